@@ -1,0 +1,1 @@
+//! eddy-actors (in progress)

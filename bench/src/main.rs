@@ -1,0 +1,2 @@
+//! Eddy benchmark harness (see the benchmark issue).
+fn main() {}

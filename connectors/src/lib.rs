@@ -1,0 +1,1 @@
+//! eddy-connectors (in progress)

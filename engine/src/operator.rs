@@ -1,0 +1,1 @@
+//! operator (in progress)

@@ -1,0 +1,245 @@
+//! Schemas: Spark DDL (`"user_id STRING, revenue DOUBLE, event_time TIMESTAMP"`) parsed into a
+//! [`Schema`] of named, typed columns.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// A column type. The names are Spark's (SQL DDL); `Long` is Spark's BIGINT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DataType {
+    /// STRING: UTF-8 text.
+    String,
+    /// BIGINT / LONG: 64-bit signed integer.
+    Long,
+    /// INT / INTEGER: 32-bit signed integer.
+    Int,
+    /// DOUBLE: 64-bit float.
+    Double,
+    /// FLOAT / REAL: 32-bit float.
+    Float,
+    /// BOOLEAN.
+    Boolean,
+    /// TIMESTAMP: µs since the epoch, UTC.
+    Timestamp,
+    /// Output only: a window `{start, end}` struct of two timestamps.
+    Window,
+    /// Output only: an array of the inner type (approx_percentile with a list of percentages).
+    Array(ArrayOf),
+}
+
+/// The element type of an output array (only the scalar types can be listed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ArrayOf {
+    /// BIGINT elements.
+    Long,
+    /// INT elements.
+    Int,
+    /// DOUBLE elements.
+    Double,
+    /// FLOAT elements.
+    Float,
+    /// TIMESTAMP elements.
+    Timestamp,
+    /// STRING elements.
+    String,
+    /// BOOLEAN elements.
+    Boolean,
+}
+
+impl DataType {
+    /// Whether the type is numeric (INT, BIGINT, FLOAT, DOUBLE).
+    pub fn is_numeric(self) -> bool {
+        matches!(self, DataType::Long | DataType::Int | DataType::Double | DataType::Float)
+    }
+
+    /// The array type whose elements are `self`; `None` for output-only types.
+    pub fn array_of(self) -> Option<DataType> {
+        Some(DataType::Array(match self {
+            DataType::Long => ArrayOf::Long,
+            DataType::Int => ArrayOf::Int,
+            DataType::Double => ArrayOf::Double,
+            DataType::Float => ArrayOf::Float,
+            DataType::Timestamp => ArrayOf::Timestamp,
+            DataType::String => ArrayOf::String,
+            DataType::Boolean => ArrayOf::Boolean,
+            DataType::Window | DataType::Array(_) => return None,
+        }))
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            DataType::String => "STRING",
+            DataType::Long => "BIGINT",
+            DataType::Int => "INT",
+            DataType::Double => "DOUBLE",
+            DataType::Float => "FLOAT",
+            DataType::Boolean => "BOOLEAN",
+            DataType::Timestamp => "TIMESTAMP",
+            DataType::Window => "STRUCT<start: TIMESTAMP, end: TIMESTAMP>",
+            DataType::Array(a) => {
+                let inner = match a {
+                    ArrayOf::Long => "BIGINT",
+                    ArrayOf::Int => "INT",
+                    ArrayOf::Double => "DOUBLE",
+                    ArrayOf::Float => "FLOAT",
+                    ArrayOf::Timestamp => "TIMESTAMP",
+                    ArrayOf::String => "STRING",
+                    ArrayOf::Boolean => "BOOLEAN",
+                };
+                return write!(f, "ARRAY<{inner}>");
+            }
+        };
+        f.write_str(s)
+    }
+}
+
+/// One named, typed column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    /// Column name, as written (matching is exact, case-sensitive).
+    pub name: String,
+    /// Column type.
+    pub data_type: DataType,
+}
+
+/// An ordered list of columns. Cheap to clone (shared).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Schema {
+    fields: Arc<[Field]>,
+}
+
+/// Errors of DDL parsing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// The DDL text is not `name TYPE, ...` with known types and distinct names.
+    #[error("bad schema {given:?}: {why} (expected `name TYPE, ...` with types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)")]
+    Ddl {
+        /// The DDL given.
+        given: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+impl Schema {
+    /// A schema of these fields.
+    pub fn new(fields: Vec<Field>) -> Schema {
+        Schema { fields: fields.into() }
+    }
+
+    /// Parses Spark DDL: `name TYPE, name TYPE, ...`. Types are case-insensitive: STRING,
+    /// BIGINT / LONG, INT / INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP. Names may be quoted
+    /// with backticks. An optional `NOT NULL` or `COMMENT '...'` is not accepted (kept simple).
+    ///
+    /// # Errors
+    /// [`SchemaError::Ddl`] for an empty schema, an unknown type, a missing name or type, or a
+    /// name given twice.
+    pub fn parse_ddl(ddl: &str) -> Result<Schema, SchemaError> {
+        let bad = |why: String| SchemaError::Ddl { given: ddl.to_string(), why };
+        let mut fields: Vec<Field> = Vec::new();
+        for part in ddl.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                return Err(bad("an empty column definition".into()));
+            }
+            let (name, ty) = if let Some(rest) = part.strip_prefix('`') {
+                let end = rest.find('`').ok_or_else(|| bad(format!("unclosed backtick in {part:?}")))?;
+                (&rest[..end], rest[end + 1..].trim())
+            } else {
+                let mut it = part.splitn(2, char::is_whitespace);
+                (it.next().unwrap_or(""), it.next().unwrap_or("").trim())
+            };
+            let ty = ty.strip_prefix(':').unwrap_or(ty).trim();
+            if name.is_empty() {
+                return Err(bad("a column without a name".into()));
+            }
+            if ty.is_empty() {
+                return Err(bad(format!("column {name:?} has no type")));
+            }
+            let data_type = match ty.to_ascii_uppercase().as_str() {
+                "STRING" | "VARCHAR" | "TEXT" => DataType::String,
+                "BIGINT" | "LONG" => DataType::Long,
+                "INT" | "INTEGER" => DataType::Int,
+                "DOUBLE" => DataType::Double,
+                "FLOAT" | "REAL" => DataType::Float,
+                "BOOLEAN" | "BOOL" => DataType::Boolean,
+                "TIMESTAMP" => DataType::Timestamp,
+                other => return Err(bad(format!("column {name:?} has unknown type {other}"))),
+            };
+            if fields.iter().any(|f| f.name == name) {
+                return Err(bad(format!("column {name:?} is given twice")));
+            }
+            fields.push(Field { name: name.to_string(), data_type });
+        }
+        Ok(Schema::new(fields))
+    }
+
+    /// The columns in order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// Number of columns.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether there are no columns.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Position of the column `name`, if any.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+
+    /// The column `name`, if any.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The names, comma-separated (for error messages).
+    pub fn names(&self) -> String {
+        self.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl fmt::Display for Schema {
+    /// As DDL: `name TYPE, ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, fl) in self.fields.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{} {}", fl.name, fl.data_type)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_spark_ddl() {
+        let s = Schema::parse_ddl("user_id STRING, revenue DOUBLE, event_time TIMESTAMP, n bigint, i INT, f FLOAT, b BOOLEAN, l LONG").unwrap();
+        assert_eq!(s.len(), 8);
+        assert_eq!(s.field("n").unwrap().data_type, DataType::Long);
+        assert_eq!(s.field("l").unwrap().data_type, DataType::Long);
+        assert_eq!(s.index_of("event_time"), Some(2));
+        assert_eq!(Schema::parse_ddl(&s.to_string()).unwrap(), s);
+    }
+
+    #[test]
+    fn refuses_bad_ddl() {
+        for bad in ["", "a", "a STRING,", "a BLOB", "a STRING, a INT", "`a STRING"] {
+            assert!(Schema::parse_ddl(bad).is_err(), "{bad:?}");
+        }
+    }
+}

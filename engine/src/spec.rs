@@ -1,0 +1,1 @@
+//! spec (in progress)

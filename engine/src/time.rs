@@ -1,0 +1,422 @@
+//! Time: [`Timestamp`] (µs since the Unix epoch, UTC), [`Duration`] (µs), Spark duration strings,
+//! RFC 3339 / `YYYY-MM-DD HH:MM:SS[.ffffff]` parsing and printing, and window alignment.
+//!
+//! Source: SEMANTICS.md "Time". Spark writes durations as interval strings (`"10 minutes"`,
+//! `"1 hour 30 minutes"`); months and years are refused because they have no fixed length.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+const US_PER_SEC: i64 = 1_000_000;
+const SECS_PER_DAY: i64 = 86_400;
+
+/// An instant: microseconds since 1970-01-01T00:00:00Z (negative before 1970). Always UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+pub struct Timestamp(pub i64);
+
+/// A length of time in microseconds. Window sizes, slides and gaps are > 0; delays may be 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+pub struct Duration(pub i64);
+
+impl Timestamp {
+    /// The smallest instant; used as "before every timestamp" (the initial watermark).
+    pub const MIN: Timestamp = Timestamp(i64::MIN);
+    /// The largest instant.
+    pub const MAX: Timestamp = Timestamp(i64::MAX);
+
+    /// Microseconds since the epoch.
+    pub fn micros(self) -> i64 {
+        self.0
+    }
+
+    /// `self + d`, saturating at the ends of the range.
+    pub fn saturating_add(self, d: Duration) -> Timestamp {
+        Timestamp(self.0.saturating_add(d.0))
+    }
+
+    /// `self - d`, saturating at the ends of the range.
+    pub fn saturating_sub(self, d: Duration) -> Timestamp {
+        Timestamp(self.0.saturating_sub(d.0))
+    }
+
+    /// Builds a timestamp from a number in `unit` (numeric JSON timestamps: ms by default).
+    /// `None` when the value does not fit in i64 microseconds or is not finite.
+    pub fn from_number(v: f64, unit: TimeUnit) -> Option<Timestamp> {
+        if !v.is_finite() {
+            return None;
+        }
+        let us = v * unit.micros_per_unit() as f64;
+        if us.abs() >= 9.2e18 {
+            return None;
+        }
+        Some(Timestamp(us.round() as i64))
+    }
+
+    /// Builds a timestamp from an integer in `unit`; `None` on overflow.
+    pub fn from_integer(v: i64, unit: TimeUnit) -> Option<Timestamp> {
+        v.checked_mul(unit.micros_per_unit()).map(Timestamp)
+    }
+}
+
+/// Unit of numeric timestamps in input (`source.timestamp_unit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeUnit {
+    /// Seconds.
+    S,
+    /// Milliseconds (the default, as epoch milliseconds are the common JSON spelling).
+    #[default]
+    Ms,
+    /// Microseconds.
+    Us,
+}
+
+impl TimeUnit {
+    /// Microseconds in one unit.
+    pub fn micros_per_unit(self) -> i64 {
+        match self {
+            TimeUnit::S => US_PER_SEC,
+            TimeUnit::Ms => 1_000,
+            TimeUnit::Us => 1,
+        }
+    }
+}
+
+impl Duration {
+    /// Zero length.
+    pub const ZERO: Duration = Duration(0);
+
+    /// Microseconds.
+    pub fn micros(self) -> i64 {
+        self.0
+    }
+
+    /// From whole seconds.
+    pub fn from_secs(s: i64) -> Duration {
+        Duration(s * US_PER_SEC)
+    }
+
+    /// From whole milliseconds.
+    pub fn from_millis(ms: i64) -> Duration {
+        Duration(ms * 1_000)
+    }
+}
+
+/// Errors of time parsing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// A duration string that is not `<number> <unit>` pairs of the allowed units.
+    #[error("bad duration {given:?}: {why} (expected e.g. \"10 seconds\", \"1 hour 30 minutes\"; units us, ms, s/sec/second(s), min/minute(s), h/hour(s), day(s), week(s))")]
+    BadDuration {
+        /// What was given.
+        given: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A timestamp string that is neither RFC 3339 nor `YYYY-MM-DD HH:MM:SS[.ffffff]`.
+    #[error("bad timestamp {given:?}: {why} (expected RFC 3339 such as 2024-01-15T10:01:00Z, or YYYY-MM-DD HH:MM:SS[.ffffff] in UTC)")]
+    BadTimestamp {
+        /// What was given.
+        given: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+}
+
+/// Parses a Spark duration string: one or more `<integer> <unit>` pairs, e.g. `"10 minutes"`,
+/// `"1 hour 30 minutes"`, `"250 ms"`, `"0 seconds"`. The unit may follow the number without a
+/// space (`"5s"`). An optional leading `interval` keyword is accepted, as Spark does.
+///
+/// # Errors
+/// [`TimeError::BadDuration`] for an empty string, a missing number or unit, an unknown unit,
+/// months or years (no fixed length), a negative value or an overflow.
+pub fn parse_duration(s: &str) -> Result<Duration, TimeError> {
+    let bad = |why: &str| TimeError::BadDuration { given: s.to_string(), why: why.to_string() };
+    let text = s.trim().to_ascii_lowercase();
+    let text = text.strip_prefix("interval").unwrap_or(&text).trim_start();
+    if text.is_empty() {
+        return Err(bad("empty"));
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut total: i64 = 0;
+    let mut pairs = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            break;
+        }
+        let start = i;
+        if bytes[i] == b'-' {
+            return Err(bad("negative durations are not allowed"));
+        }
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if start == i {
+            return Err(bad("expected a number"));
+        }
+        let n: i64 = text[start..i].parse().map_err(|_| bad("number too large"))?;
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let ustart = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let unit = &text[ustart..i];
+        let per: i64 = match unit {
+            "us" | "microsecond" | "microseconds" => 1,
+            "ms" | "millisecond" | "milliseconds" => 1_000,
+            "s" | "sec" | "secs" | "second" | "seconds" => US_PER_SEC,
+            "min" | "mins" | "minute" | "minutes" => 60 * US_PER_SEC,
+            "h" | "hour" | "hours" => 3_600 * US_PER_SEC,
+            "day" | "days" => SECS_PER_DAY * US_PER_SEC,
+            "week" | "weeks" => 7 * SECS_PER_DAY * US_PER_SEC,
+            "month" | "months" | "year" | "years" => {
+                return Err(bad("months and years are not fixed lengths"));
+            }
+            "" => return Err(bad("missing unit")),
+            _ => return Err(bad(&format!("unknown unit {unit:?}"))),
+        };
+        let part = n.checked_mul(per).ok_or_else(|| bad("too large"))?;
+        total = total.checked_add(part).ok_or_else(|| bad("too large"))?;
+        pairs += 1;
+    }
+    if pairs == 0 {
+        return Err(bad("empty"));
+    }
+    Ok(Duration(total))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day count since 1970-01-01 (inverse of [`days_from_civil`]).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        _ => 28,
+    }
+}
+
+/// Parses an input timestamp: RFC 3339 (`2024-01-15T10:01:00Z`, `+02:00` offsets, a fraction of
+/// up to 9 digits, truncated to µs) or `YYYY-MM-DD HH:MM:SS[.ffffff]` (UTC). A `T` or a space may
+/// separate date and time; without an offset the time is UTC. Years 0000 to 9999.
+///
+/// # Errors
+/// [`TimeError::BadTimestamp`] when the text is not one of these forms or a field is out of range.
+pub fn parse_timestamp(s: &str) -> Result<Timestamp, TimeError> {
+    let bad = |why: &'static str| TimeError::BadTimestamp { given: truncate(s), why };
+    let b = s.trim().as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(r)?;
+        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(part.iter().fold(0i64, |a, &c| a * 10 + (c - b'0') as i64))
+    };
+    if b.len() < 19 {
+        return Err(bad("too short"));
+    }
+    let (Some(y), Some(mo), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return Err(bad("date must be YYYY-MM-DD"));
+    };
+    if b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
+        return Err(bad("date must be YYYY-MM-DD followed by T or a space"));
+    }
+    let (Some(h), Some(mi), Some(sec)) = (num(11..13), num(14..16), num(17..19)) else {
+        return Err(bad("time must be HH:MM:SS"));
+    };
+    if b[13] != b':' || b[16] != b':' {
+        return Err(bad("time must be HH:MM:SS"));
+    }
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo as u32) as i64 {
+        return Err(bad("date out of range"));
+    }
+    if h > 23 || mi > 59 || sec > 60 {
+        return Err(bad("time out of range"));
+    }
+    let mut i = 19;
+    let mut frac_us = 0i64;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        let digits = &b[start..i];
+        if digits.is_empty() || digits.len() > 9 {
+            return Err(bad("fraction must have 1 to 9 digits"));
+        }
+        for k in 0..6 {
+            frac_us = frac_us * 10 + digits.get(k).map_or(0, |c| (c - b'0') as i64);
+        }
+    }
+    let mut offset_s = 0i64;
+    if i < b.len() {
+        match b[i] {
+            b'Z' | b'z' if i + 1 == b.len() => {}
+            b'+' | b'-' if b.len() == i + 6 && b[i + 3] == b':' => {
+                let (Some(oh), Some(om)) = (num(i + 1..i + 3), num(i + 4..i + 6)) else {
+                    return Err(bad("offset must be +HH:MM"));
+                };
+                if oh > 23 || om > 59 {
+                    return Err(bad("offset out of range"));
+                }
+                offset_s = (oh * 3600 + om * 60) * if b[i] == b'-' { -1 } else { 1 };
+            }
+            _ => return Err(bad("trailing text (expected Z, +HH:MM or -HH:MM)")),
+        }
+    }
+    let days = days_from_civil(y, mo as u32, d as u32);
+    let secs = days * SECS_PER_DAY + h * 3600 + mi * 60 + sec.min(59) - offset_s;
+    Ok(Timestamp(secs * US_PER_SEC + frac_us))
+}
+
+fn truncate(s: &str) -> String {
+    if s.len() <= 64 {
+        s.to_string()
+    } else {
+        let mut end = 64;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &s[..end])
+    }
+}
+
+impl fmt::Display for Timestamp {
+    /// RFC 3339 in UTC with `Z`; the fraction only when non-zero (trailing zeros trimmed), as
+    /// SEMANTICS.md "Output timestamps" asks.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.0;
+        let secs = us.div_euclid(US_PER_SEC);
+        let frac = us.rem_euclid(US_PER_SEC);
+        let days = secs.div_euclid(SECS_PER_DAY);
+        let sod = secs.rem_euclid(SECS_PER_DAY);
+        let (y, m, d) = civil_from_days(days);
+        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60)?;
+        if frac != 0 {
+            let mut s = format!("{frac:06}");
+            while s.ends_with('0') {
+                s.pop();
+            }
+            write!(f, ".{s}")?;
+        }
+        f.write_str("Z")
+    }
+}
+
+impl fmt::Display for Duration {
+    /// The largest unit that divides the length exactly, in Spark's spelling (`"90 seconds"`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.0;
+        for (per, name) in [
+            (7 * SECS_PER_DAY * US_PER_SEC, "week"),
+            (SECS_PER_DAY * US_PER_SEC, "day"),
+            (3600 * US_PER_SEC, "hour"),
+            (60 * US_PER_SEC, "minute"),
+            (US_PER_SEC, "second"),
+            (1000, "millisecond"),
+        ] {
+            if us != 0 && us % per == 0 {
+                let n = us / per;
+                return write!(f, "{n} {name}{}", if n == 1 { "" } else { "s" });
+            }
+        }
+        write!(f, "{us} microseconds")
+    }
+}
+
+/// Start of the window of length `step` (aligned to `offset` from the epoch) that contains `t`:
+/// the largest `start <= t` with `start ≡ offset (mod step)`. Floor modulo, so correct before
+/// 1970. `step` must be > 0.
+pub fn align_down(t: Timestamp, step: Duration, offset: Duration) -> Timestamp {
+    debug_assert!(step.0 > 0);
+    let rel = t.0.wrapping_sub(offset.0);
+    Timestamp(t.0 - rel.rem_euclid(step.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_spark_spelling() {
+        assert_eq!(parse_duration("10 minutes").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1 hour 30 minutes").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("250 milliseconds").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("2 days").unwrap(), Duration::from_secs(172_800));
+        assert_eq!(parse_duration("1 week").unwrap(), Duration::from_secs(604_800));
+        assert_eq!(parse_duration("0 seconds").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("7 us").unwrap(), Duration(7));
+        assert_eq!(parse_duration("interval 1 min").unwrap(), Duration::from_secs(60));
+        for bad in ["", "1 month", "2 years", "ten seconds", "5", "-1 second", "1 fortnight", "99999999999999999999 s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn timestamps_parse_and_print() {
+        let t = parse_timestamp("2024-01-15T10:01:00Z").unwrap();
+        assert_eq!(t.to_string(), "2024-01-15T10:01:00Z");
+        assert_eq!(parse_timestamp("2024-01-15 10:01:00").unwrap(), t);
+        assert_eq!(parse_timestamp("2024-01-15T12:01:00+02:00").unwrap(), t);
+        let f = parse_timestamp("2024-01-15T10:01:00.123456789Z").unwrap();
+        assert_eq!(f.0 - t.0, 123_456);
+        assert_eq!(f.to_string(), "2024-01-15T10:01:00.123456Z");
+        assert_eq!(parse_timestamp("2024-01-15T10:01:00.5Z").unwrap().to_string(), "2024-01-15T10:01:00.5Z");
+        assert_eq!(parse_timestamp("1970-01-01T00:00:00Z").unwrap(), Timestamp(0));
+        let pre = parse_timestamp("1969-12-31T23:59:59.5Z").unwrap();
+        assert_eq!(pre, Timestamp(-500_000));
+        assert_eq!(pre.to_string(), "1969-12-31T23:59:59.5Z");
+        for bad in ["", "2024-13-01T00:00:00Z", "2024-02-30T00:00:00Z", "2024-01-15T25:00:00Z", "yesterday", "2024-01-15T10:01:00Zjunk", "2024-01-15T10:01:00.Z"] {
+            assert!(parse_timestamp(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn round_trip_over_a_wide_range() {
+        for us in [-62_135_596_800_000_000i64, -1, 0, 1, 951_782_400_000_000, 253_402_300_799_999_999] {
+            let t = Timestamp(us);
+            assert_eq!(parse_timestamp(&t.to_string()).unwrap(), t, "{t}");
+        }
+    }
+
+    #[test]
+    fn alignment_is_floor_modulo_before_1970() {
+        let s = Duration::from_secs(10);
+        assert_eq!(align_down(Timestamp(-1), s, Duration::ZERO), Timestamp(-10_000_000));
+        assert_eq!(align_down(Timestamp(25_000_000), s, Duration::ZERO), Timestamp(20_000_000));
+        assert_eq!(align_down(Timestamp(25_000_000), s, Duration::from_secs(7)), Timestamp(17_000_000));
+        assert_eq!(align_down(Timestamp(-10_000_000), s, Duration::ZERO), Timestamp(-10_000_000));
+    }
+}

@@ -1,0 +1,245 @@
+//! Values and records: [`Value`] (one cell), [`Record`] (one decoded input row, in schema order),
+//! [`GroupKey`] (the values of the partition-key columns), and [`Row`] (one output row).
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Timestamp;
+
+/// One cell. Strings are shared (`Arc<str>`), so cloning a record or a key never copies text.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub enum Value {
+    /// SQL NULL (also: a column missing from the input record).
+    #[default]
+    Null,
+    /// BOOLEAN.
+    Bool(bool),
+    /// INT.
+    Int(i32),
+    /// BIGINT.
+    Long(i64),
+    /// FLOAT.
+    Float(f32),
+    /// DOUBLE.
+    Double(f64),
+    /// STRING.
+    Str(Arc<str>),
+    /// TIMESTAMP (µs since the epoch).
+    Timestamp(Timestamp),
+    /// A window `[start, end)` (output only).
+    Window {
+        /// Inclusive start.
+        start: Timestamp,
+        /// Exclusive end.
+        end: Timestamp,
+    },
+    /// An array (output only: approx_percentile with a list of percentages).
+    List(Arc<[Value]>),
+}
+
+impl Value {
+    /// Whether this is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as f64 for numeric aggregation (INT, BIGINT, FLOAT, DOUBLE; TIMESTAMP as µs);
+    /// `None` for NULL and non-numeric values.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Int(v) => Some(v as f64),
+            Value::Long(v) => Some(v as f64),
+            Value::Float(v) => Some(v as f64),
+            Value::Double(v) => Some(v),
+            Value::Timestamp(t) => Some(t.0 as f64),
+            _ => None,
+        }
+    }
+
+    /// The value as i64 (INT, BIGINT, TIMESTAMP as µs); `None` otherwise.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(v) => Some(v as i64),
+            Value::Long(v) => Some(v),
+            Value::Timestamp(t) => Some(t.0),
+            _ => None,
+        }
+    }
+
+    /// The timestamp, if this is one.
+    pub fn as_timestamp(&self) -> Option<Timestamp> {
+        match *self {
+            Value::Timestamp(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A total order used by min / max and percentiles: NULL first, then by value. Doubles use
+    /// IEEE total order (NaN largest, as Spark orders NaN above every number).
+    pub fn total_cmp(&self, other: &Value) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Less,
+            (_, Null) => Ordering::Greater,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Int(a), Int(b)) => a.cmp(b),
+            (Long(a), Long(b)) => a.cmp(b),
+            (Float(a), Float(b)) => spark_f64_cmp(*a as f64, *b as f64),
+            (Double(a), Double(b)) => spark_f64_cmp(*a, *b),
+            (Str(a), Str(b)) => a.cmp(b),
+            (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Window { start: a, end: b }, Window { start: c, end: d }) => (a, b).cmp(&(c, d)),
+            (a, b) => match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => spark_f64_cmp(x, y),
+                _ => a.rank().cmp(&b.rank()),
+            },
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Int(_) | Value::Long(_) | Value::Float(_) | Value::Double(_) => 2,
+            Value::Str(_) => 3,
+            Value::Timestamp(_) => 4,
+            Value::Window { .. } => 5,
+            Value::List(_) => 6,
+        }
+    }
+}
+
+/// Spark's order for doubles: -0.0 == 0.0, NaN == NaN and above every number.
+fn spark_f64_cmp(a: f64, b: f64) -> std::cmp::Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal),
+    }
+}
+
+impl PartialEq for Value {
+    /// Grouping equality, as Spark groups: NULL equals NULL, NaN equals NaN, -0.0 equals 0.0.
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Long(a), Long(b)) => a == b,
+            (Float(a), Float(b)) => norm_f64(*a as f64) == norm_f64(*b as f64),
+            (Double(a), Double(b)) => norm_f64(*a) == norm_f64(*b),
+            (Str(a), Str(b)) => a == b,
+            (Timestamp(a), Timestamp(b)) => a == b,
+            (Window { start: a, end: b }, Window { start: c, end: d }) => a == c && b == d,
+            (List(a), List(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+/// Bits of a double with NaN and -0.0 normalised, for hashing and grouping.
+fn norm_f64(v: f64) -> u64 {
+    if v.is_nan() {
+        f64::NAN.to_bits()
+    } else if v == 0.0 {
+        0
+    } else {
+        v.to_bits()
+    }
+}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Value::Null => state.write_u8(0),
+            Value::Bool(b) => state.write_u8(1 + *b as u8),
+            Value::Int(v) => state.write_i64(*v as i64),
+            Value::Long(v) => state.write_i64(*v),
+            Value::Float(v) => state.write_u64(norm_f64(*v as f64)),
+            Value::Double(v) => state.write_u64(norm_f64(*v)),
+            Value::Str(s) => s.hash(state),
+            Value::Timestamp(t) => state.write_i64(t.0),
+            Value::Window { start, end } => {
+                state.write_i64(start.0);
+                state.write_i64(end.0);
+            }
+            Value::List(l) => l.hash(state),
+        }
+    }
+}
+
+/// One decoded input record: a value per schema column, in schema order. Columns the query does
+/// not need may be left NULL by the decoder (projection).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct Record {
+    /// The values, one per schema column.
+    pub values: Box<[Value]>,
+}
+
+impl Record {
+    /// A record of these values.
+    pub fn new(values: Vec<Value>) -> Record {
+        Record { values: values.into_boxed_slice() }
+    }
+
+    /// The value of column `i`.
+    ///
+    /// # Panics
+    /// When `i` is out of range (a bug: column indexes come from the validated spec).
+    pub fn get(&self, i: usize) -> &Value {
+        &self.values[i]
+    }
+}
+
+/// The values of the partition-key columns of a record (`group_by`, `partition_by`, dedup
+/// `columns`), in the order the query names them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default, PartialOrd, Ord)]
+pub struct GroupKey(pub Box<[KeyValue]>);
+
+/// A value usable as a key part: [`Value`] with a total order (so state can be sorted and
+/// snapshots are deterministic).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KeyValue(pub Value);
+
+impl PartialOrd for KeyValue {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for KeyValue {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl GroupKey {
+    /// The key of `record` over the columns at `indexes`.
+    pub fn of(record: &Record, indexes: &[usize]) -> GroupKey {
+        GroupKey(indexes.iter().map(|&i| KeyValue(record.values[i].clone())).collect())
+    }
+
+    /// The key parts as values.
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.0.iter().map(|k| &k.0)
+    }
+}
+
+/// One output row: values in the order of the query's output schema.
+pub type Row = Vec<Value>;

@@ -1,0 +1,1 @@
+//! watermark (in progress)

@@ -1,0 +1,1 @@
+//! window (in progress)

@@ -1,0 +1,2 @@
+//! The `eddy` command (in progress).
+fn main() {}
