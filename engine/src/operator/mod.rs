@@ -1,0 +1,123 @@
+//! Operators: the stateful heart of a query, as state machines driven from outside.
+//!
+//! Every operator has the same life, whichever mode drives it:
+//!
+//! - **micro-batch**: [`Operator::begin_batch`] (the batch's watermarks and processing time),
+//!   [`Operator::on_record`] for each record of the batch, [`Operator::end_batch`] (rows of the
+//!   batch are emitted here).
+//! - **real-time**: [`Operator::on_record`] per record, with the watermark as it stood when the
+//!   record arrived (rows are emitted at once); [`Operator::advance_watermark`] and
+//!   [`Operator::advance_clock`] move event time and processing time; [`Operator::next_timer`]
+//!   says when the operator must next be woken (rolling-window expiries).
+//! - both: [`Operator::snapshot`] / [`Operator::restore`] for checkpoints.
+//!
+//! The operators never read a clock and never block; the runtime calls them.
+
+mod deduplicate;
+mod rolling;
+mod session;
+mod window_aggregate;
+
+pub use deduplicate::{Deduplicate, DeduplicateConfig};
+pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
+pub use window_aggregate::{OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};
+
+use crate::time::Timestamp;
+use crate::value::{Record, Row};
+use crate::watermark::BatchWatermarks;
+
+/// The two execution modes (SEMANTICS.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Mode {
+    /// Records arrive in batches; rows are emitted at the end of each batch.
+    MicroBatch,
+    /// Every record is processed and its rows emitted as it arrives.
+    RealTime,
+}
+
+/// What an operator produces: output rows, and input records dropped as late (for the metric
+/// and the `late_sink`).
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Rows in the order of the output schema.
+    pub rows: Vec<Row>,
+    /// Records dropped as late, unchanged.
+    pub late: Vec<Record>,
+}
+
+impl Output {
+    /// Whether nothing was produced.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.late.is_empty()
+    }
+
+    /// Empties both lists (keeps their capacity).
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.late.clear();
+    }
+}
+
+/// The context of one micro-batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchContext {
+    /// Batch number, from 0, no-data batches included (Spark's numbering).
+    pub batch_id: u64,
+    /// The batch's watermarks (late input / eviction).
+    pub watermarks: BatchWatermarks,
+    /// The batch's processing time (rolling windows: frontier = this - delay).
+    pub processing_time: Timestamp,
+}
+
+/// Errors of snapshot restore.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The bytes are not a snapshot of this operator.
+    #[error("snapshot of operator {operator} cannot be read: {why}")]
+    Corrupt {
+        /// The operator kind.
+        operator: &'static str,
+        /// What failed.
+        why: String,
+    },
+}
+
+/// A stateful operator (see the module documentation for the call order).
+pub trait Operator: Send + std::fmt::Debug {
+    /// Starts a micro-batch.
+    fn begin_batch(&mut self, ctx: &BatchContext);
+
+    /// Takes one record. In real-time mode `watermark` is W as it stood when the record arrived
+    /// (before its own event time counts); in micro-batch mode it is ignored (the batch's
+    /// watermarks apply). The operator updates its own W to include the record.
+    fn on_record(&mut self, record: Record, watermark: Timestamp, out: &mut Output);
+
+    /// Ends a micro-batch: emits the batch's rows and evicts state the watermark finalised.
+    fn end_batch(&mut self, out: &mut Output);
+
+    /// Real-time: moves the watermark to `w` (never back), emitting what it finalises.
+    fn advance_watermark(&mut self, w: Timestamp, out: &mut Output);
+
+    /// Real-time: moves processing time to `now` (never back), firing every timer due up to
+    /// `now` in instant order. Only rolling windows have timers.
+    fn advance_clock(&mut self, now: Timestamp, out: &mut Output);
+
+    /// The next processing-time instant at which [`Operator::advance_clock`] has work, if any.
+    fn next_timer(&self) -> Option<Timestamp>;
+
+    /// Whether a micro-batch without new data must run after a batch whose eviction watermark
+    /// was `evicted_with` when the next batch's would be `next` (Spark's no-data batch).
+    fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool;
+
+    /// Number of keys (groups, windows, dedup keys) held.
+    fn state_len(&self) -> usize;
+
+    /// The whole state, serialised.
+    fn snapshot(&self) -> Vec<u8>;
+
+    /// Replaces the state with a snapshot taken by [`Operator::snapshot`] of the same operator.
+    ///
+    /// # Errors
+    /// [`StateError::Corrupt`] when the bytes cannot be read.
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError>;
+}
