@@ -1,1 +1,149 @@
-//! eddy-connectors (in progress)
+//! # eddy-connectors: where records come from and where rows go
+//!
+//! [`Source`]s produce raw input (JSON / CSV lines from files, stdin, Kafka) or already-decoded
+//! records (the Nexmark generator); [`Sink`]s take output rows as JSON lines and commit them per
+//! micro-batch or epoch. Sources and sinks do no query work: decoding, routing and operators are
+//! the runtime's (`eddy-actors`).
+#![deny(missing_docs)]
+
+use std::fmt;
+
+use eddy_engine::Record;
+
+/// Where a record came from, for dead letters and logs (`file.json:12`, `topic/3@1042`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// A line of a file (1-based).
+    File {
+        /// File name (without folder).
+        file: String,
+        /// Line number, from 1.
+        line: u64,
+    },
+    /// A line of standard input (1-based).
+    Stdin {
+        /// Line number, from 1.
+        line: u64,
+    },
+    /// A Kafka message.
+    Kafka {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Offset.
+        offset: i64,
+    },
+    /// A generated record (Nexmark): its sequence number.
+    Generated {
+        /// Event number, from 0.
+        event: u64,
+    },
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::File { file, line } => write!(f, "{file}:{line}"),
+            Position::Stdin { line } => write!(f, "stdin:{line}"),
+            Position::Kafka { topic, partition, offset } => write!(f, "{topic}/{partition}@{offset}"),
+            Position::Generated { event } => write!(f, "event {event}"),
+        }
+    }
+}
+
+/// The content of one input item.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// Undecoded bytes: one JSON object or one CSV line (no trailing newline).
+    Raw(Vec<u8>),
+    /// A record already in the source's schema (generators).
+    Record(Record),
+}
+
+/// One input item.
+#[derive(Clone, Debug)]
+pub struct SourceItem {
+    /// The content.
+    pub payload: Payload,
+    /// Where it came from.
+    pub position: Position,
+    /// When the item was created, as nanoseconds of the process's monotonic clock
+    /// ([`monotonic_ns`]), when the source knows it (Nexmark, for latency measurement); else 0.
+    pub created_ns: u64,
+}
+
+/// What a poll found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Items were appended (possibly zero when only a boundary was reached).
+    Data,
+    /// The end of one micro-batch unit (a group of `max_files_per_trigger` files): the
+    /// micro-batch runtime cuts a batch here. Items of the unit were appended before it.
+    BatchBoundary,
+    /// Nothing available now (an endless source); poll again later.
+    Idle,
+    /// The input is exhausted (a finite source); no item will follow.
+    Exhausted,
+}
+
+/// Errors of sources and sinks.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectorError {
+    /// An I/O failure, with the path or endpoint involved.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, with the path.
+        what: String,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A configuration that cannot work (e.g. a missing folder).
+    #[error("{0}")]
+    Config(String),
+    /// An external system failed (Kafka).
+    #[error("{0}")]
+    External(String),
+}
+
+/// A source of input.
+pub trait Source: Send {
+    /// A CSV header line, if the source's format has one (files source with CSV: the first line
+    /// of the first file). `None` for JSON.
+    fn header(&mut self) -> Result<Option<Vec<u8>>, ConnectorError> {
+        Ok(None)
+    }
+
+    /// Appends up to `max` items to `out`, waiting at most `timeout` for the first one.
+    ///
+    /// # Errors
+    /// A [`ConnectorError`] when the input cannot be read (the runtime stops with exit 1).
+    fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: std::time::Duration) -> Result<Poll, ConnectorError>;
+}
+
+/// A sink of output lines, committed per micro-batch or epoch.
+pub trait Sink: Send {
+    /// Appends one row (a JSON object, no newline) to batch / epoch `batch_id`. `key` is the
+    /// message key (JSON), for sinks that have one.
+    ///
+    /// # Errors
+    /// A [`ConnectorError`] when the row cannot be written.
+    fn write(&mut self, batch_id: u64, line: &str, key: Option<&str>) -> Result<(), ConnectorError>;
+
+    /// Makes batch / epoch `batch_id` visible: every row written for it is durable and visible
+    /// to readers, atomically where the sink can (files: rename). A batch with no row leaves no
+    /// trace (no file).
+    ///
+    /// # Errors
+    /// A [`ConnectorError`] when the commit fails.
+    fn commit(&mut self, batch_id: u64) -> Result<(), ConnectorError>;
+}
+
+/// Nanoseconds since the first call in this process (a monotonic clock shared by sources and
+/// sinks for latency measurement).
+pub fn monotonic_ns() -> u64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}

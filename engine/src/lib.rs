@@ -37,6 +37,7 @@
 
 pub mod aggregate;
 pub mod decode;
+pub mod driver;
 pub mod operator;
 pub mod output;
 pub mod schema;
