@@ -1,1 +1,31 @@
-//! eddy-actors (in progress)
+//! # eddy-actors: the runtime
+//!
+//! Runs a pipeline as actors, each an event loop on its own OS thread over bounded `crossbeam`
+//! channels (DESIGN.md "Actors without actix"):
+//!
+//! - the **source actor** ([`source`]) polls the source, decodes records, keeps the clock and the
+//!   watermark (it sees every record, so its watermark is the global one), cuts micro-batches or
+//!   epochs, and routes records by the hash of their partition key to the partition actor owning
+//!   that key range; barriers and batch boundaries flow in-band behind the data;
+//! - **partition actors** ([`partition`]) own the operator state of their key range, process
+//!   records, fire timers (sleeping until the operator's next timer or the next message, never
+//!   polling) and send rows to the sink actor;
+//! - the **sink actor** ([`sink`]) writes rows, late records and dead letters, and commits a batch
+//!   or epoch when every producer has ended it;
+//! - the **coordinator** ([`coordinator`]) collects barrier acknowledgements and commits, tells
+//!   the source when a micro-batch is committed, and turns a stop request into a drain.
+//!
+//! Every queue is bounded: a slow sink slows the partition actors, which slow the source.
+//! Nothing here reads the time except through [`clock::Clock`].
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod coordinator;
+pub mod messages;
+pub mod partition;
+pub mod routing;
+pub mod runtime;
+pub mod sink;
+pub mod source;
+
+pub use runtime::{RunOptions, RunSummary, RuntimeError, run_pipeline};

@@ -40,6 +40,7 @@ pub mod decode;
 pub mod driver;
 pub mod operator;
 pub mod output;
+pub mod plan;
 pub mod schema;
 pub mod spec;
 pub mod time;

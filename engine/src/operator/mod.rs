@@ -20,6 +20,7 @@ mod window_aggregate;
 
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
+pub use session::SessionGap;
 pub use window_aggregate::{OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};
 
 use crate::time::Timestamp;

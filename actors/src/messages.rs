@@ -1,0 +1,125 @@
+//! Messages between actors. Control and data stay apart (DESIGN.md): data is a batch of stamped
+//! records; control is one enum, carried in-band on the same channel, behind the data it follows.
+
+use eddy_engine::operator::BatchContext;
+use eddy_engine::{Record, Row, Timestamp};
+
+/// A record with what the source decided for it.
+#[derive(Debug, Clone)]
+pub struct Stamped {
+    /// The record.
+    pub record: Record,
+    /// Real-time: processing time at which it is processed (timers due up to here fire first).
+    pub now: Timestamp,
+    /// Real-time: W as it stood when the record arrived.
+    pub watermark: Timestamp,
+    /// Creation instant on the monotonic clock (ns), 0 when unknown (latency measurement).
+    pub created_ns: u64,
+}
+
+/// Control messages, handled in the order they arrive, behind the data sent before them.
+#[derive(Debug, Clone)]
+pub enum Control {
+    /// Micro-batch: a batch starts (its watermarks and processing time).
+    BeginBatch(BatchContext),
+    /// Micro-batch: the batch's records have all been sent; emit its rows.
+    EndBatch {
+        /// The batch number.
+        batch_id: u64,
+    },
+    /// Real-time: the global watermark moved (sent at most once per data flush).
+    Watermark(Timestamp),
+    /// Real-time: processing time moved (replay clock between records, or a wall-clock tick).
+    Tick(Timestamp),
+    /// Real-time: checkpoint barrier closing `epoch`. The actor first moves its clock to `now`
+    /// and its watermark to `watermark` (so the epoch's rows are those due by then), then
+    /// snapshots, acknowledges and ends the epoch at the sink.
+    Barrier {
+        /// The epoch the barrier closes.
+        epoch: u64,
+        /// Processing time of the barrier.
+        now: Timestamp,
+        /// Global watermark at the barrier.
+        watermark: Timestamp,
+    },
+    /// The input is exhausted or a stop was asked: finish (after the last barrier) and exit.
+    EndOfInput,
+}
+
+/// What a partition actor receives.
+#[derive(Debug)]
+pub enum ToPartition {
+    /// Records, in source order for this key range.
+    Data(Vec<Stamped>),
+    /// A control message.
+    Control(Control),
+}
+
+/// What the sink actor receives; every item names the batch / epoch it belongs to.
+#[derive(Debug)]
+pub enum ToSink {
+    /// Output rows.
+    Rows {
+        /// Batch / epoch.
+        id: u64,
+        /// The rows.
+        rows: Vec<Row>,
+        /// Creation instants (ns) of the records that produced them, where known (latency).
+        created_ns: Vec<u64>,
+    },
+    /// Records dropped as late.
+    Late {
+        /// Batch / epoch.
+        id: u64,
+        /// The records.
+        records: Vec<Record>,
+    },
+    /// Dead letters, already encoded as `{"reason", "source", "record"}` JSON objects.
+    DeadLetters {
+        /// Batch / epoch.
+        id: u64,
+        /// The lines.
+        lines: Vec<String>,
+    },
+    /// A producer (a partition actor or the source) has sent everything of `id`.
+    End {
+        /// Batch / epoch.
+        id: u64,
+    },
+    /// A producer is finished for good.
+    Done,
+}
+
+/// What the coordinator receives.
+#[derive(Debug)]
+pub enum ToCoordinator {
+    /// A partition actor snapshotted its state at the barrier of `epoch`.
+    BarrierAck {
+        /// The epoch.
+        epoch: u64,
+        /// Which actor.
+        partition: usize,
+        /// Keys held after the barrier (state size).
+        state_len: usize,
+    },
+    /// The sink committed batch / epoch `id`.
+    Committed {
+        /// The batch / epoch.
+        id: u64,
+        /// Rows written in it.
+        rows: u64,
+    },
+    /// An actor failed; the run stops with exit 1.
+    Failed(String),
+    /// The sink has finished (every producer done).
+    SinkDone,
+}
+
+/// What the coordinator tells the source.
+#[derive(Debug)]
+pub enum ToSource {
+    /// Batch / epoch `id` is committed.
+    Committed(u64),
+    /// Stop: drain and end.
+    Stop,
+}

@@ -1,0 +1,262 @@
+//! Wiring: builds the source, sinks and actors of a pipeline, runs them to the end, and reports.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use crossbeam_channel::bounded;
+
+use eddy_connectors::files::{FilesSink, FilesSource};
+use eddy_connectors::nexmark::{NexmarkSource, NexmarkTable};
+use eddy_connectors::stdio::{StdinSource, StdoutSink};
+use eddy_connectors::{Sink, Source};
+use eddy_engine::decode::{CsvDecoder, Decoder, JsonDecoder};
+use eddy_engine::plan::QueryPlan;
+use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, SinkSpec, SourceKind};
+
+use crate::clock::{Clock, ReplayClock, SystemClock};
+use crate::coordinator::Coordinator;
+use crate::partition::PartitionActor;
+use crate::routing::Router;
+use crate::sink::{LatencyRecorder, SinkActor};
+use crate::source::{SourceActor, SourceCounters};
+
+/// Capacity of each partition actor's input queue, in messages (each up to 256 records).
+const PARTITION_QUEUE: usize = 64;
+/// Capacity of the sink actor's input queue, in messages.
+const SINK_QUEUE: usize = 256;
+
+/// How to run.
+#[derive(Default)]
+pub struct RunOptions {
+    /// Set (by a signal handler) to drain and stop; created when absent.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Source-to-sink latency recorder (benchmarks).
+    pub latency: Option<Box<dyn LatencyRecorder>>,
+    /// Replaces the pipeline's sink (benchmarks: a discarding sink).
+    pub sink_override: Option<Box<dyn Sink>>,
+    /// Counters to share with the caller (progress display); created when absent.
+    pub counters: Option<Arc<SourceCounters>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions").finish_non_exhaustive()
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    /// Records decoded.
+    pub records: u64,
+    /// Records that could not be decoded.
+    pub malformed: u64,
+    /// Rows written to the sink.
+    pub rows: u64,
+    /// Batches / epochs committed.
+    pub committed: u64,
+    /// Number of partition actors.
+    pub parallelism: usize,
+}
+
+/// Errors of a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The pipeline asks for something the runtime cannot do (yet); nothing was started.
+    #[error("{field}: {why}")]
+    Unsupported {
+        /// The field.
+        field: String,
+        /// Why.
+        why: String,
+    },
+    /// A source or sink could not be opened; nothing was started.
+    #[error("{field}: {why}")]
+    Open {
+        /// The field (`source.path`, `sink.path`, ...).
+        field: String,
+        /// Why.
+        why: String,
+    },
+    /// A failure while running.
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn open_sink(spec: &SinkSpec, field: &str, real_time: bool) -> Result<Box<dyn Sink>, RuntimeError> {
+    match spec {
+        SinkSpec::Files { path } => FilesSink::new(path, "batch")
+            .map(|s| Box::new(s) as Box<dyn Sink>)
+            .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() }),
+        SinkSpec::Stdout => Ok(Box::new(StdoutSink::new(real_time))),
+        SinkSpec::Kafka { .. } => Err(RuntimeError::Unsupported {
+            field: format!("{field}.type"),
+            why: "the kafka sink is not built yet (issue: Kafka source and sink)".into(),
+        }),
+    }
+}
+
+/// Runs `pipeline` to its end: the input is exhausted (finite sources) or a stop was asked.
+///
+/// # Errors
+/// [`RuntimeError::Open`] / [`RuntimeError::Unsupported`] before anything started (exit 2 for the
+/// CLI when it is the pipeline's fault); [`RuntimeError::Failed`] when something failed while
+/// running (exit 1).
+pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
+    let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
+    let real_time = pipeline.mode == Mode::RealTime;
+    let parallelism = pipeline
+        .parallelism
+        .unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+        .max(1);
+
+    let mut source: Box<dyn Source> = match &pipeline.source.kind {
+        SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
+            FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
+                .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
+        ),
+        SourceKind::Stdin => Box::new(StdinSource::new()),
+        SourceKind::Nexmark { table, events, rate, seed } => {
+            let table = match table {
+                spec::NexmarkTable::Bid => NexmarkTable::Bid,
+                spec::NexmarkTable::Auction => NexmarkTable::Auction,
+                spec::NexmarkTable::Person => NexmarkTable::Person,
+            };
+            Box::new(NexmarkSource::new(table, *events, *rate, *seed))
+        }
+        SourceKind::Kafka { .. } => {
+            return Err(RuntimeError::Unsupported {
+                field: "source.type".into(),
+                why: "the kafka source is not built yet (issue: Kafka source and sink)".into(),
+            });
+        }
+    };
+    let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
+    let decoder = match pipeline.source.format {
+        Format::Json => Some(Decoder::Json(JsonDecoder::new(decoder_cfg))),
+        Format::Csv => {
+            let header = source
+                .header()
+                .map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?
+                .unwrap_or_default();
+            Some(Decoder::Csv(
+                CsvDecoder::new(decoder_cfg, &header)
+                    .map_err(|e| RuntimeError::Open { field: "source.format".into(), why: e.to_string() })?,
+            ))
+        }
+    };
+
+    let sink = match opts.sink_override {
+        Some(s) => s,
+        None => open_sink(&pipeline.sink, "sink", real_time)?,
+    };
+    let late = match &pipeline.late_sink {
+        Some(s) => Some((open_sink(s, "late_sink", real_time)?, plan.input_names.clone())),
+        None => None,
+    };
+    let dead_letter = match &pipeline.dead_letter {
+        Some(s) => Some(open_sink(s, "dead_letter", real_time)?),
+        None => None,
+    };
+    let key = match &pipeline.sink {
+        SinkSpec::Kafka { key, .. } => key.iter().filter_map(|k| plan.output_names.iter().position(|n| n == k)).collect(),
+        _ => Vec::new(),
+    };
+
+    let clock: Arc<dyn Clock> = match pipeline.clock {
+        ClockSpec::System => Arc::new(SystemClock),
+        ClockSpec::Replay { .. } => Arc::new(ReplayClock),
+    };
+    let stop = opts.stop.unwrap_or_default();
+    let counters = opts.counters.unwrap_or_default();
+
+    let (sink_tx, sink_rx) = bounded(SINK_QUEUE);
+    let (coord_tx, coord_rx) = bounded(1024);
+    let (to_source_tx, to_source_rx) = bounded(1024);
+    let mut partition_txs = Vec::with_capacity(parallelism);
+    let mut handles = Vec::new();
+    for partition in 0..parallelism {
+        let (tx, rx) = bounded(PARTITION_QUEUE);
+        partition_txs.push(tx);
+        let actor = PartitionActor {
+            partition,
+            operator: plan.new_operator(),
+            mode: plan.mode,
+            clock: clock.clone(),
+            input: rx,
+            sink: sink_tx.clone(),
+            coordinator: coord_tx.clone(),
+        };
+        handles.push(
+            thread::Builder::new()
+                .name(format!("eddy-partition-{partition}"))
+                .spawn(move || actor.run())
+                .map_err(|e| RuntimeError::Failed(format!("cannot start a partition actor: {e}")))?,
+        );
+    }
+    let sink_actor = SinkActor {
+        sink,
+        names: plan.output_names.clone(),
+        key,
+        late,
+        dead_letter,
+        producers: parallelism + 1,
+        input: sink_rx,
+        coordinator: coord_tx.clone(),
+        latency: opts.latency,
+    };
+    handles.push(
+        thread::Builder::new()
+            .name("eddy-sink".into())
+            .spawn(move || sink_actor.run())
+            .map_err(|e| RuntimeError::Failed(format!("cannot start the sink actor: {e}")))?,
+    );
+    let coordinator = Coordinator { partitions: parallelism, input: coord_rx, source: to_source_tx, stop: stop.clone() };
+    let coord_handle = thread::Builder::new()
+        .name("eddy-coordinator".into())
+        .spawn(move || coordinator.run())
+        .map_err(|e| RuntimeError::Failed(format!("cannot start the coordinator: {e}")))?;
+    drop(coord_tx);
+
+    let source_actor = SourceActor {
+        source,
+        decoder,
+        router: Router::new(plan.routing_columns(), parallelism),
+        plan,
+        partitions: partition_txs,
+        sink: sink_tx,
+        coordinator: to_source_rx,
+        clock,
+        trigger: pipeline.trigger,
+        stop: stop.clone(),
+        counters: counters.clone(),
+    };
+    let source_result = thread::Builder::new()
+        .name("eddy-source".into())
+        .spawn(move || source_actor.run())
+        .map_err(|e| RuntimeError::Failed(format!("cannot start the source actor: {e}")))?
+        .join();
+    for h in handles {
+        if h.join().is_err() {
+            stop.store(true, Ordering::SeqCst);
+            return Err(RuntimeError::Failed("an actor panicked (a bug: please report it)".into()));
+        }
+    }
+    let report = coord_handle.join().map_err(|_| RuntimeError::Failed("the coordinator panicked (a bug)".into()))?;
+    if let Some(f) = report.failure {
+        return Err(RuntimeError::Failed(f));
+    }
+    match source_result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(RuntimeError::Failed(e.to_string())),
+        Err(_) => return Err(RuntimeError::Failed("the source actor panicked (a bug)".into())),
+    }
+    Ok(RunSummary {
+        records: counters.records.load(Ordering::Relaxed),
+        malformed: counters.malformed.load(Ordering::Relaxed),
+        rows: report.rows,
+        committed: report.committed,
+        parallelism,
+    })
+}

@@ -1,0 +1,358 @@
+//! The source actor: polls the source, decodes, keeps clock and watermark, cuts micro-batches
+//! or epochs, routes records to partition actors by key range, and puts control messages in-band.
+//!
+//! Real-time: each record is stamped with the processing time at which it is processed (the
+//! replay column, or the system clock) and the watermark as it stood when it arrived; an epoch
+//! ends with a barrier every `trigger` of processing time (replay clock: when a record's time
+//! crosses the next multiple of `trigger`).
+//!
+//! Micro-batch: a batch is one source unit (`max_files_per_trigger` files) or what arrived during
+//! the trigger interval; the watermarks and processing time of a batch come from
+//! [`eddy_engine::driver::MicroBatchSequencer`]; the next batch starts once the previous is
+//! committed; at the end of input (or when a trigger finds nothing new) the no-data batch runs
+//! when it is due, and the replay clock's `until` batch last.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use eddy_connectors::{Payload, Poll, Source, SourceItem};
+use eddy_engine::decode::Decoder;
+use eddy_engine::operator::Mode;
+use eddy_engine::output::write_string;
+use eddy_engine::plan::QueryPlan;
+use eddy_engine::time::align_down;
+use eddy_engine::{Duration, Record, Timestamp};
+
+use crate::clock::Clock;
+use crate::messages::{Control, Stamped, ToPartition, ToSink, ToSource};
+use crate::routing::Router;
+
+/// Records per data message to a partition actor.
+const BATCH: usize = 256;
+/// Items per source poll.
+const POLL_MAX: usize = 4096;
+
+/// Counters shared with the caller (progress, summary).
+#[derive(Debug, Default)]
+pub struct SourceCounters {
+    /// Records decoded and routed.
+    pub records: AtomicU64,
+    /// Records that could not be decoded.
+    pub malformed: AtomicU64,
+}
+
+/// The source actor's wiring.
+pub struct SourceActor {
+    /// The source.
+    pub source: Box<dyn Source>,
+    /// The decoder (raw payloads); built after the CSV header is known.
+    pub decoder: Option<Decoder>,
+    /// The query plan.
+    pub plan: QueryPlan,
+    /// Routing to key ranges.
+    pub router: Router,
+    /// One channel per partition actor.
+    pub partitions: Vec<Sender<ToPartition>>,
+    /// Dead letters and batch ends.
+    pub sink: Sender<ToSink>,
+    /// Commits and stop requests.
+    pub coordinator: Receiver<ToSource>,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// Batch interval (micro-batch) or epoch interval (real-time).
+    pub trigger: Duration,
+    /// Set by a signal or a failure: drain and end.
+    pub stop: Arc<AtomicBool>,
+    /// Counters.
+    pub counters: Arc<SourceCounters>,
+}
+
+impl std::fmt::Debug for SourceActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceActor").field("partitions", &self.partitions.len()).finish()
+    }
+}
+
+/// Why the source actor stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The source failed.
+    #[error("source: {0}")]
+    Source(#[from] eddy_connectors::ConnectorError),
+    /// A peer actor is gone (it reported its own failure).
+    #[error("a partition actor or the sink stopped")]
+    PeerGone,
+}
+
+impl SourceActor {
+    /// Runs until the input is exhausted or a stop is asked; then ends every partition actor.
+    ///
+    /// # Errors
+    /// [`SourceError`] when the source fails or a peer is gone.
+    pub fn run(mut self) -> Result<(), SourceError> {
+        let result = match self.plan.mode {
+            Mode::RealTime => self.run_real_time(),
+            Mode::MicroBatch => self.run_micro_batch(),
+        };
+        for p in &self.partitions {
+            // A partition actor that is gone has nothing left to end.
+            let _ = p.send(ToPartition::Control(Control::EndOfInput));
+        }
+        // As above: the sink may be gone after a failure.
+        let _ = self.sink.send(ToSink::Done);
+        result
+    }
+
+    fn broadcast(&self, c: Control) -> Result<(), SourceError> {
+        for p in &self.partitions {
+            p.send(ToPartition::Control(c.clone())).map_err(|_| SourceError::PeerGone)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self, buffers: &mut [Vec<Stamped>]) -> Result<(), SourceError> {
+        for (p, buf) in buffers.iter_mut().enumerate() {
+            if !buf.is_empty() {
+                let data = std::mem::replace(buf, Vec::with_capacity(BATCH));
+                self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
+    fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
+        match item.payload {
+            Payload::Record(r) => Some(r),
+            Payload::Raw(bytes) => {
+                let Some(decoder) = self.decoder.as_ref() else {
+                    return None;
+                };
+                match decoder.decode(&bytes) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                        let reason = e.to_string();
+                        if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+                            tracing::warn!(position = %item.position, %reason, "malformed record sent to the dead letters");
+                            *last_log = Some(Instant::now());
+                        }
+                        let mut line = String::with_capacity(bytes.len() + 64);
+                        line.push_str("{\"reason\": ");
+                        write_string(&mut line, &reason);
+                        line.push_str(", \"source\": ");
+                        write_string(&mut line, &item.position.to_string());
+                        line.push_str(", \"record\": ");
+                        write_string(&mut line, &String::from_utf8_lossy(&bytes));
+                        line.push('}');
+                        dead.push(line);
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_unit(&self, id: u64, dead: &mut Vec<String>) -> Result<(), SourceError> {
+        if !dead.is_empty() {
+            let lines = std::mem::take(dead);
+            self.sink.send(ToSink::DeadLetters { id, lines }).map_err(|_| SourceError::PeerGone)?;
+        }
+        self.sink.send(ToSink::End { id }).map_err(|_| SourceError::PeerGone)
+    }
+
+    fn run_real_time(&mut self) -> Result<(), SourceError> {
+        let mut clock = self.plan.realtime_clock();
+        let replay = self.plan.replay.is_some();
+        let trigger = self.trigger.0.max(1);
+        let mut epoch: u64 = 0;
+        let mut next_boundary: Option<Timestamp> =
+            if replay { None } else { Some(align_down(self.clock.now(), Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))) };
+        let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
+        let mut items = Vec::with_capacity(POLL_MAX);
+        let mut dead = Vec::new();
+        let mut last_log = None;
+        let mut last_w = Timestamp::MIN;
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let timeout = match (replay, next_boundary) {
+                (false, Some(b)) => std::time::Duration::from_micros(b.0.saturating_sub(self.clock.now().0).clamp(0, 100_000) as u64),
+                _ => std::time::Duration::from_millis(100),
+            };
+            items.clear();
+            let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
+            for item in items.drain(..) {
+                let created_ns = item.created_ns;
+                let Some(record) = self.decode(item, &mut dead, &mut last_log) else { continue };
+                let system_now = if replay { Timestamp::MIN } else { self.clock.now() };
+                let stamp = clock.stamp(&record, system_now);
+                if replay {
+                    let b = *next_boundary.get_or_insert_with(|| {
+                        align_down(stamp.now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))
+                    });
+                    if stamp.now >= b {
+                        let at = align_down(stamp.now, Duration(trigger), Duration::ZERO);
+                        self.flush(&mut buffers)?;
+                        self.broadcast(Control::Barrier { epoch, now: at, watermark: stamp.watermark })?;
+                        self.end_unit(epoch, &mut dead)?;
+                        epoch += 1;
+                        next_boundary = Some(at.saturating_add(Duration(trigger)));
+                    }
+                }
+                self.counters.records.fetch_add(1, Ordering::Relaxed);
+                let p = self.router.route(&record).0;
+                buffers[p].push(Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns });
+                if buffers[p].len() >= BATCH {
+                    let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
+                    self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;
+                }
+            }
+            self.flush(&mut buffers)?;
+            let w = clock.watermark();
+            if w > last_w && self.partitions.len() > 1 {
+                self.broadcast(Control::Watermark(w))?;
+                last_w = w;
+            }
+            if !replay && let Some(b) = next_boundary {
+                let now = self.clock.now();
+                if now >= b {
+                    self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
+                    self.end_unit(epoch, &mut dead)?;
+                    epoch += 1;
+                    next_boundary = Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
+                }
+            }
+            if poll == Poll::Exhausted {
+                break;
+            }
+        }
+        // Drain: the last epoch ends at `until` (replay) or now (system clock).
+        self.flush(&mut buffers)?;
+        let now = if replay {
+            match self.plan.until() {
+                Some(u) => clock.advance(u),
+                None => clock.now(),
+            }
+        } else {
+            self.clock.now()
+        };
+        self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
+        self.end_unit(epoch, &mut dead)?;
+        Ok(())
+    }
+
+    fn run_micro_batch(&mut self) -> Result<(), SourceError> {
+        let mut seq = self.plan.sequencer();
+        let trigger = std::time::Duration::from_micros(self.trigger.0.max(0) as u64);
+        let mut pending: Vec<SourceItem> = Vec::new();
+        let mut dead = Vec::new();
+        let mut last_log = None;
+        let mut last_moved: Option<(Timestamp, Timestamp)> = None;
+        let mut exhausted = false;
+        let mut batch_started = Instant::now();
+        while !exhausted {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let wait = trigger.saturating_sub(batch_started.elapsed()).max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
+            let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
+            let cut = match poll {
+                Poll::BatchBoundary => true,
+                Poll::Exhausted => {
+                    exhausted = true;
+                    !pending.is_empty()
+                }
+                Poll::Data => pending.len() >= 1_000_000,
+                Poll::Idle => !pending.is_empty() && batch_started.elapsed() >= trigger,
+            };
+            if cut {
+                let items = std::mem::take(&mut pending);
+                let mut records = Vec::with_capacity(items.len());
+                for item in items {
+                    if let Some(r) = self.decode(item, &mut dead, &mut last_log) {
+                        records.push(r);
+                    }
+                }
+                last_moved = Some(self.run_batch(&mut seq, records, &mut dead)?);
+                batch_started = Instant::now();
+            } else if poll == Poll::Idle
+                && pending.is_empty()
+                && let Some((before, after)) = last_moved
+                && self.plan.wants_no_data_batch(before, after)
+            {
+                // A trigger found no new input and the last batch moved W: Spark's no-data batch.
+                last_moved = Some(self.run_batch(&mut seq, Vec::new(), &mut dead)?);
+                last_moved = last_moved.filter(|(b, a)| a > b);
+            }
+        }
+        if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
+            let items = std::mem::take(&mut pending);
+            let records: Vec<Record> = items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
+            last_moved = Some(self.run_batch(&mut seq, records, &mut dead)?);
+        }
+        // End of input: the no-data batch when due, or the replay clock's batch at `until`.
+        match self.plan.until() {
+            Some(until) => {
+                let ctx = seq.begin_at(until);
+                self.run_ctx(&mut seq, ctx, Vec::new(), &mut dead)?;
+            }
+            None => {
+                if let Some((before, after)) = last_moved
+                    && self.plan.wants_no_data_batch(before, after)
+                {
+                    self.run_batch(&mut seq, Vec::new(), &mut dead)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run_batch(
+        &mut self,
+        seq: &mut eddy_engine::driver::MicroBatchSequencer,
+        records: Vec<Record>,
+        dead: &mut Vec<String>,
+    ) -> Result<(Timestamp, Timestamp), SourceError> {
+        let ctx = seq.begin(&records, self.clock.now());
+        seq.observe(&records);
+        self.run_ctx(seq, ctx, records, dead)
+    }
+
+    fn run_ctx(
+        &mut self,
+        seq: &mut eddy_engine::driver::MicroBatchSequencer,
+        ctx: eddy_engine::operator::BatchContext,
+        records: Vec<Record>,
+        dead: &mut Vec<String>,
+    ) -> Result<(Timestamp, Timestamp), SourceError> {
+        self.broadcast(Control::BeginBatch(ctx))?;
+        let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
+        for record in records {
+            self.counters.records.fetch_add(1, Ordering::Relaxed);
+            let p = self.router.route(&record).0;
+            buffers[p].push(Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 });
+            if buffers[p].len() >= BATCH {
+                let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
+                self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;
+            }
+        }
+        self.flush(&mut buffers)?;
+        self.broadcast(Control::EndBatch { batch_id: ctx.batch_id })?;
+        self.end_unit(ctx.batch_id, dead)?;
+        let moved = seq.end();
+        // The next batch starts when this one is committed (as Spark's micro-batch execution).
+        loop {
+            match self.coordinator.recv() {
+                Ok(ToSource::Committed(id)) if id >= ctx.batch_id => break,
+                Ok(ToSource::Committed(_)) => {}
+                Ok(ToSource::Stop) | Err(_) => return Err(SourceError::PeerGone),
+            }
+        }
+        Ok(moved)
+    }
+}

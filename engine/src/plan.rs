@@ -1,0 +1,315 @@
+//! From a validated [`Pipeline`] to what runs: the operator, the columns to decode, the
+//! partition key, the watermark and the clock. Pure: the runtime and the tests both build their
+//! queries here.
+
+use crate::aggregate::{AggKind, AggregateFn};
+use crate::decode::DecoderConfig;
+use crate::driver::{MicroBatchSequencer, RealTimeClock};
+use crate::operator::{
+    Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
+    WindowAggregate, WindowAggregateConfig, WindowKind,
+};
+use crate::operator::SessionGap;
+use crate::schema::{DataType, Schema};
+use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec};
+use crate::time::{Duration, Timestamp};
+use crate::watermark::WatermarkTracker;
+use crate::window::SlidingWindows;
+
+/// Errors of planning (a validated pipeline that still cannot run: a bug in validation).
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {why}")]
+pub struct PlanError {
+    /// The pipeline field.
+    pub field: String,
+    /// What is wrong.
+    pub why: String,
+}
+
+/// What a pipeline runs.
+#[derive(Debug, Clone)]
+pub struct QueryPlan {
+    /// Execution mode.
+    pub mode: Mode,
+    /// The input schema.
+    pub input_schema: Schema,
+    /// Names of the input columns (late sink rows).
+    pub input_names: Vec<String>,
+    /// The output column names, in order.
+    pub output_names: Vec<String>,
+    /// Output column indexes forming the sink's message key.
+    pub partition_key: Vec<usize>,
+    /// Watermark: event-time column index and delay.
+    pub watermark: Option<(usize, Duration)>,
+    /// Replay clock: column index and `until`.
+    pub replay: Option<(usize, Option<Timestamp>)>,
+    /// Which input columns the decoder must decode.
+    pub needed: Vec<bool>,
+    /// Input columns that must be non-null (event time, replay column).
+    pub required: Vec<usize>,
+    operator: OperatorPlan,
+}
+
+#[derive(Debug, Clone)]
+enum OperatorPlan {
+    Window(WindowAggregateConfig),
+    Dedup(DeduplicateConfig),
+    Rolling(RollingWindowConfig),
+}
+
+fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
+    schema.index_of(name).ok_or_else(|| PlanError { field: field.into(), why: format!("unknown column {name:?}") })
+}
+
+/// Compiles one measure to an [`AggregateFn`].
+///
+/// # Errors
+/// [`PlanError`] for an unknown function or column (validation should have caught both).
+pub fn compile_measure(m: &MeasureSpec, schema: &Schema, field: &str) -> Result<AggregateFn, PlanError> {
+    let (input, input_type) = match m.column.as_deref() {
+        None | Some("*") => (None, DataType::Long),
+        Some(c) => {
+            let i = col(schema, c, &format!("{field}.column"))?;
+            (Some(i), schema.fields()[i].data_type)
+        }
+    };
+    let kind = match m.agg.as_str() {
+        "count" if input.is_none() => AggKind::CountStar,
+        "count" => AggKind::Count,
+        "sum" => AggKind::Sum,
+        "avg" | "mean" => AggKind::Avg,
+        "min" => AggKind::Min,
+        "max" => AggKind::Max,
+        "stddev" | "stddev_samp" | "std" => AggKind::StddevSamp,
+        "stddev_pop" => AggKind::StddevPop,
+        "variance" | "var_samp" => AggKind::VarSamp,
+        "var_pop" => AggKind::VarPop,
+        "approx_count_distinct" => AggKind::ApproxCountDistinct { rsd: m.rsd },
+        "approx_percentile" | "percentile_approx" => AggKind::ApproxPercentile {
+            percentages: m.percentages.clone(),
+            list: m.percentage_is_list,
+            accuracy: m.accuracy,
+        },
+        other => return Err(PlanError { field: format!("{field}.agg"), why: format!("unknown aggregate {other:?}") }),
+    };
+    Ok(AggregateFn { kind, input, input_type })
+}
+
+impl QueryPlan {
+    /// Plans `p`.
+    ///
+    /// # Errors
+    /// [`PlanError`] when a column or function cannot be resolved (validation catches these
+    /// first; this is a second line).
+    pub fn new(p: &Pipeline) -> Result<QueryPlan, PlanError> {
+        let schema = p.input_schema().clone();
+        let mode = match p.mode {
+            spec::Mode::MicroBatch => Mode::MicroBatch,
+            spec::Mode::RealTime => Mode::RealTime,
+        };
+        let watermark = match &p.watermark {
+            Some(w) => Some((col(&schema, &w.column, "watermark.column")?, w.delay)),
+            None => None,
+        };
+        let replay = match &p.clock {
+            ClockSpec::System => None,
+            ClockSpec::Replay { column, until, .. } => Some((col(&schema, column, "clock.column")?, *until)),
+        };
+        let mut needed = vec![false; schema.len()];
+        let mut required = Vec::new();
+        if let Some((c, _)) = watermark {
+            needed[c] = true;
+            required.push(c);
+        }
+        if let Some((c, _)) = replay {
+            needed[c] = true;
+            required.push(c);
+        }
+        let names = |cols: &[String], field: &str| -> Result<Vec<usize>, PlanError> {
+            cols.iter().map(|c| col(&schema, c, field)).collect()
+        };
+        let (operator, partition_key) = match &p.query {
+            QuerySpec::WindowAggregate { group_by, window, output_mode, measures } => {
+                let key_columns = names(group_by, "query.group_by")?;
+                let window = match window {
+                    None => WindowKind::None,
+                    Some(WindowSpec::Tumbling { column, size, start }) => WindowKind::Fixed {
+                        column: col(&schema, column, "query.window.column")?,
+                        windows: SlidingWindows::tumbling(*size, *start),
+                    },
+                    Some(WindowSpec::Sliding { column, size, slide, start }) => WindowKind::Fixed {
+                        column: col(&schema, column, "query.window.column")?,
+                        windows: SlidingWindows { size: *size, slide: *slide, offset: *start },
+                    },
+                    Some(WindowSpec::Session { column, gap }) => WindowKind::Session {
+                        column: col(&schema, column, "query.window.column")?,
+                        gap: match gap {
+                            SpecGap::Fixed(d) => SessionGap::Fixed(*d),
+                            SpecGap::Column(c) => SessionGap::Column(col(&schema, c, "query.window.gap_column")?),
+                        },
+                    },
+                };
+                match &window {
+                    WindowKind::Fixed { column, .. } => {
+                        needed[*column] = true;
+                        required.push(*column);
+                    }
+                    WindowKind::Session { column, gap } => {
+                        needed[*column] = true;
+                        required.push(*column);
+                        if let SessionGap::Column(c) = gap {
+                            needed[*c] = true;
+                        }
+                    }
+                    WindowKind::None => {}
+                }
+                let measures = measures
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| compile_measure(m, &schema, &format!("query.measures[{i}]")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                for m in &measures {
+                    if let Some(i) = m.input {
+                        needed[i] = true;
+                    }
+                }
+                for &c in &key_columns {
+                    needed[c] = true;
+                }
+                let output_mode = match output_mode {
+                    spec::OutputMode::Append => OutputMode::Append,
+                    spec::OutputMode::Update => OutputMode::Update,
+                    spec::OutputMode::Complete => OutputMode::Complete,
+                };
+                let offset = usize::from(!matches!(window, WindowKind::None));
+                let pk = (0..key_columns.len()).map(|i| i + offset).collect();
+                (
+                    OperatorPlan::Window(WindowAggregateConfig {
+                        mode,
+                        key_columns,
+                        window,
+                        output_mode,
+                        measures,
+                        watermark,
+                    }),
+                    pk,
+                )
+            }
+            QuerySpec::RollingWindow { partition_by, order_by, frontier_delay, measures, .. } => {
+                let key_columns = names(partition_by, "query.partition_by")?;
+                let order_by = col(&schema, order_by, "query.order_by")?;
+                needed[order_by] = true;
+                required.push(order_by);
+                let measures = measures
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| {
+                        Ok(RollingMeasure { func: compile_measure(m, &schema, &format!("query.measures[{i}]"))?, over: m.over })
+                    })
+                    .collect::<Result<Vec<_>, PlanError>>()?;
+                for m in &measures {
+                    if let Some(i) = m.func.input {
+                        needed[i] = true;
+                    }
+                }
+                for &c in &key_columns {
+                    needed[c] = true;
+                }
+                let pk = (0..key_columns.len()).collect();
+                (
+                    OperatorPlan::Rolling(RollingWindowConfig {
+                        mode,
+                        key_columns,
+                        order_by,
+                        frontier_delay: *frontier_delay,
+                        measures,
+                        watermark,
+                    }),
+                    pk,
+                )
+            }
+            QuerySpec::Deduplicate { columns, within_watermark } => {
+                let key_columns = names(columns, "query.columns")?;
+                // The output is the whole record: decode every column.
+                needed.iter_mut().for_each(|n| *n = true);
+                let pk = key_columns.clone();
+                (
+                    OperatorPlan::Dedup(DeduplicateConfig {
+                        mode,
+                        key_columns,
+                        within_watermark: *within_watermark,
+                        watermark,
+                    }),
+                    pk,
+                )
+            }
+        };
+        // A late sink writes input records whole.
+        if p.late_sink.is_some() {
+            needed.iter_mut().for_each(|n| *n = true);
+        }
+        required.sort_unstable();
+        required.dedup();
+        Ok(QueryPlan {
+            mode,
+            input_names: schema.fields().iter().map(|f| f.name.clone()).collect(),
+            input_schema: schema,
+            output_names: p.output_schema().into_iter().map(|f| f.name).collect(),
+            partition_key,
+            watermark,
+            replay,
+            needed,
+            required,
+            operator,
+        })
+    }
+
+    /// A fresh operator (one per partition actor).
+    pub fn new_operator(&self) -> Box<dyn Operator> {
+        match &self.operator {
+            OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
+            OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
+            OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
+        }
+    }
+
+    /// The input columns that decide a record's partition actor.
+    pub fn routing_columns(&self) -> Vec<usize> {
+        match &self.operator {
+            OperatorPlan::Window(c) => c.key_columns.clone(),
+            OperatorPlan::Dedup(c) => c.key_columns.clone(),
+            OperatorPlan::Rolling(c) => c.key_columns.clone(),
+        }
+    }
+
+    /// The decoder configuration (only the needed columns; event-time columns required).
+    pub fn decoder_config(&self, timestamp_unit: crate::time::TimeUnit) -> DecoderConfig {
+        DecoderConfig {
+            schema: self.input_schema.clone(),
+            needed: self.needed.clone(),
+            required: self.required.clone(),
+            timestamp_unit,
+        }
+    }
+
+    /// A micro-batch sequencer for this query.
+    pub fn sequencer(&self) -> MicroBatchSequencer {
+        MicroBatchSequencer::new(self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))), self.replay.map(|(c, _)| c))
+    }
+
+    /// A real-time clock for this query.
+    pub fn realtime_clock(&self) -> RealTimeClock {
+        RealTimeClock::new(self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))), self.replay.map(|(c, _)| c))
+    }
+
+    /// Whether a micro-batch without data is due after a batch that evicted with `before` when
+    /// the next would evict with `after` (Spark's no-data batch).
+    pub fn wants_no_data_batch(&self, before: Timestamp, after: Timestamp) -> bool {
+        self.new_operator().wants_no_data_batch(before, after)
+    }
+
+    /// The replay clock's `until`, if any.
+    pub fn until(&self) -> Option<Timestamp> {
+        self.replay.and_then(|(_, u)| u)
+    }
+}
