@@ -10,6 +10,10 @@ use std::fmt;
 
 use eddy_engine::Record;
 
+pub mod files;
+
+pub use files::{FilesSink, FilesSource};
+
 /// Where a record came from, for dead letters and logs (`file.json:12`, `topic/3@1042`, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Position {
