@@ -21,12 +21,12 @@ fn is_hidden(name: &str) -> bool {
 /// Whether a line (without its terminator) holds nothing but ASCII white space. Such lines are
 /// skipped, as Spark's JSON and CSV readers skip blank lines (CSV: `CSVUtils.filterCommentAndEmpty`
 /// tests `line.trim.nonEmpty`; JSON: a blank line parses to no row).
-fn is_blank(line: &[u8]) -> bool {
+pub(crate) fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
 }
 
 /// `line` without a trailing `\n` or `\r\n` (or a lone trailing `\r`).
-fn strip_newline(mut line: &[u8]) -> &[u8] {
+pub(crate) fn strip_newline(mut line: &[u8]) -> &[u8] {
     if let Some(rest) = line.strip_suffix(b"\n") {
         line = rest;
     }
