@@ -62,10 +62,13 @@ pub(crate) fn push_string(rng: &mut SplitMix64, max_len: u64, buf: &mut String) 
     let len = MIN_STRING_LENGTH + rng.below(max_len.saturating_sub(MIN_STRING_LENGTH).max(1));
     let start = buf.len();
     for _ in 0..len {
-        if rng.below(13) == 0 {
+        // One draw per character: the high 32 bits decide a space (1 in 13), the low 32 bits
+        // pick the letter (each by multiply-and-shift, as `below`).
+        let x = rng.next_u64();
+        if ((x >> 32) * 13) >> 32 == 0 {
             buf.push(' ');
         } else {
-            buf.push(letter(rng));
+            buf.push(char::from(b'a' + (((x & 0xFFFF_FFFF) * 26) >> 32) as u8));
         }
     }
     // Trim: drop trailing spaces, then leading ones of the part just written.
@@ -166,6 +169,33 @@ mod tests {
                 assert_eq!(s.trim(), s);
             }
         }
+    }
+
+    #[test]
+    fn string_characters_are_spaces_one_time_in_13_and_letters_evenly_otherwise() {
+        let mut r = SplitMix64::new(5);
+        let mut s = String::new();
+        // Long strings, so trimming changes the counts little.
+        for _ in 0..2_000 {
+            push_string(&mut r, 1_000, &mut s);
+        }
+        let n = s.len() as f64;
+        let spaces = s.bytes().filter(|&b| b == b' ').count() as f64;
+        // ~1M characters: sd of the space share ~ 0.0003.
+        assert!(
+            (spaces / n - 1.0 / 13.0).abs() < 0.002,
+            "space share {}",
+            spaces / n
+        );
+        let mut letters = [0f64; 26];
+        for b in s.bytes().filter(u8::is_ascii_lowercase) {
+            letters[usize::from(b - b'a')] += 1.0;
+        }
+        let each = (n - spaces) / 26.0;
+        assert!(
+            letters.iter().all(|&c| (c / each - 1.0).abs() < 0.02),
+            "{letters:?}"
+        );
     }
 
     #[test]
