@@ -12,8 +12,8 @@
 //! next 100 in-flight auctions; 99 % of bids from 4 hot channels; record sizes padded with an
 //! `extra` string to the reference's average sizes (person 200, auction 500, bid 100 bytes).
 //! Changed: the random generator (SplitMix64 per event, not `java.util.Random`), so values are
-//! not bit-identical to the Java generator's; and `extra` strings come from a pool (see
-//! [`ExtraPool`]).
+//! not bit-identical to the Java generator's; and `extra` strings come from a pool of 8
+//! strings per length, built once, instead of being drawn per record.
 
 use std::sync::Arc;
 
@@ -192,7 +192,7 @@ const EXTRA_VARIANTS: u64 = 8;
 /// record would cost an allocation and ~100 random draws. Each string is a function of
 /// `(seed, length, variant)` only, so output does not depend on the order of requests.
 #[derive(Debug)]
-pub struct ExtraPool {
+struct ExtraPool {
     seed: u64,
     by_len: Vec<Vec<Option<Arc<str>>>>,
     empty: Arc<str>,
