@@ -38,6 +38,8 @@ const READ_BUFFER: usize = 64 * 1024;
 ///   as an item; [`Source::header`] gives the first file's header.
 pub struct FilesSource {
     folder: PathBuf,
+    /// When the pipeline named one file: its name (only it is read).
+    only: Option<OsString>,
     max_files_per_trigger: usize,
     follow: bool,
     csv_header: bool,
@@ -80,7 +82,7 @@ impl fmt::Debug for FilesSource {
 }
 
 impl FilesSource {
-    /// A source over the files of `folder`.
+    /// A source over the files of `folder` (or over one file, when `folder` names a file).
     ///
     /// # Errors
     /// [`ConnectorError::Config`] when `folder` does not exist or is not a folder, or when
@@ -97,11 +99,21 @@ impl FilesSource {
                 folder.display()
             )));
         }
-        match std::fs::metadata(folder) {
+        // A path to one file (an extension of PIPELINE.md's folder): read just that file.
+        let mut only = None;
+        let mut folder = folder.to_path_buf();
+        match std::fs::metadata(&folder) {
             Ok(m) if m.is_dir() => {}
+            Ok(m) if m.is_file() => {
+                only = folder.file_name().map(|n| n.to_os_string());
+                folder = match folder.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+            }
             Ok(_) => {
                 return Err(ConnectorError::Config(format!(
-                    "files source: {} is not a folder",
+                    "files source: {} is neither a folder nor a file",
                     folder.display()
                 )));
             }
@@ -113,7 +125,8 @@ impl FilesSource {
             }
         }
         Ok(FilesSource {
-            folder: folder.to_path_buf(),
+            folder,
+            only,
             max_files_per_trigger,
             follow,
             csv_header,
@@ -137,7 +150,10 @@ impl FilesSource {
         for entry in std::fs::read_dir(&self.folder).map_err(io)? {
             let entry = entry.map_err(io)?;
             let name = entry.file_name();
-            if is_hidden(&name.to_string_lossy()) || self.seen.contains(&name) {
+            if is_hidden(&name.to_string_lossy())
+                || self.seen.contains(&name)
+                || self.only.as_ref().is_some_and(|o| *o != name)
+            {
                 continue;
             }
             let path = entry.path();
