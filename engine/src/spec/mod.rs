@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 pub use error::SpecError;
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
+pub use query::{AGGREGATES, spark_hll_precision};
 
 use crate::schema::{Field, Schema};
 use crate::time::{Duration, TimeUnit, Timestamp};

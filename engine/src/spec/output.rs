@@ -26,6 +26,10 @@ use crate::schema::{DataType, Field, Schema};
 /// `count(1)` for count(*), `avg(x)` for mean, `percentile_approx(x, P, ACCURACY)` for
 /// approx_percentile with P a Spark double literal ([`spark_double_literal`]) or
 /// `array(P1, P2, ...)` for a list, `f(x)` otherwise. `agg` is the canonical lower-case name.
+///
+/// A percentage written in the pipeline file as a TOML integer (`percentage = 1`) is an integer
+/// literal for Spark and prints as `1`, not `1.0` (pyspark checked); the validated
+/// [`super::MeasureSpec::output_name`] takes that into account, this function does not.
 pub fn default_measure_name(
     agg: &str,
     column: Option<&str>,
@@ -33,18 +37,30 @@ pub fn default_measure_name(
     percentage_is_list: bool,
     accuracy: u32,
 ) -> String {
+    let literals: Vec<String> = percentages
+        .iter()
+        .map(|p| spark_double_literal(*p))
+        .collect();
+    name_from_literals(agg, column, &literals, percentage_is_list, accuracy)
+}
+
+/// [`default_measure_name`] with the percentages already spelled as Spark literals.
+pub(crate) fn name_from_literals(
+    agg: &str,
+    column: Option<&str>,
+    percentages: &[String],
+    percentage_is_list: bool,
+    accuracy: u32,
+) -> String {
     let col = column.unwrap_or("1");
     match agg {
         "mean" => format!("avg({col})"),
         "approx_percentile" | "percentile_approx" => {
-            let ps: Vec<String> = percentages
-                .iter()
-                .map(|p| spark_double_literal(*p))
-                .collect();
+            let p = percentages.join(", ");
             let p = if percentage_is_list {
-                format!("array({})", ps.join(", "))
+                format!("array({p})")
             } else {
-                ps.join(", ")
+                p
             };
             format!("percentile_approx({col}, {p}, {accuracy})")
         }

@@ -106,7 +106,7 @@ fn shape_error(
         let given = lookup(root, &steps)
             .map(render)
             .unwrap_or_else(|| rest.to_string());
-        (given, expected.to_string())
+        (given, plain_expected(expected))
     } else {
         let given = lookup(root, &steps)
             .map(render)
@@ -181,5 +181,17 @@ pub(crate) fn render(v: &toml::Value) -> String {
             format!("{{ {} }}", parts.join(", "))
         }
         other => other.to_string(),
+    }
+}
+
+/// serde's name of an expected type in the spec's words.
+fn plain_expected(expected: &str) -> String {
+    match expected {
+        "i64" | "u64" | "i32" | "u32" | "usize" => "an integer".into(),
+        "f64" | "f32" => "a number".into(),
+        "a sequence" => "a list".into(),
+        "a boolean" => "true or false".into(),
+        e if e.starts_with("struct ") || e == "a map" => "a table".into(),
+        e => e.into(),
     }
 }

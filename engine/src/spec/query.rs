@@ -2,7 +2,9 @@
 
 use super::error::{SpecError, list, quote};
 use super::model::{RawMeasure, RawQuery, RawWindow};
-use super::output::{default_measure_name, measure_output_type, output_columns};
+use super::output::{
+    measure_output_type, name_from_literals, output_columns, spark_double_literal,
+};
 use super::validate::{
     Min, Present, Show, choice, column_list, duration, note, only_fields, timestamp_column,
 };
@@ -542,10 +544,10 @@ fn measure(
         }
         a => a,
     };
-    let (percentages, percentage_is_list) = if agg == "approx_percentile" {
+    let (percentages, literals, percentage_is_list) = if agg == "approx_percentile" {
         percentages(&format!("{at}.percentage"), raw.percentage.as_ref())?
     } else {
-        (Vec::new(), false)
+        (Vec::new(), Vec::new(), false)
     };
     let accuracy = match raw.accuracy {
         None => 10_000,
@@ -574,10 +576,10 @@ fn measure(
         .as_deref()
         .map(|o| duration(&format!("{at}.over"), o, Min::Positive))
         .transpose()?;
-    let default_name = default_measure_name(
+    let default_name = name_from_literals(
         &agg,
         column.as_deref(),
-        &percentages,
+        &literals,
         percentage_is_list,
         accuracy,
     );
@@ -606,35 +608,45 @@ fn measure(
     })
 }
 
-/// `percentage`: a number or a non-empty list of numbers, each in [0, 1]; default 0.5.
-fn percentages(field: &str, v: Option<&toml::Value>) -> Result<(Vec<f64>, bool), SpecError> {
+/// `percentage`: a number or a non-empty list of numbers, each in [0, 1]; default 0.5. Returns
+/// the values, their Spark literal spellings (a TOML integer stays an integer literal, as the
+/// oracle passes it to Spark) and whether it was a list.
+fn percentages(
+    field: &str,
+    v: Option<&toml::Value>,
+) -> Result<(Vec<f64>, Vec<String>, bool), SpecError> {
     let allowed = "a number in [0, 1] or a non-empty list of them, as Spark (default 0.5)";
-    let one = |field: &str, v: &toml::Value| -> Result<f64, SpecError> {
-        let p = match v {
-            toml::Value::Float(f) => *f,
-            toml::Value::Integer(i) => *i as f64,
+    let one = |field: &str, v: &toml::Value| -> Result<(f64, String), SpecError> {
+        let (p, literal) = match v {
+            toml::Value::Float(f) => (*f, spark_double_literal(*f)),
+            toml::Value::Integer(i) => (*i as f64, i.to_string()),
             other => return Err(SpecError::new(field, other.show(), allowed)),
         };
         if (0.0..=1.0).contains(&p) {
-            Ok(p)
+            Ok((p, literal))
         } else {
             Err(SpecError::new(field, v.show(), allowed))
         }
     };
     match v {
-        None => Ok((vec![0.5], false)),
+        None => Ok((vec![0.5], vec![spark_double_literal(0.5)], false)),
         Some(toml::Value::Array(a)) => {
             if a.is_empty() {
                 return Err(SpecError::new(field, "[]", allowed));
             }
-            let ps = a
-                .iter()
-                .enumerate()
-                .map(|(i, x)| one(&format!("{field}[{i}]"), x))
-                .collect::<Result<_, _>>()?;
-            Ok((ps, true))
+            let mut values = Vec::with_capacity(a.len());
+            let mut literals = Vec::with_capacity(a.len());
+            for (i, x) in a.iter().enumerate() {
+                let (p, l) = one(&format!("{field}[{i}]"), x)?;
+                values.push(p);
+                literals.push(l);
+            }
+            Ok((values, literals, true))
         }
-        Some(x) => Ok((vec![one(field, x)?], false)),
+        Some(x) => {
+            let (p, l) = one(field, x)?;
+            Ok((vec![p], vec![l], false))
+        }
     }
 }
 
