@@ -15,26 +15,33 @@
 //! Nothing here reads the clock, the environment or the network; [`load_pipeline`] reads one file.
 
 mod error;
+mod measure;
 mod model;
 mod output;
 mod overrides;
 mod parse;
 mod query;
+mod sink;
+mod source;
 mod validate;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_measure;
+#[cfg(test)]
 mod tests_query;
+#[cfg(test)]
+mod tests_source;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub use error::SpecError;
+pub use measure::{AGGREGATES, spark_hll_precision};
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
-pub use query::{AGGREGATES, spark_hll_precision};
 
 use crate::schema::{Field, Schema};
 use crate::time::{Duration, TimeUnit, Timestamp};

@@ -6,16 +6,14 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::error::{SpecError, list, quote};
-use super::model::{
-    RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawSink, RawSource, RawWatermark,
-};
+use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
 use super::parse::render;
+use super::source::non_empty;
 use super::{
-    CheckpointSpec, ClockSpec, Format, MAX_PARALLELISM, MetricsSpec, Mode, NexmarkTable, Pipeline,
-    SinkSpec, SourceKind, SourceSpec, StartingOffsets, WatermarkSpec,
+    CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, WatermarkSpec,
 };
 use crate::schema::{DataType, Schema};
-use crate::time::{Duration, TimeUnit, parse_duration, parse_timestamp};
+use crate::time::{Duration, parse_duration, parse_timestamp};
 
 /// A value of the raw model shown as TOML would write it (for `given`).
 pub(crate) trait Show {
@@ -245,7 +243,7 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
             ));
         }
     };
-    let source = source(raw.source, &name)?;
+    let source = super::source::source(raw.source, &name)?;
     let schema = source.schema.clone();
     let watermark = raw.watermark.map(|w| watermark(w, &schema)).transpose()?;
     let clock = clock(raw.clock, &schema)?;
@@ -254,7 +252,7 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
     let output_names: Vec<&str> = output.iter().map(|f| f.name.as_str()).collect();
     let input_names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
     let sink = match raw.sink {
-        Some(s) => sink_spec("sink", s, &output_names, "an output column")?,
+        Some(s) => super::sink::sink_spec("sink", s, &output_names, "an output column")?,
         None => {
             return Err(SpecError::missing(
                 "sink",
@@ -264,12 +262,12 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
     };
     let late_sink = raw
         .late_sink
-        .map(|s| sink_spec("late_sink", s, &input_names, "an input column"))
+        .map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column"))
         .transpose()?;
     let dead_letter = raw
         .dead_letter
         .map(|s| {
-            sink_spec(
+            super::sink::sink_spec(
                 "dead_letter",
                 s,
                 &["reason", "source", "record"],
@@ -294,295 +292,6 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         checkpoint,
         metrics,
     })
-}
-
-const SOURCE_TYPES: &[&str] = &["files", "stdin", "kafka", "nexmark"];
-const FILES_FIELDS: &[&str] = &[
-    "type",
-    "path",
-    "max_files_per_trigger",
-    "follow",
-    "format",
-    "schema",
-    "timestamp_unit",
-];
-const STDIN_FIELDS: &[&str] = &["type", "format", "schema", "timestamp_unit"];
-const KAFKA_SOURCE_FIELDS: &[&str] = &[
-    "type",
-    "bootstrap_servers",
-    "topic",
-    "topics",
-    "group_id",
-    "starting_offsets",
-    "properties",
-    "format",
-    "schema",
-    "timestamp_unit",
-];
-const NEXMARK_FIELDS: &[&str] = &["type", "table", "events", "rate", "seed"];
-
-fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<SourceSpec, SpecError> {
-    let Some(raw) = raw else {
-        return Err(SpecError::missing(
-            "source",
-            "a [source] table with type = \"files\", \"stdin\", \"kafka\" or \"nexmark\"",
-        ));
-    };
-    let kind = raw.kind.clone().ok_or_else(|| {
-        SpecError::missing(
-            "source.type",
-            "\"files\", \"stdin\", \"kafka\", \"nexmark\"",
-        )
-    })?;
-    let kind_str = choice("source.type", &kind, SOURCE_TYPES)?;
-    let mut present = Present::new();
-    note(&mut present, "format", &raw.format);
-    note(&mut present, "schema", &raw.schema);
-    note(&mut present, "timestamp_unit", &raw.timestamp_unit);
-    note(&mut present, "path", &raw.path);
-    note(
-        &mut present,
-        "max_files_per_trigger",
-        &raw.max_files_per_trigger,
-    );
-    note(&mut present, "follow", &raw.follow);
-    note(&mut present, "bootstrap_servers", &raw.bootstrap_servers);
-    note(&mut present, "topic", &raw.topic);
-    note(&mut present, "topics", &raw.topics);
-    note(&mut present, "group_id", &raw.group_id);
-    note(&mut present, "starting_offsets", &raw.starting_offsets);
-    note(&mut present, "properties", &raw.properties);
-    note(&mut present, "table", &raw.table);
-    note(&mut present, "events", &raw.events);
-    note(&mut present, "rate", &raw.rate);
-    note(&mut present, "seed", &raw.seed);
-    let allowed = match kind_str {
-        "files" => FILES_FIELDS,
-        "stdin" => STDIN_FIELDS,
-        "kafka" => KAFKA_SOURCE_FIELDS,
-        _ => NEXMARK_FIELDS,
-    };
-    only_fields("source", "source type", kind_str, &present, allowed)?;
-
-    if kind_str == "nexmark" {
-        let table = match raw.table.as_deref() {
-            None => NexmarkTable::Bid,
-            Some(t) => match choice("source.table", t, &["bid", "auction", "person"])? {
-                "bid" => NexmarkTable::Bid,
-                "auction" => NexmarkTable::Auction,
-                _ => NexmarkTable::Person,
-            },
-        };
-        let events = match raw.events {
-            None => None,
-            Some(n) if n >= 0 => Some(n as u64),
-            Some(n) => {
-                return Err(SpecError::new(
-                    "source.events",
-                    n.to_string(),
-                    "an integer >= 0 (default: unbounded)",
-                ));
-            }
-        };
-        let rate = match raw.rate {
-            None => None,
-            Some(r) if r.is_finite() && r > 0.0 => Some(r),
-            Some(r) => {
-                return Err(SpecError::new(
-                    "source.rate",
-                    r.show(),
-                    "a number of events per second > 0 (default: unbounded)",
-                ));
-            }
-        };
-        let seed = match raw.seed {
-            None => 0,
-            Some(s) if s >= 0 => s as u64,
-            Some(s) => {
-                return Err(SpecError::new(
-                    "source.seed",
-                    s.to_string(),
-                    "an integer >= 0 (default 0)",
-                ));
-            }
-        };
-        return Ok(SourceSpec {
-            kind: SourceKind::Nexmark {
-                table,
-                events,
-                rate,
-                seed,
-            },
-            format: Format::Json,
-            schema: table.schema(),
-            timestamp_unit: TimeUnit::Ms,
-        });
-    }
-
-    let format = match raw.format.as_deref() {
-        None => Format::Json,
-        Some(f) => match choice("source.format", f, &["json", "csv"])? {
-            "json" => Format::Json,
-            _ => Format::Csv,
-        },
-    };
-    let ddl = raw.schema.as_deref().ok_or_else(|| {
-        SpecError::missing("source.schema", "Spark DDL: \"name TYPE, ...\" (e.g. \"user_id STRING, revenue DOUBLE, event_time TIMESTAMP\")")
-    })?;
-    let schema = Schema::parse_ddl(ddl).map_err(|e| {
-        let crate::schema::SchemaError::Ddl { why, .. } = e;
-        SpecError::new(
-            "source.schema",
-            format!("{} ({why})", quote(ddl)),
-            "Spark DDL \"name TYPE, ...\" with distinct names and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP",
-        )
-    })?;
-    let timestamp_unit = match raw.timestamp_unit.as_deref() {
-        None => TimeUnit::Ms,
-        Some(u) => match choice("source.timestamp_unit", u, &["ms", "us", "s"])? {
-            "ms" => TimeUnit::Ms,
-            "us" => TimeUnit::Us,
-            _ => TimeUnit::S,
-        },
-    };
-    let kind = match kind_str {
-        "files" => {
-            let path = raw.path.ok_or_else(|| {
-                SpecError::missing(
-                    "source.path",
-                    "a folder path (relative to the pipeline file)",
-                )
-            })?;
-            if path.is_empty() {
-                return Err(SpecError::bad_str(
-                    "source.path",
-                    &path,
-                    "a folder path (relative to the pipeline file)",
-                ));
-            }
-            let max_files_per_trigger = match raw.max_files_per_trigger {
-                None => 1,
-                Some(n) if n >= 1 => n as usize,
-                Some(n) => {
-                    return Err(SpecError::new(
-                        "source.max_files_per_trigger",
-                        n.to_string(),
-                        "an integer >= 1 (default 1)",
-                    ));
-                }
-            };
-            SourceKind::Files {
-                path: PathBuf::from(path),
-                max_files_per_trigger,
-                follow: raw.follow.unwrap_or(false),
-            }
-        }
-        "stdin" => SourceKind::Stdin,
-        _ => {
-            let bootstrap_servers = non_empty(
-                "source.bootstrap_servers",
-                raw.bootstrap_servers,
-                "host:port[,host:port...]",
-            )?;
-            let topics = match (raw.topic, raw.topics) {
-                (Some(_), Some(ts)) => {
-                    return Err(SpecError::new(
-                        "source.topics",
-                        ts.show(),
-                        "either topic or topics, not both",
-                    ));
-                }
-                (None, None) => {
-                    return Err(SpecError::missing(
-                        "source.topic",
-                        "a topic name (or topics = [...])",
-                    ));
-                }
-                (Some(t), None) => vec![non_empty("source.topic", Some(t), "a topic name")?],
-                (None, Some(ts)) => {
-                    if ts.is_empty() {
-                        return Err(SpecError::new(
-                            "source.topics",
-                            "[]",
-                            "a non-empty list of topic names",
-                        ));
-                    }
-                    for (i, t) in ts.iter().enumerate() {
-                        if t.is_empty() {
-                            return Err(SpecError::bad_str(
-                                format!("source.topics[{i}]"),
-                                t,
-                                "a topic name",
-                            ));
-                        }
-                    }
-                    ts
-                }
-            };
-            let group_id = match raw.group_id {
-                None => pipeline_name.to_string(),
-                Some(g) => non_empty(
-                    "source.group_id",
-                    Some(g),
-                    "a consumer group id (default: the pipeline name)",
-                )?,
-            };
-            let starting_offsets = match raw.starting_offsets.as_deref() {
-                None => StartingOffsets::Latest,
-                Some(s) => match choice("source.starting_offsets", s, &["earliest", "latest"])? {
-                    "earliest" => StartingOffsets::Earliest,
-                    _ => StartingOffsets::Latest,
-                },
-            };
-            let properties = properties("source.properties", raw.properties)?;
-            SourceKind::Kafka {
-                bootstrap_servers,
-                topics,
-                group_id,
-                starting_offsets,
-                properties,
-            }
-        }
-    };
-    Ok(SourceSpec {
-        kind,
-        format,
-        schema,
-        timestamp_unit,
-    })
-}
-
-fn non_empty(field: &str, v: Option<String>, what: &str) -> Result<String, SpecError> {
-    match v {
-        None => Err(SpecError::missing(field, what)),
-        Some(s) if s.trim().is_empty() => Err(SpecError::bad_str(field, &s, what)),
-        Some(s) => Ok(s),
-    }
-}
-
-/// librdkafka settings: strings, integers, floats and booleans (written as strings).
-fn properties(
-    field: &str,
-    raw: Option<BTreeMap<String, toml::Value>>,
-) -> Result<BTreeMap<String, String>, SpecError> {
-    let mut out = BTreeMap::new();
-    for (k, v) in raw.unwrap_or_default() {
-        let s = match &v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            other => {
-                return Err(SpecError::new(
-                    format!("{field}.{k}"),
-                    render(other),
-                    "a string, number or boolean (a librdkafka setting)",
-                ));
-            }
-        };
-        out.insert(k, s);
-    }
-    Ok(out)
 }
 
 fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {
@@ -642,91 +351,6 @@ fn clock(raw: Option<RawClock>, schema: &Schema) -> Result<ClockSpec, SpecError>
         column,
         index,
         until,
-    })
-}
-
-const SINK_TYPES: &[&str] = &["files", "stdout", "kafka"];
-
-fn sink_spec(
-    section: &str,
-    raw: RawSink,
-    key_columns: &[&str],
-    key_what: &str,
-) -> Result<SinkSpec, SpecError> {
-    let kind = raw.kind.clone().ok_or_else(|| {
-        SpecError::missing(
-            format!("{section}.type"),
-            "\"files\", \"stdout\", \"kafka\"",
-        )
-    })?;
-    let kind = choice(&format!("{section}.type"), &kind, SINK_TYPES)?;
-    let mut present = Present::new();
-    note(&mut present, "format", &raw.format);
-    note(&mut present, "path", &raw.path);
-    note(&mut present, "bootstrap_servers", &raw.bootstrap_servers);
-    note(&mut present, "topic", &raw.topic);
-    note(&mut present, "key", &raw.key);
-    note(&mut present, "properties", &raw.properties);
-    note(&mut present, "exactly_once", &raw.exactly_once);
-    let allowed: &[&str] = match kind {
-        "files" => &["type", "path", "format"],
-        "stdout" => &["type", "format"],
-        _ => &[
-            "type",
-            "bootstrap_servers",
-            "topic",
-            "key",
-            "properties",
-            "exactly_once",
-            "format",
-        ],
-    };
-    only_fields(section, "sink type", kind, &present, allowed)?;
-    if let Some(f) = &raw.format {
-        choice(&format!("{section}.format"), f, &["json"])?;
-    }
-    Ok(match kind {
-        "files" => {
-            let path = non_empty(
-                &format!("{section}.path"),
-                raw.path,
-                "a folder path (relative to the pipeline file)",
-            )?;
-            SinkSpec::Files {
-                path: PathBuf::from(path),
-            }
-        }
-        "stdout" => SinkSpec::Stdout,
-        _ => {
-            let bootstrap_servers = non_empty(
-                &format!("{section}.bootstrap_servers"),
-                raw.bootstrap_servers,
-                "host:port[,host:port...]",
-            )?;
-            let topic = non_empty(&format!("{section}.topic"), raw.topic, "a topic name")?;
-            let key = raw.key.unwrap_or_default();
-            for (i, k) in key.iter().enumerate() {
-                let at = format!("{section}.key[{i}]");
-                if !key_columns.contains(&k.as_str()) {
-                    return Err(SpecError::bad_str(
-                        at,
-                        k,
-                        format!("{key_what}: {}", list(key_columns)),
-                    ));
-                }
-                if key[..i].contains(k) {
-                    return Err(SpecError::bad_str(at, k, "each column once"));
-                }
-            }
-            let properties = properties(&format!("{section}.properties"), raw.properties)?;
-            SinkSpec::Kafka {
-                bootstrap_servers,
-                topic,
-                key,
-                properties,
-                exactly_once: raw.exactly_once.unwrap_or(false),
-            }
-        }
     })
 }
 
