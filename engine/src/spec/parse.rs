@@ -4,7 +4,7 @@
 use serde_path_to_error::Segment;
 use toml::de::{DeTable, DeValue};
 
-use super::error::{SpecError, line_col, quote};
+use super::error::{SpecError, line_col, list, quote};
 use super::model::RawPipeline;
 use super::overrides;
 
@@ -97,7 +97,13 @@ fn shape_error(
         let given = lookup(root, &steps)
             .map(render)
             .unwrap_or_else(|| "a value".into());
-        (format!("{given}, an unknown field"), fields)
+        match typed_fields(root, &steps[..steps.len() - 1]) {
+            Some((what, kind, fields)) => (
+                format!("{given}, not a field of {what} {}", quote(kind)),
+                list(fields),
+            ),
+            None => (format!("{given}, an unknown field"), fields),
+        }
     } else if let Some(rest) = message.strip_prefix("invalid type: ") {
         let expected = rest
             .split_once(", expected ")
@@ -194,4 +200,21 @@ fn plain_expected(expected: &str) -> String {
         e if e.starts_with("struct ") || e == "a map" => "a table".into(),
         e => e.into(),
     }
+}
+
+/// For a section whose fields depend on its `type` (source, sinks, query, window), the section's
+/// description, its type and the fields that type takes.
+fn typed_fields<'a>(
+    root: &'a toml::Value,
+    section: &[Step],
+) -> Option<(&'static str, &'a str, &'static [&'static str])> {
+    let kind = lookup(root, section)?.get("type")?.as_str()?;
+    let (what, fields) = match path_string(section).as_str() {
+        "source" => ("source type", super::source::fields_of(kind)?),
+        "sink" | "late_sink" | "dead_letter" => ("sink type", super::sink::fields_of(kind)?),
+        "query" => ("query type", super::query::fields_of(kind)?),
+        "query.window" => ("window type", super::query::window_fields_of(kind)?),
+        _ => return None,
+    };
+    Some((what, kind, fields))
 }

@@ -23,6 +23,26 @@ const ROLLING_FIELDS: &[&str] = &[
 ];
 const DEDUP_FIELDS: &[&str] = &["type", "columns", "within_watermark"];
 
+/// The fields a query of type `kind` takes; `None` for an unknown type.
+pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "window_aggregate" => WINDOW_AGGREGATE_FIELDS,
+        "rolling_window" => ROLLING_FIELDS,
+        "deduplicate" => DEDUP_FIELDS,
+        _ => return None,
+    })
+}
+
+/// The fields a window of type `kind` takes; `None` for an unknown type.
+pub(crate) fn window_fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "tumbling" => &["type", "column", "size", "start"],
+        "sliding" => &["type", "column", "size", "slide", "start"],
+        "session" => &["type", "column", "gap", "gap_column"],
+        _ => return None,
+    })
+}
+
 pub(crate) fn query(
     raw: Option<RawQuery>,
     schema: &Schema,
@@ -66,11 +86,7 @@ pub(crate) fn query(
     );
     note(&mut present, "columns", &raw.columns);
     note(&mut present, "within_watermark", &raw.within_watermark);
-    let allowed = match kind {
-        "window_aggregate" => WINDOW_AGGREGATE_FIELDS,
-        "rolling_window" => ROLLING_FIELDS,
-        _ => DEDUP_FIELDS,
-    };
+    let allowed = fields_of(kind).unwrap_or(DEDUP_FIELDS);
     only_fields("query", "query type", kind, &present, allowed)?;
     let q = match kind {
         "window_aggregate" => window_aggregate(raw, schema, mode, watermark)?,
@@ -175,11 +191,7 @@ fn window(raw: RawWindow, schema: &Schema) -> Result<WindowSpec, SpecError> {
     note(&mut present, "start", &raw.start);
     note(&mut present, "gap", &raw.gap);
     note(&mut present, "gap_column", &raw.gap_column);
-    let allowed: &[&str] = match kind {
-        "tumbling" => &["type", "column", "size", "start"],
-        "sliding" => &["type", "column", "size", "slide", "start"],
-        _ => &["type", "column", "gap", "gap_column"],
-    };
+    let allowed = window_fields_of(kind).unwrap_or(&["type"]);
     only_fields("query.window", "window type", kind, &present, allowed)?;
     let column = raw.column.ok_or_else(|| {
         SpecError::missing("query.window.column", "the TIMESTAMP event-time column")

@@ -10,6 +10,24 @@ use super::validate::{Present, choice, note, only_fields};
 
 const SINK_TYPES: &[&str] = &["files", "stdout", "kafka"];
 
+/// The fields a sink of type `kind` takes; `None` for an unknown type.
+pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "files" => &["type", "path", "format"],
+        "stdout" => &["type", "format"],
+        "kafka" => &[
+            "type",
+            "bootstrap_servers",
+            "topic",
+            "key",
+            "properties",
+            "exactly_once",
+            "format",
+        ],
+        _ => return None,
+    })
+}
+
 pub(crate) fn sink_spec(
     section: &str,
     raw: RawSink,
@@ -31,19 +49,7 @@ pub(crate) fn sink_spec(
     note(&mut present, "key", &raw.key);
     note(&mut present, "properties", &raw.properties);
     note(&mut present, "exactly_once", &raw.exactly_once);
-    let allowed: &[&str] = match kind {
-        "files" => &["type", "path", "format"],
-        "stdout" => &["type", "format"],
-        _ => &[
-            "type",
-            "bootstrap_servers",
-            "topic",
-            "key",
-            "properties",
-            "exactly_once",
-            "format",
-        ],
-    };
+    let allowed = fields_of(kind).unwrap_or(&["type"]);
     only_fields(section, "sink type", kind, &present, allowed)?;
     if let Some(f) = &raw.format {
         choice(&format!("{section}.format"), f, &["json"])?;

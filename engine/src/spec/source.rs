@@ -36,6 +36,17 @@ const KAFKA_SOURCE_FIELDS: &[&str] = &[
 ];
 const NEXMARK_FIELDS: &[&str] = &["type", "table", "events", "rate", "seed"];
 
+/// The fields a source of type `kind` takes; `None` for an unknown type.
+pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "files" => FILES_FIELDS,
+        "stdin" => STDIN_FIELDS,
+        "kafka" => KAFKA_SOURCE_FIELDS,
+        "nexmark" => NEXMARK_FIELDS,
+        _ => return None,
+    })
+}
+
 pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<SourceSpec, SpecError> {
     let Some(raw) = raw else {
         return Err(SpecError::missing(
@@ -71,12 +82,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
     note(&mut present, "events", &raw.events);
     note(&mut present, "rate", &raw.rate);
     note(&mut present, "seed", &raw.seed);
-    let allowed = match kind_str {
-        "files" => FILES_FIELDS,
-        "stdin" => STDIN_FIELDS,
-        "kafka" => KAFKA_SOURCE_FIELDS,
-        _ => NEXMARK_FIELDS,
-    };
+    let allowed = fields_of(kind_str).unwrap_or(NEXMARK_FIELDS);
     only_fields("source", "source type", kind_str, &present, allowed)?;
 
     if kind_str == "nexmark" {

@@ -327,6 +327,29 @@ fn unknown_field_in_a_written_window_gives_its_line() {
         .unwrap()
         + 1;
     assert!(e.given.contains(&format!("(line {line}, column ")), "{e}");
+    assert_eq!(e.allowed, "type, column, size, start");
+}
+
+#[test]
+fn unknown_field_of_a_typed_section_lists_the_fields_of_its_type() {
+    let text = BASE.replace("path = \"in\"", "path = \"in\"\ntopc = \"x\"");
+    let line = BASE.lines().position(|l| l.starts_with("path =")).unwrap() + 2;
+    assert_eq!(
+        err_text(&text).to_string(),
+        format!(
+            "source.topc: given \"x\", not a field of source type \"files\" (line {line}, column 1); allowed: type, path, max_files_per_trigger, follow, format, schema, timestamp_unit"
+        )
+    );
+    let e = err(&["sink.paht=out"]);
+    assert_eq!(
+        (e.field.as_str(), e.allowed.as_str()),
+        ("sink.paht", "type, format")
+    );
+    let e = err(&["query.window.sise=1 s"]);
+    assert_eq!(
+        (e.field.as_str(), e.allowed.as_str()),
+        ("query.window.sise", "type, column, size, start")
+    );
 }
 
 #[test]
