@@ -117,39 +117,28 @@ fn measure(
             Some(schema.fields()[i].data_type)
         }
     };
-    if let Some(t) = input_type {
-        let (ok, what) = match agg.as_str() {
-            "count" | "approx_count_distinct" => (true, ""),
-            "min" | "max" => (t != DataType::Boolean, "a non-BOOLEAN column"),
-            "approx_percentile" => (
-                t.is_numeric() || t == DataType::Timestamp,
-                "a numeric or TIMESTAMP column",
-            ),
-            _ => (
-                t.is_numeric(),
-                "a numeric (INT, BIGINT, FLOAT, DOUBLE) column",
-            ),
+    // The types each function takes are those Spark gives a result type for.
+    let accepts = |t: DataType| measure_output_type(&agg, t, false).is_some();
+    if let Some(t) = input_type.filter(|t| !accepts(*t)) {
+        let what = match agg.as_str() {
+            "min" | "max" => "a non-BOOLEAN column",
+            "approx_percentile" => "a numeric or TIMESTAMP column",
+            _ => "a numeric (INT, BIGINT, FLOAT, DOUBLE) column",
         };
-        if !ok {
-            let c = column.as_deref().unwrap_or("");
-            let fitting: Vec<&str> = schema
-                .fields()
-                .iter()
-                .filter(|f| match agg.as_str() {
-                    "min" | "max" => f.data_type != DataType::Boolean,
-                    "approx_percentile" => {
-                        f.data_type.is_numeric() || f.data_type == DataType::Timestamp
-                    }
-                    _ => f.data_type.is_numeric(),
-                })
-                .map(|f| f.name.as_str())
-                .collect();
-            return Err(SpecError::new(
-                format!("{at}.column"),
-                format!("{} (a {t} column, for {agg})", quote(c)),
-                format!("{what}: {}", list(&fitting)),
-            ));
-        }
+        let fitting: Vec<&str> = schema
+            .fields()
+            .iter()
+            .filter(|f| accepts(f.data_type))
+            .map(|f| f.name.as_str())
+            .collect();
+        return Err(SpecError::new(
+            format!("{at}.column"),
+            format!(
+                "{} (a {t} column, for {agg})",
+                quote(column.as_deref().unwrap_or(""))
+            ),
+            format!("{what}: {}", list(&fitting)),
+        ));
     }
     let alias = match raw.alias {
         Some(a) if a.is_empty() => {

@@ -5,14 +5,28 @@
 //! 1. `parse.rs`: the text becomes a TOML table (syntax errors name the line and column), the
 //!    `--set` overrides are applied to it (`overrides.rs`), and it is deserialized into the raw
 //!    model (`model.rs`: every field optional, unknown fields refused with their path).
-//! 2. `validate.rs` / `query.rs`: the raw model becomes the validated [`Pipeline`] below, with
-//!    defaults filled in, durations parsed, and every column reference resolved against the
-//!    schema. Every error is a [`SpecError`] naming the field path, what was given and what is
-//!    allowed.
+//! 2. `validate.rs` (top level, watermark, clock, checkpoint, metrics), `source.rs`, `sink.rs`,
+//!    `query.rs` (query types, windows, output modes) and `measure.rs`: the raw model becomes the
+//!    validated [`Pipeline`] below, with defaults filled in, durations parsed, and every column
+//!    reference resolved against the schema. Every error is a [`SpecError`] naming the field
+//!    path, what was given and what is allowed.
 //! 3. `output.rs`: the output schema (column names and types, in order) as SEMANTICS.md gives it,
 //!    with Spark's default measure names and result types.
 //!
 //! Nothing here reads the clock, the environment or the network; [`load_pipeline`] reads one file.
+//!
+//! ## Where validation and Spark 4.3 differ (pyspark checked)
+//!
+//! - `append` without a window is refused, although Spark accepts it when `group_by` holds the
+//!   watermarked column (`groupBy("ts")` with a watermark on `ts`); SEMANTICS.md defines append
+//!   by window end only.
+//! - `min` / `max` of a BOOLEAN column are refused; Spark accepts them.
+//! - A session window with an empty `group_by` is accepted; Spark refuses it ("Global
+//!   aggregation with session window in streaming query is not supported").
+//! - Everything else that Spark refuses at analysis time is refused here with the same bound:
+//!   `slide <= size`, `|start| < slide`, percentages in [0, 1], `0 < accuracy <= i32::MAX`,
+//!   the HLL++ precision bound on `rsd`, append needing a watermark on the window column,
+//!   update refused for session windows, `within_watermark` needing a watermark.
 
 mod error;
 mod measure;
@@ -386,7 +400,8 @@ pub enum WindowSpec {
         column: String,
         /// `size` > 0.
         size: Duration,
-        /// `start` (offset from the epoch): `0 <= start < size`, default 0.
+        /// `start` (offset of the windows from the epoch, may be negative): `|start| < size`,
+        /// default 0 (Spark's rule `abs(start_time) < slide_duration`, pyspark 4.3 checked).
         start: Duration,
     },
     /// `type = "sliding"`: Spark's `window(column, size, slide, start)`.
@@ -397,7 +412,7 @@ pub enum WindowSpec {
         size: Duration,
         /// `slide`: `0 < slide <= size`.
         slide: Duration,
-        /// `start`: `0 <= start < slide`, default 0.
+        /// `start` (may be negative): `|start| < slide`, default 0 (as Spark).
         start: Duration,
     },
     /// `type = "session"`: Spark's `session_window(column, gap)`.
@@ -450,8 +465,11 @@ pub struct MeasureSpec {
     pub percentage_is_list: bool,
     /// approx_percentile: `accuracy`, 1 ..= i32::MAX (as Spark), default 10000.
     pub accuracy: u32,
-    /// approx_count_distinct: `rsd` (relative standard deviation), default 0.05; Spark 4.3
-    /// refuses rsd < 0.01 (pyspark checked) and rsd >= 1 makes no sketch; so 0.01 <= rsd < 1.
+    /// approx_count_distinct: `rsd` (relative standard deviation), default 0.05. Spark sizes
+    /// its HLL++ sketch with precision `p = ceil(2 log2(1.106 / rsd))` ([`spark_hll_precision`])
+    /// and refuses `p < 4` (pyspark 4.3: 0.39 accepted, 0.392 refused; 0.005 accepted, so there
+    /// is no 0.01 floor); Eddy also caps `p` at 21 (DataSketches HLL): about
+    /// `0.00077 <= rsd < 0.391`.
     pub rsd: f64,
     /// rolling_window only: `over` range (> 0); `None` = lifetime.
     pub over: Option<Duration>,
