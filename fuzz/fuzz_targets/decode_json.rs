@@ -9,6 +9,7 @@ use eddy_engine::schema::Schema;
 use eddy_engine::time::TimeUnit;
 use eddy_engine::value::Record;
 use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
 
 const DDL: &str = "s STRING, l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, ts TIMESTAMP, u STRING";
 
@@ -44,16 +45,32 @@ fn check(cfg: &DecoderConfig, r: &Result<Record, DecodeError>) {
     }
 }
 
+/// Decoders for each config byte, built once (building them per input would dominate a run).
+fn decoders(mask: u8) -> &'static (DecoderConfig, JsonDecoder, CsvDecoder) {
+    static ALL: OnceLock<Vec<(DecoderConfig, JsonDecoder, CsvDecoder)>> = OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        (0..=255u8)
+            .map(|m| {
+                let cfg = config(m);
+                let json = JsonDecoder::new(cfg.clone());
+                let csv =
+                    CsvDecoder::new(cfg.clone(), DDL_HEADER.as_bytes()).expect("fixed header");
+                (cfg, json, csv)
+            })
+            .collect()
+    });
+    &all[mask as usize]
+}
+
 fuzz_target!(|data: &[u8]| {
     let (mask, rest) = match data.split_first() {
         Some((m, r)) => (*m, r),
         None => (0xff, data),
     };
-    let cfg = config(mask);
+    let (cfg, json, csv_fixed) = decoders(mask);
 
-    let json = JsonDecoder::new(cfg.clone());
     let r = json.decode(rest);
-    check(&cfg, &r);
+    check(cfg, &r);
     let syntax_error = matches!(
         r,
         Err(DecodeError::NotJson { .. }
@@ -78,11 +95,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let csv_fixed = CsvDecoder::new(cfg.clone(), DDL_HEADER.as_bytes()).expect("fixed header");
-    check(&cfg, &csv_fixed.decode(rest));
+    check(cfg, &csv_fixed.decode(rest));
     if let Some(nl) = rest.iter().position(|&c| c == b'\n') {
         if let Ok(csv) = CsvDecoder::new(cfg.clone(), &rest[..nl]) {
-            check(&cfg, &csv.decode(&rest[nl + 1..]));
+            check(cfg, &csv.decode(&rest[nl + 1..]));
         }
     }
 });
