@@ -106,10 +106,8 @@ fn open_sink(spec: &SinkSpec, field: &str, real_time: bool) -> Result<Box<dyn Si
 pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
     let real_time = pipeline.mode == Mode::RealTime;
-    let parallelism = pipeline
-        .parallelism
-        .unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
-        .max(1);
+    let parallelism =
+        pipeline.parallelism.unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
 
     let mut source: Box<dyn Source> = match &pipeline.source.kind {
         SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
@@ -165,7 +163,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         None => None,
     };
     let key = match &pipeline.sink {
-        SinkSpec::Kafka { key, .. } => key.iter().filter_map(|k| plan.output_names.iter().position(|n| n == k)).collect(),
+        SinkSpec::Kafka { key, .. } => {
+            key.iter().filter_map(|k| plan.output_names.iter().position(|n| n == k)).collect()
+        }
         _ => Vec::new(),
     };
 
@@ -217,7 +217,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             .spawn(move || sink_actor.run())
             .map_err(|e| RuntimeError::Failed(format!("cannot start the sink actor: {e}")))?,
     );
-    let coordinator = Coordinator { partitions: parallelism, input: coord_rx, source: to_source_tx, stop: stop.clone() };
+    let coordinator =
+        Coordinator { partitions: parallelism, input: coord_rx, source: to_source_tx, stop: stop.clone() };
     let coord_handle = thread::Builder::new()
         .name("eddy-coordinator".into())
         .spawn(move || coordinator.run())

@@ -278,8 +278,7 @@ impl AggregateFn {
             AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
                 (!input_type.is_numeric()).then_some("a numeric column")
             }
-            AggKind::ApproxPercentile { .. } => (!input_type.is_numeric()
-                && input_type != DataType::Timestamp)
+            AggKind::ApproxPercentile { .. } => (!input_type.is_numeric() && input_type != DataType::Timestamp)
                 .then_some("a numeric or TIMESTAMP column"),
             _ => (!is_column_type(input_type)).then_some("a column of the input schema"),
         };
@@ -318,22 +317,16 @@ impl AggregateFn {
     /// input type for min, max and approx_percentile (an array of it for a list of percentages).
     pub fn result_type(&self) -> DataType {
         match &self.kind {
-            AggKind::CountStar | AggKind::Count | AggKind::ApproxCountDistinct { .. } => {
-                DataType::Long
-            }
+            AggKind::CountStar | AggKind::Count | AggKind::ApproxCountDistinct { .. } => DataType::Long,
             AggKind::Sum => match self.input_type {
                 DataType::Float | DataType::Double => DataType::Double,
                 _ => DataType::Long,
             },
-            AggKind::Avg
-            | AggKind::StddevSamp
-            | AggKind::StddevPop
-            | AggKind::VarSamp
-            | AggKind::VarPop => DataType::Double,
-            AggKind::Min | AggKind::Max => self.input_type,
-            AggKind::ApproxPercentile { list: true, .. } => {
-                self.input_type.array_of().unwrap_or(self.input_type)
+            AggKind::Avg | AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
+                DataType::Double
             }
+            AggKind::Min | AggKind::Max => self.input_type,
+            AggKind::ApproxPercentile { list: true, .. } => self.input_type.array_of().unwrap_or(self.input_type),
             AggKind::ApproxPercentile { list: false, .. } => self.input_type,
             AggKind::User(u) => u.result_type(self.input_type),
         }
@@ -352,10 +345,9 @@ impl AggregateFn {
             | AggKind::StddevPop
             | AggKind::VarSamp
             | AggKind::VarPop => true,
-            AggKind::Min
-            | AggKind::Max
-            | AggKind::ApproxCountDistinct { .. }
-            | AggKind::ApproxPercentile { .. } => false,
+            AggKind::Min | AggKind::Max | AggKind::ApproxCountDistinct { .. } | AggKind::ApproxPercentile { .. } => {
+                false
+            }
             AggKind::User(u) => u.can_retract(),
         }
     }
@@ -377,10 +369,7 @@ fn check_rsd(function: &str, rsd: f64) -> Result<(), AggregateError> {
     Ok(())
 }
 
-fn check_percentage(
-    function: &str,
-    p: Option<&Percentage>,
-) -> Result<(Vec<f64>, bool), AggregateError> {
+fn check_percentage(function: &str, p: Option<&Percentage>) -> Result<(Vec<f64>, bool), AggregateError> {
     let bad = |given: String| AggregateError::BadParameter {
         function: function.to_string(),
         parameter: "percentage",

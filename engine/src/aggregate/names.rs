@@ -51,8 +51,7 @@ pub(crate) fn java_double(x: f64) -> String {
     }
     let e = format!("{x:e}"); // e.g. "1.5e-4", "1e-4"
     let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let mantissa =
-        if mantissa.contains('.') { mantissa.to_string() } else { format!("{mantissa}.0") };
+    let mantissa = if mantissa.contains('.') { mantissa.to_string() } else { format!("{mantissa}.0") };
     format!("{mantissa}E{exp}")
 }
 
@@ -89,11 +88,7 @@ mod tests {
             name("approx_count_distinct", Some("v"), AggParams { rsd: Some(0.01), ..none() }),
             "approx_count_distinct(v)"
         );
-        let p = |p: Percentage, accuracy: Option<i64>| AggParams {
-            percentage: Some(p),
-            accuracy,
-            ..none()
-        };
+        let p = |p: Percentage, accuracy: Option<i64>| AggParams { percentage: Some(p), accuracy, ..none() };
         assert_eq!(
             name("percentile_approx", Some("v"), p(Percentage::One(0.5), None)),
             "percentile_approx(v, 0.5, 10000)"

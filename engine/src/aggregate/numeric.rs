@@ -207,11 +207,7 @@ impl DoubleSum {
     /// The mean: `None` on no input.
     pub(crate) fn mean(&self) -> Option<f64> {
         let s = self.sum()?;
-        if s.is_finite() {
-            Some(self.sum.div_f64(self.n as f64).value())
-        } else {
-            Some(s / self.n as f64)
-        }
+        if s.is_finite() { Some(self.sum.div_f64(self.n as f64).value()) } else { Some(s / self.n as f64) }
     }
 }
 
@@ -334,10 +330,7 @@ mod tests {
         }
         let expected = exact_sum(&xs[..keep]);
         let got = s.sum().unwrap();
-        assert!(
-            (got - expected).abs() <= expected.abs() * 1e-15,
-            "got {got}, exact {expected}"
-        );
+        assert!((got - expected).abs() <= expected.abs() * 1e-15, "got {got}, exact {expected}");
         // A plain f64 sum drifts on the same sequence (shows the test has teeth).
         let mut naive = 0.0f64;
         for &x in &xs {
@@ -368,10 +361,7 @@ mod tests {
         let m2: f64 = few.iter().map(|x| (x - mean) * (x - mean)).sum();
         let expected_pop = m2 / keep as f64;
         let got = m.var_pop().unwrap();
-        assert!(
-            (got - expected_pop).abs() <= expected_pop * 1e-9,
-            "got {got}, expected {expected_pop}"
-        );
+        assert!((got - expected_pop).abs() <= expected_pop * 1e-9, "got {got}, expected {expected_pop}");
         let expected_samp = m2 / (keep - 1) as f64;
         let got = m.var_samp().unwrap();
         assert!((got - expected_samp).abs() <= expected_samp * 1e-9);

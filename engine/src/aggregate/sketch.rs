@@ -104,10 +104,7 @@ impl DistinctSketch {
 
 impl fmt::Debug for DistinctSketch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DistinctSketch")
-            .field("lg_k", &self.lg_k())
-            .field("estimate", &self.estimate())
-            .finish()
+        f.debug_struct("DistinctSketch").field("lg_k", &self.lg_k()).field("estimate", &self.estimate()).finish()
     }
 }
 
@@ -269,10 +266,7 @@ impl QuantileSketch {
             QuantileSketch::Long(KllSketch::deserialize(bytes).map_err(|e| e.to_string())?)
         };
         if s.k() != k {
-            return Err(format!(
-                "KLL sketch has k {}, the function expects {k} (accuracy changed?)",
-                s.k()
-            ));
+            return Err(format!("KLL sketch has k {}, the function expects {k} (accuracy changed?)", s.k()));
         }
         Ok(s)
     }
