@@ -128,9 +128,7 @@ impl SourceActor {
         match item.payload {
             Payload::Record(r) => Some(r),
             Payload::Raw(bytes) => {
-                let Some(decoder) = self.decoder.as_ref() else {
-                    return None;
-                };
+                let decoder = self.decoder.as_ref()?;
                 match decoder.decode(&bytes) {
                     Ok(r) => Some(r),
                     Err(e) => {

@@ -254,10 +254,10 @@ impl AggregateFn {
             given,
             expected: format!("no `{parameter}`: it is not a parameter of {function}"),
         };
-        if !matches!(kind, AggKind::ApproxCountDistinct { .. }) {
-            if let Some(rsd) = params.rsd {
-                return Err(bad_param("rsd", rsd.to_string()));
-            }
+        if !matches!(kind, AggKind::ApproxCountDistinct { .. })
+            && let Some(rsd) = params.rsd
+        {
+            return Err(bad_param("rsd", rsd.to_string()));
         }
         if !matches!(kind, AggKind::ApproxPercentile { .. }) {
             if let Some(p) = &params.percentage {

@@ -52,9 +52,12 @@ pub(crate) struct SessionState {
     count: usize,
 }
 
+/// One session in a snapshot: start, end, serialised measure states.
+type SessionRow = (Timestamp, Timestamp, Vec<Vec<u8>>);
+
 #[derive(Serialize, Deserialize)]
 struct SessionSnapshot {
-    sessions: Vec<(GroupKey, Vec<(Timestamp, Timestamp, Vec<Vec<u8>>)>)>,
+    sessions: Vec<(GroupKey, Vec<SessionRow>)>,
 }
 
 impl SessionState {
