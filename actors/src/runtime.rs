@@ -35,6 +35,9 @@ pub struct RunOptions {
     pub latency: Option<Box<dyn LatencyRecorder>>,
     /// Replaces the pipeline's sink (benchmarks: a discarding sink).
     pub sink_override: Option<Box<dyn Sink>>,
+    /// Replaces the pipeline's source (benchmarks: a generator on the wall clock); it must
+    /// produce records of the pipeline's schema.
+    pub source_override: Option<Box<dyn Source>>,
     /// Counters to share with the caller (progress display); created when absent.
     pub counters: Option<Arc<SourceCounters>>,
 }
@@ -109,31 +112,34 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let parallelism =
         pipeline.parallelism.unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
 
-    let mut source: Box<dyn Source> = match &pipeline.source.kind {
-        SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
-            FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
-                .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
-        ),
-        SourceKind::Stdin => {
-            Box::new(StdinSource::new().map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?)
-        }
-        SourceKind::Nexmark { table, events, rate, seed } => {
-            let table = match table {
-                spec::NexmarkTable::Bid => NexmarkTable::Bid,
-                spec::NexmarkTable::Auction => NexmarkTable::Auction,
-                spec::NexmarkTable::Person => NexmarkTable::Person,
-            };
-            Box::new(
-                NexmarkSource::new(table, *events, *rate, *seed)
-                    .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
-            )
-        }
-        SourceKind::Kafka { .. } => {
-            return Err(RuntimeError::Unsupported {
-                field: "source.type".into(),
-                why: "the kafka source is not built yet (issue: Kafka source and sink)".into(),
-            });
-        }
+    let mut source: Box<dyn Source> = match (opts.source_override, &pipeline.source.kind) {
+        (Some(s), _) => s,
+        (None, kind) => match kind {
+            SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
+                FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
+                    .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
+            ),
+            SourceKind::Stdin => Box::new(
+                StdinSource::new().map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?,
+            ),
+            SourceKind::Nexmark { table, events, rate, seed } => {
+                let table = match table {
+                    spec::NexmarkTable::Bid => NexmarkTable::Bid,
+                    spec::NexmarkTable::Auction => NexmarkTable::Auction,
+                    spec::NexmarkTable::Person => NexmarkTable::Person,
+                };
+                Box::new(
+                    NexmarkSource::new(table, *events, *rate, *seed)
+                        .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
+                )
+            }
+            SourceKind::Kafka { .. } => {
+                return Err(RuntimeError::Unsupported {
+                    field: "source.type".into(),
+                    why: "the kafka source is not built yet (issue: Kafka source and sink)".into(),
+                });
+            }
+        },
     };
     let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
     let decoder = match pipeline.source.format {
