@@ -19,7 +19,11 @@ fn main() -> Result<()> {
     let smoke = args.iter().any(|a| a == "--smoke");
     let suite = args.iter().find(|a| !a.starts_with("--")).map(String::as_str).unwrap_or("all");
     println!("# eddy-bench: {suite}{}\n", if smoke { " (smoke: tiny sizes, numbers meaningless)" } else { "" });
-    println!("machine: {} cores; build: {}\n", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), if cfg!(debug_assertions) { "debug" } else { "release" });
+    println!(
+        "machine: {} cores; build: {}\n",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        if cfg!(debug_assertions) { "debug" } else { "release" }
+    );
     match suite {
         "latency" => suites::latency(smoke),
         "throughput" => suites::throughput(smoke),

@@ -76,7 +76,9 @@ fn us(ns: u64) -> String {
 fn peak_rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -97,7 +99,8 @@ pub fn latency(smoke: bool) -> Result<()> {
     let events = if smoke { 20_000 } else { 3_000_000 };
     let query = "[clock]\ntype = \"replay\"\ncolumn = \"date_time\"\n\n[query]\ntype = \"rolling_window\"\n\
                  partition_by = [\"bidder\"]\norder_by = \"date_time\"\nframe = 0\n";
-    let query = query.replace("frame = 0\n", "measures = [{ agg = \"sum\", column = \"price\", over = \"10 seconds\" }]\n");
+    let query =
+        query.replace("frame = 0\n", "measures = [{ agg = \"sum\", column = \"price\", over = \"10 seconds\" }]\n");
     println!("## latency: Nexmark bids at {rate} events/s, rolling 10 s sum(price) per bidder\n");
     println!("| parallelism | events | rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -219,7 +222,11 @@ pub fn timers(smoke: bool) -> Result<()> {
     };
     run_pipeline(
         &p,
-        RunOptions { sink_override: Some(Box::new(sink)), source_override: Some(Box::new(source)), ..RunOptions::default() },
+        RunOptions {
+            sink_override: Some(Box::new(sink)),
+            source_override: Some(Box::new(source)),
+            ..RunOptions::default()
+        },
     )?;
     let h = lag.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?;
     println!("## timers: rolling 200 ms sum per key, {rate} records/s on the system clock for {seconds} s\n");
