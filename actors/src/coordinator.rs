@@ -1,14 +1,71 @@
 //! The coordinator: collects barrier acknowledgements and commits, tells the source when a
 //! micro-batch is committed (the next one starts after it, as in Spark), and turns a failure into
 //! a stop. Checkpoint commits will hang off the point where every partition actor has acknowledged an epoch.
+//!
+//! It also times each batch / epoch from its start (told by the source through [`UnitStarts`]) to
+//! its commit (metric `eddy_micro_batch_duration_seconds`), and logs one `info` line about the
+//! committed batches / epochs at most once a second: how many, their rows, the records read and
+//! malformed since the last line, and the last and longest durations.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::messages::{ToCoordinator, ToSource};
+use crate::metrics::Metrics;
+use crate::source::SourceCounters;
+
+/// Most start instants kept (a batch / epoch that never commits does not grow the list).
+const MAX_OPEN_UNITS: usize = 1024;
+/// At most one progress line per this interval.
+const LOG_EVERY: Duration = Duration::from_secs(1);
+
+/// Start instants of batches / epochs by id: the source writes one when a unit starts, the
+/// coordinator takes it at the unit's commit. One short lock per batch / epoch.
+#[derive(Debug, Default)]
+pub struct UnitStarts(Mutex<VecDeque<(u64, Instant)>>);
+
+impl UnitStarts {
+    /// Batch / epoch `id` starts now.
+    pub fn started(&self, id: u64) {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if q.len() >= MAX_OPEN_UNITS {
+            q.pop_front();
+        }
+        q.push_back((id, Instant::now()));
+    }
+
+    /// Batch / epoch `id` is committed: how long since it started (`None` if its start is not
+    /// known). Starts of earlier ids are dropped.
+    pub fn committed(&self, id: u64) -> Option<Duration> {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(&(first, at)) = q.front() {
+            if first > id {
+                break;
+            }
+            q.pop_front();
+            if first == id {
+                return Some(at.elapsed());
+            }
+        }
+        None
+    }
+}
+
+/// What happened since the last progress line.
+#[derive(Debug)]
+struct Progress {
+    logged: Instant,
+    units: u64,
+    rows: u64,
+    records: u64,
+    malformed: u64,
+    last: Duration,
+    longest: Duration,
+}
 
 /// What the coordinator saw by the end of a run.
 #[derive(Debug, Default, Clone)]
@@ -36,6 +93,14 @@ pub struct Coordinator {
     pub source: Sender<ToSource>,
     /// Set to stop the source (failure or signal).
     pub stop: Arc<AtomicBool>,
+    /// Start instants of batches / epochs.
+    pub units: Arc<UnitStarts>,
+    /// The source's counters (records read, malformed) for the progress line.
+    pub counters: Arc<SourceCounters>,
+    /// `"micro-batch"` or `"epoch"`: what a unit is called in the progress line.
+    pub unit_name: &'static str,
+    /// Metric handles (no-ops without `[metrics]`).
+    pub metrics: Metrics,
 }
 
 impl Coordinator {
@@ -43,6 +108,15 @@ impl Coordinator {
     pub fn run(self) -> CoordinatorReport {
         let mut report = CoordinatorReport::default();
         let mut acks: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+        let mut progress = Progress {
+            logged: Instant::now(),
+            units: 0,
+            rows: 0,
+            records: 0,
+            malformed: 0,
+            last: Duration::ZERO,
+            longest: Duration::ZERO,
+        };
         while let Ok(msg) = self.input.recv() {
             match msg {
                 ToCoordinator::BarrierAck { epoch, state_len, .. } => {
@@ -58,6 +132,7 @@ impl Coordinator {
                     report.committed += 1;
                     report.rows += rows;
                     tracing::debug!(batch = id, rows, "committed");
+                    self.on_committed(id, rows, &mut progress);
                     // The source is gone once the input ended; nothing waits for this then.
                     let _ = self.source.send(ToSource::Committed(id));
                 }
@@ -74,6 +149,42 @@ impl Coordinator {
             }
         }
         report
+    }
+
+    /// Times the unit, and logs a progress line when the last one is a second old or more.
+    fn on_committed(&self, id: u64, rows: u64, p: &mut Progress) {
+        let took = self.units.committed(id);
+        if let Some(d) = took {
+            self.metrics.micro_batch_duration.record(d.as_secs_f64());
+            p.last = d;
+            p.longest = p.longest.max(d);
+        }
+        p.units += 1;
+        p.rows += rows;
+        if p.logged.elapsed() >= LOG_EVERY {
+            let records = self.counters.records.load(Ordering::Relaxed);
+            let malformed = self.counters.malformed.load(Ordering::Relaxed);
+            tracing::info!(
+                unit = self.unit_name,
+                last_id = id,
+                committed = p.units,
+                rows = p.rows,
+                records_in = records.saturating_sub(p.records),
+                malformed = malformed.saturating_sub(p.malformed),
+                last_ms = p.last.as_secs_f64() * 1e3,
+                longest_ms = p.longest.as_secs_f64() * 1e3,
+                "progress"
+            );
+            *p = Progress {
+                logged: Instant::now(),
+                units: 0,
+                rows: 0,
+                records,
+                malformed,
+                last: Duration::ZERO,
+                longest: Duration::ZERO,
+            };
+        }
     }
 
     /// Every partition actor has snapshotted at the barrier of `epoch`.

@@ -15,6 +15,9 @@
 //! - the **coordinator** ([`coordinator`]) collects barrier acknowledgements and commits, tells
 //!   the source when a micro-batch is committed, and turns a stop request into a drain.
 //!
+//! - **metrics** ([`metrics`]): every Prometheus metric, and the `/metrics`, `/healthz`,
+//!   `/readyz` endpoint of `[metrics] listen`.
+//!
 //! Every queue is bounded: a slow sink slows the partition actors, which slow the source.
 //! Nothing here reads the time except through [`clock::Clock`].
 #![deny(missing_docs)]
@@ -22,6 +25,7 @@
 pub mod clock;
 pub mod coordinator;
 pub mod messages;
+pub mod metrics;
 pub mod partition;
 pub mod routing;
 pub mod runtime;

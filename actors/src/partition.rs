@@ -11,6 +11,12 @@
 //!
 //! Between messages, with a wall clock, the actor sleeps until its operator's next timer
 //! (`recv_deadline`), never polling.
+//!
+//! Metrics (`crate::metrics`): the operator's time per data message (stage `partition`), how late
+//! the actor woke for a timer (system clock), and its state (keys, estimated bytes) at every
+//! barrier / end of batch.
+
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
@@ -19,6 +25,10 @@ use eddy_engine::operator::{Mode, Operator, Output};
 
 use crate::clock::{Clock, deadline_of};
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
+use crate::metrics::{Metrics, micros_to_seconds};
+
+/// How often the bytes-per-key of the state estimate is re-measured by serialising the state.
+const STATE_BYTES_EVERY: Duration = Duration::from_secs(60);
 
 /// A partition actor's wiring.
 #[derive(Debug)]
@@ -37,6 +47,15 @@ pub struct PartitionActor {
     pub sink: Sender<ToSink>,
     /// Acknowledgements.
     pub coordinator: Sender<ToCoordinator>,
+    /// Metric handles (no-ops without `[metrics]`).
+    pub metrics: Metrics,
+}
+
+/// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
+#[derive(Debug, Default)]
+struct StateSize {
+    bytes_per_key: f64,
+    measured: Option<Instant>,
 }
 
 impl PartitionActor {
@@ -47,11 +66,17 @@ impl PartitionActor {
         // The batch (micro-batch) or epoch (real-time) rows currently belong to.
         let mut current: u64 = 0;
         let wall = self.clock.is_wall_clock() && self.mode == Mode::RealTime;
+        let metrics_on = self.metrics.enabled();
+        let mut size = StateSize::default();
         loop {
+            let mut due = Timestamp::MIN;
             let msg = match (wall, self.operator.next_timer()) {
                 (true, Some(at)) => match self.input.recv_deadline(deadline_of(self.clock.as_ref(), at)) {
                     Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Timeout) => {
+                        due = at;
+                        None
+                    }
                     Err(RecvTimeoutError::Disconnected) => return,
                 },
                 _ => match self.input.recv() {
@@ -62,9 +87,11 @@ impl PartitionActor {
             match msg {
                 None => {
                     let now = self.clock.now();
+                    self.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
                     self.operator.advance_clock(now, &mut out);
                 }
                 Some(ToPartition::Data(batch)) => {
+                    let started = metrics_on.then(Instant::now);
                     for s in batch {
                         if self.mode == Mode::RealTime {
                             self.operator.advance_clock(s.now, &mut out);
@@ -76,6 +103,9 @@ impl PartitionActor {
                             created.resize(out.rows.len(), s.created_ns);
                         }
                     }
+                    if let Some(t) = started {
+                        self.metrics.stage_partition.record(t.elapsed().as_secs_f64());
+                    }
                 }
                 Some(ToPartition::Control(c)) => match c {
                     Control::BeginBatch(ctx) => {
@@ -84,6 +114,7 @@ impl PartitionActor {
                     }
                     Control::EndBatch { batch_id } => {
                         self.operator.end_batch(&mut out);
+                        self.report_state(&mut size);
                         if !self.flush(current, &mut out, &mut created)
                             || self.sink.send(ToSink::End { id: batch_id }).is_err()
                         {
@@ -100,6 +131,7 @@ impl PartitionActor {
                         if !self.flush(epoch, &mut out, &mut created) {
                             return;
                         }
+                        self.report_state(&mut size);
                         let ack = ToCoordinator::BarrierAck {
                             epoch,
                             partition: self.partition,
@@ -122,6 +154,22 @@ impl PartitionActor {
                 return;
             }
         }
+    }
+
+    /// Sets the state gauges: keys, and bytes estimated as keys x bytes per key of the serialised
+    /// state, re-measured at most every [`STATE_BYTES_EVERY`] (serialising is not free).
+    fn report_state(&self, size: &mut StateSize) {
+        if !self.metrics.enabled() {
+            return;
+        }
+        let m = &self.metrics.partitions[self.partition];
+        let keys = self.operator.state_len();
+        if keys > 0 && size.measured.is_none_or(|t| t.elapsed() >= STATE_BYTES_EVERY) {
+            size.bytes_per_key = self.operator.snapshot().len() as f64 / keys as f64;
+            size.measured = Some(Instant::now());
+        }
+        m.state_keys.set(keys as f64);
+        m.state_bytes.set((keys as f64 * size.bytes_per_key).round());
     }
 
     /// Sends pending rows and late records to the sink; `false` when the sink is gone.

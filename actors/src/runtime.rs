@@ -1,4 +1,7 @@
 //! Wiring: builds the source, sinks and actors of a pipeline, runs them to the end, and reports.
+//!
+//! With `[metrics]`, the HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) starts before the
+//! source is opened (so `/readyz` answers 503 until it is) and stops when the run ends.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,10 +15,12 @@ use eddy_connectors::stdio::{StdinSource, StdoutSink};
 use eddy_connectors::{Sink, Source};
 use eddy_engine::decode::{CsvDecoder, Decoder, JsonDecoder};
 use eddy_engine::plan::QueryPlan;
-use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, SinkSpec, SourceKind};
+use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, SinkSpec, SourceKind};
 
 use crate::clock::{Clock, ReplayClock, SystemClock};
-use crate::coordinator::Coordinator;
+use crate::coordinator::{Coordinator, UnitStarts};
+use crate::metrics::server::MetricsServer;
+use crate::metrics::{Health, Metrics};
 use crate::partition::PartitionActor;
 use crate::routing::Router;
 use crate::sink::{LatencyRecorder, SinkActor};
@@ -40,6 +45,8 @@ pub struct RunOptions {
     pub source_override: Option<Box<dyn Source>>,
     /// Counters to share with the caller (progress display); created when absent.
     pub counters: Option<Arc<SourceCounters>>,
+    /// Readiness to share with the caller (what `/readyz` answers); created when absent.
+    pub health: Option<Arc<Health>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -112,6 +119,22 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let parallelism =
         pipeline.parallelism.unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
 
+    let health = opts.health.unwrap_or_default();
+    let (metrics, _server) = match &pipeline.metrics {
+        Some(m) => {
+            let (metrics, handle) = Metrics::new(&pipeline.name, parallelism);
+            let server = MetricsServer::start(m.listen, Some(handle), health.clone()).map_err(|e| {
+                RuntimeError::Open { field: "metrics.listen".into(), why: format!("{}: {e}", m.listen) }
+            })?;
+            (metrics, Some(server))
+        }
+        None => (Metrics::disabled(parallelism), None),
+    };
+    let frontier_delay = match &pipeline.query {
+        QuerySpec::RollingWindow { frontier_delay, .. } => Some(*frontier_delay),
+        _ => None,
+    };
+
     let mut source: Box<dyn Source> = match (opts.source_override, &pipeline.source.kind) {
         (Some(s), _) => s,
         (None, kind) => match kind {
@@ -155,6 +178,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             ))
         }
     };
+    // Files, stdin and Nexmark are connected once opened; the Kafka source will track its broker.
+    health.set_sources_connected(true);
 
     let sink = match opts.sink_override {
         Some(s) => s,
@@ -181,6 +206,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     };
     let stop = opts.stop.unwrap_or_default();
     let counters = opts.counters.unwrap_or_default();
+    let units = Arc::new(UnitStarts::default());
 
     let (sink_tx, sink_rx) = bounded(SINK_QUEUE);
     let (coord_tx, coord_rx) = bounded(1024);
@@ -198,6 +224,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             input: rx,
             sink: sink_tx.clone(),
             coordinator: coord_tx.clone(),
+            metrics: metrics.clone(),
         };
         handles.push(
             thread::Builder::new()
@@ -216,6 +243,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         input: sink_rx,
         coordinator: coord_tx.clone(),
         latency: opts.latency,
+        metrics: metrics.clone(),
     };
     handles.push(
         thread::Builder::new()
@@ -223,8 +251,16 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             .spawn(move || sink_actor.run())
             .map_err(|e| RuntimeError::Failed(format!("cannot start the sink actor: {e}")))?,
     );
-    let coordinator =
-        Coordinator { partitions: parallelism, input: coord_rx, source: to_source_tx, stop: stop.clone() };
+    let coordinator = Coordinator {
+        partitions: parallelism,
+        input: coord_rx,
+        source: to_source_tx,
+        stop: stop.clone(),
+        units: units.clone(),
+        counters: counters.clone(),
+        unit_name: if real_time { "epoch" } else { "micro-batch" },
+        metrics: metrics.clone(),
+    };
     let coord_handle = thread::Builder::new()
         .name("eddy-coordinator".into())
         .spawn(move || coordinator.run())
@@ -243,6 +279,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         trigger: pipeline.trigger,
         stop: stop.clone(),
         counters: counters.clone(),
+        metrics,
+        units,
+        frontier_delay,
     };
     let source_result = thread::Builder::new()
         .name("eddy-source".into())
@@ -256,6 +295,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         }
     }
     let report = coord_handle.join().map_err(|_| RuntimeError::Failed("the coordinator panicked (a bug)".into()))?;
+    // The run is over: not ready any more; the endpoint stops when `_server` drops.
+    health.set_sources_connected(false);
     if let Some(f) = report.failure {
         return Err(RuntimeError::Failed(f));
     }

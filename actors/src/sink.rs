@@ -3,6 +3,7 @@
 //! actor, and the source) has ended it. Batches commit in order.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -10,6 +11,7 @@ use eddy_connectors::{ConnectorError, Sink};
 use eddy_engine::output::{row_to_json_line, write_row};
 
 use crate::messages::{ToCoordinator, ToSink};
+use crate::metrics::Metrics;
 
 /// Latency samples of rows whose records carried a creation instant.
 pub trait LatencyRecorder: Send {
@@ -37,6 +39,10 @@ pub struct SinkActor {
     pub coordinator: Sender<ToCoordinator>,
     /// Optional latency recorder (benchmarks).
     pub latency: Option<Box<dyn LatencyRecorder>>,
+    /// Metric handles (no-ops without `[metrics]`): rows out, late records, write and commit
+    /// times, and the source-to-sink latency of rows whose records carry a creation instant
+    /// (one clock read per message, after its rows are written).
+    pub metrics: Metrics,
 }
 
 impl std::fmt::Debug for SinkActor {
@@ -66,6 +72,7 @@ impl SinkActor {
             let Ok(msg) = self.input.recv() else { break };
             match msg {
                 ToSink::Rows { id, rows, created_ns } => {
+                    let started = self.metrics.enabled().then(Instant::now);
                     *rows_in.entry(id).or_default() += rows.len() as u64;
                     for (i, row) in rows.iter().enumerate() {
                         line.clear();
@@ -86,8 +93,17 @@ impl SinkActor {
                             rec.record_ns(eddy_connectors::monotonic_ns().saturating_sub(c));
                         }
                     }
+                    if let Some(t) = started {
+                        self.metrics.records_out.increment(rows.len() as u64);
+                        let now = eddy_connectors::monotonic_ns();
+                        for &c in created_ns.iter().filter(|&&c| c != 0) {
+                            self.metrics.source_to_sink_latency.record(now.saturating_sub(c) as f64 / 1e9);
+                        }
+                        self.metrics.stage_sink.record(t.elapsed().as_secs_f64());
+                    }
                 }
                 ToSink::Late { id, records } => {
+                    self.metrics.records_late.increment(records.len() as u64);
                     if let Some((sink, names)) = self.late.as_mut() {
                         for r in &records {
                             let l = row_to_json_line(names, &r.values);
@@ -128,12 +144,16 @@ impl SinkActor {
     }
 
     fn commit(&mut self, id: u64, rows: u64) -> Result<(), ConnectorError> {
+        let started = self.metrics.enabled().then(Instant::now);
         self.sink.commit(id)?;
         if let Some((s, _)) = self.late.as_mut() {
             s.commit(id)?;
         }
         if let Some(s) = self.dead_letter.as_mut() {
             s.commit(id)?;
+        }
+        if let Some(t) = started {
+            self.metrics.stage_commit.record(t.elapsed().as_secs_f64());
         }
         // The coordinator may have stopped first during a failure; the commit itself is done.
         let _ = self.coordinator.send(ToCoordinator::Committed { id, rows });

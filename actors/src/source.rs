@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use eddy_connectors::{Payload, Poll, Source, SourceItem};
 use eddy_engine::decode::Decoder;
@@ -26,8 +26,10 @@ use eddy_engine::plan::QueryPlan;
 use eddy_engine::time::align_down;
 use eddy_engine::{Duration, Record, Timestamp};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, SystemClock};
+use crate::coordinator::UnitStarts;
 use crate::messages::{Control, Stamped, ToPartition, ToSink, ToSource};
+use crate::metrics::{Metrics, micros_to_seconds};
 use crate::routing::Router;
 
 /// Records per data message to a partition actor.
@@ -68,6 +70,27 @@ pub struct SourceActor {
     pub stop: Arc<AtomicBool>,
     /// Counters.
     pub counters: Arc<SourceCounters>,
+    /// Metric handles (no-ops without `[metrics]`).
+    pub metrics: Metrics,
+    /// Start instants of batches / epochs (durations are taken at commit by the coordinator).
+    pub units: Arc<UnitStarts>,
+    /// Rolling-window queries: the frontier delay (frontier = processing time - delay).
+    pub frontier_delay: Option<Duration>,
+}
+
+/// What the source last reported to the metrics.
+#[derive(Debug)]
+struct Reported {
+    records: u64,
+    malformed: u64,
+    watermark: Timestamp,
+    processing_time: Timestamp,
+}
+
+impl Reported {
+    fn new() -> Reported {
+        Reported { records: 0, malformed: 0, watermark: Timestamp::MIN, processing_time: Timestamp::MIN }
+    }
 }
 
 impl std::fmt::Debug for SourceActor {
@@ -107,20 +130,63 @@ impl SourceActor {
     }
 
     fn broadcast(&self, c: Control) -> Result<(), SourceError> {
-        for p in &self.partitions {
-            p.send(ToPartition::Control(c.clone())).map_err(|_| SourceError::PeerGone)?;
+        for p in 0..self.partitions.len() {
+            self.send_to(p, ToPartition::Control(c.clone()))?;
         }
         Ok(())
+    }
+
+    /// Sends to partition actor `p`; time spent waiting on its full queue is back-pressure.
+    fn send_to(&self, p: usize, msg: ToPartition) -> Result<(), SourceError> {
+        match self.partitions[p].try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(msg)) => {
+                let waited = Instant::now();
+                let sent = self.partitions[p].send(msg).map_err(|_| SourceError::PeerGone);
+                self.metrics.partitions[p].backpressure.record(waited.elapsed().as_secs_f64());
+                sent
+            }
+            Err(TrySendError::Disconnected(_)) => Err(SourceError::PeerGone),
+        }
     }
 
     fn flush(&self, buffers: &mut [Vec<Stamped>]) -> Result<(), SourceError> {
         for (p, buf) in buffers.iter_mut().enumerate() {
             if !buf.is_empty() {
                 let data = std::mem::replace(buf, Vec::with_capacity(BATCH));
-                self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;
+                self.send_to(p, ToPartition::Data(data))?;
             }
         }
         Ok(())
+    }
+
+    /// Reports counters (as deltas of the shared atomics: nothing per record), watermark,
+    /// frontier and queue depths. `watermark` / `processing_time`: `None` keeps the last ones.
+    fn report(&self, last: &mut Reported, watermark: Option<Timestamp>, processing_time: Option<Timestamp>) {
+        if !self.metrics.enabled() {
+            return;
+        }
+        let records = self.counters.records.load(Ordering::Relaxed);
+        let malformed = self.counters.malformed.load(Ordering::Relaxed);
+        self.metrics.records_in.increment(records.saturating_sub(last.records));
+        self.metrics.records_malformed.increment(malformed.saturating_sub(last.malformed));
+        last.records = records;
+        last.malformed = malformed;
+        last.watermark = watermark.unwrap_or(last.watermark).max(last.watermark);
+        last.processing_time = processing_time.unwrap_or(last.processing_time).max(last.processing_time);
+        if last.watermark != Timestamp::MIN {
+            self.metrics.watermark.set(micros_to_seconds(last.watermark.0));
+            let wall = SystemClock.now();
+            self.metrics.watermark_lag.set(micros_to_seconds(wall.0.saturating_sub(last.watermark.0)));
+        }
+        if let Some(delay) = self.frontier_delay
+            && last.processing_time != Timestamp::MIN
+        {
+            self.metrics.rolling_frontier.set(micros_to_seconds(last.processing_time.0.saturating_sub(delay.0)));
+        }
+        for (p, tx) in self.partitions.iter().enumerate() {
+            self.metrics.partitions[p].queue_depth.set(tx.len() as f64);
+        }
     }
 
     /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
@@ -177,6 +243,9 @@ impl SourceActor {
         let mut dead = Vec::new();
         let mut last_log = None;
         let mut last_w = Timestamp::MIN;
+        let mut reported = Reported::new();
+        let metrics_on = self.metrics.enabled();
+        self.units.started(epoch);
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -189,8 +258,12 @@ impl SourceActor {
             };
             items.clear();
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
+            // With metrics on, records without a creation instant count their latency from this poll.
+            let (polled, poll_ns) =
+                if metrics_on { (Some(Instant::now()), eddy_connectors::monotonic_ns()) } else { (None, 0) };
+            let polled_items = items.len();
             for item in items.drain(..) {
-                let created_ns = item.created_ns;
+                let created_ns = if item.created_ns != 0 { item.created_ns } else { poll_ns };
                 let Some(record) = self.decode(item, &mut dead, &mut last_log) else { continue };
                 let system_now = if replay { Timestamp::MIN } else { self.clock.now() };
                 let stamp = clock.stamp(&record, system_now);
@@ -204,6 +277,7 @@ impl SourceActor {
                         self.broadcast(Control::Barrier { epoch, now: at, watermark: stamp.watermark })?;
                         self.end_unit(epoch, &mut dead)?;
                         epoch += 1;
+                        self.units.started(epoch);
                         next_boundary = Some(at.saturating_add(Duration(trigger)));
                     }
                 }
@@ -212,10 +286,17 @@ impl SourceActor {
                 buffers[p].push(Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns });
                 if buffers[p].len() >= BATCH {
                     let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
-                    self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;
+                    self.send_to(p, ToPartition::Data(data))?;
                 }
             }
             self.flush(&mut buffers)?;
+            if let Some(t) = polled {
+                if polled_items > 0 {
+                    self.metrics.stage_source.record(t.elapsed().as_secs_f64());
+                }
+                let pt = if replay { clock.now() } else { self.clock.now() };
+                self.report(&mut reported, Some(clock.watermark()), Some(pt));
+            }
             let w = clock.watermark();
             if w > last_w && self.partitions.len() > 1 {
                 self.broadcast(Control::Watermark(w))?;
@@ -227,6 +308,7 @@ impl SourceActor {
                     self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
                     self.end_unit(epoch, &mut dead)?;
                     epoch += 1;
+                    self.units.started(epoch);
                     next_boundary =
                         Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
                 }
@@ -247,6 +329,7 @@ impl SourceActor {
         };
         self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
         self.end_unit(epoch, &mut dead)?;
+        self.report(&mut reported, Some(clock.watermark()), Some(now));
         Ok(())
     }
 
@@ -259,6 +342,7 @@ impl SourceActor {
         let mut last_moved: Option<(Timestamp, Timestamp)> = None;
         let mut exhausted = false;
         let mut batch_started = Instant::now();
+        let mut reported = Reported::new();
         while !exhausted {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -277,6 +361,7 @@ impl SourceActor {
                 Poll::Idle => !pending.is_empty() && batch_started.elapsed() >= trigger,
             };
             if cut {
+                let cut_at = Instant::now();
                 let items = std::mem::take(&mut pending);
                 let mut records = Vec::with_capacity(items.len());
                 for item in items {
@@ -284,7 +369,7 @@ impl SourceActor {
                         records.push(r);
                     }
                 }
-                last_moved = Some(self.run_batch(&mut seq, records, &mut dead)?);
+                last_moved = Some(self.run_batch(&mut seq, records, &mut dead, Some(cut_at))?);
                 batch_started = Instant::now();
             } else if poll == Poll::Idle
                 && pending.is_empty()
@@ -292,15 +377,16 @@ impl SourceActor {
                 && self.plan.wants_no_data_batch(before, after)
             {
                 // A trigger found no new input and the last batch moved W: Spark's no-data batch.
-                last_moved = Some(self.run_batch(&mut seq, Vec::new(), &mut dead)?);
+                last_moved = Some(self.run_batch(&mut seq, Vec::new(), &mut dead, None)?);
                 last_moved = last_moved.filter(|(b, a)| a > b);
             }
+            self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
         }
         if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
             let items = std::mem::take(&mut pending);
             let records: Vec<Record> =
                 items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
-            last_moved = Some(self.run_batch(&mut seq, records, &mut dead)?);
+            last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
         }
         // End of input: the no-data batch when due, or the replay clock's batch at `until`.
         match self.plan.until() {
@@ -312,10 +398,11 @@ impl SourceActor {
                 if let Some((before, after)) = last_moved
                     && self.plan.wants_no_data_batch(before, after)
                 {
-                    self.run_batch(&mut seq, Vec::new(), &mut dead)?;
+                    self.run_batch(&mut seq, Vec::new(), &mut dead, None)?;
                 }
             }
         }
+        self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
         Ok(())
     }
 
@@ -324,10 +411,15 @@ impl SourceActor {
         seq: &mut eddy_engine::driver::MicroBatchSequencer,
         records: Vec<Record>,
         dead: &mut Vec<String>,
+        cut_at: Option<Instant>,
     ) -> Result<(Timestamp, Timestamp), SourceError> {
         let ctx = seq.begin(&records, self.clock.now());
         seq.observe(&records);
-        self.run_ctx(seq, ctx, records, dead)
+        let moved = self.run_ctx(seq, ctx, records, dead)?;
+        if let Some(t) = cut_at {
+            self.metrics.stage_source.record(t.elapsed().as_secs_f64());
+        }
+        Ok(moved)
     }
 
     fn run_ctx(
@@ -337,6 +429,7 @@ impl SourceActor {
         records: Vec<Record>,
         dead: &mut Vec<String>,
     ) -> Result<(Timestamp, Timestamp), SourceError> {
+        self.units.started(ctx.batch_id);
         self.broadcast(Control::BeginBatch(ctx))?;
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
         for record in records {
@@ -350,7 +443,7 @@ impl SourceActor {
             });
             if buffers[p].len() >= BATCH {
                 let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
-                self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;
+                self.send_to(p, ToPartition::Data(data))?;
             }
         }
         self.flush(&mut buffers)?;
