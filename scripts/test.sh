@@ -19,8 +19,11 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# Prometheus and promtool for tests/prometheus (the package starts no service here; the test
+# starts `prometheus` by hand on a loopback port).
+command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}"; else sudo apt-get install -y -qq "${need[@]}"; fi
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; else sudo apt-get install -y -qq "${need[@]}"; fi
 fi
 
 say "rust components"
