@@ -2,14 +2,16 @@
 //! sinks). Each suite prints a markdown table; numbers are from this machine and its noise.
 //!
 //! ```text
-//! cargo run --release -p eddy-bench -- latency      # Nexmark 100k rec/s, rolling 10 s sum per bidder
+//! cargo run --release -p eddy-bench -- latency      # Nexmark 100k rec/s, rolling 10 s sum per bidder; draws bench/results/latency.svg
 //! cargo run --release -p eddy-bench -- throughput   # sliding 10 s / 2 s count per auction, parallelism 1 and 2
 //! cargo run --release -p eddy-bench -- timers       # rolling expiry rows vs their due instant (system clock)
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
+//! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
 //! cargo run --release -p eddy-bench -- all [--smoke]
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
+mod plot;
 mod suites;
 
 use anyhow::{Result, bail};
@@ -29,12 +31,14 @@ fn main() -> Result<()> {
         "throughput" => suites::throughput(smoke),
         "timers" => suites::timers(smoke),
         "slow-sink" => suites::slow_sink(smoke),
+        "metrics" => suites::metrics(smoke),
         "all" => {
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
             suites::timers(smoke)?;
-            suites::slow_sink(smoke)
+            suites::slow_sink(smoke)?;
+            suites::metrics(smoke)
         }
-        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink or all"),
+        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics or all"),
     }
 }

@@ -13,6 +13,8 @@ use eddy_connectors::{ConnectorError, Payload, Poll, Position, Sink, Source, Sou
 use eddy_engine::spec::parse_pipeline_str;
 use eddy_engine::{Record, Timestamp, Value};
 
+use crate::plot::{Panel, latency_svg};
+
 /// A sink that discards rows (counting them), optionally taking `delay` per row.
 struct CountingSink {
     rows: Arc<AtomicU64>,
@@ -104,6 +106,7 @@ pub fn latency(smoke: bool) -> Result<()> {
     println!("## latency: Nexmark bids at {rate} events/s, rolling 10 s sum(price) per bidder\n");
     println!("| parallelism | events | rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
     println!("|---|---|---|---|---|---|---|---|");
+    let mut runs = Vec::new();
     for parallelism in [1, 2] {
         let text = nexmark_pipeline("", events, Some(rate), parallelism, &query);
         let p = parse_pipeline_str(&text).context("bench pipeline")?;
@@ -116,7 +119,7 @@ pub fn latency(smoke: bool) -> Result<()> {
             ..RunOptions::default()
         };
         run_pipeline(&p, opts)?;
-        let h = h.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?;
+        let h = h.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?.clone();
         println!(
             "| {parallelism} | {events} | {} | {} | {} | {} | {} | {} |",
             rows.load(Ordering::Relaxed),
@@ -126,8 +129,24 @@ pub fn latency(smoke: bool) -> Result<()> {
             us(h.value_at_quantile(0.999)),
             us(h.max())
         );
+        runs.push((parallelism, rows.load(Ordering::Relaxed), h));
     }
     println!("\nLatency counts from each record's scheduled send time (coordinated omission accounted for).\n");
+    // The committed picture comes from a full run; a smoke run draws into the temp folder.
+    let path = if smoke {
+        std::env::temp_dir().join("eddy-latency-smoke.svg")
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results").join("latency.svg")
+    };
+    let panels: Vec<Panel<'_>> = runs
+        .iter()
+        .map(|(p, rows, h)| Panel {
+            title: format!("parallelism {p}: {rows} rows, {events} events at {rate} events/s"),
+            histogram: h,
+        })
+        .collect();
+    latency_svg(&path, "Eddy: source-to-sink latency, Nexmark bids, rolling 10 s sum(price) per bidder", &panels)?;
+    println!("Histogram drawn to {}\n", path.display());
     Ok(())
 }
 
@@ -270,5 +289,92 @@ pub fn slow_sink(smoke: bool) -> Result<()> {
         peak_rss_kb() as f64 / 1024.0
     );
     anyhow::ensure!(written == s.records, "rows lost: {} records in, {written} rows out", s.records);
+    Ok(())
+}
+
+/// Scrapes `http://{addr}/metrics` once a second until `stop` (as Prometheus would).
+fn scraper(addr: std::net::SocketAddr, stop: Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut scrapes = 0;
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(mut s) = std::net::TcpStream::connect(addr) {
+                let mut body = Vec::new();
+                if s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").is_ok() && s.read_to_end(&mut body).is_ok() {
+                    scrapes += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        scrapes
+    })
+}
+
+/// The throughput runs with `[metrics]` on (endpoint up, scraped every second) and off, in
+/// alternation in this process: records/s of each, and the loss of the median "on" run against
+/// the median "off" run (objective: at most 3 %).
+pub fn metrics(smoke: bool) -> Result<()> {
+    let events = if smoke { 50_000 } else { 4_000_000 };
+    let rounds = if smoke { 1 } else { 3 };
+    let sliding = "[watermark]\ncolumn = \"date_time\"\ndelay = \"1 second\"\n\n[query]\ntype = \"window_aggregate\"\n\
+                   group_by = [\"auction\"]\nwindow = { type = \"sliding\", column = \"date_time\", size = \"10 seconds\", slide = \"2 seconds\" }\n\
+                   output_mode = \"append\"\nmeasures = [{ agg = \"count\" }]\n";
+    let rolling = "[clock]\ntype = \"replay\"\ncolumn = \"date_time\"\n\n[query]\ntype = \"rolling_window\"\n\
+                   partition_by = [\"bidder\"]\norder_by = \"date_time\"\n\
+                   measures = [{ agg = \"sum\", column = \"price\", over = \"10 seconds\" }]\n";
+    println!("## metrics: throughput with [metrics] on (scraped every second) vs off, {rounds} alternating rounds\n");
+    println!(
+        "| workload | parallelism | events | off records/s (median) | on records/s (median) | loss | runs off | runs on |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut worst: f64 = f64::MIN;
+    for (name, query) in
+        [("sliding count per auction (append)", sliding), ("rolling sum per bidder (row per record)", rolling)]
+    {
+        for parallelism in [1, 2] {
+            let mut off = Vec::new();
+            let mut on = Vec::new();
+            for _ in 0..rounds {
+                for with_metrics in [false, true] {
+                    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+                    let extra = if with_metrics {
+                        format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n\n{query}")
+                    } else {
+                        query.to_string()
+                    };
+                    let text = nexmark_pipeline("", events, None, parallelism, &extra);
+                    let p = parse_pipeline_str(&text).context("bench pipeline")?;
+                    let sink = CountingSink { rows: Arc::new(AtomicU64::new(0)), delay: None, frontier_lag: None };
+                    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let scrape =
+                        with_metrics.then(|| scraper(std::net::SocketAddr::from(([127, 0, 0, 1], port)), stop.clone()));
+                    let start = Instant::now();
+                    let s =
+                        run_pipeline(&p, RunOptions { sink_override: Some(Box::new(sink)), ..RunOptions::default() })?;
+                    let rate = s.records as f64 / start.elapsed().as_secs_f64();
+                    stop.store(true, Ordering::Relaxed);
+                    if let Some(h) = scrape {
+                        let _ = h.join();
+                    }
+                    if with_metrics { on.push(rate) } else { off.push(rate) }
+                }
+            }
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let runs = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(" / ");
+            let (m_off, m_on) = (median(&mut off), median(&mut on));
+            let loss = 1.0 - m_on / m_off;
+            worst = worst.max(loss);
+            println!(
+                "| {name} | {parallelism} | {events} | {m_off:.0} | {m_on:.0} | {:.1} % | {} | {} |",
+                loss * 100.0,
+                runs(&off),
+                runs(&on)
+            );
+        }
+    }
+    println!("\nWorst loss: {:.1} % (objective: at most 3 %; negative: on was faster, i.e. noise).\n", worst * 100.0);
     Ok(())
 }
