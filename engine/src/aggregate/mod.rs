@@ -30,6 +30,8 @@ pub mod sketch;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sketch;
 
 use std::sync::Arc;
 
@@ -210,7 +212,7 @@ impl AggregateFn {
     /// - [`AggregateError::WrongInputType`] where Spark's analyser refuses the type (e.g.
     ///   `sum` over STRING, `avg` over TIMESTAMP, `approx_percentile` over STRING);
     /// - [`AggregateError::BadParameter`] for a parameter of another function, a missing or
-    ///   out-of-range `percentage` (each in [0, 1]), `accuracy` outside `1..=21000` (KLL's `k`
+    ///   out-of-range `percentage` (each in [0, 1]), `accuracy` outside `1..=20000` (KLL's `k`
     ///   cannot pass 65535; Spark accepts up to 2^31 - 1), or an `rsd` needing fewer than 4 or more
     ///   than 21 bits of register index (Spark also refuses below 4: rsd above ~0.39).
     pub fn from_name(
@@ -262,10 +264,11 @@ impl AggregateFn {
             given,
             expected: format!("no `{parameter}`: it is not a parameter of {function}"),
         };
-        if !matches!(kind, AggKind::ApproxCountDistinct { .. }) {
-            if let Some(rsd) = params.rsd {
-                return Err(bad_param("rsd", rsd.to_string()));
-            }
+        if let (false, Some(rsd)) = (
+            matches!(kind, AggKind::ApproxCountDistinct { .. }),
+            params.rsd,
+        ) {
+            return Err(bad_param("rsd", rsd.to_string()));
         }
         if !matches!(kind, AggKind::ApproxPercentile { .. }) {
             if let Some(p) = &params.percentage {
@@ -427,7 +430,7 @@ fn check_percentage(
 }
 
 /// Largest accuracy whose rank error KLL can meet (`k <= 65535`).
-pub const MAX_ACCURACY: u32 = 21_000;
+pub const MAX_ACCURACY: u32 = 20_000;
 
 fn check_accuracy(function: &str, a: Option<i64>) -> Result<u32, AggregateError> {
     let a = a.unwrap_or(DEFAULT_ACCURACY as i64);
