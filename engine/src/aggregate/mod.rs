@@ -31,6 +31,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_props;
+#[cfg(test)]
 mod tests_sketch;
 
 use std::sync::Arc;

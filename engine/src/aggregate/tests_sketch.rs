@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 
 use super::sketch::{hll_lg_k, kll_k_for_accuracy, kll_rank_error};
-use super::tests::{eval, run, same, with};
+use super::tests::{eval, run, with};
+use super::tests_props::same;
 use super::*;
 
 fn acd(rsd: f64) -> AggregateFn {
