@@ -22,6 +22,16 @@
 //! mode off (Spark 4's default ANSI mode fails the query on overflow instead; a streaming engine
 //! cannot fail on one group's data). Double sums and moments are double-double accumulators
 //! ([`numeric`]), so values leaving a sliding window leave no drift.
+//!
+//! Merging panes ([`AggregateFn::merge`]) gives the result of one state over all their input:
+//! exactly for count, long sums, min and max; for double sums and moments up to double-double
+//! rounding (bit-identical after rounding to a double in practice; avg and the stddev family within
+//! ~1e-15 relative); for `approx_count_distinct` exactly the same estimate (the composite
+//! estimator depends only on the registers, which merge by maximum). `approx_percentile`: KLL
+//! compacts with random bits (DataSketches seeds them per thread, not controllably), so once a
+//! sketch holds more values than its `k` (~30k at the default accuracy) neither a merged sketch
+//! nor a rerun is bit-identical; every answer is within the rank error `1 / accuracy` (99%
+//! confidence). Below `k` values the sketch is exact and deterministic.
 
 mod codec;
 mod names;
