@@ -134,11 +134,19 @@ mod tests {
         assert_eq!(name("COUNT", Some("v"), none()), "count(v)");
         assert_eq!(name("Mean", Some("x"), none()), "mean(x)");
         assert_eq!(
-            name("percentile_approx", Some("v"), p(Percentage::One(0.0001), None)),
+            name(
+                "percentile_approx",
+                Some("v"),
+                p(Percentage::One(0.0001), None)
+            ),
             "percentile_approx(v, 1.0E-4, 10000)"
         );
         assert_eq!(
-            name("percentile_approx", Some("v"), p(Percentage::List(vec![0.0, 1.0]), Some(50))),
+            name(
+                "percentile_approx",
+                Some("v"),
+                p(Percentage::List(vec![0.0, 1.0]), Some(50))
+            ),
             "percentile_approx(v, array(0.0, 1.0), 50)"
         );
     }
