@@ -287,7 +287,7 @@ fn decimal(s: &str) -> Option<f64> {
         .bytes()
         .all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'));
     if plain && s.bytes().any(|c| c.is_ascii_digit()) {
-        s.parse().ok()
+        super::text::parse_f64(s)
     } else {
         None
     }

@@ -272,7 +272,10 @@ impl Plan {
 
     /// A record of nulls.
     pub(crate) fn empty_values(&self) -> Vec<Value> {
-        vec![Value::Null; self.columns.len()]
+        // Not `vec![Value::Null; n]`: that clones through `Value::clone`, a match per slot.
+        let mut v = Vec::with_capacity(self.columns.len());
+        v.resize_with(self.columns.len(), || Value::Null);
+        v
     }
 
     /// Checks the required columns and wraps the values.
