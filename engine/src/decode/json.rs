@@ -94,11 +94,19 @@ impl JsonDecoder {
         } else {
             let mut hint = 0;
             loop {
-                let (a, z, escaped) = p.key()?;
-                let found = if escaped {
-                    self.find(&unescape(&s[a..z]), &mut hint)
-                } else {
-                    self.find(&s[a..z], &mut hint)
+                let found = match self.hinted_key(&mut p, hint) {
+                    Some(i) => {
+                        hint = i + 1;
+                        Some(i)
+                    }
+                    None => {
+                        let (a, z, escaped) = p.key()?;
+                        if escaped {
+                            self.find(&unescape(&s[a..z]), &mut hint)
+                        } else {
+                            self.find(&s[a..z], &mut hint)
+                        }
+                    }
                 };
                 p.ws();
                 if p.peek() != Some(b':') {
@@ -133,34 +141,46 @@ impl JsonDecoder {
         self.plan.finish(values)
     }
 
+    /// Fast path: when the key at the cursor is, byte for byte, `"` + the name of column
+    /// `hint` + `"`, moves past it without scanning and returns `hint`. Only for names that
+    /// hold no `"`, `\\` or control character (so the match cannot end inside the key);
+    /// anything else returns `None` and the cursor does not move.
+    #[inline]
+    fn hinted_key(&self, p: &mut Parser<'_>, hint: usize) -> Option<usize> {
+        let c = self.plan.columns.get(hint)?;
+        if !c.plain_name {
+            return None;
+        }
+        let name = c.name.as_bytes();
+        let start = p.pos + 1;
+        let end = start + name.len();
+        if p.peek() == Some(b'"')
+            && p.b.get(start..end) == Some(name)
+            && p.b.get(end) == Some(&b'"')
+        {
+            p.pos = end + 1;
+            Some(hint)
+        } else {
+            None
+        }
+    }
+
     /// The column named `key`; `hint` is where the previous key matched + 1 (input usually
     /// follows schema order, so that is tried first).
     #[inline]
     fn find(&self, key: &str, hint: &mut usize) -> Option<usize> {
         let cols = &self.plan.columns;
-        if cols
-            .get(*hint)
-            .is_some_and(|c| same_bytes(c.name.as_bytes(), key.as_bytes()))
-        {
+        if cols.get(*hint).is_some_and(|c| *c.name == *key) {
             *hint += 1;
             return Some(*hint - 1);
         }
         let i = match &self.by_name {
             Some(map) => map.get(key).copied(),
-            None => cols
-                .iter()
-                .position(|c| same_bytes(c.name.as_bytes(), key.as_bytes())),
+            None => cols.iter().position(|c| *c.name == *key),
         }?;
         *hint = i + 1;
         Some(i)
     }
-}
-
-/// Byte equality written as a loop: names are short, and a `memcmp` call costs more than it
-/// saves on a handful of bytes.
-#[inline]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// A cursor over one line.

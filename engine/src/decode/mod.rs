@@ -225,6 +225,8 @@ pub(crate) struct Column {
     pub(crate) ty: DataType,
     /// Needed by the query or required.
     pub(crate) decode: bool,
+    /// The name holds no `"`, `\\` or control character: it appears in JSON exactly as is.
+    pub(crate) plain_name: bool,
 }
 
 /// The checked, flattened [`DecoderConfig`] both decoders share.
@@ -261,6 +263,7 @@ impl Plan {
                 name: f.name.as_str().into(),
                 ty: f.data_type,
                 decode: cfg.needed[i] || cfg.required.contains(&i),
+                plain_name: !f.name.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20),
             })
             .collect();
         Plan {
