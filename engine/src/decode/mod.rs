@@ -114,7 +114,7 @@ pub enum DecodeError {
         /// The text from `offset` on.
         near: String,
     },
-    /// The line is JSON but its top level is not an object.
+    /// The line does not start with `{` (an array, a string, a number, or not JSON at all).
     #[error("not a JSON object: {given:?} (expected one JSON object per line)")]
     NotObject {
         /// The line.
