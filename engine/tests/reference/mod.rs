@@ -18,6 +18,7 @@
 pub mod agg;
 pub mod compare;
 pub mod dedup;
+pub mod gen;
 pub mod rolling;
 pub mod window;
 

@@ -1,0 +1,221 @@
+//! Property tests: the window-aggregate operator (tumbling, sliding, session, no window; append,
+//! update, complete), driven by the engine's micro-batch and real-time drivers, against the
+//! brute-force reference of `reference/window.rs` (SEMANTICS.md "Watermark", "Windowed
+//! aggregation") on random, out-of-order input over small domains.
+
+mod reference;
+
+use eddy_engine::driver::{MicroBatchRunner, MicroBatchSequencer, RealTimeClock, RealTimeRunner};
+use eddy_engine::operator::{
+    Mode, OutputMode, Output, SessionGap, WindowAggregate, WindowAggregateConfig, WindowKind,
+};
+use eddy_engine::watermark::WatermarkTracker;
+use eddy_engine::window::SlidingWindows;
+use eddy_engine::{Duration, Record, Timestamp, Value};
+use proptest::prelude::*;
+
+use reference::agg::Agg;
+use reference::compare::{same_multiset, show_row};
+use reference::gen::{arb_batches, arb_delay, arb_stream, engine_agg, AMOUNT, KEY, PRICE, SEC, TS};
+use reference::window::{Emit, WindowQuery, WindowSpec};
+
+/// The measures of every window query: count, sum, min, max, avg over both numeric types.
+fn measures() -> Vec<Agg> {
+    vec![
+        Agg::CountStar,
+        Agg::Count(AMOUNT),
+        Agg::Sum(AMOUNT),
+        Agg::Sum(PRICE),
+        Agg::Min(AMOUNT),
+        Agg::Max(PRICE),
+        Agg::Avg(PRICE),
+        Agg::Avg(AMOUNT),
+    ]
+}
+
+/// Tumbling (size 1..=20 s) or sliding (slide 1..=10 s, size slide..=30 s, any ratio) windows
+/// with a start offset below the slide.
+fn arb_fixed() -> impl Strategy<Value = WindowSpec> {
+    prop_oneof![
+        (1i64..=20).prop_flat_map(|size| (Just(size), 0..size)).prop_map(|(size, off)| WindowSpec::Fixed {
+            size: size * SEC,
+            slide: size * SEC,
+            offset: off * SEC
+        }),
+        (1i64..=10)
+            .prop_flat_map(|slide| (slide..=30, Just(slide), 0..slide))
+            .prop_map(|(size, slide, off)| WindowSpec::Fixed { size: size * SEC, slide: slide * SEC, offset: off * SEC }),
+    ]
+}
+
+/// Grouping: by key, or one global group.
+fn arb_keys() -> impl Strategy<Value = Vec<usize>> {
+    prop_oneof![3 => Just(vec![KEY]), 1 => Just(vec![])]
+}
+
+fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {
+    let window = match q.window {
+        WindowSpec::None => WindowKind::None,
+        WindowSpec::Fixed { size, slide, offset } => WindowKind::Fixed {
+            column: q.time_col,
+            windows: SlidingWindows { size: Duration(size), slide: Duration(slide), offset: Duration(offset) },
+        },
+        WindowSpec::Session { gap } => WindowKind::Session { column: q.time_col, gap: SessionGap::Fixed(Duration(gap)) },
+    };
+    WindowAggregateConfig {
+        mode,
+        key_columns: q.key_cols.clone(),
+        window,
+        output_mode: match q.emit {
+            Emit::Append => OutputMode::Append,
+            Emit::Update => OutputMode::Update,
+            Emit::Complete => OutputMode::Complete,
+        },
+        measures: q.measures.iter().map(engine_agg).collect(),
+        watermark: q.delay.map(|d| (q.time_col, Duration(d))),
+    }
+}
+
+fn tracker(q: &WindowQuery) -> Option<(usize, WatermarkTracker)> {
+    q.delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+}
+
+/// Number of leading identity columns of a row (window, group values).
+fn id_len(q: &WindowQuery) -> usize {
+    usize::from(q.window != WindowSpec::None) + q.key_cols.len()
+}
+
+fn show_batches(batches: &[Vec<Record>]) -> String {
+    batches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let rows: Vec<String> = b.iter().map(|r| show_row(&r.values[..4])).collect();
+            format!("batch {i}: {}", rows.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `q` in micro-batch mode through [`MicroBatchRunner`] and compares every batch with the
+/// reference (batches without rows may be absent on either side).
+fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>]) -> Result<(), TestCaseError> {
+    let op = WindowAggregate::new(engine_config(q, Mode::MicroBatch));
+    let mut runner = MicroBatchRunner::new(Box::new(op), MicroBatchSequencer::new(tracker(q), None));
+    let mut actual: Vec<(u64, Vec<Vec<Value>>)> = Vec::new();
+    for (i, b) in batches.iter().enumerate() {
+        let out = runner.run_batch(b.clone(), Timestamp(i as i64 * SEC));
+        actual.push((out.batch_id, out.output.rows));
+    }
+    if let Some(out) = runner.idle_batch(None, Timestamp(batches.len() as i64 * SEC)) {
+        actual.push((out.batch_id, out.output.rows));
+    }
+    let expected = q.micro_batch(batches);
+    let last = expected.iter().chain(&actual).map(|(id, _)| *id).max().unwrap_or(0);
+    for id in 0..=last {
+        let e = expected.iter().find(|(i, _)| *i == id).map_or(&[][..], |(_, r)| &r[..]);
+        let a = actual.iter().find(|(i, _)| *i == id).map_or(&[][..], |(_, r)| &r[..]);
+        if let Err(msg) = same_multiset(e, a, id_len(q)) {
+            return Err(TestCaseError::fail(format!("{q:?}\n{}\nbatch {id}: {msg}", show_batches(batches))));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `q` in real-time mode through [`RealTimeRunner`] and compares each record's rows.
+fn check_real_time(q: &WindowQuery, records: &[Record]) -> Result<(), TestCaseError> {
+    let op = WindowAggregate::new(engine_config(q, Mode::RealTime));
+    let mut runner = RealTimeRunner::new(Box::new(op), RealTimeClock::new(tracker(q), None));
+    let expected = q.real_time(records);
+    for (i, r) in records.iter().enumerate() {
+        let mut out = Output::default();
+        runner.on_record(r.clone(), Timestamp(i as i64 * SEC), &mut out);
+        if let Err(msg) = same_multiset(&expected[i], &out.rows, id_len(q)) {
+            let input: Vec<String> = records[..=i].iter().map(|r| show_row(&r.values[..4])).collect();
+            return Err(TestCaseError::fail(format!("{q:?}\ninput: {}\nstep {i}: {msg}", input.join(" "))));
+        }
+    }
+    Ok(())
+}
+
+fn query(window: WindowSpec, emit: Emit, key_cols: Vec<usize>, delay: Option<i64>) -> WindowQuery {
+    WindowQuery { time_col: TS, key_cols, window, emit, measures: measures(), delay }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(192))]
+
+    #[test]
+    fn fixed_windows_micro_batch_update_match_reference(
+        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3)
+    ) {
+        check_micro_batch(&query(w, Emit::Update, keys, delay), &batches)?;
+    }
+
+    #[test]
+    fn fixed_windows_micro_batch_append_match_reference(
+        w in arb_fixed(), keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3)
+    ) {
+        check_micro_batch(&query(w, Emit::Append, keys, Some(delay * SEC)), &batches)?;
+    }
+
+    #[test]
+    fn fixed_windows_micro_batch_complete_match_reference(
+        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3)
+    ) {
+        check_micro_batch(&query(w, Emit::Complete, keys, delay), &batches)?;
+    }
+
+    #[test]
+    fn no_window_micro_batch_matches_reference(
+        complete in any::<bool>(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(4)
+    ) {
+        let emit = if complete { Emit::Complete } else { Emit::Update };
+        check_micro_batch(&query(WindowSpec::None, emit, keys, delay), &batches)?;
+    }
+
+    #[test]
+    fn sessions_micro_batch_append_match_reference(
+        gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3)
+    ) {
+        let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
+        check_micro_batch(&q, &batches)?;
+    }
+
+    #[test]
+    fn sessions_micro_batch_complete_match_reference(
+        gap in 1i64..=15, keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3)
+    ) {
+        let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Complete, keys, delay);
+        check_micro_batch(&q, &batches)?;
+    }
+
+    #[test]
+    fn fixed_windows_real_time_update_match_reference(
+        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), records in arb_stream(3)
+    ) {
+        check_real_time(&query(w, Emit::Update, keys, delay), &records)?;
+    }
+
+    #[test]
+    fn fixed_windows_real_time_append_match_reference(
+        w in arb_fixed(), keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3)
+    ) {
+        check_real_time(&query(w, Emit::Append, keys, Some(delay * SEC)), &records)?;
+    }
+
+    #[test]
+    fn no_window_real_time_update_matches_reference(
+        keys in arb_keys(), delay in arb_delay(), records in arb_stream(4)
+    ) {
+        check_real_time(&query(WindowSpec::None, Emit::Update, keys, delay), &records)?;
+    }
+
+    #[test]
+    fn sessions_real_time_append_match_reference(
+        gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3)
+    ) {
+        let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
+        check_real_time(&q, &records)?;
+    }
+}
