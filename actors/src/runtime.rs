@@ -116,14 +116,19 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
                 .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
         ),
-        SourceKind::Stdin => Box::new(StdinSource::new()),
+        SourceKind::Stdin => {
+            Box::new(StdinSource::new().map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?)
+        }
         SourceKind::Nexmark { table, events, rate, seed } => {
             let table = match table {
                 spec::NexmarkTable::Bid => NexmarkTable::Bid,
                 spec::NexmarkTable::Auction => NexmarkTable::Auction,
                 spec::NexmarkTable::Person => NexmarkTable::Person,
             };
-            Box::new(NexmarkSource::new(table, *events, *rate, *seed))
+            Box::new(
+                NexmarkSource::new(table, *events, *rate, *seed)
+                    .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
+            )
         }
         SourceKind::Kafka { .. } => {
             return Err(RuntimeError::Unsupported {

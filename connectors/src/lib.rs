@@ -10,6 +10,14 @@ use std::fmt;
 
 use eddy_engine::Record;
 
+pub mod files;
+pub mod nexmark;
+pub mod stdio;
+
+pub use files::{FilesSink, FilesSource};
+pub use nexmark::{NexmarkSource, NexmarkTable};
+pub use stdio::{StdinSource, StdoutSink};
+
 /// Where a record came from, for dead letters and logs (`file.json:12`, `topic/3@1042`, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Position {

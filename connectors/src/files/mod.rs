@@ -1,0 +1,65 @@
+//! The files connector: [`FilesSource`] reads a folder of JSON / CSV line files (plain or `.gz`)
+//! in name order, one micro-batch per group of files; [`FilesSink`] writes one JSON-lines file per
+//! committed micro-batch / epoch, made visible atomically by rename.
+//!
+//! Source: Spark's file source (`maxFilesPerTrigger`; files whose name starts with `.` or `_` are
+//! hidden) and file sink (a batch's output appears at once or not at all).
+
+mod sink;
+mod source;
+
+pub use sink::FilesSink;
+pub use source::FilesSource;
+
+/// Whether a file name is hidden from the files source and from sink clean-up scans: names
+/// starting with `.` or `_`, as Spark's `InMemoryFileIndex` hides them (temporary files,
+/// `_SUCCESS`, `_spark_metadata`).
+fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+/// Whether a line (without its terminator) holds nothing but ASCII white space. Such lines are
+/// skipped, as Spark's JSON and CSV readers skip blank lines (CSV: `CSVUtils.filterCommentAndEmpty`
+/// tests `line.trim.nonEmpty`; JSON: a blank line parses to no row).
+pub(crate) fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// `line` without a trailing `\n` or `\r\n` (or a lone trailing `\r`).
+pub(crate) fn strip_newline(mut line: &[u8]) -> &[u8] {
+    if let Some(rest) = line.strip_suffix(b"\n") {
+        line = rest;
+    }
+    if let Some(rest) = line.strip_suffix(b"\r") {
+        line = rest;
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_names_start_with_dot_or_underscore() {
+        assert!(is_hidden(".batch-000001.jsonl.tmp"));
+        assert!(is_hidden("_SUCCESS"));
+        assert!(!is_hidden("part-0.json"));
+        assert!(!is_hidden("a_b.json"));
+    }
+
+    #[test]
+    fn newline_is_stripped_in_both_conventions() {
+        assert_eq!(strip_newline(b"{}\n"), b"{}");
+        assert_eq!(strip_newline(b"{}\r\n"), b"{}");
+        assert_eq!(strip_newline(b"{}"), b"{}");
+        assert_eq!(strip_newline(b"a\rb\n"), b"a\rb");
+    }
+
+    #[test]
+    fn blank_lines_are_white_space_only() {
+        assert!(is_blank(b""));
+        assert!(is_blank(b" \t "));
+        assert!(!is_blank(b" {} "));
+    }
+}

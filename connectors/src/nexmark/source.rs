@@ -1,0 +1,303 @@
+//! [`NexmarkSource`]: the records of one Nexmark table, unbounded or paced by the wall clock.
+
+use std::time::Duration;
+
+use super::model::{EventClock, NexmarkGenerator, kind_of, next_of_kind};
+use super::{BASE_TIME, DEFAULT_EVENT_RATE, NexmarkTable};
+use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, monotonic_ns};
+
+/// Emits the [`Payload::Record`]s of one table of the Nexmark event stream, in event order, at
+/// [`Position::Generated`] (the event number among all events, from 0).
+///
+/// - `events`: how many events (of all three kinds) to generate; the bid table then has about
+///   46/50 of them. `None`: endless.
+/// - `rate` (events/s, all kinds): event `n` is scheduled `n / rate` seconds after the first poll
+///   and is not emitted before (the poll sleeps, never spins); its `created_ns` is that
+///   scheduled instant on the [`monotonic_ns`] clock, not the instant it was emitted, so a
+///   latency measured from it includes any delay in polling (no coordinated omission). The
+///   event-time spacing is `1/rate` too. `None`: as fast as polled, `created_ns` = the time of
+///   the poll, event time spaced at the reference default ([`DEFAULT_EVENT_RATE`]).
+/// - `seed`: the stream is a function of the seed (and `rate`, which sets event times).
+#[derive(Debug)]
+pub struct NexmarkSource {
+    table: NexmarkTable,
+    generator: NexmarkGenerator,
+    /// The next event number to consider.
+    next_event: u64,
+    /// One past the last event number.
+    end: u64,
+    /// Nanoseconds per event when paced.
+    pacing_ns: Option<f64>,
+    /// `monotonic_ns()` at the first poll (event 0's scheduled instant).
+    start_ns: Option<u64>,
+}
+
+impl NexmarkSource {
+    /// A source of `table`'s records.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] when `rate` is not a finite number > 0.
+    pub fn new(
+        table: NexmarkTable,
+        events: Option<u64>,
+        rate: Option<f64>,
+        seed: u64,
+    ) -> Result<NexmarkSource, ConnectorError> {
+        if let Some(r) = rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(ConnectorError::Config(format!(
+                "nexmark source: rate {r} is not allowed; expected a number of events per second > 0"
+            )));
+        }
+        let clock = EventClock {
+            base: BASE_TIME,
+            rate: rate.unwrap_or(DEFAULT_EVENT_RATE),
+        };
+        Ok(NexmarkSource {
+            table,
+            generator: NexmarkGenerator::new(seed, clock),
+            next_event: 0,
+            end: events.unwrap_or(u64::MAX),
+            pacing_ns: rate.map(|r| 1e9 / r),
+            start_ns: None,
+        })
+    }
+
+    /// The table this source emits.
+    pub fn table(&self) -> NexmarkTable {
+        self.table
+    }
+
+    /// The next event of this source's table, if any remains.
+    fn next_own_event(&mut self) -> Option<u64> {
+        let n = next_of_kind(self.next_event, self.table);
+        if n >= self.end {
+            self.next_event = self.end;
+            return None;
+        }
+        debug_assert_eq!(kind_of(n), self.table);
+        Some(n)
+    }
+
+    fn emit(&mut self, n: u64, created_ns: u64, out: &mut Vec<SourceItem>) {
+        let record = self.generator.record(n);
+        out.push(SourceItem {
+            payload: Payload::Record(record),
+            position: Position::Generated { event: n },
+            created_ns,
+        });
+        self.next_event = n + 1;
+    }
+}
+
+impl Source for NexmarkSource {
+    /// Appends up to `max` records: [`Poll::Data`] when some were appended, [`Poll::Idle`] when
+    /// paced and none was due within `timeout`, [`Poll::Exhausted`] once `events` events have
+    /// been generated (after their records were returned).
+    fn poll(
+        &mut self,
+        out: &mut Vec<SourceItem>,
+        max: usize,
+        timeout: Duration,
+    ) -> Result<Poll, ConnectorError> {
+        let start = out.len();
+        let mut now = monotonic_ns();
+        let Some(ns_per_event) = self.pacing_ns else {
+            out.reserve(max.min(1 << 16));
+            while out.len() - start < max {
+                let Some(n) = self.next_own_event() else {
+                    break;
+                };
+                self.emit(n, now, out);
+            }
+            return Ok(if out.len() > start || self.next_event < self.end {
+                Poll::Data
+            } else {
+                Poll::Exhausted
+            });
+        };
+        let origin = *self.start_ns.get_or_insert(now);
+        let deadline = now.saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        while out.len() - start < max {
+            let Some(n) = self.next_own_event() else {
+                break;
+            };
+            let due = origin.saturating_add((n as f64 * ns_per_event) as u64);
+            if due > now {
+                // Refresh the clock only when the next record is not yet due by the last reading.
+                now = monotonic_ns();
+            }
+            if due <= now {
+                self.emit(n, due, out);
+                continue;
+            }
+            if out.len() > start || now >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos(due.min(deadline) - now));
+            now = monotonic_ns();
+        }
+        Ok(if out.len() > start {
+            Poll::Data
+        } else if self.next_event >= self.end {
+            Poll::Exhausted
+        } else {
+            Poll::Idle
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use eddy_engine::Record;
+
+    use super::*;
+
+    fn records(out: &[SourceItem]) -> Vec<(u64, Record)> {
+        out.iter()
+            .map(|i| match (&i.payload, &i.position) {
+                (Payload::Record(r), Position::Generated { event }) => (*event, r.clone()),
+                other => panic!("unexpected item {other:?}"),
+            })
+            .collect()
+    }
+
+    fn drain(s: &mut NexmarkSource, max: usize) -> Vec<SourceItem> {
+        let mut out = Vec::new();
+        for _ in 0..1_000_000 {
+            match s.poll(&mut out, max, Duration::from_secs(5)).unwrap() {
+                Poll::Exhausted => return out,
+                Poll::Data | Poll::Idle => {}
+                Poll::BatchBoundary => panic!("no boundaries in a generator"),
+            }
+        }
+        panic!("the source did not end");
+    }
+
+    #[test]
+    fn a_bounded_source_emits_its_tables_share_of_the_events_then_is_exhausted() {
+        // 1,000 events = 20 cycles of 50: 20 people, 60 auctions, 920 bids.
+        for (table, expected) in [
+            (NexmarkTable::Person, 20),
+            (NexmarkTable::Auction, 60),
+            (NexmarkTable::Bid, 920),
+        ] {
+            let mut s = NexmarkSource::new(table, Some(1_000), None, 1).unwrap();
+            let out = drain(&mut s, 64);
+            assert_eq!(out.len(), expected, "{table}");
+            assert!(
+                records(&out)
+                    .iter()
+                    .all(|(n, _)| kind_of(*n) == table && *n < 1_000)
+            );
+            assert_eq!(
+                s.poll(&mut Vec::new(), 10, Duration::ZERO).unwrap(),
+                Poll::Exhausted
+            );
+        }
+    }
+
+    #[test]
+    fn a_poll_returns_at_most_max_records() {
+        let mut s = NexmarkSource::new(NexmarkTable::Bid, None, None, 1).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 100, Duration::ZERO).unwrap(), Poll::Data);
+        assert_eq!(out.len(), 100);
+        assert_eq!(s.poll(&mut out, 0, Duration::ZERO).unwrap(), Poll::Data);
+        assert_eq!(out.len(), 100);
+    }
+
+    #[test]
+    fn records_of_a_source_are_the_generators_records_in_event_order() {
+        let mut s = NexmarkSource::new(NexmarkTable::Auction, Some(500), None, 9).unwrap();
+        let got = records(&drain(&mut s, 7));
+        let mut generator = NexmarkGenerator::new(
+            9,
+            EventClock {
+                base: BASE_TIME,
+                rate: DEFAULT_EVENT_RATE,
+            },
+        );
+        let expected: Vec<(u64, Record)> = (0..500)
+            .filter(|&n| kind_of(n) == NexmarkTable::Auction)
+            .map(|n| (n, generator.record(n)))
+            .collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_paced_source_emits_no_record_before_its_scheduled_time_and_stamps_that_time() {
+        // 2,000 events/s: event n is due n × 0.5 ms after the first poll.
+        let mut s = NexmarkSource::new(NexmarkTable::Bid, Some(200), Some(2_000.0), 3).unwrap();
+        let started = Instant::now();
+        let first_poll_ns = monotonic_ns();
+        let mut out = Vec::new();
+        while s.poll(&mut out, 16, Duration::from_millis(20)).unwrap() != Poll::Exhausted {
+            let elapsed_ns = started.elapsed().as_nanos() as u64;
+            let last_event = out.last().map_or(0, |i| match i.position {
+                Position::Generated { event } => event,
+                _ => 0,
+            });
+            // Nothing emitted ahead of its schedule (0.5 ms per event since the first poll).
+            assert!(
+                last_event * 500_000 <= elapsed_ns + 1_000_000,
+                "event {last_event} at {elapsed_ns} ns"
+            );
+        }
+        // Events 4..200 of bid kind: the last (199) is due at 99.5 ms.
+        assert!(started.elapsed() >= Duration::from_micros(99_500));
+        let origin = out[0].created_ns - 4 * 500_000;
+        assert!(origin >= first_poll_ns);
+        for item in &out {
+            let Position::Generated { event } = item.position else {
+                unreachable!()
+            };
+            let scheduled = origin + event * 500_000;
+            assert!(
+                item.created_ns.abs_diff(scheduled) <= 1,
+                "event {event}: {} vs {scheduled}",
+                item.created_ns
+            );
+        }
+    }
+
+    #[test]
+    fn a_paced_source_is_idle_when_nothing_is_due_within_the_timeout() {
+        // 1 event/s: event 0 (a person) is due at once, event 50 (the next person) after 50 s.
+        let mut s = NexmarkSource::new(NexmarkTable::Person, None, Some(1.0), 3).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            s.poll(&mut out, 10, Duration::from_millis(10)).unwrap(),
+            Poll::Data
+        );
+        assert_eq!(out.len(), 1);
+        let started = Instant::now();
+        assert_eq!(
+            s.poll(&mut out, 10, Duration::from_millis(30)).unwrap(),
+            Poll::Idle
+        );
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn unpaced_records_are_stamped_with_the_poll_time() {
+        let mut s = NexmarkSource::new(NexmarkTable::Bid, Some(100), None, 3).unwrap();
+        let before = monotonic_ns();
+        let mut out = Vec::new();
+        s.poll(&mut out, 1000, Duration::ZERO).unwrap();
+        let after = monotonic_ns();
+        assert!(out.iter().all(|i| (before..=after).contains(&i.created_ns)));
+    }
+
+    #[test]
+    fn a_bad_rate_is_refused() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let err = NexmarkSource::new(NexmarkTable::Bid, None, Some(bad), 1).unwrap_err();
+            assert!(err.to_string().contains("rate"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! The pipeline file (PIPELINE.md): parsing, validation and the output schema.
+//!
+//! A pipeline file is TOML. It is read in three steps:
+//!
+//! 1. `parse.rs`: the text becomes a TOML table (syntax errors name the line and column), the
+//!    `--set` overrides are applied to it (`overrides.rs`), and it is deserialized into the raw
+//!    model (`model.rs`: every field optional, unknown fields refused with their path).
+//! 2. `validate.rs` (top level, watermark, clock, checkpoint, metrics), `source.rs`, `sink.rs`,
+//!    `query.rs` (query types, windows, output modes) and `measure.rs`: the raw model becomes the
+//!    validated [`Pipeline`] below, with defaults filled in, durations parsed, and every column
+//!    reference resolved against the schema. Every error is a [`SpecError`] naming the field
+//!    path, what was given and what is allowed.
+//! 3. `output.rs`: the output schema (column names and types, in order) as SEMANTICS.md gives it,
+//!    with Spark's default measure names and result types.
+//!
+//! Nothing here reads the clock, the environment or the network; [`load_pipeline`] reads one file.
+//!
+//! ## Where validation and Spark 4.3 differ (pyspark checked)
+//!
+//! - `append` without a window is refused, although Spark accepts it when `group_by` holds the
+//!   watermarked column (`groupBy("ts")` with a watermark on `ts`); SEMANTICS.md defines append
+//!   by window end only.
+//! - `min` / `max` of a BOOLEAN column are refused; Spark accepts them.
+//! - A session window with an empty `group_by` is accepted; Spark refuses it ("Global
+//!   aggregation with session window in streaming query is not supported").
+//! - Everything else that Spark refuses at analysis time is refused here with the same bound:
+//!   `slide <= size`, `|start| < slide`, percentages in [0, 1], `0 < accuracy <= i32::MAX`,
+//!   the HLL++ precision bound on `rsd`, append needing a watermark on the window column,
+//!   update refused for session windows, `within_watermark` needing a watermark.
+
+mod error;
+mod measure;
+mod model;
+mod output;
+mod overrides;
+mod parse;
+mod query;
+mod sink;
+mod source;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_measure;
+#[cfg(test)]
+mod tests_query;
+#[cfg(test)]
+mod tests_source;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub use error::SpecError;
+pub use measure::{AGGREGATES, spark_hll_precision};
+pub use output::{default_measure_name, measure_output_type, spark_double_literal};
+pub use overrides::parse_set_arg;
+
+use crate::schema::{Field, Schema};
+use crate::time::{Duration, TimeUnit, Timestamp};
+
+/// Parses and validates a pipeline file's text (PIPELINE.md). Relative paths stay relative (see
+/// [`Pipeline::resolve_paths`]).
+///
+/// # Errors
+/// A [`SpecError`] for a TOML syntax error (`field` = `line L, column C`), an unknown field, a
+/// value of the wrong TOML type, or any broken validation rule.
+pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
+    parse_pipeline_with_overrides(text, &[])
+}
+
+/// As [`parse_pipeline_str`], after applying `--set FIELD=VALUE` overrides in order, each given
+/// as `(FIELD, VALUE)`. FIELD is a dotted path (`source.path`, `query.window.size`,
+/// `query.measures[0].alias`); a path through a missing table creates it. VALUE is read as a TOML
+/// value when it parses as one (numbers, booleans, arrays, inline tables, quoted strings), else
+/// taken as a string (`--set source.path=in/`, `--set trigger=1 second`); a value that parses as
+/// a TOML date-time is kept as a string (timestamps are strings in pipeline files).
+///
+/// # Errors
+/// As [`parse_pipeline_str`]; also a [`SpecError`] with `field = "--set"` for an empty or
+/// malformed FIELD, or a FIELD that goes through a value that is not a table.
+pub fn parse_pipeline_with_overrides(
+    text: &str,
+    overrides: &[(String, String)],
+) -> Result<Pipeline, SpecError> {
+    let raw = parse::parse_raw(text, overrides)?;
+    validate::validate(raw)
+}
+
+/// Reads the pipeline file at `path`, applies `overrides` (as [`parse_pipeline_with_overrides`])
+/// and resolves relative paths against the folder holding the file (PIPELINE.md).
+///
+/// # Errors
+/// A [`SpecError`] whose `field` is the file's path when it cannot be read (given: the I/O
+/// error), else as [`parse_pipeline_with_overrides`].
+pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        SpecError::new(
+            path.display().to_string(),
+            format!("a file that cannot be read ({e})"),
+            "a readable UTF-8 pipeline file (TOML, PIPELINE.md)",
+        )
+    })?;
+    let mut pipeline = parse_pipeline_with_overrides(&text, overrides)?;
+    let base = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    pipeline.resolve_paths(&base);
+    Ok(pipeline)
+}
+
+/// A validated pipeline: one source, an optional watermark, one query, one sink, optional sinks
+/// for late and undecodable records, optional checkpoint and metrics (PIPELINE.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    /// `name`: matches `[a-z0-9_-]+`; the metric label and checkpoint sub-folder.
+    pub name: String,
+    /// `mode`: default real-time.
+    pub mode: Mode,
+    /// `trigger`: micro-batch: the batch interval (default 0 s: next batch as soon as the last
+    /// ends); real-time: the epoch (checkpoint) interval (default 1 s). ≥ 0 µs.
+    pub trigger: Duration,
+    /// `parallelism`: number of partition actors, 1 ..= [`MAX_PARALLELISM`]; `None`: the number
+    /// of cores.
+    pub parallelism: Option<usize>,
+    /// `[clock]`: default the system clock.
+    pub clock: ClockSpec,
+    /// `[source]`.
+    pub source: SourceSpec,
+    /// `[watermark]`, if any.
+    pub watermark: Option<WatermarkSpec>,
+    /// `[query]`.
+    pub query: QuerySpec,
+    /// `[sink]`.
+    pub sink: SinkSpec,
+    /// `[late_sink]`: where records dropped as late go (input rows, unchanged).
+    pub late_sink: Option<SinkSpec>,
+    /// `[dead_letter]`: where undecodable records go, as `{"reason", "source", "record"}`.
+    pub dead_letter: Option<SinkSpec>,
+    /// `[checkpoint]`: without it nothing survives a restart.
+    pub checkpoint: Option<CheckpointSpec>,
+    /// `[metrics]`: the Prometheus endpoint.
+    pub metrics: Option<MetricsSpec>,
+}
+
+/// Largest accepted `parallelism` (a sanity bound: one OS thread per partition actor).
+pub const MAX_PARALLELISM: usize = 1024;
+
+impl Pipeline {
+    /// Makes every relative path (`source.path`, the sinks' `path`, `checkpoint.path`) relative to
+    /// `base` (the folder of the pipeline file). Absolute paths are left alone.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if let SourceKind::Files { path, .. } = &mut self.source.kind {
+            fix(path);
+        }
+        for sink in [
+            Some(&mut self.sink),
+            self.late_sink.as_mut(),
+            self.dead_letter.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let SinkSpec::Files { path } = sink {
+                fix(path);
+            }
+        }
+        if let Some(c) = &mut self.checkpoint {
+            fix(&mut c.path);
+        }
+    }
+
+    /// The output columns, in order (SEMANTICS.md): window aggregate: `window` (if a window),
+    /// the `group_by` columns (input types), the measures; rolling window: the `partition_by`
+    /// columns, the frontier (TIMESTAMP), the measures; deduplicate: the input schema.
+    pub fn output_schema(&self) -> Vec<Field> {
+        output::output_schema(&self.query, &self.source.schema)
+    }
+
+    /// The schema of decoded records (the source's, implied for Nexmark).
+    pub fn input_schema(&self) -> &Schema {
+        &self.source.schema
+    }
+}
+
+/// Execution mode (SEMANTICS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `"real-time"` (the default): every record is processed and emitted as it arrives.
+    RealTime,
+    /// `"micro-batch"`: as Spark's micro-batch execution.
+    MicroBatch,
+}
+
+/// `[clock]`: where processing time comes from (PIPELINE.md "Replay clock").
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClockSpec {
+    /// `type = "system"` (the default): the system clock.
+    System,
+    /// `type = "replay"`: processing time is the TIMESTAMP column `column` of each record.
+    Replay {
+        /// The column's name.
+        column: String,
+        /// The column's position in the input schema.
+        index: usize,
+        /// After the input ends, advance the clock to here.
+        until: Option<Timestamp>,
+    },
+}
+
+/// `[source]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceSpec {
+    /// The source type and its fields.
+    pub kind: SourceKind,
+    /// `format`: default JSON (Nexmark rows are generated, the field is refused there).
+    pub format: Format,
+    /// `schema` (Spark DDL), or the implied Nexmark schema ([`NexmarkTable::schema`]).
+    pub schema: Schema,
+    /// `timestamp_unit` of numeric timestamps: default ms.
+    pub timestamp_unit: TimeUnit,
+}
+
+/// Input record format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `"json"`: one JSON object per line / message.
+    Json,
+    /// `"csv"`: comma-separated with a header line.
+    Csv,
+}
+
+/// Where records come from, with the fields of that source type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceKind {
+    /// `type = "files"`: a folder of files read in name order (`.gz` decompressed).
+    Files {
+        /// `path`: the folder (relative to the pipeline file after [`Pipeline::resolve_paths`]).
+        path: PathBuf,
+        /// `max_files_per_trigger` (micro-batch): ≥ 1, default 1 (one file = one batch).
+        max_files_per_trigger: usize,
+        /// `follow`: keep watching for new files; default false (a finite source).
+        follow: bool,
+    },
+    /// `type = "stdin"`: records on standard input.
+    Stdin,
+    /// `type = "kafka"`.
+    Kafka {
+        /// `bootstrap_servers`: required, non-empty.
+        bootstrap_servers: String,
+        /// `topic` or `topics` (exactly one of them): at least one non-empty name.
+        topics: Vec<String>,
+        /// `group_id`: default the pipeline name.
+        group_id: String,
+        /// `starting_offsets`: first start only (later starts resume from the checkpoint).
+        starting_offsets: StartingOffsets,
+        /// `properties`: extra librdkafka settings (numbers and booleans written as strings).
+        properties: BTreeMap<String, String>,
+    },
+    /// `type = "nexmark"`: the Nexmark generator, emitting the rows of one table.
+    Nexmark {
+        /// `table`: default bid.
+        table: NexmarkTable,
+        /// `events`: how many events to generate (of all tables); default unbounded.
+        events: Option<u64>,
+        /// `rate`: events per second, > 0; default unbounded.
+        rate: Option<f64>,
+        /// `seed`: default 0.
+        seed: u64,
+    },
+}
+
+/// Where a new Kafka consumer group starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartingOffsets {
+    /// `"earliest"`: the start of each partition.
+    Earliest,
+    /// `"latest"` (the default, as Spark's Kafka source): only new messages.
+    Latest,
+}
+
+/// The Nexmark table a `nexmark` source emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NexmarkTable {
+    /// `"bid"` (the default).
+    Bid,
+    /// `"auction"`.
+    Auction,
+    /// `"person"`.
+    Person,
+}
+
+impl NexmarkTable {
+    /// The table's schema as Spark DDL (PIPELINE.md).
+    pub fn ddl(self) -> &'static str {
+        match self {
+            NexmarkTable::Bid => {
+                "auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING"
+            }
+            NexmarkTable::Auction => {
+                "id BIGINT, item_name STRING, description STRING, initial_bid BIGINT, reserve BIGINT, date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra STRING"
+            }
+            NexmarkTable::Person => {
+                "id BIGINT, name STRING, email_address STRING, credit_card STRING, city STRING, state STRING, date_time TIMESTAMP, extra STRING"
+            }
+        }
+    }
+
+    /// The table's schema.
+    ///
+    /// # Panics
+    /// Never: the DDL strings are constants checked by a test.
+    pub fn schema(self) -> Schema {
+        Schema::parse_ddl(self.ddl()).expect("the Nexmark DDL constants are valid")
+    }
+}
+
+/// `[watermark]`: W = max(event time seen in `column`) - `delay` (SEMANTICS.md "Watermark").
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatermarkSpec {
+    /// The TIMESTAMP column.
+    pub column: String,
+    /// Its position in the input schema.
+    pub index: usize,
+    /// ≥ 0 µs.
+    pub delay: Duration,
+}
+
+/// `[query]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuerySpec {
+    /// `type = "window_aggregate"`: Spark's `groupBy(window?, cols...).agg(measures...)`.
+    WindowAggregate {
+        /// `group_by`: input columns (may be empty), distinct.
+        group_by: Vec<String>,
+        /// `window`: none = a plain grouped aggregation over the whole stream.
+        window: Option<WindowSpec>,
+        /// `output_mode`: default update.
+        output_mode: OutputMode,
+        /// `measures`: at least one; output names distinct.
+        measures: Vec<MeasureSpec>,
+    },
+    /// `type = "rolling_window"`: Databricks' `rollingWindow` (update mode only).
+    RollingWindow {
+        /// `partition_by`: input columns (may be empty), distinct.
+        partition_by: Vec<String>,
+        /// `order_by`: the TIMESTAMP event-time column.
+        order_by: String,
+        /// `frontier.delay`: F = processing time - delay; ≥ 0, default 0.
+        frontier_delay: Duration,
+        /// `frontier.alias`: the frontier's output column, default `__frontier`.
+        frontier_alias: String,
+        /// `measures`: at least one, each with an optional `over` range.
+        measures: Vec<MeasureSpec>,
+    },
+    /// `type = "deduplicate"`: Spark's `dropDuplicates` / `dropDuplicatesWithinWatermark`.
+    Deduplicate {
+        /// `columns`: default every input column, in schema order.
+        columns: Vec<String>,
+        /// `within_watermark`: default false; true needs a `[watermark]`.
+        within_watermark: bool,
+    },
+}
+
+impl QuerySpec {
+    /// The measures (empty for deduplicate).
+    pub fn measures(&self) -> &[MeasureSpec] {
+        match self {
+            QuerySpec::WindowAggregate { measures, .. }
+            | QuerySpec::RollingWindow { measures, .. } => measures,
+            QuerySpec::Deduplicate { .. } => &[],
+        }
+    }
+}
+
+/// Spark's output modes (SEMANTICS.md "Windowed aggregation").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    /// `"append"`: a row once, when W passes the window's end.
+    Append,
+    /// `"update"` (the default): every changed row.
+    Update,
+    /// `"complete"`: the whole result every batch (micro-batch only).
+    Complete,
+}
+
+/// `query.window`: windows are half-open `[start, end)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WindowSpec {
+    /// `type = "tumbling"`: Spark's `window(column, size, startTime = start)`.
+    Tumbling {
+        /// The TIMESTAMP event-time column.
+        column: String,
+        /// `size` > 0.
+        size: Duration,
+        /// `start` (offset of the windows from the epoch, may be negative): `|start| < size`,
+        /// default 0 (Spark's rule `abs(start_time) < slide_duration`, pyspark 4.3 checked).
+        start: Duration,
+    },
+    /// `type = "sliding"`: Spark's `window(column, size, slide, start)`.
+    Sliding {
+        /// The TIMESTAMP event-time column.
+        column: String,
+        /// `size` > 0.
+        size: Duration,
+        /// `slide`: `0 < slide <= size`.
+        slide: Duration,
+        /// `start` (may be negative): `|start| < slide`, default 0 (as Spark).
+        start: Duration,
+    },
+    /// `type = "session"`: Spark's `session_window(column, gap)`.
+    Session {
+        /// The TIMESTAMP event-time column.
+        column: String,
+        /// `gap` or `gap_column`.
+        gap: SessionGap,
+    },
+}
+
+impl WindowSpec {
+    /// The event-time column the window is over.
+    pub fn column(&self) -> &str {
+        match self {
+            WindowSpec::Tumbling { column, .. }
+            | WindowSpec::Sliding { column, .. }
+            | WindowSpec::Session { column, .. } => column,
+        }
+    }
+}
+
+/// The gap of a session window.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionGap {
+    /// `gap = "<duration>"`: > 0.
+    Fixed(Duration),
+    /// `gap_column = "<column>"`: a STRING input column holding a Spark duration string
+    /// (`"10 seconds"`), read per record with [`crate::time::parse_duration`]. As SEMANTICS.md
+    /// says, a record whose gap is null, zero or negative (or, here, unparsable) is dropped.
+    /// Spark's `session_window` takes a column of interval or string type; Eddy's schemas have
+    /// no interval type, so only STRING is accepted.
+    Column(String),
+}
+
+/// One measure: an aggregate function over a column, with its output name and type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasureSpec {
+    /// The function, lower-case, as the user wrote it: count, sum, avg, mean, min, max, stddev,
+    /// stddev_samp, stddev_pop, variance, var_samp, var_pop, approx_count_distinct,
+    /// approx_percentile (`percentile_approx` is accepted and stored as `approx_percentile`).
+    pub agg: String,
+    /// The input column; `None` for `count(*)` (no `column`, or `"*"`).
+    pub column: Option<String>,
+    /// `alias`, if given.
+    pub alias: Option<String>,
+    /// approx_percentile: the percentage(s), each in [0, 1]; default `[0.5]`. Empty otherwise.
+    pub percentages: Vec<f64>,
+    /// approx_percentile: whether `percentage` was a list (the result is then an array).
+    pub percentage_is_list: bool,
+    /// approx_percentile: `accuracy`, 1 ..= i32::MAX (as Spark), default 10000.
+    pub accuracy: u32,
+    /// approx_count_distinct: `rsd` (relative standard deviation), default 0.05. Spark sizes
+    /// its HLL++ sketch with precision `p = ceil(2 log2(1.106 / rsd))` ([`spark_hll_precision`])
+    /// and refuses `p < 4` (pyspark 4.3: 0.39 accepted, 0.392 refused; 0.005 accepted, so there
+    /// is no 0.01 floor); Eddy also caps `p` at 21 (DataSketches HLL): about
+    /// `0.00077 <= rsd < 0.391`.
+    pub rsd: f64,
+    /// rolling_window only: `over` range (> 0); `None` = lifetime.
+    pub over: Option<Duration>,
+    /// The output column: `alias`, else Spark's default name ([`default_measure_name`]).
+    pub output_name: String,
+    /// The result type, as Spark's ([`measure_output_type`]).
+    pub output_type: crate::schema::DataType,
+}
+
+/// `[sink]`, `[late_sink]`, `[dead_letter]`: output rows as JSON lines.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SinkSpec {
+    /// `type = "files"`: `batch-000000.jsonl`, ... in the folder `path`.
+    Files {
+        /// The folder (relative to the pipeline file after [`Pipeline::resolve_paths`]).
+        path: PathBuf,
+    },
+    /// `type = "stdout"`.
+    Stdout,
+    /// `type = "kafka"`.
+    Kafka {
+        /// `bootstrap_servers`: required, non-empty.
+        bootstrap_servers: String,
+        /// `topic`: required, non-empty.
+        topic: String,
+        /// `key`: the columns whose values, JSON-encoded, form the message key; default none.
+        /// For `[sink]` they are output columns; for `[late_sink]` input columns; for
+        /// `[dead_letter]` among `reason`, `source`, `record`.
+        key: Vec<String>,
+        /// `properties`: extra librdkafka settings.
+        properties: BTreeMap<String, String>,
+        /// `exactly_once`: transactions committed per epoch; default false (at-least-once).
+        exactly_once: bool,
+    },
+}
+
+/// `[checkpoint]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointSpec {
+    /// `path`: the folder (the pipeline's checkpoints go in its `name` sub-folder).
+    pub path: PathBuf,
+    /// `keep`: how many completed checkpoints to keep, ≥ 1, default 3.
+    pub keep: usize,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsSpec {
+    /// `listen`: the address of the HTTP endpoint (`/metrics`, `/healthz`, `/readyz`); default
+    /// `127.0.0.1:9464`.
+    pub listen: SocketAddr,
+}

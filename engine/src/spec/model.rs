@@ -1,0 +1,165 @@
+//! The raw model: the pipeline file as TOML gives it, before validation.
+//!
+//! Every field is optional so that validation (`validate.rs`) can say which one is missing with
+//! its path; unknown fields are refused here (`deny_unknown_fields`). A `type`-dependent section
+//! (source, query, window, sink, clock) holds the union of the fields of all its types; which of
+//! them a given type accepts is checked in validation. Values whose shape varies (a percentage
+//! that may be a list, a timestamp that may be a TOML datetime, Kafka properties) stay
+//! [`toml::Value`] and are checked there too.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The whole file (PIPELINE.md "Top level").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPipeline {
+    pub name: Option<String>,
+    pub mode: Option<String>,
+    pub trigger: Option<String>,
+    pub parallelism: Option<i64>,
+    pub clock: Option<RawClock>,
+    pub source: Option<RawSource>,
+    pub watermark: Option<RawWatermark>,
+    pub query: Option<RawQuery>,
+    pub sink: Option<RawSink>,
+    pub late_sink: Option<RawSink>,
+    pub dead_letter: Option<RawSink>,
+    pub checkpoint: Option<RawCheckpoint>,
+    pub metrics: Option<RawMetrics>,
+}
+
+/// `[clock]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClock {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub column: Option<String>,
+    /// A string or a TOML datetime.
+    pub until: Option<toml::Value>,
+}
+
+/// `[source]`: the fields of every source type.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSource {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub format: Option<String>,
+    pub schema: Option<String>,
+    pub timestamp_unit: Option<String>,
+    // files
+    pub path: Option<String>,
+    pub max_files_per_trigger: Option<i64>,
+    pub follow: Option<bool>,
+    // kafka
+    pub bootstrap_servers: Option<String>,
+    pub topic: Option<String>,
+    pub topics: Option<Vec<String>>,
+    pub group_id: Option<String>,
+    pub starting_offsets: Option<String>,
+    pub properties: Option<BTreeMap<String, toml::Value>>,
+    // nexmark
+    pub table: Option<String>,
+    pub events: Option<i64>,
+    pub rate: Option<f64>,
+    pub seed: Option<i64>,
+}
+
+/// `[watermark]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWatermark {
+    pub column: Option<String>,
+    pub delay: Option<String>,
+}
+
+/// `[query]`: the fields of every query type.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQuery {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    // window_aggregate
+    pub group_by: Option<Vec<String>>,
+    pub window: Option<RawWindow>,
+    pub output_mode: Option<String>,
+    pub measures: Option<Vec<RawMeasure>>,
+    // rolling_window
+    pub partition_by: Option<Vec<String>>,
+    pub order_by: Option<String>,
+    pub frontier: Option<RawFrontier>,
+    // deduplicate
+    pub columns: Option<Vec<String>>,
+    pub within_watermark: Option<bool>,
+}
+
+/// `query.window`: the fields of every window type.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWindow {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub column: Option<String>,
+    pub size: Option<String>,
+    pub slide: Option<String>,
+    pub start: Option<String>,
+    pub gap: Option<String>,
+    pub gap_column: Option<String>,
+}
+
+/// `query.frontier` (rolling window).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFrontier {
+    pub delay: Option<String>,
+    pub alias: Option<String>,
+}
+
+/// One of `query.measures`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMeasure {
+    pub agg: Option<String>,
+    pub column: Option<String>,
+    pub alias: Option<String>,
+    /// A number or a list of numbers.
+    pub percentage: Option<toml::Value>,
+    pub accuracy: Option<i64>,
+    pub rsd: Option<f64>,
+    pub over: Option<String>,
+}
+
+/// `[sink]`, `[late_sink]`, `[dead_letter]`: the fields of every sink type.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSink {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub format: Option<String>,
+    // files
+    pub path: Option<String>,
+    // kafka
+    pub bootstrap_servers: Option<String>,
+    pub topic: Option<String>,
+    pub key: Option<Vec<String>>,
+    pub properties: Option<BTreeMap<String, toml::Value>>,
+    pub exactly_once: Option<bool>,
+}
+
+/// `[checkpoint]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCheckpoint {
+    pub path: Option<String>,
+    pub keep: Option<i64>,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMetrics {
+    pub listen: Option<String>,
+}

@@ -1,0 +1,100 @@
+//! `[sink]`, `[late_sink]`, `[dead_letter]` validation.
+
+use std::path::PathBuf;
+
+use super::SinkSpec;
+use super::error::{SpecError, list};
+use super::model::RawSink;
+use super::source::{non_empty, properties};
+use super::validate::{Present, choice, note, only_fields};
+
+const SINK_TYPES: &[&str] = &["files", "stdout", "kafka"];
+
+/// The fields a sink of type `kind` takes; `None` for an unknown type.
+pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "files" => &["type", "path", "format"],
+        "stdout" => &["type", "format"],
+        "kafka" => &[
+            "type",
+            "bootstrap_servers",
+            "topic",
+            "key",
+            "properties",
+            "exactly_once",
+            "format",
+        ],
+        _ => return None,
+    })
+}
+
+pub(crate) fn sink_spec(
+    section: &str,
+    raw: RawSink,
+    key_columns: &[&str],
+    key_what: &str,
+) -> Result<SinkSpec, SpecError> {
+    let kind = raw.kind.clone().ok_or_else(|| {
+        SpecError::missing(
+            format!("{section}.type"),
+            "\"files\", \"stdout\", \"kafka\"",
+        )
+    })?;
+    let kind = choice(&format!("{section}.type"), &kind, SINK_TYPES)?;
+    let mut present = Present::new();
+    note(&mut present, "format", &raw.format);
+    note(&mut present, "path", &raw.path);
+    note(&mut present, "bootstrap_servers", &raw.bootstrap_servers);
+    note(&mut present, "topic", &raw.topic);
+    note(&mut present, "key", &raw.key);
+    note(&mut present, "properties", &raw.properties);
+    note(&mut present, "exactly_once", &raw.exactly_once);
+    let allowed = fields_of(kind).unwrap_or(&["type"]);
+    only_fields(section, "sink type", kind, &present, allowed)?;
+    if let Some(f) = &raw.format {
+        choice(&format!("{section}.format"), f, &["json"])?;
+    }
+    Ok(match kind {
+        "files" => {
+            let path = non_empty(
+                &format!("{section}.path"),
+                raw.path,
+                "a folder path (relative to the pipeline file)",
+            )?;
+            SinkSpec::Files {
+                path: PathBuf::from(path),
+            }
+        }
+        "stdout" => SinkSpec::Stdout,
+        _ => {
+            let bootstrap_servers = non_empty(
+                &format!("{section}.bootstrap_servers"),
+                raw.bootstrap_servers,
+                "host:port[,host:port...]",
+            )?;
+            let topic = non_empty(&format!("{section}.topic"), raw.topic, "a topic name")?;
+            let key = raw.key.unwrap_or_default();
+            for (i, k) in key.iter().enumerate() {
+                let at = format!("{section}.key[{i}]");
+                if !key_columns.contains(&k.as_str()) {
+                    return Err(SpecError::bad_str(
+                        at,
+                        k,
+                        format!("{key_what}: {}", list(key_columns)),
+                    ));
+                }
+                if key[..i].contains(k) {
+                    return Err(SpecError::bad_str(at, k, "each column once"));
+                }
+            }
+            let properties = properties(&format!("{section}.properties"), raw.properties)?;
+            SinkSpec::Kafka {
+                bootstrap_servers,
+                topic,
+                key,
+                properties,
+                exactly_once: raw.exactly_once.unwrap_or(false),
+            }
+        }
+    })
+}

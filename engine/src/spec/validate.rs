@@ -1,0 +1,392 @@
+//! Raw model to [`Pipeline`]: defaults, parsed durations, resolved columns, and every rule of
+//! PIPELINE.md that does not concern the query (`query.rs` has those).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::error::{SpecError, list, quote};
+use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
+use super::parse::render;
+use super::source::non_empty;
+use super::{
+    CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, WatermarkSpec,
+};
+use crate::schema::{DataType, Schema};
+use crate::time::{Duration, parse_duration, parse_timestamp};
+
+/// A value of the raw model shown as TOML would write it (for `given`).
+pub(crate) trait Show {
+    /// The TOML spelling.
+    fn show(&self) -> String;
+}
+
+impl Show for String {
+    fn show(&self) -> String {
+        quote(self)
+    }
+}
+impl Show for i64 {
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+impl Show for f64 {
+    fn show(&self) -> String {
+        toml::Value::Float(*self).to_string()
+    }
+}
+impl Show for bool {
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+impl Show for toml::Value {
+    fn show(&self) -> String {
+        render(self)
+    }
+}
+impl Show for Vec<String> {
+    fn show(&self) -> String {
+        format!(
+            "[{}]",
+            self.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+impl Show for BTreeMap<String, toml::Value> {
+    fn show(&self) -> String {
+        let t: toml::Table = self.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        render(&toml::Value::Table(t))
+    }
+}
+
+/// The fields of a section that are set: (name, TOML spelling of the value).
+pub(crate) type Present = Vec<(&'static str, String)>;
+
+/// Pushes `(name, value.show())` when the field is set.
+pub(crate) fn note<T: Show>(present: &mut Present, name: &'static str, value: &Option<T>) {
+    if let Some(v) = value {
+        present.push((name, v.show()));
+    }
+}
+
+/// Refuses every set field of `section` that its type `kind` does not take.
+pub(crate) fn only_fields(
+    section: &str,
+    what: &str,
+    kind: &str,
+    present: &Present,
+    allowed: &[&str],
+) -> Result<(), SpecError> {
+    for (name, value) in present {
+        if !allowed.contains(name) {
+            return Err(SpecError::new(
+                format!("{section}.{name}"),
+                format!("{value} (not a field of {what} {})", quote(kind)),
+                list(allowed),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a duration may be zero.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Min {
+    /// A delay: >= 0.
+    Zero,
+    /// A size, slide, gap or range: > 0.
+    Positive,
+}
+
+/// Parses a Spark duration string at `field`.
+pub(crate) fn duration(field: &str, text: &str, min: Min) -> Result<Duration, SpecError> {
+    let allowed = match min {
+        Min::Zero => {
+            "a duration >= 0 (e.g. \"5 seconds\", \"0 seconds\", \"1 hour 30 minutes\"; units us, ms, s, min, h, day(s), week(s); no months or years)"
+        }
+        Min::Positive => "a duration > 0 (e.g. \"10 seconds\")",
+    };
+    match parse_duration(text) {
+        Ok(d) if min == Min::Positive && d.micros() == 0 => {
+            Err(SpecError::bad_str(field, text, allowed))
+        }
+        Ok(d) => Ok(d),
+        Err(crate::time::TimeError::BadDuration { why, .. }) => Err(SpecError::new(
+            field,
+            format!("{} ({why})", quote(text)),
+            allowed,
+        )),
+        Err(_) => Err(SpecError::bad_str(field, text, allowed)),
+    }
+}
+
+/// The position of the input column `name` (any type).
+pub(crate) fn column(field: &str, name: &str, schema: &Schema) -> Result<usize, SpecError> {
+    schema.index_of(name).ok_or_else(|| {
+        SpecError::bad_str(
+            field,
+            name,
+            format!("a column of the schema: {}", schema.names()),
+        )
+    })
+}
+
+/// The position of the input column `name`, which must be a TIMESTAMP.
+pub(crate) fn timestamp_column(
+    field: &str,
+    name: &str,
+    schema: &Schema,
+) -> Result<usize, SpecError> {
+    let timestamps: Vec<&str> = schema
+        .fields()
+        .iter()
+        .filter(|f| f.data_type == DataType::Timestamp)
+        .map(|f| f.name.as_str())
+        .collect();
+    let allowed = if timestamps.is_empty() {
+        "a TIMESTAMP column of the schema (it has none)".to_string()
+    } else {
+        format!("a TIMESTAMP column of the schema: {}", list(&timestamps))
+    };
+    match schema.index_of(name) {
+        None => Err(SpecError::bad_str(field, name, allowed)),
+        Some(i) if schema.fields()[i].data_type != DataType::Timestamp => Err(SpecError::new(
+            field,
+            format!(
+                "{} (a {} column)",
+                quote(name),
+                schema.fields()[i].data_type
+            ),
+            allowed,
+        )),
+        Some(i) => Ok(i),
+    }
+}
+
+/// One of `choices` (exact spelling).
+pub(crate) fn choice<'a>(
+    field: &str,
+    given: &str,
+    choices: &[&'a str],
+) -> Result<&'a str, SpecError> {
+    choices
+        .iter()
+        .find(|c| **c == given)
+        .copied()
+        .ok_or_else(|| {
+            SpecError::bad_str(
+                field,
+                given,
+                choices
+                    .iter()
+                    .map(|c| quote(c))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })
+}
+
+/// A list of distinct input columns.
+pub(crate) fn column_list(
+    field: &str,
+    names: &[String],
+    schema: &Schema,
+) -> Result<Vec<String>, SpecError> {
+    for (i, name) in names.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        column(&at, name, schema)?;
+        if names[..i].contains(name) {
+            return Err(SpecError::bad_str(at, name, "each column once"));
+        }
+    }
+    Ok(names.to_vec())
+}
+
+/// Validates the raw model.
+pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
+    let name = raw
+        .name
+        .ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    {
+        return Err(SpecError::bad_str(
+            "name",
+            &name,
+            "a name matching [a-z0-9_-]+",
+        ));
+    }
+    let mode = match raw.mode.as_deref() {
+        None => Mode::RealTime,
+        Some(m) => match choice("mode", m, &["real-time", "micro-batch"])? {
+            "real-time" => Mode::RealTime,
+            _ => Mode::MicroBatch,
+        },
+    };
+    let trigger = match &raw.trigger {
+        None if mode == Mode::MicroBatch => Duration::ZERO,
+        None => Duration::from_secs(1),
+        Some(t) => duration("trigger", t, Min::Zero)?,
+    };
+    let parallelism = match raw.parallelism {
+        None => None,
+        Some(p) if (1..=MAX_PARALLELISM as i64).contains(&p) => Some(p as usize),
+        Some(p) => {
+            return Err(SpecError::new(
+                "parallelism",
+                p.to_string(),
+                format!("an integer from 1 to {MAX_PARALLELISM} (default: the number of cores)"),
+            ));
+        }
+    };
+    let source = super::source::source(raw.source, &name)?;
+    let schema = source.schema.clone();
+    let watermark = raw.watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let clock = clock(raw.clock, &schema)?;
+    let query = super::query::query(raw.query, &schema, mode, watermark.as_ref())?;
+    let output = super::output::output_schema(&query, &schema);
+    let output_names: Vec<&str> = output.iter().map(|f| f.name.as_str()).collect();
+    let input_names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
+    let sink = match raw.sink {
+        Some(s) => super::sink::sink_spec("sink", s, &output_names, "an output column")?,
+        None => {
+            return Err(SpecError::missing(
+                "sink",
+                "a [sink] table with type = \"files\", \"stdout\" or \"kafka\"",
+            ));
+        }
+    };
+    let late_sink = raw
+        .late_sink
+        .map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column"))
+        .transpose()?;
+    let dead_letter = raw
+        .dead_letter
+        .map(|s| {
+            super::sink::sink_spec(
+                "dead_letter",
+                s,
+                &["reason", "source", "record"],
+                "a dead-letter field",
+            )
+        })
+        .transpose()?;
+    let checkpoint = raw.checkpoint.map(checkpoint).transpose()?;
+    let metrics = raw.metrics.map(metrics).transpose()?;
+    Ok(Pipeline {
+        name,
+        mode,
+        trigger,
+        parallelism,
+        clock,
+        source,
+        watermark,
+        query,
+        sink,
+        late_sink,
+        dead_letter,
+        checkpoint,
+        metrics,
+    })
+}
+
+fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {
+    let column = raw
+        .column
+        .ok_or_else(|| SpecError::missing("watermark.column", "the TIMESTAMP event-time column"))?;
+    let index = timestamp_column("watermark.column", &column, schema)?;
+    let delay = raw.delay.ok_or_else(|| {
+        SpecError::missing("watermark.delay", "a duration >= 0 (e.g. \"10 seconds\")")
+    })?;
+    let delay = duration("watermark.delay", &delay, Min::Zero)?;
+    Ok(WatermarkSpec {
+        column,
+        index,
+        delay,
+    })
+}
+
+fn clock(raw: Option<RawClock>, schema: &Schema) -> Result<ClockSpec, SpecError> {
+    let Some(raw) = raw else {
+        return Ok(ClockSpec::System);
+    };
+    let kind = match raw.kind.as_deref() {
+        None => "system",
+        Some(k) => choice("clock.type", k, &["system", "replay"])?,
+    };
+    let mut present = Present::new();
+    note(&mut present, "column", &raw.column);
+    note(&mut present, "until", &raw.until);
+    if kind == "system" {
+        only_fields("clock", "clock type", kind, &present, &["type"])?;
+        return Ok(ClockSpec::System);
+    }
+    let column = raw.column.ok_or_else(|| {
+        SpecError::missing(
+            "clock.column",
+            "the TIMESTAMP column that gives processing time",
+        )
+    })?;
+    let index = timestamp_column("clock.column", &column, schema)?;
+    let until = match raw.until {
+        None => None,
+        Some(v) => {
+            let allowed = "a timestamp, RFC 3339 (e.g. \"2024-01-15T12:00:00Z\") or \"YYYY-MM-DD HH:MM:SS\" (UTC)";
+            let text = match &v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Datetime(d) => d.to_string(),
+                other => return Err(SpecError::new("clock.until", render(other), allowed)),
+            };
+            Some(
+                parse_timestamp(&text)
+                    .map_err(|_| SpecError::bad_str("clock.until", &text, allowed))?,
+            )
+        }
+    };
+    Ok(ClockSpec::Replay {
+        column,
+        index,
+        until,
+    })
+}
+
+fn checkpoint(raw: RawCheckpoint) -> Result<CheckpointSpec, SpecError> {
+    let path = non_empty(
+        "checkpoint.path",
+        raw.path,
+        "a folder path (relative to the pipeline file)",
+    )?;
+    let keep = match raw.keep {
+        None => 3,
+        Some(k) if k >= 1 => k as usize,
+        Some(k) => {
+            return Err(SpecError::new(
+                "checkpoint.keep",
+                k.to_string(),
+                "an integer >= 1 (default 3)",
+            ));
+        }
+    };
+    Ok(CheckpointSpec {
+        path: PathBuf::from(path),
+        keep,
+    })
+}
+
+fn metrics(raw: RawMetrics) -> Result<MetricsSpec, SpecError> {
+    let listen = match raw.listen {
+        None => SocketAddr::from(([127, 0, 0, 1], 9464)),
+        Some(l) => l.parse().map_err(|_| {
+            SpecError::bad_str(
+                "metrics.listen",
+                &l,
+                "a socket address IP:PORT (e.g. \"127.0.0.1:9464\", \"[::1]:9464\")",
+            )
+        })?,
+    };
+    Ok(MetricsSpec { listen })
+}
