@@ -1,0 +1,82 @@
+//! Property tests: the deduplication operator (`within_watermark` false and true, the event-time
+//! column in the key or not, with and without a watermark), driven by the engine's micro-batch
+//! and real-time drivers, against the brute-force reference of `reference/dedup.rs`
+//! (SEMANTICS.md "Deduplication") on random, out-of-order input with many duplicates.
+
+mod reference;
+
+use eddy_engine::driver::{MicroBatchRunner, MicroBatchSequencer, RealTimeClock, RealTimeRunner};
+use eddy_engine::operator::{Deduplicate, DeduplicateConfig, Mode, Output};
+use eddy_engine::watermark::WatermarkTracker;
+use eddy_engine::{Duration, Record, Timestamp};
+use proptest::prelude::*;
+
+use reference::compare::{same_multiset, show_row};
+use reference::dedup::DedupQuery;
+use reference::gen::{arb_batches, arb_delay, arb_stream, AMOUNT, KEY, SEC, TS};
+
+/// Deduplication columns: by key, by key and event time, by event time, by key and amount.
+fn arb_key_cols() -> impl Strategy<Value = Vec<usize>> {
+    prop_oneof![Just(vec![KEY]), Just(vec![KEY, TS]), Just(vec![TS]), Just(vec![KEY, AMOUNT])]
+}
+
+/// A query: `dropDuplicatesWithinWatermark` needs a watermark (Spark requires one).
+fn arb_query() -> impl Strategy<Value = DedupQuery> {
+    (arb_key_cols(), any::<bool>(), arb_delay(), 0i64..=10).prop_map(|(key_cols, within, delay, d2)| DedupQuery {
+        key_cols,
+        time_col: TS,
+        within_watermark: within,
+        delay: if within { Some(delay.unwrap_or(d2 * SEC)) } else { delay },
+    })
+}
+
+fn engine(q: &DedupQuery, mode: Mode) -> Box<Deduplicate> {
+    Box::new(Deduplicate::new(DeduplicateConfig {
+        mode,
+        key_columns: q.key_cols.clone(),
+        within_watermark: q.within_watermark,
+        watermark: q.delay.map(|d| (q.time_col, Duration(d))),
+    }))
+}
+
+fn tracker(q: &DedupQuery) -> Option<(usize, WatermarkTracker)> {
+    q.delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+}
+
+fn show(records: &[Record]) -> String {
+    records.iter().map(|r| show_row(&r.values[..4])).collect::<Vec<_>>().join(" ")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn dedup_micro_batch_matches_reference(q in arb_query(), batches in arb_batches(2)) {
+        let mut runner = MicroBatchRunner::new(engine(&q, Mode::MicroBatch), MicroBatchSequencer::new(tracker(&q), None));
+        let expected = q.micro_batch(&batches);
+        for (i, b) in batches.iter().enumerate() {
+            let out = runner.run_batch(b.clone(), Timestamp(i as i64 * SEC));
+            let width = b[0].values.len();
+            if let Err(msg) = same_multiset(&expected[i], &out.output.rows, width) {
+                let input: Vec<String> = batches[..=i].iter().map(|b| show(b)).collect();
+                return Err(TestCaseError::fail(format!("{q:?}\ninput batches:\n{}\nbatch {i}: {msg}", input.join("\n"))));
+            }
+        }
+        if let Some(out) = runner.idle_batch(None, Timestamp(batches.len() as i64 * SEC)) {
+            prop_assert!(out.output.rows.is_empty(), "a no-data batch passed records: {:?}", out.output.rows);
+        }
+    }
+
+    #[test]
+    fn dedup_real_time_matches_reference(q in arb_query(), records in arb_stream(2)) {
+        let mut runner = RealTimeRunner::new(engine(&q, Mode::RealTime), RealTimeClock::new(tracker(&q), None));
+        let expected = q.real_time(&records);
+        for (i, r) in records.iter().enumerate() {
+            let mut out = Output::default();
+            runner.on_record(r.clone(), Timestamp(i as i64 * SEC), &mut out);
+            if let Err(msg) = same_multiset(&expected[i], &out.rows, r.values.len()) {
+                return Err(TestCaseError::fail(format!("{q:?}\ninput: {}\nstep {i}: {msg}", show(&records[..=i]))));
+            }
+        }
+    }
+}

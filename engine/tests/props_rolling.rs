@@ -1,0 +1,165 @@
+//! Property tests: the rolling-window operator (several measures with different ranges and
+//! lifetime measures; count, sum, min, max, avg, stddev, approx_percentile, count(*)), with random
+//! frontier and watermark delays, driven by the engine's real-time driver under a replay clock and
+//! by its micro-batch driver, against the brute-force reference of `reference/rolling.rs`
+//! (SEMANTICS.md "Rolling window").
+
+mod reference;
+
+use eddy_engine::driver::{MicroBatchRunner, MicroBatchSequencer, RealTimeClock, RealTimeRunner};
+use eddy_engine::operator::{Mode, Output, RollingMeasure, RollingWindow, RollingWindowConfig};
+use eddy_engine::watermark::WatermarkTracker;
+use eddy_engine::{Duration, Record, Timestamp, Value};
+use proptest::prelude::*;
+
+use reference::agg::Agg;
+use reference::compare::{same_multiset, same_per_key_sequences, show_row};
+use reference::gen::{arb_raw, engine_agg, record, AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS};
+use reference::rolling::RollingQuery;
+
+fn arb_agg() -> impl Strategy<Value = Agg> {
+    prop_oneof![
+        Just(Agg::CountStar),
+        Just(Agg::Count(AMOUNT)),
+        Just(Agg::Sum(AMOUNT)),
+        Just(Agg::Sum(PRICE)),
+        Just(Agg::Min(AMOUNT)),
+        Just(Agg::Max(PRICE)),
+        Just(Agg::Min(PRICE)),
+        Just(Agg::Avg(PRICE)),
+        Just(Agg::StddevSamp(PRICE)),
+        Just(Agg::StddevSamp(AMOUNT)),
+        prop_oneof![Just(0.25), Just(0.5), Just(0.75), Just(1.0)].prop_map(|p| Agg::Percentile(AMOUNT, p)),
+        prop_oneof![Just(0.5), Just(0.75)].prop_map(|p| Agg::Percentile(PRICE, p)),
+    ]
+}
+
+/// 1..=4 measures, each bounded (1..=20 s) or lifetime.
+fn arb_query() -> impl Strategy<Value = RollingQuery> {
+    (
+        prop::collection::vec((arb_agg(), prop::option::weighted(0.75, (1i64..=20).prop_map(|d| d * SEC))), 1..=4),
+        0i64..=10,
+        prop::option::weighted(0.4, (0i64..=10).prop_map(|d| d * SEC)),
+    )
+        .prop_map(|(measures, fd, wd)| RollingQuery {
+            key_cols: vec![KEY],
+            time_col: TS,
+            frontier_delay: fd * SEC,
+            measures,
+            watermark_delay: wd,
+        })
+}
+
+/// Real-time input: arrivals drifting 2 s per record (out of order by up to 6 s: the clock
+/// never moves back), event times 6 s in the future to 15 s in the past of the arrival.
+fn arb_arrivals() -> impl Strategy<Value = Vec<Record>> {
+    prop::collection::vec((arb_raw(3), 0i64..6, -6i64..15), 1..=20).prop_map(|raw| {
+        raw.into_iter()
+            .enumerate()
+            .map(|(i, ((k, _, a, p), aj, lag))| {
+                let arrival = 2 * i as i64 + aj;
+                record(k, arrival - lag, a, p, arrival)
+            })
+            .collect()
+    })
+}
+
+/// Micro-batch input: batch n at processing time 6n + 0..6 s, event times as for arrivals.
+fn arb_rolling_batches() -> impl Strategy<Value = Vec<(Vec<Record>, i64)>> {
+    prop::collection::vec((0i64..6, prop::collection::vec((arb_raw(3), -6i64..15), 1..=5)), 1..=6).prop_map(|raw| {
+        raw.into_iter()
+            .enumerate()
+            .map(|(n, (pj, recs))| {
+                let p = 6 * n as i64 + pj;
+                let rs = recs.into_iter().map(|((k, _, a, pr), lag)| record(k, p - lag, a, pr, p)).collect();
+                (rs, p * SEC)
+            })
+            .collect()
+    })
+}
+
+fn engine(q: &RollingQuery, mode: Mode) -> Box<RollingWindow> {
+    Box::new(RollingWindow::new(RollingWindowConfig {
+        mode,
+        key_columns: q.key_cols.clone(),
+        order_by: q.time_col,
+        frontier_delay: Duration(q.frontier_delay),
+        measures: q
+            .measures
+            .iter()
+            .map(|(a, over)| RollingMeasure { func: engine_agg(a), over: over.map(Duration) })
+            .collect(),
+        watermark: q.watermark_delay.map(|d| (q.time_col, Duration(d))),
+    }))
+}
+
+fn tracker(q: &RollingQuery) -> Option<(usize, WatermarkTracker)> {
+    q.watermark_delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+}
+
+fn show(records: &[Record]) -> String {
+    records
+        .iter()
+        .map(|r| show_row(&[r.values[0].clone(), r.values[1].clone(), r.values[2].clone(), r.values[3].clone(), r.values[4].clone()]))
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn rolling_real_time_matches_reference(q in arb_query(), records in arb_arrivals(), extra in prop::option::weighted(0.8, 0i64..40)) {
+        let last_arrival = records.iter().map(|r| reference::time_of(r, ARRIVAL)).max().unwrap_or(0);
+        let until = extra.map(|e| last_arrival + e * SEC);
+        let input: Vec<(Record, i64)> = records.iter().map(|r| (r.clone(), reference::time_of(r, ARRIVAL))).collect();
+        let expected = q.real_time(&input, until);
+        let mut runner = RealTimeRunner::new(engine(&q, Mode::RealTime), RealTimeClock::new(tracker(&q), Some(ARRIVAL)));
+        let mut steps: Vec<Vec<Vec<Value>>> = Vec::new();
+        for r in &records {
+            let mut out = Output::default();
+            runner.on_record(r.clone(), Timestamp(0), &mut out);
+            steps.push(out.rows);
+        }
+        let mut out = Output::default();
+        if let Some(u) = until {
+            runner.advance_clock(Timestamp(u), &mut out);
+        }
+        steps.push(out.rows);
+        for (i, (e, a)) in expected.iter().zip(&steps).enumerate() {
+            if let Err(msg) = same_per_key_sequences(e, a, q.key_cols.len()) {
+                let upto = (i + 1).min(records.len());
+                return Err(TestCaseError::fail(format!(
+                    "{q:?}\nuntil {until:?}\ninput [key, ts, amount, price, arrival]:\n  {}\nstep {i}: {msg}",
+                    show(&records[..upto])
+                )));
+            }
+        }
+    }
+
+    #[test]
+    fn rolling_micro_batch_matches_reference(q in arb_query(), batches in arb_rolling_batches(), extra in prop::option::weighted(0.8, 0i64..40)) {
+        let last_p = batches.iter().map(|(_, p)| *p).max().unwrap_or(0);
+        let until = extra.map(|e| last_p + e * SEC);
+        let mut all = batches.clone();
+        if let Some(u) = until {
+            all.push((Vec::new(), u));
+        }
+        let expected = q.micro_batch(&all);
+        let mut runner = MicroBatchRunner::new(engine(&q, Mode::MicroBatch), MicroBatchSequencer::new(tracker(&q), None));
+        let mut actual: Vec<Vec<Vec<Value>>> = Vec::new();
+        for (rs, p) in &batches {
+            actual.push(runner.run_batch(rs.clone(), Timestamp(*p)).output.rows);
+        }
+        if let Some(u) = until {
+            let out = runner.idle_batch(Some(Timestamp(u)), Timestamp(u));
+            actual.push(out.map(|o| o.output.rows).unwrap_or_default());
+        }
+        for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+            if let Err(msg) = same_multiset(e, a, q.key_cols.len()) {
+                let input: Vec<String> = all[..=i].iter().map(|(rs, p)| format!("@{}s: {}", p / SEC, show(rs))).collect();
+                return Err(TestCaseError::fail(format!("{q:?}\nuntil {until:?}\nbatches:\n{}\nbatch {i}: {msg}", input.join("\n"))));
+            }
+        }
+    }
+}
