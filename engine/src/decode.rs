@@ -1,1 +1,0 @@
-//! decode (in progress)

@@ -1,0 +1,303 @@
+//! The CSV decoder: RFC 4180 lines after a header line that names the columns.
+//!
+//! - Fields are separated by `,`; a field may be quoted with `"`, inside which `,` is literal and
+//!   `""` stands for one `"`. A quote inside an unquoted field is kept as a literal character
+//!   (lenient, as Spark's CSV parser). Text after a closing quote other than `,` is malformed.
+//! - One record is one line as given to [`CsvDecoder::decode`]: a newline inside a quoted field
+//!   is not supported (such a record arrives split and its first half is malformed as an
+//!   unterminated quoted field).
+//! - An empty unquoted field is null. A quoted empty field (`""`) is the empty string for a
+//!   STRING column and null otherwise (Spark 3's `emptyValue` / `nullValue` defaults).
+//! - Columns are matched to the schema by header name (exact, case-sensitive): header columns
+//!   not in the schema are ignored, schema columns missing from the header are null. A line
+//!   with fewer fields than the header has nulls for the rest; extra fields are ignored (Spark's
+//!   PERMISSIVE mode). Spark itself matches CSV columns by position unless
+//!   `enforceSchema = false`; Eddy always matches by name.
+//! - Values: BIGINT / INT an optionally signed integer (`+12` as Java's `parseLong`); DOUBLE /
+//!   FLOAT a decimal number (`1.5`, `.5`, `1e3`) or `NaN`, `Inf`, `-Inf`, `Infinity`,
+//!   `+Infinity`, `-Infinity` (Spark's CSV defaults plus Java's spellings); BOOLEAN `true` /
+//!   `false` in any case (Scala's `toBoolean`); TIMESTAMP a timestamp string or a number in the
+//!   configured unit. Text is taken as is: no trimming.
+//! - An empty line is a record of nulls (so malformed when a column is required).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::schema::DataType;
+use crate::time::Timestamp;
+use crate::value::{Record, Value};
+
+use super::text::{integer_value, non_finite, timestamp_value, wrong};
+use super::{Column, DecodeError, DecoderConfig, Plan, quote, utf8};
+
+/// Decodes CSV lines into records, columns matched by the header's names; see the
+/// [module rules](self).
+#[derive(Debug, Clone)]
+pub struct CsvDecoder {
+    plan: Plan,
+    /// Per header field: the schema column it fills, when that column is decoded.
+    targets: Box<[Option<usize>]>,
+}
+
+/// One field of a line: its text between the quotes (if quoted), still with `""` escapes.
+struct Field<'a> {
+    text: &'a str,
+    quoted: bool,
+    escaped: bool,
+}
+
+impl<'a> Field<'a> {
+    fn unescaped(&self) -> Cow<'a, str> {
+        if self.escaped {
+            Cow::Owned(self.text.replace("\"\"", "\""))
+        } else {
+            Cow::Borrowed(self.text)
+        }
+    }
+}
+
+impl CsvDecoder {
+    /// A decoder for `cfg` reading lines under `header` (the file's first line; a UTF-8 byte
+    /// order mark and a line ending are allowed).
+    ///
+    /// # Errors
+    /// [`DecodeError::NotUtf8`] / [`DecodeError::BadHeader`] when the header is not UTF-8 or
+    /// not CSV, names a schema column twice, or lacks a required column.
+    ///
+    /// # Panics
+    /// As [`super::JsonDecoder::new`], on a `cfg` inconsistent with its schema.
+    pub fn new(cfg: DecoderConfig, header: &[u8]) -> Result<Self, DecodeError> {
+        let plan = Plan::new(cfg);
+        let text = utf8(header)?;
+        let text = strip_line_end(text.strip_prefix('\u{FEFF}').unwrap_or(text));
+        let bad = |why: String| DecodeError::BadHeader {
+            given: quote(text),
+            why,
+        };
+        let mut targets = Vec::new();
+        let mut seen = vec![false; plan.columns.len()];
+        for_each_field(text, |_, f| {
+            let name = f.unescaped();
+            let col = plan.columns.iter().position(|c| *c.name == *name);
+            if let Some(i) = col {
+                if seen[i] {
+                    return Err(bad(format!("column {name:?} is named twice")));
+                }
+                seen[i] = true;
+            }
+            targets.push(col.filter(|&i| plan.columns[i].decode));
+            Ok(())
+        })
+        .map_err(|e| match e {
+            DecodeError::NotCsv { why, .. } => bad(why.to_string()),
+            other => other,
+        })?;
+        if let Some(&r) = plan.required.iter().find(|&&r| !seen[r]) {
+            return Err(bad(format!(
+                "the required (event time) column {:?} is not in the header",
+                plan.columns[r].name
+            )));
+        }
+        Ok(CsvDecoder {
+            plan,
+            targets: targets.into(),
+        })
+    }
+
+    /// Decodes one line (a trailing `\n` or `\r\n` is allowed).
+    ///
+    /// # Errors
+    /// [`DecodeError::NotUtf8`]; [`DecodeError::NotCsv`] for a stray or missing quote;
+    /// [`DecodeError::WrongType`], [`DecodeError::OutOfRange`], [`DecodeError::BadTimestamp`]
+    /// for a needed column's text; [`DecodeError::NullRequired`] when a required column is
+    /// empty or missing.
+    pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
+        let text = strip_line_end(utf8(line)?);
+        let mut values = self.plan.empty_values();
+        for_each_field(text, |idx, f| {
+            if let Some(&Some(c)) = self.targets.get(idx) {
+                values[c] = field_value(&self.plan.columns[c], &f, &self.plan)?;
+            }
+            Ok(())
+        })?;
+        self.plan.finish(values)
+    }
+}
+
+/// `s` without one trailing `\n`, `\r\n` or `\r`.
+fn strip_line_end(s: &str) -> &str {
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    s.strip_suffix('\r').unwrap_or(s)
+}
+
+/// Calls `f(index, field)` for each field of `line`, stopping at the first error.
+fn for_each_field<'a>(
+    line: &'a str,
+    mut f: impl FnMut(usize, Field<'a>) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let b = line.as_bytes();
+    let mut start = 0;
+    let mut idx = 0;
+    loop {
+        let (field, next) = if b.get(start) == Some(&b'"') {
+            let mut i = start + 1;
+            let mut escaped = false;
+            let end = loop {
+                match b[i..].iter().position(|&c| c == b'"') {
+                    None => {
+                        return Err(not_csv(
+                            line,
+                            start,
+                            "an unterminated quoted field (a newline inside quotes is not supported: one record per line)",
+                        ));
+                    }
+                    Some(q) if b.get(i + q + 1) == Some(&b'"') => {
+                        escaped = true;
+                        i += q + 2;
+                    }
+                    Some(q) => break i + q,
+                }
+            };
+            let next = match b.get(end + 1) {
+                None => None,
+                Some(b',') => Some(end + 2),
+                Some(_) => {
+                    return Err(not_csv(
+                        line,
+                        end + 1,
+                        "text after a closing quote (expected , or the end of the line)",
+                    ));
+                }
+            };
+            (
+                Field {
+                    text: &line[start + 1..end],
+                    quoted: true,
+                    escaped,
+                },
+                next,
+            )
+        } else {
+            match b[start..].iter().position(|&c| c == b',') {
+                Some(k) => (
+                    Field {
+                        text: &line[start..start + k],
+                        quoted: false,
+                        escaped: false,
+                    },
+                    Some(start + k + 1),
+                ),
+                None => (
+                    Field {
+                        text: &line[start..],
+                        quoted: false,
+                        escaped: false,
+                    },
+                    None,
+                ),
+            }
+        };
+        f(idx, field)?;
+        idx += 1;
+        match next {
+            Some(n) => start = n,
+            None => return Ok(()),
+        }
+    }
+}
+
+#[cold]
+fn not_csv(line: &str, offset: usize, why: &'static str) -> DecodeError {
+    DecodeError::NotCsv {
+        offset,
+        why,
+        near: quote(line.get(offset..).unwrap_or("")),
+    }
+}
+
+/// The value of one field for a decoded column.
+fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, DecodeError> {
+    if f.text.is_empty() {
+        return Ok(if f.quoted && col.ty == DataType::String {
+            Value::Str(Arc::from(""))
+        } else {
+            Value::Null
+        });
+    }
+    let text = f.unescaped();
+    let text: &str = &text;
+    let unsigned = text
+        .strip_prefix('+')
+        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or(text);
+    match col.ty {
+        DataType::String => Ok(Value::Str(Arc::from(text))),
+        DataType::Boolean if text.eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
+        DataType::Boolean if text.eq_ignore_ascii_case("false") => Ok(Value::Bool(false)),
+        DataType::Boolean => Err(wrong(col, text, "not true or false")),
+        DataType::Long | DataType::Int => {
+            if is_integer(unsigned) {
+                integer_value(col, unsigned, plan.unit)
+            } else if decimal(text).is_some() {
+                Err(wrong(col, text, "a number with a fraction or exponent"))
+            } else {
+                Err(wrong(col, text, "not an integer"))
+            }
+        }
+        DataType::Double | DataType::Float => {
+            let v = csv_non_finite(text)
+                .or_else(|| decimal(text))
+                .ok_or_else(|| {
+                    wrong(
+                        col,
+                        text,
+                        "not a number (nor NaN, Inf, -Inf, Infinity, -Infinity)",
+                    )
+                })?;
+            Ok(if col.ty == DataType::Double {
+                Value::Double(v)
+            } else {
+                Value::Float(v as f32)
+            })
+        }
+        DataType::Timestamp if is_integer(unsigned) => integer_value(col, unsigned, plan.unit),
+        DataType::Timestamp => match decimal(text) {
+            Some(v) => Timestamp::from_number(v, plan.unit)
+                .map(Value::Timestamp)
+                .ok_or_else(|| DecodeError::OutOfRange {
+                    column: col.name.to_string(),
+                    expected: col.ty,
+                    given: quote(text),
+                }),
+            None => timestamp_value(col, text),
+        },
+        _ => Err(wrong(col, text, "a type that input cannot hold")),
+    }
+}
+
+/// An optional `-` and ASCII digits (overflow is checked later, as out of range).
+fn is_integer(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// A decimal number (`[+-]` digits, `.`, exponent), never `inf` / `nan` words.
+fn decimal(s: &str) -> Option<f64> {
+    let plain = s
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'));
+    if plain && s.bytes().any(|c| c.is_ascii_digit()) {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Non-finite spellings for CSV: Spark's JSON ones plus its CSV defaults `Inf` / `-Inf`.
+fn csv_non_finite(s: &str) -> Option<f64> {
+    match s {
+        "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        _ => non_finite(s),
+    }
+}

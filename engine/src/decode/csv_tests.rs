@@ -1,0 +1,194 @@
+//! Unit tests of the CSV rules (module docs of `decode::csv`).
+
+use std::sync::Arc;
+
+use super::*;
+use crate::time::Timestamp;
+
+fn dec(ddl: &str, header: &str) -> CsvDecoder {
+    CsvDecoder::new(
+        DecoderConfig::all_columns(Schema::parse_ddl(ddl).unwrap()),
+        header.as_bytes(),
+    )
+    .unwrap()
+}
+
+fn s(v: &str) -> Value {
+    Value::Str(Arc::from(v))
+}
+
+fn row(d: &CsvDecoder, line: &str) -> Vec<Value> {
+    d.decode(line.as_bytes()).unwrap().values.to_vec()
+}
+
+#[test]
+fn columns_are_matched_by_header_name() {
+    let d = dec("a BIGINT, b STRING, c DOUBLE", "b,extra,a");
+    assert_eq!(
+        row(&d, "x,ignored,7"),
+        vec![Value::Long(7), s("x"), Value::Null]
+    );
+}
+
+#[test]
+fn only_needed_columns_are_decoded() {
+    let schema = Schema::parse_ddl("a BIGINT, b BIGINT").unwrap();
+    let cfg = DecoderConfig {
+        schema,
+        needed: vec![true, false],
+        required: vec![],
+        timestamp_unit: TimeUnit::Ms,
+    };
+    let d = CsvDecoder::new(cfg, b"a,b").unwrap();
+    // b is not needed: its text is not checked against BIGINT.
+    assert_eq!(row(&d, "1,not a number"), vec![Value::Long(1), Value::Null]);
+}
+
+#[test]
+fn rfc4180_quoting() {
+    let d = dec("a STRING, b STRING, c STRING", "a,b,c");
+    assert_eq!(
+        row(&d, r#""x,y","say ""hi""",plain"#),
+        vec![s("x,y"), s("say \"hi\""), s("plain")]
+    );
+    assert_eq!(row(&d, r#""""""#), vec![s("\""), Value::Null, Value::Null]);
+    // A quote inside an unquoted field is kept (lenient, as Spark).
+    assert_eq!(row(&d, r#"a"b,c,d"#), vec![s("a\"b"), s("c"), s("d")]);
+    for bad in [r#""abc"#, r#""ab"c,d"#, r#"x,"y"z"#, "\"a\nb"] {
+        assert!(
+            matches!(d.decode(bad.as_bytes()), Err(DecodeError::NotCsv { .. })),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn empty_fields_are_null_and_quoted_empty_is_an_empty_string() {
+    let d = dec("a STRING, b BIGINT, c STRING", "a,b,c");
+    assert_eq!(row(&d, ",,"), vec![Value::Null, Value::Null, Value::Null]);
+    assert_eq!(row(&d, r#""","","""#), vec![s(""), Value::Null, s("")]);
+    assert_eq!(row(&d, ""), vec![Value::Null, Value::Null, Value::Null]);
+}
+
+#[test]
+fn short_lines_are_padded_and_long_lines_cut() {
+    let d = dec("a BIGINT, b BIGINT", "a,b");
+    assert_eq!(row(&d, "1"), vec![Value::Long(1), Value::Null]);
+    assert_eq!(row(&d, "1,2,3,4"), vec![Value::Long(1), Value::Long(2)]);
+}
+
+#[test]
+fn line_endings_and_bom_are_stripped() {
+    let d = CsvDecoder::new(
+        DecoderConfig::all_columns(Schema::parse_ddl("a BIGINT, b STRING").unwrap()),
+        "\u{FEFF}a,b\r\n".as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(row(&d, "1,x\r\n"), vec![Value::Long(1), s("x")]);
+    assert_eq!(row(&d, "2,y\n"), vec![Value::Long(2), s("y")]);
+}
+
+#[test]
+fn typed_values() {
+    let d = dec(
+        "l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP",
+        "l,i,d,f,b,t",
+    );
+    assert_eq!(
+        row(
+            &d,
+            "-9223372036854775808,+12,.5,1e3,TRUE,2024-01-15T10:01:00Z"
+        ),
+        vec![
+            Value::Long(i64::MIN),
+            Value::Int(12),
+            Value::Double(0.5),
+            Value::Float(1000.0),
+            Value::Bool(true),
+            Value::Timestamp(Timestamp(1_705_312_860_000_000)),
+        ]
+    );
+    assert_eq!(
+        row(&d, ",,Inf,-Infinity,false,1705312860000")[2..],
+        [
+            Value::Double(f64::INFINITY),
+            Value::Float(f32::NEG_INFINITY),
+            Value::Bool(false),
+            Value::Timestamp(Timestamp(1_705_312_860_000_000)),
+        ]
+    );
+    assert!(matches!(row(&d, ",,NaN,,,")[2], Value::Double(v) if v.is_nan()));
+    assert_eq!(row(&d, ",,,,,1.5")[5], Value::Timestamp(Timestamp(1_500)));
+}
+
+#[test]
+fn ill_typed_fields_are_malformed() {
+    let d = dec(
+        "l BIGINT, i INT, d DOUBLE, b BOOLEAN, t TIMESTAMP",
+        "l,i,d,b,t",
+    );
+    let cases = [
+        ("12.5,,,,", "WrongType"),
+        ("1e3,,,,", "WrongType"),
+        ("abc,,,,", "WrongType"),
+        (" 1,,,,", "WrongType"),
+        ("9223372036854775808,,,,", "OutOfRange"),
+        (",2147483648,,,", "OutOfRange"),
+        (",,inf,,", "WrongType"),
+        (",,nan,,", "WrongType"),
+        (",,1.2.3,,", "WrongType"),
+        (",,,yes,", "WrongType"),
+        (",,,,yesterday", "BadTimestamp"),
+        (",,,,99999999999999999999", "OutOfRange"),
+    ];
+    for (line, kind) in cases {
+        let e = d.decode(line.as_bytes()).unwrap_err();
+        assert!(format!("{e:?}").starts_with(kind), "{line:?}: {e:?}");
+    }
+}
+
+#[test]
+fn header_problems_are_reported() {
+    let cfg = |req: Vec<usize>| DecoderConfig {
+        required: req,
+        ..DecoderConfig::all_columns(Schema::parse_ddl("a BIGINT, ts TIMESTAMP").unwrap())
+    };
+    assert!(matches!(
+        CsvDecoder::new(cfg(vec![]), b"a,a"),
+        Err(DecodeError::BadHeader { .. })
+    ));
+    assert!(matches!(
+        CsvDecoder::new(cfg(vec![]), b"\"a"),
+        Err(DecodeError::BadHeader { .. })
+    ));
+    assert!(matches!(
+        CsvDecoder::new(cfg(vec![]), b"\xff"),
+        Err(DecodeError::NotUtf8 { .. })
+    ));
+    let e = CsvDecoder::new(cfg(vec![1]), b"a,other").unwrap_err();
+    assert!(e.to_string().contains("ts"), "{e}");
+    // A quoted header name and duplicate names outside the schema are fine.
+    assert!(CsvDecoder::new(cfg(vec![1]), b"\"ts\",x,x").is_ok());
+}
+
+#[test]
+fn required_column_empty_is_malformed() {
+    let cfg = DecoderConfig {
+        required: vec![1],
+        ..DecoderConfig::all_columns(Schema::parse_ddl("a BIGINT, ts TIMESTAMP").unwrap())
+    };
+    let d = CsvDecoder::new(cfg, b"a,ts").unwrap();
+    for line in ["1,", "1", ""] {
+        assert_eq!(
+            d.decode(line.as_bytes()).unwrap_err().to_string(),
+            "null event time column ts"
+        );
+    }
+    assert!(d.decode(b"1,0").is_ok());
+}
+
+#[test]
+fn invalid_utf8_line_is_rejected() {
+    let d = dec("a STRING", "a");
+    assert_eq!(d.decode(b"ok\xfe"), Err(DecodeError::NotUtf8 { offset: 2 }));
+}

@@ -1,0 +1,527 @@
+//! The JSON-lines decoder: one hand-written pass over the bytes.
+//!
+//! Keys are matched against the schema by bytes (unescaped only when they hold a backslash);
+//! values of columns the query does not need are skipped without being built (objects and arrays
+//! with an explicit stack, so deep nesting cannot overflow the call stack); strings are unescaped
+//! only when they hold a backslash. The whole line is checked to be UTF-8 first, so every slice
+//! taken below is valid text.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use ahash::AHashMap;
+
+use crate::schema::DataType;
+use crate::value::{Record, Value};
+
+use super::text::{fraction_value, integer_value, string_value, wrong};
+use super::{Column, DecodeError, DecoderConfig, MAX_DEPTH, Plan, quote, utf8};
+
+/// Above this many columns keys are found through a hash map rather than by comparing names.
+const LINEAR_LOOKUP_MAX: usize = 16;
+
+/// Bytes that end the fast scan of a string: the closing quote, a backslash, control characters.
+static STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// Decodes JSON lines (one object per line) into records; see the [module rules](super).
+#[derive(Debug, Clone)]
+pub struct JsonDecoder {
+    plan: Plan,
+    /// For wide schemas: column name -> index.
+    by_name: Option<AHashMap<Box<str>, usize>>,
+}
+
+impl JsonDecoder {
+    /// A decoder for `cfg`.
+    ///
+    /// # Panics
+    /// When `cfg.needed` does not have one entry per column or a `cfg.required` index is out of
+    /// range (a bug in the caller: both come from the validated pipeline spec).
+    pub fn new(cfg: DecoderConfig) -> Self {
+        let plan = Plan::new(cfg);
+        let by_name = (plan.columns.len() > LINEAR_LOOKUP_MAX).then(|| {
+            plan.columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.name.clone(), i))
+                .collect()
+        });
+        JsonDecoder { plan, by_name }
+    }
+
+    /// Decodes one line: a JSON object, optionally surrounded by whitespace (so a trailing `\n`
+    /// or `\r\n` is fine). The record has one value per schema column; columns not needed,
+    /// missing or `null` are [`Value::Null`].
+    ///
+    /// # Errors
+    /// [`DecodeError::NotUtf8`]; [`DecodeError::NotJson`] for a syntax error (an empty line
+    /// included); [`DecodeError::NotObject`] when the line is not an object;
+    /// [`DecodeError::TooDeep`] past [`MAX_DEPTH`] levels; [`DecodeError::WrongType`],
+    /// [`DecodeError::OutOfRange`], [`DecodeError::BadTimestamp`] for a needed column's value;
+    /// [`DecodeError::NullRequired`] when a required column is null or missing.
+    pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
+        let s = utf8(line)?;
+        let mut p = Parser {
+            s,
+            b: s.as_bytes(),
+            pos: 0,
+        };
+        p.ws();
+        match p.peek() {
+            Some(b'{') => p.pos += 1,
+            Some(_) => {
+                return Err(DecodeError::NotObject {
+                    given: quote(s.trim()),
+                });
+            }
+            None => return Err(p.err("an empty line (expected a JSON object)")),
+        }
+        let mut values = self.plan.empty_values();
+        p.ws();
+        if p.peek() == Some(b'}') {
+            p.pos += 1;
+        } else {
+            let mut hint = 0;
+            loop {
+                let (a, z, escaped) = p.key()?;
+                let found = if escaped {
+                    self.find(&unescape(&s[a..z]), &mut hint)
+                } else {
+                    self.find(&s[a..z], &mut hint)
+                };
+                p.ws();
+                if p.peek() != Some(b':') {
+                    return Err(p.err("expected : after a key"));
+                }
+                p.pos += 1;
+                p.ws();
+                match found {
+                    Some(i) if self.plan.columns[i].decode => {
+                        values[i] = p.value(&self.plan.columns[i], &self.plan)?
+                    }
+                    _ => p.skip_value()?,
+                }
+                p.ws();
+                match p.peek() {
+                    Some(b',') => {
+                        p.pos += 1;
+                        p.ws();
+                    }
+                    Some(b'}') => {
+                        p.pos += 1;
+                        break;
+                    }
+                    _ => return Err(p.err("expected , or } after a value")),
+                }
+            }
+        }
+        p.ws();
+        if p.pos != p.b.len() {
+            return Err(p.err("trailing characters after the object"));
+        }
+        self.plan.finish(values)
+    }
+
+    /// The column named `key`; `hint` is where the previous key matched + 1 (input usually
+    /// follows schema order, so that is tried first).
+    #[inline]
+    fn find(&self, key: &str, hint: &mut usize) -> Option<usize> {
+        let cols = &self.plan.columns;
+        if cols.get(*hint).is_some_and(|c| *c.name == *key) {
+            *hint += 1;
+            return Some(*hint - 1);
+        }
+        let i = match &self.by_name {
+            Some(map) => map.get(key).copied(),
+            None => cols.iter().position(|c| *c.name == *key),
+        }?;
+        *hint = i + 1;
+        Some(i)
+    }
+}
+
+/// A cursor over one line.
+struct Parser<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// A syntax error at the cursor.
+    #[cold]
+    fn err(&self, why: &'static str) -> DecodeError {
+        let mut at = self.pos.min(self.s.len());
+        while !self.s.is_char_boundary(at) {
+            at -= 1;
+        }
+        DecodeError::NotJson {
+            offset: at,
+            why,
+            near: quote(&self.s[at..]),
+        }
+    }
+
+    /// A key string: the content range and whether it holds escapes.
+    #[inline]
+    fn key(&mut self) -> Result<(usize, usize, bool), DecodeError> {
+        if self.peek() != Some(b'"') {
+            return Err(self.err("expected a key string"));
+        }
+        self.string()
+    }
+
+    /// A string at the cursor (on its opening quote): the content range (without quotes) and
+    /// whether it holds escapes; the cursor ends after the closing quote. Escapes are checked
+    /// (including `\u` surrogate pairs), raw control characters refused.
+    #[inline]
+    fn string(&mut self) -> Result<(usize, usize, bool), DecodeError> {
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            while let Some(&c) = self.b.get(i) {
+                if STRING_STOP[c as usize] {
+                    break;
+                }
+                i += 1;
+            }
+            match self.b.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok((start, i, escaped));
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    self.pos = i;
+                    i = self.escape(i)?;
+                }
+                Some(_) => {
+                    self.pos = i;
+                    return Err(self.err("a control character inside a string (must be escaped)"));
+                }
+                None => {
+                    self.pos = i;
+                    return Err(self.err("an unterminated string"));
+                }
+            }
+        }
+    }
+
+    /// Checks the escape at `i` (a backslash); returns the index after it.
+    #[cold]
+    fn escape(&mut self, i: usize) -> Result<usize, DecodeError> {
+        match self.b.get(i + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+            Some(b'u') => {
+                let hi = self.hex4(i + 2)?;
+                if (0xDC00..0xE000).contains(&hi) {
+                    return Err(self.err("a lone low surrogate in a \\u escape"));
+                }
+                if !(0xD800..0xDC00).contains(&hi) {
+                    return Ok(i + 6);
+                }
+                if self.b.get(i + 6) != Some(&b'\\') || self.b.get(i + 7) != Some(&b'u') {
+                    return Err(self.err("a high surrogate \\u escape not followed by a low one"));
+                }
+                let lo = self.hex4(i + 8)?;
+                if !(0xDC00..0xE000).contains(&lo) {
+                    return Err(self.err("a high surrogate \\u escape not followed by a low one"));
+                }
+                Ok(i + 12)
+            }
+            _ => Err(self
+                .err("an invalid escape (expected \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)")),
+        }
+    }
+
+    fn hex4(&self, i: usize) -> Result<u32, DecodeError> {
+        let digits = self
+            .b
+            .get(i..i + 4)
+            .ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
+        let mut v = 0u32;
+        for &c in digits {
+            let d = (c as char)
+                .to_digit(16)
+                .ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
+            v = v * 16 + d;
+        }
+        Ok(v)
+    }
+
+    /// A number at the cursor (JSON grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`):
+    /// its start, and whether it is an integer (no fraction, no exponent).
+    #[inline]
+    fn number(&mut self) -> Result<(usize, bool), DecodeError> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(self.err("a number needs a digit")),
+        }
+        let mut integer = true;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                return Err(self.err("a digit must follow the decimal point"));
+            }
+            self.digits();
+            integer = false;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                return Err(self.err("a digit must follow the exponent"));
+            }
+            self.digits();
+            integer = false;
+        }
+        Ok((start, integer))
+    }
+
+    #[inline]
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// The literal `lit` (`true`, `false`, `null`) at the cursor.
+    #[inline]
+    fn literal(&mut self, lit: &'static [u8]) -> Result<(), DecodeError> {
+        if self.b.get(self.pos..self.pos + lit.len()) == Some(lit) {
+            self.pos += lit.len();
+            Ok(())
+        } else {
+            Err(self.err("expected a value (a string, number, object, array, true, false or null)"))
+        }
+    }
+
+    /// The value of a needed column at the cursor.
+    #[inline]
+    fn value(&mut self, col: &Column, plan: &Plan) -> Result<Value, DecodeError> {
+        match self.peek() {
+            Some(b'"') => {
+                let (a, z, escaped) = self.string()?;
+                let raw = &self.s[a - 1..z + 1];
+                if col.ty == DataType::String && !escaped {
+                    return Ok(Value::Str(Arc::from(&self.s[a..z])));
+                }
+                let text: Cow<str> = if escaped {
+                    Cow::Owned(unescape(&self.s[a..z]))
+                } else {
+                    Cow::Borrowed(&self.s[a..z])
+                };
+                string_value(col, &text, raw)
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                let (start, integer) = self.number()?;
+                let text = &self.s[start..self.pos];
+                match col.ty {
+                    DataType::String => Ok(Value::Str(string_of_number(text, integer))),
+                    DataType::Boolean => Err(wrong(col, text, "a number, not true or false")),
+                    _ if integer => integer_value(col, text, plan.unit),
+                    _ => fraction_value(col, text, plan.unit),
+                }
+            }
+            Some(b't') => {
+                self.literal(b"true")?;
+                literal_value(col, true)
+            }
+            Some(b'f') => {
+                self.literal(b"false")?;
+                literal_value(col, false)
+            }
+            Some(b'n') => {
+                self.literal(b"null")?;
+                Ok(Value::Null)
+            }
+            Some(b'{' | b'[') => Err(wrong(col, &self.s[self.pos..], "a nested object or array")),
+            _ => {
+                Err(self
+                    .err("expected a value (a string, number, object, array, true, false or null)"))
+            }
+        }
+    }
+
+    /// Skips the value at the cursor, checking its syntax. Objects and arrays are walked with an
+    /// explicit stack (one bit per level: 1 = object), never by recursion.
+    fn skip_value(&mut self) -> Result<(), DecodeError> {
+        let mut depth = 0usize; // open containers inside the skipped value
+        let mut objects = 0u128; // bit d: the container at depth d + 1 is an object
+        'value: loop {
+            match self.peek() {
+                Some(open @ (b'{' | b'[')) => {
+                    // + 1 for the top-level object of the line.
+                    if depth + 2 > MAX_DEPTH {
+                        return Err(DecodeError::TooDeep {
+                            offset: self.pos,
+                            limit: MAX_DEPTH,
+                        });
+                    }
+                    let object = open == b'{';
+                    self.pos += 1;
+                    depth += 1;
+                    if object {
+                        objects |= 1 << (depth - 1);
+                    } else {
+                        objects &= !(1 << (depth - 1));
+                    }
+                    self.ws();
+                    if self.peek() == Some(if object { b'}' } else { b']' }) {
+                        self.pos += 1;
+                        depth -= 1;
+                    } else {
+                        if object {
+                            self.key_colon()?;
+                        }
+                        continue 'value;
+                    }
+                }
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(b'-' | b'0'..=b'9') => {
+                    self.number()?;
+                }
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'n') => self.literal(b"null")?,
+                _ => {
+                    return Err(self.err(
+                        "expected a value (a string, number, object, array, true, false or null)",
+                    ));
+                }
+            }
+            // After a value: close containers until a comma opens the next value.
+            loop {
+                if depth == 0 {
+                    return Ok(());
+                }
+                self.ws();
+                let object = (objects >> (depth - 1)) & 1 == 1;
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        self.ws();
+                        if object {
+                            self.key_colon()?;
+                        }
+                        continue 'value;
+                    }
+                    Some(b'}') if object => {
+                        self.pos += 1;
+                        depth -= 1;
+                    }
+                    Some(b']') if !object => {
+                        self.pos += 1;
+                        depth -= 1;
+                    }
+                    _ if object => return Err(self.err("expected , or } in an object")),
+                    _ => return Err(self.err("expected , or ] in an array")),
+                }
+            }
+        }
+    }
+
+    /// `"key"`, whitespace, `:`, whitespace (inside a skipped object).
+    fn key_colon(&mut self) -> Result<(), DecodeError> {
+        self.key()?;
+        self.ws();
+        if self.peek() != Some(b':') {
+            return Err(self.err("expected : after a key"));
+        }
+        self.pos += 1;
+        self.ws();
+        Ok(())
+    }
+}
+
+/// A STRING column given `true` / `false`: the literal's text (Spark copies the token's text).
+fn literal_value(col: &Column, b: bool) -> Result<Value, DecodeError> {
+    match col.ty {
+        DataType::Boolean => Ok(Value::Bool(b)),
+        DataType::String => Ok(Value::Str(Arc::from(if b { "true" } else { "false" }))),
+        _ => Err(wrong(col, if b { "true" } else { "false" }, "a boolean")),
+    }
+}
+
+/// A STRING column given a number: its text, integers normalised as Jackson writes them
+/// (`-0` -> `0`); fractions as written (Jackson would print Java's `Double.toString`, e.g.
+/// `1.0E10`: a documented difference).
+fn string_of_number(text: &str, integer: bool) -> Arc<str> {
+    match super::text::parse_i64(text) {
+        Some(n) if integer => Arc::from(n.to_string()),
+        _ => Arc::from(text),
+    }
+}
+
+/// The text of a string's content whose escapes were already checked by [`Parser::string`].
+/// An escape that is somehow invalid becomes U+FFFD rather than a panic.
+fn unescape(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let b = rest.as_bytes();
+        let (c, used) = match b.get(i + 1) {
+            Some(b'"') => ('"', 2),
+            Some(b'\\') => ('\\', 2),
+            Some(b'/') => ('/', 2),
+            Some(b'b') => ('\u{8}', 2),
+            Some(b'f') => ('\u{c}', 2),
+            Some(b'n') => ('\n', 2),
+            Some(b'r') => ('\r', 2),
+            Some(b't') => ('\t', 2),
+            Some(b'u') => {
+                let hi = hex4(rest, i + 2).unwrap_or(0xFFFD);
+                if (0xD800..0xDC00).contains(&hi) {
+                    let lo = hex4(rest, i + 8).unwrap_or(0);
+                    let code = 0x10000 + ((hi - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF);
+                    (char::from_u32(code).unwrap_or('\u{FFFD}'), 12)
+                } else {
+                    (char::from_u32(hi).unwrap_or('\u{FFFD}'), 6)
+                }
+            }
+            _ => ('\u{FFFD}', 1),
+        };
+        out.push(c);
+        let next = (i + used).min(rest.len());
+        rest = rest.get(next..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
+fn hex4(s: &str, i: usize) -> Option<u32> {
+    u32::from_str_radix(s.get(i..i + 4)?, 16).ok()
+}

@@ -1,0 +1,302 @@
+//! Property tests: the JSON decoder against a straightforward serde_json-based reference, and
+//! arbitrary bytes through both decoders.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::Value as J;
+
+use super::*;
+use crate::schema::Field;
+use crate::time::{Timestamp, parse_timestamp};
+
+/// A JSON object as its key / value pairs in order, duplicates kept (serde_json's map keeps only
+/// the last value of a key, but Spark, and so Eddy, checks every occurrence).
+struct Pairs(Vec<(String, J)>);
+
+impl<'de> serde::Deserialize<'de> for Pairs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Pairs, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = m.next_entry::<String, J>()? {
+                    out.push(kv);
+                }
+                Ok(Pairs(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The reference: parse the whole line with serde_json, then convert each occurrence of a
+/// decoded column by the rules of the module docs (the last one wins), written as plainly as
+/// possible. `Err(())` = malformed.
+fn reference(cfg: &DecoderConfig, line: &str) -> Result<Vec<Value>, ()> {
+    let Pairs(pairs) = serde_json::from_str(line).map_err(|_| ())?;
+    let mut out = vec![Value::Null; cfg.schema.len()];
+    for (key, j) in &pairs {
+        let Some(i) = cfg.schema.index_of(key) else {
+            continue;
+        };
+        if !cfg.needed[i] && !cfg.required.contains(&i) {
+            continue;
+        }
+        out[i] = match j {
+            J::Null => Value::Null,
+            j => convert(cfg.schema.fields()[i].data_type, j, cfg.timestamp_unit)?,
+        };
+    }
+    if cfg.required.iter().any(|&r| out[r].is_null()) {
+        return Err(());
+    }
+    Ok(out)
+}
+
+fn convert(ty: DataType, j: &J, unit: TimeUnit) -> Result<Value, ()> {
+    let special = |s: &str| match s {
+        "NaN" => Ok(f64::NAN),
+        "Infinity" | "+Infinity" | "+INF" => Ok(f64::INFINITY),
+        "-Infinity" | "-INF" => Ok(f64::NEG_INFINITY),
+        _ => Err(()),
+    };
+    Ok(match (ty, j) {
+        (DataType::String, J::String(s)) => Value::Str(Arc::from(s.as_str())),
+        (DataType::String, J::Number(n)) => Value::Str(Arc::from(n.to_string())),
+        (DataType::String, J::Bool(b)) => Value::Str(Arc::from(b.to_string())),
+        (DataType::Long, J::Number(n)) if n.is_i64() => Value::Long(n.as_i64().ok_or(())?),
+        (DataType::Int, J::Number(n)) if n.is_i64() => {
+            Value::Int(i32::try_from(n.as_i64().ok_or(())?).map_err(|_| ())?)
+        }
+        (DataType::Double, J::Number(n)) => Value::Double(n.as_f64().ok_or(())?),
+        (DataType::Double, J::String(s)) => Value::Double(special(s)?),
+        (DataType::Float, J::Number(n)) => Value::Float(n.as_f64().ok_or(())? as f32),
+        (DataType::Float, J::String(s)) => Value::Float(special(s)? as f32),
+        (DataType::Boolean, J::Bool(b)) => Value::Bool(*b),
+        (DataType::Timestamp, J::String(s)) => {
+            Value::Timestamp(parse_timestamp(s).map_err(|_| ())?)
+        }
+        (DataType::Timestamp, J::Number(n)) if n.is_i64() => {
+            Value::Timestamp(Timestamp::from_integer(n.as_i64().ok_or(())?, unit).ok_or(())?)
+        }
+        (DataType::Timestamp, J::Number(n)) if n.is_f64() => {
+            Value::Timestamp(Timestamp::from_number(n.as_f64().ok_or(())?, unit).ok_or(())?)
+        }
+        _ => return Err(()),
+    })
+}
+
+/// Equal, doubles within one unit in the last place: serde_json's default float parsing is
+/// best-effort (its `float_roundtrip` feature is off), Eddy's is exact.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Double(x), Value::Double(y)) => {
+            x.to_bits() == y.to_bits()
+                || (x.is_nan() && y.is_nan())
+                || (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 1
+        }
+        (Value::Float(x), Value::Float(y)) => {
+            x.to_bits() == y.to_bits()
+                || (x.is_nan() && y.is_nan())
+                || (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 1
+        }
+        _ => a == b,
+    }
+}
+
+const TYPES: [DataType; 7] = [
+    DataType::String,
+    DataType::Long,
+    DataType::Int,
+    DataType::Double,
+    DataType::Float,
+    DataType::Boolean,
+    DataType::Timestamp,
+];
+
+fn nested() -> impl Strategy<Value = J> {
+    let leaf = prop_oneof![
+        Just(J::Null),
+        any::<bool>().prop_map(J::Bool),
+        any::<i64>().prop_map(J::from),
+        any::<String>().prop_map(J::String),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(J::Array),
+            prop::collection::vec(("[a-z\"]{0,3}", inner), 0..4)
+                .prop_map(|kv| J::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// Any JSON value, biased towards ones that fit some column type.
+fn any_value() -> impl Strategy<Value = J> {
+    prop_oneof![
+        2 => Just(J::Null),
+        2 => any::<bool>().prop_map(J::Bool),
+        3 => any::<i64>().prop_map(J::from),
+        3 => any::<i32>().prop_map(J::from),
+        1 => any::<u64>().prop_map(J::from),
+        3 => any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(J::from),
+        1 => (-1e6f64..1e6).prop_map(J::from),
+        3 => any::<String>().prop_map(J::String),
+        1 => prop::sample::select(vec!["NaN", "Infinity", "-Infinity", "+INF", "-INF", "nan", "12"]).prop_map(|s| J::String(s.into())),
+        3 => (-62_135_596_800_000_000i64..253_402_300_799_999_999).prop_map(|us| J::String(Timestamp(us).to_string())),
+        1 => (0i64..2_000_000_000_000).prop_map(|ms| J::String(Timestamp(ms * 1000).to_string().replace('T', " ").replace('Z', ""))),
+        1 => nested(),
+    ]
+}
+
+/// A value for a STRING column: no fractional numbers, whose text serde_json's best-effort float
+/// parsing could change.
+fn string_column_value() -> impl Strategy<Value = J> {
+    any_value().prop_filter("no fractions", |j| !j.is_f64())
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    cfg: DecoderConfig,
+    line: String,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let columns = prop::collection::vec(
+        (
+            "[a-zé\"\\\\]{1,3}",
+            prop::sample::select(TYPES.to_vec()),
+            any::<bool>(),
+        ),
+        1..7,
+    );
+    (
+        columns,
+        any::<u8>(),
+        prop::sample::select(vec![TimeUnit::Ms, TimeUnit::Us, TimeUnit::S]),
+    )
+        .prop_flat_map(|(cols, req, unit)| {
+            let mut fields: Vec<Field> = Vec::new();
+            let mut needed = Vec::new();
+            for (name, ty, need) in cols {
+                if fields.iter().all(|f| f.name != name) {
+                    fields.push(Field {
+                        name,
+                        data_type: ty,
+                    });
+                    needed.push(need);
+                }
+            }
+            let required: Vec<usize> = (0..fields.len())
+                .filter(|&i| (req as usize >> i) & 1 == 1 && i % 3 == 0)
+                .collect();
+            let schema = Schema::new(fields.clone());
+            let cfg = DecoderConfig {
+                schema,
+                needed,
+                required,
+                timestamp_unit: unit,
+            };
+            // Keys: schema names (maybe twice) and others, in any order.
+            let names: Vec<String> = fields
+                .iter()
+                .map(|f| f.name.clone())
+                .chain(["x".to_string(), "ü".to_string()])
+                .collect();
+            let entry = (
+                prop::sample::select(names),
+                any::<prop::sample::Index>(),
+                any_value(),
+                string_column_value(),
+            );
+            (
+                Just(cfg),
+                prop::collection::vec(entry, 0..10),
+                prop::sample::select(vec!["", " ", "\t", "\r\n"]),
+            )
+        })
+        .prop_map(|(cfg, entries, ws)| {
+            let parts: Vec<String> = entries
+                .into_iter()
+                .map(|(key, _, v, sv)| {
+                    let is_string_col = cfg
+                        .schema
+                        .field(&key)
+                        .is_some_and(|f| f.data_type == DataType::String);
+                    let v = if is_string_col { sv } else { v };
+                    format!("{}{ws}:{ws}{}", J::String(key), v)
+                })
+                .collect();
+            Case {
+                line: format!("{ws}{{{ws}{}{ws}}}{ws}", parts.join(&format!("{ws},{ws}"))),
+                cfg,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn json_decoder_matches_the_serde_json_reference(c in case()) {
+        let got = JsonDecoder::new(c.cfg.clone()).decode(c.line.as_bytes());
+        let want = reference(&c.cfg, &c.line);
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => {
+                prop_assert_eq!(g.values.len(), w.len());
+                for (a, b) in g.values.iter().zip(w) {
+                    prop_assert!(same(a, b), "{:?} != {:?} in {}", a, b, c.line);
+                }
+            }
+            (Err(_), Err(())) => {}
+            _ => prop_assert!(false, "decoder {:?}, reference {:?} for {}", got, want, c.line),
+        }
+    }
+
+    #[test]
+    fn a_damaged_line_is_rejected_exactly_when_serde_json_rejects_it(
+        c in case(), at in any::<prop::sample::Index>(), byte in prop::sample::select(b"{}[]\",:\\ 0-.eatn".to_vec()), delete in any::<bool>()
+    ) {
+        let mut line = c.line.clone().into_bytes();
+        let i = at.index(line.len() + 1);
+        if delete && i < line.len() { line.remove(i); } else { line.insert(i, byte); }
+        let mut cfg = c.cfg.clone();
+        cfg.needed.iter_mut().for_each(|n| *n = false);
+        cfg.required.clear();
+        // Nothing needed: the decoder only checks syntax.
+        let ours = JsonDecoder::new(cfg).decode(&line);
+        let theirs = serde_json::from_slice::<J>(&line);
+        match (&ours, &theirs) {
+            (Ok(_), Ok(J::Object(_))) | (Err(_), Ok(_)) => prop_assert!(ours.is_ok() || !matches!(theirs, Ok(J::Object(_))), "{:?}", ours),
+            // serde_json refuses numbers beyond f64; Eddy, as Jackson, reads them as infinity.
+            (Ok(_), Err(e)) => prop_assert!(e.to_string().contains("number out of range"), "{}: {}", e, String::from_utf8_lossy(&line)),
+            (Ok(_), Ok(_)) => prop_assert!(false, "not an object accepted"),
+            (Err(_), Err(_)) => {}
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), mask in any::<u8>()) {
+        let schema = Schema::parse_ddl("s STRING, l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, ts TIMESTAMP").unwrap();
+        let needed = (0..7).map(|i| mask >> i & 1 == 1).collect();
+        let cfg = DecoderConfig { schema, needed, required: if mask & 0x80 != 0 { vec![6] } else { vec![] }, timestamp_unit: TimeUnit::Ms };
+        let r = JsonDecoder::new(cfg.clone()).decode(&bytes);
+        prop_assert!(r.map_or(true, |r| r.values.len() == 7));
+        if let Ok(csv) = CsvDecoder::new(cfg.clone(), b"ts,b,f,d,i,l,s") {
+            let r = csv.decode(&bytes);
+            prop_assert!(r.map_or(true, |r| r.values.len() == 7));
+        }
+        let _ = CsvDecoder::new(cfg, &bytes); // a header of arbitrary bytes: Ok or Err, no panic
+    }
+
+    #[test]
+    fn arbitrary_json_text_never_panics(s in "[{}\\[\\]\",:\\\\ 0-9a-z.eE+-]{0,60}") {
+        let cfg = DecoderConfig::all_columns(Schema::parse_ddl("a STRING, b BIGINT, c DOUBLE, d TIMESTAMP").unwrap());
+        let r = JsonDecoder::new(cfg).decode(s.as_bytes());
+        prop_assert!(r.map_or(true, |r| r.values.len() == 4));
+    }
+}
