@@ -13,7 +13,7 @@ use proptest::prelude::*;
 
 use reference::compare::{same_multiset, show_row};
 use reference::dedup::DedupQuery;
-use reference::gen::{arb_batches, arb_delay, arb_stream, AMOUNT, KEY, SEC, TS};
+use reference::input::{arb_batches, arb_delay, arb_stream, AMOUNT, KEY, SEC, TS};
 
 /// Deduplication columns: by key, by key and event time, by event time, by key and amount.
 fn arb_key_cols() -> impl Strategy<Value = Vec<usize>> {
@@ -48,7 +48,7 @@ fn show(records: &[Record]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(reference::input::config(256, "props_dedup"))]
 
     #[test]
     fn dedup_micro_batch_matches_reference(q in arb_query(), batches in arb_batches(2)) {

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 
 use reference::agg::Agg;
 use reference::compare::{same_multiset, same_per_key_sequences, show_row};
-use reference::gen::{arb_raw, engine_agg, record, AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS};
+use reference::input::{arb_raw, engine_agg, record, AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS};
 use reference::rolling::RollingQuery;
 
 fn arb_agg() -> impl Strategy<Value = Agg> {
@@ -106,7 +106,7 @@ fn show(records: &[Record]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(reference::input::config(256, "props_rolling"))]
 
     #[test]
     fn rolling_real_time_matches_reference(q in arb_query(), records in arb_arrivals(), extra in prop::option::weighted(0.8, 0i64..40)) {

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 
 use reference::agg::Agg;
 use reference::compare::{same_multiset, show_row};
-use reference::gen::{arb_batches, arb_delay, arb_stream, engine_agg, AMOUNT, KEY, PRICE, SEC, TS};
+use reference::input::{arb_batches, arb_delay, arb_stream, engine_agg, AMOUNT, KEY, PRICE, SEC, TS};
 use reference::window::{Emit, WindowQuery, WindowSpec};
 
 /// The measures of every window query: count, sum, min, max, avg over both numeric types.
@@ -143,7 +143,7 @@ fn query(window: WindowSpec, emit: Emit, key_cols: Vec<usize>, delay: Option<i64
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(192))]
+    #![proptest_config(reference::input::config(192, "props_window"))]
 
     #[test]
     fn fixed_windows_micro_batch_update_match_reference(

@@ -12,13 +12,14 @@
 //! - [`window`]: window aggregates (tumbling, sliding, session, none), micro-batch and real-time.
 //! - [`dedup`]: deduplication, micro-batch and real-time.
 //! - [`rolling`]: rolling windows, real-time (replay clock) and micro-batch.
+//! - [`input`]: the test schema, input strategies, engine measures.
 //! - [`compare`]: row comparison with a relative tolerance on doubles, as multisets.
 #![allow(dead_code)]
 
 pub mod agg;
 pub mod compare;
 pub mod dedup;
-pub mod gen;
+pub mod input;
 pub mod rolling;
 pub mod window;
 

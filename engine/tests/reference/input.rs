@@ -102,3 +102,14 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
     };
     AggregateFn { kind, input: a.column(), input_type: input_type(a.column()) }
 }
+
+/// The proptest configuration of a property test: `cases` cases, failures persisted in
+/// `engine/proptest-regressions/<name>.txt` (committed, replayed first on every run).
+pub fn config(cases: u32, name: &'static str) -> ProptestConfig {
+    let path: &'static str = Box::leak(format!("proptest-regressions/{name}.txt").into_boxed_str());
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(path))),
+        ..ProptestConfig::default()
+    }
+}
