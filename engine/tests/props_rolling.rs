@@ -14,7 +14,7 @@ use proptest::prelude::*;
 
 use reference::agg::Agg;
 use reference::compare::{same_multiset, same_per_key_sequences, show_row};
-use reference::input::{arb_raw, engine_agg, record, AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS};
+use reference::input::{AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS, arb_raw, engine_agg, record};
 use reference::rolling::RollingQuery;
 
 fn arb_agg() -> impl Strategy<Value = Agg> {
@@ -29,7 +29,8 @@ fn arb_agg() -> impl Strategy<Value = Agg> {
         Just(Agg::Avg(PRICE)),
         Just(Agg::StddevSamp(PRICE)),
         Just(Agg::StddevSamp(AMOUNT)),
-        prop_oneof![Just(0.25), Just(0.5), Just(0.75), Just(1.0)].prop_map(|p| Agg::Percentile(AMOUNT, p)),
+        prop_oneof![Just(0.25), Just(0.5), Just(0.75), Just(1.0)]
+            .prop_map(|p| Agg::Percentile(AMOUNT, p)),
         prop_oneof![Just(0.5), Just(0.75)].prop_map(|p| Agg::Percentile(PRICE, p)),
     ]
 }
@@ -37,7 +38,13 @@ fn arb_agg() -> impl Strategy<Value = Agg> {
 /// 1..=4 measures, each bounded (1..=20 s) or lifetime.
 fn arb_query() -> impl Strategy<Value = RollingQuery> {
     (
-        prop::collection::vec((arb_agg(), prop::option::weighted(0.75, (1i64..=20).prop_map(|d| d * SEC))), 1..=4),
+        prop::collection::vec(
+            (
+                arb_agg(),
+                prop::option::weighted(0.75, (1i64..=20).prop_map(|d| d * SEC)),
+            ),
+            1..=4,
+        ),
         0i64..=10,
         prop::option::weighted(0.4, (0i64..=10).prop_map(|d| d * SEC)),
     )
@@ -66,12 +73,22 @@ fn arb_arrivals() -> impl Strategy<Value = Vec<Record>> {
 
 /// Micro-batch input: batch n at processing time 6n + 0..6 s, event times as for arrivals.
 fn arb_rolling_batches() -> impl Strategy<Value = Vec<(Vec<Record>, i64)>> {
-    prop::collection::vec((0i64..6, prop::collection::vec((arb_raw(3), -6i64..15), 1..=5)), 1..=6).prop_map(|raw| {
+    prop::collection::vec(
+        (
+            0i64..6,
+            prop::collection::vec((arb_raw(3), -6i64..15), 1..=5),
+        ),
+        1..=6,
+    )
+    .prop_map(|raw| {
         raw.into_iter()
             .enumerate()
             .map(|(n, (pj, recs))| {
                 let p = 6 * n as i64 + pj;
-                let rs = recs.into_iter().map(|((k, _, a, pr), lag)| record(k, p - lag, a, pr, p)).collect();
+                let rs = recs
+                    .into_iter()
+                    .map(|((k, _, a, pr), lag)| record(k, p - lag, a, pr, p))
+                    .collect();
                 (rs, p * SEC)
             })
             .collect()
@@ -87,20 +104,32 @@ fn engine(q: &RollingQuery, mode: Mode) -> Box<RollingWindow> {
         measures: q
             .measures
             .iter()
-            .map(|(a, over)| RollingMeasure { func: engine_agg(a), over: over.map(Duration) })
+            .map(|(a, over)| RollingMeasure {
+                func: engine_agg(a),
+                over: over.map(Duration),
+            })
             .collect(),
         watermark: q.watermark_delay.map(|d| (q.time_col, Duration(d))),
     }))
 }
 
 fn tracker(q: &RollingQuery) -> Option<(usize, WatermarkTracker)> {
-    q.watermark_delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+    q.watermark_delay
+        .map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
 }
 
 fn show(records: &[Record]) -> String {
     records
         .iter()
-        .map(|r| show_row(&[r.values[0].clone(), r.values[1].clone(), r.values[2].clone(), r.values[3].clone(), r.values[4].clone()]))
+        .map(|r| {
+            show_row(&[
+                r.values[0].clone(),
+                r.values[1].clone(),
+                r.values[2].clone(),
+                r.values[3].clone(),
+                r.values[4].clone(),
+            ])
+        })
         .collect::<Vec<_>>()
         .join("\n  ")
 }

@@ -7,7 +7,7 @@ mod reference;
 
 use eddy_engine::driver::{MicroBatchRunner, MicroBatchSequencer, RealTimeClock, RealTimeRunner};
 use eddy_engine::operator::{
-    Mode, OutputMode, Output, SessionGap, WindowAggregate, WindowAggregateConfig, WindowKind,
+    Mode, Output, OutputMode, SessionGap, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use eddy_engine::watermark::WatermarkTracker;
 use eddy_engine::window::SlidingWindows;
@@ -16,7 +16,9 @@ use proptest::prelude::*;
 
 use reference::agg::Agg;
 use reference::compare::{same_multiset, show_row};
-use reference::input::{arb_batches, arb_delay, arb_stream, engine_agg, AMOUNT, KEY, PRICE, SEC, TS};
+use reference::input::{
+    AMOUNT, KEY, PRICE, SEC, TS, arb_batches, arb_delay, arb_stream, engine_agg,
+};
 use reference::window::{Emit, WindowQuery, WindowSpec};
 
 /// The measures of every window query: count, sum, min, max, avg over both numeric types.
@@ -37,14 +39,20 @@ fn measures() -> Vec<Agg> {
 /// with a start offset below the slide.
 fn arb_fixed() -> impl Strategy<Value = WindowSpec> {
     prop_oneof![
-        (1i64..=20).prop_flat_map(|size| (Just(size), 0..size)).prop_map(|(size, off)| WindowSpec::Fixed {
-            size: size * SEC,
-            slide: size * SEC,
-            offset: off * SEC
-        }),
+        (1i64..=20)
+            .prop_flat_map(|size| (Just(size), 0..size))
+            .prop_map(|(size, off)| WindowSpec::Fixed {
+                size: size * SEC,
+                slide: size * SEC,
+                offset: off * SEC
+            }),
         (1i64..=10)
             .prop_flat_map(|slide| (slide..=30, Just(slide), 0..slide))
-            .prop_map(|(size, slide, off)| WindowSpec::Fixed { size: size * SEC, slide: slide * SEC, offset: off * SEC }),
+            .prop_map(|(size, slide, off)| WindowSpec::Fixed {
+                size: size * SEC,
+                slide: slide * SEC,
+                offset: off * SEC
+            }),
     ]
 }
 
@@ -56,11 +64,22 @@ fn arb_keys() -> impl Strategy<Value = Vec<usize>> {
 fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {
     let window = match q.window {
         WindowSpec::None => WindowKind::None,
-        WindowSpec::Fixed { size, slide, offset } => WindowKind::Fixed {
+        WindowSpec::Fixed {
+            size,
+            slide,
+            offset,
+        } => WindowKind::Fixed {
             column: q.time_col,
-            windows: SlidingWindows { size: Duration(size), slide: Duration(slide), offset: Duration(offset) },
+            windows: SlidingWindows {
+                size: Duration(size),
+                slide: Duration(slide),
+                offset: Duration(offset),
+            },
         },
-        WindowSpec::Session { gap } => WindowKind::Session { column: q.time_col, gap: SessionGap::Fixed(Duration(gap)) },
+        WindowSpec::Session { gap } => WindowKind::Session {
+            column: q.time_col,
+            gap: SessionGap::Fixed(Duration(gap)),
+        },
     };
     WindowAggregateConfig {
         mode,
@@ -77,7 +96,8 @@ fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {
 }
 
 fn tracker(q: &WindowQuery) -> Option<(usize, WatermarkTracker)> {
-    q.delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+    q.delay
+        .map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
 }
 
 /// Number of leading identity columns of a row (window, group values).
@@ -101,7 +121,8 @@ fn show_batches(batches: &[Vec<Record>]) -> String {
 /// reference (batches without rows may be absent on either side).
 fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>]) -> Result<(), TestCaseError> {
     let op = WindowAggregate::new(engine_config(q, Mode::MicroBatch));
-    let mut runner = MicroBatchRunner::new(Box::new(op), MicroBatchSequencer::new(tracker(q), None));
+    let mut runner =
+        MicroBatchRunner::new(Box::new(op), MicroBatchSequencer::new(tracker(q), None));
     let mut actual: Vec<(u64, Vec<Vec<Value>>)> = Vec::new();
     for (i, b) in batches.iter().enumerate() {
         let out = runner.run_batch(b.clone(), Timestamp(i as i64 * SEC));
@@ -111,12 +132,26 @@ fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>]) -> Result<(), Tes
         actual.push((out.batch_id, out.output.rows));
     }
     let expected = q.micro_batch(batches);
-    let last = expected.iter().chain(&actual).map(|(id, _)| *id).max().unwrap_or(0);
+    let last = expected
+        .iter()
+        .chain(&actual)
+        .map(|(id, _)| *id)
+        .max()
+        .unwrap_or(0);
     for id in 0..=last {
-        let e = expected.iter().find(|(i, _)| *i == id).map_or(&[][..], |(_, r)| &r[..]);
-        let a = actual.iter().find(|(i, _)| *i == id).map_or(&[][..], |(_, r)| &r[..]);
+        let e = expected
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map_or(&[][..], |(_, r)| &r[..]);
+        let a = actual
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map_or(&[][..], |(_, r)| &r[..]);
         if let Err(msg) = same_multiset(e, a, id_len(q)) {
-            return Err(TestCaseError::fail(format!("{q:?}\n{}\nbatch {id}: {msg}", show_batches(batches))));
+            return Err(TestCaseError::fail(format!(
+                "{q:?}\n{}\nbatch {id}: {msg}",
+                show_batches(batches)
+            )));
         }
     }
     Ok(())
@@ -131,15 +166,28 @@ fn check_real_time(q: &WindowQuery, records: &[Record]) -> Result<(), TestCaseEr
         let mut out = Output::default();
         runner.on_record(r.clone(), Timestamp(i as i64 * SEC), &mut out);
         if let Err(msg) = same_multiset(&expected[i], &out.rows, id_len(q)) {
-            let input: Vec<String> = records[..=i].iter().map(|r| show_row(&r.values[..4])).collect();
-            return Err(TestCaseError::fail(format!("{q:?}\ninput: {}\nstep {i}: {msg}", input.join(" "))));
+            let input: Vec<String> = records[..=i]
+                .iter()
+                .map(|r| show_row(&r.values[..4]))
+                .collect();
+            return Err(TestCaseError::fail(format!(
+                "{q:?}\ninput: {}\nstep {i}: {msg}",
+                input.join(" ")
+            )));
         }
     }
     Ok(())
 }
 
 fn query(window: WindowSpec, emit: Emit, key_cols: Vec<usize>, delay: Option<i64>) -> WindowQuery {
-    WindowQuery { time_col: TS, key_cols, window, emit, measures: measures(), delay }
+    WindowQuery {
+        time_col: TS,
+        key_cols,
+        window,
+        emit,
+        measures: measures(),
+        delay,
+    }
 }
 
 proptest! {

@@ -69,7 +69,11 @@ impl Agg {
         let Some(col) = self.column() else {
             return Value::Long(records.len() as i64);
         };
-        let vals: Vec<&Value> = records.iter().map(|r| &r.values[col]).filter(|v| !v.is_null()).collect();
+        let vals: Vec<&Value> = records
+            .iter()
+            .map(|r| &r.values[col])
+            .filter(|v| !v.is_null())
+            .collect();
         let n = vals.len();
         match self {
             Agg::CountStar => unreachable!("handled above"),

@@ -27,7 +27,13 @@ pub const ARRIVAL: usize = 4;
 pub const SEC: i64 = 1_000_000;
 
 /// A record of the test schema (times in whole seconds).
-pub fn record(key: u8, ts_s: i64, amount: Option<i64>, price_quarters: Option<i64>, arrival_s: i64) -> Record {
+pub fn record(
+    key: u8,
+    ts_s: i64,
+    amount: Option<i64>,
+    price_quarters: Option<i64>,
+    arrival_s: i64,
+) -> Record {
     Record::new(vec![
         Value::Str(format!("k{key}").into()),
         Value::Timestamp(Timestamp(ts_s * SEC)),
@@ -42,7 +48,12 @@ pub type RawRecord = (u8, i64, Option<i64>, Option<i64>);
 
 /// A raw record: 1..=`keys` keys, jitter 0..20 s, small nullable amounts and prices.
 pub fn arb_raw(keys: u8) -> impl Strategy<Value = RawRecord> {
-    (0..keys, 0i64..20, prop::option::weighted(0.85, -5i64..20), prop::option::weighted(0.85, -40i64..40))
+    (
+        0..keys,
+        0i64..20,
+        prop::option::weighted(0.85, -5i64..20),
+        prop::option::weighted(0.85, -40i64..40),
+    )
 }
 
 /// Event time of the `i`-th record of a stream: drifts 2 s per record, out of order by up to
@@ -74,7 +85,10 @@ pub fn arb_batches(keys: u8) -> impl Strategy<Value = Vec<Vec<Record>>> {
 /// Real-time input: 1..=24 records, event times drifting forward (arrival column = event time).
 pub fn arb_stream(keys: u8) -> impl Strategy<Value = Vec<Record>> {
     prop::collection::vec(arb_raw(keys), 1..=24).prop_map(|raw| {
-        raw.into_iter().enumerate().map(|(i, (k, j, a, p))| record(k, drift_time(i, j), a, p, drift_time(i, j))).collect()
+        raw.into_iter()
+            .enumerate()
+            .map(|(i, (k, j, a, p))| record(k, drift_time(i, j), a, p, drift_time(i, j)))
+            .collect()
     })
 }
 
@@ -98,9 +112,17 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
         Agg::Min(_) => AggKind::Min,
         Agg::Max(_) => AggKind::Max,
         Agg::StddevSamp(_) => AggKind::StddevSamp,
-        Agg::Percentile(_, p) => AggKind::ApproxPercentile { percentages: vec![*p], list: false, accuracy: 10_000 },
+        Agg::Percentile(_, p) => AggKind::ApproxPercentile {
+            percentages: vec![*p],
+            list: false,
+            accuracy: 10_000,
+        },
     };
-    AggregateFn { kind, input: a.column(), input_type: input_type(a.column()) }
+    AggregateFn {
+        kind,
+        input: a.column(),
+        input_type: input_type(a.column()),
+    }
 }
 
 /// The proptest configuration of a property test: `cases` cases, failures persisted in
@@ -109,7 +131,9 @@ pub fn config(cases: u32, name: &'static str) -> ProptestConfig {
     let path: &'static str = Box::leak(format!("proptest-regressions/{name}.txt").into_boxed_str());
     ProptestConfig {
         cases,
-        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(path))),
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(path),
+        )),
         ..ProptestConfig::default()
     }
 }

@@ -21,7 +21,7 @@
 
 use eddy_engine::{Record, Timestamp, Value};
 
-use super::agg::{eval_all, Agg};
+use super::agg::{Agg, eval_all};
 use super::{at_or_below, key_of, time_of, watermark_before_batch};
 
 /// The window of a reference query (µs).
@@ -99,7 +99,10 @@ impl WindowQuery {
     fn row(&self, window: Option<(i64, i64)>, key: &[Value], records: &[Record]) -> Vec<Value> {
         let mut row = Vec::new();
         if let Some((s, e)) = window {
-            row.push(Value::Window { start: Timestamp(s), end: Timestamp(e) });
+            row.push(Value::Window {
+                start: Timestamp(s),
+                end: Timestamp(e),
+            });
         }
         row.extend(key.iter().cloned());
         let refs: Vec<&Record> = records.iter().collect();
@@ -111,9 +114,14 @@ impl WindowQuery {
     fn windows(&self, r: &Record) -> Vec<Option<(i64, i64)>> {
         match self.window {
             WindowSpec::None => vec![None],
-            WindowSpec::Fixed { size, slide, offset } => {
-                fixed_windows(time_of(r, self.time_col), size, slide, offset).into_iter().map(Some).collect()
-            }
+            WindowSpec::Fixed {
+                size,
+                slide,
+                offset,
+            } => fixed_windows(time_of(r, self.time_col), size, slide, offset)
+                .into_iter()
+                .map(Some)
+                .collect(),
             WindowSpec::Session { .. } => unreachable!("sessions are computed from spans"),
         }
     }
@@ -121,12 +129,23 @@ impl WindowQuery {
     /// Adds `r` to the group of `window` and its key; returns the group's index.
     fn add(&self, groups: &mut Vec<Group>, window: Option<(i64, i64)>, r: &Record) -> usize {
         let key = key_of(r, &self.key_cols);
-        if let Some(i) = groups.iter().position(|g| g.window == window && g.key == key) {
-            assert!(!groups[i].evicted, "reference: a record reached an evicted window {window:?}");
+        if let Some(i) = groups
+            .iter()
+            .position(|g| g.window == window && g.key == key)
+        {
+            assert!(
+                !groups[i].evicted,
+                "reference: a record reached an evicted window {window:?}"
+            );
             groups[i].records.push(r.clone());
             return i;
         }
-        groups.push(Group { window, key, records: vec![r.clone()], evicted: false });
+        groups.push(Group {
+            window,
+            key,
+            records: vec![r.clone()],
+            evicted: false,
+        });
         groups.len() - 1
     }
 
@@ -147,7 +166,7 @@ impl WindowQuery {
         let mut live: Vec<(Vec<Value>, Vec<Record>)> = Vec::new();
         let mut out = Vec::new();
         for b in 0..total {
-            let input: &[Record] = if b < n { &batches[b] } else { &[] };
+            let input: &[Record] = batches.get(b).map_or(&[], |v| v);
             let w_evict = wm(b);
             let w_late = match self.emit {
                 Emit::Update if b > 0 => wm(b - 1),
@@ -169,10 +188,18 @@ impl WindowQuery {
                         }
                     }
                 }
-                let finalised = |g: &Group| g.window.is_some_and(|(_, end)| at_or_below(end, w_evict));
+                let finalised =
+                    |g: &Group| g.window.is_some_and(|(_, end)| at_or_below(end, w_evict));
                 let rows: Vec<Vec<Value>> = match self.emit {
-                    Emit::Update => changed.iter().map(|&i| &groups[i]).map(|g| self.row(g.window, &g.key, &g.records)).collect(),
-                    Emit::Complete => groups.iter().map(|g| self.row(g.window, &g.key, &g.records)).collect(),
+                    Emit::Update => changed
+                        .iter()
+                        .map(|&i| &groups[i])
+                        .map(|g| self.row(g.window, &g.key, &g.records))
+                        .collect(),
+                    Emit::Complete => groups
+                        .iter()
+                        .map(|g| self.row(g.window, &g.key, &g.records))
+                        .collect(),
                     Emit::Append => groups
                         .iter()
                         .filter(|g| !g.evicted && finalised(g))
@@ -193,7 +220,9 @@ impl WindowQuery {
 
     /// The sessions of one key's live records: `(start, end, indexes into records)`.
     fn sessions(&self, records: &[Record]) -> Vec<(i64, i64, Vec<usize>)> {
-        let WindowSpec::Session { gap } = self.window else { unreachable!("sessions only") };
+        let WindowSpec::Session { gap } = self.window else {
+            unreachable!("sessions only")
+        };
         let mut idx: Vec<usize> = (0..records.len()).collect();
         idx.sort_by_key(|&i| time_of(&records[i], self.time_col));
         let mut out: Vec<(i64, i64, Vec<usize>)> = Vec::new();
@@ -219,7 +248,9 @@ impl WindowQuery {
         w_late: Option<i64>,
         w_evict: Option<i64>,
     ) -> Vec<Vec<Value>> {
-        let WindowSpec::Session { gap } = self.window else { unreachable!("sessions only") };
+        let WindowSpec::Session { gap } = self.window else {
+            unreachable!("sessions only")
+        };
         for r in input {
             if at_or_below(time_of(r, self.time_col) + gap, w_late) {
                 continue;
@@ -230,7 +261,12 @@ impl WindowQuery {
     }
 
     /// Emits sessions: all of them (`all`), or those with end <= `w` (then evicted).
-    fn emit_sessions(&self, live: &mut [(Vec<Value>, Vec<Record>)], w: Option<i64>, all: bool) -> Vec<Vec<Value>> {
+    fn emit_sessions(
+        &self,
+        live: &mut [(Vec<Value>, Vec<Record>)],
+        w: Option<i64>,
+        all: bool,
+    ) -> Vec<Vec<Value>> {
         let mut rows = Vec::new();
         for (key, records) in live.iter_mut() {
             let mut evict: Vec<usize> = Vec::new();
