@@ -1,11 +1,42 @@
-//! Aggregate functions: Spark's names, result types, null rules and default output names.
+//! Aggregate functions: Spark's names, result types, null rules and default output names
+//! (SEMANTICS.md "Aggregate functions").
 //!
-//! INTERFACE STUB (to be completed): the operators rely on exactly this surface.
+//! A **measure** is compiled once into an [`AggregateFn`] ([`AggregateFn::from_name`] checks the
+//! function name, the input type and the parameters as Spark does); each group / window / pane
+//! then holds an [`AggState`], driven by [`AggregateFn::update`], [`AggregateFn::retract`],
+//! [`AggregateFn::merge`] and read with [`AggregateFn::finish`].
+//!
+//! | function | input | result | no non-null input | retract |
+//! |---|---|---|---|---|
+//! | `count(*)`, `count(col)` | any | BIGINT | 0 | yes |
+//! | `sum` | INT, BIGINT / FLOAT, DOUBLE | BIGINT / DOUBLE | null | yes |
+//! | `avg` (`mean`) | numeric | DOUBLE | null | yes |
+//! | `min`, `max` | any column type | input type | null | no |
+//! | `stddev_samp` (`stddev`, `std`), `var_samp` (`variance`) | numeric | DOUBLE | null; null for n = 1 | yes |
+//! | `stddev_pop`, `var_pop` | numeric | DOUBLE | null; 0.0 for n = 1 | yes |
+//! | `approx_count_distinct` | any | BIGINT | 0 | no |
+//! | `approx_percentile` (`percentile_approx`) | numeric, TIMESTAMP | input type (array for a list) | null | no |
+//! | user-defined ([`Aggregator`]) | any | its own | `finish(zero)` | if it says so |
+//!
+//! Numbers: long sums are exact (`i128`) and wrap to 64 bits on output, as Spark does with ANSI
+//! mode off (Spark 4's default ANSI mode fails the query on overflow instead; a streaming engine
+//! cannot fail on one group's data). Double sums and moments are double-double accumulators
+//! ([`numeric`]), so values leaving a sliding window leave no drift.
+
+mod codec;
+mod names;
+pub mod numeric;
+pub mod sketch;
+mod state;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
 use crate::schema::DataType;
 use crate::value::Value;
+
+pub use self::state::AggState;
 
 /// Which function a measure computes (SEMANTICS.md "Aggregate functions").
 #[derive(Clone, Debug)]
@@ -67,6 +98,10 @@ pub trait Aggregator: Send + Sync + std::fmt::Debug {
     fn retract(&self, _state: &mut Value, _input: &Value) -> bool {
         false
     }
+    /// Whether [`Aggregator::retract`] is supported (the default: `false`).
+    fn can_retract(&self) -> bool {
+        false
+    }
 }
 
 /// One compiled measure: a function over an input column, with its result type and output name.
@@ -80,65 +115,304 @@ pub struct AggregateFn {
     pub input_type: DataType,
 }
 
-/// The running state of one measure for one group / window / pane.
-#[derive(Clone, Debug)]
-pub enum AggState {
-    /// Placeholder until the real states land.
-    Todo,
+/// The `percentage` parameter of `approx_percentile`: one number, or a list (array result).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Percentage {
+    /// One percentage in [0, 1]: the result is one value.
+    One(f64),
+    /// A list of percentages in [0, 1]: the result is an array, in the list's order.
+    List(Vec<f64>),
 }
 
-impl AggregateFn {
-    /// The result type (Spark's).
-    pub fn result_type(&self) -> DataType {
-        todo_type()
-    }
-    /// A fresh state (no input).
-    pub fn new_state(&self) -> AggState {
-        AggState::Todo
-    }
-    /// Adds one input value (NULLs are skipped, except by count(*)).
-    pub fn update(&self, _state: &mut AggState, _v: &Value) {}
-    /// Whether [`AggregateFn::retract`] is supported.
-    pub fn can_retract(&self) -> bool {
-        false
-    }
-    /// Removes one input value previously added; returns `false` if unsupported.
-    pub fn retract(&self, _state: &mut AggState, _v: &Value) -> bool {
-        false
-    }
-    /// Merges `other` into `state`.
-    pub fn merge(&self, _state: &mut AggState, _other: &AggState) {}
-    /// The result.
-    pub fn finish(&self, _state: &AggState) -> Value {
-        Value::Null
-    }
+/// The optional parameters of a measure, as the pipeline file gives them (PIPELINE.md).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AggParams {
+    /// `approx_percentile`: required.
+    pub percentage: Option<Percentage>,
+    /// `approx_percentile`: default 10000 (Spark's `ApproximatePercentile.DEFAULT_PERCENTILE_ACCURACY`).
+    pub accuracy: Option<i64>,
+    /// `approx_count_distinct`: default 0.05.
+    pub rsd: Option<f64>,
 }
 
-impl AggState {
-    /// The state, serialised (for snapshots).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        Vec::new()
-    }
-}
-
-/// Errors of aggregate construction and state restore.
-#[derive(Debug, thiserror::Error)]
+/// Errors building a measure ([`AggregateFn::from_name`]) or restoring a state
+/// ([`AggregateFn::state_from_bytes`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AggregateError {
-    /// A state that cannot be read.
-    #[error("bad aggregate state: {0}")]
-    BadState(String),
+    /// The function name is not one Eddy knows.
+    #[error(
+        "unknown aggregate function {given:?} (expected one of count, sum, avg, mean, min, max, \
+         stddev, std, stddev_samp, stddev_pop, variance, var_samp, var_pop, \
+         approx_count_distinct, approx_percentile, percentile_approx)"
+    )]
+    UnknownFunction {
+        /// The name given.
+        given: String,
+    },
+    /// The function needs an input column and none (or `*`) was given.
+    #[error("{function}(*) is not allowed: {function} needs a column (only count accepts `*`)")]
+    MissingColumn {
+        /// The function.
+        function: String,
+    },
+    /// The input column's type is not one the function accepts (as Spark's analyser refuses it).
+    #[error("{function} cannot take a {given} column (expected {expected}), as in Spark")]
+    WrongInputType {
+        /// The function.
+        function: String,
+        /// The column's type.
+        given: DataType,
+        /// What the function accepts.
+        expected: &'static str,
+    },
+    /// A parameter is out of range, missing, or not one of this function's.
+    #[error("{function}: bad parameter `{parameter}`: {given} (expected {expected})")]
+    BadParameter {
+        /// The function.
+        function: String,
+        /// The parameter's name.
+        parameter: &'static str,
+        /// The value given (or "missing").
+        given: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// A serialised state does not decode for this function.
+    #[error("cannot restore a {function} state from {len} bytes: {why}")]
+    BadState {
+        /// The function's name.
+        function: String,
+        /// Length of the bytes given.
+        len: usize,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// Spark's default `rsd` of `approx_count_distinct`.
+pub const DEFAULT_RSD: f64 = 0.05;
+/// Spark's default `accuracy` of `approx_percentile`.
+pub const DEFAULT_ACCURACY: u32 = 10_000;
+
+fn is_column_type(t: DataType) -> bool {
+    !matches!(t, DataType::Window | DataType::Array(_))
 }
 
 impl AggregateFn {
-    /// Reads a state written by [`AggState::to_bytes`].
+    /// Builds a measure from the function name as the pipeline file writes it (case-insensitive,
+    /// Spark's names and aliases: `mean` = `avg`, `std` / `stddev` = `stddev_samp`, `variance` =
+    /// `var_samp`, `percentile_approx` = `approx_percentile`), its input column (`None` for
+    /// `count(*)`), and its parameters.
     ///
     /// # Errors
-    /// [`AggregateError::BadState`] when the bytes are not such a state.
-    pub fn state_from_bytes(&self, _bytes: &[u8]) -> Result<AggState, AggregateError> {
-        Ok(AggState::Todo)
+    /// - [`AggregateError::UnknownFunction`] for a name not in the table of the module docs;
+    /// - [`AggregateError::MissingColumn`] for `*` given to another function than count;
+    /// - [`AggregateError::WrongInputType`] where Spark's analyser refuses the type (e.g.
+    ///   `sum` over STRING, `avg` over TIMESTAMP, `approx_percentile` over STRING);
+    /// - [`AggregateError::BadParameter`] for a parameter of another function, a missing or
+    ///   out-of-range `percentage` (each in [0, 1]), `accuracy` outside `1..=21000` (KLL's `k`
+    ///   cannot pass 65535; Spark accepts up to 2^31 - 1), or an `rsd` needing fewer than 4 or more
+    ///   than 21 bits of register index (Spark also refuses below 4: rsd above ~0.39).
+    pub fn from_name(
+        name: &str,
+        input: Option<(usize, DataType)>,
+        params: &AggParams,
+    ) -> Result<AggregateFn, AggregateError> {
+        let lower = name.to_ascii_lowercase();
+        let function = lower.clone();
+        let kind = match lower.as_str() {
+            "count" => {
+                if input.is_none() {
+                    AggKind::CountStar
+                } else {
+                    AggKind::Count
+                }
+            }
+            "sum" => AggKind::Sum,
+            "avg" | "mean" => AggKind::Avg,
+            "min" => AggKind::Min,
+            "max" => AggKind::Max,
+            "stddev" | "std" | "stddev_samp" => AggKind::StddevSamp,
+            "stddev_pop" => AggKind::StddevPop,
+            "variance" | "var_samp" => AggKind::VarSamp,
+            "var_pop" => AggKind::VarPop,
+            "approx_count_distinct" => {
+                let rsd = params.rsd.unwrap_or(DEFAULT_RSD);
+                check_rsd(&function, rsd)?;
+                AggKind::ApproxCountDistinct { rsd }
+            }
+            "approx_percentile" | "percentile_approx" => {
+                let (percentages, list) = check_percentage(&function, params.percentage.as_ref())?;
+                let accuracy = check_accuracy(&function, params.accuracy)?;
+                AggKind::ApproxPercentile { percentages, list, accuracy }
+            }
+            _ => return Err(AggregateError::UnknownFunction { given: name.to_string() }),
+        };
+        let bad_param = |parameter: &'static str, given: String| AggregateError::BadParameter {
+            function: function.clone(),
+            parameter,
+            given,
+            expected: format!("no `{parameter}`: it is not a parameter of {function}"),
+        };
+        if !matches!(kind, AggKind::ApproxCountDistinct { .. }) {
+            if let Some(rsd) = params.rsd {
+                return Err(bad_param("rsd", rsd.to_string()));
+            }
+        }
+        if !matches!(kind, AggKind::ApproxPercentile { .. }) {
+            if let Some(p) = &params.percentage {
+                return Err(bad_param("percentage", format!("{p:?}")));
+            }
+            if let Some(a) = params.accuracy {
+                return Err(bad_param("accuracy", a.to_string()));
+            }
+        }
+        let Some((index, input_type)) = input else {
+            if matches!(kind, AggKind::CountStar) {
+                return Ok(AggregateFn { kind, input: None, input_type: DataType::Long });
+            }
+            return Err(AggregateError::MissingColumn { function });
+        };
+        let expected = match kind {
+            AggKind::Sum | AggKind::Avg => (!input_type.is_numeric()).then_some("a numeric column"),
+            AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
+                (!input_type.is_numeric()).then_some("a numeric column")
+            }
+            AggKind::ApproxPercentile { .. } => (!input_type.is_numeric()
+                && input_type != DataType::Timestamp)
+                .then_some("a numeric or TIMESTAMP column"),
+            _ => (!is_column_type(input_type)).then_some("a column of the input schema"),
+        };
+        if let Some(expected) = expected {
+            return Err(AggregateError::WrongInputType { function, given: input_type, expected });
+        }
+        Ok(AggregateFn { kind, input: Some(index), input_type })
+    }
+
+    /// A user-defined measure over column `input` of type `input_type`.
+    pub fn user(aggregator: Arc<dyn Aggregator>, input: usize, input_type: DataType) -> AggregateFn {
+        AggregateFn { kind: AggKind::User(aggregator), input: Some(input), input_type }
+    }
+
+    /// The function's name as Spark prints it in default output names (`count`, `sum`, `avg`,
+    /// `stddev_samp`, ..., the user aggregator's name).
+    pub fn function_name(&self) -> &str {
+        match &self.kind {
+            AggKind::CountStar | AggKind::Count => "count",
+            AggKind::Sum => "sum",
+            AggKind::Avg => "avg",
+            AggKind::Min => "min",
+            AggKind::Max => "max",
+            AggKind::StddevSamp => "stddev_samp",
+            AggKind::StddevPop => "stddev_pop",
+            AggKind::VarSamp => "var_samp",
+            AggKind::VarPop => "var_pop",
+            AggKind::ApproxCountDistinct { .. } => "approx_count_distinct",
+            AggKind::ApproxPercentile { .. } => "approx_percentile",
+            AggKind::User(u) => u.name(),
+        }
+    }
+
+    /// The result type (Spark's): BIGINT for count and approx_count_distinct; BIGINT / DOUBLE for
+    /// sum over integers / floating values; DOUBLE for avg and the stddev / variance family; the
+    /// input type for min, max and approx_percentile (an array of it for a list of percentages).
+    pub fn result_type(&self) -> DataType {
+        match &self.kind {
+            AggKind::CountStar | AggKind::Count | AggKind::ApproxCountDistinct { .. } => {
+                DataType::Long
+            }
+            AggKind::Sum => match self.input_type {
+                DataType::Float | DataType::Double => DataType::Double,
+                _ => DataType::Long,
+            },
+            AggKind::Avg
+            | AggKind::StddevSamp
+            | AggKind::StddevPop
+            | AggKind::VarSamp
+            | AggKind::VarPop => DataType::Double,
+            AggKind::Min | AggKind::Max => self.input_type,
+            AggKind::ApproxPercentile { list: true, .. } => {
+                self.input_type.array_of().unwrap_or(self.input_type)
+            }
+            AggKind::ApproxPercentile { list: false, .. } => self.input_type,
+            AggKind::User(u) => u.result_type(self.input_type),
+        }
+    }
+
+    /// Whether [`AggregateFn::retract`] is supported: count, sum, avg and the stddev / variance
+    /// family can; min, max and the sketches cannot (a removed extreme or register cannot be
+    /// recovered from the state: recompute from panes instead); a user aggregate if it says so.
+    pub fn can_retract(&self) -> bool {
+        match &self.kind {
+            AggKind::CountStar
+            | AggKind::Count
+            | AggKind::Sum
+            | AggKind::Avg
+            | AggKind::StddevSamp
+            | AggKind::StddevPop
+            | AggKind::VarSamp
+            | AggKind::VarPop => true,
+            AggKind::Min
+            | AggKind::Max
+            | AggKind::ApproxCountDistinct { .. }
+            | AggKind::ApproxPercentile { .. } => false,
+            AggKind::User(u) => u.can_retract(),
+        }
     }
 }
 
-fn todo_type() -> DataType {
-    DataType::Long
+fn check_rsd(function: &str, rsd: f64) -> Result<(), AggregateError> {
+    let lg_k = sketch::hll_lg_k(rsd);
+    let (lo, hi) = sketch::HLL_LG_K_RANGE;
+    if rsd.is_nan() || rsd <= 0.0 || !(lo as f64..=hi as f64).contains(&lg_k) {
+        return Err(AggregateError::BadParameter {
+            function: function.to_string(),
+            parameter: "rsd",
+            given: rsd.to_string(),
+            expected: "a relative standard deviation in [0.000764, 0.391) (HLL with 2^4 to \
+                       2^21 registers; Spark refuses above 0.39 too)"
+                .to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn check_percentage(
+    function: &str,
+    p: Option<&Percentage>,
+) -> Result<(Vec<f64>, bool), AggregateError> {
+    let bad = |given: String| AggregateError::BadParameter {
+        function: function.to_string(),
+        parameter: "percentage",
+        given,
+        expected: "a number in [0, 1] or a non-empty list of them".to_string(),
+    };
+    let (ps, list) = match p {
+        None => return Err(bad("missing".to_string())),
+        Some(Percentage::One(x)) => (vec![*x], false),
+        Some(Percentage::List(xs)) => (xs.clone(), true),
+    };
+    if ps.is_empty() || ps.iter().any(|x| !(0.0..=1.0).contains(x)) {
+        return Err(bad(format!("{ps:?}")));
+    }
+    Ok((ps, list))
+}
+
+/// Largest accuracy whose rank error KLL can meet (`k <= 65535`).
+pub const MAX_ACCURACY: u32 = 21_000;
+
+fn check_accuracy(function: &str, a: Option<i64>) -> Result<u32, AggregateError> {
+    let a = a.unwrap_or(DEFAULT_ACCURACY as i64);
+    if !(1..=MAX_ACCURACY as i64).contains(&a) {
+        return Err(AggregateError::BadParameter {
+            function: function.to_string(),
+            parameter: "accuracy",
+            given: a.to_string(),
+            expected: format!(
+                "an integer in 1..={MAX_ACCURACY} (rank error 1/accuracy; a KLL sketch cannot be \
+                 more precise)"
+            ),
+        });
+    }
+    Ok(a as u32)
 }

@@ -1,24 +1,5 @@
-//! The CSV decoder: RFC 4180 lines after a header line that names the columns.
-//!
-//! - Fields are separated by `,`; a field may be quoted with `"`, inside which `,` is literal and
-//!   `""` stands for one `"`. A quote inside an unquoted field is kept as a literal character
-//!   (lenient, as Spark's CSV parser). Text after a closing quote other than `,` is malformed.
-//! - One record is one line as given to [`CsvDecoder::decode`]: a newline inside a quoted field
-//!   is not supported (such a record arrives split and its first half is malformed as an
-//!   unterminated quoted field).
-//! - An empty unquoted field is null. A quoted empty field (`""`) is the empty string for a
-//!   STRING column and null otherwise (Spark 3's `emptyValue` / `nullValue` defaults).
-//! - Columns are matched to the schema by header name (exact, case-sensitive): header columns
-//!   not in the schema are ignored, schema columns missing from the header are null. A line
-//!   with fewer fields than the header has nulls for the rest; extra fields are ignored (Spark's
-//!   PERMISSIVE mode). Spark itself matches CSV columns by position unless
-//!   `enforceSchema = false`; Eddy always matches by name.
-//! - Values: BIGINT / INT an optionally signed integer (`+12` as Java's `parseLong`); DOUBLE /
-//!   FLOAT a decimal number (`1.5`, `.5`, `1e3`) or `NaN`, `Inf`, `-Inf`, `Infinity`,
-//!   `+Infinity`, `-Infinity` (Spark's CSV defaults plus Java's spellings); BOOLEAN `true` /
-//!   `false` in any case (Scala's `toBoolean`); TIMESTAMP a timestamp string or a number in the
-//!   configured unit. Text is taken as is: no trimming.
-//! - An empty line is a record of nulls (so malformed when a column is required).
+//! The CSV decoder: RFC 4180 lines after a header line that names the columns (rules on
+//! [`CsvDecoder`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -30,8 +11,27 @@ use crate::value::{Record, Value};
 use super::text::{integer_value, non_finite, timestamp_value, wrong};
 use super::{Column, DecodeError, DecoderConfig, Plan, quote, utf8};
 
-/// Decodes CSV lines into records, columns matched by the header's names; see the
-/// [module rules](self).
+/// Decodes CSV lines (RFC 4180) into records, columns matched by the header's names.
+///
+/// - Fields are separated by `,`; a field may be quoted with `"`, inside which `,` is literal and
+///   `""` stands for one `"`. A quote inside an unquoted field is kept as a literal character
+///   (lenient, as Spark's CSV parser). Text after a closing quote other than `,` is malformed.
+/// - One record is one line as given to [`CsvDecoder::decode`]: a newline inside a quoted field
+///   is not supported (such a record arrives split and its first half is malformed as an
+///   unterminated quoted field).
+/// - An empty unquoted field is null. A quoted empty field (`""`) is the empty string for a
+///   STRING column and null otherwise (Spark 3's `emptyValue` / `nullValue` defaults).
+/// - Columns are matched to the schema by header name (exact, case-sensitive): header columns
+///   not in the schema are ignored, schema columns missing from the header are null. A line
+///   with fewer fields than the header has nulls for the rest; extra fields are ignored (Spark's
+///   PERMISSIVE mode). Spark itself matches CSV columns by position unless
+///   `enforceSchema = false`; Eddy always matches by name.
+/// - Values: BIGINT / INT an optionally signed integer (`+12` as Java's `parseLong`); DOUBLE /
+///   FLOAT a decimal number (`1.5`, `.5`, `1e3`) or `NaN`, `Inf`, `-Inf`, `Infinity`,
+///   `+Infinity`, `-Infinity` (Spark's CSV defaults plus Java's spellings); BOOLEAN `true` /
+///   `false` in any case (Scala's `toBoolean`); TIMESTAMP a timestamp string or a number in the
+///   configured unit. Text is taken as is: no trimming.
+/// - An empty line is a record of nulls (so malformed when a column is required).
 #[derive(Debug, Clone)]
 pub struct CsvDecoder {
     plan: Plan,

@@ -33,7 +33,8 @@ static STRING_STOP: [bool; 256] = {
     t
 };
 
-/// Decodes JSON lines (one object per line) into records; see the [module rules](super).
+/// Decodes JSON lines (one object per line) into records, by the rules of the
+/// [module docs](crate::decode).
 #[derive(Debug, Clone)]
 pub struct JsonDecoder {
     plan: Plan,

@@ -4,12 +4,12 @@
 //! output modes `append`, `update` and `complete`.
 //!
 //! Late input, as Spark 4.3 (`StateStoreSaveExec`) does it in micro-batch mode:
-//! - `update`: a record is dropped when its window's end <= the late-input watermark (the previous
-//!   batch's); changed windows are emitted at the end of the batch, then windows with end <= the
+//! - a record is dropped when its window's end <= the late-input watermark (the previous batch's),
+//!   in `update` and `append` alike (the shared case `tumbling-append-late`: a record for a
+//!   window that the current batch finalises still counts in it).
+//! - `update`: changed windows are emitted at the end of the batch, then windows with end <= the
 //!   eviction watermark are evicted (without another row).
-//! - `append`: Spark writes a window's new aggregate only while its end > the eviction watermark,
-//!   so a record for a window the current batch finalises is lost: it is dropped here as late.
-//!   Windows with end <= the eviction watermark are emitted once and evicted.
+//! - `append`: windows with end <= the eviction watermark are emitted once and evicted.
 //! - `complete`: nothing is late and nothing is evicted; every window is emitted every batch.
 //!
 //! In real-time mode a record is late when its window's end <= W as it stood when it arrived;
@@ -162,8 +162,7 @@ impl WindowAggregate {
                 let b = self.batch?;
                 match self.cfg.output_mode {
                     OutputMode::Complete => None,
-                    OutputMode::Update => Some(b.watermarks.late),
-                    OutputMode::Append => Some(b.watermarks.evict),
+                    OutputMode::Update | OutputMode::Append => Some(b.watermarks.late),
                 }
             }
         }

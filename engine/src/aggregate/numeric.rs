@@ -1,0 +1,449 @@
+//! Numeric states: exact long sums, compensated (double-double) double sums, and the moments of
+//! the stddev / variance family, all mergeable and retractable without drift.
+//!
+//! Doubles are accumulated as an unevaluated sum `hi + lo` of two doubles (double-double, ~106
+//! significant bits; TwoSum / FastTwoSum of Knuth and Dekker, as in Shewchuk's "Adaptive
+//! Precision Floating-Point Arithmetic"). Each add or subtract is error-free up to ~2^-104 of the
+//! running sum, so removing values never leaves a drift that a plain `f64` sum would accumulate.
+//! Non-finite inputs (NaN, ±Infinity) are not added to the sums but counted apart, so that they can
+//! also leave a sliding window; the result applies IEEE rules to them as a plain sum would.
+
+/// A double-double accumulator: the value is `hi + lo`, `|lo| <= ulp(hi) / 2`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct DoubleDouble {
+    pub(crate) hi: f64,
+    pub(crate) lo: f64,
+}
+
+/// Knuth's TwoSum: `a + b = s + e` exactly.
+#[inline]
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    let e = (a - (s - bb)) + (b - bb);
+    (s, e)
+}
+
+/// Dekker's FastTwoSum (needs `|a| >= |b|` or `a == 0`): `a + b = s + e` exactly.
+#[inline]
+fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    (s, b - (s - a))
+}
+
+impl DoubleDouble {
+    /// `x * x` exactly (with a fused multiply-add for the low part), when it does not overflow.
+    #[inline]
+    pub(crate) fn square(x: f64) -> DoubleDouble {
+        let p = x * x;
+        if !p.is_finite() {
+            return DoubleDouble { hi: p, lo: 0.0 };
+        }
+        DoubleDouble { hi: p, lo: x.mul_add(x, -p) }
+    }
+
+    /// Adds a finite double. Once `hi` overflows to ±Infinity the sum stays there (as a plain
+    /// floating sum would).
+    #[inline]
+    pub(crate) fn add_f64(&mut self, x: f64) {
+        let (s, e) = two_sum(self.hi, x);
+        if !s.is_finite() {
+            self.hi = s;
+            self.lo = 0.0;
+            return;
+        }
+        let (hi, lo) = fast_two_sum(s, e + self.lo);
+        *self = DoubleDouble { hi, lo };
+    }
+
+    /// Adds another double-double.
+    #[inline]
+    pub(crate) fn add(&mut self, other: DoubleDouble) {
+        let (s, e) = two_sum(self.hi, other.hi);
+        if !s.is_finite() {
+            self.hi = s;
+            self.lo = 0.0;
+            return;
+        }
+        let (t, f) = two_sum(self.lo, other.lo);
+        let (s, e) = fast_two_sum(s, e + t);
+        let (hi, lo) = fast_two_sum(s, e + f);
+        *self = DoubleDouble { hi, lo };
+    }
+
+    /// The negation.
+    pub(crate) fn neg(self) -> DoubleDouble {
+        DoubleDouble { hi: -self.hi, lo: -self.lo }
+    }
+
+    /// `self * other`, to ~2^-100 relative.
+    pub(crate) fn mul(self, other: DoubleDouble) -> DoubleDouble {
+        let p = self.hi * other.hi;
+        if !p.is_finite() {
+            return DoubleDouble { hi: p, lo: 0.0 };
+        }
+        let e = self.hi.mul_add(other.hi, -p) + (self.hi * other.lo + self.lo * other.hi);
+        let (hi, lo) = fast_two_sum(p, e);
+        DoubleDouble { hi, lo }
+    }
+
+    /// `self / d`, to ~2^-100 relative.
+    pub(crate) fn div_f64(self, d: f64) -> DoubleDouble {
+        let q1 = self.hi / d;
+        if !q1.is_finite() {
+            return DoubleDouble { hi: q1, lo: 0.0 };
+        }
+        // remainder r = self - q1 * d, computed exactly enough with a fused multiply-add.
+        let p = q1 * d;
+        let p_lo = q1.mul_add(d, -p);
+        let r = ((self.hi - p) - p_lo) + self.lo;
+        let (hi, lo) = fast_two_sum(q1, r / d);
+        DoubleDouble { hi, lo }
+    }
+
+    /// The nearest double.
+    pub(crate) fn value(self) -> f64 {
+        self.hi + self.lo
+    }
+}
+
+/// Sum of BIGINT / INT values (sum and avg over integers): exact in `i128`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LongSum {
+    /// Number of non-null values.
+    pub n: i64,
+    /// Their exact sum.
+    pub sum: i128,
+}
+
+impl LongSum {
+    /// Adds (`sign = 1`) or removes (`sign = -1`) one value.
+    #[inline]
+    pub(crate) fn add(&mut self, v: i64, sign: i64) {
+        self.n += sign;
+        self.sum += (sign as i128) * (v as i128);
+    }
+
+    /// Merges another sum.
+    pub(crate) fn merge(&mut self, o: &LongSum) {
+        self.n += o.n;
+        self.sum += o.sum;
+    }
+
+    /// The sum as Spark's BIGINT: wrapped to 64 bits, as Spark computes it with
+    /// `spark.sql.ansi.enabled = false` (with ANSI on, Spark fails the query instead; a
+    /// streaming engine cannot fail a query on one group's data, so Eddy wraps). `None` on no input.
+    pub(crate) fn long_result(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.sum as i64)
+    }
+
+    /// The mean as a DOUBLE: `None` on no input.
+    pub(crate) fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+    }
+}
+
+/// Sum of DOUBLE / FLOAT values (sum and avg over floating input), compensated.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DoubleSum {
+    /// Number of non-null values (NaN and infinities included).
+    pub n: i64,
+    /// Sum of the finite values.
+    pub(crate) sum: DoubleDouble,
+    /// Number of NaN values.
+    pub nan: i64,
+    /// Number of +Infinity values.
+    pub pos_inf: i64,
+    /// Number of -Infinity values.
+    pub neg_inf: i64,
+}
+
+impl DoubleSum {
+    /// Adds (`sign = 1`) or removes (`sign = -1`) one value.
+    #[inline]
+    pub(crate) fn add(&mut self, x: f64, sign: i64) {
+        self.n += sign;
+        if x.is_finite() {
+            self.sum.add_f64(if sign > 0 { x } else { -x });
+        } else if x.is_nan() {
+            self.nan += sign;
+        } else if x > 0.0 {
+            self.pos_inf += sign;
+        } else {
+            self.neg_inf += sign;
+        }
+        if self.n == 0 {
+            // Nothing left: drop any rounding residue (and a sticky overflow) for good.
+            *self = DoubleSum::default();
+        }
+    }
+
+    /// Merges another sum.
+    pub(crate) fn merge(&mut self, o: &DoubleSum) {
+        self.n += o.n;
+        self.sum.add(o.sum);
+        self.nan += o.nan;
+        self.pos_inf += o.pos_inf;
+        self.neg_inf += o.neg_inf;
+    }
+
+    /// The sum as IEEE arithmetic would give it (NaN if any NaN or both infinities): `None` on
+    /// no input.
+    pub(crate) fn sum(&self) -> Option<f64> {
+        if self.n <= 0 {
+            return None;
+        }
+        Some(if self.nan > 0 || (self.pos_inf > 0 && self.neg_inf > 0) {
+            f64::NAN
+        } else if self.pos_inf > 0 {
+            f64::INFINITY
+        } else if self.neg_inf > 0 {
+            f64::NEG_INFINITY
+        } else {
+            self.sum.value()
+        })
+    }
+
+    /// The mean: `None` on no input.
+    pub(crate) fn mean(&self) -> Option<f64> {
+        let s = self.sum()?;
+        if s.is_finite() {
+            Some(self.sum.div_f64(self.n as f64).value())
+        } else {
+            Some(s / self.n as f64)
+        }
+    }
+}
+
+/// The moments of the stddev / variance family: count, sum and sum of squares of the finite values
+/// (double-double), and a count of non-finite values (any of which makes the result NaN, as in
+/// Spark, whose Welford update turns NaN on such input).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    /// Number of non-null values (non-finite included).
+    pub n: i64,
+    pub(crate) s1: DoubleDouble,
+    pub(crate) s2: DoubleDouble,
+    /// Number of NaN / infinite values.
+    pub non_finite: i64,
+}
+
+impl Moments {
+    /// Adds (`sign = 1`) or removes (`sign = -1`) one value.
+    #[inline]
+    pub(crate) fn add(&mut self, x: f64, sign: i64) {
+        self.n += sign;
+        if x.is_finite() {
+            let sq = DoubleDouble::square(x);
+            if sign > 0 {
+                self.s1.add_f64(x);
+                self.s2.add(sq);
+            } else {
+                self.s1.add_f64(-x);
+                self.s2.add(sq.neg());
+            }
+        } else {
+            self.non_finite += sign;
+        }
+        if self.n == 0 {
+            *self = Moments::default();
+        }
+    }
+
+    /// Merges other moments.
+    pub(crate) fn merge(&mut self, o: &Moments) {
+        self.n += o.n;
+        self.s1.add(o.s1);
+        self.s2.add(o.s2);
+        self.non_finite += o.non_finite;
+    }
+
+    /// The sum of squared deviations from the mean, `M2 = S2 - S1^2 / n` (in double-double, so
+    /// a large mean does not cancel the spread away), clamped at 0; `None` when `n = 0`.
+    fn m2(&self) -> Option<f64> {
+        if self.n <= 0 {
+            return None;
+        }
+        if self.non_finite > 0 {
+            return Some(f64::NAN);
+        }
+        let mut m2 = self.s2;
+        m2.add(self.s1.mul(self.s1).div_f64(self.n as f64).neg());
+        let v = m2.value();
+        Some(if v < 0.0 { 0.0 } else { v })
+    }
+
+    /// Population variance (`var_pop`): `None` for n = 0, 0.0 for n = 1 (finite input).
+    pub(crate) fn var_pop(&self) -> Option<f64> {
+        Some(self.m2()? / self.n as f64)
+    }
+
+    /// Sample variance (`var_samp`): `None` for n = 0 and for n = 1 (Spark 4 with
+    /// `spark.sql.legacy.statisticalAggregate = false`, SPARK-13860).
+    pub(crate) fn var_samp(&self) -> Option<f64> {
+        if self.n == 1 {
+            return None;
+        }
+        Some(self.m2()? / (self.n - 1) as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact_sum(xs: &[f64]) -> f64 {
+        // Reference: every finite double is an integer multiple of 2^-1074; these tests use
+        // values that are multiples of 2^-40 below 2^60, so an i128 fixed-point sum is exact.
+        let scale = (40f64).exp2();
+        let s: i128 = xs.iter().map(|&x| (x * scale) as i128).sum();
+        s as f64 / scale
+    }
+
+    /// Random values of mixed magnitudes (1e-6 .. 1e12), each a multiple of 2^-40.
+    fn mixed_values(n: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|_| {
+                let r = next();
+                let mag = (r % 19) as i32 - 6; // 1e-6 .. 1e12
+                let frac = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                let sign = if r & (1 << 40) != 0 { -1.0 } else { 1.0 };
+                let x = sign * frac * 10f64.powi(mag);
+                ((x * (40f64).exp2()).round()) / (40f64).exp2()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn double_sum_does_not_drift_after_a_million_adds_and_removes() {
+        let xs = mixed_values(1_000_000, 0x9e37_79b9_7f4a_7c15);
+        let mut s = DoubleSum::default();
+        for &x in &xs {
+            s.add(x, 1);
+        }
+        let keep = 5;
+        for &x in &xs[keep..] {
+            s.add(x, -1);
+        }
+        let expected = exact_sum(&xs[..keep]);
+        let got = s.sum().unwrap();
+        assert!(
+            (got - expected).abs() <= expected.abs() * 1e-15,
+            "got {got}, exact {expected}"
+        );
+        // A plain f64 sum drifts on the same sequence (shows the test has teeth).
+        let mut naive = 0.0f64;
+        for &x in &xs {
+            naive += x;
+        }
+        for &x in &xs[keep..] {
+            naive -= x;
+        }
+        assert!((naive - expected).abs() > expected.abs() * 1e-6, "naive {naive} vs {expected}");
+    }
+
+    #[test]
+    fn variance_does_not_drift_after_a_million_adds_and_removes() {
+        let xs = mixed_values(1_000_000, 0x2545_f491_4f6c_dd1d);
+        let mut m = Moments::default();
+        for &x in &xs {
+            m.add(x, 1);
+        }
+        let keep = 4;
+        for &x in &xs[keep..] {
+            m.add(x, -1);
+        }
+        // Two-pass reference over the few values left, in exact-ish arithmetic (i128 on 2^-40
+        // units would overflow for squares; the few values are summed in f64 two-pass, which is
+        // accurate for 4 values).
+        let few = &xs[..keep];
+        let mean = few.iter().sum::<f64>() / keep as f64;
+        let m2: f64 = few.iter().map(|x| (x - mean) * (x - mean)).sum();
+        let expected_pop = m2 / keep as f64;
+        let got = m.var_pop().unwrap();
+        assert!(
+            (got - expected_pop).abs() <= expected_pop * 1e-9,
+            "got {got}, expected {expected_pop}"
+        );
+        let expected_samp = m2 / (keep - 1) as f64;
+        let got = m.var_samp().unwrap();
+        assert!((got - expected_samp).abs() <= expected_samp * 1e-9);
+    }
+
+    #[test]
+    fn removing_everything_returns_to_the_empty_state() {
+        let xs = mixed_values(1000, 7);
+        let mut s = DoubleSum::default();
+        let mut m = Moments::default();
+        for &x in &xs {
+            s.add(x, 1);
+            m.add(x, 1);
+        }
+        for &x in xs.iter().rev() {
+            s.add(x, -1);
+            m.add(x, -1);
+        }
+        assert_eq!(s, DoubleSum::default());
+        assert_eq!(m, Moments::default());
+    }
+
+    #[test]
+    fn infinities_and_nan_follow_ieee_and_can_leave() {
+        let mut s = DoubleSum::default();
+        s.add(1.0, 1);
+        s.add(f64::INFINITY, 1);
+        assert_eq!(s.sum(), Some(f64::INFINITY));
+        s.add(f64::NEG_INFINITY, 1);
+        assert!(s.sum().unwrap().is_nan());
+        s.add(f64::INFINITY, -1);
+        assert_eq!(s.sum(), Some(f64::NEG_INFINITY));
+        s.add(f64::NEG_INFINITY, -1);
+        assert_eq!(s.sum(), Some(1.0));
+        s.add(f64::NAN, 1);
+        assert!(s.sum().unwrap().is_nan());
+        assert!(s.mean().unwrap().is_nan());
+    }
+
+    #[test]
+    fn overflowing_double_sum_is_infinite_as_a_plain_sum() {
+        let mut s = DoubleSum::default();
+        s.add(f64::MAX, 1);
+        s.add(f64::MAX, 1);
+        assert_eq!(s.sum(), Some(f64::INFINITY));
+    }
+
+    #[test]
+    fn variance_of_a_large_mean_keeps_its_spread() {
+        // Timestamps in µs around 2024 (1.7e15) one second apart: a naive S2 - S1^2/n in f64
+        // loses every digit of the spread.
+        let base = 1.7e15;
+        let xs: Vec<f64> = (0..1000).map(|i| base + (i as f64) * 1e6).collect();
+        let mut m = Moments::default();
+        for &x in &xs {
+            m.add(x, 1);
+        }
+        let mean = xs.iter().map(|x| x - base).sum::<f64>() / 1000.0;
+        let m2: f64 = xs.iter().map(|x| (x - base - mean).powi(2)).sum();
+        let expected = m2 / 999.0;
+        let got = m.var_samp().unwrap();
+        assert!((got - expected).abs() <= expected * 1e-12, "got {got}, expected {expected}");
+    }
+
+    #[test]
+    fn long_sum_is_exact_past_i64_and_wraps_like_spark() {
+        let mut s = LongSum::default();
+        s.add(i64::MAX, 1);
+        s.add(1, 1);
+        assert_eq!(s.long_result(), Some(i64::MIN));
+        s.add(1, -1);
+        assert_eq!(s.long_result(), Some(i64::MAX));
+        assert_eq!(s.mean(), Some(i64::MAX as f64));
+    }
+}

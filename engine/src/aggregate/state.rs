@@ -1,0 +1,280 @@
+//! [`AggState`]: the running state of one measure, and the update / retract / merge / finish of
+//! every built-in function over it.
+
+use std::fmt;
+
+use super::numeric::{DoubleSum, LongSum, Moments};
+use super::sketch::{self, DistinctSketch, F64OrI64, QuantileSketch};
+use super::{AggKind, AggregateFn};
+use crate::schema::DataType;
+use crate::time::Timestamp;
+use crate::value::Value;
+
+/// The running state of one measure for one group / window / pane. One variant per family of
+/// functions; only the sketches are boxed (they are large: KLL with the default accuracy keeps up
+/// to ~90k items).
+#[derive(Clone)]
+pub enum AggState {
+    /// `count(*)`, `count(col)`: the number of rows / non-null values.
+    Count(i64),
+    /// `sum` / `avg` over INT or BIGINT.
+    LongSum(LongSum),
+    /// `sum` / `avg` over FLOAT or DOUBLE.
+    DoubleSum(DoubleSum),
+    /// The stddev / variance family.
+    Moments(Moments),
+    /// `min` / `max`: the extreme so far (`None`: no non-null input).
+    Extreme(Option<Value>),
+    /// `approx_count_distinct`.
+    Distinct(Box<DistinctSketch>),
+    /// `approx_percentile`.
+    Quantiles(Box<QuantileSketch>),
+    /// A user-defined aggregate's state.
+    User(Value),
+}
+
+impl fmt::Debug for AggState {
+    /// Prints counts and sums; sketches print their size and a summary, never their contents.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AggState::Count(n) => f.debug_tuple("Count").field(n).finish(),
+            AggState::LongSum(s) => f.debug_tuple("LongSum").field(s).finish(),
+            AggState::DoubleSum(s) => f
+                .debug_struct("DoubleSum")
+                .field("n", &s.n)
+                .field("sum", &s.sum())
+                .field("nan", &s.nan)
+                .field("pos_inf", &s.pos_inf)
+                .field("neg_inf", &s.neg_inf)
+                .finish(),
+            AggState::Moments(m) => f
+                .debug_struct("Moments")
+                .field("n", &m.n)
+                .field("var_pop", &m.var_pop())
+                .field("non_finite", &m.non_finite)
+                .finish(),
+            AggState::Extreme(v) => f.debug_tuple("Extreme").field(v).finish(),
+            AggState::Distinct(s) => s.fmt(f),
+            AggState::Quantiles(s) => s.fmt(f),
+            AggState::User(v) => f.debug_tuple("User").field(v).finish(),
+        }
+    }
+}
+
+/// The value as a double for the floating accumulators (FLOAT widened exactly).
+#[inline]
+fn floating(v: &Value) -> Option<f64> {
+    match *v {
+        Value::Double(x) => Some(x),
+        Value::Float(x) => Some(x as f64),
+        Value::Long(x) => Some(x as f64),
+        Value::Int(x) => Some(x as f64),
+        _ => None,
+    }
+}
+
+#[inline]
+fn integral(v: &Value) -> Option<i64> {
+    match *v {
+        Value::Long(x) => Some(x),
+        Value::Int(x) => Some(x as i64),
+        _ => None,
+    }
+}
+
+impl AggregateFn {
+    fn floating_input(&self) -> bool {
+        matches!(self.input_type, DataType::Float | DataType::Double)
+    }
+
+    /// A fresh state (no input).
+    pub fn new_state(&self) -> AggState {
+        match &self.kind {
+            AggKind::CountStar | AggKind::Count => AggState::Count(0),
+            AggKind::Sum | AggKind::Avg => {
+                if self.floating_input() {
+                    AggState::DoubleSum(DoubleSum::default())
+                } else {
+                    AggState::LongSum(LongSum::default())
+                }
+            }
+            AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
+                AggState::Moments(Moments::default())
+            }
+            AggKind::Min | AggKind::Max => AggState::Extreme(None),
+            AggKind::ApproxCountDistinct { rsd } => {
+                AggState::Distinct(Box::new(DistinctSketch::new(self.hll_lg_k(*rsd))))
+            }
+            AggKind::ApproxPercentile { accuracy, .. } => AggState::Quantiles(Box::new(
+                QuantileSketch::new(self.floating_input(), self.kll_k(*accuracy)),
+            )),
+            AggKind::User(u) => AggState::User(u.zero()),
+        }
+    }
+
+    /// The HLL size for `rsd`, clamped into the supported range ([`AggregateFn::from_name`]
+    /// refuses an `rsd` outside it; a hand-built [`AggKind`] is clamped rather than panicking).
+    pub(crate) fn hll_lg_k(&self, rsd: f64) -> u8 {
+        let (lo, hi) = sketch::HLL_LG_K_RANGE;
+        let p = sketch::hll_lg_k(rsd);
+        if p.is_nan() { hi } else { p.clamp(lo as f64, hi as f64) as u8 }
+    }
+
+    /// The KLL `k` for `accuracy`, clamped to 65535 (see [`AggregateFn::hll_lg_k`]).
+    pub(crate) fn kll_k(&self, accuracy: u32) -> u16 {
+        sketch::kll_k_for_accuracy(accuracy.max(1)).unwrap_or(u16::MAX)
+    }
+
+    /// Adds one input value. NULLs are skipped by every function except `count(*)`, which counts
+    /// every call. A value of another type than `input_type` is a bug of the caller: it is
+    /// ignored (and asserted in debug builds).
+    #[inline]
+    pub fn update(&self, state: &mut AggState, v: &Value) {
+        if let (AggKind::CountStar, AggState::Count(n)) = (&self.kind, &mut *state) {
+            *n += 1;
+            return;
+        }
+        if v.is_null() {
+            return;
+        }
+        match (&self.kind, state) {
+            (_, AggState::Count(n)) => *n += 1,
+            (_, AggState::LongSum(s)) => match integral(v) {
+                Some(x) => s.add(x, 1),
+                None => debug_assert!(false, "{v:?} given to {self:?}"),
+            },
+            (_, AggState::DoubleSum(s)) => match floating(v) {
+                Some(x) => s.add(x, 1),
+                None => debug_assert!(false, "{v:?} given to {self:?}"),
+            },
+            (_, AggState::Moments(m)) => match floating(v) {
+                Some(x) => m.add(x, 1),
+                None => debug_assert!(false, "{v:?} given to {self:?}"),
+            },
+            (AggKind::Min, AggState::Extreme(e)) => match e {
+                Some(cur) if v.total_cmp(cur).is_ge() => {}
+                _ => *e = Some(v.clone()),
+            },
+            (_, AggState::Extreme(e)) => match e {
+                Some(cur) if v.total_cmp(cur).is_le() => {}
+                _ => *e = Some(v.clone()),
+            },
+            (_, AggState::Distinct(s)) => s.update(v),
+            (_, AggState::Quantiles(s)) => s.update(v),
+            (AggKind::User(u), AggState::User(s)) => u.reduce(s, v),
+            (_, AggState::User(_)) => debug_assert!(false, "user state for {self:?}"),
+        }
+    }
+
+    /// Removes one input value previously added (NULLs are skipped, as by
+    /// [`AggregateFn::update`]; `count(*)` removes a row). Returns `false`, leaving the state
+    /// unchanged, when the function cannot retract ([`AggregateFn::can_retract`]).
+    #[inline]
+    pub fn retract(&self, state: &mut AggState, v: &Value) -> bool {
+        if let (AggKind::CountStar, AggState::Count(n)) = (&self.kind, &mut *state) {
+            *n -= 1;
+            return true;
+        }
+        if let (AggKind::User(u), AggState::User(s)) = (&self.kind, &mut *state) {
+            return v.is_null() || u.retract(s, v);
+        }
+        if !self.can_retract() {
+            return false;
+        }
+        if v.is_null() {
+            return true;
+        }
+        match state {
+            AggState::Count(n) => *n -= 1,
+            AggState::LongSum(s) => match integral(v) {
+                Some(x) => s.add(x, -1),
+                None => debug_assert!(false, "{v:?} retracted from {self:?}"),
+            },
+            AggState::DoubleSum(s) => match floating(v) {
+                Some(x) => s.add(x, -1),
+                None => debug_assert!(false, "{v:?} retracted from {self:?}"),
+            },
+            AggState::Moments(m) => match floating(v) {
+                Some(x) => m.add(x, -1),
+                None => debug_assert!(false, "{v:?} retracted from {self:?}"),
+            },
+            _ => return false,
+        }
+        true
+    }
+
+    /// Merges `other` (a state of the same measure, e.g. another pane) into `state`.
+    ///
+    /// # Panics
+    /// When the two states are of different functions (a bug of the caller: both must come from
+    /// this [`AggregateFn`]).
+    pub fn merge(&self, state: &mut AggState, other: &AggState) {
+        match (&self.kind, state, other) {
+            (_, AggState::Count(a), AggState::Count(b)) => *a += *b,
+            (_, AggState::LongSum(a), AggState::LongSum(b)) => a.merge(b),
+            (_, AggState::DoubleSum(a), AggState::DoubleSum(b)) => a.merge(b),
+            (_, AggState::Moments(a), AggState::Moments(b)) => a.merge(b),
+            (_, AggState::Extreme(_), AggState::Extreme(None)) => {}
+            (kind, AggState::Extreme(a), AggState::Extreme(Some(b))) => {
+                let replace = match a {
+                    None => true,
+                    Some(cur) if matches!(kind, AggKind::Min) => b.total_cmp(cur).is_lt(),
+                    Some(cur) => b.total_cmp(cur).is_gt(),
+                };
+                if replace {
+                    *a = Some(b.clone());
+                }
+            }
+            (_, AggState::Distinct(a), AggState::Distinct(b)) => a.merge(b),
+            (_, AggState::Quantiles(a), AggState::Quantiles(b)) => a.merge(b),
+            (AggKind::User(u), AggState::User(a), AggState::User(b)) => u.merge(a, b),
+            (_, a, b) => panic!("merging states of different functions: {a:?} and {b:?}"),
+        }
+    }
+
+    /// The result, typed as [`AggregateFn::result_type`]; NULL per the function's null rule
+    /// (module docs). Does not change the state.
+    pub fn finish(&self, state: &AggState) -> Value {
+        let double = |x: Option<f64>| x.map_or(Value::Null, Value::Double);
+        match (&self.kind, state) {
+            (_, AggState::Count(n)) => Value::Long(*n),
+            (AggKind::Avg, AggState::LongSum(s)) => double(s.mean()),
+            (_, AggState::LongSum(s)) => s.long_result().map_or(Value::Null, Value::Long),
+            (AggKind::Avg, AggState::DoubleSum(s)) => double(s.mean()),
+            (_, AggState::DoubleSum(s)) => double(s.sum()),
+            (AggKind::VarPop, AggState::Moments(m)) => double(m.var_pop()),
+            (AggKind::StddevPop, AggState::Moments(m)) => double(m.var_pop().map(f64::sqrt)),
+            (AggKind::VarSamp, AggState::Moments(m)) => double(m.var_samp()),
+            (_, AggState::Moments(m)) => double(m.var_samp().map(f64::sqrt)),
+            (_, AggState::Extreme(v)) => v.clone().unwrap_or(Value::Null),
+            (_, AggState::Distinct(s)) => Value::Long(s.estimate()),
+            (AggKind::ApproxPercentile { percentages, list, .. }, AggState::Quantiles(s)) => {
+                if s.n() == 0 {
+                    return Value::Null;
+                }
+                let Some(qs) = s.quantiles(percentages) else {
+                    return Value::Null;
+                };
+                let typed: Vec<Value> = qs.into_iter().map(|q| self.typed(q)).collect();
+                if *list {
+                    Value::List(typed.into())
+                } else {
+                    typed.into_iter().next().unwrap_or(Value::Null)
+                }
+            }
+            (AggKind::User(u), AggState::User(s)) => u.finish(s),
+            _ => Value::Null,
+        }
+    }
+
+    /// A quantile typed back to the input's type.
+    fn typed(&self, q: F64OrI64) -> Value {
+        match (self.input_type, q) {
+            (DataType::Int, F64OrI64::I64(x)) => Value::Int(x as i32),
+            (DataType::Timestamp, F64OrI64::I64(x)) => Value::Timestamp(Timestamp(x)),
+            (_, F64OrI64::I64(x)) => Value::Long(x),
+            (DataType::Float, F64OrI64::F64(x)) => Value::Float(x as f32),
+            (_, F64OrI64::F64(x)) => Value::Double(x),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Tests of the aggregate functions over their public surface.

@@ -1,0 +1,106 @@
+//! Arbitrary bytes through the JSON and CSV decoders: they must return Ok or Err, never panic,
+//! and keep their invariants (one value per column, unneeded columns null, required non-null).
+//! JSON syntax is also checked against serde_json: a line serde_json reads as an object must
+//! not be rejected by Eddy as a syntax error, and vice versa.
+#![no_main]
+
+use eddy_engine::decode::{CsvDecoder, DecodeError, DecoderConfig, JsonDecoder};
+use eddy_engine::schema::Schema;
+use eddy_engine::time::TimeUnit;
+use eddy_engine::value::Record;
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+const DDL: &str = "s STRING, l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, ts TIMESTAMP, u STRING";
+
+fn config(mask: u8) -> DecoderConfig {
+    let schema = Schema::parse_ddl(DDL).expect("fixed DDL");
+    let n = schema.len();
+    let needed: Vec<bool> = (0..n).map(|i| mask & (1 << i) != 0).collect();
+    let required = if mask & 0x40 != 0 {
+        vec![6]
+    } else {
+        Vec::new()
+    };
+    let timestamp_unit = [TimeUnit::Ms, TimeUnit::Us, TimeUnit::S][(mask % 3) as usize];
+    DecoderConfig {
+        schema,
+        needed,
+        required,
+        timestamp_unit,
+    }
+}
+
+fn check(cfg: &DecoderConfig, r: &Result<Record, DecodeError>) {
+    if let Ok(rec) = r {
+        assert_eq!(rec.values.len(), cfg.schema.len());
+        for (i, v) in rec.values.iter().enumerate() {
+            if !cfg.needed[i] && !cfg.required.contains(&i) {
+                assert!(v.is_null(), "unneeded column {i} decoded");
+            }
+        }
+        for &i in &cfg.required {
+            assert!(!rec.values[i].is_null(), "required column null");
+        }
+    }
+}
+
+/// Decoders for each config byte, built once (building them per input would dominate a run).
+fn decoders(mask: u8) -> &'static (DecoderConfig, JsonDecoder, CsvDecoder) {
+    static ALL: OnceLock<Vec<(DecoderConfig, JsonDecoder, CsvDecoder)>> = OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        (0..=255u8)
+            .map(|m| {
+                let cfg = config(m);
+                let json = JsonDecoder::new(cfg.clone());
+                let csv =
+                    CsvDecoder::new(cfg.clone(), DDL_HEADER.as_bytes()).expect("fixed header");
+                (cfg, json, csv)
+            })
+            .collect()
+    });
+    &all[mask as usize]
+}
+
+fuzz_target!(|data: &[u8]| {
+    let (mask, rest) = match data.split_first() {
+        Some((m, r)) => (*m, r),
+        None => (0xff, data),
+    };
+    let (cfg, json, csv_fixed) = decoders(mask);
+
+    let r = json.decode(rest);
+    check(cfg, &r);
+    let syntax_error = matches!(
+        r,
+        Err(DecodeError::NotJson { .. }
+            | DecodeError::NotObject { .. }
+            | DecodeError::NotUtf8 { .. })
+    );
+    let serde_object = matches!(
+        serde_json::from_slice::<serde_json::Value>(rest),
+        Ok(serde_json::Value::Object(_))
+    );
+    if serde_object {
+        assert!(!syntax_error, "serde_json reads an object, Eddy says {r:?}");
+    }
+    if matches!(r, Ok(_) | Err(DecodeError::NullRequired { .. })) {
+        // Eddy read the whole line: serde_json must too, except for numbers beyond f64 (Eddy
+        // follows Jackson: infinity) which serde_json refuses.
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(rest) {
+            assert!(
+                e.to_string().contains("number out of range"),
+                "Eddy accepted what serde_json refuses: {e}"
+            );
+        }
+    }
+
+    check(cfg, &csv_fixed.decode(rest));
+    if let Some(nl) = rest.iter().position(|&c| c == b'\n') {
+        if let Ok(csv) = CsvDecoder::new(cfg.clone(), &rest[..nl]) {
+            check(cfg, &csv.decode(&rest[nl + 1..]));
+        }
+    }
+});
+
+const DDL_HEADER: &str = "u,ts,b,f,d,i,l,s,extra";
