@@ -14,7 +14,9 @@ use proptest::prelude::*;
 
 use reference::agg::Agg;
 use reference::compare::{same_multiset, same_per_key_sequences, show_row};
-use reference::input::{AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS, arb_raw, engine_agg, record};
+use reference::input::{
+    AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS, arb_raw, arb_shift, engine_agg, record,
+};
 use reference::rolling::RollingQuery;
 
 fn arb_agg() -> impl Strategy<Value = Agg> {
@@ -32,6 +34,7 @@ fn arb_agg() -> impl Strategy<Value = Agg> {
         prop_oneof![Just(0.25), Just(0.5), Just(0.75), Just(1.0)]
             .prop_map(|p| Agg::Percentile(AMOUNT, p)),
         prop_oneof![Just(0.5), Just(0.75)].prop_map(|p| Agg::Percentile(PRICE, p)),
+        Just(Agg::Percentiles(AMOUNT, vec![0.0, 0.5, 1.0])),
     ]
 }
 
@@ -47,9 +50,10 @@ fn arb_query() -> impl Strategy<Value = RollingQuery> {
         ),
         0i64..=10,
         prop::option::weighted(0.4, (0i64..=10).prop_map(|d| d * SEC)),
+        prop_oneof![3 => Just(vec![KEY]), 1 => Just(vec![KEY, AMOUNT]), 1 => Just(vec![])],
     )
-        .prop_map(|(measures, fd, wd)| RollingQuery {
-            key_cols: vec![KEY],
+        .prop_map(|(measures, fd, wd, key_cols)| RollingQuery {
+            key_cols,
             time_col: TS,
             frontier_delay: fd * SEC,
             measures,
@@ -60,15 +64,19 @@ fn arb_query() -> impl Strategy<Value = RollingQuery> {
 /// Real-time input: arrivals drifting 2 s per record (out of order by up to 6 s: the clock
 /// never moves back), event times 6 s in the future to 15 s in the past of the arrival.
 fn arb_arrivals() -> impl Strategy<Value = Vec<Record>> {
-    prop::collection::vec((arb_raw(3), 0i64..6, -6i64..15), 1..=20).prop_map(|raw| {
-        raw.into_iter()
-            .enumerate()
-            .map(|(i, ((k, _, a, p), aj, lag))| {
-                let arrival = 2 * i as i64 + aj;
-                record(k, arrival - lag, a, p, arrival)
-            })
-            .collect()
-    })
+    (
+        prop::collection::vec((arb_raw(3), 0i64..6, -6i64..15), 1..=20),
+        arb_shift(),
+    )
+        .prop_map(|(raw, shift)| {
+            raw.into_iter()
+                .enumerate()
+                .map(|(i, ((k, _, a, p), aj, lag))| {
+                    let arrival = 2 * i as i64 + aj + shift;
+                    record(k, arrival - lag, a, p, arrival)
+                })
+                .collect()
+        })
 }
 
 /// Micro-batch input: batch n at processing time 6n + 0..6 s, event times as for arrivals.
@@ -80,11 +88,12 @@ fn arb_rolling_batches() -> impl Strategy<Value = Vec<(Vec<Record>, i64)>> {
         ),
         1..=6,
     )
-    .prop_map(|raw| {
+    .prop_flat_map(|raw| (Just(raw), arb_shift()))
+    .prop_map(|(raw, shift)| {
         raw.into_iter()
             .enumerate()
             .map(|(n, (pj, recs))| {
-                let p = 6 * n as i64 + pj;
+                let p = 6 * n as i64 + pj + shift;
                 let rs = recs
                     .into_iter()
                     .map(|((k, _, a, pr), lag)| record(k, p - lag, a, pr, p))

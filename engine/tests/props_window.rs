@@ -56,9 +56,9 @@ fn arb_fixed() -> impl Strategy<Value = WindowSpec> {
     ]
 }
 
-/// Grouping: by key, or one global group.
+/// Grouping: by key, one global group, or by key and a nullable column.
 fn arb_keys() -> impl Strategy<Value = Vec<usize>> {
-    prop_oneof![3 => Just(vec![KEY]), 1 => Just(vec![])]
+    prop_oneof![3 => Just(vec![KEY]), 1 => Just(vec![]), 1 => Just(vec![KEY, AMOUNT])]
 }
 
 fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {

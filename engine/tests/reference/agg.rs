@@ -27,6 +27,8 @@ pub enum Agg {
     StddevSamp(usize),
     /// `approx_percentile(col, p)` with a single percentage.
     Percentile(usize, f64),
+    /// `approx_percentile(col, array(p...))`: a list of results, one per percentage.
+    Percentiles(usize, Vec<f64>),
 }
 
 /// Numeric order of two non-null values of one column (BIGINT, DOUBLE or TIMESTAMP).
@@ -60,7 +62,8 @@ impl Agg {
             | Agg::Min(c)
             | Agg::Max(c)
             | Agg::StddevSamp(c)
-            | Agg::Percentile(c, _) => Some(*c),
+            | Agg::Percentile(c, _)
+            | Agg::Percentiles(c, _) => Some(*c),
         }
     }
 
@@ -94,16 +97,22 @@ impl Agg {
                 let ss: f64 = vals.iter().map(|v| (as_f64(v) - mean).powi(2)).sum();
                 Value::Double((ss / (n - 1) as f64).sqrt())
             }
-            Agg::Percentile(_, p) => {
-                let mut sorted = vals.clone();
-                sorted.sort_by(|a, b| num_cmp(a, b));
-                // The smallest v with #{x <= v} >= p * n: the value of rank ceil(p * n) (1-based),
-                // at least rank 1.
-                let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
-                sorted[rank - 1].clone()
+            Agg::Percentile(_, p) => percentile(&vals, *p),
+            Agg::Percentiles(_, ps) => {
+                Value::List(ps.iter().map(|p| percentile(&vals, *p)).collect())
             }
         }
     }
+}
+
+/// The smallest of `vals` (non-empty) with at least `p` of them <= it: the value of rank
+/// `ceil(p * n)` (1-based), at least rank 1.
+fn percentile(vals: &[&Value], p: f64) -> Value {
+    let mut sorted = vals.to_vec();
+    sorted.sort_by(|a, b| num_cmp(a, b));
+    let n = sorted.len();
+    let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+    sorted[rank - 1].clone()
 }
 
 /// The measures of `aggs` over `records`, in order.

@@ -62,32 +62,44 @@ pub fn drift_time(i: usize, jitter_s: i64) -> i64 {
     (2 * i as i64 + jitter_s - 10).max(0)
 }
 
+/// A shift of every time of a case: none, a little before the epoch, or ~11.6 days before it
+/// (window alignment must use floor modulo before 1970).
+pub fn arb_shift() -> impl Strategy<Value = i64> {
+    prop_oneof![2 => Just(0i64), 1 => Just(-37), 1 => Just(-1_000_003)]
+}
+
 /// Micro-batch input: 1..=5 non-empty batches of 1..=6 records, event times drifting forward
 /// across the whole stream (arrival column = event time).
 pub fn arb_batches(keys: u8) -> impl Strategy<Value = Vec<Vec<Record>>> {
-    prop::collection::vec(prop::collection::vec(arb_raw(keys), 1..=6), 1..=5).prop_map(|raw| {
-        let mut i = 0;
-        raw.into_iter()
-            .map(|batch| {
-                batch
-                    .into_iter()
-                    .map(|(k, j, a, p)| {
-                        let t = drift_time(i, j);
-                        i += 1;
-                        record(k, t, a, p, t)
-                    })
-                    .collect()
-            })
-            .collect()
-    })
+    (
+        prop::collection::vec(prop::collection::vec(arb_raw(keys), 1..=6), 1..=5),
+        arb_shift(),
+    )
+        .prop_map(|(raw, shift)| {
+            let mut i = 0;
+            raw.into_iter()
+                .map(|batch| {
+                    batch
+                        .into_iter()
+                        .map(|(k, j, a, p)| {
+                            let t = drift_time(i, j) + shift;
+                            i += 1;
+                            record(k, t, a, p, t)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
 }
 
 /// Real-time input: 1..=24 records, event times drifting forward (arrival column = event time).
 pub fn arb_stream(keys: u8) -> impl Strategy<Value = Vec<Record>> {
-    prop::collection::vec(arb_raw(keys), 1..=24).prop_map(|raw| {
+    (prop::collection::vec(arb_raw(keys), 1..=24), arb_shift()).prop_map(|(raw, shift)| {
         raw.into_iter()
             .enumerate()
-            .map(|(i, (k, j, a, p))| record(k, drift_time(i, j), a, p, drift_time(i, j)))
+            .map(|(i, (k, j, a, p))| {
+                record(k, drift_time(i, j) + shift, a, p, drift_time(i, j) + shift)
+            })
             .collect()
     })
 }
@@ -117,6 +129,11 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
             list: false,
             accuracy: 10_000,
         },
+        Agg::Percentiles(_, ps) => AggKind::ApproxPercentile {
+            percentages: ps.clone(),
+            list: true,
+            accuracy: 10_000,
+        },
     };
     AggregateFn {
         kind,
@@ -125,9 +142,11 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
     }
 }
 
-/// The proptest configuration of a property test: `cases` cases, failures persisted in
-/// `engine/proptest-regressions/<name>.txt` (committed, replayed first on every run).
+/// The proptest configuration of a property test: `cases` cases (or `PROPTEST_CASES` when set,
+/// for a longer search), failures persisted in `engine/proptest-regressions/<name>.txt`
+/// (committed, replayed first on every run).
 pub fn config(cases: u32, name: &'static str) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(cases);
     let path: &'static str = Box::leak(format!("proptest-regressions/{name}.txt").into_boxed_str());
     ProptestConfig {
         cases,
