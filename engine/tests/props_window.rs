@@ -5,17 +5,18 @@
 
 mod reference;
 
-use eddy_engine::driver::{MicroBatchRunner, MicroBatchSequencer, RealTimeClock, RealTimeRunner};
+use eddy_engine::driver::{MicroBatchSequencer, RealTimeClock};
 use eddy_engine::operator::{
-    Mode, Output, OutputMode, SessionGap, WindowAggregate, WindowAggregateConfig, WindowKind,
+    Mode, Operator, OutputMode, SessionGap, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use eddy_engine::watermark::WatermarkTracker;
 use eddy_engine::window::SlidingWindows;
-use eddy_engine::{Duration, Record, Timestamp, Value};
+use eddy_engine::{Duration, Record, Timestamp};
 use proptest::prelude::*;
 
 use reference::agg::Agg;
 use reference::compare::{same_multiset, show_row};
+use reference::drive;
 use reference::input::{
     AMOUNT, KEY, PRICE, SEC, TS, arb_batches, arb_delay, arb_stream, engine_agg,
 };
@@ -117,20 +118,23 @@ fn show_batches(batches: &[Vec<Record>]) -> String {
         .join("\n")
 }
 
-/// Runs `q` in micro-batch mode through [`MicroBatchRunner`] and compares every batch with the
-/// reference (batches without rows may be absent on either side).
-fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>]) -> Result<(), TestCaseError> {
-    let op = WindowAggregate::new(engine_config(q, Mode::MicroBatch));
-    let mut runner =
-        MicroBatchRunner::new(Box::new(op), MicroBatchSequencer::new(tracker(q), None));
-    let mut actual: Vec<(u64, Vec<Vec<Value>>)> = Vec::new();
-    for (i, b) in batches.iter().enumerate() {
-        let out = runner.run_batch(b.clone(), Timestamp(i as i64 * SEC));
-        actual.push((out.batch_id, out.output.rows));
-    }
-    if let Some(out) = runner.idle_batch(None, Timestamp(batches.len() as i64 * SEC)) {
-        actual.push((out.batch_id, out.output.rows));
-    }
+/// Runs `q` in micro-batch mode through [`MicroBatchRunner`] (restarted from a snapshot before
+/// batch `restart`, if given) and compares every batch with the reference (batches without rows
+/// may be absent on either side).
+fn check_micro_batch(
+    q: &WindowQuery,
+    batches: &[Vec<Record>],
+    restart: Option<usize>,
+) -> Result<(), TestCaseError> {
+    let cfg = engine_config(q, Mode::MicroBatch);
+    let make = || -> Box<dyn Operator> { Box::new(WindowAggregate::new(cfg.clone())) };
+    let input: Vec<(Vec<Record>, Timestamp)> = batches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.clone(), Timestamp(i as i64 * SEC)))
+        .collect();
+    let seq = MicroBatchSequencer::new(tracker(q), None);
+    let actual = drive::micro_batch(&make, seq, &input, None, restart);
     let expected = q.micro_batch(batches);
     let last = expected
         .iter()
@@ -149,7 +153,8 @@ fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>]) -> Result<(), Tes
             .map_or(&[][..], |(_, r)| &r[..]);
         if let Err(msg) = same_multiset(e, a, id_len(q)) {
             return Err(TestCaseError::fail(format!(
-                "{q:?}\n{}\nbatch {id}: {msg}",
+                "{q:?}
+restart before batch {restart:?}\n{}\nbatch {id}: {msg}",
                 show_batches(batches)
             )));
         }
@@ -157,26 +162,41 @@ fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>]) -> Result<(), Tes
     Ok(())
 }
 
-/// Runs `q` in real-time mode through [`RealTimeRunner`] and compares each record's rows.
-fn check_real_time(q: &WindowQuery, records: &[Record]) -> Result<(), TestCaseError> {
-    let op = WindowAggregate::new(engine_config(q, Mode::RealTime));
-    let mut runner = RealTimeRunner::new(Box::new(op), RealTimeClock::new(tracker(q), None));
+/// Runs `q` in real-time mode through [`RealTimeRunner`] (restarted from a snapshot before
+/// record `restart`, if given) and compares each record's rows.
+fn check_real_time(
+    q: &WindowQuery,
+    records: &[Record],
+    restart: Option<usize>,
+) -> Result<(), TestCaseError> {
+    let cfg = engine_config(q, Mode::RealTime);
+    let make = || -> Box<dyn Operator> { Box::new(WindowAggregate::new(cfg.clone())) };
+    let input: Vec<(Record, Timestamp)> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.clone(), Timestamp(i as i64 * SEC)))
+        .collect();
+    let clock = RealTimeClock::new(tracker(q), None);
+    let actual = drive::real_time(&make, clock, &input, None, restart);
     let expected = q.real_time(records);
-    for (i, r) in records.iter().enumerate() {
-        let mut out = Output::default();
-        runner.on_record(r.clone(), Timestamp(i as i64 * SEC), &mut out);
-        if let Err(msg) = same_multiset(&expected[i], &out.rows, id_len(q)) {
+    for (i, e) in expected.iter().enumerate() {
+        if let Err(msg) = same_multiset(e, &actual[i], id_len(q)) {
             let input: Vec<String> = records[..=i]
                 .iter()
                 .map(|r| show_row(&r.values[..4]))
                 .collect();
             return Err(TestCaseError::fail(format!(
-                "{q:?}\ninput: {}\nstep {i}: {msg}",
+                "{q:?}\nrestart before record {restart:?}\ninput: {}\nstep {i}: {msg}",
                 input.join(" ")
             )));
         }
     }
     Ok(())
+}
+
+/// Where to restart from a snapshot: nowhere, or before batch / record 1..8.
+fn arb_restart() -> impl Strategy<Value = Option<usize>> {
+    prop::option::weighted(0.5, 1usize..8)
 }
 
 fn query(window: WindowSpec, emit: Emit, key_cols: Vec<usize>, delay: Option<i64>) -> WindowQuery {
@@ -195,75 +215,65 @@ proptest! {
 
     #[test]
     fn fixed_windows_micro_batch_update_match_reference(
-        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3)
-    ) {
-        check_micro_batch(&query(w, Emit::Update, keys, delay), &batches)?;
+        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3), restart in arb_restart()) {
+        check_micro_batch(&query(w, Emit::Update, keys, delay), &batches, restart)?;
     }
 
     #[test]
     fn fixed_windows_micro_batch_append_match_reference(
-        w in arb_fixed(), keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3)
-    ) {
-        check_micro_batch(&query(w, Emit::Append, keys, Some(delay * SEC)), &batches)?;
+        w in arb_fixed(), keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3), restart in arb_restart()) {
+        check_micro_batch(&query(w, Emit::Append, keys, Some(delay * SEC)), &batches, restart)?;
     }
 
     #[test]
     fn fixed_windows_micro_batch_complete_match_reference(
-        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3)
-    ) {
-        check_micro_batch(&query(w, Emit::Complete, keys, delay), &batches)?;
+        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3), restart in arb_restart()) {
+        check_micro_batch(&query(w, Emit::Complete, keys, delay), &batches, restart)?;
     }
 
     #[test]
     fn no_window_micro_batch_matches_reference(
-        complete in any::<bool>(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(4)
-    ) {
+        complete in any::<bool>(), keys in arb_keys(), delay in arb_delay(), batches in arb_batches(4), restart in arb_restart()) {
         let emit = if complete { Emit::Complete } else { Emit::Update };
-        check_micro_batch(&query(WindowSpec::None, emit, keys, delay), &batches)?;
+        check_micro_batch(&query(WindowSpec::None, emit, keys, delay), &batches, restart)?;
     }
 
     #[test]
     fn sessions_micro_batch_append_match_reference(
-        gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3)
-    ) {
+        gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3), restart in arb_restart()) {
         let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
-        check_micro_batch(&q, &batches)?;
+        check_micro_batch(&q, &batches, restart)?;
     }
 
     #[test]
     fn sessions_micro_batch_complete_match_reference(
-        gap in 1i64..=15, keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3)
-    ) {
+        gap in 1i64..=15, keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3), restart in arb_restart()) {
         let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Complete, keys, delay);
-        check_micro_batch(&q, &batches)?;
+        check_micro_batch(&q, &batches, restart)?;
     }
 
     #[test]
     fn fixed_windows_real_time_update_match_reference(
-        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), records in arb_stream(3)
-    ) {
-        check_real_time(&query(w, Emit::Update, keys, delay), &records)?;
+        w in arb_fixed(), keys in arb_keys(), delay in arb_delay(), records in arb_stream(3), restart in arb_restart()) {
+        check_real_time(&query(w, Emit::Update, keys, delay), &records, restart)?;
     }
 
     #[test]
     fn fixed_windows_real_time_append_match_reference(
-        w in arb_fixed(), keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3)
-    ) {
-        check_real_time(&query(w, Emit::Append, keys, Some(delay * SEC)), &records)?;
+        w in arb_fixed(), keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3), restart in arb_restart()) {
+        check_real_time(&query(w, Emit::Append, keys, Some(delay * SEC)), &records, restart)?;
     }
 
     #[test]
     fn no_window_real_time_update_matches_reference(
-        keys in arb_keys(), delay in arb_delay(), records in arb_stream(4)
-    ) {
-        check_real_time(&query(WindowSpec::None, Emit::Update, keys, delay), &records)?;
+        keys in arb_keys(), delay in arb_delay(), records in arb_stream(4), restart in arb_restart()) {
+        check_real_time(&query(WindowSpec::None, Emit::Update, keys, delay), &records, restart)?;
     }
 
     #[test]
     fn sessions_real_time_append_match_reference(
-        gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3)
-    ) {
+        gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3), restart in arb_restart()) {
         let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
-        check_real_time(&q, &records)?;
+        check_real_time(&q, &records, restart)?;
     }
 }

@@ -146,7 +146,10 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
 /// for a longer search), failures persisted in `engine/proptest-regressions/<name>.txt`
 /// (committed, replayed first on every run).
 pub fn config(cases: u32, name: &'static str) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(cases);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
     let path: &'static str = Box::leak(format!("proptest-regressions/{name}.txt").into_boxed_str());
     ProptestConfig {
         cases,

@@ -13,12 +13,15 @@
 //! - [`dedup`]: deduplication, micro-batch and real-time.
 //! - [`rolling`]: rolling windows, real-time (replay clock) and micro-batch.
 //! - [`input`]: the test schema, input strategies, engine measures.
+//! - [`drive`]: runs an operator through the engine drivers, optionally restarting it from a
+//!   snapshot in the middle.
 //! - [`compare`]: row comparison with a relative tolerance on doubles, as multisets.
 #![allow(dead_code)]
 
 pub mod agg;
 pub mod compare;
 pub mod dedup;
+pub mod drive;
 pub mod input;
 pub mod rolling;
 pub mod window;
