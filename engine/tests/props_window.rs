@@ -276,4 +276,22 @@ proptest! {
         let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
         check_real_time(&q, &records, restart)?;
     }
+
+    #[test]
+    fn no_window_with_time_key_micro_batch_matches_reference(
+        emit in prop_oneof![Just(Emit::Append), Just(Emit::Update), Just(Emit::Complete)],
+        delay in (0i64..=10), batches in arb_batches(2), restart in arb_restart()
+    ) {
+        let q = query(WindowSpec::None, emit, vec![KEY, TS], Some(delay * SEC));
+        check_micro_batch(&q, &batches, restart)?;
+    }
+
+    #[test]
+    fn no_window_with_time_key_real_time_matches_reference(
+        append in any::<bool>(), delay in (0i64..=10), records in arb_stream(2), restart in arb_restart()
+    ) {
+        let emit = if append { Emit::Append } else { Emit::Update };
+        let q = query(WindowSpec::None, emit, vec![KEY, TS], Some(delay * SEC));
+        check_real_time(&q, &records, restart)?;
+    }
 }

@@ -15,6 +15,9 @@
 //! window when its end <= `W_before`; `update` emits one row per window the record changed; then
 //! `W_after = max(W_before, t - delay)` evicts windows with end <= `W_after` (`append` emits them).
 //!
+//! Without a window, W only matters when the event-time column is a grouping column (as Spark):
+//! the key's event time then plays the role of the window's end.
+//!
 //! Sessions: a record spans `[t, t + gap)`; live spans of one key that overlap or touch merge. A
 //! record is late when `t + gap <= W_{N-1}` (micro-batch, as `session-late-boundary-append`
 //! shows) or `t + gap <= W_before` (real-time). A session evicted by W is gone: a later record
@@ -92,6 +95,9 @@ pub fn fixed_windows(t: i64, size: i64, slide: i64, offset: i64) -> Vec<(i64, i6
 #[derive(Debug)]
 struct Group {
     window: Option<(i64, i64)>,
+    /// The instant at which W finalises the group: the window's end, or without a window the
+    /// event time when the event-time column is a grouping column (as Spark).
+    expiry: Option<i64>,
     key: Vec<Value>,
     records: Vec<Record>,
     evicted: bool,
@@ -128,6 +134,15 @@ impl WindowQuery {
         }
     }
 
+    /// When W finalises the group of `r` in `window` (None: never).
+    fn expiry(&self, window: Option<(i64, i64)>, r: &Record) -> Option<i64> {
+        match window {
+            Some((_, end)) => Some(end),
+            None if self.key_cols.contains(&self.time_col) => Some(time_of(r, self.time_col)),
+            None => None,
+        }
+    }
+
     /// Adds `r` to the group of `window` and its key; returns the group's index.
     fn add(&self, groups: &mut Vec<Group>, window: Option<(i64, i64)>, r: &Record) -> usize {
         let key = key_of(r, &self.key_cols);
@@ -144,6 +159,7 @@ impl WindowQuery {
         }
         groups.push(Group {
             window,
+            expiry: self.expiry(window, r),
             key,
             records: vec![r.clone()],
             evicted: false,
@@ -180,7 +196,7 @@ impl WindowQuery {
                 let mut changed: Vec<usize> = Vec::new();
                 for r in input {
                     for w in self.windows(r) {
-                        if w.is_some_and(|(_, end)| at_or_below(end, w_late)) {
+                        if self.expiry(w, r).is_some_and(|e| at_or_below(e, w_late)) {
                             continue;
                         }
                         let i = self.add(&mut groups, w, r);
@@ -189,8 +205,7 @@ impl WindowQuery {
                         }
                     }
                 }
-                let finalised =
-                    |g: &Group| g.window.is_some_and(|(_, end)| at_or_below(end, w_evict));
+                let finalised = |g: &Group| g.expiry.is_some_and(|e| at_or_below(e, w_evict));
                 let rows: Vec<Vec<Value>> = match self.emit {
                     Emit::Update => changed
                         .iter()
@@ -311,7 +326,7 @@ impl WindowQuery {
                 continue;
             }
             for w in self.windows(r) {
-                if w.is_some_and(|(_, end)| at_or_below(end, w_before)) {
+                if self.expiry(w, r).is_some_and(|e| at_or_below(e, w_before)) {
                     continue;
                 }
                 let i = self.add(&mut groups, w, r);
@@ -321,7 +336,7 @@ impl WindowQuery {
                 }
             }
             for g in groups.iter_mut().filter(|g| !g.evicted) {
-                if g.window.is_some_and(|(_, end)| at_or_below(end, w_after)) {
+                if g.expiry.is_some_and(|e| at_or_below(e, w_after)) {
                     if self.emit == Emit::Append {
                         rows.push(self.row(g.window, &g.key, &g.records));
                     }
