@@ -230,7 +230,7 @@ fn arb_long_stream() -> impl Strategy<Value = Vec<Record>> {
 }
 
 proptest! {
-    #![proptest_config(reference::input::config(24, "props_rolling_long"))]
+    #![proptest_config(reference::input::config(12, "props_rolling_long"))]
 
     /// SEMANTICS.md "Aggregate functions": sums of doubles stay accurate over long windows where
     /// values leave as well as enter; the variance family is held to the same standard.

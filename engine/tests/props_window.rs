@@ -18,7 +18,7 @@ use reference::agg::Agg;
 use reference::compare::{same_multiset, show_row};
 use reference::drive;
 use reference::input::{
-    AMOUNT, KEY, PRICE, SEC, TS, arb_batches, arb_delay, arb_stream, engine_agg,
+    AMOUNT, GAP, KEY, PRICE, SEC, TS, arb_batches, arb_delay, arb_stream, engine_agg,
 };
 use reference::window::{Emit, WindowQuery, WindowSpec};
 
@@ -77,9 +77,9 @@ fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {
                 offset: Duration(offset),
             },
         },
-        WindowSpec::Session { gap } => WindowKind::Session {
+        WindowSpec::Session { gap, gap_col } => WindowKind::Session {
             column: q.time_col,
-            gap: SessionGap::Fixed(Duration(gap)),
+            gap: gap_col.map_or(SessionGap::Fixed(Duration(gap)), SessionGap::Column),
         },
     };
     WindowAggregateConfig {
@@ -241,14 +241,14 @@ proptest! {
     #[test]
     fn sessions_micro_batch_append_match_reference(
         gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), batches in arb_batches(3), restart in arb_restart()) {
-        let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
+        let q = query(WindowSpec::Session { gap: gap * SEC, gap_col: None }, Emit::Append, keys, Some(delay * SEC));
         check_micro_batch(&q, &batches, restart)?;
     }
 
     #[test]
     fn sessions_micro_batch_complete_match_reference(
         gap in 1i64..=15, keys in arb_keys(), delay in arb_delay(), batches in arb_batches(3), restart in arb_restart()) {
-        let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Complete, keys, delay);
+        let q = query(WindowSpec::Session { gap: gap * SEC, gap_col: None }, Emit::Complete, keys, delay);
         check_micro_batch(&q, &batches, restart)?;
     }
 
@@ -273,7 +273,7 @@ proptest! {
     #[test]
     fn sessions_real_time_append_match_reference(
         gap in 1i64..=15, keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3), restart in arb_restart()) {
-        let q = query(WindowSpec::Session { gap: gap * SEC }, Emit::Append, keys, Some(delay * SEC));
+        let q = query(WindowSpec::Session { gap: gap * SEC, gap_col: None }, Emit::Append, keys, Some(delay * SEC));
         check_real_time(&q, &records, restart)?;
     }
 
@@ -292,6 +292,24 @@ proptest! {
     ) {
         let emit = if append { Emit::Append } else { Emit::Update };
         let q = query(WindowSpec::None, emit, vec![KEY, TS], Some(delay * SEC));
+        check_real_time(&q, &records, restart)?;
+    }
+
+    #[test]
+    fn sessions_with_gap_column_micro_batch_match_reference(
+        complete in any::<bool>(), keys in arb_keys(), delay in (0i64..=10),
+        batches in arb_batches(3), restart in arb_restart()
+    ) {
+        let emit = if complete { Emit::Complete } else { Emit::Append };
+        let q = query(WindowSpec::Session { gap: 0, gap_col: Some(GAP) }, emit, keys, Some(delay * SEC));
+        check_micro_batch(&q, &batches, restart)?;
+    }
+
+    #[test]
+    fn sessions_with_gap_column_real_time_match_reference(
+        keys in arb_keys(), delay in (0i64..=10), records in arb_stream(3), restart in arb_restart()
+    ) {
+        let q = query(WindowSpec::Session { gap: 0, gap_col: Some(GAP) }, Emit::Append, keys, Some(delay * SEC));
         check_real_time(&q, &records, restart)?;
     }
 }

@@ -2,9 +2,10 @@
 //! collide and times tie), proptest strategies, and the translation of reference measures into
 //! the engine's [`AggregateFn`]s.
 //!
-//! Schema: 0 `key` STRING (`k0`..`k3`), 1 `ts` TIMESTAMP (whole seconds, about 0..60 s),
-//! 2 `amount` BIGINT (nullable), 3 `price` DOUBLE (quarters, nullable), 4 `arrival` TIMESTAMP
-//! (replay-clock column of rolling windows).
+//! Schema: 0 `key` STRING (`k0`..`k3`), 1 `ts` TIMESTAMP (whole seconds, about 0..60 s, a whole
+//! case possibly shifted before 1970), 2 `amount` BIGINT (nullable), 3 `price` DOUBLE (quarters,
+//! nullable), 4 `arrival` TIMESTAMP (replay-clock column of rolling windows), 5 `gap` STRING (a
+//! session gap, see [`GAP`]).
 
 use eddy_engine::aggregate::{AggKind, AggregateFn};
 use eddy_engine::{DataType, Record, Timestamp, Value};
@@ -22,6 +23,9 @@ pub const AMOUNT: usize = 2;
 pub const PRICE: usize = 3;
 /// Arrival (replay clock) column.
 pub const ARRIVAL: usize = 4;
+/// Session gap column: STRING `"<amount> seconds"` (null when `amount` is; zero and negative
+/// gaps occur).
+pub const GAP: usize = 5;
 
 /// One second in µs.
 pub const SEC: i64 = 1_000_000;
@@ -40,6 +44,7 @@ pub fn record(
         amount.map_or(Value::Null, Value::Long),
         price_quarters.map_or(Value::Null, |q| Value::Double(q as f64 / 4.0)),
         Value::Timestamp(Timestamp(arrival_s * SEC)),
+        amount.map_or(Value::Null, |a| Value::Str(format!("{a} seconds").into())),
     ])
 }
 

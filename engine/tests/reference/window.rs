@@ -45,8 +45,11 @@ pub enum WindowSpec {
     },
     /// `session_window(col, gap)`.
     Session {
-        /// The gap.
+        /// The gap (ignored with `gap_col`).
         gap: i64,
+        /// A STRING column holding each record's gap as `"<n> seconds"`; a null, zero or negative
+        /// gap drops the record.
+        gap_col: Option<usize>,
     },
 }
 
@@ -234,16 +237,30 @@ impl WindowQuery {
         out
     }
 
-    /// The sessions of one key's live records: `(start, end, indexes into records)`.
-    fn sessions(&self, records: &[Record]) -> Vec<(i64, i64, Vec<usize>)> {
-        let WindowSpec::Session { gap } = self.window else {
+    /// The gap (µs) of `r`, `None` when its gap column makes it invalid (dropped).
+    fn gap_of(&self, r: &Record) -> Option<i64> {
+        let WindowSpec::Session { gap, gap_col } = self.window else {
             unreachable!("sessions only")
         };
+        let Some(c) = gap_col else { return Some(gap) };
+        let secs: i64 = r.values[c]
+            .as_str()?
+            .strip_suffix(" seconds")?
+            .parse()
+            .ok()?;
+        (secs > 0).then_some(secs * 1_000_000)
+    }
+
+    /// The sessions of one key's live records: `(start, end, indexes into records)`.
+    fn sessions(&self, records: &[Record]) -> Vec<(i64, i64, Vec<usize>)> {
         let mut idx: Vec<usize> = (0..records.len()).collect();
         idx.sort_by_key(|&i| time_of(&records[i], self.time_col));
         let mut out: Vec<(i64, i64, Vec<usize>)> = Vec::new();
         for i in idx {
             let t = time_of(&records[i], self.time_col);
+            let gap = self
+                .gap_of(&records[i])
+                .expect("live records have a valid gap");
             match out.last_mut() {
                 // Sorted by start: the span overlaps or touches the last session iff t <= its end.
                 Some(last) if t <= last.1 => {
@@ -264,10 +281,8 @@ impl WindowQuery {
         w_late: Option<i64>,
         w_evict: Option<i64>,
     ) -> Vec<Vec<Value>> {
-        let WindowSpec::Session { gap } = self.window else {
-            unreachable!("sessions only")
-        };
         for r in input {
+            let Some(gap) = self.gap_of(r) else { continue };
             if at_or_below(time_of(r, self.time_col) + gap, w_late) {
                 continue;
             }
@@ -317,8 +332,10 @@ impl WindowQuery {
             max_t = Some(max_t.map_or(t, |m| m.max(t)));
             let w_after = self.delay.and_then(|d| max_t.map(|m| m - d));
             let mut rows = Vec::new();
-            if let WindowSpec::Session { gap } = self.window {
-                if !at_or_below(t + gap, w_before) {
+            if self.is_session() {
+                if let Some(gap) = self.gap_of(r)
+                    && !at_or_below(t + gap, w_before)
+                {
                     push_live(&mut live, key_of(r, &self.key_cols), r);
                 }
                 rows.extend(self.emit_sessions(&mut live, w_after, false));
