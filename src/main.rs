@@ -50,7 +50,8 @@ enum Command {
 }
 
 fn init_logs(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if json {
         builder.json().init();
@@ -103,7 +104,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
             let counters = Arc::new(SourceCounters::default());
-            let progress = (!no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| progress_bar(counters.clone(), stop.clone()));
+            let progress = (!no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .then(|| progress_bar(counters.clone(), stop.clone()));
             tracing::info!(pipeline = %p.name, mode = ?p.mode, "starting");
             let opts = RunOptions { stop: Some(stop.clone()), counters: Some(counters), ..RunOptions::default() };
             let result = run_pipeline(&p, opts);
@@ -114,7 +116,14 @@ fn main() -> ExitCode {
             }
             match result {
                 Ok(s) => {
-                    tracing::info!(records = s.records, malformed = s.malformed, rows = s.rows, committed = s.committed, parallelism = s.parallelism, "done");
+                    tracing::info!(
+                        records = s.records,
+                        malformed = s.malformed,
+                        rows = s.rows,
+                        committed = s.committed,
+                        parallelism = s.parallelism,
+                        "done"
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(e @ (RuntimeError::Open { .. } | RuntimeError::Unsupported { .. })) => {
@@ -145,13 +154,17 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn progress_bar(counters: Arc<SourceCounters>, _stop: Arc<AtomicBool>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+fn progress_bar(
+    counters: Arc<SourceCounters>,
+    _stop: Arc<AtomicBool>,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     let h = std::thread::spawn(move || {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
         while !d.load(Ordering::SeqCst) {
             let n = counters.records.load(Ordering::Relaxed);

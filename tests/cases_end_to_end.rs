@@ -57,7 +57,11 @@ fn every_case_passes_through_eddy_run_with_1_2_and_4_partition_actors() {
                 .output()
                 .unwrap();
             if !out.status.success() {
-                failures.push(format!("{name} (parallelism {parallelism}): exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+                failures.push(format!(
+                    "{name} (parallelism {parallelism}): exit {:?}: {}",
+                    out.status.code(),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
                 continue;
             }
             let output = dir.join("output");

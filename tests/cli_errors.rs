@@ -33,7 +33,8 @@ fn eddy(dir: &Path, args: &[&str]) -> Output {
 fn setup(pipeline: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("input")).unwrap();
-    std::fs::write(tmp.path().join("input/000.json"), "{\"k\": \"a\", \"ts\": \"2024-01-01T00:00:01Z\", \"v\": 1.5}\n").unwrap();
+    std::fs::write(tmp.path().join("input/000.json"), "{\"k\": \"a\", \"ts\": \"2024-01-01T00:00:01Z\", \"v\": 1.5}\n")
+        .unwrap();
     std::fs::write(tmp.path().join("p.toml"), pipeline).unwrap();
     tmp
 }
@@ -55,7 +56,10 @@ fn the_good_pipeline_runs_and_validates() {
     let tmp = setup(GOOD);
     let out = eddy(tmp.path(), &["validate", "p.toml"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "window STRUCT<start: TIMESTAMP, end: TIMESTAMP>\nk STRING\nsum(v) DOUBLE\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "window STRUCT<start: TIMESTAMP, end: TIMESTAMP>\nk STRING\nsum(v) DOUBLE\n"
+    );
     let out = eddy(tmp.path(), &["run", "p.toml", "--no-progress"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let batch = std::fs::read_to_string(tmp.path().join("output/batch-000000.jsonl")).unwrap();

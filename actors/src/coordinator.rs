@@ -1,6 +1,6 @@
 //! The coordinator: collects barrier acknowledgements and commits, tells the source when a
 //! micro-batch is committed (the next one starts after it, as in Spark), and turns a failure into
-//! a stop. Checkpoint commits will hang off [`Coordinator::on_epoch_acknowledged`].
+//! a stop. Checkpoint commits will hang off the point where every partition actor has acknowledged an epoch.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

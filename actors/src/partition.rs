@@ -84,7 +84,9 @@ impl PartitionActor {
                     }
                     Control::EndBatch { batch_id } => {
                         self.operator.end_batch(&mut out);
-                        if !self.flush(current, &mut out, &mut created) || self.sink.send(ToSink::End { id: batch_id }).is_err() {
+                        if !self.flush(current, &mut out, &mut created)
+                            || self.sink.send(ToSink::End { id: batch_id }).is_err()
+                        {
                             return;
                         }
                     }

@@ -35,6 +35,9 @@ pub struct RunOptions {
     pub latency: Option<Box<dyn LatencyRecorder>>,
     /// Replaces the pipeline's sink (benchmarks: a discarding sink).
     pub sink_override: Option<Box<dyn Sink>>,
+    /// Replaces the pipeline's source (benchmarks: a generator on the wall clock); it must
+    /// produce records of the pipeline's schema.
+    pub source_override: Option<Box<dyn Source>>,
     /// Counters to share with the caller (progress display); created when absent.
     pub counters: Option<Arc<SourceCounters>>,
 }
@@ -106,36 +109,37 @@ fn open_sink(spec: &SinkSpec, field: &str, real_time: bool) -> Result<Box<dyn Si
 pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
     let real_time = pipeline.mode == Mode::RealTime;
-    let parallelism = pipeline
-        .parallelism
-        .unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
-        .max(1);
+    let parallelism =
+        pipeline.parallelism.unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
 
-    let mut source: Box<dyn Source> = match &pipeline.source.kind {
-        SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
-            FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
-                .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
-        ),
-        SourceKind::Stdin => {
-            Box::new(StdinSource::new().map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?)
-        }
-        SourceKind::Nexmark { table, events, rate, seed } => {
-            let table = match table {
-                spec::NexmarkTable::Bid => NexmarkTable::Bid,
-                spec::NexmarkTable::Auction => NexmarkTable::Auction,
-                spec::NexmarkTable::Person => NexmarkTable::Person,
-            };
-            Box::new(
-                NexmarkSource::new(table, *events, *rate, *seed)
-                    .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
-            )
-        }
-        SourceKind::Kafka { .. } => {
-            return Err(RuntimeError::Unsupported {
-                field: "source.type".into(),
-                why: "the kafka source is not built yet (issue: Kafka source and sink)".into(),
-            });
-        }
+    let mut source: Box<dyn Source> = match (opts.source_override, &pipeline.source.kind) {
+        (Some(s), _) => s,
+        (None, kind) => match kind {
+            SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
+                FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
+                    .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
+            ),
+            SourceKind::Stdin => Box::new(
+                StdinSource::new().map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?,
+            ),
+            SourceKind::Nexmark { table, events, rate, seed } => {
+                let table = match table {
+                    spec::NexmarkTable::Bid => NexmarkTable::Bid,
+                    spec::NexmarkTable::Auction => NexmarkTable::Auction,
+                    spec::NexmarkTable::Person => NexmarkTable::Person,
+                };
+                Box::new(
+                    NexmarkSource::new(table, *events, *rate, *seed)
+                        .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
+                )
+            }
+            SourceKind::Kafka { .. } => {
+                return Err(RuntimeError::Unsupported {
+                    field: "source.type".into(),
+                    why: "the kafka source is not built yet (issue: Kafka source and sink)".into(),
+                });
+            }
+        },
     };
     let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
     let decoder = match pipeline.source.format {
@@ -165,7 +169,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         None => None,
     };
     let key = match &pipeline.sink {
-        SinkSpec::Kafka { key, .. } => key.iter().filter_map(|k| plan.output_names.iter().position(|n| n == k)).collect(),
+        SinkSpec::Kafka { key, .. } => {
+            key.iter().filter_map(|k| plan.output_names.iter().position(|n| n == k)).collect()
+        }
         _ => Vec::new(),
     };
 
@@ -217,7 +223,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             .spawn(move || sink_actor.run())
             .map_err(|e| RuntimeError::Failed(format!("cannot start the sink actor: {e}")))?,
     );
-    let coordinator = Coordinator { partitions: parallelism, input: coord_rx, source: to_source_tx, stop: stop.clone() };
+    let coordinator =
+        Coordinator { partitions: parallelism, input: coord_rx, source: to_source_tx, stop: stop.clone() };
     let coord_handle = thread::Builder::new()
         .name("eddy-coordinator".into())
         .spawn(move || coordinator.run())

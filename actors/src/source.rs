@@ -128,9 +128,7 @@ impl SourceActor {
         match item.payload {
             Payload::Record(r) => Some(r),
             Payload::Raw(bytes) => {
-                let Some(decoder) = self.decoder.as_ref() else {
-                    return None;
-                };
+                let decoder = self.decoder.as_ref()?;
                 match decoder.decode(&bytes) {
                     Ok(r) => Some(r),
                     Err(e) => {
@@ -169,8 +167,11 @@ impl SourceActor {
         let replay = self.plan.replay.is_some();
         let trigger = self.trigger.0.max(1);
         let mut epoch: u64 = 0;
-        let mut next_boundary: Option<Timestamp> =
-            if replay { None } else { Some(align_down(self.clock.now(), Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))) };
+        let mut next_boundary: Option<Timestamp> = if replay {
+            None
+        } else {
+            Some(align_down(self.clock.now(), Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)))
+        };
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
         let mut items = Vec::with_capacity(POLL_MAX);
         let mut dead = Vec::new();
@@ -181,7 +182,9 @@ impl SourceActor {
                 break;
             }
             let timeout = match (replay, next_boundary) {
-                (false, Some(b)) => std::time::Duration::from_micros(b.0.saturating_sub(self.clock.now().0).clamp(0, 100_000) as u64),
+                (false, Some(b)) => {
+                    std::time::Duration::from_micros(b.0.saturating_sub(self.clock.now().0).clamp(0, 100_000) as u64)
+                }
                 _ => std::time::Duration::from_millis(100),
             };
             items.clear();
@@ -224,7 +227,8 @@ impl SourceActor {
                     self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
                     self.end_unit(epoch, &mut dead)?;
                     epoch += 1;
-                    next_boundary = Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
+                    next_boundary =
+                        Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
                 }
             }
             if poll == Poll::Exhausted {
@@ -259,7 +263,9 @@ impl SourceActor {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let wait = trigger.saturating_sub(batch_started.elapsed()).max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
+            let wait = trigger
+                .saturating_sub(batch_started.elapsed())
+                .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
             let cut = match poll {
                 Poll::BatchBoundary => true,
@@ -292,7 +298,8 @@ impl SourceActor {
         }
         if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
             let items = std::mem::take(&mut pending);
-            let records: Vec<Record> = items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
+            let records: Vec<Record> =
+                items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead)?);
         }
         // End of input: the no-data batch when due, or the replay clock's batch at `until`.
@@ -335,7 +342,12 @@ impl SourceActor {
         for record in records {
             self.counters.records.fetch_add(1, Ordering::Relaxed);
             let p = self.router.route(&record).0;
-            buffers[p].push(Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 });
+            buffers[p].push(Stamped {
+                record,
+                now: ctx.processing_time,
+                watermark: ctx.watermarks.late,
+                created_ns: 0,
+            });
             if buffers[p].len() >= BATCH {
                 let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
                 self.partitions[p].send(ToPartition::Data(data)).map_err(|_| SourceError::PeerGone)?;

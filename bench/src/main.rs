@@ -1,2 +1,40 @@
-//! Eddy benchmark harness (see the benchmark issue).
-fn main() {}
+//! `eddy-bench`: the runtime's benchmarks (real actors, real channels, in-process sources and
+//! sinks). Each suite prints a markdown table; numbers are from this machine and its noise.
+//!
+//! ```text
+//! cargo run --release -p eddy-bench -- latency      # Nexmark 100k rec/s, rolling 10 s sum per bidder
+//! cargo run --release -p eddy-bench -- throughput   # sliding 10 s / 2 s count per auction, parallelism 1 and 2
+//! cargo run --release -p eddy-bench -- timers       # rolling expiry rows vs their due instant (system clock)
+//! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
+//! cargo run --release -p eddy-bench -- all [--smoke]
+//! ```
+#![allow(clippy::print_stdout)] // a benchmark's report is its output
+
+mod suites;
+
+use anyhow::{Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let suite = args.iter().find(|a| !a.starts_with("--")).map(String::as_str).unwrap_or("all");
+    println!("# eddy-bench: {suite}{}\n", if smoke { " (smoke: tiny sizes, numbers meaningless)" } else { "" });
+    println!(
+        "machine: {} cores; build: {}\n",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        if cfg!(debug_assertions) { "debug" } else { "release" }
+    );
+    match suite {
+        "latency" => suites::latency(smoke),
+        "throughput" => suites::throughput(smoke),
+        "timers" => suites::timers(smoke),
+        "slow-sink" => suites::slow_sink(smoke),
+        "all" => {
+            suites::latency(smoke)?;
+            suites::throughput(smoke)?;
+            suites::timers(smoke)?;
+            suites::slow_sink(smoke)
+        }
+        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink or all"),
+    }
+}

@@ -20,28 +20,18 @@ fn thread_cpu_ns() -> u64 {
 }
 
 fn main() {
-    let events: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000_000);
+    let events: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
     let tables: Vec<NexmarkTable> = match std::env::args().nth(2) {
         Some(t) => vec![t.parse().expect("a table name: bid, auction or person")],
-        None => vec![
-            NexmarkTable::Bid,
-            NexmarkTable::Auction,
-            NexmarkTable::Person,
-        ],
+        None => vec![NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person],
     };
     for table in tables {
-        let mut source =
-            NexmarkSource::new(table, Some(events), None, 1).expect("valid configuration");
+        let mut source = NexmarkSource::new(table, Some(events), None, 1).expect("valid configuration");
         let mut out = Vec::with_capacity(4096);
         let (mut records, started, cpu_started) = (0u64, Instant::now(), thread_cpu_ns());
         loop {
             out.clear();
-            let poll = source
-                .poll(&mut out, 4096, Duration::ZERO)
-                .expect("the generator does not fail");
+            let poll = source.poll(&mut out, 4096, Duration::ZERO).expect("the generator does not fail");
             records += out.len() as u64;
             if poll == Poll::Exhausted {
                 break;
@@ -64,16 +54,14 @@ fn main() {
     for rate in [100_000.0, 1_000_000.0] {
         let seconds = 2.0;
         let total = (rate * seconds) as u64;
-        let mut source = NexmarkSource::new(NexmarkTable::Bid, Some(total), Some(rate), 1)
-            .expect("valid configuration");
+        let mut source =
+            NexmarkSource::new(NexmarkTable::Bid, Some(total), Some(rate), 1).expect("valid configuration");
         let mut out = Vec::with_capacity(4096);
         let (mut records, mut max_lag_ns, mut sum_lag_ns) = (0u64, 0u64, 0u128);
         let started = Instant::now();
         loop {
             out.clear();
-            let poll = source
-                .poll(&mut out, 1024, Duration::from_millis(10))
-                .expect("the generator does not fail");
+            let poll = source.poll(&mut out, 1024, Duration::from_millis(10)).expect("the generator does not fail");
             let now = monotonic_ns();
             for item in &out {
                 let lag = now.saturating_sub(item.created_ns);

@@ -127,7 +127,12 @@ pub trait Source: Send {
     ///
     /// # Errors
     /// A [`ConnectorError`] when the input cannot be read (the runtime stops with exit 1).
-    fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: std::time::Duration) -> Result<Poll, ConnectorError>;
+    fn poll(
+        &mut self,
+        out: &mut Vec<SourceItem>,
+        max: usize,
+        timeout: std::time::Duration,
+    ) -> Result<Poll, ConnectorError>;
 }
 
 /// A sink of output lines, committed per micro-batch or epoch.

@@ -40,10 +40,7 @@ pub struct StdinSource {
 
 impl fmt::Debug for StdinSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StdinSource")
-            .field("queued", &self.lines.len())
-            .field("done", &self.done)
-            .finish()
+        f.debug_struct("StdinSource").field("queued", &self.lines.len()).field("done", &self.done).finish()
     }
 }
 
@@ -65,22 +62,12 @@ impl StdinSource {
         std::thread::Builder::new()
             .name("eddy-stdin".into())
             .spawn(move || read_lines(BufReader::with_capacity(BUFFER, reader), &tx))
-            .map_err(|source| ConnectorError::Io {
-                what: "starting the stdin reader thread".into(),
-                source,
-            })?;
-        Ok(StdinSource {
-            lines: rx,
-            done: false,
-        })
+            .map_err(|source| ConnectorError::Io { what: "starting the stdin reader thread".into(), source })?;
+        Ok(StdinSource { lines: rx, done: false })
     }
 
     /// Adds one message to `out`; returns whether the input ended.
-    fn take(
-        &mut self,
-        message: Message,
-        out: &mut Vec<SourceItem>,
-    ) -> Result<bool, ConnectorError> {
+    fn take(&mut self, message: Message, out: &mut Vec<SourceItem>) -> Result<bool, ConnectorError> {
         match message {
             Message::Line(line, bytes) => {
                 out.push(SourceItem {
@@ -92,10 +79,7 @@ impl StdinSource {
             }
             Message::Failed(line, source) => {
                 self.done = true;
-                Err(ConnectorError::Io {
-                    what: format!("reading standard input after line {line}"),
-                    source,
-                })
+                Err(ConnectorError::Io { what: format!("reading standard input after line {line}"), source })
             }
             Message::End => {
                 self.done = true;
@@ -145,12 +129,7 @@ impl Source for StdinSource {
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when reading stdin failed (the source is then finished).
-    fn poll(
-        &mut self,
-        out: &mut Vec<SourceItem>,
-        max: usize,
-        timeout: Duration,
-    ) -> Result<Poll, ConnectorError> {
+    fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: Duration) -> Result<Poll, ConnectorError> {
         if self.done {
             return Ok(Poll::Exhausted);
         }
@@ -171,11 +150,7 @@ impl Source for StdinSource {
                 Err(TryRecvError::Disconnected) => self.take(Message::End, out)?,
             };
         }
-        Ok(if out.len() > start {
-            Poll::Data
-        } else {
-            Poll::Exhausted
-        })
+        Ok(if out.len() > start { Poll::Data } else { Poll::Exhausted })
     }
 }
 
@@ -206,17 +181,11 @@ impl StdoutSink {
 
     /// A sink writing to `writer` as if it were standard output (tests, pipes).
     pub fn with_writer(writer: Box<dyn Write + Send>, flush_each_row: bool) -> StdoutSink {
-        StdoutSink {
-            out: BufWriter::with_capacity(BUFFER, writer),
-            flush_each_row,
-        }
+        StdoutSink { out: BufWriter::with_capacity(BUFFER, writer), flush_each_row }
     }
 
     fn flush(&mut self) -> Result<(), ConnectorError> {
-        self.out.flush().map_err(|source| ConnectorError::Io {
-            what: "flushing standard output".into(),
-            source,
-        })
+        self.out.flush().map_err(|source| ConnectorError::Io { what: "flushing standard output".into(), source })
     }
 }
 
@@ -225,16 +194,8 @@ impl Sink for StdoutSink {
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when stdout cannot be written (e.g. a closed pipe).
-    fn write(
-        &mut self,
-        _batch_id: u64,
-        line: &str,
-        _key: Option<&str>,
-    ) -> Result<(), ConnectorError> {
-        let io = |source| ConnectorError::Io {
-            what: "writing standard output".into(),
-            source,
-        };
+    fn write(&mut self, _batch_id: u64, line: &str, _key: Option<&str>) -> Result<(), ConnectorError> {
+        let io = |source| ConnectorError::Io { what: "writing standard output".into(), source };
         self.out.write_all(line.as_bytes()).map_err(io)?;
         self.out.write_all(b"\n").map_err(io)?;
         if self.flush_each_row {
@@ -264,10 +225,7 @@ mod tests {
     fn lines_of(out: &[SourceItem]) -> Vec<(String, String)> {
         out.iter()
             .map(|i| match &i.payload {
-                Payload::Raw(b) => (
-                    i.position.to_string(),
-                    String::from_utf8(b.clone()).unwrap(),
-                ),
+                Payload::Raw(b) => (i.position.to_string(), String::from_utf8(b.clone()).unwrap()),
                 Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
             })
             .collect()
@@ -288,8 +246,7 @@ mod tests {
     #[test]
     fn lines_are_returned_in_order_with_their_line_numbers_then_exhausted() {
         let input = "{\"a\":1}\r\n\n  \n{\"a\":2}\n{\"a\":3}";
-        let mut s =
-            StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();
         let out = drain(&mut s, 2);
         assert_eq!(
             lines_of(&out),
@@ -332,23 +289,15 @@ mod tests {
 
     #[test]
     fn a_poll_waits_up_to_its_timeout_and_is_idle_when_nothing_came() {
-        let pipe = SlowPipe {
-            chunks: vec![(Duration::from_millis(400), b"late\n".to_vec())],
-        };
+        let pipe = SlowPipe { chunks: vec![(Duration::from_millis(400), b"late\n".to_vec())] };
         let mut s = StdinSource::from_reader(pipe).unwrap();
         let started = Instant::now();
         let mut out = Vec::new();
-        assert_eq!(
-            s.poll(&mut out, 10, Duration::from_millis(50)).unwrap(),
-            Poll::Idle
-        );
+        assert_eq!(s.poll(&mut out, 10, Duration::from_millis(50)).unwrap(), Poll::Idle);
         assert!(started.elapsed() >= Duration::from_millis(50));
         assert!(out.is_empty());
         assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::Data);
-        assert_eq!(
-            lines_of(&out),
-            vec![("stdin:1".to_string(), "late".to_string())]
-        );
+        assert_eq!(lines_of(&out), vec![("stdin:1".to_string(), "late".to_string())]);
         assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::Exhausted);
     }
 
@@ -374,10 +323,7 @@ mod tests {
         let error = error.expect("the failure was reported");
         assert!(error.to_string().contains("device gone"), "{error}");
         assert!(error.to_string().contains("after line 1"), "{error}");
-        assert_eq!(
-            lines_of(&out),
-            vec![("stdin:1".to_string(), "ok".to_string())]
-        );
+        assert_eq!(lines_of(&out), vec![("stdin:1".to_string(), "ok".to_string())]);
         assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::Exhausted);
     }
 

@@ -9,9 +9,9 @@ use eddy_engine::decode::{CsvDecoder, DecoderConfig, JsonDecoder};
 use eddy_engine::schema::Schema;
 use eddy_engine::time::TimeUnit;
 
-const DDL: &str =
-    "user_id STRING, revenue DOUBLE, event_time TIMESTAMP, country STRING, ok BOOLEAN";
-const JSON: &[u8] = br#"{"user_id":"u12345","revenue":12.5,"event_time":"2024-01-15T10:01:00Z","country":"fr","ok":true}"#;
+const DDL: &str = "user_id STRING, revenue DOUBLE, event_time TIMESTAMP, country STRING, ok BOOLEAN";
+const JSON: &[u8] =
+    br#"{"user_id":"u12345","revenue":12.5,"event_time":"2024-01-15T10:01:00Z","country":"fr","ok":true}"#;
 const CSV_HEADER: &[u8] = b"user_id,revenue,event_time,country,ok";
 const CSV: &[u8] = b"u12345,12.5,2024-01-15T10:01:00Z,fr,true";
 
@@ -30,18 +30,12 @@ fn bench(c: &mut Criterion) {
     let three = [true, true, true, false, false];
     let json = JsonDecoder::new(config(three));
     assert!(json.decode(JSON).is_ok());
-    g.bench_function("json_3_of_5_columns", |b| {
-        b.iter(|| json.decode(black_box(JSON)))
-    });
+    g.bench_function("json_3_of_5_columns", |b| b.iter(|| json.decode(black_box(JSON))));
     let json_all = JsonDecoder::new(config([true; 5]));
-    g.bench_function("json_all_5_columns", |b| {
-        b.iter(|| json_all.decode(black_box(JSON)))
-    });
+    g.bench_function("json_all_5_columns", |b| b.iter(|| json_all.decode(black_box(JSON))));
     let csv = CsvDecoder::new(config(three), CSV_HEADER).expect("fixed header");
     assert!(csv.decode(CSV).is_ok());
-    g.bench_function("csv_3_of_5_columns", |b| {
-        b.iter(|| csv.decode(black_box(CSV)))
-    });
+    g.bench_function("csv_3_of_5_columns", |b| b.iter(|| csv.decode(black_box(CSV))));
     g.bench_function("serde_json_value_reference", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(JSON)))
     });

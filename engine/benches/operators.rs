@@ -11,8 +11,8 @@ use std::hint::black_box;
 
 use eddy_engine::aggregate::{AggKind, AggregateFn};
 use eddy_engine::operator::{
-    Mode, Operator, Output, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig, SessionGap, WindowAggregate,
-    WindowAggregateConfig, WindowKind,
+    Mode, Operator, Output, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig, SessionGap,
+    WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use eddy_engine::schema::DataType;
 use eddy_engine::value::{Record, Value};
@@ -98,7 +98,11 @@ fn benches(c: &mut Criterion) {
         Box::new(window_agg(
             WindowKind::Fixed {
                 column: 1,
-                windows: SlidingWindows { size: Duration::from_secs(10), slide: Duration::from_secs(2), offset: Duration::ZERO },
+                windows: SlidingWindows {
+                    size: Duration::from_secs(10),
+                    slide: Duration::from_secs(2),
+                    offset: Duration::ZERO,
+                },
             },
             vec![f(AggKind::CountStar, None)],
             OutputMode::Append,

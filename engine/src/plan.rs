@@ -5,11 +5,11 @@
 use crate::aggregate::{AggKind, AggregateFn};
 use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
+use crate::operator::SessionGap;
 use crate::operator::{
     Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
     WindowAggregate, WindowAggregateConfig, WindowKind,
 };
-use crate::operator::SessionGap;
 use crate::schema::{DataType, Schema};
 use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec};
 use crate::time::{Duration, Timestamp};
@@ -204,7 +204,10 @@ impl QueryPlan {
                     .iter()
                     .enumerate()
                     .map(|(i, m)| {
-                        Ok(RollingMeasure { func: compile_measure(m, &schema, &format!("query.measures[{i}]"))?, over: m.over })
+                        Ok(RollingMeasure {
+                            func: compile_measure(m, &schema, &format!("query.measures[{i}]"))?,
+                            over: m.over,
+                        })
                     })
                     .collect::<Result<Vec<_>, PlanError>>()?;
                 for m in &measures {
@@ -294,7 +297,10 @@ impl QueryPlan {
 
     /// A micro-batch sequencer for this query.
     pub fn sequencer(&self) -> MicroBatchSequencer {
-        MicroBatchSequencer::new(self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))), self.replay.map(|(c, _)| c))
+        MicroBatchSequencer::new(
+            self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))),
+            self.replay.map(|(c, _)| c),
+        )
     }
 
     /// A real-time clock for this query.

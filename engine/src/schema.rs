@@ -116,7 +116,9 @@ pub struct Schema {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaError {
     /// The DDL text is not `name TYPE, ...` with known types and distinct names.
-    #[error("bad schema {given:?}: {why} (expected `name TYPE, ...` with types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)")]
+    #[error(
+        "bad schema {given:?}: {why} (expected `name TYPE, ...` with types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)"
+    )]
     Ddl {
         /// The DDL given.
         given: String,
@@ -228,7 +230,10 @@ mod tests {
 
     #[test]
     fn parses_spark_ddl() {
-        let s = Schema::parse_ddl("user_id STRING, revenue DOUBLE, event_time TIMESTAMP, n bigint, i INT, f FLOAT, b BOOLEAN, l LONG").unwrap();
+        let s = Schema::parse_ddl(
+            "user_id STRING, revenue DOUBLE, event_time TIMESTAMP, n bigint, i INT, f FLOAT, b BOOLEAN, l LONG",
+        )
+        .unwrap();
         assert_eq!(s.len(), 8);
         assert_eq!(s.field("n").unwrap().data_type, DataType::Long);
         assert_eq!(s.field("l").unwrap().data_type, DataType::Long);

@@ -107,7 +107,9 @@ impl Duration {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TimeError {
     /// A duration string that is not `<number> <unit>` pairs of the allowed units.
-    #[error("bad duration {given:?}: {why} (expected e.g. \"10 seconds\", \"1 hour 30 minutes\"; units us, ms, s/sec/second(s), min/minute(s), h/hour(s), day(s), week(s))")]
+    #[error(
+        "bad duration {given:?}: {why} (expected e.g. \"10 seconds\", \"1 hour 30 minutes\"; units us, ms, s/sec/second(s), min/minute(s), h/hour(s), day(s), week(s))"
+    )]
     BadDuration {
         /// What was given.
         given: String,
@@ -115,7 +117,9 @@ pub enum TimeError {
         why: String,
     },
     /// A timestamp string that is neither RFC 3339 nor `YYYY-MM-DD HH:MM:SS[.ffffff]`.
-    #[error("bad timestamp {given:?}: {why} (expected RFC 3339 such as 2024-01-15T10:01:00Z, or YYYY-MM-DD HH:MM:SS[.ffffff] in UTC)")]
+    #[error(
+        "bad timestamp {given:?}: {why} (expected RFC 3339 such as 2024-01-15T10:01:00Z, or YYYY-MM-DD HH:MM:SS[.ffffff] in UTC)"
+    )]
     BadTimestamp {
         /// What was given.
         given: String,
@@ -379,7 +383,8 @@ mod tests {
         assert_eq!(parse_duration("0 seconds").unwrap(), Duration::ZERO);
         assert_eq!(parse_duration("7 us").unwrap(), Duration(7));
         assert_eq!(parse_duration("interval 1 min").unwrap(), Duration::from_secs(60));
-        for bad in ["", "1 month", "2 years", "ten seconds", "5", "-1 second", "1 fortnight", "99999999999999999999 s"] {
+        for bad in ["", "1 month", "2 years", "ten seconds", "5", "-1 second", "1 fortnight", "99999999999999999999 s"]
+        {
             assert!(parse_duration(bad).is_err(), "{bad:?} must be refused");
         }
     }
@@ -398,7 +403,15 @@ mod tests {
         let pre = parse_timestamp("1969-12-31T23:59:59.5Z").unwrap();
         assert_eq!(pre, Timestamp(-500_000));
         assert_eq!(pre.to_string(), "1969-12-31T23:59:59.5Z");
-        for bad in ["", "2024-13-01T00:00:00Z", "2024-02-30T00:00:00Z", "2024-01-15T25:00:00Z", "yesterday", "2024-01-15T10:01:00Zjunk", "2024-01-15T10:01:00.Z"] {
+        for bad in [
+            "",
+            "2024-13-01T00:00:00Z",
+            "2024-02-30T00:00:00Z",
+            "2024-01-15T25:00:00Z",
+            "yesterday",
+            "2024-01-15T10:01:00Zjunk",
+            "2024-01-15T10:01:00.Z",
+        ] {
             assert!(parse_timestamp(bad).is_err(), "{bad:?} must be refused");
         }
     }

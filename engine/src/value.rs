@@ -87,8 +87,8 @@ impl Value {
     /// A total order used by min / max and percentiles: NULL first, then by value. Doubles use
     /// IEEE total order (NaN largest, as Spark orders NaN above every number).
     pub fn total_cmp(&self, other: &Value) -> std::cmp::Ordering {
-        use std::cmp::Ordering;
         use Value::*;
+        use std::cmp::Ordering;
         match (self, other) {
             (Null, Null) => Ordering::Equal,
             (Null, _) => Ordering::Less,

@@ -104,10 +104,11 @@ mod tests {
 
     #[test]
     fn start_offset_shifts_windows() {
-        let w = SlidingWindows { size: Duration::from_secs(10), slide: Duration::from_secs(5), offset: Duration::from_secs(2) };
-        assert_eq!(
-            w.windows_of(s(13)),
-            vec![Window { start: s(7), end: s(17) }, Window { start: s(12), end: s(22) }]
-        );
+        let w = SlidingWindows {
+            size: Duration::from_secs(10),
+            slide: Duration::from_secs(5),
+            offset: Duration::from_secs(2),
+        };
+        assert_eq!(w.windows_of(s(13)), vec![Window { start: s(7), end: s(17) }, Window { start: s(12), end: s(22) }]);
     }
 }

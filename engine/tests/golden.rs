@@ -7,12 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use eddy_engine::Timestamp;
 use eddy_engine::decode::JsonDecoder;
 use eddy_engine::driver::{BatchOutput, MicroBatchRunner};
 use eddy_engine::output::row_to_json_line;
 use eddy_engine::plan::QueryPlan;
 use eddy_engine::spec::parse_pipeline_str;
-use eddy_engine::Timestamp;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -54,7 +54,8 @@ fn run_case(dir: &Path, out_dir: &Path) -> Result<(), String> {
     inputs.sort();
     for (i, f) in inputs.iter().enumerate() {
         let text = std::fs::read_to_string(f).unwrap();
-        let records = text.lines().filter(|l| !l.trim().is_empty()).filter_map(|l| decoder.decode(l.as_bytes()).ok()).collect();
+        let records =
+            text.lines().filter(|l| !l.trim().is_empty()).filter_map(|l| decoder.decode(l.as_bytes()).ok()).collect();
         // A fixed processing time per batch: these queries do not read it.
         let b = runner.run_batch(records, Timestamp(i as i64));
         write_batch(out_dir, &plan.output_names, &b);
@@ -78,7 +79,10 @@ fn every_golden_case_matches_spark() {
         let error_file = dir.join("expected/ERROR");
         if error_file.exists() {
             if result.is_ok() {
-                failures.push(format!("{name}: Spark rejects this pipeline ({}), the engine accepted it", std::fs::read_to_string(&error_file).unwrap_or_default().trim()));
+                failures.push(format!(
+                    "{name}: Spark rejects this pipeline ({}), the engine accepted it",
+                    std::fs::read_to_string(&error_file).unwrap_or_default().trim()
+                ));
             }
             continue;
         }
@@ -86,10 +90,25 @@ fn every_golden_case_matches_spark() {
             failures.push(format!("{name}: {e}"));
             continue;
         }
-        let cmp = Command::new("python3").arg(&compare).arg(dir.join("expected")).arg(out.path()).output().expect("python3 runs compare.py");
+        let cmp = Command::new("python3")
+            .arg(&compare)
+            .arg(dir.join("expected"))
+            .arg(out.path())
+            .output()
+            .expect("python3 runs compare.py");
         if !cmp.status.success() {
-            failures.push(format!("{name}:\n{}{}", String::from_utf8_lossy(&cmp.stdout), String::from_utf8_lossy(&cmp.stderr)));
+            failures.push(format!(
+                "{name}:\n{}{}",
+                String::from_utf8_lossy(&cmp.stdout),
+                String::from_utf8_lossy(&cmp.stderr)
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ from Spark:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from Spark:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

@@ -62,27 +62,19 @@ impl FilesSink {
         // Probe that files can be created there now rather than at the first row.
         let probe = folder.join(format!(".{prefix}-probe-{}.tmp", std::process::id()));
         File::create(&probe).map_err(|source| ConnectorError::Io {
-            what: format!(
-                "creating a file in the files sink folder {}",
-                folder.display()
-            ),
+            what: format!("creating a file in the files sink folder {}", folder.display()),
             source,
         })?;
         std::fs::remove_file(&probe).map_err(|source| ConnectorError::Io {
             what: format!("removing the probe file {}", probe.display()),
             source,
         })?;
-        Ok(FilesSink {
-            folder: folder.to_path_buf(),
-            prefix: prefix.to_string(),
-            open: BTreeMap::new(),
-        })
+        Ok(FilesSink { folder: folder.to_path_buf(), prefix: prefix.to_string(), open: BTreeMap::new() })
     }
 
     /// The final path of batch `batch_id`.
     pub fn batch_path(&self, batch_id: u64) -> PathBuf {
-        self.folder
-            .join(format!("{}-{batch_id:06}.jsonl", self.prefix))
+        self.folder.join(format!("{}-{batch_id:06}.jsonl", self.prefix))
     }
 
     /// Deletes the temporary files of this sink's prefix left in the folder by a run that
@@ -102,26 +94,18 @@ impl FilesSink {
             let entry = entry.map_err(io)?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let Some(digits) = name
-                .strip_prefix(&start)
-                .and_then(|r| r.strip_suffix(".jsonl.tmp"))
-            else {
+            let Some(digits) = name.strip_prefix(&start).and_then(|r| r.strip_suffix(".jsonl.tmp")) else {
                 continue;
             };
             if !digits.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            if digits
-                .parse::<u64>()
-                .is_ok_and(|id| self.open.contains_key(&id))
-            {
+            if digits.parse::<u64>().is_ok_and(|id| self.open.contains_key(&id)) {
                 continue;
             }
             let path = entry.path();
-            std::fs::remove_file(&path).map_err(|source| ConnectorError::Io {
-                what: format!("removing {}", path.display()),
-                source,
-            })?;
+            std::fs::remove_file(&path)
+                .map_err(|source| ConnectorError::Io { what: format!("removing {}", path.display()), source })?;
             removed += 1;
         }
         Ok(removed)
@@ -139,30 +123,17 @@ impl Sink for FilesSink {
     ///
     /// # Errors
     /// [`ConnectorError::Io`] naming the temporary file when it cannot be created or written.
-    fn write(
-        &mut self,
-        batch_id: u64,
-        line: &str,
-        _key: Option<&str>,
-    ) -> Result<(), ConnectorError> {
+    fn write(&mut self, batch_id: u64, line: &str, _key: Option<&str>) -> Result<(), ConnectorError> {
         let batch = match self.open.entry(batch_id) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
                 let tmp = self.folder.join(tmp_name(&self.prefix, batch_id));
-                let file = File::create(&tmp).map_err(|source| ConnectorError::Io {
-                    what: format!("creating {}", tmp.display()),
-                    source,
-                })?;
-                v.insert(OpenBatch {
-                    tmp,
-                    writer: BufWriter::with_capacity(WRITE_BUFFER, file),
-                })
+                let file = File::create(&tmp)
+                    .map_err(|source| ConnectorError::Io { what: format!("creating {}", tmp.display()), source })?;
+                v.insert(OpenBatch { tmp, writer: BufWriter::with_capacity(WRITE_BUFFER, file) })
             }
         };
-        let io = |source| ConnectorError::Io {
-            what: format!("writing {}", batch.tmp.display()),
-            source,
-        };
+        let io = |source| ConnectorError::Io { what: format!("writing {}", batch.tmp.display()), source };
         batch.writer.write_all(line.as_bytes()).map_err(io)?;
         batch.writer.write_all(b"\n").map_err(io)
     }
@@ -181,16 +152,12 @@ impl Sink for FilesSink {
             let what = format!("{what} {}", path.display());
             move |source| ConnectorError::Io { what, source }
         };
-        let file = writer
-            .into_inner()
-            .map_err(|e| io("flushing", &tmp)(e.into_error()))?;
+        let file = writer.into_inner().map_err(|e| io("flushing", &tmp)(e.into_error()))?;
         file.sync_all().map_err(io("syncing", &tmp))?;
         drop(file);
         let target = self.batch_path(batch_id);
         std::fs::rename(&tmp, &target).map_err(io("renaming to", &target))?;
-        File::open(&self.folder)
-            .and_then(|d| d.sync_all())
-            .map_err(io("syncing folder", &self.folder))
+        File::open(&self.folder).and_then(|d| d.sync_all()).map_err(io("syncing folder", &self.folder))
     }
 }
 
@@ -199,10 +166,8 @@ mod tests {
     use super::*;
 
     fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut v: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         v.sort();
         v
     }
@@ -214,17 +179,10 @@ mod tests {
         let mut sink = FilesSink::new(&out, "batch").unwrap();
         sink.write(0, "{\"a\":1}", None).unwrap();
         sink.write(0, "{\"a\":2}", Some("k")).unwrap();
-        assert_eq!(
-            names(&out),
-            vec![".batch-000000.jsonl.tmp"],
-            "visible before commit"
-        );
+        assert_eq!(names(&out), vec![".batch-000000.jsonl.tmp"], "visible before commit");
         sink.commit(0).unwrap();
         assert_eq!(names(&out), vec!["batch-000000.jsonl"]);
-        assert_eq!(
-            std::fs::read_to_string(out.join("batch-000000.jsonl")).unwrap(),
-            "{\"a\":1}\n{\"a\":2}\n"
-        );
+        assert_eq!(std::fs::read_to_string(out.join("batch-000000.jsonl")).unwrap(), "{\"a\":1}\n{\"a\":2}\n");
     }
 
     #[test]
@@ -247,20 +205,11 @@ mod tests {
         sink.write(3, "b3", None).unwrap();
         assert_eq!(sink.open_batches().collect::<Vec<_>>(), vec![3, 4]);
         sink.commit(3).unwrap();
-        assert_eq!(
-            names(dir.path()),
-            vec![".batch-000004.jsonl.tmp", "batch-000003.jsonl"]
-        );
+        assert_eq!(names(dir.path()), vec![".batch-000004.jsonl.tmp", "batch-000003.jsonl"]);
         sink.write(4, "b4", None).unwrap();
         sink.commit(4).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("batch-000003.jsonl")).unwrap(),
-            "a3\nb3\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("batch-000004.jsonl")).unwrap(),
-            "a4\nb4\n"
-        );
+        assert_eq!(std::fs::read_to_string(dir.path().join("batch-000003.jsonl")).unwrap(), "a3\nb3\n");
+        assert_eq!(std::fs::read_to_string(dir.path().join("batch-000004.jsonl")).unwrap(), "a4\nb4\n");
     }
 
     #[test]
@@ -280,10 +229,7 @@ mod tests {
         sink.commit(0).unwrap();
         sink.write(0, "new", None).unwrap();
         sink.commit(0).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("batch-000000.jsonl")).unwrap(),
-            "new\n"
-        );
+        assert_eq!(std::fs::read_to_string(dir.path().join("batch-000000.jsonl")).unwrap(), "new\n");
     }
 
     #[test]
@@ -300,19 +246,9 @@ mod tests {
         let mut sink = FilesSink::new(dir.path(), "batch").unwrap();
         sink.write(9, "open", None).unwrap();
         assert_eq!(sink.remove_uncommitted().unwrap(), 2);
-        assert_eq!(
-            names(dir.path()),
-            vec![
-                ".batch-000009.jsonl.tmp",
-                ".other-000001.jsonl.tmp",
-                "batch-000006.jsonl"
-            ]
-        );
+        assert_eq!(names(dir.path()), vec![".batch-000009.jsonl.tmp", ".other-000001.jsonl.tmp", "batch-000006.jsonl"]);
         sink.commit(9).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("batch-000009.jsonl")).unwrap(),
-            "open\n"
-        );
+        assert_eq!(std::fs::read_to_string(dir.path().join("batch-000009.jsonl")).unwrap(), "open\n");
     }
 
     #[test]
@@ -331,13 +267,7 @@ mod tests {
     fn a_bad_prefix_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         for bad in ["", ".x", "_x", "a/b"] {
-            assert!(
-                matches!(
-                    FilesSink::new(dir.path(), bad),
-                    Err(ConnectorError::Config(_))
-                ),
-                "{bad:?}"
-            );
+            assert!(matches!(FilesSink::new(dir.path(), bad), Err(ConnectorError::Config(_))), "{bad:?}");
         }
     }
 
@@ -351,12 +281,7 @@ mod tests {
         sink.write(1, "{\"n\":1}", None).unwrap();
         let mut source = crate::FilesSource::new(dir.path(), 10, false, false).unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            source
-                .poll(&mut out, 10, std::time::Duration::ZERO)
-                .unwrap(),
-            Poll::BatchBoundary
-        );
+        assert_eq!(source.poll(&mut out, 10, std::time::Duration::ZERO).unwrap(), Poll::BatchBoundary);
         let lines: Vec<&[u8]> = out
             .iter()
             .map(|i| match &i.payload {

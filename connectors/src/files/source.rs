@@ -142,10 +142,7 @@ impl FilesSource {
 
     /// Lists the folder and queues, in name order, the visible files not listed before.
     fn rescan(&mut self) -> Result<(), ConnectorError> {
-        let io = |source| ConnectorError::Io {
-            what: format!("listing folder {}", self.folder.display()),
-            source,
-        };
+        let io = |source| ConnectorError::Io { what: format!("listing folder {}", self.folder.display()), source };
         let mut found: Vec<(OsString, PathBuf)> = Vec::new();
         for entry in std::fs::read_dir(&self.folder).map_err(io)? {
             let entry = entry.map_err(io)?;
@@ -169,54 +166,35 @@ impl FilesSource {
         }
         found.sort();
         for (name, path) in found {
-            self.pending
-                .push_back((name.to_string_lossy().into_owned(), path));
+            self.pending.push_back((name.to_string_lossy().into_owned(), path));
             self.seen.insert(name);
         }
         Ok(())
     }
 
     fn open(&self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
-        let file = File::open(&path).map_err(|source| ConnectorError::Io {
-            what: format!("opening {}", path.display()),
-            source,
-        })?;
+        let file = File::open(&path)
+            .map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
         let reader: Box<dyn BufRead + Send> = if name.ends_with(".gz") {
-            Box::new(BufReader::with_capacity(
-                READ_BUFFER,
-                MultiGzDecoder::new(file),
-            ))
+            Box::new(BufReader::with_capacity(READ_BUFFER, MultiGzDecoder::new(file)))
         } else {
             Box::new(BufReader::with_capacity(READ_BUFFER, file))
         };
-        Ok(OpenFile {
-            name,
-            path,
-            reader,
-            line: 0,
-            header_pending: self.csv_header,
-        })
+        Ok(OpenFile { name, path, reader, line: 0, header_pending: self.csv_header })
     }
 
     /// Reads lines of the current file into `out` until `out` holds `limit` items or the file
     /// ends; returns whether it ended.
-    fn read_current(
-        &mut self,
-        out: &mut Vec<SourceItem>,
-        limit: usize,
-    ) -> Result<bool, ConnectorError> {
+    fn read_current(&mut self, out: &mut Vec<SourceItem>, limit: usize) -> Result<bool, ConnectorError> {
         let Some(file) = self.current.as_mut() else {
             return Ok(true);
         };
         while out.len() < limit {
             self.line.clear();
-            let n = file
-                .reader
-                .read_until(b'\n', &mut self.line)
-                .map_err(|source| ConnectorError::Io {
-                    what: format!("reading {} at line {}", file.path.display(), file.line + 1),
-                    source,
-                })?;
+            let n = file.reader.read_until(b'\n', &mut self.line).map_err(|source| ConnectorError::Io {
+                what: format!("reading {} at line {}", file.path.display(), file.line + 1),
+                source,
+            })?;
             if n == 0 {
                 return Ok(true);
             }
@@ -234,10 +212,7 @@ impl FilesSource {
             }
             out.push(SourceItem {
                 payload: Payload::Raw(text.to_vec()),
-                position: Position::File {
-                    file: file.name.clone(),
-                    line: file.line,
-                },
+                position: Position::File { file: file.name.clone(), line: file.line },
                 created_ns: 0,
             });
         }
@@ -254,13 +229,10 @@ impl FilesSource {
             let mut file = self.open(name, path)?;
             loop {
                 self.line.clear();
-                let n = file
-                    .reader
-                    .read_until(b'\n', &mut self.line)
-                    .map_err(|source| ConnectorError::Io {
-                        what: format!("reading the header of {}", file.path.display()),
-                        source,
-                    })?;
+                let n = file.reader.read_until(b'\n', &mut self.line).map_err(|source| ConnectorError::Io {
+                    what: format!("reading the header of {}", file.path.display()),
+                    source,
+                })?;
                 if n == 0 {
                     break;
                 }
@@ -301,12 +273,7 @@ impl Source for FilesSource {
     /// # Errors
     /// [`ConnectorError::Io`] naming the file (and line) that cannot be listed, opened, read or
     /// decompressed.
-    fn poll(
-        &mut self,
-        out: &mut Vec<SourceItem>,
-        max: usize,
-        timeout: Duration,
-    ) -> Result<Poll, ConnectorError> {
+    fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: Duration) -> Result<Poll, ConnectorError> {
         if self.exhausted {
             return Ok(Poll::Exhausted);
         }
@@ -385,11 +352,7 @@ mod tests {
         loop {
             let mut out = Vec::new();
             let poll = source.poll(&mut out, max, timeout).unwrap();
-            assert!(
-                out.len() <= max,
-                "a poll returned {} items, more than max {max}",
-                out.len()
-            );
+            assert!(out.len() <= max, "a poll returned {} items, more than max {max}", out.len());
             batches.last_mut().unwrap().extend(out.iter().map(raw));
             match poll {
                 Poll::Data => {}
@@ -412,14 +375,7 @@ mod tests {
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
         let (batches, end) = drain(&mut s, 100, LONG);
         assert_eq!(end, Poll::Exhausted);
-        assert_eq!(
-            batches,
-            vec![
-                vec!["{\"n\":1}", "{\"n\":2}"],
-                vec!["{\"n\":3}"],
-                vec!["{\"n\":4}"]
-            ]
-        );
+        assert_eq!(batches, vec![vec!["{\"n\":1}", "{\"n\":2}"], vec!["{\"n\":3}"], vec!["{\"n\":4}"]]);
     }
 
     #[test]
@@ -573,10 +529,7 @@ mod tests {
         writer.join().unwrap();
         assert_eq!(poll, Poll::BatchBoundary);
         assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["late"]);
-        assert!(
-            started.elapsed() < LONG,
-            "the poll waited for its whole timeout"
-        );
+        assert!(started.elapsed() < LONG, "the poll waited for its whole timeout");
     }
 
     #[test]
@@ -584,16 +537,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = FilesSource::new(dir.path(), 1, true, false).unwrap();
         let started = Instant::now();
-        assert_eq!(
-            s.poll(&mut Vec::new(), 10, Duration::from_millis(150))
-                .unwrap(),
-            Poll::Idle
-        );
+        assert_eq!(s.poll(&mut Vec::new(), 10, Duration::from_millis(150)).unwrap(), Poll::Idle);
         let waited = started.elapsed();
-        assert!(
-            waited >= Duration::from_millis(150),
-            "returned after {waited:?}"
-        );
+        assert!(waited >= Duration::from_millis(150), "returned after {waited:?}");
     }
 
     #[test]

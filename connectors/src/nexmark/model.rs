@@ -69,24 +69,11 @@ const HOT_URLS: [&str; 4] = [
     "https://www.nexmark.com/aapl/item.htm?query=1",
 ];
 const US_STATES: [&str; 6] = ["AZ", "CA", "ID", "OR", "WA", "WY"];
-const US_CITIES: [&str; 10] = [
-    "Phoenix",
-    "Los Angeles",
-    "San Francisco",
-    "Boise",
-    "Portland",
-    "Bend",
-    "Redmond",
-    "Seattle",
-    "Kent",
-    "Cheyenne",
-];
-const FIRST_NAMES: [&str; 11] = [
-    "Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter",
-];
-const LAST_NAMES: [&str; 9] = [
-    "Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris",
-];
+const US_CITIES: [&str; 10] =
+    ["Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland", "Bend", "Redmond", "Seattle", "Kent", "Cheyenne"];
+const FIRST_NAMES: [&str; 11] =
+    ["Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"];
+const LAST_NAMES: [&str; 9] = ["Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris"];
 
 /// The kind of event number `event`: in each cycle of 50, offset 0 is a person, 1..=3 auctions,
 /// 4..=49 bids.
@@ -124,11 +111,7 @@ pub fn last_base0_person_id(event: u64) -> u64 {
     let cycle = event / PROPORTION_DENOMINATOR;
     let offset = event % PROPORTION_DENOMINATOR;
     // Past the people of this cycle: the last of them.
-    let offset = if offset < PERSON_PROPORTION {
-        offset
-    } else {
-        PERSON_PROPORTION - 1
-    };
+    let offset = if offset < PERSON_PROPORTION { offset } else { PERSON_PROPORTION - 1 };
     cycle * PERSON_PROPORTION + offset
 }
 
@@ -200,11 +183,7 @@ struct ExtraPool {
 
 impl ExtraPool {
     fn new(seed: u64) -> ExtraPool {
-        ExtraPool {
-            seed: seed ^ 0xE87A,
-            by_len: Vec::new(),
-            empty: Arc::from(""),
-        }
+        ExtraPool { seed: seed ^ 0xE87A, by_len: Vec::new(), empty: Arc::from("") }
     }
 
     /// An extra string such that `current_size + len` averages `average_size`, as the reference's
@@ -217,12 +196,7 @@ impl ExtraPool {
         let desired = average_size - current_size;
         // round(desired / 5) in integers (desired / 5 never ends in .5).
         let delta = (2 * desired + 5) / 10;
-        let len = desired - delta
-            + if delta == 0 {
-                0
-            } else {
-                rng.below(2 * delta as u64) as usize
-            };
+        let len = desired - delta + if delta == 0 { 0 } else { rng.below(2 * delta as u64) as usize };
         let variant = rng.below(EXTRA_VARIANTS) as usize;
         if self.by_len.len() <= len {
             self.by_len.resize(len + 1, Vec::new());
@@ -233,8 +207,7 @@ impl ExtraPool {
         }
         let seed = self.seed;
         let s = slots[variant].get_or_insert_with(|| {
-            let mut rng =
-                SplitMix64::for_item(seed, (len as u64) * EXTRA_VARIANTS + variant as u64);
+            let mut rng = SplitMix64::for_item(seed, (len as u64) * EXTRA_VARIANTS + variant as u64);
             let mut buf = String::with_capacity(len);
             push_exact_string(&mut rng, len, &mut buf);
             Arc::from(buf)
@@ -269,16 +242,9 @@ impl NexmarkGenerator {
         NexmarkGenerator {
             seed,
             clock,
-            hot_channels: HOT_CHANNELS
-                .iter()
-                .zip(HOT_URLS)
-                .map(|(c, u)| (text(c), text(u)))
-                .collect(),
+            hot_channels: HOT_CHANNELS.iter().zip(HOT_URLS).map(|(c, u)| (text(c), text(u))).collect(),
             channels: vec![None; CHANNELS as usize],
-            names: FIRST_NAMES
-                .iter()
-                .flat_map(|f| LAST_NAMES.iter().map(move |l| text(&format!("{f} {l}"))))
-                .collect(),
+            names: FIRST_NAMES.iter().flat_map(|f| LAST_NAMES.iter().map(move |l| text(&format!("{f} {l}")))).collect(),
             cities: US_CITIES.iter().map(|c| text(c)).collect(),
             states: US_STATES.iter().map(|s| text(s)).collect(),
             extras: ExtraPool::new(seed),
@@ -415,15 +381,6 @@ impl NexmarkGenerator {
         let len = |v: &Value| v.as_str().map_or(0, str::len);
         let current = 8 + len(&name) + email_len + self.buf.len() + len(&city) + len(&state);
         let extra = self.extras.next(rng, current, AVG_PERSON_BYTES);
-        Record::new(vec![
-            Value::Long(id),
-            name,
-            email,
-            credit_card,
-            city,
-            state,
-            Value::Timestamp(time),
-            extra,
-        ])
+        Record::new(vec![Value::Long(id), name, email, credit_card, city, state, Value::Timestamp(time), extra])
     }
 }

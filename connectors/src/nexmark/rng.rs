@@ -124,10 +124,7 @@ mod tests {
             counts[r.below(13) as usize] += 1;
         }
         // Each bucket expects 10,000 (sd ~ 96); 5 sd either side.
-        assert!(
-            counts.iter().all(|&c| (9_520..=10_480).contains(&c)),
-            "{counts:?}"
-        );
+        assert!(counts.iter().all(|&c| (9_520..=10_480).contains(&c)), "{counts:?}");
         assert_eq!(r.below(0), 0);
         assert_eq!(r.below(1), 0);
     }
@@ -162,10 +159,7 @@ mod tests {
                 let mut s = String::new();
                 push_string(&mut r, max, &mut s);
                 assert!(s.len() < max as usize, "{s:?} for max {max}");
-                assert!(
-                    s.bytes().all(|b| b == b' ' || b.is_ascii_lowercase()),
-                    "{s:?}"
-                );
+                assert!(s.bytes().all(|b| b == b' ' || b.is_ascii_lowercase()), "{s:?}");
                 assert_eq!(s.trim(), s);
             }
         }
@@ -182,20 +176,13 @@ mod tests {
         let n = s.len() as f64;
         let spaces = s.bytes().filter(|&b| b == b' ').count() as f64;
         // ~1M characters: sd of the space share ~ 0.0003.
-        assert!(
-            (spaces / n - 1.0 / 13.0).abs() < 0.002,
-            "space share {}",
-            spaces / n
-        );
+        assert!((spaces / n - 1.0 / 13.0).abs() < 0.002, "space share {}", spaces / n);
         let mut letters = [0f64; 26];
         for b in s.bytes().filter(u8::is_ascii_lowercase) {
             letters[usize::from(b - b'a')] += 1.0;
         }
         let each = (n - spaces) / 26.0;
-        assert!(
-            letters.iter().all(|&c| (c / each - 1.0).abs() < 0.02),
-            "{letters:?}"
-        );
+        assert!(letters.iter().all(|&c| (c / each - 1.0).abs() < 0.02), "{letters:?}");
     }
 
     #[test]

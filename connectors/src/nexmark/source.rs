@@ -50,10 +50,7 @@ impl NexmarkSource {
                 "nexmark source: rate {r} is not allowed; expected a number of events per second > 0"
             )));
         }
-        let clock = EventClock {
-            base: BASE_TIME,
-            rate: rate.unwrap_or(DEFAULT_EVENT_RATE),
-        };
+        let clock = EventClock { base: BASE_TIME, rate: rate.unwrap_or(DEFAULT_EVENT_RATE) };
         Ok(NexmarkSource {
             table,
             generator: NexmarkGenerator::new(seed, clock),
@@ -95,12 +92,7 @@ impl Source for NexmarkSource {
     /// Appends up to `max` records: [`Poll::Data`] when some were appended, [`Poll::Idle`] when
     /// paced and none was due within `timeout`, [`Poll::Exhausted`] once `events` events have
     /// been generated (after their records were returned).
-    fn poll(
-        &mut self,
-        out: &mut Vec<SourceItem>,
-        max: usize,
-        timeout: Duration,
-    ) -> Result<Poll, ConnectorError> {
+    fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: Duration) -> Result<Poll, ConnectorError> {
         let start = out.len();
         let mut now = monotonic_ns();
         let Some(ns_per_event) = self.pacing_ns else {
@@ -111,11 +103,7 @@ impl Source for NexmarkSource {
                 };
                 self.emit(n, now, out);
             }
-            return Ok(if out.len() > start || self.next_event < self.end {
-                Poll::Data
-            } else {
-                Poll::Exhausted
-            });
+            return Ok(if out.len() > start || self.next_event < self.end { Poll::Data } else { Poll::Exhausted });
         };
         let origin = *self.start_ns.get_or_insert(now);
         let deadline = now.saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
@@ -180,23 +168,12 @@ mod tests {
     #[test]
     fn a_bounded_source_emits_its_tables_share_of_the_events_then_is_exhausted() {
         // 1,000 events = 20 cycles of 50: 20 people, 60 auctions, 920 bids.
-        for (table, expected) in [
-            (NexmarkTable::Person, 20),
-            (NexmarkTable::Auction, 60),
-            (NexmarkTable::Bid, 920),
-        ] {
+        for (table, expected) in [(NexmarkTable::Person, 20), (NexmarkTable::Auction, 60), (NexmarkTable::Bid, 920)] {
             let mut s = NexmarkSource::new(table, Some(1_000), None, 1).unwrap();
             let out = drain(&mut s, 64);
             assert_eq!(out.len(), expected, "{table}");
-            assert!(
-                records(&out)
-                    .iter()
-                    .all(|(n, _)| kind_of(*n) == table && *n < 1_000)
-            );
-            assert_eq!(
-                s.poll(&mut Vec::new(), 10, Duration::ZERO).unwrap(),
-                Poll::Exhausted
-            );
+            assert!(records(&out).iter().all(|(n, _)| kind_of(*n) == table && *n < 1_000));
+            assert_eq!(s.poll(&mut Vec::new(), 10, Duration::ZERO).unwrap(), Poll::Exhausted);
         }
     }
 
@@ -214,17 +191,9 @@ mod tests {
     fn records_of_a_source_are_the_generators_records_in_event_order() {
         let mut s = NexmarkSource::new(NexmarkTable::Auction, Some(500), None, 9).unwrap();
         let got = records(&drain(&mut s, 7));
-        let mut generator = NexmarkGenerator::new(
-            9,
-            EventClock {
-                base: BASE_TIME,
-                rate: DEFAULT_EVENT_RATE,
-            },
-        );
-        let expected: Vec<(u64, Record)> = (0..500)
-            .filter(|&n| kind_of(n) == NexmarkTable::Auction)
-            .map(|n| (n, generator.record(n)))
-            .collect();
+        let mut generator = NexmarkGenerator::new(9, EventClock { base: BASE_TIME, rate: DEFAULT_EVENT_RATE });
+        let expected: Vec<(u64, Record)> =
+            (0..500).filter(|&n| kind_of(n) == NexmarkTable::Auction).map(|n| (n, generator.record(n))).collect();
         assert_eq!(got, expected);
     }
 
@@ -242,25 +211,16 @@ mod tests {
                 _ => 0,
             });
             // Nothing emitted ahead of its schedule (0.5 ms per event since the first poll).
-            assert!(
-                last_event * 500_000 <= elapsed_ns + 1_000_000,
-                "event {last_event} at {elapsed_ns} ns"
-            );
+            assert!(last_event * 500_000 <= elapsed_ns + 1_000_000, "event {last_event} at {elapsed_ns} ns");
         }
         // Events 4..200 of bid kind: the last (199) is due at 99.5 ms.
         assert!(started.elapsed() >= Duration::from_micros(99_500));
         let origin = out[0].created_ns - 4 * 500_000;
         assert!(origin >= first_poll_ns);
         for item in &out {
-            let Position::Generated { event } = item.position else {
-                unreachable!()
-            };
+            let Position::Generated { event } = item.position else { unreachable!() };
             let scheduled = origin + event * 500_000;
-            assert!(
-                item.created_ns.abs_diff(scheduled) <= 1,
-                "event {event}: {} vs {scheduled}",
-                item.created_ns
-            );
+            assert!(item.created_ns.abs_diff(scheduled) <= 1, "event {event}: {} vs {scheduled}", item.created_ns);
         }
     }
 
@@ -269,16 +229,10 @@ mod tests {
         // 1 event/s: event 0 (a person) is due at once, event 50 (the next person) after 50 s.
         let mut s = NexmarkSource::new(NexmarkTable::Person, None, Some(1.0), 3).unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            s.poll(&mut out, 10, Duration::from_millis(10)).unwrap(),
-            Poll::Data
-        );
+        assert_eq!(s.poll(&mut out, 10, Duration::from_millis(10)).unwrap(), Poll::Data);
         assert_eq!(out.len(), 1);
         let started = Instant::now();
-        assert_eq!(
-            s.poll(&mut out, 10, Duration::from_millis(30)).unwrap(),
-            Poll::Idle
-        );
+        assert_eq!(s.poll(&mut out, 10, Duration::from_millis(30)).unwrap(), Poll::Idle);
         assert!(started.elapsed() >= Duration::from_millis(30));
         assert_eq!(out.len(), 1);
     }

@@ -11,13 +11,7 @@ use super::*;
 const EVENTS: u64 = 50_000;
 
 fn generator(seed: u64) -> NexmarkGenerator {
-    NexmarkGenerator::new(
-        seed,
-        EventClock {
-            base: BASE_TIME,
-            rate: DEFAULT_EVENT_RATE,
-        },
-    )
+    NexmarkGenerator::new(seed, EventClock { base: BASE_TIME, rate: DEFAULT_EVENT_RATE })
 }
 
 fn long(r: &Record, i: usize) -> i64 {
@@ -28,15 +22,11 @@ fn long(r: &Record, i: usize) -> i64 {
 }
 
 fn string(r: &Record, i: usize) -> &str {
-    r.get(i)
-        .as_str()
-        .unwrap_or_else(|| panic!("column {i} is {:?}, expected STRING", r.get(i)))
+    r.get(i).as_str().unwrap_or_else(|| panic!("column {i} is {:?}, expected STRING", r.get(i)))
 }
 
 fn time(r: &Record, i: usize) -> Timestamp {
-    r.get(i)
-        .as_timestamp()
-        .unwrap_or_else(|| panic!("column {i} is {:?}, expected TIMESTAMP", r.get(i)))
+    r.get(i).as_timestamp().unwrap_or_else(|| panic!("column {i} is {:?}, expected TIMESTAMP", r.get(i)))
 }
 
 /// Every event with the numbers of people and auctions generated before it.
@@ -73,11 +63,7 @@ fn every_cycle_of_50_events_has_1_person_3_auctions_46_bids() {
 
 #[test]
 fn next_of_kind_is_the_first_event_of_that_kind() {
-    for table in [
-        NexmarkTable::Bid,
-        NexmarkTable::Auction,
-        NexmarkTable::Person,
-    ] {
+    for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
         for n in 0..300 {
             let brute = (n..).find(|&m| kind_of(m) == table).unwrap();
             assert_eq!(next_of_kind(n, table), brute, "{table} from {n}");
@@ -125,38 +111,23 @@ fn bids_refer_to_recent_auctions_and_active_people_at_most_10_ids_ahead() {
                 let last_auction = FIRST_AUCTION_ID + auctions - 1;
                 let auction = long(&r, 0);
                 // In flight: at most 100 auctions back, at most 10 ahead (the reference's lead).
-                assert!(
-                    auction >= (last_auction - 100).max(FIRST_AUCTION_ID),
-                    "event {n}: auction {auction}"
-                );
-                assert!(
-                    auction <= last_auction + 10,
-                    "event {n}: auction {auction} > {last_auction} + 10"
-                );
+                assert!(auction >= (last_auction - 100).max(FIRST_AUCTION_ID), "event {n}: auction {auction}");
+                assert!(auction <= last_auction + 10, "event {n}: auction {auction} > {last_auction} + 10");
                 ahead += usize::from(auction > last_auction);
                 let bidder = long(&r, 1);
-                assert!(
-                    bidder >= (last_person - 999).max(FIRST_PERSON_ID),
-                    "event {n}: bidder {bidder}"
-                );
+                assert!(bidder >= (last_person - 999).max(FIRST_PERSON_ID), "event {n}: bidder {bidder}");
                 assert!(bidder <= last_person + 10, "event {n}: bidder {bidder}");
             }
             NexmarkTable::Auction => {
                 let seller = long(&r, 7);
-                assert!(
-                    seller >= (last_person - 999).max(FIRST_PERSON_ID)
-                        && seller <= last_person + 10
-                );
+                assert!(seller >= (last_person - 999).max(FIRST_PERSON_ID) && seller <= last_person + 10);
             }
             NexmarkTable::Person => {}
         }
     }
     // Ahead only through the non-hot half picking one of the ~10 lead ids among ~110: ~4.5 %.
     let share = ahead as f64 / bids as f64;
-    assert!(
-        share < 0.06,
-        "{share} of bids refer to auctions not yet generated"
-    );
+    assert!(share < 0.06, "{share} of bids refer to auctions not yet generated");
 }
 
 #[test]
@@ -183,10 +154,7 @@ fn a_seed_determines_the_stream() {
         assert_eq!(ra, b.record(n), "event {n}");
         differ += usize::from(ra != c.record(n));
     }
-    assert!(
-        differ > 1_900,
-        "only {differ} of 2000 events differ between seeds"
-    );
+    assert!(differ > 1_900, "only {differ} of 2000 events differ between seeds");
     // Independent of the order of generation.
     let mut d = generator(42);
     assert_eq!(d.record(1_234), generator(42).record(1_234));
@@ -216,10 +184,7 @@ fn most_bids_go_to_the_hot_auction_and_hot_bidder() {
     let mut counts: Vec<u32> = per_auction.into_values().collect();
     counts.sort_unstable_by(|a, b| b.cmp(a));
     let top30: u32 = counts.iter().take(30).sum();
-    assert!(
-        f64::from(top30) / f64::from(bids) > 0.49,
-        "top 30 auctions have {top30} of {bids} bids"
-    );
+    assert!(f64::from(top30) / f64::from(bids) > 0.49, "top 30 auctions have {top30} of {bids} bids");
 }
 
 #[test]
@@ -239,16 +204,13 @@ fn most_auctions_come_from_hot_sellers() {
 #[test]
 fn prices_are_log_uniform_between_1_and_1_000_000_dollars() {
     let mut g = generator(6);
-    let prices: Vec<i64> = (0..EVENTS)
-        .filter(|&n| kind_of(n) == NexmarkTable::Bid)
-        .map(|n| long(&g.record(n), 2))
-        .collect();
+    let prices: Vec<i64> =
+        (0..EVENTS).filter(|&n| kind_of(n) == NexmarkTable::Bid).map(|n| long(&g.record(n), 2)).collect();
     assert!(prices.iter().all(|p| (100..=100_000_000).contains(p)));
     // log10(price / 100) is uniform on [0, 6]: each decade holds 1/6.
     for decade in 0..6 {
         let (lo, hi) = (100 * 10i64.pow(decade), 100 * 10i64.pow(decade + 1));
-        let share =
-            prices.iter().filter(|p| (lo..hi).contains(*p)).count() as f64 / prices.len() as f64;
+        let share = prices.iter().filter(|p| (lo..hi).contains(*p)).count() as f64 / prices.len() as f64;
         assert!((share - 1.0 / 6.0).abs() < 0.01, "decade {decade}: {share}");
     }
 }
@@ -267,10 +229,7 @@ fn ninety_nine_bids_in_a_hundred_come_from_the_four_hot_channels() {
         } else {
             let number: u32 = channel.strip_prefix("channel-").unwrap().parse().unwrap();
             assert!(number < 10_000);
-            assert!(
-                url.starts_with("https://www.nexmark.com/") && url.contains("/item.htm?query=1"),
-                "{url}"
-            );
+            assert!(url.starts_with("https://www.nexmark.com/") && url.contains("/item.htm?query=1"), "{url}");
         }
     }
     // P(hot) = 0.99; sd over 46,000 bids ~ 0.0005.
@@ -297,11 +256,7 @@ fn a_channel_keeps_its_url() {
 fn extra_fits(extra: usize, current: usize, average: usize) -> bool {
     let d = average - current;
     let r = (d as f64 * 0.2).round() as usize;
-    if r == 0 {
-        extra == d
-    } else {
-        (d - r..d + r).contains(&extra)
-    }
+    if r == 0 { extra == d } else { (d - r..d + r).contains(&extra) }
 }
 
 #[test]
@@ -313,21 +268,13 @@ fn records_are_padded_to_the_reference_average_sizes() {
         let (slot, current, extra, average) = match kind_of(n) {
             // The reference counts 4 numbers of 8 bytes in a bid.
             NexmarkTable::Bid => (0, 32, string(&r, 6).len(), 100),
-            NexmarkTable::Auction => (
-                1,
-                8 + string(&r, 1).len() + string(&r, 2).len() + 40,
-                string(&r, 9).len(),
-                500,
-            ),
+            NexmarkTable::Auction => (1, 8 + string(&r, 1).len() + string(&r, 2).len() + 40, string(&r, 9).len(), 500),
             NexmarkTable::Person => {
                 let strings: usize = [1, 2, 3, 4, 5].iter().map(|&i| string(&r, i).len()).sum();
                 (2, 8 + strings, string(&r, 7).len(), 200)
             }
         };
-        assert!(
-            extra_fits(extra, current, average),
-            "event {n}: extra {extra} for {current} of {average}"
-        );
+        assert!(extra_fits(extra, current, average), "event {n}: extra {extra} for {current} of {average}");
         sizes[slot] += current + extra;
         counts[slot] += 1;
     }
@@ -335,10 +282,7 @@ fn records_are_padded_to_the_reference_average_sizes() {
     // since the upper end is excluded).
     for (slot, average) in [(0, 100.0), (1, 500.0), (2, 200.0)] {
         let mean = sizes[slot] as f64 / counts[slot] as f64;
-        assert!(
-            (mean / average - 1.0).abs() < 0.01,
-            "kind {slot}: mean size {mean}, expected {average}"
-        );
+        assert!((mean / average - 1.0).abs() < 0.01, "kind {slot}: mean size {mean}, expected {average}");
     }
 }
 
@@ -352,10 +296,7 @@ fn people_have_the_reference_vocabulary() {
         assert!(email.ends_with(".com") && email.contains('@'), "{email}");
         let card = string(&r, 3);
         assert!(
-            card.len() == 19
-                && card
-                    .split(' ')
-                    .all(|g| g.len() == 4 && g.bytes().all(|b| b.is_ascii_digit())),
+            card.len() == 19 && card.split(' ').all(|g| g.len() == 4 && g.bytes().all(|b| b.is_ascii_digit())),
             "{card}"
         );
         assert!(["AZ", "CA", "ID", "OR", "WA", "WY"].contains(&string(&r, 5)));
@@ -381,11 +322,7 @@ fn auctions_expire_after_they_start_and_reserve_at_least_the_initial_bid() {
 #[test]
 fn records_match_their_table_schema() {
     let mut g = generator(12);
-    for table in [
-        NexmarkTable::Bid,
-        NexmarkTable::Auction,
-        NexmarkTable::Person,
-    ] {
+    for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
         let schema = Schema::parse_ddl(schema(table)).unwrap();
         let n = next_of_kind(1_000, table);
         let r = g.record(n);
@@ -404,26 +341,9 @@ fn records_match_their_table_schema() {
 
 #[test]
 fn table_names_parse_and_print() {
-    for table in [
-        NexmarkTable::Bid,
-        NexmarkTable::Auction,
-        NexmarkTable::Person,
-    ] {
+    for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
         assert_eq!(table.name().parse::<NexmarkTable>().unwrap(), table);
-        assert_eq!(
-            table
-                .to_string()
-                .to_uppercase()
-                .parse::<NexmarkTable>()
-                .unwrap(),
-            table
-        );
+        assert_eq!(table.to_string().to_uppercase().parse::<NexmarkTable>().unwrap(), table);
     }
-    assert!(
-        "bids"
-            .parse::<NexmarkTable>()
-            .unwrap_err()
-            .to_string()
-            .contains("bids")
-    );
+    assert!("bids".parse::<NexmarkTable>().unwrap_err().to_string().contains("bids"));
 }

@@ -125,10 +125,7 @@ impl AggregateFn {
                 let AggKind::ApproxCountDistinct { rsd } = self.kind else {
                     return Err("not an approx_count_distinct".to_string());
                 };
-                AggState::Distinct(Box::new(DistinctSketch::from_bytes(
-                    self.hll_lg_k(rsd),
-                    r.take_rest(),
-                )?))
+                AggState::Distinct(Box::new(DistinctSketch::from_bytes(self.hll_lg_k(rsd), r.take_rest())?))
             }
             QUANTILES => {
                 let AggKind::ApproxPercentile { accuracy, .. } = self.kind else {
@@ -136,11 +133,7 @@ impl AggregateFn {
                 };
                 let floating = matches!(self.input_type, DataType::Float | DataType::Double);
                 let k = self.kll_k(accuracy);
-                AggState::Quantiles(Box::new(QuantileSketch::from_bytes(
-                    floating,
-                    k,
-                    r.take_rest(),
-                )?))
+                AggState::Quantiles(Box::new(QuantileSketch::from_bytes(floating, k, r.take_rest())?))
             }
             _ => AggState::User(r.value(0)?),
         };

@@ -51,8 +51,7 @@ pub(crate) fn java_double(x: f64) -> String {
     }
     let e = format!("{x:e}"); // e.g. "1.5e-4", "1e-4"
     let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let mantissa =
-        if mantissa.contains('.') { mantissa.to_string() } else { format!("{mantissa}.0") };
+    let mantissa = if mantissa.contains('.') { mantissa.to_string() } else { format!("{mantissa}.0") };
     format!("{mantissa}E{exp}")
 }
 
@@ -89,11 +88,7 @@ mod tests {
             name("approx_count_distinct", Some("v"), AggParams { rsd: Some(0.01), ..none() }),
             "approx_count_distinct(v)"
         );
-        let p = |p: Percentage, accuracy: Option<i64>| AggParams {
-            percentage: Some(p),
-            accuracy,
-            ..none()
-        };
+        let p = |p: Percentage, accuracy: Option<i64>| AggParams { percentage: Some(p), accuracy, ..none() };
         assert_eq!(
             name("percentile_approx", Some("v"), p(Percentage::One(0.5), None)),
             "percentile_approx(v, 0.5, 10000)"
@@ -101,6 +96,19 @@ mod tests {
         assert_eq!(
             name("approx_percentile", Some("v"), p(Percentage::List(vec![0.25, 0.5]), Some(100))),
             "approx_percentile(v, array(0.25, 0.5), 100)"
+        );
+        // Upper-case calls print lower-cased; doubles print as Java's Double.toString, as
+        // pyspark's `F.percentile_approx("v", 0.0001)` does (SQL prints a decimal literal as
+        // written, `0.0001`: the pipeline gives a number, not a literal, so Eddy follows pyspark).
+        assert_eq!(name("COUNT", Some("v"), none()), "count(v)");
+        assert_eq!(name("Mean", Some("x"), none()), "mean(x)");
+        assert_eq!(
+            name("percentile_approx", Some("v"), p(Percentage::One(0.0001), None)),
+            "percentile_approx(v, 1.0E-4, 10000)"
+        );
+        assert_eq!(
+            name("percentile_approx", Some("v"), p(Percentage::List(vec![0.0, 1.0]), Some(50))),
+            "percentile_approx(v, array(0.0, 1.0), 50)"
         );
     }
 

@@ -29,7 +29,7 @@ pub(crate) fn kll_rank_error(k: u16) -> f64 {
 }
 
 /// The smallest KLL `k` (>= 8) whose rank error is at most `1 / accuracy`; `None` when that needs
-/// `k > 65535` (accuracy above ~21000).
+/// `k > 65535` (accuracy above ~20993).
 pub(crate) fn kll_k_for_accuracy(accuracy: u32) -> Option<u16> {
     let target = 1.0 / accuracy as f64;
     let guess = (2.296 * accuracy as f64).powf(1.0 / 0.9723).floor().max(8.0);
@@ -104,10 +104,7 @@ impl DistinctSketch {
 
 impl fmt::Debug for DistinctSketch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DistinctSketch")
-            .field("lg_k", &self.lg_k())
-            .field("estimate", &self.estimate())
-            .finish()
+        f.debug_struct("DistinctSketch").field("lg_k", &self.lg_k()).field("estimate", &self.estimate()).finish()
     }
 }
 
@@ -269,10 +266,7 @@ impl QuantileSketch {
             QuantileSketch::Long(KllSketch::deserialize(bytes).map_err(|e| e.to_string())?)
         };
         if s.k() != k {
-            return Err(format!(
-                "KLL sketch has k {}, the function expects {k} (accuracy changed?)",
-                s.k()
-            ));
+            return Err(format!("KLL sketch has k {}, the function expects {k} (accuracy changed?)", s.k()));
         }
         Ok(s)
     }

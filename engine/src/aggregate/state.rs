@@ -105,9 +105,9 @@ impl AggregateFn {
             AggKind::ApproxCountDistinct { rsd } => {
                 AggState::Distinct(Box::new(DistinctSketch::new(self.hll_lg_k(*rsd))))
             }
-            AggKind::ApproxPercentile { accuracy, .. } => AggState::Quantiles(Box::new(
-                QuantileSketch::new(self.floating_input(), self.kll_k(*accuracy)),
-            )),
+            AggKind::ApproxPercentile { accuracy, .. } => {
+                AggState::Quantiles(Box::new(QuantileSketch::new(self.floating_input(), self.kll_k(*accuracy))))
+            }
             AggKind::User(u) => AggState::User(u.zero()),
         }
     }
@@ -256,11 +256,7 @@ impl AggregateFn {
                     return Value::Null;
                 };
                 let typed: Vec<Value> = qs.into_iter().map(|q| self.typed(q)).collect();
-                if *list {
-                    Value::List(typed.into())
-                } else {
-                    typed.into_iter().next().unwrap_or(Value::Null)
-                }
+                if *list { Value::List(typed.into()) } else { typed.into_iter().next().unwrap_or(Value::Null) }
             }
             (AggKind::User(u), AggState::User(s)) => u.finish(s),
             _ => Value::Null,

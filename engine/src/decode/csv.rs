@@ -48,11 +48,7 @@ struct Field<'a> {
 
 impl<'a> Field<'a> {
     fn unescaped(&self) -> Cow<'a, str> {
-        if self.escaped {
-            Cow::Owned(self.text.replace("\"\"", "\""))
-        } else {
-            Cow::Borrowed(self.text)
-        }
+        if self.escaped { Cow::Owned(self.text.replace("\"\"", "\"")) } else { Cow::Borrowed(self.text) }
     }
 }
 
@@ -70,10 +66,7 @@ impl CsvDecoder {
         let plan = Plan::new(cfg);
         let text = utf8(header)?;
         let text = strip_line_end(text.strip_prefix('\u{FEFF}').unwrap_or(text));
-        let bad = |why: String| DecodeError::BadHeader {
-            given: quote(text),
-            why,
-        };
+        let bad = |why: String| DecodeError::BadHeader { given: quote(text), why };
         let mut targets = Vec::new();
         let mut seen = vec![false; plan.columns.len()];
         for_each_field(text, |_, f| {
@@ -98,10 +91,7 @@ impl CsvDecoder {
                 plan.columns[r].name
             )));
         }
-        Ok(CsvDecoder {
-            plan,
-            targets: targets.into(),
-        })
+        Ok(CsvDecoder { plan, targets: targets.into() })
     }
 
     /// Decodes one line (a trailing `\n` or `\r\n` is allowed).
@@ -169,32 +159,13 @@ fn for_each_field<'a>(
                     ));
                 }
             };
-            (
-                Field {
-                    text: &line[start + 1..end],
-                    quoted: true,
-                    escaped,
-                },
-                next,
-            )
+            (Field { text: &line[start + 1..end], quoted: true, escaped }, next)
         } else {
             match b[start..].iter().position(|&c| c == b',') {
-                Some(k) => (
-                    Field {
-                        text: &line[start..start + k],
-                        quoted: false,
-                        escaped: false,
-                    },
-                    Some(start + k + 1),
-                ),
-                None => (
-                    Field {
-                        text: &line[start..],
-                        quoted: false,
-                        escaped: false,
-                    },
-                    None,
-                ),
+                Some(k) => {
+                    (Field { text: &line[start..start + k], quoted: false, escaped: false }, Some(start + k + 1))
+                }
+                None => (Field { text: &line[start..], quoted: false, escaped: false }, None),
             }
         };
         f(idx, field)?;
@@ -208,28 +179,17 @@ fn for_each_field<'a>(
 
 #[cold]
 fn not_csv(line: &str, offset: usize, why: &'static str) -> DecodeError {
-    DecodeError::NotCsv {
-        offset,
-        why,
-        near: quote(line.get(offset..).unwrap_or("")),
-    }
+    DecodeError::NotCsv { offset, why, near: quote(line.get(offset..).unwrap_or("")) }
 }
 
 /// The value of one field for a decoded column.
 fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, DecodeError> {
     if f.text.is_empty() {
-        return Ok(if f.quoted && col.ty == DataType::String {
-            Value::Str(Arc::from(""))
-        } else {
-            Value::Null
-        });
+        return Ok(if f.quoted && col.ty == DataType::String { Value::Str(Arc::from("")) } else { Value::Null });
     }
     let text = f.unescaped();
     let text: &str = &text;
-    let unsigned = text
-        .strip_prefix('+')
-        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
-        .unwrap_or(text);
+    let unsigned = text.strip_prefix('+').filter(|t| t.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(text);
     match col.ty {
         DataType::String => Ok(Value::Str(Arc::from(text))),
         DataType::Boolean if text.eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
@@ -247,28 +207,14 @@ fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, Decode
         DataType::Double | DataType::Float => {
             let v = csv_non_finite(text)
                 .or_else(|| decimal(text))
-                .ok_or_else(|| {
-                    wrong(
-                        col,
-                        text,
-                        "not a number (nor NaN, Inf, -Inf, Infinity, -Infinity)",
-                    )
-                })?;
-            Ok(if col.ty == DataType::Double {
-                Value::Double(v)
-            } else {
-                Value::Float(v as f32)
-            })
+                .ok_or_else(|| wrong(col, text, "not a number (nor NaN, Inf, -Inf, Infinity, -Infinity)"))?;
+            Ok(if col.ty == DataType::Double { Value::Double(v) } else { Value::Float(v as f32) })
         }
         DataType::Timestamp if is_integer(unsigned) => integer_value(col, unsigned, plan.unit),
         DataType::Timestamp => match decimal(text) {
-            Some(v) => Timestamp::from_number(v, plan.unit)
-                .map(Value::Timestamp)
-                .ok_or_else(|| DecodeError::OutOfRange {
-                    column: col.name.to_string(),
-                    expected: col.ty,
-                    given: quote(text),
-                }),
+            Some(v) => Timestamp::from_number(v, plan.unit).map(Value::Timestamp).ok_or_else(|| {
+                DecodeError::OutOfRange { column: col.name.to_string(), expected: col.ty, given: quote(text) }
+            }),
             None => timestamp_value(col, text),
         },
         _ => Err(wrong(col, text, "a type that input cannot hold")),
@@ -283,14 +229,8 @@ fn is_integer(s: &str) -> bool {
 
 /// A decimal number (`[+-]` digits, `.`, exponent), never `inf` / `nan` words.
 fn decimal(s: &str) -> Option<f64> {
-    let plain = s
-        .bytes()
-        .all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'));
-    if plain && s.bytes().any(|c| c.is_ascii_digit()) {
-        s.parse().ok()
-    } else {
-        None
-    }
+    let plain = s.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'));
+    if plain && s.bytes().any(|c| c.is_ascii_digit()) { s.parse().ok() } else { None }
 }
 
 /// Non-finite spellings for CSV: Spark's JSON ones plus its CSV defaults `Inf` / `-Inf`.

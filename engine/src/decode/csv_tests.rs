@@ -8,11 +8,7 @@ use super::*;
 use crate::time::Timestamp;
 
 fn dec(ddl: &str, header: &str) -> CsvDecoder {
-    CsvDecoder::new(
-        DecoderConfig::all_columns(Schema::parse_ddl(ddl).unwrap()),
-        header.as_bytes(),
-    )
-    .unwrap()
+    CsvDecoder::new(DecoderConfig::all_columns(Schema::parse_ddl(ddl).unwrap()), header.as_bytes()).unwrap()
 }
 
 fn s(v: &str) -> Value {
@@ -26,21 +22,13 @@ fn row(d: &CsvDecoder, line: &str) -> Vec<Value> {
 #[test]
 fn columns_are_matched_by_header_name() {
     let d = dec("a BIGINT, b STRING, c DOUBLE", "b,extra,a");
-    assert_eq!(
-        row(&d, "x,ignored,7"),
-        vec![Value::Long(7), s("x"), Value::Null]
-    );
+    assert_eq!(row(&d, "x,ignored,7"), vec![Value::Long(7), s("x"), Value::Null]);
 }
 
 #[test]
 fn only_needed_columns_are_decoded() {
     let schema = Schema::parse_ddl("a BIGINT, b BIGINT").unwrap();
-    let cfg = DecoderConfig {
-        schema,
-        needed: vec![true, false],
-        required: vec![],
-        timestamp_unit: TimeUnit::Ms,
-    };
+    let cfg = DecoderConfig { schema, needed: vec![true, false], required: vec![], timestamp_unit: TimeUnit::Ms };
     let d = CsvDecoder::new(cfg, b"a,b").unwrap();
     // b is not needed: its text is not checked against BIGINT.
     assert_eq!(row(&d, "1,not a number"), vec![Value::Long(1), Value::Null]);
@@ -49,18 +37,12 @@ fn only_needed_columns_are_decoded() {
 #[test]
 fn rfc4180_quoting() {
     let d = dec("a STRING, b STRING, c STRING", "a,b,c");
-    assert_eq!(
-        row(&d, r#""x,y","say ""hi""",plain"#),
-        vec![s("x,y"), s("say \"hi\""), s("plain")]
-    );
+    assert_eq!(row(&d, r#""x,y","say ""hi""",plain"#), vec![s("x,y"), s("say \"hi\""), s("plain")]);
     assert_eq!(row(&d, r#""""""#), vec![s("\""), Value::Null, Value::Null]);
     // A quote inside an unquoted field is kept (lenient, as Spark).
     assert_eq!(row(&d, r#"a"b,c,d"#), vec![s("a\"b"), s("c"), s("d")]);
     for bad in [r#""abc"#, r#""ab"c,d"#, r#"x,"y"z"#, "\"a\nb"] {
-        assert!(
-            matches!(d.decode(bad.as_bytes()), Err(DecodeError::NotCsv { .. })),
-            "{bad:?}"
-        );
+        assert!(matches!(d.decode(bad.as_bytes()), Err(DecodeError::NotCsv { .. })), "{bad:?}");
     }
 }
 
@@ -92,15 +74,9 @@ fn line_endings_and_bom_are_stripped() {
 
 #[test]
 fn typed_values() {
-    let d = dec(
-        "l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP",
-        "l,i,d,f,b,t",
-    );
+    let d = dec("l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP", "l,i,d,f,b,t");
     assert_eq!(
-        row(
-            &d,
-            "-9223372036854775808,+12,.5,1e3,TRUE,2024-01-15T10:01:00Z"
-        ),
+        row(&d, "-9223372036854775808,+12,.5,1e3,TRUE,2024-01-15T10:01:00Z"),
         vec![
             Value::Long(i64::MIN),
             Value::Int(12),
@@ -125,10 +101,7 @@ fn typed_values() {
 
 #[test]
 fn ill_typed_fields_are_malformed() {
-    let d = dec(
-        "l BIGINT, i INT, d DOUBLE, b BOOLEAN, t TIMESTAMP",
-        "l,i,d,b,t",
-    );
+    let d = dec("l BIGINT, i INT, d DOUBLE, b BOOLEAN, t TIMESTAMP", "l,i,d,b,t");
     let cases = [
         ("12.5,,,,", "WrongType"),
         ("1e3,,,,", "WrongType"),
@@ -155,18 +128,9 @@ fn header_problems_are_reported() {
         required: req,
         ..DecoderConfig::all_columns(Schema::parse_ddl("a BIGINT, ts TIMESTAMP").unwrap())
     };
-    assert!(matches!(
-        CsvDecoder::new(cfg(vec![]), b"a,a"),
-        Err(DecodeError::BadHeader { .. })
-    ));
-    assert!(matches!(
-        CsvDecoder::new(cfg(vec![]), b"\"a"),
-        Err(DecodeError::BadHeader { .. })
-    ));
-    assert!(matches!(
-        CsvDecoder::new(cfg(vec![]), b"\xff"),
-        Err(DecodeError::NotUtf8 { .. })
-    ));
+    assert!(matches!(CsvDecoder::new(cfg(vec![]), b"a,a"), Err(DecodeError::BadHeader { .. })));
+    assert!(matches!(CsvDecoder::new(cfg(vec![]), b"\"a"), Err(DecodeError::BadHeader { .. })));
+    assert!(matches!(CsvDecoder::new(cfg(vec![]), b"\xff"), Err(DecodeError::NotUtf8 { .. })));
     let e = CsvDecoder::new(cfg(vec![1]), b"a,other").unwrap_err();
     assert!(e.to_string().contains("ts"), "{e}");
     // A quoted header name and duplicate names outside the schema are fine.
@@ -181,10 +145,7 @@ fn required_column_empty_is_malformed() {
     };
     let d = CsvDecoder::new(cfg, b"a,ts").unwrap();
     for line in ["1,", "1", ""] {
-        assert_eq!(
-            d.decode(line.as_bytes()).unwrap_err().to_string(),
-            "null event time column ts"
-        );
+        assert_eq!(d.decode(line.as_bytes()).unwrap_err().to_string(), "null event time column ts");
     }
     assert!(d.decode(b"1,0").is_ok());
 }
@@ -211,19 +172,14 @@ fn write_field(v: &Value) -> String {
 
 fn typed_value(ty: DataType) -> BoxedStrategy<Value> {
     let v = match ty {
-        DataType::String => "[^\r\n]{0,12}"
-            .prop_map(|s| Value::Str(Arc::from(s.as_str())))
-            .boxed(),
+        DataType::String => "[^\r\n]{0,12}".prop_map(|s| Value::Str(Arc::from(s.as_str()))).boxed(),
         DataType::Long => any::<i64>().prop_map(Value::Long).boxed(),
         DataType::Int => any::<i32>().prop_map(Value::Int).boxed(),
-        DataType::Double => any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::Double)
-            .boxed(),
+        DataType::Double => any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::Double).boxed(),
         DataType::Boolean => any::<bool>().prop_map(Value::Bool).boxed(),
-        _ => (-62_135_596_800_000_000i64..253_402_300_799_999_999)
-            .prop_map(|us| Value::Timestamp(Timestamp(us)))
-            .boxed(),
+        _ => {
+            (-62_135_596_800_000_000i64..253_402_300_799_999_999).prop_map(|us| Value::Timestamp(Timestamp(us))).boxed()
+        }
     };
     prop_oneof![1 => Just(Value::Null), 4 => v].boxed()
 }

@@ -50,13 +50,8 @@ impl JsonDecoder {
     /// range (a bug in the caller: both come from the validated pipeline spec).
     pub fn new(cfg: DecoderConfig) -> Self {
         let plan = Plan::new(cfg);
-        let by_name = (plan.columns.len() > LINEAR_LOOKUP_MAX).then(|| {
-            plan.columns
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (c.name.clone(), i))
-                .collect()
-        });
+        let by_name = (plan.columns.len() > LINEAR_LOOKUP_MAX)
+            .then(|| plan.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect());
         JsonDecoder { plan, by_name }
     }
 
@@ -72,18 +67,12 @@ impl JsonDecoder {
     /// [`DecodeError::NullRequired`] when a required column is null or missing.
     pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
         let s = utf8(line)?;
-        let mut p = Parser {
-            s,
-            b: s.as_bytes(),
-            pos: 0,
-        };
+        let mut p = Parser { s, b: s.as_bytes(), pos: 0 };
         p.ws();
         match p.peek() {
             Some(b'{') => p.pos += 1,
             Some(_) => {
-                return Err(DecodeError::NotObject {
-                    given: quote(s.trim()),
-                });
+                return Err(DecodeError::NotObject { given: quote(s.trim()) });
             }
             None => return Err(p.err("an empty line (expected a JSON object)")),
         }
@@ -95,11 +84,8 @@ impl JsonDecoder {
             let mut hint = 0;
             loop {
                 let (a, z, escaped) = p.key()?;
-                let found = if escaped {
-                    self.find(&unescape(&s[a..z]), &mut hint)
-                } else {
-                    self.find(&s[a..z], &mut hint)
-                };
+                let found =
+                    if escaped { self.find(&unescape(&s[a..z]), &mut hint) } else { self.find(&s[a..z], &mut hint) };
                 p.ws();
                 if p.peek() != Some(b':') {
                     return Err(p.err("expected : after a key"));
@@ -107,9 +93,7 @@ impl JsonDecoder {
                 p.pos += 1;
                 p.ws();
                 match found {
-                    Some(i) if self.plan.columns[i].decode => {
-                        values[i] = p.value(&self.plan.columns[i], &self.plan)?
-                    }
+                    Some(i) if self.plan.columns[i].decode => values[i] = p.value(&self.plan.columns[i], &self.plan)?,
                     _ => p.skip_value()?,
                 }
                 p.ws();
@@ -178,11 +162,7 @@ impl<'a> Parser<'a> {
         while !self.s.is_char_boundary(at) {
             at -= 1;
         }
-        DecodeError::NotJson {
-            offset: at,
-            why,
-            near: quote(&self.s[at..]),
-        }
+        DecodeError::NotJson { offset: at, why, near: quote(&self.s[at..]) }
     }
 
     /// A key string: the content range and whether it holds escapes.
@@ -253,21 +233,15 @@ impl<'a> Parser<'a> {
                 }
                 Ok(i + 12)
             }
-            _ => Err(self
-                .err("an invalid escape (expected \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)")),
+            _ => Err(self.err("an invalid escape (expected \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)")),
         }
     }
 
     fn hex4(&self, i: usize) -> Result<u32, DecodeError> {
-        let digits = self
-            .b
-            .get(i..i + 4)
-            .ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
+        let digits = self.b.get(i..i + 4).ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
         let mut v = 0u32;
         for &c in digits {
-            let d = (c as char)
-                .to_digit(16)
-                .ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
+            let d = (c as char).to_digit(16).ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
             v = v * 16 + d;
         }
         Ok(v)
@@ -337,11 +311,8 @@ impl<'a> Parser<'a> {
                 if col.ty == DataType::String && !escaped {
                     return Ok(Value::Str(Arc::from(&self.s[a..z])));
                 }
-                let text: Cow<str> = if escaped {
-                    Cow::Owned(unescape(&self.s[a..z]))
-                } else {
-                    Cow::Borrowed(&self.s[a..z])
-                };
+                let text: Cow<str> =
+                    if escaped { Cow::Owned(unescape(&self.s[a..z])) } else { Cow::Borrowed(&self.s[a..z]) };
                 string_value(col, &text, raw)
             }
             Some(b'-' | b'0'..=b'9') => {
@@ -367,10 +338,7 @@ impl<'a> Parser<'a> {
                 Ok(Value::Null)
             }
             Some(b'{' | b'[') => Err(wrong(col, &self.s[self.pos..], "a nested object or array")),
-            _ => {
-                Err(self
-                    .err("expected a value (a string, number, object, array, true, false or null)"))
-            }
+            _ => Err(self.err("expected a value (a string, number, object, array, true, false or null)")),
         }
     }
 
@@ -384,10 +352,7 @@ impl<'a> Parser<'a> {
                 Some(open @ (b'{' | b'[')) => {
                     // + 1 for the top-level object of the line.
                     if depth + 2 > MAX_DEPTH {
-                        return Err(DecodeError::TooDeep {
-                            offset: self.pos,
-                            limit: MAX_DEPTH,
-                        });
+                        return Err(DecodeError::TooDeep { offset: self.pos, limit: MAX_DEPTH });
                     }
                     let object = open == b'{';
                     self.pos += 1;
@@ -418,9 +383,7 @@ impl<'a> Parser<'a> {
                 Some(b'f') => self.literal(b"false")?,
                 Some(b'n') => self.literal(b"null")?,
                 _ => {
-                    return Err(self.err(
-                        "expected a value (a string, number, object, array, true, false or null)",
-                    ));
+                    return Err(self.err("expected a value (a string, number, object, array, true, false or null)"));
                 }
             }
             // After a value: close containers until a comma opens the next value.

@@ -78,9 +78,7 @@ fn convert(ty: DataType, j: &J, unit: TimeUnit) -> Result<Value, ()> {
         (DataType::Float, J::Number(n)) => Value::Float(n.as_f64().ok_or(())? as f32),
         (DataType::Float, J::String(s)) => Value::Float(special(s)? as f32),
         (DataType::Boolean, J::Bool(b)) => Value::Bool(*b),
-        (DataType::Timestamp, J::String(s)) => {
-            Value::Timestamp(parse_timestamp(s).map_err(|_| ())?)
-        }
+        (DataType::Timestamp, J::String(s)) => Value::Timestamp(parse_timestamp(s).map_err(|_| ())?),
         (DataType::Timestamp, J::Number(n)) if n.is_i64() => {
             Value::Timestamp(Timestamp::from_integer(n.as_i64().ok_or(())?, unit).ok_or(())?)
         }
@@ -129,8 +127,7 @@ fn nested() -> impl Strategy<Value = J> {
     leaf.prop_recursive(3, 16, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(J::Array),
-            prop::collection::vec(("[a-z\"]{0,3}", inner), 0..4)
-                .prop_map(|kv| J::Object(kv.into_iter().collect())),
+            prop::collection::vec(("[a-z\"]{0,3}", inner), 0..4).prop_map(|kv| J::Object(kv.into_iter().collect())),
         ]
     })
 }
@@ -166,75 +163,38 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let columns = prop::collection::vec(
-        (
-            "[a-zé\"\\\\]{1,3}",
-            prop::sample::select(TYPES.to_vec()),
-            any::<bool>(),
-        ),
-        1..7,
-    );
-    (
-        columns,
-        any::<u8>(),
-        prop::sample::select(vec![TimeUnit::Ms, TimeUnit::Us, TimeUnit::S]),
-    )
+    let columns =
+        prop::collection::vec(("[a-zé\"\\\\]{1,3}", prop::sample::select(TYPES.to_vec()), any::<bool>()), 1..7);
+    (columns, any::<u8>(), prop::sample::select(vec![TimeUnit::Ms, TimeUnit::Us, TimeUnit::S]))
         .prop_flat_map(|(cols, req, unit)| {
             let mut fields: Vec<Field> = Vec::new();
             let mut needed = Vec::new();
             for (name, ty, need) in cols {
                 if fields.iter().all(|f| f.name != name) {
-                    fields.push(Field {
-                        name,
-                        data_type: ty,
-                    });
+                    fields.push(Field { name, data_type: ty });
                     needed.push(need);
                 }
             }
-            let required: Vec<usize> = (0..fields.len())
-                .filter(|&i| (req as usize >> i) & 1 == 1 && i % 3 == 0)
-                .collect();
+            let required: Vec<usize> =
+                (0..fields.len()).filter(|&i| (req as usize >> i) & 1 == 1 && i % 3 == 0).collect();
             let schema = Schema::new(fields.clone());
-            let cfg = DecoderConfig {
-                schema,
-                needed,
-                required,
-                timestamp_unit: unit,
-            };
+            let cfg = DecoderConfig { schema, needed, required, timestamp_unit: unit };
             // Keys: schema names (maybe twice) and others, in any order.
-            let names: Vec<String> = fields
-                .iter()
-                .map(|f| f.name.clone())
-                .chain(["x".to_string(), "ü".to_string()])
-                .collect();
-            let entry = (
-                prop::sample::select(names),
-                any::<prop::sample::Index>(),
-                any_value(),
-                string_column_value(),
-            );
-            (
-                Just(cfg),
-                prop::collection::vec(entry, 0..10),
-                prop::sample::select(vec!["", " ", "\t", "\r\n"]),
-            )
+            let names: Vec<String> =
+                fields.iter().map(|f| f.name.clone()).chain(["x".to_string(), "ü".to_string()]).collect();
+            let entry = (prop::sample::select(names), any::<prop::sample::Index>(), any_value(), string_column_value());
+            (Just(cfg), prop::collection::vec(entry, 0..10), prop::sample::select(vec!["", " ", "\t", "\r\n"]))
         })
         .prop_map(|(cfg, entries, ws)| {
             let parts: Vec<String> = entries
                 .into_iter()
                 .map(|(key, _, v, sv)| {
-                    let is_string_col = cfg
-                        .schema
-                        .field(&key)
-                        .is_some_and(|f| f.data_type == DataType::String);
+                    let is_string_col = cfg.schema.field(&key).is_some_and(|f| f.data_type == DataType::String);
                     let v = if is_string_col { sv } else { v };
                     format!("{}{ws}:{ws}{}", J::String(key), v)
                 })
                 .collect();
-            Case {
-                line: format!("{ws}{{{ws}{}{ws}}}{ws}", parts.join(&format!("{ws},{ws}"))),
-                cfg,
-            }
+            Case { line: format!("{ws}{{{ws}{}{ws}}}{ws}", parts.join(&format!("{ws},{ws}"))), cfg }
         })
 }
 

@@ -85,12 +85,7 @@ impl DecoderConfig {
     /// Every column needed, none required, numeric timestamps in milliseconds.
     pub fn all_columns(schema: Schema) -> DecoderConfig {
         let n = schema.len();
-        DecoderConfig {
-            schema,
-            needed: vec![true; n],
-            required: Vec::new(),
-            timestamp_unit: TimeUnit::Ms,
-        }
+        DecoderConfig { schema, needed: vec![true; n], required: Vec::new(), timestamp_unit: TimeUnit::Ms }
     }
 }
 
@@ -241,16 +236,9 @@ impl Plan {
     /// both come from the validated pipeline spec, so either is a bug, not bad input.
     pub(crate) fn new(cfg: DecoderConfig) -> Plan {
         let n = cfg.schema.len();
-        assert_eq!(
-            cfg.needed.len(),
-            n,
-            "DecoderConfig::needed must have one entry per schema column"
-        );
+        assert_eq!(cfg.needed.len(), n, "DecoderConfig::needed must have one entry per schema column");
         for &r in &cfg.required {
-            assert!(
-                r < n,
-                "DecoderConfig::required index {r} out of range for {n} columns"
-            );
+            assert!(r < n, "DecoderConfig::required index {r} out of range for {n} columns");
         }
         let columns = cfg
             .schema
@@ -263,11 +251,7 @@ impl Plan {
                 decode: cfg.needed[i] || cfg.required.contains(&i),
             })
             .collect();
-        Plan {
-            columns,
-            required: cfg.required.into(),
-            unit: cfg.timestamp_unit,
-        }
+        Plan { columns, required: cfg.required.into(), unit: cfg.timestamp_unit }
     }
 
     /// A record of nulls.
@@ -279,14 +263,10 @@ impl Plan {
     pub(crate) fn finish(&self, values: Vec<Value>) -> Result<Record, DecodeError> {
         for &r in self.required.iter() {
             if values[r].is_null() {
-                return Err(DecodeError::NullRequired {
-                    column: self.columns[r].name.to_string(),
-                });
+                return Err(DecodeError::NullRequired { column: self.columns[r].name.to_string() });
             }
         }
-        Ok(Record {
-            values: values.into_boxed_slice(),
-        })
+        Ok(Record { values: values.into_boxed_slice() })
     }
 }
 
@@ -304,7 +284,5 @@ pub(crate) fn quote(s: &str) -> String {
 
 /// Validates UTF-8.
 pub(crate) fn utf8(line: &[u8]) -> Result<&str, DecodeError> {
-    std::str::from_utf8(line).map_err(|e| DecodeError::NotUtf8 {
-        offset: e.valid_up_to(),
-    })
+    std::str::from_utf8(line).map_err(|e| DecodeError::NotUtf8 { offset: e.valid_up_to() })
 }

@@ -39,27 +39,16 @@ pub(crate) fn parse_i64(s: &str) -> Option<i64> {
         acc = acc.checked_mul(10)?.checked_add((c - b'0') as u64)?;
     }
     if neg {
-        if acc <= i64::MAX as u64 + 1 {
-            Some((acc as i64).wrapping_neg())
-        } else {
-            None
-        }
+        if acc <= i64::MAX as u64 + 1 { Some((acc as i64).wrapping_neg()) } else { None }
     } else {
         i64::try_from(acc).ok()
     }
 }
 
 /// The value of an integer text for an integral or timestamp column.
-pub(crate) fn integer_value(
-    col: &Column,
-    text: &str,
-    unit: TimeUnit,
-) -> Result<Value, DecodeError> {
-    let out_of_range = || DecodeError::OutOfRange {
-        column: col.name.to_string(),
-        expected: col.ty,
-        given: quote(text),
-    };
+pub(crate) fn integer_value(col: &Column, text: &str, unit: TimeUnit) -> Result<Value, DecodeError> {
+    let out_of_range =
+        || DecodeError::OutOfRange { column: col.name.to_string(), expected: col.ty, given: quote(text) };
     if matches!(col.ty, DataType::Double | DataType::Float) {
         // Any size: an integer beyond i64 is still a double (Jackson's getDoubleValue).
         return fraction_value(col, text, unit);
@@ -68,20 +57,14 @@ pub(crate) fn integer_value(
     match col.ty {
         DataType::Long => Ok(Value::Long(n)),
         DataType::Int => i32::try_from(n).map(Value::Int).map_err(|_| out_of_range()),
-        DataType::Timestamp => Timestamp::from_integer(n, unit)
-            .map(Value::Timestamp)
-            .ok_or_else(out_of_range),
+        DataType::Timestamp => Timestamp::from_integer(n, unit).map(Value::Timestamp).ok_or_else(out_of_range),
         _ => Err(wrong(col, text, "a number")),
     }
 }
 
 /// The value of a number text (already checked to be a number) with a fraction or exponent, or
 /// any number for a DOUBLE / FLOAT column.
-pub(crate) fn fraction_value(
-    col: &Column,
-    text: &str,
-    unit: TimeUnit,
-) -> Result<Value, DecodeError> {
+pub(crate) fn fraction_value(col: &Column, text: &str, unit: TimeUnit) -> Result<Value, DecodeError> {
     let Ok(v) = text.parse::<f64>() else {
         return Err(wrong(col, text, "not a number"));
     };
@@ -89,16 +72,10 @@ pub(crate) fn fraction_value(
         DataType::Double => Ok(Value::Double(v)),
         // As Jackson's getFloatValue: the double, narrowed.
         DataType::Float => Ok(Value::Float(v as f32)),
-        DataType::Timestamp => Timestamp::from_number(v, unit)
-            .map(Value::Timestamp)
-            .ok_or_else(|| DecodeError::OutOfRange {
-                column: col.name.to_string(),
-                expected: col.ty,
-                given: quote(text),
-            }),
-        DataType::Long | DataType::Int => {
-            Err(wrong(col, text, "a number with a fraction or exponent"))
-        }
+        DataType::Timestamp => Timestamp::from_number(v, unit).map(Value::Timestamp).ok_or_else(|| {
+            DecodeError::OutOfRange { column: col.name.to_string(), expected: col.ty, given: quote(text) }
+        }),
+        DataType::Long | DataType::Int => Err(wrong(col, text, "a number with a fraction or exponent")),
         _ => Err(wrong(col, text, "a number")),
     }
 }
@@ -108,22 +85,12 @@ pub(crate) fn string_value(col: &Column, text: &str, raw: &str) -> Result<Value,
     match col.ty {
         DataType::String => Ok(Value::Str(Arc::from(text))),
         DataType::Timestamp => timestamp_value(col, text),
-        DataType::Double => non_finite(text).map(Value::Double).ok_or_else(|| {
-            wrong(
-                col,
-                raw,
-                "a string (only \"NaN\", \"Infinity\", \"-Infinity\" are numbers)",
-            )
-        }),
+        DataType::Double => non_finite(text)
+            .map(Value::Double)
+            .ok_or_else(|| wrong(col, raw, "a string (only \"NaN\", \"Infinity\", \"-Infinity\" are numbers)")),
         DataType::Float => non_finite(text)
             .map(|v| Value::Float(v as f32))
-            .ok_or_else(|| {
-                wrong(
-                    col,
-                    raw,
-                    "a string (only \"NaN\", \"Infinity\", \"-Infinity\" are numbers)",
-                )
-            }),
+            .ok_or_else(|| wrong(col, raw, "a string (only \"NaN\", \"Infinity\", \"-Infinity\" are numbers)")),
         DataType::Long | DataType::Int => Err(wrong(col, raw, "a string, not a JSON number")),
         DataType::Boolean => Err(wrong(col, raw, "a string, not true or false")),
         _ => Err(wrong(col, raw, "a type that input cannot hold")),
@@ -132,29 +99,18 @@ pub(crate) fn string_value(col: &Column, text: &str, raw: &str) -> Result<Value,
 
 /// A timestamp string.
 pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeError> {
-    crate::time::parse_timestamp(text)
-        .map(Value::Timestamp)
-        .map_err(|e| {
-            let why = match e {
-                crate::time::TimeError::BadTimestamp { why, .. } => why,
-                crate::time::TimeError::BadDuration { .. } => "not a timestamp",
-            };
-            DecodeError::BadTimestamp {
-                column: col.name.to_string(),
-                given: quote(text),
-                why,
-            }
-        })
+    crate::time::parse_timestamp(text).map(Value::Timestamp).map_err(|e| {
+        let why = match e {
+            crate::time::TimeError::BadTimestamp { why, .. } => why,
+            crate::time::TimeError::BadDuration { .. } => "not a timestamp",
+        };
+        DecodeError::BadTimestamp { column: col.name.to_string(), given: quote(text), why }
+    })
 }
 
 /// A [`DecodeError::WrongType`] for `col` given `given`.
 pub(crate) fn wrong(col: &Column, given: &str, why: &'static str) -> DecodeError {
-    DecodeError::WrongType {
-        column: col.name.to_string(),
-        expected: col.ty,
-        given: quote(given),
-        why,
-    }
+    DecodeError::WrongType { column: col.name.to_string(), expected: col.ty, given: quote(given), why }
 }
 
 #[cfg(test)]
@@ -167,15 +123,7 @@ mod tests {
         assert_eq!(parse_i64("-0"), Some(0));
         assert_eq!(parse_i64("9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64("-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            "9223372036854775808",
-            "-9223372036854775809",
-            "99999999999999999999999",
-            "",
-            "-",
-            "+1",
-            "1a",
-        ] {
+        for bad in ["9223372036854775808", "-9223372036854775809", "99999999999999999999999", "", "-", "+1", "1a"] {
             assert_eq!(parse_i64(bad), None, "{bad:?}");
         }
     }

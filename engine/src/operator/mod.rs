@@ -19,6 +19,7 @@ mod session;
 mod window_aggregate;
 
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
+pub use rolling::ordered::OrderedMultiset;
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
 pub use session::SessionGap;
 pub use window_aggregate::{OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};

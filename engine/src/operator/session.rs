@@ -52,9 +52,12 @@ pub(crate) struct SessionState {
     count: usize,
 }
 
+/// One session in a snapshot: start, end, serialised measure states.
+type SessionRow = (Timestamp, Timestamp, Vec<Vec<u8>>);
+
 #[derive(Serialize, Deserialize)]
 struct SessionSnapshot {
-    sessions: Vec<(GroupKey, Vec<(Timestamp, Timestamp, Vec<Vec<u8>>)>)>,
+    sessions: Vec<(GroupKey, Vec<SessionRow>)>,
 }
 
 impl SessionState {
@@ -65,7 +68,14 @@ impl SessionState {
 
     /// Adds a record spanning `[t, end)` to the sessions of `group`, merging every session it
     /// overlaps or touches.
-    pub(crate) fn add(&mut self, group: GroupKey, t: Timestamp, end: Timestamp, record: &Record, cfg: &WindowAggregateConfig) {
+    pub(crate) fn add(
+        &mut self,
+        group: GroupKey,
+        t: Timestamp,
+        end: Timestamp,
+        record: &Record,
+        cfg: &WindowAggregateConfig,
+    ) {
         let list = self.sessions.entry_ref(&group).or_default();
         let mut merged = Session { start: t, end, aggs: cfg.measures.iter().map(|m| m.new_state()).collect() };
         let before = list.len();
@@ -152,7 +162,10 @@ impl SessionState {
             .sessions
             .iter()
             .map(|(g, list)| {
-                (g.clone(), list.iter().map(|s| (s.start, s.end, s.aggs.iter().map(|a| a.to_bytes()).collect())).collect())
+                (
+                    g.clone(),
+                    list.iter().map(|s| (s.start, s.end, s.aggs.iter().map(|a| a.to_bytes()).collect())).collect(),
+                )
             })
             .collect();
         sessions.sort_by(|a: &(GroupKey, Vec<_>), b| a.0.cmp(&b.0));

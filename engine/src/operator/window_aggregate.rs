@@ -421,11 +421,8 @@ impl Operator for WindowAggregate {
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        let mut entries: Vec<(StateKey, Vec<Vec<u8>>)> = self
-            .state
-            .iter()
-            .map(|(k, e)| (k.clone(), e.aggs.iter().map(|s| s.to_bytes()).collect()))
-            .collect();
+        let mut entries: Vec<(StateKey, Vec<Vec<u8>>)> =
+            self.state.iter().map(|(k, e)| (k.clone(), e.aggs.iter().map(|s| s.to_bytes()).collect())).collect();
         entries.sort_by(|a, b| (a.0.window, &a.0.group).cmp(&(b.0.window, &b.0.group)));
         let snap = Snapshot {
             entries,
@@ -444,7 +441,11 @@ impl Operator for WindowAggregate {
         self.changed.clear();
         for (key, aggs) in snap.entries {
             if aggs.len() != self.cfg.measures.len() {
-                return Err(corrupt(format!("{} measures in the snapshot, {} in the query", aggs.len(), self.cfg.measures.len())));
+                return Err(corrupt(format!(
+                    "{} measures in the snapshot, {} in the query",
+                    aggs.len(),
+                    self.cfg.measures.len()
+                )));
             }
             let aggs = self
                 .cfg

@@ -24,16 +24,8 @@ pub struct SpecError {
 
 impl SpecError {
     /// An error at `field`: `given` (already in TOML spelling), `allowed`.
-    pub fn new(
-        field: impl Into<String>,
-        given: impl Into<String>,
-        allowed: impl Into<String>,
-    ) -> SpecError {
-        SpecError {
-            field: field.into(),
-            given: given.into(),
-            allowed: allowed.into(),
-        }
+    pub fn new(field: impl Into<String>, given: impl Into<String>, allowed: impl Into<String>) -> SpecError {
+        SpecError { field: field.into(), given: given.into(), allowed: allowed.into() }
     }
 
     /// A required field that is missing.
@@ -99,11 +91,7 @@ mod tests {
 
     #[test]
     fn display_names_field_given_and_allowed() {
-        let e = SpecError::bad_str(
-            "query.window.size",
-            "0 seconds",
-            "a duration > 0 (e.g. \"10 seconds\")",
-        );
+        let e = SpecError::bad_str("query.window.size", "0 seconds", "a duration > 0 (e.g. \"10 seconds\")");
         assert_eq!(
             e.to_string(),
             "query.window.size: given \"0 seconds\"; allowed: a duration > 0 (e.g. \"10 seconds\")"

@@ -45,29 +45,14 @@ pub(crate) fn measures(
     if raw.is_empty() {
         return Err(SpecError::new("query.measures", "[]", allowed));
     }
-    raw.into_iter()
-        .enumerate()
-        .map(|(i, m)| measure(&format!("query.measures[{i}]"), m, schema, rolling))
-        .collect()
+    raw.into_iter().enumerate().map(|(i, m)| measure(&format!("query.measures[{i}]"), m, schema, rolling)).collect()
 }
 
-fn measure(
-    at: &str,
-    raw: RawMeasure,
-    schema: &Schema,
-    rolling: bool,
-) -> Result<MeasureSpec, SpecError> {
-    let agg_given = raw
-        .agg
-        .clone()
-        .ok_or_else(|| SpecError::missing(format!("{at}.agg"), list(AGGREGATES)))?;
+fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<MeasureSpec, SpecError> {
+    let agg_given = raw.agg.clone().ok_or_else(|| SpecError::missing(format!("{at}.agg"), list(AGGREGATES)))?;
     let mut agg = agg_given.to_ascii_lowercase();
     if !AGGREGATES.contains(&agg.as_str()) {
-        return Err(SpecError::bad_str(
-            format!("{at}.agg"),
-            &agg_given,
-            list(AGGREGATES),
-        ));
+        return Err(SpecError::bad_str(format!("{at}.agg"), &agg_given, list(AGGREGATES)));
     }
     if agg == "percentile_approx" {
         agg = "approx_percentile".into();
@@ -88,16 +73,8 @@ fn measure(
     if rolling {
         allowed.push("over");
     }
-    let kind = if raw.over.is_some() && !rolling {
-        "window_aggregate"
-    } else {
-        agg.as_str()
-    };
-    let what = if raw.over.is_some() && !rolling {
-        "query type"
-    } else {
-        "agg"
-    };
+    let kind = if raw.over.is_some() && !rolling { "window_aggregate" } else { agg.as_str() };
+    let what = if raw.over.is_some() && !rolling { "query type" } else { "agg" };
     only_fields(at, what, kind, &present, &allowed)?;
 
     let column = match raw.column.as_deref() {
@@ -125,28 +102,17 @@ fn measure(
             "approx_percentile" => "a numeric or TIMESTAMP column",
             _ => "a numeric (INT, BIGINT, FLOAT, DOUBLE) column",
         };
-        let fitting: Vec<&str> = schema
-            .fields()
-            .iter()
-            .filter(|f| accepts(f.data_type))
-            .map(|f| f.name.as_str())
-            .collect();
+        let fitting: Vec<&str> =
+            schema.fields().iter().filter(|f| accepts(f.data_type)).map(|f| f.name.as_str()).collect();
         return Err(SpecError::new(
             format!("{at}.column"),
-            format!(
-                "{} (a {t} column, for {agg})",
-                quote(column.as_deref().unwrap_or(""))
-            ),
+            format!("{} (a {t} column, for {agg})", quote(column.as_deref().unwrap_or(""))),
             format!("{what}: {}", list(&fitting)),
         ));
     }
     let alias = match raw.alias {
         Some(a) if a.is_empty() => {
-            return Err(SpecError::bad_str(
-                format!("{at}.alias"),
-                &a,
-                "a non-empty column name",
-            ));
+            return Err(SpecError::bad_str(format!("{at}.alias"), &a, "a non-empty column name"));
         }
         a => a,
     };
@@ -177,18 +143,8 @@ fn measure(
             ));
         }
     };
-    let over = raw
-        .over
-        .as_deref()
-        .map(|o| duration(&format!("{at}.over"), o, Min::Positive))
-        .transpose()?;
-    let default_name = name_from_literals(
-        &agg,
-        column.as_deref(),
-        &literals,
-        percentage_is_list,
-        accuracy,
-    );
+    let over = raw.over.as_deref().map(|o| duration(&format!("{at}.over"), o, Min::Positive)).transpose()?;
+    let default_name = name_from_literals(&agg, column.as_deref(), &literals, percentage_is_list, accuracy);
     let output_name = alias.clone().unwrap_or(default_name);
     let output_type = match input_type {
         None => DataType::Long,
@@ -217,10 +173,7 @@ fn measure(
 /// `percentage`: a number or a non-empty list of numbers, each in [0, 1]; default 0.5. Returns
 /// the values, their Spark literal spellings (a TOML integer stays an integer literal, as the
 /// oracle passes it to Spark) and whether it was a list.
-fn percentages(
-    field: &str,
-    v: Option<&toml::Value>,
-) -> Result<(Vec<f64>, Vec<String>, bool), SpecError> {
+fn percentages(field: &str, v: Option<&toml::Value>) -> Result<(Vec<f64>, Vec<String>, bool), SpecError> {
     let allowed = "a number in [0, 1] or a non-empty list of them, as Spark (default 0.5)";
     let one = |field: &str, v: &toml::Value| -> Result<(f64, String), SpecError> {
         let (p, literal) = match v {
@@ -228,11 +181,7 @@ fn percentages(
             toml::Value::Integer(i) => (*i as f64, i.to_string()),
             other => return Err(SpecError::new(field, other.show(), allowed)),
         };
-        if (0.0..=1.0).contains(&p) {
-            Ok((p, literal))
-        } else {
-            Err(SpecError::new(field, v.show(), allowed))
-        }
+        if (0.0..=1.0).contains(&p) { Ok((p, literal)) } else { Err(SpecError::new(field, v.show(), allowed)) }
     };
     match v {
         None => Ok((vec![0.5], vec![spark_double_literal(0.5)], false)),

@@ -80,10 +80,7 @@ pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
 /// # Errors
 /// As [`parse_pipeline_str`]; also a [`SpecError`] with `field = "--set"` for an empty or
 /// malformed FIELD, or a FIELD that goes through a value that is not a table.
-pub fn parse_pipeline_with_overrides(
-    text: &str,
-    overrides: &[(String, String)],
-) -> Result<Pipeline, SpecError> {
+pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
     let raw = parse::parse_raw(text, overrides)?;
     validate::validate(raw)
 }
@@ -160,14 +157,7 @@ impl Pipeline {
         if let SourceKind::Files { path, .. } = &mut self.source.kind {
             fix(path);
         }
-        for sink in [
-            Some(&mut self.sink),
-            self.late_sink.as_mut(),
-            self.dead_letter.as_mut(),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for sink in [Some(&mut self.sink), self.late_sink.as_mut(), self.dead_letter.as_mut()].into_iter().flatten() {
             if let SinkSpec::Files { path } = sink {
                 fix(path);
             }
@@ -373,8 +363,7 @@ impl QuerySpec {
     /// The measures (empty for deduplicate).
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
-            QuerySpec::WindowAggregate { measures, .. }
-            | QuerySpec::RollingWindow { measures, .. } => measures,
+            QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
             QuerySpec::Deduplicate { .. } => &[],
         }
     }

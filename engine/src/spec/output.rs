@@ -37,10 +37,7 @@ pub fn default_measure_name(
     percentage_is_list: bool,
     accuracy: u32,
 ) -> String {
-    let literals: Vec<String> = percentages
-        .iter()
-        .map(|p| spark_double_literal(*p))
-        .collect();
+    let literals: Vec<String> = percentages.iter().map(|p| spark_double_literal(*p)).collect();
     name_from_literals(agg, column, &literals, percentage_is_list, accuracy)
 }
 
@@ -57,11 +54,7 @@ pub(crate) fn name_from_literals(
         "mean" => format!("avg({col})"),
         "approx_percentile" | "percentile_approx" => {
             let p = percentages.join(", ");
-            let p = if percentage_is_list {
-                format!("array({p})")
-            } else {
-                p
-            };
+            let p = if percentage_is_list { format!("array({p})") } else { p };
             format!("percentile_approx({col}, {p}, {accuracy})")
         }
         other => format!("{other}({col})"),
@@ -72,11 +65,7 @@ pub(crate) fn name_from_literals(
 /// `0.5`, `1.0`, `0.0`; below 10^-3 or from 10^7 on, scientific: `1.0E-4`, `1.0E7`.
 pub fn spark_double_literal(x: f64) -> String {
     if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
+        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
     }
     if !x.is_finite() {
         return if x.is_nan() {
@@ -95,11 +84,7 @@ pub fn spark_double_literal(x: f64) -> String {
         // Rust's `{:e}` gives the shortest digits as `1.5e-5` / `1e-5`.
         let s = format!("{x:e}");
         let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let mantissa = if mantissa.contains('.') {
-            mantissa.to_string()
-        } else {
-            format!("{mantissa}.0")
-        };
+        let mantissa = if mantissa.contains('.') { mantissa.to_string() } else { format!("{mantissa}.0") };
         format!("{mantissa}E{exp}")
     }
 }
@@ -108,11 +93,7 @@ pub fn spark_double_literal(x: f64) -> String {
 /// approx_percentile with a list of percentages). `None` when the function does not take that
 /// type (validation refuses it first): sum / avg / stddev / variance need a numeric column,
 /// min / max a non-BOOLEAN one, approx_percentile a numeric or TIMESTAMP one.
-pub fn measure_output_type(
-    agg: &str,
-    input: DataType,
-    percentage_is_list: bool,
-) -> Option<DataType> {
+pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool) -> Option<DataType> {
     match agg {
         "count" | "approx_count_distinct" => Some(DataType::Long),
         "sum" => match input {
@@ -120,8 +101,9 @@ pub fn measure_output_type(
             DataType::Float | DataType::Double => Some(DataType::Double),
             _ => None,
         },
-        "avg" | "mean" | "stddev" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp"
-        | "var_pop" => input.is_numeric().then_some(DataType::Double),
+        "avg" | "mean" | "stddev" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp" | "var_pop" => {
+            input.is_numeric().then_some(DataType::Double)
+        }
         "min" | "max" => match input {
             DataType::Boolean | DataType::Window | DataType::Array(_) => None,
             t => Some(t),
@@ -144,21 +126,13 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
     let mut out = Vec::new();
     let measures = |ms: &[super::MeasureSpec], out: &mut Vec<(String, String)>| {
         for (i, m) in ms.iter().enumerate() {
-            let at = if m.alias.is_some() {
-                format!("query.measures[{i}].alias")
-            } else {
-                format!("query.measures[{i}]")
-            };
+            let at =
+                if m.alias.is_some() { format!("query.measures[{i}].alias") } else { format!("query.measures[{i}]") };
             out.push((m.output_name.clone(), at));
         }
     };
     match q {
-        QuerySpec::WindowAggregate {
-            group_by,
-            window,
-            measures: ms,
-            ..
-        } => {
+        QuerySpec::WindowAggregate { group_by, window, measures: ms, .. } => {
             if window.is_some() {
                 out.push(("window".to_string(), "query.window".to_string()));
             }
@@ -167,12 +141,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
             }
             measures(ms, &mut out);
         }
-        QuerySpec::RollingWindow {
-            partition_by,
-            frontier_alias,
-            measures: ms,
-            ..
-        } => {
+        QuerySpec::RollingWindow { partition_by, frontier_alias, measures: ms, .. } => {
             for (i, p) in partition_by.iter().enumerate() {
                 out.push((p.clone(), format!("query.partition_by[{i}]")));
             }
@@ -181,10 +150,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
         }
         QuerySpec::Deduplicate { .. } => {
             for f in schema.fields() {
-                out.push((
-                    f.name.clone(),
-                    format!("source.schema ({})", quote(&f.name)),
-                ));
+                out.push((f.name.clone(), format!("source.schema ({})", quote(&f.name))));
             }
         }
     }
@@ -198,44 +164,22 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
 pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
     let input = |name: &str| Field {
         name: name.to_string(),
-        data_type: schema
-            .field(name)
-            .map(|f| f.data_type)
-            .unwrap_or(DataType::String),
+        data_type: schema.field(name).map(|f| f.data_type).unwrap_or(DataType::String),
     };
-    let measure = |m: &super::MeasureSpec| Field {
-        name: m.output_name.clone(),
-        data_type: m.output_type,
-    };
+    let measure = |m: &super::MeasureSpec| Field { name: m.output_name.clone(), data_type: m.output_type };
     match q {
-        QuerySpec::WindowAggregate {
-            group_by,
-            window,
-            measures,
-            ..
-        } => {
+        QuerySpec::WindowAggregate { group_by, window, measures, .. } => {
             let mut out = Vec::with_capacity(group_by.len() + measures.len() + 1);
             if window.is_some() {
-                out.push(Field {
-                    name: "window".into(),
-                    data_type: DataType::Window,
-                });
+                out.push(Field { name: "window".into(), data_type: DataType::Window });
             }
             out.extend(group_by.iter().map(|g| input(g)));
             out.extend(measures.iter().map(measure));
             out
         }
-        QuerySpec::RollingWindow {
-            partition_by,
-            frontier_alias,
-            measures,
-            ..
-        } => {
+        QuerySpec::RollingWindow { partition_by, frontier_alias, measures, .. } => {
             let mut out: Vec<Field> = partition_by.iter().map(|p| input(p)).collect();
-            out.push(Field {
-                name: frontier_alias.clone(),
-                data_type: DataType::Timestamp,
-            });
+            out.push(Field { name: frontier_alias.clone(), data_type: DataType::Timestamp });
             out.extend(measures.iter().map(measure));
             out
         }

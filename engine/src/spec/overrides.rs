@@ -11,9 +11,7 @@ const FIELD_ALLOWED: &str = "FIELD=VALUE, FIELD a dotted path of keys [A-Za-z0-9
 /// A [`SpecError`] with `field = "--set"` when there is no `=` or FIELD is empty.
 pub fn parse_set_arg(arg: &str) -> Result<(String, String), SpecError> {
     match arg.split_once('=') {
-        Some((field, value)) if !field.trim().is_empty() => {
-            Ok((field.trim().to_string(), value.to_string()))
-        }
+        Some((field, value)) if !field.trim().is_empty() => Ok((field.trim().to_string(), value.to_string())),
         _ => Err(SpecError::new("--set", quote(arg), FIELD_ALLOWED)),
     }
 }
@@ -27,11 +25,7 @@ fn parse_field(field: &str) -> Result<Vec<Step>, SpecError> {
             Some(i) => (&part[..i], &part[i..]),
             None => (part, ""),
         };
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
             return Err(bad());
         }
         steps.push(Step::Key(key.to_string()));
@@ -58,11 +52,7 @@ fn parse_value(value: &str) -> toml::Value {
 }
 
 /// Sets `field` to `value` in `table`, creating missing tables on the way. Returns the path set.
-pub(crate) fn apply(
-    table: &mut toml::Table,
-    field: &str,
-    value: &str,
-) -> Result<Vec<Step>, SpecError> {
+pub(crate) fn apply(table: &mut toml::Table, field: &str, value: &str) -> Result<Vec<Step>, SpecError> {
     let steps = parse_field(field)?;
     let new = parse_value(value);
     let through = |upto: usize, v: &toml::Value, what: &str| {
@@ -81,9 +71,7 @@ pub(crate) fn apply(
             table.insert(first.clone(), new);
             return Ok(steps);
         }
-        table
-            .entry(first.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        table.entry(first.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
     };
     for (i, step) in steps.iter().enumerate().skip(1) {
         let last = i + 1 == steps.len();
@@ -97,9 +85,7 @@ pub(crate) fn apply(
                     t.insert(k.clone(), new);
                     return Ok(steps);
                 }
-                cur = t
-                    .entry(k.clone())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                cur = t.entry(k.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
             }
             Step::Index(idx) => {
                 let len = match cur.as_array() {
@@ -127,10 +113,7 @@ mod tests {
 
     #[test]
     fn set_arg_splits_at_first_equals() {
-        assert_eq!(
-            parse_set_arg("a.b=x=y").unwrap(),
-            ("a.b".into(), "x=y".into())
-        );
+        assert_eq!(parse_set_arg("a.b=x=y").unwrap(), ("a.b".into(), "x=y".into()));
         assert_eq!(parse_set_arg("noequals").unwrap_err().field, "--set");
         assert_eq!(parse_set_arg("=v").unwrap_err().field, "--set");
     }
@@ -142,14 +125,8 @@ mod tests {
         assert_eq!(parse_value("0.25"), toml::Value::Float(0.25));
         assert_eq!(parse_value("\"q\""), toml::Value::String("q".into()));
         assert_eq!(parse_value("in/"), toml::Value::String("in/".into()));
-        assert_eq!(
-            parse_value("1 second"),
-            toml::Value::String("1 second".into())
-        );
-        assert_eq!(
-            parse_value("2024-01-15T12:00:00Z"),
-            toml::Value::String("2024-01-15T12:00:00Z".into())
-        );
+        assert_eq!(parse_value("1 second"), toml::Value::String("1 second".into()));
+        assert_eq!(parse_value("2024-01-15T12:00:00Z"), toml::Value::String("2024-01-15T12:00:00Z".into()));
         let arr = parse_value("[\"a\", \"b\"]");
         assert_eq!(arr.as_array().map(|a| a.len()), Some(2));
         let t = parse_value("{ delay = \"1 second\" }");

@@ -35,13 +35,8 @@ pub(crate) fn path_string(steps: &[Step]) -> String {
 }
 
 /// Parses `text`, applies `overrides`, and deserializes the raw model.
-pub(crate) fn parse_raw(
-    text: &str,
-    overrides: &[(String, String)],
-) -> Result<RawPipeline, SpecError> {
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| syntax_error(text, &e))?;
+pub(crate) fn parse_raw(text: &str, overrides: &[(String, String)]) -> Result<RawPipeline, SpecError> {
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| syntax_error(text, &e))?;
     let mut overridden = Vec::with_capacity(overrides.len());
     for (field, value) in overrides {
         overridden.push(overrides::apply(&mut table, field, value)?);
@@ -86,37 +81,19 @@ fn shape_error(
         if steps.last() != Some(&Step::Key(name.clone())) {
             steps.push(Step::Key(name));
         }
-        let fields = rest
-            .split_once("expected ")
-            .map(|(_, f)| f)
-            .unwrap_or("no fields here");
-        let fields = fields
-            .strip_prefix("one of ")
-            .unwrap_or(fields)
-            .replace('`', "");
-        let given = lookup(root, &steps)
-            .map(render)
-            .unwrap_or_else(|| "a value".into());
+        let fields = rest.split_once("expected ").map(|(_, f)| f).unwrap_or("no fields here");
+        let fields = fields.strip_prefix("one of ").unwrap_or(fields).replace('`', "");
+        let given = lookup(root, &steps).map(render).unwrap_or_else(|| "a value".into());
         match typed_fields(root, &steps[..steps.len() - 1]) {
-            Some((what, kind, fields)) => (
-                format!("{given}, not a field of {what} {}", quote(kind)),
-                list(fields),
-            ),
+            Some((what, kind, fields)) => (format!("{given}, not a field of {what} {}", quote(kind)), list(fields)),
             None => (format!("{given}, an unknown field"), fields),
         }
     } else if let Some(rest) = message.strip_prefix("invalid type: ") {
-        let expected = rest
-            .split_once(", expected ")
-            .map(|(_, x)| x)
-            .unwrap_or(rest);
-        let given = lookup(root, &steps)
-            .map(render)
-            .unwrap_or_else(|| rest.to_string());
+        let expected = rest.split_once(", expected ").map(|(_, x)| x).unwrap_or(rest);
+        let given = lookup(root, &steps).map(render).unwrap_or_else(|| rest.to_string());
         (given, plain_expected(expected))
     } else {
-        let given = lookup(root, &steps)
-            .map(render)
-            .unwrap_or_else(|| "a value".into());
+        let given = lookup(root, &steps).map(render).unwrap_or_else(|| "a value".into());
         (given, message)
     };
     let position = if overridden.iter().any(|o| steps.starts_with(o)) {
@@ -180,10 +157,7 @@ pub(crate) fn render(v: &toml::Value) -> String {
             if t.is_empty() {
                 return "{}".into();
             }
-            let parts: Vec<String> = t
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", render(v)))
-                .collect();
+            let parts: Vec<String> = t.iter().map(|(k, v)| format!("{k} = {}", render(v))).collect();
             format!("{{ {} }}", parts.join(", "))
         }
         other => other.to_string(),

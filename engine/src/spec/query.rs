@@ -4,23 +4,14 @@ use super::error::{SpecError, list, quote};
 use super::measure::measures;
 use super::model::{RawQuery, RawWindow};
 use super::output::output_columns;
-use super::validate::{
-    Min, Present, choice, column_list, duration, note, only_fields, timestamp_column,
-};
+use super::validate::{Min, Present, choice, column_list, duration, note, only_fields, timestamp_column};
 use super::{Mode, OutputMode, QuerySpec, SessionGap, WatermarkSpec, WindowSpec};
 use crate::schema::{DataType, Schema};
 use crate::time::Duration;
 
 const QUERY_TYPES: &[&str] = &["window_aggregate", "rolling_window", "deduplicate"];
 const WINDOW_AGGREGATE_FIELDS: &[&str] = &["type", "group_by", "window", "output_mode", "measures"];
-const ROLLING_FIELDS: &[&str] = &[
-    "type",
-    "partition_by",
-    "order_by",
-    "frontier",
-    "measures",
-    "output_mode",
-];
+const ROLLING_FIELDS: &[&str] = &["type", "partition_by", "order_by", "frontier", "measures", "output_mode"];
 const DEDUP_FIELDS: &[&str] = &["type", "columns", "within_watermark"];
 
 /// The fields a query of type `kind` takes; `None` for an unknown type.
@@ -55,35 +46,19 @@ pub(crate) fn query(
             "a [query] table with type = \"window_aggregate\", \"rolling_window\" or \"deduplicate\"",
         ));
     };
-    let kind = raw.kind.clone().ok_or_else(|| {
-        SpecError::missing(
-            "query.type",
-            "\"window_aggregate\", \"rolling_window\", \"deduplicate\"",
-        )
-    })?;
+    let kind = raw
+        .kind
+        .clone()
+        .ok_or_else(|| SpecError::missing("query.type", "\"window_aggregate\", \"rolling_window\", \"deduplicate\""))?;
     let kind = choice("query.type", &kind, QUERY_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "group_by", &raw.group_by);
-    note(
-        &mut present,
-        "window",
-        &raw.window.as_ref().map(|_| "{ ... }".to_string()),
-    );
+    note(&mut present, "window", &raw.window.as_ref().map(|_| "{ ... }".to_string()));
     note(&mut present, "output_mode", &raw.output_mode);
-    note(
-        &mut present,
-        "measures",
-        &raw.measures
-            .as_ref()
-            .map(|m| format!("[{} measures]", m.len())),
-    );
+    note(&mut present, "measures", &raw.measures.as_ref().map(|m| format!("[{} measures]", m.len())));
     note(&mut present, "partition_by", &raw.partition_by);
     note(&mut present, "order_by", &raw.order_by);
-    note(
-        &mut present,
-        "frontier",
-        &raw.frontier.as_ref().map(|_| "{ ... }".to_string()),
-    );
+    note(&mut present, "frontier", &raw.frontier.as_ref().map(|_| "{ ... }".to_string()));
     note(&mut present, "columns", &raw.columns);
     note(&mut present, "within_watermark", &raw.within_watermark);
     let allowed = fields_of(kind).unwrap_or(DEDUP_FIELDS);
@@ -164,26 +139,15 @@ fn window_aggregate(
         _ => {}
     }
     let measures = measures(raw.measures, schema, false)?;
-    Ok(QuerySpec::WindowAggregate {
-        group_by,
-        window,
-        output_mode,
-        measures,
-    })
+    Ok(QuerySpec::WindowAggregate { group_by, window, output_mode, measures })
 }
 
 fn window(raw: RawWindow, schema: &Schema) -> Result<WindowSpec, SpecError> {
-    let kind = raw.kind.clone().ok_or_else(|| {
-        SpecError::missing(
-            "query.window.type",
-            "\"tumbling\", \"sliding\", \"session\"",
-        )
-    })?;
-    let kind = choice(
-        "query.window.type",
-        &kind,
-        &["tumbling", "sliding", "session"],
-    )?;
+    let kind = raw
+        .kind
+        .clone()
+        .ok_or_else(|| SpecError::missing("query.window.type", "\"tumbling\", \"sliding\", \"session\""))?;
+    let kind = choice("query.window.type", &kind, &["tumbling", "sliding", "session"])?;
     let mut present = Present::new();
     note(&mut present, "column", &raw.column);
     note(&mut present, "size", &raw.size);
@@ -193,49 +157,38 @@ fn window(raw: RawWindow, schema: &Schema) -> Result<WindowSpec, SpecError> {
     note(&mut present, "gap_column", &raw.gap_column);
     let allowed = window_fields_of(kind).unwrap_or(&["type"]);
     only_fields("query.window", "window type", kind, &present, allowed)?;
-    let column = raw.column.ok_or_else(|| {
-        SpecError::missing("query.window.column", "the TIMESTAMP event-time column")
-    })?;
+    let column =
+        raw.column.ok_or_else(|| SpecError::missing("query.window.column", "the TIMESTAMP event-time column"))?;
     timestamp_column("query.window.column", &column, schema)?;
     let size = || -> Result<Duration, SpecError> {
-        let s = raw.size.as_deref().ok_or_else(|| {
-            SpecError::missing("query.window.size", "a duration > 0 (e.g. \"10 seconds\")")
-        })?;
+        let s = raw
+            .size
+            .as_deref()
+            .ok_or_else(|| SpecError::missing("query.window.size", "a duration > 0 (e.g. \"10 seconds\")"))?;
         duration("query.window.size", s, Min::Positive)
     };
     match kind {
         "tumbling" => {
             let size = size()?;
             let start = start(raw.start.as_deref(), size, "size")?;
-            Ok(WindowSpec::Tumbling {
-                column,
-                size,
-                start,
-            })
+            Ok(WindowSpec::Tumbling { column, size, start })
         }
         "sliding" => {
             let size = size()?;
-            let s = raw.slide.as_deref().ok_or_else(|| {
-                SpecError::missing("query.window.slide", "a duration > 0 and <= size")
-            })?;
+            let s = raw
+                .slide
+                .as_deref()
+                .ok_or_else(|| SpecError::missing("query.window.slide", "a duration > 0 and <= size"))?;
             let slide = duration("query.window.slide", s, Min::Positive)?;
             if slide > size {
                 return Err(SpecError::bad_str(
                     "query.window.slide",
                     s,
-                    format!(
-                        "a duration > 0 and <= the window size ({} µs), as Spark",
-                        size.micros()
-                    ),
+                    format!("a duration > 0 and <= the window size ({} µs), as Spark", size.micros()),
                 ));
             }
             let start = start(raw.start.as_deref(), slide, "slide")?;
-            Ok(WindowSpec::Sliding {
-                column,
-                size,
-                slide,
-                start,
-            })
+            Ok(WindowSpec::Sliding { column, size, slide, start })
         }
         _ => {
             let gap = match (raw.gap, raw.gap_column) {
@@ -252,9 +205,7 @@ fn window(raw: RawWindow, schema: &Schema) -> Result<WindowSpec, SpecError> {
                         "a duration > 0 (or gap_column = a STRING column of durations)",
                     ));
                 }
-                (Some(g), None) => {
-                    SessionGap::Fixed(duration("query.window.gap", &g, Min::Positive)?)
-                }
+                (Some(g), None) => SessionGap::Fixed(duration("query.window.gap", &g, Min::Positive)?),
                 (None, Some(c)) => {
                     let strings: Vec<&str> = schema
                         .fields()
@@ -262,14 +213,10 @@ fn window(raw: RawWindow, schema: &Schema) -> Result<WindowSpec, SpecError> {
                         .filter(|f| f.data_type == DataType::String)
                         .map(|f| f.name.as_str())
                         .collect();
-                    let allowed = format!(
-                        "a STRING column holding durations such as \"10 seconds\": {}",
-                        list(&strings)
-                    );
+                    let allowed =
+                        format!("a STRING column holding durations such as \"10 seconds\": {}", list(&strings));
                     let i = super::validate::column("query.window.gap_column", &c, schema)
-                        .map_err(|_| {
-                            SpecError::bad_str("query.window.gap_column", &c, allowed.clone())
-                        })?;
+                        .map_err(|_| SpecError::bad_str("query.window.gap_column", &c, allowed.clone()))?;
                     let t = schema.fields()[i].data_type;
                     if t != DataType::String {
                         return Err(SpecError::new(
@@ -311,19 +258,10 @@ fn start(text: Option<&str>, bound: Duration, bound_name: &str) -> Result<Durati
     Ok(if negative { Duration(-d.micros()) } else { d })
 }
 
-fn rolling_window(
-    raw: RawQuery,
-    schema: &Schema,
-    watermark: Option<&WatermarkSpec>,
-) -> Result<QuerySpec, SpecError> {
-    let partition_by = column_list(
-        "query.partition_by",
-        &raw.partition_by.unwrap_or_default(),
-        schema,
-    )?;
-    let order_by = raw
-        .order_by
-        .ok_or_else(|| SpecError::missing("query.order_by", "the TIMESTAMP event-time column"))?;
+fn rolling_window(raw: RawQuery, schema: &Schema, watermark: Option<&WatermarkSpec>) -> Result<QuerySpec, SpecError> {
+    let partition_by = column_list("query.partition_by", &raw.partition_by.unwrap_or_default(), schema)?;
+    let order_by =
+        raw.order_by.ok_or_else(|| SpecError::missing("query.order_by", "the TIMESTAMP event-time column"))?;
     timestamp_column("query.order_by", &order_by, schema)?;
     if let Some(m) = &raw.output_mode {
         choice("query.output_mode", m, &["update"])?;
@@ -357,30 +295,17 @@ fn rolling_window(
         }
     };
     let measures = measures(raw.measures, schema, true)?;
-    Ok(QuerySpec::RollingWindow {
-        partition_by,
-        order_by,
-        frontier_delay,
-        frontier_alias,
-        measures,
-    })
+    Ok(QuerySpec::RollingWindow { partition_by, order_by, frontier_delay, frontier_alias, measures })
 }
 
-fn deduplicate(
-    raw: RawQuery,
-    schema: &Schema,
-    watermark: Option<&WatermarkSpec>,
-) -> Result<QuerySpec, SpecError> {
+fn deduplicate(raw: RawQuery, schema: &Schema, watermark: Option<&WatermarkSpec>) -> Result<QuerySpec, SpecError> {
     let columns = match raw.columns {
         None => schema.fields().iter().map(|f| f.name.clone()).collect(),
         Some(c) if c.is_empty() => {
             return Err(SpecError::new(
                 "query.columns",
                 "[]",
-                format!(
-                    "a non-empty list of columns of the schema ({}); omit it for all",
-                    schema.names()
-                ),
+                format!("a non-empty list of columns of the schema ({}); omit it for all", schema.names()),
             ));
         }
         Some(c) => column_list("query.columns", &c, schema)?,
@@ -393,10 +318,7 @@ fn deduplicate(
             "false; true needs a [watermark] (as Spark's dropDuplicatesWithinWatermark)",
         ));
     }
-    Ok(QuerySpec::Deduplicate {
-        columns,
-        within_watermark,
-    })
+    Ok(QuerySpec::Deduplicate { columns, within_watermark })
 }
 
 /// Refuses two output columns of one name, naming the field that introduced the second.
@@ -406,10 +328,7 @@ fn distinct_output_names(q: &QuerySpec, schema: &Schema) -> Result<(), SpecError
         if let Some((_, first)) = cols[..i].iter().find(|(n, _)| n == name) {
             return Err(SpecError::new(
                 field.clone(),
-                format!(
-                    "output column {} (already the name of {first})",
-                    quote(name)
-                ),
+                format!("output column {} (already the name of {first})", quote(name)),
                 "a distinct output column name (set an alias)",
             ));
         }

@@ -15,15 +15,7 @@ pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
     Some(match kind {
         "files" => &["type", "path", "format"],
         "stdout" => &["type", "format"],
-        "kafka" => &[
-            "type",
-            "bootstrap_servers",
-            "topic",
-            "key",
-            "properties",
-            "exactly_once",
-            "format",
-        ],
+        "kafka" => &["type", "bootstrap_servers", "topic", "key", "properties", "exactly_once", "format"],
         _ => return None,
     })
 }
@@ -34,12 +26,10 @@ pub(crate) fn sink_spec(
     key_columns: &[&str],
     key_what: &str,
 ) -> Result<SinkSpec, SpecError> {
-    let kind = raw.kind.clone().ok_or_else(|| {
-        SpecError::missing(
-            format!("{section}.type"),
-            "\"files\", \"stdout\", \"kafka\"",
-        )
-    })?;
+    let kind = raw
+        .kind
+        .clone()
+        .ok_or_else(|| SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\""))?;
     let kind = choice(&format!("{section}.type"), &kind, SINK_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "format", &raw.format);
@@ -56,32 +46,20 @@ pub(crate) fn sink_spec(
     }
     Ok(match kind {
         "files" => {
-            let path = non_empty(
-                &format!("{section}.path"),
-                raw.path,
-                "a folder path (relative to the pipeline file)",
-            )?;
-            SinkSpec::Files {
-                path: PathBuf::from(path),
-            }
+            let path =
+                non_empty(&format!("{section}.path"), raw.path, "a folder path (relative to the pipeline file)")?;
+            SinkSpec::Files { path: PathBuf::from(path) }
         }
         "stdout" => SinkSpec::Stdout,
         _ => {
-            let bootstrap_servers = non_empty(
-                &format!("{section}.bootstrap_servers"),
-                raw.bootstrap_servers,
-                "host:port[,host:port...]",
-            )?;
+            let bootstrap_servers =
+                non_empty(&format!("{section}.bootstrap_servers"), raw.bootstrap_servers, "host:port[,host:port...]")?;
             let topic = non_empty(&format!("{section}.topic"), raw.topic, "a topic name")?;
             let key = raw.key.unwrap_or_default();
             for (i, k) in key.iter().enumerate() {
                 let at = format!("{section}.key[{i}]");
                 if !key_columns.contains(&k.as_str()) {
-                    return Err(SpecError::bad_str(
-                        at,
-                        k,
-                        format!("{key_what}: {}", list(key_columns)),
-                    ));
+                    return Err(SpecError::bad_str(at, k, format!("{key_what}: {}", list(key_columns))));
                 }
                 if key[..i].contains(k) {
                     return Err(SpecError::bad_str(at, k, "each column once"));

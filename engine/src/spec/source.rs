@@ -12,15 +12,8 @@ use crate::schema::Schema;
 use crate::time::TimeUnit;
 
 const SOURCE_TYPES: &[&str] = &["files", "stdin", "kafka", "nexmark"];
-const FILES_FIELDS: &[&str] = &[
-    "type",
-    "path",
-    "max_files_per_trigger",
-    "follow",
-    "format",
-    "schema",
-    "timestamp_unit",
-];
+const FILES_FIELDS: &[&str] =
+    &["type", "path", "max_files_per_trigger", "follow", "format", "schema", "timestamp_unit"];
 const STDIN_FIELDS: &[&str] = &["type", "format", "schema", "timestamp_unit"];
 const KAFKA_SOURCE_FIELDS: &[&str] = &[
     "type",
@@ -54,23 +47,17 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             "a [source] table with type = \"files\", \"stdin\", \"kafka\" or \"nexmark\"",
         ));
     };
-    let kind = raw.kind.clone().ok_or_else(|| {
-        SpecError::missing(
-            "source.type",
-            "\"files\", \"stdin\", \"kafka\", \"nexmark\"",
-        )
-    })?;
+    let kind = raw
+        .kind
+        .clone()
+        .ok_or_else(|| SpecError::missing("source.type", "\"files\", \"stdin\", \"kafka\", \"nexmark\""))?;
     let kind_str = choice("source.type", &kind, SOURCE_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "format", &raw.format);
     note(&mut present, "schema", &raw.schema);
     note(&mut present, "timestamp_unit", &raw.timestamp_unit);
     note(&mut present, "path", &raw.path);
-    note(
-        &mut present,
-        "max_files_per_trigger",
-        &raw.max_files_per_trigger,
-    );
+    note(&mut present, "max_files_per_trigger", &raw.max_files_per_trigger);
     note(&mut present, "follow", &raw.follow);
     note(&mut present, "bootstrap_servers", &raw.bootstrap_servers);
     note(&mut present, "topic", &raw.topic);
@@ -98,11 +85,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             None => None,
             Some(n) if n >= 0 => Some(n as u64),
             Some(n) => {
-                return Err(SpecError::new(
-                    "source.events",
-                    n.to_string(),
-                    "an integer >= 0 (default: unbounded)",
-                ));
+                return Err(SpecError::new("source.events", n.to_string(), "an integer >= 0 (default: unbounded)"));
             }
         };
         let rate = match raw.rate {
@@ -120,20 +103,11 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             None => 0,
             Some(s) if s >= 0 => s as u64,
             Some(s) => {
-                return Err(SpecError::new(
-                    "source.seed",
-                    s.to_string(),
-                    "an integer >= 0 (default 0)",
-                ));
+                return Err(SpecError::new("source.seed", s.to_string(), "an integer >= 0 (default 0)"));
             }
         };
         return Ok(SourceSpec {
-            kind: SourceKind::Nexmark {
-                table,
-                events,
-                rate,
-                seed,
-            },
+            kind: SourceKind::Nexmark { table, events, rate, seed },
             format: Format::Json,
             schema: table.schema(),
             timestamp_unit: TimeUnit::Ms,
@@ -148,7 +122,10 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
         },
     };
     let ddl = raw.schema.as_deref().ok_or_else(|| {
-        SpecError::missing("source.schema", "Spark DDL: \"name TYPE, ...\" (e.g. \"user_id STRING, revenue DOUBLE, event_time TIMESTAMP\")")
+        SpecError::missing(
+            "source.schema",
+            "Spark DDL: \"name TYPE, ...\" (e.g. \"user_id STRING, revenue DOUBLE, event_time TIMESTAMP\")",
+        )
     })?;
     let schema = Schema::parse_ddl(ddl).map_err(|e| {
         let crate::schema::SchemaError::Ddl { why, .. } = e;
@@ -168,18 +145,11 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
     };
     let kind = match kind_str {
         "files" => {
-            let path = raw.path.ok_or_else(|| {
-                SpecError::missing(
-                    "source.path",
-                    "a folder path (relative to the pipeline file)",
-                )
-            })?;
+            let path = raw
+                .path
+                .ok_or_else(|| SpecError::missing("source.path", "a folder path (relative to the pipeline file)"))?;
             if path.is_empty() {
-                return Err(SpecError::bad_str(
-                    "source.path",
-                    &path,
-                    "a folder path (relative to the pipeline file)",
-                ));
+                return Err(SpecError::bad_str("source.path", &path, "a folder path (relative to the pipeline file)"));
             }
             let max_files_per_trigger = match raw.max_files_per_trigger {
                 None => 1,
@@ -192,49 +162,27 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
                     ));
                 }
             };
-            SourceKind::Files {
-                path: PathBuf::from(path),
-                max_files_per_trigger,
-                follow: raw.follow.unwrap_or(false),
-            }
+            SourceKind::Files { path: PathBuf::from(path), max_files_per_trigger, follow: raw.follow.unwrap_or(false) }
         }
         "stdin" => SourceKind::Stdin,
         _ => {
-            let bootstrap_servers = non_empty(
-                "source.bootstrap_servers",
-                raw.bootstrap_servers,
-                "host:port[,host:port...]",
-            )?;
+            let bootstrap_servers =
+                non_empty("source.bootstrap_servers", raw.bootstrap_servers, "host:port[,host:port...]")?;
             let topics = match (raw.topic, raw.topics) {
                 (Some(_), Some(ts)) => {
-                    return Err(SpecError::new(
-                        "source.topics",
-                        ts.show(),
-                        "either topic or topics, not both",
-                    ));
+                    return Err(SpecError::new("source.topics", ts.show(), "either topic or topics, not both"));
                 }
                 (None, None) => {
-                    return Err(SpecError::missing(
-                        "source.topic",
-                        "a topic name (or topics = [...])",
-                    ));
+                    return Err(SpecError::missing("source.topic", "a topic name (or topics = [...])"));
                 }
                 (Some(t), None) => vec![non_empty("source.topic", Some(t), "a topic name")?],
                 (None, Some(ts)) => {
                     if ts.is_empty() {
-                        return Err(SpecError::new(
-                            "source.topics",
-                            "[]",
-                            "a non-empty list of topic names",
-                        ));
+                        return Err(SpecError::new("source.topics", "[]", "a non-empty list of topic names"));
                     }
                     for (i, t) in ts.iter().enumerate() {
                         if t.is_empty() {
-                            return Err(SpecError::bad_str(
-                                format!("source.topics[{i}]"),
-                                t,
-                                "a topic name",
-                            ));
+                            return Err(SpecError::bad_str(format!("source.topics[{i}]"), t, "a topic name"));
                         }
                     }
                     ts
@@ -242,11 +190,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             };
             let group_id = match raw.group_id {
                 None => pipeline_name.to_string(),
-                Some(g) => non_empty(
-                    "source.group_id",
-                    Some(g),
-                    "a consumer group id (default: the pipeline name)",
-                )?,
+                Some(g) => non_empty("source.group_id", Some(g), "a consumer group id (default: the pipeline name)")?,
             };
             let starting_offsets = match raw.starting_offsets.as_deref() {
                 None => StartingOffsets::Latest,
@@ -256,21 +200,10 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
                 },
             };
             let properties = properties("source.properties", raw.properties)?;
-            SourceKind::Kafka {
-                bootstrap_servers,
-                topics,
-                group_id,
-                starting_offsets,
-                properties,
-            }
+            SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties }
         }
     };
-    Ok(SourceSpec {
-        kind,
-        format,
-        schema,
-        timestamp_unit,
-    })
+    Ok(SourceSpec { kind, format, schema, timestamp_unit })
 }
 
 pub(crate) fn non_empty(field: &str, v: Option<String>, what: &str) -> Result<String, SpecError> {

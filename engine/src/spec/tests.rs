@@ -32,10 +32,7 @@ type = "stdout"
 
 /// `--set` pairs from `FIELD=VALUE` strings.
 pub(super) fn sets(pairs: &[&str]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|p| parse_set_arg(p).expect("test --set is well formed"))
-        .collect()
+    pairs.iter().map(|p| parse_set_arg(p).expect("test --set is well formed")).collect()
 }
 
 /// The pipeline BASE with these overrides.
@@ -61,10 +58,7 @@ pub(super) fn err_text(text: &str) -> SpecError {
 
 /// BASE without the lines starting with `prefix`.
 pub(super) fn base_without(prefix: &str) -> String {
-    BASE.lines()
-        .filter(|l| !l.starts_with(prefix))
-        .collect::<Vec<_>>()
-        .join("\n")
+    BASE.lines().filter(|l| !l.starts_with(prefix)).collect::<Vec<_>>().join("\n")
 }
 
 const EXAMPLE: &str = r#"
@@ -137,20 +131,9 @@ fn pipeline_md_example_parses() {
     );
     assert_eq!(
         p.watermark,
-        Some(WatermarkSpec {
-            column: "event_time".into(),
-            index: 2,
-            delay: Duration::from_secs(5)
-        })
+        Some(WatermarkSpec { column: "event_time".into(), index: 2, delay: Duration::from_secs(5) })
     );
-    let QuerySpec::RollingWindow {
-        partition_by,
-        order_by,
-        frontier_delay,
-        frontier_alias,
-        measures,
-    } = &p.query
-    else {
+    let QuerySpec::RollingWindow { partition_by, order_by, frontier_delay, frontier_alias, measures } = &p.query else {
         panic!("a rolling window: {:?}", p.query)
     };
     assert_eq!(partition_by, &["user_id"]);
@@ -159,11 +142,7 @@ fn pipeline_md_example_parses() {
     assert_eq!(frontier_alias, "frontier");
     assert_eq!(measures[0].over, Some(Duration::from_secs(3600)));
     assert_eq!(measures[1].over, None);
-    let names: Vec<(String, DataType)> = p
-        .output_schema()
-        .into_iter()
-        .map(|f| (f.name, f.data_type))
-        .collect();
+    let names: Vec<(String, DataType)> = p.output_schema().into_iter().map(|f| (f.name, f.data_type)).collect();
     assert_eq!(
         names,
         vec![
@@ -176,25 +155,9 @@ fn pipeline_md_example_parses() {
     assert!(
         matches!(&p.sink, SinkSpec::Kafka { topic, key, exactly_once: false, .. } if topic == "rolling-revenue" && key == &["user_id"])
     );
-    assert_eq!(
-        p.late_sink,
-        Some(SinkSpec::Files {
-            path: "late/".into()
-        })
-    );
-    assert_eq!(
-        p.dead_letter,
-        Some(SinkSpec::Files {
-            path: "dead-letter/".into()
-        })
-    );
-    assert_eq!(
-        p.checkpoint,
-        Some(CheckpointSpec {
-            path: "checkpoints/".into(),
-            keep: 3
-        })
-    );
+    assert_eq!(p.late_sink, Some(SinkSpec::Files { path: "late/".into() }));
+    assert_eq!(p.dead_letter, Some(SinkSpec::Files { path: "dead-letter/".into() }));
+    assert_eq!(p.checkpoint, Some(CheckpointSpec { path: "checkpoints/".into(), keep: 3 }));
     assert_eq!(p.metrics.unwrap().listen.to_string(), "127.0.0.1:9464");
 }
 
@@ -214,21 +177,11 @@ fn every_golden_case_pipeline_validates() {
         let p = load_pipeline(&file, &[]).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(p.mode, Mode::MicroBatch, "{}", file.display());
         assert_eq!(p.trigger, Duration::ZERO);
-        let SourceKind::Files {
-            path,
-            max_files_per_trigger: 1,
-            follow: false,
-        } = &p.source.kind
-        else {
+        let SourceKind::Files { path, max_files_per_trigger: 1, follow: false } = &p.source.kind else {
             panic!("{}: files source {:?}", file.display(), p.source.kind)
         };
         assert_eq!(path, &dir.join("input"));
-        assert_eq!(
-            p.sink,
-            SinkSpec::Files {
-                path: dir.join("output")
-            }
-        );
+        assert_eq!(p.sink, SinkSpec::Files { path: dir.join("output") });
         n += 1;
     }
     assert!(n >= 10, "found {n} cases");
@@ -236,16 +189,12 @@ fn every_golden_case_pipeline_validates() {
 
 /// The column names Spark wrote in a case's expected output (the oracle sorts keys, so a set).
 fn spark_columns(dir: &Path) -> Option<std::collections::BTreeSet<String>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("expected"))
-        .ok()?
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("expected")).ok()?.map(|e| e.unwrap().path()).collect();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
-            let row: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(line).unwrap();
+            let row: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).unwrap();
             return Some(row.keys().cloned().collect());
         }
     }
@@ -262,8 +211,7 @@ fn output_names_match_what_spark_wrote_in_every_case() {
             continue;
         };
         let p = load_pipeline(&file, &[]).unwrap();
-        let ours: std::collections::BTreeSet<String> =
-            p.output_schema().into_iter().map(|f| f.name).collect();
+        let ours: std::collections::BTreeSet<String> = p.output_schema().into_iter().map(|f| f.name).collect();
         assert_eq!(ours, spark, "{}", dir.display());
         checked += 1;
     }
@@ -280,25 +228,14 @@ fn toml_syntax_error_names_line_and_column() {
 
 #[test]
 fn unknown_top_level_field_is_named_with_its_position() {
-    let e = err_text(&format!(
-        "{BASE}\n[metrics]\nlisten = \"127.0.0.1:1\"\n\n  paralelism = 4\n"
-    ));
+    let e = err_text(&format!("{BASE}\n[metrics]\nlisten = \"127.0.0.1:1\"\n\n  paralelism = 4\n"));
     assert_eq!(e.field, "metrics.paralelism");
     let line = BASE.lines().count() + 5;
-    assert_eq!(
-        e.given,
-        format!("4, an unknown field (line {line}, column 3)")
-    );
+    assert_eq!(e.given, format!("4, an unknown field (line {line}, column 3)"));
     assert_eq!(e.allowed, "listen");
     let e = err_text(&format!("paralelism = 4\n{BASE}"));
-    assert_eq!(
-        (e.field.as_str(), e.given.as_str()),
-        ("paralelism", "4, an unknown field (line 1, column 1)")
-    );
-    assert!(
-        e.allowed.contains("parallelism") && e.allowed.contains("late_sink"),
-        "{e}"
-    );
+    assert_eq!((e.field.as_str(), e.given.as_str()), ("paralelism", "4, an unknown field (line 1, column 1)"));
+    assert!(e.allowed.contains("parallelism") && e.allowed.contains("late_sink"), "{e}");
 }
 
 #[test]
@@ -307,25 +244,15 @@ fn unknown_field_in_a_measure_is_named_with_its_index() {
     assert_eq!(e.field, "query.measures[1].colum");
     assert!(e.given.contains("\"v\", an unknown field"), "{e}");
     assert!(e.given.ends_with("(from --set)"), "{e}");
-    assert!(
-        e.allowed.contains("column") && e.allowed.contains("percentage"),
-        "{e}"
-    );
+    assert!(e.allowed.contains("column") && e.allowed.contains("percentage"), "{e}");
 }
 
 #[test]
 fn unknown_field_in_a_written_window_gives_its_line() {
-    let text = BASE.replace(
-        "size = \"10 seconds\" }",
-        "size = \"10 seconds\", sise = \"1 s\" }",
-    );
+    let text = BASE.replace("size = \"10 seconds\" }", "size = \"10 seconds\", sise = \"1 s\" }");
     let e = err_text(&text);
     assert_eq!(e.field, "query.window.sise");
-    let line = BASE
-        .lines()
-        .position(|l| l.starts_with("window ="))
-        .unwrap()
-        + 1;
+    let line = BASE.lines().position(|l| l.starts_with("window =")).unwrap() + 1;
     assert!(e.given.contains(&format!("(line {line}, column ")), "{e}");
     assert_eq!(e.allowed, "type, column, size, start");
 }
@@ -341,35 +268,20 @@ fn unknown_field_of_a_typed_section_lists_the_fields_of_its_type() {
         )
     );
     let e = err(&["sink.paht=out"]);
-    assert_eq!(
-        (e.field.as_str(), e.allowed.as_str()),
-        ("sink.paht", "type, format")
-    );
+    assert_eq!((e.field.as_str(), e.allowed.as_str()), ("sink.paht", "type, format"));
     let e = err(&["query.window.sise=1 s"]);
-    assert_eq!(
-        (e.field.as_str(), e.allowed.as_str()),
-        ("query.window.sise", "type, column, size, start")
-    );
+    assert_eq!((e.field.as_str(), e.allowed.as_str()), ("query.window.sise", "type, column, size, start"));
 }
 
 #[test]
 fn wrong_toml_type_is_named_in_plain_words() {
     let e = err(&["parallelism=\"4\""]);
-    assert_eq!(
-        (e.field.as_str(), e.allowed.as_str()),
-        ("parallelism", "an integer")
-    );
+    assert_eq!((e.field.as_str(), e.allowed.as_str()), ("parallelism", "an integer"));
     assert!(e.given.starts_with("\"4\""), "{e}");
     let e = err(&["query.group_by=\"k\""]);
-    assert_eq!(
-        (e.field.as_str(), e.allowed.as_str()),
-        ("query.group_by", "a list")
-    );
+    assert_eq!((e.field.as_str(), e.allowed.as_str()), ("query.group_by", "a list"));
     let e = err(&["source.follow=1"]);
-    assert_eq!(
-        (e.field.as_str(), e.allowed.as_str()),
-        ("source.follow", "true or false")
-    );
+    assert_eq!((e.field.as_str(), e.allowed.as_str()), ("source.follow", "true or false"));
     let e = err(&["sink=5"]);
     assert_eq!((e.field.as_str(), e.allowed.as_str()), ("sink", "a table"));
 }
@@ -378,25 +290,16 @@ fn wrong_toml_type_is_named_in_plain_words() {
 fn name_is_required_and_restricted() {
     assert_eq!(err_text(&base_without("name")).field, "name");
     let e = err(&["name=My Pipeline"]);
-    assert_eq!(
-        e.to_string(),
-        "name: given \"My Pipeline\"; allowed: a name matching [a-z0-9_-]+"
-    );
+    assert_eq!(e.to_string(), "name: given \"My Pipeline\"; allowed: a name matching [a-z0-9_-]+");
     assert_eq!(err(&["name=\"\""]).field, "name");
     assert_eq!(ok(&["name=a-b_9"]).name, "a-b_9");
 }
 
 #[test]
 fn mode_defaults_to_real_time_and_is_one_of_two() {
-    assert_eq!(
-        parse_pipeline_str(&base_without("mode")).unwrap().mode,
-        Mode::RealTime
-    );
+    assert_eq!(parse_pipeline_str(&base_without("mode")).unwrap().mode, Mode::RealTime);
     let e = err(&["mode=batch"]);
-    assert_eq!(
-        (e.field.as_str(), e.allowed.as_str()),
-        ("mode", "\"real-time\", \"micro-batch\"")
-    );
+    assert_eq!((e.field.as_str(), e.allowed.as_str()), ("mode", "\"real-time\", \"micro-batch\""));
 }
 
 #[test]
@@ -411,10 +314,7 @@ fn trigger_defaults_by_mode_and_must_be_a_duration() {
 #[test]
 fn parallelism_is_between_one_and_the_bound() {
     assert_eq!(ok(&["parallelism=4"]).parallelism, Some(4));
-    assert_eq!(
-        ok(&[&format!("parallelism={MAX_PARALLELISM}")]).parallelism,
-        Some(MAX_PARALLELISM)
-    );
+    assert_eq!(ok(&[&format!("parallelism={MAX_PARALLELISM}")]).parallelism, Some(MAX_PARALLELISM));
     for bad in ["0", "-1", &(MAX_PARALLELISM + 1).to_string()] {
         let e = err(&[&format!("parallelism={bad}")]);
         assert_eq!((e.field.as_str(), e.given.as_str()), ("parallelism", bad));
@@ -431,21 +331,9 @@ fn resolve_paths_joins_relative_paths_only() {
         "checkpoint.path=ck",
     ]);
     p.resolve_paths(Path::new("/base"));
-    assert!(
-        matches!(&p.source.kind, SourceKind::Files { path, .. } if path == Path::new("/base/in"))
-    );
-    assert_eq!(
-        p.sink,
-        SinkSpec::Files {
-            path: "/base/out".into()
-        }
-    );
-    assert_eq!(
-        p.late_sink,
-        Some(SinkSpec::Files {
-            path: "/abs/late".into()
-        })
-    );
+    assert!(matches!(&p.source.kind, SourceKind::Files { path, .. } if path == Path::new("/base/in")));
+    assert_eq!(p.sink, SinkSpec::Files { path: "/base/out".into() });
+    assert_eq!(p.late_sink, Some(SinkSpec::Files { path: "/abs/late".into() }));
     assert_eq!(p.checkpoint.unwrap().path, PathBuf::from("/base/ck"));
 }
 
@@ -458,23 +346,10 @@ fn load_pipeline_names_an_unreadable_file() {
 
 #[test]
 fn overrides_replace_values_and_create_tables() {
-    let p = ok(&[
-        "source.path=other/",
-        "trigger=2 seconds",
-        "checkpoint.path=ck",
-        "query.measures[0].alias=n",
-    ]);
-    assert!(
-        matches!(&p.source.kind, SourceKind::Files { path, .. } if path == Path::new("other/"))
-    );
+    let p = ok(&["source.path=other/", "trigger=2 seconds", "checkpoint.path=ck", "query.measures[0].alias=n"]);
+    assert!(matches!(&p.source.kind, SourceKind::Files { path, .. } if path == Path::new("other/")));
     assert_eq!(p.trigger, Duration::from_secs(2));
-    assert_eq!(
-        p.checkpoint,
-        Some(CheckpointSpec {
-            path: "ck".into(),
-            keep: 3
-        })
-    );
+    assert_eq!(p.checkpoint, Some(CheckpointSpec { path: "ck".into(), keep: 3 }));
     assert_eq!(p.query.measures()[0].output_name, "n");
     // A value that is valid TOML is typed: an array, an inline table, a quoted string.
     let p = ok(&[
@@ -493,19 +368,8 @@ fn overrides_replace_values_and_create_tables() {
 fn override_errors_name_the_field() {
     let e = err(&["name.x=1"]);
     assert_eq!(e.field, "name");
-    assert_eq!(
-        err(&["query.measures[5].alias=x"]).field,
-        "query.measures[5]"
-    );
-    assert_eq!(
-        parse_pipeline_with_overrides(BASE, &[("a b".into(), "1".into())])
-            .unwrap_err()
-            .field,
-        "--set"
-    );
+    assert_eq!(err(&["query.measures[5].alias=x"]).field, "query.measures[5]");
+    assert_eq!(parse_pipeline_with_overrides(BASE, &[("a b".into(), "1".into())]).unwrap_err().field, "--set");
     let e = err(&["query.window.size=0 seconds"]);
-    assert_eq!(
-        e.to_string(),
-        "query.window.size: given \"0 seconds\"; allowed: a duration > 0 (e.g. \"10 seconds\")"
-    );
+    assert_eq!(e.to_string(), "query.window.size: given \"0 seconds\"; allowed: a duration > 0 (e.g. \"10 seconds\")");
 }

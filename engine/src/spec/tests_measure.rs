@@ -11,21 +11,12 @@ fn measures_are_required_and_aggregates_known() {
         with_measures("[]").unwrap_err().to_string(),
         "query.measures: given []; allowed: a non-empty list of { agg, column?, alias?, ... }"
     );
-    let e =
-        with_measures("[{ agg = \"count\" }, { agg = \"median\", column = \"v\" }]").unwrap_err();
+    let e = with_measures("[{ agg = \"count\" }, { agg = \"median\", column = \"v\" }]").unwrap_err();
     assert_eq!(e.field, "query.measures[1].agg");
-    assert!(
-        e.allowed.contains("approx_percentile") && e.allowed.contains("stddev_pop"),
-        "{e}"
-    );
-    assert_eq!(
-        with_measures("[{ column = \"v\" }]").unwrap_err().field,
-        "query.measures[0].agg"
-    );
-    let p = with_measures(
-        "[{ agg = \"SUM\", column = \"v\" }, { agg = \"percentile_approx\", column = \"n\" }]",
-    )
-    .unwrap();
+    assert!(e.allowed.contains("approx_percentile") && e.allowed.contains("stddev_pop"), "{e}");
+    assert_eq!(with_measures("[{ column = \"v\" }]").unwrap_err().field, "query.measures[0].agg");
+    let p =
+        with_measures("[{ agg = \"SUM\", column = \"v\" }, { agg = \"percentile_approx\", column = \"n\" }]").unwrap();
     assert_eq!(p.query.measures()[0].agg, "sum");
     assert_eq!(p.query.measures()[1].agg, "approx_percentile");
 }
@@ -37,44 +28,17 @@ fn measure_columns_exist_and_have_an_accepted_type() {
         e.to_string(),
         "query.measures[0].column: given \"k\" (a STRING column, for sum); allowed: a numeric (INT, BIGINT, FLOAT, DOUBLE) column: v, n, i"
     );
+    assert_eq!(with_measures("[{ agg = \"avg\", column = \"ts\" }]").unwrap_err().field, "query.measures[0].column");
+    assert_eq!(with_measures("[{ agg = \"stddev\", column = \"b\" }]").unwrap_err().field, "query.measures[0].column");
+    assert_eq!(with_measures("[{ agg = \"min\", column = \"b\" }]").unwrap_err().field, "query.measures[0].column");
     assert_eq!(
-        with_measures("[{ agg = \"avg\", column = \"ts\" }]")
-            .unwrap_err()
-            .field,
+        with_measures("[{ agg = \"approx_percentile\", column = \"k\" }]").unwrap_err().field,
         "query.measures[0].column"
     );
+    assert_eq!(with_measures("[{ agg = \"sum\" }]").unwrap_err().field, "query.measures[0].column");
+    assert_eq!(with_measures("[{ agg = \"sum\", column = \"*\" }]").unwrap_err().field, "query.measures[0].column");
     assert_eq!(
-        with_measures("[{ agg = \"stddev\", column = \"b\" }]")
-            .unwrap_err()
-            .field,
-        "query.measures[0].column"
-    );
-    assert_eq!(
-        with_measures("[{ agg = \"min\", column = \"b\" }]")
-            .unwrap_err()
-            .field,
-        "query.measures[0].column"
-    );
-    assert_eq!(
-        with_measures("[{ agg = \"approx_percentile\", column = \"k\" }]")
-            .unwrap_err()
-            .field,
-        "query.measures[0].column"
-    );
-    assert_eq!(
-        with_measures("[{ agg = \"sum\" }]").unwrap_err().field,
-        "query.measures[0].column"
-    );
-    assert_eq!(
-        with_measures("[{ agg = \"sum\", column = \"*\" }]")
-            .unwrap_err()
-            .field,
-        "query.measures[0].column"
-    );
-    assert_eq!(
-        with_measures("[{ agg = \"count\", column = \"nope\" }]")
-            .unwrap_err()
-            .field,
+        with_measures("[{ agg = \"count\", column = \"nope\" }]").unwrap_err().field,
         "query.measures[0].column"
     );
     for fine in [
@@ -91,58 +55,39 @@ fn measure_columns_exist_and_have_an_accepted_type() {
 
 #[test]
 fn percentile_options_are_checked() {
-    let p = with_measures("[{ agg = \"approx_percentile\", column = \"n\", percentage = [0.25, 0.75], accuracy = 100 }]").unwrap();
+    let p =
+        with_measures("[{ agg = \"approx_percentile\", column = \"n\", percentage = [0.25, 0.75], accuracy = 100 }]")
+            .unwrap();
     let m = &p.query.measures()[0];
-    assert_eq!(
-        (m.percentages.clone(), m.percentage_is_list, m.accuracy),
-        (vec![0.25, 0.75], true, 100)
-    );
-    let m = &with_measures("[{ agg = \"approx_percentile\", column = \"n\" }]")
-        .unwrap()
-        .query
-        .measures()[0]
-        .clone();
-    assert_eq!(
-        (m.percentages.clone(), m.percentage_is_list, m.accuracy),
-        (vec![0.5], false, 10_000)
-    );
+    assert_eq!((m.percentages.clone(), m.percentage_is_list, m.accuracy), (vec![0.25, 0.75], true, 100));
+    let m = &with_measures("[{ agg = \"approx_percentile\", column = \"n\" }]").unwrap().query.measures()[0].clone();
+    assert_eq!((m.percentages.clone(), m.percentage_is_list, m.accuracy), (vec![0.5], false, 10_000));
     let bad = |m: &str| {
-        with_measures(&format!(
-            "[{{ agg = \"approx_percentile\", column = \"n\", {m} }}]"
-        ))
-        .unwrap_err()
-        .field
+        with_measures(&format!("[{{ agg = \"approx_percentile\", column = \"n\", {m} }}]")).unwrap_err().field
     };
     assert_eq!(bad("percentage = 1.5"), "query.measures[0].percentage");
     assert_eq!(bad("percentage = -0.1"), "query.measures[0].percentage");
-    assert_eq!(
-        bad("percentage = [0.5, 2]"),
-        "query.measures[0].percentage[1]"
-    );
+    assert_eq!(bad("percentage = [0.5, 2]"), "query.measures[0].percentage[1]");
     assert_eq!(bad("percentage = []"), "query.measures[0].percentage");
     assert_eq!(bad("percentage = \"half\""), "query.measures[0].percentage");
     assert_eq!(bad("accuracy = 0"), "query.measures[0].accuracy");
     assert_eq!(bad("accuracy = 2147483648"), "query.measures[0].accuracy");
-    assert!(with_measures("[{ agg = \"approx_percentile\", column = \"n\", accuracy = 2147483647, percentage = 0 }]").is_ok());
+    assert!(
+        with_measures("[{ agg = \"approx_percentile\", column = \"n\", accuracy = 2147483647, percentage = 0 }]")
+            .is_ok()
+    );
 }
 
 #[test]
 fn rsd_follows_spark_precision_bounds() {
-    let m = |r: &str| {
-        with_measures(&format!(
-            "[{{ agg = \"approx_count_distinct\", column = \"k\"{r} }}]"
-        ))
-    };
+    let m = |r: &str| with_measures(&format!("[{{ agg = \"approx_count_distinct\", column = \"k\"{r} }}]"));
     assert_eq!(m("").unwrap().query.measures()[0].rsd, 0.05);
     // pyspark 4.3 accepted 0.005 and 0.39, refused 0.392 (p = ceil(2 log2(1.106 / rsd)) < 4).
     assert_eq!(m(", rsd = 0.005").unwrap().query.measures()[0].rsd, 0.005);
     assert!(m(", rsd = 0.39").is_ok());
     for bad in ["0.392", "0.5", "1.0", "0.0", "-0.1", "0.0001"] {
         let e = m(&format!(", rsd = {bad}")).unwrap_err();
-        assert_eq!(
-            (e.field.as_str(), e.given.as_str()),
-            ("query.measures[0].rsd", bad)
-        );
+        assert_eq!((e.field.as_str(), e.given.as_str()), ("query.measures[0].rsd", bad));
     }
     // 2 log2(1.106 / 0.05) = 8.93: Spark's default rsd uses 2^9 registers.
     assert_eq!(spark_hll_precision(0.05), 9);
@@ -156,9 +101,7 @@ fn options_of_another_aggregate_are_refused() {
         "query.measures[0].rsd: given 0.1 (not a field of agg \"sum\"); allowed: agg, column, alias"
     );
     assert_eq!(
-        with_measures("[{ agg = \"count\", percentage = 0.5 }]")
-            .unwrap_err()
-            .field,
+        with_measures("[{ agg = \"count\", percentage = 0.5 }]").unwrap_err().field,
         "query.measures[0].percentage"
     );
     let e = with_measures("[{ agg = \"count\", over = \"1 hour\" }]").unwrap_err();
@@ -170,36 +113,21 @@ fn options_of_another_aggregate_are_refused() {
 
 #[test]
 fn output_names_are_distinct() {
-    let e =
-        with_measures("[{ agg = \"count\" }, { agg = \"count\", column = \"*\" }]").unwrap_err();
+    let e = with_measures("[{ agg = \"count\" }, { agg = \"count\", column = \"*\" }]").unwrap_err();
     assert_eq!(
         e.to_string(),
         "query.measures[1]: given output column \"count(1)\" (already the name of query.measures[0]); allowed: a distinct output column name (set an alias)"
     );
     assert!(with_measures("[{ agg = \"count\" }, { agg = \"count\", alias = \"n\" }]").is_ok());
+    assert_eq!(with_measures("[{ agg = \"count\", alias = \"k\" }]").unwrap_err().field, "query.measures[0].alias");
     assert_eq!(
-        with_measures("[{ agg = \"count\", alias = \"k\" }]")
-            .unwrap_err()
-            .field,
+        with_measures("[{ agg = \"count\", alias = \"window\" }]").unwrap_err().field,
         "query.measures[0].alias"
     );
-    assert_eq!(
-        with_measures("[{ agg = \"count\", alias = \"window\" }]")
-            .unwrap_err()
-            .field,
-        "query.measures[0].alias"
-    );
-    assert_eq!(
-        with_measures("[{ agg = \"count\", alias = \"\" }]")
-            .unwrap_err()
-            .field,
-        "query.measures[0].alias"
-    );
+    assert_eq!(with_measures("[{ agg = \"count\", alias = \"\" }]").unwrap_err().field, "query.measures[0].alias");
     // mean is Spark's avg: same default name.
     assert_eq!(
-        with_measures("[{ agg = \"avg\", column = \"v\" }, { agg = \"mean\", column = \"v\" }]")
-            .unwrap_err()
-            .field,
+        with_measures("[{ agg = \"avg\", column = \"v\" }, { agg = \"mean\", column = \"v\" }]").unwrap_err().field,
         "query.measures[1]"
     );
 }
@@ -231,10 +159,7 @@ fn window_aggregate_output_schema_is_window_keys_measures() {
             col("var_pop(v)", DataType::Double),
             col("approx_count_distinct(k)", DataType::Long),
             col("percentile_approx(n, 0.5, 10000)", DataType::Long),
-            col(
-                "percentile_approx(i, array(0.25, 1.0), 100)",
-                DataType::Array(ArrayOf::Int)
-            ),
+            col("percentile_approx(i, array(0.25, 1.0), 100)", DataType::Array(ArrayOf::Int)),
             col("p", DataType::Double),
             col("percentile_approx(n, 1, 10)", DataType::Long),
         ]
@@ -262,10 +187,7 @@ fn spark_double_literals_match_java() {
         default_measure_name("approx_percentile", Some("v"), &[0.25, 0.5], true, 10_000),
         "percentile_approx(v, array(0.25, 0.5), 10000)"
     );
-    assert_eq!(
-        default_measure_name("count", None, &[], false, 10_000),
-        "count(1)"
-    );
+    assert_eq!(default_measure_name("count", None, &[], false, 10_000), "count(1)");
 }
 
 #[test]
@@ -276,13 +198,7 @@ fn measure_output_types_follow_spark() {
     assert_eq!(measure_output_type("sum", String, false), None);
     assert_eq!(measure_output_type("min", Boolean, false), None);
     assert_eq!(measure_output_type("max", Float, false), Some(Float));
-    assert_eq!(
-        measure_output_type("approx_percentile", Timestamp, true),
-        Some(Array(ArrayOf::Timestamp))
-    );
-    assert_eq!(
-        measure_output_type("approx_count_distinct", Boolean, false),
-        Some(Long)
-    );
+    assert_eq!(measure_output_type("approx_percentile", Timestamp, true), Some(Array(ArrayOf::Timestamp)));
+    assert_eq!(measure_output_type("approx_count_distinct", Boolean, false), Some(Long));
     assert_eq!(measure_output_type("variance", Long, false), Some(Double));
 }

@@ -13,59 +13,29 @@ fn source_fields_of_another_type_are_named_with_the_type() {
         "source.topic: given \"events\" (not a field of source type \"files\"); allowed: type, path, max_files_per_trigger, follow, format, schema, timestamp_unit"
     );
     assert_eq!(err(&["source.type=stdin"]).field, "source.path");
-    assert_eq!(
-        err(&["source.type=kafka", "source.path=x"]).field,
-        "source.path"
-    );
+    assert_eq!(err(&["source.type=kafka", "source.path=x"]).field, "source.path");
 }
 
 #[test]
 fn source_type_is_required_and_known() {
-    assert_eq!(
-        err_text(&BASE.replace("type = \"files\"\n", "")).field,
-        "source.type"
-    );
+    assert_eq!(err_text(&BASE.replace("type = \"files\"\n", "")).field, "source.type");
     let e = err(&["source.type=file"]);
     assert_eq!(e.field, "source.type");
     assert_eq!(e.allowed, "\"files\", \"stdin\", \"kafka\", \"nexmark\"");
-    assert_eq!(
-        err_text("name = \"t\"\n[query]\ntype = \"deduplicate\"\n[sink]\ntype = \"stdout\"\n")
-            .field,
-        "source"
-    );
+    assert_eq!(err_text("name = \"t\"\n[query]\ntype = \"deduplicate\"\n[sink]\ntype = \"stdout\"\n").field, "source");
 }
 
 #[test]
 fn files_source_needs_a_path_and_takes_its_options() {
     assert_eq!(err_text(&base_without("path")).field, "source.path");
-    let p = ok(&[
-        "source.max_files_per_trigger=5",
-        "source.follow=true",
-        "source.format=csv",
-        "source.timestamp_unit=us",
-    ]);
-    assert_eq!(
-        p.source.kind,
-        SourceKind::Files {
-            path: "in".into(),
-            max_files_per_trigger: 5,
-            follow: true
-        }
-    );
-    assert_eq!(
-        (p.source.format, p.source.timestamp_unit),
-        (Format::Csv, TimeUnit::Us)
-    );
+    let p =
+        ok(&["source.max_files_per_trigger=5", "source.follow=true", "source.format=csv", "source.timestamp_unit=us"]);
+    assert_eq!(p.source.kind, SourceKind::Files { path: "in".into(), max_files_per_trigger: 5, follow: true });
+    assert_eq!((p.source.format, p.source.timestamp_unit), (Format::Csv, TimeUnit::Us));
     assert_eq!(ok(&[]).source.timestamp_unit, TimeUnit::Ms);
-    assert_eq!(
-        err(&["source.max_files_per_trigger=0"]).field,
-        "source.max_files_per_trigger"
-    );
+    assert_eq!(err(&["source.max_files_per_trigger=0"]).field, "source.max_files_per_trigger");
     assert_eq!(err(&["source.format=parquet"]).field, "source.format");
-    assert_eq!(
-        err(&["source.timestamp_unit=ns"]).field,
-        "source.timestamp_unit"
-    );
+    assert_eq!(err(&["source.timestamp_unit=ns"]).field, "source.timestamp_unit");
 }
 
 #[test]
@@ -80,18 +50,13 @@ fn schema_is_required_and_must_be_spark_ddl() {
 fn stdin_source_needs_only_a_schema() {
     let text = base_without("path").replace("type = \"files\"", "type = \"stdin\"");
     let p = parse_pipeline_str(&text).unwrap();
-    assert_eq!(
-        (p.source.kind, p.source.format),
-        (SourceKind::Stdin, Format::Json)
-    );
+    assert_eq!((p.source.kind, p.source.format), (SourceKind::Stdin, Format::Json));
 }
 
 /// BASE with a kafka source whose other lines are `extra`.
 fn kafka(extra: &str) -> Result<Pipeline, SpecError> {
-    let text = base_without("path").replace(
-        "type = \"files\"",
-        &format!("type = \"kafka\"\nbootstrap_servers = \"b:9092\"\n{extra}"),
-    );
+    let text = base_without("path")
+        .replace("type = \"files\"", &format!("type = \"kafka\"\nbootstrap_servers = \"b:9092\"\n{extra}"));
     parse_pipeline_str(&text)
 }
 
@@ -109,48 +74,18 @@ fn kafka_source_defaults_and_rules() {
         }
     );
     let p = kafka("topics = [\"a\", \"b\"]\nproperties = { \"fetch.min.bytes\" = 1, \"enable.idempotence\" = true, \"client.id\" = \"x\" }").unwrap();
-    let SourceKind::Kafka {
-        topics, properties, ..
-    } = p.source.kind
-    else {
-        panic!()
-    };
+    let SourceKind::Kafka { topics, properties, .. } = p.source.kind else { panic!() };
     assert_eq!(topics, ["a", "b"]);
-    assert_eq!(
-        properties.get("fetch.min.bytes").map(String::as_str),
-        Some("1")
-    );
-    assert_eq!(
-        properties.get("enable.idempotence").map(String::as_str),
-        Some("true")
-    );
+    assert_eq!(properties.get("fetch.min.bytes").map(String::as_str), Some("1"));
+    assert_eq!(properties.get("enable.idempotence").map(String::as_str), Some("true"));
     assert_eq!(properties.get("client.id").map(String::as_str), Some("x"));
-    assert_eq!(
-        kafka("topic = \"a\"\ntopics = [\"b\"]").unwrap_err().field,
-        "source.topics"
-    );
+    assert_eq!(kafka("topic = \"a\"\ntopics = [\"b\"]").unwrap_err().field, "source.topics");
     assert_eq!(kafka("").unwrap_err().field, "source.topic");
     assert_eq!(kafka("topics = []").unwrap_err().field, "source.topics");
-    assert_eq!(
-        kafka("topics = [\"a\", \"\"]").unwrap_err().field,
-        "source.topics[1]"
-    );
-    assert_eq!(
-        kafka("topic = \"e\"\nstarting_offsets = \"beginning\"")
-            .unwrap_err()
-            .field,
-        "source.starting_offsets"
-    );
-    assert_eq!(
-        kafka("topic = \"e\"\nproperties = { a = [1] }")
-            .unwrap_err()
-            .field,
-        "source.properties.a"
-    );
-    assert_eq!(
-        kafka("topic = \"e\"\nfollow = true").unwrap_err().field,
-        "source.follow"
-    );
+    assert_eq!(kafka("topics = [\"a\", \"\"]").unwrap_err().field, "source.topics[1]");
+    assert_eq!(kafka("topic = \"e\"\nstarting_offsets = \"beginning\"").unwrap_err().field, "source.starting_offsets");
+    assert_eq!(kafka("topic = \"e\"\nproperties = { a = [1] }").unwrap_err().field, "source.properties.a");
+    assert_eq!(kafka("topic = \"e\"\nfollow = true").unwrap_err().field, "source.follow");
     let text = base_without("path").replace("type = \"files\"", "type = \"kafka\"\ntopic = \"e\"");
     assert_eq!(err_text(&text).field, "source.bootstrap_servers");
 }
@@ -165,51 +100,20 @@ fn nexmark(extra: &str) -> Result<Pipeline, SpecError> {
 #[test]
 fn nexmark_schema_is_implied_by_its_table() {
     let p = nexmark("").unwrap();
-    assert_eq!(
-        p.source.kind,
-        SourceKind::Nexmark {
-            table: NexmarkTable::Bid,
-            events: None,
-            rate: None,
-            seed: 0
-        }
-    );
-    assert_eq!(
-        p.input_schema().names(),
-        "auction, bidder, price, channel, url, date_time, extra"
-    );
-    assert_eq!(
-        p.input_schema().field("date_time").unwrap().data_type,
-        DataType::Timestamp
-    );
+    assert_eq!(p.source.kind, SourceKind::Nexmark { table: NexmarkTable::Bid, events: None, rate: None, seed: 0 });
+    assert_eq!(p.input_schema().names(), "auction, bidder, price, channel, url, date_time, extra");
+    assert_eq!(p.input_schema().field("date_time").unwrap().data_type, DataType::Timestamp);
     let p = nexmark("table = \"person\"\nevents = 1000\nrate = 500.0\nseed = 7").unwrap();
     assert_eq!(
         p.source.kind,
-        SourceKind::Nexmark {
-            table: NexmarkTable::Person,
-            events: Some(1000),
-            rate: Some(500.0),
-            seed: 7
-        }
+        SourceKind::Nexmark { table: NexmarkTable::Person, events: Some(1000), rate: Some(500.0), seed: 7 }
     );
-    assert_eq!(
-        p.input_schema().names(),
-        "id, name, email_address, credit_card, city, state, date_time, extra"
-    );
+    assert_eq!(p.input_schema().names(), "id, name, email_address, credit_card, city, state, date_time, extra");
     let p = nexmark("table = \"auction\"").unwrap();
     assert_eq!(p.input_schema().len(), 10);
-    assert_eq!(
-        p.input_schema().field("expires").unwrap().data_type,
-        DataType::Timestamp
-    );
-    assert_eq!(
-        nexmark("schema = \"a STRING\"").unwrap_err().field,
-        "source.schema"
-    );
-    assert_eq!(
-        nexmark("table = \"bids\"").unwrap_err().field,
-        "source.table"
-    );
+    assert_eq!(p.input_schema().field("expires").unwrap().data_type, DataType::Timestamp);
+    assert_eq!(nexmark("schema = \"a STRING\"").unwrap_err().field, "source.schema");
+    assert_eq!(nexmark("table = \"bids\"").unwrap_err().field, "source.table");
     assert_eq!(nexmark("rate = 0").unwrap_err().field, "source.rate");
     assert_eq!(nexmark("events = -1").unwrap_err().field, "source.events");
     assert_eq!(nexmark("seed = -1").unwrap_err().field, "source.seed");
@@ -217,11 +121,7 @@ fn nexmark_schema_is_implied_by_its_table() {
 
 #[test]
 fn nexmark_ddl_constants_parse() {
-    for t in [
-        NexmarkTable::Bid,
-        NexmarkTable::Auction,
-        NexmarkTable::Person,
-    ] {
+    for t in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
         assert!(Schema::parse_ddl(t.ddl()).is_ok(), "{t:?}");
     }
 }
@@ -229,184 +129,80 @@ fn nexmark_ddl_constants_parse() {
 #[test]
 fn watermark_column_must_be_a_timestamp_of_the_schema() {
     let p = ok(&[]);
-    assert_eq!(
-        p.watermark,
-        Some(WatermarkSpec {
-            column: "ts".into(),
-            index: 1,
-            delay: Duration::from_secs(10)
-        })
-    );
+    assert_eq!(p.watermark, Some(WatermarkSpec { column: "ts".into(), index: 1, delay: Duration::from_secs(10) }));
     let e = err(&["watermark.column=k", "query.window.column=ts"]);
     assert_eq!(
         e.to_string(),
         "watermark.column: given \"k\" (a STRING column); allowed: a TIMESTAMP column of the schema: ts, at"
     );
     let e = err(&["watermark.column=nope"]);
-    assert_eq!(
-        (e.field.as_str(), e.given.as_str()),
-        ("watermark.column", "\"nope\"")
-    );
-    assert_eq!(
-        err_text(&BASE.replace("column = \"ts\"\ndelay", "delay")).field,
-        "watermark.column"
-    );
-    assert_eq!(
-        err_text(&BASE.replace("delay = \"10 seconds\"\n", "")).field,
-        "watermark.delay"
-    );
+    assert_eq!((e.field.as_str(), e.given.as_str()), ("watermark.column", "\"nope\""));
+    assert_eq!(err_text(&BASE.replace("column = \"ts\"\ndelay", "delay")).field, "watermark.column");
+    assert_eq!(err_text(&BASE.replace("delay = \"10 seconds\"\n", "")).field, "watermark.delay");
 }
 
 #[test]
 fn watermark_delay_may_be_zero_but_not_negative() {
-    assert_eq!(
-        ok(&["watermark.delay=0 seconds"]).watermark.unwrap().delay,
-        Duration::ZERO
-    );
-    assert_eq!(
-        err(&["watermark.delay=-1 seconds"]).field,
-        "watermark.delay"
-    );
+    assert_eq!(ok(&["watermark.delay=0 seconds"]).watermark.unwrap().delay, Duration::ZERO);
+    assert_eq!(err(&["watermark.delay=-1 seconds"]).field, "watermark.delay");
     assert_eq!(err(&["watermark.delay=2 years"]).field, "watermark.delay");
 }
 
 #[test]
 fn replay_clock_reads_a_timestamp_column_until_a_timestamp() {
-    let p = ok(&[
-        "clock.type=replay",
-        "clock.column=at",
-        "clock.until=2024-01-15T12:00:00Z",
-    ]);
+    let p = ok(&["clock.type=replay", "clock.column=at", "clock.until=2024-01-15T12:00:00Z"]);
     let until = parse_timestamp("2024-01-15T12:00:00Z").unwrap();
-    assert_eq!(
-        p.clock,
-        ClockSpec::Replay {
-            column: "at".into(),
-            index: 7,
-            until: Some(until)
-        }
-    );
-    let text = format!(
-        "{BASE}\n[clock]\ntype = \"replay\"\ncolumn = \"at\"\nuntil = 2024-01-15T12:00:00Z\n"
-    );
+    assert_eq!(p.clock, ClockSpec::Replay { column: "at".into(), index: 7, until: Some(until) });
+    let text = format!("{BASE}\n[clock]\ntype = \"replay\"\ncolumn = \"at\"\nuntil = 2024-01-15T12:00:00Z\n");
     assert_eq!(
         parse_pipeline_str(&text).unwrap().clock,
-        ClockSpec::Replay {
-            column: "at".into(),
-            index: 7,
-            until: Some(until)
-        }
+        ClockSpec::Replay { column: "at".into(), index: 7, until: Some(until) }
     );
     assert_eq!(ok(&["clock.type=system"]).clock, ClockSpec::System);
     assert_eq!(err(&["clock.type=replay"]).field, "clock.column");
-    assert_eq!(
-        err(&["clock.type=replay", "clock.column=v"]).field,
-        "clock.column"
-    );
-    assert_eq!(
-        err(&["clock.type=replay", "clock.column=at", "clock.until=noon"]).field,
-        "clock.until"
-    );
-    assert_eq!(
-        err(&["clock.type=replay", "clock.column=at", "clock.until=5"]).field,
-        "clock.until"
-    );
-    assert_eq!(
-        err(&["clock.type=system", "clock.column=at"]).field,
-        "clock.column"
-    );
+    assert_eq!(err(&["clock.type=replay", "clock.column=v"]).field, "clock.column");
+    assert_eq!(err(&["clock.type=replay", "clock.column=at", "clock.until=noon"]).field, "clock.until");
+    assert_eq!(err(&["clock.type=replay", "clock.column=at", "clock.until=5"]).field, "clock.until");
+    assert_eq!(err(&["clock.type=system", "clock.column=at"]).field, "clock.column");
     assert_eq!(err(&["clock.type=wall"]).field, "clock.type");
 }
 
 #[test]
 fn sink_is_required_and_typed() {
     assert_eq!(err_text(BASE.split("[sink]").next().unwrap()).field, "sink");
-    assert_eq!(
-        err_text(&BASE.replace("type = \"stdout\"", "")).field,
-        "sink.type"
-    );
+    assert_eq!(err_text(&BASE.replace("type = \"stdout\"", "")).field, "sink.type");
     assert_eq!(err(&["sink.type=s3"]).field, "sink.type");
     let e = err(&["sink.path=out"]);
-    assert_eq!(
-        e.to_string(),
-        "sink.path: given \"out\" (not a field of sink type \"stdout\"); allowed: type, format"
-    );
+    assert_eq!(e.to_string(), "sink.path: given \"out\" (not a field of sink type \"stdout\"); allowed: type, format");
     assert_eq!(err(&["sink.type=files"]).field, "sink.path");
-    assert_eq!(
-        ok(&["sink.type=files", "sink.path=out"]).sink,
-        SinkSpec::Files { path: "out".into() }
-    );
+    assert_eq!(ok(&["sink.type=files", "sink.path=out"]).sink, SinkSpec::Files { path: "out".into() });
     assert_eq!(err(&["sink.format=csv"]).field, "sink.format");
     assert_eq!(ok(&["sink.format=json"]).sink, SinkSpec::Stdout);
 }
 
 #[test]
 fn kafka_sink_key_columns_are_output_columns() {
-    let base = [
-        "sink.type=kafka",
-        "sink.bootstrap_servers=b:1",
-        "sink.topic=o",
-    ];
-    let with = |extra: &[&'static str]| {
-        base.iter()
-            .copied()
-            .chain(extra.iter().copied())
-            .collect::<Vec<_>>()
-    };
+    let base = ["sink.type=kafka", "sink.bootstrap_servers=b:1", "sink.topic=o"];
+    let with = |extra: &[&'static str]| base.iter().copied().chain(extra.iter().copied()).collect::<Vec<_>>();
     let p = ok(&with(&[
         "sink.key=[\"window\", \"k\"]",
         "sink.exactly_once=true",
         "sink.properties={ \"acks\" = \"all\" }",
     ]));
-    let SinkSpec::Kafka {
-        key,
-        exactly_once,
-        properties,
-        ..
-    } = p.sink
-    else {
-        panic!()
-    };
-    assert_eq!(
-        (key, exactly_once),
-        (vec!["window".to_string(), "k".to_string()], true)
-    );
+    let SinkSpec::Kafka { key, exactly_once, properties, .. } = p.sink else { panic!() };
+    assert_eq!((key, exactly_once), (vec!["window".to_string(), "k".to_string()], true));
     assert_eq!(properties.get("acks").map(String::as_str), Some("all"));
     let e = err(&with(&["sink.key=[\"ts\"]"]));
-    assert_eq!(
-        e.to_string(),
-        "sink.key[0]: given \"ts\"; allowed: an output column: window, k, count(1)"
-    );
-    assert_eq!(
-        err(&with(&["sink.key=[\"k\", \"k\"]"])).field,
-        "sink.key[1]"
-    );
-    assert_eq!(
-        err(&["sink.type=kafka", "sink.topic=o"]).field,
-        "sink.bootstrap_servers"
-    );
-    assert_eq!(
-        err(&["sink.type=kafka", "sink.bootstrap_servers=b:1"]).field,
-        "sink.topic"
-    );
+    assert_eq!(e.to_string(), "sink.key[0]: given \"ts\"; allowed: an output column: window, k, count(1)");
+    assert_eq!(err(&with(&["sink.key=[\"k\", \"k\"]"])).field, "sink.key[1]");
+    assert_eq!(err(&["sink.type=kafka", "sink.topic=o"]).field, "sink.bootstrap_servers");
+    assert_eq!(err(&["sink.type=kafka", "sink.bootstrap_servers=b:1"]).field, "sink.topic");
 }
 
 #[test]
 fn late_and_dead_letter_sinks_have_the_sink_shape_and_their_own_keys() {
-    let p = ok(&[
-        "late_sink.type=files",
-        "late_sink.path=late",
-        "dead_letter.type=stdout",
-    ]);
-    assert_eq!(
-        (p.late_sink, p.dead_letter),
-        (
-            Some(SinkSpec::Files {
-                path: "late".into()
-            }),
-            Some(SinkSpec::Stdout)
-        )
-    );
+    let p = ok(&["late_sink.type=files", "late_sink.path=late", "dead_letter.type=stdout"]);
+    assert_eq!((p.late_sink, p.dead_letter), (Some(SinkSpec::Files { path: "late".into() }), Some(SinkSpec::Stdout)));
     let kafka = |s: &str, key: &str| {
         vec![
             format!("{s}.type=kafka"),
@@ -415,75 +211,28 @@ fn late_and_dead_letter_sinks_have_the_sink_shape_and_their_own_keys() {
             format!("{s}.key=[\"{key}\"]"),
         ]
     };
-    let run = |v: Vec<String>| {
-        parse_pipeline_with_overrides(
-            BASE,
-            &sets(&v.iter().map(String::as_str).collect::<Vec<_>>()),
-        )
-    };
+    let run =
+        |v: Vec<String>| parse_pipeline_with_overrides(BASE, &sets(&v.iter().map(String::as_str).collect::<Vec<_>>()));
     assert!(run(kafka("late_sink", "ts")).is_ok());
-    assert_eq!(
-        run(kafka("late_sink", "count(1)")).unwrap_err().field,
-        "late_sink.key[0]"
-    );
+    assert_eq!(run(kafka("late_sink", "count(1)")).unwrap_err().field, "late_sink.key[0]");
     assert!(run(kafka("dead_letter", "source")).is_ok());
-    assert_eq!(
-        run(kafka("dead_letter", "k")).unwrap_err().field,
-        "dead_letter.key[0]"
-    );
+    assert_eq!(run(kafka("dead_letter", "k")).unwrap_err().field, "dead_letter.key[0]");
     assert_eq!(err(&["late_sink.type=files"]).field, "late_sink.path");
 }
 
 #[test]
 fn checkpoint_keep_is_at_least_one() {
-    assert_eq!(
-        ok(&["checkpoint.path=ck"]).checkpoint,
-        Some(CheckpointSpec {
-            path: "ck".into(),
-            keep: 3
-        })
-    );
-    assert_eq!(
-        ok(&["checkpoint.path=ck", "checkpoint.keep=1"])
-            .checkpoint
-            .unwrap()
-            .keep,
-        1
-    );
-    assert_eq!(
-        err(&["checkpoint.path=ck", "checkpoint.keep=0"]).field,
-        "checkpoint.keep"
-    );
+    assert_eq!(ok(&["checkpoint.path=ck"]).checkpoint, Some(CheckpointSpec { path: "ck".into(), keep: 3 }));
+    assert_eq!(ok(&["checkpoint.path=ck", "checkpoint.keep=1"]).checkpoint.unwrap().keep, 1);
+    assert_eq!(err(&["checkpoint.path=ck", "checkpoint.keep=0"]).field, "checkpoint.keep");
     assert_eq!(err(&["checkpoint.keep=2"]).field, "checkpoint.path");
 }
 
 #[test]
 fn metrics_listen_is_a_socket_address() {
     let text = format!("{BASE}\n[metrics]\n");
-    assert_eq!(
-        parse_pipeline_str(&text)
-            .unwrap()
-            .metrics
-            .unwrap()
-            .listen
-            .to_string(),
-        "127.0.0.1:9464"
-    );
-    assert_eq!(
-        ok(&["metrics.listen=0.0.0.0:9000"])
-            .metrics
-            .unwrap()
-            .listen
-            .port(),
-        9000
-    );
-    assert_eq!(
-        ok(&["metrics.listen=[::1]:9464"])
-            .metrics
-            .unwrap()
-            .listen
-            .to_string(),
-        "[::1]:9464"
-    );
+    assert_eq!(parse_pipeline_str(&text).unwrap().metrics.unwrap().listen.to_string(), "127.0.0.1:9464");
+    assert_eq!(ok(&["metrics.listen=0.0.0.0:9000"]).metrics.unwrap().listen.port(), 9000);
+    assert_eq!(ok(&["metrics.listen=[::1]:9464"]).metrics.unwrap().listen.to_string(), "[::1]:9464");
     assert_eq!(err(&["metrics.listen=localhost"]).field, "metrics.listen");
 }

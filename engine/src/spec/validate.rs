@@ -9,9 +9,7 @@ use super::error::{SpecError, list, quote};
 use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
 use super::parse::render;
 use super::source::non_empty;
-use super::{
-    CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, WatermarkSpec,
-};
+use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, WatermarkSpec};
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
 
@@ -48,10 +46,7 @@ impl Show for toml::Value {
 }
 impl Show for Vec<String> {
     fn show(&self) -> String {
-        format!(
-            "[{}]",
-            self.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", ")
-        )
+        format!("[{}]", self.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", "))
     }
 }
 impl Show for BTreeMap<String, toml::Value> {
@@ -109,42 +104,26 @@ pub(crate) fn duration(field: &str, text: &str, min: Min) -> Result<Duration, Sp
         Min::Positive => "a duration > 0 (e.g. \"10 seconds\")",
     };
     match parse_duration(text) {
-        Ok(d) if min == Min::Positive && d.micros() == 0 => {
-            Err(SpecError::bad_str(field, text, allowed))
-        }
+        Ok(d) if min == Min::Positive && d.micros() == 0 => Err(SpecError::bad_str(field, text, allowed)),
         Ok(d) => Ok(d),
-        Err(crate::time::TimeError::BadDuration { why, .. }) => Err(SpecError::new(
-            field,
-            format!("{} ({why})", quote(text)),
-            allowed,
-        )),
+        Err(crate::time::TimeError::BadDuration { why, .. }) => {
+            Err(SpecError::new(field, format!("{} ({why})", quote(text)), allowed))
+        }
         Err(_) => Err(SpecError::bad_str(field, text, allowed)),
     }
 }
 
 /// The position of the input column `name` (any type).
 pub(crate) fn column(field: &str, name: &str, schema: &Schema) -> Result<usize, SpecError> {
-    schema.index_of(name).ok_or_else(|| {
-        SpecError::bad_str(
-            field,
-            name,
-            format!("a column of the schema: {}", schema.names()),
-        )
-    })
+    schema
+        .index_of(name)
+        .ok_or_else(|| SpecError::bad_str(field, name, format!("a column of the schema: {}", schema.names())))
 }
 
 /// The position of the input column `name`, which must be a TIMESTAMP.
-pub(crate) fn timestamp_column(
-    field: &str,
-    name: &str,
-    schema: &Schema,
-) -> Result<usize, SpecError> {
-    let timestamps: Vec<&str> = schema
-        .fields()
-        .iter()
-        .filter(|f| f.data_type == DataType::Timestamp)
-        .map(|f| f.name.as_str())
-        .collect();
+pub(crate) fn timestamp_column(field: &str, name: &str, schema: &Schema) -> Result<usize, SpecError> {
+    let timestamps: Vec<&str> =
+        schema.fields().iter().filter(|f| f.data_type == DataType::Timestamp).map(|f| f.name.as_str()).collect();
     let allowed = if timestamps.is_empty() {
         "a TIMESTAMP column of the schema (it has none)".to_string()
     } else {
@@ -152,48 +131,22 @@ pub(crate) fn timestamp_column(
     };
     match schema.index_of(name) {
         None => Err(SpecError::bad_str(field, name, allowed)),
-        Some(i) if schema.fields()[i].data_type != DataType::Timestamp => Err(SpecError::new(
-            field,
-            format!(
-                "{} (a {} column)",
-                quote(name),
-                schema.fields()[i].data_type
-            ),
-            allowed,
-        )),
+        Some(i) if schema.fields()[i].data_type != DataType::Timestamp => {
+            Err(SpecError::new(field, format!("{} (a {} column)", quote(name), schema.fields()[i].data_type), allowed))
+        }
         Some(i) => Ok(i),
     }
 }
 
 /// One of `choices` (exact spelling).
-pub(crate) fn choice<'a>(
-    field: &str,
-    given: &str,
-    choices: &[&'a str],
-) -> Result<&'a str, SpecError> {
-    choices
-        .iter()
-        .find(|c| **c == given)
-        .copied()
-        .ok_or_else(|| {
-            SpecError::bad_str(
-                field,
-                given,
-                choices
-                    .iter()
-                    .map(|c| quote(c))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )
-        })
+pub(crate) fn choice<'a>(field: &str, given: &str, choices: &[&'a str]) -> Result<&'a str, SpecError> {
+    choices.iter().find(|c| **c == given).copied().ok_or_else(|| {
+        SpecError::bad_str(field, given, choices.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", "))
+    })
 }
 
 /// A list of distinct input columns.
-pub(crate) fn column_list(
-    field: &str,
-    names: &[String],
-    schema: &Schema,
-) -> Result<Vec<String>, SpecError> {
+pub(crate) fn column_list(field: &str, names: &[String], schema: &Schema) -> Result<Vec<String>, SpecError> {
     for (i, name) in names.iter().enumerate() {
         let at = format!("{field}[{i}]");
         column(&at, name, schema)?;
@@ -206,19 +159,9 @@ pub(crate) fn column_list(
 
 /// Validates the raw model.
 pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
-    let name = raw
-        .name
-        .ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
-    {
-        return Err(SpecError::bad_str(
-            "name",
-            &name,
-            "a name matching [a-z0-9_-]+",
-        ));
+    let name = raw.name.ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
+        return Err(SpecError::bad_str("name", &name, "a name matching [a-z0-9_-]+"));
     }
     let mode = match raw.mode.as_deref() {
         None => Mode::RealTime,
@@ -254,26 +197,14 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
     let sink = match raw.sink {
         Some(s) => super::sink::sink_spec("sink", s, &output_names, "an output column")?,
         None => {
-            return Err(SpecError::missing(
-                "sink",
-                "a [sink] table with type = \"files\", \"stdout\" or \"kafka\"",
-            ));
+            return Err(SpecError::missing("sink", "a [sink] table with type = \"files\", \"stdout\" or \"kafka\""));
         }
     };
-    let late_sink = raw
-        .late_sink
-        .map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column"))
-        .transpose()?;
+    let late_sink =
+        raw.late_sink.map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column")).transpose()?;
     let dead_letter = raw
         .dead_letter
-        .map(|s| {
-            super::sink::sink_spec(
-                "dead_letter",
-                s,
-                &["reason", "source", "record"],
-                "a dead-letter field",
-            )
-        })
+        .map(|s| super::sink::sink_spec("dead_letter", s, &["reason", "source", "record"], "a dead-letter field"))
         .transpose()?;
     let checkpoint = raw.checkpoint.map(checkpoint).transpose()?;
     let metrics = raw.metrics.map(metrics).transpose()?;
@@ -295,19 +226,12 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
 }
 
 fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {
-    let column = raw
-        .column
-        .ok_or_else(|| SpecError::missing("watermark.column", "the TIMESTAMP event-time column"))?;
+    let column = raw.column.ok_or_else(|| SpecError::missing("watermark.column", "the TIMESTAMP event-time column"))?;
     let index = timestamp_column("watermark.column", &column, schema)?;
-    let delay = raw.delay.ok_or_else(|| {
-        SpecError::missing("watermark.delay", "a duration >= 0 (e.g. \"10 seconds\")")
-    })?;
+    let delay =
+        raw.delay.ok_or_else(|| SpecError::missing("watermark.delay", "a duration >= 0 (e.g. \"10 seconds\")"))?;
     let delay = duration("watermark.delay", &delay, Min::Zero)?;
-    Ok(WatermarkSpec {
-        column,
-        index,
-        delay,
-    })
+    Ok(WatermarkSpec { column, index, delay })
 }
 
 fn clock(raw: Option<RawClock>, schema: &Schema) -> Result<ClockSpec, SpecError> {
@@ -325,12 +249,9 @@ fn clock(raw: Option<RawClock>, schema: &Schema) -> Result<ClockSpec, SpecError>
         only_fields("clock", "clock type", kind, &present, &["type"])?;
         return Ok(ClockSpec::System);
     }
-    let column = raw.column.ok_or_else(|| {
-        SpecError::missing(
-            "clock.column",
-            "the TIMESTAMP column that gives processing time",
-        )
-    })?;
+    let column = raw
+        .column
+        .ok_or_else(|| SpecError::missing("clock.column", "the TIMESTAMP column that gives processing time"))?;
     let index = timestamp_column("clock.column", &column, schema)?;
     let until = match raw.until {
         None => None,
@@ -341,40 +262,22 @@ fn clock(raw: Option<RawClock>, schema: &Schema) -> Result<ClockSpec, SpecError>
                 toml::Value::Datetime(d) => d.to_string(),
                 other => return Err(SpecError::new("clock.until", render(other), allowed)),
             };
-            Some(
-                parse_timestamp(&text)
-                    .map_err(|_| SpecError::bad_str("clock.until", &text, allowed))?,
-            )
+            Some(parse_timestamp(&text).map_err(|_| SpecError::bad_str("clock.until", &text, allowed))?)
         }
     };
-    Ok(ClockSpec::Replay {
-        column,
-        index,
-        until,
-    })
+    Ok(ClockSpec::Replay { column, index, until })
 }
 
 fn checkpoint(raw: RawCheckpoint) -> Result<CheckpointSpec, SpecError> {
-    let path = non_empty(
-        "checkpoint.path",
-        raw.path,
-        "a folder path (relative to the pipeline file)",
-    )?;
+    let path = non_empty("checkpoint.path", raw.path, "a folder path (relative to the pipeline file)")?;
     let keep = match raw.keep {
         None => 3,
         Some(k) if k >= 1 => k as usize,
         Some(k) => {
-            return Err(SpecError::new(
-                "checkpoint.keep",
-                k.to_string(),
-                "an integer >= 1 (default 3)",
-            ));
+            return Err(SpecError::new("checkpoint.keep", k.to_string(), "an integer >= 1 (default 3)"));
         }
     };
-    Ok(CheckpointSpec {
-        path: PathBuf::from(path),
-        keep,
-    })
+    Ok(CheckpointSpec { path: PathBuf::from(path), keep })
 }
 
 fn metrics(raw: RawMetrics) -> Result<MetricsSpec, SpecError> {

@@ -145,7 +145,9 @@ impl RollingWindow {
 
     fn new_range_state(f: &AggregateFn) -> RangeState {
         match f.kind {
-            AggKind::Min | AggKind::Max | AggKind::ApproxPercentile { .. } => RangeState::Ordered(OrderedMultiset::default()),
+            AggKind::Min | AggKind::Max | AggKind::ApproxPercentile { .. } => {
+                RangeState::Ordered(OrderedMultiset::default())
+            }
             AggKind::ApproxCountDistinct { .. } => RangeState::Distinct(HashMap::new()),
             _ => RangeState::Retract(f.new_state()),
         }
@@ -224,7 +226,9 @@ impl RollingWindow {
                     if m.is_empty() {
                         Value::Null
                     } else if *list {
-                        Value::List(percentages.iter().map(|p| m.percentile(*p).cloned().unwrap_or(Value::Null)).collect())
+                        Value::List(
+                            percentages.iter().map(|p| m.percentile(*p).cloned().unwrap_or(Value::Null)).collect(),
+                        )
                     } else {
                         m.percentile(percentages.first().copied().unwrap_or(0.5)).cloned().unwrap_or(Value::Null)
                     }
@@ -516,7 +520,8 @@ impl Operator for RollingWindow {
                 }
             })
             .collect();
-        let snap = Snapshot { keys, seq: self.seq, frontier: self.frontier, tracker: self.tracker, watermark: self.watermark };
+        let snap =
+            Snapshot { keys, seq: self.seq, frontier: self.frontier, tracker: self.tracker, watermark: self.watermark };
         // Serialising plain data to a Vec cannot fail.
         serde_json::to_vec(&snap).unwrap_or_default()
     }
