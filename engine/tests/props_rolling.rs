@@ -7,9 +7,7 @@
 mod reference;
 
 use eddy_engine::driver::{MicroBatchSequencer, RealTimeClock, RealTimeRunner};
-use eddy_engine::operator::{
-    Mode, Operator, Output, RollingMeasure, RollingWindow, RollingWindowConfig,
-};
+use eddy_engine::operator::{Mode, Operator, Output, RollingMeasure, RollingWindow, RollingWindowConfig};
 use eddy_engine::watermark::WatermarkTracker;
 use eddy_engine::{Duration, Record, Timestamp, Value};
 use proptest::prelude::*;
@@ -17,9 +15,7 @@ use proptest::prelude::*;
 use reference::agg::Agg;
 use reference::compare::{same_multiset, same_per_key_sequences, show_row};
 use reference::drive;
-use reference::input::{
-    AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS, arb_raw, arb_shift, engine_agg, record,
-};
+use reference::input::{AMOUNT, ARRIVAL, KEY, PRICE, SEC, TS, arb_raw, arb_shift, engine_agg, record};
 use reference::rolling::RollingQuery;
 
 fn arb_agg() -> impl Strategy<Value = Agg> {
@@ -34,8 +30,7 @@ fn arb_agg() -> impl Strategy<Value = Agg> {
         Just(Agg::Avg(PRICE)),
         Just(Agg::StddevSamp(PRICE)),
         Just(Agg::StddevSamp(AMOUNT)),
-        prop_oneof![Just(0.25), Just(0.5), Just(0.75), Just(1.0)]
-            .prop_map(|p| Agg::Percentile(AMOUNT, p)),
+        prop_oneof![Just(0.25), Just(0.5), Just(0.75), Just(1.0)].prop_map(|p| Agg::Percentile(AMOUNT, p)),
         prop_oneof![Just(0.5), Just(0.75)].prop_map(|p| Agg::Percentile(PRICE, p)),
         Just(Agg::Percentiles(AMOUNT, vec![0.0, 0.5, 1.0])),
     ]
@@ -44,13 +39,7 @@ fn arb_agg() -> impl Strategy<Value = Agg> {
 /// 1..=4 measures, each bounded (1..=20 s) or lifetime.
 fn arb_query() -> impl Strategy<Value = RollingQuery> {
     (
-        prop::collection::vec(
-            (
-                arb_agg(),
-                prop::option::weighted(0.75, (1i64..=20).prop_map(|d| d * SEC)),
-            ),
-            1..=4,
-        ),
+        prop::collection::vec((arb_agg(), prop::option::weighted(0.75, (1i64..=20).prop_map(|d| d * SEC))), 1..=4),
         0i64..=10,
         prop::option::weighted(0.4, (0i64..=10).prop_map(|d| d * SEC)),
         prop_oneof![3 => Just(vec![KEY]), 1 => Just(vec![KEY, AMOUNT]), 1 => Just(vec![])],
@@ -67,44 +56,31 @@ fn arb_query() -> impl Strategy<Value = RollingQuery> {
 /// Real-time input: arrivals drifting 2 s per record (out of order by up to 6 s: the clock
 /// never moves back), event times 6 s in the future to 15 s in the past of the arrival.
 fn arb_arrivals() -> impl Strategy<Value = Vec<Record>> {
-    (
-        prop::collection::vec((arb_raw(3), 0i64..6, -6i64..15), 1..=20),
-        arb_shift(),
-    )
-        .prop_map(|(raw, shift)| {
-            raw.into_iter()
-                .enumerate()
-                .map(|(i, ((k, _, a, p), aj, lag))| {
-                    let arrival = 2 * i as i64 + aj + shift;
-                    record(k, arrival - lag, a, p, arrival)
-                })
-                .collect()
-        })
+    (prop::collection::vec((arb_raw(3), 0i64..6, -6i64..15), 1..=20), arb_shift()).prop_map(|(raw, shift)| {
+        raw.into_iter()
+            .enumerate()
+            .map(|(i, ((k, _, a, p), aj, lag))| {
+                let arrival = 2 * i as i64 + aj + shift;
+                record(k, arrival - lag, a, p, arrival)
+            })
+            .collect()
+    })
 }
 
 /// Micro-batch input: batch n at processing time 6n + 0..6 s, event times as for arrivals.
 fn arb_rolling_batches() -> impl Strategy<Value = Vec<(Vec<Record>, i64)>> {
-    prop::collection::vec(
-        (
-            0i64..6,
-            prop::collection::vec((arb_raw(3), -6i64..15), 1..=5),
-        ),
-        1..=6,
-    )
-    .prop_flat_map(|raw| (Just(raw), arb_shift()))
-    .prop_map(|(raw, shift)| {
-        raw.into_iter()
-            .enumerate()
-            .map(|(n, (pj, recs))| {
-                let p = 6 * n as i64 + pj + shift;
-                let rs = recs
-                    .into_iter()
-                    .map(|((k, _, a, pr), lag)| record(k, p - lag, a, pr, p))
-                    .collect();
-                (rs, p * SEC)
-            })
-            .collect()
-    })
+    prop::collection::vec((0i64..6, prop::collection::vec((arb_raw(3), -6i64..15), 1..=5)), 1..=6)
+        .prop_flat_map(|raw| (Just(raw), arb_shift()))
+        .prop_map(|(raw, shift)| {
+            raw.into_iter()
+                .enumerate()
+                .map(|(n, (pj, recs))| {
+                    let p = 6 * n as i64 + pj + shift;
+                    let rs = recs.into_iter().map(|((k, _, a, pr), lag)| record(k, p - lag, a, pr, p)).collect();
+                    (rs, p * SEC)
+                })
+                .collect()
+        })
 }
 
 fn engine(q: &RollingQuery, mode: Mode) -> Box<RollingWindow> {
@@ -116,18 +92,14 @@ fn engine(q: &RollingQuery, mode: Mode) -> Box<RollingWindow> {
         measures: q
             .measures
             .iter()
-            .map(|(a, over)| RollingMeasure {
-                func: engine_agg(a),
-                over: over.map(Duration),
-            })
+            .map(|(a, over)| RollingMeasure { func: engine_agg(a), over: over.map(Duration) })
             .collect(),
         watermark: q.watermark_delay.map(|d| (q.time_col, Duration(d))),
     }))
 }
 
 fn tracker(q: &RollingQuery) -> Option<(usize, WatermarkTracker)> {
-    q.watermark_delay
-        .map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+    q.watermark_delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
 }
 
 fn show(records: &[Record]) -> String {
@@ -250,8 +222,8 @@ proptest! {
             watermark_delay: None,
         };
         let input: Vec<(Record, i64)> = records.iter().map(|r| (r.clone(), reference::time_of(r, ARRIVAL))).collect();
-        let until = Some(records.len() as i64 * SEC + 20 * SEC);
-        let expected = q.real_time(&input, until);
+        let until = records.len() as i64 * SEC + 20 * SEC;
+        let expected = q.real_time(&input, Some(until));
         let mut runner = RealTimeRunner::new(engine(&q, Mode::RealTime), RealTimeClock::new(None, Some(ARRIVAL)));
         for (i, r) in records.iter().enumerate() {
             let mut out = Output::default();
@@ -261,7 +233,7 @@ proptest! {
             }
         }
         let mut out = Output::default();
-        runner.advance_clock(Timestamp(until.unwrap_or(0)), &mut out);
+        runner.advance_clock(Timestamp(until), &mut out);
         if let Err(msg) = same_per_key_sequences(&expected[records.len()], &out.rows, 1) {
             return Err(TestCaseError::fail(format!("advance to until: {msg}")));
         }

@@ -72,11 +72,7 @@ impl Agg {
         let Some(col) = self.column() else {
             return Value::Long(records.len() as i64);
         };
-        let vals: Vec<&Value> = records
-            .iter()
-            .map(|r| &r.values[col])
-            .filter(|v| !v.is_null())
-            .collect();
+        let vals: Vec<&Value> = records.iter().map(|r| &r.values[col]).filter(|v| !v.is_null()).collect();
         let n = vals.len();
         match self {
             Agg::CountStar => unreachable!("handled above"),
@@ -98,9 +94,7 @@ impl Agg {
                 Value::Double((ss / (n - 1) as f64).sqrt())
             }
             Agg::Percentile(_, p) => percentile(&vals, *p),
-            Agg::Percentiles(_, ps) => {
-                Value::List(ps.iter().map(|p| percentile(&vals, *p)).collect())
-            }
+            Agg::Percentiles(_, ps) => Value::List(ps.iter().map(|p| percentile(&vals, *p)).collect()),
         }
     }
 }

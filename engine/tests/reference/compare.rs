@@ -18,9 +18,7 @@ pub fn close(a: f64, b: f64) -> bool {
 pub fn value_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Double(x), Value::Double(y)) => close(*x, *y),
-        (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| value_eq(p, q))
-        }
+        (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| value_eq(p, q)),
         _ => std::mem::discriminant(a) == std::mem::discriminant(b) && a == b,
     }
 }
@@ -38,11 +36,7 @@ fn id_key(row: &[Value], id_len: usize) -> String {
 
 /// Compares two multisets of rows whose first `id_len` values identify them (compared exactly;
 /// the rest within tolerance). `Err` says what differs.
-pub fn same_multiset(
-    expected: &[Vec<Value>],
-    actual: &[Vec<Value>],
-    id_len: usize,
-) -> Result<(), String> {
+pub fn same_multiset(expected: &[Vec<Value>], actual: &[Vec<Value>], id_len: usize) -> Result<(), String> {
     let mut e: Vec<&Vec<Value>> = expected.iter().collect();
     let mut a: Vec<&Vec<Value>> = actual.iter().collect();
     e.sort_by_cached_key(|r| id_key(r, id_len));
@@ -50,22 +44,12 @@ pub fn same_multiset(
     if e.len() == a.len() && e.iter().zip(&a).all(|(x, y)| row_eq(x, y)) {
         return Ok(());
     }
-    Err(format!(
-        "expected {} rows:\n{}\nactual {} rows:\n{}",
-        e.len(),
-        show(&e),
-        a.len(),
-        show(&a)
-    ))
+    Err(format!("expected {} rows:\n{}\nactual {} rows:\n{}", e.len(), show(&e), a.len(), show(&a)))
 }
 
 /// Compares two sequences of rows grouped by their first `key_len` values: for each key, the
 /// rows of that key in order (rows of different keys may interleave freely).
-pub fn same_per_key_sequences(
-    expected: &[Vec<Value>],
-    actual: &[Vec<Value>],
-    key_len: usize,
-) -> Result<(), String> {
+pub fn same_per_key_sequences(expected: &[Vec<Value>], actual: &[Vec<Value>], key_len: usize) -> Result<(), String> {
     let group = |rows: &[Vec<Value>]| {
         let mut g: Vec<(String, Vec<Vec<Value>>)> = Vec::new();
         for r in rows {
@@ -88,18 +72,11 @@ pub fn same_per_key_sequences(
     }
     let e: Vec<&Vec<Value>> = expected.iter().collect();
     let a: Vec<&Vec<Value>> = actual.iter().collect();
-    Err(format!(
-        "expected (per key, in order):\n{}\nactual:\n{}",
-        show(&e),
-        show(&a)
-    ))
+    Err(format!("expected (per key, in order):\n{}\nactual:\n{}", show(&e), show(&a)))
 }
 
 fn show(rows: &[&Vec<Value>]) -> String {
-    rows.iter()
-        .map(|r| format!("  {}", show_row(r)))
-        .collect::<Vec<_>>()
-        .join("\n")
+    rows.iter().map(|r| format!("  {}", show_row(r))).collect::<Vec<_>>().join("\n")
 }
 
 /// A compact rendering of a row for failure messages (timestamps in seconds).
@@ -120,9 +97,5 @@ pub fn show_row(r: &[Value]) -> String {
 }
 
 fn fmt_secs(us: i64) -> String {
-    if us % 1_000_000 == 0 {
-        format!("{}s", us / 1_000_000)
-    } else {
-        format!("{us}us")
-    }
+    if us % 1_000_000 == 0 { format!("{}s", us / 1_000_000) } else { format!("{us}us") }
 }

@@ -40,11 +40,7 @@ impl DedupQuery {
         if self.within_watermark {
             return self.delay.map(|d| t + d);
         }
-        if self.key_cols.contains(&self.time_col) {
-            self.delay.map(|_| t)
-        } else {
-            None
-        }
+        if self.key_cols.contains(&self.time_col) { self.delay.map(|_| t) } else { None }
     }
 
     /// Handles one record against `state` with late watermark `w_late`: `Some(record)` if it
@@ -57,10 +53,7 @@ impl DedupQuery {
         if state.iter().any(|l| l.key == key) {
             return None;
         }
-        state.push(Live {
-            key,
-            expires_at: self.expiry(r),
-        });
+        state.push(Live { key, expires_at: self.expiry(r) });
         Some(r.values.to_vec())
     }
 
@@ -75,10 +68,7 @@ impl DedupQuery {
         let mut out = Vec::new();
         for (b, batch) in batches.iter().enumerate() {
             let w_late = if b == 0 { None } else { wm(b - 1) };
-            let rows = batch
-                .iter()
-                .filter_map(|r| self.offer(&mut state, r, w_late))
-                .collect();
+            let rows = batch.iter().filter_map(|r| self.offer(&mut state, r, w_late)).collect();
             Self::evict(&mut state, wm(b));
             out.push(rows);
         }

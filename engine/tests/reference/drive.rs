@@ -15,8 +15,7 @@ pub type MakeOp<'a> = &'a dyn Fn() -> Box<dyn Operator>;
 fn restored(make: MakeOp<'_>, old: &dyn Operator) -> Box<dyn Operator> {
     let bytes = old.snapshot();
     let mut op = make();
-    op.restore(&bytes)
-        .expect("a snapshot restores into a fresh operator of the same query");
+    op.restore(&bytes).expect("a snapshot restores into a fresh operator of the same query");
     op
 }
 

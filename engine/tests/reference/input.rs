@@ -31,13 +31,7 @@ pub const GAP: usize = 5;
 pub const SEC: i64 = 1_000_000;
 
 /// A record of the test schema (times in whole seconds).
-pub fn record(
-    key: u8,
-    ts_s: i64,
-    amount: Option<i64>,
-    price_quarters: Option<i64>,
-    arrival_s: i64,
-) -> Record {
+pub fn record(key: u8, ts_s: i64, amount: Option<i64>, price_quarters: Option<i64>, arrival_s: i64) -> Record {
     Record::new(vec![
         Value::Str(format!("k{key}").into()),
         Value::Timestamp(Timestamp(ts_s * SEC)),
@@ -53,12 +47,7 @@ pub type RawRecord = (u8, i64, Option<i64>, Option<i64>);
 
 /// A raw record: 1..=`keys` keys, jitter 0..20 s, small nullable amounts and prices.
 pub fn arb_raw(keys: u8) -> impl Strategy<Value = RawRecord> {
-    (
-        0..keys,
-        0i64..20,
-        prop::option::weighted(0.85, -5i64..20),
-        prop::option::weighted(0.85, -40i64..40),
-    )
+    (0..keys, 0i64..20, prop::option::weighted(0.85, -5i64..20), prop::option::weighted(0.85, -40i64..40))
 }
 
 /// Event time of the `i`-th record of a stream: drifts 2 s per record, out of order by up to
@@ -76,25 +65,21 @@ pub fn arb_shift() -> impl Strategy<Value = i64> {
 /// Micro-batch input: 1..=5 non-empty batches of 1..=6 records, event times drifting forward
 /// across the whole stream (arrival column = event time).
 pub fn arb_batches(keys: u8) -> impl Strategy<Value = Vec<Vec<Record>>> {
-    (
-        prop::collection::vec(prop::collection::vec(arb_raw(keys), 1..=6), 1..=5),
-        arb_shift(),
-    )
-        .prop_map(|(raw, shift)| {
-            let mut i = 0;
-            raw.into_iter()
-                .map(|batch| {
-                    batch
-                        .into_iter()
-                        .map(|(k, j, a, p)| {
-                            let t = drift_time(i, j) + shift;
-                            i += 1;
-                            record(k, t, a, p, t)
-                        })
-                        .collect()
-                })
-                .collect()
-        })
+    (prop::collection::vec(prop::collection::vec(arb_raw(keys), 1..=6), 1..=5), arb_shift()).prop_map(|(raw, shift)| {
+        let mut i = 0;
+        raw.into_iter()
+            .map(|batch| {
+                batch
+                    .into_iter()
+                    .map(|(k, j, a, p)| {
+                        let t = drift_time(i, j) + shift;
+                        i += 1;
+                        record(k, t, a, p, t)
+                    })
+                    .collect()
+            })
+            .collect()
+    })
 }
 
 /// Real-time input: 1..=24 records, event times drifting forward (arrival column = event time).
@@ -102,9 +87,7 @@ pub fn arb_stream(keys: u8) -> impl Strategy<Value = Vec<Record>> {
     (prop::collection::vec(arb_raw(keys), 1..=24), arb_shift()).prop_map(|(raw, shift)| {
         raw.into_iter()
             .enumerate()
-            .map(|(i, (k, j, a, p))| {
-                record(k, drift_time(i, j) + shift, a, p, drift_time(i, j) + shift)
-            })
+            .map(|(i, (k, j, a, p))| record(k, drift_time(i, j) + shift, a, p, drift_time(i, j) + shift))
             .collect()
     })
 }
@@ -129,38 +112,21 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
         Agg::Min(_) => AggKind::Min,
         Agg::Max(_) => AggKind::Max,
         Agg::StddevSamp(_) => AggKind::StddevSamp,
-        Agg::Percentile(_, p) => AggKind::ApproxPercentile {
-            percentages: vec![*p],
-            list: false,
-            accuracy: 10_000,
-        },
-        Agg::Percentiles(_, ps) => AggKind::ApproxPercentile {
-            percentages: ps.clone(),
-            list: true,
-            accuracy: 10_000,
-        },
+        Agg::Percentile(_, p) => AggKind::ApproxPercentile { percentages: vec![*p], list: false, accuracy: 10_000 },
+        Agg::Percentiles(_, ps) => AggKind::ApproxPercentile { percentages: ps.clone(), list: true, accuracy: 10_000 },
     };
-    AggregateFn {
-        kind,
-        input: a.column(),
-        input_type: input_type(a.column()),
-    }
+    AggregateFn { kind, input: a.column(), input_type: input_type(a.column()) }
 }
 
 /// The proptest configuration of a property test: `cases` cases (or `PROPTEST_CASES` when set,
 /// for a longer search), failures persisted in `engine/proptest-regressions/<name>.txt`
 /// (committed, replayed first on every run).
 pub fn config(cases: u32, name: &'static str) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(cases);
     let path: &'static str = Box::leak(format!("proptest-regressions/{name}.txt").into_boxed_str());
     ProptestConfig {
         cases,
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::Direct(path),
-        )),
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(path))),
         ..ProptestConfig::default()
     }
 }

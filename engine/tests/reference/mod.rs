@@ -47,19 +47,9 @@ pub fn key_of(record: &Record, cols: &[usize]) -> Vec<Value> {
 /// `max(event times in batches[..n]) - delay`: the watermark computed from the batches before
 /// batch `n` (SEMANTICS.md "Watermark", micro-batch). `None` (below every timestamp) without a
 /// watermark or before any record.
-pub fn watermark_before_batch(
-    batches: &[Vec<Record>],
-    n: usize,
-    col: usize,
-    delay: Option<i64>,
-) -> Option<i64> {
+pub fn watermark_before_batch(batches: &[Vec<Record>], n: usize, col: usize, delay: Option<i64>) -> Option<i64> {
     let delay = delay?;
-    batches[..n.min(batches.len())]
-        .iter()
-        .flatten()
-        .map(|r| time_of(r, col))
-        .max()
-        .map(|m| m - delay)
+    batches[..n.min(batches.len())].iter().flatten().map(|r| time_of(r, col)).max().map(|m| m - delay)
 }
 
 /// Whether `x <= w`, `w = None` meaning below every timestamp.

@@ -157,31 +157,18 @@ impl RollingQuery {
         // W_{N-1}: the eviction watermark of the previous batch (from batches before it).
         let wm_before = |n: usize| -> Option<i64> {
             let d = self.watermark_delay?;
-            batches[..n]
-                .iter()
-                .flat_map(|(rs, _)| rs)
-                .map(|r| time_of(r, self.time_col))
-                .max()
-                .map(|m| m - d)
+            batches[..n].iter().flat_map(|(rs, _)| rs).map(|r| time_of(r, self.time_col)).max().map(|m| m - d)
         };
         for (n, (records, p)) in batches.iter().enumerate() {
             let now = processing.map_or(*p, |q| q.max(*p));
             processing = Some(now);
             let f = now - self.frontier_delay;
             let w_late = if n == 0 { None } else { wm_before(n - 1) };
-            arrived.extend(
-                records
-                    .iter()
-                    .filter(|r| !at_or_below(time_of(r, self.time_col), w_late))
-                    .cloned(),
-            );
+            arrived.extend(records.iter().filter(|r| !at_or_below(time_of(r, self.time_col), w_late)).cloned());
             let mut rows = Vec::new();
             for key in self.keys(&arrived) {
                 let cur = self.measured(&key, f, &arrived);
-                let prev = last_rows
-                    .iter()
-                    .find(|(k, _)| *k == key)
-                    .map_or(&empty, |(_, s)| s);
+                let prev = last_rows.iter().find(|(k, _)| *k == key).map_or(&empty, |(_, s)| s);
                 if cur != *prev {
                     rows.push(self.row(&key, f, &cur, &arrived));
                     match last_rows.iter_mut().find(|(k, _)| *k == key) {

@@ -110,10 +110,7 @@ impl WindowQuery {
     fn row(&self, window: Option<(i64, i64)>, key: &[Value], records: &[Record]) -> Vec<Value> {
         let mut row = Vec::new();
         if let Some((s, e)) = window {
-            row.push(Value::Window {
-                start: Timestamp(s),
-                end: Timestamp(e),
-            });
+            row.push(Value::Window { start: Timestamp(s), end: Timestamp(e) });
         }
         row.extend(key.iter().cloned());
         let refs: Vec<&Record> = records.iter().collect();
@@ -125,14 +122,9 @@ impl WindowQuery {
     fn windows(&self, r: &Record) -> Vec<Option<(i64, i64)>> {
         match self.window {
             WindowSpec::None => vec![None],
-            WindowSpec::Fixed {
-                size,
-                slide,
-                offset,
-            } => fixed_windows(time_of(r, self.time_col), size, slide, offset)
-                .into_iter()
-                .map(Some)
-                .collect(),
+            WindowSpec::Fixed { size, slide, offset } => {
+                fixed_windows(time_of(r, self.time_col), size, slide, offset).into_iter().map(Some).collect()
+            }
             WindowSpec::Session { .. } => unreachable!("sessions are computed from spans"),
         }
     }
@@ -149,24 +141,12 @@ impl WindowQuery {
     /// Adds `r` to the group of `window` and its key; returns the group's index.
     fn add(&self, groups: &mut Vec<Group>, window: Option<(i64, i64)>, r: &Record) -> usize {
         let key = key_of(r, &self.key_cols);
-        if let Some(i) = groups
-            .iter()
-            .position(|g| g.window == window && g.key == key)
-        {
-            assert!(
-                !groups[i].evicted,
-                "reference: a record reached an evicted window {window:?}"
-            );
+        if let Some(i) = groups.iter().position(|g| g.window == window && g.key == key) {
+            assert!(!groups[i].evicted, "reference: a record reached an evicted window {window:?}");
             groups[i].records.push(r.clone());
             return i;
         }
-        groups.push(Group {
-            window,
-            expiry: self.expiry(window, r),
-            key,
-            records: vec![r.clone()],
-            evicted: false,
-        });
+        groups.push(Group { window, expiry: self.expiry(window, r), key, records: vec![r.clone()], evicted: false });
         groups.len() - 1
     }
 
@@ -210,15 +190,10 @@ impl WindowQuery {
                 }
                 let finalised = |g: &Group| g.expiry.is_some_and(|e| at_or_below(e, w_evict));
                 let rows: Vec<Vec<Value>> = match self.emit {
-                    Emit::Update => changed
-                        .iter()
-                        .map(|&i| &groups[i])
-                        .map(|g| self.row(g.window, &g.key, &g.records))
-                        .collect(),
-                    Emit::Complete => groups
-                        .iter()
-                        .map(|g| self.row(g.window, &g.key, &g.records))
-                        .collect(),
+                    Emit::Update => {
+                        changed.iter().map(|&i| &groups[i]).map(|g| self.row(g.window, &g.key, &g.records)).collect()
+                    }
+                    Emit::Complete => groups.iter().map(|g| self.row(g.window, &g.key, &g.records)).collect(),
                     Emit::Append => groups
                         .iter()
                         .filter(|g| !g.evicted && finalised(g))
@@ -239,15 +214,9 @@ impl WindowQuery {
 
     /// The gap (µs) of `r`, `None` when its gap column makes it invalid (dropped).
     fn gap_of(&self, r: &Record) -> Option<i64> {
-        let WindowSpec::Session { gap, gap_col } = self.window else {
-            unreachable!("sessions only")
-        };
+        let WindowSpec::Session { gap, gap_col } = self.window else { unreachable!("sessions only") };
         let Some(c) = gap_col else { return Some(gap) };
-        let secs: i64 = r.values[c]
-            .as_str()?
-            .strip_suffix(" seconds")?
-            .parse()
-            .ok()?;
+        let secs: i64 = r.values[c].as_str()?.strip_suffix(" seconds")?.parse().ok()?;
         (secs > 0).then_some(secs * 1_000_000)
     }
 
@@ -258,9 +227,7 @@ impl WindowQuery {
         let mut out: Vec<(i64, i64, Vec<usize>)> = Vec::new();
         for i in idx {
             let t = time_of(&records[i], self.time_col);
-            let gap = self
-                .gap_of(&records[i])
-                .expect("live records have a valid gap");
+            let gap = self.gap_of(&records[i]).expect("live records have a valid gap");
             match out.last_mut() {
                 // Sorted by start: the span overlaps or touches the last session iff t <= its end.
                 Some(last) if t <= last.1 => {
@@ -292,12 +259,7 @@ impl WindowQuery {
     }
 
     /// Emits sessions: all of them (`all`), or those with end <= `w` (then evicted).
-    fn emit_sessions(
-        &self,
-        live: &mut [(Vec<Value>, Vec<Record>)],
-        w: Option<i64>,
-        all: bool,
-    ) -> Vec<Vec<Value>> {
+    fn emit_sessions(&self, live: &mut [(Vec<Value>, Vec<Record>)], w: Option<i64>, all: bool) -> Vec<Vec<Value>> {
         let mut rows = Vec::new();
         for (key, records) in live.iter_mut() {
             let mut evict: Vec<usize> = Vec::new();
