@@ -18,28 +18,17 @@ use reference::input::{AMOUNT, KEY, SEC, TS, arb_batches, arb_delay, arb_stream}
 
 /// Deduplication columns: by key, by key and event time, by event time, by key and amount.
 fn arb_key_cols() -> impl Strategy<Value = Vec<usize>> {
-    prop_oneof![
-        Just(vec![KEY]),
-        Just(vec![KEY, TS]),
-        Just(vec![TS]),
-        Just(vec![KEY, AMOUNT])
-    ]
+    prop_oneof![Just(vec![KEY]), Just(vec![KEY, TS]), Just(vec![TS]), Just(vec![KEY, AMOUNT])]
 }
 
 /// A query: `dropDuplicatesWithinWatermark` needs a watermark (Spark requires one).
 fn arb_query() -> impl Strategy<Value = DedupQuery> {
-    (arb_key_cols(), any::<bool>(), arb_delay(), 0i64..=10).prop_map(
-        |(key_cols, within, delay, d2)| DedupQuery {
-            key_cols,
-            time_col: TS,
-            within_watermark: within,
-            delay: if within {
-                Some(delay.unwrap_or(d2 * SEC))
-            } else {
-                delay
-            },
-        },
-    )
+    (arb_key_cols(), any::<bool>(), arb_delay(), 0i64..=10).prop_map(|(key_cols, within, delay, d2)| DedupQuery {
+        key_cols,
+        time_col: TS,
+        within_watermark: within,
+        delay: if within { Some(delay.unwrap_or(d2 * SEC)) } else { delay },
+    })
 }
 
 fn engine(q: &DedupQuery, mode: Mode) -> Box<Deduplicate> {
@@ -52,16 +41,11 @@ fn engine(q: &DedupQuery, mode: Mode) -> Box<Deduplicate> {
 }
 
 fn tracker(q: &DedupQuery) -> Option<(usize, WatermarkTracker)> {
-    q.delay
-        .map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+    q.delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
 }
 
 fn show(records: &[Record]) -> String {
-    records
-        .iter()
-        .map(|r| show_row(&r.values[..4]))
-        .collect::<Vec<_>>()
-        .join(" ")
+    records.iter().map(|r| show_row(&r.values[..4])).collect::<Vec<_>>().join(" ")
 }
 
 /// Where to restart from a snapshot: nowhere, or before batch / record 1..8.

@@ -17,9 +17,7 @@ use proptest::prelude::*;
 use reference::agg::Agg;
 use reference::compare::{same_multiset, show_row};
 use reference::drive;
-use reference::input::{
-    AMOUNT, GAP, KEY, PRICE, SEC, TS, arb_batches, arb_delay, arb_stream, engine_agg,
-};
+use reference::input::{AMOUNT, GAP, KEY, PRICE, SEC, TS, arb_batches, arb_delay, arb_stream, engine_agg};
 use reference::window::{Emit, WindowQuery, WindowSpec};
 
 /// The measures of every window query: count, sum, min, max, avg over both numeric types.
@@ -40,20 +38,14 @@ fn measures() -> Vec<Agg> {
 /// with a start offset below the slide.
 fn arb_fixed() -> impl Strategy<Value = WindowSpec> {
     prop_oneof![
-        (1i64..=20)
-            .prop_flat_map(|size| (Just(size), 0..size))
-            .prop_map(|(size, off)| WindowSpec::Fixed {
-                size: size * SEC,
-                slide: size * SEC,
-                offset: off * SEC
-            }),
-        (1i64..=10)
-            .prop_flat_map(|slide| (slide..=30, Just(slide), 0..slide))
-            .prop_map(|(size, slide, off)| WindowSpec::Fixed {
-                size: size * SEC,
-                slide: slide * SEC,
-                offset: off * SEC
-            }),
+        (1i64..=20).prop_flat_map(|size| (Just(size), 0..size)).prop_map(|(size, off)| WindowSpec::Fixed {
+            size: size * SEC,
+            slide: size * SEC,
+            offset: off * SEC
+        }),
+        (1i64..=10).prop_flat_map(|slide| (slide..=30, Just(slide), 0..slide)).prop_map(|(size, slide, off)| {
+            WindowSpec::Fixed { size: size * SEC, slide: slide * SEC, offset: off * SEC }
+        }),
     ]
 }
 
@@ -65,17 +57,9 @@ fn arb_keys() -> impl Strategy<Value = Vec<usize>> {
 fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {
     let window = match q.window {
         WindowSpec::None => WindowKind::None,
-        WindowSpec::Fixed {
-            size,
-            slide,
-            offset,
-        } => WindowKind::Fixed {
+        WindowSpec::Fixed { size, slide, offset } => WindowKind::Fixed {
             column: q.time_col,
-            windows: SlidingWindows {
-                size: Duration(size),
-                slide: Duration(slide),
-                offset: Duration(offset),
-            },
+            windows: SlidingWindows { size: Duration(size), slide: Duration(slide), offset: Duration(offset) },
         },
         WindowSpec::Session { gap, gap_col } => WindowKind::Session {
             column: q.time_col,
@@ -97,8 +81,7 @@ fn engine_config(q: &WindowQuery, mode: Mode) -> WindowAggregateConfig {
 }
 
 fn tracker(q: &WindowQuery) -> Option<(usize, WatermarkTracker)> {
-    q.delay
-        .map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
+    q.delay.map(|d| (q.time_col, WatermarkTracker::new(Duration(d))))
 }
 
 /// Number of leading identity columns of a row (window, group values).
@@ -121,36 +104,18 @@ fn show_batches(batches: &[Vec<Record>]) -> String {
 /// Runs `q` in micro-batch mode through [`MicroBatchRunner`] (restarted from a snapshot before
 /// batch `restart`, if given) and compares every batch with the reference (batches without rows
 /// may be absent on either side).
-fn check_micro_batch(
-    q: &WindowQuery,
-    batches: &[Vec<Record>],
-    restart: Option<usize>,
-) -> Result<(), TestCaseError> {
+fn check_micro_batch(q: &WindowQuery, batches: &[Vec<Record>], restart: Option<usize>) -> Result<(), TestCaseError> {
     let cfg = engine_config(q, Mode::MicroBatch);
     let make = || -> Box<dyn Operator> { Box::new(WindowAggregate::new(cfg.clone())) };
-    let input: Vec<(Vec<Record>, Timestamp)> = batches
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.clone(), Timestamp(i as i64 * SEC)))
-        .collect();
+    let input: Vec<(Vec<Record>, Timestamp)> =
+        batches.iter().enumerate().map(|(i, b)| (b.clone(), Timestamp(i as i64 * SEC))).collect();
     let seq = MicroBatchSequencer::new(tracker(q), None);
     let actual = drive::micro_batch(&make, seq, &input, None, restart);
     let expected = q.micro_batch(batches);
-    let last = expected
-        .iter()
-        .chain(&actual)
-        .map(|(id, _)| *id)
-        .max()
-        .unwrap_or(0);
+    let last = expected.iter().chain(&actual).map(|(id, _)| *id).max().unwrap_or(0);
     for id in 0..=last {
-        let e = expected
-            .iter()
-            .find(|(i, _)| *i == id)
-            .map_or(&[][..], |(_, r)| &r[..]);
-        let a = actual
-            .iter()
-            .find(|(i, _)| *i == id)
-            .map_or(&[][..], |(_, r)| &r[..]);
+        let e = expected.iter().find(|(i, _)| *i == id).map_or(&[][..], |(_, r)| &r[..]);
+        let a = actual.iter().find(|(i, _)| *i == id).map_or(&[][..], |(_, r)| &r[..]);
         if let Err(msg) = same_multiset(e, a, id_len(q)) {
             return Err(TestCaseError::fail(format!(
                 "{q:?}
@@ -164,27 +129,17 @@ restart before batch {restart:?}\n{}\nbatch {id}: {msg}",
 
 /// Runs `q` in real-time mode through [`RealTimeRunner`] (restarted from a snapshot before
 /// record `restart`, if given) and compares each record's rows.
-fn check_real_time(
-    q: &WindowQuery,
-    records: &[Record],
-    restart: Option<usize>,
-) -> Result<(), TestCaseError> {
+fn check_real_time(q: &WindowQuery, records: &[Record], restart: Option<usize>) -> Result<(), TestCaseError> {
     let cfg = engine_config(q, Mode::RealTime);
     let make = || -> Box<dyn Operator> { Box::new(WindowAggregate::new(cfg.clone())) };
-    let input: Vec<(Record, Timestamp)> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.clone(), Timestamp(i as i64 * SEC)))
-        .collect();
+    let input: Vec<(Record, Timestamp)> =
+        records.iter().enumerate().map(|(i, r)| (r.clone(), Timestamp(i as i64 * SEC))).collect();
     let clock = RealTimeClock::new(tracker(q), None);
     let actual = drive::real_time(&make, clock, &input, None, restart);
     let expected = q.real_time(records);
     for (i, e) in expected.iter().enumerate() {
         if let Err(msg) = same_multiset(e, &actual[i], id_len(q)) {
-            let input: Vec<String> = records[..=i]
-                .iter()
-                .map(|r| show_row(&r.values[..4]))
-                .collect();
+            let input: Vec<String> = records[..=i].iter().map(|r| show_row(&r.values[..4])).collect();
             return Err(TestCaseError::fail(format!(
                 "{q:?}\nrestart before record {restart:?}\ninput: {}\nstep {i}: {msg}",
                 input.join(" ")
@@ -200,14 +155,7 @@ fn arb_restart() -> impl Strategy<Value = Option<usize>> {
 }
 
 fn query(window: WindowSpec, emit: Emit, key_cols: Vec<usize>, delay: Option<i64>) -> WindowQuery {
-    WindowQuery {
-        time_col: TS,
-        key_cols,
-        window,
-        emit,
-        measures: measures(),
-        delay,
-    }
+    WindowQuery { time_col: TS, key_cols, window, emit, measures: measures(), delay }
 }
 
 proptest! {
