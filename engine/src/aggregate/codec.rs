@@ -31,6 +31,7 @@ impl AggState {
                 out.push(LONG_SUM);
                 out.extend_from_slice(&s.n.to_le_bytes());
                 out.extend_from_slice(&s.sum.to_le_bytes());
+                out.extend_from_slice(&s.as_double.to_le_bytes());
             }
             AggState::DoubleSum(s) => {
                 out.push(DOUBLE_SUM);
@@ -107,7 +108,7 @@ impl AggregateFn {
         let mut r = Reader { bytes: rest };
         let state = match tag {
             COUNT => AggState::Count(r.i64()?),
-            LONG_SUM => AggState::LongSum(LongSum { n: r.i64()?, sum: r.i128()? }),
+            LONG_SUM => AggState::LongSum(LongSum { n: r.i64()?, sum: r.i128()?, as_double: r.f64()? }),
             DOUBLE_SUM => {
                 let (n, nan, pos_inf, neg_inf) = (r.i64()?, r.i64()?, r.i64()?, r.i64()?);
                 AggState::DoubleSum(DoubleSum { n, sum: r.dd()?, nan, pos_inf, neg_inf })

@@ -22,6 +22,16 @@
 //! mode off (Spark 4's default ANSI mode fails the query on overflow instead; a streaming engine
 //! cannot fail on one group's data). Double sums and moments are double-double accumulators
 //! ([`numeric`]), so values leaving a sliding window leave no drift.
+//!
+//! Merging panes ([`AggregateFn::merge`]) gives the result of one state over all their input:
+//! exactly for count, long sums, min and max; for double sums and moments up to double-double
+//! rounding (bit-identical after rounding to a double in practice; avg and the stddev family within
+//! ~1e-15 relative); for `approx_count_distinct` exactly the same estimate (the composite
+//! estimator depends only on the registers, which merge by maximum). `approx_percentile`: KLL
+//! compacts with random bits (DataSketches seeds them per thread, not controllably), so once a
+//! sketch holds more values than its `k` (~30k at the default accuracy) neither a merged sketch
+//! nor a rerun is bit-identical; every answer is within the rank error `1 / accuracy` (99%
+//! confidence). Below `k` values the sketch is exact and deterministic.
 
 mod codec;
 mod names;
@@ -30,6 +40,10 @@ pub mod sketch;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_props;
+#[cfg(test)]
+mod tests_sketch;
 
 use std::sync::Arc;
 
@@ -210,7 +224,7 @@ impl AggregateFn {
     /// - [`AggregateError::WrongInputType`] where Spark's analyser refuses the type (e.g.
     ///   `sum` over STRING, `avg` over TIMESTAMP, `approx_percentile` over STRING);
     /// - [`AggregateError::BadParameter`] for a parameter of another function, a missing or
-    ///   out-of-range `percentage` (each in [0, 1]), `accuracy` outside `1..=21000` (KLL's `k`
+    ///   out-of-range `percentage` (each in [0, 1]), `accuracy` outside `1..=20000` (KLL's `k`
     ///   cannot pass 65535; Spark accepts up to 2^31 - 1), or an `rsd` needing fewer than 4 or more
     ///   than 21 bits of register index (Spark also refuses below 4: rsd above ~0.39).
     pub fn from_name(
@@ -246,7 +260,9 @@ impl AggregateFn {
                 let accuracy = check_accuracy(&function, params.accuracy)?;
                 AggKind::ApproxPercentile { percentages, list, accuracy }
             }
-            _ => return Err(AggregateError::UnknownFunction { given: name.to_string() }),
+            _ => {
+                return Err(AggregateError::UnknownFunction { given: name.to_string() });
+            }
         };
         let bad_param = |parameter: &'static str, given: String| AggregateError::BadParameter {
             function: function.clone(),
@@ -254,9 +270,7 @@ impl AggregateFn {
             given,
             expected: format!("no `{parameter}`: it is not a parameter of {function}"),
         };
-        if !matches!(kind, AggKind::ApproxCountDistinct { .. })
-            && let Some(rsd) = params.rsd
-        {
+        if let (false, Some(rsd)) = (matches!(kind, AggKind::ApproxCountDistinct { .. }), params.rsd) {
             return Err(bad_param("rsd", rsd.to_string()));
         }
         if !matches!(kind, AggKind::ApproxPercentile { .. }) {
@@ -388,7 +402,7 @@ fn check_percentage(function: &str, p: Option<&Percentage>) -> Result<(Vec<f64>,
 }
 
 /// Largest accuracy whose rank error KLL can meet (`k <= 65535`).
-pub const MAX_ACCURACY: u32 = 21_000;
+pub const MAX_ACCURACY: u32 = 20_000;
 
 fn check_accuracy(function: &str, a: Option<i64>) -> Result<u32, AggregateError> {
     let a = a.unwrap_or(DEFAULT_ACCURACY as i64);

@@ -97,6 +97,19 @@ mod tests {
             name("approx_percentile", Some("v"), p(Percentage::List(vec![0.25, 0.5]), Some(100))),
             "approx_percentile(v, array(0.25, 0.5), 100)"
         );
+        // Upper-case calls print lower-cased; doubles print as Java's Double.toString, as
+        // pyspark's `F.percentile_approx("v", 0.0001)` does (SQL prints a decimal literal as
+        // written, `0.0001`: the pipeline gives a number, not a literal, so Eddy follows pyspark).
+        assert_eq!(name("COUNT", Some("v"), none()), "count(v)");
+        assert_eq!(name("Mean", Some("x"), none()), "mean(x)");
+        assert_eq!(
+            name("percentile_approx", Some("v"), p(Percentage::One(0.0001), None)),
+            "percentile_approx(v, 1.0E-4, 10000)"
+        );
+        assert_eq!(
+            name("percentile_approx", Some("v"), p(Percentage::List(vec![0.0, 1.0]), Some(50))),
+            "percentile_approx(v, array(0.0, 1.0), 50)"
+        );
     }
 
     #[test]

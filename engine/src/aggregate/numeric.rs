@@ -107,13 +107,18 @@ impl DoubleDouble {
     }
 }
 
-/// Sum of BIGINT / INT values (sum and avg over integers): exact in `i128`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Sum of BIGINT / INT values (sum and avg over integers): exact in `i128` for `sum`; `avg`
+/// divides a DOUBLE running sum, as Spark's `Average` casts each integer to DOUBLE before adding
+/// (the project case `measures-many` pins it: 9007199254740993 + 1 - 9007199254740993 averages to
+/// 0.0 in Spark). Below 2^53 in magnitude the two sums agree exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LongSum {
     /// Number of non-null values.
     pub n: i64,
     /// Their exact sum.
     pub sum: i128,
+    /// Their sum in DOUBLE arithmetic, in input order (Spark's `avg`).
+    pub as_double: f64,
 }
 
 impl LongSum {
@@ -122,12 +127,14 @@ impl LongSum {
     pub(crate) fn add(&mut self, v: i64, sign: i64) {
         self.n += sign;
         self.sum += (sign as i128) * (v as i128);
+        self.as_double += (sign as f64) * (v as f64);
     }
 
     /// Merges another sum.
     pub(crate) fn merge(&mut self, o: &LongSum) {
         self.n += o.n;
         self.sum += o.sum;
+        self.as_double += o.as_double;
     }
 
     /// The sum as Spark's BIGINT: wrapped to 64 bits, as Spark computes it with
@@ -139,7 +146,7 @@ impl LongSum {
 
     /// The mean as a DOUBLE: `None` on no input.
     pub(crate) fn mean(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+        (self.n > 0).then(|| self.as_double / self.n as f64)
     }
 }
 
@@ -214,6 +221,13 @@ impl DoubleSum {
 /// The moments of the stddev / variance family: count, sum and sum of squares of the finite values
 /// (double-double), and a count of non-finite values (any of which makes the result NaN, as in
 /// Spark, whose Welford update turns NaN on such input).
+///
+/// Accuracy: squares are added exactly (fused multiply-add), each add / remove errs by at most
+/// ~2^-104 of the running sum of squares, so after removals the absolute error of
+/// `M2 = sum((x - mean)^2)` is below (adds + removes) * 2^-104 * (largest sum of squares held);
+/// in practice ~sqrt(ops) of that. Values that stay in a window are exact to ~1e-15 unless the
+/// window once held values whose squares were more than ~20 orders of magnitude larger than the
+/// spread of those left.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Moments {
     /// Number of non-null values (non-finite included).
@@ -288,88 +302,123 @@ impl Moments {
 mod tests {
     use super::*;
 
+    /// Grid of the test values: multiples of 2^-30, so that an i128 fixed-point sum of them is
+    /// exact (the largest, 1e9 * 2^30 ~ 2^60, leaves room for a million of them).
+    const GRID: f64 = 1073741824.0; // 2^30
+
     fn exact_sum(xs: &[f64]) -> f64 {
-        // Reference: every finite double is an integer multiple of 2^-1074; these tests use
-        // values that are multiples of 2^-40 below 2^60, so an i128 fixed-point sum is exact.
-        let scale = (40f64).exp2();
-        let s: i128 = xs.iter().map(|&x| (x * scale) as i128).sum();
-        s as f64 / scale
+        let s: i128 = xs.iter().map(|&x| (x * GRID) as i128).sum();
+        s as f64 / GRID
     }
 
-    /// Random values of mixed magnitudes (1e-6 .. 1e12), each a multiple of 2^-40.
-    fn mixed_values(n: usize, seed: u64) -> Vec<f64> {
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut state = seed;
-        let mut next = move || {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    /// `n` random values of magnitudes 10^lo .. 10^hi, either sign, on the 2^-30 grid.
+    fn values(n: usize, lo: i32, hi: i32, seed: u64) -> Vec<f64> {
+        let mut next = xorshift(seed);
         (0..n)
             .map(|_| {
                 let r = next();
-                let mag = (r % 19) as i32 - 6; // 1e-6 .. 1e12
+                let mag = lo + (r % (hi - lo + 1) as u64) as i32;
                 let frac = (next() >> 11) as f64 / (1u64 << 53) as f64;
                 let sign = if r & (1 << 40) != 0 { -1.0 } else { 1.0 };
-                let x = sign * frac * 10f64.powi(mag);
-                ((x * (40f64).exp2()).round()) / (40f64).exp2()
+                (sign * frac * 10f64.powi(mag) * GRID).round() / GRID
             })
             .collect()
     }
 
+    /// A million values of magnitudes 1e-3 .. 1e9, of which `keep` (magnitudes 10^lo .. 10^hi)
+    /// stay: the others are added, then removed in another order.
+    fn stream(keep: usize, lo: i32, hi: i32, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let few = values(keep, lo, hi, seed);
+        let many = values(1_000_000 - keep, -3, 9, seed ^ 0xdead_beef);
+        (few, many)
+    }
+
     #[test]
     fn double_sum_does_not_drift_after_a_million_adds_and_removes() {
-        let xs = mixed_values(1_000_000, 0x9e37_79b9_7f4a_7c15);
+        let (few, many) = stream(5, -3, 1, 0x9e37_79b9_7f4a_7c15);
         let mut s = DoubleSum::default();
-        for &x in &xs {
-            s.add(x, 1);
-        }
-        let keep = 5;
-        for &x in &xs[keep..] {
-            s.add(x, -1);
-        }
-        let expected = exact_sum(&xs[..keep]);
-        let got = s.sum().unwrap();
-        assert!((got - expected).abs() <= expected.abs() * 1e-15, "got {got}, exact {expected}");
-        // A plain f64 sum drifts on the same sequence (shows the test has teeth).
         let mut naive = 0.0f64;
-        for &x in &xs {
+        for &x in few.iter().chain(&many) {
+            s.add(x, 1);
             naive += x;
         }
-        for &x in &xs[keep..] {
+        for &x in many.iter().rev() {
+            s.add(x, -1);
             naive -= x;
         }
+        let expected = exact_sum(&few);
+        let got = s.sum().unwrap();
+        assert!((got - expected).abs() <= expected.abs() * 1e-15, "got {got}, exact {expected}");
+        // A plain f64 sum drifts on the same sequence (so the test has teeth).
         assert!((naive - expected).abs() > expected.abs() * 1e-6, "naive {naive} vs {expected}");
+    }
+
+    /// Adds few + many, removes many; returns (state, reference var_pop of the few, the largest
+    /// sum of squares the state held, and var_pop from plain f64 sums for comparison).
+    fn variance_after_removal(few: &[f64], many: &[f64]) -> (Moments, f64, f64, f64) {
+        let mut m = Moments::default();
+        let (mut s1, mut s2, mut peak) = (0.0f64, 0.0f64, 0.0f64);
+        for &x in few.iter().chain(many) {
+            m.add(x, 1);
+            s1 += x;
+            s2 += x * x;
+            peak = peak.max(s2);
+        }
+        for &x in many.iter().rev() {
+            m.add(x, -1);
+            s1 -= x;
+            s2 -= x * x;
+        }
+        // Reference: the exact mean of the few (i128 sum on the grid), then a two-pass sum of
+        // squared deviations over a handful of values (error ~1e-16 relative).
+        let n = few.len() as f64;
+        let mean = exact_sum(few) / n;
+        let m2: f64 = few.iter().map(|x| (x - mean) * (x - mean)).sum();
+        let naive = (s2 - s1 * s1 / n) / n;
+        (m, m2 / n, peak, naive)
     }
 
     #[test]
     fn variance_does_not_drift_after_a_million_adds_and_removes() {
-        let xs = mixed_values(1_000_000, 0x2545_f491_4f6c_dd1d);
-        let mut m = Moments::default();
-        for &x in &xs {
-            m.add(x, 1);
-        }
-        let keep = 4;
-        for &x in &xs[keep..] {
-            m.add(x, -1);
-        }
-        // Two-pass reference over the few values left, in exact-ish arithmetic (i128 on 2^-40
-        // units would overflow for squares; the few values are summed in f64 two-pass, which is
-        // accurate for 4 values).
-        let few = &xs[..keep];
-        let mean = few.iter().sum::<f64>() / keep as f64;
-        let m2: f64 = few.iter().map(|x| (x - mean) * (x - mean)).sum();
-        let expected_pop = m2 / keep as f64;
+        // A few values of everyday magnitude (1 .. 1e3) left after a million up to 1e9.
+        let (few, many) = stream(4, 0, 3, 0x2545_f491_4f6c_dd1d);
+        let (m, expected, _, naive) = variance_after_removal(&few, &many);
         let got = m.var_pop().unwrap();
-        assert!((got - expected_pop).abs() <= expected_pop * 1e-9, "got {got}, expected {expected_pop}");
-        let expected_samp = m2 / (keep - 1) as f64;
-        let got = m.var_samp().unwrap();
-        assert!((got - expected_samp).abs() <= expected_samp * 1e-9);
+        assert!((got - expected).abs() <= expected * 1e-9, "got {got}, expected {expected}");
+        let samp = m.var_samp().unwrap();
+        let expected_samp = expected * 4.0 / 3.0;
+        assert!((samp - expected_samp).abs() <= expected_samp * 1e-9);
+        // Plain f64 sums of squares are useless here (so the test has teeth).
+        assert!((naive - expected).abs() > expected, "naive {naive} vs {expected}");
+    }
+
+    #[test]
+    fn variance_error_after_removal_is_bounded_by_the_largest_sum_of_squares_held() {
+        // The documented worst case: absolute error of M2 at most (adds + removes) * 2^-104 of
+        // the largest sum of squares the state held, however small the values left are (here
+        // 1e-3 .. 1e1: squares 30 orders of magnitude below the peak, beyond double-double's
+        // 32 digits, so the relative error is large, but bounded).
+        let (few, many) = stream(4, -3, 1, 0x2545_f491_4f6c_dd1d);
+        let (m, expected, peak, _) = variance_after_removal(&few, &many);
+        let got = m.var_pop().unwrap();
+        let ops = (few.len() + 2 * many.len()) as f64;
+        let bound = ops * peak * (-104f64).exp2() / few.len() as f64;
+        assert!((got - expected).abs() <= bound, "got {got}, expected {expected}, bound {bound}");
     }
 
     #[test]
     fn removing_everything_returns_to_the_empty_state() {
-        let xs = mixed_values(1000, 7);
+        let xs = values(1000, -3, 9, 7);
         let mut s = DoubleSum::default();
         let mut m = Moments::default();
         for &x in &xs {

@@ -29,7 +29,7 @@ pub(crate) fn kll_rank_error(k: u16) -> f64 {
 }
 
 /// The smallest KLL `k` (>= 8) whose rank error is at most `1 / accuracy`; `None` when that needs
-/// `k > 65535` (accuracy above ~21000).
+/// `k > 65535` (accuracy above ~20993).
 pub(crate) fn kll_k_for_accuracy(accuracy: u32) -> Option<u16> {
     let target = 1.0 / accuracy as f64;
     let guess = (2.296 * accuracy as f64).powf(1.0 / 0.9723).floor().max(8.0);

@@ -1,1 +1,373 @@
-//! Tests of the aggregate functions over their public surface.
+//! Tests of the aggregate functions over their public surface: null rules, result types, input
+//! type checks, retraction, user aggregates, state bytes. Properties (merge of panes, retract):
+//! `tests_props.rs`; sketch accuracy: `tests_sketch.rs`.
+//! Expected values come from brute-force references written here, never from the code under test.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::time::Timestamp;
+
+pub(super) fn agg(name: &str, t: DataType) -> AggregateFn {
+    AggregateFn::from_name(name, Some((0, t)), &AggParams::default()).unwrap()
+}
+
+pub(super) fn with(name: &str, t: DataType, params: AggParams) -> AggregateFn {
+    AggregateFn::from_name(name, Some((0, t)), &params).unwrap()
+}
+
+pub(super) fn run(f: &AggregateFn, vs: &[Value]) -> AggState {
+    let mut s = f.new_state();
+    for v in vs {
+        f.update(&mut s, v);
+    }
+    s
+}
+
+pub(super) fn eval(f: &AggregateFn, vs: &[Value]) -> Value {
+    f.finish(&run(f, vs))
+}
+
+fn longs(xs: &[i64]) -> Vec<Value> {
+    xs.iter().map(|&x| Value::Long(x)).collect()
+}
+
+fn doubles(xs: &[f64]) -> Vec<Value> {
+    xs.iter().map(|&x| Value::Double(x)).collect()
+}
+
+fn pct(p: f64) -> AggParams {
+    AggParams { percentage: Some(Percentage::One(p)), ..AggParams::default() }
+}
+
+pub(super) const ALL: [&str; 11] = [
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "stddev",
+    "stddev_pop",
+    "variance",
+    "var_pop",
+    "approx_count_distinct",
+    "approx_percentile",
+];
+
+pub(super) fn build(name: &str, t: DataType) -> AggregateFn {
+    if name.contains("percentile") { with(name, t, pct(0.5)) } else { agg(name, t) }
+}
+
+#[test]
+fn no_input_and_only_nulls_give_each_functions_empty_result() {
+    for name in ALL {
+        let f = build(name, DataType::Long);
+        let expected = match name {
+            "count" | "approx_count_distinct" => Value::Long(0),
+            _ => Value::Null,
+        };
+        assert_eq!(eval(&f, &[]), expected, "{name} on no input");
+        assert_eq!(eval(&f, &[Value::Null, Value::Null]), expected, "{name} on nulls");
+    }
+    let star = AggregateFn::from_name("count", None, &AggParams::default()).unwrap();
+    assert_eq!(eval(&star, &[]), Value::Long(0));
+    assert_eq!(eval(&star, &[Value::Null, Value::Null]), Value::Long(2), "count(*) counts rows");
+}
+
+#[test]
+fn nulls_are_skipped() {
+    let vs = vec![Value::Long(2), Value::Null, Value::Long(4)];
+    assert_eq!(eval(&agg("count", DataType::Long), &vs), Value::Long(2));
+    assert_eq!(eval(&agg("sum", DataType::Long), &vs), Value::Long(6));
+    assert_eq!(eval(&agg("avg", DataType::Long), &vs), Value::Double(3.0));
+    assert_eq!(eval(&agg("min", DataType::Long), &vs), Value::Long(2));
+    assert_eq!(eval(&agg("var_pop", DataType::Long), &vs), Value::Double(1.0));
+    assert_eq!(eval(&agg("variance", DataType::Long), &vs), Value::Double(2.0));
+    assert_eq!(eval(&agg("approx_count_distinct", DataType::Long), &vs), Value::Long(2));
+}
+
+#[test]
+fn sample_statistics_are_null_for_one_value_population_ones_zero() {
+    let one = longs(&[7]);
+    assert_eq!(eval(&agg("stddev", DataType::Long), &one), Value::Null);
+    assert_eq!(eval(&agg("stddev_samp", DataType::Long), &one), Value::Null);
+    assert_eq!(eval(&agg("variance", DataType::Long), &one), Value::Null);
+    assert_eq!(eval(&agg("var_samp", DataType::Long), &one), Value::Null);
+    assert_eq!(eval(&agg("stddev_pop", DataType::Long), &one), Value::Double(0.0));
+    assert_eq!(eval(&agg("var_pop", DataType::Long), &one), Value::Double(0.0));
+    // One infinite value: Spark's Welford update gives NaN for the population variance.
+    let inf = doubles(&[f64::INFINITY]);
+    assert!(matches!(eval(&agg("var_pop", DataType::Double), &inf), Value::Double(x) if x.is_nan()));
+    assert_eq!(eval(&agg("stddev", DataType::Double), &inf), Value::Null);
+}
+
+#[test]
+fn stddev_of_a_known_sample() {
+    // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squared deviations 32.
+    let vs = longs(&[2, 4, 4, 4, 5, 5, 7, 9]);
+    assert_eq!(eval(&agg("var_pop", DataType::Long), &vs), Value::Double(4.0));
+    assert_eq!(eval(&agg("stddev_pop", DataType::Long), &vs), Value::Double(2.0));
+    assert_eq!(eval(&agg("var_samp", DataType::Long), &vs), Value::Double(32.0 / 7.0));
+    assert_eq!(eval(&agg("stddev", DataType::Long), &vs), Value::Double((32.0f64 / 7.0).sqrt()));
+}
+
+#[test]
+fn result_types_are_sparks() {
+    use DataType::*;
+    let cases: [(&str, DataType, DataType); 18] = [
+        ("count", String, Long),
+        ("sum", Int, Long),
+        ("sum", Long, Long),
+        ("sum", Float, Double),
+        ("sum", Double, Double),
+        ("avg", Int, Double),
+        ("mean", Long, Double),
+        ("min", String, String),
+        ("max", Timestamp, Timestamp),
+        ("min", Boolean, Boolean),
+        ("max", Float, Float),
+        ("stddev", Int, Double),
+        ("var_pop", Float, Double),
+        ("approx_count_distinct", String, Long),
+        ("approx_percentile", Int, Int),
+        ("percentile_approx", Timestamp, Timestamp),
+        ("approx_percentile", Float, Float),
+        ("approx_percentile", Double, Double),
+    ];
+    for (name, input, expected) in cases {
+        assert_eq!(build(name, input).result_type(), expected, "{name}({input})");
+    }
+    let list = AggParams { percentage: Some(Percentage::List(vec![0.25, 0.5])), ..AggParams::default() };
+    assert_eq!(with("approx_percentile", Long, list).result_type(), Array(crate::schema::ArrayOf::Long));
+    let star = AggregateFn::from_name("count", None, &AggParams::default()).unwrap();
+    assert_eq!(star.result_type(), Long);
+}
+
+#[test]
+fn results_carry_their_result_type() {
+    let ints: Vec<Value> = [3, 1, 2].iter().map(|&x| Value::Int(x)).collect();
+    assert_eq!(eval(&agg("sum", DataType::Int), &ints), Value::Long(6));
+    assert_eq!(eval(&agg("max", DataType::Int), &ints), Value::Int(3));
+    assert_eq!(eval(&with("approx_percentile", DataType::Int, pct(0.5)), &ints), Value::Int(2));
+    let floats: Vec<Value> = [1.5f32, 2.5].iter().map(|&x| Value::Float(x)).collect();
+    assert_eq!(eval(&agg("sum", DataType::Float), &floats), Value::Double(4.0));
+    assert_eq!(eval(&with("approx_percentile", DataType::Float, pct(1.0)), &floats), Value::Float(2.5));
+    let ts: Vec<Value> = [5, 9].iter().map(|&t| Value::Timestamp(Timestamp(t))).collect();
+    assert_eq!(eval(&agg("min", DataType::Timestamp), &ts), Value::Timestamp(Timestamp(5)));
+    assert_eq!(eval(&with("approx_percentile", DataType::Timestamp, pct(0.0)), &ts), Value::Timestamp(Timestamp(5)));
+    let strs: Vec<Value> = ["b", "a", "c"].iter().map(|&s| Value::Str(s.into())).collect();
+    assert_eq!(eval(&agg("min", DataType::String), &strs), Value::Str("a".into()));
+    assert_eq!(eval(&agg("max", DataType::String), &strs), Value::Str("c".into()));
+}
+
+#[test]
+fn nan_is_the_largest_double_for_min_max_and_percentiles() {
+    let vs = doubles(&[1.0, f64::NAN, -3.0]);
+    assert!(matches!(eval(&agg("max", DataType::Double), &vs), Value::Double(x) if x.is_nan()));
+    assert_eq!(eval(&agg("min", DataType::Double), &vs), Value::Double(-3.0));
+    let p = with("approx_percentile", DataType::Double, pct(1.0));
+    assert!(matches!(eval(&p, &vs), Value::Double(x) if x.is_nan()));
+    assert_eq!(eval(&with("approx_percentile", DataType::Double, pct(0.5)), &vs), Value::Double(1.0));
+    assert!(matches!(eval(&agg("sum", DataType::Double), &vs), Value::Double(x) if x.is_nan()));
+}
+
+#[test]
+fn percentile_is_the_smallest_value_with_enough_values_at_or_below_it() {
+    // [1, 2, 3]: 0.25 -> 1 (1 of 3 values <= 1 is >= 0.75), 0.5 -> 2, 0 -> min, 1 -> max.
+    let vs = longs(&[3, 1, 2]);
+    let list =
+        AggParams { percentage: Some(Percentage::List(vec![0.0, 0.25, 0.5, 0.67, 1.0])), ..AggParams::default() };
+    let got = eval(&with("approx_percentile", DataType::Long, list), &vs);
+    assert_eq!(got, Value::List(longs(&[1, 1, 2, 3, 3]).into()));
+}
+
+#[test]
+fn sum_of_longs_wraps_past_the_bigint_range_as_spark_without_ansi() {
+    let vs = longs(&[i64::MAX, 1]);
+    assert_eq!(eval(&agg("sum", DataType::Long), &vs), Value::Long(i64::MIN));
+    // ... and is exact again once the overflowing value leaves.
+    let f = agg("sum", DataType::Long);
+    let mut s = run(&f, &vs);
+    assert!(f.retract(&mut s, &Value::Long(1)));
+    assert_eq!(f.finish(&s), Value::Long(i64::MAX));
+}
+
+#[test]
+fn wrong_input_types_are_refused_as_spark_refuses_them() {
+    use DataType::*;
+    for (name, t) in [
+        ("sum", String),
+        ("sum", Boolean),
+        ("sum", Timestamp),
+        ("avg", String),
+        ("avg", Timestamp),
+        ("stddev", String),
+        ("var_pop", Boolean),
+        ("approx_percentile", String),
+        ("approx_percentile", Boolean),
+        ("min", Window),
+    ] {
+        let params = if name == "approx_percentile" { pct(0.5) } else { AggParams::default() };
+        let err = AggregateFn::from_name(name, Some((3, t)), &params).unwrap_err();
+        assert!(matches!(&err, AggregateError::WrongInputType { given, .. } if *given == t), "{name}({t}): {err}");
+    }
+}
+
+#[test]
+fn unknown_functions_missing_columns_and_bad_parameters_are_errors() {
+    let none = AggParams::default();
+    let e = AggregateFn::from_name("median", Some((0, DataType::Long)), &none).unwrap_err();
+    assert!(matches!(e, AggregateError::UnknownFunction { ref given } if given == "median"));
+    let e = AggregateFn::from_name("sum", None, &none).unwrap_err();
+    assert!(matches!(e, AggregateError::MissingColumn { .. }), "{e}");
+    let bad = |name: &str, params: AggParams| {
+        let e = AggregateFn::from_name(name, Some((0, DataType::Long)), &params).unwrap_err();
+        match e {
+            AggregateError::BadParameter { parameter, .. } => parameter,
+            other => panic!("{name}: {other}"),
+        }
+    };
+    let acd = "approx_count_distinct";
+    assert_eq!(bad(acd, AggParams { rsd: Some(0.5), ..none.clone() }), "rsd");
+    assert_eq!(bad(acd, AggParams { rsd: Some(0.0001), ..none.clone() }), "rsd");
+    assert_eq!(bad(acd, AggParams { rsd: Some(-1.0), ..none.clone() }), "rsd");
+    assert_eq!(bad("sum", AggParams { rsd: Some(0.05), ..none.clone() }), "rsd");
+    let ap = "approx_percentile";
+    assert_eq!(bad(ap, none.clone()), "percentage");
+    assert_eq!(bad(ap, pct(1.5)), "percentage");
+    assert_eq!(bad(ap, AggParams { percentage: Some(Percentage::List(vec![])), ..none.clone() }), "percentage");
+    assert_eq!(bad(ap, AggParams { accuracy: Some(0), ..pct(0.5) }), "accuracy");
+    assert_eq!(bad(ap, AggParams { accuracy: Some(MAX_ACCURACY as i64 + 1), ..pct(0.5) }), "accuracy");
+    assert_eq!(bad("count", pct(0.5)), "percentage");
+    // The edges that are accepted.
+    for rsd in [0.39, 0.00077] {
+        let p = AggParams { rsd: Some(rsd), ..none.clone() };
+        assert!(AggregateFn::from_name(acd, Some((0, DataType::Long)), &p).is_ok(), "rsd {rsd}");
+    }
+    let p = AggParams { accuracy: Some(MAX_ACCURACY as i64), ..pct(0.5) };
+    assert!(AggregateFn::from_name(ap, Some((0, DataType::Long)), &p).is_ok());
+}
+
+#[test]
+fn names_and_aliases_are_case_insensitive() {
+    for (name, function) in [
+        ("COUNT", "count"),
+        ("Mean", "avg"),
+        ("std", "stddev_samp"),
+        ("STDDEV", "stddev_samp"),
+        ("variance", "var_samp"),
+        ("percentile_approx", "approx_percentile"),
+    ] {
+        assert_eq!(build(&name.to_ascii_lowercase(), DataType::Long).function_name(), function);
+        let params = if function == "approx_percentile" { pct(0.5) } else { AggParams::default() };
+        let f = AggregateFn::from_name(name, Some((0, DataType::Long)), &params).unwrap();
+        assert_eq!(f.function_name(), function, "{name}");
+    }
+}
+
+#[test]
+fn retract_is_supported_where_documented() {
+    for name in ALL {
+        let f = build(name, DataType::Long);
+        let expected = !matches!(name, "min" | "max" | "approx_count_distinct" | "approx_percentile");
+        assert_eq!(f.can_retract(), expected, "{name}");
+        let mut s = run(&f, &longs(&[1, 2]));
+        let before = f.finish(&s);
+        assert_eq!(f.retract(&mut s, &Value::Long(1)), expected, "{name}");
+        if !expected {
+            assert_eq!(f.finish(&s), before, "{name}: a refused retract leaves the state alone");
+        }
+    }
+}
+
+/// A user aggregate: total length of strings, retractable.
+#[derive(Debug)]
+struct TotalLength;
+
+impl Aggregator for TotalLength {
+    fn name(&self) -> &str {
+        "total_length"
+    }
+    fn result_type(&self, _input: DataType) -> DataType {
+        DataType::Long
+    }
+    fn zero(&self) -> Value {
+        Value::Long(0)
+    }
+    fn reduce(&self, state: &mut Value, input: &Value) {
+        if let (Value::Long(n), Some(s)) = (&mut *state, input.as_str()) {
+            *n += s.len() as i64;
+        }
+    }
+    fn merge(&self, state: &mut Value, other: &Value) {
+        if let (Value::Long(a), Value::Long(b)) = (&mut *state, other) {
+            *a += b;
+        }
+    }
+    fn finish(&self, state: &Value) -> Value {
+        state.clone()
+    }
+    fn retract(&self, state: &mut Value, input: &Value) -> bool {
+        if let (Value::Long(n), Some(s)) = (&mut *state, input.as_str()) {
+            *n -= s.len() as i64;
+        }
+        true
+    }
+    fn can_retract(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn user_aggregates_fold_merge_retract_and_round_trip() {
+    let f = AggregateFn::user(Arc::new(TotalLength), 0, DataType::String);
+    assert_eq!(f.result_type(), DataType::Long);
+    assert_eq!(f.default_name("total_length", Some("s")), "total_length(s)");
+    assert_eq!(eval(&f, &[]), Value::Long(0), "finish(zero) on no input");
+    let vs: Vec<Value> = ["ab", "cde"].iter().map(|&s| Value::Str(s.into())).collect();
+    let mut a = run(&f, &vs[..1]);
+    let b = run(&f, &vs[1..]);
+    f.merge(&mut a, &b);
+    assert_eq!(f.finish(&a), Value::Long(5));
+    assert!(f.can_retract() && f.retract(&mut a, &vs[0]));
+    assert_eq!(f.finish(&a), Value::Long(3));
+    let back = f.state_from_bytes(&a.to_bytes()).unwrap();
+    assert_eq!(f.finish(&back), Value::Long(3));
+}
+
+#[test]
+fn bad_state_bytes_are_errors_not_panics() {
+    let sum = agg("sum", DataType::Long);
+    let bytes = run(&sum, &longs(&[1, 2])).to_bytes();
+    for broken in [&[][..], &bytes[..bytes.len() - 1], &[bytes.as_slice(), &[0]].concat()] {
+        assert!(matches!(sum.state_from_bytes(broken), Err(AggregateError::BadState { .. })));
+    }
+    // A state of another function.
+    let count_bytes = run(&agg("count", DataType::Long), &longs(&[1])).to_bytes();
+    assert!(sum.state_from_bytes(&count_bytes).is_err());
+    // A sketch of another size (rsd changed since the snapshot).
+    let acd = |rsd| with("approx_count_distinct", DataType::Long, AggParams { rsd: Some(rsd), ..AggParams::default() });
+    let bytes = run(&acd(0.05), &longs(&[1, 2, 3])).to_bytes();
+    assert!(acd(0.01).state_from_bytes(&bytes).is_err());
+    assert!(acd(0.05).state_from_bytes(&bytes).is_ok());
+    // Garbage after a valid tag.
+    for tag in 1u8..=8 {
+        let mut junk = vec![tag];
+        junk.extend_from_slice(&[0xff; 5]);
+        for name in ALL {
+            let _may_fail = build(name, DataType::Double).state_from_bytes(&junk);
+        }
+    }
+}
+
+#[test]
+fn debug_of_a_sketch_state_is_a_summary() {
+    let f = with("approx_percentile", DataType::Long, pct(0.5));
+    let s = run(&f, &longs(&(0..100_000).collect::<Vec<_>>()));
+    let text = format!("{s:?}");
+    assert!(text.len() < 200, "{text}");
+    assert!(text.contains("n: 100000"), "{text}");
+    let f = agg("approx_count_distinct", DataType::Long);
+    let text = format!("{:?}", run(&f, &longs(&(0..100_000).collect::<Vec<_>>())));
+    assert!(text.len() < 200 && text.contains("lg_k: 9"), "{text}");
+}

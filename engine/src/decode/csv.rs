@@ -230,7 +230,7 @@ fn is_integer(s: &str) -> bool {
 /// A decimal number (`[+-]` digits, `.`, exponent), never `inf` / `nan` words.
 fn decimal(s: &str) -> Option<f64> {
     let plain = s.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'));
-    if plain && s.bytes().any(|c| c.is_ascii_digit()) { s.parse().ok() } else { None }
+    if plain && s.bytes().any(|c| c.is_ascii_digit()) { super::text::parse_f64(s) } else { None }
 }
 
 /// Non-finite spellings for CSV: Spark's JSON ones plus its CSV defaults `Inf` / `-Inf`.

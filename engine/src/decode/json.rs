@@ -83,9 +83,16 @@ impl JsonDecoder {
         } else {
             let mut hint = 0;
             loop {
-                let (a, z, escaped) = p.key()?;
-                let found =
-                    if escaped { self.find(&unescape(&s[a..z]), &mut hint) } else { self.find(&s[a..z], &mut hint) };
+                let found = match self.hinted_key(&mut p, hint) {
+                    Some(i) => {
+                        hint = i + 1;
+                        Some(i)
+                    }
+                    None => {
+                        let (a, z, escaped) = p.key()?;
+                        if escaped { self.find(&unescape(&s[a..z]), &mut hint) } else { self.find(&s[a..z], &mut hint) }
+                    }
+                };
                 p.ws();
                 if p.peek() != Some(b':') {
                     return Err(p.err("expected : after a key"));
@@ -115,6 +122,27 @@ impl JsonDecoder {
             return Err(p.err("trailing characters after the object"));
         }
         self.plan.finish(values)
+    }
+
+    /// Fast path: when the key at the cursor is, byte for byte, `"` + the name of column
+    /// `hint` + `"`, moves past it without scanning and returns `hint`. Only for names that
+    /// hold no `"`, `\\` or control character (so the match cannot end inside the key);
+    /// anything else returns `None` and the cursor does not move.
+    #[inline]
+    fn hinted_key(&self, p: &mut Parser<'_>, hint: usize) -> Option<usize> {
+        let c = self.plan.columns.get(hint)?;
+        if !c.plain_name {
+            return None;
+        }
+        let name = c.name.as_bytes();
+        let start = p.pos + 1;
+        let end = start + name.len();
+        if p.peek() == Some(b'"') && p.b.get(start..end) == Some(name) && p.b.get(end) == Some(&b'"') {
+            p.pos = end + 1;
+            Some(hint)
+        } else {
+            None
+        }
     }
 
     /// The column named `key`; `hint` is where the previous key matched + 1 (input usually
@@ -183,12 +211,8 @@ impl<'a> Parser<'a> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            while let Some(&c) = self.b.get(i) {
-                if STRING_STOP[c as usize] {
-                    break;
-                }
-                i += 1;
-            }
+            let rest = self.b.get(i..).unwrap_or_default();
+            i += rest.iter().position(|&c| STRING_STOP[c as usize]).unwrap_or(rest.len());
             match self.b.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;

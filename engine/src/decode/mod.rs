@@ -109,7 +109,7 @@ pub enum DecodeError {
         /// The text from `offset` on.
         near: String,
     },
-    /// The line is JSON but its top level is not an object.
+    /// The line does not start with `{` (an array, a string, a number, or not JSON at all).
     #[error("not a JSON object: {given:?} (expected one JSON object per line)")]
     NotObject {
         /// The line.
@@ -220,6 +220,8 @@ pub(crate) struct Column {
     pub(crate) ty: DataType,
     /// Needed by the query or required.
     pub(crate) decode: bool,
+    /// The name holds no `"`, `\\` or control character: it appears in JSON exactly as is.
+    pub(crate) plain_name: bool,
 }
 
 /// The checked, flattened [`DecoderConfig`] both decoders share.
@@ -249,6 +251,7 @@ impl Plan {
                 name: f.name.as_str().into(),
                 ty: f.data_type,
                 decode: cfg.needed[i] || cfg.required.contains(&i),
+                plain_name: !f.name.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20),
             })
             .collect();
         Plan { columns, required: cfg.required.into(), unit: cfg.timestamp_unit }
@@ -256,7 +259,10 @@ impl Plan {
 
     /// A record of nulls.
     pub(crate) fn empty_values(&self) -> Vec<Value> {
-        vec![Value::Null; self.columns.len()]
+        // Not `vec![Value::Null; n]`: that clones through `Value::clone`, a match per slot.
+        let mut v = Vec::with_capacity(self.columns.len());
+        v.resize_with(self.columns.len(), || Value::Null);
+        v
     }
 
     /// Checks the required columns and wraps the values.

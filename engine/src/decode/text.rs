@@ -65,7 +65,7 @@ pub(crate) fn integer_value(col: &Column, text: &str, unit: TimeUnit) -> Result<
 /// The value of a number text (already checked to be a number) with a fraction or exponent, or
 /// any number for a DOUBLE / FLOAT column.
 pub(crate) fn fraction_value(col: &Column, text: &str, unit: TimeUnit) -> Result<Value, DecodeError> {
-    let Ok(v) = text.parse::<f64>() else {
+    let Some(v) = parse_f64(text) else {
         return Err(wrong(col, text, "not a number"));
     };
     match col.ty {
@@ -97,8 +97,43 @@ pub(crate) fn string_value(col: &Column, text: &str, raw: &str) -> Result<Value,
     }
 }
 
-/// A timestamp string.
+/// A decimal number: exactly `str::parse::<f64>`, with a fast path for up to 15 digits and
+/// no exponent (Clinger's: the digits and the power of ten are both exact doubles, so one
+/// correctly rounded division gives the correctly rounded result).
+pub(crate) fn parse_f64(text: &str) -> Option<f64> {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let b = text.as_bytes();
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        _ => (false, b),
+    };
+    let mut m: u64 = 0;
+    let mut n = 0usize;
+    let mut frac: Option<usize> = None;
+    for &c in digits {
+        match c {
+            b'0'..=b'9' if n < 15 => {
+                m = m * 10 + (c - b'0') as u64;
+                n += 1;
+                frac = frac.map(|f| f + 1);
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return text.parse().ok(),
+        }
+    }
+    if n == 0 {
+        return text.parse().ok();
+    }
+    let v = m as f64 / POW10[frac.unwrap_or(0)];
+    Some(if neg { -v } else { v })
+}
+
+/// A timestamp string. The canonical form `YYYY-MM-DDTHH:MM:SS[.f]Z` takes a fast path; every
+/// other form (and every error) goes through [`crate::time::parse_timestamp`].
 pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeError> {
+    if let Some(t) = fast_timestamp(text.as_bytes()) {
+        return Ok(Value::Timestamp(t));
+    }
     crate::time::parse_timestamp(text).map(Value::Timestamp).map_err(|e| {
         let why = match e {
             crate::time::TimeError::BadTimestamp { why, .. } => why,
@@ -108,6 +143,43 @@ pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeE
     })
 }
 
+/// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with every field in range (seconds 00-59), else `None`.
+fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if *b.last()? != b'Z' {
+        return None;
+    }
+    let two = |i: usize| -> Option<i64> {
+        let (x, y) = (b[i].wrapping_sub(b'0'), b[i + 1].wrapping_sub(b'0'));
+        (x < 10 && y < 10).then_some((x * 10 + y) as i64)
+    };
+    let (y, mo, d) = (two(0)? * 100 + two(2)?, two(5)?, two(8)?);
+    let (h, mi, sec) = (two(11)?, two(14)?, two(17)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&mo) || d < 1 || d > month_days[(mo - 1) as usize] || h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let mut frac_us = 0i64;
+    match &b[19..b.len() - 1] {
+        [] => {}
+        [b'.', digits @ ..] if (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) => {
+            for k in 0..6 {
+                frac_us = frac_us * 10 + digits.get(k).map_or(0, |c| (c - b'0') as i64);
+            }
+        }
+        _ => return None,
+    }
+    // Days since 1970-01-01: whole years from year 0 with their leap days, then the day of the
+    // year (March-based, so February's length only matters at the year's end).
+    let (yy, mm) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let days =
+        365 * yy + yy.div_euclid(4) - yy.div_euclid(100) + yy.div_euclid(400) + (153 * mm + 2) / 5 + d - 1 - 719_468;
+    Some(Timestamp(((days * 24 + h) * 60 + mi) * 60_000_000 + sec * 1_000_000 + frac_us))
+}
+
 /// A [`DecodeError::WrongType`] for `col` given `given`.
 pub(crate) fn wrong(col: &Column, given: &str, why: &'static str) -> DecodeError {
     DecodeError::WrongType { column: col.name.to_string(), expected: col.ty, given: quote(given), why }
@@ -115,7 +187,32 @@ pub(crate) fn wrong(col: &Column, given: &str, why: &'static str) -> DecodeError
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        #[test]
+        fn fast_timestamp_agrees_with_parse_timestamp(
+            us in -62_135_596_800_000_000i64..253_402_300_799_999_999,
+            junk in "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,10})?Z?",
+        ) {
+            let canonical = Timestamp(us).to_string();
+            prop_assert_eq!(fast_timestamp(canonical.as_bytes()), Some(Timestamp(us)));
+            prop_assert_eq!(fast_timestamp(canonical.as_bytes()), crate::time::parse_timestamp(&canonical).ok());
+            // On any text of the shape: the fast path either declines or agrees.
+            if let Some(t) = fast_timestamp(junk.as_bytes()) {
+                prop_assert_eq!(Ok(t), crate::time::parse_timestamp(&junk), "{}", junk);
+            }
+        }
+
+        #[test]
+        fn parse_f64_is_exactly_str_parse(s in "-?[0-9]{1,20}(\\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?", x in any::<f64>()) {
+            prop_assert_eq!(parse_f64(&s).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "{}", s);
+            let t = x.to_string();
+            prop_assert_eq!(parse_f64(&t).map(f64::to_bits), t.parse::<f64>().ok().map(f64::to_bits), "{}", t);
+        }
+    }
 
     #[test]
     fn parse_i64_covers_the_whole_range_and_refuses_overflow() {

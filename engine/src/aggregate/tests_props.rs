@@ -1,0 +1,172 @@
+//! Property tests of the aggregate functions: merged panes equal one state over all input,
+//! update-then-retract equals never-added, and states survive their bytes. References are
+//! brute force (one state over all values; a state that never saw the retracted values).
+
+use proptest::prelude::*;
+
+use super::tests::{ALL, agg, build, run};
+use super::*;
+
+/// Equal results: bit-equal except NaN = NaN; lists element-wise.
+pub(super) fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Double(x), Value::Double(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+        _ => a == b,
+    }
+}
+
+/// Results within `rel` relative (doubles), equal otherwise.
+fn close(a: &Value, b: &Value, rel: f64) -> bool {
+    match (a, b) {
+        (Value::Double(x), Value::Double(y)) => {
+            same(a, b) || (x - y).abs() <= rel * x.abs().max(y.abs()) || (x - y).abs() <= 1e-300
+        }
+        _ => same(a, b),
+    }
+}
+
+/// Merges the states of `panes` in order into a fresh state.
+fn merged(f: &AggregateFn, panes: &[&[Value]]) -> AggState {
+    let mut s = f.new_state();
+    for p in panes {
+        f.merge(&mut s, &run(f, p));
+    }
+    s
+}
+
+fn split<'a>(vs: &'a [Value], cuts: &[usize]) -> Vec<&'a [Value]> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (vs.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for c in cuts.into_iter().chain([vs.len()]) {
+        out.push(&vs[at..c]);
+        at = c;
+    }
+    out
+}
+
+fn opt_long() -> impl Strategy<Value = Value> {
+    prop_oneof![1 => Just(Value::Null), 6 => (-1000i64..1000).prop_map(Value::Long)]
+}
+
+/// Doubles on a 2^-10 grid below 2^20 (so every sum of a few thousand is exact in double-double,
+/// and merge order cannot change a bit), with some NaN and infinities.
+fn opt_double() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        1 => Just(Value::Null),
+        20 => (-(1i64 << 30)..(1i64 << 30)).prop_map(|x| Value::Double(x as f64 / 1024.0)),
+        1 => prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY)].prop_map(Value::Double),
+    ]
+}
+
+fn opt_string() -> impl Strategy<Value = Value> {
+    prop_oneof![1 => Just(Value::Null), 6 => "[a-d]{0,3}".prop_map(|s| Value::Str(s.as_str().into()))]
+}
+
+fn check_merge(f: &AggregateFn, vs: &[Value], cuts: &[usize], rel: f64) -> Result<(), TestCaseError> {
+    let all = f.finish(&run(f, vs));
+    let panes = split(vs, cuts);
+    let forward = f.finish(&merged(f, &panes));
+    let rev: Vec<&[Value]> = panes.iter().rev().copied().collect();
+    let backward = f.finish(&merged(f, &rev));
+    prop_assert!(close(&all, &forward, rel), "{f:?}: all {all:?} vs panes {forward:?}");
+    prop_assert!(close(&all, &backward, rel), "{f:?}: all {all:?} vs reversed panes {backward:?}");
+    Ok(())
+}
+
+fn check_retract(f: &AggregateFn, keep: &[Value], extra: &[Value], rel: f64) -> Result<(), TestCaseError> {
+    let never = f.finish(&run(f, keep));
+    let mut s = f.new_state();
+    // Interleave: extra values first, then kept ones, then remove the extras in reverse.
+    for v in extra.iter().chain(keep) {
+        f.update(&mut s, v);
+    }
+    for v in extra.iter().rev() {
+        prop_assert!(f.retract(&mut s, v));
+    }
+    let got = f.finish(&s);
+    prop_assert!(close(&never, &got, rel), "{f:?}: never added {never:?} vs retracted {got:?}");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn merged_panes_equal_one_state_over_all_longs(
+        vs in prop::collection::vec(opt_long(), 0..300),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        for name in ALL {
+            let exact = !matches!(name, "avg" | "stddev" | "stddev_pop" | "variance" | "var_pop");
+            let f = build(name, DataType::Long);
+            check_merge(&f, &vs, &cuts, if exact { 0.0 } else { 1e-9 })?;
+        }
+        let star = AggregateFn::from_name("count", None, &AggParams::default()).unwrap();
+        check_merge(&star, &vs, &cuts, 0.0)?;
+    }
+
+    #[test]
+    fn merged_panes_equal_one_state_over_all_doubles(
+        vs in prop::collection::vec(opt_double(), 0..300),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        for name in ALL {
+            let exact = !matches!(name, "avg" | "stddev" | "stddev_pop" | "variance" | "var_pop");
+            let f = build(name, DataType::Double);
+            check_merge(&f, &vs, &cuts, if exact { 0.0 } else { 1e-9 })?;
+        }
+    }
+
+    #[test]
+    fn merged_panes_equal_one_state_over_all_strings(
+        vs in prop::collection::vec(opt_string(), 0..300),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        for name in ["count", "min", "max", "approx_count_distinct"] {
+            check_merge(&agg(name, DataType::String), &vs, &cuts, 0.0)?;
+        }
+    }
+
+    #[test]
+    fn update_then_retract_equals_never_added(
+        keep in prop::collection::vec(opt_double(), 0..100),
+        extra in prop::collection::vec(opt_double(), 0..100),
+        keep_l in prop::collection::vec(opt_long(), 0..100),
+        extra_l in prop::collection::vec(opt_long(), 0..100),
+    ) {
+        for name in ["count", "sum", "avg", "stddev", "stddev_pop", "variance", "var_pop"] {
+            let exact = matches!(name, "count" | "sum");
+            let rel = if exact { 0.0 } else { 1e-9 };
+            check_retract(&agg(name, DataType::Double), &keep, &extra, rel)?;
+            check_retract(&agg(name, DataType::Long), &keep_l, &extra_l, rel)?;
+        }
+        let star = AggregateFn::from_name("count", None, &AggParams::default()).unwrap();
+        check_retract(&star, &keep, &extra, 0.0)?;
+    }
+
+    #[test]
+    fn states_survive_their_bytes(
+        vs in prop::collection::vec(opt_double(), 0..200),
+        ss in prop::collection::vec(opt_string(), 0..50),
+    ) {
+        for name in ALL {
+            let f = build(name, DataType::Double);
+            let s = run(&f, &vs);
+            let back = f.state_from_bytes(&s.to_bytes()).unwrap();
+            prop_assert!(same(&f.finish(&s), &f.finish(&back)), "{name}");
+            // A restored state keeps working: merging it equals merging the original.
+            let (mut a, mut b) = (run(&f, &vs), run(&f, &vs));
+            f.merge(&mut a, &s);
+            f.merge(&mut b, &back);
+            prop_assert!(same(&f.finish(&a), &f.finish(&b)), "{name} after merge");
+        }
+        for name in ["min", "max", "approx_count_distinct"] {
+            let f = agg(name, DataType::String);
+            let s = run(&f, &ss);
+            let back = f.state_from_bytes(&s.to_bytes()).unwrap();
+            prop_assert!(same(&f.finish(&s), &f.finish(&back)), "{name}");
+        }
+    }
+}
