@@ -11,7 +11,7 @@ use eddy_connectors::{ConnectorError, Sink};
 use eddy_engine::output::{row_to_json_line, write_row};
 
 use crate::messages::{ToCoordinator, ToSink};
-use crate::metrics::Metrics;
+use crate::metrics::{LATENCY_SAMPLE_EVERY, Metrics};
 
 /// Latency samples of rows whose records carried a creation instant.
 pub trait LatencyRecorder: Send {
@@ -40,8 +40,9 @@ pub struct SinkActor {
     /// Optional latency recorder (benchmarks).
     pub latency: Option<Box<dyn LatencyRecorder>>,
     /// Metric handles (no-ops without `[metrics]`): rows out, late records, write and commit
-    /// times, and the source-to-sink latency of rows whose records carry a creation instant
-    /// (one clock read per message, after its rows are written).
+    /// times, and the source-to-sink latency of one row in [`LATENCY_SAMPLE_EVERY`] among those
+    /// whose records carry a creation instant (one clock read per message, after its rows are
+    /// written).
     pub metrics: Metrics,
 }
 
@@ -68,6 +69,8 @@ impl SinkActor {
         let mut done = 0usize;
         let mut line = String::with_capacity(256);
         let mut key = String::new();
+        // Rows seen so far with creation instants (latency sampling).
+        let mut sampled = 0usize;
         while done < self.producers {
             let Ok(msg) = self.input.recv() else { break };
             match msg {
@@ -96,9 +99,12 @@ impl SinkActor {
                     if let Some(t) = started {
                         self.metrics.records_out.increment(rows.len() as u64);
                         let now = eddy_connectors::monotonic_ns();
-                        for &c in created_ns.iter().filter(|&&c| c != 0) {
+                        // One row in LATENCY_SAMPLE_EVERY, counted across messages.
+                        let skip = (LATENCY_SAMPLE_EVERY - sampled % LATENCY_SAMPLE_EVERY) % LATENCY_SAMPLE_EVERY;
+                        for &c in created_ns.iter().skip(skip).step_by(LATENCY_SAMPLE_EVERY).filter(|&&c| c != 0) {
                             self.metrics.source_to_sink_latency.record(now.saturating_sub(c) as f64 / 1e9);
                         }
+                        sampled = sampled.wrapping_add(created_ns.len());
                         self.metrics.stage_sink.record(t.elapsed().as_secs_f64());
                     }
                 }
