@@ -70,6 +70,19 @@ fn histogram() -> Arc<Mutex<Histogram<u64>>> {
     Arc::new(Mutex::new(Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")))
 }
 
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
@@ -141,7 +154,13 @@ pub fn latency(smoke: bool) -> Result<()> {
     let panels: Vec<Panel<'_>> = runs
         .iter()
         .map(|(p, rows, h)| Panel {
-            title: format!("parallelism {p}: {rows} rows, {events} events at {rate} events/s"),
+            title: format!(
+                "parallelism {p}: {} rows, {} events at {} events/s ({} cores)",
+                thousands(*rows),
+                thousands(events),
+                thousands(rate as u64),
+                std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            ),
             histogram: h,
         })
         .collect();
