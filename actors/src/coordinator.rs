@@ -194,3 +194,32 @@ impl Coordinator {
         tracing::debug!(epoch, state_len, "barrier acknowledged by every partition actor");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_takes_its_own_start_and_drops_the_earlier_ones() {
+        let u = UnitStarts::default();
+        u.started(0);
+        u.started(1);
+        std::thread::sleep(Duration::from_millis(5));
+        u.started(2);
+        let took = u.committed(1).expect("epoch 1 started");
+        assert!(took >= Duration::from_millis(5), "{took:?}");
+        assert_eq!(u.committed(0), None, "epoch 0 was dropped at the commit of 1");
+        assert!(u.committed(2).is_some());
+        assert_eq!(u.committed(3), None, "never started");
+    }
+
+    #[test]
+    fn starts_are_bounded_when_nothing_commits() {
+        let u = UnitStarts::default();
+        for id in 0..(MAX_OPEN_UNITS as u64 + 10) {
+            u.started(id);
+        }
+        assert_eq!(u.committed(5), None, "the oldest starts were dropped");
+        assert!(u.committed(MAX_OPEN_UNITS as u64 + 9).is_some());
+    }
+}
