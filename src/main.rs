@@ -118,6 +118,7 @@ fn main() -> ExitCode {
                 Ok(s) => {
                     tracing::info!(
                         records = s.records,
+                        late = s.late,
                         malformed = s.malformed,
                         rows = s.rows,
                         committed = s.committed,

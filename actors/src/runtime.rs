@@ -62,6 +62,8 @@ pub struct RunSummary {
     pub records: u64,
     /// Records that could not be decoded.
     pub malformed: u64,
+    /// Records dropped as late.
+    pub late: u64,
     /// Rows written to the sink.
     pub rows: u64,
     /// Batches / epochs committed.
@@ -244,6 +246,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         coordinator: coord_tx.clone(),
         latency: opts.latency,
         metrics: metrics.clone(),
+        counters: Some(counters.clone()),
     };
     handles.push(
         thread::Builder::new()
@@ -279,6 +282,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         trigger: pipeline.trigger,
         stop: stop.clone(),
         counters: counters.clone(),
+        dead_letter: pipeline.dead_letter.is_some(),
         metrics,
         units,
         frontier_delay,
@@ -308,6 +312,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     Ok(RunSummary {
         records: counters.records.load(Ordering::Relaxed),
         malformed: counters.malformed.load(Ordering::Relaxed),
+        late: counters.late.load(Ordering::Relaxed),
         rows: report.rows,
         committed: report.committed,
         parallelism,

@@ -44,6 +44,8 @@ pub struct SinkActor {
     /// whose records carry a creation instant (one clock read per message, after its rows are
     /// written).
     pub metrics: Metrics,
+    /// Counters shared with the caller (late records).
+    pub counters: Option<std::sync::Arc<crate::source::SourceCounters>>,
 }
 
 impl std::fmt::Debug for SinkActor {
@@ -110,6 +112,9 @@ impl SinkActor {
                 }
                 ToSink::Late { id, records } => {
                     self.metrics.records_late.increment(records.len() as u64);
+                    if let Some(c) = &self.counters {
+                        c.late.fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    }
                     if let Some((sink, names)) = self.late.as_mut() {
                         for r in &records {
                             let l = row_to_json_line(names, &r.values);

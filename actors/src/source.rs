@@ -44,6 +44,8 @@ pub struct SourceCounters {
     pub records: AtomicU64,
     /// Records that could not be decoded.
     pub malformed: AtomicU64,
+    /// Records dropped as late (counted by the sink actor).
+    pub late: AtomicU64,
 }
 
 /// The source actor's wiring.
@@ -76,6 +78,8 @@ pub struct SourceActor {
     pub units: Arc<UnitStarts>,
     /// Rolling-window queries: the frontier delay (frontier = processing time - delay).
     pub frontier_delay: Option<Duration>,
+    /// Whether the pipeline has a `[dead_letter]` sink (log wording only).
+    pub dead_letter: bool,
 }
 
 /// What the source last reported to the metrics.
@@ -201,7 +205,11 @@ impl SourceActor {
                         self.counters.malformed.fetch_add(1, Ordering::Relaxed);
                         let reason = e.to_string();
                         if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
-                            tracing::warn!(position = %item.position, %reason, "malformed record sent to the dead letters");
+                            if self.dead_letter {
+                                tracing::warn!(position = %item.position, %reason, "malformed record sent to the dead letters (at most one such line a second)");
+                            } else {
+                                tracing::warn!(position = %item.position, %reason, "malformed record dropped: the pipeline has no [dead_letter] (at most one such line a second)");
+                            }
                             *last_log = Some(Instant::now());
                         }
                         let mut line = String::with_capacity(bytes.len() + 64);
