@@ -521,7 +521,10 @@ mod tests {
         let path = dir.path().to_path_buf();
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
-            write(&path, "late.json", "late\n");
+            // Whole, as a producer must write it (hidden name, then rename): a plain write could
+            // be seen half-written (empty) by the source's listing.
+            write(&path, ".late.json.tmp", "late\n");
+            std::fs::rename(path.join(".late.json.tmp"), path.join("late.json")).unwrap();
         });
         let mut out = Vec::new();
         let started = Instant::now();
