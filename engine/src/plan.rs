@@ -2,7 +2,7 @@
 //! partition key, the watermark and the clock. Pure: the runtime and the tests both build their
 //! queries here.
 
-use crate::aggregate::{AggKind, AggregateFn};
+use crate::aggregate::{AggParams, AggregateFn, Percentage};
 use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
@@ -10,7 +10,7 @@ use crate::operator::{
     Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
     WindowAggregate, WindowAggregateConfig, WindowKind,
 };
-use crate::schema::{DataType, Schema};
+use crate::schema::Schema;
 use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec};
 use crate::time::{Duration, Timestamp};
 use crate::watermark::WatermarkTracker;
@@ -61,38 +61,34 @@ fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
     schema.index_of(name).ok_or_else(|| PlanError { field: field.into(), why: format!("unknown column {name:?}") })
 }
 
-/// Compiles one measure to an [`AggregateFn`].
+/// Compiles one measure to an [`AggregateFn`] (through [`AggregateFn::from_name`], which owns the
+/// function names, their input types and parameters).
 ///
 /// # Errors
-/// [`PlanError`] for an unknown function or column (validation should have caught both).
+/// [`PlanError`] for an unknown function, column or parameter (validation catches these first).
 pub fn compile_measure(m: &MeasureSpec, schema: &Schema, field: &str) -> Result<AggregateFn, PlanError> {
-    let (input, input_type) = match m.column.as_deref() {
-        None | Some("*") => (None, DataType::Long),
+    let input = match m.column.as_deref() {
+        None | Some("*") => None,
         Some(c) => {
             let i = col(schema, c, &format!("{field}.column"))?;
-            (Some(i), schema.fields()[i].data_type)
+            Some((i, schema.fields()[i].data_type))
         }
     };
-    let kind = match m.agg.as_str() {
-        "count" if input.is_none() => AggKind::CountStar,
-        "count" => AggKind::Count,
-        "sum" => AggKind::Sum,
-        "avg" | "mean" => AggKind::Avg,
-        "min" => AggKind::Min,
-        "max" => AggKind::Max,
-        "stddev" | "stddev_samp" | "std" => AggKind::StddevSamp,
-        "stddev_pop" => AggKind::StddevPop,
-        "variance" | "var_samp" => AggKind::VarSamp,
-        "var_pop" => AggKind::VarPop,
-        "approx_count_distinct" => AggKind::ApproxCountDistinct { rsd: m.rsd },
-        "approx_percentile" | "percentile_approx" => AggKind::ApproxPercentile {
-            percentages: m.percentages.clone(),
-            list: m.percentage_is_list,
-            accuracy: m.accuracy,
-        },
-        other => return Err(PlanError { field: format!("{field}.agg"), why: format!("unknown aggregate {other:?}") }),
-    };
-    Ok(AggregateFn { kind, input, input_type })
+    let agg = m.agg.to_ascii_lowercase();
+    let mut params = AggParams::default();
+    match agg.as_str() {
+        "approx_percentile" | "percentile_approx" => {
+            params.percentage = Some(if m.percentage_is_list {
+                Percentage::List(m.percentages.clone())
+            } else {
+                Percentage::One(m.percentages.first().copied().unwrap_or(0.5))
+            });
+            params.accuracy = Some(i64::from(m.accuracy));
+        }
+        "approx_count_distinct" => params.rsd = Some(m.rsd),
+        _ => {}
+    }
+    AggregateFn::from_name(&agg, input, &params).map_err(|e| PlanError { field: field.to_string(), why: e.to_string() })
 }
 
 impl QueryPlan {
