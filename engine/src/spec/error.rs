@@ -1,7 +1,5 @@
 //! [`SpecError`]: what is wrong with a pipeline file, as field path, given value and allowed values.
 
-use std::fmt::Write as _;
-
 /// A pipeline file (or a `--set` override) that cannot be run: it names the field, what was given
 /// and what is allowed. The CLI prints it and exits 2 (PIPELINE.md "The command").
 ///
@@ -39,25 +37,11 @@ impl SpecError {
     }
 }
 
-/// A string in TOML basic-string spelling: `"text"` with `"`, `\` and control characters escaped.
+/// A string quoted for messages: `"text"` with `"`, `\` and control characters escaped (the JSON
+/// escapes of [`crate::output::write_string`], which TOML basic strings read the same way).
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                // Writing to a String cannot fail.
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::output::write_string(&mut out, s);
     out
 }
 
