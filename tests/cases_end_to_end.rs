@@ -2,12 +2,11 @@
 //! also from the Spark oracle) runs end to end through `eddy run` in a copy of the case folder,
 //! with `parallelism` 1, 2 and 4, and must match `expected/` under `../shared/tools/compare.py`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::{copy_dir, root};
 
 fn cases() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
@@ -22,18 +21,6 @@ fn cases() -> Vec<PathBuf> {
     }
     dirs.sort();
     dirs
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]
