@@ -97,7 +97,7 @@ impl PartitionActor {
                             self.operator.advance_clock(s.now, &mut out);
                         }
                         let before = out.rows.len();
-                        self.operator.on_record(s.record, s.watermark, &mut out);
+                        self.operator.on_record(&s.record, s.watermark, &mut out);
                         if s.created_ns != 0 {
                             created.resize(before, 0);
                             created.resize(out.rows.len(), s.created_ns);

@@ -67,7 +67,7 @@ fn run(c: &mut Criterion, name: &str, spacing_us: i64, make: &dyn Fn() -> Box<dy
         let mut out = Output::default();
         let mut start = 0i64;
         for r in records(BLOCK, start, spacing_us) {
-            op.on_record(r, Timestamp::MIN, &mut out);
+            op.on_record(&r, Timestamp::MIN, &mut out);
             out.clear();
         }
         // Only the loop over records is timed (building the records is not).
@@ -79,7 +79,7 @@ fn run(c: &mut Criterion, name: &str, spacing_us: i64, make: &dyn Fn() -> Box<dy
                 let t0 = std::time::Instant::now();
                 for r in recs {
                     op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), &mut out);
-                    op.on_record(r, Timestamp::MIN, &mut out);
+                    op.on_record(&r, Timestamp::MIN, &mut out);
                     out.clear();
                 }
                 total += t0.elapsed();

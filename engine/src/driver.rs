@@ -131,7 +131,7 @@ impl MicroBatchRunner {
         let mut out = Output::default();
         self.op.begin_batch(&ctx);
         for r in records {
-            self.op.on_record(r, ctx.watermarks.late, &mut out);
+            self.op.on_record(&r, ctx.watermarks.late, &mut out);
         }
         self.op.end_batch(&mut out);
         self.last_moved = Some(self.seq.end());
@@ -240,7 +240,7 @@ impl RealTimeRunner {
     pub fn on_record(&mut self, record: Record, system_now: Timestamp, out: &mut Output) {
         let stamp = self.clock.stamp(&record, system_now);
         self.op.advance_clock(stamp.now, out);
-        self.op.on_record(record, stamp.watermark, out);
+        self.op.on_record(&record, stamp.watermark, out);
     }
 
     /// Moves the clock to `t`, firing timers on the way.

@@ -76,15 +76,15 @@ impl Deduplicate {
         self.cfg.watermark.and_then(|(c, _)| record.values[c].as_timestamp())
     }
 
-    fn process(&mut self, record: Record, late_w: Timestamp, out: &mut Output) {
-        let t = self.event_time(&record);
+    fn process(&mut self, record: &Record, late_w: Timestamp, out: &mut Output) {
+        let t = self.event_time(record);
         if let Some(t) = t
             && t <= late_w
         {
-            out.late.push(record);
+            out.late.push(record.clone());
             return;
         }
-        let key = GroupKey::of(&record, &self.cfg.key_columns);
+        let key = GroupKey::of(record, &self.cfg.key_columns);
         if self.seen.contains_key(&key) {
             return;
         }
@@ -97,7 +97,7 @@ impl Deduplicate {
             self.by_expiry.entry(e).or_default().push(key.clone());
         }
         self.seen.insert(key, expiry);
-        out.rows.push(record.values.into_vec());
+        out.rows.push(record.values.to_vec());
     }
 
     fn evict(&mut self, w: Timestamp) {
@@ -120,7 +120,7 @@ impl Operator for Deduplicate {
         self.batch = Some(*ctx);
     }
 
-    fn on_record(&mut self, record: Record, watermark: Timestamp, out: &mut Output) {
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
         match self.cfg.mode {
             Mode::MicroBatch => {
                 let late_w = self.batch.map_or(Timestamp::MIN, |b| b.watermarks.late);
@@ -128,7 +128,7 @@ impl Operator for Deduplicate {
             }
             Mode::RealTime => {
                 self.advance_watermark(watermark, out);
-                let t = self.event_time(&record);
+                let t = self.event_time(record);
                 let w = self.watermark;
                 self.process(record, w, out);
                 if let (Some(tr), Some(t)) = (self.tracker.as_mut(), t) {

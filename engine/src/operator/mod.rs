@@ -89,10 +89,12 @@ pub trait Operator: Send + std::fmt::Debug {
     /// Starts a micro-batch.
     fn begin_batch(&mut self, ctx: &BatchContext);
 
-    /// Takes one record. In real-time mode `watermark` is W as it stood when the record arrived
+    /// Takes one record, by reference: the operator copies only what it keeps (a late record,
+    /// a deduplicated row, a rolling window's measure inputs), so the caller may reuse or drop
+    /// its buffers without per-record work inside the operator. In real-time mode `watermark` is W as it stood when the record arrived
     /// (before its own event time counts); in micro-batch mode it is ignored (the batch's
     /// watermarks apply). The operator updates its own W to include the record.
-    fn on_record(&mut self, record: Record, watermark: Timestamp, out: &mut Output);
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output);
 
     /// Ends a micro-batch: emits the batch's rows and evicts state the watermark finalised.
     fn end_batch(&mut self, out: &mut Output);

@@ -246,18 +246,18 @@ impl WindowAggregate {
         }
     }
 
-    fn process(&mut self, record: Record, late_w: Option<Timestamp>, out: &mut Output) {
-        let group = GroupKey::of(&record, &self.cfg.key_columns);
+    fn process(&mut self, record: &Record, late_w: Option<Timestamp>, out: &mut Output) {
+        let group = GroupKey::of(record, &self.cfg.key_columns);
         match self.cfg.window.clone() {
             WindowKind::None => {
                 let key = StateKey { window: None, group };
                 if let (Some(w), Some(e)) = (late_w, self.expiry_of(&key))
                     && e <= w
                 {
-                    out.late.push(record);
+                    out.late.push(record.clone());
                     return;
                 }
-                self.add_to(key, &record);
+                self.add_to(key, record);
             }
             WindowKind::Fixed { column, windows } => {
                 let Some(t) = record.values[column].as_timestamp() else {
@@ -272,25 +272,25 @@ impl WindowAggregate {
                 });
                 for win in keys.iter() {
                     any = true;
-                    self.add_to(StateKey { window: Some(*win), group: group.clone() }, &record);
+                    self.add_to(StateKey { window: Some(*win), group: group.clone() }, record);
                 }
                 if !any {
-                    out.late.push(record);
+                    out.late.push(record.clone());
                 }
             }
             WindowKind::Session { column, gap } => {
                 let Some(t) = record.values[column].as_timestamp() else {
                     return;
                 };
-                let Some(gap) = gap.of(&record) else {
+                let Some(gap) = gap.of(record) else {
                     return; // null, zero or negative gap: dropped (SEMANTICS.md)
                 };
                 let end = t.saturating_add(gap);
                 if late_w.is_some_and(|w| end <= w) {
-                    out.late.push(record);
+                    out.late.push(record.clone());
                     return;
                 }
-                self.sessions.add(group, t, end, &record, &self.cfg);
+                self.sessions.add(group, t, end, record, &self.cfg);
             }
         }
     }
@@ -338,7 +338,7 @@ impl Operator for WindowAggregate {
         self.batch = Some(*ctx);
     }
 
-    fn on_record(&mut self, record: Record, watermark: Timestamp, out: &mut Output) {
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
         match self.cfg.mode {
             Mode::MicroBatch => {
                 let late_w = self.late_watermark();

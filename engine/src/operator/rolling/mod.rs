@@ -432,7 +432,7 @@ impl Operator for RollingWindow {
         self.batch = Some(*ctx);
     }
 
-    fn on_record(&mut self, record: Record, watermark: Timestamp, out: &mut Output) {
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
         let late_w = match self.cfg.mode {
             Mode::MicroBatch => self.batch.map_or(Timestamp::MIN, |b| b.watermarks.late),
             Mode::RealTime => {
@@ -441,9 +441,9 @@ impl Operator for RollingWindow {
             }
         };
         let event_time = self.cfg.watermark.and_then(|(c, _)| record.values[c].as_timestamp());
-        let Some((id, t)) = self.take_record(&record, late_w) else {
+        let Some((id, t)) = self.take_record(record, late_w) else {
             if record.values[self.cfg.order_by].as_timestamp().is_some() {
-                out.late.push(record);
+                out.late.push(record.clone());
             }
             return;
         };
