@@ -34,6 +34,13 @@ impl WatermarkTracker {
         self.max_event_time.map_or(Timestamp::MIN, |m| m.saturating_sub(self.delay))
     }
 
+    /// Counts every event time `other` has seen (restoring several partitions' snapshots).
+    pub fn merge(&mut self, other: &WatermarkTracker) {
+        if let Some(t) = other.max_event_time {
+            self.observe(t);
+        }
+    }
+
     /// The delay.
     pub fn delay(&self) -> Duration {
         self.delay

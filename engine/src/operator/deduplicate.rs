@@ -17,7 +17,7 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use super::{BatchContext, Mode, Operator, Output, StateError};
+use super::{BatchContext, Mode, Operator, Output, StateError, merge_trackers};
 use crate::time::{Duration, Timestamp};
 use crate::value::{GroupKey, Record};
 use crate::watermark::WatermarkTracker;
@@ -180,16 +180,23 @@ impl Operator for Deduplicate {
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
         let snap: Snapshot = serde_json::from_slice(bytes)
             .map_err(|e| StateError::Corrupt { operator: "deduplicate", why: e.to_string() })?;
-        self.seen.clear();
-        self.by_expiry.clear();
         for (k, e) in snap.seen {
             if let Some(e) = e {
                 self.by_expiry.entry(e).or_default().push(k.clone());
             }
             self.seen.insert(k, e);
         }
-        self.tracker = snap.tracker;
-        self.watermark = snap.watermark;
+        merge_trackers(&mut self.tracker, snap.tracker);
+        self.watermark = self.watermark.max(snap.watermark);
         Ok(())
+    }
+
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.seen.retain(|k, _| keep(k));
+        let seen = &self.seen;
+        self.by_expiry.retain(|_, keys| {
+            keys.retain(|k| seen.contains_key(k));
+            !keys.is_empty()
+        });
     }
 }

@@ -25,7 +25,7 @@ pub use session::SessionGap;
 pub use window_aggregate::{OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};
 
 use crate::time::Timestamp;
-use crate::value::{Record, Row};
+use crate::value::{GroupKey, Record, Row};
 use crate::watermark::BatchWatermarks;
 
 /// The two execution modes (SEMANTICS.md).
@@ -119,9 +119,31 @@ pub trait Operator: Send + std::fmt::Debug {
     /// The whole state, serialised.
     fn snapshot(&self) -> Vec<u8>;
 
-    /// Replaces the state with a snapshot taken by [`Operator::snapshot`] of the same operator.
+    /// Adds the state of a snapshot taken by [`Operator::snapshot`] of the same query to this
+    /// operator's: its groups are added (they must be absent here, as the groups of two
+    /// partition actors are), and the watermark, frontier and sequence take the later of the two.
+    /// On a new operator this is exactly the snapshot's state. With [`Operator::retain_groups`]
+    /// it re-splits state when `parallelism` changes across a restart: each new partition actor
+    /// restores every old snapshot and keeps the groups of its own key range.
     ///
     /// # Errors
-    /// [`StateError::Corrupt`] when the bytes cannot be read.
+    /// [`StateError::Corrupt`] when the bytes cannot be read or do not fit the query; the
+    /// operator's state is then unspecified and it must be dropped.
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError>;
+
+    /// Drops every group (the values of the routing / `group_by` columns, in order) for which
+    /// `keep` is false, with its windows, sessions, pending records and timers.
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool);
+}
+
+/// Folds a restored snapshot's watermark tracker into an operator's (see [`Operator::restore`]).
+fn merge_trackers(
+    mine: &mut Option<crate::watermark::WatermarkTracker>,
+    theirs: Option<crate::watermark::WatermarkTracker>,
+) {
+    match (mine.as_mut(), theirs) {
+        (Some(m), Some(t)) => m.merge(&t),
+        (None, Some(t)) => *mine = Some(t),
+        _ => {}
+    }
 }

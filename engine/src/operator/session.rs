@@ -172,10 +172,9 @@ impl SessionState {
         serde_json::to_vec(&SessionSnapshot { sessions }).unwrap_or_default()
     }
 
-    /// Replaces the sessions with a snapshot's.
+    /// Adds a snapshot's sessions (of groups absent here).
     pub(crate) fn restore(&mut self, bytes: &[u8], cfg: &WindowAggregateConfig) -> Result<(), String> {
         let snap: SessionSnapshot = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        *self = SessionState::default();
         for (group, list) in snap.sessions {
             let mut restored = Vec::with_capacity(list.len());
             for (start, end, aggs) in list {
@@ -192,8 +191,21 @@ impl SessionState {
                 restored.push(Session { start, end, aggs });
             }
             self.count += restored.len();
-            self.sessions.insert(group, restored);
+            if let Some(old) = self.sessions.insert(group, restored) {
+                self.count -= old.len();
+            }
         }
         Ok(())
+    }
+
+    /// Drops the sessions of every group for which `keep` is false.
+    pub(crate) fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.sessions.retain(|g, _| keep(g));
+        self.count = self.sessions.values().map(Vec::len).sum();
+        let sessions = &self.sessions;
+        self.by_end.retain(|_, groups| {
+            groups.retain(|g| sessions.contains_key(g));
+            !groups.is_empty()
+        });
     }
 }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::session::{SessionGap, SessionState};
-use super::{BatchContext, Mode, Operator, Output, StateError};
+use super::{BatchContext, Mode, Operator, Output, StateError, merge_trackers};
 use crate::aggregate::{AggState, AggregateFn};
 use crate::time::{Duration, Timestamp};
 use crate::value::{GroupKey, Record, Row, Value};
@@ -436,9 +436,6 @@ impl Operator for WindowAggregate {
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
         let corrupt = |why: String| StateError::Corrupt { operator: "window_aggregate", why };
         let snap: Snapshot = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        self.state.clear();
-        self.by_expiry.clear();
-        self.changed.clear();
         for (key, aggs) in snap.entries {
             if aggs.len() != self.cfg.measures.len() {
                 return Err(corrupt(format!(
@@ -460,9 +457,20 @@ impl Operator for WindowAggregate {
             self.state.insert(key, Entry { aggs, dirty: false });
         }
         self.sessions.restore(&snap.sessions, &self.cfg).map_err(corrupt)?;
-        self.tracker = snap.tracker;
-        self.watermark = snap.watermark;
+        merge_trackers(&mut self.tracker, snap.tracker);
+        self.watermark = self.watermark.max(snap.watermark);
         Ok(())
+    }
+
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.state.retain(|k, _| keep(&k.group));
+        let state = &self.state;
+        self.by_expiry.retain(|_, keys| {
+            keys.retain(|k| state.contains_key(k));
+            !keys.is_empty()
+        });
+        self.changed.retain(|k| state.contains_key(k));
+        self.sessions.retain_groups(keep);
     }
 }
 

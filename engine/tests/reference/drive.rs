@@ -5,6 +5,8 @@
 //! the same calls). SEMANTICS.md "Determinism and restarts": the output must be the one of the
 //! uninterrupted run, which the references give.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use eddy_engine::driver::{MicroBatchRunner, MicroBatchSequencer, RealTimeClock, RealTimeRunner};
 use eddy_engine::operator::{Operator, Output};
 use eddy_engine::{Record, Timestamp, Value};
@@ -12,10 +14,28 @@ use eddy_engine::{Record, Timestamp, Value};
 /// Makes a fresh operator of the query under test.
 pub type MakeOp<'a> = &'a dyn Fn() -> Box<dyn Operator>;
 
+/// Restores `old`'s snapshot through a re-split, as a restart with another `parallelism` does:
+/// two fresh operators each restore the snapshot and keep half of the groups (by a hash of the
+/// group), then a third restores both halves' snapshots. Its state must be `old`'s, so every
+/// restart in these tests also checks [`Operator::retain_groups`] and additive restores.
 fn restored(make: MakeOp<'_>, old: &dyn Operator) -> Box<dyn Operator> {
     let bytes = old.snapshot();
+    let half = |parity: u64| {
+        let mut op = make();
+        op.restore(&bytes).expect("a snapshot restores into a fresh operator of the same query");
+        op.retain_groups(&mut |g| {
+            let mut h = DefaultHasher::new();
+            g.hash(&mut h);
+            h.finish() % 2 == parity
+        });
+        (op.snapshot(), op.state_len())
+    };
+    let ((even, even_len), (odd, odd_len)) = (half(0), half(1));
+    assert_eq!(even_len + odd_len, old.state_len(), "the halves split the groups");
     let mut op = make();
-    op.restore(&bytes).expect("a snapshot restores into a fresh operator of the same query");
+    op.restore(&even).expect("the even half restores");
+    op.restore(&odd).expect("the odd half restores beside the even half");
+    assert_eq!(op.state_len(), old.state_len(), "the two halves hold every group once");
     op
 }
 

@@ -529,8 +529,6 @@ impl Operator for RollingWindow {
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
         let corrupt = |why: String| StateError::Corrupt { operator: "rolling_window", why };
         let snap: Snapshot = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        let fresh = RollingWindow::new(self.cfg.clone());
-        *self = fresh;
         for ks in snap.keys {
             if ks.cursors.len() != self.bounded.len() || ks.lifetime.len() != self.lifetime.len() {
                 return Err(corrupt("measures differ from the query's".into()));
@@ -558,10 +556,23 @@ impl Operator for RollingWindow {
             }
             self.reschedule(id);
         }
-        self.seq = snap.seq;
-        self.frontier = snap.frontier;
-        self.tracker = snap.tracker;
-        self.watermark = snap.watermark;
+        self.seq = self.seq.max(snap.seq);
+        self.frontier = self.frontier.max(snap.frontier);
+        super::merge_trackers(&mut self.tracker, snap.tracker);
+        self.watermark = self.watermark.max(snap.watermark);
         Ok(())
+    }
+
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        let drop: Vec<u64> = self.keys.iter().filter(|(k, _)| !keep(k)).map(|(_, &id)| id).collect();
+        for id in drop {
+            if let Some(st) = self.slab.remove(&id) {
+                if let Some(t) = st.timer {
+                    self.timers.remove(&(t, id));
+                }
+                self.keys.remove(&st.key);
+            }
+            self.dirty.remove(&id);
+        }
     }
 }
