@@ -7,11 +7,14 @@
 //! cargo run --release -p eddy-bench -- timers       # rolling expiry rows vs their due instant (system clock)
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
 //! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
+//! cargo run --release -p eddy-bench -- nexmark      # q5, q7, q11, q12, rolling: throughput, latency, rate sweep
 //! cargo run --release -p eddy-bench -- all [--smoke]
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
+mod nexmark;
 mod plot;
+mod report;
 mod suites;
 
 use anyhow::{Result, bail};
@@ -32,13 +35,17 @@ fn main() -> Result<()> {
         "timers" => suites::timers(smoke),
         "slow-sink" => suites::slow_sink(smoke),
         "metrics" => suites::metrics(smoke),
+        "nexmark" => nexmark::nexmark(smoke),
         "all" => {
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
             suites::timers(smoke)?;
             suites::slow_sink(smoke)?;
-            suites::metrics(smoke)
+            suites::metrics(smoke)?;
+            nexmark::nexmark(smoke)
         }
-        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics or all"),
+        other => {
+            bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, nexmark or all")
+        }
     }
 }

@@ -16,11 +16,18 @@ use eddy_engine::{Record, Timestamp, Value};
 use crate::plot::{Panel, latency_svg};
 
 /// A sink that discards rows (counting them), optionally taking `delay` per row.
-struct CountingSink {
+pub(crate) struct CountingSink {
     rows: Arc<AtomicU64>,
     delay: Option<Duration>,
     /// Records (write time - frontier) in µs when set (timer suite).
     frontier_lag: Option<Arc<Mutex<Histogram<u64>>>>,
+}
+
+impl CountingSink {
+    /// A sink counting rows into `rows`, taking no time.
+    pub(crate) fn discarding(rows: Arc<AtomicU64>) -> CountingSink {
+        CountingSink { rows, delay: None, frontier_lag: None }
+    }
 }
 
 impl Sink for CountingSink {
@@ -55,7 +62,7 @@ fn wall_now() -> Timestamp {
 }
 
 /// Records latencies (ns) into a shared histogram.
-struct HdrRecorder(Arc<Mutex<Histogram<u64>>>);
+pub(crate) struct HdrRecorder(pub(crate) Arc<Mutex<Histogram<u64>>>);
 
 impl LatencyRecorder for HdrRecorder {
     fn record_ns(&mut self, ns: u64) {
@@ -65,7 +72,7 @@ impl LatencyRecorder for HdrRecorder {
     }
 }
 
-fn histogram() -> Arc<Mutex<Histogram<u64>>> {
+pub(crate) fn histogram() -> Arc<Mutex<Histogram<u64>>> {
     // 1 ns .. 100 s, 3 significant digits.
     Arc::new(Mutex::new(Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")))
 }
@@ -83,7 +90,7 @@ fn thousands(n: u64) -> String {
     out
 }
 
-fn us(ns: u64) -> String {
+pub(crate) fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
 

@@ -1,0 +1,231 @@
+//! The Nexmark suite: every query file of `examples/nexmark/` (q5, q7, q11, q12, rolling), run
+//! in-process on the built-in generator with a discarding sink:
+//!
+//! - **throughput**: unpaced generator, `parallelism` 1 and 2; records/s over the wall time and
+//!   per core, where "per core" divides by the process's CPU time (user + system, from
+//!   /proc/self/stat), i.e. records per CPU-second across every thread (source, partition actors,
+//!   sink, coordinator);
+//! - **latency**: the generator paced at 100,000 records/s, open loop (each record carries its
+//!   scheduled creation instant; latency counts from it to the sink's write, so a stall delays
+//!   every record behind it: coordinated omission accounted for); HdrHistogram quantiles;
+//! - **sweep** (full runs only): the rolling query at rising rates until p99 passes the objective,
+//!   giving the highest sustained rate that met it.
+//!
+//! The tables go to stdout and, with the machine's description, to `results/nexmark.md` and
+//! `results/nexmark.json` (a smoke run writes them to the temp folder instead).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use eddy_actors::{RunOptions, run_pipeline};
+use eddy_engine::spec::{Pipeline, load_pipeline};
+
+use crate::report::{Report, machine};
+use crate::suites::{CountingSink, HdrRecorder, histogram, us};
+
+/// The p99 objective of the issue "Benchmark harness" for in-process latency at 100,000 records/s.
+const P99_OBJECTIVE_US: f64 = 20.0;
+/// The p99.9 objective of the same issue.
+const P999_OBJECTIVE_US: f64 = 200.0;
+
+/// The query files, in report order: (short name, file name).
+const QUERIES: [(&str, &str); 5] = [
+    ("q5", "q5-hot-items.toml"),
+    ("q7", "q7-highest-bid.toml"),
+    ("q11", "q11-user-sessions.toml"),
+    ("q12", "q12-processing-time-windows.toml"),
+    ("rolling", "rolling-bidder.toml"),
+];
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/nexmark")
+}
+
+/// The query file `file` with the generator's `events` and `rate` and the `parallelism` set.
+fn pipeline(file: &str, events: u64, rate: Option<f64>, parallelism: usize) -> Result<Pipeline> {
+    let mut sets =
+        vec![("source.events".to_string(), events.to_string()), ("parallelism".to_string(), parallelism.to_string())];
+    if let Some(r) = rate {
+        sets.push(("source.rate".to_string(), r.to_string()));
+    }
+    let path = examples().join(file);
+    load_pipeline(&path, &sets).with_context(|| format!("loading {}", path.display()))
+}
+
+/// CPU time of this process so far (user + system), in seconds.
+fn cpu_seconds() -> f64 {
+    let ticks = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| {
+        // Fields after the command name (which may hold spaces) start after the last ')'.
+        let rest = s.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+        Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?)
+    });
+    // The kernel's USER_HZ is 100 on every Linux this runs on.
+    ticks.unwrap_or(0.0) / 100.0
+}
+
+struct Throughput {
+    records: u64,
+    rows: u64,
+    wall_s: f64,
+    cpu_s: f64,
+}
+
+fn throughput_run(file: &str, events: u64, parallelism: usize) -> Result<Throughput> {
+    let p = pipeline(file, events, None, parallelism)?;
+    let rows = std::sync::Arc::new(AtomicU64::new(0));
+    let sink = CountingSink::discarding(rows.clone());
+    let (cpu0, t0) = (cpu_seconds(), Instant::now());
+    let s = run_pipeline(&p, RunOptions { sink_override: Some(Box::new(sink)), ..RunOptions::default() })?;
+    Ok(Throughput {
+        records: s.records,
+        rows: rows.load(Ordering::Relaxed),
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: cpu_seconds() - cpu0,
+    })
+}
+
+struct Latency {
+    records: u64,
+    /// Rows whose latency was measured (a window query writes rows only as windows close).
+    rows: u64,
+    /// p50, p90, p99, p99.9, max in ns.
+    q: [u64; 5],
+}
+
+fn latency_run(file: &str, events: u64, rate: f64, parallelism: usize) -> Result<Latency> {
+    let p = pipeline(file, events, Some(rate), parallelism)?;
+    let h = histogram();
+    let sink = CountingSink::discarding(std::sync::Arc::new(AtomicU64::new(0)));
+    let opts = RunOptions {
+        sink_override: Some(Box::new(sink)),
+        latency: Some(Box::new(HdrRecorder(h.clone()))),
+        ..RunOptions::default()
+    };
+    let s = run_pipeline(&p, opts)?;
+    let h = h.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?;
+    Ok(Latency {
+        records: s.records,
+        rows: h.len(),
+        q: [
+            h.value_at_quantile(0.5),
+            h.value_at_quantile(0.9),
+            h.value_at_quantile(0.99),
+            h.value_at_quantile(0.999),
+            h.max(),
+        ],
+    })
+}
+
+/// Runs the suite (see the module documentation).
+pub fn nexmark(smoke: bool) -> Result<()> {
+    let events = if smoke { 20_000 } else { 5_000_000 };
+    let latency_events = if smoke { 5_000 } else { 3_000_000 };
+    let rate = 100_000.0;
+    let mut report = Report::new("nexmark", smoke);
+    report.line("## nexmark: the Nexmark queries of examples/nexmark, in-process, sink discarding\n");
+    report.line(&format!("Machine: {}\n", machine()));
+
+    report.line("### throughput (generator unpaced)\n");
+    report.line("| query | parallelism | events | records | rows | wall s | records/s | CPU s | records/s per core |");
+    report.line("|---|---|---|---|---|---|---|---|---|");
+    let mut json_tp = Vec::new();
+    for (name, file) in QUERIES {
+        for parallelism in [1, 2] {
+            let t = throughput_run(file, events, parallelism)?;
+            let rate = t.records as f64 / t.wall_s;
+            let per_core = t.records as f64 / t.cpu_s.max(0.01);
+            report.line(&format!(
+                "| {name} | {parallelism} | {events} | {} | {} | {:.2} | {rate:.0} | {:.2} | {per_core:.0} |",
+                t.records, t.rows, t.wall_s, t.cpu_s
+            ));
+            json_tp.push(json!({
+                "query": name, "parallelism": parallelism, "events": events, "records": t.records,
+                "rows": t.rows, "wall_s": t.wall_s, "records_per_s": rate, "cpu_s": t.cpu_s,
+                "records_per_cpu_s": per_core,
+            }));
+        }
+    }
+    report.line("\nTarget (issue \"Benchmark harness\"): at least 5 million records/s per core for q5, q7, q11.\n");
+
+    report.line(&format!("### latency at {rate:.0} records/s (open loop, from scheduled creation to sink write)\n"));
+    report.line("| query | parallelism | records | rows measured | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
+    report.line("|---|---|---|---|---|---|---|---|---|");
+    let mut json_lat = Vec::new();
+    for (name, file) in QUERIES {
+        for parallelism in [1, 2] {
+            let l = latency_run(file, latency_events, rate, parallelism)?;
+            let q = |i: usize| if l.rows == 0 { "-".to_string() } else { us(l.q[i]) };
+            report.line(&format!(
+                "| {name} | {parallelism} | {} | {} | {} | {} | {} | {} | {} |",
+                l.records,
+                l.rows,
+                q(0),
+                q(1),
+                q(2),
+                q(3),
+                q(4)
+            ));
+            json_lat.push(json!({
+                "query": name, "parallelism": parallelism, "rate": rate, "records": l.records, "rows": l.rows,
+                "p50_ns": l.q[0], "p90_ns": l.q[1], "p99_ns": l.q[2], "p999_ns": l.q[3], "max_ns": l.q[4],
+            }));
+        }
+    }
+    report.line(&format!(
+        "\nTargets: p99 <= {P99_OBJECTIVE_US} µs, p99.9 <= {P999_OBJECTIVE_US} µs at {rate:.0} records/s. A window \
+         query writes a row when a window closes: its latency counts from the scheduled creation of the record \
+         whose event time closed the window. Rows measured: - means no window closed in the run.\n"
+    ));
+
+    let mut json_sweep = Vec::new();
+    if !smoke {
+        report.line("### sweep: rolling query, parallelism 2, rising rates\n");
+        report.line("| rate records/s | records | p50 µs | p99 µs | p99.9 µs | p99 within 20 µs | p99 within 1 ms |");
+        report.line("|---|---|---|---|---|---|---|");
+        let mut best = [None::<f64>; 2];
+        for r in [25_000.0, 50_000.0, 100_000.0, 200_000.0, 400_000.0, 800_000.0] {
+            // Ten seconds at each rate.
+            let l = latency_run("rolling-bidder.toml", (r * 10.0) as u64, r, 2)?;
+            let p99_us = l.q[2] as f64 / 1000.0;
+            let ok = [p99_us <= P99_OBJECTIVE_US, p99_us <= 1000.0];
+            for (b, ok) in best.iter_mut().zip(ok) {
+                if ok {
+                    *b = Some(r);
+                }
+            }
+            report.line(&format!(
+                "| {r:.0} | {} | {} | {} | {} | {} | {} |",
+                l.records,
+                us(l.q[0]),
+                us(l.q[2]),
+                us(l.q[3]),
+                if ok[0] { "yes" } else { "no" },
+                if ok[1] { "yes" } else { "no" }
+            ));
+            json_sweep
+                .push(json!({"rate": r, "records": l.records, "p50_ns": l.q[0], "p99_ns": l.q[2], "p999_ns": l.q[3]}));
+            if !ok[1] {
+                break;
+            }
+        }
+        let show = |b: Option<f64>| b.map_or("none of the rates tried".to_string(), |r| format!("{r:.0} records/s"));
+        report.line(&format!(
+            "\nHighest rate meeting p99 <= 20 µs: {}; p99 <= 1 ms: {}.\n",
+            show(best[0]),
+            show(best[1])
+        ));
+    }
+    report.finish(json!({
+        "suite": "nexmark",
+        "machine": machine(),
+        "throughput": json_tp,
+        "latency": json_lat,
+        "sweep": json_sweep,
+    }))
+}
