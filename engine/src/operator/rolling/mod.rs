@@ -33,20 +33,19 @@
 mod keys;
 mod measure;
 pub mod ordered;
+mod plan;
 mod records;
 mod snapshot;
 mod timers;
 
-use self::keys::{KeyState, Keys};
-use self::measure::{Measure, Range, fold};
-use self::records::{Cell, Records};
+use self::keys::Keys;
+use self::plan::Plan;
 use self::snapshot::{MAGIC, Reader, Writer};
 use self::timers::Timers;
 use super::{BatchContext, Mode, Operator, Output, StateError};
 use crate::aggregate::AggregateFn;
-use crate::schema::DataType;
 use crate::time::{Duration, Timestamp};
-use crate::value::{GroupKey, Record, Row, Value};
+use crate::value::{GroupKey, Record, Value};
 use crate::watermark::WatermarkTracker;
 
 /// One measure of a rolling window.
@@ -79,14 +78,7 @@ pub struct RollingWindowConfig {
 #[derive(Debug)]
 pub struct RollingWindow {
     cfg: RollingWindowConfig,
-    measures: Box<[Measure]>,
-    /// Indexes (into `measures`) of bounded and lifetime measures.
-    bounded: Box<[usize]>,
-    lifetime: Box<[usize]>,
-    /// Per lane: the record column and its type.
-    lanes: Box<[(usize, DataType)]>,
-    /// The longest bounded range (µs); `None` without bounded measures.
-    max_range_us: Option<i64>,
+    plan: Plan,
     keys: Keys,
     timers: Timers,
     /// The current frontier (F); starts below every instant.
@@ -101,32 +93,10 @@ pub struct RollingWindow {
 impl RollingWindow {
     /// A new, empty operator.
     pub fn new(cfg: RollingWindowConfig) -> RollingWindow {
-        let mut lanes: Vec<(usize, DataType)> = Vec::new();
-        let measures: Box<[Measure]> = cfg
-            .measures
-            .iter()
-            .map(|m| {
-                let lane = m.func.input.map(|c| {
-                    let key = (c, m.func.input_type);
-                    lanes.iter().position(|l| *l == key).unwrap_or_else(|| {
-                        lanes.push(key);
-                        lanes.len() - 1
-                    })
-                });
-                Measure { func: m.func.clone(), over_us: m.over.map(|d| d.0), lane, ty: m.func.input_type }
-            })
-            .collect();
-        let bounded: Box<[usize]> = (0..measures.len()).filter(|&i| measures[i].over_us.is_some()).collect();
-        let lifetime: Box<[usize]> = (0..measures.len()).filter(|&i| measures[i].over_us.is_none()).collect();
-        let max_range_us = bounded.iter().filter_map(|&i| measures[i].over_us).max();
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
         RollingWindow {
+            plan: Plan::new(&cfg),
             cfg,
-            measures,
-            bounded,
-            lifetime,
-            lanes: lanes.into(),
-            max_range_us,
             keys: Keys::new(),
             timers: Timers::default(),
             frontier: Timestamp::MIN,
@@ -142,100 +112,14 @@ impl RollingWindow {
         self.frontier
     }
 
-    /// An empty state for a key.
-    fn new_key(&self, key: Box<[Value]>, hash: u64) -> KeyState {
-        KeyState {
-            key,
-            hash,
-            pending: Records::new(self.lanes.len()),
-            visible: Records::new(self.lanes.len()),
-            starts: vec![0; self.bounded.len()].into(),
-            ranges: self.bounded.iter().map(|&i| Range::new(&self.measures[i])).collect(),
-            lifetime: self.lifetime.iter().map(|&i| self.measures[i].func.new_state()).collect(),
-            timer: None,
-            dirty: false,
-        }
-    }
-
-    /// Brings key `slot` to frontier `x`: records leave the ranges whose lower bound passed them,
-    /// pending records with event time <= x become visible. Returns whether the measured set
-    /// changed.
+    /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
     fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
-        let Some(st) = self.keys.get_mut(slot) else { return false };
-        let x = x.0;
-        let mut changed = false;
-        // 1. Expire: for each bounded measure, records with t <= x - d leave.
-        for (b, &mi) in self.bounded.iter().enumerate() {
-            let m = &self.measures[mi];
-            let limit = x.saturating_sub(m.over_us.unwrap_or(0));
-            let from = st.starts[b];
-            let mut s = from;
-            while s < st.visible.len() && st.visible.time(s) <= limit {
-                st.ranges[b].remove(m, &st.visible, s, limit);
-                s += 1;
-            }
-            if s != from {
-                changed = true;
-                st.starts[b] = s;
-                if s == st.visible.len() {
-                    st.ranges[b].emptied();
-                }
-            }
-        }
-        // 2. Pending records with t <= x become visible.
-        while let Some(t) = st.pending.first_time() {
-            if t > x {
-                break;
-            }
-            for (l, &mi) in self.lifetime.iter().enumerate() {
-                let m = &self.measures[mi];
-                fold(m, &mut st.lifetime[l], m.input(&st.pending, 0), 1);
-                changed = true;
-            }
-            let in_some_range = self.max_range_us.is_some_and(|d| t > x.saturating_sub(d));
-            if !in_some_range {
-                st.pending.pop_first();
-                continue;
-            }
-            let Some((_, p)) = st.pending.move_first(&mut st.visible) else { break };
-            let newest = p + 1 == st.visible.len();
-            for (b, &mi) in self.bounded.iter().enumerate() {
-                let m = &self.measures[mi];
-                if t > x.saturating_sub(m.over_us.unwrap_or(0)) {
-                    st.ranges[b].add(m, &st.visible, st.starts[b], p, newest);
-                    changed = true;
-                } else {
-                    // Out of this range already: it sits below the range's start (p <= start).
-                    st.starts[b] += 1;
-                }
-            }
-        }
-        // 3. Forget records below every range.
-        let below = st.starts.iter().copied().min().unwrap_or(0);
-        if below > 0 {
-            st.visible.drop_first(below);
-            for s in st.starts.iter_mut() {
-                *s -= below;
-            }
-        }
-        changed
-    }
-
-    /// The next instant at which key `st` changes by itself (visibility or expiry).
-    fn next_event(&self, st: &KeyState) -> Option<Timestamp> {
-        let mut next = st.pending.first_time();
-        for (b, &mi) in self.bounded.iter().enumerate() {
-            if st.starts[b] < st.visible.len() {
-                let at = st.visible.time(st.starts[b]).saturating_add(self.measures[mi].over_us.unwrap_or(0));
-                next = Some(next.map_or(at, |n| n.min(at)));
-            }
-        }
-        next.map(Timestamp)
+        self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x))
     }
 
     fn reschedule(&mut self, slot: u32) {
         let Some(st) = self.keys.get(slot) else { return };
-        let next = self.next_event(st);
+        let next = self.plan.next_event(st);
         if st.timer == next {
             return;
         }
@@ -247,35 +131,16 @@ impl RollingWindow {
         }
     }
 
-    fn row(&self, st: &KeyState, frontier: Timestamp) -> Row {
-        let mut row: Row = Vec::with_capacity(st.key.len() + 1 + self.measures.len());
-        row.extend(st.key.iter().cloned());
-        row.push(Value::Timestamp(frontier));
-        let (mut b, mut l) = (0, 0);
-        for m in self.measures.iter() {
-            if m.over_us.is_some() {
-                row.push(st.ranges[b].finish(m, &st.visible, st.starts[b]));
-                b += 1;
-            } else {
-                row.push(m.func.finish(&st.lifetime[l]));
-                l += 1;
-            }
-        }
-        row
-    }
-
     /// Emits key `slot`'s row at `frontier` and frees the key if nothing is left in it.
     fn emit(&mut self, slot: u32, frontier: Timestamp, out: &mut Output) {
         if let Some(st) = self.keys.get(slot) {
-            out.rows.push(self.row(st, frontier));
+            out.rows.push(self.plan.row(st, frontier));
         }
         self.free_if_empty(slot);
     }
 
     fn free_if_empty(&mut self, slot: u32) {
-        let empty = self.keys.get(slot).is_some_and(|st| {
-            self.lifetime.is_empty() && !st.dirty && st.pending.is_empty() && st.visible.is_empty()
-        });
+        let empty = self.keys.get(slot).is_some_and(|st| self.plan.is_empty(st));
         if empty {
             // Its timer entries, if any, are stale from now on.
             self.keys.remove(slot);
@@ -324,7 +189,7 @@ impl RollingWindow {
             Some(slot) => slot,
             None => {
                 let key: Box<[Value]> = cols.iter().map(|&c| record.values[c].clone()).collect();
-                let st = self.new_key(key, hash);
+                let st = self.plan.new_key(key, hash);
                 self.keys.insert(st)
             }
         }
@@ -358,14 +223,15 @@ impl Operator for RollingWindow {
             }
         }
         let slot = self.slot_of(record);
-        if let Some(st) = self.keys.get_mut(slot) {
-            st.pending.insert(t.0, self.lanes.iter().map(|&(c, ty)| Cell::of(&record.values[c], ty)));
-        }
-        if self.cfg.mode == Mode::RealTime && t <= self.frontier {
-            let f = self.frontier;
-            if self.settle(slot, f) {
+        let f = self.frontier;
+        let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
+        let Some(st) = self.keys.get_mut(slot) else { return };
+        if visible_now {
+            if self.plan.arrive(st, f, t.0, record) {
                 self.emit(slot, f, out);
             }
+        } else {
+            self.plan.pend(st, t.0, record);
         }
         self.reschedule(slot);
         self.free_if_empty(slot);
@@ -422,9 +288,9 @@ impl Operator for RollingWindow {
     fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer { out: Vec::with_capacity(64 + 64 * self.keys.len()) };
         w.out.extend_from_slice(MAGIC);
-        w.u32(self.lanes.len() as u32);
-        w.u32(self.bounded.len() as u32);
-        w.u32(self.lifetime.len() as u32);
+        w.u32(self.plan.lanes.len() as u32);
+        w.u32(self.plan.bounded.len() as u32);
+        w.u32(self.plan.lifetime.len() as u32);
         w.i64(self.frontier.0);
         w.i64(self.watermark.0);
         w.tracker(self.tracker.as_ref());
@@ -453,12 +319,12 @@ impl Operator for RollingWindow {
             return Err(corrupt("not a rolling-window snapshot (bad magic)".into()));
         }
         let shape = (r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?);
-        if shape != (self.lanes.len() as u32, self.bounded.len() as u32, self.lifetime.len() as u32) {
+        if shape != (self.plan.lanes.len() as u32, self.plan.bounded.len() as u32, self.plan.lifetime.len() as u32) {
             return Err(corrupt(format!(
                 "measures differ from the query's: (input columns, bounded, lifetime) = {shape:?}, expected ({}, {}, {})",
-                self.lanes.len(),
-                self.bounded.len(),
-                self.lifetime.len()
+                self.plan.lanes.len(),
+                self.plan.bounded.len(),
+                self.plan.lifetime.len()
             )));
         }
         let frontier = Timestamp(r.i64().map_err(&corrupt)?);
@@ -472,28 +338,22 @@ impl Operator for RollingWindow {
             }
             let key = (0..parts).map(|_| r.value(0)).collect::<Result<Box<[Value]>, _>>().map_err(&corrupt)?;
             let hash = self.keys.hash(key.iter());
-            let mut st = self.new_key(key, hash);
-            st.pending = r.records(self.lanes.len()).map_err(&corrupt)?;
-            st.visible = r.records(self.lanes.len()).map_err(&corrupt)?;
-            for b in 0..self.bounded.len() {
+            let mut st = self.plan.new_key(key, hash);
+            st.pending = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
+            st.visible = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
+            for b in 0..self.plan.bounded.len() {
                 let s = r.u64().map_err(&corrupt)? as usize;
                 if s > st.visible.len() {
                     return Err(corrupt(format!("range start {s} past {} visible records", st.visible.len())));
                 }
                 st.starts[b] = s;
             }
-            for l in 0..self.lifetime.len() {
+            for l in 0..self.plan.lifetime.len() {
                 let b = r.bytes().map_err(&corrupt)?;
-                let f = &self.measures[self.lifetime[l]].func;
+                let f = &self.plan.measures[self.plan.lifetime[l]].func;
                 st.lifetime[l] = f.state_from_bytes(b).map_err(|e| corrupt(e.to_string()))?;
             }
-            // Rebuild the range states from the visible records in each range, in time order.
-            for (b, &mi) in self.bounded.iter().enumerate() {
-                let m = &self.measures[mi];
-                for i in st.starts[b]..st.visible.len() {
-                    st.ranges[b].add(m, &st.visible, st.starts[b], i, true);
-                }
-            }
+            self.plan.rebuild_ranges(&mut st);
             // Groups of two snapshots are disjoint; should one repeat, the later one wins.
             if let Some(old) = self.keys.find_key(hash, &st.key) {
                 self.keys.remove(old);

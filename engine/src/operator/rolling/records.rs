@@ -134,9 +134,16 @@ impl Records {
     /// Inserts a record in order; returns its index.
     pub(super) fn insert(&mut self, t: i64, cells: impl Iterator<Item = Cell>) -> usize {
         let p = self.position(t);
-        self.times.insert(p, t);
-        for (lane, c) in self.lanes.iter_mut().zip(cells) {
-            lane.insert(p, c);
+        if p == self.times.len() {
+            self.times.push_back(t);
+            for (lane, c) in self.lanes.iter_mut().zip(cells) {
+                lane.push_back(c);
+            }
+        } else {
+            self.times.insert(p, t);
+            for (lane, c) in self.lanes.iter_mut().zip(cells) {
+                lane.insert(p, c);
+            }
         }
         p
     }
@@ -144,20 +151,17 @@ impl Records {
     /// Moves the first record of `self` into `to` (in order); returns its time and index there.
     pub(super) fn move_first(&mut self, to: &mut Records) -> Option<(i64, usize)> {
         let t = self.times.pop_front()?;
-        let p = to.position(t);
-        to.times.insert(p, t);
-        for (from, lane) in self.lanes.iter_mut().zip(to.lanes.iter_mut()) {
-            lane.insert(p, from.pop_front().unwrap_or(Cell::Null));
-        }
+        let p = to.insert(t, self.lanes.iter_mut().map(|l| l.pop_front().unwrap_or(Cell::Null)));
         Some((t, p))
     }
 
     /// Drops the first `n` records.
     pub(super) fn drop_first(&mut self, n: usize) {
-        let n = n.min(self.times.len());
-        self.times.drain(..n);
-        for lane in self.lanes.iter_mut() {
-            lane.drain(..n);
+        for _ in 0..n.min(self.times.len()) {
+            self.times.pop_front();
+            for lane in self.lanes.iter_mut() {
+                lane.pop_front();
+            }
         }
     }
 

@@ -4,6 +4,8 @@
 
 use super::*;
 use crate::aggregate::AggKind;
+use crate::schema::DataType;
+use crate::value::Row;
 
 const S: i64 = 1_000_000;
 
