@@ -59,9 +59,7 @@ pub(super) fn fold(m: &Measure, state: &mut AggState, cell: &Cell, sign: i64) {
         (AggState::DoubleSum(s), Cell::F(x)) => s.add(*x, sign),
         (AggState::LongSum(s), Cell::I(x)) if matches!(m.ty, DataType::Long | DataType::Int) => s.add(*x, sign),
         (AggState::Moments(s), Cell::F(x)) => s.add(*x, sign),
-        (AggState::Moments(s), Cell::I(x)) if matches!(m.ty, DataType::Long | DataType::Int) => {
-            s.add(*x as f64, sign)
-        }
+        (AggState::Moments(s), Cell::I(x)) if matches!(m.ty, DataType::Long | DataType::Int) => s.add(*x as f64, sign),
         (state, c) => {
             let v = c.value(m.ty);
             if sign > 0 {
@@ -71,6 +69,16 @@ pub(super) fn fold(m: &Measure, state: &mut AggState, cell: &Cell, sign: i64) {
                 m.func.retract(state, &v);
             }
         }
+    }
+}
+
+/// The value of a state: the common ones directly, the rest through [`AggregateFn::finish`].
+#[inline]
+pub(super) fn finish(m: &Measure, state: &AggState) -> Value {
+    match (state, &m.func.kind) {
+        (AggState::Count(n), AggKind::CountStar | AggKind::Count) => Value::Long(*n),
+        (AggState::DoubleSum(s), AggKind::Sum) => s.sum().map_or(Value::Null, Value::Double),
+        (s, _) => m.func.finish(s),
     }
 }
 
@@ -182,7 +190,7 @@ impl Range {
     /// The measure's value over the records `visible[start..]`.
     pub(super) fn finish(&self, m: &Measure, visible: &Records, start: usize) -> Value {
         match self {
-            Range::Retract(s) => m.func.finish(s),
+            Range::Retract(s) => finish(m, s),
             Range::Extreme { mono, sorted: None, .. } => {
                 mono.front().map_or(Value::Null, |(_, c)| c.value(m.ty).into_owned())
             }

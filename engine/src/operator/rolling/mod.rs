@@ -118,16 +118,13 @@ impl RollingWindow {
     }
 
     fn reschedule(&mut self, slot: u32) {
-        let Some(st) = self.keys.get(slot) else { return };
+        let Some(st) = self.keys.get_mut(slot) else { return };
         let next = self.plan.next_event(st);
-        if st.timer == next {
-            return;
-        }
-        if let Some(st) = self.keys.get_mut(slot) {
+        if st.timer != next {
             st.timer = next;
-        }
-        if let Some(at) = next {
-            self.timers.push(at, slot);
+            if let Some(at) = next {
+                self.timers.push(at, slot);
+            }
         }
     }
 

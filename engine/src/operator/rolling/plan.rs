@@ -3,7 +3,7 @@
 
 use super::RollingWindowConfig;
 use super::keys::KeyState;
-use super::measure::{Measure, Range, fold};
+use super::measure::{Measure, Range, finish, fold};
 use super::records::{Cell, Records};
 use crate::schema::DataType;
 use crate::time::Timestamp;
@@ -215,7 +215,7 @@ impl Plan {
                 row.push(st.ranges[b].finish(m, &st.visible, st.starts[b]));
                 b += 1;
             } else {
-                row.push(m.func.finish(&st.lifetime[l]));
+                row.push(finish(m, &st.lifetime[l]));
                 l += 1;
             }
         }

@@ -220,11 +220,7 @@ mod tests {
         for a in vals {
             for b in vals {
                 let (ca, cb) = (Cell::F(a), Cell::F(b));
-                assert_eq!(
-                    ca.cmp(&cb, DataType::Double),
-                    Value::Double(a).total_cmp(&Value::Double(b)),
-                    "{a} {b}"
-                );
+                assert_eq!(ca.cmp(&cb, DataType::Double), Value::Double(a).total_cmp(&Value::Double(b)), "{a} {b}");
             }
         }
     }

@@ -28,7 +28,11 @@ fn op(measures: Vec<(AggKind, Option<usize>, Option<i64>)>) -> RollingWindow {
 }
 
 fn rec(key: &str, t_s: i64, v: Option<f64>) -> Record {
-    Record::new(vec![Value::Str(key.into()), Value::Timestamp(Timestamp(t_s * S)), v.map_or(Value::Null, Value::Double)])
+    Record::new(vec![
+        Value::Str(key.into()),
+        Value::Timestamp(Timestamp(t_s * S)),
+        v.map_or(Value::Null, Value::Double),
+    ])
 }
 
 /// Feeds `(clock s, key, event time s, value)` and returns every row.
@@ -53,7 +57,10 @@ fn max_over_a_range_survives_out_of_order_arrivals() {
     // At F = 10 both records of t = 0 leave: max 4, min 3.
     let mut out = Output::default();
     w.advance_clock(Timestamp(10 * S), &mut out);
-    assert_eq!(out.rows, vec![vec![Value::Str("a".into()), Value::Timestamp(Timestamp(10 * S)), 4.0.into_v(), 3.0.into_v()]]);
+    assert_eq!(
+        out.rows,
+        vec![vec![Value::Str("a".into()), Value::Timestamp(Timestamp(10 * S)), 4.0.into_v(), 3.0.into_v()]]
+    );
     // Empty range: the key emits its last row and is freed; then the deque serves again.
     out.clear();
     w.advance_clock(Timestamp(20 * S), &mut out);
