@@ -53,14 +53,77 @@ impl FastKeys {
     /// previous match) is tried first, as the full parser does.
     #[inline]
     fn column(&self, key: &[u8], hint: usize) -> Option<usize> {
-        if self.names.get(hint).is_some_and(|n| **n == *key) {
+        if self.names.get(hint).is_some_and(|n| same(n, key)) {
             return Some(hint);
         }
         match &self.by_name {
             Some(m) => m.get(key).copied(),
-            None => self.names.iter().position(|n| **n == *key),
+            None => self.names.iter().position(|n| same(n, key)),
         }
     }
+}
+
+/// Byte equality of two short slices, inline (a `memcmp` call costs more than a key).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// Powers of ten exact in a double.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
+];
+
+/// The value of the JSON number `b[i..end]` (already checked by [`number_end`]) when Clinger's
+/// fast path gives it exactly: at most 15 digits and a power of ten within 10^±22, so the digits
+/// and the power are both exact doubles and one correctly rounded operation gives the correctly
+/// rounded result (as `str::parse`). `None` otherwise.
+#[inline]
+fn exact_f64(b: &[u8], mut i: usize, end: usize) -> Option<f64> {
+    let neg = b.get(i) == Some(&b'-');
+    if neg {
+        i += 1;
+    }
+    let (mut m, mut digits, mut frac, mut after_dot) = (0u64, 0u32, 0i32, false);
+    let mut exp = 0i32;
+    while i < end {
+        match b[i] {
+            c @ b'0'..=b'9' => {
+                m = m * 10 + (c - b'0') as u64;
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+                frac += after_dot as i32;
+            }
+            b'.' => after_dot = true,
+            _ => {
+                // An exponent: e, optional sign, at most 3 digits here.
+                let e = b.get(i + 1..end)?;
+                let (sign, ds) = match e.first() {
+                    Some(b'-') => (-1, &e[1..]),
+                    Some(b'+') => (1, &e[1..]),
+                    _ => (1, e),
+                };
+                if ds.is_empty() || ds.len() > 3 {
+                    return None;
+                }
+                exp = sign * ds.iter().fold(0i32, |a, &d| a * 10 + (d - b'0') as i32);
+                break;
+            }
+        }
+        i += 1;
+    }
+    let p = exp - frac;
+    let v = if (0..=22).contains(&p) {
+        m as f64 * POW10[p as usize]
+    } else if (-22..0).contains(&p) {
+        m as f64 / POW10[(-p) as usize]
+    } else {
+        return None;
+    };
+    Some(if neg { -v } else { v })
 }
 
 #[inline]
@@ -203,6 +266,10 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan) -> Option<(Value, usize)
         }
         b'-' | b'0'..=b'9' => {
             let (end, integer) = number_end(b, i)?;
+            if let (DataType::Double | DataType::Float, Some(x)) = (ty, exact_f64(b, i, end)) {
+                let v = if ty == DataType::Float { Value::Float(x as f32) } else { Value::Double(x) };
+                return Some((v, end));
+            }
             // ASCII digits, signs, dots and exponents only: always UTF-8.
             let text = std::str::from_utf8(&b[i..end]).ok()?;
             let v = match ty {
@@ -310,6 +377,20 @@ mod tests {
             let mut v = vec![b'a'; 20];
             v[at] = 0xc3;
             assert!(!is_ascii(&v), "{at}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn exact_f64_is_str_parse_or_declines(s in "-?(0|[1-9][0-9]{0,17})(\\.[0-9]{1,8})?([eE][+-]?[0-9]{1,4})?", x in proptest::prelude::any::<f64>()) {
+            for t in [s, x.to_string()] {
+                let b = t.as_bytes();
+                if let Some((end, _)) = number_end(b, 0) {
+                    if let Some(v) = exact_f64(b, 0, end) {
+                        proptest::prop_assert_eq!(Some(v.to_bits()), t[..end].parse::<f64>().ok().map(f64::to_bits), "{}", t);
+                    }
+                }
+            }
         }
     }
 
