@@ -385,10 +385,10 @@ mod tests {
         fn exact_f64_is_str_parse_or_declines(s in "-?(0|[1-9][0-9]{0,17})(\\.[0-9]{1,8})?([eE][+-]?[0-9]{1,4})?", x in proptest::prelude::any::<f64>()) {
             for t in [s, x.to_string()] {
                 let b = t.as_bytes();
-                if let Some((end, _)) = number_end(b, 0) {
-                    if let Some(v) = exact_f64(b, 0, end) {
-                        proptest::prop_assert_eq!(Some(v.to_bits()), t[..end].parse::<f64>().ok().map(f64::to_bits), "{}", t);
-                    }
+                if let Some((end, _)) = number_end(b, 0)
+                    && let Some(v) = exact_f64(b, 0, end)
+                {
+                    proptest::prop_assert_eq!(Some(v.to_bits()), t[..end].parse::<f64>().ok().map(f64::to_bits), "{}", t);
                 }
             }
         }
