@@ -1,4 +1,5 @@
-//! The JSON-lines decoder: one hand-written pass over the bytes.
+//! The JSON-lines decoder: one hand-written pass over the bytes. Plain lines take the fast path
+//! of [`super::json_fast`] first; this full parser decides every other line.
 //!
 //! Keys are matched against the schema by bytes (unescaped only when they hold a backslash);
 //! values of columns the query does not need are skipped without being built (objects and arrays
@@ -14,6 +15,7 @@ use ahash::AHashMap;
 use crate::schema::DataType;
 use crate::value::{Record, Value};
 
+use super::json_fast::{self, FastKeys};
 use super::text::{fraction_value, integer_value, string_value, wrong};
 use super::{Column, DecodeError, DecoderConfig, MAX_DEPTH, Plan, quote, utf8};
 
@@ -38,6 +40,8 @@ static STRING_STOP: [bool; 256] = {
 #[derive(Debug, Clone)]
 pub struct JsonDecoder {
     plan: Plan,
+    /// Column names as bytes for the fast path.
+    fast: FastKeys,
     /// For wide schemas: column name -> index.
     by_name: Option<AHashMap<Box<str>, usize>>,
 }
@@ -52,7 +56,8 @@ impl JsonDecoder {
         let plan = Plan::new(cfg);
         let by_name = (plan.columns.len() > LINEAR_LOOKUP_MAX)
             .then(|| plan.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect());
-        JsonDecoder { plan, by_name }
+        let fast = FastKeys::new(&plan);
+        JsonDecoder { plan, fast, by_name }
     }
 
     /// Decodes one line: a JSON object, optionally surrounded by whitespace (so a trailing `\n`
@@ -66,6 +71,21 @@ impl JsonDecoder {
     /// [`DecodeError::OutOfRange`], [`DecodeError::BadTimestamp`] for a needed column's value;
     /// [`DecodeError::NullRequired`] when a required column is null or missing.
     pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
+        if let Some(record) = json_fast::decode(&self.plan, &self.fast, line) {
+            return Ok(record);
+        }
+        self.decode_full(line)
+    }
+
+    /// The fast path alone (tests: to check that it takes the plain lines it is meant for).
+    #[cfg(test)]
+    pub(super) fn decode_fast(&self, line: &[u8]) -> Option<Record> {
+        json_fast::decode(&self.plan, &self.fast, line)
+    }
+
+    /// The full parser: every line, every error (the fast path declines to [`Self::decode`]
+    /// this).
+    pub(super) fn decode_full(&self, line: &[u8]) -> Result<Record, DecodeError> {
         let s = utf8(line)?;
         let mut p = Parser { s, b: s.as_bytes(), pos: 0 };
         p.ws();

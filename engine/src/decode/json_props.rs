@@ -260,3 +260,70 @@ proptest! {
         prop_assert!(r.map_or(true, |r| r.values.len() == 4));
     }
 }
+
+/// The fast path either declines or gives exactly what the full parser gives.
+fn fast_agrees(cfg: &DecoderConfig, line: &[u8]) -> Result<(), TestCaseError> {
+    let d = JsonDecoder::new(cfg.clone());
+    let full = d.decode_full(line);
+    let fast = d.decode(line);
+    match (&fast, &full) {
+        (Ok(a), Ok(b)) => {
+            prop_assert_eq!(a.values.len(), b.values.len());
+            for (x, y) in a.values.iter().zip(b.values.iter()) {
+                // Bit-exact, NaN and -0.0 included.
+                prop_assert!(
+                    x == y && format!("{x:?}") == format!("{y:?}"),
+                    "{:?} != {:?} in {}",
+                    x,
+                    y,
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+        _ => prop_assert!(false, "fast {:?}, full {:?} for {}", fast, full, String::from_utf8_lossy(line)),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_path_agrees_with_the_full_parser(c in case(), at in any::<prop::sample::Index>(), byte in prop::sample::select(b"{}[]\",:\\ 0-.eatn\x01".to_vec()), damage in any::<bool>()) {
+        fast_agrees(&c.cfg, c.line.as_bytes())?;
+        if damage {
+            let mut line = c.line.clone().into_bytes();
+            let i = at.index(line.len() + 1);
+            line.insert(i, byte);
+            fast_agrees(&c.cfg, &line)?;
+        }
+    }
+
+    #[test]
+    fn fast_path_agrees_on_plain_records(
+        s in "[a-z0-9 ]{0,20}", d in any::<f64>(), l in any::<i64>(), ts in -62_135_596_800_000_000i64..253_402_300_799_999_999,
+        order in Just(()).prop_perturb(|_, mut rng| { let mut v: Vec<usize> = (0..5).collect(); for i in (1..5).rev() { v.swap(i, (rng.next_u32() as usize) % (i + 1)); } v }),
+        mask in any::<u8>(),
+    ) {
+        let schema = Schema::parse_ddl("s STRING, d DOUBLE, l BIGINT, ts TIMESTAMP, b BOOLEAN").unwrap();
+        let needed = (0..5).map(|i| mask >> i & 1 == 1).collect();
+        let cfg = DecoderConfig { schema, needed, required: if mask & 0x80 != 0 { vec![3] } else { vec![] }, timestamp_unit: TimeUnit::Ms };
+        let fields = [
+            format!("\"s\":{}", J::String(s.clone())),
+            format!("\"d\":{}", if d.is_finite() { d.to_string() } else { "1e400".into() }),
+            format!("\"l\":{l}"),
+            format!("\"ts\":\"{}\"", Timestamp(ts)),
+            format!("\"b\":{}", mask & 0x40 != 0),
+        ];
+        let line = format!("{{{}}}", order.iter().map(|&i| fields[i].as_str()).collect::<Vec<_>>().join(","));
+        fast_agrees(&cfg, line.as_bytes())?;
+        prop_assert!(JsonDecoder::new(cfg).decode_fast(line.as_bytes()).is_some(), "the fast path takes a plain record: {}", line);
+    }
+
+    #[test]
+    fn fast_path_agrees_on_arbitrary_text(s in "[{}\\[\\]\",:\\\\ 0-9a-zé.eE+-]{0,60}") {
+        let cfg = DecoderConfig::all_columns(Schema::parse_ddl("a STRING, b BIGINT, c DOUBLE, d TIMESTAMP, e BOOLEAN").unwrap());
+        fast_agrees(&cfg, s.as_bytes())?;
+    }
+}

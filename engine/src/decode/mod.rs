@@ -29,6 +29,7 @@
 
 mod csv;
 mod json;
+mod json_fast;
 mod text;
 
 #[cfg(test)]

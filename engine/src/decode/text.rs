@@ -144,7 +144,7 @@ pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeE
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with every field in range (seconds 00-59), else `None`.
-fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
+pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
         return None;
     }
@@ -153,7 +153,7 @@ fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
     }
     let two = |i: usize| -> Option<i64> {
         let (x, y) = (b[i].wrapping_sub(b'0'), b[i + 1].wrapping_sub(b'0'));
-        (x < 10 && y < 10).then_some((x * 10 + y) as i64)
+        (x < 10 && y < 10).then(|| (x * 10 + y) as i64)
     };
     let (y, mo, d) = (two(0)? * 100 + two(2)?, two(5)?, two(8)?);
     let (h, mi, sec) = (two(11)?, two(14)?, two(17)?);
@@ -211,6 +211,13 @@ mod tests {
             prop_assert_eq!(parse_f64(&s).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "{}", s);
             let t = x.to_string();
             prop_assert_eq!(parse_f64(&t).map(f64::to_bits), t.parse::<f64>().ok().map(f64::to_bits), "{}", t);
+        }
+    }
+
+    #[test]
+    fn fast_timestamp_declines_non_digits_without_overflow() {
+        for s in ["2,24-01-15T10:01:00Z", "1970-01,01T14:41:24Z", "\u{ff}970-01-01T00:00:00Z", "1970-01-01T00:00:~0Z"] {
+            assert_eq!(fast_timestamp(s.as_bytes()), None, "{s}");
         }
     }
 

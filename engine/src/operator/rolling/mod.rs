@@ -5,9 +5,6 @@
 //!   `F >= event time`; until then it is *pending*.
 //! - A bounded measure (`over = d`) aggregates the visible records of the key with event time in
 //!   `(F - d, F]`; a lifetime measure every visible record since the start.
-//! - One copy of each record serves every measure: records are kept per key in event-time order
-//!   while some bounded range may still hold them; each bounded measure keeps a cursor below
-//!   which records have left its range.
 //! - Emission (update mode): real-time: one row per key per instant at which its measured set
 //!   changes (a record arrives visible; a pending record becomes visible at `F = t`; a record leaves
 //!   a range at exactly `F = t + d`), the row's frontier being that instant; micro-batch: one row
@@ -17,23 +14,38 @@
 //! - Late records (event time <= W, with a watermark on `order_by`) are dropped from every
 //!   measure.
 //!
-//! Min, max and percentiles over a bounded range use an ordered multiset
-//! ([`ordered::OrderedMultiset`]); count, sum, avg and the variance family retract; distinct
-//! counts over a bounded range are exact (a value -> multiplicity map).
+//! Layout (per record work is O(1) amortised in the common case):
+//!
+//! - keys are interned ([`keys`]): a hash table of slab indexes probed with the hash of the
+//!   record's key columns, so no [`GroupKey`] is built per record;
+//! - one copy of each record serves every measure ([`records`]): its event time and one compact
+//!   cell per distinct input column, in per-key ring buffers sorted by event time, one for
+//!   pending and one for visible records. Records become visible in frontier order, so they
+//!   mostly enter at the back and leave each range at the front: each bounded measure keeps the
+//!   index below which records have left its range, and the visible buffer keeps only what the
+//!   longest range still holds (memory bounded by the records in range, never the history);
+//! - measure states ([`measure`]): retraction for count / sum / avg / variance (compensated
+//!   sums, no drift), a monotonic deque for min / max (an ordered multiset only while records
+//!   entered out of event-time order), an ordered multiset for percentiles;
+//! - the instant each key is next due sits in a heap with lazy deletion ([`timers`]);
+//! - rows are built only when emitted.
 
+mod keys;
+mod measure;
 pub mod ordered;
+mod plan;
+mod records;
+mod snapshot;
+mod timers;
 
-use hashbrown::HashMap;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
-
-use self::ordered::OrderedMultiset;
-use super::window_aggregate::measure_input;
+use self::keys::Keys;
+use self::plan::Plan;
+use self::snapshot::{MAGIC, Reader, Writer};
+use self::timers::Timers;
 use super::{BatchContext, Mode, Operator, Output, StateError};
-use crate::aggregate::{AggKind, AggState, AggregateFn};
+use crate::aggregate::AggregateFn;
 use crate::time::{Duration, Timestamp};
-use crate::value::{GroupKey, KeyValue, Record, Row, Value};
+use crate::value::{GroupKey, Record, Value};
 use crate::watermark::WatermarkTracker;
 
 /// One measure of a rolling window.
@@ -62,79 +74,36 @@ pub struct RollingWindowConfig {
     pub watermark: Option<(usize, Duration)>,
 }
 
-/// Identifies a record inside a key: event time, then arrival sequence (ties keep order).
-type Slot = (Timestamp, u64);
-
-/// The state of a bounded measure.
-#[derive(Debug)]
-enum RangeState {
-    /// A retractable aggregate (count, sum, avg, variance family, user functions with retract).
-    Retract(AggState),
-    /// Min, max, percentiles: the values in range, ordered.
-    Ordered(OrderedMultiset),
-    /// Distinct count: value -> multiplicity.
-    Distinct(HashMap<KeyValue, u32>),
-}
-
-#[derive(Debug)]
-struct KeyState {
-    key: GroupKey,
-    /// Records not yet visible: slot -> one input value per measure.
-    pending: BTreeMap<Slot, Box<[Value]>>,
-    /// Visible records that some bounded range may still hold.
-    visible: BTreeMap<Slot, Box<[Value]>>,
-    /// Per bounded measure (same order as `bounded`): records <= cursor have left its range.
-    cursors: Vec<Slot>,
-    ranges: Vec<RangeState>,
-    lifetime: Vec<AggState>,
-    /// The instant at which this key is registered in the timer set.
-    timer: Option<Timestamp>,
-}
-
 /// The rolling-window operator (see the module documentation).
 #[derive(Debug)]
 pub struct RollingWindow {
     cfg: RollingWindowConfig,
-    /// Indexes (into `cfg.measures`) of bounded and lifetime measures.
-    bounded: Vec<usize>,
-    lifetime: Vec<usize>,
-    max_range: Duration,
-    keys: HashMap<GroupKey, u64>,
-    slab: HashMap<u64, KeyState>,
-    next_id: u64,
-    seq: u64,
-    timers: BTreeSet<(Timestamp, u64)>,
+    plan: Plan,
+    keys: Keys,
+    timers: Timers,
     /// The current frontier (F); starts below every instant.
     frontier: Timestamp,
     tracker: Option<WatermarkTracker>,
     watermark: Timestamp,
     batch: Option<BatchContext>,
-    /// Keys changed in the current batch (micro-batch).
-    dirty: BTreeSet<u64>,
+    /// Micro-batch: slots of the keys changed in the current batch.
+    dirty: Vec<u32>,
 }
 
 impl RollingWindow {
     /// A new, empty operator.
     pub fn new(cfg: RollingWindowConfig) -> RollingWindow {
-        let bounded: Vec<usize> = (0..cfg.measures.len()).filter(|&i| cfg.measures[i].over.is_some()).collect();
-        let lifetime: Vec<usize> = (0..cfg.measures.len()).filter(|&i| cfg.measures[i].over.is_none()).collect();
-        let max_range = bounded.iter().filter_map(|&i| cfg.measures[i].over).max().unwrap_or(Duration::ZERO);
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
         RollingWindow {
+            plan: Plan::new(&cfg),
             cfg,
-            bounded,
-            lifetime,
-            max_range,
-            keys: HashMap::new(),
-            slab: HashMap::new(),
-            next_id: 0,
-            seq: 0,
-            timers: BTreeSet::new(),
+            keys: Keys::new(),
+            timers: Timers::default(),
             frontier: Timestamp::MIN,
             tracker,
             watermark: Timestamp::MIN,
             batch: None,
-            dirty: BTreeSet::new(),
+            dirty: Vec::new(),
         }
     }
 
@@ -143,288 +112,85 @@ impl RollingWindow {
         self.frontier
     }
 
-    fn new_range_state(f: &AggregateFn) -> RangeState {
-        match f.kind {
-            AggKind::Min | AggKind::Max | AggKind::ApproxPercentile { .. } => {
-                RangeState::Ordered(OrderedMultiset::default())
-            }
-            AggKind::ApproxCountDistinct { .. } => RangeState::Distinct(HashMap::new()),
-            _ => RangeState::Retract(f.new_state()),
-        }
+    /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
+    fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
+        self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x))
     }
 
-    fn key_id(&mut self, key: GroupKey) -> u64 {
-        if let Some(&id) = self.keys.get(&key) {
-            return id;
-        }
-        let id = self.next_id;
-        self.next_id += 1;
-        let ranges = self.bounded.iter().map(|&i| Self::new_range_state(&self.cfg.measures[i].func)).collect();
-        let lifetime = self.lifetime.iter().map(|&i| self.cfg.measures[i].func.new_state()).collect();
-        let st = KeyState {
-            key: key.clone(),
-            pending: BTreeMap::new(),
-            visible: BTreeMap::new(),
-            cursors: vec![(Timestamp::MIN, 0); self.bounded.len()],
-            ranges,
-            lifetime,
-            timer: None,
-        };
-        self.keys.insert(key, id);
-        self.slab.insert(id, st);
-        id
-    }
-
-    /// Adds a record's values to a range state; `false` if nothing changed.
-    fn range_add(f: &AggregateFn, st: &mut RangeState, v: &Value) -> bool {
-        match st {
-            RangeState::Retract(s) => {
-                f.update(s, v);
-                true
-            }
-            _ if v.is_null() => false,
-            RangeState::Ordered(m) => {
-                m.insert(v.clone());
-                true
-            }
-            RangeState::Distinct(m) => {
-                *m.entry(KeyValue(v.clone())).or_insert(0) += 1;
-                true
+    fn reschedule(&mut self, slot: u32) {
+        let Some(st) = self.keys.get_mut(slot) else { return };
+        let next = self.plan.next_event(st);
+        if st.timer != next {
+            st.timer = next;
+            if let Some(at) = next {
+                self.timers.push(at, slot);
             }
         }
     }
 
-    fn range_remove(f: &AggregateFn, st: &mut RangeState, v: &Value) {
-        match st {
-            RangeState::Retract(s) => {
-                // Only retractable functions get a Retract state (see new_range_state).
-                f.retract(s, v);
-            }
-            _ if v.is_null() => {}
-            RangeState::Ordered(m) => {
-                m.remove(v);
-            }
-            RangeState::Distinct(m) => {
-                let k = KeyValue(v.clone());
-                if let Some(c) = m.get_mut(&k) {
-                    *c -= 1;
-                    if *c == 0 {
-                        m.remove(&k);
-                    }
-                }
-            }
+    /// Emits key `slot`'s row at `frontier` and frees the key if nothing is left in it.
+    fn emit(&mut self, slot: u32, frontier: Timestamp, out: &mut Output) {
+        if let Some(st) = self.keys.get(slot) {
+            out.rows.push(self.plan.row(st, frontier));
+        }
+        self.free_if_empty(slot);
+    }
+
+    fn free_if_empty(&mut self, slot: u32) {
+        let empty = self.keys.get(slot).is_some_and(|st| self.plan.is_empty(st));
+        if empty {
+            // Its timer entries, if any, are stale from now on.
+            self.keys.remove(slot);
         }
     }
 
-    fn range_finish(f: &AggregateFn, st: &RangeState) -> Value {
-        match st {
-            RangeState::Retract(s) => f.finish(s),
-            RangeState::Ordered(m) => match &f.kind {
-                AggKind::Min => m.min().cloned().unwrap_or(Value::Null),
-                AggKind::Max => m.max().cloned().unwrap_or(Value::Null),
-                AggKind::ApproxPercentile { percentages, list, .. } => {
-                    if m.is_empty() {
-                        Value::Null
-                    } else if *list {
-                        Value::List(
-                            percentages.iter().map(|p| m.percentile(*p).cloned().unwrap_or(Value::Null)).collect(),
-                        )
-                    } else {
-                        m.percentile(percentages.first().copied().unwrap_or(0.5)).cloned().unwrap_or(Value::Null)
-                    }
-                }
-                _ => Value::Null,
-            },
-            RangeState::Distinct(m) => Value::Long(m.len() as i64),
-        }
-    }
-
-    /// Brings key `id` to frontier `x`: records leave ranges whose lower bound passed them,
-    /// pending records with event time <= x become visible. Returns whether the measured set
-    /// changed.
-    fn settle(&mut self, id: u64, x: Timestamp) -> bool {
-        let Some(st) = self.slab.get_mut(&id) else { return false };
-        let mut changed = false;
-        // 1. Expire: for each bounded measure, records with t <= x - d leave.
-        for (bi, &mi) in self.bounded.iter().enumerate() {
-            let m = &self.cfg.measures[mi];
-            let d = m.over.unwrap_or(Duration::ZERO);
-            let upto: Slot = (x.saturating_sub(d), u64::MAX);
-            if st.cursors[bi] >= upto {
-                continue;
-            }
-            let from = st.cursors[bi];
-            for (_, vals) in st.visible.range((Bound::Excluded(from), Bound::Included(upto))) {
-                Self::range_remove(&m.func, &mut st.ranges[bi], &vals[mi]);
-                changed = true;
-            }
-            st.cursors[bi] = upto;
-        }
-        // 2. Pending records with t <= x become visible.
-        while let Some(entry) = st.pending.first_entry() {
-            if entry.key().0 > x {
-                break;
-            }
-            let (slot, vals) = entry.remove_entry();
-            for (li, &mi) in self.lifetime.iter().enumerate() {
-                let f = &self.cfg.measures[mi].func;
-                f.update(&mut st.lifetime[li], &vals[mi]);
-                changed = true;
-            }
-            let mut in_some_range = false;
-            for (bi, &mi) in self.bounded.iter().enumerate() {
-                if slot > st.cursors[bi] {
-                    Self::range_add(&self.cfg.measures[mi].func, &mut st.ranges[bi], &vals[mi]);
-                    changed = true;
-                    in_some_range = true;
-                }
-            }
-            if in_some_range {
-                st.visible.insert(slot, vals);
-            }
-        }
-        // 3. Forget records below every range.
-        let floor: Slot = (x.saturating_sub(self.max_range), u64::MAX);
-        while let Some(entry) = st.visible.first_entry() {
-            if *entry.key() > floor {
-                break;
-            }
-            entry.remove();
-        }
-        changed
-    }
-
-    /// The next instant at which key `id` changes by itself (visibility or expiry).
-    fn next_event(&self, id: u64) -> Option<Timestamp> {
-        let st = self.slab.get(&id)?;
-        let mut next = st.pending.keys().next().map(|s| s.0);
-        for (bi, &mi) in self.bounded.iter().enumerate() {
-            let d = self.cfg.measures[mi].over.unwrap_or(Duration::ZERO);
-            if let Some((slot, _)) = st.visible.range((Bound::Excluded(st.cursors[bi]), Bound::Unbounded)).next() {
-                let at = slot.0.saturating_add(d);
-                next = Some(next.map_or(at, |n: Timestamp| n.min(at)));
-            }
-        }
-        next
-    }
-
-    fn reschedule(&mut self, id: u64) {
-        let next = self.next_event(id);
-        let Some(st) = self.slab.get_mut(&id) else { return };
-        if st.timer == next {
-            return;
-        }
-        if let Some(old) = st.timer {
-            self.timers.remove(&(old, id));
-        }
-        st.timer = next;
-        if let Some(n) = next {
-            self.timers.insert((n, id));
-        }
-    }
-
-    fn row(&self, id: u64, frontier: Timestamp) -> Row {
-        let st = &self.slab[&id];
-        let mut row: Row = Vec::with_capacity(st.key.0.len() + 1 + self.cfg.measures.len());
-        row.extend(st.key.values().cloned());
-        row.push(Value::Timestamp(frontier));
-        let mut b = 0;
-        let mut l = 0;
-        for m in &self.cfg.measures {
-            if m.over.is_some() {
-                row.push(Self::range_finish(&m.func, &st.ranges[b]));
-                b += 1;
-            } else {
-                row.push(m.func.finish(&st.lifetime[l]));
-                l += 1;
-            }
-        }
-        row
-    }
-
-    /// Emits key `id`'s row at `frontier` and frees the key if nothing is left in it.
-    fn emit(&mut self, id: u64, frontier: Timestamp, out: &mut Output) {
-        out.rows.push(self.row(id, frontier));
-        self.free_if_empty(id);
-    }
-
-    fn free_if_empty(&mut self, id: u64) {
-        let empty = match self.slab.get(&id) {
-            Some(st) => self.lifetime.is_empty() && st.pending.is_empty() && st.visible.is_empty(),
-            None => false,
-        };
-        if empty && let Some(st) = self.slab.remove(&id) {
-            if let Some(t) = st.timer {
-                self.timers.remove(&(t, id));
-            }
-            self.keys.remove(&st.key);
-        }
-    }
-
-    /// Fires every timer due at or before frontier `f`: real-time emits a row per key and
-    /// instant; micro-batch settles keys at `f` and marks them dirty.
+    /// Fires every timer due at or before frontier `f`, in instant order: real-time emits a row
+    /// per key and instant; micro-batch settles keys at `f` and marks them dirty.
     fn run_timers(&mut self, f: Timestamp, out: &mut Output) {
-        while let Some(&(at, id)) = self.timers.first() {
-            if at > f {
-                break;
-            }
-            self.timers.remove(&(at, id));
-            if let Some(st) = self.slab.get_mut(&id) {
+        while let Some((at, slot)) = self.timers.pop_due(f, &self.keys) {
+            if let Some(st) = self.keys.get_mut(slot) {
                 st.timer = None;
             }
             match self.cfg.mode {
                 Mode::RealTime => {
-                    if self.settle(id, at) {
-                        self.emit(id, at, out);
+                    if self.settle(slot, at) {
+                        self.emit(slot, at, out);
+                    } else {
+                        self.free_if_empty(slot);
                     }
                 }
                 Mode::MicroBatch => {
-                    if self.settle(id, f) {
-                        self.dirty.insert(id);
+                    if self.settle(slot, f) {
+                        if let Some(st) = self.keys.get_mut(slot)
+                            && !st.dirty
+                        {
+                            st.dirty = true;
+                            self.dirty.push(slot);
+                        }
+                    } else {
+                        self.free_if_empty(slot);
                     }
                 }
             }
-            self.reschedule(id);
+            self.reschedule(slot);
         }
+        self.timers.clean(&self.keys);
     }
 
-    fn take_record(&mut self, record: &Record, late_w: Timestamp) -> Option<(u64, Timestamp)> {
-        let t = record.values[self.cfg.order_by].as_timestamp()?;
-        let late = match self.cfg.watermark {
-            Some((c, _)) => record.values[c].as_timestamp().is_some_and(|et| et <= late_w),
-            None => false,
-        };
-        if late {
-            return None;
+    /// The slot of the key of `record`, created if absent.
+    #[inline]
+    fn slot_of(&mut self, record: &Record) -> u32 {
+        let cols = &self.cfg.key_columns;
+        let hash = self.keys.hash(cols.iter().map(|&c| &record.values[c]));
+        match self.keys.find(hash, record, cols) {
+            Some(slot) => slot,
+            None => {
+                let key: Box<[Value]> = cols.iter().map(|&c| record.values[c].clone()).collect();
+                let st = self.plan.new_key(key, hash);
+                self.keys.insert(st)
+            }
         }
-        let vals: Box<[Value]> = self.cfg.measures.iter().map(|m| measure_input(&m.func, record).clone()).collect();
-        let id = self.key_id(GroupKey::of(record, &self.cfg.key_columns));
-        self.seq += 1;
-        let slot = (t, self.seq);
-        if let Some(st) = self.slab.get_mut(&id) {
-            st.pending.insert(slot, vals);
-        }
-        Some((id, t))
     }
-}
-
-#[derive(Serialize, Deserialize)]
-struct Snapshot {
-    /// Per key: key, pending records, visible records, cursors, lifetime states.
-    keys: Vec<KeySnapshot>,
-    seq: u64,
-    frontier: Timestamp,
-    tracker: Option<WatermarkTracker>,
-    watermark: Timestamp,
-}
-
-#[derive(Serialize, Deserialize)]
-struct KeySnapshot {
-    key: GroupKey,
-    pending: Vec<(Slot, Box<[Value]>)>,
-    visible: Vec<(Slot, Box<[Value]>)>,
-    cursors: Vec<Slot>,
-    lifetime: Vec<Vec<u8>>,
 }
 
 impl Operator for RollingWindow {
@@ -440,27 +206,33 @@ impl Operator for RollingWindow {
                 self.watermark
             }
         };
+        // A record without event time cannot be placed (the decoder rejects it before).
+        let Some(t) = record.values[self.cfg.order_by].as_timestamp() else { return };
         let event_time = self.cfg.watermark.and_then(|(c, _)| record.values[c].as_timestamp());
-        let Some((id, t)) = self.take_record(record, late_w) else {
-            if record.values[self.cfg.order_by].as_timestamp().is_some() {
-                out.late.push(record.clone());
-            }
+        if event_time.is_some_and(|et| et <= late_w) {
+            out.late.push(record.clone());
             return;
-        };
+        }
         if let (Some(tr), Some(et)) = (self.tracker.as_mut(), event_time) {
             tr.observe(et);
             if self.cfg.mode == Mode::RealTime {
                 self.watermark = self.watermark.max(tr.current());
             }
         }
-        if self.cfg.mode == Mode::RealTime && t <= self.frontier {
-            let f = self.frontier;
-            if self.settle(id, f) {
-                self.emit(id, f, out);
+        let slot = self.slot_of(record);
+        let f = self.frontier;
+        let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
+        let Some(st) = self.keys.get_mut(slot) else { return };
+        if visible_now {
+            if self.plan.arrive(st, f, t.0, record) {
+                self.emit(slot, f, out);
             }
+        } else {
+            self.plan.pend(st, t.0, record);
         }
-        self.reschedule(id);
-        self.free_if_empty(id);
+        self.reschedule(slot);
+        self.free_if_empty(slot);
+        self.timers.clean(&self.keys);
     }
 
     fn end_batch(&mut self, out: &mut Output) {
@@ -472,11 +244,17 @@ impl Operator for RollingWindow {
         let f = self.frontier;
         self.run_timers(f, out);
         let dirty = std::mem::take(&mut self.dirty);
-        for id in dirty {
-            if self.slab.contains_key(&id) {
-                self.emit(id, f, out);
+        for &slot in &dirty {
+            if let Some(st) = self.keys.get_mut(slot)
+                && st.dirty
+            {
+                st.dirty = false;
+                self.emit(slot, f, out);
             }
         }
+        self.dirty = dirty;
+        self.dirty.clear();
+        self.timers.clean(&self.keys);
     }
 
     fn advance_watermark(&mut self, w: Timestamp, _out: &mut Output) {
@@ -493,7 +271,7 @@ impl Operator for RollingWindow {
     }
 
     fn next_timer(&self) -> Option<Timestamp> {
-        self.timers.first().map(|(at, _)| at.saturating_add(self.cfg.frontier_delay))
+        self.timers.next().map(|at| at.saturating_add(self.cfg.frontier_delay))
     }
 
     fn wants_no_data_batch(&self, _evicted_with: Timestamp, _next: Timestamp) -> bool {
@@ -501,78 +279,103 @@ impl Operator for RollingWindow {
     }
 
     fn state_len(&self) -> usize {
-        self.slab.len()
+        self.keys.len()
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        let mut ids: Vec<&u64> = self.slab.keys().collect();
-        ids.sort();
-        let keys = ids
-            .into_iter()
-            .map(|id| {
-                let st = &self.slab[id];
-                KeySnapshot {
-                    key: st.key.clone(),
-                    pending: st.pending.iter().map(|(s, v)| (*s, v.clone())).collect(),
-                    visible: st.visible.iter().map(|(s, v)| (*s, v.clone())).collect(),
-                    cursors: st.cursors.clone(),
-                    lifetime: st.lifetime.iter().map(|a| a.to_bytes()).collect(),
-                }
-            })
-            .collect();
-        let snap =
-            Snapshot { keys, seq: self.seq, frontier: self.frontier, tracker: self.tracker, watermark: self.watermark };
-        // Serialising plain data to a Vec cannot fail.
-        serde_json::to_vec(&snap).unwrap_or_default()
+        let mut w = Writer { out: Vec::with_capacity(64 + 64 * self.keys.len()) };
+        w.out.extend_from_slice(MAGIC);
+        w.u32(self.plan.lanes.len() as u32);
+        w.u32(self.plan.bounded.len() as u32);
+        w.u32(self.plan.lifetime.len() as u32);
+        w.i64(self.frontier.0);
+        w.i64(self.watermark.0);
+        w.tracker(self.tracker.as_ref());
+        w.u64(self.keys.len() as u64);
+        for (_, st) in self.keys.live() {
+            w.u32(st.key.len() as u32);
+            for v in st.key.iter() {
+                w.value(v);
+            }
+            w.records(&st.pending);
+            w.records(&st.visible);
+            for &s in st.starts.iter() {
+                w.u64(s as u64);
+            }
+            for a in st.lifetime.iter() {
+                w.bytes(&a.to_bytes());
+            }
+        }
+        w.out
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
         let corrupt = |why: String| StateError::Corrupt { operator: "rolling_window", why };
-        let snap: Snapshot = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        for ks in snap.keys {
-            if ks.cursors.len() != self.bounded.len() || ks.lifetime.len() != self.lifetime.len() {
-                return Err(corrupt("measures differ from the query's".into()));
-            }
-            let id = self.key_id(ks.key);
-            let lifetime = self
-                .lifetime
-                .iter()
-                .zip(&ks.lifetime)
-                .map(|(&mi, b)| self.cfg.measures[mi].func.state_from_bytes(b).map_err(|e| corrupt(e.to_string())))
-                .collect::<Result<Vec<_>, _>>()?;
-            let bounded = self.bounded.clone();
-            let measures = self.cfg.measures.clone();
-            let st = self.slab.get_mut(&id).ok_or_else(|| corrupt("key vanished".into()))?;
-            st.lifetime = lifetime;
-            st.cursors = ks.cursors;
-            st.pending = ks.pending.into_iter().collect();
-            st.visible = ks.visible.into_iter().collect();
-            // Rebuild the range states from the visible records above each cursor.
-            for (bi, &mi) in bounded.iter().enumerate() {
-                let f = &measures[mi].func;
-                for (_, vals) in st.visible.range((Bound::Excluded(st.cursors[bi]), Bound::Unbounded)) {
-                    Self::range_add(f, &mut st.ranges[bi], &vals[mi]);
-                }
-            }
-            self.reschedule(id);
+        let mut r = Reader { b: bytes };
+        if r.take(MAGIC.len()).map_err(&corrupt)? != MAGIC {
+            return Err(corrupt("not a rolling-window snapshot (bad magic)".into()));
         }
-        self.seq = self.seq.max(snap.seq);
-        self.frontier = self.frontier.max(snap.frontier);
-        super::merge_trackers(&mut self.tracker, snap.tracker);
-        self.watermark = self.watermark.max(snap.watermark);
+        let shape = (r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?);
+        if shape != (self.plan.lanes.len() as u32, self.plan.bounded.len() as u32, self.plan.lifetime.len() as u32) {
+            return Err(corrupt(format!(
+                "measures differ from the query's: (input columns, bounded, lifetime) = {shape:?}, expected ({}, {}, {})",
+                self.plan.lanes.len(),
+                self.plan.bounded.len(),
+                self.plan.lifetime.len()
+            )));
+        }
+        let frontier = Timestamp(r.i64().map_err(&corrupt)?);
+        let watermark = Timestamp(r.i64().map_err(&corrupt)?);
+        let tracker = r.tracker().map_err(&corrupt)?;
+        let n = r.count(4).map_err(&corrupt)?;
+        for _ in 0..n {
+            let parts = r.u32().map_err(&corrupt)? as usize;
+            if parts != self.cfg.key_columns.len() {
+                return Err(corrupt(format!("a key of {parts} values, expected {}", self.cfg.key_columns.len())));
+            }
+            let key = (0..parts).map(|_| r.value(0)).collect::<Result<Box<[Value]>, _>>().map_err(&corrupt)?;
+            let hash = self.keys.hash(key.iter());
+            let mut st = self.plan.new_key(key, hash);
+            st.pending = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
+            st.visible = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
+            for b in 0..self.plan.bounded.len() {
+                let s = r.u64().map_err(&corrupt)? as usize;
+                if s > st.visible.len() {
+                    return Err(corrupt(format!("range start {s} past {} visible records", st.visible.len())));
+                }
+                st.starts[b] = s;
+            }
+            for l in 0..self.plan.lifetime.len() {
+                let b = r.bytes().map_err(&corrupt)?;
+                let f = &self.plan.measures[self.plan.lifetime[l]].func;
+                st.lifetime[l] = f.state_from_bytes(b).map_err(|e| corrupt(e.to_string()))?;
+            }
+            self.plan.rebuild_ranges(&mut st);
+            // Groups of two snapshots are disjoint; should one repeat, the later one wins.
+            if let Some(old) = self.keys.find_key(hash, &st.key) {
+                self.keys.remove(old);
+            }
+            let slot = self.keys.insert(st);
+            self.reschedule(slot);
+        }
+        if !r.b.is_empty() {
+            return Err(corrupt(format!("{} bytes after the last key", r.b.len())));
+        }
+        self.frontier = self.frontier.max(frontier);
+        super::merge_trackers(&mut self.tracker, tracker);
+        self.watermark = self.watermark.max(watermark);
+        self.timers.clean(&self.keys);
         Ok(())
     }
 
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
-        let drop: Vec<u64> = self.keys.iter().filter(|(k, _)| !keep(k)).map(|(_, &id)| id).collect();
-        for id in drop {
-            if let Some(st) = self.slab.remove(&id) {
-                if let Some(t) = st.timer {
-                    self.timers.remove(&(t, id));
-                }
-                self.keys.remove(&st.key);
-            }
-            self.dirty.remove(&id);
+        let drop: Vec<u32> = self.keys.live().filter(|(_, st)| !keep(&st.group_key())).map(|(i, _)| i).collect();
+        for slot in drop {
+            self.keys.remove(slot);
         }
+        self.timers.rebuild(&self.keys);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,144 @@
+//! Interned partition keys: a slab of per-key states, found by the hash of a record's key
+//! columns without building a [`GroupKey`] per record.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use hashbrown::HashTable;
+
+use super::measure::Range;
+use super::records::Records;
+use crate::aggregate::AggState;
+use crate::time::Timestamp;
+use crate::value::{GroupKey, KeyValue, Record, Value};
+
+/// Fixed seeds: a key's hash (and so nothing observable, only the table's layout) is the same on
+/// every run.
+const SEEDS: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+
+/// The state of one key.
+#[derive(Debug)]
+pub(super) struct KeyState {
+    /// The `partition_by` values, in order.
+    pub(super) key: Box<[Value]>,
+    pub(super) hash: u64,
+    /// Records not yet visible (event time > the frontier the key was last settled at).
+    pub(super) pending: Records,
+    /// Visible records that the longest bounded range still holds.
+    pub(super) visible: Records,
+    /// Per bounded measure: `visible[..start]` have left its range.
+    pub(super) starts: Box<[usize]>,
+    /// Per bounded measure, its state over `visible[start..]`.
+    pub(super) ranges: Box<[Range]>,
+    /// Per lifetime measure, its state.
+    pub(super) lifetime: Box<[AggState]>,
+    /// The instant (frontier) at which the key is next due, as registered in the timer heap.
+    pub(super) timer: Option<Timestamp>,
+    /// Micro-batch: the key changed in this batch and is in the dirty list.
+    pub(super) dirty: bool,
+}
+
+impl KeyState {
+    /// The key as a [`GroupKey`].
+    pub(super) fn group_key(&self) -> GroupKey {
+        GroupKey(self.key.iter().cloned().map(KeyValue).collect())
+    }
+}
+
+/// The keys: a slab of states (indexes are stable while a key lives; freed slots are reused) and
+/// a hash table of slab indexes.
+#[derive(Debug)]
+pub(super) struct Keys {
+    table: HashTable<u32>,
+    pub(super) slots: Vec<Option<KeyState>>,
+    free: Vec<u32>,
+    hasher: ahash::RandomState,
+}
+
+impl Keys {
+    pub(super) fn new() -> Keys {
+        Keys {
+            table: HashTable::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            hasher: ahash::RandomState::with_seeds(SEEDS[0], SEEDS[1], SEEDS[2], SEEDS[3]),
+        }
+    }
+
+    /// Number of keys.
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The hash of the values `parts` (grouping equality: NaN = NaN, -0.0 = 0.0, as [`Value`]
+    /// hashes).
+    #[inline]
+    pub(super) fn hash<'a>(&self, parts: impl Iterator<Item = &'a Value>) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for v in parts {
+            v.hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// The slot of the key of `record` over `columns`, if present.
+    #[inline]
+    pub(super) fn find(&self, hash: u64, record: &Record, columns: &[usize]) -> Option<u32> {
+        let slots = &self.slots;
+        self.table
+            .find(hash, |&i| {
+                slots[i as usize]
+                    .as_ref()
+                    .is_some_and(|s| s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c]))
+            })
+            .copied()
+    }
+
+    /// The slot of `key`, if present.
+    pub(super) fn find_key(&self, hash: u64, key: &[Value]) -> Option<u32> {
+        let slots = &self.slots;
+        self.table.find(hash, |&i| slots[i as usize].as_ref().is_some_and(|s| *s.key == *key)).copied()
+    }
+
+    /// Adds a key that is not present; returns its slot.
+    pub(super) fn insert(&mut self, state: KeyState) -> u32 {
+        let hash = state.hash;
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(state);
+                i
+            }
+            None => {
+                self.slots.push(Some(state));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slots = &self.slots;
+        self.table.insert_unique(hash, i, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
+        i
+    }
+
+    /// Removes the key in slot `i`.
+    pub(super) fn remove(&mut self, i: u32) -> Option<KeyState> {
+        let st = self.slots.get_mut(i as usize)?.take()?;
+        if let Ok(e) = self.table.find_entry(st.hash, |&j| j == i) {
+            e.remove();
+        }
+        self.free.push(i);
+        Some(st)
+    }
+
+    #[inline]
+    pub(super) fn get(&self, i: u32) -> Option<&KeyState> {
+        self.slots.get(i as usize).and_then(Option::as_ref)
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, i: u32) -> Option<&mut KeyState> {
+        self.slots.get_mut(i as usize).and_then(Option::as_mut)
+    }
+
+    /// Slots of every key, in slot order.
+    pub(super) fn live(&self) -> impl Iterator<Item = (u32, &KeyState)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as u32, s)))
+    }
+}

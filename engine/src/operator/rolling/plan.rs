@@ -1,0 +1,239 @@
+//! The compiled query ([`Plan`]: measures, lanes, ranges) and what it does to one key's state:
+//! records leave ranges, become visible, arrive; the key's next instant; its row.
+
+use super::RollingWindowConfig;
+use super::keys::KeyState;
+use super::measure::{Measure, Range, finish, fold};
+use super::records::{Cell, Records};
+use crate::schema::DataType;
+use crate::time::Timestamp;
+use crate::value::{Record, Row, Value};
+
+/// The measures of a rolling window, compiled.
+#[derive(Debug)]
+pub(super) struct Plan {
+    pub(super) measures: Box<[Measure]>,
+    /// Indexes (into `measures`) of bounded and lifetime measures.
+    pub(super) bounded: Box<[usize]>,
+    pub(super) lifetime: Box<[usize]>,
+    /// Per lane: the record column and its type.
+    pub(super) lanes: Box<[(usize, DataType)]>,
+    /// The longest bounded range (µs); `None` without bounded measures.
+    max_range_us: Option<i64>,
+}
+
+impl Plan {
+    pub(super) fn new(cfg: &RollingWindowConfig) -> Plan {
+        let mut lanes: Vec<(usize, DataType)> = Vec::new();
+        let measures: Box<[Measure]> = cfg
+            .measures
+            .iter()
+            .map(|m| {
+                let lane = m.func.input.map(|c| {
+                    let key = (c, m.func.input_type);
+                    lanes.iter().position(|l| *l == key).unwrap_or_else(|| {
+                        lanes.push(key);
+                        lanes.len() - 1
+                    })
+                });
+                Measure { func: m.func.clone(), over_us: m.over.map(|d| d.0), lane, ty: m.func.input_type }
+            })
+            .collect();
+        let bounded: Box<[usize]> = (0..measures.len()).filter(|&i| measures[i].over_us.is_some()).collect();
+        let lifetime: Box<[usize]> = (0..measures.len()).filter(|&i| measures[i].over_us.is_none()).collect();
+        let max_range_us = bounded.iter().filter_map(|&i| measures[i].over_us).max();
+        Plan { measures, bounded, lifetime, lanes: lanes.into(), max_range_us }
+    }
+
+    /// An empty state for a key.
+    pub(super) fn new_key(&self, key: Box<[Value]>, hash: u64) -> KeyState {
+        KeyState {
+            key,
+            hash,
+            pending: Records::new(self.lanes.len()),
+            visible: Records::new(self.lanes.len()),
+            starts: vec![0; self.bounded.len()].into(),
+            ranges: self.bounded.iter().map(|&i| Range::new(&self.measures[i])).collect(),
+            lifetime: self.lifetime.iter().map(|&i| self.measures[i].func.new_state()).collect(),
+            timer: None,
+            dirty: false,
+        }
+    }
+
+    /// The lower bound of bounded measure `mi`'s range at frontier `x` (records with time <= it
+    /// are out).
+    #[inline]
+    fn limit(&self, mi: usize, x: i64) -> i64 {
+        x.saturating_sub(self.measures[mi].over_us.unwrap_or(0))
+    }
+
+    /// Brings `st` to frontier `x`: records leave the ranges whose lower bound passed them,
+    /// pending records with event time <= x become visible. Returns whether the measured set
+    /// changed.
+    pub(super) fn settle(&self, st: &mut KeyState, x: Timestamp) -> bool {
+        let x = x.0;
+        let mut changed = self.expire(st, x);
+        while let Some(t) = st.pending.first_time() {
+            if t > x {
+                break;
+            }
+            changed |= !self.lifetime.is_empty();
+            for (l, &mi) in self.lifetime.iter().enumerate() {
+                let m = &self.measures[mi];
+                fold(m, &mut st.lifetime[l], m.input(&st.pending, 0), 1);
+            }
+            if !self.in_some_range(t, x) {
+                st.pending.pop_first();
+                continue;
+            }
+            let Some((_, p)) = st.pending.move_first(&mut st.visible) else { break };
+            changed |= self.enter(st, x, t, p);
+        }
+        self.forget(st);
+        changed
+    }
+
+    /// A record arrives visible at frontier `x` (its time `t <= x`). Returns whether the
+    /// measured set changed. Pending records due by `x` are revealed first (none are, unless
+    /// a restore moved the frontier).
+    pub(super) fn arrive(&self, st: &mut KeyState, x: Timestamp, t: i64, record: &Record) -> bool {
+        if st.pending.first_time().is_some_and(|p| p <= x.0) {
+            st.pending.insert(t, self.cells(record));
+            return self.settle(st, x);
+        }
+        let x = x.0;
+        let mut changed = self.expire(st, x) | !self.lifetime.is_empty();
+        if self.in_some_range(t, x) {
+            let p = st.visible.insert(t, self.cells(record));
+            for (l, &mi) in self.lifetime.iter().enumerate() {
+                let m = &self.measures[mi];
+                fold(m, &mut st.lifetime[l], m.input(&st.visible, p), 1);
+            }
+            changed |= self.enter(st, x, t, p);
+            self.forget(st);
+        } else {
+            for (l, &mi) in self.lifetime.iter().enumerate() {
+                let m = &self.measures[mi];
+                let cell = m.lane.map_or(Cell::Null, |l| Cell::of(&record.values[self.lanes[l].0], self.lanes[l].1));
+                fold(m, &mut st.lifetime[l], &cell, 1);
+            }
+        }
+        changed
+    }
+
+    /// Takes `record` as a pending record of `st`.
+    pub(super) fn pend(&self, st: &mut KeyState, t: i64, record: &Record) {
+        st.pending.insert(t, self.cells(record));
+    }
+
+    /// The cells of `record`, one per lane.
+    #[inline]
+    fn cells<'a>(&'a self, record: &'a Record) -> impl Iterator<Item = Cell> + 'a {
+        self.lanes.iter().map(|&(c, ty)| Cell::of(&record.values[c], ty))
+    }
+
+    /// Whether a record of time `t` is in the longest range at frontier `x`.
+    #[inline]
+    fn in_some_range(&self, t: i64, x: i64) -> bool {
+        self.max_range_us.is_some_and(|d| t > x.saturating_sub(d))
+    }
+
+    /// Records with `t <= x - d` leave each bounded range. Returns whether any left.
+    #[inline]
+    fn expire(&self, st: &mut KeyState, x: i64) -> bool {
+        let mut changed = false;
+        for (b, &mi) in self.bounded.iter().enumerate() {
+            let m = &self.measures[mi];
+            let limit = self.limit(mi, x);
+            let from = st.starts[b];
+            let mut s = from;
+            while s < st.visible.len() && st.visible.time(s) <= limit {
+                st.ranges[b].remove(m, &st.visible, s, limit);
+                s += 1;
+            }
+            if s != from {
+                changed = true;
+                st.starts[b] = s;
+                if s == st.visible.len() {
+                    st.ranges[b].emptied();
+                }
+            }
+        }
+        changed
+    }
+
+    /// Visible record `p` (time `t`, just inserted) enters the ranges that hold it at `x`.
+    #[inline]
+    fn enter(&self, st: &mut KeyState, x: i64, t: i64, p: usize) -> bool {
+        let newest = p + 1 == st.visible.len();
+        let mut changed = false;
+        for (b, &mi) in self.bounded.iter().enumerate() {
+            if t > self.limit(mi, x) {
+                st.ranges[b].add(&self.measures[mi], &st.visible, st.starts[b], p, newest);
+                changed = true;
+            } else {
+                // Out of this range already: it sits below the range's start (p <= start).
+                st.starts[b] += 1;
+            }
+        }
+        changed
+    }
+
+    /// Forgets the visible records below every range.
+    #[inline]
+    fn forget(&self, st: &mut KeyState) {
+        let below = st.starts.iter().copied().min().unwrap_or(0);
+        if below > 0 {
+            st.visible.drop_first(below);
+            for s in st.starts.iter_mut() {
+                *s -= below;
+            }
+        }
+    }
+
+    /// The next instant at which `st` changes by itself (visibility or expiry).
+    #[inline]
+    pub(super) fn next_event(&self, st: &KeyState) -> Option<Timestamp> {
+        let mut next = st.pending.first_time();
+        for (b, &mi) in self.bounded.iter().enumerate() {
+            if st.starts[b] < st.visible.len() {
+                let at = st.visible.time(st.starts[b]).saturating_add(self.measures[mi].over_us.unwrap_or(0));
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        next.map(Timestamp)
+    }
+
+    /// The row of `st` at `frontier`: key, frontier, measures in order.
+    pub(super) fn row(&self, st: &KeyState, frontier: Timestamp) -> Row {
+        let mut row: Row = Vec::with_capacity(st.key.len() + 1 + self.measures.len());
+        row.extend(st.key.iter().cloned());
+        row.push(Value::Timestamp(frontier));
+        let (mut b, mut l) = (0, 0);
+        for m in self.measures.iter() {
+            if m.over_us.is_some() {
+                row.push(st.ranges[b].finish(m, &st.visible, st.starts[b]));
+                b += 1;
+            } else {
+                row.push(finish(m, &st.lifetime[l]));
+                l += 1;
+            }
+        }
+        row
+    }
+
+    /// Whether `st` holds nothing that can change by itself and no lifetime measure needs it.
+    pub(super) fn is_empty(&self, st: &KeyState) -> bool {
+        self.lifetime.is_empty() && !st.dirty && st.pending.is_empty() && st.visible.is_empty()
+    }
+
+    /// Rebuilds the bounded range states of `st` from its visible records.
+    pub(super) fn rebuild_ranges(&self, st: &mut KeyState) {
+        for (b, &mi) in self.bounded.iter().enumerate() {
+            let m = &self.measures[mi];
+            for i in st.starts[b]..st.visible.len() {
+                st.ranges[b].add(m, &st.visible, st.starts[b], i, true);
+            }
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The rolling window's snapshot bytes: a compact little-endian format, written and read in one
+//! pass (no intermediate tree). Derived state (range aggregates, timers) is not stored: it is
+//! rebuilt from the records on restore.
+//!
+//! ```text
+//! magic "EDDYRW01"
+//! lanes u32, bounded u32, lifetime u32
+//! frontier i64, watermark i64
+//! tracker: u8 (0 none | 1 some), delay i64, u8 (0 | 1) + max event time i64
+//! keys u64, then per key:
+//!   parts u32, values
+//!   pending: n u64, n x (time i64, lanes x cell)
+//!   visible: n u64, n x (time i64, lanes x cell)      (sorted by time)
+//!   bounded x start u64
+//!   lifetime x (len u32, AggState bytes)
+//! cell: 0 null | 1 f64 | 2 i64 | 3 value
+//! value: 0 null | 1 bool u8 | 2 int i32 | 3 long i64 | 4 float f32 | 5 double f64
+//!        | 6 string (len u32, UTF-8) | 7 timestamp i64 | 8 window (i64, i64) | 9 list (n u32, values)
+//! ```
+
+use super::records::{Cell, Records};
+use crate::time::{Duration, Timestamp};
+use crate::value::Value;
+use crate::watermark::WatermarkTracker;
+
+pub(super) const MAGIC: &[u8; 8] = b"EDDYRW01";
+
+/// Lists inside a value nest at most this deep (inputs never hold lists at all).
+const MAX_LIST_DEPTH: usize = 8;
+
+/// Appends little-endian fields.
+pub(super) struct Writer {
+    pub(super) out: Vec<u8>,
+}
+
+impl Writer {
+    pub(super) fn u8(&mut self, v: u8) {
+        self.out.push(v);
+    }
+    pub(super) fn u32(&mut self, v: u32) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn u64(&mut self, v: u64) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn i64(&mut self, v: i64) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.out.extend_from_slice(b);
+    }
+
+    pub(super) fn tracker(&mut self, t: Option<&WatermarkTracker>) {
+        match t {
+            None => self.u8(0),
+            Some(t) => {
+                self.u8(1);
+                self.i64(t.delay().0);
+                match t.max_event_time() {
+                    None => self.u8(0),
+                    Some(m) => {
+                        self.u8(1);
+                        self.i64(m.0);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.u8(0),
+            Value::Bool(b) => {
+                self.u8(1);
+                self.u8(*b as u8);
+            }
+            Value::Int(x) => {
+                self.u8(2);
+                self.out.extend_from_slice(&x.to_le_bytes());
+            }
+            Value::Long(x) => {
+                self.u8(3);
+                self.i64(*x);
+            }
+            Value::Float(x) => {
+                self.u8(4);
+                self.out.extend_from_slice(&x.to_le_bytes());
+            }
+            Value::Double(x) => {
+                self.u8(5);
+                self.out.extend_from_slice(&x.to_le_bytes());
+            }
+            Value::Str(s) => {
+                self.u8(6);
+                self.bytes(s.as_bytes());
+            }
+            Value::Timestamp(t) => {
+                self.u8(7);
+                self.i64(t.0);
+            }
+            Value::Window { start, end } => {
+                self.u8(8);
+                self.i64(start.0);
+                self.i64(end.0);
+            }
+            Value::List(l) => {
+                self.u8(9);
+                self.u32(l.len() as u32);
+                for v in l.iter() {
+                    self.value(v);
+                }
+            }
+        }
+    }
+
+    fn cell(&mut self, c: &Cell) {
+        match c {
+            Cell::Null => self.u8(0),
+            Cell::F(x) => {
+                self.u8(1);
+                self.out.extend_from_slice(&x.to_le_bytes());
+            }
+            Cell::I(x) => {
+                self.u8(2);
+                self.i64(*x);
+            }
+            Cell::V(v) => {
+                self.u8(3);
+                self.value(v);
+            }
+        }
+    }
+
+    pub(super) fn records(&mut self, r: &Records) {
+        self.u64(r.len() as u64);
+        for (t, cells) in r.iter() {
+            self.i64(t);
+            for c in cells {
+                self.cell(c);
+            }
+        }
+    }
+}
+
+/// Reads what [`Writer`] wrote; every error says what was cut or wrong.
+pub(super) struct Reader<'a> {
+    pub(super) b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.b.len() < n {
+            return Err(format!("cut short: {n} bytes needed, {} left", self.b.len()));
+        }
+        let (head, rest) = self.b.split_at(n);
+        self.b = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+    pub(super) fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    pub(super) fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    pub(super) fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    pub(super) fn i64(&mut self) -> Result<i64, String> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    pub(super) fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    /// A count of items of at least `min_size` bytes each, checked against the bytes left (so a
+    /// corrupt count cannot make a huge allocation).
+    pub(super) fn count(&mut self, min_size: usize) -> Result<usize, String> {
+        let n = self.u64()?;
+        if n.saturating_mul(min_size.max(1) as u64) > self.b.len() as u64 {
+            return Err(format!("a count of {n} items does not fit in the {} bytes left", self.b.len()));
+        }
+        Ok(n as usize)
+    }
+
+    pub(super) fn tracker(&mut self) -> Result<Option<WatermarkTracker>, String> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => {
+                let mut t = WatermarkTracker::new(Duration(self.i64()?));
+                match self.u8()? {
+                    0 => {}
+                    1 => t.observe(Timestamp(self.i64()?)),
+                    x => return Err(format!("bad tracker tag {x}")),
+                }
+                Ok(Some(t))
+            }
+            x => Err(format!("bad tracker tag {x}")),
+        }
+    }
+
+    pub(super) fn value(&mut self, depth: usize) -> Result<Value, String> {
+        Ok(match self.u8()? {
+            0 => Value::Null,
+            1 => Value::Bool(self.u8()? != 0),
+            2 => Value::Int(i32::from_le_bytes(self.array()?)),
+            3 => Value::Long(self.i64()?),
+            4 => Value::Float(f32::from_le_bytes(self.array()?)),
+            5 => Value::Double(f64::from_le_bytes(self.array()?)),
+            6 => {
+                let s = std::str::from_utf8(self.bytes()?).map_err(|e| format!("a string is not UTF-8: {e}"))?;
+                Value::Str(s.into())
+            }
+            7 => Value::Timestamp(Timestamp(self.i64()?)),
+            8 => Value::Window { start: Timestamp(self.i64()?), end: Timestamp(self.i64()?) },
+            9 if depth < MAX_LIST_DEPTH => {
+                let n = self.u32()? as usize;
+                if n > self.b.len() {
+                    return Err(format!("a list of {n} values does not fit in the {} bytes left", self.b.len()));
+                }
+                let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
+                Value::List(items.into())
+            }
+            x => return Err(format!("bad value tag {x}")),
+        })
+    }
+
+    fn cell(&mut self) -> Result<Cell, String> {
+        Ok(match self.u8()? {
+            0 => Cell::Null,
+            1 => Cell::F(f64::from_le_bytes(self.array()?)),
+            2 => Cell::I(self.i64()?),
+            3 => Cell::V(Box::new(self.value(0)?)),
+            x => return Err(format!("bad cell tag {x}")),
+        })
+    }
+
+    /// Records with `lanes` cells each, which must come sorted by time.
+    pub(super) fn records(&mut self, lanes: usize) -> Result<Records, String> {
+        let n = self.count(8 + lanes)?;
+        let mut r = Records::new(lanes);
+        let mut cells = Vec::with_capacity(lanes);
+        for _ in 0..n {
+            let t = self.i64()?;
+            for _ in 0..lanes {
+                cells.push(self.cell()?);
+            }
+            if r.insert(t, cells.drain(..)) + 1 != r.len() {
+                return Err("records are not sorted by event time".into());
+            }
+        }
+        Ok(r)
+    }
+}

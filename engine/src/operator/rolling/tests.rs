@@ -1,0 +1,150 @@
+//! Unit tests of the rolling window's own structures: min / max leaving the monotonic deque for
+//! the ordered multiset and back, the snapshot format, stale timers. The semantics as a whole
+//! are checked against a brute-force reference in `tests/props_rolling.rs`.
+
+use super::*;
+use crate::aggregate::AggKind;
+use crate::schema::DataType;
+use crate::value::Row;
+
+const S: i64 = 1_000_000;
+
+fn f(kind: AggKind, input: Option<usize>) -> AggregateFn {
+    AggregateFn { kind, input, input_type: if input.is_some() { DataType::Double } else { DataType::Long } }
+}
+
+fn op(measures: Vec<(AggKind, Option<usize>, Option<i64>)>) -> RollingWindow {
+    RollingWindow::new(RollingWindowConfig {
+        mode: Mode::RealTime,
+        key_columns: vec![0],
+        order_by: 1,
+        frontier_delay: Duration::ZERO,
+        measures: measures
+            .into_iter()
+            .map(|(k, c, over)| RollingMeasure { func: f(k, c), over: over.map(|s| Duration(s * S)) })
+            .collect(),
+        watermark: None,
+    })
+}
+
+fn rec(key: &str, t_s: i64, v: Option<f64>) -> Record {
+    Record::new(vec![
+        Value::Str(key.into()),
+        Value::Timestamp(Timestamp(t_s * S)),
+        v.map_or(Value::Null, Value::Double),
+    ])
+}
+
+/// Feeds `(clock s, key, event time s, value)` and returns every row.
+fn run(op: &mut RollingWindow, input: &[(i64, &str, i64, Option<f64>)]) -> Vec<Row> {
+    let mut out = Output::default();
+    for &(now, k, t, v) in input {
+        op.advance_clock(Timestamp(now * S), &mut out);
+        op.on_record(&rec(k, t, v), Timestamp::MIN, &mut out);
+    }
+    out.rows
+}
+
+#[test]
+fn max_over_a_range_survives_out_of_order_arrivals() {
+    let mut w = op(vec![(AggKind::Max, Some(2), Some(10)), (AggKind::Min, Some(2), Some(10))]);
+    // In order, then one record older than the newest visible one (the deque must give way).
+    let rows =
+        run(&mut w, &[(0, "a", 0, Some(5.0)), (1, "a", 1, Some(3.0)), (2, "a", 2, Some(4.0)), (3, "a", 0, Some(9.0))]);
+    let last = rows.last().expect("a row per record");
+    assert_eq!(last[2], Value::Double(9.0));
+    assert_eq!(last[3], Value::Double(3.0));
+    // At F = 10 both records of t = 0 leave: max 4, min 3.
+    let mut out = Output::default();
+    w.advance_clock(Timestamp(10 * S), &mut out);
+    assert_eq!(
+        out.rows,
+        vec![vec![Value::Str("a".into()), Value::Timestamp(Timestamp(10 * S)), 4.0.into_v(), 3.0.into_v()]]
+    );
+    // Empty range: the key emits its last row and is freed; then the deque serves again.
+    out.clear();
+    w.advance_clock(Timestamp(20 * S), &mut out);
+    assert_eq!(out.rows.len(), 2, "{:?}", out.rows);
+    assert_eq!(out.rows[1][2], Value::Null);
+    assert_eq!(w.state_len(), 0);
+    let rows = run(&mut w, &[(21, "a", 21, Some(1.0)), (22, "a", 22, Some(2.0))]);
+    assert_eq!(rows[1][2], Value::Double(2.0));
+    assert_eq!(rows[1][3], Value::Double(1.0));
+}
+
+trait IntoV {
+    fn into_v(self) -> Value;
+}
+impl IntoV for f64 {
+    fn into_v(self) -> Value {
+        Value::Double(self)
+    }
+}
+
+#[test]
+fn sums_of_doubles_do_not_drift_over_many_expiries() {
+    // 1e6 enters first and leaves after an hour; 0.1 enters every second and leaves an hour later.
+    let mut w = op(vec![(AggKind::Sum, Some(2), Some(3600))]);
+    let rows = run(&mut w, &[(0, "a", 0, Some(1e6))]);
+    assert_eq!(rows[0][2], Value::Double(1e6));
+    let mut out = Output::default();
+    for i in 1..100_000i64 {
+        w.advance_clock(Timestamp(i * S), &mut out);
+        w.on_record(&rec("a", i, Some(0.1)), Timestamp::MIN, &mut out);
+        out.clear();
+    }
+    // In range at F = 99,999: (96,399, 99,999]: 3600 values of 0.1, the 1e6 long gone.
+    w.advance_clock(Timestamp(99_999 * S), &mut out);
+    let mut probe = Output::default();
+    w.on_record(&rec("a", 99_999, Some(0.0)), Timestamp::MIN, &mut probe);
+    let Value::Double(sum) = probe.rows[0][2] else { panic!("{:?}", probe.rows) };
+    assert!((sum - 360.0).abs() < 1e-9, "{sum}");
+}
+
+#[test]
+fn snapshot_restores_the_same_rows_and_rejects_garbage() {
+    let measures = vec![
+        (AggKind::Sum, Some(2), Some(10)),
+        (AggKind::Max, Some(2), Some(5)),
+        (AggKind::CountStar, None, None),
+        (AggKind::ApproxPercentile { percentages: vec![0.5], list: false, accuracy: 100 }, Some(2), Some(10)),
+    ];
+    let input: Vec<(i64, &str, i64, Option<f64>)> =
+        (0..40).map(|i| (i, ["a", "b", "c"][i as usize % 3], i - (i % 4), Some((i * 7 % 11) as f64))).collect();
+    let mut whole = op(measures.clone());
+    let mut expected = run(&mut whole, &input);
+    let mut out = Output::default();
+    whole.advance_clock(Timestamp(60 * S), &mut out);
+    expected.extend(out.rows);
+    let mut first = op(measures.clone());
+    let mut got = run(&mut first, &input[..20]);
+    let bytes = first.snapshot();
+    let mut second = op(measures.clone());
+    second.restore(&bytes).expect("own snapshot");
+    assert_eq!(second.snapshot(), bytes, "restore then snapshot gives the same bytes");
+    got.extend(run(&mut second, &input[20..]));
+    let mut out = Output::default();
+    second.advance_clock(Timestamp(60 * S), &mut out);
+    got.extend(out.rows);
+    assert_eq!(got, expected);
+    for cut in [0, 7, 8, 20, bytes.len() - 1] {
+        assert!(op(measures.clone()).restore(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+    let mut other = op(vec![(AggKind::CountStar, None, None)]);
+    assert!(other.restore(&bytes).is_err(), "other measures");
+}
+
+#[test]
+fn timers_skip_keys_freed_or_rescheduled() {
+    let mut w = op(vec![(AggKind::CountStar, None, Some(10))]);
+    run(&mut w, &[(0, "a", 0, None), (1, "b", 1, None)]);
+    assert_eq!(w.next_timer(), Some(Timestamp(10 * S)));
+    w.retain_groups(&mut |g| g.0[0].0 != Value::Str("a".into()));
+    assert_eq!(w.next_timer(), Some(Timestamp(11 * S)));
+    let mut out = Output::default();
+    w.advance_clock(Timestamp(30 * S), &mut out);
+    assert_eq!(out.rows.len(), 1);
+    assert_eq!(out.rows[0][2], Value::Long(0));
+    assert_eq!(w.next_timer(), None);
+    assert_eq!(w.state_len(), 0);
+}
