@@ -110,12 +110,8 @@ fn main() -> ExitCode {
             // Test-only knob, not a user interface: EDDY_TEST_STOP_AFTER=k stops the run (as
             // SIGTERM would) once batch / epoch k is committed, so tests restart at a known point.
             let stop_after = std::env::var("EDDY_TEST_STOP_AFTER").ok().and_then(|v| v.parse().ok());
-            let opts = RunOptions {
-                stop: Some(stop.clone()),
-                counters: Some(counters),
-                stop_after,
-                ..RunOptions::default()
-            };
+            let opts =
+                RunOptions { stop: Some(stop.clone()), counters: Some(counters), stop_after, ..RunOptions::default() };
             let result = run_pipeline(&p, opts);
             if let Some((done, h)) = progress {
                 done.store(true, Ordering::SeqCst);

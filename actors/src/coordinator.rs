@@ -118,9 +118,6 @@ pub struct Coordinator {
     pub sink: Sender<SinkCommand>,
     /// With `[checkpoint]`: where checkpoints go.
     pub checkpointer: Option<Checkpointer>,
-    /// Test-only knob (`EDDY_TEST_STOP_AFTER`, see `src/main.rs`): stop the run once this batch /
-    /// epoch is committed, as a signal would.
-    pub stop_after: Option<u64>,
 }
 
 /// What a batch / epoch still waits for before its checkpoint is complete.
@@ -180,9 +177,6 @@ impl Coordinator {
                     report.rows += rows;
                     tracing::debug!(batch = id, rows, "committed");
                     self.on_committed(id, rows, &mut progress);
-                    if self.stop_after.is_some_and(|k| id >= k) {
-                        self.stop.store(true, Ordering::SeqCst);
-                    }
                     // The source is gone once the input ended; nothing waits for this then.
                     let _ = self.source.send(ToSource::Committed(id));
                     continue;

@@ -308,7 +308,6 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         metrics: metrics.clone(),
         sink: commands_tx,
         checkpointer: checkpointer.clone(),
-        stop_after: opts.stop_after,
     };
     let coord_handle = thread::Builder::new()
         .name("eddy-coordinator".into())
@@ -323,6 +322,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         router,
         checkpoint: source_checkpoint,
         resume,
+        stop_after: opts.stop_after,
         plan,
         partitions: partition_txs,
         sink: sink_tx,

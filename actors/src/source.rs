@@ -88,6 +88,10 @@ pub struct SourceActor {
     /// The clock and watermark of a restored checkpoint, and the epoch / batch it closed (the
     /// source itself has already been moved past the checkpoint's offset).
     pub resume: Option<(u64, DriverState)>,
+    /// Test-only (`EDDY_TEST_STOP_AFTER`, see `src/main.rs`): once this batch / epoch is
+    /// committed, end the run there, as a crash right after its checkpoint would (real-time:
+    /// nothing after the barrier is sent; micro-batch: no batch after it).
+    pub stop_after: Option<u64>,
 }
 
 /// What the source last reported to the metrics.
@@ -373,6 +377,9 @@ impl SourceActor {
                         // The barrier's watermark is W before this record; the saved clock too.
                         let w = (stamp.watermark, seen_before);
                         self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
+                        if self.stop_after == Some(epoch) {
+                            return self.take_commits(&mut committed, Some(epoch));
+                        }
                         epoch += 1;
                         self.units.started(epoch);
                     }
@@ -408,6 +415,9 @@ impl SourceActor {
                         Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
                     let w = (clock.watermark(), clock.max_event_time());
                     self.barrier(epoch, now, w, None, &offset, &mut dead, &mut committed)?;
+                    if self.stop_after == Some(epoch) {
+                        return self.take_commits(&mut committed, Some(epoch));
+                    }
                     epoch += 1;
                     self.units.started(epoch);
                 }
@@ -444,8 +454,10 @@ impl SourceActor {
         let mut dead = Vec::new();
         let mut last_log = None;
         let mut last_moved: Option<(Timestamp, Timestamp)> = None;
-        if let Some((_, DriverState::MicroBatch { next_batch, late, evict, last_processing_time, max_event_time, last_moved: lm })) =
-            &self.resume
+        if let Some((
+            _,
+            DriverState::MicroBatch { next_batch, late, evict, last_processing_time, max_event_time, last_moved: lm },
+        )) = &self.resume
         {
             let w = eddy_engine::watermark::BatchWatermarks { late: Timestamp(*late), evict: Timestamp(*evict) };
             seq.resume(*next_batch, w, Timestamp(*last_processing_time), max_event_time.map(Timestamp));
@@ -499,8 +511,9 @@ impl SourceActor {
                 items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
         }
-        if !exhausted {
-            // A stop, not the end of the input: a restart goes on from the last batch.
+        if !exhausted || self.stop.load(Ordering::Relaxed) {
+            // A stop: a restart goes on from the last batch (and runs the end-of-input batches
+            // when the input is exhausted then).
             self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
             return Ok(());
         }
@@ -581,7 +594,12 @@ impl SourceActor {
         // The next batch starts when this one is committed (as Spark's micro-batch execution).
         loop {
             match self.coordinator.recv() {
-                Ok(ToSource::Committed(id)) if id >= ctx.batch_id => break,
+                Ok(ToSource::Committed(id)) if id >= ctx.batch_id => {
+                    if self.stop_after == Some(ctx.batch_id) {
+                        self.stop.store(true, Ordering::SeqCst);
+                    }
+                    break;
+                }
                 Ok(ToSource::Committed(_)) => {}
                 Ok(ToSource::Stop) | Err(_) => return Err(SourceError::PeerGone),
             }

@@ -63,10 +63,8 @@ impl SourceOffset {
             (Some(SourceOffset::Kafka(parts)), Position::Kafka { topic, partition, offset: o }) => {
                 match parts.binary_search_by(|p| (p.topic.as_str(), p.partition).cmp(&(topic.as_str(), *partition))) {
                     Ok(i) => parts[i].next = o + 1,
-                    Err(i) => parts.insert(
-                        i,
-                        KafkaPartitionOffset { topic: topic.clone(), partition: *partition, next: o + 1 },
-                    ),
+                    Err(i) => parts
+                        .insert(i, KafkaPartitionOffset { topic: topic.clone(), partition: *partition, next: o + 1 }),
                 }
             }
             (_, p) => *offset = Some(SourceOffset::after(p)),

@@ -205,8 +205,7 @@ impl Checkpointer {
     /// of later epochs (being written) are left alone.
     fn prune(&self, newest: u64) -> Result<(), CheckpointError> {
         let names = self.store.list()?;
-        let mut manifests: Vec<u64> =
-            names.iter().filter_map(|n| manifest_epoch(n)).filter(|&e| e <= newest).collect();
+        let mut manifests: Vec<u64> = names.iter().filter_map(|n| manifest_epoch(n)).filter(|&e| e <= newest).collect();
         manifests.sort_unstable();
         let kept_from = manifests.len().saturating_sub(self.keep);
         for &e in &manifests[..kept_from] {

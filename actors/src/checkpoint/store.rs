@@ -57,7 +57,8 @@ impl FolderStore {
     /// # Errors
     /// [`CheckpointError::Io`] naming the folder when it cannot be created or listed.
     pub fn open(folder: &Path) -> Result<FolderStore, CheckpointError> {
-        std::fs::create_dir_all(folder).map_err(|e| io(format!("creating the checkpoint folder {}", folder.display()), e))?;
+        std::fs::create_dir_all(folder)
+            .map_err(|e| io(format!("creating the checkpoint folder {}", folder.display()), e))?;
         let store = FolderStore { folder: folder.to_path_buf() };
         for entry in std::fs::read_dir(folder).map_err(|e| io(format!("listing {}", folder.display()), e))?.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();

@@ -210,7 +210,8 @@ fn a_changed_query_is_refused_naming_the_field() {
     two_checkpoints(dir.path());
     let changed = PIPELINE.replace(r#"{ agg = "count" }"#, r#"{ agg = "max", column = "v" }"#);
     let p = eddy_engine::spec::parse_pipeline_str(&changed).unwrap();
-    let ck = Checkpointer::new(Arc::new(FolderStore::open(dir.path()).unwrap()), "ck-test", manifest::fingerprint(&p), 3);
+    let ck =
+        Checkpointer::new(Arc::new(FolderStore::open(dir.path()).unwrap()), "ck-test", manifest::fingerprint(&p), 3);
     let plan = QueryPlan::new(&p).unwrap();
     let new_operator = || plan.new_operator();
     let err = restore(&ck, 2, &new_operator, &Router::new(plan.routing_columns(), 2)).unwrap_err();

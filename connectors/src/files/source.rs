@@ -363,7 +363,9 @@ impl Source for FilesSource {
         match (&self.current, &self.last_done) {
             (Some(c), _) => Some(SourceOffset::Files { file: c.name.clone(), line: c.line }),
             (None, Some(f)) => Some(SourceOffset::Files { file: f.clone(), line: u64::MAX }),
-            (None, None) => self.resume.as_ref().map(|(file, line)| SourceOffset::Files { file: file.clone(), line: *line }),
+            (None, None) => {
+                self.resume.as_ref().map(|(file, line)| SourceOffset::Files { file: file.clone(), line: *line })
+            }
         }
     }
 
