@@ -378,8 +378,10 @@ fn restore_checkpoint(
     router: &Router,
 ) -> Result<(Checkpointer, Option<checkpoint::Restored>), RuntimeError> {
     let folder = spec.path.join(&pipeline.name);
-    let store = FolderStore::open(&folder)
-        .map_err(|e| RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() })?;
+    let store = FolderStore::open(&folder).map_err(|e| match e {
+        checkpoint::CheckpointError::Locked { .. } => RuntimeError::Failed(e.to_string()),
+        e => RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() },
+    })?;
     let ck = Checkpointer::new(Arc::new(store), &pipeline.name, checkpoint::manifest::fingerprint(pipeline), spec.keep);
     let new_operator = || plan.new_operator();
     match checkpoint::restore(&ck, parallelism, &new_operator, router) {
