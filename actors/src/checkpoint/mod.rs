@@ -49,6 +49,12 @@ pub enum CheckpointError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process holds the checkpoint folder.
+    #[error("the checkpoint folder {folder} is in use by another process (another eddy running this pipeline?)")]
+    Locked {
+        /// The folder.
+        folder: String,
+    },
     /// A blob that should exist does not.
     #[error("{name} is missing")]
     Missing {

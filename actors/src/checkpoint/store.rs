@@ -44,22 +44,40 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
 /// A [`CheckpointStore`] in a local folder: `put` writes `.<name>.tmp`, fsyncs it, renames it to
 /// `<name>` and fsyncs the folder, so a crash leaves the old blob or the new one, never half.
 /// Hidden names (leading `.`) are not listed; leftovers of interrupted `put`s are removed when
-/// the store is opened.
+/// the store is opened. The store holds an exclusive lock on `<folder>/.lock` while it is open,
+/// so two processes never write one pipeline's checkpoints (the lock dies with the process).
 #[derive(Debug)]
 pub struct FolderStore {
     folder: PathBuf,
+    /// Holds the lock.
+    _lock: File,
 }
 
 impl FolderStore {
-    /// Opens (creating it and its parents when missing) the store in `folder`, and removes the
-    /// temporary files of interrupted writes.
+    /// Opens (creating it and its parents when missing) the store in `folder`, locks it, and
+    /// removes the temporary files of interrupted writes.
     ///
     /// # Errors
-    /// [`CheckpointError::Io`] naming the folder when it cannot be created or listed.
+    /// [`CheckpointError::Locked`] when another process holds the folder;
+    /// [`CheckpointError::Io`] naming the folder when it cannot be created, locked or listed.
     pub fn open(folder: &Path) -> Result<FolderStore, CheckpointError> {
         std::fs::create_dir_all(folder)
             .map_err(|e| io(format!("creating the checkpoint folder {}", folder.display()), e))?;
-        let store = FolderStore { folder: folder.to_path_buf() };
+        let lock_path = folder.join(".lock");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io(format!("opening {}", lock_path.display()), e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(CheckpointError::Locked { folder: folder.display().to_string() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(format!("locking {}", lock_path.display()), e)),
+        }
+        let store = FolderStore { folder: folder.to_path_buf(), _lock: lock };
         for entry in std::fs::read_dir(folder).map_err(|e| io(format!("listing {}", folder.display()), e))?.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') && name.ends_with(".tmp") {
@@ -155,5 +173,15 @@ mod tests {
         s.delete("a").unwrap();
         s.delete("a").unwrap();
         assert!(matches!(s.get("a"), Err(CheckpointError::Missing { .. })));
+    }
+
+    #[test]
+    fn a_folder_is_held_by_one_store_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = FolderStore::open(dir.path()).unwrap();
+        let err = FolderStore::open(dir.path()).unwrap_err();
+        assert!(matches!(err, CheckpointError::Locked { .. }), "{err}");
+        drop(first);
+        FolderStore::open(dir.path()).unwrap();
     }
 }
