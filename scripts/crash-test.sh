@@ -45,8 +45,9 @@ for p in "${pipelines[@]}"; do
   took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   killed=0
   for i in $(seq 1 "$kills"); do
-    # A random instant within the first third of an uninterrupted run (at least 30 ms).
-    delay_ms=$(( 30 + RANDOM % (took_ms / 3 + 1) ))
+    # A random instant within the first twelfth of an uninterrupted run (at least 30 ms): each
+    # run makes a little progress past its checkpoint, so the 20 kills land while input remains.
+    delay_ms=$(( 30 + RANDOM % (took_ms / 12 + 1) ))
     # The binary itself in the background (not a subshell), so the kill reaches it.
     EDDY_LOG=error "$EDDY" run "$crash/pipeline.toml" --no-progress --set "source.path=$work/input" \
       --set "parallelism=$(( 1 + RANDOM % 3 ))" &

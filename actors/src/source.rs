@@ -327,7 +327,8 @@ impl SourceActor {
         }
         let track = self.checkpoint.is_some();
         let mut offset = if track { self.source.offset() } else { None };
-        let mut committed: Option<u64> = None;
+        // Epochs up to the restored checkpoint's are committed.
+        let mut committed: Option<u64> = self.resume.as_ref().map(|(e, _)| *e);
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
         let mut items = Vec::with_capacity(POLL_MAX);
         let mut dead = Vec::new();

@@ -7,10 +7,12 @@
 //! cargo run --release -p eddy-bench -- timers       # rolling expiry rows vs their due instant (system clock)
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
 //! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
+//! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
 //! cargo run --release -p eddy-bench -- all [--smoke]
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
+mod checkpoint;
 mod plot;
 mod suites;
 
@@ -32,13 +34,15 @@ fn main() -> Result<()> {
         "timers" => suites::timers(smoke),
         "slow-sink" => suites::slow_sink(smoke),
         "metrics" => suites::metrics(smoke),
+        "checkpoint" => checkpoint::checkpoint(smoke),
         "all" => {
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
             suites::timers(smoke)?;
             suites::slow_sink(smoke)?;
-            suites::metrics(smoke)
+            suites::metrics(smoke)?;
+            checkpoint::checkpoint(smoke)
         }
-        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics or all"),
+        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, checkpoint or all"),
     }
 }
