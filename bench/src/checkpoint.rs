@@ -44,7 +44,11 @@ type = "stdout"
 const RATE: u64 = 200_000;
 
 fn record(key: u64, t: i64) -> Record {
-    Record::new(vec![Value::Str(format!("user-{key}").into()), Value::Long((key % 97) as i64), Value::Timestamp(Timestamp(t))])
+    Record::new(vec![
+        Value::Str(format!("user-{key}").into()),
+        Value::Long((key % 97) as i64),
+        Value::Timestamp(Timestamp(t)),
+    ])
 }
 
 /// An operator holding `keys` keys (one record each, all inside the 1-hour range).
@@ -174,7 +178,11 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
         let took = r.elapsed();
         let held: usize = restored.operators.iter().map(|o| o.state_len()).sum();
         anyhow::ensure!(held == op.state_len(), "restored {held} keys of {}", op.state_len());
-        println!("| restore (read, check, restore) into {parallelism} actor(s) | {held} | {} | {} |", meta.bytes, ms(took));
+        println!(
+            "| restore (read, check, restore) into {parallelism} actor(s) | {held} | {} | {} |",
+            meta.bytes,
+            ms(took)
+        );
     }
     println!();
 

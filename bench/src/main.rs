@@ -43,6 +43,8 @@ fn main() -> Result<()> {
             suites::metrics(smoke)?;
             checkpoint::checkpoint(smoke)
         }
-        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, checkpoint or all"),
+        other => bail!(
+            "unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, checkpoint or all"
+        ),
     }
 }
