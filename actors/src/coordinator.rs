@@ -28,7 +28,7 @@ use eddy_connectors::SourceOffset;
 
 use crate::checkpoint::{Checkpointer, DriverState, Manifest, SavedOffset, SnapshotMeta};
 use crate::messages::{SinkCommand, ToCoordinator, ToSource};
-use crate::metrics::Metrics;
+use crate::metrics::{Health, Metrics};
 use crate::source::SourceCounters;
 
 /// Most start instants kept (a batch / epoch that never commits does not grow the list).
@@ -118,6 +118,8 @@ pub struct Coordinator {
     pub sink: Sender<SinkCommand>,
     /// With `[checkpoint]`: where checkpoints go.
     pub checkpointer: Option<Checkpointer>,
+    /// Readiness: a failed checkpoint makes `/readyz` answer 503.
+    pub health: Arc<Health>,
 }
 
 /// What a batch / epoch still waits for before its checkpoint is complete.
@@ -125,8 +127,8 @@ pub struct Coordinator {
 struct Pending {
     /// Stored snapshots by partition.
     snapshots: BTreeMap<usize, SnapshotMeta>,
-    /// The source's offset and clock.
-    source: Option<(Option<SourceOffset>, DriverState)>,
+    /// The source's offset and clock, and when they arrived (the checkpoint's start).
+    source: Option<(Option<SourceOffset>, DriverState, Instant)>,
     /// Rows, once the sink prepared it.
     prepared: Option<u64>,
 }
@@ -147,7 +149,17 @@ impl Coordinator {
             longest: Duration::ZERO,
         };
         let mut failed = false;
-        while let Ok(msg) = self.input.recv() {
+        let mut last_checkpoint: Option<Instant> = None;
+        loop {
+            let msg = match self.input.recv_timeout(Duration::from_secs(1)) {
+                Ok(m) => m,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    self.report_age(last_checkpoint);
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            };
+            self.report_age(last_checkpoint);
             let id = match msg {
                 ToCoordinator::BarrierAck { epoch, state_len, snapshot, partition } => {
                     let e = acks.entry(epoch).or_default();
@@ -164,7 +176,7 @@ impl Coordinator {
                 }
                 ToCoordinator::SourceAt { id, offset, driver } => {
                     if self.checkpointer.is_some() {
-                        pending.entry(id).or_default().source = Some((offset, driver));
+                        pending.entry(id).or_default().source = Some((offset, driver, Instant::now()));
                     }
                     id
                 }
@@ -191,7 +203,9 @@ impl Coordinator {
             if failed {
                 continue;
             }
-            if let Err(why) = self.complete(&mut pending) {
+            if let Err(why) = self.complete(&mut pending, &mut last_checkpoint) {
+                self.metrics.checkpoint_failures.increment(1);
+                self.health.set_checkpoint_failing(true);
                 self.fail(why, &mut report);
                 failed = true;
             }
@@ -215,7 +229,14 @@ impl Coordinator {
     /// Completes the oldest batches / epochs that have every part: writes their checkpoint (when
     /// checkpointing) and tells the sink to commit them. `Err` when a checkpoint cannot be
     /// written.
-    fn complete(&self, pending: &mut BTreeMap<u64, Pending>) -> Result<(), String> {
+    /// Sets the checkpoint-age gauge (seconds since the last complete checkpoint).
+    fn report_age(&self, last: Option<Instant>) {
+        if let Some(t) = last {
+            self.metrics.checkpoint_age.set(t.elapsed().as_secs_f64());
+        }
+    }
+
+    fn complete(&self, pending: &mut BTreeMap<u64, Pending>, last: &mut Option<Instant>) -> Result<(), String> {
         while let Some(mut entry) = pending.first_entry() {
             let id = *entry.key();
             let p = entry.get_mut();
@@ -224,7 +245,7 @@ impl Coordinator {
                 if p.snapshots.len() < self.partitions {
                     return Ok(());
                 }
-                let Some((offset, driver)) = p.source.take() else { return Ok(()) };
+                let Some((offset, driver, started)) = p.source.take() else { return Ok(()) };
                 let manifest = Manifest {
                     pipeline: ck.pipeline().to_string(),
                     epoch: id,
@@ -234,14 +255,18 @@ impl Coordinator {
                     source: offset.as_ref().map(SavedOffset::from),
                     driver,
                 };
-                let started = Instant::now();
                 ck.commit(&manifest).map_err(|e| format!("checkpoint of epoch {id}: {e}"))?;
                 let bytes: u64 = manifest.snapshots.iter().map(|s| s.bytes).sum();
+                let took = started.elapsed();
+                self.metrics.checkpoint_duration.record(took.as_secs_f64());
+                self.metrics.checkpoint_size.set(bytes as f64);
+                self.metrics.checkpoint_age.set(0.0);
+                *last = Some(Instant::now());
                 tracing::debug!(
                     epoch = id,
                     rows,
                     snapshot_bytes = bytes,
-                    manifest_ms = started.elapsed().as_secs_f64() * 1e3,
+                    ms = took.as_secs_f64() * 1e3,
                     "checkpoint complete"
                 );
             }

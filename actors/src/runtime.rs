@@ -308,6 +308,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         metrics: metrics.clone(),
         sink: commands_tx,
         checkpointer: checkpointer.clone(),
+        health: health.clone(),
     };
     let coord_handle = thread::Builder::new()
         .name("eddy-coordinator".into())

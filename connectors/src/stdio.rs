@@ -274,6 +274,18 @@ mod tests {
     }
 
     #[test]
+    fn a_resumed_source_skips_the_lines_its_offset_covers() {
+        let input = "{\"a\":1}\n\n{\"a\":2}\n{\"a\":3}\n";
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();
+        s.seek(&SourceOffset::Stdin { line: 3 }).unwrap();
+        assert_eq!(s.offset(), Some(SourceOffset::Stdin { line: 3 }));
+        let out = drain(&mut s, 1);
+        assert_eq!(lines_of(&out), vec![("stdin:4".to_string(), "{\"a\":3}".to_string())]);
+        assert_eq!(s.offset(), Some(SourceOffset::Stdin { line: 4 }));
+        assert!(s.seek(&SourceOffset::Generated { next: 1 }).is_err());
+    }
+
+    #[test]
     fn lines_are_returned_in_order_with_their_line_numbers_then_exhausted() {
         let input = "{\"a\":1}\r\n\n  \n{\"a\":2}\n{\"a\":3}";
         let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();

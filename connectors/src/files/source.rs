@@ -437,6 +437,30 @@ mod tests {
     }
 
     #[test]
+    fn a_resumed_source_reads_on_from_its_offset_with_the_same_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.json", "1\n2\n");
+        write(dir.path(), "b.json", "3\n\n4\n5\n");
+        write(dir.path(), "c.json", "6\n");
+        // After a whole file: the next group starts with the next file.
+        let mut first = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(first.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        let offset = first.offset().unwrap();
+        assert_eq!(offset, SourceOffset::Files { file: "a.json".into(), line: u64::MAX });
+        let mut resumed = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        resumed.seek(&offset).unwrap();
+        let (batches, _) = drain(&mut resumed, 100, LONG);
+        assert_eq!(batches, vec![vec!["3", "4", "5"], vec!["6"]]);
+        // Mid-file (3 lines of b.json, a blank one among them): the rest of the file.
+        let mut mid = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        mid.seek(&SourceOffset::Files { file: "b.json".into(), line: 3 }).unwrap();
+        let (batches, _) = drain(&mut mid, 100, LONG);
+        assert_eq!(batches, vec![vec!["5"], vec!["6"]]);
+        assert!(mid.seek(&SourceOffset::Stdin { line: 1 }).is_err());
+    }
+
+    #[test]
     fn files_are_read_in_name_order_one_batch_per_file() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "b.json", "{\"n\":3}\n");
