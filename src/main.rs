@@ -1,7 +1,7 @@
 //! `eddy`: runs a pipeline file (PIPELINE.md "The command").
 //!
-//! Exit codes: 0 done; 2 the pipeline file or a flag is wrong (nothing was started); 1 a failure
-//! while running.
+//! Exit codes: 0 done; 2 the pipeline file or a flag is wrong, or the checkpoint was written by a
+//! different query (nothing was started); 1 a failure while running (or no usable checkpoint).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,7 +107,11 @@ fn main() -> ExitCode {
             let progress = (!no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .then(|| progress_bar(counters.clone(), stop.clone()));
             tracing::info!(pipeline = %p.name, mode = ?p.mode, "starting");
-            let opts = RunOptions { stop: Some(stop.clone()), counters: Some(counters), ..RunOptions::default() };
+            // Test-only knob, not a user interface: EDDY_TEST_STOP_AFTER=k stops the run (as
+            // SIGTERM would) once batch / epoch k is committed, so tests restart at a known point.
+            let stop_after = std::env::var("EDDY_TEST_STOP_AFTER").ok().and_then(|v| v.parse().ok());
+            let opts =
+                RunOptions { stop: Some(stop.clone()), counters: Some(counters), stop_after, ..RunOptions::default() };
             let result = run_pipeline(&p, opts);
             if let Some((done, h)) = progress {
                 done.store(true, Ordering::SeqCst);
@@ -127,7 +131,11 @@ fn main() -> ExitCode {
                     );
                     ExitCode::SUCCESS
                 }
-                Err(e @ (RuntimeError::Open { .. } | RuntimeError::Unsupported { .. })) => {
+                Err(
+                    e @ (RuntimeError::Open { .. }
+                    | RuntimeError::Unsupported { .. }
+                    | RuntimeError::IncompatibleCheckpoint(_)),
+                ) => {
                     eprintln_error(&format!("{}: {e}", pipeline.display()));
                     ExitCode::from(2)
                 }

@@ -1,6 +1,17 @@
 //! The coordinator: collects barrier acknowledgements and commits, tells the source when a
 //! micro-batch is committed (the next one starts after it, as in Spark), and turns a failure into
-//! a stop. Checkpoint commits will hang off the point where every partition actor has acknowledged an epoch.
+//! a stop.
+//!
+//! Commit protocol of a batch / epoch `id` (two phases, as Flink's two-phase commit sinks):
+//! 1. the sink actor prepares `id` on every sink ([`ToCoordinator::Prepared`]);
+//! 2. with checkpoints, the coordinator also waits for every partition actor's stored snapshot
+//!    ([`ToCoordinator::BarrierAck`]) and the source's offset and clock
+//!    ([`ToCoordinator::SourceAt`]), then writes the manifest (the checkpoint is complete);
+//! 3. it tells the sink to commit `id` ([`SinkCommand::Commit`]), which makes the rows visible
+//!    and reports [`ToCoordinator::Committed`], forwarded to the source.
+//!
+//! Ids complete in order. A failure (an actor's, or a checkpoint that cannot be written) stops
+//! the source and aborts the sink: nothing later is committed.
 //!
 //! It also times each batch / epoch from its start (told by the source through [`UnitStarts`]) to
 //! its commit (metric `eddy_micro_batch_duration_seconds`), and logs one `info` line about the
@@ -13,9 +24,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use eddy_connectors::SourceOffset;
 
-use crate::messages::{ToCoordinator, ToSource};
-use crate::metrics::Metrics;
+use crate::checkpoint::{Checkpointer, DriverState, Manifest, SavedOffset, SnapshotMeta};
+use crate::messages::{SinkCommand, ToCoordinator, ToSource};
+use crate::metrics::{Health, Metrics};
 use crate::source::SourceCounters;
 
 /// Most start instants kept (a batch / epoch that never commits does not grow the list).
@@ -101,12 +114,30 @@ pub struct Coordinator {
     pub unit_name: &'static str,
     /// Metric handles (no-ops without `[metrics]`).
     pub metrics: Metrics,
+    /// Commit decisions to the sink actor.
+    pub sink: Sender<SinkCommand>,
+    /// With `[checkpoint]`: where checkpoints go.
+    pub checkpointer: Option<Checkpointer>,
+    /// Readiness: a failed checkpoint makes `/readyz` answer 503.
+    pub health: Arc<Health>,
+}
+
+/// What a batch / epoch still waits for before its checkpoint is complete.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Stored snapshots by partition.
+    snapshots: BTreeMap<usize, SnapshotMeta>,
+    /// The source's offset and clock, and when they arrived (the checkpoint's start).
+    source: Option<(Option<SourceOffset>, DriverState, Instant)>,
+    /// Rows, once the sink prepared it.
+    prepared: Option<u64>,
 }
 
 impl Coordinator {
     /// Runs until the sink is done.
     pub fn run(self) -> CoordinatorReport {
         let mut report = CoordinatorReport::default();
+        let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
         let mut acks: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
         let mut progress = Progress {
             logged: Instant::now(),
@@ -117,9 +148,20 @@ impl Coordinator {
             last: Duration::ZERO,
             longest: Duration::ZERO,
         };
-        while let Ok(msg) = self.input.recv() {
-            match msg {
-                ToCoordinator::BarrierAck { epoch, state_len, .. } => {
+        let mut failed = false;
+        let mut last_checkpoint: Option<Instant> = None;
+        loop {
+            let msg = match self.input.recv_timeout(Duration::from_secs(1)) {
+                Ok(m) => m,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    self.report_age(last_checkpoint);
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            };
+            self.report_age(last_checkpoint);
+            let id = match msg {
+                ToCoordinator::BarrierAck { epoch, state_len, snapshot, partition } => {
                     let e = acks.entry(epoch).or_default();
                     e.0 += 1;
                     e.1 += state_len;
@@ -127,6 +169,20 @@ impl Coordinator {
                         let (_, keys) = acks.remove(&epoch).unwrap_or_default();
                         self.on_epoch_acknowledged(epoch, keys, &mut report);
                     }
+                    if let (Some(meta), Some(_)) = (snapshot, &self.checkpointer) {
+                        pending.entry(epoch).or_default().snapshots.insert(partition, meta);
+                    }
+                    epoch
+                }
+                ToCoordinator::SourceAt { id, offset, driver } => {
+                    if self.checkpointer.is_some() {
+                        pending.entry(id).or_default().source = Some((offset, driver, Instant::now()));
+                    }
+                    id
+                }
+                ToCoordinator::Prepared { id, rows } => {
+                    pending.entry(id).or_default().prepared = Some(rows);
+                    id
                 }
                 ToCoordinator::Committed { id, rows } => {
                     report.committed += 1;
@@ -135,20 +191,91 @@ impl Coordinator {
                     self.on_committed(id, rows, &mut progress);
                     // The source is gone once the input ended; nothing waits for this then.
                     let _ = self.source.send(ToSource::Committed(id));
+                    continue;
                 }
                 ToCoordinator::Failed(why) => {
-                    tracing::error!(%why, "pipeline failed");
-                    if report.failure.is_none() {
-                        report.failure = Some(why);
-                    }
-                    self.stop.store(true, Ordering::SeqCst);
-                    // As above: the source may be gone already.
-                    let _ = self.source.send(ToSource::Stop);
+                    self.fail(why, &mut report);
+                    failed = true;
+                    continue;
                 }
                 ToCoordinator::SinkDone => break,
+            };
+            if failed {
+                continue;
             }
+            if let Err(why) = self.complete(&mut pending, &mut last_checkpoint) {
+                self.metrics.checkpoint_failures.increment(1);
+                self.health.set_checkpoint_failing(true);
+                self.fail(why, &mut report);
+                failed = true;
+            }
+            tracing::trace!(id, "coordinator message handled");
         }
         report
+    }
+
+    /// Stops the run: the source drains, the sink commits nothing more.
+    fn fail(&self, why: String, report: &mut CoordinatorReport) {
+        tracing::error!(%why, "pipeline failed");
+        if report.failure.is_none() {
+            report.failure = Some(why);
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        // The source and the sink may be gone already.
+        let _ = self.source.send(ToSource::Stop);
+        let _ = self.sink.send(SinkCommand::Abort);
+    }
+
+    /// Completes the oldest batches / epochs that have every part: writes their checkpoint (when
+    /// checkpointing) and tells the sink to commit them. `Err` when a checkpoint cannot be
+    /// written.
+    /// Sets the checkpoint-age gauge (seconds since the last complete checkpoint).
+    fn report_age(&self, last: Option<Instant>) {
+        if let Some(t) = last {
+            self.metrics.checkpoint_age.set(t.elapsed().as_secs_f64());
+        }
+    }
+
+    fn complete(&self, pending: &mut BTreeMap<u64, Pending>, last: &mut Option<Instant>) -> Result<(), String> {
+        while let Some(mut entry) = pending.first_entry() {
+            let id = *entry.key();
+            let p = entry.get_mut();
+            let Some(rows) = p.prepared else { return Ok(()) };
+            if let Some(ck) = &self.checkpointer {
+                if p.snapshots.len() < self.partitions {
+                    return Ok(());
+                }
+                let Some((offset, driver, started)) = p.source.take() else { return Ok(()) };
+                let manifest = Manifest {
+                    pipeline: ck.pipeline().to_string(),
+                    epoch: id,
+                    fingerprint: ck.fingerprint().to_vec(),
+                    parallelism: self.partitions as u32,
+                    snapshots: std::mem::take(&mut p.snapshots).into_values().collect(),
+                    source: offset.as_ref().map(SavedOffset::from),
+                    driver,
+                };
+                ck.commit(&manifest).map_err(|e| format!("checkpoint of epoch {id}: {e}"))?;
+                let bytes: u64 = manifest.snapshots.iter().map(|s| s.bytes).sum();
+                let took = started.elapsed();
+                self.metrics.checkpoint_duration.record(took.as_secs_f64());
+                self.metrics.checkpoint_size.set(bytes as f64);
+                self.metrics.checkpoint_age.set(0.0);
+                *last = Some(Instant::now());
+                tracing::debug!(
+                    epoch = id,
+                    rows,
+                    snapshot_bytes = bytes,
+                    ms = took.as_secs_f64() * 1e3,
+                    "checkpoint complete"
+                );
+            }
+            entry.remove();
+            if self.sink.send(SinkCommand::Commit(id)).is_err() {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// Times the unit, and logs a progress line when the last one is a second old or more.

@@ -15,6 +15,10 @@
 //! - the **coordinator** ([`coordinator`]) collects barrier acknowledgements and commits, tells
 //!   the source when a micro-batch is committed, and turns a stop request into a drain.
 //!
+//! - **checkpoints** ([`checkpoint`]): per epoch / micro-batch, a snapshot of every partition
+//!   actor and a manifest written last; restore on start, re-split by key range; the sinks
+//!   commit in two phases around the checkpoint (files: exactly-once).
+//!
 //! - **metrics** ([`metrics`]): every Prometheus metric, and the `/metrics`, `/healthz`,
 //!   `/readyz` endpoint of `[metrics] listen`.
 //!
@@ -22,6 +26,7 @@
 //! Nothing here reads the time except through [`clock::Clock`].
 #![deny(missing_docs)]
 
+pub mod checkpoint;
 pub mod clock;
 pub mod coordinator;
 pub mod messages;

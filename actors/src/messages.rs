@@ -1,8 +1,11 @@
 //! Messages between actors. Control and data stay apart (DESIGN.md): data is a batch of stamped
 //! records; control is one enum, carried in-band on the same channel, behind the data it follows.
 
+use eddy_connectors::SourceOffset;
 use eddy_engine::operator::BatchContext;
 use eddy_engine::{Record, Row, Timestamp};
+
+use crate::checkpoint::{DriverState, SnapshotMeta};
 
 /// A record with what the source decided for it.
 #[derive(Debug, Clone)]
@@ -93,7 +96,8 @@ pub enum ToSink {
 /// What the coordinator receives.
 #[derive(Debug)]
 pub enum ToCoordinator {
-    /// A partition actor snapshotted its state at the barrier of `epoch`.
+    /// A partition actor snapshotted its state at the barrier of `epoch` (real-time) or at the
+    /// end of batch `epoch` (micro-batch, with checkpoints only).
     BarrierAck {
         /// The epoch.
         epoch: u64,
@@ -101,6 +105,25 @@ pub enum ToCoordinator {
         partition: usize,
         /// Keys held after the barrier (state size).
         state_len: usize,
+        /// With checkpoints: the snapshot, stored.
+        snapshot: Option<SnapshotMeta>,
+    },
+    /// With checkpoints: the source at the barrier of `id` (or the end of batch `id`).
+    SourceAt {
+        /// The batch / epoch.
+        id: u64,
+        /// How far the source was consumed (`None`: nothing yet, or it cannot resume).
+        offset: Option<SourceOffset>,
+        /// Clock and watermark.
+        driver: DriverState,
+    },
+    /// The sink prepared batch / epoch `id` (durable, not yet visible); it commits on
+    /// [`SinkCommand::Commit`].
+    Prepared {
+        /// The batch / epoch.
+        id: u64,
+        /// Rows written in it.
+        rows: u64,
     },
     /// The sink committed batch / epoch `id`.
     Committed {
@@ -122,4 +145,13 @@ pub enum ToSource {
     Committed(u64),
     /// Stop: drain and end.
     Stop,
+}
+
+/// What the coordinator tells the sink actor (second phase of the commit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkCommand {
+    /// Batch / epoch `id` is checkpointed (or needs no checkpoint): make it visible.
+    Commit(u64),
+    /// The run failed: commit nothing more and finish.
+    Abort,
 }

@@ -5,8 +5,11 @@
 //!    fire first), then process the record with the watermark it was stamped with;
 //! 2. `Watermark` / `Tick`: move the watermark / clock;
 //! 3. `BeginBatch` / `EndBatch` (micro-batch): start a batch; emit its rows and end it at the sink;
-//! 4. `Barrier`: move clock and watermark to the barrier's, snapshot (the checkpoint issue makes
-//!    it durable), acknowledge to the coordinator, end the epoch at the sink;
+//! 4. `Barrier`: move clock and watermark to the barrier's, send the epoch's rows, snapshot
+//!    (with checkpoints: serialise the operator here, store it on the actor's
+//!    [`SnapshotWriter`] thread, which acknowledges once it is durable; without: acknowledge at
+//!    once), end the epoch at the sink; micro-batch with checkpoints: the same snapshot after
+//!    `EndBatch`;
 //! 5. `EndOfInput`: tell the sink this producer is done, and exit.
 //!
 //! Between messages, with a wall clock, the actor sleeps until its operator's next timer
@@ -23,6 +26,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use eddy_engine::Timestamp;
 use eddy_engine::operator::{Mode, Operator, Output};
 
+use crate::checkpoint::SnapshotWriter;
 use crate::clock::{Clock, deadline_of};
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
@@ -49,6 +53,10 @@ pub struct PartitionActor {
     pub coordinator: Sender<ToCoordinator>,
     /// Metric handles (no-ops without `[metrics]`).
     pub metrics: Metrics,
+    /// With checkpoints: where snapshots go.
+    pub snapshots: Option<SnapshotWriter>,
+    /// Real-time: the first epoch (0, or the one after the restored checkpoint's).
+    pub first_epoch: u64,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -64,7 +72,7 @@ impl PartitionActor {
         let mut out = Output::default();
         let mut created: Vec<u64> = Vec::new();
         // The batch (micro-batch) or epoch (real-time) rows currently belong to.
-        let mut current: u64 = 0;
+        let mut current: u64 = self.first_epoch;
         let wall = self.clock.is_wall_clock() && self.mode == Mode::RealTime;
         let metrics_on = self.metrics.enabled();
         let mut size = StateSize::default();
@@ -120,6 +128,11 @@ impl PartitionActor {
                         {
                             return;
                         }
+                        if let Some(w) = &self.snapshots
+                            && !w.submit(batch_id, self.operator.snapshot(), self.operator.state_len())
+                        {
+                            return;
+                        }
                     }
                     Control::Watermark(w) => self.operator.advance_watermark(w, &mut out),
                     Control::Tick(now) => self.operator.advance_clock(now, &mut out),
@@ -132,12 +145,20 @@ impl PartitionActor {
                             return;
                         }
                         self.report_state(&mut size);
-                        let ack = ToCoordinator::BarrierAck {
-                            epoch,
-                            partition: self.partition,
-                            state_len: self.operator.state_len(),
+                        let state_len = self.operator.state_len();
+                        let acked = match &self.snapshots {
+                            Some(w) => w.submit(epoch, self.operator.snapshot(), state_len),
+                            None => self
+                                .coordinator
+                                .send(ToCoordinator::BarrierAck {
+                                    epoch,
+                                    partition: self.partition,
+                                    state_len,
+                                    snapshot: None,
+                                })
+                                .is_ok(),
                         };
-                        if self.coordinator.send(ack).is_err() || self.sink.send(ToSink::End { id: epoch }).is_err() {
+                        if !acked || self.sink.send(ToSink::End { id: epoch }).is_err() {
                             return;
                         }
                         current = epoch + 1;

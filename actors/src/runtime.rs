@@ -17,6 +17,7 @@ use eddy_engine::decode::{CsvDecoder, Decoder, JsonDecoder};
 use eddy_engine::plan::QueryPlan;
 use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, SinkSpec, SourceKind};
 
+use crate::checkpoint::{self, Checkpointer, FolderStore, SnapshotWriter};
 use crate::clock::{Clock, ReplayClock, SystemClock};
 use crate::coordinator::{Coordinator, UnitStarts};
 use crate::metrics::server::MetricsServer;
@@ -47,6 +48,9 @@ pub struct RunOptions {
     pub counters: Option<Arc<SourceCounters>>,
     /// Readiness to share with the caller (what `/readyz` answers); created when absent.
     pub health: Option<Arc<Health>>,
+    /// Test-only: stop (as a signal would) once this batch / epoch is committed, so tests can
+    /// restart a pipeline from a checkpoint at a known point.
+    pub stop_after: Option<u64>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -91,6 +95,9 @@ pub enum RuntimeError {
         /// Why.
         why: String,
     },
+    /// The checkpoint was written by a different query; nothing was started (exit 2).
+    #[error("checkpoint.path: {0}")]
+    IncompatibleCheckpoint(String),
     /// A failure while running.
     #[error("{0}")]
     Failed(String),
@@ -183,15 +190,15 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     // Files, stdin and Nexmark are connected once opened; the Kafka source will track its broker.
     health.set_sources_connected(true);
 
-    let sink = match opts.sink_override {
+    let mut sink = match opts.sink_override {
         Some(s) => s,
         None => open_sink(&pipeline.sink, "sink", real_time)?,
     };
-    let late = match &pipeline.late_sink {
+    let mut late = match &pipeline.late_sink {
         Some(s) => Some((open_sink(s, "late_sink", real_time)?, plan.input_names.clone())),
         None => None,
     };
-    let dead_letter = match &pipeline.dead_letter {
+    let mut dead_letter = match &pipeline.dead_letter {
         Some(s) => Some(open_sink(s, "dead_letter", real_time)?),
         None => None,
     };
@@ -210,17 +217,51 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let counters = opts.counters.unwrap_or_default();
     let units = Arc::new(UnitStarts::default());
 
+    // Checkpoints: restore the newest usable one, move the source past it, settle the sinks.
+    let router = Router::new(plan.routing_columns(), parallelism);
+    let (checkpointer, mut operators, resume) = match &pipeline.checkpoint {
+        Some(c) => {
+            let (ck, restored) = restore_checkpoint(pipeline, c, parallelism, &plan, &router)?;
+            let committed = restored.as_ref().map(|r| r.manifest.epoch);
+            for s in std::iter::once(&mut sink).chain(late.as_mut().map(|(s, _)| s)).chain(dead_letter.as_mut()) {
+                s.recover(committed).map_err(|e| RuntimeError::Failed(format!("recovering the sink: {e}")))?;
+            }
+            match restored {
+                Some(r) => {
+                    if let Some(offset) = &r.manifest.source {
+                        source.seek(&offset.into()).map_err(|e| RuntimeError::Failed(e.to_string()))?;
+                    }
+                    (Some(ck), r.operators, Some((r.manifest.epoch, r.manifest.driver)))
+                }
+                None => (Some(ck), Vec::new(), None),
+            }
+        }
+        None => (None, Vec::new(), None),
+    };
+    let first_epoch = resume.as_ref().map_or(0, |(e, _)| e + 1);
+
     let (sink_tx, sink_rx) = bounded(SINK_QUEUE);
+    let (commands_tx, commands_rx) = bounded(1024);
     let (coord_tx, coord_rx) = bounded(1024);
     let (to_source_tx, to_source_rx) = bounded(1024);
     let mut partition_txs = Vec::with_capacity(parallelism);
     let mut handles = Vec::new();
+    operators.reverse();
     for partition in 0..parallelism {
         let (tx, rx) = bounded(PARTITION_QUEUE);
         partition_txs.push(tx);
+        let snapshots = match &checkpointer {
+            Some(ck) => Some(
+                SnapshotWriter::start(ck.clone(), partition, parallelism, coord_tx.clone())
+                    .map_err(|e| RuntimeError::Failed(format!("cannot start a snapshot writer: {e}")))?,
+            ),
+            None => None,
+        };
         let actor = PartitionActor {
             partition,
-            operator: plan.new_operator(),
+            operator: operators.pop().unwrap_or_else(|| plan.new_operator()),
+            snapshots,
+            first_epoch,
             mode: plan.mode,
             clock: clock.clone(),
             input: rx,
@@ -247,6 +288,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         latency: opts.latency,
         metrics: metrics.clone(),
         counters: Some(counters.clone()),
+        commands: commands_rx,
+        checkpointed: checkpointer.is_some(),
     };
     handles.push(
         thread::Builder::new()
@@ -263,17 +306,24 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         counters: counters.clone(),
         unit_name: if real_time { "epoch" } else { "micro-batch" },
         metrics: metrics.clone(),
+        sink: commands_tx,
+        checkpointer: checkpointer.clone(),
+        health: health.clone(),
     };
     let coord_handle = thread::Builder::new()
         .name("eddy-coordinator".into())
         .spawn(move || coordinator.run())
         .map_err(|e| RuntimeError::Failed(format!("cannot start the coordinator: {e}")))?;
+    let source_checkpoint = checkpointer.is_some().then(|| coord_tx.clone());
     drop(coord_tx);
 
     let source_actor = SourceActor {
         source,
         decoder,
-        router: Router::new(plan.routing_columns(), parallelism),
+        router,
+        checkpoint: source_checkpoint,
+        resume,
+        stop_after: opts.stop_after,
         plan,
         partitions: partition_txs,
         sink: sink_tx,
@@ -317,4 +367,29 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         committed: report.committed,
         parallelism,
     })
+}
+
+/// Opens the pipeline's checkpoint store (`<checkpoint.path>/<name>/`) and restores the newest
+/// usable checkpoint, if any.
+fn restore_checkpoint(
+    pipeline: &Pipeline,
+    spec: &spec::CheckpointSpec,
+    parallelism: usize,
+    plan: &QueryPlan,
+    router: &Router,
+) -> Result<(Checkpointer, Option<checkpoint::Restored>), RuntimeError> {
+    let folder = spec.path.join(&pipeline.name);
+    let store = FolderStore::open(&folder).map_err(|e| match e {
+        checkpoint::CheckpointError::Locked { .. } => RuntimeError::Failed(e.to_string()),
+        e => RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() },
+    })?;
+    let ck = Checkpointer::new(Arc::new(store), &pipeline.name, checkpoint::manifest::fingerprint(pipeline), spec.keep);
+    let new_operator = || plan.new_operator();
+    match checkpoint::restore(&ck, parallelism, &new_operator, router) {
+        Ok(r) => Ok((ck, r)),
+        Err(e @ checkpoint::CheckpointError::Incompatible { .. }) => {
+            Err(RuntimeError::IncompatibleCheckpoint(e.to_string()))
+        }
+        Err(e) => Err(RuntimeError::Failed(format!("restoring the checkpoint: {e}"))),
+    }
 }

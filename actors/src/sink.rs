@@ -1,16 +1,20 @@
 //! The sink actor: writes output rows (main sink), late records (`late_sink`) and dead letters
-//! (`dead_letter`), and commits a batch / epoch on every sink once each producer (every partition
-//! actor, and the source) has ended it. Batches commit in order.
+//! (`dead_letter`), and commits each batch / epoch in two phases: once every producer (every
+//! partition actor, and the source) has ended it, it is prepared on every sink (durable, not
+//! visible) and reported to the coordinator ([`ToCoordinator::Prepared`]); it is committed
+//! (made visible) when the coordinator says so ([`SinkCommand::Commit`]: after its checkpoint,
+//! or at once without checkpoints). Batches commit in order; rows of later batches keep being
+//! written meanwhile.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, select};
 
 use eddy_connectors::{ConnectorError, Sink};
 use eddy_engine::output::{row_to_json_line, write_row};
 
-use crate::messages::{ToCoordinator, ToSink};
+use crate::messages::{SinkCommand, ToCoordinator, ToSink};
 use crate::metrics::{LATENCY_SAMPLE_EVERY, Metrics};
 
 /// Latency samples of rows whose records carried a creation instant.
@@ -46,6 +50,12 @@ pub struct SinkActor {
     pub metrics: Metrics,
     /// Counters shared with the caller (late records).
     pub counters: Option<std::sync::Arc<crate::source::SourceCounters>>,
+    /// The coordinator's commit decisions.
+    pub commands: Receiver<SinkCommand>,
+    /// Whether batches are checkpointed: rows left in batches that not every producer ended
+    /// (a stop after a failure) are then discarded rather than committed, as no checkpoint
+    /// covers them.
+    pub checkpointed: bool,
 }
 
 impl std::fmt::Debug for SinkActor {
@@ -73,8 +83,50 @@ impl SinkActor {
         let mut key = String::new();
         // Rows seen so far with creation instants (latency sampling).
         let mut sampled = 0usize;
-        while done < self.producers {
-            let Ok(msg) = self.input.recv() else { break };
+        // Prepared batches waiting for the coordinator's commit, in order, with their rows.
+        let mut awaiting: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut input_open = true;
+        loop {
+            if !input_open || done >= self.producers {
+                if input_open {
+                    input_open = false;
+                    self.end_leftovers(&mut ends, &mut rows_in, &mut awaiting)?;
+                }
+                if awaiting.is_empty() {
+                    return Ok(());
+                }
+                match self.commands.recv() {
+                    Ok(cmd) => {
+                        if !self.on_command(cmd, &mut awaiting)? {
+                            return Ok(());
+                        }
+                    }
+                    Err(_) => return Ok(()),
+                }
+                continue;
+            }
+            let msg = select! {
+                recv(self.input) -> m => match m {
+                    Ok(m) => m,
+                    Err(_) => {
+                        input_open = false;
+                        self.end_leftovers(&mut ends, &mut rows_in, &mut awaiting)?;
+                        continue;
+                    }
+                },
+                recv(self.commands) -> c => {
+                    match c {
+                        Ok(cmd) => {
+                            if !self.on_command(cmd, &mut awaiting)? {
+                                return Ok(());
+                            }
+                        }
+                        // The coordinator is gone: nothing will be committed any more.
+                        Err(_) => return Ok(()),
+                    }
+                    continue;
+                },
+            };
             match msg {
                 ToSink::Rows { id, rows, created_ns } => {
                     let started = self.metrics.enabled().then(Instant::now);
@@ -132,26 +184,73 @@ impl SinkActor {
                 ToSink::End { id } => {
                     let n = ends.entry(id).or_default();
                     *n += 1;
-                    // Commit every fully ended batch, in order.
+                    // Prepare every fully ended batch, in order.
                     while let Some((&first, &count)) = ends.first_key_value() {
                         if count < self.producers {
                             break;
                         }
                         ends.remove(&first);
-                        self.commit(first, rows_in.remove(&first).unwrap_or(0))?;
+                        self.prepare(first, rows_in.remove(&first).unwrap_or(0), &mut awaiting)?;
                     }
                 }
                 ToSink::Done => done += 1,
             }
         }
-        // Whatever was written after the last end (a drain) is committed now.
+    }
+
+    /// The input ended: batches that not every producer ended (a drain after a failure) are
+    /// prepared like the others without checkpoints, discarded with them.
+    fn end_leftovers(
+        &mut self,
+        ends: &mut BTreeMap<u64, usize>,
+        rows_in: &mut BTreeMap<u64, u64>,
+        awaiting: &mut VecDeque<(u64, u64)>,
+    ) -> Result<(), ConnectorError> {
         let mut pending: Vec<u64> = ends.keys().copied().chain(rows_in.keys().copied()).collect();
         pending.sort_unstable();
         pending.dedup();
+        ends.clear();
         for id in pending {
-            self.commit(id, rows_in.remove(&id).unwrap_or(0))?;
+            let rows = rows_in.remove(&id).unwrap_or(0);
+            if self.checkpointed {
+                tracing::debug!(batch = id, rows, "rows of an unfinished batch discarded (no checkpoint covers them)");
+            } else {
+                self.prepare(id, rows, awaiting)?;
+            }
         }
         Ok(())
+    }
+
+    /// First phase: makes batch `id` durable on every sink and tells the coordinator.
+    fn prepare(&mut self, id: u64, rows: u64, awaiting: &mut VecDeque<(u64, u64)>) -> Result<(), ConnectorError> {
+        self.sink.prepare(id)?;
+        if let Some((s, _)) = self.late.as_mut() {
+            s.prepare(id)?;
+        }
+        if let Some(s) = self.dead_letter.as_mut() {
+            s.prepare(id)?;
+        }
+        awaiting.push_back((id, rows));
+        // A missing coordinator means the run is over; the batch then stays prepared only.
+        let _ = self.coordinator.send(ToCoordinator::Prepared { id, rows });
+        Ok(())
+    }
+
+    /// Second phase: commits the prepared batches up to `id`; `false` on [`SinkCommand::Abort`].
+    fn on_command(&mut self, cmd: SinkCommand, awaiting: &mut VecDeque<(u64, u64)>) -> Result<bool, ConnectorError> {
+        match cmd {
+            SinkCommand::Commit(id) => {
+                while let Some(&(first, rows)) = awaiting.front() {
+                    if first > id {
+                        break;
+                    }
+                    awaiting.pop_front();
+                    self.commit(first, rows)?;
+                }
+                Ok(true)
+            }
+            SinkCommand::Abort => Ok(false),
+        }
     }
 
     fn commit(&mut self, id: u64, rows: u64) -> Result<(), ConnectorError> {

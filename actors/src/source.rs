@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use eddy_connectors::{Payload, Poll, Source, SourceItem};
+use eddy_connectors::{Payload, Poll, Position, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::write_string;
@@ -26,9 +26,10 @@ use eddy_engine::plan::QueryPlan;
 use eddy_engine::time::align_down;
 use eddy_engine::{Duration, Record, Timestamp};
 
+use crate::checkpoint::DriverState;
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::UnitStarts;
-use crate::messages::{Control, Stamped, ToPartition, ToSink, ToSource};
+use crate::messages::{Control, Stamped, ToCoordinator, ToPartition, ToSink, ToSource};
 use crate::metrics::{Metrics, micros_to_seconds};
 use crate::routing::Router;
 
@@ -36,6 +37,8 @@ use crate::routing::Router;
 const BATCH: usize = 256;
 /// Items per source poll.
 const POLL_MAX: usize = 4096;
+/// Real-time: epochs the source may run ahead of the last committed one before it waits.
+const MAX_EPOCHS_IN_FLIGHT: u64 = 64;
 
 /// Counters shared with the caller (progress, summary).
 #[derive(Debug, Default)]
@@ -80,6 +83,15 @@ pub struct SourceActor {
     pub frontier_delay: Option<Duration>,
     /// Whether the pipeline has a `[dead_letter]` sink (log wording only).
     pub dead_letter: bool,
+    /// With checkpoints: where the source's offset and clock at each barrier / end of batch go.
+    pub checkpoint: Option<Sender<ToCoordinator>>,
+    /// The clock and watermark of a restored checkpoint, and the epoch / batch it closed (the
+    /// source itself has already been moved past the checkpoint's offset).
+    pub resume: Option<(u64, DriverState)>,
+    /// Test-only (`EDDY_TEST_STOP_AFTER`, see `src/main.rs`): once this batch / epoch is
+    /// committed, end the run there, as a crash right after its checkpoint would (real-time:
+    /// nothing after the barrier is sent; micro-batch: no batch after it).
+    pub stop_after: Option<u64>,
 }
 
 /// What the source last reported to the metrics.
@@ -195,7 +207,18 @@ impl SourceActor {
 
     /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
     fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
-        match item.payload {
+        self.decode_at(item.payload, &item.position, dead, last_log)
+    }
+
+    /// Decodes a payload read at `position`.
+    fn decode_at(
+        &mut self,
+        payload: Payload,
+        position: &Position,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) -> Option<Record> {
+        match payload {
             Payload::Record(r) => Some(r),
             Payload::Raw(bytes) => {
                 let decoder = self.decoder.as_ref()?;
@@ -206,9 +229,9 @@ impl SourceActor {
                         let reason = e.to_string();
                         if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
                             if self.dead_letter {
-                                tracing::warn!(position = %item.position, %reason, "malformed record sent to the dead letters (at most one such line a second)");
+                                tracing::warn!(position = %position, %reason, "malformed record sent to the dead letters (at most one such line a second)");
                             } else {
-                                tracing::warn!(position = %item.position, %reason, "malformed record dropped: the pipeline has no [dead_letter] (at most one such line a second)");
+                                tracing::warn!(position = %position, %reason, "malformed record dropped: the pipeline has no [dead_letter] (at most one such line a second)");
                             }
                             *last_log = Some(Instant::now());
                         }
@@ -216,7 +239,7 @@ impl SourceActor {
                         line.push_str("{\"reason\": ");
                         write_string(&mut line, &reason);
                         line.push_str(", \"source\": ");
-                        write_string(&mut line, &item.position.to_string());
+                        write_string(&mut line, &position.to_string());
                         line.push_str(", \"record\": ");
                         write_string(&mut line, &String::from_utf8_lossy(&bytes));
                         line.push('}');
@@ -224,6 +247,30 @@ impl SourceActor {
                         None
                     }
                 }
+            }
+        }
+    }
+
+    /// With checkpoints: tells the coordinator where the source stands at the end of `id`.
+    fn source_at(&self, id: u64, offset: Option<SourceOffset>, driver: DriverState) -> Result<(), SourceError> {
+        match &self.checkpoint {
+            Some(tx) => tx.send(ToCoordinator::SourceAt { id, offset, driver }).map_err(|_| SourceError::PeerGone),
+            None => Ok(()),
+        }
+    }
+
+    /// Real-time: takes the commits the coordinator reported; with `wait_for`, blocks until that
+    /// epoch is committed. `Err` on a stop from the coordinator (a failure elsewhere).
+    fn take_commits(&self, committed: &mut Option<u64>, wait_for: Option<u64>) -> Result<(), SourceError> {
+        loop {
+            let msg = match wait_for {
+                Some(w) if committed.is_none_or(|c| c < w) => self.coordinator.recv().ok(),
+                _ => self.coordinator.try_recv().ok(),
+            };
+            match msg {
+                Some(ToSource::Committed(id)) => *committed = Some(committed.map_or(id, |c| c.max(id))),
+                Some(ToSource::Stop) => return Err(SourceError::PeerGone),
+                None => return Ok(()),
             }
         }
     }
@@ -236,16 +283,52 @@ impl SourceActor {
         self.sink.send(ToSink::End { id }).map_err(|_| SourceError::PeerGone)
     }
 
+    /// The barrier closing `epoch` at processing time `now`: to every partition actor, the
+    /// source's position to the coordinator (with checkpoints), the epoch's end to the sink.
+    #[allow(clippy::too_many_arguments)]
+    fn barrier(
+        &self,
+        epoch: u64,
+        now: Timestamp,
+        (watermark, max_event_time): (Timestamp, Option<Timestamp>),
+        next_boundary: Option<Timestamp>,
+        offset: &Option<SourceOffset>,
+        dead: &mut Vec<String>,
+        committed: &mut Option<u64>,
+    ) -> Result<(), SourceError> {
+        // Bound the epochs in flight (and take the commits, so the coordinator never waits).
+        self.take_commits(committed, epoch.checked_sub(MAX_EPOCHS_IN_FLIGHT))?;
+        self.broadcast(Control::Barrier { epoch, now, watermark })?;
+        if self.checkpoint.is_some() {
+            let driver = DriverState::RealTime {
+                now: now.0,
+                max_event_time: max_event_time.map(|t| t.0),
+                next_boundary: next_boundary.map(|t| t.0),
+            };
+            self.source_at(epoch, offset.clone(), driver)?;
+        }
+        self.end_unit(epoch, dead)
+    }
+
     fn run_real_time(&mut self) -> Result<(), SourceError> {
         let mut clock = self.plan.realtime_clock();
         let replay = self.plan.replay.is_some();
         let trigger = self.trigger.0.max(1);
         let mut epoch: u64 = 0;
-        let mut next_boundary: Option<Timestamp> = if replay {
-            None
-        } else {
-            Some(align_down(self.clock.now(), Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)))
-        };
+        let mut next_boundary: Option<Timestamp> = None;
+        if let Some((last, DriverState::RealTime { now, max_event_time, next_boundary: nb })) = &self.resume {
+            epoch = last + 1;
+            clock.resume(Timestamp(*now), max_event_time.map(Timestamp));
+            next_boundary = nb.map(Timestamp);
+        }
+        if !replay {
+            next_boundary =
+                Some(align_down(self.clock.now(), Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
+        }
+        let track = self.checkpoint.is_some();
+        let mut offset = if track { self.source.offset() } else { None };
+        // Epochs up to the restored checkpoint's are committed.
+        let mut committed: Option<u64> = self.resume.as_ref().map(|(e, _)| *e);
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
         let mut items = Vec::with_capacity(POLL_MAX);
         let mut dead = Vec::new();
@@ -253,6 +336,7 @@ impl SourceActor {
         let mut last_w = Timestamp::MIN;
         let mut reported = Reported::new();
         let metrics_on = self.metrics.enabled();
+        let mut exhausted = false;
         self.units.started(epoch);
         loop {
             if self.stop.load(Ordering::Relaxed) {
@@ -272,8 +356,16 @@ impl SourceActor {
             let polled_items = items.len();
             for item in items.drain(..) {
                 let created_ns = if item.created_ns != 0 { item.created_ns } else { poll_ns };
-                let Some(record) = self.decode(item, &mut dead, &mut last_log) else { continue };
+                let SourceItem { payload, position, .. } = item;
+                let Some(record) = self.decode_at(payload, &position, &mut dead, &mut last_log) else {
+                    if track {
+                        SourceOffset::advance(&mut offset, &position);
+                    }
+                    continue;
+                };
                 let system_now = if replay { Timestamp::MIN } else { self.clock.now() };
+                // Event times seen before this record: a barrier it triggers checkpoints these.
+                let seen_before = if track { clock.max_event_time() } else { None };
                 let stamp = clock.stamp(&record, system_now);
                 if replay {
                     let b = *next_boundary.get_or_insert_with(|| {
@@ -282,12 +374,19 @@ impl SourceActor {
                     if stamp.now >= b {
                         let at = align_down(stamp.now, Duration(trigger), Duration::ZERO);
                         self.flush(&mut buffers)?;
-                        self.broadcast(Control::Barrier { epoch, now: at, watermark: stamp.watermark })?;
-                        self.end_unit(epoch, &mut dead)?;
+                        next_boundary = Some(at.saturating_add(Duration(trigger)));
+                        // The barrier's watermark is W before this record; the saved clock too.
+                        let w = (stamp.watermark, seen_before);
+                        self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
+                        if self.stop_after == Some(epoch) {
+                            return self.take_commits(&mut committed, Some(epoch));
+                        }
                         epoch += 1;
                         self.units.started(epoch);
-                        next_boundary = Some(at.saturating_add(Duration(trigger)));
                     }
+                }
+                if track {
+                    SourceOffset::advance(&mut offset, &position);
                 }
                 self.counters.records.fetch_add(1, Ordering::Relaxed);
                 let p = self.router.route(&record).0;
@@ -313,30 +412,38 @@ impl SourceActor {
             if !replay && let Some(b) = next_boundary {
                 let now = self.clock.now();
                 if now >= b {
-                    self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
-                    self.end_unit(epoch, &mut dead)?;
-                    epoch += 1;
-                    self.units.started(epoch);
                     next_boundary =
                         Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
+                    let w = (clock.watermark(), clock.max_event_time());
+                    self.barrier(epoch, now, w, None, &offset, &mut dead, &mut committed)?;
+                    if self.stop_after == Some(epoch) {
+                        return self.take_commits(&mut committed, Some(epoch));
+                    }
+                    epoch += 1;
+                    self.units.started(epoch);
                 }
+            } else {
+                self.take_commits(&mut committed, None)?;
             }
             if poll == Poll::Exhausted {
+                exhausted = true;
                 break;
             }
         }
-        // Drain: the last epoch ends at `until` (replay) or now (system clock).
+        // Drain: the last epoch ends at `until` (replay, input exhausted) or now (a stop, or the
+        // system clock); a stopped run resumes from here.
         self.flush(&mut buffers)?;
         let now = if replay {
             match self.plan.until() {
-                Some(u) => clock.advance(u),
-                None => clock.now(),
+                Some(u) if exhausted => clock.advance(u),
+                _ => clock.now(),
             }
         } else {
             self.clock.now()
         };
-        self.broadcast(Control::Barrier { epoch, now, watermark: clock.watermark() })?;
-        self.end_unit(epoch, &mut dead)?;
+        let nb = if replay { next_boundary } else { None };
+        let w = (clock.watermark(), clock.max_event_time());
+        self.barrier(epoch, now, w, nb, &offset, &mut dead, &mut committed)?;
         self.report(&mut reported, Some(clock.watermark()), Some(now));
         Ok(())
     }
@@ -348,6 +455,15 @@ impl SourceActor {
         let mut dead = Vec::new();
         let mut last_log = None;
         let mut last_moved: Option<(Timestamp, Timestamp)> = None;
+        if let Some((
+            _,
+            DriverState::MicroBatch { next_batch, late, evict, last_processing_time, max_event_time, last_moved: lm },
+        )) = &self.resume
+        {
+            let w = eddy_engine::watermark::BatchWatermarks { late: Timestamp(*late), evict: Timestamp(*evict) };
+            seq.resume(*next_batch, w, Timestamp(*last_processing_time), max_event_time.map(Timestamp));
+            last_moved = lm.map(|[b, a]| (Timestamp(b), Timestamp(a)));
+        }
         let mut exhausted = false;
         let mut batch_started = Instant::now();
         let mut reported = Reported::new();
@@ -395,6 +511,12 @@ impl SourceActor {
             let records: Vec<Record> =
                 items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
+        }
+        if !exhausted || self.stop.load(Ordering::Relaxed) {
+            // A stop: a restart goes on from the last batch (and runs the end-of-input batches
+            // when the input is exhausted then).
+            self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
+            return Ok(());
         }
         // End of input: the no-data batch when due, or the replay clock's batch at `until`.
         match self.plan.until() {
@@ -458,10 +580,27 @@ impl SourceActor {
         self.broadcast(Control::EndBatch { batch_id: ctx.batch_id })?;
         self.end_unit(ctx.batch_id, dead)?;
         let moved = seq.end();
+        if self.checkpoint.is_some() {
+            let w = seq.watermarks();
+            let driver = DriverState::MicroBatch {
+                next_batch: seq.next_batch_id(),
+                late: w.late.0,
+                evict: w.evict.0,
+                last_processing_time: seq.last_processing_time().0,
+                max_event_time: seq.max_event_time().map(|t| t.0),
+                last_moved: Some([moved.0.0, moved.1.0]),
+            };
+            self.source_at(ctx.batch_id, self.source.offset(), driver)?;
+        }
         // The next batch starts when this one is committed (as Spark's micro-batch execution).
         loop {
             match self.coordinator.recv() {
-                Ok(ToSource::Committed(id)) if id >= ctx.batch_id => break,
+                Ok(ToSource::Committed(id)) if id >= ctx.batch_id => {
+                    if self.stop_after == Some(ctx.batch_id) {
+                        self.stop.store(true, Ordering::SeqCst);
+                    }
+                    break;
+                }
                 Ok(ToSource::Committed(_)) => {}
                 Ok(ToSource::Stop) | Err(_) => return Err(SourceError::PeerGone),
             }

@@ -8,10 +8,12 @@
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
 //! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
 //! cargo run --release -p eddy-bench -- nexmark      # q5, q7, q11, q12, rolling: throughput, latency, rate sweep
+//! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
 //! cargo run --release -p eddy-bench -- all [--smoke]
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
+mod checkpoint;
 mod nexmark;
 mod plot;
 mod report;
@@ -36,16 +38,18 @@ fn main() -> Result<()> {
         "slow-sink" => suites::slow_sink(smoke),
         "metrics" => suites::metrics(smoke),
         "nexmark" => nexmark::nexmark(smoke),
+        "checkpoint" => checkpoint::checkpoint(smoke),
         "all" => {
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
             suites::timers(smoke)?;
             suites::slow_sink(smoke)?;
             suites::metrics(smoke)?;
-            nexmark::nexmark(smoke)
+            nexmark::nexmark(smoke)?;
+            checkpoint::checkpoint(smoke)
         }
-        other => {
-            bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, nexmark or all")
-        }
+        other => bail!(
+            "unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, nexmark, checkpoint or all"
+        ),
     }
 }

@@ -12,7 +12,9 @@ fn every_suite_runs_and_reports() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    for heading in ["## latency", "## throughput", "## timers", "## slow sink", "## metrics", "## nexmark"] {
+    for heading in
+        ["## latency", "## throughput", "## timers", "## slow sink", "## metrics", "## nexmark", "## checkpoint"]
+    {
         assert!(text.contains(heading), "missing {heading} in:\n{text}");
     }
     // The slow-sink suite asserts nothing was lost; its table shows 0 lost.

@@ -12,10 +12,12 @@ use eddy_engine::Record;
 
 pub mod files;
 pub mod nexmark;
+pub mod offset;
 pub mod stdio;
 
 pub use files::{FilesSink, FilesSource};
 pub use nexmark::{NexmarkSource, NexmarkTable};
+pub use offset::{KafkaPartitionOffset, SourceOffset};
 pub use stdio::{StdinSource, StdoutSink};
 
 /// Where a record came from, for dead letters and logs (`file.json:12`, `topic/3@1042`, ...).
@@ -133,6 +135,26 @@ pub trait Source: Send {
         max: usize,
         timeout: std::time::Duration,
     ) -> Result<Poll, ConnectorError>;
+
+    /// How far the source has been consumed: the offset just after the last item returned by
+    /// [`Source::poll`] (and any boundary it reported). `None`: nothing consumed yet, or a source
+    /// that cannot resume (a restart then reads it from its start).
+    fn offset(&self) -> Option<SourceOffset> {
+        None
+    }
+
+    /// Resumes just after `offset` (taken from a checkpoint): the next poll returns the first
+    /// item not covered by it. Call before the first poll.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] when the offset is not of this kind of source or cannot be
+    /// reached (the default: the source cannot resume).
+    fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
+        Err(ConnectorError::Config(format!(
+            "this source cannot resume from the checkpoint's {} offset {offset}",
+            offset.kind()
+        )))
+    }
 }
 
 /// A sink of output lines, committed per micro-batch or epoch.
@@ -151,6 +173,32 @@ pub trait Sink: Send {
     /// # Errors
     /// A [`ConnectorError`] when the commit fails.
     fn commit(&mut self, batch_id: u64) -> Result<(), ConnectorError>;
+
+    /// First phase of a two-phase commit: every row written for `batch_id` is made durable but
+    /// not yet visible (files: flushed and fsynced under the temporary name; Kafka with
+    /// transactions: flushed in the open transaction). [`Sink::commit`] then makes it visible.
+    /// The runtime prepares a batch / epoch, writes its checkpoint, then commits it. Default:
+    /// nothing to do.
+    ///
+    /// # Errors
+    /// A [`ConnectorError`] when the rows cannot be made durable.
+    fn prepare(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
+        let _ = batch_id;
+        Ok(())
+    }
+
+    /// On restart, before anything is written: finishes what a stopped run left behind.
+    /// Prepared batches with ids `<= committed` (their checkpoint is durable) are committed (rolled
+    /// forward); anything later is discarded, as its checkpoint never completed. `None`: no
+    /// checkpoint, so every leftover is discarded. Returns how many batches were rolled forward
+    /// or discarded. Default: nothing to do.
+    ///
+    /// # Errors
+    /// A [`ConnectorError`] when a leftover cannot be committed or removed.
+    fn recover(&mut self, committed: Option<u64>) -> Result<usize, ConnectorError> {
+        let _ = committed;
+        Ok(0)
+    }
 }
 
 /// Nanoseconds since the first call in this process (a monotonic clock shared by sources and

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
-use crate::{ConnectorError, Payload, Poll, Position, Sink, Source, SourceItem};
+use crate::{ConnectorError, Payload, Poll, Position, Sink, Source, SourceItem, SourceOffset};
 
 /// Lines read ahead of the consumer (the bound of the reader thread's channel): a slow pipeline
 /// makes the reader thread block, and so the writer of stdin, instead of growing memory.
@@ -36,6 +36,10 @@ enum Message {
 pub struct StdinSource {
     lines: Receiver<Message>,
     done: bool,
+    /// The number of the last line consumed (returned or skipped).
+    last_line: u64,
+    /// Lines up to this number are skipped ([`Source::seek`]).
+    skip_through: u64,
 }
 
 impl fmt::Debug for StdinSource {
@@ -63,13 +67,17 @@ impl StdinSource {
             .name("eddy-stdin".into())
             .spawn(move || read_lines(BufReader::with_capacity(BUFFER, reader), &tx))
             .map_err(|source| ConnectorError::Io { what: "starting the stdin reader thread".into(), source })?;
-        Ok(StdinSource { lines: rx, done: false })
+        Ok(StdinSource { lines: rx, done: false, last_line: 0, skip_through: 0 })
     }
 
     /// Adds one message to `out`; returns whether the input ended.
     fn take(&mut self, message: Message, out: &mut Vec<SourceItem>) -> Result<bool, ConnectorError> {
         match message {
             Message::Line(line, bytes) => {
+                self.last_line = line;
+                if line <= self.skip_through {
+                    return Ok(false);
+                }
                 out.push(SourceItem {
                     payload: Payload::Raw(bytes),
                     position: Position::Stdin { line },
@@ -150,7 +158,29 @@ impl Source for StdinSource {
                 Err(TryRecvError::Disconnected) => self.take(Message::End, out)?,
             };
         }
-        Ok(if out.len() > start { Poll::Data } else { Poll::Exhausted })
+        Ok(if out.len() > start || !ended { Poll::Data } else { Poll::Exhausted })
+    }
+
+    /// The number of the last line consumed.
+    fn offset(&self) -> Option<SourceOffset> {
+        (self.last_line > 0 || self.skip_through > 0)
+            .then(|| SourceOffset::Stdin { line: self.last_line.max(self.skip_through) })
+    }
+
+    /// Skips the first `line` lines: a restart expects the same input from its start again
+    /// (`eddy run p.toml < events.jsonl`).
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] for an offset of another kind of source.
+    fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
+        let SourceOffset::Stdin { line } = offset else {
+            return Err(ConnectorError::Config(format!(
+                "stdin source: the checkpoint holds a {} offset ({offset}), not a line number",
+                offset.kind()
+            )));
+        };
+        self.skip_through = *line;
+        Ok(())
     }
 }
 
@@ -241,6 +271,18 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_resumed_source_skips_the_lines_its_offset_covers() {
+        let input = "{\"a\":1}\n\n{\"a\":2}\n{\"a\":3}\n";
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();
+        s.seek(&SourceOffset::Stdin { line: 3 }).unwrap();
+        assert_eq!(s.offset(), Some(SourceOffset::Stdin { line: 3 }));
+        let out = drain(&mut s, 1);
+        assert_eq!(lines_of(&out), vec![("stdin:4".to_string(), "{\"a\":3}".to_string())]);
+        assert_eq!(s.offset(), Some(SourceOffset::Stdin { line: 4 }));
+        assert!(s.seek(&SourceOffset::Generated { next: 1 }).is_err());
     }
 
     #[test]

@@ -95,6 +95,29 @@ impl MicroBatchSequencer {
     pub fn watermarks(&self) -> BatchWatermarks {
         self.current
     }
+
+    /// The largest event time seen (`None` before any, or without a watermark).
+    pub fn max_event_time(&self) -> Option<Timestamp> {
+        self.watermark.as_ref().and_then(|(_, tr)| tr.max_event_time())
+    }
+
+    /// Resumes a sequence restored from a checkpoint: the next batch is `next_batch`, with
+    /// watermarks `current`, after a batch at `last_processing_time`, having seen event times up
+    /// to `max_event_time`.
+    pub fn resume(
+        &mut self,
+        next_batch: u64,
+        current: BatchWatermarks,
+        last_processing_time: Timestamp,
+        max_event_time: Option<Timestamp>,
+    ) {
+        self.next_batch = next_batch;
+        self.current = current;
+        self.last_processing_time = last_processing_time;
+        if let (Some((_, tr)), Some(t)) = (self.watermark.as_mut(), max_event_time) {
+            tr.observe(t);
+        }
+    }
 }
 
 /// The output of one micro-batch.
@@ -219,6 +242,20 @@ impl RealTimeClock {
     /// The current watermark.
     pub fn watermark(&self) -> Timestamp {
         self.watermark.as_ref().map_or(Timestamp::MIN, |(_, tr)| tr.current())
+    }
+
+    /// The largest event time seen (`None` before any, or without a watermark).
+    pub fn max_event_time(&self) -> Option<Timestamp> {
+        self.watermark.as_ref().and_then(|(_, tr)| tr.max_event_time())
+    }
+
+    /// Resumes a clock restored from a checkpoint: processing time `now`, event times seen up to
+    /// `max_event_time`.
+    pub fn resume(&mut self, now: Timestamp, max_event_time: Option<Timestamp>) {
+        self.now = self.now.max(now);
+        if let (Some((_, tr)), Some(t)) = (self.watermark.as_mut(), max_event_time) {
+            tr.observe(t);
+        }
     }
 }
 

@@ -31,6 +31,8 @@ pub struct FilesSink {
     folder: PathBuf,
     prefix: String,
     open: BTreeMap<u64, OpenBatch>,
+    /// Batches flushed and fsynced under their temporary name ([`Sink::prepare`]), not renamed.
+    prepared: BTreeMap<u64, PathBuf>,
 }
 
 #[derive(Debug)]
@@ -69,7 +71,12 @@ impl FilesSink {
             what: format!("removing the probe file {}", probe.display()),
             source,
         })?;
-        Ok(FilesSink { folder: folder.to_path_buf(), prefix: prefix.to_string(), open: BTreeMap::new() })
+        Ok(FilesSink {
+            folder: folder.to_path_buf(),
+            prefix: prefix.to_string(),
+            open: BTreeMap::new(),
+            prepared: BTreeMap::new(),
+        })
     }
 
     /// The final path of batch `batch_id`.
@@ -84,6 +91,13 @@ impl FilesSink {
     /// # Errors
     /// [`ConnectorError::Io`] naming the folder or file that cannot be listed or deleted.
     pub fn remove_uncommitted(&self) -> Result<usize, ConnectorError> {
+        self.recover_leftovers(None)
+    }
+
+    /// Temporary files of this sink's prefix left by a stopped run, not open in this sink: those
+    /// of batches `<= committed` are renamed into place (they were prepared, and their checkpoint
+    /// is durable), the others deleted. Returns how many files were renamed or deleted.
+    fn recover_leftovers(&self, committed: Option<u64>) -> Result<usize, ConnectorError> {
         let io = |source| ConnectorError::Io {
             what: format!("listing the files sink folder {}", self.folder.display()),
             source,
@@ -100,13 +114,27 @@ impl FilesSink {
             if !digits.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            if digits.parse::<u64>().is_ok_and(|id| self.open.contains_key(&id)) {
+            let id = digits.parse::<u64>().ok();
+            if id.is_some_and(|id| self.open.contains_key(&id) || self.prepared.contains_key(&id)) {
                 continue;
             }
             let path = entry.path();
-            std::fs::remove_file(&path)
-                .map_err(|source| ConnectorError::Io { what: format!("removing {}", path.display()), source })?;
+            match (id, committed) {
+                (Some(id), Some(c)) if id <= c => {
+                    let target = self.batch_path(id);
+                    tracing::info!(file = %target.display(), "files sink: rolling forward a batch whose checkpoint committed");
+                    std::fs::rename(&path, &target).map_err(|source| ConnectorError::Io {
+                        what: format!("renaming {} to {}", path.display(), target.display()),
+                        source,
+                    })?;
+                }
+                _ => std::fs::remove_file(&path)
+                    .map_err(|source| ConnectorError::Io { what: format!("removing {}", path.display()), source })?,
+            }
             removed += 1;
+        }
+        if removed > 0 {
+            sync_dir(&self.folder)?;
         }
         Ok(removed)
     }
@@ -138,13 +166,29 @@ impl Sink for FilesSink {
         batch.writer.write_all(b"\n").map_err(io)
     }
 
-    /// Flushes, fsyncs and renames batch `batch_id`'s file to its final name, then fsyncs the
-    /// folder. Does nothing when the batch had no row.
+    /// Flushes, fsyncs (if [`Sink::prepare`] did not already) and renames batch `batch_id`'s
+    /// file to its final name, then fsyncs the folder. Does nothing when the batch had no row.
     ///
     /// # Errors
     /// [`ConnectorError::Io`] naming the file when a step fails; the temporary file is then
-    /// left in place (deleted by [`FilesSink::remove_uncommitted`] on restart).
+    /// left in place (handled by [`Sink::recover`] on restart).
     fn commit(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
+        self.prepare(batch_id)?;
+        let Some(tmp) = self.prepared.remove(&batch_id) else {
+            return Ok(());
+        };
+        let target = self.batch_path(batch_id);
+        std::fs::rename(&tmp, &target)
+            .map_err(|source| ConnectorError::Io { what: format!("renaming to {}", target.display()), source })?;
+        sync_dir(&self.folder)
+    }
+
+    /// Flushes and fsyncs batch `batch_id`'s temporary file, which keeps its hidden name until
+    /// [`Sink::commit`]. Does nothing when the batch had no row or is already prepared.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Io`] naming the file when it cannot be flushed or synced.
+    fn prepare(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
         let Some(OpenBatch { tmp, writer }) = self.open.remove(&batch_id) else {
             return Ok(());
         };
@@ -154,11 +198,26 @@ impl Sink for FilesSink {
         };
         let file = writer.into_inner().map_err(|e| io("flushing", &tmp)(e.into_error()))?;
         file.sync_all().map_err(io("syncing", &tmp))?;
-        drop(file);
-        let target = self.batch_path(batch_id);
-        std::fs::rename(&tmp, &target).map_err(io("renaming to", &target))?;
-        File::open(&self.folder).and_then(|d| d.sync_all()).map_err(io("syncing folder", &self.folder))
+        self.prepared.insert(batch_id, tmp);
+        Ok(())
     }
+
+    /// Temporary files left by a stopped run: batches `<= committed` are renamed into place,
+    /// later ones deleted; with `None` every one is deleted (as
+    /// [`FilesSink::remove_uncommitted`]).
+    ///
+    /// # Errors
+    /// [`ConnectorError::Io`] naming the folder or file that cannot be listed, renamed or deleted.
+    fn recover(&mut self, committed: Option<u64>) -> Result<usize, ConnectorError> {
+        self.recover_leftovers(committed)
+    }
+}
+
+/// Fsyncs a folder, so that renames and removals in it are durable.
+fn sync_dir(folder: &Path) -> Result<(), ConnectorError> {
+    File::open(folder)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| ConnectorError::Io { what: format!("syncing folder {}", folder.display()), source })
 }
 
 #[cfg(test)]
@@ -249,6 +308,37 @@ mod tests {
         assert_eq!(names(dir.path()), vec![".batch-000009.jsonl.tmp", ".other-000001.jsonl.tmp", "batch-000006.jsonl"]);
         sink.commit(9).unwrap();
         assert_eq!(std::fs::read_to_string(dir.path().join("batch-000009.jsonl")).unwrap(), "open\n");
+    }
+
+    #[test]
+    fn a_prepared_batch_stays_hidden_until_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = FilesSink::new(dir.path(), "batch").unwrap();
+        sink.write(0, "x", None).unwrap();
+        sink.prepare(0).unwrap();
+        sink.prepare(0).unwrap();
+        assert_eq!(names(dir.path()), vec![".batch-000000.jsonl.tmp"]);
+        sink.commit(0).unwrap();
+        assert_eq!(names(dir.path()), vec!["batch-000000.jsonl"]);
+    }
+
+    #[test]
+    fn recover_rolls_committed_batches_forward_and_discards_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut crashed = FilesSink::new(dir.path(), "batch").unwrap();
+            for id in 3..6 {
+                crashed.write(id, &format!("row{id}"), None).unwrap();
+                crashed.prepare(id).unwrap();
+            }
+            crashed.write(6, "half", None).unwrap();
+            // Dropped: a crash after the checkpoint of batch 4, before its rename.
+        }
+        let mut sink = FilesSink::new(dir.path(), "batch").unwrap();
+        assert_eq!(sink.recover(Some(4)).unwrap(), 4);
+        assert_eq!(names(dir.path()), vec!["batch-000003.jsonl", "batch-000004.jsonl"]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("batch-000004.jsonl")).unwrap(), "row4\n");
+        assert_eq!(sink.recover(None).unwrap(), 0);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use flate2::read::MultiGzDecoder;
 
 use super::{is_blank, is_hidden, strip_newline};
-use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem};
+use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, SourceOffset};
 
 /// How often a following source lists its folder again while it waits for new files.
 const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
@@ -53,6 +53,11 @@ pub struct FilesSource {
     files_in_group: usize,
     exhausted: bool,
     line: Vec<u8>,
+    /// The last file read to its end.
+    last_done: Option<String>,
+    /// Where a restart resumes ([`Source::seek`]): files named before it are skipped, and the
+    /// first `.1` lines of the file named `.0`.
+    resume: Option<(String, u64)>,
 }
 
 /// The file being read.
@@ -137,6 +142,8 @@ impl FilesSource {
             files_in_group: 0,
             exhausted: false,
             line: Vec::new(),
+            last_done: None,
+            resume: None,
         })
     }
 
@@ -152,6 +159,13 @@ impl FilesSource {
                 || self.only.as_ref().is_some_and(|o| *o != name)
             {
                 continue;
+            }
+            if let Some((f, l)) = &self.resume {
+                let n = name.to_string_lossy();
+                if *n < **f || (*n == **f && *l == u64::MAX) {
+                    self.seen.insert(name);
+                    continue;
+                }
             }
             let path = entry.path();
             // Follows symbolic links; an entry that vanished or is a dangling link is skipped
@@ -172,7 +186,8 @@ impl FilesSource {
         Ok(())
     }
 
-    fn open(&self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
+    /// Opens a file at its first line.
+    fn open_raw(&self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
         let file = File::open(&path)
             .map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
         let reader: Box<dyn BufRead + Send> = if name.ends_with(".gz") {
@@ -181,6 +196,31 @@ impl FilesSource {
             Box::new(BufReader::with_capacity(READ_BUFFER, file))
         };
         Ok(OpenFile { name, path, reader, line: 0, header_pending: self.csv_header })
+    }
+
+    /// Opens a file to read it, past the lines a restart skips ([`Source::seek`]).
+    fn open(&self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
+        let mut open = self.open_raw(name, path)?;
+        if let Some((f, skip)) = &self.resume
+            && *f == open.name
+        {
+            let mut buf = Vec::new();
+            while open.line < *skip {
+                buf.clear();
+                let n = open.reader.read_until(b'\n', &mut buf).map_err(|source| ConnectorError::Io {
+                    what: format!("skipping the lines of {} consumed before the checkpoint", open.path.display()),
+                    source,
+                })?;
+                if n == 0 {
+                    break;
+                }
+                open.line += 1;
+                if open.header_pending && !is_blank(strip_newline(&buf)) {
+                    open.header_pending = false;
+                }
+            }
+        }
+        Ok(open)
     }
 
     /// Reads lines of the current file into `out` until `out` holds `limit` items or the file
@@ -226,7 +266,7 @@ impl FilesSource {
         }
         let candidates: Vec<(String, PathBuf)> = self.pending.iter().cloned().collect();
         for (name, path) in candidates {
-            let mut file = self.open(name, path)?;
+            let mut file = self.open_raw(name, path)?;
             loop {
                 self.line.clear();
                 let n = file.reader.read_until(b'\n', &mut self.line).map_err(|source| ConnectorError::Io {
@@ -284,7 +324,7 @@ impl Source for FilesSource {
                 if !self.read_current(out, limit)? {
                     return Ok(Poll::Data);
                 }
-                self.current = None;
+                self.last_done = self.current.take().map(|c| c.name);
                 self.files_in_group += 1;
                 if self.files_in_group == self.max_files_per_trigger {
                     self.files_in_group = 0;
@@ -316,6 +356,36 @@ impl Source for FilesSource {
             };
             std::thread::sleep(wait);
         }
+    }
+
+    /// The file being read and its lines read so far, or the last file read whole.
+    fn offset(&self) -> Option<SourceOffset> {
+        match (&self.current, &self.last_done) {
+            (Some(c), _) => Some(SourceOffset::Files { file: c.name.clone(), line: c.line }),
+            (None, Some(f)) => Some(SourceOffset::Files { file: f.clone(), line: u64::MAX }),
+            (None, None) => {
+                self.resume.as_ref().map(|(file, line)| SourceOffset::Files { file: file.clone(), line: *line })
+            }
+        }
+    }
+
+    /// Skips the files named before the offset's file and the offset's lines of that file.
+    /// A mid-file resume starts a new group of `max_files_per_trigger` files there.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] for an offset of another kind of source.
+    fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
+        let SourceOffset::Files { file, line } = offset else {
+            return Err(ConnectorError::Config(format!(
+                "files source {}: the checkpoint holds a {} offset ({offset}), not a file position",
+                self.folder.display(),
+                offset.kind()
+            )));
+        };
+        // Files listed already (the CSV header is read first) are dropped from the queue too.
+        self.pending.retain(|(name, _)| !(name < file || (name == file && *line == u64::MAX)));
+        self.resume = Some((file.clone(), *line));
+        Ok(())
     }
 }
 
@@ -364,6 +434,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_resumed_source_reads_on_from_its_offset_with_the_same_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.json", "1\n2\n");
+        write(dir.path(), "b.json", "3\n\n4\n5\n");
+        write(dir.path(), "c.json", "6\n");
+        // After a whole file: the next group starts with the next file.
+        let mut first = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(first.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        let offset = first.offset().unwrap();
+        assert_eq!(offset, SourceOffset::Files { file: "a.json".into(), line: u64::MAX });
+        let mut resumed = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        resumed.seek(&offset).unwrap();
+        let (batches, _) = drain(&mut resumed, 100, LONG);
+        assert_eq!(batches, vec![vec!["3", "4", "5"], vec!["6"]]);
+        // Mid-file (3 lines of b.json, a blank one among them): the rest of the file.
+        let mut mid = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        mid.seek(&SourceOffset::Files { file: "b.json".into(), line: 3 }).unwrap();
+        let (batches, _) = drain(&mut mid, 100, LONG);
+        assert_eq!(batches, vec![vec!["5"], vec!["6"]]);
+        assert!(mid.seek(&SourceOffset::Stdin { line: 1 }).is_err());
     }
 
     #[test]

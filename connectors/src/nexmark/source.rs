@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::model::{EventClock, NexmarkGenerator, kind_of, next_of_kind};
 use super::{BASE_TIME, DEFAULT_EVENT_RATE, NexmarkTable};
-use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, monotonic_ns};
+use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, SourceOffset, monotonic_ns};
 
 /// Emits the [`Payload::Record`]s of one table of the Nexmark event stream, in event order, at
 /// [`Position::Generated`] (the event number among all events, from 0).
@@ -28,8 +28,10 @@ pub struct NexmarkSource {
     end: u64,
     /// Nanoseconds per event when paced.
     pacing_ns: Option<f64>,
-    /// `monotonic_ns()` at the first poll (event 0's scheduled instant).
+    /// `monotonic_ns()` at the first poll (event `first_event`'s scheduled instant).
     start_ns: Option<u64>,
+    /// The first event number this source emits (0, or where a restart resumed).
+    first_event: u64,
 }
 
 /// Waits below this are spun rather than slept: a sleep overshoots by the kernel's timer slack
@@ -75,6 +77,7 @@ impl NexmarkSource {
             end: events.unwrap_or(u64::MAX),
             pacing_ns: rate.map(|r| 1e9 / r),
             start_ns: None,
+            first_event: 0,
         })
     }
 
@@ -128,7 +131,7 @@ impl Source for NexmarkSource {
             let Some(n) = self.next_own_event() else {
                 break;
             };
-            let due = origin.saturating_add((n as f64 * ns_per_event) as u64);
+            let due = origin.saturating_add(((n - self.first_event) as f64 * ns_per_event) as u64);
             if due > now {
                 // Refresh the clock only when the next record is not yet due by the last reading.
                 now = monotonic_ns();
@@ -150,6 +153,29 @@ impl Source for NexmarkSource {
         } else {
             Poll::Idle
         })
+    }
+
+    /// The next event number to consider.
+    fn offset(&self) -> Option<SourceOffset> {
+        Some(SourceOffset::Generated { next: self.next_event })
+    }
+
+    /// Resumes at event `next` (the generator is a function of the event number, so nothing
+    /// before it is generated); when paced, event `next` is due at the first poll.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] for an offset of another kind of source.
+    fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
+        let SourceOffset::Generated { next } = offset else {
+            return Err(ConnectorError::Config(format!(
+                "nexmark source: the checkpoint holds a {} offset ({offset}), not an event number",
+                offset.kind()
+            )));
+        };
+        self.next_event = (*next).min(self.end);
+        self.first_event = self.next_event;
+        self.start_ns = None;
+        Ok(())
     }
 }
 
@@ -192,6 +218,22 @@ mod tests {
             assert!(records(&out).iter().all(|(n, _)| kind_of(*n) == table && *n < 1_000));
             assert_eq!(s.poll(&mut Vec::new(), 10, Duration::ZERO).unwrap(), Poll::Exhausted);
         }
+    }
+
+    #[test]
+    fn a_source_resumed_at_an_offset_emits_the_rest_of_the_uninterrupted_stream() {
+        let mut whole = NexmarkSource::new(NexmarkTable::Bid, Some(300), None, 4).unwrap();
+        let all = records(&drain(&mut whole, 1000));
+        let mut first = NexmarkSource::new(NexmarkTable::Bid, Some(300), None, 4).unwrap();
+        let mut out = Vec::new();
+        first.poll(&mut out, 50, Duration::ZERO).unwrap();
+        let offset = first.offset().unwrap();
+        let mut resumed = NexmarkSource::new(NexmarkTable::Bid, Some(300), None, 4).unwrap();
+        resumed.seek(&offset).unwrap();
+        let mut got = records(&out);
+        got.extend(records(&drain(&mut resumed, 7)));
+        assert_eq!(got, all);
+        assert!(resumed.seek(&SourceOffset::Stdin { line: 1 }).is_err());
     }
 
     #[test]

@@ -1,0 +1,243 @@
+//! What a checkpoint holds: the [`Manifest`] of an epoch (written last) and the
+//! [`SnapshotFile`] of each partition actor, both archived with `rkyv`, and the pipeline's
+//! [`fingerprint`] that decides whether a checkpoint can be restored under a changed pipeline.
+
+use eddy_connectors::{KafkaPartitionOffset, SourceOffset};
+use eddy_engine::spec::{Pipeline, SourceKind};
+
+/// One query-relevant field of the pipeline, as the checkpoint saw it.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct FingerprintField {
+    /// The pipeline field (`query`, `watermark`, `source.schema`, ...).
+    pub field: String,
+    /// Its value, as text.
+    pub value: String,
+}
+
+/// The fields of a pipeline that state and source offsets depend on: `mode`, the source's
+/// type (with the Nexmark table and seed), `format`, `schema` and `timestamp_unit`, the
+/// `[watermark]`, the `[query]` and the `[clock]`. `parallelism`, `trigger`, the sinks and the
+/// metrics may change freely across a restart (state is re-split by key range).
+pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
+    let source_type = match &p.source.kind {
+        SourceKind::Files { .. } => "files".to_string(),
+        SourceKind::Stdin => "stdin".to_string(),
+        SourceKind::Kafka { topics, .. } => format!("kafka {topics:?}"),
+        SourceKind::Nexmark { table, seed, .. } => format!("nexmark (table {table:?}, seed {seed})"),
+    };
+    let f = |field: &str, value: String| FingerprintField { field: field.into(), value };
+    vec![
+        f("mode", format!("{:?}", p.mode)),
+        f("source.type", source_type),
+        f("source.format", format!("{:?}", p.source.format)),
+        f("source.schema", format!("{:?}", p.source.schema)),
+        f("source.timestamp_unit", format!("{:?}", p.source.timestamp_unit)),
+        f("watermark", format!("{:?}", p.watermark)),
+        f("query", format!("{:?}", p.query)),
+        f("clock", format!("{:?}", p.clock)),
+    ]
+}
+
+/// The differences between a checkpoint's fingerprint and the pipeline's: one line per field
+/// (`query: the checkpoint has ..., the pipeline has ...`). Empty: compatible.
+pub fn differences(checkpoint: &[FingerprintField], now: &[FingerprintField]) -> Vec<String> {
+    let shorten = |s: &str| -> String {
+        if s.chars().count() > 300 { format!("{}...", s.chars().take(300).collect::<String>()) } else { s.to_string() }
+    };
+    let mut out = Vec::new();
+    for n in now {
+        match checkpoint.iter().find(|c| c.field == n.field) {
+            Some(c) if c.value == n.value => {}
+            Some(c) => out.push(format!(
+                "{}: the checkpoint has {}, the pipeline has {}",
+                n.field,
+                shorten(&c.value),
+                shorten(&n.value)
+            )),
+            None => out.push(format!("{}: not in the checkpoint (written by another eddy version)", n.field)),
+        }
+    }
+    out
+}
+
+/// One partition actor's snapshot, as the manifest lists it.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SnapshotMeta {
+    /// The partition actor (key range) it belongs to.
+    pub partition: u32,
+    /// The snapshot file's length in bytes.
+    pub bytes: u64,
+    /// CRC-32 of the whole snapshot file (header included).
+    pub crc32: u32,
+}
+
+/// A partition actor's snapshot file: the operator's state (opaque bytes of
+/// `Operator::snapshot`) and where it belongs.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SnapshotFile {
+    /// The epoch / batch whose barrier it was taken at.
+    pub epoch: u64,
+    /// The partition actor.
+    pub partition: u32,
+    /// The number of partition actors then.
+    pub parallelism: u32,
+    /// The operator's state.
+    pub state: Vec<u8>,
+}
+
+/// A Kafka partition's next offset ([`KafkaPartitionOffset`]).
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SavedKafkaOffset {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Next offset to read.
+    pub next: i64,
+}
+
+pub use enums::{ArchivedDriverState, ArchivedSavedOffset, DriverState, SavedOffset};
+
+/// The enums of the manifest, apart: `rkyv`'s derive adds undocumented items for enum variants
+/// (their resolvers), which `missing_docs` would refuse; every item written here is documented.
+mod enums {
+    #![allow(missing_docs)]
+
+    use super::SavedKafkaOffset;
+
+    /// A source offset as archived ([`SourceOffset`], which `eddy-connectors` keeps free of `rkyv`).
+    #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+    pub enum SavedOffset {
+        /// [`SourceOffset::Files`].
+        Files {
+            /// File name.
+            file: String,
+            /// Lines consumed (`u64::MAX`: all).
+            line: u64,
+        },
+        /// [`SourceOffset::Stdin`].
+        Stdin {
+            /// Lines consumed.
+            line: u64,
+        },
+        /// [`SourceOffset::Kafka`].
+        Kafka(Vec<SavedKafkaOffset>),
+        /// [`SourceOffset::Generated`].
+        Generated {
+            /// Next event number.
+            next: u64,
+        },
+    }
+
+    /// The source side's clock and watermark at the barrier (timestamps in µs since the epoch).
+    #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+    pub enum DriverState {
+        /// Real-time mode.
+        RealTime {
+            /// Processing time at the barrier (replay clock: the clock's value).
+            now: i64,
+            /// Largest event time seen (the watermark is this minus the delay).
+            max_event_time: Option<i64>,
+            /// Replay clock: the processing time of the next barrier.
+            next_boundary: Option<i64>,
+        },
+        /// Micro-batch mode: the sequencer after the batch.
+        MicroBatch {
+            /// The next batch's number.
+            next_batch: u64,
+            /// The next batch's watermark for late input.
+            late: i64,
+            /// The next batch's watermark for eviction.
+            evict: i64,
+            /// The batch's processing time.
+            last_processing_time: i64,
+            /// Largest event time seen.
+            max_event_time: Option<i64>,
+            /// The eviction watermarks of the batch and of the next one, when the batch moved W
+            /// (decides Spark's no-data batch).
+            last_moved: Option<[i64; 2]>,
+        },
+    }
+}
+
+impl From<&SourceOffset> for SavedOffset {
+    fn from(o: &SourceOffset) -> SavedOffset {
+        match o {
+            SourceOffset::Files { file, line } => SavedOffset::Files { file: file.clone(), line: *line },
+            SourceOffset::Stdin { line } => SavedOffset::Stdin { line: *line },
+            SourceOffset::Kafka(parts) => SavedOffset::Kafka(
+                parts
+                    .iter()
+                    .map(|p| SavedKafkaOffset { topic: p.topic.clone(), partition: p.partition, next: p.next })
+                    .collect(),
+            ),
+            SourceOffset::Generated { next } => SavedOffset::Generated { next: *next },
+        }
+    }
+}
+
+impl From<&SavedOffset> for SourceOffset {
+    fn from(o: &SavedOffset) -> SourceOffset {
+        match o {
+            SavedOffset::Files { file, line } => SourceOffset::Files { file: file.clone(), line: *line },
+            SavedOffset::Stdin { line } => SourceOffset::Stdin { line: *line },
+            SavedOffset::Kafka(parts) => SourceOffset::Kafka(
+                parts
+                    .iter()
+                    .map(|p| KafkaPartitionOffset { topic: p.topic.clone(), partition: p.partition, next: p.next })
+                    .collect(),
+            ),
+            SavedOffset::Generated { next } => SourceOffset::Generated { next: *next },
+        }
+    }
+}
+
+/// The manifest of one checkpoint: written after every snapshot it lists, so a checkpoint
+/// exists exactly when its manifest does.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Manifest {
+    /// The pipeline's `name`.
+    pub pipeline: String,
+    /// The epoch (real-time) or batch (micro-batch) it closes; output of ids up to here is
+    /// committed, and a restart resumes with the next.
+    pub epoch: u64,
+    /// The pipeline's [`fingerprint`] then.
+    pub fingerprint: Vec<FingerprintField>,
+    /// The number of partition actors then.
+    pub parallelism: u32,
+    /// One snapshot per partition actor, in partition order.
+    pub snapshots: Vec<SnapshotMeta>,
+    /// How far the source was consumed (`None`: a source that cannot resume).
+    pub source: Option<SavedOffset>,
+    /// Clock and watermark.
+    pub driver: DriverState,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_name_each_changed_field_with_both_values() {
+        let f = |field: &str, value: &str| FingerprintField { field: field.into(), value: value.into() };
+        let old = vec![f("mode", "RealTime"), f("query", "count")];
+        let now = vec![f("mode", "RealTime"), f("query", "sum"), f("clock", "System")];
+        let d = differences(&old, &now);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].starts_with("query:") && d[0].contains("count") && d[0].contains("sum"), "{d:?}");
+        assert!(d[1].starts_with("clock:"), "{d:?}");
+        assert!(differences(&now, &now).is_empty());
+    }
+
+    #[test]
+    fn offsets_survive_the_archive_form() {
+        for o in [
+            SourceOffset::Files { file: "a.json".into(), line: u64::MAX },
+            SourceOffset::Stdin { line: 3 },
+            SourceOffset::Generated { next: 9 },
+            SourceOffset::Kafka(vec![KafkaPartitionOffset { topic: "t".into(), partition: 2, next: 40 }]),
+        ] {
+            assert_eq!(SourceOffset::from(&SavedOffset::from(&o)), o);
+        }
+    }
+}

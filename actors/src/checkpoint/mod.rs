@@ -1,0 +1,326 @@
+//! Checkpoints: per epoch (real-time) or micro-batch, one snapshot of each partition actor's
+//! operator state and a manifest, so a restarted pipeline resumes where the last complete
+//! checkpoint left off (SEMANTICS.md "Determinism and restarts").
+//!
+//! - **Store** ([`store`]): a flat namespace of immutable blobs per pipeline
+//!   (`<checkpoint.path>/<name>/`), a folder here ([`FolderStore`]), object storage later.
+//!   Per epoch `e`: `snapshot-<e>-<partition>` (one per partition actor), then
+//!   `manifest-<e>`, written last, durably and atomically (fsync, rename, fsync of the folder):
+//!   a crash leaves the old checkpoint or the new one, never half of one.
+//! - **Files** ([`envelope`]): a versioned header with a CRC-32 in front of an `rkyv` archive
+//!   ([`manifest::SnapshotFile`], [`manifest::Manifest`]).
+//! - **Barrier protocol** (the coordinator drives it): partition actors snapshot when the barrier
+//!   (real-time) or the end of the batch (micro-batch) arrives, and a writer thread
+//!   ([`writer`]) stores the snapshot off the actor's thread; the source reports its offset and
+//!   clock at the same point; the sinks prepare (files: fsync under the hidden name); when every
+//!   part is in, the coordinator writes the manifest and only then tells the sinks to commit
+//!   (files: rename into place). A restart rolls a prepared batch forward when its manifest
+//!   exists, and discards it otherwise: the files sink is exactly-once.
+//! - **Restore** ([`restore`]): the newest checkpoint whose manifest and snapshots are whole
+//!   (a corrupt or partial one is skipped with a warning); refused when the query changed
+//!   ([`manifest::fingerprint`]); re-split by key range when `parallelism` changed.
+//! - **Retention**: the newest `keep` checkpoints (`[checkpoint] keep`, default 3) are kept.
+
+pub mod envelope;
+pub mod manifest;
+pub mod restore;
+pub mod store;
+pub mod writer;
+
+use std::sync::Arc;
+
+use rkyv::rancor;
+
+use envelope::Kind;
+pub use manifest::{DriverState, FingerprintField, Manifest, SavedOffset, SnapshotFile, SnapshotMeta};
+pub use restore::{Restored, restore};
+pub use store::{CheckpointStore, FolderStore};
+pub use writer::SnapshotWriter;
+
+/// Errors of checkpoints.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// The store failed (I/O).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, with the path.
+        what: String,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another process holds the checkpoint folder.
+    #[error("the checkpoint folder {folder} is in use by another process (another eddy running this pipeline?)")]
+    Locked {
+        /// The folder.
+        folder: String,
+    },
+    /// A blob that should exist does not.
+    #[error("{name} is missing")]
+    Missing {
+        /// The blob (path).
+        name: String,
+    },
+    /// A checkpoint file is damaged or not what it should be.
+    #[error("{name} is corrupt: {why}")]
+    Corrupt {
+        /// The file.
+        name: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The operator refused a snapshot.
+    #[error("{name} cannot be restored: {why}")]
+    Restore {
+        /// The snapshot file.
+        name: String,
+        /// The operator's error.
+        why: String,
+    },
+    /// The pipeline changed in a way the checkpoint's state cannot follow (exit 2).
+    #[error(
+        "the checkpoint in {location} (epoch {epoch}) was written by a different query; changed: {}. \
+         Restore the old pipeline, or point checkpoint.path elsewhere (or delete the folder) to start over",
+        changes.join("; ")
+    )]
+    Incompatible {
+        /// The store.
+        location: String,
+        /// The checkpoint's epoch.
+        epoch: u64,
+        /// One line per changed field.
+        changes: Vec<String>,
+    },
+    /// Checkpoints exist but none can be restored (exit 1: nothing is restored rather than
+    /// something wrong).
+    #[error(
+        "no usable checkpoint in {location}: {}. Move the folder away to start over from the beginning of the input",
+        reasons.join("; ")
+    )]
+    NoUsable {
+        /// The store.
+        location: String,
+        /// Why each was refused.
+        reasons: Vec<String>,
+    },
+    /// Serialising failed (a bug).
+    #[error("serialising {what}: {why}")]
+    Encode {
+        /// What.
+        what: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// The name of epoch `epoch`'s manifest.
+pub fn manifest_name(epoch: u64) -> String {
+    format!("manifest-{epoch:020}")
+}
+
+/// The name of partition actor `partition`'s snapshot at epoch `epoch`.
+pub fn snapshot_name(epoch: u64, partition: u32) -> String {
+    format!("snapshot-{epoch:020}-{partition:05}")
+}
+
+/// The epoch of a manifest name.
+fn manifest_epoch(name: &str) -> Option<u64> {
+    name.strip_prefix("manifest-").and_then(|d| d.parse().ok())
+}
+
+/// The epoch of a snapshot name.
+fn snapshot_epoch(name: &str) -> Option<u64> {
+    name.strip_prefix("snapshot-").and_then(|r| r.split('-').next()).and_then(|d| d.parse().ok())
+}
+
+/// A pipeline's checkpoints: writes snapshots and manifests, keeps the newest `keep`, and loads
+/// them back (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Checkpointer {
+    store: Arc<dyn CheckpointStore>,
+    pipeline: String,
+    fingerprint: Vec<FingerprintField>,
+    keep: usize,
+}
+
+impl Checkpointer {
+    /// Checkpoints of pipeline `pipeline` (with this [`manifest::fingerprint`]) in `store`,
+    /// keeping the newest `keep` (at least 1).
+    pub fn new(
+        store: Arc<dyn CheckpointStore>,
+        pipeline: &str,
+        fingerprint: Vec<FingerprintField>,
+        keep: usize,
+    ) -> Checkpointer {
+        Checkpointer { store, pipeline: pipeline.to_string(), fingerprint, keep: keep.max(1) }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &dyn CheckpointStore {
+        self.store.as_ref()
+    }
+
+    /// The pipeline's fingerprint.
+    pub fn fingerprint(&self) -> &[FingerprintField] {
+        &self.fingerprint
+    }
+
+    /// The pipeline's name.
+    pub fn pipeline(&self) -> &str {
+        &self.pipeline
+    }
+
+    /// Stores partition actor `partition`'s state at epoch `epoch` (of `parallelism` actors);
+    /// returns what the manifest lists of it.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] when the store fails.
+    pub fn write_snapshot(
+        &self,
+        epoch: u64,
+        partition: u32,
+        parallelism: u32,
+        state: Vec<u8>,
+    ) -> Result<SnapshotMeta, CheckpointError> {
+        let file = SnapshotFile { epoch, partition, parallelism, state };
+        let payload = rkyv::to_bytes::<rancor::Error>(&file)
+            .map_err(|e| CheckpointError::Encode { what: snapshot_name(epoch, partition), why: e.to_string() })?;
+        let header = envelope::header(Kind::Snapshot, &payload);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header);
+        crc.update(&payload);
+        self.store.put(&snapshot_name(epoch, partition), &[&header, &payload])?;
+        Ok(SnapshotMeta { partition, bytes: (header.len() + payload.len()) as u64, crc32: crc.finalize() })
+    }
+
+    /// Writes `manifest` (its snapshots are stored), which makes its checkpoint complete, then
+    /// deletes checkpoints beyond the newest `keep` and snapshots no kept manifest lists.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] when the store fails (the checkpoint is then not complete unless
+    /// the manifest itself was stored).
+    pub fn commit(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
+        let payload = rkyv::to_bytes::<rancor::Error>(manifest)
+            .map_err(|e| CheckpointError::Encode { what: manifest_name(manifest.epoch), why: e.to_string() })?;
+        let header = envelope::header(Kind::Manifest, &payload);
+        self.store.put(&manifest_name(manifest.epoch), &[&header, &payload])?;
+        self.prune(manifest.epoch)
+    }
+
+    /// Keeps the newest `keep` manifests up to `newest`, and the snapshots they list; snapshots
+    /// of later epochs (being written) are left alone.
+    fn prune(&self, newest: u64) -> Result<(), CheckpointError> {
+        let names = self.store.list()?;
+        let mut manifests: Vec<u64> = names.iter().filter_map(|n| manifest_epoch(n)).filter(|&e| e <= newest).collect();
+        manifests.sort_unstable();
+        let kept_from = manifests.len().saturating_sub(self.keep);
+        for &e in &manifests[..kept_from] {
+            self.store.delete(&manifest_name(e))?;
+        }
+        let kept = &manifests[kept_from..];
+        for n in &names {
+            if let Some(e) = snapshot_epoch(n)
+                && e <= newest
+                && !kept.contains(&e)
+            {
+                self.store.delete(n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The epochs that have a manifest, oldest first.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] when the store cannot be listed.
+    pub fn manifests(&self) -> Result<Vec<u64>, CheckpointError> {
+        let mut v: Vec<u64> = self.store.list()?.iter().filter_map(|n| manifest_epoch(n)).collect();
+        v.sort_unstable();
+        Ok(v)
+    }
+
+    /// Reads and checks the manifest of `epoch`.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Missing`], [`CheckpointError::Corrupt`] (damaged, or not of this epoch
+    /// or pipeline), [`CheckpointError::Io`].
+    pub fn load_manifest(&self, epoch: u64) -> Result<Manifest, CheckpointError> {
+        let name = manifest_name(epoch);
+        let bytes = self.store.get(&name)?;
+        let payload = envelope::open(&name, Kind::Manifest, &bytes)?;
+        let m = rkyv::from_bytes::<Manifest, rancor::Error>(&payload)
+            .map_err(|e| CheckpointError::Corrupt { name: name.clone(), why: format!("unreadable archive: {e}") })?;
+        if m.epoch != epoch || m.pipeline != self.pipeline {
+            return Err(CheckpointError::Corrupt {
+                name,
+                why: format!("it describes epoch {} of pipeline {:?}", m.epoch, m.pipeline),
+            });
+        }
+        if m.snapshots.len() != m.parallelism as usize
+            || m.snapshots.iter().enumerate().any(|(i, s)| s.partition as usize != i)
+        {
+            return Err(CheckpointError::Corrupt {
+                name,
+                why: format!("it lists {} snapshots for {} partition actors", m.snapshots.len(), m.parallelism),
+            });
+        }
+        Ok(m)
+    }
+
+    /// Reads and checks the snapshot `meta` of `manifest` (length and checksum as the manifest
+    /// lists them, header, archive, epoch and partition).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Missing`], [`CheckpointError::Corrupt`], [`CheckpointError::Io`].
+    pub fn load_snapshot(&self, manifest: &Manifest, meta: &SnapshotMeta) -> Result<LoadedSnapshot, CheckpointError> {
+        let name = snapshot_name(manifest.epoch, meta.partition);
+        let bytes = self.store.get(&name)?;
+        let corrupt = |why: String| CheckpointError::Corrupt { name: name.clone(), why };
+        if bytes.len() as u64 != meta.bytes {
+            return Err(corrupt(format!("{} bytes, the manifest lists {}", bytes.len(), meta.bytes)));
+        }
+        let crc = crc32fast::hash(&bytes);
+        if crc != meta.crc32 {
+            return Err(corrupt(format!("checksum {crc:08x}, the manifest lists {:08x}", meta.crc32)));
+        }
+        let payload = envelope::open(&name, Kind::Snapshot, &bytes)?;
+        drop(bytes);
+        let loaded = LoadedSnapshot { name: name.clone(), payload };
+        let file = loaded.archived()?;
+        let (epoch, partition) = (file.epoch.to_native(), file.partition.to_native());
+        if epoch != manifest.epoch || partition != meta.partition {
+            return Err(corrupt(format!("it holds partition {partition} of epoch {epoch}")));
+        }
+        Ok(loaded)
+    }
+}
+
+/// A validated snapshot file, held in an aligned buffer.
+#[derive(Debug)]
+pub struct LoadedSnapshot {
+    name: String,
+    payload: rkyv::util::AlignedVec<16>,
+}
+
+impl LoadedSnapshot {
+    fn archived(&self) -> Result<&manifest::ArchivedSnapshotFile, CheckpointError> {
+        rkyv::access::<manifest::ArchivedSnapshotFile, rancor::Error>(&self.payload)
+            .map_err(|e| CheckpointError::Corrupt { name: self.name.clone(), why: format!("unreadable archive: {e}") })
+    }
+
+    /// The operator state bytes.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Corrupt`] when the archive does not validate.
+    pub fn state(&self) -> Result<&[u8], CheckpointError> {
+        Ok(self.archived()?.state.as_slice())
+    }
+
+    /// The file's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! Where checkpoint files live: [`CheckpointStore`], a flat namespace of immutable, named blobs
+//! (what a folder and object storage both offer), and [`FolderStore`], its local-folder form.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::CheckpointError;
+
+/// A flat store of named, immutable blobs, one store per pipeline. Names are ASCII without `/`.
+///
+/// Object storage can back it: `put` maps to a single PUT (atomic there), `list` to a listing.
+pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
+    /// Stores `parts` (concatenated) under `name`, durably and atomically: after a crash, `name`
+    /// holds either its previous content or all of the new one. Replaces an existing blob.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the blob.
+    fn put(&self, name: &str, parts: &[&[u8]]) -> Result<(), CheckpointError>;
+
+    /// The blob `name`.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Missing`] when there is no such blob; [`CheckpointError::Io`] when it
+    /// cannot be read.
+    fn get(&self, name: &str) -> Result<Vec<u8>, CheckpointError>;
+
+    /// Every blob name, in no particular order.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] when the store cannot be listed.
+    fn list(&self) -> Result<Vec<String>, CheckpointError>;
+
+    /// Deletes `name` (nothing when absent).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the blob.
+    fn delete(&self, name: &str) -> Result<(), CheckpointError>;
+
+    /// Where the store is, for messages (a folder path, a URL).
+    fn location(&self) -> String;
+}
+
+/// A [`CheckpointStore`] in a local folder: `put` writes `.<name>.tmp`, fsyncs it, renames it to
+/// `<name>` and fsyncs the folder, so a crash leaves the old blob or the new one, never half.
+/// Hidden names (leading `.`) are not listed; leftovers of interrupted `put`s are removed when
+/// the store is opened. The store holds an exclusive lock on `<folder>/.lock` while it is open,
+/// so two processes never write one pipeline's checkpoints (the lock dies with the process).
+#[derive(Debug)]
+pub struct FolderStore {
+    folder: PathBuf,
+    /// Holds the lock.
+    _lock: File,
+}
+
+impl FolderStore {
+    /// Opens (creating it and its parents when missing) the store in `folder`, locks it, and
+    /// removes the temporary files of interrupted writes.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Locked`] when another process holds the folder;
+    /// [`CheckpointError::Io`] naming the folder when it cannot be created, locked or listed.
+    pub fn open(folder: &Path) -> Result<FolderStore, CheckpointError> {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| io(format!("creating the checkpoint folder {}", folder.display()), e))?;
+        let lock_path = folder.join(".lock");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io(format!("opening {}", lock_path.display()), e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(CheckpointError::Locked { folder: folder.display().to_string() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(format!("locking {}", lock_path.display()), e)),
+        }
+        let store = FolderStore { folder: folder.to_path_buf(), _lock: lock };
+        for entry in std::fs::read_dir(folder).map_err(|e| io(format!("listing {}", folder.display()), e))?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| io(format!("removing the leftover {}", entry.path().display()), e))?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// The folder.
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    fn sync_folder(&self) -> Result<(), CheckpointError> {
+        File::open(&self.folder)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io(format!("syncing the checkpoint folder {}", self.folder.display()), e))
+    }
+}
+
+fn io(what: String, source: std::io::Error) -> CheckpointError {
+    CheckpointError::Io { what, source }
+}
+
+impl CheckpointStore for FolderStore {
+    fn put(&self, name: &str, parts: &[&[u8]]) -> Result<(), CheckpointError> {
+        let tmp = self.folder.join(format!(".{name}.tmp"));
+        let target = self.folder.join(name);
+        let mut f = File::create(&tmp).map_err(|e| io(format!("creating {}", tmp.display()), e))?;
+        for p in parts {
+            f.write_all(p).map_err(|e| io(format!("writing {}", tmp.display()), e))?;
+        }
+        f.sync_all().map_err(|e| io(format!("syncing {}", tmp.display()), e))?;
+        drop(f);
+        std::fs::rename(&tmp, &target).map_err(|e| io(format!("renaming {} into place", target.display()), e))?;
+        self.sync_folder()
+    }
+
+    fn get(&self, name: &str) -> Result<Vec<u8>, CheckpointError> {
+        let path = self.folder.join(name);
+        std::fs::read(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                CheckpointError::Missing { name: path.display().to_string() }
+            } else {
+                io(format!("reading {}", path.display()), e)
+            }
+        })
+    }
+
+    fn list(&self) -> Result<Vec<String>, CheckpointError> {
+        let rd = std::fs::read_dir(&self.folder).map_err(|e| io(format!("listing {}", self.folder.display()), e))?;
+        let mut names = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| io(format!("listing {}", self.folder.display()), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn delete(&self, name: &str) -> Result<(), CheckpointError> {
+        let path = self.folder.join(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io(format!("removing {}", path.display()), e)),
+        }
+    }
+
+    fn location(&self) -> String {
+        self.folder.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_get_list_delete_round_trip_and_hide_temporaries() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".manifest-1.tmp"), "half").unwrap();
+        let s = FolderStore::open(dir.path()).unwrap();
+        assert!(!dir.path().join(".manifest-1.tmp").exists(), "leftover removed at open");
+        s.put("a", &[b"he", b"llo"]).unwrap();
+        s.put("a", &[b"again"]).unwrap();
+        assert_eq!(s.get("a").unwrap(), b"again");
+        assert_eq!(s.list().unwrap(), vec!["a".to_string()]);
+        s.delete("a").unwrap();
+        s.delete("a").unwrap();
+        assert!(matches!(s.get("a"), Err(CheckpointError::Missing { .. })));
+    }
+
+    #[test]
+    fn a_folder_is_held_by_one_store_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = FolderStore::open(dir.path()).unwrap();
+        let err = FolderStore::open(dir.path()).unwrap_err();
+        assert!(matches!(err, CheckpointError::Locked { .. }), "{err}");
+        drop(first);
+        FolderStore::open(dir.path()).unwrap();
+    }
+}

@@ -1,0 +1,221 @@
+//! Tests of the checkpointer: round trips, retention, restore with a re-split, corruption.
+//!
+//! Expected outputs come from an operator that never went through a checkpoint, fed the same
+//! records: a restored set of partition actors must emit exactly what it emits.
+
+use std::sync::Arc;
+
+use eddy_engine::operator::{BatchContext, Operator, Output};
+use eddy_engine::plan::QueryPlan;
+use eddy_engine::value::Value;
+use eddy_engine::watermark::BatchWatermarks;
+use eddy_engine::{Record, Timestamp};
+
+use super::*;
+use crate::routing::Router;
+
+const PIPELINE: &str = r#"
+name = "ck-test"
+mode = "micro-batch"
+[source]
+type = "files"
+path = "in"
+schema = "k STRING, v BIGINT, ts TIMESTAMP"
+[query]
+type = "window_aggregate"
+group_by = ["k"]
+output_mode = "update"
+measures = [{ agg = "sum", column = "v" }, { agg = "count" }]
+[sink]
+type = "stdout"
+"#;
+
+fn plan() -> QueryPlan {
+    QueryPlan::new(&eddy_engine::spec::parse_pipeline_str(PIPELINE).unwrap()).unwrap()
+}
+
+fn fingerprint() -> Vec<FingerprintField> {
+    manifest::fingerprint(&eddy_engine::spec::parse_pipeline_str(PIPELINE).unwrap())
+}
+
+fn record(i: i64) -> Record {
+    Record::new(vec![Value::Str(format!("key-{}", i % 37).into()), Value::Long(i), Value::Timestamp(Timestamp(i))])
+}
+
+fn ctx(batch_id: u64) -> BatchContext {
+    BatchContext { batch_id, watermarks: BatchWatermarks::INITIAL, processing_time: Timestamp(batch_id as i64) }
+}
+
+/// Runs one batch of `records` over `ops` routed by `router`; returns the sorted output lines.
+fn batch(ops: &mut [Box<dyn Operator>], router: &Router, id: u64, records: &[Record]) -> Vec<String> {
+    let mut out = Output::default();
+    for op in ops.iter_mut() {
+        op.begin_batch(&ctx(id));
+    }
+    for r in records {
+        ops[router.route(r).0].on_record(r, Timestamp::MIN, &mut out);
+    }
+    for op in ops.iter_mut() {
+        op.end_batch(&mut out);
+    }
+    let mut lines: Vec<String> = out.rows.iter().map(|r| format!("{r:?}")).collect();
+    lines.sort();
+    lines
+}
+
+fn checkpointer(dir: &std::path::Path, keep: usize) -> Checkpointer {
+    Checkpointer::new(Arc::new(FolderStore::open(dir).unwrap()), "ck-test", fingerprint(), keep)
+}
+
+/// Writes a checkpoint of `ops` at `epoch`.
+fn write(ck: &Checkpointer, epoch: u64, ops: &[Box<dyn Operator>]) {
+    let n = ops.len() as u32;
+    let snapshots =
+        ops.iter().enumerate().map(|(i, op)| ck.write_snapshot(epoch, i as u32, n, op.snapshot()).unwrap()).collect();
+    let m = Manifest {
+        pipeline: "ck-test".into(),
+        epoch,
+        fingerprint: ck.fingerprint().to_vec(),
+        parallelism: n,
+        snapshots,
+        source: Some(SavedOffset::Files { file: format!("{epoch:03}.json"), line: u64::MAX }),
+        driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
+    };
+    ck.commit(&m).unwrap();
+}
+
+fn fresh(plan: &QueryPlan, n: usize) -> Vec<Box<dyn Operator>> {
+    (0..n).map(|_| plan.new_operator()).collect()
+}
+
+fn restored(ck: &Checkpointer, n: usize) -> Result<Option<Restored>, CheckpointError> {
+    let plan = plan();
+    let new_operator = || plan.new_operator();
+    restore(ck, n, &new_operator, &Router::new(plan.routing_columns(), n))
+}
+
+#[test]
+fn a_restored_checkpoint_continues_as_the_uninterrupted_run_with_any_parallelism() {
+    let plan = plan();
+    let first: Vec<Record> = (0..500).map(record).collect();
+    let second: Vec<Record> = (500..900).map(record).collect();
+    let one = Router::new(plan.routing_columns(), 1);
+    let mut reference = fresh(&plan, 1);
+    batch(&mut reference, &one, 0, &first);
+    let expected = batch(&mut reference, &one, 1, &second);
+    assert!(!expected.is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 3);
+    let three = Router::new(plan.routing_columns(), 3);
+    let mut ops = fresh(&plan, 3);
+    batch(&mut ops, &three, 0, &first);
+    write(&ck, 0, &ops);
+    for m in [1, 2, 3, 5] {
+        let r = restored(&ck, m).unwrap().expect("a checkpoint");
+        assert_eq!(r.manifest.epoch, 0);
+        assert_eq!(r.operators.len(), m);
+        let total: usize = r.operators.iter().map(|o| o.state_len()).sum();
+        assert_eq!(total, ops.iter().map(|o| o.state_len()).sum::<usize>(), "parallelism {m}");
+        let mut restored_ops = r.operators;
+        let got = batch(&mut restored_ops, &Router::new(plan.routing_columns(), m), 1, &second);
+        assert_eq!(got, expected, "parallelism 3 -> {m}");
+    }
+}
+
+#[test]
+fn only_the_newest_keep_checkpoints_and_their_snapshots_remain() {
+    let plan = plan();
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 2);
+    let ops = fresh(&plan, 2);
+    // An in-flight snapshot of a later epoch must survive pruning.
+    ck.write_snapshot(9, 0, 2, ops[0].snapshot()).unwrap();
+    for e in 0..5 {
+        write(&ck, e, &ops);
+    }
+    assert_eq!(ck.manifests().unwrap(), vec![3, 4]);
+    let mut names = ck.store().list().unwrap();
+    names.sort();
+    let expected: Vec<String> = vec![
+        manifest_name(3),
+        manifest_name(4),
+        snapshot_name(3, 0),
+        snapshot_name(3, 1),
+        snapshot_name(4, 0),
+        snapshot_name(4, 1),
+        snapshot_name(9, 0),
+    ];
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(names, expected);
+}
+
+/// Two checkpoints (epochs 0 and 1) of different states, in `dir`.
+fn two_checkpoints(dir: &std::path::Path) -> Checkpointer {
+    let plan = plan();
+    let ck = checkpointer(dir, 3);
+    let router = Router::new(plan.routing_columns(), 2);
+    let mut ops = fresh(&plan, 2);
+    batch(&mut ops, &router, 0, &(0..10).map(record).collect::<Vec<_>>());
+    write(&ck, 0, &ops);
+    batch(&mut ops, &router, 1, &(10..100).map(record).collect::<Vec<_>>());
+    write(&ck, 1, &ops);
+    ck
+}
+
+fn damage(dir: &std::path::Path, name: &str, f: impl FnOnce(&mut Vec<u8>)) {
+    let path = dir.join(name);
+    let mut bytes = std::fs::read(&path).unwrap();
+    f(&mut bytes);
+    std::fs::write(&path, bytes).unwrap();
+}
+
+#[test]
+fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
+    type Damage = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Damage)> = vec![
+        ("truncated snapshot", Box::new(|d| damage(d, &snapshot_name(1, 1), |b| b.truncate(b.len() / 2)))),
+        ("flipped snapshot byte", Box::new(|d| damage(d, &snapshot_name(1, 0), |b| *b.last_mut().unwrap() ^= 1))),
+        ("flipped manifest byte", Box::new(|d| damage(d, &manifest_name(1), |b| b[40] ^= 0x10))),
+        ("missing snapshot", Box::new(|d| std::fs::remove_file(d.join(snapshot_name(1, 0))).unwrap())),
+        ("missing manifest", Box::new(|d| std::fs::remove_file(d.join(manifest_name(1))).unwrap())),
+    ];
+    for (what, f) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = two_checkpoints(dir.path());
+        f(dir.path());
+        let r = restored(&ck, 2).unwrap().unwrap_or_else(|| panic!("{what}: nothing restored"));
+        assert_eq!(r.manifest.epoch, 0, "{what}");
+        assert_eq!(r.operators.iter().map(|o| o.state_len()).sum::<usize>(), 10, "{what}: epoch 0 holds 10 keys");
+        assert_eq!(ck.manifests().unwrap(), vec![0], "{what}: the unusable newer manifest is gone");
+    }
+}
+
+#[test]
+fn no_usable_checkpoint_is_an_error_naming_each_reason_and_none_is_a_first_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = two_checkpoints(dir.path());
+    damage(dir.path(), &snapshot_name(1, 0), |b| b.truncate(10));
+    damage(dir.path(), &manifest_name(0), |b| b.truncate(10));
+    let err = restored(&ck, 2).unwrap_err().to_string();
+    assert!(err.contains("no usable checkpoint") && err.contains("epoch 1") && err.contains("epoch 0"), "{err}");
+    let empty = tempfile::tempdir().unwrap();
+    assert!(restored(&checkpointer(empty.path(), 3), 2).unwrap().is_none());
+}
+
+#[test]
+fn a_changed_query_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    two_checkpoints(dir.path());
+    let changed = PIPELINE.replace(r#"{ agg = "count" }"#, r#"{ agg = "max", column = "v" }"#);
+    let p = eddy_engine::spec::parse_pipeline_str(&changed).unwrap();
+    let ck =
+        Checkpointer::new(Arc::new(FolderStore::open(dir.path()).unwrap()), "ck-test", manifest::fingerprint(&p), 3);
+    let plan = QueryPlan::new(&p).unwrap();
+    let new_operator = || plan.new_operator();
+    let err = restore(&ck, 2, &new_operator, &Router::new(plan.routing_columns(), 2)).unwrap_err();
+    assert!(matches!(err, CheckpointError::Incompatible { epoch: 1, .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("query:") && msg.contains("max"), "{msg}");
+}
