@@ -1,0 +1,227 @@
+//! Interned groups: the values of a record's `group_by` columns are hashed in place and probed in
+//! a [`HashTable`] of slot numbers; a [`GroupKey`] is built (and its values cloned) only when a
+//! group is first seen. Per-record work is one hash of the key columns and one probe, without
+//! allocating. Slots of removed groups are reused, keeping their payload's buffers.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use hashbrown::HashTable;
+
+use crate::value::{GroupKey, Record};
+
+/// Fixed seeds: the table's layout (never the output, which is sorted or multiset) is the same on
+/// every run.
+const SEEDS: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+
+/// One group: its key (`None` while the slot is free) and its payload.
+#[derive(Debug)]
+pub(crate) struct Slot<T> {
+    hash: u64,
+    key: Option<GroupKey>,
+    /// The operator's state for the group.
+    pub(crate) data: T,
+}
+
+/// Groups by key, each at a stable slot number until removed.
+#[derive(Debug)]
+pub(crate) struct Groups<T> {
+    table: HashTable<u32>,
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    live: usize,
+    hasher: ahash::RandomState,
+}
+
+impl<T: Default> Default for Groups<T> {
+    fn default() -> Self {
+        Groups {
+            table: HashTable::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            hasher: ahash::RandomState::with_seeds(SEEDS[0], SEEDS[1], SEEDS[2], SEEDS[3]),
+        }
+    }
+}
+
+/// Whether `key` holds the values of `record` at `cols` (grouping equality, as [`Value`]'s).
+///
+/// [`Value`]: crate::value::Value
+#[inline]
+fn key_matches(key: &GroupKey, record: &Record, cols: &[usize]) -> bool {
+    key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| k.0 == record.values[c])
+}
+
+impl<T: Default> Groups<T> {
+    /// The hash of `record`'s values at `cols` (equal to [`Groups::hash_key`] of its key).
+    #[inline]
+    pub(crate) fn hash_record(&self, record: &Record, cols: &[usize]) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for &c in cols {
+            record.values[c].hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// The hash of a key.
+    pub(crate) fn hash_key(&self, key: &GroupKey) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for v in key.values() {
+            v.hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`]).
+    #[inline]
+    pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
+        let slots = &self.slots;
+        self.table
+            .find(hash, |&s| slots[s as usize].key.as_ref().is_some_and(|k| key_matches(k, record, cols)))
+            .copied()
+    }
+
+    /// The slot of `record`'s group, created (with the payload left by the slot's last group,
+    /// or a default one) when absent; `true` when created.
+    #[inline]
+    pub(crate) fn find_or_insert(&mut self, hash: u64, record: &Record, cols: &[usize]) -> (u32, bool) {
+        if let Some(s) = self.find(hash, record, cols) {
+            return (s, false);
+        }
+        (self.insert(hash, GroupKey::of(record, cols)), true)
+    }
+
+    /// The slot of `key`'s group, created when absent; `true` when created.
+    pub(crate) fn find_or_insert_key(&mut self, key: GroupKey) -> (u32, bool) {
+        let hash = self.hash_key(&key);
+        let slots = &self.slots;
+        if let Some(&s) = self.table.find(hash, |&s| slots[s as usize].key.as_ref() == Some(&key)) {
+            return (s, false);
+        }
+        (self.insert(hash, key), true)
+    }
+
+    fn insert(&mut self, hash: u64, key: GroupKey) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => {
+                let e = &mut self.slots[s as usize];
+                e.hash = hash;
+                e.key = Some(key);
+                s
+            }
+            None => {
+                let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 groups per operator");
+                self.slots.push(Slot { hash, key: Some(key), data: T::default() });
+                s
+            }
+        };
+        let slots = &self.slots;
+        self.table.insert_unique(hash, slot, |&s| slots[s as usize].hash);
+        self.live += 1;
+        slot
+    }
+
+    /// Removes a live group; its payload stays in the slot for the next group to reuse (the
+    /// caller empties it first).
+    pub(crate) fn remove(&mut self, slot: u32) {
+        let e = &mut self.slots[slot as usize];
+        if e.key.take().is_none() {
+            return;
+        }
+        if let Ok(entry) = self.table.find_entry(e.hash, |&s| s == slot) {
+            entry.remove();
+        }
+        self.free.push(slot);
+        self.live -= 1;
+    }
+
+    /// Whether `slot` holds a group.
+    #[inline]
+    pub(crate) fn is_live(&self, slot: u32) -> bool {
+        self.slots.get(slot as usize).is_some_and(|e| e.key.is_some())
+    }
+
+    /// The key of a live group.
+    ///
+    /// # Panics
+    /// When the slot is free (a bug of the caller).
+    #[inline]
+    pub(crate) fn key(&self, slot: u32) -> &GroupKey {
+        self.slots[slot as usize].key.as_ref().expect("a live group")
+    }
+
+    /// The payload of a slot.
+    #[inline]
+    pub(crate) fn get(&self, slot: u32) -> &T {
+        &self.slots[slot as usize].data
+    }
+
+    /// The payload of a slot, mutable.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, slot: u32) -> &mut T {
+        &mut self.slots[slot as usize].data
+    }
+
+    /// The key and the payload of a live slot, the payload mutable.
+    #[inline]
+    pub(crate) fn key_and_data_mut(&mut self, slot: u32) -> (&GroupKey, &mut T) {
+        let e = &mut self.slots[slot as usize];
+        (e.key.as_ref().expect("a live group"), &mut e.data)
+    }
+
+    /// Number of live groups.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Live slots, in slot order.
+    pub(crate) fn live_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().enumerate().filter(|(_, e)| e.key.is_some()).map(|(i, _)| i as u32)
+    }
+
+    /// Live slots ordered by key (complete-mode output and snapshots are deterministic).
+    pub(crate) fn sorted_slots(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.live_slots().collect();
+        v.sort_by(|&a, &b| self.key(a).cmp(self.key(b)));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    fn rec(k: &str, x: f64) -> Record {
+        Record::new(vec![Value::Str(k.into()), Value::Double(x)])
+    }
+
+    #[test]
+    fn a_group_is_found_by_value_and_its_slot_reused_after_removal() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize, 1];
+        let a = rec("a", 1.0);
+        let h = g.hash_record(&a, &cols);
+        let (s, new) = g.find_or_insert(h, &a, &cols);
+        assert!(new);
+        // an equal record built apart (another Arc) and -0.0 == 0.0 grouping
+        let a2 = rec("a", 1.0);
+        assert_eq!(g.find_or_insert(g.hash_record(&a2, &cols), &a2, &cols), (s, false));
+        let z = rec("z", 0.0);
+        let (sz, _) = g.find_or_insert(g.hash_record(&z, &cols), &z, &cols);
+        let nz = rec("z", -0.0);
+        assert_eq!(g.find(g.hash_record(&nz, &cols), &nz, &cols), Some(sz));
+        assert_eq!(g.hash_key(g.key(s)), h, "a key hashes as the record it came from");
+        assert_eq!(g.len(), 2);
+        g.remove(s);
+        assert!(!g.is_live(s));
+        assert_eq!(g.find(h, &a, &cols), None);
+        let b = rec("b", 2.0);
+        let (sb, new) = g.find_or_insert(g.hash_record(&b, &cols), &b, &cols);
+        assert!(new);
+        assert_eq!(sb, s, "the freed slot is reused");
+        assert_eq!(g.find_or_insert_key(GroupKey::of(&b, &cols)), (sb, false));
+        assert_eq!(g.sorted_slots(), vec![sb, sz]);
+    }
+}
