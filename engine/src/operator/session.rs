@@ -155,6 +155,13 @@ impl SessionState {
         i
     }
 
+    /// The earliest instant registered in the expiry heap (`i64::MAX`: none); nothing is due
+    /// before it.
+    #[inline]
+    pub(crate) fn next_due(&self) -> i64 {
+        self.heap.peek().map_or(i64::MAX, |r| r.0.0)
+    }
+
     /// Removes sessions with end <= `w`, emitting them when `emit`.
     pub(crate) fn evict(&mut self, w: Timestamp, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
         let w = w.0;

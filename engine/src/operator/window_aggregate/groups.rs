@@ -4,14 +4,11 @@
 //! allocating. Slots of removed groups are reused, keeping their payload's buffers.
 
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
 
-use hashbrown::HashTable;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::value::{GroupKey, Record};
-
-/// Fixed seeds: the table's layout (never the output, which is sorted or multiset) is the same on
-/// every run.
-const SEEDS: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+use crate::value::{GroupKey, Record, Value};
 
 /// One group: its key (`None` while the slot is free) and its payload.
 #[derive(Debug)]
@@ -29,7 +26,9 @@ pub(crate) struct Groups<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     live: usize,
-    hasher: ahash::RandomState,
+    /// foldhash, hashbrown's default (the fastest here on short keys). Its seed only shapes the
+    /// table: output order never depends on it (slots are numbered in arrival order).
+    hasher: DefaultHashBuilder,
 }
 
 impl<T: Default> Default for Groups<T> {
@@ -39,17 +38,42 @@ impl<T: Default> Default for Groups<T> {
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
-            hasher: ahash::RandomState::with_seeds(SEEDS[0], SEEDS[1], SEEDS[2], SEEDS[3]),
+            hasher: DefaultHashBuilder::default(),
         }
     }
 }
 
 /// Whether `key` holds the values of `record` at `cols` (grouping equality, as [`Value`]'s).
-///
-/// [`Value`]: crate::value::Value
 #[inline]
 fn key_matches(key: &GroupKey, record: &Record, cols: &[usize]) -> bool {
-    key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| k.0 == record.values[c])
+    key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
+}
+
+/// [`Value`]'s grouping equality, inline for the usual key types (a shared string is equal
+/// without reading it; short strings compare as two words).
+#[inline]
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Arc::ptr_eq(x, y) || bytes_eq(x.as_bytes(), y.as_bytes()),
+        (Value::Long(x), Value::Long(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+#[inline]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        // two overlapping words cover the whole string
+        let word = |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    a == b
 }
 
 impl<T: Default> Groups<T> {
@@ -223,5 +247,18 @@ mod tests {
         assert_eq!(sb, s, "the freed slot is reused");
         assert_eq!(g.find_or_insert_key(GroupKey::of(&b, &cols)), (sb, false));
         assert_eq!(g.sorted_slots(), vec![sb, sz]);
+    }
+
+    #[test]
+    fn short_and_long_strings_compare_by_content() {
+        for (a, b) in [("", ""), ("abc", "abd"), ("key-1234", "key-1234"), ("key-1234", "key-1235"),
+            ("0123456789abcdef", "0123456789abcdeF"), ("0123456789abcdefg", "0123456789abcdefg"),
+            ("01234567x", "01234567y"), ("x1234567", "y1234567")] {
+            let (va, vb) = (Value::Str(a.into()), Value::Str(b.into()));
+            assert_eq!(same_value(&va, &vb), a == b, "{a:?} {b:?}");
+        }
+        assert!(!same_value(&Value::Str("1".into()), &Value::Long(1)));
+        assert!(same_value(&Value::Double(-0.0), &Value::Double(0.0)));
+        assert!(same_value(&Value::Null, &Value::Null));
     }
 }

@@ -116,6 +116,8 @@ pub struct WindowAggregate {
     watermark: Timestamp,
     /// Real-time: the watermark of the last eviction (below `watermark` only after a restore).
     evicted_to: Timestamp,
+    /// Whether the watermark finalises state (a watermark and not complete mode).
+    evicts: bool,
 }
 
 impl WindowAggregate {
@@ -133,7 +135,9 @@ impl WindowAggregate {
             WindowKind::Session { column, gap } => (Layout::Plain { time_key: None }, Some(*column), Some(gap.clone())),
         };
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
+        let evicts = cfg.watermark.is_some() && cfg.output_mode != OutputMode::Complete;
         WindowAggregate {
+            evicts,
             cfg,
             time_column,
             session_gap,
@@ -170,7 +174,26 @@ impl WindowAggregate {
         }
     }
 
+    /// Real-time: moves the watermark to `max(w, current)` and finalises what it passed (when
+    /// the output mode evicts at all). Looks only at the top of the expiry heap unless something
+    /// is due.
+    #[inline]
+    fn raise_watermark(&mut self, w: Timestamp, out: &mut Output) {
+        let w = w.max(self.watermark);
+        self.watermark = w;
+        if !self.evicts {
+            return;
+        }
+        let due = if self.is_session() { self.sessions.next_due() } else { self.panes.next_due() };
+        if due <= w.0 {
+            self.evict(w, out);
+        } else {
+            self.evicted_to = w;
+        }
+    }
+
     /// Finalises windows / sessions with end <= `w`: append mode emits them first.
+    #[inline(never)]
     fn evict(&mut self, w: Timestamp, out: &mut Output) {
         let emit = self.cfg.output_mode == OutputMode::Append;
         if self.is_session() {
@@ -229,24 +252,23 @@ impl Operator for WindowAggregate {
                 self.process(record, late_w, out);
             }
             Mode::RealTime => {
-                self.advance_watermark(watermark, out);
-                if self.evicted_to < self.watermark
-                    && self.cfg.watermark.is_some()
-                    && self.cfg.output_mode != OutputMode::Complete
-                {
-                    // after a restore: finalise what the restored watermark already passed
-                    self.evict(self.watermark, out);
+                if watermark > self.watermark || self.evicted_to < self.watermark {
+                    // (the second: after a restore, finalise what the restored watermark passed)
+                    self.raise_watermark(watermark, out);
                 }
-                let t = self.cfg.watermark.and_then(|(c, _)| record.values[c].as_timestamp());
-                let late_w = self.late_watermark();
+                let late_w = self.cfg.watermark.map(|_| self.watermark);
                 self.process(record, late_w, out);
                 if self.cfg.output_mode == OutputMode::Update && !self.is_session() {
                     self.panes.emit_changed(late_w.map(|w| w.0), &self.cfg, out);
                 }
-                if let (Some(tr), Some(t)) = (self.tracker.as_mut(), t) {
+                if let (Some(tr), Some((c, _))) = (self.tracker.as_mut(), self.cfg.watermark)
+                    && let Some(t) = record.values[c].as_timestamp()
+                {
                     tr.observe(t);
                     let w = tr.current();
-                    self.advance_watermark(w, out);
+                    if w > self.watermark {
+                        self.raise_watermark(w, out);
+                    }
                 }
             }
         }
@@ -279,12 +301,8 @@ impl Operator for WindowAggregate {
     }
 
     fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {
-        if w <= self.watermark {
-            return;
-        }
-        self.watermark = w;
-        if self.cfg.watermark.is_some() && self.cfg.output_mode != OutputMode::Complete {
-            self.evict(w, out);
+        if w > self.watermark || self.evicted_to < self.watermark {
+            self.raise_watermark(w, out);
         }
     }
 

@@ -147,7 +147,7 @@ impl PaneState {
     }
 
     /// The group's next window end to finalise (`None`: no pane, or beyond i64).
-    fn next_due(&self, g: &Group) -> Option<i64> {
+    fn group_due(&self, g: &Group) -> Option<i64> {
         let front = g.panes.first()?;
         match self.layout {
             Layout::Plain { .. } => (front.last_end < i64::MAX).then_some(front.last_end),
@@ -253,10 +253,17 @@ impl PaneState {
         g.panes.insert(i, Pane { start, last_end, dirty: false });
         g.states.splice(i * m..i * m, measures.iter().map(AggregateFn::new_state));
         self.panes += 1;
-        if let Some(due) = self.next_due(self.groups.get(slot)) {
+        if let Some(due) = self.group_due(self.groups.get(slot)) {
             self.register(slot, due);
         }
         i
+    }
+
+    /// The earliest instant registered in the expiry heap (`i64::MAX`: none); nothing is due
+    /// before it.
+    #[inline]
+    pub(crate) fn next_due(&self) -> i64 {
+        self.heap.peek().map_or(i64::MAX, |r| r.0.0)
     }
 
     /// Finalises every window with end <= `w`: emits it first when `emit` (append mode), then
@@ -326,7 +333,7 @@ impl PaneState {
         if g.panes.is_empty() {
             g.changed = false;
             self.groups.remove(slot);
-        } else if let Some(due) = self.next_due(self.groups.get(slot)) {
+        } else if let Some(due) = self.group_due(self.groups.get(slot)) {
             self.register(slot, due);
         }
     }
