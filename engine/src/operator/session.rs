@@ -49,17 +49,53 @@ struct Span {
     end: i64,
 }
 
+/// A group's sessions. At rest the last session (the one a record usually extends) is parked
+/// in `last`, beside the states, and `sessions` holds the others: the per-record path reads only
+/// the group's slot and its states. Structural changes unpark it first.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct SessionGroup {
+    last: Option<Span>,
+    /// `measures` states per session, session after session (the last session's at the end).
+    states: Vec<AggState>,
     due: i64,
     sessions: Vec<Span>,
-    /// `sessions.len() * measures` states, session after session.
-    states: Vec<AggState>,
 }
 
 impl Default for SessionGroup {
     fn default() -> SessionGroup {
-        SessionGroup { due: i64::MAX, sessions: Vec::new(), states: Vec::new() }
+        SessionGroup { last: None, states: Vec::new(), due: i64::MAX, sessions: Vec::new() }
+    }
+}
+
+impl SessionGroup {
+    /// A new group in a (possibly reused) slot, keeping the buffers' capacity.
+    fn reset(&mut self) {
+        self.last = None;
+        self.due = i64::MAX;
+        self.sessions.clear();
+        self.states.clear();
+    }
+
+    /// Moves the parked last session back into `sessions`.
+    #[inline]
+    fn unpark(&mut self) {
+        if let Some(s) = self.last.take() {
+            self.sessions.push(s);
+        }
+    }
+
+    /// Parks the last session (the group at rest).
+    #[inline]
+    fn park(&mut self) {
+        if self.last.is_none() {
+            self.last = self.sessions.pop();
+        }
+    }
+
+    /// Every session, in start order (the group at rest).
+    fn all(&self) -> impl Iterator<Item = &Span> {
+        self.sessions.iter().chain(self.last.as_ref())
     }
 }
 
@@ -102,16 +138,14 @@ impl SessionState {
         let (slot, new) = self.groups.find_or_insert(hash, record, cols);
         let g = self.groups.get_mut(slot);
         if new {
-            g.due = i64::MAX;
-            g.sessions.clear();
-            g.states.clear();
+            g.reset();
         }
         let n = g.sessions.len();
-        let i = match g.sessions.last_mut() {
+        let i = match g.last.as_mut() {
             // the common case: inside the last session
             Some(last) if last.start <= t && t <= last.end => {
                 last.end = last.end.max(end);
-                n - 1
+                n
             }
             _ => self.merge_span(slot, t, end, &cfg.measures),
         };
@@ -127,6 +161,7 @@ impl SessionState {
     fn merge_span(&mut self, slot: u32, start: i64, end: i64, measures: &[AggregateFn]) -> usize {
         let m = measures.len();
         let g = self.groups.get_mut(slot);
+        g.unpark();
         // sessions i..j overlap or touch [start, end]: ends and starts are both sorted
         let i = g.sessions.partition_point(|s| s.end < start);
         let j = i + g.sessions[i..].partition_point(|s| s.start <= end);
@@ -138,6 +173,7 @@ impl SessionState {
                 g.due = end;
                 self.heap.push(Reverse((end, slot)));
             }
+            g.park();
             return i;
         }
         let merged = Span { start: start.min(g.sessions[i].start), end: end.max(g.sessions[j - 1].end) };
@@ -151,6 +187,7 @@ impl SessionState {
         }
         g.sessions.drain(i + 1..j);
         g.states.drain((i + 1) * m..j * m);
+        g.park();
         self.count -= j - i - 1;
         i
     }
@@ -176,6 +213,7 @@ impl SessionState {
             }
             let (key, g) = self.groups.key_and_data_mut(slot);
             g.due = i64::MAX;
+            g.unpark();
             let k = g.sessions.partition_point(|s| s.end <= w);
             if emit {
                 for (i, s) in g.sessions[..k].iter().enumerate() {
@@ -185,11 +223,13 @@ impl SessionState {
             g.sessions.drain(..k);
             g.states.drain(..k * m);
             self.count -= k;
-            match g.sessions.first() {
+            let first_end = g.sessions.first().map(|s| s.end);
+            g.park();
+            match first_end {
                 None => self.groups.remove(slot),
-                Some(s) => {
-                    g.due = s.end;
-                    self.heap.push(Reverse((s.end, slot)));
+                Some(end) => {
+                    g.due = end;
+                    self.heap.push(Reverse((end, slot)));
                 }
             }
         }
@@ -200,7 +240,7 @@ impl SessionState {
         let m = cfg.measures.len();
         for slot in self.groups.sorted_slots() {
             let g = self.groups.get(slot);
-            for (i, s) in g.sessions.iter().enumerate() {
+            for (i, s) in g.all().enumerate() {
                 out.rows.push(row(self.groups.key(slot), *s, &cfg.measures, &g.states[i * m..(i + 1) * m]));
             }
         }
@@ -215,8 +255,7 @@ impl SessionState {
             .map(|slot| {
                 let g = self.groups.get(slot);
                 let rows = g
-                    .sessions
-                    .iter()
+                    .all()
                     .enumerate()
                     .map(|(i, s)| {
                         let states = g.states[i * m..(i + 1) * m].iter().map(AggState::to_bytes).collect();
@@ -260,10 +299,7 @@ impl SessionState {
             }
             let (slot, new) = self.groups.find_or_insert_key(key);
             if new {
-                let g = self.groups.get_mut(slot);
-                g.due = i64::MAX;
-                g.sessions.clear();
-                g.states.clear();
+                self.groups.get_mut(slot).reset();
             }
             for (start, end, states) in sessions {
                 let i = self.merge_span(slot, start, end, &cfg.measures);
@@ -282,10 +318,9 @@ impl SessionState {
         for slot in slots {
             if !keep(self.groups.key(slot)) {
                 let g = self.groups.get_mut(slot);
+                g.unpark();
                 self.count -= g.sessions.len();
-                g.sessions.clear();
-                g.states.clear();
-                g.due = i64::MAX;
+                g.reset();
                 self.groups.remove(slot);
             }
         }

@@ -10,13 +10,50 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::value::{GroupKey, Record, Value};
 
-/// One group: its key (`None` while the slot is free) and its payload.
+/// A single-column key held in the slot itself, so that probing compares it without touching
+/// the key's own allocation (nor, for a string of up to 16 bytes, the string's).
+#[derive(Clone, Copy, Debug, Default)]
+enum InlineKey {
+    /// Several columns, or a value of another kind: compare the [`GroupKey`].
+    #[default]
+    No,
+    /// A string of `len <= 16` bytes, zero-padded.
+    Str(u8, [u8; 16]),
+    /// BIGINT.
+    Long(i64),
+    /// INT.
+    Int(i32),
+    /// TIMESTAMP (µs).
+    Timestamp(i64),
+}
+
+impl InlineKey {
+    fn of(key: &GroupKey) -> InlineKey {
+        let [k] = &key.0[..] else { return InlineKey::No };
+        match &k.0 {
+            Value::Str(s) if s.len() <= 16 => {
+                let mut bytes = [0u8; 16];
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                InlineKey::Str(s.len() as u8, bytes)
+            }
+            Value::Long(x) => InlineKey::Long(*x),
+            Value::Int(x) => InlineKey::Int(*x),
+            Value::Timestamp(t) => InlineKey::Timestamp(t.0),
+            _ => InlineKey::No,
+        }
+    }
+}
+
+/// One group: its key (`None` while the slot is free) and its payload. The inline key and the
+/// payload's first fields share the slot's first cache line (the per-record path).
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Slot<T> {
-    hash: u64,
-    key: Option<GroupKey>,
+    inline: InlineKey,
     /// The operator's state for the group.
     pub(crate) data: T,
+    hash: u64,
+    key: Option<GroupKey>,
 }
 
 /// Groups by key, each at a stable slot number until removed.
@@ -43,10 +80,22 @@ impl<T: Default> Default for Groups<T> {
     }
 }
 
-/// Whether `key` holds the values of `record` at `cols` (grouping equality, as [`Value`]'s).
+/// Whether the slot's group is `record`'s at `cols` (grouping equality, as [`Value`]'s).
 #[inline]
-fn key_matches(key: &GroupKey, record: &Record, cols: &[usize]) -> bool {
-    key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
+fn slot_matches<T>(slot: &Slot<T>, record: &Record, cols: &[usize]) -> bool {
+    let Some(key) = &slot.key else { return false };
+    let first = || cols.first().map(|&c| &record.values[c]);
+    match slot.inline {
+        InlineKey::No => {
+            key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
+        }
+        InlineKey::Str(len, bytes) => {
+            matches!(first(), Some(Value::Str(s)) if bytes_eq(s.as_bytes(), &bytes[..len as usize]))
+        }
+        InlineKey::Long(x) => matches!(first(), Some(Value::Long(y)) if x == *y),
+        InlineKey::Int(x) => matches!(first(), Some(Value::Int(y)) if x == *y),
+        InlineKey::Timestamp(x) => matches!(first(), Some(Value::Timestamp(y)) if x == y.0),
+    }
 }
 
 /// [`Value`]'s grouping equality, inline for the usual key types (a shared string is equal
@@ -101,7 +150,7 @@ impl<T: Default> Groups<T> {
     pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
         let slots = &self.slots;
         self.table
-            .find(hash, |&s| slots[s as usize].key.as_ref().is_some_and(|k| key_matches(k, record, cols)))
+            .find(hash, |&s| slot_matches(&slots[s as usize], record, cols))
             .copied()
     }
 
@@ -126,16 +175,18 @@ impl<T: Default> Groups<T> {
     }
 
     fn insert(&mut self, hash: u64, key: GroupKey) -> u32 {
+        let inline = InlineKey::of(&key);
         let slot = match self.free.pop() {
             Some(s) => {
                 let e = &mut self.slots[s as usize];
                 e.hash = hash;
+                e.inline = inline;
                 e.key = Some(key);
                 s
             }
             None => {
                 let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 groups per operator");
-                self.slots.push(Slot { hash, key: Some(key), data: T::default() });
+                self.slots.push(Slot { inline, data: T::default(), hash, key: Some(key) });
                 s
             }
         };
@@ -247,6 +298,23 @@ mod tests {
         assert_eq!(sb, s, "the freed slot is reused");
         assert_eq!(g.find_or_insert_key(GroupKey::of(&b, &cols)), (sb, false));
         assert_eq!(g.sorted_slots(), vec![sb, sz]);
+    }
+
+    #[test]
+    fn single_column_keys_of_every_kind_are_found_by_value() {
+        let long = "a string longer than sixteen bytes";
+        let values = [Value::Str("k".into()), Value::Str("0123456789abcdef".into()), Value::Str(long.into()),
+            Value::Long(7), Value::Int(7), Value::Timestamp(crate::time::Timestamp(7)), Value::Null,
+            Value::Double(f64::NAN), Value::Bool(true)];
+        let mut g: Groups<()> = Groups::default();
+        let recs: Vec<Record> = values.iter().map(|v| Record::new(vec![v.clone()])).collect();
+        let slots: Vec<u32> = recs.iter().map(|r| g.find_or_insert(g.hash_record(r, &[0]), r, &[0]).0).collect();
+        for (i, v) in values.iter().enumerate() {
+            // a copy built apart (no shared allocation) finds the same group, and only it
+            let copy = Record::new(vec![match v { Value::Str(s) => Value::Str(s.to_string().into()), o => o.clone() }]);
+            assert_eq!(g.find(g.hash_record(&copy, &[0]), &copy, &[0]), Some(slots[i]), "{v:?}");
+        }
+        assert_eq!(slots.iter().collect::<std::collections::HashSet<_>>().len(), values.len());
     }
 
     #[test]

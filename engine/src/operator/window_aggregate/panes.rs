@@ -55,20 +55,25 @@ struct Pane {
     dirty: bool,
 }
 
+/// A group's panes. At rest the last pane (largest start, the one a record usually updates) is
+/// "parked" in `last`, beside the states, and `panes` holds the others: the per-record path then
+/// reads only the group's slot and its states. Structural changes unpark it first.
 #[derive(Debug)]
+#[repr(C)]
 pub(super) struct Group {
+    last: Option<Pane>,
+    /// `measures` states per pane, pane after pane (the last pane's at the end).
+    states: Vec<AggState>,
     closed: i64,
     due: i64,
     panes: Vec<Pane>,
-    /// `panes.len() * measures` states, pane after pane.
-    states: Vec<AggState>,
     /// In the operator's `changed` list (update mode).
     changed: bool,
 }
 
 impl Default for Group {
     fn default() -> Group {
-        Group { closed: i64::MIN, due: i64::MAX, panes: Vec::new(), states: Vec::new(), changed: false }
+        Group { last: None, states: Vec::new(), closed: i64::MIN, due: i64::MAX, panes: Vec::new(), changed: false }
     }
 }
 
@@ -129,9 +134,17 @@ impl PaneState {
         self.panes
     }
 
+    /// Marks pane `pane` (in start order, the group at rest) changed.
     fn mark_changed(&mut self, slot: u32, pane: usize) {
         let g = self.groups.get_mut(slot);
-        g.panes[pane].dirty = true;
+        match g.panes.get_mut(pane) {
+            Some(p) => p.dirty = true,
+            None => {
+                if let Some(p) = g.last.as_mut() {
+                    p.dirty = true;
+                }
+            }
+        }
         if !g.changed {
             g.changed = true;
             self.changed.push(slot);
@@ -148,7 +161,7 @@ impl PaneState {
 
     /// The group's next window end to finalise (`None`: no pane, or beyond i64).
     fn group_due(&self, g: &Group) -> Option<i64> {
-        let front = g.panes.first()?;
+        let front = g.panes.first().or(g.last.as_ref())?;
         match self.layout {
             Layout::Plain { .. } => (front.last_end < i64::MAX).then_some(front.last_end),
             Layout::Fixed(grid) => grid.first_end_after(g.closed.max(front.start)),
@@ -174,8 +187,8 @@ impl PaneState {
                 Layout::Fixed(grid) => Some(grid.pane()),
             };
             let g = self.groups.get_mut(slot);
-            let i = g.panes.len().wrapping_sub(1);
-            if let Some(last) = g.panes.last()
+            let i = g.panes.len();
+            if let Some(last) = &g.last
                 && pane_len.is_none_or(|len| t >= last.start && (t.wrapping_sub(last.start) as u64) < len as u64)
             {
                 if late.is_some_and(|l| last.last_end <= l) {
@@ -243,8 +256,10 @@ impl PaneState {
     fn open_pane(&mut self, slot: u32, start: i64, last_end: i64, late: Option<i64>, measures: &[AggregateFn]) -> usize {
         let m = measures.len();
         let g = self.groups.get_mut(slot);
+        g.unpark();
         let i = g.panes.partition_point(|p| p.start < start);
         if g.panes.get(i).is_some_and(|p| p.start == start) {
+            g.park();
             return i;
         }
         if let Some(l) = late {
@@ -252,6 +267,7 @@ impl PaneState {
         }
         g.panes.insert(i, Pane { start, last_end, dirty: false });
         g.states.splice(i * m..i * m, measures.iter().map(AggregateFn::new_state));
+        g.park();
         self.panes += 1;
         if let Some(due) = self.group_due(self.groups.get(slot)) {
             self.register(slot, due);
@@ -283,7 +299,9 @@ impl PaneState {
 
     fn finalise(&mut self, slot: u32, w: i64, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
         let m = cfg.measures.len();
-        self.groups.get_mut(slot).due = i64::MAX;
+        let g = self.groups.get_mut(slot);
+        g.due = i64::MAX;
+        g.unpark();
         match self.layout {
             Layout::Plain { .. } => {
                 if emit {
@@ -329,8 +347,9 @@ impl PaneState {
         };
         g.panes.drain(..dead);
         g.states.drain(..dead * m);
+        g.park();
         self.panes -= dead;
-        if g.panes.is_empty() {
+        if g.last.is_none() {
             g.changed = false;
             self.groups.remove(slot);
         } else if let Some(due) = self.group_due(self.groups.get(slot)) {
@@ -338,7 +357,7 @@ impl PaneState {
         }
     }
 
-    /// The row of the window ending at `end` of a group: its panes merged.
+    /// The row of the window ending at `end` of a group (unparked): its panes merged.
     fn window_row(&mut self, slot: u32, grid: PaneGrid, end: i64, measures: &[AggregateFn]) -> Row {
         let m = measures.len();
         let start = end.saturating_sub(grid.size());
@@ -369,6 +388,7 @@ impl PaneState {
             }
             let g = self.groups.get_mut(slot);
             g.changed = false;
+            g.unpark();
             match self.layout {
                 Layout::Plain { .. } => {
                     g.panes.iter_mut().for_each(|p| p.dirty = false);
@@ -400,6 +420,7 @@ impl PaneState {
                     self.ends = ends;
                 }
             }
+            self.groups.get_mut(slot).park();
         }
         self.changed = changed;
         self.changed.clear();
@@ -408,9 +429,12 @@ impl PaneState {
     /// Complete mode: every window (or plain group), ordered by window then group key.
     pub(super) fn emit_all(&mut self, cfg: &WindowAggregateConfig, out: &mut Output) {
         let slots = self.groups.sorted_slots();
+        for &slot in &slots {
+            self.groups.get_mut(slot).unpark();
+        }
         match self.layout {
             Layout::Plain { .. } => {
-                for slot in slots {
+                for &slot in &slots {
                     let g = self.groups.get(slot);
                     out.rows.push(row_of(None, self.groups.key(slot), &cfg.measures, &g.states));
                 }
@@ -442,6 +466,9 @@ impl PaneState {
                 }
             }
         }
+        for &slot in &slots {
+            self.groups.get_mut(slot).park();
+        }
     }
 
     /// Clears the update marks (a batch whose changes are not emitted).
@@ -450,7 +477,7 @@ impl PaneState {
             if self.groups.is_live(slot) {
                 let g = self.groups.get_mut(slot);
                 g.changed = false;
-                g.panes.iter_mut().for_each(|p| p.dirty = false);
+                g.panes.iter_mut().chain(g.last.as_mut()).for_each(|p| p.dirty = false);
             }
         }
         self.changed.clear();
@@ -470,6 +497,7 @@ impl PaneState {
                     panes: g
                         .panes
                         .iter()
+                        .chain(g.last.as_ref())
                         .enumerate()
                         .map(|(i, p)| (p.start, g.states[i * m..(i + 1) * m].iter().map(AggState::to_bytes).collect()))
                         .collect(),
@@ -534,6 +562,7 @@ impl PaneState {
         for slot in slots {
             if !keep(self.groups.key(slot)) {
                 let g = self.groups.get_mut(slot);
+                g.unpark();
                 self.panes -= g.panes.len();
                 g.panes.clear();
                 g.states.clear();
@@ -546,8 +575,25 @@ impl PaneState {
 }
 
 impl Group {
+    /// Moves the parked last pane back into `panes` (before a structural change).
+    #[inline]
+    fn unpark(&mut self) {
+        if let Some(p) = self.last.take() {
+            self.panes.push(p);
+        }
+    }
+
+    /// Parks the last pane (the group at rest).
+    #[inline]
+    fn park(&mut self) {
+        if self.last.is_none() {
+            self.last = self.panes.pop();
+        }
+    }
+
     /// A new group in a (possibly reused) slot: no panes, keeping the buffers' capacity.
     fn reset(&mut self) {
+        self.last = None;
         self.closed = i64::MIN;
         self.due = i64::MAX;
         self.panes.clear();
