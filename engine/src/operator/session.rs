@@ -34,6 +34,7 @@ pub enum SessionGap {
 
 impl SessionGap {
     /// The gap for `record`; `None` when null, unparsable, zero or negative.
+    #[inline]
     pub fn of(&self, record: &Record) -> Option<Duration> {
         let d = match self {
             SessionGap::Fixed(d) => *d,

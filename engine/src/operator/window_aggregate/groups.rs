@@ -63,21 +63,74 @@ pub(crate) struct Groups<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     live: usize,
-    /// foldhash, hashbrown's default (the fastest here on short keys). Its seed only shapes the
-    /// table: output order never depends on it (slots are numbered in arrival order).
+    /// foldhash, hashbrown's default, for key values without a fast path. Its random seed only
+    /// shapes the table: output order never depends on it (slots are numbered in arrival order).
     hasher: DefaultHashBuilder,
+    /// Seed of the fast paths (drawn from `hasher`).
+    seed: u64,
 }
 
 impl<T: Default> Default for Groups<T> {
     fn default() -> Self {
+        let hasher = DefaultHashBuilder::default();
         Groups {
+            seed: hasher.hash_one(0x5eed_u64),
             table: HashTable::new(),
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
-            hasher: DefaultHashBuilder::default(),
+            hasher,
         }
     }
+}
+
+const K0: u64 = 0x243f_6a88_85a3_08d3;
+const K1: u64 = 0x1319_8a2e_0370_7344;
+const K2: u64 = 0xa409_3822_299f_31d0;
+
+/// The folded multiply (both halves of the 128-bit product xor-ed), as foldhash mixes.
+#[inline]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = (a as u128).wrapping_mul(b as u128);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Reads 8 bytes at `i` (`i + 8 <= b.len()`).
+#[inline]
+fn word(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map_or(0, u64::from_le_bytes)
+}
+
+/// A seeded hash of a byte string: up to 16 bytes in one folded multiply, longer ones 16 bytes
+/// per step (the length is mixed in, so zero padding never collides two lengths).
+#[inline]
+fn hash_bytes(seed: u64, b: &[u8]) -> u64 {
+    let n = b.len();
+    let (lo, hi) = if n >= 8 {
+        if n > 16 {
+            return hash_long(seed, b);
+        }
+        (word(b, 0), word(b, n - 8))
+    } else if n >= 4 {
+        let half = |i: usize| b.get(i..i + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map_or(0, u32::from_le_bytes);
+        (half(0) as u64, half(n - 4) as u64)
+    } else if n > 0 {
+        ((b[0] as u64) | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16, 0)
+    } else {
+        (0, 0)
+    };
+    fold(lo ^ seed ^ K2, hi ^ K1 ^ (n as u64).rotate_left(32))
+}
+
+#[inline(never)]
+fn hash_long(seed: u64, b: &[u8]) -> u64 {
+    let mut h = seed ^ (b.len() as u64);
+    let mut chunks = b.chunks_exact(16);
+    for c in &mut chunks {
+        h = fold(word(c, 0) ^ h ^ K2, word(c, 8) ^ K1);
+    }
+    let n = b.len();
+    fold(word(b, n - 16) ^ h ^ K0, word(b, n - 8) ^ K2)
 }
 
 /// Whether the slot's group is `record`'s at `cols` (grouping equality, as [`Value`]'s).
@@ -129,20 +182,36 @@ impl<T: Default> Groups<T> {
     /// The hash of `record`'s values at `cols` (equal to [`Groups::hash_key`] of its key).
     #[inline]
     pub(crate) fn hash_record(&self, record: &Record, cols: &[usize]) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        for &c in cols {
-            record.values[c].hash(&mut h);
+        match cols {
+            [c] => self.hash_value(&record.values[*c]),
+            _ => cols.iter().fold(self.seed, |h, &c| fold(h ^ self.hash_value(&record.values[c]), K1)),
         }
-        h.finish()
     }
 
     /// The hash of a key.
     pub(crate) fn hash_key(&self, key: &GroupKey) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        for v in key.values() {
-            v.hash(&mut h);
+        match &key.0[..] {
+            [k] => self.hash_value(&k.0),
+            ks => ks.iter().fold(self.seed, |h, k| fold(h ^ self.hash_value(&k.0), K1)),
         }
-        h.finish()
+    }
+
+    /// One value's hash, consistent with [`Value`]'s grouping equality: inline for strings,
+    /// integers and timestamps, [`Value`]'s own `Hash` (NaN and -0.0 normalised) otherwise.
+    #[inline]
+    fn hash_value(&self, v: &Value) -> u64 {
+        let s = self.seed;
+        match v {
+            Value::Str(x) => hash_bytes(s, x.as_bytes()),
+            Value::Long(x) => fold(s ^ *x as u64, K0 ^ 1),
+            Value::Int(x) => fold(s ^ *x as i64 as u64, K0 ^ 2),
+            Value::Timestamp(t) => fold(s ^ t.0 as u64, K0 ^ 3),
+            other => {
+                let mut h = self.hasher.build_hasher();
+                other.hash(&mut h);
+                h.finish()
+            }
+        }
     }
 
     /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`]).
@@ -315,6 +384,29 @@ mod tests {
             assert_eq!(g.find(g.hash_record(&copy, &[0]), &copy, &[0]), Some(slots[i]), "{v:?}");
         }
         assert_eq!(slots.iter().collect::<std::collections::HashSet<_>>().len(), values.len());
+    }
+
+    #[test]
+    fn strings_hash_by_content_and_every_length_spreads() {
+        let g: Groups<()> = Groups::default();
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..40usize {
+            let s: String = (0..n).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let a = g.hash_value(&Value::Str(s.clone().into()));
+            assert_eq!(a, g.hash_value(&Value::Str(s.clone().into())), "same content, same hash");
+            assert!(seen.insert(a), "length {n} collides");
+            if n > 0 {
+                let mut t = s.into_bytes();
+                t[n - 1] ^= 1;
+                let b = g.hash_value(&Value::Str(String::from_utf8(t).unwrap_or_default().into()));
+                assert_ne!(a, b, "last byte of {n}");
+            }
+        }
+        // keys of several columns hash as their records do
+        let r = Record::new(vec![Value::Str("x".into()), Value::Long(3), Value::Double(f64::NAN)]);
+        let cols = [0usize, 1, 2];
+        assert_eq!(g.hash_record(&r, &cols), g.hash_key(&GroupKey::of(&r, &cols)));
+        assert_eq!(g.hash_value(&Value::Double(-0.0)), g.hash_value(&Value::Double(0.0)));
     }
 
     #[test]
