@@ -3,7 +3,7 @@
 //! group is first seen. Per-record work is one hash of the key columns and one probe, without
 //! allocating. Slots of removed groups are reused, keeping their payload's buffers.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -172,7 +172,8 @@ fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
     if (8..=16).contains(&n) {
         // two overlapping words cover the whole string
-        let word = |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
+        let word =
+            |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
         return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
     }
     a == b
@@ -206,11 +207,7 @@ impl<T: Default> Groups<T> {
             Value::Long(x) => fold(s ^ *x as u64, K0 ^ 1),
             Value::Int(x) => fold(s ^ *x as i64 as u64, K0 ^ 2),
             Value::Timestamp(t) => fold(s ^ t.0 as u64, K0 ^ 3),
-            other => {
-                let mut h = self.hasher.build_hasher();
-                other.hash(&mut h);
-                h.finish()
-            }
+            other => self.hasher.hash_one(other),
         }
     }
 
@@ -218,9 +215,7 @@ impl<T: Default> Groups<T> {
     #[inline]
     pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
         let slots = &self.slots;
-        self.table
-            .find(hash, |&s| slot_matches(&slots[s as usize], record, cols))
-            .copied()
+        self.table.find(hash, |&s| slot_matches(&slots[s as usize], record, cols)).copied()
     }
 
     /// The slot of `record`'s group, created (with the payload left by the slot's last group,
@@ -372,15 +367,26 @@ mod tests {
     #[test]
     fn single_column_keys_of_every_kind_are_found_by_value() {
         let long = "a string longer than sixteen bytes";
-        let values = [Value::Str("k".into()), Value::Str("0123456789abcdef".into()), Value::Str(long.into()),
-            Value::Long(7), Value::Int(7), Value::Timestamp(crate::time::Timestamp(7)), Value::Null,
-            Value::Double(f64::NAN), Value::Bool(true)];
+        let values = [
+            Value::Str("k".into()),
+            Value::Str("0123456789abcdef".into()),
+            Value::Str(long.into()),
+            Value::Long(7),
+            Value::Int(7),
+            Value::Timestamp(crate::time::Timestamp(7)),
+            Value::Null,
+            Value::Double(f64::NAN),
+            Value::Bool(true),
+        ];
         let mut g: Groups<()> = Groups::default();
         let recs: Vec<Record> = values.iter().map(|v| Record::new(vec![v.clone()])).collect();
         let slots: Vec<u32> = recs.iter().map(|r| g.find_or_insert(g.hash_record(r, &[0]), r, &[0]).0).collect();
         for (i, v) in values.iter().enumerate() {
             // a copy built apart (no shared allocation) finds the same group, and only it
-            let copy = Record::new(vec![match v { Value::Str(s) => Value::Str(s.to_string().into()), o => o.clone() }]);
+            let copy = Record::new(vec![match v {
+                Value::Str(s) => Value::Str(s.to_string().into()),
+                o => o.clone(),
+            }]);
             assert_eq!(g.find(g.hash_record(&copy, &[0]), &copy, &[0]), Some(slots[i]), "{v:?}");
         }
         assert_eq!(slots.iter().collect::<std::collections::HashSet<_>>().len(), values.len());
@@ -411,9 +417,16 @@ mod tests {
 
     #[test]
     fn short_and_long_strings_compare_by_content() {
-        for (a, b) in [("", ""), ("abc", "abd"), ("key-1234", "key-1234"), ("key-1234", "key-1235"),
-            ("0123456789abcdef", "0123456789abcdeF"), ("0123456789abcdefg", "0123456789abcdefg"),
-            ("01234567x", "01234567y"), ("x1234567", "y1234567")] {
+        for (a, b) in [
+            ("", ""),
+            ("abc", "abd"),
+            ("key-1234", "key-1234"),
+            ("key-1234", "key-1235"),
+            ("0123456789abcdef", "0123456789abcdeF"),
+            ("0123456789abcdefg", "0123456789abcdefg"),
+            ("01234567x", "01234567y"),
+            ("x1234567", "y1234567"),
+        ] {
             let (va, vb) = (Value::Str(a.into()), Value::Str(b.into()));
             assert_eq!(same_value(&va, &vb), a == b, "{a:?} {b:?}");
         }

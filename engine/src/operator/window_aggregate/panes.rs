@@ -253,7 +253,14 @@ impl PaneState {
 
     /// The index of the pane at `start` in the group, created (empty) when absent. Windows with
     /// end <= `late` become final for the group (they are, by the module invariant).
-    fn open_pane(&mut self, slot: u32, start: i64, last_end: i64, late: Option<i64>, measures: &[AggregateFn]) -> usize {
+    fn open_pane(
+        &mut self,
+        slot: u32,
+        start: i64,
+        last_end: i64,
+        late: Option<i64>,
+        measures: &[AggregateFn],
+    ) -> usize {
         let m = measures.len();
         let g = self.groups.get_mut(slot);
         g.unpark();
