@@ -18,6 +18,7 @@ use std::collections::BinaryHeap;
 
 use super::Output;
 use super::window_aggregate::groups::Groups;
+use super::window_aggregate::hot::Hot;
 use super::window_aggregate::{WindowAggregateConfig, measure_input};
 use crate::aggregate::{AggState, AggregateFn};
 use crate::time::{Duration, Timestamp, parse_duration};
@@ -57,6 +58,8 @@ struct Span {
 #[repr(C)]
 pub(crate) struct SessionGroup {
     last: Option<Span>,
+    /// The parked last session's states, when few enough to live here.
+    hot: Hot,
     /// `measures` states per session, session after session (the last session's at the end).
     states: Vec<AggState>,
     due: i64,
@@ -65,7 +68,7 @@ pub(crate) struct SessionGroup {
 
 impl Default for SessionGroup {
     fn default() -> SessionGroup {
-        SessionGroup { last: None, states: Vec::new(), due: i64::MAX, sessions: Vec::new() }
+        SessionGroup { last: None, hot: Hot::default(), states: Vec::new(), due: i64::MAX, sessions: Vec::new() }
     }
 }
 
@@ -73,25 +76,46 @@ impl SessionGroup {
     /// A new group in a (possibly reused) slot, keeping the buffers' capacity.
     fn reset(&mut self) {
         self.last = None;
+        self.hot.clear();
         self.due = i64::MAX;
         self.sessions.clear();
         self.states.clear();
     }
 
-    /// Moves the parked last session back into `sessions`.
+    /// Moves the parked last session (and its states) back into `sessions`; `m` is the number
+    /// of measures.
     #[inline]
-    fn unpark(&mut self) {
+    fn unpark(&mut self, m: usize) {
+        self.hot.unpark(&mut self.states, m);
         if let Some(s) = self.last.take() {
             self.sessions.push(s);
         }
     }
 
-    /// Parks the last session (the group at rest).
+    /// Parks the last session and its states (the group at rest).
     #[inline]
-    fn park(&mut self) {
+    fn park(&mut self, m: usize) {
         if self.last.is_none() {
             self.last = self.sessions.pop();
         }
+        if self.last.is_some() {
+            self.hot.park(&mut self.states, m);
+        }
+    }
+
+    /// The states of session `i` (in start order) of `m` measures, the group at rest.
+    #[inline]
+    fn states_mut(&mut self, i: usize, m: usize) -> &mut [AggState] {
+        if self.hot.used() && i == self.sessions.len() {
+            self.hot.get_mut(m)
+        } else {
+            &mut self.states[i * m..(i + 1) * m]
+        }
+    }
+
+    /// The states of session `i` (in start order) of `m` measures, the group at rest.
+    fn states_at(&self, i: usize, m: usize) -> &[AggState] {
+        if self.hot.used() && i == self.sessions.len() { self.hot.get(m) } else { &self.states[i * m..(i + 1) * m] }
     }
 
     /// Every session, in start order (the group at rest).
@@ -151,7 +175,7 @@ impl SessionState {
             _ => self.merge_span(slot, t, end, &cfg.measures),
         };
         let g = self.groups.get_mut(slot);
-        for (f, st) in cfg.measures.iter().zip(&mut g.states[i * m..(i + 1) * m]) {
+        for (f, st) in cfg.measures.iter().zip(g.states_mut(i, m)) {
             f.update(st, measure_input(f, record));
         }
     }
@@ -162,7 +186,7 @@ impl SessionState {
     fn merge_span(&mut self, slot: u32, start: i64, end: i64, measures: &[AggregateFn]) -> usize {
         let m = measures.len();
         let g = self.groups.get_mut(slot);
-        g.unpark();
+        g.unpark(m);
         // sessions i..j overlap or touch [start, end]: ends and starts are both sorted
         let i = g.sessions.partition_point(|s| s.end < start);
         let j = i + g.sessions[i..].partition_point(|s| s.start <= end);
@@ -174,7 +198,7 @@ impl SessionState {
                 g.due = end;
                 self.heap.push(Reverse((end, slot)));
             }
-            g.park();
+            g.park(m);
             return i;
         }
         let merged = Span { start: start.min(g.sessions[i].start), end: end.max(g.sessions[j - 1].end) };
@@ -188,7 +212,7 @@ impl SessionState {
         }
         g.sessions.drain(i + 1..j);
         g.states.drain((i + 1) * m..j * m);
-        g.park();
+        g.park(m);
         self.count -= j - i - 1;
         i
     }
@@ -214,7 +238,7 @@ impl SessionState {
             }
             let (key, g) = self.groups.key_and_data_mut(slot);
             g.due = i64::MAX;
-            g.unpark();
+            g.unpark(m);
             let k = g.sessions.partition_point(|s| s.end <= w);
             if emit {
                 for (i, s) in g.sessions[..k].iter().enumerate() {
@@ -225,7 +249,7 @@ impl SessionState {
             g.states.drain(..k * m);
             self.count -= k;
             let first_end = g.sessions.first().map(|s| s.end);
-            g.park();
+            g.park(m);
             match first_end {
                 None => self.groups.remove(slot),
                 Some(end) => {
@@ -242,7 +266,7 @@ impl SessionState {
         for slot in self.groups.sorted_slots() {
             let g = self.groups.get(slot);
             for (i, s) in g.all().enumerate() {
-                out.rows.push(row(self.groups.key(slot), *s, &cfg.measures, &g.states[i * m..(i + 1) * m]));
+                out.rows.push(row(self.groups.key(slot), *s, &cfg.measures, g.states_at(i, m)));
             }
         }
     }
@@ -259,7 +283,7 @@ impl SessionState {
                     .all()
                     .enumerate()
                     .map(|(i, s)| {
-                        let states = g.states[i * m..(i + 1) * m].iter().map(AggState::to_bytes).collect();
+                        let states = g.states_at(i, m).iter().map(AggState::to_bytes).collect();
                         (Timestamp(s.start), Timestamp(s.end), states)
                     })
                     .collect();
@@ -305,7 +329,7 @@ impl SessionState {
             for (start, end, states) in sessions {
                 let i = self.merge_span(slot, start, end, &cfg.measures);
                 let g = self.groups.get_mut(slot);
-                for ((f, acc), st) in cfg.measures.iter().zip(&mut g.states[i * m..(i + 1) * m]).zip(&states) {
+                for ((f, acc), st) in cfg.measures.iter().zip(g.states_mut(i, m)).zip(&states) {
                     f.merge(acc, st);
                 }
             }
@@ -319,8 +343,7 @@ impl SessionState {
         for slot in slots {
             if !keep(self.groups.key(slot)) {
                 let g = self.groups.get_mut(slot);
-                g.unpark();
-                self.count -= g.sessions.len();
+                self.count -= g.sessions.len() + usize::from(g.last.is_some());
                 g.reset();
                 self.groups.remove(slot);
             }

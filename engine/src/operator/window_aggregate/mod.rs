@@ -28,7 +28,10 @@
 //! session opens or a group is finalised.
 
 pub(crate) mod groups;
+pub(crate) mod hot;
 mod panes;
+#[cfg(test)]
+mod tests;
 
 use serde::{Deserialize, Serialize};
 

@@ -27,6 +27,7 @@ use std::collections::BinaryHeap;
 use serde::{Deserialize, Serialize};
 
 use super::groups::Groups;
+use super::hot::Hot;
 use super::{OutputMode, WindowAggregateConfig, measure_input};
 use crate::aggregate::{AggState, AggregateFn};
 use crate::operator::Output;
@@ -62,6 +63,8 @@ struct Pane {
 #[repr(C)]
 pub(super) struct Group {
     last: Option<Pane>,
+    /// The parked last pane's states, when few enough to live here.
+    hot: Hot,
     /// `measures` states per pane, pane after pane (the last pane's at the end).
     states: Vec<AggState>,
     closed: i64,
@@ -73,7 +76,15 @@ pub(super) struct Group {
 
 impl Default for Group {
     fn default() -> Group {
-        Group { last: None, states: Vec::new(), closed: i64::MIN, due: i64::MAX, panes: Vec::new(), changed: false }
+        Group {
+            last: None,
+            hot: Hot::default(),
+            states: Vec::new(),
+            closed: i64::MIN,
+            due: i64::MAX,
+            panes: Vec::new(),
+            changed: false,
+        }
     }
 }
 
@@ -196,7 +207,7 @@ impl PaneState {
                     return;
                 }
                 let m = cfg.measures.len();
-                update_states(&cfg.measures, &mut g.states[i * m..(i + 1) * m], record);
+                update_states(&cfg.measures, g.states_mut(i, m), record);
                 if cfg.output_mode == OutputMode::Update {
                     self.mark_changed(slot, i);
                 }
@@ -245,7 +256,7 @@ impl PaneState {
         let i = self.open_pane(slot, start, last_end, late, &cfg.measures);
         let m = cfg.measures.len();
         let g = self.groups.get_mut(slot);
-        update_states(&cfg.measures, &mut g.states[i * m..(i + 1) * m], record);
+        update_states(&cfg.measures, g.states_mut(i, m), record);
         if cfg.output_mode == OutputMode::Update {
             self.mark_changed(slot, i);
         }
@@ -263,10 +274,10 @@ impl PaneState {
     ) -> usize {
         let m = measures.len();
         let g = self.groups.get_mut(slot);
-        g.unpark();
+        g.unpark(m);
         let i = g.panes.partition_point(|p| p.start < start);
         if g.panes.get(i).is_some_and(|p| p.start == start) {
-            g.park();
+            g.park(m);
             return i;
         }
         if let Some(l) = late {
@@ -274,7 +285,7 @@ impl PaneState {
         }
         g.panes.insert(i, Pane { start, last_end, dirty: false });
         g.states.splice(i * m..i * m, measures.iter().map(AggregateFn::new_state));
-        g.park();
+        g.park(m);
         self.panes += 1;
         if let Some(due) = self.group_due(self.groups.get(slot)) {
             self.register(slot, due);
@@ -308,7 +319,7 @@ impl PaneState {
         let m = cfg.measures.len();
         let g = self.groups.get_mut(slot);
         g.due = i64::MAX;
-        g.unpark();
+        g.unpark(m);
         match self.layout {
             Layout::Plain { .. } => {
                 if emit {
@@ -354,7 +365,7 @@ impl PaneState {
         };
         g.panes.drain(..dead);
         g.states.drain(..dead * m);
-        g.park();
+        g.park(m);
         self.panes -= dead;
         if g.last.is_none() {
             g.changed = false;
@@ -395,7 +406,7 @@ impl PaneState {
             }
             let g = self.groups.get_mut(slot);
             g.changed = false;
-            g.unpark();
+            g.unpark(cfg.measures.len());
             match self.layout {
                 Layout::Plain { .. } => {
                     g.panes.iter_mut().for_each(|p| p.dirty = false);
@@ -427,7 +438,7 @@ impl PaneState {
                     self.ends = ends;
                 }
             }
-            self.groups.get_mut(slot).park();
+            self.groups.get_mut(slot).park(cfg.measures.len());
         }
         self.changed = changed;
         self.changed.clear();
@@ -437,7 +448,7 @@ impl PaneState {
     pub(super) fn emit_all(&mut self, cfg: &WindowAggregateConfig, out: &mut Output) {
         let slots = self.groups.sorted_slots();
         for &slot in &slots {
-            self.groups.get_mut(slot).unpark();
+            self.groups.get_mut(slot).unpark(cfg.measures.len());
         }
         match self.layout {
             Layout::Plain { .. } => {
@@ -474,7 +485,7 @@ impl PaneState {
             }
         }
         for &slot in &slots {
-            self.groups.get_mut(slot).park();
+            self.groups.get_mut(slot).park(cfg.measures.len());
         }
     }
 
@@ -506,7 +517,7 @@ impl PaneState {
                         .iter()
                         .chain(g.last.as_ref())
                         .enumerate()
-                        .map(|(i, p)| (p.start, g.states[i * m..(i + 1) * m].iter().map(AggState::to_bytes).collect()))
+                        .map(|(i, p)| (p.start, g.states_at(i, m).iter().map(AggState::to_bytes).collect()))
                         .collect(),
                 }
             })
@@ -555,7 +566,7 @@ impl PaneState {
             for (start, last_end, states) in panes {
                 let i = self.open_pane(slot, start, last_end, None, measures);
                 let g = self.groups.get_mut(slot);
-                for ((f, acc), st) in measures.iter().zip(&mut g.states[i * m..(i + 1) * m]).zip(&states) {
+                for ((f, acc), st) in measures.iter().zip(g.states_mut(i, m)).zip(&states) {
                     f.merge(acc, st);
                 }
             }
@@ -569,12 +580,8 @@ impl PaneState {
         for slot in slots {
             if !keep(self.groups.key(slot)) {
                 let g = self.groups.get_mut(slot);
-                g.unpark();
-                self.panes -= g.panes.len();
-                g.panes.clear();
-                g.states.clear();
-                g.changed = false;
-                g.due = i64::MAX;
+                self.panes -= g.panes.len() + usize::from(g.last.is_some());
+                g.reset();
                 self.groups.remove(slot);
             }
         }
@@ -582,25 +589,46 @@ impl PaneState {
 }
 
 impl Group {
-    /// Moves the parked last pane back into `panes` (before a structural change).
+    /// Moves the parked last pane (and its states) back into `panes` (before a structural
+    /// change); `m` is the number of measures.
     #[inline]
-    fn unpark(&mut self) {
+    fn unpark(&mut self, m: usize) {
+        self.hot.unpark(&mut self.states, m);
         if let Some(p) = self.last.take() {
             self.panes.push(p);
         }
     }
 
-    /// Parks the last pane (the group at rest).
+    /// Parks the last pane and its states (the group at rest).
     #[inline]
-    fn park(&mut self) {
+    fn park(&mut self, m: usize) {
         if self.last.is_none() {
             self.last = self.panes.pop();
         }
+        if self.last.is_some() {
+            self.hot.park(&mut self.states, m);
+        }
+    }
+
+    /// The states of pane `i` (in start order) of `m` measures, the group at rest.
+    #[inline]
+    fn states_mut(&mut self, i: usize, m: usize) -> &mut [AggState] {
+        if self.hot.used() && i == self.panes.len() {
+            self.hot.get_mut(m)
+        } else {
+            &mut self.states[i * m..(i + 1) * m]
+        }
+    }
+
+    /// The states of pane `i` (in start order) of `m` measures, the group at rest.
+    fn states_at(&self, i: usize, m: usize) -> &[AggState] {
+        if self.hot.used() && i == self.panes.len() { self.hot.get(m) } else { &self.states[i * m..(i + 1) * m] }
     }
 
     /// A new group in a (possibly reused) slot: no panes, keeping the buffers' capacity.
     fn reset(&mut self) {
         self.last = None;
+        self.hot.clear();
         self.closed = i64::MIN;
         self.due = i64::MAX;
         self.panes.clear();
