@@ -18,14 +18,15 @@
 //!
 //! Without a window, a watermark only matters when its column is one of the `group_by` columns
 //! (the key's timestamp then plays the role of a window end), as in Spark.
-
 //!
 //! State layout (the per-record path allocates nothing and builds no key): groups are interned
 //! ([`groups`]: the key columns are hashed in place and probed in a table of slots); tumbling and
 //! sliding windows keep per group a few panes ([`panes`], one update per record, windows merged
-//! from panes when emitted); sessions keep per group a few sessions (`session.rs`). Windows to
-//! finalise are found through a min-heap of `(end, group slot)`, touched only when a pane or a
-//! session opens or a group is finalised.
+//! from panes when emitted); sessions keep per group a few sessions (`session.rs`). The last pane
+//! or session of a group, and with at most two measures its states ([`hot`]), sit in the group's
+//! slot, so a record usually touches that slot only. Windows to finalise are found through a
+//! min-heap of `(end, group slot)`, touched only when a pane or a session opens or a group is
+//! finalised.
 
 pub(crate) mod groups;
 pub(crate) mod hot;
