@@ -69,6 +69,108 @@ impl SlidingWindows {
     }
 }
 
+/// The pane layout of fixed windows: windows of `size` every `slide` (offset `offset`) cut event
+/// time into panes of `gcd(size, slide)`, aligned like the windows, so that every window is a
+/// union of whole panes and a record falls in exactly one pane. An operator updates one pane per
+/// record and assembles a window by merging its `size / pane` panes when it emits it (the
+/// classic pane technique of Li et al., "No pane, no gain", SIGMOD Record 2005).
+///
+/// All instants are µs; windows are half-open `[end - size, end)`. Functions return `None` where
+/// the answer would not fit in i64 (such windows do not exist, as in
+/// [`SlidingWindows::for_each_window`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PaneGrid {
+    size: i64,
+    slide: i64,
+    pane: i64,
+    /// Offset of pane starts, in `[0, pane)`.
+    pane_offset: i64,
+    /// Offset of window starts, in `[0, slide)`.
+    start_offset: i64,
+    /// Offset of window ends, in `[0, slide)`.
+    end_offset: i64,
+}
+
+/// `gcd(a, b)` for `a, b > 0`.
+fn gcd(mut a: i64, mut b: i64) -> i64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The largest `y <= x` with `y = off (mod step)`, for `step > 0` and `off` in `[0, step)`;
+/// `None` below `i64::MIN`.
+#[inline]
+fn floor_to(x: i64, step: i64, off: i64) -> Option<i64> {
+    match x.checked_sub(off) {
+        Some(d) => x.checked_sub(d.rem_euclid(step)),
+        None => i64::try_from(x as i128 - (x as i128 - off as i128).rem_euclid(step as i128)).ok(),
+    }
+}
+
+impl PaneGrid {
+    /// The panes of `w` (size and slide > 0).
+    ///
+    /// # Panics
+    /// When `size` or `slide` is not positive (the pipeline validation refuses them).
+    pub fn new(w: &SlidingWindows) -> PaneGrid {
+        let (size, slide, offset) = (w.size.0, w.slide.0, w.offset.0 as i128);
+        assert!(size > 0 && slide > 0, "window size and slide must be > 0, got {w:?}");
+        let pane = gcd(size, slide);
+        let norm = |o: i128, step: i64| o.rem_euclid(step as i128) as i64;
+        PaneGrid {
+            size,
+            slide,
+            pane,
+            pane_offset: norm(offset, pane),
+            start_offset: norm(offset, slide),
+            end_offset: norm(offset + size as i128, slide),
+        }
+    }
+
+    /// Window length (µs).
+    pub fn size(&self) -> i64 {
+        self.size
+    }
+
+    /// Pane length, `gcd(size, slide)` (µs).
+    pub fn pane(&self) -> i64 {
+        self.pane
+    }
+
+    /// Whether a window is exactly one pane (tumbling windows).
+    pub fn is_tumbling(&self) -> bool {
+        self.pane == self.size
+    }
+
+    /// The start of the pane `[start, start + pane)` holding `t`.
+    #[inline]
+    pub fn pane_start(&self, t: i64) -> Option<i64> {
+        floor_to(t, self.pane, self.pane_offset)
+    }
+
+    /// The end of the last window (largest start) holding `t`: the windows holding `t` are those
+    /// with an end in `(t, last_end(t)]`. When it is `<= t`, no window holds `t` (only possible
+    /// with `slide > size`, which validation refuses).
+    #[inline]
+    pub fn last_end(&self, t: i64) -> Option<i64> {
+        floor_to(t, self.slide, self.start_offset)?.checked_add(self.size)
+    }
+
+    /// The smallest window end `> x`.
+    #[inline]
+    pub fn first_end_after(&self, x: i64) -> Option<i64> {
+        floor_to(x, self.slide, self.end_offset)?.checked_add(self.slide)
+    }
+
+    /// The window end after `end` (`end + slide`).
+    #[inline]
+    pub fn next_end(&self, end: i64) -> Option<i64> {
+        end.checked_add(self.slide)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +212,38 @@ mod tests {
             offset: Duration::from_secs(2),
         };
         assert_eq!(w.windows_of(s(13)), vec![Window { start: s(7), end: s(17) }, Window { start: s(12), end: s(22) }]);
+    }
+
+    #[test]
+    fn panes_tile_windows_and_grid_ends_match_the_assigner() {
+        // Brute force against `for_each_window` for even, uneven and offset grids, before and
+        // after 1970.
+        for (size, slide, off) in [(10, 10, 0), (10, 2, 0), (10, 3, 0), (10, 3, 2), (10, 4, -3), (6, 4, 1)] {
+            let w = SlidingWindows { size: Duration(size), slide: Duration(slide), offset: Duration(off) };
+            let g = PaneGrid::new(&w);
+            assert_eq!(g.pane(), (1..=slide).rev().find(|p| size % p == 0 && slide % p == 0).unwrap_or(1));
+            for t in -40..40 {
+                let ws = w.windows_of(Timestamp(t));
+                let ends: Vec<i64> = ws.iter().map(|x| x.end.0).collect();
+                assert_eq!(g.last_end(t), ends.last().copied(), "{w:?} t={t}");
+                assert_eq!(g.first_end_after(t), ends.first().copied(), "{w:?} t={t}");
+                let ps = g.pane_start(t).expect("in range");
+                assert!(ps <= t && t < ps + g.pane(), "{w:?} t={t} pane {ps}");
+                // every window holding t holds its whole pane
+                for x in &ws {
+                    assert!(x.start.0 <= ps && ps + g.pane() <= x.end.0, "{w:?} t={t} pane {ps} {x:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pane_grid_does_not_overflow_at_the_ends_of_time() {
+        let w = SlidingWindows { size: Duration(10), slide: Duration(3), offset: Duration(2) };
+        let g = PaneGrid::new(&w);
+        assert!(g.pane_start(i64::MIN).is_none_or(|p| p <= i64::MIN + 1));
+        assert_eq!(g.last_end(i64::MAX), None);
+        assert_eq!(g.first_end_after(i64::MAX), None);
+        assert!(g.last_end(i64::MIN + 1).is_some());
     }
 }

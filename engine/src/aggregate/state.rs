@@ -130,6 +130,31 @@ impl AggregateFn {
     /// ignored (and asserted in debug builds).
     #[inline]
     pub fn update(&self, state: &mut AggState, v: &Value) {
+        // Inline fast paths: counts and sums of the column's own type (the per-record path of
+        // every windowed query); everything else goes through `update_other`.
+        match state {
+            AggState::Count(n) => {
+                if matches!(self.kind, AggKind::CountStar) || !v.is_null() {
+                    *n += 1;
+                }
+            }
+            AggState::DoubleSum(s) if matches!(v, Value::Double(_)) => {
+                if let Value::Double(x) = *v {
+                    s.add(x, 1);
+                }
+            }
+            AggState::LongSum(s) if matches!(v, Value::Long(_)) => {
+                if let Value::Long(x) = *v {
+                    s.add(x, 1);
+                }
+            }
+            _ => self.update_other(state, v),
+        }
+    }
+
+    /// [`AggregateFn::update`] for the states and inputs without a fast path.
+    #[inline(never)]
+    fn update_other(&self, state: &mut AggState, v: &Value) {
         if let (AggKind::CountStar, AggState::Count(n)) = (&self.kind, &mut *state) {
             *n += 1;
             return;

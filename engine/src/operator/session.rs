@@ -5,14 +5,22 @@
 //!
 //! Output modes: `append` (a session is emitted once W >= its end) and `complete`; `update` is
 //! refused by validation, as Spark refuses it.
+//!
+//! State: per group (interned, see `window_aggregate/groups.rs`) a short vector of sessions
+//! sorted by start (disjoint and not touching, so their ends are sorted too) with their measure
+//! states in one flat vector. A record inside the last session only moves its end: no
+//! allocation, no index update. The expiry heap holds `(due, slot)` with `due <= ` the group's
+//! earliest session end: sessions only grow, so the entry stays valid until it surfaces, and is
+//! then re-registered at the current earliest end (or the group is dropped).
 
-use hashbrown::HashMap;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use super::Output;
+use super::window_aggregate::groups::Groups;
+use super::window_aggregate::hot::Hot;
 use super::window_aggregate::{WindowAggregateConfig, measure_input};
-use crate::aggregate::AggState;
+use crate::aggregate::{AggState, AggregateFn};
 use crate::time::{Duration, Timestamp, parse_duration};
 use crate::value::{GroupKey, Record, Row, Value};
 
@@ -27,6 +35,7 @@ pub enum SessionGap {
 
 impl SessionGap {
     /// The gap for `record`; `None` when null, unparsable, zero or negative.
+    #[inline]
     pub fn of(&self, record: &Record) -> Option<Duration> {
         let d = match self {
             SessionGap::Fixed(d) => *d,
@@ -36,28 +45,105 @@ impl SessionGap {
     }
 }
 
-#[derive(Debug)]
-struct Session {
-    start: Timestamp,
-    end: Timestamp,
-    aggs: Vec<AggState>,
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: i64,
+    end: i64,
 }
 
-/// The open sessions of every key, and an index of them by end.
+/// A group's sessions. At rest the last session (the one a record usually extends) is parked
+/// in `last`, beside the states, and `sessions` holds the others: the per-record path reads only
+/// the group's slot and its states. Structural changes unpark it first.
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct SessionGroup {
+    last: Option<Span>,
+    /// The parked last session's states, when few enough to live here.
+    hot: Hot,
+    /// `measures` states per session, session after session (the last session's at the end).
+    states: Vec<AggState>,
+    due: i64,
+    sessions: Vec<Span>,
+}
+
+impl Default for SessionGroup {
+    fn default() -> SessionGroup {
+        SessionGroup { last: None, hot: Hot::default(), states: Vec::new(), due: i64::MAX, sessions: Vec::new() }
+    }
+}
+
+impl SessionGroup {
+    /// A new group in a (possibly reused) slot, keeping the buffers' capacity.
+    fn reset(&mut self) {
+        self.last = None;
+        self.hot.clear();
+        self.due = i64::MAX;
+        self.sessions.clear();
+        self.states.clear();
+    }
+
+    /// Moves the parked last session (and its states) back into `sessions`; `m` is the number
+    /// of measures.
+    #[inline]
+    fn unpark(&mut self, m: usize) {
+        self.hot.unpark(&mut self.states, m);
+        if let Some(s) = self.last.take() {
+            self.sessions.push(s);
+        }
+    }
+
+    /// Parks the last session and its states (the group at rest).
+    #[inline]
+    fn park(&mut self, m: usize) {
+        if self.last.is_none() {
+            self.last = self.sessions.pop();
+        }
+        if self.last.is_some() {
+            self.hot.park(&mut self.states, m);
+        }
+    }
+
+    /// The states of session `i` (in start order) of `m` measures, the group at rest.
+    #[inline]
+    fn states_mut(&mut self, i: usize, m: usize) -> &mut [AggState] {
+        if self.hot.used() && i == self.sessions.len() {
+            self.hot.get_mut(m)
+        } else {
+            &mut self.states[i * m..(i + 1) * m]
+        }
+    }
+
+    /// The states of session `i` (in start order) of `m` measures, the group at rest.
+    fn states_at(&self, i: usize, m: usize) -> &[AggState] {
+        if self.hot.used() && i == self.sessions.len() { self.hot.get(m) } else { &self.states[i * m..(i + 1) * m] }
+    }
+
+    /// Every session, in start order (the group at rest).
+    fn all(&self) -> impl Iterator<Item = &Span> {
+        self.sessions.iter().chain(self.last.as_ref())
+    }
+}
+
+/// The open sessions of every key, and the expiry heap.
 #[derive(Debug, Default)]
 pub(crate) struct SessionState {
-    sessions: HashMap<GroupKey, Vec<Session>>,
-    /// Keys by the end of a session they had; entries may be stale (checked on eviction).
-    by_end: BTreeMap<Timestamp, Vec<GroupKey>>,
+    groups: Groups<SessionGroup>,
+    heap: BinaryHeap<Reverse<(i64, u32)>>,
     count: usize,
 }
 
 /// One session in a snapshot: start, end, serialised measure states.
 type SessionRow = (Timestamp, Timestamp, Vec<Vec<u8>>);
 
-#[derive(Serialize, Deserialize)]
-struct SessionSnapshot {
-    sessions: Vec<(GroupKey, Vec<SessionRow>)>,
+/// The sessions of one group in a snapshot.
+pub(crate) type SessionGroupSnapshot = (GroupKey, Vec<SessionRow>);
+
+fn row(key: &GroupKey, s: Span, measures: &[AggregateFn], states: &[AggState]) -> Row {
+    let mut row = Vec::with_capacity(1 + key.0.len() + measures.len());
+    row.push(Value::Window { start: Timestamp(s.start), end: Timestamp(s.end) });
+    row.extend(key.values().cloned());
+    row.extend(measures.iter().zip(states).map(|(m, a)| m.finish(a)));
+    row
 }
 
 impl SessionState {
@@ -66,133 +152,186 @@ impl SessionState {
         self.count
     }
 
-    /// Adds a record spanning `[t, end)` to the sessions of `group`, merging every session it
+    /// Adds a record spanning `[t, end)` to the sessions of its group, merging every session it
     /// overlaps or touches.
-    pub(crate) fn add(
-        &mut self,
-        group: GroupKey,
-        t: Timestamp,
-        end: Timestamp,
-        record: &Record,
-        cfg: &WindowAggregateConfig,
-    ) {
-        let list = self.sessions.entry_ref(&group).or_default();
-        let mut merged = Session { start: t, end, aggs: cfg.measures.iter().map(|m| m.new_state()).collect() };
-        let before = list.len();
-        let mut i = 0;
-        while i < list.len() {
-            let s = &list[i];
-            if s.start <= merged.end && s.end >= merged.start {
-                let s = list.remove(i);
-                merged.start = merged.start.min(s.start);
-                merged.end = merged.end.max(s.end);
-                for ((m, acc), other) in cfg.measures.iter().zip(merged.aggs.iter_mut()).zip(&s.aggs) {
-                    m.merge(acc, other);
-                }
-                // A merge can make the span reach sessions already passed: rescan.
-                i = 0;
-            } else {
-                i += 1;
+    #[inline]
+    pub(crate) fn add(&mut self, record: &Record, t: Timestamp, end: Timestamp, cfg: &WindowAggregateConfig) {
+        let (t, end) = (t.0, end.0);
+        let m = cfg.measures.len();
+        let cols = &cfg.key_columns[..];
+        let hash = self.groups.hash_record(record, cols);
+        let (slot, new) = self.groups.find_or_insert(hash, record, cols);
+        let g = self.groups.get_mut(slot);
+        if new {
+            g.reset();
+        }
+        let n = g.sessions.len();
+        let i = match g.last.as_mut() {
+            // the common case: inside the last session
+            Some(last) if last.start <= t && t <= last.end => {
+                last.end = last.end.max(end);
+                n
             }
+            _ => self.merge_span(slot, t, end, &cfg.measures),
+        };
+        let g = self.groups.get_mut(slot);
+        for (f, st) in cfg.measures.iter().zip(g.states_mut(i, m)) {
+            f.update(st, measure_input(f, record));
         }
-        for (m, acc) in cfg.measures.iter().zip(merged.aggs.iter_mut()) {
-            m.update(acc, measure_input(m, record));
-        }
-        let new_end = merged.end;
-        let pos = list.partition_point(|s| s.start < merged.start);
-        list.insert(pos, merged);
-        let after = list.len();
-        self.count = self.count + after - before;
-        self.by_end.entry(new_end).or_default().push(group);
     }
 
-    fn row(group: &GroupKey, s: &Session, cfg: &WindowAggregateConfig) -> Row {
-        let mut row = Vec::with_capacity(1 + group.0.len() + s.aggs.len());
-        row.push(Value::Window { start: s.start, end: s.end });
-        row.extend(group.values().cloned());
-        row.extend(cfg.measures.iter().zip(&s.aggs).map(|(m, a)| m.finish(a)));
-        row
+    /// Merges `[start, end)` into the group's sessions (a new session with empty states when it
+    /// touches none); returns the index of the session holding it.
+    #[cold]
+    fn merge_span(&mut self, slot: u32, start: i64, end: i64, measures: &[AggregateFn]) -> usize {
+        let m = measures.len();
+        let g = self.groups.get_mut(slot);
+        g.unpark(m);
+        // sessions i..j overlap or touch [start, end]: ends and starts are both sorted
+        let i = g.sessions.partition_point(|s| s.end < start);
+        let j = i + g.sessions[i..].partition_point(|s| s.start <= end);
+        if i == j {
+            g.sessions.insert(i, Span { start, end });
+            g.states.splice(i * m..i * m, measures.iter().map(AggregateFn::new_state));
+            self.count += 1;
+            if end < g.due {
+                g.due = end;
+                self.heap.push(Reverse((end, slot)));
+            }
+            g.park(m);
+            return i;
+        }
+        let merged = Span { start: start.min(g.sessions[i].start), end: end.max(g.sessions[j - 1].end) };
+        g.sessions[i] = merged;
+        let (head, tail) = g.states.split_at_mut((i + 1) * m);
+        let acc = &mut head[i * m..];
+        for k in 0..(j - i - 1) {
+            for ((f, a), b) in measures.iter().zip(acc.iter_mut()).zip(&tail[k * m..(k + 1) * m]) {
+                f.merge(a, b);
+            }
+        }
+        g.sessions.drain(i + 1..j);
+        g.states.drain((i + 1) * m..j * m);
+        g.park(m);
+        self.count -= j - i - 1;
+        i
+    }
+
+    /// The earliest instant registered in the expiry heap (`i64::MAX`: none); nothing is due
+    /// before it.
+    #[inline]
+    pub(crate) fn next_due(&self) -> i64 {
+        self.heap.peek().map_or(i64::MAX, |r| r.0.0)
     }
 
     /// Removes sessions with end <= `w`, emitting them when `emit`.
     pub(crate) fn evict(&mut self, w: Timestamp, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
-        while let Some(entry) = self.by_end.first_entry() {
-            if *entry.key() > w {
+        let w = w.0;
+        let m = cfg.measures.len();
+        while let Some(&Reverse((due, slot))) = self.heap.peek() {
+            if due > w {
                 break;
             }
-            for group in entry.remove() {
-                let Some(list) = self.sessions.get_mut(&group) else { continue };
-                let mut kept = Vec::with_capacity(list.len());
-                for s in list.drain(..) {
-                    if s.end <= w {
-                        if emit {
-                            out.rows.push(Self::row(&group, &s, cfg));
-                        }
-                        self.count -= 1;
-                    } else {
-                        kept.push(s);
-                    }
+            self.heap.pop();
+            if !self.groups.is_live(slot) || self.groups.get(slot).due != due {
+                continue; // stale entry
+            }
+            let (key, g) = self.groups.key_and_data_mut(slot);
+            g.due = i64::MAX;
+            g.unpark(m);
+            let k = g.sessions.partition_point(|s| s.end <= w);
+            if emit {
+                for (i, s) in g.sessions[..k].iter().enumerate() {
+                    out.rows.push(row(key, *s, &cfg.measures, &g.states[i * m..(i + 1) * m]));
                 }
-                if kept.is_empty() {
-                    self.sessions.remove(&group);
-                } else {
-                    *list = kept;
+            }
+            g.sessions.drain(..k);
+            g.states.drain(..k * m);
+            self.count -= k;
+            let first_end = g.sessions.first().map(|s| s.end);
+            g.park(m);
+            match first_end {
+                None => self.groups.remove(slot),
+                Some(end) => {
+                    g.due = end;
+                    self.heap.push(Reverse((end, slot)));
                 }
             }
         }
     }
 
-    /// Emits every open session (complete mode), in key order.
+    /// Emits every open session (complete mode), by key, then start.
     pub(crate) fn emit_all(&self, cfg: &WindowAggregateConfig, out: &mut Output) {
-        let mut groups: Vec<&GroupKey> = self.sessions.keys().collect();
-        groups.sort();
-        for g in groups {
-            for s in &self.sessions[g] {
-                out.rows.push(Self::row(g, s, cfg));
+        let m = cfg.measures.len();
+        for slot in self.groups.sorted_slots() {
+            let g = self.groups.get(slot);
+            for (i, s) in g.all().enumerate() {
+                out.rows.push(row(self.groups.key(slot), *s, &cfg.measures, g.states_at(i, m)));
             }
         }
     }
 
-    /// Nothing to clear: sessions carry no per-batch marks (kept for symmetry with windows).
-    pub(crate) fn clear_dirty(&mut self) {}
-
-    /// Serialises every session.
-    pub(crate) fn snapshot(&self, _cfg: &WindowAggregateConfig) -> Vec<u8> {
-        let mut sessions: Vec<_> = self
-            .sessions
-            .iter()
-            .map(|(g, list)| {
-                (
-                    g.clone(),
-                    list.iter().map(|s| (s.start, s.end, s.aggs.iter().map(|a| a.to_bytes()).collect())).collect(),
-                )
+    /// Every session, by key.
+    pub(crate) fn snapshot(&self, cfg: &WindowAggregateConfig) -> Vec<SessionGroupSnapshot> {
+        let m = cfg.measures.len();
+        self.groups
+            .sorted_slots()
+            .into_iter()
+            .map(|slot| {
+                let g = self.groups.get(slot);
+                let rows = g
+                    .all()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let states = g.states_at(i, m).iter().map(AggState::to_bytes).collect();
+                        (Timestamp(s.start), Timestamp(s.end), states)
+                    })
+                    .collect();
+                (self.groups.key(slot).clone(), rows)
             })
-            .collect();
-        sessions.sort_by(|a: &(GroupKey, Vec<_>), b| a.0.cmp(&b.0));
-        serde_json::to_vec(&SessionSnapshot { sessions }).unwrap_or_default()
+            .collect()
     }
 
-    /// Adds a snapshot's sessions (of groups absent here).
-    pub(crate) fn restore(&mut self, bytes: &[u8], cfg: &WindowAggregateConfig) -> Result<(), String> {
-        let snap: SessionSnapshot = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        for (group, list) in snap.sessions {
-            let mut restored = Vec::with_capacity(list.len());
-            for (start, end, aggs) in list {
-                if aggs.len() != cfg.measures.len() {
-                    return Err("measure count differs from the query's".into());
+    /// Adds a snapshot's sessions (a group already here has them merged in, as records would).
+    ///
+    /// # Errors
+    /// A message when a session does not fit the query (measure count, state bytes, bounds).
+    pub(crate) fn restore(
+        &mut self,
+        groups: Vec<SessionGroupSnapshot>,
+        cfg: &WindowAggregateConfig,
+    ) -> Result<(), String> {
+        let m = cfg.measures.len();
+        for (key, list) in groups {
+            let mut sessions = Vec::with_capacity(list.len());
+            for (start, end, bytes) in list {
+                if bytes.len() != m {
+                    return Err(format!("{} measures in the snapshot, {m} in the query", bytes.len()));
                 }
-                let aggs = cfg
+                if start >= end {
+                    return Err(format!("session [{}, {}) is empty", start.0, end.0));
+                }
+                let states = cfg
                     .measures
                     .iter()
-                    .zip(&aggs)
-                    .map(|(m, b)| m.state_from_bytes(b).map_err(|e| e.to_string()))
+                    .zip(&bytes)
+                    .map(|(f, b)| f.state_from_bytes(b).map_err(|e| e.to_string()))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.by_end.entry(end).or_default().push(group.clone());
-                restored.push(Session { start, end, aggs });
+                sessions.push((start.0, end.0, states));
             }
-            self.count += restored.len();
-            if let Some(old) = self.sessions.insert(group, restored) {
-                self.count -= old.len();
+            if sessions.is_empty() {
+                continue;
+            }
+            let (slot, new) = self.groups.find_or_insert_key(key);
+            if new {
+                self.groups.get_mut(slot).reset();
+            }
+            for (start, end, states) in sessions {
+                let i = self.merge_span(slot, start, end, &cfg.measures);
+                let g = self.groups.get_mut(slot);
+                for ((f, acc), st) in cfg.measures.iter().zip(g.states_mut(i, m)).zip(&states) {
+                    f.merge(acc, st);
+                }
             }
         }
         Ok(())
@@ -200,12 +339,14 @@ impl SessionState {
 
     /// Drops the sessions of every group for which `keep` is false.
     pub(crate) fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
-        self.sessions.retain(|g, _| keep(g));
-        self.count = self.sessions.values().map(Vec::len).sum();
-        let sessions = &self.sessions;
-        self.by_end.retain(|_, groups| {
-            groups.retain(|g| sessions.contains_key(g));
-            !groups.is_empty()
-        });
+        let slots: Vec<u32> = self.groups.live_slots().collect();
+        for slot in slots {
+            if !keep(self.groups.key(slot)) {
+                let g = self.groups.get_mut(slot);
+                self.count -= g.sessions.len() + usize::from(g.last.is_some());
+                g.reset();
+                self.groups.remove(slot);
+            }
+        }
     }
 }

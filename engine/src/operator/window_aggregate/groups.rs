@@ -1,0 +1,437 @@
+//! Interned groups: the values of a record's `group_by` columns are hashed in place and probed in
+//! a [`HashTable`] of slot numbers; a [`GroupKey`] is built (and its values cloned) only when a
+//! group is first seen. Per-record work is one hash of the key columns and one probe, without
+//! allocating. Slots of removed groups are reused, keeping their payload's buffers.
+
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::value::{GroupKey, Record, Value};
+
+/// A single-column key held in the slot itself, so that probing compares it without touching
+/// the key's own allocation (nor, for a string of up to 16 bytes, the string's).
+#[derive(Clone, Copy, Debug, Default)]
+enum InlineKey {
+    /// Several columns, or a value of another kind: compare the [`GroupKey`].
+    #[default]
+    No,
+    /// A string of `len <= 16` bytes, zero-padded.
+    Str(u8, [u8; 16]),
+    /// BIGINT.
+    Long(i64),
+    /// INT.
+    Int(i32),
+    /// TIMESTAMP (µs).
+    Timestamp(i64),
+}
+
+impl InlineKey {
+    fn of(key: &GroupKey) -> InlineKey {
+        let [k] = &key.0[..] else { return InlineKey::No };
+        match &k.0 {
+            Value::Str(s) if s.len() <= 16 => {
+                let mut bytes = [0u8; 16];
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                InlineKey::Str(s.len() as u8, bytes)
+            }
+            Value::Long(x) => InlineKey::Long(*x),
+            Value::Int(x) => InlineKey::Int(*x),
+            Value::Timestamp(t) => InlineKey::Timestamp(t.0),
+            _ => InlineKey::No,
+        }
+    }
+}
+
+/// One group: its key (`None` while the slot is free) and its payload. The inline key and the
+/// payload's first fields share the slot's first cache line (the per-record path).
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Slot<T> {
+    inline: InlineKey,
+    /// The operator's state for the group.
+    pub(crate) data: T,
+    hash: u64,
+    key: Option<GroupKey>,
+}
+
+/// Groups by key, each at a stable slot number until removed.
+#[derive(Debug)]
+pub(crate) struct Groups<T> {
+    table: HashTable<u32>,
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    live: usize,
+    /// foldhash, hashbrown's default, for key values without a fast path. Its random seed only
+    /// shapes the table: output order never depends on it (slots are numbered in arrival order).
+    hasher: DefaultHashBuilder,
+    /// Seed of the fast paths (drawn from `hasher`).
+    seed: u64,
+}
+
+impl<T: Default> Default for Groups<T> {
+    fn default() -> Self {
+        let hasher = DefaultHashBuilder::default();
+        Groups {
+            seed: hasher.hash_one(0x5eed_u64),
+            table: HashTable::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            hasher,
+        }
+    }
+}
+
+const K0: u64 = 0x243f_6a88_85a3_08d3;
+const K1: u64 = 0x1319_8a2e_0370_7344;
+const K2: u64 = 0xa409_3822_299f_31d0;
+
+/// The folded multiply (both halves of the 128-bit product xor-ed), as foldhash mixes.
+#[inline]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = (a as u128).wrapping_mul(b as u128);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Reads 8 bytes at `i` (`i + 8 <= b.len()`).
+#[inline]
+fn word(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map_or(0, u64::from_le_bytes)
+}
+
+/// A seeded hash of a byte string: up to 16 bytes in one folded multiply, longer ones 16 bytes
+/// per step (the length is mixed in, so zero padding never collides two lengths).
+#[inline]
+fn hash_bytes(seed: u64, b: &[u8]) -> u64 {
+    let n = b.len();
+    let (lo, hi) = if n >= 8 {
+        if n > 16 {
+            return hash_long(seed, b);
+        }
+        (word(b, 0), word(b, n - 8))
+    } else if n >= 4 {
+        let half = |i: usize| b.get(i..i + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map_or(0, u32::from_le_bytes);
+        (half(0) as u64, half(n - 4) as u64)
+    } else if n > 0 {
+        ((b[0] as u64) | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16, 0)
+    } else {
+        (0, 0)
+    };
+    fold(lo ^ seed ^ K2, hi ^ K1 ^ (n as u64).rotate_left(32))
+}
+
+#[inline(never)]
+fn hash_long(seed: u64, b: &[u8]) -> u64 {
+    let mut h = seed ^ (b.len() as u64);
+    let mut chunks = b.chunks_exact(16);
+    for c in &mut chunks {
+        h = fold(word(c, 0) ^ h ^ K2, word(c, 8) ^ K1);
+    }
+    let n = b.len();
+    fold(word(b, n - 16) ^ h ^ K0, word(b, n - 8) ^ K2)
+}
+
+/// Whether the slot's group is `record`'s at `cols` (grouping equality, as [`Value`]'s).
+#[inline]
+fn slot_matches<T>(slot: &Slot<T>, record: &Record, cols: &[usize]) -> bool {
+    let Some(key) = &slot.key else { return false };
+    let first = || cols.first().map(|&c| &record.values[c]);
+    match slot.inline {
+        InlineKey::No => {
+            key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
+        }
+        InlineKey::Str(len, bytes) => {
+            matches!(first(), Some(Value::Str(s)) if bytes_eq(s.as_bytes(), &bytes[..len as usize]))
+        }
+        InlineKey::Long(x) => matches!(first(), Some(Value::Long(y)) if x == *y),
+        InlineKey::Int(x) => matches!(first(), Some(Value::Int(y)) if x == *y),
+        InlineKey::Timestamp(x) => matches!(first(), Some(Value::Timestamp(y)) if x == y.0),
+    }
+}
+
+/// [`Value`]'s grouping equality, inline for the usual key types (a shared string is equal
+/// without reading it; short strings compare as two words).
+#[inline]
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Arc::ptr_eq(x, y) || bytes_eq(x.as_bytes(), y.as_bytes()),
+        (Value::Long(x), Value::Long(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+#[inline]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        // two overlapping words cover the whole string
+        let word =
+            |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    a == b
+}
+
+impl<T: Default> Groups<T> {
+    /// The hash of `record`'s values at `cols` (equal to [`Groups::hash_key`] of its key).
+    #[inline]
+    pub(crate) fn hash_record(&self, record: &Record, cols: &[usize]) -> u64 {
+        match cols {
+            [c] => self.hash_value(&record.values[*c]),
+            _ => cols.iter().fold(self.seed, |h, &c| fold(h ^ self.hash_value(&record.values[c]), K1)),
+        }
+    }
+
+    /// The hash of a key.
+    pub(crate) fn hash_key(&self, key: &GroupKey) -> u64 {
+        match &key.0[..] {
+            [k] => self.hash_value(&k.0),
+            ks => ks.iter().fold(self.seed, |h, k| fold(h ^ self.hash_value(&k.0), K1)),
+        }
+    }
+
+    /// One value's hash, consistent with [`Value`]'s grouping equality: inline for strings,
+    /// integers and timestamps, [`Value`]'s own `Hash` (NaN and -0.0 normalised) otherwise.
+    #[inline]
+    fn hash_value(&self, v: &Value) -> u64 {
+        let s = self.seed;
+        match v {
+            Value::Str(x) => hash_bytes(s, x.as_bytes()),
+            Value::Long(x) => fold(s ^ *x as u64, K0 ^ 1),
+            Value::Int(x) => fold(s ^ *x as i64 as u64, K0 ^ 2),
+            Value::Timestamp(t) => fold(s ^ t.0 as u64, K0 ^ 3),
+            other => self.hasher.hash_one(other),
+        }
+    }
+
+    /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`]).
+    #[inline]
+    pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
+        let slots = &self.slots;
+        self.table.find(hash, |&s| slot_matches(&slots[s as usize], record, cols)).copied()
+    }
+
+    /// The slot of `record`'s group, created (with the payload left by the slot's last group,
+    /// or a default one) when absent; `true` when created.
+    #[inline]
+    pub(crate) fn find_or_insert(&mut self, hash: u64, record: &Record, cols: &[usize]) -> (u32, bool) {
+        if let Some(s) = self.find(hash, record, cols) {
+            return (s, false);
+        }
+        (self.insert(hash, GroupKey::of(record, cols)), true)
+    }
+
+    /// The slot of `key`'s group, created when absent; `true` when created.
+    pub(crate) fn find_or_insert_key(&mut self, key: GroupKey) -> (u32, bool) {
+        let hash = self.hash_key(&key);
+        let slots = &self.slots;
+        if let Some(&s) = self.table.find(hash, |&s| slots[s as usize].key.as_ref() == Some(&key)) {
+            return (s, false);
+        }
+        (self.insert(hash, key), true)
+    }
+
+    fn insert(&mut self, hash: u64, key: GroupKey) -> u32 {
+        let inline = InlineKey::of(&key);
+        let slot = match self.free.pop() {
+            Some(s) => {
+                let e = &mut self.slots[s as usize];
+                e.hash = hash;
+                e.inline = inline;
+                e.key = Some(key);
+                s
+            }
+            None => {
+                let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 groups per operator");
+                self.slots.push(Slot { inline, data: T::default(), hash, key: Some(key) });
+                s
+            }
+        };
+        let slots = &self.slots;
+        self.table.insert_unique(hash, slot, |&s| slots[s as usize].hash);
+        self.live += 1;
+        slot
+    }
+
+    /// Removes a live group; its payload stays in the slot for the next group to reuse (the
+    /// caller empties it first).
+    pub(crate) fn remove(&mut self, slot: u32) {
+        let e = &mut self.slots[slot as usize];
+        if e.key.take().is_none() {
+            return;
+        }
+        if let Ok(entry) = self.table.find_entry(e.hash, |&s| s == slot) {
+            entry.remove();
+        }
+        self.free.push(slot);
+        self.live -= 1;
+    }
+
+    /// Whether `slot` holds a group.
+    #[inline]
+    pub(crate) fn is_live(&self, slot: u32) -> bool {
+        self.slots.get(slot as usize).is_some_and(|e| e.key.is_some())
+    }
+
+    /// The key of a live group.
+    ///
+    /// # Panics
+    /// When the slot is free (a bug of the caller).
+    #[inline]
+    pub(crate) fn key(&self, slot: u32) -> &GroupKey {
+        self.slots[slot as usize].key.as_ref().expect("a live group")
+    }
+
+    /// The payload of a slot.
+    #[inline]
+    pub(crate) fn get(&self, slot: u32) -> &T {
+        &self.slots[slot as usize].data
+    }
+
+    /// The payload of a slot, mutable.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, slot: u32) -> &mut T {
+        &mut self.slots[slot as usize].data
+    }
+
+    /// The key and the payload of a live slot, the payload mutable.
+    #[inline]
+    pub(crate) fn key_and_data_mut(&mut self, slot: u32) -> (&GroupKey, &mut T) {
+        let e = &mut self.slots[slot as usize];
+        (e.key.as_ref().expect("a live group"), &mut e.data)
+    }
+
+    /// Number of live groups.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Live slots, in slot order.
+    pub(crate) fn live_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().enumerate().filter(|(_, e)| e.key.is_some()).map(|(i, _)| i as u32)
+    }
+
+    /// Live slots ordered by key (complete-mode output and snapshots are deterministic).
+    pub(crate) fn sorted_slots(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.live_slots().collect();
+        v.sort_by(|&a, &b| self.key(a).cmp(self.key(b)));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    fn rec(k: &str, x: f64) -> Record {
+        Record::new(vec![Value::Str(k.into()), Value::Double(x)])
+    }
+
+    #[test]
+    fn a_group_is_found_by_value_and_its_slot_reused_after_removal() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize, 1];
+        let a = rec("a", 1.0);
+        let h = g.hash_record(&a, &cols);
+        let (s, new) = g.find_or_insert(h, &a, &cols);
+        assert!(new);
+        // an equal record built apart (another Arc) and -0.0 == 0.0 grouping
+        let a2 = rec("a", 1.0);
+        assert_eq!(g.find_or_insert(g.hash_record(&a2, &cols), &a2, &cols), (s, false));
+        let z = rec("z", 0.0);
+        let (sz, _) = g.find_or_insert(g.hash_record(&z, &cols), &z, &cols);
+        let nz = rec("z", -0.0);
+        assert_eq!(g.find(g.hash_record(&nz, &cols), &nz, &cols), Some(sz));
+        assert_eq!(g.hash_key(g.key(s)), h, "a key hashes as the record it came from");
+        assert_eq!(g.len(), 2);
+        g.remove(s);
+        assert!(!g.is_live(s));
+        assert_eq!(g.find(h, &a, &cols), None);
+        let b = rec("b", 2.0);
+        let (sb, new) = g.find_or_insert(g.hash_record(&b, &cols), &b, &cols);
+        assert!(new);
+        assert_eq!(sb, s, "the freed slot is reused");
+        assert_eq!(g.find_or_insert_key(GroupKey::of(&b, &cols)), (sb, false));
+        assert_eq!(g.sorted_slots(), vec![sb, sz]);
+    }
+
+    #[test]
+    fn single_column_keys_of_every_kind_are_found_by_value() {
+        let long = "a string longer than sixteen bytes";
+        let values = [
+            Value::Str("k".into()),
+            Value::Str("0123456789abcdef".into()),
+            Value::Str(long.into()),
+            Value::Long(7),
+            Value::Int(7),
+            Value::Timestamp(crate::time::Timestamp(7)),
+            Value::Null,
+            Value::Double(f64::NAN),
+            Value::Bool(true),
+        ];
+        let mut g: Groups<()> = Groups::default();
+        let recs: Vec<Record> = values.iter().map(|v| Record::new(vec![v.clone()])).collect();
+        let slots: Vec<u32> = recs.iter().map(|r| g.find_or_insert(g.hash_record(r, &[0]), r, &[0]).0).collect();
+        for (i, v) in values.iter().enumerate() {
+            // a copy built apart (no shared allocation) finds the same group, and only it
+            let copy = Record::new(vec![match v {
+                Value::Str(s) => Value::Str(s.to_string().into()),
+                o => o.clone(),
+            }]);
+            assert_eq!(g.find(g.hash_record(&copy, &[0]), &copy, &[0]), Some(slots[i]), "{v:?}");
+        }
+        assert_eq!(slots.iter().collect::<std::collections::HashSet<_>>().len(), values.len());
+    }
+
+    #[test]
+    fn strings_hash_by_content_and_every_length_spreads() {
+        let g: Groups<()> = Groups::default();
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..40usize {
+            let s: String = (0..n).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let a = g.hash_value(&Value::Str(s.clone().into()));
+            assert_eq!(a, g.hash_value(&Value::Str(s.clone().into())), "same content, same hash");
+            assert!(seen.insert(a), "length {n} collides");
+            if n > 0 {
+                let mut t = s.into_bytes();
+                t[n - 1] ^= 1;
+                let b = g.hash_value(&Value::Str(String::from_utf8(t).unwrap_or_default().into()));
+                assert_ne!(a, b, "last byte of {n}");
+            }
+        }
+        // keys of several columns hash as their records do
+        let r = Record::new(vec![Value::Str("x".into()), Value::Long(3), Value::Double(f64::NAN)]);
+        let cols = [0usize, 1, 2];
+        assert_eq!(g.hash_record(&r, &cols), g.hash_key(&GroupKey::of(&r, &cols)));
+        assert_eq!(g.hash_value(&Value::Double(-0.0)), g.hash_value(&Value::Double(0.0)));
+    }
+
+    #[test]
+    fn short_and_long_strings_compare_by_content() {
+        for (a, b) in [
+            ("", ""),
+            ("abc", "abd"),
+            ("key-1234", "key-1234"),
+            ("key-1234", "key-1235"),
+            ("0123456789abcdef", "0123456789abcdeF"),
+            ("0123456789abcdefg", "0123456789abcdefg"),
+            ("01234567x", "01234567y"),
+            ("x1234567", "y1234567"),
+        ] {
+            let (va, vb) = (Value::Str(a.into()), Value::Str(b.into()));
+            assert_eq!(same_value(&va, &vb), a == b, "{a:?} {b:?}");
+        }
+        assert!(!same_value(&Value::Str("1".into()), &Value::Long(1)));
+        assert!(same_value(&Value::Double(-0.0), &Value::Double(0.0)));
+        assert!(same_value(&Value::Null, &Value::Null));
+    }
+}

@@ -1,0 +1,364 @@
+//! Windowed aggregation (`query.type = "window_aggregate"`), SEMANTICS.md "Windowed aggregation":
+//! tumbling and sliding windows (session windows live in `session.rs` and share this operator's
+//! configuration), or no window at all (a grouped aggregation over the whole stream), in the
+//! output modes `append`, `update` and `complete`.
+//!
+//! Late input, as Spark 4.3 (`StateStoreSaveExec`) does it in micro-batch mode:
+//! - a record is dropped when its window's end <= the late-input watermark (the previous batch's),
+//!   in `update` and `append` alike (the shared case `tumbling-append-late`: a record for a
+//!   window that the current batch finalises still counts in it).
+//! - `update`: changed windows are emitted at the end of the batch, then windows with end <= the
+//!   eviction watermark are evicted (without another row).
+//! - `append`: windows with end <= the eviction watermark are emitted once and evicted.
+//! - `complete`: nothing is late and nothing is evicted; every window is emitted every batch.
+//!
+//! In real-time mode a record is late when its window's end <= W as it stood when it arrived;
+//! `update` emits the record's changed windows at once, `append` emits each window as soon as W
+//! passes its end (an extension beyond Spark, SEMANTICS.md).
+//!
+//! Without a window, a watermark only matters when its column is one of the `group_by` columns
+//! (the key's timestamp then plays the role of a window end), as in Spark.
+//!
+//! State layout (the per-record path allocates nothing and builds no key): groups are interned
+//! ([`groups`]: the key columns are hashed in place and probed in a table of slots); tumbling and
+//! sliding windows keep per group a few panes ([`panes`], one update per record, windows merged
+//! from panes when emitted); sessions keep per group a few sessions (`session.rs`). The last pane
+//! or session of a group, and with at most two measures its states ([`hot`]), sit in the group's
+//! slot, so a record usually touches that slot only. Windows to finalise are found through a
+//! min-heap of `(end, group slot)`, touched only when a pane or a session opens or a group is
+//! finalised.
+
+pub(crate) mod groups;
+pub(crate) mod hot;
+mod panes;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+use self::panes::{GroupSnapshot, Layout, PaneState};
+use super::session::{SessionGap, SessionGroupSnapshot, SessionState};
+use super::{BatchContext, Mode, Operator, Output, StateError, merge_trackers};
+use crate::aggregate::AggregateFn;
+use crate::time::{Duration, Timestamp};
+use crate::value::{GroupKey, Record, Value};
+use crate::watermark::WatermarkTracker;
+use crate::window::{PaneGrid, SlidingWindows};
+
+/// Output modes (Spark's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputMode {
+    /// Each window once, when the watermark passes its end.
+    Append,
+    /// Every changed window, each batch (micro-batch) or each record (real-time).
+    Update,
+    /// The whole result every batch (micro-batch only).
+    Complete,
+}
+
+/// The window of a window aggregate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WindowKind {
+    /// No window: a grouped aggregation over the whole stream.
+    None,
+    /// Tumbling or sliding windows over the TIMESTAMP column at `column`.
+    Fixed {
+        /// Event-time column index.
+        column: usize,
+        /// The windows.
+        windows: SlidingWindows,
+    },
+    /// Session windows over the TIMESTAMP column at `column`.
+    Session {
+        /// Event-time column index.
+        column: usize,
+        /// The gap: fixed, or read per record.
+        gap: SessionGap,
+    },
+}
+
+/// Configuration of a [`WindowAggregate`], compiled from the pipeline (column indexes resolved).
+#[derive(Clone, Debug)]
+pub struct WindowAggregateConfig {
+    /// Execution mode.
+    pub mode: Mode,
+    /// Indexes of the `group_by` columns, in order.
+    pub key_columns: Vec<usize>,
+    /// The window.
+    pub window: WindowKind,
+    /// The output mode.
+    pub output_mode: OutputMode,
+    /// The measures, in output order.
+    pub measures: Vec<AggregateFn>,
+    /// The watermark: event-time column index and delay.
+    pub watermark: Option<(usize, Duration)>,
+}
+
+static COUNT_STAR_INPUT: Value = Value::Bool(true);
+
+/// The input value of a measure in a record (`count(*)` sees a non-null placeholder).
+pub(crate) fn measure_input<'a>(f: &AggregateFn, record: &'a Record) -> &'a Value {
+    match f.input {
+        Some(i) => &record.values[i],
+        None => &COUNT_STAR_INPUT,
+    }
+}
+
+/// The window-aggregate operator (see the module documentation).
+#[derive(Debug)]
+pub struct WindowAggregate {
+    cfg: WindowAggregateConfig,
+    /// Event-time column of fixed windows and sessions.
+    time_column: Option<usize>,
+    session_gap: Option<SessionGap>,
+    /// Tumbling / sliding windows, or the plain grouped aggregation.
+    panes: PaneState,
+    sessions: SessionState,
+    tracker: Option<WatermarkTracker>,
+    batch: Option<BatchContext>,
+    /// Real-time watermark (the operator's own view).
+    watermark: Timestamp,
+    /// Real-time: the watermark of the last eviction (below `watermark` only after a restore).
+    evicted_to: Timestamp,
+    /// Whether the watermark finalises state (a watermark and not complete mode).
+    evicts: bool,
+}
+
+impl WindowAggregate {
+    /// A new, empty operator.
+    ///
+    /// # Panics
+    /// When a fixed window's size or slide is not positive (the pipeline validation refuses them).
+    pub fn new(cfg: WindowAggregateConfig) -> WindowAggregate {
+        let (layout, time_column, session_gap) = match &cfg.window {
+            WindowKind::None => {
+                let time_key = cfg.watermark.and_then(|(wcol, _)| cfg.key_columns.iter().position(|&c| c == wcol));
+                (Layout::Plain { time_key }, None, None)
+            }
+            WindowKind::Fixed { column, windows } => (Layout::Fixed(PaneGrid::new(windows)), Some(*column), None),
+            WindowKind::Session { column, gap } => (Layout::Plain { time_key: None }, Some(*column), Some(gap.clone())),
+        };
+        let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
+        let evicts = cfg.watermark.is_some() && cfg.output_mode != OutputMode::Complete;
+        WindowAggregate {
+            evicts,
+            cfg,
+            time_column,
+            session_gap,
+            panes: PaneState::new(layout),
+            sessions: SessionState::default(),
+            tracker,
+            batch: None,
+            watermark: Timestamp::MIN,
+            evicted_to: Timestamp::MIN,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WindowAggregateConfig {
+        &self.cfg
+    }
+
+    fn is_session(&self) -> bool {
+        self.session_gap.is_some()
+    }
+
+    /// The watermark against which input is judged late, and whether lateness applies at all.
+    fn late_watermark(&self) -> Option<Timestamp> {
+        self.cfg.watermark?;
+        match self.cfg.mode {
+            Mode::RealTime => Some(self.watermark),
+            Mode::MicroBatch => {
+                let b = self.batch?;
+                match self.cfg.output_mode {
+                    OutputMode::Complete => None,
+                    OutputMode::Update | OutputMode::Append => Some(b.watermarks.late),
+                }
+            }
+        }
+    }
+
+    /// Real-time: moves the watermark to `max(w, current)` and finalises what it passed (when
+    /// the output mode evicts at all). Looks only at the top of the expiry heap unless something
+    /// is due.
+    #[inline]
+    fn raise_watermark(&mut self, w: Timestamp, out: &mut Output) {
+        let w = w.max(self.watermark);
+        self.watermark = w;
+        if !self.evicts {
+            return;
+        }
+        let due = if self.is_session() { self.sessions.next_due() } else { self.panes.next_due() };
+        if due <= w.0 {
+            self.evict(w, out);
+        } else {
+            self.evicted_to = w;
+        }
+    }
+
+    /// Finalises windows / sessions with end <= `w`: append mode emits them first.
+    #[inline(never)]
+    fn evict(&mut self, w: Timestamp, out: &mut Output) {
+        let emit = self.cfg.output_mode == OutputMode::Append;
+        if self.is_session() {
+            self.sessions.evict(w, emit, &self.cfg, out);
+        } else {
+            self.panes.evict(w.0, emit, &self.cfg, out);
+        }
+        self.evicted_to = self.evicted_to.max(w);
+    }
+
+    #[inline]
+    fn process(&mut self, record: &Record, late_w: Option<Timestamp>, out: &mut Output) {
+        let late = late_w.map(|w| w.0);
+        let Some(column) = self.time_column else {
+            self.panes.add(record, 0, late, &self.cfg, out);
+            return;
+        };
+        let Some(t) = record.values[column].as_timestamp() else {
+            return; // a null event time is rejected by the decoder; nothing to aggregate
+        };
+        match &self.session_gap {
+            None => self.panes.add(record, t.0, late, &self.cfg, out),
+            Some(gap) => {
+                let Some(gap) = gap.of(record) else {
+                    return; // null, zero or negative gap: dropped (SEMANTICS.md)
+                };
+                let end = t.saturating_add(gap);
+                if late.is_some_and(|w| end.0 <= w) {
+                    out.late.push(record.clone());
+                    return;
+                }
+                self.sessions.add(record, t, end, &self.cfg);
+            }
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    groups: Vec<GroupSnapshot>,
+    sessions: Vec<SessionGroupSnapshot>,
+    tracker: Option<WatermarkTracker>,
+    watermark: Timestamp,
+}
+
+impl Operator for WindowAggregate {
+    fn begin_batch(&mut self, ctx: &BatchContext) {
+        self.batch = Some(*ctx);
+    }
+
+    #[inline]
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
+        match self.cfg.mode {
+            Mode::MicroBatch => {
+                let late_w = self.late_watermark();
+                self.process(record, late_w, out);
+            }
+            Mode::RealTime => {
+                if watermark > self.watermark || self.evicted_to < self.watermark {
+                    // (the second: after a restore, finalise what the restored watermark passed)
+                    self.raise_watermark(watermark, out);
+                }
+                let late_w = self.cfg.watermark.map(|_| self.watermark);
+                self.process(record, late_w, out);
+                if self.cfg.output_mode == OutputMode::Update && !self.is_session() {
+                    self.panes.emit_changed(late_w.map(|w| w.0), &self.cfg, out);
+                }
+                if let (Some(tr), Some((c, _))) = (self.tracker.as_mut(), self.cfg.watermark)
+                    && let Some(t) = record.values[c].as_timestamp()
+                {
+                    tr.observe(t);
+                    let w = tr.current();
+                    if w > self.watermark {
+                        self.raise_watermark(w, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_batch(&mut self, out: &mut Output) {
+        let Some(b) = self.batch.take() else { return };
+        match self.cfg.output_mode {
+            OutputMode::Complete => {
+                if self.is_session() {
+                    self.sessions.emit_all(&self.cfg, out);
+                } else {
+                    self.panes.emit_all(&self.cfg, out);
+                }
+            }
+            OutputMode::Update => {
+                let late = self.late_watermark_of(&b);
+                self.panes.emit_changed(late, &self.cfg, out);
+                if self.cfg.watermark.is_some() {
+                    self.evict(b.watermarks.evict, out);
+                }
+            }
+            OutputMode::Append => {
+                if self.cfg.watermark.is_some() {
+                    self.evict(b.watermarks.evict, out);
+                }
+                self.panes.clear_changed();
+            }
+        }
+    }
+
+    fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {
+        if w > self.watermark || self.evicted_to < self.watermark {
+            self.raise_watermark(w, out);
+        }
+    }
+
+    fn advance_clock(&mut self, _now: Timestamp, _out: &mut Output) {}
+
+    fn next_timer(&self) -> Option<Timestamp> {
+        None
+    }
+
+    fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool {
+        self.cfg.watermark.is_some() && self.cfg.output_mode != OutputMode::Complete && next > evicted_with
+    }
+
+    /// Panes (tumbling and sliding windows: one per window of tumbling windows, `size /
+    /// gcd(size, slide)` per window of sliding ones, shared between windows), groups (no window)
+    /// or sessions held.
+    fn state_len(&self) -> usize {
+        self.panes.len() + self.sessions.len()
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let snap = Snapshot {
+            groups: self.panes.snapshot(self.cfg.measures.len()),
+            sessions: self.sessions.snapshot(&self.cfg),
+            tracker: self.tracker,
+            watermark: self.watermark,
+        };
+        serde_json::to_vec(&snap).unwrap_or_default()
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let corrupt = |why: String| StateError::Corrupt { operator: "window_aggregate", why };
+        let snap: Snapshot = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        self.panes.restore(snap.groups, &self.cfg.measures).map_err(corrupt)?;
+        self.sessions.restore(snap.sessions, &self.cfg).map_err(corrupt)?;
+        merge_trackers(&mut self.tracker, snap.tracker);
+        self.watermark = self.watermark.max(snap.watermark);
+        // groups of a snapshot taken at a lower watermark may hold windows this one finalises
+        self.evicted_to = Timestamp::MIN;
+        Ok(())
+    }
+
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.panes.retain_groups(keep);
+        self.sessions.retain_groups(keep);
+    }
+}
+
+impl WindowAggregate {
+    /// The late-input watermark of batch `b` (update mode), as [`Self::late_watermark`].
+    fn late_watermark_of(&self, b: &BatchContext) -> Option<i64> {
+        self.cfg.watermark?;
+        (self.cfg.output_mode != OutputMode::Complete).then_some(b.watermarks.late.0)
+    }
+}

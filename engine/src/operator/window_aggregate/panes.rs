@@ -1,0 +1,638 @@
+//! State of tumbling and sliding windows (and of the plain grouped aggregation): per group, a
+//! short vector of panes sorted by start, each with one [`AggState`] per measure (stored in one
+//! flat vector per group, so a new pane allocates nothing once the group's vectors have grown).
+//!
+//! A record updates one pane ([`PaneGrid`]: panes of `gcd(size, slide)`); a window is assembled
+//! from its panes when it is emitted. Per group:
+//! - `closed`: every window with end <= `closed` is final (emitted in append mode, or dropped);
+//!   such windows are never emitted again, even though a pane they share with a later window
+//!   may still receive records.
+//! - a pane is dropped once its last window is final (`last_end <= closed`);
+//! - `due`: the end of the group's next window to finalise, registered in a min-heap of
+//!   `(due, slot)`. Only pane creation and finalisation touch the heap; stale entries (whose
+//!   `due` no longer matches the group's) are skipped when they surface.
+//!
+//! Invariant (what makes per-window lateness exact with panes): when a record is judged against
+//! a watermark L, every window with end <= L that holds records has been finalised. A record is
+//! late when its pane's last window ends <= L; otherwise it is added to its pane, and the windows
+//! of that pane with end <= L are final and never see it.
+//!
+//! The plain grouped aggregation (no window) is the same structure with one pane per group whose
+//! "last end" is the group's time key (the `group_by` value of the watermark column, if any), or
+//! never.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::{Deserialize, Serialize};
+
+use super::groups::Groups;
+use super::hot::Hot;
+use super::{OutputMode, WindowAggregateConfig, measure_input};
+use crate::aggregate::{AggState, AggregateFn};
+use crate::operator::Output;
+use crate::value::{GroupKey, Record, Row, Value};
+use crate::window::PaneGrid;
+
+/// How records map to panes.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Layout {
+    /// No window: one pane per group; `time_key` is the position among the key columns of the
+    /// watermark column, if it is one of them.
+    Plain {
+        /// Position of the time key in the group key.
+        time_key: Option<usize>,
+    },
+    /// Tumbling or sliding windows.
+    Fixed(PaneGrid),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pane {
+    start: i64,
+    /// End of the last window holding the pane (plain: the time key, or `i64::MAX`).
+    last_end: i64,
+    /// Changed since the last emission (update mode).
+    dirty: bool,
+}
+
+/// A group's panes. At rest the last pane (largest start, the one a record usually updates) is
+/// "parked" in `last`, beside the states, and `panes` holds the others: the per-record path then
+/// reads only the group's slot and its states. Structural changes unpark it first.
+#[derive(Debug)]
+#[repr(C)]
+pub(super) struct Group {
+    last: Option<Pane>,
+    /// The parked last pane's states, when few enough to live here.
+    hot: Hot,
+    /// `measures` states per pane, pane after pane (the last pane's at the end).
+    states: Vec<AggState>,
+    closed: i64,
+    due: i64,
+    panes: Vec<Pane>,
+    /// In the operator's `changed` list (update mode).
+    changed: bool,
+}
+
+impl Default for Group {
+    fn default() -> Group {
+        Group {
+            last: None,
+            hot: Hot::default(),
+            states: Vec::new(),
+            closed: i64::MIN,
+            due: i64::MAX,
+            panes: Vec::new(),
+            changed: false,
+        }
+    }
+}
+
+/// One group in a snapshot: its key, `closed`, and its panes (start, serialised states).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct GroupSnapshot {
+    key: GroupKey,
+    closed: i64,
+    panes: Vec<(i64, Vec<Vec<u8>>)>,
+}
+
+/// Every group's panes, the expiry heap and the update-mode change list.
+#[derive(Debug)]
+pub(super) struct PaneState {
+    layout: Layout,
+    groups: Groups<Group>,
+    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    changed: Vec<u32>,
+    /// Merge buffer for windows of several panes.
+    scratch: Vec<AggState>,
+    /// Window ends to emit for one group (reused buffer).
+    ends: Vec<i64>,
+    panes: usize,
+}
+
+#[inline]
+fn update_states(measures: &[AggregateFn], states: &mut [AggState], record: &Record) {
+    for (m, st) in measures.iter().zip(states) {
+        m.update(st, measure_input(m, record));
+    }
+}
+
+fn row_of(window: Option<(i64, i64)>, key: &GroupKey, measures: &[AggregateFn], states: &[AggState]) -> Row {
+    let mut row = Vec::with_capacity(1 + key.0.len() + measures.len());
+    if let Some((start, end)) = window {
+        row.push(Value::Window { start: crate::time::Timestamp(start), end: crate::time::Timestamp(end) });
+    }
+    row.extend(key.values().cloned());
+    row.extend(measures.iter().zip(states).map(|(m, s)| m.finish(s)));
+    row
+}
+
+impl PaneState {
+    pub(super) fn new(layout: Layout) -> PaneState {
+        PaneState {
+            layout,
+            groups: Groups::default(),
+            heap: BinaryHeap::new(),
+            changed: Vec::new(),
+            scratch: Vec::new(),
+            ends: Vec::new(),
+            panes: 0,
+        }
+    }
+
+    /// Number of panes held (plain: groups).
+    pub(super) fn len(&self) -> usize {
+        self.panes
+    }
+
+    /// Marks pane `pane` (in start order, the group at rest) changed.
+    fn mark_changed(&mut self, slot: u32, pane: usize) {
+        let g = self.groups.get_mut(slot);
+        match g.panes.get_mut(pane) {
+            Some(p) => p.dirty = true,
+            None => {
+                if let Some(p) = g.last.as_mut() {
+                    p.dirty = true;
+                }
+            }
+        }
+        if !g.changed {
+            g.changed = true;
+            self.changed.push(slot);
+        }
+    }
+
+    fn register(&mut self, slot: u32, due: i64) {
+        let g = self.groups.get_mut(slot);
+        if due < g.due {
+            g.due = due;
+            self.heap.push(Reverse((due, slot)));
+        }
+    }
+
+    /// The group's next window end to finalise (`None`: no pane, or beyond i64).
+    fn group_due(&self, g: &Group) -> Option<i64> {
+        let front = g.panes.first().or(g.last.as_ref())?;
+        match self.layout {
+            Layout::Plain { .. } => (front.last_end < i64::MAX).then_some(front.last_end),
+            Layout::Fixed(grid) => grid.first_end_after(g.closed.max(front.start)),
+        }
+    }
+
+    /// Adds `record`, whose event time is `t` (fixed windows; ignored without a window), judged
+    /// late against `late` (`None`: nothing is late). Late records go to `out.late`.
+    #[inline]
+    pub(super) fn add(
+        &mut self,
+        record: &Record,
+        t: i64,
+        late: Option<i64>,
+        cfg: &WindowAggregateConfig,
+        out: &mut Output,
+    ) {
+        let cols = &cfg.key_columns[..];
+        let hash = self.groups.hash_record(record, cols);
+        if let Some(slot) = self.groups.find(hash, record, cols) {
+            let pane_len = match self.layout {
+                Layout::Plain { .. } => None,
+                Layout::Fixed(grid) => Some(grid.pane()),
+            };
+            let g = self.groups.get_mut(slot);
+            let i = g.panes.len();
+            if let Some(last) = &g.last
+                && pane_len.is_none_or(|len| t >= last.start && (t.wrapping_sub(last.start) as u64) < len as u64)
+            {
+                if late.is_some_and(|l| last.last_end <= l) {
+                    out.late.push(record.clone());
+                    return;
+                }
+                let m = cfg.measures.len();
+                update_states(&cfg.measures, g.states_mut(i, m), record);
+                if cfg.output_mode == OutputMode::Update {
+                    self.mark_changed(slot, i);
+                }
+                return;
+            }
+        }
+        self.add_slow(record, hash, t, late, cfg, out);
+    }
+
+    /// A record that opens a pane (or lands in an older one).
+    #[cold]
+    fn add_slow(
+        &mut self,
+        record: &Record,
+        hash: u64,
+        t: i64,
+        late: Option<i64>,
+        cfg: &WindowAggregateConfig,
+        out: &mut Output,
+    ) {
+        let (start, last_end) = match self.layout {
+            Layout::Plain { time_key } => {
+                let kt = time_key.and_then(|i| record.values[cfg.key_columns[i]].as_timestamp());
+                (i64::MIN, kt.map_or(i64::MAX, |k| k.0))
+            }
+            Layout::Fixed(grid) => {
+                let window = grid.pane_start(t).and_then(|s| Some((s, grid.last_end(s)?)));
+                match window {
+                    Some((s, e)) if e > s => (s, e),
+                    // no window holds t within i64 (or slide > size left a gap): as late
+                    _ => {
+                        out.late.push(record.clone());
+                        return;
+                    }
+                }
+            }
+        };
+        if late.is_some_and(|l| last_end <= l) {
+            out.late.push(record.clone());
+            return;
+        }
+        let (slot, new) = self.groups.find_or_insert(hash, record, &cfg.key_columns);
+        if new {
+            self.groups.get_mut(slot).reset();
+        }
+        let i = self.open_pane(slot, start, last_end, late, &cfg.measures);
+        let m = cfg.measures.len();
+        let g = self.groups.get_mut(slot);
+        update_states(&cfg.measures, g.states_mut(i, m), record);
+        if cfg.output_mode == OutputMode::Update {
+            self.mark_changed(slot, i);
+        }
+    }
+
+    /// The index of the pane at `start` in the group, created (empty) when absent. Windows with
+    /// end <= `late` become final for the group (they are, by the module invariant).
+    fn open_pane(
+        &mut self,
+        slot: u32,
+        start: i64,
+        last_end: i64,
+        late: Option<i64>,
+        measures: &[AggregateFn],
+    ) -> usize {
+        let m = measures.len();
+        let g = self.groups.get_mut(slot);
+        g.unpark(m);
+        let i = g.panes.partition_point(|p| p.start < start);
+        if g.panes.get(i).is_some_and(|p| p.start == start) {
+            g.park(m);
+            return i;
+        }
+        if let Some(l) = late {
+            g.closed = g.closed.max(l);
+        }
+        g.panes.insert(i, Pane { start, last_end, dirty: false });
+        g.states.splice(i * m..i * m, measures.iter().map(AggregateFn::new_state));
+        g.park(m);
+        self.panes += 1;
+        if let Some(due) = self.group_due(self.groups.get(slot)) {
+            self.register(slot, due);
+        }
+        i
+    }
+
+    /// The earliest instant registered in the expiry heap (`i64::MAX`: none); nothing is due
+    /// before it.
+    #[inline]
+    pub(crate) fn next_due(&self) -> i64 {
+        self.heap.peek().map_or(i64::MAX, |r| r.0.0)
+    }
+
+    /// Finalises every window with end <= `w`: emits it first when `emit` (append mode), then
+    /// drops panes no later window needs, and groups left without panes.
+    pub(super) fn evict(&mut self, w: i64, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
+        while let Some(&Reverse((due, slot))) = self.heap.peek() {
+            if due > w {
+                break;
+            }
+            self.heap.pop();
+            if !self.groups.is_live(slot) || self.groups.get(slot).due != due {
+                continue; // stale entry
+            }
+            self.finalise(slot, w, emit, cfg, out);
+        }
+    }
+
+    fn finalise(&mut self, slot: u32, w: i64, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
+        let m = cfg.measures.len();
+        let g = self.groups.get_mut(slot);
+        g.due = i64::MAX;
+        g.unpark(m);
+        match self.layout {
+            Layout::Plain { .. } => {
+                if emit {
+                    let (key, g) = self.groups.key_and_data_mut(slot);
+                    out.rows.push(row_of(None, key, &cfg.measures, &g.states));
+                }
+            }
+            Layout::Fixed(grid) => {
+                let g = self.groups.get_mut(slot);
+                let mut c = g.closed;
+                self.ends.clear();
+                for p in &g.panes {
+                    // every window of this pane with end in (c, w], in order
+                    let Some(mut e) = grid.first_end_after(c.max(p.start)) else { break };
+                    while e <= w && e <= p.last_end {
+                        self.ends.push(e);
+                        c = e;
+                        match grid.next_end(e) {
+                            Some(n) => e = n,
+                            None => break,
+                        }
+                    }
+                    if p.last_end > w {
+                        break;
+                    }
+                }
+                g.closed = g.closed.max(w);
+                if emit {
+                    let ends = std::mem::take(&mut self.ends);
+                    for &e in &ends {
+                        let row = self.window_row(slot, grid, e, &cfg.measures);
+                        out.rows.push(row);
+                    }
+                    self.ends = ends;
+                }
+            }
+        }
+        let g = self.groups.get_mut(slot);
+        let closed = g.closed;
+        let dead = match self.layout {
+            Layout::Plain { .. } => g.panes.len(),
+            Layout::Fixed(_) => g.panes.partition_point(|p| p.last_end <= closed),
+        };
+        g.panes.drain(..dead);
+        g.states.drain(..dead * m);
+        g.park(m);
+        self.panes -= dead;
+        if g.last.is_none() {
+            g.changed = false;
+            self.groups.remove(slot);
+        } else if let Some(due) = self.group_due(self.groups.get(slot)) {
+            self.register(slot, due);
+        }
+    }
+
+    /// The row of the window ending at `end` of a group (unparked): its panes merged.
+    fn window_row(&mut self, slot: u32, grid: PaneGrid, end: i64, measures: &[AggregateFn]) -> Row {
+        let m = measures.len();
+        let start = end.saturating_sub(grid.size());
+        let key = self.groups.key(slot);
+        let g = self.groups.get(slot);
+        let lo = g.panes.partition_point(|p| p.start < start);
+        let hi = g.panes.partition_point(|p| p.start < end);
+        if hi == lo + 1 {
+            return row_of(Some((start, end)), key, measures, &g.states[lo * m..hi * m]);
+        }
+        self.scratch.clear();
+        self.scratch.extend(measures.iter().map(AggregateFn::new_state));
+        for k in lo..hi {
+            for ((f, acc), st) in measures.iter().zip(self.scratch.iter_mut()).zip(&g.states[k * m..(k + 1) * m]) {
+                f.merge(acc, st);
+            }
+        }
+        row_of(Some((start, end)), key, measures, &self.scratch)
+    }
+
+    /// Update mode: emits every window (or plain group) changed since the last call, whose end
+    /// is > the group's `closed` and > `late`, and clears the marks.
+    pub(super) fn emit_changed(&mut self, late: Option<i64>, cfg: &WindowAggregateConfig, out: &mut Output) {
+        let changed = std::mem::take(&mut self.changed);
+        for &slot in &changed {
+            if !self.groups.is_live(slot) || !self.groups.get(slot).changed {
+                continue;
+            }
+            let g = self.groups.get_mut(slot);
+            g.changed = false;
+            g.unpark(cfg.measures.len());
+            match self.layout {
+                Layout::Plain { .. } => {
+                    g.panes.iter_mut().for_each(|p| p.dirty = false);
+                    let (key, g) = self.groups.key_and_data_mut(slot);
+                    out.rows.push(row_of(None, key, &cfg.measures, &g.states));
+                }
+                Layout::Fixed(grid) => {
+                    let floor = late.map_or(g.closed, |l| g.closed.max(l));
+                    self.ends.clear();
+                    let mut next = i64::MIN;
+                    for p in g.panes.iter_mut().filter(|p| p.dirty) {
+                        p.dirty = false;
+                        let Some(first) = grid.first_end_after(floor.max(p.start)) else { continue };
+                        let mut e = first.max(next);
+                        while e <= p.last_end {
+                            self.ends.push(e);
+                            match grid.next_end(e) {
+                                Some(n) => e = n,
+                                None => break,
+                            }
+                        }
+                        next = e;
+                    }
+                    let ends = std::mem::take(&mut self.ends);
+                    for &e in &ends {
+                        let row = self.window_row(slot, grid, e, &cfg.measures);
+                        out.rows.push(row);
+                    }
+                    self.ends = ends;
+                }
+            }
+            self.groups.get_mut(slot).park(cfg.measures.len());
+        }
+        self.changed = changed;
+        self.changed.clear();
+    }
+
+    /// Complete mode: every window (or plain group), ordered by window then group key.
+    pub(super) fn emit_all(&mut self, cfg: &WindowAggregateConfig, out: &mut Output) {
+        let slots = self.groups.sorted_slots();
+        for &slot in &slots {
+            self.groups.get_mut(slot).unpark(cfg.measures.len());
+        }
+        match self.layout {
+            Layout::Plain { .. } => {
+                for &slot in &slots {
+                    let g = self.groups.get(slot);
+                    out.rows.push(row_of(None, self.groups.key(slot), &cfg.measures, &g.states));
+                }
+            }
+            Layout::Fixed(grid) => {
+                // (end, rank of the key) of every window, then sorted: windows of one size are
+                // ordered by their end.
+                let mut windows: Vec<(i64, usize, u32)> = Vec::new();
+                for (rank, &slot) in slots.iter().enumerate() {
+                    let g = self.groups.get(slot);
+                    let mut next = i64::MIN;
+                    for p in &g.panes {
+                        let Some(first) = grid.first_end_after(g.closed.max(p.start)) else { continue };
+                        let mut e = first.max(next);
+                        while e <= p.last_end {
+                            windows.push((e, rank, slot));
+                            match grid.next_end(e) {
+                                Some(n) => e = n,
+                                None => break,
+                            }
+                        }
+                        next = e;
+                    }
+                }
+                windows.sort_unstable();
+                for (e, _, slot) in windows {
+                    let row = self.window_row(slot, grid, e, &cfg.measures);
+                    out.rows.push(row);
+                }
+            }
+        }
+        for &slot in &slots {
+            self.groups.get_mut(slot).park(cfg.measures.len());
+        }
+    }
+
+    /// Clears the update marks (a batch whose changes are not emitted).
+    pub(super) fn clear_changed(&mut self) {
+        for &slot in &self.changed {
+            if self.groups.is_live(slot) {
+                let g = self.groups.get_mut(slot);
+                g.changed = false;
+                g.panes.iter_mut().chain(g.last.as_mut()).for_each(|p| p.dirty = false);
+            }
+        }
+        self.changed.clear();
+    }
+
+    /// Every group, ordered by key.
+    pub(super) fn snapshot(&self, measures: usize) -> Vec<GroupSnapshot> {
+        let m = measures;
+        self.groups
+            .sorted_slots()
+            .into_iter()
+            .map(|slot| {
+                let g = self.groups.get(slot);
+                GroupSnapshot {
+                    key: self.groups.key(slot).clone(),
+                    closed: g.closed,
+                    panes: g
+                        .panes
+                        .iter()
+                        .chain(g.last.as_ref())
+                        .enumerate()
+                        .map(|(i, p)| (p.start, g.states_at(i, m).iter().map(AggState::to_bytes).collect()))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Adds the groups of a snapshot (a group already here has the snapshot's panes merged in).
+    ///
+    /// # Errors
+    /// A message when a pane does not fit the query (measure count, state bytes, pane start).
+    pub(super) fn restore(&mut self, groups: Vec<GroupSnapshot>, measures: &[AggregateFn]) -> Result<(), String> {
+        let m = measures.len();
+        for snap in groups {
+            let mut panes = Vec::with_capacity(snap.panes.len());
+            for (start, bytes) in snap.panes {
+                if bytes.len() != m {
+                    return Err(format!("{} measures in the snapshot, {m} in the query", bytes.len()));
+                }
+                let states = measures
+                    .iter()
+                    .zip(&bytes)
+                    .map(|(f, b)| f.state_from_bytes(b).map_err(|e| e.to_string()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let last_end = match self.layout {
+                    Layout::Plain { time_key } => {
+                        time_key.and_then(|i| snap.key.0.get(i)?.0.as_timestamp()).map_or(i64::MAX, |t| t.0)
+                    }
+                    Layout::Fixed(grid) => match grid.last_end(start) {
+                        Some(e) if grid.pane_start(start) == Some(start) && e > start => e,
+                        _ => return Err(format!("pane start {start} is not on the query's window grid")),
+                    },
+                };
+                panes.push((start, last_end, states));
+            }
+            if panes.is_empty() {
+                continue;
+            }
+            let (slot, new) = self.groups.find_or_insert_key(snap.key);
+            let g = self.groups.get_mut(slot);
+            if new {
+                g.reset();
+                g.closed = snap.closed;
+            } else {
+                g.closed = g.closed.max(snap.closed);
+            }
+            for (start, last_end, states) in panes {
+                let i = self.open_pane(slot, start, last_end, None, measures);
+                let g = self.groups.get_mut(slot);
+                for ((f, acc), st) in measures.iter().zip(g.states_mut(i, m)).zip(&states) {
+                    f.merge(acc, st);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the groups for which `keep` is false.
+    pub(super) fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        let slots: Vec<u32> = self.groups.live_slots().collect();
+        for slot in slots {
+            if !keep(self.groups.key(slot)) {
+                let g = self.groups.get_mut(slot);
+                self.panes -= g.panes.len() + usize::from(g.last.is_some());
+                g.reset();
+                self.groups.remove(slot);
+            }
+        }
+    }
+}
+
+impl Group {
+    /// Moves the parked last pane (and its states) back into `panes` (before a structural
+    /// change); `m` is the number of measures.
+    #[inline]
+    fn unpark(&mut self, m: usize) {
+        self.hot.unpark(&mut self.states, m);
+        if let Some(p) = self.last.take() {
+            self.panes.push(p);
+        }
+    }
+
+    /// Parks the last pane and its states (the group at rest).
+    #[inline]
+    fn park(&mut self, m: usize) {
+        if self.last.is_none() {
+            self.last = self.panes.pop();
+        }
+        if self.last.is_some() {
+            self.hot.park(&mut self.states, m);
+        }
+    }
+
+    /// The states of pane `i` (in start order) of `m` measures, the group at rest.
+    #[inline]
+    fn states_mut(&mut self, i: usize, m: usize) -> &mut [AggState] {
+        if self.hot.used() && i == self.panes.len() {
+            self.hot.get_mut(m)
+        } else {
+            &mut self.states[i * m..(i + 1) * m]
+        }
+    }
+
+    /// The states of pane `i` (in start order) of `m` measures, the group at rest.
+    fn states_at(&self, i: usize, m: usize) -> &[AggState] {
+        if self.hot.used() && i == self.panes.len() { self.hot.get(m) } else { &self.states[i * m..(i + 1) * m] }
+    }
+
+    /// A new group in a (possibly reused) slot: no panes, keeping the buffers' capacity.
+    fn reset(&mut self) {
+        self.last = None;
+        self.hot.clear();
+        self.closed = i64::MIN;
+        self.due = i64::MAX;
+        self.panes.clear();
+        self.states.clear();
+        self.changed = false;
+    }
+}
