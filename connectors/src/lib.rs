@@ -11,10 +11,12 @@ use std::fmt;
 use eddy_engine::Record;
 
 pub mod files;
+pub mod kafka;
 pub mod nexmark;
 pub mod stdio;
 
 pub use files::{FilesSink, FilesSource};
+pub use kafka::{KafkaSink, KafkaSource};
 pub use nexmark::{NexmarkSource, NexmarkTable};
 pub use stdio::{StdinSource, StdoutSink};
 
@@ -133,6 +135,13 @@ pub trait Source: Send {
         max: usize,
         timeout: std::time::Duration,
     ) -> Result<Poll, ConnectorError>;
+
+    /// The engine's queues are full (`true`: the runtime is about to wait for room) or have room
+    /// again (`false`). A source that can stop fetching does (Kafka: pauses its partitions, so
+    /// memory stays bounded); the default does nothing.
+    fn backpressure(&self, full: bool) {
+        let _ = full;
+    }
 }
 
 /// A sink of output lines, committed per micro-batch or epoch.
