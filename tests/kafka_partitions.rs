@@ -52,7 +52,7 @@ fn pipeline(
 /// `n` records over `KEYS` keys: per-key sequence numbers from 0, values from a fixed formula,
 /// event times in 2024 (long visible on the system clock).
 fn records(n: usize) -> Vec<String> {
-    let mut seq = vec![0u64; KEYS];
+    let mut seq = [0u64; KEYS];
     (0..n)
         .map(|i| {
             let k = (i * 7 + i / 3) % KEYS;
