@@ -8,9 +8,11 @@
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
 //! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
 //! cargo run --release -p eddy-bench -- all [--smoke]
+//! cargo run --release -p eddy-bench -- kafka [--smoke]  # end to end through a real broker vs the broker floor (not in `all`: needs the broker)
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
+mod kafka;
 mod plot;
 mod suites;
 
@@ -32,6 +34,7 @@ fn main() -> Result<()> {
         "timers" => suites::timers(smoke),
         "slow-sink" => suites::slow_sink(smoke),
         "metrics" => suites::metrics(smoke),
+        "kafka" => kafka::kafka(smoke),
         "all" => {
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
@@ -39,6 +42,8 @@ fn main() -> Result<()> {
             suites::slow_sink(smoke)?;
             suites::metrics(smoke)
         }
-        other => bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics or all"),
+        other => {
+            bail!("unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, kafka or all")
+        }
     }
 }
