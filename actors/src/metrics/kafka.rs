@@ -32,3 +32,27 @@ impl KafkaObserver for KafkaReporter {
         self.metrics.kafka_consumer_lag(&format!("{topic}/{partition}")).set(records as f64);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connectivity_drives_readiness_and_lag_is_exported_per_source_partition() {
+        let health = Arc::new(Health::default());
+        let (metrics, handle) = Metrics::new("p", 1);
+        let reporter = KafkaReporter::new(health.clone(), metrics);
+        reporter.connected(true);
+        assert_eq!(health.not_ready_reason(), None);
+        reporter.connected(false);
+        assert_eq!(health.not_ready_reason(), Some("a source is not connected"));
+        reporter.lag("events", 3, 42);
+        let text = handle.render();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(super::super::KAFKA_CONSUMER_LAG) && l.contains("source_partition=\"events/3\""))
+            .unwrap_or_else(|| panic!("no lag series in:\n{text}"));
+        assert!(line.ends_with(" 42"), "{line}");
+        assert!(line.contains("pipeline=\"p\""), "{line}");
+    }
+}
