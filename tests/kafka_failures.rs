@@ -107,7 +107,7 @@ fn a_cut_connection_makes_readyz_fail_then_the_pipeline_resumes_and_loses_no_rec
     assert!(log.contains("Kafka broker reachable again"), "the recovery is logged:\n{log}");
 
     // One row per input record; per key, the counts run 1, 2, 3, ... without gap or repeat.
-    let rows = broker.consume("cut-out", None, 3.0);
+    let rows = broker.consume("cut-out", Some(total + 1), 10.0);
     assert_eq!(rows.len(), total, "input records vs output rows");
     let mut per_key: BTreeMap<String, i64> = BTreeMap::new();
     for r in &rows {

@@ -64,24 +64,30 @@ fn input_lines(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Runs `pipeline` (already through Kafka) until it consumed `n` messages, stops it, and writes
-/// the output topic's values to `out_dir/all.jsonl`. Returns a failure description, if any.
-fn run_and_collect(
-    broker: &Broker,
-    pipeline: &Path,
+/// One run through Kafka: the pipeline file, its metrics port, `--set` overrides, the number of
+/// input messages, the output topic and the expected folder (for the row count).
+struct Run<'a> {
+    pipeline: &'a Path,
     metrics: u16,
-    sets: &[String],
-    n: usize,
-    output: &str,
-    out_dir: &Path,
-) -> Option<String> {
-    let mut eddy = Eddy::start(pipeline, format!("127.0.0.1:{metrics}").parse().unwrap(), sets);
-    eddy.wait_consumed(n, Duration::from_secs(90));
+    sets: &'a [String],
+    messages: usize,
+    output: &'a str,
+    expected: &'a Path,
+}
+
+/// Runs until the pipeline consumed every input message, stops it, and writes the output topic's
+/// values to `out_dir/all.jsonl`. Returns a failure description, if any.
+fn run_and_collect(broker: &Broker, run: &Run<'_>, out_dir: &Path) -> Option<String> {
+    let mut eddy = Eddy::start(run.pipeline, format!("127.0.0.1:{}", run.metrics).parse().unwrap(), run.sets);
+    eddy.wait_consumed(run.messages, Duration::from_secs(90));
     let (status, log) = eddy.terminate();
     if !status.success() {
-        return Some(format!("{}: eddy exited {status}:\n{log}", pipeline.display()));
+        return Some(format!("{}: eddy exited {status}:\n{log}", run.pipeline.display()));
     }
-    let rows = broker.consume(output, None, 3.0);
+    // Until one row more than expected (none comes), or 10 s without a message (the consumer
+    // joins its group first).
+    let expected = std::fs::read_to_string(run.expected.join("all.jsonl")).map(|t| t.lines().count()).unwrap_or(0);
+    let rows = broker.consume(run.output, Some(expected + 1), 10.0);
     std::fs::create_dir_all(out_dir).unwrap();
     let text: String = rows.iter().filter_map(|r| r.value.as_ref()).map(|v| format!("{v}\n")).collect();
     std::fs::write(out_dir.join("all.jsonl"), text).unwrap();
@@ -127,7 +133,18 @@ fn real_time_golden_cases_through_a_one_partition_topic_match_the_brute_force_re
         let pipeline = tmp.path().join("pipeline.toml");
         std::fs::write(&pipeline, through_kafka(&text, &broker.bootstrap(), &input, &output, metrics)).unwrap();
         let out_dir = tmp.path().join("output");
-        if let Some(f) = run_and_collect(&broker, &pipeline, metrics, &[], lines.len(), &output, &out_dir) {
+        if let Some(f) = run_and_collect(
+            &broker,
+            &Run {
+                pipeline: &pipeline,
+                metrics,
+                sets: &[],
+                messages: lines.len(),
+                output: &output,
+                expected: &case.join("expected"),
+            },
+            &out_dir,
+        ) {
             failures.push(f);
             continue;
         }
@@ -175,13 +192,24 @@ fn rolling_revenue_example_through_kafka_gives_the_brute_force_reference_rows() 
     ];
     sets.extend(replay);
     let out_dir = tmp.path().join("output");
-    let failure = run_and_collect(&broker, &example, metrics, &sets, lines.len(), "rolling-revenue", &out_dir);
+    let failure = run_and_collect(
+        &broker,
+        &Run {
+            pipeline: &example,
+            metrics,
+            sets: &sets,
+            messages: lines.len(),
+            output: "rolling-revenue",
+            expected: &case.join("expected"),
+        },
+        &out_dir,
+    );
     assert!(failure.is_none(), "{}", failure.unwrap_or_default());
     if let Some(f) = compare(&case.join("expected"), &out_dir) {
         panic!("rolling-revenue through Kafka:\n{f}");
     }
     // The message key is the output key column, JSON-encoded; every row has one.
-    let rows = broker.consume("rolling-revenue", None, 2.0);
+    let rows = broker.consume("rolling-revenue", None, 10.0);
     assert!(!rows.is_empty());
     for r in &rows {
         let v: serde_json::Value = serde_json::from_str(r.value.as_deref().unwrap()).unwrap();

@@ -69,9 +69,10 @@ fn records(n: usize) -> Vec<String> {
 }
 
 /// Output rows in topic order as (k, n, total, last_seq).
-fn rows(broker: &Broker, topic: &str) -> Vec<(String, i64, i64, i64)> {
+/// Reads until one row more than `expected` (none should come) or 10 s without a message.
+fn rows(broker: &Broker, topic: &str, expected: usize) -> Vec<(String, i64, i64, i64)> {
     broker
-        .consume(topic, None, 3.0)
+        .consume(topic, Some(expected + 1), 10.0)
         .iter()
         .map(|m| {
             let v: serde_json::Value = serde_json::from_str(m.value.as_deref().expect("a value")).unwrap();
@@ -122,7 +123,7 @@ fn four_partitions_two_actors_process_each_record_once_in_key_order_with_the_one
             pipeline(tmp.path(), &format!("p{partitions}"), &broker.bootstrap(), (&inp, &out), &top, "", metrics);
         run(&path, metrics, input.len());
 
-        let got = rows(&broker, &out);
+        let got = rows(&broker, &out, input.len());
         assert_eq!(got.len(), input.len(), "{partitions} partitions: one row per record, exactly once");
         let mut per_key: BTreeMap<String, (i64, i64)> = BTreeMap::new();
         for (k, n, total, last_seq) in &got {
@@ -208,9 +209,9 @@ fn malformed_messages_go_to_the_dead_letter_topic_with_their_offsets_and_the_goo
     let (status, log) = eddy.terminate();
     assert!(status.success(), "eddy exited {status}:\n{log}");
 
-    let out = rows(&broker, "dl-out");
+    let out = rows(&broker, "dl-out", good.len());
     assert_eq!(out.len(), good.len(), "every good record gives its row");
-    let letters = broker.consume("dl-dead", None, 3.0);
+    let letters = broker.consume("dl-dead", Some(bad.len() + 1), 10.0);
     let mut sources = BTreeMap::new();
     for l in &letters {
         let v: serde_json::Value = serde_json::from_str(l.value.as_deref().unwrap()).unwrap();
