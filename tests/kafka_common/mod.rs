@@ -229,7 +229,11 @@ pub struct Eddy {
 impl Eddy {
     /// Starts `eddy run PIPELINE --no-progress [--set ...]` with logs at `info` to a file.
     pub fn start(pipeline: &Path, metrics: SocketAddr, sets: &[String]) -> Eddy {
-        let stderr = pipeline.with_extension("stderr.log");
+        let stderr = std::env::temp_dir().join(format!(
+            "eddy-test-{}-{}.log",
+            pipeline.file_stem().and_then(|s| s.to_str()).unwrap_or("pipeline"),
+            metrics.port()
+        ));
         let mut c = Command::new(env!("CARGO_BIN_EXE_eddy"));
         c.args(["run", "--no-progress"]);
         for s in sets {
@@ -254,7 +258,7 @@ impl Eddy {
         }
         let mut sum = None;
         for l in body.lines().filter(|l| !l.starts_with('#')) {
-            let (series, value) = l.rsplit_once(' ')?;
+            let Some((series, value)) = l.rsplit_once(' ') else { continue };
             let base = series.split('{').next().unwrap_or(series);
             if base == name {
                 *sum.get_or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
