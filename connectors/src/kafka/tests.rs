@@ -222,3 +222,38 @@ fn exactly_once_rows_are_visible_to_read_committed_readers_only_after_commit() {
     got.sort();
     assert_eq!(got, vec!["{\"n\": 1}".to_string(), "{\"n\": 2}".to_string()]);
 }
+
+#[test]
+fn pausing_for_back_pressure_loses_and_repeats_nothing() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("paused", 1, 1).unwrap();
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &boot).create().unwrap();
+    for i in 0..300 {
+        producer.send(BaseRecord::<str, str>::to("paused").payload(&format!("{{\"i\": {i}}}"))).unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let mut source = KafkaSource::new(source_config(&boot, "paused"), Box::new(NoObserver), &|| false).unwrap();
+    let mut items = Vec::new();
+    let started = Instant::now();
+    while items.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        source.poll(&mut items, 10, Duration::from_millis(100)).unwrap();
+    }
+    // Paused and resumed three times while reading in small polls.
+    for _ in 0..3 {
+        source.backpressure(true);
+        source.poll(&mut items, 10, Duration::from_millis(200)).unwrap();
+        source.backpressure(false);
+        source.poll(&mut items, 10, Duration::from_millis(200)).unwrap();
+    }
+    let rest = read_n(&mut source, 300 - items.len());
+    items.extend(rest);
+    let offsets: Vec<i64> = items
+        .iter()
+        .map(|i| match &i.position {
+            Position::Kafka { offset, .. } => *offset,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(offsets, (0..300).collect::<Vec<i64>>(), "every offset once, in order");
+}
