@@ -257,3 +257,21 @@ fn pausing_for_back_pressure_loses_and_repeats_nothing() {
         .collect();
     assert_eq!(offsets, (0..300).collect::<Vec<i64>>(), "every offset once, in order");
 }
+
+#[test]
+fn a_row_the_broker_never_acknowledges_fails_the_commit_after_the_configured_time() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("down", 1, 1).unwrap();
+    let mut cfg = sink_config(&boot, "down");
+    cfg.properties.insert(UNREACHABLE_TIMEOUT_KEY.into(), "1500".into());
+    let mut sink = KafkaSink::new("sink", cfg, &|| false).unwrap();
+    sink.write(0, "{\"ok\": 1}", None).unwrap();
+    sink.commit(0).unwrap();
+    cluster.broker_down(1).unwrap();
+    sink.write(1, "{\"lost\": 1}", None).unwrap();
+    let started = Instant::now();
+    let err = sink.commit(1).unwrap_err().to_string();
+    assert!(started.elapsed() < Duration::from_secs(15), "bounded by message.timeout.ms: {:?}", started.elapsed());
+    assert!(err.contains("not delivered") && err.contains("topic down"), "{err}");
+}
