@@ -10,8 +10,9 @@
 //! - **floor, 2 hops**: producer -> topic -> a forwarder (consumer + producer, no engine) ->
 //!   topic -> consumer: what any processor between two topics pays;
 //! - **eddy**: producer -> topic -> `eddy` (Kafka source, a rolling window per key with lifetime
-//!   `max(sent)` and a 10-second sum, Kafka sink) -> topic -> consumer. Each record gives one row
-//!   whose `sent` is the record's own (sent instants grow per key).
+//!   `max(sent)`, count and sum, Kafka sink) -> topic -> consumer. Each record gives exactly one
+//!   row (lifetime measures only: no expiry rows), whose `sent` is the record's own (sent instants
+//!   grow per key).
 //!
 //! "Eddy adds" = eddy - floor 2 hops. A tuning table measures the 1-hop floor under several
 //! `fetch.wait.max.ms` / `linger.ms` values (the defaults of `eddy_connectors::kafka`).
@@ -131,22 +132,33 @@ fn sent_of(payload: &[u8]) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Reads `topic` until `stop`, recording receive - sent (ns) for messages sent at or after `from`.
-fn reader(
-    c: BaseConsumer,
-    from: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    seen: Arc<AtomicU64>,
-) -> JoinHandle<Histogram<u64>> {
+/// What the reader of the output topic counts.
+#[derive(Default)]
+struct Seen {
+    /// Every message (probes too).
+    any: AtomicU64,
+    /// Messages sent at or after `counted_from` (the producer's first).
+    counted: AtomicU64,
+    /// Monotonic ns: messages sent from here on are counted (u64::MAX: none yet).
+    counted_from: AtomicU64,
+    /// Monotonic ns: messages sent from here on are measured (after the warm-up).
+    measured_from: AtomicU64,
+}
+
+/// Reads `topic` until `stop`, recording receive - sent (ns) of the measured messages.
+fn reader(c: BaseConsumer, seen: Arc<Seen>, stop: Arc<AtomicBool>) -> JoinHandle<Histogram<u64>> {
     std::thread::spawn(move || {
         let mut h = Histogram::<u64>::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds");
         while !stop.load(Ordering::Relaxed) {
             if let Some(Ok(m)) = c.poll(Duration::from_millis(50))
                 && let Some(sent) = m.payload().and_then(sent_of)
             {
-                seen.fetch_add(1, Ordering::Relaxed);
                 let now = monotonic_ns();
-                if sent >= from.load(Ordering::Relaxed) {
+                seen.any.fetch_add(1, Ordering::Relaxed);
+                if sent >= seen.counted_from.load(Ordering::Relaxed) {
+                    seen.counted.fetch_add(1, Ordering::Relaxed);
+                }
+                if sent >= seen.measured_from.load(Ordering::Relaxed) {
                     h.saturating_record(now.saturating_sub(sent).max(1));
                 }
             }
@@ -155,22 +167,22 @@ fn reader(
     })
 }
 
-/// Sends records to `topic` at `rate` per second for `warmup + measure`; returns the instant
-/// (monotonic ns) from which latencies count. Each record is sent at its scheduled instant or,
-/// when behind, at once with the scheduled stamp.
+/// Sends records to `topic` at `rate` per second for `warmup + measure` (setting `seen`'s
+/// counted / measured instants first); returns how many. Each record is sent at its scheduled
+/// instant or, when behind, at once with the scheduled stamp.
 fn produce(
     bootstrap: &str,
     topic: &str,
     rate: f64,
-    warmup: Duration,
-    measure: Duration,
+    (warmup, measure): (Duration, Duration),
     overrides: &[(&str, &str)],
-    from: &AtomicU64,
+    seen: &Seen,
 ) -> Result<u64> {
     let p: BaseProducer = client(bootstrap, SINK_DEFAULTS, overrides).create()?;
     let total = ((warmup + measure).as_secs_f64() * rate) as u64;
     let start = monotonic_ns() + 1_000_000;
-    from.store(start + warmup.as_nanos() as u64, Ordering::Relaxed);
+    seen.measured_from.store(start + warmup.as_nanos() as u64, Ordering::Relaxed);
+    seen.counted_from.store(start, Ordering::Relaxed);
     let wall0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_micros() as i64;
     let mut line = String::with_capacity(128);
     for i in 0..total {
@@ -258,9 +270,12 @@ fn run_path(
     }
     let read_topic = if path == Path::Floor1 { &input } else { &output };
     let stop = Arc::new(AtomicBool::new(false));
-    let from = Arc::new(AtomicU64::new(u64::MAX));
-    let seen = Arc::new(AtomicU64::new(0));
-    let read = reader(consumer(&broker.bootstrap, read_topic, tuning)?, from.clone(), stop.clone(), seen.clone());
+    let seen = Arc::new(Seen {
+        counted_from: AtomicU64::new(u64::MAX),
+        measured_from: AtomicU64::new(u64::MAX),
+        ..Seen::default()
+    });
+    let read = reader(consumer(&broker.bootstrap, read_topic, tuning)?, seen.clone(), stop.clone());
     let mut middle: Option<JoinHandle<()>> = None;
     let mut engine: Option<JoinHandle<Result<()>>> = None;
     let engine_stop = Arc::new(AtomicBool::new(false));
@@ -276,7 +291,7 @@ fn run_path(
                  [query]\ntype = \"rolling_window\"\npartition_by = [\"k\"]\norder_by = \"ts\"\n\
                  frontier = {{ delay = \"0 seconds\" }}\n\
                  measures = [{{ agg = \"max\", column = \"sent\", alias = \"sent\" }}, \
-                 {{ agg = \"sum\", column = \"v\", over = \"10 seconds\", alias = \"v_10s\" }}]\n\n\
+                 {{ agg = \"count\", column = \"v\", alias = \"n\" }}, {{ agg = \"sum\", column = \"v\", alias = \"total\" }}]\n\n\
                  [sink]\ntype = \"kafka\"\nbootstrap_servers = \"{b}\"\ntopic = \"{output}\"\nkey = [\"k\"]\n",
                 b = broker.bootstrap
             );
@@ -291,7 +306,7 @@ fn run_path(
     // Probe until the path delivers (the engine subscribed, the forwarder assigned).
     let probe_started = Instant::now();
     let probe: BaseProducer = client(&broker.bootstrap, SINK_DEFAULTS, &[]).create()?;
-    while seen.load(Ordering::Relaxed) == 0 {
+    while seen.any.load(Ordering::Relaxed) == 0 {
         if probe_started.elapsed() > Duration::from_secs(60) {
             bail!("{tag}: nothing came through within 60 s");
         }
@@ -301,13 +316,12 @@ fn run_path(
         probe.poll(Duration::from_millis(100));
     }
     probe.flush(Duration::from_secs(10))?;
-    let before = seen.load(Ordering::Relaxed);
-    let sent = produce(&broker.bootstrap, &input, rate, Duration::from_secs(1), measure, tuning, &from)?;
+    let sent = produce(&broker.bootstrap, &input, rate, (Duration::from_secs(1), measure), tuning, &seen)?;
     // Drain: wait until everything arrived (or 10 s without progress).
-    let mut last = (seen.load(Ordering::Relaxed), Instant::now());
-    while seen.load(Ordering::Relaxed) - before < sent && last.1.elapsed() < Duration::from_secs(10) {
+    let mut last = (seen.counted.load(Ordering::Relaxed), Instant::now());
+    while seen.counted.load(Ordering::Relaxed) < sent && last.1.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
-        let now = seen.load(Ordering::Relaxed);
+        let now = seen.counted.load(Ordering::Relaxed);
         if now != last.0 {
             last = (now, Instant::now());
         }
@@ -321,7 +335,7 @@ fn run_path(
         m.join().map_err(|_| anyhow::anyhow!("the forwarder panicked"))?;
     }
     let h = read.join().map_err(|_| anyhow::anyhow!("the reader panicked"))?;
-    Ok(Outcome { sent, received: seen.load(Ordering::Relaxed) - before, h })
+    Ok(Outcome { sent, received: seen.counted.load(Ordering::Relaxed), h })
 }
 
 fn ms(ns: u64) -> String {
