@@ -14,6 +14,10 @@ fi
 
 say "system packages"
 need=()
+# rdkafka builds its bundled librdkafka (gcc, g++, make, pkg-config, zlib1g-dev); kc (the Kafka
+# tests' independent client) makes a Python venv.
+dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 command -v python3 >/dev/null || need+=(python3)
 command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
@@ -26,6 +30,15 @@ if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; else sudo apt-get install -y -qq "${need[@]}"; fi
 fi
 
+# The Kafka test broker (tansu, built from crates.io once into ~/.cache/kafka-tools; about 15-25
+# minutes on a fresh 2-core machine) builds in the background, at low priority, while the
+# workspace compiles; the tests wait for it below. Each Kafka test starts and stops its own broker
+# on free loopback ports (tests/kafka_common/mod.rs), so nothing else needs to run.
+say "Kafka test broker: installing in the background"
+kafka_log=$(mktemp)
+nice -n 19 ../shared/tools/kafka/install >"$kafka_log" 2>&1 &
+kafka_install=$!
+
 say "rust components"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
 
@@ -37,6 +50,17 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 say "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+
+say "cargo test (building; the Kafka broker install goes on meanwhile)"
+cargo test --workspace --no-run -q
+
+say "Kafka test broker: waiting for the install"
+if ! wait "$kafka_install"; then
+  echo "scripts/test.sh: the Kafka test broker could not be installed:" >&2
+  cat "$kafka_log" >&2
+  exit 1
+fi
+echo "broker: $(tail -1 "$kafka_log")"
 
 say "cargo test"
 cargo test --workspace

@@ -10,9 +10,10 @@ use std::thread;
 use crossbeam_channel::bounded;
 
 use eddy_connectors::files::{FilesSink, FilesSource};
+use eddy_connectors::kafka::{KafkaSink, KafkaSinkConfig, KafkaSource, KafkaSourceConfig};
 use eddy_connectors::nexmark::{NexmarkSource, NexmarkTable};
 use eddy_connectors::stdio::{StdinSource, StdoutSink};
-use eddy_connectors::{Sink, Source};
+use eddy_connectors::{ConnectorError, Sink, Source};
 use eddy_engine::decode::{CsvDecoder, Decoder, JsonDecoder};
 use eddy_engine::plan::QueryPlan;
 use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, SinkSpec, SourceKind};
@@ -20,6 +21,7 @@ use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, Sink
 use crate::checkpoint::{self, Checkpointer, FolderStore, SnapshotWriter};
 use crate::clock::{Clock, ReplayClock, SystemClock};
 use crate::coordinator::{Coordinator, UnitStarts};
+use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::server::MetricsServer;
 use crate::metrics::{Health, Metrics};
 use crate::partition::PartitionActor;
@@ -103,16 +105,39 @@ pub enum RuntimeError {
     Failed(String),
 }
 
-fn open_sink(spec: &SinkSpec, field: &str, real_time: bool) -> Result<Box<dyn Sink>, RuntimeError> {
+/// A Kafka connector that could not open: a setting librdkafka refuses is the pipeline's fault
+/// (`field`); a broker that stays unreachable is a failure while running (exit 1).
+fn kafka_open_error(field: &str, e: ConnectorError) -> RuntimeError {
+    match e {
+        ConnectorError::Config(why) => RuntimeError::Open { field: field.into(), why },
+        other => RuntimeError::Failed(other.to_string()),
+    }
+}
+
+fn open_sink(
+    spec: &SinkSpec,
+    field: &str,
+    real_time: bool,
+    pipeline: &str,
+    stop: &AtomicBool,
+) -> Result<Box<dyn Sink>, RuntimeError> {
     match spec {
         SinkSpec::Files { path } => FilesSink::new(path, "batch")
             .map(|s| Box::new(s) as Box<dyn Sink>)
             .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() }),
         SinkSpec::Stdout => Ok(Box::new(StdoutSink::new(real_time))),
-        SinkSpec::Kafka { .. } => Err(RuntimeError::Unsupported {
-            field: format!("{field}.type"),
-            why: "the kafka sink is not built yet (issue: Kafka source and sink)".into(),
-        }),
+        SinkSpec::Kafka { bootstrap_servers, topic, key: _, properties, exactly_once } => {
+            let config = KafkaSinkConfig {
+                bootstrap_servers: bootstrap_servers.clone(),
+                topic: topic.clone(),
+                properties: properties.clone(),
+                // One transactional id per pipeline and sink: a restarted run fences the old one.
+                transactional_id: exactly_once.then(|| format!("eddy-{pipeline}-{field}")),
+            };
+            KafkaSink::new(field, config, &|| stop.load(Ordering::SeqCst))
+                .map(|s| Box::new(s) as Box<dyn Sink>)
+                .map_err(|e| kafka_open_error(&format!("{field}.properties"), e))
+        }
     }
 }
 
@@ -139,6 +164,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         }
         None => (Metrics::disabled(parallelism), None),
     };
+    let stop = opts.stop.unwrap_or_default();
     let frontier_delay = match &pipeline.query {
         QuerySpec::RollingWindow { frontier_delay, .. } => Some(*frontier_delay),
         _ => None,
@@ -165,11 +191,19 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
                         .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
                 )
             }
-            SourceKind::Kafka { .. } => {
-                return Err(RuntimeError::Unsupported {
-                    field: "source.type".into(),
-                    why: "the kafka source is not built yet (issue: Kafka source and sink)".into(),
-                });
+            SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties } => {
+                let config = KafkaSourceConfig {
+                    bootstrap_servers: bootstrap_servers.clone(),
+                    topics: topics.clone(),
+                    group_id: group_id.clone(),
+                    starting_offsets: *starting_offsets,
+                    properties: properties.clone(),
+                };
+                let reporter = KafkaReporter::new(health.clone(), metrics.clone());
+                Box::new(
+                    KafkaSource::new(config, Box::new(reporter), &|| stop.load(Ordering::SeqCst))
+                        .map_err(|e| kafka_open_error("source.properties", e))?,
+                )
             }
         },
     };
@@ -187,19 +221,20 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             ))
         }
     };
-    // Files, stdin and Nexmark are connected once opened; the Kafka source will track its broker.
+    // Files, stdin and Nexmark are connected once opened; the Kafka source is connected once
+    // opened too, and reports to `health` when its broker becomes unreachable or reachable again.
     health.set_sources_connected(true);
 
     let mut sink = match opts.sink_override {
         Some(s) => s,
-        None => open_sink(&pipeline.sink, "sink", real_time)?,
+        None => open_sink(&pipeline.sink, "sink", real_time, &pipeline.name, &stop)?,
     };
     let mut late = match &pipeline.late_sink {
-        Some(s) => Some((open_sink(s, "late_sink", real_time)?, plan.input_names.clone())),
+        Some(s) => Some((open_sink(s, "late_sink", real_time, &pipeline.name, &stop)?, plan.input_names.clone())),
         None => None,
     };
     let mut dead_letter = match &pipeline.dead_letter {
-        Some(s) => Some(open_sink(s, "dead_letter", real_time)?),
+        Some(s) => Some(open_sink(s, "dead_letter", real_time, &pipeline.name, &stop)?),
         None => None,
     };
     let key = match &pipeline.sink {
@@ -213,7 +248,6 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         ClockSpec::System => Arc::new(SystemClock),
         ClockSpec::Replay { .. } => Arc::new(ReplayClock),
     };
-    let stop = opts.stop.unwrap_or_default();
     let counters = opts.counters.unwrap_or_default();
     let units = Arc::new(UnitStarts::default());
 

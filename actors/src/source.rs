@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
 use eddy_connectors::{Payload, Poll, Position, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
@@ -39,6 +39,9 @@ const BATCH: usize = 256;
 const POLL_MAX: usize = 4096;
 /// Real-time: epochs the source may run ahead of the last committed one before it waits.
 const MAX_EPOCHS_IN_FLIGHT: u64 = 64;
+/// How long the source waits on a full partition queue before telling the source to stop
+/// fetching ([`Source::backpressure`]; Kafka: pause its partitions) until there is room.
+const PAUSE_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Counters shared with the caller (progress, summary).
 #[derive(Debug, Default)]
@@ -152,13 +155,23 @@ impl SourceActor {
         Ok(())
     }
 
-    /// Sends to partition actor `p`; time spent waiting on its full queue is back-pressure.
+    /// Sends to partition actor `p`; time spent waiting on its full queue is back-pressure, and
+    /// past [`PAUSE_AFTER`] the source stops fetching until the message is sent.
     fn send_to(&self, p: usize, msg: ToPartition) -> Result<(), SourceError> {
         match self.partitions[p].try_send(msg) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(msg)) => {
                 let waited = Instant::now();
-                let sent = self.partitions[p].send(msg).map_err(|_| SourceError::PeerGone);
+                let sent = match self.partitions[p].send_timeout(msg, PAUSE_AFTER) {
+                    Ok(()) => Ok(()),
+                    Err(SendTimeoutError::Timeout(msg)) => {
+                        self.source.backpressure(true);
+                        let sent = self.partitions[p].send(msg).map_err(|_| SourceError::PeerGone);
+                        self.source.backpressure(false);
+                        sent
+                    }
+                    Err(SendTimeoutError::Disconnected(_)) => Err(SourceError::PeerGone),
+                };
                 self.metrics.partitions[p].backpressure.record(waited.elapsed().as_secs_f64());
                 sent
             }

@@ -10,10 +10,12 @@
 //! cargo run --release -p eddy-bench -- nexmark      # q5, q7, q11, q12, rolling: throughput, latency, rate sweep
 //! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
 //! cargo run --release -p eddy-bench -- all [--smoke]
+//! cargo run --release -p eddy-bench -- kafka [--smoke]  # end to end through a real broker vs the broker floor (not in `all`: needs the broker)
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
 mod checkpoint;
+mod kafka;
 mod nexmark;
 mod plot;
 mod report;
@@ -39,6 +41,7 @@ fn main() -> Result<()> {
         "metrics" => suites::metrics(smoke),
         "nexmark" => nexmark::nexmark(smoke),
         "checkpoint" => checkpoint::checkpoint(smoke),
+        "kafka" => kafka::kafka(smoke),
         "all" => {
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
@@ -49,7 +52,7 @@ fn main() -> Result<()> {
             checkpoint::checkpoint(smoke)
         }
         other => bail!(
-            "unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, nexmark, checkpoint or all"
+            "unknown suite {other:?}; expected latency, throughput, timers, slow-sink, metrics, nexmark, checkpoint, kafka or all"
         ),
     }
 }

@@ -11,11 +11,13 @@ use std::fmt;
 use eddy_engine::Record;
 
 pub mod files;
+pub mod kafka;
 pub mod nexmark;
 pub mod offset;
 pub mod stdio;
 
 pub use files::{FilesSink, FilesSource};
+pub use kafka::{KafkaSink, KafkaSource};
 pub use nexmark::{NexmarkSource, NexmarkTable};
 pub use offset::{KafkaPartitionOffset, SourceOffset};
 pub use stdio::{StdinSource, StdoutSink};
@@ -154,6 +156,13 @@ pub trait Source: Send {
             "this source cannot resume from the checkpoint's {} offset {offset}",
             offset.kind()
         )))
+    }
+
+    /// The engine's queues are full (`true`: the runtime is about to wait for room) or have room
+    /// again (`false`). A source that can stop fetching does (Kafka: pauses its partitions, so
+    /// memory stays bounded); the default does nothing.
+    fn backpressure(&self, full: bool) {
+        let _ = full;
     }
 }
 

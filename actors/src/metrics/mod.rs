@@ -22,6 +22,7 @@
 //!   [`KAFKA_CONSUMER_LAG`]) are exported from the start with value 0 (the Kafka one with
 //!   `source_partition="none"`) so dashboards and alerts resolve; those issues make them live.
 
+pub mod kafka;
 pub mod server;
 #[cfg(test)]
 mod tests;
@@ -64,7 +65,8 @@ pub const CHECKPOINT_SIZE: &str = "eddy_checkpoint_size_bytes";
 pub const CHECKPOINT_AGE: &str = "eddy_checkpoint_age_seconds";
 /// Failed checkpoints (counter; live with the checkpoint issue).
 pub const CHECKPOINT_FAILURES: &str = "eddy_checkpoint_failures_total";
-/// Kafka consumer lag per source partition (gauge, records; live with the Kafka issue).
+/// Kafka consumer lag per source partition (gauge, records; `source_partition="<topic>/<partition>"`,
+/// reported about once a second by [`kafka::KafkaReporter`]; `"none"` at 0 without a Kafka source).
 pub const KAFKA_CONSUMER_LAG: &str = "eddy_kafka_consumer_lag_records";
 /// Messages waiting in a partition actor's input queue (gauge; label `partition`).
 pub const QUEUE_DEPTH: &str = "eddy_queue_depth_messages";
@@ -397,7 +399,7 @@ impl Metrics {
     }
 
     /// The consumer-lag gauge of one Kafka source partition (registered on first use; a no-op
-    /// handle when disabled). For the Kafka source issue.
+    /// handle when disabled).
     pub fn kafka_consumer_lag(&self, source_partition: &str) -> Gauge {
         Registrar(self.recorder.as_deref()).gauge(KAFKA_CONSUMER_LAG, &[("source_partition", source_partition.into())])
     }

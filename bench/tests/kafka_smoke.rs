@@ -1,0 +1,36 @@
+//! The `kafka` suite runs in its tiny version against a broker it starts itself, and reports
+//! (the numbers of a debug build mean nothing and are not checked). Skipped loudly without the
+//! test broker (`../shared/tools/kafka/install`), failed under `CI=true`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+
+#[test]
+fn kafka_suite_runs_every_path_and_reports() {
+    let home = std::env::var_os("KAFKA_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/kafka-tools"));
+    if !home.join("bin/tansu").is_file() {
+        let msg = "the Kafka test broker is not installed (../shared/tools/kafka/install)";
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{msg}: CI=true, so this test must not be skipped");
+        let _ = writeln!(std::io::stderr(), "\n!!!!!!!! SKIPPED bench kafka smoke: {msg} !!!!!!!!\n");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_eddy-bench"))
+        .args(["kafka", "--smoke"])
+        .env("EDDY_LOG", "warn")
+        .env_remove("KAFKA_BOOTSTRAP")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    for row in ["## kafka", "| floor, 1 hop |", "| floor, 2 hops |", "| eddy |", "### kafka tuning"] {
+        assert!(text.contains(row), "missing {row} in:\n{text}");
+    }
+    // Every record sent came through on each path.
+    for line in text.lines().filter(|l| l.starts_with("| floor") || l.starts_with("| eddy |")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert_eq!(cells[3], cells[4], "sent vs received: {line}");
+    }
+}

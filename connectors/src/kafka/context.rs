@@ -1,0 +1,217 @@
+//! librdkafka callbacks: logs to `tracing`, broker state and offsets from the statistics, errors
+//! and delivery reports kept for the source / sink thread to act on.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, ConsumerContext, Rebalance};
+use rdkafka::error::KafkaError;
+use rdkafka::message::DeliveryResult;
+use rdkafka::producer::ProducerContext;
+use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaErrorCode;
+
+/// Whether an error says the path to the broker is broken (retried by librdkafka).
+pub(crate) fn is_transport(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::Resolve
+                | RDKafkaErrorCode::OperationTimedOut
+                | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::NetworkException
+        )
+    )
+}
+
+fn log_librdkafka(level: RDKafkaLogLevel, fac: &str, message: &str) {
+    // Connection failures are repeated on every retry: Eddy logs its own line about an unreachable
+    // broker (at most every 5 s), so librdkafka's go to debug.
+    let connection = matches!(fac, "FAIL" | "CONNECT" | "BROKERFAIL");
+    match level {
+        RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error
+            if !connection =>
+        {
+            tracing::warn!(target: "librdkafka", facility = fac, "{message}")
+        }
+        RDKafkaLogLevel::Warning if !connection => tracing::warn!(target: "librdkafka", facility = fac, "{message}"),
+        RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info if !connection => {
+            tracing::info!(target: "librdkafka", facility = fac, "{message}")
+        }
+        _ => tracing::debug!(target: "librdkafka", facility = fac, "{message}"),
+    }
+}
+
+/// Offsets of one partition as the last statistics gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PartitionOffsets {
+    /// Low watermark (first offset), -1 when unknown.
+    pub lo: i64,
+    /// High watermark (next offset to be written), -1 when unknown.
+    pub hi: i64,
+    /// Next offset handed to the application, -1 when none yet.
+    pub app: i64,
+    /// Whether the partition is assigned to this consumer.
+    pub desired: bool,
+}
+
+/// What the consumer's callbacks saw since the source last looked.
+#[derive(Debug, Default)]
+pub(crate) struct SourceState {
+    /// From the last statistics or transport error: is some broker connection up?
+    /// `None` before the first report.
+    pub broker_up: Option<bool>,
+    /// The last transport error, for the log line.
+    pub last_error: Option<String>,
+    /// Per (topic, partition), from the last statistics.
+    pub offsets: HashMap<(String, i32), PartitionOffsets>,
+    /// Set by every callback; cleared by the source when it has read the state.
+    pub changed: bool,
+}
+
+/// The consumer's context.
+#[derive(Debug, Default)]
+pub(crate) struct SourceContext {
+    pub state: Mutex<SourceState>,
+    last_warn: Mutex<Option<Instant>>,
+}
+
+impl SourceContext {
+    fn update(&self, f: impl FnOnce(&mut SourceState)) {
+        // A poisoned lock means a callback panicked (a bug); the state is still usable.
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut s);
+        s.changed = true;
+    }
+}
+
+/// Warns at most once per `every` (`last` remembers when).
+fn warn_limited(last: &Mutex<Option<Instant>>, every: Duration, f: impl FnOnce()) {
+    let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
+    if l.is_none_or(|t| t.elapsed() >= every) {
+        *l = Some(Instant::now());
+        f();
+    }
+}
+
+impl ClientContext for SourceContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
+        log_librdkafka(level, fac, log_message);
+    }
+
+    fn stats(&self, stats: Statistics) {
+        // A broker counts when it is a real connection (not librdkafka's internal one) in state UP.
+        let up = stats.brokers.values().any(|b| b.source != "internal" && b.state == "UP");
+        let mut offsets = HashMap::new();
+        for (name, topic) in &stats.topics {
+            for p in topic.partitions.values().filter(|p| p.partition >= 0) {
+                offsets.insert(
+                    (name.clone(), p.partition),
+                    PartitionOffsets { lo: p.lo_offset, hi: p.hi_offset, app: p.app_offset, desired: p.desired },
+                );
+            }
+        }
+        self.update(|s| {
+            s.broker_up = Some(up);
+            s.offsets = offsets;
+        });
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if is_transport(&error) {
+            let all_down = error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown);
+            self.update(|s| {
+                if all_down {
+                    s.broker_up = Some(false);
+                }
+                s.last_error = Some(format!("{error}: {reason}"));
+            });
+            tracing::debug!(%error, reason, "Kafka consumer transport error (retried by librdkafka)");
+        } else {
+            warn_limited(&self.last_warn, Duration::from_secs(1), || {
+                tracing::warn!(%error, reason, "Kafka consumer error (at most one such line a second)");
+            });
+        }
+    }
+}
+
+impl ConsumerContext for SourceContext {
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(tpl) => {
+                let parts: Vec<String> =
+                    tpl.elements().iter().map(|e| format!("{}/{}", e.topic(), e.partition())).collect();
+                tracing::info!(partitions = %parts.join(","), "Kafka partitions assigned");
+            }
+            Rebalance::Revoke(tpl) => {
+                let parts: Vec<String> =
+                    tpl.elements().iter().map(|e| format!("{}/{}", e.topic(), e.partition())).collect();
+                tracing::info!(partitions = %parts.join(","), "Kafka partitions revoked");
+            }
+            Rebalance::Error(e) => tracing::warn!(error = %e, "Kafka rebalance failed"),
+        }
+    }
+}
+
+/// The producer's context: the first delivery failure, kept until the sink reports it.
+#[derive(Debug, Default)]
+pub(crate) struct SinkContext {
+    /// The first failure not yet reported (a message not delivered after librdkafka's retries,
+    /// or a fatal error).
+    pub failure: Mutex<Option<String>>,
+    last_warn: Mutex<Option<Instant>>,
+}
+
+impl SinkContext {
+    fn fail(&self, why: String) {
+        let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(why);
+        }
+    }
+
+    /// Takes the failure, if any.
+    pub fn take_failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+impl ClientContext for SinkContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
+        log_librdkafka(level, fac, log_message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal) {
+            self.fail(format!("fatal producer error: {error}: {reason}"));
+        } else if is_transport(&error) {
+            warn_limited(&self.last_warn, Duration::from_secs(5), || {
+                tracing::warn!(%error, reason, "Kafka sink: broker unreachable, librdkafka retries (at most one such line every 5 s)");
+            });
+        } else {
+            warn_limited(&self.last_warn, Duration::from_secs(1), || {
+                tracing::warn!(%error, reason, "Kafka producer error (at most one such line a second)");
+            });
+        }
+    }
+}
+
+impl ProducerContext for SinkContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
+        if let Err((e, m)) = result {
+            use rdkafka::Message;
+            self.fail(format!(
+                "a message to {} (partition {}) was not delivered after librdkafka's retries: {e}",
+                m.topic(),
+                m.partition()
+            ));
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! [`KafkaSource`]: a consumer polled on the source actor's thread.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use rdkafka::Message;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+use eddy_engine::spec::StartingOffsets;
+
+use super::context::{SourceContext, is_transport};
+use super::{KafkaObserver, SOURCE_DEFAULTS, UNREACHABLE_TIMEOUT_KEY, client_config, wait_for_topics};
+use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem};
+
+/// How often the source logs while the broker stays unreachable.
+const DOWN_LOG_EVERY: Duration = Duration::from_secs(5);
+
+/// The `[source]` fields of a `kafka` source (PIPELINE.md).
+#[derive(Debug, Clone)]
+pub struct KafkaSourceConfig {
+    /// `bootstrap_servers`: `host:port[,host:port...]`.
+    pub bootstrap_servers: String,
+    /// `topic` / `topics`: at least one.
+    pub topics: Vec<String>,
+    /// `group_id`.
+    pub group_id: String,
+    /// `starting_offsets`: where a group without committed offsets starts (`auto.offset.reset`).
+    pub starting_offsets: StartingOffsets,
+    /// `properties`: librdkafka settings over [`SOURCE_DEFAULTS`], and Eddy's `eddy.` keys.
+    pub properties: BTreeMap<String, String>,
+}
+
+/// A Kafka source: messages of the subscribed topics, each with its `topic/partition@offset`.
+///
+/// Ordering: messages of one partition come in offset order; partitions interleave. The next
+/// offset of each partition is tracked here ([`KafkaSource::positions`]); nothing is committed
+/// to the broker.
+pub struct KafkaSource {
+    consumer: BaseConsumer<SourceContext>,
+    bootstrap_servers: String,
+    starting_offsets: StartingOffsets,
+    positions: HashMap<(String, i32), i64>,
+    unreachable_timeout: Duration,
+    /// Since when the broker is unreachable (None: reachable).
+    down_since: Option<Instant>,
+    last_down_log: Instant,
+    last_error_log: Option<Instant>,
+    observer: Box<dyn KafkaObserver>,
+}
+
+impl std::fmt::Debug for KafkaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSource")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("positions", &self.positions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaSource {
+    /// Connects: waits until the broker answers and every topic exists (a warning per attempt,
+    /// at most `eddy.unreachable.timeout.ms`), then subscribes. `observer` hears about
+    /// connectivity and consumer lag; `stop()` returning true ends the wait early.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] for a setting librdkafka refuses (the message names it);
+    /// [`ConnectorError::External`] when the broker is not usable within the timeout.
+    pub fn new(
+        config: KafkaSourceConfig,
+        observer: Box<dyn KafkaObserver>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<KafkaSource, ConnectorError> {
+        let (mut client, unreachable_timeout) =
+            client_config(&config.bootstrap_servers, SOURCE_DEFAULTS, &config.properties)?;
+        client.set("group.id", &config.group_id);
+        if !config.properties.contains_key("auto.offset.reset") {
+            let reset = match config.starting_offsets {
+                StartingOffsets::Earliest => "earliest",
+                StartingOffsets::Latest => "latest",
+            };
+            client.set("auto.offset.reset", reset);
+        }
+        let consumer: BaseConsumer<SourceContext> = client
+            .create_with_context(SourceContext::default())
+            .map_err(|e| ConnectorError::Config(format!("librdkafka refused the settings: {e}")))?;
+        wait_for_topics(
+            consumer.client(),
+            "source",
+            &config.bootstrap_servers,
+            &config.topics,
+            unreachable_timeout,
+            stop,
+        )?;
+        observer.connected(true);
+        let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+        consumer.subscribe(&topics).map_err(|e| {
+            ConnectorError::External(format!("Kafka source: cannot subscribe to {}: {e}", config.topics.join(", ")))
+        })?;
+        tracing::info!(
+            bootstrap_servers = %config.bootstrap_servers,
+            topics = %config.topics.join(","),
+            group_id = %config.group_id,
+            "Kafka source subscribed"
+        );
+        Ok(KafkaSource {
+            consumer,
+            bootstrap_servers: config.bootstrap_servers,
+            starting_offsets: config.starting_offsets,
+            positions: HashMap::new(),
+            unreachable_timeout,
+            down_since: None,
+            last_down_log: Instant::now(),
+            last_error_log: None,
+            observer,
+        })
+    }
+
+    /// The next offset to read of every partition read so far, by (topic, partition).
+    pub fn positions(&self) -> BTreeMap<(String, i32), i64> {
+        self.positions.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    /// Reads what the callbacks saw: broker state transitions (logged, reported, and failing the
+    /// run past the timeout) and, with fresh statistics, the consumer lag.
+    fn check(&mut self) -> Result<(), ConnectorError> {
+        let (up, last_error, offsets) = {
+            let mut s = self.consumer.context().state.lock().unwrap_or_else(|p| p.into_inner());
+            if !s.changed {
+                (None, None, None)
+            } else {
+                s.changed = false;
+                (s.broker_up, s.last_error.clone(), Some(s.offsets.clone()))
+            }
+        };
+        match (up, self.down_since) {
+            (Some(false), None) => {
+                self.down_since = Some(Instant::now());
+                self.last_down_log = Instant::now();
+                self.observer.connected(false);
+                tracing::warn!(
+                    bootstrap_servers = %self.bootstrap_servers,
+                    error = last_error.as_deref().unwrap_or("no broker connection up"),
+                    "Kafka broker unreachable; reconnecting (the run fails after {:.1} s, {UNREACHABLE_TIMEOUT_KEY})",
+                    self.unreachable_timeout.as_secs_f64()
+                );
+            }
+            (Some(true), Some(since)) => {
+                self.down_since = None;
+                self.observer.connected(true);
+                tracing::info!(
+                    bootstrap_servers = %self.bootstrap_servers,
+                    down_s = format!("{:.1}", since.elapsed().as_secs_f64()),
+                    "Kafka broker reachable again"
+                );
+            }
+            _ => {}
+        }
+        if let Some(since) = self.down_since {
+            let down = since.elapsed();
+            if down >= self.unreachable_timeout {
+                return Err(ConnectorError::External(format!(
+                    "Kafka source: the broker(s) at {} unreachable for {:.1} s ({UNREACHABLE_TIMEOUT_KEY} = {}){}",
+                    self.bootstrap_servers,
+                    down.as_secs_f64(),
+                    self.unreachable_timeout.as_millis(),
+                    last_error.map(|e| format!(": {e}")).unwrap_or_default()
+                )));
+            }
+            if self.last_down_log.elapsed() >= DOWN_LOG_EVERY {
+                self.last_down_log = Instant::now();
+                tracing::warn!(
+                    bootstrap_servers = %self.bootstrap_servers,
+                    down_s = format!("{:.1}", down.as_secs_f64()),
+                    "Kafka broker still unreachable; reconnecting (at most one such line every 5 s)"
+                );
+            }
+        }
+        if let Some(offsets) = offsets {
+            for ((topic, partition), o) in offsets.iter().filter(|(_, o)| o.desired && o.hi >= 0) {
+                let next = match self.positions.get(&(topic.clone(), *partition)) {
+                    Some(&n) => n,
+                    None if o.app >= 0 => o.app,
+                    None => match self.starting_offsets {
+                        StartingOffsets::Earliest => o.lo.max(0),
+                        StartingOffsets::Latest => o.hi,
+                    },
+                };
+                self.observer.lag(topic, *partition, (o.hi - next).max(0));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Source for KafkaSource {
+    /// Appends up to `max` messages, waiting at most `timeout` for the first. A message without
+    /// value (a tombstone) is an empty payload. Transport errors are not returned: librdkafka
+    /// reconnects, and the source fails only once the broker stayed unreachable past
+    /// `eddy.unreachable.timeout.ms`.
+    fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: Duration) -> Result<Poll, ConnectorError> {
+        let start = out.len();
+        let deadline = Instant::now() + timeout;
+        let mut wait = timeout;
+        while out.len() - start < max {
+            match self.consumer.poll(wait) {
+                None => {
+                    if out.len() > start || Instant::now() >= deadline {
+                        break;
+                    }
+                    wait = deadline.saturating_duration_since(Instant::now());
+                }
+                Some(Ok(m)) => {
+                    let topic = m.topic().to_string();
+                    let (partition, offset) = (m.partition(), m.offset());
+                    out.push(SourceItem {
+                        payload: Payload::Raw(m.payload().map(<[u8]>::to_vec).unwrap_or_default()),
+                        position: Position::Kafka { topic: topic.clone(), partition, offset },
+                        created_ns: 0,
+                    });
+                    self.positions.insert((topic, partition), offset + 1);
+                    wait = Duration::ZERO;
+                }
+                Some(Err(e)) if is_transport(&e) => {
+                    tracing::debug!(error = %e, "Kafka consumer transport error (librdkafka reconnects)");
+                    if out.len() > start || Instant::now() >= deadline {
+                        break;
+                    }
+                    wait = deadline.saturating_duration_since(Instant::now());
+                }
+                Some(Err(e)) if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::Fatal) => {
+                    return Err(ConnectorError::External(format!("Kafka source: fatal consumer error: {e}")));
+                }
+                Some(Err(e)) => {
+                    // Consumer errors are informational in librdkafka (it retries) unless fatal.
+                    if self.last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                        self.last_error_log = Some(Instant::now());
+                        tracing::warn!(error = %e, "Kafka consumer error (at most one such line a second)");
+                    }
+                    if out.len() > start || Instant::now() >= deadline {
+                        break;
+                    }
+                    wait = deadline.saturating_duration_since(Instant::now());
+                }
+            }
+        }
+        self.check()?;
+        Ok(if out.len() > start { Poll::Data } else { Poll::Idle })
+    }
+
+    /// Pauses (`full`) or resumes fetching of every assigned partition; the position of each is
+    /// kept, so nothing is skipped or read twice.
+    fn backpressure(&self, full: bool) {
+        let Ok(assignment) = self.consumer.assignment() else { return };
+        let result = if full { self.consumer.pause(&assignment) } else { self.consumer.resume(&assignment) };
+        match result {
+            Ok(()) => tracing::debug!(paused = full, "Kafka source back-pressure"),
+            Err(e) => tracing::warn!(error = %e, paused = full, "Kafka source: pause / resume failed"),
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Unit tests on librdkafka's mock cluster (in process; the real-broker tests are the workspace's
+//! `tests/kafka_*.rs`). The mock cluster also serves the `exactly_once` test: the test broker
+//! (tansu) has no transactions.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::Message;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+use eddy_engine::spec::StartingOffsets;
+
+use super::*;
+use crate::{Payload, Poll, Position, Sink, Source, SourceItem};
+
+fn source_config(bootstrap: &str, topic: &str) -> KafkaSourceConfig {
+    KafkaSourceConfig {
+        bootstrap_servers: bootstrap.into(),
+        topics: vec![topic.into()],
+        group_id: format!("test-{topic}"),
+        starting_offsets: StartingOffsets::Earliest,
+        properties: BTreeMap::new(),
+    }
+}
+
+fn sink_config(bootstrap: &str, topic: &str) -> KafkaSinkConfig {
+    KafkaSinkConfig {
+        bootstrap_servers: bootstrap.into(),
+        topic: topic.into(),
+        properties: BTreeMap::new(),
+        transactional_id: None,
+    }
+}
+
+/// Polls `source` until `n` items arrived or 20 s passed.
+fn read_n(source: &mut KafkaSource, n: usize) -> Vec<SourceItem> {
+    let mut out = Vec::new();
+    let started = Instant::now();
+    while out.len() < n && started.elapsed() < Duration::from_secs(20) {
+        let before = out.len();
+        let p = source.poll(&mut out, 1000, Duration::from_millis(100)).unwrap();
+        assert_eq!(p == Poll::Data, out.len() > before, "Data exactly when items were appended");
+    }
+    out
+}
+
+#[derive(Default, Clone)]
+struct Seen(Arc<Mutex<Vec<String>>>);
+
+impl KafkaObserver for Seen {
+    fn connected(&self, connected: bool) {
+        self.0.lock().unwrap().push(format!("connected {connected}"));
+    }
+    fn lag(&self, topic: &str, partition: i32, records: i64) {
+        self.0.lock().unwrap().push(format!("lag {topic}/{partition} {records}"));
+    }
+}
+
+#[test]
+fn rows_written_by_the_sink_are_read_back_in_order_with_their_positions() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("rows", 1, 1).unwrap();
+    let mut sink = KafkaSink::new("sink", sink_config(&boot, "rows"), &|| false).unwrap();
+    let lines: Vec<String> = (0..200).map(|i| format!("{{\"i\": {i}}}")).collect();
+    for l in &lines {
+        sink.write(0, l, Some("{\"k\": 1}")).unwrap();
+    }
+    sink.commit(0).unwrap();
+    let seen = Seen::default();
+    let mut source = KafkaSource::new(source_config(&boot, "rows"), Box::new(seen.clone()), &|| false).unwrap();
+    let items = read_n(&mut source, lines.len());
+    let got: Vec<String> = items
+        .iter()
+        .map(|i| match &i.payload {
+            Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
+            Payload::Record(_) => panic!("a Kafka source hands raw payloads"),
+        })
+        .collect();
+    assert_eq!(got, lines);
+    for (n, item) in items.iter().enumerate() {
+        assert_eq!(item.position, Position::Kafka { topic: "rows".into(), partition: 0, offset: n as i64 });
+    }
+    assert_eq!(source.positions(), BTreeMap::from([(("rows".to_string(), 0), 200)]));
+    assert_eq!(seen.0.lock().unwrap().first().map(String::as_str), Some("connected true"));
+}
+
+#[test]
+fn a_tombstone_is_an_empty_payload_with_its_offset() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("tomb", 1, 1).unwrap();
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &boot).create().unwrap();
+    producer.send(BaseRecord::<str, str>::to("tomb").payload("{\"a\": 1}")).unwrap();
+    producer.send(BaseRecord::<str, str>::to("tomb").key("gone")).unwrap();
+    producer.send(BaseRecord::<str, str>::to("tomb").payload("")).unwrap();
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let mut source = KafkaSource::new(source_config(&boot, "tomb"), Box::new(NoObserver), &|| false).unwrap();
+    let items = read_n(&mut source, 3);
+    let payloads: Vec<Vec<u8>> = items
+        .iter()
+        .map(|i| match &i.payload {
+            Payload::Raw(b) => b.clone(),
+            Payload::Record(_) => panic!("raw expected"),
+        })
+        .collect();
+    assert_eq!(payloads, vec![b"{\"a\": 1}".to_vec(), Vec::new(), Vec::new()]);
+    assert_eq!(items[1].position.to_string(), "tomb/0@1");
+}
+
+#[test]
+fn unreachable_broker_at_start_fails_after_the_configured_time() {
+    // A port nobody listens on: bind, read the port, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut cfg = source_config(&format!("127.0.0.1:{port}"), "nowhere");
+    cfg.properties.insert(UNREACHABLE_TIMEOUT_KEY.into(), "1500".into());
+    let started = Instant::now();
+    let err = KafkaSource::new(cfg, Box::new(NoObserver), &|| false).unwrap_err().to_string();
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1500) && took < Duration::from_secs(10), "took {took:?}");
+    assert!(err.contains("within 1.5 s") && err.contains(UNREACHABLE_TIMEOUT_KEY), "{err}");
+}
+
+#[test]
+fn a_missing_topic_is_named_when_the_wait_ends() {
+    let cluster = MockCluster::new(1).unwrap();
+    let mut cfg = sink_config(&cluster.bootstrap_servers(), "absent");
+    cfg.properties.insert(UNREACHABLE_TIMEOUT_KEY.into(), "600".into());
+    let err = KafkaSink::new("sink", cfg, &|| false).unwrap_err().to_string();
+    assert!(err.contains("absent") && err.contains("not found"), "{err}");
+}
+
+#[test]
+fn unknown_eddy_settings_and_bad_timeouts_are_refused_with_the_field() {
+    let mut p = BTreeMap::new();
+    p.insert("eddy.nonsense".to_string(), "1".to_string());
+    let err = client_config("x:1", &[], &p).unwrap_err().to_string();
+    assert!(err.contains("\"eddy.nonsense\": unknown Eddy setting"), "{err}");
+    let mut p = BTreeMap::new();
+    p.insert(UNREACHABLE_TIMEOUT_KEY.to_string(), "soon".to_string());
+    let err = client_config("x:1", &[], &p).unwrap_err().to_string();
+    assert!(err.contains("\"soon\" is not a number of milliseconds"), "{err}");
+}
+
+#[test]
+fn properties_override_the_defaults_and_eddy_keys_stay_out_of_librdkafka() {
+    let mut p = BTreeMap::new();
+    p.insert("fetch.wait.max.ms".to_string(), "77".to_string());
+    p.insert(UNREACHABLE_TIMEOUT_KEY.to_string(), "1234".to_string());
+    let (cfg, timeout) = client_config("h:1", SOURCE_DEFAULTS, &p).unwrap();
+    assert_eq!(cfg.get("fetch.wait.max.ms"), Some("77"));
+    assert_eq!(cfg.get("enable.auto.commit"), Some("false"));
+    assert_eq!(cfg.get("bootstrap.servers"), Some("h:1"));
+    assert_eq!(cfg.get(UNREACHABLE_TIMEOUT_KEY), None);
+    assert_eq!(timeout, Duration::from_millis(1234));
+}
+
+#[test]
+fn consumer_lag_is_reported_per_partition_from_the_statistics() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("lagged", 2, 1).unwrap();
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &boot).create().unwrap();
+    for i in 0..10 {
+        producer.send(BaseRecord::<str, str>::to("lagged").partition(i % 2).payload("{}")).unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let seen = Seen::default();
+    let mut cfg = source_config(&boot, "lagged");
+    cfg.properties.insert("statistics.interval.ms".into(), "100".into());
+    let mut source = KafkaSource::new(cfg, Box::new(seen.clone()), &|| false).unwrap();
+    let items = read_n(&mut source, 10);
+    assert_eq!(items.len(), 10);
+    // Fresh statistics after everything was read: both partitions at lag 0.
+    let started = Instant::now();
+    let caught_up = |s: &Seen| {
+        let v = s.0.lock().unwrap();
+        ["lag lagged/0 0", "lag lagged/1 0"].iter().all(|l| v.iter().any(|x| x == l))
+    };
+    while !caught_up(&seen) && started.elapsed() < Duration::from_secs(10) {
+        let mut out = Vec::new();
+        source.poll(&mut out, 10, Duration::from_millis(50)).unwrap();
+    }
+    assert!(caught_up(&seen), "{:?}", seen.0.lock().unwrap());
+}
+
+#[test]
+fn exactly_once_rows_are_visible_to_read_committed_readers_only_after_commit() {
+    let cluster = MockCluster::new(3).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("txn", 1, 3).unwrap();
+    let mut cfg = sink_config(&boot, "txn");
+    cfg.transactional_id = Some("eddy-test-txn".into());
+    let mut sink = KafkaSink::new("sink", cfg, &|| false).unwrap();
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &boot)
+        .set("group.id", "reader")
+        .set("auto.offset.reset", "earliest")
+        .set("isolation.level", "read_committed")
+        .create()
+        .unwrap();
+    consumer.subscribe(&["txn"]).unwrap();
+    let drain = |c: &BaseConsumer, wait: Duration| {
+        let mut got = Vec::new();
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+                got.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+            }
+        }
+        got
+    };
+    sink.write(0, "{\"n\": 1}", None).unwrap();
+    sink.write(0, "{\"n\": 2}", None).unwrap();
+    assert!(drain(&consumer, Duration::from_secs(2)).is_empty(), "uncommitted rows are invisible");
+    sink.commit(0).unwrap();
+    let mut got = drain(&consumer, Duration::from_secs(3));
+    got.sort();
+    assert_eq!(got, vec!["{\"n\": 1}".to_string(), "{\"n\": 2}".to_string()]);
+}
+
+#[test]
+fn pausing_for_back_pressure_loses_and_repeats_nothing() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("paused", 1, 1).unwrap();
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &boot).create().unwrap();
+    for i in 0..300 {
+        producer.send(BaseRecord::<str, str>::to("paused").payload(&format!("{{\"i\": {i}}}"))).unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let mut source = KafkaSource::new(source_config(&boot, "paused"), Box::new(NoObserver), &|| false).unwrap();
+    let mut items = Vec::new();
+    let started = Instant::now();
+    while items.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        source.poll(&mut items, 10, Duration::from_millis(100)).unwrap();
+    }
+    // Paused and resumed three times while reading in small polls.
+    for _ in 0..3 {
+        source.backpressure(true);
+        source.poll(&mut items, 10, Duration::from_millis(200)).unwrap();
+        source.backpressure(false);
+        source.poll(&mut items, 10, Duration::from_millis(200)).unwrap();
+    }
+    let rest = read_n(&mut source, 300 - items.len());
+    items.extend(rest);
+    let offsets: Vec<i64> = items
+        .iter()
+        .map(|i| match &i.position {
+            Position::Kafka { offset, .. } => *offset,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(offsets, (0..300).collect::<Vec<i64>>(), "every offset once, in order");
+}
+
+#[test]
+fn a_row_the_broker_never_acknowledges_fails_the_commit_after_the_configured_time() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("down", 1, 1).unwrap();
+    let mut cfg = sink_config(&boot, "down");
+    cfg.properties.insert(UNREACHABLE_TIMEOUT_KEY.into(), "1500".into());
+    let mut sink = KafkaSink::new("sink", cfg, &|| false).unwrap();
+    sink.write(0, "{\"ok\": 1}", None).unwrap();
+    sink.commit(0).unwrap();
+    cluster.broker_down(1).unwrap();
+    sink.write(1, "{\"lost\": 1}", None).unwrap();
+    let started = Instant::now();
+    let err = sink.commit(1).unwrap_err().to_string();
+    assert!(started.elapsed() < Duration::from_secs(15), "bounded by message.timeout.ms: {:?}", started.elapsed());
+    assert!(err.contains("not delivered") && err.contains("topic down"), "{err}");
+}
