@@ -65,4 +65,7 @@ echo "broker: $(tail -1 "$kafka_log")"
 say "cargo test"
 cargo test --workspace
 
+say "crash test (checkpoints: SIGKILL at 20 random instants per pipeline, output identical)"
+scripts/crash-test.sh
+
 say "all checks passed"
