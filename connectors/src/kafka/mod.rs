@@ -21,14 +21,15 @@
 //!
 //! - the consumer's `fetch.wait.max.ms` (how long the broker may hold a fetch that finds no data;
 //!   librdkafka's default 500 ms): the test broker holds an empty fetch for that whole time even
-//!   when data arrives meanwhile, so the median latency grows with it (1 ms: 7-14 ms, 100 ms:
-//!   136 ms, 500 ms: 372-389 ms at 1,000 records/s). 1 ms here; the price is up to 1,000 empty
+//!   when data arrives meanwhile, so the median latency grows with it (p50 at 1,000 records/s
+//!   with `linger.ms` 5: 7 ms with 1 ms, 12 ms with 5 ms; with 100 ms: 136-146 ms, 500 ms:
+//!   372-389 ms). 1 ms here; the price is up to 1,000 empty
 //!   fetch requests a second per broker while a topic is idle (a real Kafka broker answers a
 //!   fetch as soon as data arrives, where this setting costs no latency).
 //! - the producer's `linger.ms` (librdkafka's default 5 ms): 0 sends each message in its own
-//!   request, and measured worse: p99 80-400 ms with 0-2 ms against 12-20 ms with 5 ms at
-//!   1,000 records/s, in three runs (fewer, larger requests queue less in the broker and on a
-//!   busy 2-core machine). 5 ms here.
+//!   request, and measured worse: p99 80-1,400 ms with 0-2 ms against 12-20 ms with 5 ms at
+//!   1,000 records/s, in two to four runs of each setting (fewer, larger requests queue less in
+//!   the broker and on a busy 2-core machine). 5 ms here.
 //!
 //! ## Eddy's own settings
 //!
