@@ -1,6 +1,6 @@
 //! The `kafka` suite: end-to-end latency through a real broker, with Eddy and without.
 //!
-//! An open-loop producer (rdkafka, `linger.ms` 0) sends records at a fixed rate, each carrying its
+//! An open-loop producer (rdkafka, the sink's defaults) sends records at a fixed rate, each carrying its
 //! scheduled send instant (`sent`, ns of the process's monotonic clock: a producer that falls
 //! behind still stamps the schedule, so coordinated omission is accounted for). A consumer
 //! (rdkafka, the source's latency defaults) reads the output topic and records receive - `sent`.

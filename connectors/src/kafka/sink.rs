@@ -34,7 +34,7 @@ pub struct KafkaSinkConfig {
     pub transactional_id: Option<String>,
 }
 
-/// A Kafka sink. Rows are sent as they are written (`linger.ms` 0); [`Sink::commit`] waits until
+/// A Kafka sink. Rows are sent as they are written (batched by `linger.ms`); [`Sink::commit`] waits until
 /// the broker acknowledged every one of them (or commits the transaction), so a committed batch /
 /// epoch is in the topic. A message librdkafka could not deliver after its retries (within
 /// `message.timeout.ms`, by default `eddy.unreachable.timeout.ms`) fails the next write or commit:
