@@ -12,7 +12,7 @@ use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, SourceO
 /// - `events`: how many events (of all three kinds) to generate; the bid table then has about
 ///   46/50 of them. `None`: endless.
 /// - `rate` (events/s, all kinds): event `n` is scheduled `n / rate` seconds after the first poll
-///   and is not emitted before (the poll waits: see [`wait_until`]); its `created_ns` is that
+///   and is not emitted before (the poll sleeps, then spins through the last 200 µs); its `created_ns` is that
 ///   scheduled instant on the [`monotonic_ns`] clock, not the instant it was emitted, so a
 ///   latency measured from it includes any delay in polling (no coordinated omission). The
 ///   event-time spacing is `1/rate` too. `None`: as fast as polled, `created_ns` = the time of
