@@ -105,24 +105,24 @@ mod enums {
 
     use super::SavedKafkaOffset;
 
-    /// A source offset as archived ([`SourceOffset`], which `eddy-connectors` keeps free of `rkyv`).
+    /// A source offset as archived ([`SourceOffset`](eddy_connectors::SourceOffset), which `eddy-connectors` keeps free of `rkyv`).
     #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
     pub enum SavedOffset {
-        /// [`SourceOffset::Files`].
+        /// [`SourceOffset::Files`](eddy_connectors::SourceOffset::Files).
         Files {
             /// File name.
             file: String,
             /// Lines consumed (`u64::MAX`: all).
             line: u64,
         },
-        /// [`SourceOffset::Stdin`].
+        /// [`SourceOffset::Stdin`](eddy_connectors::SourceOffset::Stdin).
         Stdin {
             /// Lines consumed.
             line: u64,
         },
-        /// [`SourceOffset::Kafka`].
+        /// [`SourceOffset::Kafka`](eddy_connectors::SourceOffset::Kafka).
         Kafka(Vec<SavedKafkaOffset>),
-        /// [`SourceOffset::Generated`].
+        /// [`SourceOffset::Generated`](eddy_connectors::SourceOffset::Generated).
         Generated {
             /// Next event number.
             next: u64,

@@ -16,7 +16,7 @@
 //!   part is in, the coordinator writes the manifest and only then tells the sinks to commit
 //!   (files: rename into place). A restart rolls a prepared batch forward when its manifest
 //!   exists, and discards it otherwise: the files sink is exactly-once.
-//! - **Restore** ([`restore`]): the newest checkpoint whose manifest and snapshots are whole
+//! - **Restore** ([`restore()`]): the newest checkpoint whose manifest and snapshots are whole
 //!   (a corrupt or partial one is skipped with a warning); refused when the query changed
 //!   ([`manifest::fingerprint`]); re-split by key range when `parallelism` changed.
 //! - **Retention**: the newest `keep` checkpoints (`[checkpoint] keep`, default 3) are kept.

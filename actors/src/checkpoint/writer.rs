@@ -64,7 +64,7 @@ impl SnapshotWriter {
     }
 
     /// Hands over the state serialised at the barrier of `epoch` (`state_len` keys); blocks while
-    /// [`QUEUE`] snapshots are already waiting. `false` when the writer is gone.
+    /// `QUEUE` snapshots are already waiting. `false` when the writer is gone.
     pub fn submit(&self, epoch: u64, state: Vec<u8>, state_len: usize) -> bool {
         self.tx.as_ref().is_some_and(|tx| tx.send(Job { epoch, state, state_len }).is_ok())
     }
