@@ -444,11 +444,13 @@ impl SourceActor {
             }
         }
         // Drain: the last epoch ends at `until` (replay, input exhausted) or now (a stop, or the
-        // system clock); a stopped run resumes from here.
+        // system clock); a stopped run with checkpoints resumes from here. Without checkpoints a
+        // stop is final (no restart can resume it), so it ends the input as exhaustion does.
         self.flush(&mut buffers)?;
+        let ends_input = exhausted || self.checkpoint.is_none();
         let now = if replay {
             match self.plan.until() {
-                Some(u) if exhausted => clock.advance(u),
+                Some(u) if ends_input => clock.advance(u),
                 _ => clock.now(),
             }
         } else {
@@ -525,9 +527,11 @@ impl SourceActor {
                 items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
         }
-        if !exhausted || self.stop.load(Ordering::Relaxed) {
-            // A stop: a restart goes on from the last batch (and runs the end-of-input batches
-            // when the input is exhausted then).
+        let stopped = self.stop.load(Ordering::Relaxed);
+        if (stopped && self.checkpoint.is_some()) || (!exhausted && !stopped) {
+            // A stop with checkpoints: a restart goes on from the last batch (and runs the
+            // end-of-input batches when the input is exhausted then). Without checkpoints a stop
+            // is final, so the end-of-input batches run now, as before a stop could resume.
             self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
             return Ok(());
         }
