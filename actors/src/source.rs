@@ -348,7 +348,6 @@ impl SourceActor {
         let mut last_log = None;
         let mut last_w = Timestamp::MIN;
         let mut reported = Reported::new();
-        let metrics_on = self.metrics.enabled();
         let mut exhausted = false;
         self.units.started(epoch);
         loop {
@@ -363,6 +362,7 @@ impl SourceActor {
             };
             items.clear();
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
+            let metrics_on = self.metrics.enabled();
             // With metrics on, records without a creation instant count their latency from this poll.
             let (polled, poll_ns) =
                 if metrics_on { (Some(Instant::now()), eddy_connectors::monotonic_ns()) } else { (None, 0) };
