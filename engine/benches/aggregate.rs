@@ -2,6 +2,10 @@
 //!
 //! `cargo bench -p eddy-engine --bench aggregate`
 
+/// The allocator of the `eddy` binary, so the per-record costs are those of a real run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -2,6 +2,10 @@
 //! record as CSV. Run: `cargo bench -p eddy-engine --bench decode`.
 //! Target (DESIGN: real-time latency budget): <= 150 ns per JSON record on the dev machine.
 
+/// The allocator of the `eddy` binary, so the per-record costs are those of a real run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

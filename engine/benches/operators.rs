@@ -9,6 +9,10 @@
 //! window, the steady state of a busy stream), 1 ms for the rolling window (3.6 million records
 //! in a 1-hour range at most, so its state stays within memory).
 
+/// The allocator of the `eddy` binary, so the per-record costs are those of a real run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
