@@ -196,7 +196,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
                 };
                 Box::new(
                     NexmarkSource::new(table, *events, *rate, *seed)
-                        .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?,
+                        .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?
+                        .with_needed_columns(&plan.needed),
                 )
             }
             SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties } => {

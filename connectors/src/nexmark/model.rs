@@ -230,6 +230,8 @@ pub struct NexmarkGenerator {
     states: Vec<Value>,
     extras: ExtraPool,
     buf: String,
+    /// Per column of the record's table: false when no query reads it (generated as null).
+    keep: Vec<bool>,
 }
 
 fn text(s: &str) -> Value {
@@ -249,7 +251,36 @@ impl NexmarkGenerator {
             states: US_STATES.iter().map(|s| text(s)).collect(),
             extras: ExtraPool::new(seed),
             buf: String::new(),
+            keep: Vec::new(),
         }
+    }
+
+    /// Projection pushdown: the columns whose `keep` entry is false (by position in the table's
+    /// [`super::schema`]; columns past the end of `keep` are kept) are generated as null. The
+    /// random draws are the same as without pruning, so the kept columns hold the values they
+    /// would hold otherwise; what is saved is building and sharing the strings (channel, url,
+    /// extra, names) that the query never reads.
+    #[must_use]
+    pub fn keeping(mut self, keep: &[bool]) -> NexmarkGenerator {
+        self.keep = keep.to_vec();
+        self
+    }
+
+    /// Whether column `i` is generated (not pruned).
+    fn kept(&self, i: usize) -> bool {
+        self.keep.get(i).copied().unwrap_or(true)
+    }
+
+    /// `record` with the pruned columns replaced by null.
+    fn pruned(&self, mut record: Record) -> Record {
+        if self.keep.iter().any(|k| !k) {
+            for (i, v) in record.values.iter_mut().enumerate() {
+                if !self.kept(i) {
+                    *v = Value::Null;
+                }
+            }
+        }
+        record
     }
 
     /// The event-time clock.
@@ -263,9 +294,18 @@ impl NexmarkGenerator {
         let mut rng = SplitMix64::for_item(self.seed, event);
         let time = self.clock.time_of(event);
         match kind_of(event) {
-            NexmarkTable::Bid => self.bid(event, time, &mut rng),
-            NexmarkTable::Auction => self.auction(event, time, &mut rng),
-            NexmarkTable::Person => self.person(event, time, &mut rng),
+            NexmarkTable::Bid => {
+                let r = self.bid(event, time, &mut rng);
+                self.pruned(r)
+            }
+            NexmarkTable::Auction => {
+                let r = self.auction(event, time, &mut rng);
+                self.pruned(r)
+            }
+            NexmarkTable::Person => {
+                let r = self.person(event, time, &mut rng);
+                self.pruned(r)
+            }
         }
     }
 
@@ -284,12 +324,16 @@ impl NexmarkGenerator {
         let price = next_price(rng);
         let channel_number = rng.below(CHANNELS);
         let (channel, url) = if rng.below(HOT_CHANNELS_RATIO) == HOT_CHANNELS_RATIO - 1 {
-            self.channel(channel_number)
+            if self.kept(3) || self.kept(4) { self.channel(channel_number) } else { (Value::Null, Value::Null) }
         } else {
-            self.hot_channels[rng.below(HOT_CHANNELS.len() as u64) as usize].clone()
+            let hot = rng.below(HOT_CHANNELS.len() as u64) as usize;
+            if self.kept(3) || self.kept(4) { self.hot_channels[hot].clone() } else { (Value::Null, Value::Null) }
         };
-        // The reference counts 4 numbers of 8 bytes toward the bid's size.
-        let extra = self.extras.next(rng, 32, AVG_BID_BYTES);
+        let channel = if self.kept(3) { channel } else { Value::Null };
+        let url = if self.kept(4) { url } else { Value::Null };
+        // The reference counts 4 numbers of 8 bytes toward the bid's size. The last draw: pruned,
+        // it is not made at all.
+        let extra = if self.kept(6) { self.extras.next(rng, 32, AVG_BID_BYTES) } else { Value::Null };
         Record::new(vec![
             Value::Long(auction as i64 + FIRST_AUCTION_ID),
             Value::Long(bidder as i64 + FIRST_PERSON_ID),

@@ -81,6 +81,15 @@ impl NexmarkSource {
         })
     }
 
+    /// Projection pushdown ([`NexmarkGenerator::keeping`]): columns of the table whose `needed`
+    /// entry is false (by position in the table's schema) are emitted as null; the needed ones
+    /// hold the same values as without pruning.
+    #[must_use]
+    pub fn with_needed_columns(mut self, needed: &[bool]) -> NexmarkSource {
+        self.generator = self.generator.keeping(needed);
+        self
+    }
+
     /// The table this source emits.
     pub fn table(&self) -> NexmarkTable {
         self.table

@@ -347,3 +347,31 @@ fn table_names_parse_and_print() {
     }
     assert!("bids".parse::<NexmarkTable>().unwrap_err().to_string().contains("bids"));
 }
+
+#[test]
+fn pruned_columns_are_null_and_kept_ones_unchanged() {
+    let clock = EventClock { base: Timestamp(1_500_000_000_000_000), rate: 10_000.0 };
+    for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
+        let events: Vec<u64> = (0..2_000).map(|e| next_of_kind(e, table)).collect();
+        let width = NexmarkGenerator::new(42, clock).record(events[0]).values.len();
+        // Every column pruned in turn, everything but the first column, and nothing.
+        let mut masks: Vec<Vec<bool>> = (0..width).map(|i| (0..width).map(|j| j != i).collect()).collect();
+        masks.push((0..width).map(|j| j == 0).collect());
+        masks.push(Vec::new());
+        for keep in masks {
+            let mut full = NexmarkGenerator::new(42, clock);
+            let mut pruned = NexmarkGenerator::new(42, clock).keeping(&keep);
+            for &event in &events {
+                let (a, b) = (full.record(event), pruned.record(event));
+                assert_eq!(a.values.len(), b.values.len());
+                for (i, (x, y)) in a.values.iter().zip(b.values.iter()).enumerate() {
+                    if keep.get(i).copied().unwrap_or(true) {
+                        assert_eq!(x, y, "{table:?} event {event} column {i} with mask {keep:?}");
+                    } else {
+                        assert_eq!(*y, Value::Null, "{table:?} event {event} column {i} with mask {keep:?}");
+                    }
+                }
+            }
+        }
+    }
+}
