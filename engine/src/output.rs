@@ -58,8 +58,8 @@ fn write_integer(out: &mut String, i: i64) {
     if i < 0 {
         out.push('-');
     }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    // ASCII digits: one byte each, no UTF-8 check needed.
+    out.extend(buf[at..].iter().map(|&b| char::from(b)));
 }
 
 fn write_double(out: &mut String, f: f64) {

@@ -323,8 +323,8 @@ impl Timestamp {
     pub fn write_rfc3339(self, out: &mut String) {
         let mut buf = [0u8; 28];
         match self.rfc3339_bytes(&mut buf) {
-            // Only ASCII digits and separators were written.
-            Some(n) => out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default()),
+            // ASCII digits and separators: one byte each, no UTF-8 check needed.
+            Some(n) => out.extend(buf[..n].iter().map(|&b| char::from(b))),
             None => {
                 let _ = write!(out, "{self}"); // writing to a String cannot fail
             }
