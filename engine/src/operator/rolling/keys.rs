@@ -35,6 +35,9 @@ pub(super) struct KeyState {
     pub(super) timer: Option<Timestamp>,
     /// Micro-batch: the key changed in this batch and is in the dirty list.
     pub(super) dirty: bool,
+    /// The generation of the last snapshot that holds the key or was begun after it was created
+    /// ([`super::incremental`]).
+    pub(super) snap_mark: u64,
 }
 
 impl KeyState {

@@ -28,8 +28,11 @@
 //!   sums, no drift), a monotonic deque for min / max (an ordered multiset only while records
 //!   entered out of event-time order), an ordered multiset for percentiles;
 //! - the instant each key is next due sits in a heap with lazy deletion ([`timers`]);
-//! - rows are built only when emitted.
+//! - rows are built only when emitted;
+//! - snapshots are incremental ([`incremental`]): the cut at the barrier costs O(1), the keys are
+//!   written a few at a time between records, and a key about to change is written first.
 
+mod incremental;
 mod keys;
 mod measure;
 pub mod ordered;
@@ -38,6 +41,7 @@ mod records;
 mod snapshot;
 mod timers;
 
+use self::incremental::InProgress;
 use self::keys::Keys;
 use self::plan::Plan;
 use self::snapshot::{MAGIC, Reader, Writer};
@@ -88,6 +92,12 @@ pub struct RollingWindow {
     batch: Option<BatchContext>,
     /// Micro-batch: slots of the keys changed in the current batch.
     dirty: Vec<u32>,
+    /// Generation of the last snapshot begun (0: none yet).
+    snap_gen: u64,
+    /// The incremental snapshot being written, if any.
+    snap: Option<Box<InProgress>>,
+    /// Bytes per key of the last incremental snapshot (0: none yet), to size the next buffer.
+    snap_bytes_per_key: f64,
 }
 
 impl RollingWindow {
@@ -104,6 +114,9 @@ impl RollingWindow {
             watermark: Timestamp::MIN,
             batch: None,
             dirty: Vec::new(),
+            snap_gen: 0,
+            snap: None,
+            snap_bytes_per_key: 0.0,
         }
     }
 
@@ -114,6 +127,7 @@ impl RollingWindow {
 
     /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
     fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
+        self.before_change(slot);
         self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x))
     }
 
@@ -140,7 +154,7 @@ impl RollingWindow {
         let empty = self.keys.get(slot).is_some_and(|st| self.plan.is_empty(st));
         if empty {
             // Its timer entries, if any, are stale from now on.
-            self.keys.remove(slot);
+            self.remove_key(slot);
         }
     }
 
@@ -186,7 +200,9 @@ impl RollingWindow {
             Some(slot) => slot,
             None => {
                 let key: Box<[Value]> = cols.iter().map(|&c| record.values[c].clone()).collect();
-                let st = self.plan.new_key(key, hash);
+                let mut st = self.plan.new_key(key, hash);
+                // Created after the barrier of any snapshot in progress: not part of it.
+                st.snap_mark = self.snap_gen;
                 self.keys.insert(st)
             }
         }
@@ -220,6 +236,7 @@ impl Operator for RollingWindow {
             }
         }
         let slot = self.slot_of(record);
+        self.before_change(slot);
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
         let Some(st) = self.keys.get_mut(slot) else { return };
@@ -284,29 +301,30 @@ impl Operator for RollingWindow {
 
     fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer { out: Vec::with_capacity(64 + 64 * self.keys.len()) };
-        w.out.extend_from_slice(MAGIC);
-        w.u32(self.plan.lanes.len() as u32);
-        w.u32(self.plan.bounded.len() as u32);
-        w.u32(self.plan.lifetime.len() as u32);
-        w.i64(self.frontier.0);
-        w.i64(self.watermark.0);
-        w.tracker(self.tracker.as_ref());
-        w.u64(self.keys.len() as u64);
+        w.header(
+            (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
+            self.frontier,
+            self.watermark,
+            self.tracker.as_ref(),
+            self.keys.len(),
+        );
         for (_, st) in self.keys.live() {
-            w.u32(st.key.len() as u32);
-            for v in st.key.iter() {
-                w.value(v);
-            }
-            w.records(&st.pending);
-            w.records(&st.visible);
-            for &s in st.starts.iter() {
-                w.u64(s as u64);
-            }
-            for a in st.lifetime.iter() {
-                w.bytes(&a.to_bytes());
-            }
+            w.key(st);
         }
         w.out
+    }
+
+    fn begin_snapshot(&mut self) -> Option<Vec<u8>> {
+        self.begin_incremental();
+        None
+    }
+
+    fn snapshot_step(&mut self, budget: usize) -> Option<Vec<u8>> {
+        self.step_incremental(budget)
+    }
+
+    fn snapshot_in_progress(&self) -> bool {
+        self.snap.is_some()
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
@@ -336,6 +354,7 @@ impl Operator for RollingWindow {
             let key = (0..parts).map(|_| r.value(0)).collect::<Result<Box<[Value]>, _>>().map_err(&corrupt)?;
             let hash = self.keys.hash(key.iter());
             let mut st = self.plan.new_key(key, hash);
+            st.snap_mark = self.snap_gen;
             st.pending = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
             st.visible = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
             for b in 0..self.plan.bounded.len() {
@@ -353,7 +372,7 @@ impl Operator for RollingWindow {
             self.plan.rebuild_ranges(&mut st);
             // Groups of two snapshots are disjoint; should one repeat, the later one wins.
             if let Some(old) = self.keys.find_key(hash, &st.key) {
-                self.keys.remove(old);
+                self.remove_key(old);
             }
             let slot = self.keys.insert(st);
             self.reschedule(slot);
@@ -371,7 +390,7 @@ impl Operator for RollingWindow {
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
         let drop: Vec<u32> = self.keys.live().filter(|(_, st)| !keep(&st.group_key())).map(|(i, _)| i).collect();
         for slot in drop {
-            self.keys.remove(slot);
+            self.remove_key(slot);
         }
         self.timers.rebuild(&self.keys);
     }

@@ -57,6 +57,7 @@ impl Plan {
             lifetime: self.lifetime.iter().map(|&i| self.measures[i].func.new_state()).collect(),
             timer: None,
             dirty: false,
+            snap_mark: 0,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The rolling window's snapshot bytes: a compact little-endian format, written and read in one
 //! pass (no intermediate tree). Derived state (range aggregates, timers) is not stored: it is
-//! rebuilt from the records on restore.
+//! rebuilt from the records on restore. Keys come in any order (an incremental snapshot writes
+//! a key early when a record is about to change it: [`super::incremental`]).
 //!
 //! ```text
 //! magic "EDDYRW01"
@@ -18,6 +19,7 @@
 //!        | 6 string (len u32, UTF-8) | 7 timestamp i64 | 8 window (i64, i64) | 9 list (n u32, values)
 //! ```
 
+use super::keys::KeyState;
 use super::records::{Cell, Records};
 use crate::time::{Duration, Timestamp};
 use crate::value::Value;
@@ -49,6 +51,49 @@ impl Writer {
     pub(super) fn bytes(&mut self, b: &[u8]) {
         self.u32(b.len() as u32);
         self.out.extend_from_slice(b);
+    }
+
+    /// The fields before the keys, with a key count of `keys`; returns the offset of the count
+    /// (so an incremental snapshot can correct it when it finishes).
+    pub(super) fn header(
+        &mut self,
+        shape: (usize, usize, usize),
+        frontier: Timestamp,
+        watermark: Timestamp,
+        tracker: Option<&WatermarkTracker>,
+        keys: usize,
+    ) -> usize {
+        self.out.extend_from_slice(MAGIC);
+        self.u32(shape.0 as u32);
+        self.u32(shape.1 as u32);
+        self.u32(shape.2 as u32);
+        self.i64(frontier.0);
+        self.i64(watermark.0);
+        self.tracker(tracker);
+        let at = self.out.len();
+        self.u64(keys as u64);
+        at
+    }
+
+    /// Overwrites the key count written by [`Writer::header`] at offset `at`.
+    pub(super) fn set_count(&mut self, at: usize, keys: usize) {
+        self.out[at..at + 8].copy_from_slice(&(keys as u64).to_le_bytes());
+    }
+
+    /// One key: its values, records, range starts and lifetime states.
+    pub(super) fn key(&mut self, st: &KeyState) {
+        self.u32(st.key.len() as u32);
+        for v in st.key.iter() {
+            self.value(v);
+        }
+        self.records(&st.pending);
+        self.records(&st.visible);
+        for &s in st.starts.iter() {
+            self.u64(s as u64);
+        }
+        for a in st.lifetime.iter() {
+            self.bytes(&a.to_bytes());
+        }
     }
 
     pub(super) fn tracker(&mut self, t: Option<&WatermarkTracker>) {
