@@ -38,13 +38,14 @@ mod measure;
 pub mod ordered;
 mod plan;
 mod records;
+mod restore;
 mod snapshot;
 mod timers;
 
 use self::incremental::InProgress;
 use self::keys::Keys;
 use self::plan::Plan;
-use self::snapshot::{MAGIC, Reader, Writer};
+use self::snapshot::Writer;
 use self::timers::Timers;
 use super::{BatchContext, Mode, Operator, Output, StateError};
 use crate::aggregate::AggregateFn;
@@ -328,63 +329,11 @@ impl Operator for RollingWindow {
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
-        let corrupt = |why: String| StateError::Corrupt { operator: "rolling_window", why };
-        let mut r = Reader { b: bytes };
-        if r.take(MAGIC.len()).map_err(&corrupt)? != MAGIC {
-            return Err(corrupt("not a rolling-window snapshot (bad magic)".into()));
-        }
-        let shape = (r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?);
-        if shape != (self.plan.lanes.len() as u32, self.plan.bounded.len() as u32, self.plan.lifetime.len() as u32) {
-            return Err(corrupt(format!(
-                "measures differ from the query's: (input columns, bounded, lifetime) = {shape:?}, expected ({}, {}, {})",
-                self.plan.lanes.len(),
-                self.plan.bounded.len(),
-                self.plan.lifetime.len()
-            )));
-        }
-        let frontier = Timestamp(r.i64().map_err(&corrupt)?);
-        let watermark = Timestamp(r.i64().map_err(&corrupt)?);
-        let tracker = r.tracker().map_err(&corrupt)?;
-        let n = r.count(4).map_err(&corrupt)?;
-        for _ in 0..n {
-            let parts = r.u32().map_err(&corrupt)? as usize;
-            if parts != self.cfg.key_columns.len() {
-                return Err(corrupt(format!("a key of {parts} values, expected {}", self.cfg.key_columns.len())));
-            }
-            let key = (0..parts).map(|_| r.value(0)).collect::<Result<Box<[Value]>, _>>().map_err(&corrupt)?;
-            let hash = self.keys.hash(key.iter());
-            let mut st = self.plan.new_key(key, hash);
-            st.snap_mark = self.snap_gen;
-            st.pending = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
-            st.visible = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
-            for b in 0..self.plan.bounded.len() {
-                let s = r.u64().map_err(&corrupt)? as usize;
-                if s > st.visible.len() {
-                    return Err(corrupt(format!("range start {s} past {} visible records", st.visible.len())));
-                }
-                st.starts[b] = s;
-            }
-            for l in 0..self.plan.lifetime.len() {
-                let b = r.bytes().map_err(&corrupt)?;
-                let f = &self.plan.measures[self.plan.lifetime[l]].func;
-                st.lifetime[l] = f.state_from_bytes(b).map_err(|e| corrupt(e.to_string()))?;
-            }
-            self.plan.rebuild_ranges(&mut st);
-            // Groups of two snapshots are disjoint; should one repeat, the later one wins.
-            if let Some(old) = self.keys.find_key(hash, &st.key) {
-                self.remove_key(old);
-            }
-            let slot = self.keys.insert(st);
-            self.reschedule(slot);
-        }
-        if !r.b.is_empty() {
-            return Err(corrupt(format!("{} bytes after the last key", r.b.len())));
-        }
-        self.frontier = self.frontier.max(frontier);
-        super::merge_trackers(&mut self.tracker, tracker);
-        self.watermark = self.watermark.max(watermark);
-        self.timers.clean(&self.keys);
-        Ok(())
+        self.restore_from(bytes, None)
+    }
+
+    fn restore_keeping(&mut self, bytes: &[u8], keep: &mut dyn FnMut(&GroupKey) -> bool) -> Result<(), StateError> {
+        self.restore_from(bytes, Some(keep))
     }
 
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {

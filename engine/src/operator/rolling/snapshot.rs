@@ -285,6 +285,54 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Skips a value (as [`Reader::value`] reads it, nothing built).
+    fn skip_value(&mut self, depth: usize) -> Result<(), String> {
+        match self.u8()? {
+            0 => {}
+            1 => {
+                self.take(1)?;
+            }
+            2 | 4 => {
+                self.take(4)?;
+            }
+            3 | 5 | 7 => {
+                self.take(8)?;
+            }
+            6 => {
+                self.bytes()?;
+            }
+            8 => {
+                self.take(16)?;
+            }
+            9 if depth < MAX_LIST_DEPTH => {
+                for _ in 0..self.u32()? {
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            x => return Err(format!("bad value tag {x}")),
+        }
+        Ok(())
+    }
+
+    /// Skips what [`Reader::records`] reads, building nothing.
+    pub(super) fn skip_records(&mut self, lanes: usize) -> Result<(), String> {
+        let n = self.count(8 + lanes)?;
+        for _ in 0..n {
+            self.take(8)?;
+            for _ in 0..lanes {
+                match self.u8()? {
+                    0 => {}
+                    1 | 2 => {
+                        self.take(8)?;
+                    }
+                    3 => self.skip_value(0)?,
+                    x => return Err(format!("bad cell tag {x}")),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records with `lanes` cells each, which must come sorted by time.
     pub(super) fn records(&mut self, lanes: usize) -> Result<Records, String> {
         let n = self.count(8 + lanes)?;

@@ -129,6 +129,13 @@ impl RollingWindow {
         }
     }
 
+    /// Write-before-modify for a key already taken out of the slab (replaced by a restore).
+    pub(super) fn write_replaced(&mut self, st: &mut KeyState) {
+        if let Some(s) = self.snap.as_deref_mut() {
+            s.write(st);
+        }
+    }
+
     /// Frees key `slot` (written first if a snapshot still needs it).
     pub(super) fn remove_key(&mut self, slot: u32) {
         self.before_change(slot);
