@@ -1,14 +1,18 @@
 //! The `checkpoint` suite: a rolling window holding 1 million keys (one partition actor's
-//! state), checkpointed as the runtime does it (the operator serialised on the actor's thread,
-//! the file written and fsynced on a writer thread), and restored.
+//! state), checkpointed as the runtime does it (the operator's incremental snapshot begun at the
+//! barrier and written in steps between records by the partition actor's [`SnapshotPacer`], the
+//! file written and fsynced on a writer thread), and restored.
 //!
 //! - **stall**: records are due at a fixed rate (20,000/s) on the actor's thread; every second a
-//!   checkpoint is taken; each record's latency is (processed - due). The percentiles with
-//!   checkpoints, against the same loop without, show what a checkpoint costs the records that
-//!   arrive while the state is serialised.
-//! - **size, duration**: the snapshot (serialisation on the actor thread), the file write with
+//!   checkpoint is taken; each record's latency is (processed - due). While a snapshot is in
+//!   progress the loop runs the pacer as the partition actor does: steps back to back while no
+//!   record is due (the actor's input is empty), paced steps while records are late. The
+//!   percentiles with checkpoints, against the same loop without, show what a checkpoint costs
+//!   the records that arrive meanwhile. [`RUNS`] runs of each, alternating.
+//! - **size, duration**: the one-shot serialisation (`Operator::snapshot`), the cut
+//!   (`begin_snapshot`) and the incremental snapshot written back to back, the file write with
 //!   fsync (writer thread), the bytes on disk.
-//! - **restore**: reading and checking the file, then `Operator::restore`, for the same
+//! - **restore**: reading and checking the file, then the operators restored, for the same
 //!   parallelism and re-split from 1 to 2 actors.
 
 use std::sync::Arc;
@@ -17,7 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
-use eddy_actors::checkpoint::{Checkpointer, DriverState, FolderStore, Manifest, restore};
+use eddy_actors::checkpoint::pacer::Finished;
+use eddy_actors::checkpoint::{Checkpointer, DriverState, FolderStore, Manifest, SnapshotPacer, restore};
 use eddy_actors::routing::Router;
 use eddy_engine::operator::{Operator, Output};
 use eddy_engine::plan::QueryPlan;
@@ -43,6 +48,20 @@ type = "stdout"
 /// Records due per second in the stall loop (smoke: a tenth): what one partition actor of the
 /// current rolling operator sustains on this 2-core machine with room to spare.
 const RATE: u64 = 20_000;
+
+/// Runs of the stall loop with and without checkpoints (alternating: the machine is shared).
+const RUNS: usize = 3;
+
+/// What the checkpoints of one stall loop cost the actor's thread.
+#[derive(Default)]
+struct Snapshots {
+    /// `begin_snapshot` (the cut) per checkpoint.
+    begin: Vec<Duration>,
+    /// From the barrier to the complete bytes, per checkpoint (wall time).
+    complete: Vec<Duration>,
+    /// The longest single pacer poll (one step).
+    longest_step: Duration,
+}
 
 fn record(key: u64, t: i64) -> Record {
     Record::new(vec![
@@ -71,18 +90,18 @@ fn ms(d: Duration) -> String {
 
 /// Latency percentiles (µs) of `seconds` of records due at `rate` per second, updating existing
 /// keys (event time 5 µs apart, so the 2-second range keeps about 400,000 records and the lifetime
-/// count keeps every key),
-/// with a checkpoint every second when `checkpointer` is given (serialised here, written by a
-/// writer thread). Returns the histogram and the snapshot durations.
+/// count keeps every key), with a checkpoint every second when `checkpointer` is given (the
+/// snapshot driven here as the partition actor drives it, written by a writer thread). Returns
+/// the histogram and what the snapshots cost.
 fn stall_loop(
     op: &mut dyn Operator,
     keys: u64,
     seconds: u64,
     rate: u64,
     checkpointer: Option<&Checkpointer>,
-) -> Result<(Histogram<u64>, Vec<Duration>)> {
+) -> Result<(Histogram<u64>, Snapshots)> {
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut snapshots = Vec::new();
+    let mut snaps = Snapshots::default();
     let (tx, rx) = crossbeam_channel::bounded::<(u64, Vec<u8>)>(2);
     let writer = checkpointer.cloned().map(|ck| {
         std::thread::spawn(move || {
@@ -92,6 +111,12 @@ fn stall_loop(
             }
         })
     });
+    let mut pacer = SnapshotPacer::new();
+    let mut began = Instant::now();
+    let hand_over = |f: Finished, began: Instant, snaps: &mut Snapshots| -> Result<()> {
+        snaps.complete.push(began.elapsed());
+        tx.send((f.epoch, f.state)).context("writer thread")
+    };
     let mut out = Output::default();
     let start = Instant::now();
     let ns_per_record = 1_000_000_000 / rate;
@@ -100,9 +125,30 @@ fn stall_loop(
     let base = keys as i64;
     for n in 0..total {
         let due = start + Duration::from_nanos(n * ns_per_record);
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
+        // Until the record is due the actor's input is empty: snapshot steps back to back, or sleep.
+        loop {
+            let now = Instant::now();
+            if due <= now {
+                if pacer.in_progress() {
+                    let s = Instant::now();
+                    let f = pacer.poll(op, false);
+                    snaps.longest_step = snaps.longest_step.max(s.elapsed());
+                    if let Some(f) = f {
+                        hand_over(f, began, &mut snaps)?;
+                    }
+                }
+                break;
+            }
+            if !pacer.in_progress() {
+                std::thread::sleep(due - now);
+                continue;
+            }
+            let s = Instant::now();
+            let f = pacer.poll(op, true);
+            snaps.longest_step = snaps.longest_step.max(s.elapsed());
+            if let Some(f) = f {
+                hand_over(f, began, &mut snaps)?;
+            }
         }
         let t = base + (n as i64) * 5;
         op.advance_clock(Timestamp(t), &mut out);
@@ -111,18 +157,33 @@ fn stall_loop(
         h.saturating_record(due.elapsed().as_micros().max(1) as u64);
         if checkpointer.is_some() && start.elapsed() >= Duration::from_secs(next_checkpoint) {
             let s = Instant::now();
-            let state = op.snapshot();
-            snapshots.push(s.elapsed());
-            tx.send((next_checkpoint, state)).context("writer thread")?;
+            let done = pacer.begin(op, next_checkpoint);
+            snaps.begin.push(s.elapsed());
+            for f in done {
+                hand_over(f, began, &mut snaps)?;
+            }
+            began = s;
             // A checkpoint that took longer than the interval is not followed by the missed ones.
             next_checkpoint = start.elapsed().as_secs() + 1;
         }
+    }
+    if let Some(f) = pacer.finish(op) {
+        hand_over(f, began, &mut snaps)?;
     }
     drop(tx);
     if let Some(w) = writer {
         w.join().map_err(|_| anyhow::anyhow!("writer thread panicked"))?;
     }
-    Ok((h, snapshots))
+    Ok((h, snaps))
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn us(d: Duration) -> String {
+    format!("{}", d.as_micros())
 }
 
 /// Runs the suite (`smoke`: 20,000 keys, 1 second at a tenth of the rate; else 1,000,000
@@ -153,6 +214,24 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
         serialise.push(s.elapsed());
     }
     serialise.sort();
+    let one_shot_bytes = state.len();
+    // The cut, then the incremental snapshot written back to back (an idle actor).
+    let mut pacer = SnapshotPacer::new();
+    let b = Instant::now();
+    let done = pacer.begin(op.as_mut(), 0);
+    let begin_took = b.elapsed();
+    anyhow::ensure!(done.is_empty(), "the rolling window snapshots incrementally");
+    let (mut polls, mut longest) = (0usize, Duration::ZERO);
+    let state = loop {
+        let s = Instant::now();
+        let f = pacer.poll(op.as_mut(), true);
+        longest = longest.max(s.elapsed());
+        polls += 1;
+        if let Some(f) = f {
+            break f.state;
+        }
+    };
+    let incremental_took = b.elapsed();
     let state_bytes = state.len();
     let w = Instant::now();
     let meta = ck.write_snapshot(0, 0, 1, state).context("writing the snapshot")?;
@@ -172,11 +251,28 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
     println!("| step | keys | bytes | ms |");
     println!("|---|---|---|---|");
     println!("| fill (1 record per key) | {keys} | | {} |", ms(filled_in));
-    println!("| serialise (actor thread, median of 3) | {keys} | {state_bytes} | {} |", ms(serialise[1]));
+    println!(
+        "| one-shot serialise `snapshot()` (median of 3; no longer on the data path) | {keys} | {one_shot_bytes} | {} |",
+        ms(serialise[1])
+    );
+    println!(
+        "| `begin_snapshot` (the cut, at the barrier, actor thread) | {keys} | | {:.3} |",
+        begin_took.as_secs_f64() * 1e3
+    );
+    println!(
+        "| incremental snapshot, idle actor: {polls} steps back to back (longest {} µs) | {keys} | {state_bytes} | {} |",
+        longest.as_micros(),
+        ms(incremental_took)
+    );
     println!("| write + fsync snapshot file (writer thread) | {keys} | {} | {} |", meta.bytes, ms(written));
     println!("| write + fsync manifest (coordinator) | | | {} |", ms(manifest_took));
 
-    // Restore: same parallelism, and re-split 1 -> 2.
+    // Restore: reading and checking alone, then same parallelism, and re-split 1 -> 2.
+    let r = Instant::now();
+    let loaded = ck.load_snapshot(&manifest, &meta).context("reading the snapshot back")?;
+    let read_took = r.elapsed();
+    drop(loaded);
+    println!("| read + check snapshot file (length, CRC-32, archive) | | {} | {} |", meta.bytes, ms(read_took));
     for parallelism in [1usize, 2] {
         let router = Router::new(plan.routing_columns(), parallelism);
         let new_operator = || plan.new_operator();
@@ -195,20 +291,46 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
 
     // Stall.
     println!("record latency (due -> processed) at {rate} records/s for {seconds} s, updating the {keys} keys:\n");
-    println!("| checkpoints | records | p50 µs | p99 µs | p99.9 µs | max µs | serialise ms (each) |");
-    println!("|---|---|---|---|---|---|---|");
-    for with in [false, true] {
-        let (h, snaps) = stall_loop(op.as_mut(), keys, seconds, rate, with.then_some(&ck))?;
-        let each: Vec<String> = snaps.iter().map(|d| ms(*d)).collect();
+    println!(
+        "| checkpoints | run | records | p50 µs | p99 µs | p99.9 µs | max µs | cut µs (max) | barrier -> bytes ms (each) | longest step µs |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut summary: [Vec<[u64; 4]>; 2] = [Vec::new(), Vec::new()];
+    for run in 1..=RUNS {
+        for with in [false, true] {
+            let (h, snaps) = stall_loop(op.as_mut(), keys, seconds, rate, with.then_some(&ck))?;
+            let q = [h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.value_at_quantile(0.999), h.max()];
+            summary[with as usize].push(q);
+            let each: Vec<String> = snaps.complete.iter().map(|d| ms(*d)).collect();
+            let dash = || "-".to_string();
+            println!(
+                "| {} | {run} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                if with { "every 1 s" } else { "none" },
+                h.len(),
+                q[0],
+                q[1],
+                q[2],
+                q[3],
+                snaps.begin.iter().max().map_or_else(dash, |d| us(*d)),
+                if each.is_empty() { dash() } else { each.join(", ") },
+                if with { us(snaps.longest_step) } else { dash() }
+            );
+        }
+    }
+    for (with, runs) in summary.iter().enumerate() {
+        let col = |i: usize| {
+            let v: Vec<u64> = runs.iter().map(|q| q[i]).collect();
+            let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+            format!("{} ({lo}-{hi})", median(v))
+        };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            if with { "every 1 s" } else { "none" },
-            h.len(),
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99),
-            h.value_at_quantile(0.999),
-            h.max(),
-            if each.is_empty() { "-".to_string() } else { each.join(", ") }
+            "| {} | median (min-max) of {} | | {} | {} | {} | {} | | | |",
+            if with == 1 { "every 1 s" } else { "none" },
+            runs.len(),
+            col(0),
+            col(1),
+            col(2),
+            col(3)
         );
     }
     println!();
