@@ -1,4 +1,4 @@
-//! An incremental snapshot, taken while records, clock moves (visibility, expiry, keys freed) and
+//! An incremental snapshot (real-time and micro-batch), taken while records, clock moves (visibility, expiry, keys freed) and
 //! new keys keep arriving between its steps, restores to the state at its barrier: checked
 //! against an operator that simply stopped at the barrier (it never snapshotted) and against
 //! the restore of a one-shot snapshot taken at the barrier, by the rows all three produce on the
@@ -7,10 +7,11 @@
 use proptest::prelude::*;
 
 use crate::aggregate::{AggKind, AggregateFn};
-use crate::operator::{Mode, Operator, Output, RollingMeasure, RollingWindow, RollingWindowConfig};
+use crate::operator::{BatchContext, Mode, Operator, Output, RollingMeasure, RollingWindow, RollingWindowConfig};
 use crate::schema::DataType;
 use crate::time::{Duration, Timestamp};
 use crate::value::{Record, Row, Value};
+use crate::watermark::BatchWatermarks;
 
 const S: i64 = 1_000_000;
 
@@ -24,6 +25,10 @@ enum Op {
 }
 
 fn cfg(lifetime: bool, delay_s: i64) -> RollingWindowConfig {
+    cfg_in(Mode::RealTime, lifetime, delay_s)
+}
+
+fn cfg_in(mode: Mode, lifetime: bool, delay_s: i64) -> RollingWindowConfig {
     let f = |kind, input: Option<usize>| AggregateFn { kind, input, input_type: DataType::Long };
     let mut measures = vec![
         RollingMeasure { func: f(AggKind::Sum, Some(2)), over: Some(Duration(5 * S)) },
@@ -34,7 +39,7 @@ fn cfg(lifetime: bool, delay_s: i64) -> RollingWindowConfig {
         measures.push(RollingMeasure { func: f(AggKind::CountStar, None), over: None });
     }
     RollingWindowConfig {
-        mode: Mode::RealTime,
+        mode,
         key_columns: vec![0],
         order_by: 1,
         frontier_delay: Duration(delay_s * S),
@@ -48,11 +53,26 @@ fn rec(key: u8, t_us: i64, v: i64) -> Record {
 }
 
 /// Applies `o` at clock `now` (µs); returns the snapshot's bytes when a step completed it.
+/// Micro-batch: a clock move runs a batch at the new processing time (records taken since the
+/// last one are its input).
 fn apply(op: &mut RollingWindow, now: &mut i64, o: &Op, out: &mut Output) -> Option<Vec<u8>> {
+    let micro_batch = op.cfg.mode == Mode::MicroBatch;
     match *o {
         Op::Rec { key, dt, v } => {
-            op.advance_clock(Timestamp(*now), out);
+            if !micro_batch {
+                op.advance_clock(Timestamp(*now), out);
+            }
             op.on_record(&rec(key, *now + dt * S, v), Timestamp::MIN, out);
+            None
+        }
+        Op::Clock(d) if micro_batch => {
+            *now += d * S;
+            op.begin_batch(&BatchContext {
+                batch_id: 0,
+                watermarks: BatchWatermarks::INITIAL,
+                processing_time: Timestamp(*now),
+            });
+            op.end_batch(out);
             None
         }
         Op::Clock(d) => {
@@ -148,6 +168,7 @@ fn incremental_snapshot_is_the_state_at_the_barrier() {
     let after = vec![Rec { key: 2, dt: 0, v: 7 }, Clock(1), Rec { key: 9, dt: -2, v: 8 }, Clock(2)];
     check(cfg(false, 0), &before, &during, &after).expect("bounded measures only");
     check(cfg(true, 1), &before, &during, &after).expect("with a lifetime measure and a frontier delay");
+    check(cfg_in(Mode::MicroBatch, false, 1), &before, &during, &after).expect("micro-batch");
 }
 
 #[test]
@@ -184,12 +205,14 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
     fn incremental_snapshot_restores_the_barrier_state_under_any_interleaving(
+        micro_batch in any::<bool>(),
         lifetime in any::<bool>(),
         delay in 0i64..3,
         before in prop::collection::vec(arb_op(12), 0..40),
         during in arb_during(16),
         after in prop::collection::vec(arb_op(16), 0..20),
     ) {
-        check(cfg(lifetime, delay), &before, &during, &after)?;
+        let mode = if micro_batch { Mode::MicroBatch } else { Mode::RealTime };
+        check(cfg_in(mode, lifetime, delay), &before, &during, &after)?;
     }
 }
