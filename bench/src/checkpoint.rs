@@ -50,7 +50,28 @@ type = "stdout"
 const RATE: u64 = 20_000;
 
 /// Runs of the stall loop with and without checkpoints (alternating: the machine is shared).
-const RUNS: usize = 3;
+const RUNS: usize = 5;
+
+/// The checkpoints of a stall loop.
+#[derive(Clone, Copy)]
+enum Checkpoints<'a> {
+    /// None (the baseline).
+    Off,
+    /// Every second, the snapshot's bytes dropped (the actor's thread alone).
+    Discard,
+    /// Every second, stored by a writer thread (as the runtime does).
+    Store(&'a Checkpointer),
+}
+
+impl Checkpoints<'_> {
+    fn label(&self) -> &'static str {
+        match self {
+            Checkpoints::Off => "none",
+            Checkpoints::Discard => "every 1 s, bytes dropped (no writer)",
+            Checkpoints::Store(_) => "every 1 s, stored (writer thread)",
+        }
+    }
+}
 
 /// What the checkpoints of one stall loop cost the actor's thread.
 #[derive(Default)]
@@ -59,8 +80,19 @@ struct Snapshots {
     begin: Vec<Duration>,
     /// From the barrier to the complete bytes, per checkpoint (wall time).
     complete: Vec<Duration>,
-    /// The longest single pacer poll (one step).
-    longest_step: Duration,
+    /// Pacer polls that ran a step (wall µs, preemption included).
+    steps: Option<Histogram<u64>>,
+    /// Time the loop's thread was ready to run but waited for a core (other processes).
+    run_queue_wait: Duration,
+}
+
+/// This thread's time on a CPU and waiting for one in a run queue so far (ns), from
+/// `/proc/thread-self/schedstat`; zeros where it cannot be read. The wait is the machine's
+/// noise: time the thread was ready but another process had the core.
+fn sched_ns() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
 }
 
 fn record(key: u64, t: i64) -> Record {
@@ -98,16 +130,24 @@ fn stall_loop(
     keys: u64,
     seconds: u64,
     rate: u64,
-    checkpointer: Option<&Checkpointer>,
+    checkpoints: Checkpoints<'_>,
 ) -> Result<(Histogram<u64>, Snapshots)> {
+    let checkpointer = match checkpoints {
+        Checkpoints::Store(ck) => Some(ck),
+        _ => None,
+    };
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut snaps = Snapshots::default();
+    let mut snaps =
+        Snapshots { steps: Some(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?), ..Snapshots::default() };
     let (tx, rx) = crossbeam_channel::bounded::<(u64, Vec<u8>)>(2);
-    let writer = checkpointer.cloned().map(|ck| {
+    let writer = (!matches!(checkpoints, Checkpoints::Off)).then(|| {
+        let ck = checkpointer.cloned();
         std::thread::spawn(move || {
             for (epoch, state) in rx {
-                // A failed write shows as a missing file in the size table; the loop goes on.
-                let _ = ck.write_snapshot(epoch, 0, 1, state);
+                if let Some(ck) = &ck {
+                    // A failed write shows as a missing file in the size table; the loop goes on.
+                    let _ = ck.write_snapshot(epoch, 0, 1, state);
+                }
             }
         })
     });
@@ -118,6 +158,7 @@ fn stall_loop(
         tx.send((f.epoch, f.state)).context("writer thread")
     };
     let mut out = Output::default();
+    let (_, wait0) = sched_ns();
     let start = Instant::now();
     let ns_per_record = 1_000_000_000 / rate;
     let total = rate * seconds;
@@ -132,7 +173,7 @@ fn stall_loop(
                 if pacer.in_progress() {
                     let s = Instant::now();
                     let f = pacer.poll(op, false);
-                    snaps.longest_step = snaps.longest_step.max(s.elapsed());
+                    step_taken(&mut snaps, s.elapsed());
                     if let Some(f) = f {
                         hand_over(f, began, &mut snaps)?;
                     }
@@ -145,7 +186,7 @@ fn stall_loop(
             }
             let s = Instant::now();
             let f = pacer.poll(op, true);
-            snaps.longest_step = snaps.longest_step.max(s.elapsed());
+            step_taken(&mut snaps, s.elapsed());
             if let Some(f) = f {
                 hand_over(f, began, &mut snaps)?;
             }
@@ -155,7 +196,7 @@ fn stall_loop(
         op.on_record(&record(n % keys, t), Timestamp::MIN, &mut out);
         out.clear();
         h.saturating_record(due.elapsed().as_micros().max(1) as u64);
-        if checkpointer.is_some() && start.elapsed() >= Duration::from_secs(next_checkpoint) {
+        if !matches!(checkpoints, Checkpoints::Off) && start.elapsed() >= Duration::from_secs(next_checkpoint) {
             let s = Instant::now();
             let done = pacer.begin(op, next_checkpoint);
             snaps.begin.push(s.elapsed());
@@ -167,6 +208,7 @@ fn stall_loop(
             next_checkpoint = start.elapsed().as_secs() + 1;
         }
     }
+    snaps.run_queue_wait = Duration::from_nanos(sched_ns().1.saturating_sub(wait0));
     if let Some(f) = pacer.finish(op) {
         hand_over(f, began, &mut snaps)?;
     }
@@ -175,6 +217,15 @@ fn stall_loop(
         w.join().map_err(|_| anyhow::anyhow!("writer thread panicked"))?;
     }
     Ok((h, snaps))
+}
+
+/// Records a poll that ran a step (a poll skipped by the pacer returns in well under 10 µs).
+fn step_taken(snaps: &mut Snapshots, took: Duration) {
+    if took >= Duration::from_micros(10)
+        && let Some(h) = snaps.steps.as_mut()
+    {
+        h.saturating_record(took.as_micros() as u64);
+    }
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -221,12 +272,11 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
     let done = pacer.begin(op.as_mut(), 0);
     let begin_took = b.elapsed();
     anyhow::ensure!(done.is_empty(), "the rolling window snapshots incrementally");
-    let (mut polls, mut longest) = (0usize, Duration::ZERO);
+    let mut steps = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
     let state = loop {
         let s = Instant::now();
         let f = pacer.poll(op.as_mut(), true);
-        longest = longest.max(s.elapsed());
-        polls += 1;
+        steps.saturating_record(s.elapsed().as_micros().max(1) as u64);
         if let Some(f) = f {
             break f.state;
         }
@@ -260,8 +310,11 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
         begin_took.as_secs_f64() * 1e3
     );
     println!(
-        "| incremental snapshot, idle actor: {polls} steps back to back (longest {} µs) | {keys} | {state_bytes} | {} |",
-        longest.as_micros(),
+        "| incremental snapshot, idle actor: {} steps back to back (µs each: p50 {}, p99 {}, max {}) | {keys} | {state_bytes} | {} |",
+        steps.len(),
+        steps.value_at_quantile(0.5),
+        steps.value_at_quantile(0.99),
+        steps.max(),
         ms(incremental_took)
     );
     println!("| write + fsync snapshot file (writer thread) | {keys} | {} | {} |", meta.bytes, ms(written));
@@ -292,20 +345,22 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
     // Stall.
     println!("record latency (due -> processed) at {rate} records/s for {seconds} s, updating the {keys} keys:\n");
     println!(
-        "| checkpoints | run | records | p50 µs | p99 µs | p99.9 µs | max µs | cut µs (max) | barrier -> bytes ms (each) | longest step µs |"
+        "| checkpoints | run | records | p50 µs | p99 µs | p99.9 µs | max µs | cut µs (max) | barrier -> bytes ms (each) | steps: n, p99 / max µs | run-queue wait ms |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    let mut summary: [Vec<[u64; 4]>; 2] = [Vec::new(), Vec::new()];
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let modes = [Checkpoints::Off, Checkpoints::Discard, Checkpoints::Store(&ck)];
+    let mut summary: [Vec<[u64; 4]>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for run in 1..=RUNS {
-        for with in [false, true] {
-            let (h, snaps) = stall_loop(op.as_mut(), keys, seconds, rate, with.then_some(&ck))?;
+        for (m, mode) in modes.iter().enumerate() {
+            let (h, snaps) = stall_loop(op.as_mut(), keys, seconds, rate, *mode)?;
             let q = [h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.value_at_quantile(0.999), h.max()];
-            summary[with as usize].push(q);
+            summary[m].push(q);
             let each: Vec<String> = snaps.complete.iter().map(|d| ms(*d)).collect();
             let dash = || "-".to_string();
+            let with = m > 0;
             println!(
-                "| {} | {run} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                if with { "every 1 s" } else { "none" },
+                "| {} | {run} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                mode.label(),
                 h.len(),
                 q[0],
                 q[1],
@@ -313,19 +368,23 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
                 q[3],
                 snaps.begin.iter().max().map_or_else(dash, |d| us(*d)),
                 if each.is_empty() { dash() } else { each.join(", ") },
-                if with { us(snaps.longest_step) } else { dash() }
+                match snaps.steps.as_ref().filter(|_| with) {
+                    Some(h) => format!("{}, {} / {}", h.len(), h.value_at_quantile(0.99), h.max()),
+                    None => dash(),
+                },
+                ms(snaps.run_queue_wait)
             );
         }
     }
-    for (with, runs) in summary.iter().enumerate() {
+    for (m, runs) in summary.iter().enumerate() {
         let col = |i: usize| {
             let v: Vec<u64> = runs.iter().map(|q| q[i]).collect();
             let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
             format!("{} ({lo}-{hi})", median(v))
         };
         println!(
-            "| {} | median (min-max) of {} | | {} | {} | {} | {} | | | |",
-            if with == 1 { "every 1 s" } else { "none" },
+            "| {} | median (min-max) of {} | | {} | {} | {} | {} | | | | |",
+            modes[m].label(),
             runs.len(),
             col(0),
             col(1),

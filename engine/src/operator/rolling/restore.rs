@@ -17,7 +17,7 @@ impl RollingWindow {
         mut keep: Option<&mut dyn FnMut(&GroupKey) -> bool>,
     ) -> Result<(), StateError> {
         let corrupt = |why: String| StateError::Corrupt { operator: "rolling_window", why };
-        let mut r = Reader { b: bytes };
+        let mut r = Reader::new(bytes);
         if r.take(MAGIC.len()).map_err(corrupt)? != MAGIC {
             return Err(corrupt("not a rolling-window snapshot (bad magic)".into()));
         }
@@ -73,20 +73,21 @@ impl RollingWindow {
             }
             self.plan.rebuild_ranges(&mut st);
             // Groups of two snapshots are disjoint; should one repeat, the later one wins.
-            let (slot, old) = self.keys.insert_or_replace(st);
+            // Its timer goes into the heap with every other key's at the end, in one heapify.
+            st.timer = self.plan.next_event(&st);
+            let (_, old) = self.keys.insert_or_replace(st);
             if let Some(mut old) = old {
                 // A snapshot in progress may still need the replaced key as it was.
                 self.write_replaced(&mut old);
             }
-            self.reschedule(slot);
         }
+        self.timers.rebuild(&self.keys);
         if !r.b.is_empty() {
             return Err(corrupt(format!("{} bytes after the last key", r.b.len())));
         }
         self.frontier = self.frontier.max(frontier);
         crate::operator::merge_trackers(&mut self.tracker, tracker);
         self.watermark = self.watermark.max(watermark);
-        self.timers.clean(&self.keys);
         Ok(())
     }
 }

@@ -191,9 +191,15 @@ impl Writer {
 /// Reads what [`Writer`] wrote; every error says what was cut or wrong.
 pub(super) struct Reader<'a> {
     pub(super) b: &'a [u8],
+    /// The cells of one record, reused from record to record.
+    cells: Vec<Cell>,
 }
 
 impl<'a> Reader<'a> {
+    pub(super) fn new(b: &'a [u8]) -> Reader<'a> {
+        Reader { b, cells: Vec::new() }
+    }
+
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         if self.b.len() < n {
             return Err(format!("cut short: {n} bytes needed, {} left", self.b.len()));
@@ -337,7 +343,7 @@ impl<'a> Reader<'a> {
     pub(super) fn records(&mut self, lanes: usize) -> Result<Records, String> {
         let n = self.count(8 + lanes)?;
         let mut r = Records::new(lanes);
-        let mut cells = Vec::with_capacity(lanes);
+        let mut cells = std::mem::take(&mut self.cells);
         for _ in 0..n {
             let t = self.i64()?;
             for _ in 0..lanes {
@@ -347,6 +353,7 @@ impl<'a> Reader<'a> {
                 return Err("records are not sorted by event time".into());
             }
         }
+        self.cells = cells;
         Ok(r)
     }
 }

@@ -76,9 +76,10 @@ impl RollingWindow {
     pub(super) fn begin_incremental(&mut self) {
         self.snap_gen += 1;
         let keys = self.keys.len();
-        // Room for the whole snapshot up front, estimated from the last one: growing a buffer of
-        // tens of megabytes mid-way would copy it on the actor's thread.
-        let per_key = if self.snap_bytes_per_key > 0.0 { self.snap_bytes_per_key * 1.25 } else { 64.0 };
+        // Room for the whole snapshot up front, estimated generously from the last one: growing a
+        // buffer of tens of megabytes mid-way would move it on the actor's thread, while room
+        // never written costs address space only (the pages are not touched).
+        let per_key = if self.snap_bytes_per_key > 0.0 { self.snap_bytes_per_key * 1.5 } else { 128.0 };
         let mut w = Writer { out: Vec::with_capacity(64 + (per_key * keys as f64) as usize) };
         let count_at = w.header(
             (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
