@@ -13,9 +13,8 @@
 //! 5. `EndOfInput`: finish the snapshot in progress, tell the sink this producer is done, and
 //!    exit.
 //!
-//! While a snapshot is in progress, the actor writes it in short steps between messages (back to
-//! back while its input is empty, at most half of its time while records keep coming:
-//! [`SnapshotPacer`]) and hands the finished bytes to its [`SnapshotWriter`] thread, which stores
+//! While a snapshot is in progress, the actor writes it in short steps between messages (at most
+//! half of its time, waiting for its input between steps: [`SnapshotPacer`]) and hands the finished bytes to its [`SnapshotWriter`] thread, which stores
 //! them and acknowledges the barrier once they are durable (the checkpoint is complete when
 //! every partition actor's snapshot is). Otherwise, between messages, with a wall clock, the
 //! actor sleeps until its operator's next timer (`recv_deadline`), never polling.
@@ -26,7 +25,7 @@
 
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use eddy_engine::Timestamp;
 use eddy_engine::operator::{Mode, Operator, Output};
@@ -86,25 +85,30 @@ impl PartitionActor {
         loop {
             let mut due = Timestamp::MIN;
             if pacer.in_progress()
-                && let Some(f) = pacer.poll(self.operator.as_mut(), self.input.is_empty())
+                && let Some(f) = pacer.poll(self.operator.as_mut())
                 && !self.submit(f, &mut size)
             {
                 return;
             }
             let msg = match (wall, self.operator.next_timer()) {
-                // A snapshot in progress: take a message if one is there, else fire a due timer,
-                // else write another step.
-                (_, timer) if pacer.in_progress() => match self.input.try_recv() {
-                    Ok(m) => Some(m),
-                    Err(TryRecvError::Disconnected) => return,
-                    Err(TryRecvError::Empty) => match timer {
-                        Some(at) if wall && deadline_of(self.clock.as_ref(), at) <= Instant::now() => {
-                            due = at;
-                            None
-                        }
-                        _ => continue,
-                    },
-                },
+                // A snapshot in progress: wait for a message until the next step (or a due
+                // timer, whichever comes first), then loop to run the step.
+                (_, timer) if pacer.in_progress() => {
+                    let step_at = pacer.next_step_at().unwrap_or_else(Instant::now);
+                    let timer_at = timer.filter(|_| wall).map(|at| (at, deadline_of(self.clock.as_ref(), at)));
+                    let until = timer_at.map_or(step_at, |(_, d)| d.min(step_at));
+                    match self.input.recv_deadline(until) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Disconnected) => return,
+                        Err(RecvTimeoutError::Timeout) => match timer_at {
+                            Some((at, d)) if d <= Instant::now() => {
+                                due = at;
+                                None
+                            }
+                            _ => continue,
+                        },
+                    }
+                }
                 (true, Some(at)) => match self.input.recv_deadline(deadline_of(self.clock.as_ref(), at)) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => {

@@ -2,12 +2,13 @@
 //! ([`Operator::begin_snapshot`] / [`Operator::snapshot_step`]) on the partition actor's thread,
 //! in steps short enough that a record arriving meanwhile waits at most one step.
 //!
-//! Pacing: a step works for about [`STEP`] (checking the time every [`KEYS_PER_CALL`] keys).
-//! While the input is empty the actor runs steps back to back, looking at its input between
-//! them; while records keep coming it runs a step only once as much time has passed since the
-//! previous step ended as that step took, so the snapshot takes at most half of a busy actor's
-//! time and the records' queue drains between steps. The time read here is the machine's
-//! monotonic clock, for sharing the thread only; it never reaches the operators.
+//! Pacing: a step works for about [`STEP`] (checking the time every [`KEYS_PER_CALL`] keys);
+//! the next step may run once as much time has passed since the step ended as the step took.
+//! So the snapshot takes at most half of the actor's time, busy or idle: records queued meanwhile
+//! drain between steps, and the thread never runs flat out, which on a shared machine would get
+//! it preempted for whole scheduler slices (milliseconds) while records wait. The actor waits for
+//! its input until [`SnapshotPacer::next_step_at`] between steps. The time read here is the
+//! machine's monotonic clock, for sharing the thread only; it never reaches the operators.
 
 use std::time::{Duration, Instant};
 
@@ -68,12 +69,17 @@ impl SnapshotPacer {
         done
     }
 
-    /// Between messages: runs a step when one is due (`idle`: the input is empty, so one always
-    /// is); returns the snapshot once complete.
-    pub fn poll(&mut self, op: &mut dyn Operator, idle: bool) -> Option<Finished> {
+    /// When the next step may run (`None`: at once, or nothing in progress).
+    pub fn next_step_at(&self) -> Option<Instant> {
+        self.next_step.filter(|_| self.current.is_some())
+    }
+
+    /// Between messages: runs a step when one is due ([`SnapshotPacer::next_step_at`]); returns
+    /// the snapshot once complete.
+    pub fn poll(&mut self, op: &mut dyn Operator) -> Option<Finished> {
         self.current?;
         let started = Instant::now();
-        if !idle && self.next_step.is_some_and(|at| started < at) {
+        if self.next_step.is_some_and(|at| started < at) {
             return None;
         }
         loop {
