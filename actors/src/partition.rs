@@ -14,10 +14,11 @@
 //!    exit.
 //!
 //! While a snapshot is in progress, the actor writes it in short steps between messages (at most
-//! half of its time, waiting for its input between steps: [`SnapshotPacer`]) and hands the finished bytes to its [`SnapshotWriter`] thread, which stores
-//! them and acknowledges the barrier once they are durable (the checkpoint is complete when
-//! every partition actor's snapshot is). Otherwise, between messages, with a wall clock, the
-//! actor sleeps until its operator's next timer (`recv_deadline`), never polling.
+//! half of its time, waiting for its input between steps: [`SnapshotPacer`]) and hands the
+//! finished bytes to its [`SnapshotWriter`] thread, which stores them and acknowledges the
+//! barrier once they are durable (the checkpoint is complete when every partition actor's
+//! snapshot is). Otherwise, between messages, with a wall clock, the actor sleeps until its
+//! operator's next timer (`recv_deadline`), never polling.
 //!
 //! Metrics (`crate::metrics`): the operator's time per data message (stage `partition`), how late
 //! the actor woke for a timer (system clock), and its state (keys, estimated bytes) at every
