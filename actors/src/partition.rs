@@ -6,14 +6,19 @@
 //! 2. `Watermark` / `Tick`: move the watermark / clock;
 //! 3. `BeginBatch` / `EndBatch` (micro-batch): start a batch; emit its rows and end it at the sink;
 //! 4. `Barrier`: move clock and watermark to the barrier's, send the epoch's rows, snapshot
-//!    (with checkpoints: serialise the operator here, store it on the actor's
-//!    [`SnapshotWriter`] thread, which acknowledges once it is durable; without: acknowledge at
-//!    once), end the epoch at the sink; micro-batch with checkpoints: the same snapshot after
-//!    `EndBatch`;
-//! 5. `EndOfInput`: tell the sink this producer is done, and exit.
+//!    (with checkpoints: the operator notes the cut of its state ([`Operator::begin_snapshot`]);
+//!    without: acknowledge at once), end the epoch at the sink; micro-batch with checkpoints:
+//!    the same snapshot after `EndBatch`. A snapshot still in progress at the next barrier is
+//!    finished first;
+//! 5. `EndOfInput`: finish the snapshot in progress, tell the sink this producer is done, and
+//!    exit.
 //!
-//! Between messages, with a wall clock, the actor sleeps until its operator's next timer
-//! (`recv_deadline`), never polling.
+//! While a snapshot is in progress, the actor writes it in short steps between messages (at most
+//! half of its time, waiting for its input between steps: [`SnapshotPacer`]) and hands the
+//! finished bytes to its [`SnapshotWriter`] thread, which stores them and acknowledges the
+//! barrier once they are durable (the checkpoint is complete when every partition actor's
+//! snapshot is). Otherwise, between messages, with a wall clock, the actor sleeps until its
+//! operator's next timer (`recv_deadline`), never polling.
 //!
 //! Metrics (`crate::metrics`): the operator's time per data message (stage `partition`), how late
 //! the actor woke for a timer (system clock), and its state (keys, estimated bytes) at every
@@ -26,7 +31,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use eddy_engine::Timestamp;
 use eddy_engine::operator::{Mode, Operator, Output};
 
-use crate::checkpoint::SnapshotWriter;
+use crate::checkpoint::pacer::Finished;
+use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
 use crate::clock::{Clock, deadline_of};
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
@@ -75,9 +81,34 @@ impl PartitionActor {
         let mut current: u64 = self.first_epoch;
         let wall = self.clock.is_wall_clock() && self.mode == Mode::RealTime;
         let mut size = StateSize::default();
+        let mut pacer = SnapshotPacer::new();
         loop {
             let mut due = Timestamp::MIN;
+            if pacer.in_progress()
+                && let Some(f) = pacer.poll(self.operator.as_mut())
+                && !self.submit(f, &mut size)
+            {
+                return;
+            }
             let msg = match (wall, self.operator.next_timer()) {
+                // A snapshot in progress: wait for a message until the next step (or a due
+                // timer, whichever comes first), then loop to run the step.
+                (_, timer) if pacer.in_progress() => {
+                    let step_at = pacer.next_step_at().unwrap_or_else(Instant::now);
+                    let timer_at = timer.filter(|_| wall).map(|at| (at, deadline_of(self.clock.as_ref(), at)));
+                    let until = timer_at.map_or(step_at, |(_, d)| d.min(step_at));
+                    match self.input.recv_deadline(until) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Disconnected) => return,
+                        Err(RecvTimeoutError::Timeout) => match timer_at {
+                            Some((at, d)) if d <= Instant::now() => {
+                                due = at;
+                                None
+                            }
+                            _ => continue,
+                        },
+                    }
+                }
                 (true, Some(at)) => match self.input.recv_deadline(deadline_of(self.clock.as_ref(), at)) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => {
@@ -129,9 +160,7 @@ impl PartitionActor {
                         {
                             return;
                         }
-                        if let Some(w) = &self.snapshots
-                            && !w.submit(batch_id, self.operator.snapshot(), self.operator.state_len())
-                        {
+                        if self.snapshots.is_some() && !self.begin_snapshot(&mut pacer, batch_id, &mut size) {
                             return;
                         }
                     }
@@ -148,7 +177,7 @@ impl PartitionActor {
                         self.report_state(&mut size);
                         let state_len = self.operator.state_len();
                         let acked = match &self.snapshots {
-                            Some(w) => w.submit(epoch, self.operator.snapshot(), state_len),
+                            Some(_) => self.begin_snapshot(&mut pacer, epoch, &mut size),
                             None => self
                                 .coordinator
                                 .send(ToCoordinator::BarrierAck {
@@ -165,6 +194,11 @@ impl PartitionActor {
                         current = epoch + 1;
                     }
                     Control::EndOfInput => {
+                        if let Some(f) = pacer.finish(self.operator.as_mut())
+                            && !self.submit(f, &mut size)
+                        {
+                            return;
+                        }
                         self.flush(current, &mut out, &mut created);
                         // The sink may already be gone after a failure; nothing left to tell it.
                         let _ = self.sink.send(ToSink::Done);
@@ -178,15 +212,38 @@ impl PartitionActor {
         }
     }
 
+    /// At the barrier of `epoch` (with checkpoints): begins the operator's snapshot and hands
+    /// over what is complete now; `false` when the writer is gone.
+    fn begin_snapshot(&mut self, pacer: &mut SnapshotPacer, epoch: u64, size: &mut StateSize) -> bool {
+        pacer.begin(self.operator.as_mut(), epoch).into_iter().all(|f| self.submit(f, size))
+    }
+
+    /// Hands a finished snapshot to the writer thread (its size also refreshes the state-bytes
+    /// estimate, for free); `false` when the writer is gone.
+    fn submit(&self, f: Finished, size: &mut StateSize) -> bool {
+        if f.state_len > 0 {
+            size.bytes_per_key = f.state.len() as f64 / f.state_len as f64;
+            size.measured = Some(Instant::now());
+        }
+        self.snapshots.as_ref().is_some_and(|w| w.submit(f.epoch, f.state, f.state_len))
+    }
+
     /// Sets the state gauges: keys, and bytes estimated as keys x bytes per key of the serialised
-    /// state, re-measured at most every [`STATE_BYTES_EVERY`] (serialising is not free).
+    /// state: of the last checkpoint's snapshot, else re-measured at most every
+    /// [`STATE_BYTES_EVERY`] (serialising is not free).
     fn report_state(&self, size: &mut StateSize) {
         if !self.metrics.enabled() {
             return;
         }
         let m = &self.metrics.partitions[self.partition];
         let keys = self.operator.state_len();
-        if keys > 0 && size.measured.is_none_or(|t| t.elapsed() >= STATE_BYTES_EVERY) {
+        // With checkpoints every snapshot refreshes the estimate ([`PartitionActor::submit`]):
+        // no extra serialisation on this thread.
+        let stale = match size.measured {
+            None => self.snapshots.is_none(),
+            Some(t) => self.snapshots.is_none() && t.elapsed() >= STATE_BYTES_EVERY,
+        };
+        if keys > 0 && stale {
             size.bytes_per_key = self.operator.snapshot().len() as f64 / keys as f64;
             size.measured = Some(Instant::now());
         }

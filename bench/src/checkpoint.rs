@@ -1,14 +1,18 @@
 //! The `checkpoint` suite: a rolling window holding 1 million keys (one partition actor's
-//! state), checkpointed as the runtime does it (the operator serialised on the actor's thread,
-//! the file written and fsynced on a writer thread), and restored.
+//! state), checkpointed as the runtime does it (the operator's incremental snapshot begun at the
+//! barrier and written in steps between records by the partition actor's [`SnapshotPacer`], the
+//! file written and fsynced on a writer thread), and restored.
 //!
 //! - **stall**: records are due at a fixed rate (20,000/s) on the actor's thread; every second a
-//!   checkpoint is taken; each record's latency is (processed - due). The percentiles with
-//!   checkpoints, against the same loop without, show what a checkpoint costs the records that
-//!   arrive while the state is serialised.
-//! - **size, duration**: the snapshot (serialisation on the actor thread), the file write with
+//!   checkpoint is taken; each record's latency is (processed - due). While a snapshot is in
+//!   progress the loop runs the pacer as the partition actor does: a step whenever one is due
+//!   (at most half of the time), waiting for the next record in between. The
+//!   percentiles with checkpoints, against the same loop without, show what a checkpoint costs
+//!   the records that arrive meanwhile. [`RUNS`] runs of each, alternating.
+//! - **size, duration**: the one-shot serialisation (`Operator::snapshot`), the cut
+//!   (`begin_snapshot`) and the incremental snapshot on an idle actor, the file write with
 //!   fsync (writer thread), the bytes on disk.
-//! - **restore**: reading and checking the file, then `Operator::restore`, for the same
+//! - **restore**: reading and checking the file, then the operators restored, for the same
 //!   parallelism and re-split from 1 to 2 actors.
 
 use std::sync::Arc;
@@ -17,7 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
-use eddy_actors::checkpoint::{Checkpointer, DriverState, FolderStore, Manifest, restore};
+use eddy_actors::checkpoint::pacer::Finished;
+use eddy_actors::checkpoint::{Checkpointer, DriverState, FolderStore, Manifest, SnapshotPacer, restore};
 use eddy_actors::routing::Router;
 use eddy_engine::operator::{Operator, Output};
 use eddy_engine::plan::QueryPlan;
@@ -43,6 +48,52 @@ type = "stdout"
 /// Records due per second in the stall loop (smoke: a tenth): what one partition actor of the
 /// current rolling operator sustains on this 2-core machine with room to spare.
 const RATE: u64 = 20_000;
+
+/// Runs of the stall loop with and without checkpoints (alternating: the machine is shared).
+const RUNS: usize = 5;
+
+/// The checkpoints of a stall loop.
+#[derive(Clone, Copy)]
+enum Checkpoints<'a> {
+    /// None (the baseline).
+    Off,
+    /// Every second, the snapshot's bytes dropped (the actor's thread alone).
+    Discard,
+    /// Every second, stored by a writer thread (as the runtime does).
+    Store(&'a Checkpointer),
+}
+
+impl Checkpoints<'_> {
+    fn label(&self) -> &'static str {
+        match self {
+            Checkpoints::Off => "none",
+            Checkpoints::Discard => "every 1 s, bytes dropped (no writer)",
+            Checkpoints::Store(_) => "every 1 s, stored (writer thread)",
+        }
+    }
+}
+
+/// What the checkpoints of one stall loop cost the actor's thread.
+#[derive(Default)]
+struct Snapshots {
+    /// `begin_snapshot` (the cut) per checkpoint.
+    begin: Vec<Duration>,
+    /// From the barrier to the complete bytes, per checkpoint (wall time).
+    complete: Vec<Duration>,
+    /// Pacer polls that ran a step (wall µs, preemption included).
+    steps: Option<Histogram<u64>>,
+    /// Time the loop's thread was ready to run but waited for a core (other processes).
+    run_queue_wait: Duration,
+}
+
+/// This thread's time on a CPU and waiting for one in a run queue so far (ns), from
+/// `/proc/thread-self/schedstat`; zeros where it cannot be read. The wait is the machine's
+/// noise: time the thread was ready but another process had the core.
+fn sched_ns() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
 
 fn record(key: u64, t: i64) -> Record {
     Record::new(vec![
@@ -71,28 +122,43 @@ fn ms(d: Duration) -> String {
 
 /// Latency percentiles (µs) of `seconds` of records due at `rate` per second, updating existing
 /// keys (event time 5 µs apart, so the 2-second range keeps about 400,000 records and the lifetime
-/// count keeps every key),
-/// with a checkpoint every second when `checkpointer` is given (serialised here, written by a
-/// writer thread). Returns the histogram and the snapshot durations.
+/// count keeps every key), with a checkpoint every second when `checkpointer` is given (the
+/// snapshot driven here as the partition actor drives it, written by a writer thread). Returns
+/// the histogram and what the snapshots cost.
 fn stall_loop(
     op: &mut dyn Operator,
     keys: u64,
     seconds: u64,
     rate: u64,
-    checkpointer: Option<&Checkpointer>,
-) -> Result<(Histogram<u64>, Vec<Duration>)> {
+    checkpoints: Checkpoints<'_>,
+) -> Result<(Histogram<u64>, Snapshots)> {
+    let checkpointer = match checkpoints {
+        Checkpoints::Store(ck) => Some(ck),
+        _ => None,
+    };
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut snapshots = Vec::new();
+    let mut snaps =
+        Snapshots { steps: Some(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?), ..Snapshots::default() };
     let (tx, rx) = crossbeam_channel::bounded::<(u64, Vec<u8>)>(2);
-    let writer = checkpointer.cloned().map(|ck| {
+    let writer = (!matches!(checkpoints, Checkpoints::Off)).then(|| {
+        let ck = checkpointer.cloned();
         std::thread::spawn(move || {
             for (epoch, state) in rx {
-                // A failed write shows as a missing file in the size table; the loop goes on.
-                let _ = ck.write_snapshot(epoch, 0, 1, state);
+                if let Some(ck) = &ck {
+                    // A failed write shows as a missing file in the size table; the loop goes on.
+                    let _ = ck.write_snapshot(epoch, 0, 1, state);
+                }
             }
         })
     });
+    let mut pacer = SnapshotPacer::new();
+    let mut began = Instant::now();
+    let hand_over = |f: Finished, began: Instant, snaps: &mut Snapshots| -> Result<()> {
+        snaps.complete.push(began.elapsed());
+        tx.send((f.epoch, f.state)).context("writer thread")
+    };
     let mut out = Output::default();
+    let (_, wait0) = sched_ns();
     let start = Instant::now();
     let ns_per_record = 1_000_000_000 / rate;
     let total = rate * seconds;
@@ -100,29 +166,70 @@ fn stall_loop(
     let base = keys as i64;
     for n in 0..total {
         let due = start + Duration::from_nanos(n * ns_per_record);
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
+        // As the partition actor: a snapshot step when one is due, else wait for the record (the
+        // actor's input) until the next step.
+        loop {
+            if pacer.in_progress() {
+                let s = Instant::now();
+                let f = pacer.poll(op);
+                step_taken(&mut snaps, s.elapsed());
+                if let Some(f) = f {
+                    hand_over(f, began, &mut snaps)?;
+                }
+            }
+            let now = Instant::now();
+            if due <= now {
+                break;
+            }
+            let until = pacer.next_step_at().map_or(due, |at| at.min(due));
+            if until > now {
+                std::thread::sleep(until - now);
+            }
         }
         let t = base + (n as i64) * 5;
         op.advance_clock(Timestamp(t), &mut out);
         op.on_record(&record(n % keys, t), Timestamp::MIN, &mut out);
         out.clear();
         h.saturating_record(due.elapsed().as_micros().max(1) as u64);
-        if checkpointer.is_some() && start.elapsed() >= Duration::from_secs(next_checkpoint) {
+        if !matches!(checkpoints, Checkpoints::Off) && start.elapsed() >= Duration::from_secs(next_checkpoint) {
             let s = Instant::now();
-            let state = op.snapshot();
-            snapshots.push(s.elapsed());
-            tx.send((next_checkpoint, state)).context("writer thread")?;
+            let done = pacer.begin(op, next_checkpoint);
+            snaps.begin.push(s.elapsed());
+            for f in done {
+                hand_over(f, began, &mut snaps)?;
+            }
+            began = s;
             // A checkpoint that took longer than the interval is not followed by the missed ones.
             next_checkpoint = start.elapsed().as_secs() + 1;
         }
+    }
+    snaps.run_queue_wait = Duration::from_nanos(sched_ns().1.saturating_sub(wait0));
+    if let Some(f) = pacer.finish(op) {
+        hand_over(f, began, &mut snaps)?;
     }
     drop(tx);
     if let Some(w) = writer {
         w.join().map_err(|_| anyhow::anyhow!("writer thread panicked"))?;
     }
-    Ok((h, snapshots))
+    Ok((h, snaps))
+}
+
+/// Records a poll that ran a step (a poll skipped by the pacer returns in well under 10 µs).
+fn step_taken(snaps: &mut Snapshots, took: Duration) {
+    if took >= Duration::from_micros(10)
+        && let Some(h) = snaps.steps.as_mut()
+    {
+        h.saturating_record(took.as_micros() as u64);
+    }
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn us(d: Duration) -> String {
+    format!("{}", d.as_micros())
 }
 
 /// Runs the suite (`smoke`: 20,000 keys, 1 second at a tenth of the rate; else 1,000,000
@@ -153,6 +260,26 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
         serialise.push(s.elapsed());
     }
     serialise.sort();
+    let one_shot_bytes = state.len();
+    // The cut, then the incremental snapshot on an idle actor (paced as the actor paces it).
+    let mut pacer = SnapshotPacer::new();
+    let b = Instant::now();
+    let done = pacer.begin(op.as_mut(), 0);
+    let begin_took = b.elapsed();
+    anyhow::ensure!(done.is_empty(), "the rolling window snapshots incrementally");
+    let mut steps = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let state = loop {
+        if let Some(at) = pacer.next_step_at() {
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        }
+        let s = Instant::now();
+        let f = pacer.poll(op.as_mut());
+        steps.saturating_record(s.elapsed().as_micros().max(1) as u64);
+        if let Some(f) = f {
+            break f.state;
+        }
+    };
+    let incremental_took = b.elapsed();
     let state_bytes = state.len();
     let w = Instant::now();
     let meta = ck.write_snapshot(0, 0, 1, state).context("writing the snapshot")?;
@@ -172,11 +299,31 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
     println!("| step | keys | bytes | ms |");
     println!("|---|---|---|---|");
     println!("| fill (1 record per key) | {keys} | | {} |", ms(filled_in));
-    println!("| serialise (actor thread, median of 3) | {keys} | {state_bytes} | {} |", ms(serialise[1]));
+    println!(
+        "| one-shot serialise `snapshot()` (median of 3; no longer on the data path) | {keys} | {one_shot_bytes} | {} |",
+        ms(serialise[1])
+    );
+    println!(
+        "| `begin_snapshot` (the cut, at the barrier, actor thread) | {keys} | | {:.3} |",
+        begin_took.as_secs_f64() * 1e3
+    );
+    println!(
+        "| incremental snapshot, idle actor: {} steps, paced (µs each: p50 {}, p99 {}, max {}) | {keys} | {state_bytes} | {} |",
+        steps.len(),
+        steps.value_at_quantile(0.5),
+        steps.value_at_quantile(0.99),
+        steps.max(),
+        ms(incremental_took)
+    );
     println!("| write + fsync snapshot file (writer thread) | {keys} | {} | {} |", meta.bytes, ms(written));
     println!("| write + fsync manifest (coordinator) | | | {} |", ms(manifest_took));
 
-    // Restore: same parallelism, and re-split 1 -> 2.
+    // Restore: reading and checking alone, then same parallelism, and re-split 1 -> 2.
+    let r = Instant::now();
+    let loaded = ck.load_snapshot(&manifest, &meta).context("reading the snapshot back")?;
+    let read_took = r.elapsed();
+    drop(loaded);
+    println!("| read + check snapshot file (length, CRC-32, archive) | | {} | {} |", meta.bytes, ms(read_took));
     for parallelism in [1usize, 2] {
         let router = Router::new(plan.routing_columns(), parallelism);
         let new_operator = || plan.new_operator();
@@ -195,20 +342,52 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
 
     // Stall.
     println!("record latency (due -> processed) at {rate} records/s for {seconds} s, updating the {keys} keys:\n");
-    println!("| checkpoints | records | p50 µs | p99 µs | p99.9 µs | max µs | serialise ms (each) |");
-    println!("|---|---|---|---|---|---|---|");
-    for with in [false, true] {
-        let (h, snaps) = stall_loop(op.as_mut(), keys, seconds, rate, with.then_some(&ck))?;
-        let each: Vec<String> = snaps.iter().map(|d| ms(*d)).collect();
+    println!(
+        "| checkpoints | run | records | p50 µs | p99 µs | p99.9 µs | max µs | cut µs (max) | barrier -> bytes ms (each) | steps: n, p99 / max µs | run-queue wait ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let modes = [Checkpoints::Off, Checkpoints::Discard, Checkpoints::Store(&ck)];
+    let mut summary: [Vec<[u64; 4]>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    for run in 1..=RUNS {
+        for (m, mode) in modes.iter().enumerate() {
+            let (h, snaps) = stall_loop(op.as_mut(), keys, seconds, rate, *mode)?;
+            let q = [h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.value_at_quantile(0.999), h.max()];
+            summary[m].push(q);
+            let each: Vec<String> = snaps.complete.iter().map(|d| ms(*d)).collect();
+            let dash = || "-".to_string();
+            let with = m > 0;
+            println!(
+                "| {} | {run} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                mode.label(),
+                h.len(),
+                q[0],
+                q[1],
+                q[2],
+                q[3],
+                snaps.begin.iter().max().map_or_else(dash, |d| us(*d)),
+                if each.is_empty() { dash() } else { each.join(", ") },
+                match snaps.steps.as_ref().filter(|_| with) {
+                    Some(h) => format!("{}, {} / {}", h.len(), h.value_at_quantile(0.99), h.max()),
+                    None => dash(),
+                },
+                ms(snaps.run_queue_wait)
+            );
+        }
+    }
+    for (m, runs) in summary.iter().enumerate() {
+        let col = |i: usize| {
+            let v: Vec<u64> = runs.iter().map(|q| q[i]).collect();
+            let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+            format!("{} ({lo}-{hi})", median(v))
+        };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            if with { "every 1 s" } else { "none" },
-            h.len(),
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99),
-            h.value_at_quantile(0.999),
-            h.max(),
-            if each.is_empty() { "-".to_string() } else { each.join(", ") }
+            "| {} | median (min-max) of {} | | {} | {} | {} | {} | | | | |",
+            modes[m].label(),
+            runs.len(),
+            col(0),
+            col(1),
+            col(2),
+            col(3)
         );
     }
     println!();

@@ -10,8 +10,9 @@
 //! - **Files** ([`envelope`]): a versioned header with a CRC-32 in front of an `rkyv` archive
 //!   ([`manifest::SnapshotFile`], [`manifest::Manifest`]).
 //! - **Barrier protocol** (the coordinator drives it): partition actors snapshot when the barrier
-//!   (real-time) or the end of the batch (micro-batch) arrives, and a writer thread
-//!   ([`writer`]) stores the snapshot off the actor's thread; the source reports its offset and
+//!   (real-time) or the end of the batch (micro-batch) arrives: the operator notes the cut, its
+//!   state is written in short steps between records ([`pacer`]), and a writer thread
+//!   ([`writer`]) stores the finished snapshot off the actor's thread; the source reports its offset and
 //!   clock at the same point; the sinks prepare (files: fsync under the hidden name); when every
 //!   part is in, the coordinator writes the manifest and only then tells the sinks to commit
 //!   (files: rename into place). A restart rolls a prepared batch forward when its manifest
@@ -23,6 +24,7 @@
 
 pub mod envelope;
 pub mod manifest;
+pub mod pacer;
 pub mod restore;
 pub mod store;
 pub mod writer;
@@ -33,6 +35,7 @@ use rkyv::rancor;
 
 use envelope::Kind;
 pub use manifest::{DriverState, FingerprintField, Manifest, SavedOffset, SnapshotFile, SnapshotMeta};
+pub use pacer::SnapshotPacer;
 pub use restore::{Restored, restore};
 pub use store::{CheckpointStore, FolderStore};
 pub use writer::SnapshotWriter;

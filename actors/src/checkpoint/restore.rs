@@ -22,8 +22,9 @@ pub struct Restored {
 /// refused by the operator is skipped with a warning, and the one before is tried; manifests
 /// newer than the one restored are deleted (their epochs are replayed and written again).
 /// With the same parallelism each actor restores its own snapshot; otherwise each new actor
-/// restores every old snapshot, keeping the groups of its key range after each
-/// ([`Operator::retain_groups`] with [`Router::hash_key`]). Actors restore in parallel, one
+/// restores every old snapshot keeping only the groups of its key range
+/// ([`Operator::restore_keeping`] with [`Router::hash_key`]: an operator may skip the other
+/// groups without building them). Actors restore in parallel, one
 /// thread each.
 ///
 /// Returns `None` when there is no checkpoint (a first start).
@@ -95,11 +96,12 @@ fn build(
             if same && j != target {
                 continue;
             }
-            op.restore(s.state()?)
-                .map_err(|e| CheckpointError::Restore { name: s.name().to_string(), why: e.to_string() })?;
-            if !same {
-                op.retain_groups(&mut |k| router.partition_of(router.hash_key(k)).0 == target);
-            }
+            let restored = if same {
+                op.restore(s.state()?)
+            } else {
+                op.restore_keeping(s.state()?, &mut |k| router.partition_of(router.hash_key(k)).0 == target)
+            };
+            restored.map_err(|e| CheckpointError::Restore { name: s.name().to_string(), why: e.to_string() })?;
         }
         Ok(op)
     };

@@ -9,7 +9,10 @@
 //!   record arrived (rows are emitted at once); [`Operator::advance_watermark`] and
 //!   [`Operator::advance_clock`] move event time and processing time; [`Operator::next_timer`]
 //!   says when the operator must next be woken (rolling-window expiries).
-//! - both: [`Operator::snapshot`] / [`Operator::restore`] for checkpoints.
+//! - both: [`Operator::snapshot`] / [`Operator::restore`] for checkpoints; or, without stalling
+//!   the caller, [`Operator::begin_snapshot`] at the barrier, then [`Operator::snapshot_step`]
+//!   between records until it returns the bytes (the rolling window writes its keys
+//!   incrementally; other operators serialise at once).
 //!
 //! The operators never read a clock and never block; the runtime calls them.
 
@@ -119,6 +122,41 @@ pub trait Operator: Send + std::fmt::Debug {
     /// The whole state, serialised.
     fn snapshot(&self) -> Vec<u8>;
 
+    /// Starts a snapshot of the state as it stands now (the barrier's cut). Returns the bytes
+    /// when they are complete at once (the default: [`Operator::snapshot`]); `None` when the
+    /// snapshot is in progress: the caller then calls [`Operator::snapshot_step`] (between
+    /// records, as often as it likes) until it returns the bytes. Records, timers and watermarks
+    /// processed meanwhile change the live state only: the bytes are those of the cut, and
+    /// [`Operator::restore`] reads them as it reads [`Operator::snapshot`]'s. At most one
+    /// snapshot is in progress: beginning another abandons the one in progress (finish it first
+    /// with [`Operator::finish_snapshot`] to keep it). Flink's asynchronous snapshots of heap
+    /// state (copy-on-write per key) are the model.
+    fn begin_snapshot(&mut self) -> Option<Vec<u8>> {
+        Some(self.snapshot())
+    }
+
+    /// Advances the snapshot in progress by about `budget` keys of work (at least one); returns
+    /// its bytes once complete, `None` while work remains or when no snapshot is in progress.
+    fn snapshot_step(&mut self, budget: usize) -> Option<Vec<u8>> {
+        let _ = budget;
+        None
+    }
+
+    /// Whether a snapshot begun by [`Operator::begin_snapshot`] has not returned its bytes yet.
+    fn snapshot_in_progress(&self) -> bool {
+        false
+    }
+
+    /// Completes the snapshot in progress at once; `None` when none is in progress.
+    fn finish_snapshot(&mut self) -> Option<Vec<u8>> {
+        while self.snapshot_in_progress() {
+            if let Some(bytes) = self.snapshot_step(usize::MAX) {
+                return Some(bytes);
+            }
+        }
+        None
+    }
+
     /// Adds the state of a snapshot taken by [`Operator::snapshot`] of the same query to this
     /// operator's: its groups are added (they must be absent here, as the groups of two
     /// partition actors are), and the watermark, frontier and sequence take the later of the two.
@@ -130,6 +168,19 @@ pub trait Operator: Send + std::fmt::Debug {
     /// [`StateError::Corrupt`] when the bytes cannot be read or do not fit the query; the
     /// operator's state is then unspecified and it must be dropped.
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError>;
+
+    /// [`Operator::restore`] keeping only the groups for which `keep` is true (a re-split across
+    /// a change of `parallelism`): the result is that of `restore` then
+    /// [`Operator::retain_groups`] (the default does exactly that); an operator may skip the
+    /// groups it drops without building their state.
+    ///
+    /// # Errors
+    /// As [`Operator::restore`].
+    fn restore_keeping(&mut self, bytes: &[u8], keep: &mut dyn FnMut(&GroupKey) -> bool) -> Result<(), StateError> {
+        self.restore(bytes)?;
+        self.retain_groups(keep);
+        Ok(())
+    }
 
     /// Drops every group (the values of the routing / `group_by` columns, in order) for which
     /// `keep` is false, with its windows, sessions, pending records and timers.

@@ -35,6 +35,9 @@ pub(super) struct KeyState {
     pub(super) timer: Option<Timestamp>,
     /// Micro-batch: the key changed in this batch and is in the dirty list.
     pub(super) dirty: bool,
+    /// The generation of the last snapshot that holds the key or was begun after it was created
+    /// ([`super::incremental`]).
+    pub(super) snap_mark: u64,
 }
 
 impl KeyState {
@@ -93,12 +96,6 @@ impl Keys {
             .copied()
     }
 
-    /// The slot of `key`, if present.
-    pub(super) fn find_key(&self, hash: u64, key: &[Value]) -> Option<u32> {
-        let slots = &self.slots;
-        self.table.find(hash, |&i| slots[i as usize].as_ref().is_some_and(|s| *s.key == *key)).copied()
-    }
-
     /// Adds a key that is not present; returns its slot.
     pub(super) fn insert(&mut self, state: KeyState) -> u32 {
         let hash = state.hash;
@@ -115,6 +112,41 @@ impl Keys {
         let slots = &self.slots;
         self.table.insert_unique(hash, i, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
         i
+    }
+
+    /// Room for `n` more keys.
+    pub(super) fn reserve(&mut self, n: usize) {
+        let slots = &self.slots;
+        self.table.reserve(n, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
+        self.slots.reserve(n.saturating_sub(self.free.len()));
+    }
+
+    /// Adds a key, or replaces the state of an equal key (one probe of the table); returns its
+    /// slot and the state replaced.
+    pub(super) fn insert_or_replace(&mut self, state: KeyState) -> (u32, Option<KeyState>) {
+        let next = self.free.last().copied().unwrap_or(self.slots.len() as u32);
+        let slots = &self.slots;
+        match self.table.entry(
+            state.hash,
+            |&i| slots[i as usize].as_ref().is_some_and(|s| s.key == state.key),
+            |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => {
+                let i = *e.get();
+                (i, self.slots[i as usize].replace(state))
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                // The table is grown (if need be) before the entry is made, while the slab still
+                // holds every key it points to; the new slot is filled right after.
+                e.insert(next);
+                if self.free.pop().is_none() {
+                    self.slots.push(Some(state));
+                } else {
+                    self.slots[next as usize] = Some(state);
+                }
+                (next, None)
+            }
+        }
     }
 
     /// Removes the key in slot `i`.

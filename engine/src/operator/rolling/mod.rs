@@ -28,19 +28,24 @@
 //!   sums, no drift), a monotonic deque for min / max (an ordered multiset only while records
 //!   entered out of event-time order), an ordered multiset for percentiles;
 //! - the instant each key is next due sits in a heap with lazy deletion ([`timers`]);
-//! - rows are built only when emitted.
+//! - rows are built only when emitted;
+//! - snapshots are incremental ([`incremental`]): the cut at the barrier costs O(1), the keys are
+//!   written a few at a time between records, and a key about to change is written first.
 
+mod incremental;
 mod keys;
 mod measure;
 pub mod ordered;
 mod plan;
 mod records;
+mod restore;
 mod snapshot;
 mod timers;
 
+use self::incremental::InProgress;
 use self::keys::Keys;
 use self::plan::Plan;
-use self::snapshot::{MAGIC, Reader, Writer};
+use self::snapshot::Writer;
 use self::timers::Timers;
 use super::{BatchContext, Mode, Operator, Output, StateError};
 use crate::aggregate::AggregateFn;
@@ -88,6 +93,12 @@ pub struct RollingWindow {
     batch: Option<BatchContext>,
     /// Micro-batch: slots of the keys changed in the current batch.
     dirty: Vec<u32>,
+    /// Generation of the last snapshot begun (0: none yet).
+    snap_gen: u64,
+    /// The incremental snapshot being written, if any.
+    snap: Option<Box<InProgress>>,
+    /// Bytes per key of the last incremental snapshot (0: none yet), to size the next buffer.
+    snap_bytes_per_key: f64,
 }
 
 impl RollingWindow {
@@ -104,6 +115,9 @@ impl RollingWindow {
             watermark: Timestamp::MIN,
             batch: None,
             dirty: Vec::new(),
+            snap_gen: 0,
+            snap: None,
+            snap_bytes_per_key: 0.0,
         }
     }
 
@@ -114,6 +128,7 @@ impl RollingWindow {
 
     /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
     fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
+        self.before_change(slot);
         self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x))
     }
 
@@ -140,7 +155,7 @@ impl RollingWindow {
         let empty = self.keys.get(slot).is_some_and(|st| self.plan.is_empty(st));
         if empty {
             // Its timer entries, if any, are stale from now on.
-            self.keys.remove(slot);
+            self.remove_key(slot);
         }
     }
 
@@ -186,7 +201,9 @@ impl RollingWindow {
             Some(slot) => slot,
             None => {
                 let key: Box<[Value]> = cols.iter().map(|&c| record.values[c].clone()).collect();
-                let st = self.plan.new_key(key, hash);
+                let mut st = self.plan.new_key(key, hash);
+                // Created after the barrier of any snapshot in progress: not part of it.
+                st.snap_mark = self.snap_gen;
                 self.keys.insert(st)
             }
         }
@@ -220,6 +237,7 @@ impl Operator for RollingWindow {
             }
         }
         let slot = self.slot_of(record);
+        self.before_change(slot);
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
         let Some(st) = self.keys.get_mut(slot) else { return };
@@ -284,94 +302,44 @@ impl Operator for RollingWindow {
 
     fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer { out: Vec::with_capacity(64 + 64 * self.keys.len()) };
-        w.out.extend_from_slice(MAGIC);
-        w.u32(self.plan.lanes.len() as u32);
-        w.u32(self.plan.bounded.len() as u32);
-        w.u32(self.plan.lifetime.len() as u32);
-        w.i64(self.frontier.0);
-        w.i64(self.watermark.0);
-        w.tracker(self.tracker.as_ref());
-        w.u64(self.keys.len() as u64);
+        w.header(
+            (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
+            self.frontier,
+            self.watermark,
+            self.tracker.as_ref(),
+            self.keys.len(),
+        );
         for (_, st) in self.keys.live() {
-            w.u32(st.key.len() as u32);
-            for v in st.key.iter() {
-                w.value(v);
-            }
-            w.records(&st.pending);
-            w.records(&st.visible);
-            for &s in st.starts.iter() {
-                w.u64(s as u64);
-            }
-            for a in st.lifetime.iter() {
-                w.bytes(&a.to_bytes());
-            }
+            w.key(st);
         }
         w.out
     }
 
+    fn begin_snapshot(&mut self) -> Option<Vec<u8>> {
+        self.begin_incremental();
+        None
+    }
+
+    fn snapshot_step(&mut self, budget: usize) -> Option<Vec<u8>> {
+        self.step_incremental(budget)
+    }
+
+    fn snapshot_in_progress(&self) -> bool {
+        self.snap.is_some()
+    }
+
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
-        let corrupt = |why: String| StateError::Corrupt { operator: "rolling_window", why };
-        let mut r = Reader { b: bytes };
-        if r.take(MAGIC.len()).map_err(&corrupt)? != MAGIC {
-            return Err(corrupt("not a rolling-window snapshot (bad magic)".into()));
-        }
-        let shape = (r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?, r.u32().map_err(&corrupt)?);
-        if shape != (self.plan.lanes.len() as u32, self.plan.bounded.len() as u32, self.plan.lifetime.len() as u32) {
-            return Err(corrupt(format!(
-                "measures differ from the query's: (input columns, bounded, lifetime) = {shape:?}, expected ({}, {}, {})",
-                self.plan.lanes.len(),
-                self.plan.bounded.len(),
-                self.plan.lifetime.len()
-            )));
-        }
-        let frontier = Timestamp(r.i64().map_err(&corrupt)?);
-        let watermark = Timestamp(r.i64().map_err(&corrupt)?);
-        let tracker = r.tracker().map_err(&corrupt)?;
-        let n = r.count(4).map_err(&corrupt)?;
-        for _ in 0..n {
-            let parts = r.u32().map_err(&corrupt)? as usize;
-            if parts != self.cfg.key_columns.len() {
-                return Err(corrupt(format!("a key of {parts} values, expected {}", self.cfg.key_columns.len())));
-            }
-            let key = (0..parts).map(|_| r.value(0)).collect::<Result<Box<[Value]>, _>>().map_err(&corrupt)?;
-            let hash = self.keys.hash(key.iter());
-            let mut st = self.plan.new_key(key, hash);
-            st.pending = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
-            st.visible = r.records(self.plan.lanes.len()).map_err(&corrupt)?;
-            for b in 0..self.plan.bounded.len() {
-                let s = r.u64().map_err(&corrupt)? as usize;
-                if s > st.visible.len() {
-                    return Err(corrupt(format!("range start {s} past {} visible records", st.visible.len())));
-                }
-                st.starts[b] = s;
-            }
-            for l in 0..self.plan.lifetime.len() {
-                let b = r.bytes().map_err(&corrupt)?;
-                let f = &self.plan.measures[self.plan.lifetime[l]].func;
-                st.lifetime[l] = f.state_from_bytes(b).map_err(|e| corrupt(e.to_string()))?;
-            }
-            self.plan.rebuild_ranges(&mut st);
-            // Groups of two snapshots are disjoint; should one repeat, the later one wins.
-            if let Some(old) = self.keys.find_key(hash, &st.key) {
-                self.keys.remove(old);
-            }
-            let slot = self.keys.insert(st);
-            self.reschedule(slot);
-        }
-        if !r.b.is_empty() {
-            return Err(corrupt(format!("{} bytes after the last key", r.b.len())));
-        }
-        self.frontier = self.frontier.max(frontier);
-        super::merge_trackers(&mut self.tracker, tracker);
-        self.watermark = self.watermark.max(watermark);
-        self.timers.clean(&self.keys);
-        Ok(())
+        self.restore_from(bytes, None)
+    }
+
+    fn restore_keeping(&mut self, bytes: &[u8], keep: &mut dyn FnMut(&GroupKey) -> bool) -> Result<(), StateError> {
+        self.restore_from(bytes, Some(keep))
     }
 
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
         let drop: Vec<u32> = self.keys.live().filter(|(_, st)| !keep(&st.group_key())).map(|(i, _)| i).collect();
         for slot in drop {
-            self.keys.remove(slot);
+            self.remove_key(slot);
         }
         self.timers.rebuild(&self.keys);
     }

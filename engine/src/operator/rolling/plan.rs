@@ -47,16 +47,23 @@ impl Plan {
 
     /// An empty state for a key.
     pub(super) fn new_key(&self, key: Box<[Value]>, hash: u64) -> KeyState {
+        self.key_with(key, hash, Records::new(self.lanes.len()), Records::new(self.lanes.len()))
+    }
+
+    /// The state of a key holding `pending` and `visible` records (ranges still empty: see
+    /// [`Plan::rebuild_ranges`]).
+    pub(super) fn key_with(&self, key: Box<[Value]>, hash: u64, pending: Records, visible: Records) -> KeyState {
         KeyState {
             key,
             hash,
-            pending: Records::new(self.lanes.len()),
-            visible: Records::new(self.lanes.len()),
+            pending,
+            visible,
             starts: vec![0; self.bounded.len()].into(),
             ranges: self.bounded.iter().map(|&i| Range::new(&self.measures[i])).collect(),
             lifetime: self.lifetime.iter().map(|&i| self.measures[i].func.new_state()).collect(),
             timer: None,
             dirty: false,
+            snap_mark: 0,
         }
     }
 

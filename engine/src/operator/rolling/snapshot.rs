@@ -1,6 +1,7 @@
 //! The rolling window's snapshot bytes: a compact little-endian format, written and read in one
 //! pass (no intermediate tree). Derived state (range aggregates, timers) is not stored: it is
-//! rebuilt from the records on restore.
+//! rebuilt from the records on restore. Keys come in any order (an incremental snapshot writes
+//! a key early when a record is about to change it: [`super::incremental`]).
 //!
 //! ```text
 //! magic "EDDYRW01"
@@ -18,6 +19,7 @@
 //!        | 6 string (len u32, UTF-8) | 7 timestamp i64 | 8 window (i64, i64) | 9 list (n u32, values)
 //! ```
 
+use super::keys::KeyState;
 use super::records::{Cell, Records};
 use crate::time::{Duration, Timestamp};
 use crate::value::Value;
@@ -49,6 +51,49 @@ impl Writer {
     pub(super) fn bytes(&mut self, b: &[u8]) {
         self.u32(b.len() as u32);
         self.out.extend_from_slice(b);
+    }
+
+    /// The fields before the keys, with a key count of `keys`; returns the offset of the count
+    /// (so an incremental snapshot can correct it when it finishes).
+    pub(super) fn header(
+        &mut self,
+        shape: (usize, usize, usize),
+        frontier: Timestamp,
+        watermark: Timestamp,
+        tracker: Option<&WatermarkTracker>,
+        keys: usize,
+    ) -> usize {
+        self.out.extend_from_slice(MAGIC);
+        self.u32(shape.0 as u32);
+        self.u32(shape.1 as u32);
+        self.u32(shape.2 as u32);
+        self.i64(frontier.0);
+        self.i64(watermark.0);
+        self.tracker(tracker);
+        let at = self.out.len();
+        self.u64(keys as u64);
+        at
+    }
+
+    /// Overwrites the key count written by [`Writer::header`] at offset `at`.
+    pub(super) fn set_count(&mut self, at: usize, keys: usize) {
+        self.out[at..at + 8].copy_from_slice(&(keys as u64).to_le_bytes());
+    }
+
+    /// One key: its values, records, range starts and lifetime states.
+    pub(super) fn key(&mut self, st: &KeyState) {
+        self.u32(st.key.len() as u32);
+        for v in st.key.iter() {
+            self.value(v);
+        }
+        self.records(&st.pending);
+        self.records(&st.visible);
+        for &s in st.starts.iter() {
+            self.u64(s as u64);
+        }
+        for a in st.lifetime.iter() {
+            self.bytes(&a.to_bytes());
+        }
     }
 
     pub(super) fn tracker(&mut self, t: Option<&WatermarkTracker>) {
@@ -146,9 +191,15 @@ impl Writer {
 /// Reads what [`Writer`] wrote; every error says what was cut or wrong.
 pub(super) struct Reader<'a> {
     pub(super) b: &'a [u8],
+    /// The cells of one record, reused from record to record.
+    cells: Vec<Cell>,
 }
 
 impl<'a> Reader<'a> {
+    pub(super) fn new(b: &'a [u8]) -> Reader<'a> {
+        Reader { b, cells: Vec::new() }
+    }
+
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         if self.b.len() < n {
             return Err(format!("cut short: {n} bytes needed, {} left", self.b.len()));
@@ -240,11 +291,59 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Skips a value (as [`Reader::value`] reads it, nothing built).
+    fn skip_value(&mut self, depth: usize) -> Result<(), String> {
+        match self.u8()? {
+            0 => {}
+            1 => {
+                self.take(1)?;
+            }
+            2 | 4 => {
+                self.take(4)?;
+            }
+            3 | 5 | 7 => {
+                self.take(8)?;
+            }
+            6 => {
+                self.bytes()?;
+            }
+            8 => {
+                self.take(16)?;
+            }
+            9 if depth < MAX_LIST_DEPTH => {
+                for _ in 0..self.u32()? {
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            x => return Err(format!("bad value tag {x}")),
+        }
+        Ok(())
+    }
+
+    /// Skips what [`Reader::records`] reads, building nothing.
+    pub(super) fn skip_records(&mut self, lanes: usize) -> Result<(), String> {
+        let n = self.count(8 + lanes)?;
+        for _ in 0..n {
+            self.take(8)?;
+            for _ in 0..lanes {
+                match self.u8()? {
+                    0 => {}
+                    1 | 2 => {
+                        self.take(8)?;
+                    }
+                    3 => self.skip_value(0)?,
+                    x => return Err(format!("bad cell tag {x}")),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records with `lanes` cells each, which must come sorted by time.
     pub(super) fn records(&mut self, lanes: usize) -> Result<Records, String> {
         let n = self.count(8 + lanes)?;
         let mut r = Records::new(lanes);
-        let mut cells = Vec::with_capacity(lanes);
+        let mut cells = std::mem::take(&mut self.cells);
         for _ in 0..n {
             let t = self.i64()?;
             for _ in 0..lanes {
@@ -254,6 +353,7 @@ impl<'a> Reader<'a> {
                 return Err("records are not sorted by event time".into());
             }
         }
+        self.cells = cells;
         Ok(r)
     }
 }

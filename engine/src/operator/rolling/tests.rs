@@ -148,3 +148,38 @@ fn timers_skip_keys_freed_or_rescheduled() {
     assert_eq!(w.next_timer(), None);
     assert_eq!(w.state_len(), 0);
 }
+
+#[test]
+fn restore_keeping_builds_only_the_kept_keys_and_equals_restore_then_retain() {
+    let measures = vec![
+        (AggKind::Sum, Some(2), Some(10)),
+        (AggKind::Max, Some(2), Some(5)),
+        (AggKind::CountStar, None, None),
+        (AggKind::ApproxPercentile { percentages: vec![0.5], list: false, accuracy: 100 }, Some(2), Some(10)),
+    ];
+    let keys = ["a", "b", "c", "d", "e"];
+    let input: Vec<(i64, &str, i64, Option<f64>)> =
+        (0..50).map(|i| (i, keys[i as usize % 5], i - (i % 4), (i % 7 != 0).then_some((i * 7 % 11) as f64))).collect();
+    let mut first = op(measures.clone());
+    run(&mut first, &input[..30]);
+    let bytes = first.snapshot();
+    let keep = |g: &GroupKey| matches!(&g.0[0].0, Value::Str(s) if &**s != "b" && &**s != "d");
+    let mut kept = op(measures.clone());
+    kept.restore_keeping(&bytes, &mut |g| keep(g)).expect("own snapshot");
+    let mut reference = op(measures.clone());
+    reference.restore(&bytes).expect("own snapshot");
+    reference.retain_groups(&mut |g| keep(g));
+    assert_eq!(kept.state_len(), 3);
+    assert_eq!(kept.state_len(), reference.state_len());
+    let rest: Vec<_> = input[30..].iter().copied().filter(|(_, k, _, _)| *k != "b" && *k != "d").collect();
+    let mut a = run(&mut kept, &rest);
+    let mut b = run(&mut reference, &rest);
+    let mut out = Output::default();
+    kept.advance_clock(Timestamp(100 * S), &mut out);
+    a.extend(std::mem::take(&mut out.rows));
+    reference.advance_clock(Timestamp(100 * S), &mut out);
+    b.extend(out.rows);
+    assert!(!a.is_empty());
+    assert_eq!(a, b);
+    assert!(op(measures).restore_keeping(&bytes[..bytes.len() - 3], &mut |g| keep(g)).is_err(), "cut short");
+}
