@@ -9,9 +9,13 @@
 //!   (no value) is an empty payload, which the decoder refuses, so it becomes a dead letter with
 //!   its `topic/partition@offset`.
 //! - [`KafkaSink`]: a `BaseProducer`, idempotent, one JSON row per message, the message key from
-//!   the `key` columns; [`crate::Sink::commit`] flushes (every row of the batch / epoch acknowledged
-//!   by the broker) and surfaces any delivery failure as an error (the run exits 1). With
-//!   `exactly_once`, each batch / epoch is one Kafka transaction.
+//!   the `key` columns, the batch / epoch id in the [`EPOCH_HEADER`] header;
+//!   [`crate::Sink::prepare`] flushes (every row of the batch / epoch acknowledged by the broker
+//!   before its checkpoint is written) and surfaces any delivery failure as an error (the run
+//!   exits 1). With `exactly_once`, each batch / epoch is one Kafka transaction, committed by
+//!   [`crate::Sink::commit`] after its checkpoint. What a restart repeats: `sink.rs`' docs.
+//! - [`KafkaSource`] keeps the next offset of every partition ([`crate::Source::offset`]) for the
+//!   checkpoint and resumes there on restart ([`crate::Source::seek`]).
 //!
 //! ## Defaults, tuned for latency
 //!
@@ -55,7 +59,7 @@ use rdkafka::config::ClientConfig;
 
 use crate::ConnectorError;
 
-pub use sink::{KafkaSink, KafkaSinkConfig};
+pub use sink::{EPOCH_HEADER, KafkaSink, KafkaSinkConfig};
 pub use source::{KafkaSource, KafkaSourceConfig};
 
 /// librdkafka settings of the source before `properties`: latency first (`fetch.wait.max.ms`,

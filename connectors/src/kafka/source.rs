@@ -1,16 +1,17 @@
 //! [`KafkaSource`]: a consumer polled on the source actor's thread.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::topic_partition_list::Offset;
 
 use eddy_engine::spec::StartingOffsets;
 
 use super::context::{SourceContext, is_transport};
 use super::{KafkaObserver, SOURCE_DEFAULTS, UNREACHABLE_TIMEOUT_KEY, client_config, wait_for_topics};
-use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem};
+use crate::{ConnectorError, KafkaPartitionOffset, Payload, Poll, Position, Source, SourceItem, SourceOffset};
 
 /// How often the source logs while the broker stays unreachable.
 const DOWN_LOG_EVERY: Duration = Duration::from_secs(5);
@@ -33,13 +34,15 @@ pub struct KafkaSourceConfig {
 /// A Kafka source: messages of the subscribed topics, each with its `topic/partition@offset`.
 ///
 /// Ordering: messages of one partition come in offset order; partitions interleave. The next
-/// offset of each partition is tracked here ([`KafkaSource::positions`]); nothing is committed
-/// to the broker.
+/// offset of each partition is tracked here ([`KafkaSource::positions`], [`Source::offset`]) for
+/// the checkpoint, and a restart resumes there ([`Source::seek`]): the checkpoint is the truth,
+/// nothing is committed to the broker. Partitions are assigned by the consumer group
+/// (`group_id`); an assigned partition starts at its position when it has one (from the
+/// checkpoint, or read before in this run), else as `starting_offsets` says.
 pub struct KafkaSource {
     consumer: BaseConsumer<SourceContext>,
     bootstrap_servers: String,
     starting_offsets: StartingOffsets,
-    positions: HashMap<(String, i32), i64>,
     unreachable_timeout: Duration,
     /// Since when the broker is unreachable (None: reachable).
     down_since: Option<Instant>,
@@ -52,7 +55,7 @@ impl std::fmt::Debug for KafkaSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KafkaSource")
             .field("bootstrap_servers", &self.bootstrap_servers)
-            .field("positions", &self.positions)
+            .field("positions", &self.positions())
             .finish_non_exhaustive()
     }
 }
@@ -106,7 +109,6 @@ impl KafkaSource {
             consumer,
             bootstrap_servers: config.bootstrap_servers,
             starting_offsets: config.starting_offsets,
-            positions: HashMap::new(),
             unreachable_timeout,
             down_since: None,
             last_down_log: Instant::now(),
@@ -115,9 +117,11 @@ impl KafkaSource {
         })
     }
 
-    /// The next offset to read of every partition read so far, by (topic, partition).
+    /// The next offset to read of every partition read so far (or resumed by
+    /// [`Source::seek`]), by (topic, partition).
     pub fn positions(&self) -> BTreeMap<(String, i32), i64> {
-        self.positions.iter().map(|(k, v)| (k.clone(), *v)).collect()
+        let positions = self.consumer.context().positions();
+        positions.iter().flat_map(|(t, parts)| parts.iter().map(move |(p, n)| ((t.clone(), *p), *n))).collect()
     }
 
     /// Reads what the callbacks saw: broker state transitions (logged, reported, and failing the
@@ -176,8 +180,9 @@ impl KafkaSource {
             }
         }
         if let Some(offsets) = offsets {
+            let positions = self.consumer.context().positions();
             for ((topic, partition), o) in offsets.iter().filter(|(_, o)| o.desired && o.hi >= 0) {
-                let next = match self.positions.get(&(topic.clone(), *partition)) {
+                let next = match positions.get(topic).and_then(|p| p.get(partition)) {
                     Some(&n) => n,
                     None if o.app >= 0 => o.app,
                     None => match self.starting_offsets {
@@ -210,14 +215,24 @@ impl Source for KafkaSource {
                     wait = deadline.saturating_duration_since(Instant::now());
                 }
                 Some(Ok(m)) => {
-                    let topic = m.topic().to_string();
                     let (partition, offset) = (m.partition(), m.offset());
+                    {
+                        // Kept in the context, for the rebalance callback; one uncontended lock.
+                        let mut positions = self.consumer.context().positions();
+                        match positions.get_mut(m.topic()) {
+                            Some(parts) => {
+                                parts.insert(partition, offset + 1);
+                            }
+                            None => {
+                                positions.insert(m.topic().to_string(), [(partition, offset + 1)].into());
+                            }
+                        }
+                    }
                     out.push(SourceItem {
                         payload: Payload::Raw(m.payload().map(<[u8]>::to_vec).unwrap_or_default()),
-                        position: Position::Kafka { topic: topic.clone(), partition, offset },
+                        position: Position::Kafka { topic: m.topic().to_string(), partition, offset },
                         created_ns: 0,
                     });
-                    self.positions.insert((topic, partition), offset + 1);
                     wait = Duration::ZERO;
                 }
                 Some(Err(e)) if is_transport(&e) => {
@@ -245,6 +260,53 @@ impl Source for KafkaSource {
         }
         self.check()?;
         Ok(if out.len() > start { Poll::Data } else { Poll::Idle })
+    }
+
+    /// The next offset of every partition read so far or resumed (sorted by topic, partition):
+    /// what a checkpoint taken now must record. `None` before the first message and seek.
+    fn offset(&self) -> Option<SourceOffset> {
+        let mut parts: Vec<KafkaPartitionOffset> = self
+            .positions()
+            .into_iter()
+            .map(|((topic, partition), next)| KafkaPartitionOffset { topic, partition, next })
+            .collect();
+        parts.sort();
+        (!parts.is_empty()).then_some(SourceOffset::Kafka(parts))
+    }
+
+    /// Resumes every partition of `offset` at its next offset: partitions assigned later start
+    /// there (the rebalance callback sets it), partitions already assigned are moved there now.
+    /// Partitions not in `offset` start as `starting_offsets` says.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] for an offset that is not Kafka's (the checkpoint was taken
+    /// with another kind of source); [`ConnectorError::External`] when an assigned partition
+    /// cannot be moved.
+    fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
+        let SourceOffset::Kafka(parts) = offset else {
+            return Err(ConnectorError::Config(format!(
+                "the checkpoint holds a {} source offset ({offset}), but the source is kafka: \
+                 a checkpoint cannot move to another kind of source (use a new checkpoint.path)",
+                offset.kind()
+            )));
+        };
+        {
+            let mut positions = self.consumer.context().positions();
+            for p in parts {
+                positions.entry(p.topic.clone()).or_default().insert(p.partition, p.next);
+            }
+        }
+        // Usually nothing is assigned yet (the group assigns during the first polls).
+        let assigned = self.consumer.assignment().map(|a| a.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect::<Vec<_>>()).unwrap_or_default();
+        for (topic, partition) in assigned {
+            if let Some(p) = parts.iter().find(|p| p.topic == topic && p.partition == partition) {
+                self.consumer.seek(&topic, partition, Offset::Offset(p.next), Duration::from_secs(10)).map_err(|e| {
+                    ConnectorError::External(format!("Kafka source: cannot seek {topic}/{partition} to {}: {e}", p.next))
+                })?;
+            }
+        }
+        tracing::info!(offsets = %offset, "Kafka source resumes from the checkpoint");
+        Ok(())
     }
 
     /// Pauses (`full`) or resumes fetching of every assigned partition; the position of each is
