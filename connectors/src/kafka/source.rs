@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::topic_partition_list::Offset;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use eddy_engine::spec::StartingOffsets;
 
@@ -36,12 +36,17 @@ pub struct KafkaSourceConfig {
 /// Ordering: messages of one partition come in offset order; partitions interleave. The next
 /// offset of each partition is tracked here ([`KafkaSource::positions`], [`Source::offset`]) for
 /// the checkpoint, and a restart resumes there ([`Source::seek`]): the checkpoint is the truth,
-/// nothing is committed to the broker. Partitions are assigned by the consumer group
-/// (`group_id`); an assigned partition starts at its position when it has one (from the
-/// checkpoint, or read before in this run), else as `starting_offsets` says.
+/// nothing is committed to the broker. A first start reads through the consumer group
+/// (`group_id`); an assigned partition starts at its position when it has one (read before in
+/// this run), else as `starting_offsets` says. A resumed run reads every partition by assignment
+/// ([`Source::seek`]).
 pub struct KafkaSource {
     consumer: BaseConsumer<SourceContext>,
     bootstrap_servers: String,
+    topics: Vec<String>,
+    group_id: String,
+    /// Whether the consumer reads (subscribed at the first poll, or assigned by a seek).
+    reading: bool,
     starting_offsets: StartingOffsets,
     unreachable_timeout: Duration,
     /// Since when the broker is unreachable (None: reachable).
@@ -62,7 +67,8 @@ impl std::fmt::Debug for KafkaSource {
 
 impl KafkaSource {
     /// Connects: waits until the broker answers and every topic exists (a warning per attempt,
-    /// at most `eddy.unreachable.timeout.ms`), then subscribes. `observer` hears about
+    /// at most `eddy.unreachable.timeout.ms`); the first poll subscribes, unless a
+    /// [`Source::seek`] assigned the partitions first. `observer` hears about
     /// connectivity and consumer lag; `stop()` returning true ends the wait early.
     ///
     /// # Errors
@@ -95,19 +101,18 @@ impl KafkaSource {
             stop,
         )?;
         observer.connected(true);
-        let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
-        consumer.subscribe(&topics).map_err(|e| {
-            ConnectorError::External(format!("Kafka source: cannot subscribe to {}: {e}", config.topics.join(", ")))
-        })?;
         tracing::info!(
             bootstrap_servers = %config.bootstrap_servers,
             topics = %config.topics.join(","),
             group_id = %config.group_id,
-            "Kafka source subscribed"
+            "Kafka source connected"
         );
         Ok(KafkaSource {
             consumer,
             bootstrap_servers: config.bootstrap_servers,
+            topics: config.topics,
+            group_id: config.group_id,
+            reading: false,
             starting_offsets: config.starting_offsets,
             unreachable_timeout,
             down_since: None,
@@ -203,6 +208,14 @@ impl Source for KafkaSource {
     /// reconnects, and the source fails only once the broker stayed unreachable past
     /// `eddy.unreachable.timeout.ms`.
     fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: Duration) -> Result<Poll, ConnectorError> {
+        if !self.reading {
+            let topics: Vec<&str> = self.topics.iter().map(String::as_str).collect();
+            self.consumer.subscribe(&topics).map_err(|e| {
+                ConnectorError::External(format!("Kafka source: cannot subscribe to {}: {e}", self.topics.join(", ")))
+            })?;
+            self.reading = true;
+            tracing::info!(topics = %self.topics.join(","), group_id = %self.group_id, "Kafka source subscribed");
+        }
         let start = out.len();
         let deadline = Instant::now() + timeout;
         let mut wait = timeout;
@@ -274,9 +287,11 @@ impl Source for KafkaSource {
         (!parts.is_empty()).then_some(SourceOffset::Kafka(parts))
     }
 
-    /// Resumes every partition of `offset` at its next offset: partitions assigned later start
-    /// there (the rebalance callback sets it), partitions already assigned are moved there now.
-    /// Partitions not in `offset` start as `starting_offsets` says.
+    /// Resumes every partition of `offset` at its next offset, and every other partition of the
+    /// topics as `starting_offsets` says. The source then reads every partition of its topics by
+    /// assignment, outside the consumer group: the checkpoint, not the group, says where each
+    /// partition stands, and a run killed without leaving the group would otherwise wait for
+    /// the broker to expire its membership (`session.timeout.ms`) before reading anything.
     ///
     /// # Errors
     /// [`ConnectorError::Config`] for an offset that is not Kafka's (the checkpoint was taken
@@ -296,16 +311,44 @@ impl Source for KafkaSource {
                 positions.entry(p.topic.clone()).or_default().insert(p.partition, p.next);
             }
         }
-        // Usually nothing is assigned yet (the group assigns during the first polls).
-        let assigned = self.consumer.assignment().map(|a| a.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect::<Vec<_>>()).unwrap_or_default();
-        for (topic, partition) in assigned {
-            if let Some(p) = parts.iter().find(|p| p.topic == topic && p.partition == partition) {
-                self.consumer.seek(&topic, partition, Offset::Offset(p.next), Duration::from_secs(10)).map_err(|e| {
-                    ConnectorError::External(format!("Kafka source: cannot seek {topic}/{partition} to {}: {e}", p.next))
-                })?;
+        // Every partition of the topics, by assignment rather than through the group: a run
+        // killed without leaving its group would otherwise wait until the broker expires its
+        // membership (`session.timeout.ms`, 45 s by default) before the group assigns anything.
+        let metadata = self.consumer.fetch_metadata(None, Duration::from_secs(10)).map_err(|e| {
+            ConnectorError::External(format!("Kafka source: cannot list the partitions to resume: {e}"))
+        })?;
+        let start = match self.starting_offsets {
+            StartingOffsets::Earliest => Offset::Beginning,
+            StartingOffsets::Latest => Offset::End,
+        };
+        let mut assignment = TopicPartitionList::new();
+        let mut resumed = Vec::new();
+        {
+            let positions = self.consumer.context().positions();
+            for t in metadata.topics().iter().filter(|t| self.topics.iter().any(|n| n == t.name())) {
+                for p in t.partitions() {
+                    let at = match positions.get(t.name()).and_then(|m| m.get(&p.id())) {
+                        Some(&next) => {
+                            resumed.push(format!("{}/{}@{next}", t.name(), p.id()));
+                            Offset::Offset(next)
+                        }
+                        None => start,
+                    };
+                    assignment.add_partition_offset(t.name(), p.id(), at).map_err(|e| {
+                        ConnectorError::External(format!("Kafka source: partition {}/{}: {e}", t.name(), p.id()))
+                    })?;
+                }
             }
         }
-        tracing::info!(offsets = %offset, "Kafka source resumes from the checkpoint");
+        self.reading = true;
+        self.consumer.assign(&assignment).map_err(|e| {
+            ConnectorError::External(format!("Kafka source: cannot assign the partitions to resume: {e}"))
+        })?;
+        tracing::info!(
+            resumed = %resumed.join(","),
+            partitions = assignment.count(),
+            "Kafka source resumes from the checkpoint (partitions assigned; the others from starting_offsets)"
+        );
         Ok(())
     }
 
