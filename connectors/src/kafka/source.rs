@@ -10,7 +10,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use eddy_engine::spec::StartingOffsets;
 
 use super::context::{SourceContext, is_transport};
-use super::{KafkaObserver, SOURCE_DEFAULTS, UNREACHABLE_TIMEOUT_KEY, client_config, wait_for_topics};
+use super::{KafkaObserver, RESUME_KEY, SOURCE_DEFAULTS, UNREACHABLE_TIMEOUT_KEY, client_config, wait_for_topics};
 use crate::{ConnectorError, KafkaPartitionOffset, Payload, Poll, Position, Source, SourceItem, SourceOffset};
 
 /// How often the source logs while the broker stays unreachable.
@@ -47,6 +47,10 @@ pub struct KafkaSource {
     group_id: String,
     /// Whether the consumer reads (subscribed at the first poll, or assigned by a seek).
     reading: bool,
+    /// `eddy.resume = "beginning"`: resumed partitions are fetched from their start.
+    resume_from_beginning: bool,
+    /// Messages skipped as already covered by the position (logged at the end of a poll).
+    skipped: u64,
     starting_offsets: StartingOffsets,
     unreachable_timeout: Duration,
     /// Since when the broker is unreachable (None: reachable).
@@ -81,6 +85,15 @@ impl KafkaSource {
     ) -> Result<KafkaSource, ConnectorError> {
         let (mut client, unreachable_timeout) =
             client_config(&config.bootstrap_servers, SOURCE_DEFAULTS, &config.properties)?;
+        let resume_from_beginning = match config.properties.get(RESUME_KEY).map(|v| v.trim()) {
+            None | Some("offset") => false,
+            Some("beginning") => true,
+            Some(other) => {
+                return Err(ConnectorError::Config(format!(
+                    "\"{RESUME_KEY}\": {other:?} is not allowed (expected \"offset\" or \"beginning\")"
+                )));
+            }
+        };
         client.set("group.id", &config.group_id);
         if !config.properties.contains_key("auto.offset.reset") {
             let reset = match config.starting_offsets {
@@ -113,6 +126,8 @@ impl KafkaSource {
             topics: config.topics,
             group_id: config.group_id,
             reading: false,
+            resume_from_beginning,
+            skipped: 0,
             starting_offsets: config.starting_offsets,
             unreachable_timeout,
             down_since: None,
@@ -234,6 +249,13 @@ impl Source for KafkaSource {
                         let mut positions = self.consumer.context().positions();
                         match positions.get_mut(m.topic()) {
                             Some(parts) => {
+                                // A message before the position is covered already (resumed
+                                // from the beginning, or served again by the broker): skipped.
+                                if parts.get(&partition).is_some_and(|&next| offset < next) {
+                                    self.skipped += 1;
+                                    wait = Duration::ZERO;
+                                    continue;
+                                }
                                 parts.insert(partition, offset + 1);
                             }
                             None => {
@@ -270,6 +292,10 @@ impl Source for KafkaSource {
                     wait = deadline.saturating_duration_since(Instant::now());
                 }
             }
+        }
+        if self.skipped > 0 {
+            tracing::debug!(skipped = self.skipped, "Kafka source: messages before the position skipped");
+            self.skipped = 0;
         }
         self.check()?;
         Ok(if out.len() > start { Poll::Data } else { Poll::Idle })
@@ -330,7 +356,7 @@ impl Source for KafkaSource {
                     let at = match positions.get(t.name()).and_then(|m| m.get(&p.id())) {
                         Some(&next) => {
                             resumed.push(format!("{}/{}@{next}", t.name(), p.id()));
-                            Offset::Offset(next)
+                            if self.resume_from_beginning { Offset::Beginning } else { Offset::Offset(next) }
                         }
                         None => start,
                     };
