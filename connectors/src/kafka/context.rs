@@ -180,7 +180,9 @@ impl ConsumerContext for SourceContext {
                                 Ok(()) => resumed.push(format!("{topic}/{partition}@{next}")),
                                 // The partition is in the list just read: this is not expected;
                                 // it then starts as `starting_offsets` says, which is logged.
-                                Err(e) => tracing::warn!(%e, topic, partition, next, "Kafka source: cannot set a partition's offset"),
+                                Err(e) => {
+                                    tracing::warn!(%e, topic, partition, next, "Kafka source: cannot set a partition's offset")
+                                }
                             }
                         }
                     }
@@ -192,7 +194,9 @@ impl ConsumerContext for SourceContext {
                         resumed = %resumed.join(","),
                         "Kafka partitions assigned (resumed: at the offsets shown; the others as starting_offsets says)"
                     ),
-                    Err(e) => tracing::warn!(error = %e, partitions = %named(&assigned), "Kafka source: assignment failed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, partitions = %named(&assigned), "Kafka source: assignment failed")
+                    }
                 }
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
@@ -200,7 +204,9 @@ impl ConsumerContext for SourceContext {
                 let result = if cooperative { consumer.incremental_unassign(tpl) } else { consumer.unassign() };
                 match result {
                     Ok(()) => tracing::info!(partitions = %named(&revoked), "Kafka partitions revoked"),
-                    Err(e) => tracing::warn!(error = %e, partitions = %named(&revoked), "Kafka source: unassignment failed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, partitions = %named(&revoked), "Kafka source: unassignment failed")
+                    }
                 }
             }
             other => {

@@ -284,7 +284,9 @@ fn produce_numbered(boot: &str, topic: &str, partitions: i32, per_partition: i64
     let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", boot).create().unwrap();
     for p in 0..partitions {
         for i in 0..per_partition {
-            producer.send(BaseRecord::<str, str>::to(topic).partition(p).payload(&format!("{{\"p\": {p}, \"i\": {i}}}"))).unwrap();
+            producer
+                .send(BaseRecord::<str, str>::to(topic).partition(p).payload(&format!("{{\"p\": {p}, \"i\": {i}}}")))
+                .unwrap();
         }
     }
     producer.flush(Duration::from_secs(10)).unwrap();
@@ -406,8 +408,7 @@ fn at_least_once_rows_are_in_the_topic_with_their_epoch_once_prepared() {
     sink.prepare(4).unwrap();
     // Prepared, not committed: a checkpoint may now cover epoch 4, so its rows must be there.
     let got = read_all(&boot, "alo", "read_uncommitted", Duration::from_secs(2));
-    let expected: Vec<(String, String)> =
-        vec![("4".into(), row(1)), ("4".into(), row(3)), ("5".into(), row(2))];
+    let expected: Vec<(String, String)> = vec![("4".into(), row(1)), ("4".into(), row(3)), ("5".into(), row(2))];
     assert_eq!(got, expected);
 }
 
