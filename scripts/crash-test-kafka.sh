@@ -145,10 +145,10 @@ run_pipeline() {
   local killed=0
   for i in $(seq 1 "$kills"); do
     EDDY_LOG=info start "$crash" "$name$label-crash" $(( 1 + RANDOM % 3 )) "$@"
-    # A random instant from 250 ms (connecting and restoring come first) to a quarter of an
-    # uninterrupted run (which includes waiting for the lag to read 0): each run makes some
-    # progress past its checkpoint, and most kills land before the input is all read.
-    local delay_ms=$(( 250 + RANDOM % (took_ms / 4 + 1) ))
+    # A random instant from 150 ms (connecting and restoring come first) to an eighth of an
+    # uninterrupted run (which includes about 2 s of waiting for the lag to read 0): each run
+    # makes some progress past its checkpoint, and most kills land before the input is all read.
+    local delay_ms=$(( 150 + RANDOM % (took_ms / 8 + 1) ))
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
     if kill -9 "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
     wait "$pid" 2>/dev/null || true
