@@ -87,13 +87,16 @@ PY
 }
 
 # start DIR TOPIC PARALLELISM [SETS...]: eddy in the background ($pid), its metrics at $listen.
+# A new consumer group each start: a start without a checkpoint reads through the group, and a
+# killed run stays a member until the broker expires it (session.timeout.ms, 45 s), holding its
+# partitions meanwhile. (A start with a checkpoint reads by assignment, outside the group.)
 start() {
   local dir=$1 topic=$2 par=$3
   shift 3
   listen="127.0.0.1:$(free_port)"
   "$EDDY" run "$dir/pipeline.toml" --no-progress --set "source.bootstrap_servers=$boot" \
     --set "sink.bootstrap_servers=$boot" --set "sink.topic=$topic" --set "metrics.listen=$listen" \
-    --set "parallelism=$par" "$@" 2>>"$dir/log" &
+    --set "parallelism=$par" --set "source.group_id=crash-$RANDOM$RANDOM" "$@" 2>>"$dir/log" &
   pid=$!
 }
 
