@@ -9,10 +9,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
+use mimalloc::MiMalloc;
 
 use eddy_actors::source::SourceCounters;
 use eddy_actors::{RunOptions, RuntimeError, run_pipeline};
 use eddy_engine::spec::{self, SpecError};
+
+/// Records are built on the source thread and freed on the partition actors' threads; mimalloc
+/// handles that cross-thread traffic far more cheaply than glibc's malloc (see the Nexmark
+/// profile in bench/results/nexmark.md).
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 /// Eddy: a continuous processing engine for low latency (windowed aggregations, deduplication
 /// and rolling windows over streams, in micro-batch or real-time mode).

@@ -74,7 +74,6 @@ impl PartitionActor {
         // The batch (micro-batch) or epoch (real-time) rows currently belong to.
         let mut current: u64 = self.first_epoch;
         let wall = self.clock.is_wall_clock() && self.mode == Mode::RealTime;
-        let metrics_on = self.metrics.enabled();
         let mut size = StateSize::default();
         loop {
             let mut due = Timestamp::MIN;
@@ -95,11 +94,13 @@ impl PartitionActor {
             match msg {
                 None => {
                     let now = self.clock.now();
-                    self.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
+                    if self.metrics.enabled() {
+                        self.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
+                    }
                     self.operator.advance_clock(now, &mut out);
                 }
                 Some(ToPartition::Data(batch)) => {
-                    let started = metrics_on.then(Instant::now);
+                    let started = self.metrics.enabled().then(Instant::now);
                     for s in batch {
                         if self.mode == Mode::RealTime {
                             self.operator.advance_clock(s.now, &mut out);

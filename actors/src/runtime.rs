@@ -53,6 +53,10 @@ pub struct RunOptions {
     /// Test-only: stop (as a signal would) once this batch / epoch is committed, so tests can
     /// restart a pipeline from a checkpoint at a known point.
     pub stop_after: Option<u64>,
+    /// Benchmarks: while this holds false, the actors skip recording metrics (the `[metrics]`
+    /// endpoint stays up), so the cost of recording can be measured within one run; see
+    /// [`Metrics::with_switch`]. No effect without `[metrics]`.
+    pub metrics_switch: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -157,6 +161,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let (metrics, _server) = match &pipeline.metrics {
         Some(m) => {
             let (metrics, handle) = Metrics::new(&pipeline.name, parallelism);
+            let metrics = match &opts.metrics_switch {
+                Some(switch) => metrics.with_switch(switch.clone()),
+                None => metrics,
+            };
             let server = MetricsServer::start(m.listen, Some(handle), health.clone()).map_err(|e| {
                 RuntimeError::Open { field: "metrics.listen".into(), why: format!("{}: {e}", m.listen) }
             })?;

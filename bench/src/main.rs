@@ -23,6 +23,10 @@ mod suites;
 
 use anyhow::{Result, bail};
 
+/// The same global allocator as the `eddy` binary, so the suites measure what `eddy run` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let smoke = args.iter().any(|a| a == "--smoke");

@@ -57,7 +57,7 @@ fn pipeline(file: &str, events: u64, rate: Option<f64>, parallelism: usize) -> R
 }
 
 /// CPU time of this process so far (user + system), in seconds.
-pub(crate) fn cpu_seconds() -> f64 {
+fn cpu_seconds() -> f64 {
     let ticks = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| {
         // Fields after the command name (which may hold spaces) start after the last ')'.
         let rest = s.rsplit_once(')')?.1;

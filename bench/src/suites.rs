@@ -320,102 +320,216 @@ pub fn slow_sink(smoke: bool) -> Result<()> {
 
 /// Scrapes `http://{addr}/metrics` once a second until `stop` (as Prometheus would); until the
 /// endpoint first answers, it retries every 20 ms.
-fn scraper(addr: std::net::SocketAddr, stop: Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<u64> {
+/// Returns the number of scrapes and how long each took (request to the end of the response).
+fn scraper(
+    addr: std::net::SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<(u64, Vec<Duration>)> {
     std::thread::spawn(move || {
         use std::io::{Read, Write};
-        let mut scrapes = 0;
+        let (mut scrapes, mut took) = (0, Vec::new());
         while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
             if let Ok(mut s) = std::net::TcpStream::connect(addr) {
                 let mut body = Vec::new();
                 if s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").is_ok() && s.read_to_end(&mut body).is_ok() {
                     scrapes += 1;
+                    took.push(t.elapsed());
                 }
             }
             std::thread::sleep(if scrapes == 0 { Duration::from_millis(20) } else { Duration::from_secs(1) });
         }
-        scrapes
+        (scrapes, took)
     })
 }
 
-/// The throughput runs with `[metrics]` on (endpoint up, scraped every second) and off, in pairs
-/// run back to back in this process (the order alternates between rounds), so both runs of a pair
-/// see the same machine noise. Two losses per workload: wall clock (1 - the median over the pairs
-/// of on / off records/s) and CPU (the median over the pairs of on / off CPU-seconds per record,
-/// minus 1; CPU time is what the metrics cost and is far less disturbed by other processes on a
-/// shared machine than wall clock). Objective: at most 3 % (issue 6). Writes
-/// `bench/results/metrics.{md,json}`.
+/// The cost of metrics, measured two ways (objective, issue 6: throughput loss at most 3 %).
+///
+/// 1. **Within one run** (the figure the objective is judged on): the pipeline runs with
+///    `[metrics]` (endpoint up, scraped every second) while a controller flips
+///    [`RunOptions::metrics_switch`] every 300 ms, so recording alternates between on and off
+///    phases of the same process, the same hash seeds and the same thread placement. Each on
+///    phase's records/s is divided by the mean of its two neighbouring off phases (which cancels
+///    slow drift); the loss is 1 - the median of those ratios. The scrapes go on in both phases;
+///    their cost is reported apart (the render time of one scrape, once a second).
+/// 2. **Separate runs**, `[metrics]` present or absent altogether, in pairs back to back (order
+///    alternating): 1 - the median over pairs of on / off records/s. On 2 shared cores the runs
+///    of one pair differ by up to ±20 % from scheduling alone, so this is shown for completeness.
+///
+/// Writes `bench/results/metrics.{md,json}`.
 pub fn metrics(smoke: bool) -> Result<()> {
-    let events = if smoke { 50_000 } else { 3_000_000 };
-    let rounds = if smoke { 1 } else { 11 };
     let sliding = "[watermark]\ncolumn = \"date_time\"\ndelay = \"1 second\"\n\n[query]\ntype = \"window_aggregate\"\n\
                    group_by = [\"auction\"]\nwindow = { type = \"sliding\", column = \"date_time\", size = \"10 seconds\", slide = \"2 seconds\" }\n\
                    output_mode = \"append\"\nmeasures = [{ agg = \"count\" }]\n";
     let rolling = "[clock]\ntype = \"replay\"\ncolumn = \"date_time\"\n\n[query]\ntype = \"rolling_window\"\n\
                    partition_by = [\"bidder\"]\norder_by = \"date_time\"\n\
                    measures = [{ agg = \"sum\", column = \"price\", over = \"10 seconds\" }]\n";
+    // (name, query, events for the switched run, events per separate run)
+    let workloads = [
+        ("sliding count per auction (append)", sliding, 24_000_000, 3_000_000),
+        ("rolling sum per bidder (row per record)", rolling, 5_000_000, 1_500_000),
+    ];
+    let rounds = if smoke { 1 } else { 5 };
     let mut report = crate::report::Report::new("metrics", smoke);
-    report.line(&format!(
-        "## metrics: throughput with [metrics] on (scraped every second) vs off, {rounds} pairs of runs\n"
-    ));
+    report.line("## metrics: throughput with metrics recorded vs not\n");
     report.line(&format!("machine: {}\n", crate::report::machine()));
     report.line(
-        "| workload | parallelism | events | off records/s (median) | on records/s (median) | wall loss (median of pairs) | CPU per record on / off (median of pairs) | on / off records/s per pair |",
+        "### 1. Within one run: recording switched on and off every 300 ms (endpoint up, scraped every second)\n",
     );
-    report.line("|---|---|---|---|---|---|---|---|");
-    let (mut wall_losses, mut cpu_losses, mut rows) = (Vec::new(), Vec::new(), Vec::new());
-    for (name, query) in
-        [("sliding count per auction (append)", sliding), ("rolling sum per bidder (row per record)", rolling)]
-    {
+    report.line(
+        "| workload | parallelism | events | phases on / off | off records/s (median phase) | on records/s (median phase) | loss (median of on / neighbouring off) | ratio p25 - p75 | scrape render ms (median, max) |",
+    );
+    report.line("|---|---|---|---|---|---|---|---|---|");
+    let (mut switched, mut rows) = (Vec::new(), Vec::new());
+    for (name, query, events, _) in workloads {
         for parallelism in [1, 2] {
-            let (mut off, mut on, mut ratios, mut cpu_ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for round in 0..rounds {
-                let order = if round % 2 == 0 { [false, true] } else { [true, false] };
-                let mut pair = [MetricsRun::default(); 2];
-                for with_metrics in order {
-                    pair[usize::from(with_metrics)] = metrics_run(query, events, parallelism, with_metrics)?;
+            let events = if smoke { 200_000 } else { events };
+            let phase = if smoke { Duration::from_millis(20) } else { Duration::from_millis(300) };
+            let r = metrics_switched(query, events, parallelism, phase)?;
+            let (mut on, mut off, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, &(recording, rate)) in r.phases.iter().enumerate() {
+                if recording {
+                    on.push(rate);
+                    if i > 0 && i + 1 < r.phases.len() {
+                        let ratio = rate / ((r.phases[i - 1].1 + r.phases[i + 1].1) / 2.0);
+                        // A phase with no records (the source not started yet) gives no ratio.
+                        if ratio.is_finite() && ratio > 0.0 {
+                            ratios.push(ratio);
+                        }
+                    }
+                } else {
+                    off.push(rate);
                 }
-                off.push(pair[0].rate);
-                on.push(pair[1].rate);
-                ratios.push(pair[1].rate / pair[0].rate);
-                cpu_ratios.push(pair[1].cpu_per_record / pair[0].cpu_per_record.max(f64::MIN_POSITIVE));
             }
-            let wall_loss = 1.0 - median(&mut ratios.clone());
-            let cpu_loss = median(&mut cpu_ratios.clone()) - 1.0;
-            wall_losses.push(wall_loss);
-            cpu_losses.push(cpu_loss);
-            let (off_m, on_m) = (median(&mut off), median(&mut on));
+            if ratios.is_empty() {
+                // Only a smoke run (tiny input, release build) can be this short.
+                anyhow::ensure!(smoke, "{name}: the run was too short for one on phase between two off phases");
+                report.line(&format!("| {name} | {parallelism} | {events} | too short to compare | | | | | |"));
+                continue;
+            }
+            let mut sorted = ratios.clone();
+            sorted.sort_by(f64::total_cmp);
+            let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
+            let loss = 1.0 - median(&mut ratios.clone());
+            let mut scrape_ms: Vec<f64> = r.scrapes.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+            let scrape_max = scrape_ms.iter().copied().fold(0.0, f64::max);
+            let scrape_med = if scrape_ms.is_empty() { 0.0 } else { median(&mut scrape_ms) };
+            switched.push(loss);
             report.line(&format!(
-                "| {name} | {parallelism} | {events} | {off_m:.0} | {on_m:.0} | {:.1} % | {:+.1} % | {} |",
-                wall_loss * 100.0,
-                cpu_loss * 100.0,
-                ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")
+                "| {name} | {parallelism} | {events} | {} / {} | {:.0} | {:.0} | {:.1} % | {:.3} - {:.3} | {scrape_med:.2}, {scrape_max:.2} |",
+                on.len(),
+                off.len(),
+                median(&mut off.clone()),
+                median(&mut on.clone()),
+                loss * 100.0,
+                q(0.25),
+                q(0.75),
             ));
             rows.push(serde_json::json!({
-                "workload": name, "parallelism": parallelism, "events": events,
-                "off_records_per_s": off_m, "on_records_per_s": on_m,
-                "wall_loss": wall_loss, "cpu_loss": cpu_loss,
-                "on_off_ratios": ratios, "cpu_on_off_ratios": cpu_ratios,
+                "method": "switched", "workload": name, "parallelism": parallelism, "events": events,
+                "off_records_per_s": off, "on_records_per_s": on, "on_off_ratios": ratios, "loss": loss,
+                "scrape_ms": scrape_ms,
             }));
         }
     }
-    let worst_wall = wall_losses.iter().copied().fold(f64::MIN, f64::max);
-    let worst_cpu = cpu_losses.iter().copied().fold(f64::MIN, f64::max);
     report.line(&format!(
-        "\nWorst loss: wall clock {:.1} %, CPU per record {:.1} % (objective: at most 3 %; negative: on was faster, i.e. noise).\n",
-        worst_wall * 100.0,
-        worst_cpu * 100.0
+        "\n### 2. Separate runs, `[metrics]` present or absent, {rounds} pairs back to back (scheduling noise on 2 shared cores: ±20 % per pair)\n"
     ));
-    report.finish(serde_json::json!({
-        "suite": "metrics", "rounds": rounds, "rows": rows,
-        "worst_wall_loss": worst_wall, "worst_cpu_loss": worst_cpu,
-    }))
+    report.line(
+        "| workload | parallelism | events | off records/s (median) | on records/s (median) | loss (median of pairs) | on / off records/s per pair |",
+    );
+    report.line("|---|---|---|---|---|---|---|");
+    for (name, query, _, events) in workloads {
+        for parallelism in [1, 2] {
+            let events = if smoke { 50_000 } else { events };
+            let (mut off, mut on, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for round in 0..rounds {
+                let order = if round % 2 == 0 { [false, true] } else { [true, false] };
+                let mut pair = [0.0; 2];
+                for with_metrics in order {
+                    pair[usize::from(with_metrics)] = metrics_run(query, events, parallelism, with_metrics)?;
+                }
+                off.push(pair[0]);
+                on.push(pair[1]);
+                ratios.push(pair[1] / pair[0]);
+            }
+            let loss = 1.0 - median(&mut ratios.clone());
+            report.line(&format!(
+                "| {name} | {parallelism} | {events} | {:.0} | {:.0} | {:.1} % | {} |",
+                median(&mut off),
+                median(&mut on),
+                loss * 100.0,
+                ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")
+            ));
+            rows.push(serde_json::json!({
+                "method": "separate runs", "workload": name, "parallelism": parallelism, "events": events,
+                "on_off_ratios": ratios, "loss": loss,
+            }));
+        }
+    }
+    let worst = switched.iter().copied().fold(f64::MIN, f64::max);
+    report.line(&format!(
+        "\nWorst loss within one run: {:.1} % (objective: at most 3 %; negative: the on phases were faster, i.e. noise).\n",
+        worst * 100.0
+    ));
+    report.finish(serde_json::json!({ "suite": "metrics", "rows": rows, "worst_switched_loss": worst }))
 }
 
-/// One run of the metrics suite: records/s and CPU-seconds per record (whole process).
-#[derive(Clone, Copy, Default)]
-struct MetricsRun {
-    rate: f64,
-    cpu_per_record: f64,
+/// What a switched run measured: (recording, records/s) per phase in order, and scrape times.
+struct Switched {
+    phases: Vec<(bool, f64)>,
+    scrapes: Vec<Duration>,
+}
+
+/// One unpaced Nexmark run of `query` with `[metrics]`, recording flipped every `phase`
+/// (starting off after a 1 s warm-up); the phases cut short by the end of input are dropped.
+fn metrics_switched(query: &str, events: u64, parallelism: usize, phase: Duration) -> Result<Switched> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let text = nexmark_pipeline(
+        "",
+        events,
+        None,
+        parallelism,
+        &format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n\n{query}"),
+    );
+    let p = parse_pipeline_str(&text).context("bench pipeline")?;
+    let sink = CountingSink { rows: Arc::new(AtomicU64::new(0)), delay: None, frontier_lag: None };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let switch = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let counters = Arc::new(eddy_actors::source::SourceCounters::default());
+    let scrape = scraper(std::net::SocketAddr::from(([127, 0, 0, 1], port)), stop.clone());
+    let controller = {
+        let (stop, switch, counters) = (stop.clone(), switch.clone(), counters.clone());
+        std::thread::spawn(move || {
+            let mut phases = Vec::new();
+            std::thread::sleep(Duration::from_secs(1).min(phase * 4));
+            let mut recording = false;
+            while !stop.load(Ordering::Relaxed) {
+                switch.store(recording, Ordering::Relaxed);
+                let (r0, t0) = (counters.records.load(Ordering::Relaxed), Instant::now());
+                std::thread::sleep(phase);
+                let (r1, t1) = (counters.records.load(Ordering::Relaxed), Instant::now());
+                phases.push((recording, (r1 - r0) as f64 / (t1 - t0).as_secs_f64()));
+                recording = !recording;
+            }
+            switch.store(true, Ordering::Relaxed);
+            phases
+        })
+    };
+    let opts = RunOptions {
+        sink_override: Some(Box::new(sink)),
+        counters: Some(counters),
+        metrics_switch: Some(switch),
+        ..RunOptions::default()
+    };
+    let result = run_pipeline(&p, opts);
+    stop.store(true, Ordering::Relaxed);
+    let mut phases = controller.join().map_err(|_| anyhow::anyhow!("the phase controller panicked"))?;
+    let (_, scrapes) = scrape.join().map_err(|_| anyhow::anyhow!("the scraper panicked"))?;
+    result?;
+    // The last phase ran into the end of input (or the stop): its rate is not a steady one.
+    phases.pop();
+    Ok(Switched { phases, scrapes })
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -423,8 +537,8 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// One unpaced Nexmark run of `query`: records/s and CPU-seconds per record.
-fn metrics_run(query: &str, events: u64, parallelism: usize, with_metrics: bool) -> Result<MetricsRun> {
+/// One unpaced Nexmark run of `query`: records/s.
+fn metrics_run(query: &str, events: u64, parallelism: usize, with_metrics: bool) -> Result<f64> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let extra =
         if with_metrics { format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n\n{query}") } else { query.to_string() };
@@ -433,15 +547,14 @@ fn metrics_run(query: &str, events: u64, parallelism: usize, with_metrics: bool)
     let sink = CountingSink { rows: Arc::new(AtomicU64::new(0)), delay: None, frontier_lag: None };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let scrape = with_metrics.then(|| scraper(std::net::SocketAddr::from(([127, 0, 0, 1], port)), stop.clone()));
-    let (start, cpu0) = (Instant::now(), crate::nexmark::cpu_seconds());
+    let start = Instant::now();
     let s = run_pipeline(&p, RunOptions { sink_override: Some(Box::new(sink)), ..RunOptions::default() })?;
     let took = start.elapsed();
     let rate = s.records as f64 / took.as_secs_f64();
-    let cpu_per_record = (crate::nexmark::cpu_seconds() - cpu0) / s.records.max(1) as f64;
     stop.store(true, Ordering::Relaxed);
     if let Some(h) = scrape {
-        let scrapes = h.join().unwrap_or(0);
+        let scrapes = h.join().map_or(0, |(n, _)| n);
         anyhow::ensure!(scrapes > 0 || took < Duration::from_millis(100), "the endpoint was never scraped");
     }
-    Ok(MetricsRun { rate, cpu_per_record })
+    Ok(rate)
 }

@@ -12,20 +12,22 @@ pub fn write_value(out: &mut String, v: &Value) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => {
-            let _ = write!(out, "{i}"); // writing to a String cannot fail
-        }
-        Value::Long(i) => {
-            let _ = write!(out, "{i}"); // writing to a String cannot fail
-        }
+        Value::Int(i) => write_integer(out, i64::from(*i)),
+        Value::Long(i) => write_integer(out, *i),
         Value::Float(f) => write_double(out, *f as f64),
         Value::Double(f) => write_double(out, *f),
         Value::Str(s) => write_string(out, s),
         Value::Timestamp(t) => {
-            let _ = write!(out, "\"{t}\""); // writing to a String cannot fail
+            out.push('"');
+            t.write_rfc3339(out);
+            out.push('"');
         }
         Value::Window { start, end } => {
-            let _ = write!(out, "{{\"start\": \"{start}\", \"end\": \"{end}\"}}"); // cannot fail
+            out.push_str("{\"start\": \"");
+            start.write_rfc3339(out);
+            out.push_str("\", \"end\": \"");
+            end.write_rfc3339(out);
+            out.push_str("\"}");
         }
         Value::List(items) => {
             out.push('[');
@@ -38,6 +40,26 @@ pub fn write_value(out: &mut String, v: &Value) {
             out.push(']');
         }
     }
+}
+
+/// Appends the decimal digits of `i` (with `-` when negative), without the formatting machinery.
+fn write_integer(out: &mut String, i: i64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut v = i.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        out.push('-');
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 fn write_double(out: &mut String, f: f64) {
@@ -57,6 +79,12 @@ fn write_double(out: &mut String, f: f64) {
 /// Appends `s` as a JSON string literal.
 pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    // Most strings need no escape: copied whole.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -104,6 +132,28 @@ pub fn record_to_json_line(names: &[String], record: &Record) -> String {
 mod tests {
     use super::*;
     use crate::time::Timestamp;
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        for i in [0, 1, -1, 9, 10, -10, 123_456_789, i64::MAX, i64::MIN, i64::from(i32::MIN)] {
+            let mut out = String::new();
+            write_value(&mut out, &Value::Long(i));
+            assert_eq!(out, i.to_string());
+        }
+        let mut out = String::new();
+        write_value(&mut out, &Value::Int(-42));
+        assert_eq!(out, "-42");
+    }
+
+    #[test]
+    fn strings_without_escapes_are_copied_and_others_escaped() {
+        let mut out = String::new();
+        write_string(&mut out, "plain é ü 🦀");
+        assert_eq!(out, "\"plain é ü 🦀\"");
+        out.clear();
+        write_string(&mut out, "a\\b\u{1}");
+        assert_eq!(out, "\"a\\\\b\\u0001\"");
+    }
 
     #[test]
     fn writes_rows_as_pipeline_md_says() {

@@ -246,6 +246,8 @@ pub struct PartitionMetrics {
 #[derive(Debug, Clone)]
 pub struct Metrics {
     enabled: bool,
+    /// While false, [`Metrics::enabled`] answers false (see [`Metrics::with_switch`]).
+    recording: Option<Arc<AtomicBool>>,
     recorder: Option<Arc<PrometheusRecorder>>,
     /// [`RECORDS_IN`].
     pub records_in: Counter,
@@ -360,6 +362,7 @@ impl Metrics {
         let stage = |s: &str| r.histogram(STAGE_LATENCY, &[("stage", s.to_string())]);
         Metrics {
             enabled: false,
+            recording: None,
             recorder: None,
             records_in: r.counter(RECORDS_IN, &[]),
             records_out: r.counter(RECORDS_OUT, &[]),
@@ -393,9 +396,20 @@ impl Metrics {
         }
     }
 
-    /// Whether a recorder stands behind the handles (a caller may skip clock reads otherwise).
+    /// Whether a recorder stands behind the handles and recording is switched on (callers skip
+    /// clock reads and recording otherwise). One relaxed atomic load when a switch is set.
     pub fn enabled(&self) -> bool {
-        self.enabled
+        self.enabled && self.recording.as_ref().is_none_or(|r| r.load(Ordering::Relaxed))
+    }
+
+    /// Lets `switch` pause recording: while it holds false, [`Metrics::enabled`] is false, so the
+    /// actors skip their clock reads and recording (the endpoint stays up and keeps serving the
+    /// values recorded so far). For benchmarks: the cost of recording, measured within one run
+    /// by flipping the switch (`eddy-bench metrics`).
+    #[must_use]
+    pub fn with_switch(mut self, switch: Arc<AtomicBool>) -> Metrics {
+        self.recording = Some(switch);
+        self
     }
 
     /// The consumer-lag gauge of one Kafka source partition (registered on first use; a no-op
