@@ -41,8 +41,8 @@
 //! source separates `kafka.`-prefixed client settings from its own options):
 //!
 //! - [`RESUME_KEY`] (`eddy.resume`, source only, default `offset`): `beginning` fetches a resumed
-//!   partition from its start and skips what the checkpoint covers (a broker that cannot fetch
-//!   from an offset).
+//!   partition from its start and skips what the checkpoint covers, and never pauses fetching
+//!   for back-pressure (a broker that cannot fetch from an offset inside a record batch).
 //! - [`UNREACHABLE_TIMEOUT_KEY`] (`eddy.unreachable.timeout.ms`, default 60,000): how long the
 //!   broker may stay unreachable, at start or while running, before the run fails (exit 1). The
 //!   source logs a line per retry at start and one every 5 s while the broker is down.

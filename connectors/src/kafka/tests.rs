@@ -259,6 +259,46 @@ fn pausing_for_back_pressure_loses_and_repeats_nothing() {
     assert_eq!(offsets, (0..300).collect::<Vec<i64>>(), "every offset once, in order");
 }
 
+/// Produces 300 numbered messages to `topic`, opens a source over it (`properties` added), reads
+/// a first poll, then asks for a pause and polls for 500 ms: the items read so far.
+fn read_then_pause(boot: &str, topic: &str, properties: &[(&str, &str)]) -> (KafkaSource, Vec<SourceItem>) {
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", boot).create().unwrap();
+    for i in 0..300 {
+        producer.send(BaseRecord::<str, str>::to(topic).payload(&format!("{{\"i\": {i}}}"))).unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let mut cfg = source_config(boot, topic);
+    cfg.properties.extend(properties.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut source = KafkaSource::new(cfg, Box::new(NoObserver), &|| false).unwrap();
+    let mut items = Vec::new();
+    let started = Instant::now();
+    while items.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        source.poll(&mut items, 10, Duration::from_millis(100)).unwrap();
+    }
+    source.backpressure(true);
+    let paused = Instant::now();
+    while paused.elapsed() < Duration::from_millis(500) {
+        source.poll(&mut items, 1000, Duration::from_millis(50)).unwrap();
+    }
+    (source, items)
+}
+
+#[test]
+fn a_source_resumed_from_the_beginning_never_pauses_for_back_pressure() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("unpaused", 1, 1).unwrap();
+    cluster.create_topic("paused-ref", 1, 1).unwrap();
+    // The contrast: by default a pause stops the reading after the first poll.
+    let (_, items) = read_then_pause(&boot, "paused-ref", &[]);
+    assert!(items.len() <= 10, "paused after the first poll of at most 10: {} items", items.len());
+    let (mut source, mut items) = read_then_pause(&boot, "unpaused", &[(RESUME_KEY, "beginning")]);
+    assert!(items.len() > 10, "read on after the asked pause: {} items", items.len());
+    let rest = read_n(&mut source, 300 - items.len());
+    items.extend(rest);
+    assert_eq!(kafka_at(&items), (0..300).map(|o| (0, o)).collect::<Vec<_>>(), "every offset once, in order");
+}
+
 #[test]
 fn a_row_the_broker_never_acknowledges_fails_the_prepare_after_the_configured_time() {
     let cluster = MockCluster::new(1).unwrap();
