@@ -168,9 +168,9 @@ run_pipeline() {
   local killed=0
   for i in $(seq 1 "$kills"); do
     EDDY_LOG=info start "$crash" "$name$label-crash" $(( 1 + RANDOM % 3 )) "$@"
-    # A random instant from 100 ms (connecting and restoring come first) to an eighth of the
-    # time the uninterrupted run took to read the input: most kills land while it is being read.
-    local delay_ms=$(( 100 + RANDOM % (read_ms / 8 + 1) ))
+    # A random instant from 150 ms (connecting and restoring come first) to that plus a quarter of the
+    # time the uninterrupted run took to read the input: each run gets a part of the input read.
+    local delay_ms=$(( 150 + RANDOM % (read_ms / 4 + 1) ))
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
     if kill -9 "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
     wait "$pid" 2>/dev/null || true
