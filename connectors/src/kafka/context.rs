@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::KafkaError;
 use rdkafka::message::DeliveryResult;
 use rdkafka::producer::ProducerContext;
 use rdkafka::statistics::Statistics;
-use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 
 /// Whether an error says the path to the broker is broken (retried by librdkafka).
 pub(crate) fn is_transport(e: &KafkaError) -> bool {
@@ -74,14 +75,28 @@ pub(crate) struct SourceState {
     pub changed: bool,
 }
 
+/// Next offset to read, per topic and partition.
+pub(crate) type Positions = HashMap<String, HashMap<i32, i64>>;
+
 /// The consumer's context.
 #[derive(Debug, Default)]
 pub(crate) struct SourceContext {
     pub state: Mutex<SourceState>,
+    /// The next offset to read of every partition known so far: restored from a checkpoint
+    /// ([`crate::Source::seek`]), then moved past every message handed out. A partition is
+    /// assigned at its entry here (the checkpoint is the truth, not the group's committed
+    /// offsets); a partition without one starts as `starting_offsets` says.
+    pub positions: Mutex<Positions>,
     last_warn: Mutex<Option<Instant>>,
 }
 
 impl SourceContext {
+    /// The positions, locked. A poisoned lock means a callback panicked (a bug); the map is
+    /// still usable.
+    pub fn positions(&self) -> std::sync::MutexGuard<'_, Positions> {
+        self.positions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn update(&self, f: impl FnOnce(&mut SourceState)) {
         // A poisoned lock means a callback panicked (a bug); the state is still usable.
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -141,19 +156,67 @@ impl ClientContext for SourceContext {
 }
 
 impl ConsumerContext for SourceContext {
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Assign(tpl) => {
-                let parts: Vec<String> =
-                    tpl.elements().iter().map(|e| format!("{}/{}", e.topic(), e.partition())).collect();
-                tracing::info!(partitions = %parts.join(","), "Kafka partitions assigned");
+    /// Assigns (or revokes) as librdkafka's default does, after setting the offset of every
+    /// assigned partition that has a position ([`SourceContext::positions`]): a restarted run
+    /// resumes where its checkpoint says, and a partition revoked and given back resumes after
+    /// the last message handed out, whatever the group committed.
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let parts = |tpl: &TopicPartitionList| -> Vec<(String, i32)> {
+            tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect()
+        };
+        let named = |parts: &[(String, i32)]| -> String {
+            parts.iter().map(|(t, p)| format!("{t}/{p}")).collect::<Vec<_>>().join(",")
+        };
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let assigned = parts(tpl);
+                let mut resumed = Vec::new();
+                {
+                    let positions = self.positions();
+                    for (topic, partition) in &assigned {
+                        if let Some(&next) = positions.get(topic).and_then(|p| p.get(partition)) {
+                            match tpl.set_partition_offset(topic, *partition, Offset::Offset(next)) {
+                                Ok(()) => resumed.push(format!("{topic}/{partition}@{next}")),
+                                // The partition is in the list just read: this is not expected;
+                                // it then starts as `starting_offsets` says, which is logged.
+                                Err(e) => {
+                                    tracing::warn!(%e, topic, partition, next, "Kafka source: cannot set a partition's offset")
+                                }
+                            }
+                        }
+                    }
+                }
+                let result = if cooperative { consumer.incremental_assign(tpl) } else { consumer.assign(tpl) };
+                match result {
+                    Ok(()) => tracing::info!(
+                        partitions = %named(&assigned),
+                        resumed = %resumed.join(","),
+                        "Kafka partitions assigned (resumed: at the offsets shown; the others as starting_offsets says)"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, partitions = %named(&assigned), "Kafka source: assignment failed")
+                    }
+                }
             }
-            Rebalance::Revoke(tpl) => {
-                let parts: Vec<String> =
-                    tpl.elements().iter().map(|e| format!("{}/{}", e.topic(), e.partition())).collect();
-                tracing::info!(partitions = %parts.join(","), "Kafka partitions revoked");
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let revoked = parts(tpl);
+                let result = if cooperative { consumer.incremental_unassign(tpl) } else { consumer.unassign() };
+                match result {
+                    Ok(()) => tracing::info!(partitions = %named(&revoked), "Kafka partitions revoked"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, partitions = %named(&revoked), "Kafka source: unassignment failed")
+                    }
+                }
             }
-            Rebalance::Error(e) => tracing::warn!(error = %e, "Kafka rebalance failed"),
+            other => {
+                let code: RDKafkaErrorCode = other.into();
+                tracing::warn!(error = %code, "Kafka rebalance failed");
+                // As librdkafka's default: drop the assignment, the group rebalances again.
+                if let Err(e) = consumer.unassign() {
+                    tracing::warn!(error = %e, "Kafka source: unassignment after a failed rebalance failed");
+                }
+            }
         }
     }
 }

@@ -9,9 +9,13 @@
 //!   (no value) is an empty payload, which the decoder refuses, so it becomes a dead letter with
 //!   its `topic/partition@offset`.
 //! - [`KafkaSink`]: a `BaseProducer`, idempotent, one JSON row per message, the message key from
-//!   the `key` columns; [`crate::Sink::commit`] flushes (every row of the batch / epoch acknowledged
-//!   by the broker) and surfaces any delivery failure as an error (the run exits 1). With
-//!   `exactly_once`, each batch / epoch is one Kafka transaction.
+//!   the `key` columns, the batch / epoch id in the [`EPOCH_HEADER`] header;
+//!   [`crate::Sink::prepare`] flushes (every row of the batch / epoch acknowledged by the broker
+//!   before its checkpoint is written) and surfaces any delivery failure as an error (the run
+//!   exits 1). With `exactly_once`, each batch / epoch is one Kafka transaction, committed by
+//!   [`crate::Sink::commit`] after its checkpoint. What a restart repeats: `sink.rs`' docs.
+//! - [`KafkaSource`] keeps the next offset of every partition ([`crate::Source::offset`]) for the
+//!   checkpoint and resumes there on restart ([`crate::Source::seek`]).
 //!
 //! ## Defaults, tuned for latency
 //!
@@ -36,6 +40,9 @@
 //! Keys of `properties` that start with `eddy.` are Eddy's, not librdkafka's (as Spark's Kafka
 //! source separates `kafka.`-prefixed client settings from its own options):
 //!
+//! - [`RESUME_KEY`] (`eddy.resume`, source only, default `offset`): `beginning` fetches a resumed
+//!   partition from its start and skips what the checkpoint covers, and never pauses fetching
+//!   for back-pressure (a broker that cannot fetch from an offset inside a record batch).
 //! - [`UNREACHABLE_TIMEOUT_KEY`] (`eddy.unreachable.timeout.ms`, default 60,000): how long the
 //!   broker may stay unreachable, at start or while running, before the run fails (exit 1). The
 //!   source logs a line per retry at start and one every 5 s while the broker is down.
@@ -55,7 +62,7 @@ use rdkafka::config::ClientConfig;
 
 use crate::ConnectorError;
 
-pub use sink::{KafkaSink, KafkaSinkConfig};
+pub use sink::{EPOCH_HEADER, KafkaSink, KafkaSinkConfig};
 pub use source::{KafkaSource, KafkaSourceConfig};
 
 /// librdkafka settings of the source before `properties`: latency first (`fetch.wait.max.ms`,
@@ -88,6 +95,13 @@ pub const SINK_DEFAULTS: &[(&str, &str)] = &[
 
 /// `properties` key: how long the broker may stay unreachable before the run fails, in ms.
 pub const UNREACHABLE_TIMEOUT_KEY: &str = "eddy.unreachable.timeout.ms";
+/// `properties` key of a source: where a resumed partition is fetched from: `offset` (default: at
+/// the checkpoint's offset) or `beginning` (from the partition's start, skipping every message
+/// before the checkpoint's offset: for brokers that cannot serve a fetch from an arbitrary
+/// offset, as the test broker, tansu 0.6.0 with in-memory storage, which answers such a fetch
+/// with messages of other offsets, or none).
+pub const RESUME_KEY: &str = "eddy.resume";
+
 /// Default of [`UNREACHABLE_TIMEOUT_KEY`]: 60 s.
 pub const DEFAULT_UNREACHABLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -113,9 +127,11 @@ fn client_config(
             unreachable = v.trim().parse::<u64>().map(Duration::from_millis).map_err(|_| {
                 ConnectorError::Config(format!("\"{k}\": {v:?} is not a number of milliseconds (expected e.g. 60000)"))
             })?;
+        } else if k == RESUME_KEY {
+            // Read by the source (`KafkaSource::new`), which checks its value.
         } else if k.starts_with("eddy.") {
             return Err(ConnectorError::Config(format!(
-                "\"{k}\": unknown Eddy setting (expected {UNREACHABLE_TIMEOUT_KEY}, or a librdkafka setting)"
+                "\"{k}\": unknown Eddy setting (expected {UNREACHABLE_TIMEOUT_KEY}, {RESUME_KEY}, or a librdkafka setting)"
             )));
         } else {
             config.set(k, v);
