@@ -47,7 +47,9 @@ fn wait_until(at: u64) {
         std::thread::sleep(Duration::from_nanos(at - now - SPIN_BELOW_NS));
     }
     while monotonic_ns() < at {
-        std::hint::spin_loop();
+        // Yield rather than spin: on a machine with few cores, a woken actor thread placed on
+        // this core runs at once instead of waiting for the generator's time slice to end.
+        std::thread::yield_now();
     }
 }
 
