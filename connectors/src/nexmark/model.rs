@@ -293,20 +293,12 @@ impl NexmarkGenerator {
     pub fn record(&mut self, event: u64) -> Record {
         let mut rng = SplitMix64::for_item(self.seed, event);
         let time = self.clock.time_of(event);
-        match kind_of(event) {
-            NexmarkTable::Bid => {
-                let r = self.bid(event, time, &mut rng);
-                self.pruned(r)
-            }
-            NexmarkTable::Auction => {
-                let r = self.auction(event, time, &mut rng);
-                self.pruned(r)
-            }
-            NexmarkTable::Person => {
-                let r = self.person(event, time, &mut rng);
-                self.pruned(r)
-            }
-        }
+        let record = match kind_of(event) {
+            NexmarkTable::Bid => self.bid(event, time, &mut rng),
+            NexmarkTable::Auction => self.auction(event, time, &mut rng),
+            NexmarkTable::Person => self.person(event, time, &mut rng),
+        };
+        self.pruned(record)
     }
 
     fn bid(&mut self, event: u64, time: Timestamp, rng: &mut SplitMix64) -> Record {
