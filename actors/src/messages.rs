@@ -3,7 +3,7 @@
 
 use eddy_connectors::SourceOffset;
 use eddy_engine::operator::BatchContext;
-use eddy_engine::{Record, Row, Timestamp};
+use eddy_engine::{Record, Timestamp};
 
 use crate::checkpoint::{DriverState, SnapshotMeta};
 
@@ -58,18 +58,10 @@ pub enum ToPartition {
     Control(Control),
 }
 
-/// What the sink actor receives; every item names the batch / epoch it belongs to.
+/// What the sink actor receives; every item names the batch / epoch it belongs to. Output rows
+/// do not pass here: the partition actors write them ([`crate::sink::RowWriter`]).
 #[derive(Debug)]
 pub enum ToSink {
-    /// Output rows.
-    Rows {
-        /// Batch / epoch.
-        id: u64,
-        /// The rows.
-        rows: Vec<Row>,
-        /// Creation instants (ns) of the records that produced them, where known (latency).
-        created_ns: Vec<u64>,
-    },
     /// Records dropped as late.
     Late {
         /// Batch / epoch.
@@ -84,13 +76,18 @@ pub enum ToSink {
         /// The lines.
         lines: Vec<String>,
     },
-    /// A producer (a partition actor or the source) has sent everything of `id`.
+    /// A producer (a partition actor or the source) has sent or written everything of `id`.
     End {
         /// Batch / epoch.
         id: u64,
+        /// Rows the producer wrote to the main sink for `id` (its [`crate::sink::RowWriter`]).
+        rows: u64,
     },
     /// A producer is finished for good.
-    Done,
+    Done {
+        /// Rows it wrote to batches / epochs it did not end (`(id, rows)`): a drain or a stop.
+        leftovers: Vec<(u64, u64)>,
+    },
 }
 
 /// What the coordinator receives.

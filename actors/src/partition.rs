@@ -24,6 +24,7 @@
 //! the actor woke for a timer (system clock), and its state (keys, estimated bytes) at every
 //! barrier / end of batch.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -36,6 +37,7 @@ use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
 use crate::clock::{Clock, deadline_of};
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
+use crate::sink::RowWriter;
 
 /// How often the bytes-per-key of the state estimate is re-measured by serialising the state.
 const STATE_BYTES_EVERY: Duration = Duration::from_secs(60);
@@ -53,8 +55,10 @@ pub struct PartitionActor {
     pub clock: std::sync::Arc<dyn Clock>,
     /// Input: data and control, in order.
     pub input: Receiver<ToPartition>,
-    /// Output rows.
+    /// Late records, batch / epoch ends.
     pub sink: Sender<ToSink>,
+    /// Output rows, written on this actor's thread.
+    pub rows: RowWriter,
     /// Acknowledgements.
     pub coordinator: Sender<ToCoordinator>,
     /// Metric handles (no-ops without `[metrics]`).
@@ -82,6 +86,8 @@ impl PartitionActor {
         let wall = self.clock.is_wall_clock() && self.mode == Mode::RealTime;
         let mut size = StateSize::default();
         let mut pacer = SnapshotPacer::new();
+        // Rows written per batch / epoch not yet ended (reported with its end).
+        let mut written: BTreeMap<u64, u64> = BTreeMap::new();
         loop {
             let mut due = Timestamp::MIN;
             if pacer.in_progress()
@@ -155,8 +161,11 @@ impl PartitionActor {
                     Control::EndBatch { batch_id } => {
                         self.operator.end_batch(&mut out);
                         self.report_state(&mut size);
-                        if !self.flush(current, &mut out, &mut created)
-                            || self.sink.send(ToSink::End { id: batch_id }).is_err()
+                        if !self.flush(current, &mut out, &mut created, &mut written)
+                            || self
+                                .sink
+                                .send(ToSink::End { id: batch_id, rows: ended(&mut written, batch_id) })
+                                .is_err()
                         {
                             return;
                         }
@@ -171,7 +180,7 @@ impl PartitionActor {
                             self.operator.advance_clock(now, &mut out);
                         }
                         self.operator.advance_watermark(watermark, &mut out);
-                        if !self.flush(epoch, &mut out, &mut created) {
+                        if !self.flush(epoch, &mut out, &mut created, &mut written) {
                             return;
                         }
                         self.report_state(&mut size);
@@ -188,7 +197,9 @@ impl PartitionActor {
                                 })
                                 .is_ok(),
                         };
-                        if !acked || self.sink.send(ToSink::End { id: epoch }).is_err() {
+                        if !acked
+                            || self.sink.send(ToSink::End { id: epoch, rows: ended(&mut written, epoch) }).is_err()
+                        {
                             return;
                         }
                         current = epoch + 1;
@@ -199,14 +210,19 @@ impl PartitionActor {
                         {
                             return;
                         }
-                        self.flush(current, &mut out, &mut created);
+                        if !self.flush(current, &mut out, &mut created, &mut written) {
+                            return;
+                        }
                         // The sink may already be gone after a failure; nothing left to tell it.
-                        let _ = self.sink.send(ToSink::Done);
+                        let _ = self.sink.send(ToSink::Done { leftovers: written.into_iter().collect() });
                         return;
                     }
                 },
             }
-            if self.mode == Mode::RealTime && !out.is_empty() && !self.flush(current, &mut out, &mut created) {
+            if self.mode == Mode::RealTime
+                && !out.is_empty()
+                && !self.flush(current, &mut out, &mut created, &mut written)
+            {
                 return;
             }
         }
@@ -251,8 +267,9 @@ impl PartitionActor {
         m.state_bytes.set((keys as f64 * size.bytes_per_key).round());
     }
 
-    /// Sends pending rows and late records to the sink; `false` when the sink is gone.
-    fn flush(&self, id: u64, out: &mut Output, created: &mut Vec<u64>) -> bool {
+    /// Writes pending rows to the sink (counted in `written`) and sends late records to the
+    /// sink actor; `false` when the sink failed (reported to the coordinator) or is gone.
+    fn flush(&mut self, id: u64, out: &mut Output, created: &mut Vec<u64>, written: &mut BTreeMap<u64, u64>) -> bool {
         if !out.late.is_empty() {
             let records = std::mem::take(&mut out.late);
             if self.sink.send(ToSink::Late { id, records }).is_err() {
@@ -260,15 +277,20 @@ impl PartitionActor {
             }
         }
         if !out.rows.is_empty() {
-            let rows = std::mem::take(&mut out.rows);
-            if !created.is_empty() {
-                created.resize(rows.len(), 0);
-            }
-            let created_ns = std::mem::take(created);
-            if self.sink.send(ToSink::Rows { id, rows, created_ns }).is_err() {
+            if let Err(e) = self.rows.write(id, &out.rows, created) {
+                // The coordinator may be gone when the run is stopping anyway.
+                let _ = self.coordinator.send(ToCoordinator::Failed(format!("sink: {e}")));
                 return false;
             }
+            *written.entry(id).or_default() += out.rows.len() as u64;
+            out.rows.clear();
+            created.clear();
         }
         true
     }
+}
+
+/// Rows written for `id`, forgotten once reported with its end.
+fn ended(written: &mut BTreeMap<u64, u64>, id: u64) -> u64 {
+    written.remove(&id).unwrap_or(0)
 }

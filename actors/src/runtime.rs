@@ -26,7 +26,7 @@ use crate::metrics::server::MetricsServer;
 use crate::metrics::{Health, Metrics};
 use crate::partition::PartitionActor;
 use crate::routing::Router;
-use crate::sink::{LatencyRecorder, SinkActor};
+use crate::sink::{LatencyRecorder, RowWriter, SharedSink, SinkActor};
 use crate::source::{SourceActor, SourceCounters};
 
 /// Capacity of each partition actor's input queue, in messages (each up to 256 records).
@@ -40,7 +40,7 @@ pub struct RunOptions {
     /// Set (by a signal handler) to drain and stop; created when absent.
     pub stop: Option<Arc<AtomicBool>>,
     /// Source-to-sink latency recorder (benchmarks).
-    pub latency: Option<Box<dyn LatencyRecorder>>,
+    pub latency: Option<Arc<dyn LatencyRecorder>>,
     /// Replaces the pipeline's sink (benchmarks: a discarding sink).
     pub sink_override: Option<Box<dyn Sink>>,
     /// Replaces the pipeline's source (benchmarks: a generator on the wall clock); it must
@@ -283,6 +283,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     };
     let first_epoch = resume.as_ref().map_or(0, |(e, _)| e + 1);
 
+    let sink: SharedSink = Arc::new(std::sync::Mutex::new(sink));
+    let names: Arc<[String]> = plan.output_names.clone().into();
     let (sink_tx, sink_rx) = bounded(SINK_QUEUE);
     let (commands_tx, commands_rx) = bounded(1024);
     let (coord_tx, coord_rx) = bounded(1024);
@@ -309,6 +311,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             clock: clock.clone(),
             input: rx,
             sink: sink_tx.clone(),
+            rows: RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone()),
             coordinator: coord_tx.clone(),
             metrics: metrics.clone(),
         };
@@ -321,14 +324,11 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     }
     let sink_actor = SinkActor {
         sink,
-        names: plan.output_names.clone(),
-        key,
         late,
         dead_letter,
         producers: parallelism + 1,
         input: sink_rx,
         coordinator: coord_tx.clone(),
-        latency: opts.latency,
         metrics: metrics.clone(),
         counters: Some(counters.clone()),
         commands: commands_rx,

@@ -1,36 +1,163 @@
-//! The sink actor: writes output rows (main sink), late records (`late_sink`) and dead letters
-//! (`dead_letter`), and commits each batch / epoch in two phases: once every producer (every
-//! partition actor, and the source) has ended it, it is prepared on every sink (durable, not
-//! visible) and reported to the coordinator ([`ToCoordinator::Prepared`]); it is committed
-//! (made visible) when the coordinator says so ([`SinkCommand::Commit`]: after its checkpoint,
-//! or at once without checkpoints). Batches commit in order; rows of later batches keep being
-//! written meanwhile.
+//! The sink actor and the row writers.
+//!
+//! Rows are written on the partition actors' threads through a [`RowWriter`] each: a row is
+//! formatted as JSON outside any lock, then appended to the main sink under a short mutex (the
+//! sink is shared, [`SharedSink`]). This chains the sink to the operator, as Flink chains a sink
+//! to the task before it: one thread hand-off fewer per record in real-time mode (source ->
+//! partition, instead of source -> partition -> sink), and formatting spread over the partition
+//! actors. A slow sink still slows the source: a partition actor blocked in a write stops
+//! taking records, its bounded queue fills, and the source waits.
+//!
+//! The sink actor keeps the rest: late records (`late_sink`), dead letters (`dead_letter`), and
+//! the commit of each batch / epoch in two phases: once every producer (every partition actor,
+//! and the source) has ended it, it is prepared on every sink (durable, not visible) and
+//! reported to the coordinator ([`ToCoordinator::Prepared`]); it is committed (made visible)
+//! when the coordinator says so ([`SinkCommand::Commit`]: after its checkpoint, or at once
+//! without checkpoints). Batches commit in order; rows of later batches keep being written
+//! meanwhile. A producer writes a batch's rows before it ends the batch (same thread, then a
+//! channel send), so a prepare never misses rows.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, select};
 
 use eddy_connectors::{ConnectorError, Sink};
+use eddy_engine::Row;
 use eddy_engine::output::{row_to_json_line, write_row};
 
 use crate::messages::{SinkCommand, ToCoordinator, ToSink};
 use crate::metrics::{LATENCY_SAMPLE_EVERY, Metrics};
 
+/// The main sink, shared by the row writers (appends) and the sink actor (prepare, commit).
+pub type SharedSink = Arc<Mutex<Box<dyn Sink>>>;
+
+/// Locks the shared sink; a writer that panicked while holding it leaves it unusable (error).
+fn lock(sink: &SharedSink) -> Result<MutexGuard<'_, Box<dyn Sink>>, ConnectorError> {
+    sink.lock().map_err(|_| ConnectorError::External("the sink's lock was poisoned by a failed writer".into()))
+}
+
 /// Latency samples of rows whose records carried a creation instant.
-pub trait LatencyRecorder: Send {
+/// Shared by the row writers of every partition actor.
+pub trait LatencyRecorder: Send + Sync {
     /// Records one source-to-sink latency in nanoseconds.
-    fn record_ns(&mut self, ns: u64);
+    fn record_ns(&self, ns: u64);
+}
+
+/// Writes a partition actor's output rows to the main sink (see the module documentation).
+pub struct RowWriter {
+    sink: SharedSink,
+    names: Arc<[String]>,
+    /// Output column indexes of the message key (empty: no key) and their names.
+    key: Vec<usize>,
+    key_names: Vec<String>,
+    /// The formatted rows of one call, one after the other, and where each ends.
+    lines: String,
+    line_ends: Vec<usize>,
+    keys: String,
+    key_ends: Vec<usize>,
+    latency: Option<Arc<dyn LatencyRecorder>>,
+    metrics: Metrics,
+    /// Rows seen so far with creation instants (latency sampling).
+    sampled: usize,
+}
+
+impl std::fmt::Debug for RowWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowWriter").field("names", &self.names).field("key", &self.key).finish()
+    }
+}
+
+impl RowWriter {
+    /// A writer of rows with output columns `names` (in order), keyed by the columns at
+    /// indexes `key` (empty: no message key).
+    ///
+    /// # Panics
+    /// If an index in `key` is not below `names.len()` (the plan derives both).
+    pub fn new(
+        sink: SharedSink,
+        names: Arc<[String]>,
+        key: Vec<usize>,
+        latency: Option<Arc<dyn LatencyRecorder>>,
+        metrics: Metrics,
+    ) -> RowWriter {
+        let key_names = key.iter().map(|&k| names[k].clone()).collect();
+        RowWriter {
+            sink,
+            names,
+            key,
+            key_names,
+            lines: String::with_capacity(4096),
+            line_ends: Vec::new(),
+            keys: String::new(),
+            key_ends: Vec::new(),
+            latency,
+            metrics,
+            sampled: 0,
+        }
+    }
+
+    /// Appends `rows` to batch / epoch `id`: formats them, then writes them under the sink's
+    /// lock. `created_ns[i]` is the creation instant (monotonic ns, 0: unknown) of the record
+    /// that produced row `i`, for latency; it may be shorter than `rows` or empty.
+    ///
+    /// # Errors
+    /// The sink's error for the first row it cannot write (the run then fails with exit 1).
+    pub fn write(&mut self, id: u64, rows: &[Row], created_ns: &[u64]) -> Result<(), ConnectorError> {
+        let started = self.metrics.enabled().then(Instant::now);
+        self.lines.clear();
+        self.line_ends.clear();
+        self.keys.clear();
+        self.key_ends.clear();
+        let mut vals = Vec::with_capacity(self.key.len());
+        for row in rows {
+            write_row(&mut self.lines, &self.names, row);
+            self.line_ends.push(self.lines.len());
+            if !self.key.is_empty() {
+                vals.clear();
+                vals.extend(self.key.iter().map(|&k| row[k].clone()));
+                write_row(&mut self.keys, &self.key_names, &vals);
+                self.key_ends.push(self.keys.len());
+            }
+        }
+        {
+            let mut sink = lock(&self.sink)?;
+            let (mut from, mut key_from) = (0, 0);
+            for (i, &end) in self.line_ends.iter().enumerate() {
+                let key = self.key_ends.get(i).map(|&e| {
+                    let k = &self.keys[key_from..e];
+                    key_from = e;
+                    k
+                });
+                sink.write(id, &self.lines[from..end], key)?;
+                from = end;
+                if let (Some(rec), Some(&c)) = (self.latency.as_ref(), created_ns.get(i))
+                    && c != 0
+                {
+                    rec.record_ns(eddy_connectors::monotonic_ns().saturating_sub(c));
+                }
+            }
+        }
+        if let Some(t) = started {
+            self.metrics.records_out.increment(rows.len() as u64);
+            let now = eddy_connectors::monotonic_ns();
+            // One row in LATENCY_SAMPLE_EVERY, counted across calls.
+            let skip = (LATENCY_SAMPLE_EVERY - self.sampled % LATENCY_SAMPLE_EVERY) % LATENCY_SAMPLE_EVERY;
+            for &c in created_ns.iter().skip(skip).step_by(LATENCY_SAMPLE_EVERY).filter(|&&c| c != 0) {
+                self.metrics.source_to_sink_latency.record(now.saturating_sub(c) as f64 / 1e9);
+            }
+            self.sampled = self.sampled.wrapping_add(created_ns.len());
+            self.metrics.stage_sink.record(t.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
 }
 
 /// The sink actor's wiring.
 pub struct SinkActor {
-    /// The main sink.
-    pub sink: Box<dyn Sink>,
-    /// Output column names.
-    pub names: Vec<String>,
-    /// Output column indexes of the message key (empty: no key).
-    pub key: Vec<usize>,
+    /// The main sink (rows are appended by the partition actors' [`RowWriter`]s).
+    pub sink: SharedSink,
     /// Where late records go, with the input column names.
     pub late: Option<(Box<dyn Sink>, Vec<String>)>,
     /// Where dead letters go.
@@ -41,12 +168,7 @@ pub struct SinkActor {
     pub input: Receiver<ToSink>,
     /// Commits are reported here.
     pub coordinator: Sender<ToCoordinator>,
-    /// Optional latency recorder (benchmarks).
-    pub latency: Option<Box<dyn LatencyRecorder>>,
-    /// Metric handles (no-ops without `[metrics]`): rows out, late records, write and commit
-    /// times, and the source-to-sink latency of one row in [`LATENCY_SAMPLE_EVERY`] among those
-    /// whose records carry a creation instant (one clock read per message, after its rows are
-    /// written).
+    /// Metric handles (no-ops without `[metrics]`): late records and commit times.
     pub metrics: Metrics,
     /// Counters shared with the caller (late records).
     pub counters: Option<std::sync::Arc<crate::source::SourceCounters>>,
@@ -60,7 +182,7 @@ pub struct SinkActor {
 
 impl std::fmt::Debug for SinkActor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SinkActor").field("names", &self.names).field("producers", &self.producers).finish()
+        f.debug_struct("SinkActor").field("producers", &self.producers).finish()
     }
 }
 
@@ -79,10 +201,6 @@ impl SinkActor {
         let mut ends: BTreeMap<u64, usize> = BTreeMap::new();
         let mut rows_in: BTreeMap<u64, u64> = BTreeMap::new();
         let mut done = 0usize;
-        let mut line = String::with_capacity(256);
-        let mut key = String::new();
-        // Rows seen so far with creation instants (latency sampling).
-        let mut sampled = 0usize;
         // Prepared batches waiting for the coordinator's commit, in order, with their rows.
         let mut awaiting: VecDeque<(u64, u64)> = VecDeque::new();
         let mut input_open = true;
@@ -128,40 +246,6 @@ impl SinkActor {
                 },
             };
             match msg {
-                ToSink::Rows { id, rows, created_ns } => {
-                    let started = self.metrics.enabled().then(Instant::now);
-                    *rows_in.entry(id).or_default() += rows.len() as u64;
-                    for (i, row) in rows.iter().enumerate() {
-                        line.clear();
-                        write_row(&mut line, &self.names, row);
-                        let k = if self.key.is_empty() {
-                            None
-                        } else {
-                            key.clear();
-                            let names: Vec<String> = self.key.iter().map(|&k| self.names[k].clone()).collect();
-                            let vals: Vec<_> = self.key.iter().map(|&k| row[k].clone()).collect();
-                            write_row(&mut key, &names, &vals);
-                            Some(key.as_str())
-                        };
-                        self.sink.write(id, &line, k)?;
-                        if let (Some(rec), Some(&c)) = (self.latency.as_mut(), created_ns.get(i))
-                            && c != 0
-                        {
-                            rec.record_ns(eddy_connectors::monotonic_ns().saturating_sub(c));
-                        }
-                    }
-                    if let Some(t) = started {
-                        self.metrics.records_out.increment(rows.len() as u64);
-                        let now = eddy_connectors::monotonic_ns();
-                        // One row in LATENCY_SAMPLE_EVERY, counted across messages.
-                        let skip = (LATENCY_SAMPLE_EVERY - sampled % LATENCY_SAMPLE_EVERY) % LATENCY_SAMPLE_EVERY;
-                        for &c in created_ns.iter().skip(skip).step_by(LATENCY_SAMPLE_EVERY).filter(|&&c| c != 0) {
-                            self.metrics.source_to_sink_latency.record(now.saturating_sub(c) as f64 / 1e9);
-                        }
-                        sampled = sampled.wrapping_add(created_ns.len());
-                        self.metrics.stage_sink.record(t.elapsed().as_secs_f64());
-                    }
-                }
                 ToSink::Late { id, records } => {
                     self.metrics.records_late.increment(records.len() as u64);
                     if let Some(c) = &self.counters {
@@ -181,7 +265,8 @@ impl SinkActor {
                         }
                     }
                 }
-                ToSink::End { id } => {
+                ToSink::End { id, rows } => {
+                    *rows_in.entry(id).or_default() += rows;
                     let n = ends.entry(id).or_default();
                     *n += 1;
                     // Prepare every fully ended batch, in order.
@@ -193,7 +278,12 @@ impl SinkActor {
                         self.prepare(first, rows_in.remove(&first).unwrap_or(0), &mut awaiting)?;
                     }
                 }
-                ToSink::Done => done += 1,
+                ToSink::Done { leftovers } => {
+                    for (id, rows) in leftovers {
+                        *rows_in.entry(id).or_default() += rows;
+                    }
+                    done += 1;
+                }
             }
         }
     }
@@ -223,7 +313,7 @@ impl SinkActor {
 
     /// First phase: makes batch `id` durable on every sink and tells the coordinator.
     fn prepare(&mut self, id: u64, rows: u64, awaiting: &mut VecDeque<(u64, u64)>) -> Result<(), ConnectorError> {
-        self.sink.prepare(id)?;
+        lock(&self.sink)?.prepare(id)?;
         if let Some((s, _)) = self.late.as_mut() {
             s.prepare(id)?;
         }
@@ -255,7 +345,7 @@ impl SinkActor {
 
     fn commit(&mut self, id: u64, rows: u64) -> Result<(), ConnectorError> {
         let started = self.metrics.enabled().then(Instant::now);
-        self.sink.commit(id)?;
+        lock(&self.sink)?.commit(id)?;
         if let Some((s, _)) = self.late.as_mut() {
             s.commit(id)?;
         }
@@ -268,5 +358,78 @@ impl SinkActor {
         // The coordinator may have stopped first during a failure; the commit itself is done.
         let _ = self.coordinator.send(ToCoordinator::Committed { id, rows });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The sinks here are test doubles inside a unit test: a recording sink and a failing one.
+    use super::*;
+    use eddy_engine::Value;
+
+    /// Keeps every write as (batch, line, key).
+    #[derive(Default)]
+    struct Recording(Arc<Mutex<Vec<(u64, String, Option<String>)>>>);
+
+    impl Sink for Recording {
+        fn write(&mut self, batch_id: u64, line: &str, key: Option<&str>) -> Result<(), ConnectorError> {
+            self.0.lock().unwrap().push((batch_id, line.to_owned(), key.map(str::to_owned)));
+            Ok(())
+        }
+        fn commit(&mut self, _batch_id: u64) -> Result<(), ConnectorError> {
+            Ok(())
+        }
+    }
+
+    struct Failing;
+
+    impl Sink for Failing {
+        fn write(&mut self, _batch_id: u64, _line: &str, _key: Option<&str>) -> Result<(), ConnectorError> {
+            Err(ConnectorError::External("disk full".into()))
+        }
+        fn commit(&mut self, _batch_id: u64) -> Result<(), ConnectorError> {
+            Ok(())
+        }
+    }
+
+    fn names() -> Arc<[String]> {
+        vec!["user".to_owned(), "n".to_owned()].into()
+    }
+
+    #[test]
+    fn rows_from_several_writers_all_reach_the_shared_sink_with_their_keys() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink: SharedSink = Arc::new(Mutex::new(Box::new(Recording(seen.clone()))));
+        let threads: Vec<_> = (0..3i64)
+            .map(|t| {
+                let mut w = RowWriter::new(sink.clone(), names(), vec![0], None, Metrics::disabled(3));
+                std::thread::spawn(move || {
+                    for i in 0..100i64 {
+                        let row = vec![Value::Str(format!("u{t}").into()), Value::Long(i)];
+                        w.write(7, &[row], &[]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 300);
+        for t in 0..3 {
+            // Each writer's rows arrive whole and in its order, keyed by the `user` column.
+            let mine: Vec<_> = seen.iter().filter(|(_, l, _)| l.contains(&format!("\"u{t}\""))).collect();
+            let expected: Vec<String> = (0..100).map(|i| format!("{{\"user\": \"u{t}\", \"n\": {i}}}")).collect();
+            assert_eq!(mine.iter().map(|(_, l, _)| l.clone()).collect::<Vec<_>>(), expected);
+            assert!(mine.iter().all(|(b, _, k)| *b == 7 && k.as_deref() == Some(&*format!("{{\"user\": \"u{t}\"}}"))));
+        }
+    }
+
+    #[test]
+    fn a_failing_sink_is_an_error_for_the_writer() {
+        let sink: SharedSink = Arc::new(Mutex::new(Box::new(Failing)));
+        let mut w = RowWriter::new(sink, names(), Vec::new(), None, Metrics::disabled(1));
+        let e = w.write(0, &[vec![Value::Str("a".into()), Value::Long(1)]], &[]).unwrap_err();
+        assert!(e.to_string().contains("disk full"), "{e}");
     }
 }

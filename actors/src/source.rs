@@ -144,7 +144,7 @@ impl SourceActor {
             let _ = p.send(ToPartition::Control(Control::EndOfInput));
         }
         // As above: the sink may be gone after a failure.
-        let _ = self.sink.send(ToSink::Done);
+        let _ = self.sink.send(ToSink::Done { leftovers: Vec::new() });
         result
     }
 
@@ -293,7 +293,7 @@ impl SourceActor {
             let lines = std::mem::take(dead);
             self.sink.send(ToSink::DeadLetters { id, lines }).map_err(|_| SourceError::PeerGone)?;
         }
-        self.sink.send(ToSink::End { id }).map_err(|_| SourceError::PeerGone)
+        self.sink.send(ToSink::End { id, rows: 0 }).map_err(|_| SourceError::PeerGone)
     }
 
     /// The barrier closing `epoch` at processing time `now`: to every partition actor, the

@@ -104,7 +104,7 @@ fn latency_run(file: &str, events: u64, rate: f64, parallelism: usize) -> Result
     let sink = CountingSink::discarding(std::sync::Arc::new(AtomicU64::new(0)));
     let opts = RunOptions {
         sink_override: Some(Box::new(sink)),
-        latency: Some(Box::new(HdrRecorder(h.clone()))),
+        latency: Some(std::sync::Arc::new(HdrRecorder(h.clone()))),
         ..RunOptions::default()
     };
     let s = run_pipeline(&p, opts)?;

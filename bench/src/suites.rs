@@ -65,7 +65,7 @@ fn wall_now() -> Timestamp {
 pub(crate) struct HdrRecorder(pub(crate) Arc<Mutex<Histogram<u64>>>);
 
 impl LatencyRecorder for HdrRecorder {
-    fn record_ns(&mut self, ns: u64) {
+    fn record_ns(&self, ns: u64) {
         if let Ok(mut h) = self.0.lock() {
             h.saturating_record(ns.max(1));
         }
@@ -135,7 +135,7 @@ pub fn latency(smoke: bool) -> Result<()> {
         let sink = CountingSink { rows: rows.clone(), delay: None, frontier_lag: None };
         let opts = RunOptions {
             sink_override: Some(Box::new(sink)),
-            latency: Some(Box::new(HdrRecorder(h.clone()))),
+            latency: Some(Arc::new(HdrRecorder(h.clone()))),
             ..RunOptions::default()
         };
         run_pipeline(&p, opts)?;
