@@ -367,9 +367,12 @@ mod tests {
     use super::*;
     use eddy_engine::Value;
 
-    /// Keeps every write as (batch, line, key).
+    /// One write: (batch, line, key).
+    type Write = (u64, String, Option<String>);
+
+    /// Keeps every write.
     #[derive(Default)]
-    struct Recording(Arc<Mutex<Vec<(u64, String, Option<String>)>>>);
+    struct Recording(Arc<Mutex<Vec<Write>>>);
 
     impl Sink for Recording {
         fn write(&mut self, batch_id: u64, line: &str, key: Option<&str>) -> Result<(), ConnectorError> {
