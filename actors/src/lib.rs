@@ -9,9 +9,10 @@
 //!   that key range; barriers and batch boundaries flow in-band behind the data;
 //! - **partition actors** ([`partition`]) own the operator state of their key range, process
 //!   records, fire timers (sleeping until the operator's next timer or the next message, never
-//!   polling) and send rows to the sink actor;
-//! - the **sink actor** ([`sink`]) writes rows, late records and dead letters, and commits a batch
-//!   or epoch when every producer has ended it;
+//!   polling) and write their output rows to the main sink themselves ([`sink::RowWriter`]: the
+//!   sink is chained to the operator, one thread hand-off fewer per record);
+//! - the **sink actor** ([`sink`]) writes late records and dead letters, and commits a batch or
+//!   epoch on every sink when every producer has ended it;
 //! - the **coordinator** ([`coordinator`]) collects barrier acknowledgements and commits, tells
 //!   the source when a micro-batch is committed, and turns a stop request into a drain.
 //!
@@ -22,7 +23,8 @@
 //! - **metrics** ([`metrics`]): every Prometheus metric, and the `/metrics`, `/healthz`,
 //!   `/readyz` endpoint of `[metrics] listen`.
 //!
-//! Every queue is bounded: a slow sink slows the partition actors, which slow the source.
+//! Every queue is bounded: a slow sink blocks the partition actors writing to it, which slow the
+//! source.
 //! Nothing here reads the time except through [`clock::Clock`].
 #![deny(missing_docs)]
 
