@@ -19,6 +19,7 @@ mod kafka;
 mod nexmark;
 mod plot;
 mod report;
+mod sched;
 mod suites;
 
 use anyhow::Result;

@@ -127,6 +127,7 @@ pub fn latency(smoke: bool) -> Result<()> {
     println!("| parallelism | events | rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut runs = Vec::new();
+    let mut waits = Vec::new();
     for parallelism in [1, 2] {
         let text = nexmark_pipeline("", events, Some(rate), parallelism, &query);
         let p = parse_pipeline_str(&text).context("bench pipeline")?;
@@ -138,7 +139,9 @@ pub fn latency(smoke: bool) -> Result<()> {
             latency: Some(Arc::new(HdrRecorder(h.clone()))),
             ..RunOptions::default()
         };
+        let sampler = crate::sched::Sampler::start();
         run_pipeline(&p, opts)?;
+        waits.push((parallelism, sampler.finish()));
         let h = h.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?.clone();
         println!(
             "| {parallelism} | {events} | {} | {} | {} | {} | {} | {} |",
@@ -152,6 +155,22 @@ pub fn latency(smoke: bool) -> Result<()> {
         runs.push((parallelism, rows.load(Ordering::Relaxed), h));
     }
     println!("\nLatency counts from each record's scheduled send time (coordinated omission accounted for).\n");
+    println!("Time the engine's threads were runnable but waiting for a core (Linux schedstat; a record");
+    println!("behind a waiting thread waits as long):\n");
+    println!("| parallelism | thread | on a core ms | waiting ms | slices | mean wait per slice µs |");
+    println!("|---|---|---|---|---|---|");
+    for (parallelism, threads) in &waits {
+        for (name, s) in threads {
+            println!(
+                "| {parallelism} | {name} | {:.0} | {:.1} | {} | {:.1} |",
+                s.run_ns as f64 / 1e6,
+                s.wait_ns as f64 / 1e6,
+                s.slices,
+                s.wait_ns as f64 / 1e3 / s.slices.max(1) as f64
+            );
+        }
+    }
+    println!();
     // The committed picture comes from a full run; a smoke run draws into the temp folder.
     let path = if smoke {
         std::env::temp_dir().join("eddy-latency-smoke.svg")
