@@ -57,6 +57,7 @@ pub struct RowWriter {
     line_ends: Vec<usize>,
     keys: String,
     key_ends: Vec<usize>,
+    key_values: Row,
     latency: Option<Arc<dyn LatencyRecorder>>,
     metrics: Metrics,
     /// Rows seen so far with creation instants (latency sampling).
@@ -92,6 +93,7 @@ impl RowWriter {
             line_ends: Vec::new(),
             keys: String::new(),
             key_ends: Vec::new(),
+            key_values: Vec::new(),
             latency,
             metrics,
             sampled: 0,
@@ -110,14 +112,13 @@ impl RowWriter {
         self.line_ends.clear();
         self.keys.clear();
         self.key_ends.clear();
-        let mut vals = Vec::with_capacity(self.key.len());
         for row in rows {
             write_row(&mut self.lines, &self.names, row);
             self.line_ends.push(self.lines.len());
             if !self.key.is_empty() {
-                vals.clear();
-                vals.extend(self.key.iter().map(|&k| row[k].clone()));
-                write_row(&mut self.keys, &self.key_names, &vals);
+                self.key_values.clear();
+                self.key_values.extend(self.key.iter().map(|&k| row[k].clone()));
+                write_row(&mut self.keys, &self.key_names, &self.key_values);
                 self.key_ends.push(self.keys.len());
             }
         }
