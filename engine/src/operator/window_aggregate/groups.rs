@@ -136,10 +136,12 @@ fn hash_long(seed: u64, b: &[u8]) -> u64 {
 /// Whether the slot's group is `record`'s at `cols` (grouping equality, as [`Value`]'s).
 #[inline]
 fn slot_matches<T>(slot: &Slot<T>, record: &Record, cols: &[usize]) -> bool {
-    let Some(key) = &slot.key else { return false };
+    // Only live slots are in the table: an inline key is compared without reading the key (at
+    // the slot's end, another cache line).
     let first = || cols.first().map(|&c| &record.values[c]);
     match slot.inline {
         InlineKey::No => {
+            let Some(key) = &slot.key else { return false };
             key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
         }
         InlineKey::Str(len, bytes) => {
@@ -208,6 +210,18 @@ impl<T: Default> Groups<T> {
             Value::Int(x) => fold(s ^ *x as i64 as u64, K0 ^ 2),
             Value::Timestamp(t) => fold(s ^ t.0 as u64, K0 ^ 3),
             other => self.hasher.hash_one(other),
+        }
+    }
+
+    /// Starts loading (software prefetch) the slot of the group hashed `hash`, if the table
+    /// holds one with that hash: reads the table's control bytes and the slot number, never the
+    /// slot. See [`crate::operator::Operator::prefetch`].
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        if let Some(&s) = self.table.iter_hash(hash).next()
+            && let Some(slot) = self.slots.get(s as usize)
+        {
+            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>());
         }
     }
 
