@@ -96,6 +96,23 @@ impl Keys {
             .copied()
     }
 
+    /// Starts loading (software prefetch) the state of the key hashed `hash`, if the table holds
+    /// one with that hash: reads the table only.
+    #[inline]
+    pub(super) fn prefetch(&self, hash: u64) {
+        if let Some(&i) = self.table.iter_hash(hash).next() {
+            self.prefetch_slot(i);
+        }
+    }
+
+    /// Starts loading the state in slot `i` (its first lines: the fields read per record).
+    #[inline]
+    pub(super) fn prefetch_slot(&self, i: u32) {
+        if let Some(st) = self.slots.get(i as usize) {
+            crate::prefetch::lines(st, std::mem::size_of::<Option<KeyState>>());
+        }
+    }
+
     /// Adds a key that is not present; returns its slot.
     pub(super) fn insert(&mut self, state: KeyState) -> u32 {
         let hash = state.hash;
