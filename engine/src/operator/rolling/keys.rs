@@ -1,8 +1,6 @@
 //! Interned partition keys: a slab of per-key states, found by the hash of a record's key
 //! columns without building a [`GroupKey`] per record.
 
-use std::hash::{BuildHasher, Hash, Hasher};
-
 use hashbrown::HashTable;
 
 use super::measure::Range;
@@ -80,16 +78,7 @@ impl Keys {
     /// hashes): strings, integers and timestamps inline, other values through their `Hash`.
     #[inline]
     pub(super) fn hash<'a>(&self, parts: impl Iterator<Item = &'a Value>) -> u64 {
-        parts.fold(SEEDS[0], |h, v| {
-            combine(
-                h,
-                hash_value(SEEDS[1], v, |o| {
-                    let mut h = self.hasher.build_hasher();
-                    o.hash(&mut h);
-                    h.finish()
-                }),
-            )
-        })
+        parts.fold(SEEDS[0], |h, v| combine(h, hash_value(SEEDS[1], v, |o| self.hasher.hash_one(o))))
     }
 
     /// The slot of the key of `record` over `columns`, if present.
