@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use eddy_engine::Timestamp;
-use eddy_engine::operator::{Mode, Operator, Output};
+use eddy_engine::operator::{Mode, Operator, Output, PREFETCH_DISTANCE};
 
 use crate::checkpoint::pacer::Finished;
 use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
@@ -138,7 +138,10 @@ impl PartitionActor {
                 }
                 Some(ToPartition::Data(batch)) => {
                     let started = self.metrics.enabled().then(Instant::now);
-                    for s in batch {
+                    for (i, s) in batch.iter().enumerate() {
+                        if let Some(ahead) = batch.get(i + PREFETCH_DISTANCE) {
+                            self.operator.prefetch(&ahead.record);
+                        }
                         if self.mode == Mode::RealTime {
                             self.operator.advance_clock(s.now, &mut out);
                         }

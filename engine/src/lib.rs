@@ -41,6 +41,7 @@ pub mod driver;
 pub mod operator;
 pub mod output;
 pub mod plan;
+mod prefetch;
 pub mod schema;
 pub mod spec;
 pub mod time;

@@ -8,8 +8,9 @@
 //! full parser then decides, so results and error messages never depend on which path ran.
 //! `json_props` checks that on random and malformed input both paths agree.
 //!
-//! Scanning is word-at-a-time where it pays: the ASCII check of the line and the search for the
-//! end of a string (8 bytes per step, the classic "has zero byte" bit trick).
+//! Scanning is word-at-a-time where it pays: the search for the end of a string (8 bytes per
+//! step, the classic "has zero byte" bit trick) and the comparison of keys with column names.
+//! An ASCII line (checked a word at a time) needs no other UTF-8 check.
 
 use std::sync::Arc;
 
@@ -32,7 +33,20 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 #[derive(Debug, Clone)]
 pub(super) struct FastKeys {
     names: Box<[Box<[u8]>]>,
+    /// Per name: its length and its first 16 bytes, zero-padded ([`padded`]).
+    words: Box<[(usize, [u64; 2])]>,
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
+}
+
+/// The `len <= 16` bytes at `start` as two little-endian words, zero-padded, when 16 bytes can
+/// be read there; `None` for longer keys and near the end of the line.
+#[inline]
+fn padded(b: &[u8], start: usize, len: usize) -> Option<[u64; 2]> {
+    if len > 16 {
+        return None;
+    }
+    let mask = |n: usize| if n >= 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
+    Some([word(b, start)? & mask(len), word(b, start + 8)? & mask(len.saturating_sub(8))])
 }
 
 impl FastKeys {
@@ -46,13 +60,35 @@ impl FastKeys {
             }
             m
         });
-        FastKeys { names, by_name }
+        let words = names
+            .iter()
+            .map(|n| {
+                let mut buf = [0u8; 32];
+                let k = n.len().min(16);
+                buf[..k].copy_from_slice(&n[..k]);
+                (n.len(), padded(&buf, 0, k).unwrap_or_default())
+            })
+            .collect();
+        FastKeys { names, words, by_name }
     }
 
-    /// The column named `key` (bytes of a key without escapes); `hint` (the column after the
-    /// previous match) is tried first, as the full parser does.
+    /// The column named by the key `b[start..end]` (bytes of a key without escapes); `hint`
+    /// (the column after the previous match) is tried first, as the full parser does. A key of
+    /// up to 16 bytes is compared as two words.
     #[inline]
-    fn column(&self, key: &[u8], hint: usize) -> Option<usize> {
+    fn column(&self, b: &[u8], start: usize, end: usize, hint: usize) -> Option<usize> {
+        let key = &b[start..end];
+        if self.by_name.is_none()
+            && let Some(kw) = padded(b, start, key.len())
+        {
+            // `padded` is `Some` only for keys of <= 16 bytes: equal lengths and words are
+            // equal names.
+            let hit = |&(len, w): &(usize, [u64; 2])| len == key.len() && w == kw;
+            if self.words.get(hint).is_some_and(hit) {
+                return Some(hint);
+            }
+            return self.words.iter().position(hit);
+        }
         if self.names.get(hint).is_some_and(|n| same(n, key)) {
             return Some(hint);
         }
@@ -252,14 +288,18 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
 /// The value at `i` for a column of type `ty`, and the index after it; `None` when the full
 /// parser must decide (a type mismatch, an escape, a number out of range, ...).
 #[inline]
-fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan) -> Option<(Value, usize)> {
+fn value(b: &[u8], valid: Option<&str>, i: usize, ty: DataType, plan: &Plan) -> Option<(Value, usize)> {
     match *b.get(i)? {
         b'"' => {
             let z = string_end(b, i + 1)?;
-            let text = &b[i + 1..z];
             let v = match ty {
-                DataType::String => Value::Str(Arc::from(std::str::from_utf8(text).ok()?)),
-                DataType::Timestamp => Value::Timestamp(fast_timestamp(text)?),
+                // An ASCII line: each string is checked (cheaper than the whole line); another
+                // was validated whole: quotes are ASCII, so both ends are char boundaries.
+                DataType::String => Value::Str(Arc::from(match valid {
+                    None => std::str::from_utf8(&b[i + 1..z]).ok()?,
+                    Some(line) => line.get(i + 1..z)?,
+                })),
+                DataType::Timestamp => Value::Timestamp(fast_timestamp(&b[i + 1..z])?),
                 _ => return None,
             };
             Some((v, z + 1))
@@ -294,9 +334,8 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan) -> Option<(Value, usize)
 
 /// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
-    if !is_ascii(line) {
-        std::str::from_utf8(line).ok()?;
-    }
+    // `None` when ASCII; else the line, validated.
+    let valid = if is_ascii(line) { None } else { Some(std::str::from_utf8(line).ok()?) };
     let b = line;
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -313,7 +352,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
                 return None;
             }
             let z = string_end(b, i + 1)?;
-            let col = keys.column(&b[i + 1..z], hint);
+            let col = keys.column(b, i + 1, z, hint);
             i = ws(b, z + 1);
             if b.get(i) != Some(&b':') {
                 return None;
@@ -324,7 +363,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
                     hint = c + 1;
                     let column = &plan.columns[c];
                     if column.decode {
-                        let (v, end) = value(b, i, column.ty, plan)?;
+                        let (v, end) = value(b, valid, i, column.ty, plan)?;
                         values[c] = v;
                         i = end;
                     } else {
@@ -367,16 +406,6 @@ mod tests {
             (b"\"", Some(0)),
         ] {
             assert_eq!(string_end(s, 0), want, "{:?}", String::from_utf8_lossy(s));
-        }
-    }
-
-    #[test]
-    fn ascii_check_looks_at_every_byte() {
-        assert!(is_ascii(b"{\"a\": 1, \"bb\": \"hello world\"}"));
-        for at in 0..20 {
-            let mut v = vec![b'a'; 20];
-            v[at] = 0xc3;
-            assert!(!is_ascii(&v), "{at}");
         }
     }
 

@@ -145,40 +145,79 @@ pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeE
 
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with every field in range (seconds 00-59), else `None`.
 pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    let (head, rest) = b.split_first_chunk::<19>()?;
+    let (z, frac) = rest.split_last()?;
+    if *z != b'Z' || head[4] != b'-' || head[7] != b'-' || head[10] != b'T' || head[13] != b':' || head[16] != b':' {
         return None;
     }
-    if *b.last()? != b'Z' {
-        return None;
-    }
-    let two = |i: usize| -> Option<i64> {
-        let (x, y) = (b[i].wrapping_sub(b'0'), b[i + 1].wrapping_sub(b'0'));
-        (x < 10 && y < 10).then(|| (x * 10 + y) as i64)
+    // The 14 digit positions, 8 bytes at a time (the separators are checked above).
+    let w = |i: usize| {
+        u64::from_le_bytes([
+            head[i],
+            head[i + 1],
+            head[i + 2],
+            head[i + 3],
+            head[i + 4],
+            head[i + 5],
+            head[i + 6],
+            head[i + 7],
+        ])
     };
-    let (y, mo, d) = (two(0)? * 100 + two(2)?, two(5)?, two(8)?);
-    let (h, mi, sec) = (two(11)?, two(14)?, two(17)?);
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&mo) || d < 1 || d > month_days[(mo - 1) as usize] || h > 23 || mi > 59 || sec > 59 {
+    if !digits_at(w(0), 0x00ff_ff00_ffff_ffff)
+        || !digits_at(w(8), 0xffff_00ff_ff00_ffff)
+        || !digits_at(w(11), 0xffff_00ff_ff00_ffff)
+    {
         return None;
     }
-    let mut frac_us = 0i64;
-    match &b[19..b.len() - 1] {
-        [] => {}
+    let d = |i: usize| (head[i] - b'0') as u32;
+    let two = |i: usize| d(i) * 10 + d(i + 1);
+    let (y, mo, day) = (two(0) * 100 + two(2), two(5), two(8));
+    let (h, mi, sec) = (two(11), two(14), two(17));
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    if !(1..=12).contains(&mo) || day == 0 || h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let feb29 = (leap && mo == 2) as u32;
+    if day > MONTH_DAYS[(mo - 1) as usize] + feb29 {
+        return None;
+    }
+    let frac_us = match frac {
+        [] => 0,
         [b'.', digits @ ..] if (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) => {
+            let mut us = 0i64;
             for k in 0..6 {
-                frac_us = frac_us * 10 + digits.get(k).map_or(0, |c| (c - b'0') as i64);
+                us = us * 10 + digits.get(k).map_or(0, |c| (c - b'0') as i64);
             }
+            us
         }
         _ => return None,
-    }
-    // Days since 1970-01-01: whole years from year 0 with their leap days, then the day of the
-    // year (March-based, so February's length only matters at the year's end).
-    let (yy, mm) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
-    let days =
-        365 * yy + yy.div_euclid(4) - yy.div_euclid(100) + yy.div_euclid(400) + (153 * mm + 2) / 5 + d - 1 - 719_468;
-    Some(Timestamp(((days * 24 + h) * 60 + mi) * 60_000_000 + sec * 1_000_000 + frac_us))
+    };
+    // Days since 1970-01-01: whole years from year 0 (0..=9999, so no division of a negative
+    // number) with their leap days (year 0 is one), the days of the year's earlier months, then
+    // the day of the month.
+    let y = y as i64;
+    let leap_days_before = (y + 3) / 4 - (y + 99) / 100 + (y + 399) / 400;
+    let yday = DAYS_BEFORE_MONTH[(mo - 1) as usize] as i64 + (leap && mo > 2) as i64 + day as i64 - 1;
+    let days = 365 * y + leap_days_before + yday - 719_528;
+    let secs = ((days * 24 + h as i64) * 60 + mi as i64) * 60 + sec as i64;
+    Some(Timestamp(secs * 1_000_000 + frac_us))
 }
+
+/// Whether the bytes of `w` (little-endian) selected by `mask` (0xff per byte) are all ASCII
+/// digits; the others are separators below 0xfa (so adding 6 to them carries nowhere).
+#[inline]
+fn digits_at(w: u64, mask: u64) -> bool {
+    const HI: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // 0x30..=0x3f, then + 6 stays in 0x3? only for 0x30..=0x39
+    w & HI & mask == ZEROS & mask && (w.wrapping_add(0x0606_0606_0606_0606)) & HI & mask == ZEROS & mask
+}
+
+/// Days of each month in a common year.
+const MONTH_DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/// Days of a common year before each month.
+const DAYS_BEFORE_MONTH: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
 
 /// A [`DecodeError::WrongType`] for `col` given `given`.
 pub(crate) fn wrong(col: &Column, given: &str, why: &'static str) -> DecodeError {

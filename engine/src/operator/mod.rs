@@ -31,6 +31,11 @@ use crate::time::Timestamp;
 use crate::value::{GroupKey, Record, Row};
 use crate::watermark::BatchWatermarks;
 
+/// How many records ahead of the one being processed a caller gives [`Operator::prefetch`]
+/// its hint: far enough for a cache miss (~100 ns) to complete while the records in between
+/// are processed, near enough for the prefetched lines to still be in cache.
+pub const PREFETCH_DISTANCE: usize = 8;
+
 /// The two execution modes (SEMANTICS.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
@@ -98,6 +103,15 @@ pub trait Operator: Send + std::fmt::Debug {
     /// (before its own event time counts); in micro-batch mode it is ignored (the batch's
     /// watermarks apply). The operator updates its own W to include the record.
     fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output);
+
+    /// A hint that `record` will be given to [`Operator::on_record`] soon (a few records from
+    /// now, typically [`PREFETCH_DISTANCE`]): the operator may start loading the state that
+    /// record will touch (software prefetch), so that the cache misses of consecutive records
+    /// overlap. Changes nothing observable: results are the same with or without the hint, and
+    /// whatever record is given. The default does nothing.
+    fn prefetch(&self, record: &Record) {
+        let _ = record;
+    }
 
     /// Ends a micro-batch: emits the batch's rows and evicts state the watermark finalised.
     fn end_batch(&mut self, out: &mut Output);

@@ -152,6 +152,12 @@ impl SessionState {
         self.count
     }
 
+    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, record: &Record, cols: &[usize]) {
+        self.groups.prefetch(self.groups.hash_record(record, cols));
+    }
+
     /// Adds a record spanning `[t, end)` to the sessions of its group, merging every session it
     /// overlaps or touches.
     #[inline]

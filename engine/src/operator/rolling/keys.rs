@@ -1,13 +1,12 @@
 //! Interned partition keys: a slab of per-key states, found by the hash of a record's key
 //! columns without building a [`GroupKey`] per record.
 
-use std::hash::{BuildHasher, Hash, Hasher};
-
 use hashbrown::HashTable;
 
 use super::measure::Range;
 use super::records::Records;
 use crate::aggregate::AggState;
+use crate::operator::window_aggregate::groups::{InlineKey, combine, hash_value};
 use crate::time::Timestamp;
 use crate::value::{GroupKey, KeyValue, Record, Value};
 
@@ -15,24 +14,27 @@ use crate::value::{GroupKey, KeyValue, Record, Value};
 /// every run.
 const SEEDS: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
 
-/// The state of one key.
+/// The state of one key. The fields read for every record come first (one cache line).
 #[derive(Debug)]
+#[repr(C)]
 pub(super) struct KeyState {
-    /// The `partition_by` values, in order.
-    pub(super) key: Box<[Value]>,
+    /// A single-column key, inline: compared without reading `key`.
+    pub(super) inline: InlineKey,
     pub(super) hash: u64,
-    /// Records not yet visible (event time > the frontier the key was last settled at).
-    pub(super) pending: Records,
-    /// Visible records that the longest bounded range still holds.
-    pub(super) visible: Records,
+    /// The instant (frontier) at which the key is next due, as registered in the timer heap.
+    pub(super) timer: Option<Timestamp>,
     /// Per bounded measure: `visible[..start]` have left its range.
     pub(super) starts: Box<[usize]>,
+    /// Visible records that the longest bounded range still holds.
+    pub(super) visible: Records,
     /// Per bounded measure, its state over `visible[start..]`.
     pub(super) ranges: Box<[Range]>,
     /// Per lifetime measure, its state.
     pub(super) lifetime: Box<[AggState]>,
-    /// The instant (frontier) at which the key is next due, as registered in the timer heap.
-    pub(super) timer: Option<Timestamp>,
+    /// The `partition_by` values, in order.
+    pub(super) key: Box<[Value]>,
+    /// Records not yet visible (event time > the frontier the key was last settled at).
+    pub(super) pending: Records,
     /// Micro-batch: the key changed in this batch and is in the dirty list.
     pub(super) dirty: bool,
     /// The generation of the last snapshot that holds the key or was begun after it was created
@@ -73,14 +75,10 @@ impl Keys {
     }
 
     /// The hash of the values `parts` (grouping equality: NaN = NaN, -0.0 = 0.0, as [`Value`]
-    /// hashes).
+    /// hashes): strings, integers and timestamps inline, other values through their `Hash`.
     #[inline]
     pub(super) fn hash<'a>(&self, parts: impl Iterator<Item = &'a Value>) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        for v in parts {
-            v.hash(&mut h);
-        }
-        h.finish()
+        parts.fold(SEEDS[0], |h, v| combine(h, hash_value(SEEDS[1], v, |o| self.hasher.hash_one(o))))
     }
 
     /// The slot of the key of `record` over `columns`, if present.
@@ -89,11 +87,30 @@ impl Keys {
         let slots = &self.slots;
         self.table
             .find(hash, |&i| {
-                slots[i as usize]
-                    .as_ref()
-                    .is_some_and(|s| s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c]))
+                slots[i as usize].as_ref().is_some_and(|s| {
+                    s.inline.matches(record, columns).unwrap_or_else(|| {
+                        s.key.len() == columns.len() && s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c])
+                    })
+                })
             })
             .copied()
+    }
+
+    /// Starts loading (software prefetch) the state of the key hashed `hash`, if the table holds
+    /// one with that hash: reads the table only.
+    #[inline]
+    pub(super) fn prefetch(&self, hash: u64) {
+        if let Some(&i) = self.table.iter_hash(hash).next() {
+            self.prefetch_slot(i);
+        }
+    }
+
+    /// Starts loading the state in slot `i` (its first lines: the fields read per record).
+    #[inline]
+    pub(super) fn prefetch_slot(&self, i: u32) {
+        if let Some(st) = self.slots.get(i as usize) {
+            crate::prefetch::lines(st, std::mem::size_of::<Option<KeyState>>());
+        }
     }
 
     /// Adds a key that is not present; returns its slot.

@@ -253,6 +253,15 @@ impl Operator for RollingWindow {
         self.timers.clean(&self.keys);
     }
 
+    /// Prefetches the state of `record`'s key and of the keys due soonest (their timers fire
+    /// as processing time moves on, between the records).
+    #[inline]
+    fn prefetch(&self, record: &Record) {
+        let cols = &self.cfg.key_columns;
+        self.keys.prefetch(self.keys.hash(cols.iter().map(|&c| &record.values[c])));
+        self.timers.prefetch(&self.keys);
+    }
+
     fn end_batch(&mut self, out: &mut Output) {
         let Some(b) = self.batch.take() else { return };
         let f = b.processing_time.saturating_sub(self.cfg.frontier_delay);

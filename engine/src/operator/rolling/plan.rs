@@ -5,6 +5,7 @@ use super::RollingWindowConfig;
 use super::keys::KeyState;
 use super::measure::{Measure, Range, finish, fold};
 use super::records::{Cell, Records};
+use crate::operator::window_aggregate::groups::InlineKey;
 use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::{Record, Row, Value};
@@ -54,6 +55,7 @@ impl Plan {
     /// [`Plan::rebuild_ranges`]).
     pub(super) fn key_with(&self, key: Box<[Value]>, hash: u64, pending: Records, visible: Records) -> KeyState {
         KeyState {
+            inline: if key.len() == 1 { InlineKey::of_value(&key[0]) } else { InlineKey::No },
             key,
             hash,
             pending,

@@ -26,6 +26,15 @@ impl Timers {
         self.heap.push(Reverse((at, slot)));
     }
 
+    /// Starts loading the states of the keys due soonest: the heap's first entries (the top
+    /// and its children, among which the next entry is).
+    #[inline]
+    pub(super) fn prefetch(&self, keys: &Keys) {
+        for Reverse((_, slot)) in self.heap.as_slice().iter().take(3) {
+            keys.prefetch_slot(*slot);
+        }
+    }
+
     /// The earliest instant a key is due at (exact once [`Timers::clean`] ran).
     pub(super) fn next(&self) -> Option<Timestamp> {
         self.heap.peek().map(|Reverse((at, _))| *at)

@@ -13,7 +13,7 @@ use crate::value::{GroupKey, Record, Value};
 /// A single-column key held in the slot itself, so that probing compares it without touching
 /// the key's own allocation (nor, for a string of up to 16 bytes, the string's).
 #[derive(Clone, Copy, Debug, Default)]
-enum InlineKey {
+pub(crate) enum InlineKey {
     /// Several columns, or a value of another kind: compare the [`GroupKey`].
     #[default]
     No,
@@ -30,7 +30,13 @@ enum InlineKey {
 impl InlineKey {
     fn of(key: &GroupKey) -> InlineKey {
         let [k] = &key.0[..] else { return InlineKey::No };
-        match &k.0 {
+        InlineKey::of_value(&k.0)
+    }
+
+    /// The inline form of a single-column key whose value is `v` ([`InlineKey::No`] for a
+    /// value without one).
+    pub(crate) fn of_value(v: &Value) -> InlineKey {
+        match v {
             Value::Str(s) if s.len() <= 16 => {
                 let mut bytes = [0u8; 16];
                 bytes[..s.len()].copy_from_slice(s.as_bytes());
@@ -133,22 +139,55 @@ fn hash_long(seed: u64, b: &[u8]) -> u64 {
     fold(word(b, n - 16) ^ h ^ K0, word(b, n - 8) ^ K2)
 }
 
+impl InlineKey {
+    /// Whether the single-column key is `record`'s at `cols` (grouping equality); `None` for
+    /// [`InlineKey::No`]: the caller compares the whole key.
+    #[inline]
+    pub(crate) fn matches(&self, record: &Record, cols: &[usize]) -> Option<bool> {
+        let first = || cols.first().map(|&c| &record.values[c]);
+        Some(match *self {
+            InlineKey::No => return None,
+            InlineKey::Str(len, bytes) => {
+                cols.len() == 1
+                    && matches!(first(), Some(Value::Str(s)) if bytes_eq(s.as_bytes(), &bytes[..len as usize]))
+            }
+            InlineKey::Long(x) => cols.len() == 1 && matches!(first(), Some(Value::Long(y)) if x == *y),
+            InlineKey::Int(x) => cols.len() == 1 && matches!(first(), Some(Value::Int(y)) if x == *y),
+            InlineKey::Timestamp(x) => cols.len() == 1 && matches!(first(), Some(Value::Timestamp(y)) if x == y.0),
+        })
+    }
+}
+
 /// Whether the slot's group is `record`'s at `cols` (grouping equality, as [`Value`]'s).
 #[inline]
 fn slot_matches<T>(slot: &Slot<T>, record: &Record, cols: &[usize]) -> bool {
-    let Some(key) = &slot.key else { return false };
-    let first = || cols.first().map(|&c| &record.values[c]);
-    match slot.inline {
-        InlineKey::No => {
-            key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
-        }
-        InlineKey::Str(len, bytes) => {
-            matches!(first(), Some(Value::Str(s)) if bytes_eq(s.as_bytes(), &bytes[..len as usize]))
-        }
-        InlineKey::Long(x) => matches!(first(), Some(Value::Long(y)) if x == *y),
-        InlineKey::Int(x) => matches!(first(), Some(Value::Int(y)) if x == *y),
-        InlineKey::Timestamp(x) => matches!(first(), Some(Value::Timestamp(y)) if x == y.0),
+    // Only live slots are in the table: an inline key is compared without reading the key (at
+    // the slot's end, another cache line).
+    slot.inline.matches(record, cols).unwrap_or_else(|| {
+        let Some(key) = &slot.key else { return false };
+        key.0.len() == cols.len() && key.0.iter().zip(cols).all(|(k, &c)| same_value(&k.0, &record.values[c]))
+    })
+}
+
+/// A seeded hash of one value, consistent with [`Value`]'s grouping equality: inline for
+/// strings, integers and timestamps, `other` (a hash of [`Value`]'s own `Hash`, which
+/// normalises NaN and -0.0) for the rest.
+#[inline]
+pub(crate) fn hash_value(seed: u64, v: &Value, other: impl FnOnce(&Value) -> u64) -> u64 {
+    match v {
+        Value::Str(x) => hash_bytes(seed, x.as_bytes()),
+        Value::Long(x) => fold(seed ^ *x as u64, K0 ^ 1),
+        Value::Int(x) => fold(seed ^ *x as i64 as u64, K0 ^ 2),
+        Value::Timestamp(t) => fold(seed ^ t.0 as u64, K0 ^ 3),
+        other_value => other(other_value),
     }
+}
+
+/// Folds the hash `h` of the values so far with the next value's hash `v` (keys of several
+/// columns).
+#[inline]
+pub(crate) fn combine(h: u64, v: u64) -> u64 {
+    fold(h ^ v, K1)
 }
 
 /// [`Value`]'s grouping equality, inline for the usual key types (a shared string is equal
@@ -201,13 +240,18 @@ impl<T: Default> Groups<T> {
     /// integers and timestamps, [`Value`]'s own `Hash` (NaN and -0.0 normalised) otherwise.
     #[inline]
     fn hash_value(&self, v: &Value) -> u64 {
-        let s = self.seed;
-        match v {
-            Value::Str(x) => hash_bytes(s, x.as_bytes()),
-            Value::Long(x) => fold(s ^ *x as u64, K0 ^ 1),
-            Value::Int(x) => fold(s ^ *x as i64 as u64, K0 ^ 2),
-            Value::Timestamp(t) => fold(s ^ t.0 as u64, K0 ^ 3),
-            other => self.hasher.hash_one(other),
+        hash_value(self.seed, v, |other| self.hasher.hash_one(other))
+    }
+
+    /// Starts loading (software prefetch) the slot of the group hashed `hash`, if the table
+    /// holds one with that hash: reads the table's control bytes and the slot number, never the
+    /// slot. See [`crate::operator::Operator::prefetch`].
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        if let Some(&s) = self.table.iter_hash(hash).next()
+            && let Some(slot) = self.slots.get(s as usize)
+        {
+            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>());
         }
     }
 

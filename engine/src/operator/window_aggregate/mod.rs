@@ -278,6 +278,16 @@ impl Operator for WindowAggregate {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, record: &Record) {
+        let cols = &self.cfg.key_columns[..];
+        if self.is_session() {
+            self.sessions.prefetch(record, cols);
+        } else {
+            self.panes.prefetch(record, cols);
+        }
+    }
+
     fn end_batch(&mut self, out: &mut Output) {
         let Some(b) = self.batch.take() else { return };
         match self.cfg.output_mode {

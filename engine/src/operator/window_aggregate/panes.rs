@@ -179,6 +179,12 @@ impl PaneState {
         }
     }
 
+    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
+    #[inline]
+    pub(super) fn prefetch(&self, record: &Record, cols: &[usize]) {
+        self.groups.prefetch(self.groups.hash_record(record, cols));
+    }
+
     /// Adds `record`, whose event time is `t` (fixed windows; ignored without a window), judged
     /// late against `late` (`None`: nothing is late). Late records go to `out.late`.
     #[inline]
