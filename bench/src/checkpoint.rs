@@ -33,7 +33,7 @@ use hdrhistogram::Histogram;
 use eddy_actors::checkpoint::pacer::Finished;
 use eddy_actors::checkpoint::writer::thread_cpu_ns;
 use eddy_actors::checkpoint::{
-    Checkpointer, DriverState, FolderStore, Manifest, SnapshotPacer, SnapshotWriter, restore,
+    Checkpointer, DriverState, FolderStore, Manifest, SnapshotPacer, SnapshotWriter, restore, snapshot_name,
 };
 use eddy_actors::messages::ToCoordinator;
 use eddy_actors::routing::Router;
@@ -209,11 +209,25 @@ fn stall_loop(
     let (acks_tx, acks) = crossbeam_channel::unbounded::<ToCoordinator>();
     let writer = match checkpointer {
         Some(ck) => Some(SnapshotWriter::start(ck.clone(), 0, 1, acks_tx).context("writer thread")?),
-        None => None,
+        None => {
+            drop(acks_tx); // no writer: the janitor ends at once
+            None
+        }
     };
     let (tx, rx) = crossbeam_channel::bounded::<Finished>(2);
     let dropper = matches!(checkpoints, Checkpoints::Discard).then(|| std::thread::spawn(move || for _ in rx {}));
     let mut submitted = 0usize;
+    // Acknowledged snapshots are deleted off the loop's thread (an unlink of tens of megabytes
+    // takes milliseconds); each deletion is reported back.
+    let (deleted_tx, deleted) = crossbeam_channel::unbounded::<Result<()>>();
+    let ck_janitor = checkpointer.cloned();
+    let janitor = std::thread::spawn(move || {
+        for ack in acks {
+            if deleted_tx.send(stored(ack, ck_janitor.as_ref())).is_err() {
+                return;
+            }
+        }
+    });
     let mut pacer = SnapshotPacer::new();
     let mut began = Instant::now();
     let mut hand_over = |f: Finished, began: Instant, snaps: &mut Snapshots| -> Result<()> {
@@ -293,17 +307,26 @@ fn stall_loop(
     drop(tx);
     if let Some(w) = writer {
         for _ in 0..submitted {
-            match acks.recv().context("writer thread")? {
-                ToCoordinator::BarrierAck { .. } => {}
-                other => anyhow::bail!("the writer reported {other:?}"),
-            }
+            deleted.recv().context("writer thread")??;
         }
         snaps.writer_cpu = Duration::from_nanos(w.cpu_ns());
     }
+    janitor.join().map_err(|_| anyhow::anyhow!("janitor thread panicked"))?;
     if let Some(d) = dropper {
         d.join().map_err(|_| anyhow::anyhow!("dropping thread panicked"))?;
     }
     Ok((h, engine, snaps))
+}
+
+/// A writer's acknowledgement: the snapshot is stored; it is deleted at once (no manifest will
+/// list it, and a shared disk has no room for every one).
+fn stored(ack: ToCoordinator, checkpointer: Option<&Checkpointer>) -> Result<()> {
+    match (ack, checkpointer) {
+        (ToCoordinator::BarrierAck { epoch, partition, .. }, Some(ck)) => {
+            ck.store().delete(&snapshot_name(epoch, partition as u32)).context("deleting a stored snapshot")
+        }
+        (other, _) => anyhow::bail!("the writer reported {other:?}"),
+    }
 }
 
 /// Records a poll that ran a step (a poll skipped by the pacer returns in well under 10 µs).
