@@ -303,7 +303,6 @@ fn stall_loop(
     if let Some(f) = pacer.finish(op) {
         hand_over(f, began, &mut snaps)?;
     }
-    drop(hand_over);
     drop(tx);
     if let Some(w) = writer {
         for _ in 0..submitted {

@@ -181,7 +181,7 @@ impl RollingWindow {
     pub(super) fn restore_from(
         &mut self,
         bytes: &[u8],
-        mut keep: Option<&mut dyn FnMut(&GroupKey) -> bool>,
+        keep: Option<&mut dyn FnMut(&GroupKey) -> bool>,
     ) -> Result<(), StateError> {
         let corrupt = |why: String| StateError::Corrupt { operator: "rolling_window", why };
         let mut r = Reader::new(bytes);
@@ -222,7 +222,7 @@ impl RollingWindow {
                 replaced.push(old);
             }
         };
-        match keep.as_deref_mut() {
+        match keep {
             None => decode_parallel(&segments, &shape, &mut add).map_err(corrupt)?,
             Some(keep) => {
                 for &(count, bytes) in &segments {
