@@ -1,22 +1,37 @@
 //! The envelope of every checkpoint file: a fixed header (magic, format version, kind, payload
-//! length, CRC-32 of the payload) in front of an `rkyv` archive, validated with `bytecheck` on
-//! read. A truncated file, a flipped byte or a file of another kind or version is refused with a
-//! message naming the file and what was wrong; nothing is ever restored from it.
+//! length) in front of the payload, and a trailer with the CRC-32 of the payload, so a writer
+//! streams the file front to back in chunks, hashing each chunk as it goes (no pass over the
+//! payload before the first byte is written, no copy of it into a buffer of its own). A
+//! truncated file, a flipped byte or a file of another kind or version is refused with a message
+//! naming the file and what was wrong; nothing is ever restored from it.
 //!
-//! Header layout (32 bytes, little-endian): `EDDYCKPT` (8 bytes), version `u16`, kind `u16`,
-//! reserved `u32` (0), payload length `u64`, CRC-32 (IEEE) of the payload `u32`, reserved `u32`.
-//! The payload follows at offset 32 (a multiple of the archive's 16-byte alignment).
-
-use rkyv::util::AlignedVec;
+//! Version 2 (written), 40 bytes around the payload, little-endian:
+//!
+//! ```text
+//! header (32 bytes): "EDDYCKPT", version u16 = 2, kind u16, reserved u32 (0),
+//!                    payload length u64, reserved u32 (0), reserved u32 (0)
+//! payload            (a manifest: an rkyv archive; a snapshot: see `SnapshotFile`)
+//! trailer (8 bytes): CRC-32 (IEEE) of the payload u32, "EDDY"
+//! ```
+//!
+//! Version 1 (still read: a checkpoint written before the upgrade restores): the same header with
+//! version 1 and the CRC-32 of the payload at offset 24, no trailer; its payloads are `rkyv`
+//! archives (a snapshot's too).
 
 use super::CheckpointError;
 
 /// The first 8 bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"EDDYCKPT";
-/// The format version written; files of any other version are refused.
-pub const VERSION: u16 = 1;
+/// The last 4 bytes of a version-2 file.
+pub const END: &[u8; 4] = b"EDDY";
+/// The format version written.
+pub const VERSION: u16 = 2;
+/// The oldest format version read.
+pub const OLDEST_READ: u16 = 1;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 32;
+/// Trailer length in bytes (version 2).
+pub const TRAILER_LEN: usize = 8;
 
 /// What a checkpoint file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,25 +52,44 @@ impl Kind {
     }
 }
 
-/// The header for a payload of `kind`.
-pub fn header(kind: Kind, payload: &[u8]) -> [u8; HEADER_LEN] {
+/// The version-2 header for a payload of `kind` and `payload_len` bytes.
+pub fn header(kind: Kind, payload_len: u64) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0..8].copy_from_slice(MAGIC);
     h[8..10].copy_from_slice(&VERSION.to_le_bytes());
     h[10..12].copy_from_slice(&(kind as u16).to_le_bytes());
-    h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    h[24..28].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    h[16..24].copy_from_slice(&payload_len.to_le_bytes());
     h
 }
 
-/// Checks the header of `file` (named `name` in messages) and returns its payload, copied into
-/// an aligned buffer ready for `rkyv::access`.
+/// The version-2 trailer of a payload whose CRC-32 is `payload_crc`.
+pub fn trailer(payload_crc: u32) -> [u8; TRAILER_LEN] {
+    let mut t = [0u8; TRAILER_LEN];
+    t[0..4].copy_from_slice(&payload_crc.to_le_bytes());
+    t[4..8].copy_from_slice(END);
+    t
+}
+
+/// A checked file: its payload and checksums.
+#[derive(Debug)]
+pub struct Opened<'a> {
+    /// The format version it was written in ([`OLDEST_READ`]..=[`VERSION`]).
+    pub version: u16,
+    /// The payload (not aligned: copy it before `rkyv::access`).
+    pub payload: &'a [u8],
+    /// CRC-32 of the whole file (what a manifest lists), derived from the payload's without a
+    /// second pass.
+    pub file_crc: u32,
+}
+
+/// Checks `file` (named `name` in messages), a file of `kind`, and returns its payload; the
+/// payload is hashed once.
 ///
 /// # Errors
 /// [`CheckpointError::Corrupt`] naming the file: shorter than its header or its declared length
-/// (truncated), longer than declared, a wrong magic number, kind or version, or a checksum that
-/// does not match.
-pub fn open(name: &str, kind: Kind, file: &[u8]) -> Result<AlignedVec<16>, CheckpointError> {
+/// (truncated), longer than declared, a wrong magic number, end marker, kind or version (saying
+/// which versions this eddy reads), or a checksum that does not match.
+pub fn open<'a>(name: &str, kind: Kind, file: &'a [u8]) -> Result<Opened<'a>, CheckpointError> {
     let corrupt = |why: String| CheckpointError::Corrupt { name: name.to_string(), why };
     if file.len() < HEADER_LEN {
         return Err(corrupt(format!("{} bytes, shorter than the {HEADER_LEN}-byte header (truncated)", file.len())));
@@ -64,30 +98,47 @@ pub fn open(name: &str, kind: Kind, file: &[u8]) -> Result<AlignedVec<16>, Check
         return Err(corrupt("not an eddy checkpoint file (wrong magic number)".into()));
     }
     let version = u16::from_le_bytes([file[8], file[9]]);
-    if version != VERSION {
-        return Err(corrupt(format!("format version {version}; this eddy reads version {VERSION}")));
+    if !(OLDEST_READ..=VERSION).contains(&version) {
+        return Err(corrupt(format!(
+            "format version {version}; this eddy reads versions {OLDEST_READ} to {VERSION} (written by a {} eddy?)",
+            if version > VERSION { "newer" } else { "different" }
+        )));
     }
     let found = u16::from_le_bytes([file[10], file[11]]);
     if found != kind as u16 {
         return Err(corrupt(format!("file kind {found}, expected a {} ({})", kind.name(), kind as u16)));
     }
     let declared = u64::from_le_bytes(file[16..24].try_into().unwrap_or([0; 8]));
-    let payload = &file[HEADER_LEN..];
-    if payload.len() as u64 != declared {
+    let trailer_len = if version == 1 { 0 } else { TRAILER_LEN };
+    let body = (file.len() - HEADER_LEN) as u64;
+    if body != declared.saturating_add(trailer_len as u64) {
         return Err(corrupt(format!(
             "payload of {} bytes, the header declares {declared}{}",
-            payload.len(),
-            if (payload.len() as u64) < declared { " (truncated)" } else { "" }
+            body.saturating_sub(trailer_len as u64),
+            if body < declared.saturating_add(trailer_len as u64) { " (truncated)" } else { "" }
         )));
     }
-    let crc = u32::from_le_bytes(file[24..28].try_into().unwrap_or([0; 4]));
-    let actual = crc32fast::hash(payload);
-    if crc != actual {
-        return Err(corrupt(format!("checksum {actual:08x} does not match the header's {crc:08x}")));
+    let payload = &file[HEADER_LEN..HEADER_LEN + declared as usize];
+    let (expected, tail) = if version == 1 {
+        (u32::from_le_bytes(file[24..28].try_into().unwrap_or([0; 4])), &[][..])
+    } else {
+        let t = &file[file.len() - TRAILER_LEN..];
+        if &t[4..8] != END {
+            return Err(corrupt("the end marker is damaged (truncated or overwritten)".into()));
+        }
+        (u32::from_le_bytes(t[0..4].try_into().unwrap_or([0; 4])), t)
+    };
+    let mut payload_crc = crc32fast::Hasher::new();
+    payload_crc.update(payload);
+    let actual = payload_crc.clone().finalize();
+    if expected != actual {
+        return Err(corrupt(format!("checksum {actual:08x} does not match the recorded {expected:08x}")));
     }
-    let mut aligned = AlignedVec::<16>::with_capacity(payload.len());
-    aligned.extend_from_slice(payload);
-    Ok(aligned)
+    let mut whole = crc32fast::Hasher::new();
+    whole.update(&file[..HEADER_LEN]);
+    whole.combine(&payload_crc);
+    whole.update(tail);
+    Ok(Opened { version, payload, file_crc: whole.finalize() })
 }
 
 #[cfg(test)]
@@ -95,26 +146,38 @@ mod tests {
     use super::*;
 
     fn file(kind: Kind, payload: &[u8]) -> Vec<u8> {
-        let mut f = header(kind, payload).to_vec();
+        let mut f = header(kind, payload.len() as u64).to_vec();
+        f.extend_from_slice(payload);
+        f.extend_from_slice(&trailer(crc32fast::hash(payload)));
+        f
+    }
+
+    fn v1_file(kind: Kind, payload: &[u8]) -> Vec<u8> {
+        let mut f = header(kind, payload.len() as u64).to_vec();
+        f[8..10].copy_from_slice(&1u16.to_le_bytes());
+        f[24..28].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
         f.extend_from_slice(payload);
         f
     }
 
     #[test]
-    fn a_whole_file_opens_to_its_payload() {
-        let f = file(Kind::Snapshot, b"hello state");
-        assert_eq!(&open("s", Kind::Snapshot, &f).unwrap()[..], b"hello state");
+    fn a_whole_file_opens_to_its_payload_and_the_crc_of_the_whole_file() {
+        for f in [file(Kind::Snapshot, b"hello state"), v1_file(Kind::Snapshot, b"hello state")] {
+            let o = open("s", Kind::Snapshot, &f).unwrap();
+            assert_eq!(o.payload, b"hello state");
+            assert_eq!(o.file_crc, crc32fast::hash(&f));
+        }
     }
 
     #[test]
     fn truncation_a_flipped_byte_and_a_wrong_kind_are_refused_naming_the_file() {
         let f = file(Kind::Snapshot, b"hello state");
-        for cut in [0, 5, HEADER_LEN, f.len() - 1] {
+        for cut in [0, 5, HEADER_LEN, HEADER_LEN + 3, f.len() - TRAILER_LEN, f.len() - 1] {
             let err = open("snap-1", Kind::Snapshot, &f[..cut]).unwrap_err().to_string();
             assert!(err.contains("snap-1") && err.contains("truncated"), "{cut}: {err}");
         }
         for i in 0..f.len() {
-            if (12..16).contains(&i) || (28..32).contains(&i) {
+            if (12..16).contains(&i) || (24..32).contains(&i) {
                 continue; // reserved bytes are not read
             }
             let mut g = f.clone();
@@ -126,10 +189,20 @@ mod tests {
     }
 
     #[test]
-    fn another_version_is_refused_with_both_versions() {
+    fn a_flipped_byte_of_a_version_1_file_is_refused() {
+        let f = v1_file(Kind::Manifest, b"old manifest");
+        for i in (0..12).chain(16..28).chain(HEADER_LEN..f.len()) {
+            let mut g = f.clone();
+            g[i] ^= 0x01;
+            assert!(open("m", Kind::Manifest, &g).is_err(), "flipped byte {i} was accepted");
+        }
+    }
+
+    #[test]
+    fn an_unknown_version_is_refused_naming_the_versions_read() {
         let mut f = file(Kind::Manifest, b"x");
         f[8] = 9;
         let err = open("m", Kind::Manifest, &f).unwrap_err().to_string();
-        assert!(err.contains("version 9") && err.contains("version 1"), "{err}");
+        assert!(err.contains("version 9") && err.contains("versions 1 to 2"), "{err}");
     }
 }

@@ -1,5 +1,6 @@
 //! What a checkpoint holds: the [`Manifest`] of an epoch (written last) and the
-//! [`SnapshotFile`] of each partition actor, both archived with `rkyv`, and the pipeline's
+//! [`SnapshotFile`] of each partition actor (the manifest archived with `rkyv`, a snapshot's
+//! state raw behind a short prefix), and the pipeline's
 //! [`fingerprint`] that decides whether a checkpoint can be restored under a changed pipeline.
 
 use eddy_connectors::{KafkaPartitionOffset, SourceOffset};
@@ -73,6 +74,11 @@ pub struct SnapshotMeta {
 
 /// A partition actor's snapshot file: the operator's state (opaque bytes of
 /// `Operator::snapshot`) and where it belongs.
+///
+/// Version 2 (written) lays the payload out as a [`SnapshotFile::PREFIX_LEN`]-byte prefix
+/// (epoch `u64`, partition `u32`, parallelism `u32`, little-endian) followed by the state bytes,
+/// so the state is streamed to the store as it is, and read back in place. Version 1 files hold
+/// an `rkyv` archive of this struct (still read).
 #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct SnapshotFile {
     /// The epoch / batch whose barrier it was taken at.
@@ -94,6 +100,31 @@ pub struct SavedKafkaOffset {
     pub partition: i32,
     /// Next offset to read.
     pub next: i64,
+}
+
+impl SnapshotFile {
+    /// Length of the version-2 prefix in bytes.
+    pub const PREFIX_LEN: usize = 16;
+
+    /// The version-2 prefix.
+    pub fn prefix(epoch: u64, partition: u32, parallelism: u32) -> [u8; Self::PREFIX_LEN] {
+        let mut p = [0u8; Self::PREFIX_LEN];
+        p[0..8].copy_from_slice(&epoch.to_le_bytes());
+        p[8..12].copy_from_slice(&partition.to_le_bytes());
+        p[12..16].copy_from_slice(&parallelism.to_le_bytes());
+        p
+    }
+
+    /// Epoch, partition and parallelism from a version-2 payload; `None` when it is shorter than
+    /// the prefix.
+    pub fn read_prefix(payload: &[u8]) -> Option<(u64, u32, u32)> {
+        let p = payload.get(..Self::PREFIX_LEN)?;
+        Some((
+            u64::from_le_bytes(p[0..8].try_into().ok()?),
+            u32::from_le_bytes(p[8..12].try_into().ok()?),
+            u32::from_le_bytes(p[12..16].try_into().ok()?),
+        ))
+    }
 }
 
 pub use enums::{ArchivedDriverState, ArchivedSavedOffset, DriverState, SavedOffset};

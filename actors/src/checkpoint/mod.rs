@@ -7,8 +7,9 @@
 //!   Per epoch `e`: `snapshot-<e>-<partition>` (one per partition actor), then
 //!   `manifest-<e>`, written last, durably and atomically (fsync, rename, fsync of the folder):
 //!   a crash leaves the old checkpoint or the new one, never half of one.
-//! - **Files** ([`envelope`]): a versioned header with a CRC-32 in front of an `rkyv` archive
-//!   ([`manifest::SnapshotFile`], [`manifest::Manifest`]).
+//! - **Files** ([`envelope`]): a versioned header, the payload, a trailer with its CRC-32,
+//!   streamed in chunks; a manifest's payload is an `rkyv` archive ([`manifest::Manifest`]), a
+//!   snapshot's the operator's bytes behind a short prefix ([`manifest::SnapshotFile`]).
 //! - **Barrier protocol** (the coordinator drives it): partition actors snapshot when the barrier
 //!   (real-time) or the end of the batch (micro-batch) arrives: the operator notes the cut, its
 //!   state is written in short steps between records ([`pacer`]), and a writer thread
@@ -32,12 +33,13 @@ pub mod writer;
 use std::sync::Arc;
 
 use rkyv::rancor;
+use rkyv::util::AlignedVec;
 
 use envelope::Kind;
 pub use manifest::{DriverState, FingerprintField, Manifest, SavedOffset, SnapshotFile, SnapshotMeta};
 pub use pacer::SnapshotPacer;
 pub use restore::{Restored, restore};
-pub use store::{CheckpointStore, FolderStore};
+pub use store::{BlobWriter, CheckpointStore, FolderStore};
 pub use writer::SnapshotWriter;
 
 /// Errors of checkpoints.
@@ -174,7 +176,9 @@ impl Checkpointer {
     }
 
     /// Stores partition actor `partition`'s state at epoch `epoch` (of `parallelism` actors);
-    /// returns what the manifest lists of it.
+    /// returns what the manifest lists of it. The file ([`SnapshotFile`]'s version-2 layout) is
+    /// streamed to the store in [`CHUNK`]-byte chunks, each hashed just before it is written: the
+    /// state bytes are read twice (hash, copy into the store) and never copied in memory.
     ///
     /// # Errors
     /// [`CheckpointError::Io`] when the store fails.
@@ -183,17 +187,35 @@ impl Checkpointer {
         epoch: u64,
         partition: u32,
         parallelism: u32,
-        state: Vec<u8>,
+        state: &[u8],
     ) -> Result<SnapshotMeta, CheckpointError> {
-        let file = SnapshotFile { epoch, partition, parallelism, state };
-        let payload = rkyv::to_bytes::<rancor::Error>(&file)
-            .map_err(|e| CheckpointError::Encode { what: snapshot_name(epoch, partition), why: e.to_string() })?;
-        let header = envelope::header(Kind::Snapshot, &payload);
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&header);
-        crc.update(&payload);
-        self.store.put(&snapshot_name(epoch, partition), &[&header, &payload])?;
-        Ok(SnapshotMeta { partition, bytes: (header.len() + payload.len()) as u64, crc32: crc.finalize() })
+        let prefix = SnapshotFile::prefix(epoch, partition, parallelism);
+        let (bytes, crc32) = self.write_file(&snapshot_name(epoch, partition), Kind::Snapshot, &[&prefix, state])?;
+        Ok(SnapshotMeta { partition, bytes, crc32 })
+    }
+
+    /// Streams a file of `kind` with `payload` (the concatenation of its parts) to blob `name`
+    /// ([`envelope`]); returns its length and the CRC-32 of the whole file.
+    fn write_file(&self, name: &str, kind: Kind, payload: &[&[u8]]) -> Result<(u64, u32), CheckpointError> {
+        let len: u64 = payload.iter().map(|p| p.len() as u64).sum();
+        let header = envelope::header(kind, len);
+        let mut w = self.store.create(name)?;
+        w.write(&header)?;
+        let mut payload_crc = crc32fast::Hasher::new();
+        for part in payload {
+            for chunk in part.chunks(CHUNK) {
+                payload_crc.update(chunk);
+                w.write(chunk)?;
+            }
+        }
+        let trailer = envelope::trailer(payload_crc.clone().finalize());
+        w.write(&trailer)?;
+        w.commit()?;
+        let mut whole = crc32fast::Hasher::new();
+        whole.update(&header);
+        whole.combine(&payload_crc);
+        whole.update(&trailer);
+        Ok(((header.len() + trailer.len()) as u64 + len, whole.finalize()))
     }
 
     /// Writes `manifest` (its snapshots are stored), which makes its checkpoint complete, then
@@ -205,8 +227,7 @@ impl Checkpointer {
     pub fn commit(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
         let payload = rkyv::to_bytes::<rancor::Error>(manifest)
             .map_err(|e| CheckpointError::Encode { what: manifest_name(manifest.epoch), why: e.to_string() })?;
-        let header = envelope::header(Kind::Manifest, &payload);
-        self.store.put(&manifest_name(manifest.epoch), &[&header, &payload])?;
+        self.write_file(&manifest_name(manifest.epoch), Kind::Manifest, &[&payload])?;
         self.prune(manifest.epoch)
     }
 
@@ -250,8 +271,10 @@ impl Checkpointer {
     pub fn load_manifest(&self, epoch: u64) -> Result<Manifest, CheckpointError> {
         let name = manifest_name(epoch);
         let bytes = self.store.get(&name)?;
-        let payload = envelope::open(&name, Kind::Manifest, &bytes)?;
-        let m = rkyv::from_bytes::<Manifest, rancor::Error>(&payload)
+        let opened = envelope::open(&name, Kind::Manifest, &bytes)?;
+        let mut aligned = AlignedVec::<16>::with_capacity(opened.payload.len());
+        aligned.extend_from_slice(opened.payload);
+        let m = rkyv::from_bytes::<Manifest, rancor::Error>(&aligned)
             .map_err(|e| CheckpointError::Corrupt { name: name.clone(), why: format!("unreadable archive: {e}") })?;
         if m.epoch != epoch || m.pipeline != self.pipeline {
             return Err(CheckpointError::Corrupt {
@@ -271,7 +294,8 @@ impl Checkpointer {
     }
 
     /// Reads and checks the snapshot `meta` of `manifest` (length and checksum as the manifest
-    /// lists them, header, archive, epoch and partition).
+    /// lists them, header, trailer, epoch and partition). The file is read into one buffer and
+    /// hashed once; the state is served from that buffer (version 2) without a copy.
     ///
     /// # Errors
     /// [`CheckpointError::Missing`], [`CheckpointError::Corrupt`], [`CheckpointError::Io`].
@@ -282,41 +306,66 @@ impl Checkpointer {
         if bytes.len() as u64 != meta.bytes {
             return Err(corrupt(format!("{} bytes, the manifest lists {}", bytes.len(), meta.bytes)));
         }
-        let crc = crc32fast::hash(&bytes);
-        if crc != meta.crc32 {
-            return Err(corrupt(format!("checksum {crc:08x}, the manifest lists {:08x}", meta.crc32)));
+        let opened = envelope::open(&name, Kind::Snapshot, &bytes)?;
+        if opened.file_crc != meta.crc32 {
+            return Err(corrupt(format!("checksum {:08x}, the manifest lists {:08x}", opened.file_crc, meta.crc32)));
         }
-        let payload = envelope::open(&name, Kind::Snapshot, &bytes)?;
-        drop(bytes);
-        let loaded = LoadedSnapshot { name: name.clone(), payload };
-        let file = loaded.archived()?;
-        let (epoch, partition) = (file.epoch.to_native(), file.partition.to_native());
+        let (held, epoch, partition) = if opened.version == 1 {
+            let mut aligned = AlignedVec::<16>::with_capacity(opened.payload.len());
+            aligned.extend_from_slice(opened.payload);
+            drop(bytes);
+            let file = rkyv::access::<manifest::ArchivedSnapshotFile, rancor::Error>(&aligned)
+                .map_err(|e| corrupt(format!("unreadable archive: {e}")))?;
+            let (epoch, partition) = (file.epoch.to_native(), file.partition.to_native());
+            (Held::Archived(aligned), epoch, partition)
+        } else {
+            let (epoch, partition, _parallelism) =
+                SnapshotFile::read_prefix(opened.payload).ok_or_else(|| corrupt("shorter than its prefix".into()))?;
+            let start = envelope::HEADER_LEN + SnapshotFile::PREFIX_LEN;
+            let end = envelope::HEADER_LEN + opened.payload.len();
+            (Held::Raw { file: bytes, state: start..end }, epoch, partition)
+        };
         if epoch != manifest.epoch || partition != meta.partition {
             return Err(corrupt(format!("it holds partition {partition} of epoch {epoch}")));
         }
-        Ok(loaded)
+        Ok(LoadedSnapshot { name: name.clone(), held })
     }
 }
 
-/// A validated snapshot file, held in an aligned buffer.
+/// Bytes per write of a snapshot file: small enough that the chunk just hashed is still in the
+/// cache when it is copied to the store, large enough that a syscall per chunk costs nothing.
+pub const CHUNK: usize = 256 * 1024;
+
+/// A validated snapshot file.
 #[derive(Debug)]
 pub struct LoadedSnapshot {
     name: String,
-    payload: rkyv::util::AlignedVec<16>,
+    held: Held,
+}
+
+/// Where a loaded snapshot's state lies.
+#[derive(Debug)]
+enum Held {
+    /// Version 2: the file as read, and the state's bytes in it.
+    Raw { file: Vec<u8>, state: std::ops::Range<usize> },
+    /// Version 1: the payload (an `rkyv` archive of [`SnapshotFile`]), aligned.
+    Archived(AlignedVec<16>),
 }
 
 impl LoadedSnapshot {
-    fn archived(&self) -> Result<&manifest::ArchivedSnapshotFile, CheckpointError> {
-        rkyv::access::<manifest::ArchivedSnapshotFile, rancor::Error>(&self.payload)
-            .map_err(|e| CheckpointError::Corrupt { name: self.name.clone(), why: format!("unreadable archive: {e}") })
-    }
-
     /// The operator state bytes.
     ///
     /// # Errors
-    /// [`CheckpointError::Corrupt`] when the archive does not validate.
+    /// [`CheckpointError::Corrupt`] when the archive (version 1) does not validate.
     pub fn state(&self) -> Result<&[u8], CheckpointError> {
-        Ok(self.archived()?.state.as_slice())
+        match &self.held {
+            Held::Raw { file, state } => Ok(&file[state.clone()]),
+            Held::Archived(a) => {
+                rkyv::access::<manifest::ArchivedSnapshotFile, rancor::Error>(a).map(|f| f.state.as_slice()).map_err(
+                    |e| CheckpointError::Corrupt { name: self.name.clone(), why: format!("unreadable archive: {e}") },
+                )
+            }
+        }
     }
 
     /// The file's name.

@@ -9,14 +9,30 @@ use super::CheckpointError;
 
 /// A flat store of named, immutable blobs, one store per pipeline. Names are ASCII without `/`.
 ///
-/// Object storage can back it: `put` maps to a single PUT (atomic there), `list` to a listing.
+/// Object storage can back it: [`CheckpointStore::create`] maps to a multipart upload completed
+/// by [`BlobWriter::commit`] (atomic there), `list` to a listing.
 pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
-    /// Stores `parts` (concatenated) under `name`, durably and atomically: after a crash, `name`
-    /// holds either its previous content or all of the new one. Replaces an existing blob.
+    /// Starts writing blob `name`, front to back in chunks; nothing is visible under `name`
+    /// until [`BlobWriter::commit`], which replaces an existing blob durably and atomically (after
+    /// a crash, `name` holds either its previous content or all of the new one). A writer
+    /// dropped without `commit` leaves `name` as it was.
     ///
     /// # Errors
     /// [`CheckpointError::Io`] naming the blob.
-    fn put(&self, name: &str, parts: &[&[u8]]) -> Result<(), CheckpointError>;
+    fn create(&self, name: &str) -> Result<Box<dyn BlobWriter>, CheckpointError>;
+
+    /// Stores `parts` (concatenated) under `name`, as [`CheckpointStore::create`] then one
+    /// [`BlobWriter::write`] per part and [`BlobWriter::commit`].
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the blob.
+    fn put(&self, name: &str, parts: &[&[u8]]) -> Result<(), CheckpointError> {
+        let mut w = self.create(name)?;
+        for p in parts {
+            w.write(p)?;
+        }
+        w.commit()
+    }
 
     /// The blob `name`.
     ///
@@ -41,7 +57,22 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
     fn location(&self) -> String;
 }
 
-/// A [`CheckpointStore`] in a local folder: `put` writes `.<name>.tmp`, fsyncs it, renames it to
+/// A blob being written ([`CheckpointStore::create`]).
+pub trait BlobWriter: Send {
+    /// Appends `chunk`.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the blob.
+    fn write(&mut self, chunk: &[u8]) -> Result<(), CheckpointError>;
+
+    /// Makes the blob durable and visible under its name, atomically.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the blob (it is then not visible, or still the old one).
+    fn commit(self: Box<Self>) -> Result<(), CheckpointError>;
+}
+
+/// A [`CheckpointStore`] in a local folder: [`CheckpointStore::create`] writes `.<name>.tmp`, fsyncs it, renames it to
 /// `<name>` and fsyncs the folder, so a crash leaves the old blob or the new one, never half.
 /// Hidden names (leading `.`) are not listed; leftovers of interrupted `put`s are removed when
 /// the store is opened. The store holds an exclusive lock on `<folder>/.lock` while it is open,
@@ -92,11 +123,50 @@ impl FolderStore {
     pub fn folder(&self) -> &Path {
         &self.folder
     }
+}
 
-    fn sync_folder(&self) -> Result<(), CheckpointError> {
-        File::open(&self.folder)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io(format!("syncing the checkpoint folder {}", self.folder.display()), e))
+fn sync_folder(folder: &Path) -> Result<(), CheckpointError> {
+    File::open(folder)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io(format!("syncing the checkpoint folder {}", folder.display()), e))
+}
+
+/// A blob of a [`FolderStore`] being written: `.<name>.tmp`, renamed into place by `commit`.
+struct FolderBlob {
+    /// `None` once committed.
+    file: Option<File>,
+    tmp: PathBuf,
+    target: PathBuf,
+    folder: PathBuf,
+}
+
+impl BlobWriter for FolderBlob {
+    fn write(&mut self, chunk: &[u8]) -> Result<(), CheckpointError> {
+        match self.file.as_mut() {
+            Some(f) => f.write_all(chunk).map_err(|e| io(format!("writing {}", self.tmp.display()), e)),
+            None => Err(io(format!("writing {}", self.tmp.display()), std::io::ErrorKind::Other.into())),
+        }
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), CheckpointError> {
+        let Some(f) = self.file.take() else {
+            return Err(io(format!("committing {}", self.tmp.display()), std::io::ErrorKind::Other.into()));
+        };
+        f.sync_all().map_err(|e| io(format!("syncing {}", self.tmp.display()), e))?;
+        drop(f);
+        std::fs::rename(&self.tmp, &self.target)
+            .map_err(|e| io(format!("renaming {} into place", self.target.display()), e))?;
+        sync_folder(&self.folder)
+    }
+}
+
+impl Drop for FolderBlob {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            // Abandoned before commit: the temporary file is not a blob. Should removing it fail,
+            // the next `FolderStore::open` removes it.
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
 }
 
@@ -105,17 +175,10 @@ fn io(what: String, source: std::io::Error) -> CheckpointError {
 }
 
 impl CheckpointStore for FolderStore {
-    fn put(&self, name: &str, parts: &[&[u8]]) -> Result<(), CheckpointError> {
+    fn create(&self, name: &str) -> Result<Box<dyn BlobWriter>, CheckpointError> {
         let tmp = self.folder.join(format!(".{name}.tmp"));
-        let target = self.folder.join(name);
-        let mut f = File::create(&tmp).map_err(|e| io(format!("creating {}", tmp.display()), e))?;
-        for p in parts {
-            f.write_all(p).map_err(|e| io(format!("writing {}", tmp.display()), e))?;
-        }
-        f.sync_all().map_err(|e| io(format!("syncing {}", tmp.display()), e))?;
-        drop(f);
-        std::fs::rename(&tmp, &target).map_err(|e| io(format!("renaming {} into place", target.display()), e))?;
-        self.sync_folder()
+        let file = File::create(&tmp).map_err(|e| io(format!("creating {}", tmp.display()), e))?;
+        Ok(Box::new(FolderBlob { file: Some(file), tmp, target: self.folder.join(name), folder: self.folder.clone() }))
     }
 
     fn get(&self, name: &str) -> Result<Vec<u8>, CheckpointError> {
@@ -170,6 +233,17 @@ mod tests {
         s.put("a", &[b"again"]).unwrap();
         assert_eq!(s.get("a").unwrap(), b"again");
         assert_eq!(s.list().unwrap(), vec!["a".to_string()]);
+        let mut w = s.create("b").unwrap();
+        w.write(b"half").unwrap();
+        drop(w);
+        assert!(matches!(s.get("b"), Err(CheckpointError::Missing { .. })), "abandoned blob is not visible");
+        assert!(!dir.path().join(".b.tmp").exists(), "abandoned blob's temporary removed");
+        let mut w = s.create("a").unwrap();
+        w.write(b"in ").unwrap();
+        w.write(b"chunks").unwrap();
+        assert_eq!(s.get("a").unwrap(), b"again", "not visible before commit");
+        w.commit().unwrap();
+        assert_eq!(s.get("a").unwrap(), b"in chunks");
         s.delete("a").unwrap();
         s.delete("a").unwrap();
         assert!(matches!(s.get("a"), Err(CheckpointError::Missing { .. })));

@@ -71,7 +71,7 @@ fn checkpointer(dir: &std::path::Path, keep: usize) -> Checkpointer {
 fn write(ck: &Checkpointer, epoch: u64, ops: &[Box<dyn Operator>]) {
     let n = ops.len() as u32;
     let snapshots =
-        ops.iter().enumerate().map(|(i, op)| ck.write_snapshot(epoch, i as u32, n, op.snapshot()).unwrap()).collect();
+        ops.iter().enumerate().map(|(i, op)| ck.write_snapshot(epoch, i as u32, n, &op.snapshot()).unwrap()).collect();
     let m = Manifest {
         pipeline: "ck-test".into(),
         epoch,
@@ -130,7 +130,7 @@ fn only_the_newest_keep_checkpoints_and_their_snapshots_remain() {
     let ck = checkpointer(dir.path(), 2);
     let ops = fresh(&plan, 2);
     // An in-flight snapshot of a later epoch must survive pruning.
-    ck.write_snapshot(9, 0, 2, ops[0].snapshot()).unwrap();
+    ck.write_snapshot(9, 0, 2, &ops[0].snapshot()).unwrap();
     for e in 0..5 {
         write(&ck, e, &ops);
     }
@@ -218,4 +218,56 @@ fn a_changed_query_is_refused_naming_the_field() {
     assert!(matches!(err, CheckpointError::Incompatible { epoch: 1, .. }), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("query:") && msg.contains("max"), "{msg}");
+}
+
+/// A version-1 file (the layout of the envelope's documentation): the header with the CRC-32 of
+/// the payload at offset 24, then the payload.
+fn v1_file(kind: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; envelope::HEADER_LEN];
+    f[0..8].copy_from_slice(b"EDDYCKPT");
+    f[8..10].copy_from_slice(&1u16.to_le_bytes());
+    f[10..12].copy_from_slice(&kind.to_le_bytes());
+    f[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    f[24..28].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+#[test]
+fn a_checkpoint_written_in_format_version_1_still_restores() {
+    let plan = plan();
+    let first: Vec<Record> = (0..300).map(record).collect();
+    let second: Vec<Record> = (300..600).map(record).collect();
+    let two = Router::new(plan.routing_columns(), 2);
+    let mut ops = fresh(&plan, 2);
+    batch(&mut ops, &two, 0, &first);
+    let mut reference = fresh(&plan, 2);
+    batch(&mut reference, &two, 0, &first);
+    let expected = batch(&mut reference, &two, 1, &second);
+
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 3);
+    let mut snapshots = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let file = SnapshotFile { epoch: 4, partition: i as u32, parallelism: 2, state: op.snapshot() };
+        let bytes = v1_file(1, &rkyv::to_bytes::<rancor::Error>(&file).unwrap());
+        ck.store().put(&snapshot_name(4, i as u32), &[&bytes]).unwrap();
+        snapshots.push(SnapshotMeta { partition: i as u32, bytes: bytes.len() as u64, crc32: crc32fast::hash(&bytes) });
+    }
+    let m = Manifest {
+        pipeline: "ck-test".into(),
+        epoch: 4,
+        fingerprint: ck.fingerprint().to_vec(),
+        parallelism: 2,
+        snapshots,
+        source: None,
+        driver: DriverState::RealTime { now: 5, max_event_time: None, next_boundary: None },
+    };
+    ck.store().put(&manifest_name(4), &[&v1_file(2, &rkyv::to_bytes::<rancor::Error>(&m).unwrap())]).unwrap();
+    for n in [2, 3] {
+        let r = restored(&ck, n).unwrap().expect("the version-1 checkpoint");
+        assert_eq!(r.manifest, m);
+        let mut restored_ops = r.operators;
+        assert_eq!(batch(&mut restored_ops, &Router::new(plan.routing_columns(), n), 1, &second), expected, "2 -> {n}");
+    }
 }

@@ -310,7 +310,7 @@ impl Operator for RollingWindow {
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        let mut w = Writer { out: Vec::with_capacity(64 + 64 * self.keys.len()) };
+        let mut w = Writer::new(64 + 64 * self.keys.len());
         w.header(
             (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
             self.frontier,
@@ -321,7 +321,7 @@ impl Operator for RollingWindow {
         for (_, st) in self.keys.live() {
             w.key(st);
         }
-        w.out
+        w.finish()
     }
 
     fn begin_snapshot(&mut self) -> Option<Vec<u8>> {

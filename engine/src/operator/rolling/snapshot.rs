@@ -1,14 +1,17 @@
 //! The rolling window's snapshot bytes: a compact little-endian format, written and read in one
 //! pass (no intermediate tree). Derived state (range aggregates, timers) is not stored: it is
 //! rebuilt from the records on restore. Keys come in any order (an incremental snapshot writes
-//! a key early when a record is about to change it: [`super::incremental`]).
+//! a key early when a record is about to change it: [`super::incremental`]), in segments of at
+//! most [`SEGMENT_KEYS`] keys, each led by its key count and byte length, so a restore finds the
+//! segments without decoding them and decodes them on several threads ([`super::restore`]).
 //!
 //! ```text
-//! magic "EDDYRW01"
+//! magic "EDDYRW02"
 //! lanes u32, bounded u32, lifetime u32
 //! frontier i64, watermark i64
 //! tracker: u8 (0 none | 1 some), delay i64, u8 (0 | 1) + max event time i64
-//! keys u64, then per key:
+//! keys u64, then segments until `keys` keys are read:
+//!   segment: keys u32, bytes u64, then its keys (in those bytes), per key:
 //!   parts u32, values
 //!   pending: n u64, n x (time i64, lanes x cell)
 //!   visible: n u64, n x (time i64, lanes x cell)      (sorted by time)
@@ -18,6 +21,8 @@
 //! value: 0 null | 1 bool u8 | 2 int i32 | 3 long i64 | 4 float f32 | 5 double f64
 //!        | 6 string (len u32, UTF-8) | 7 timestamp i64 | 8 window (i64, i64) | 9 list (n u32, values)
 //! ```
+//!
+//! Version 1 (magic "EDDYRW01", still read) has no segments: the keys follow the count directly.
 
 use super::keys::KeyState;
 use super::records::{Cell, Records};
@@ -25,17 +30,46 @@ use crate::time::{Duration, Timestamp};
 use crate::value::Value;
 use crate::watermark::WatermarkTracker;
 
-pub(super) const MAGIC: &[u8; 8] = b"EDDYRW01";
+pub(super) const MAGIC: &[u8; 8] = b"EDDYRW02";
+/// The magic of the format without segments (read only).
+pub(super) const MAGIC_V1: &[u8; 8] = b"EDDYRW01";
 
+/// Keys per segment: enough that a segment's header (12 bytes) is noise, few enough that a
+/// million keys make a hundred segments to share among threads.
+pub(super) const SEGMENT_KEYS: u32 = 8192;
+
+/// Length of a segment's header (keys u32, bytes u64).
+pub(super) const SEGMENT_HEADER: usize = 12;
 /// Lists inside a value nest at most this deep (inputs never hold lists at all).
 const MAX_LIST_DEPTH: usize = 8;
 
 /// Appends little-endian fields.
 pub(super) struct Writer {
     pub(super) out: Vec<u8>,
+    /// The open segment: offset of its header, keys in it.
+    segment: Option<(usize, u32)>,
 }
 
 impl Writer {
+    /// An empty writer with room for `capacity` bytes.
+    pub(super) fn new(capacity: usize) -> Writer {
+        Writer { out: Vec::with_capacity(capacity), segment: None }
+    }
+
+    /// The bytes, the last segment closed.
+    pub(super) fn finish(mut self) -> Vec<u8> {
+        self.close_segment();
+        self.out
+    }
+
+    fn close_segment(&mut self) {
+        if let Some((at, keys)) = self.segment.take() {
+            let bytes = (self.out.len() - at - SEGMENT_HEADER) as u64;
+            self.out[at..at + 4].copy_from_slice(&keys.to_le_bytes());
+            self.out[at + 4..at + SEGMENT_HEADER].copy_from_slice(&bytes.to_le_bytes());
+        }
+    }
+
     pub(super) fn u8(&mut self, v: u8) {
         self.out.push(v);
     }
@@ -80,8 +114,16 @@ impl Writer {
         self.out[at..at + 8].copy_from_slice(&(keys as u64).to_le_bytes());
     }
 
-    /// One key: its values, records, range starts and lifetime states.
+    /// One key: its values, records, range starts and lifetime states (in the open segment).
     pub(super) fn key(&mut self, st: &KeyState) {
+        match &mut self.segment {
+            Some((_, n)) if *n < SEGMENT_KEYS => *n += 1,
+            _ => {
+                self.close_segment();
+                self.segment = Some((self.out.len(), 1));
+                self.out.extend_from_slice(&[0; SEGMENT_HEADER]);
+            }
+        }
         self.u32(st.key.len() as u32);
         for v in st.key.iter() {
             self.value(v);

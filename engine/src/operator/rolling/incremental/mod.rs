@@ -80,7 +80,7 @@ impl RollingWindow {
         // buffer of tens of megabytes mid-way would move it on the actor's thread, while room
         // never written costs address space only (the pages are not touched).
         let per_key = if self.snap_bytes_per_key > 0.0 { self.snap_bytes_per_key * 1.5 } else { 128.0 };
-        let mut w = Writer { out: Vec::with_capacity(64 + (per_key * keys as f64) as usize) };
+        let mut w = Writer::new(64 + (per_key * keys as f64) as usize);
         let count_at = w.header(
             (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
             self.frontier,
@@ -117,7 +117,7 @@ impl RollingWindow {
         if s.written > 0 {
             self.snap_bytes_per_key = s.w.out.len() as f64 / s.written as f64;
         }
-        Some(s.w.out)
+        Some(s.w.finish())
     }
 
     /// Write-before-modify: called before key `slot` changes or is freed.
