@@ -234,6 +234,9 @@ impl PartitionActor {
     /// At the barrier of `epoch` (with checkpoints): begins the operator's snapshot and hands
     /// over what is complete now; `false` when the writer is gone.
     fn begin_snapshot(&mut self, pacer: &mut SnapshotPacer, epoch: u64, size: &mut StateSize) -> bool {
+        if let Some(buffer) = self.snapshots.as_ref().and_then(SnapshotWriter::spare_buffer) {
+            self.operator.reuse_snapshot_buffer(buffer);
+        }
         pacer.begin(self.operator.as_mut(), epoch).into_iter().all(|f| self.submit(f, size))
     }
 

@@ -215,7 +215,15 @@ fn stall_loop(
         }
     };
     let (tx, rx) = crossbeam_channel::bounded::<Finished>(2);
-    let dropper = matches!(checkpoints, Checkpoints::Discard).then(|| std::thread::spawn(move || for _ in rx {}));
+    // As the writer does, the dropping thread hands each buffer back for the next snapshot.
+    let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
+    let dropper = matches!(checkpoints, Checkpoints::Discard).then(|| {
+        std::thread::spawn(move || {
+            for f in rx {
+                let _ = spare_tx.try_send(f.state);
+            }
+        })
+    });
     let mut submitted = 0usize;
     // Acknowledged snapshots are deleted off the loop's thread (an unlink of tens of megabytes
     // takes milliseconds); each deletion is reported back.
@@ -288,6 +296,10 @@ fn stall_loop(
         marks.slept = None;
         if !matches!(checkpoints, Checkpoints::Off) && start.elapsed() >= Duration::from_secs(next_checkpoint) {
             let s = Instant::now();
+            if let Some(b) = writer.as_ref().and_then(SnapshotWriter::spare_buffer).or_else(|| spare_rx.try_recv().ok())
+            {
+                op.reuse_snapshot_buffer(b);
+            }
             let done = pacer.begin(op, next_checkpoint);
             snaps.begin.push(s.elapsed());
             for f in done {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::Checkpointer;
 use crate::messages::ToCoordinator;
@@ -46,6 +46,8 @@ pub struct SnapshotWriter {
     tx: Option<Sender<Job>>,
     handle: Option<JoinHandle<()>>,
     cpu_ns: Arc<AtomicU64>,
+    /// Buffers of stored snapshots, handed back for the next one.
+    spare: Receiver<Vec<u8>>,
 }
 
 impl SnapshotWriter {
@@ -62,6 +64,7 @@ impl SnapshotWriter {
         coordinator: Sender<ToCoordinator>,
     ) -> std::io::Result<SnapshotWriter> {
         let (tx, rx) = bounded::<Job>(QUEUE);
+        let (spare_tx, spare) = bounded::<Vec<u8>>(1);
         let cpu_ns = Arc::new(AtomicU64::new(0));
         let cpu = Arc::clone(&cpu_ns);
         let handle = std::thread::Builder::new().name(format!("eddy-snapshot-{partition}")).spawn(move || {
@@ -79,20 +82,27 @@ impl SnapshotWriter {
                     },
                     Err(e) => ToCoordinator::Failed(format!("checkpoint of epoch {}: {e}", job.epoch)),
                 };
-                drop(job);
+                // Back to the actor for its next snapshot; dropped when one is already waiting.
+                let _ = spare_tx.try_send(job.state);
                 cpu.store(thread_cpu_ns(), Ordering::Relaxed);
                 if coordinator.send(msg).is_err() {
                     return;
                 }
             }
         })?;
-        Ok(SnapshotWriter { tx: Some(tx), handle: Some(handle), cpu_ns })
+        Ok(SnapshotWriter { tx: Some(tx), handle: Some(handle), cpu_ns, spare })
     }
 
     /// Hands over the state serialised at the barrier of `epoch` (`state_len` keys); blocks while
     /// `QUEUE` snapshots are already waiting. `false` when the writer is gone.
     pub fn submit(&self, epoch: u64, state: Vec<u8>, state_len: usize) -> bool {
         self.tx.as_ref().is_some_and(|tx| tx.send(Job { epoch, state, state_len }).is_ok())
+    }
+
+    /// The buffer of a snapshot already stored, if one is back: give it to
+    /// [`eddy_engine::operator::Operator::reuse_snapshot_buffer`] before the next snapshot.
+    pub fn spare_buffer(&self) -> Option<Vec<u8>> {
+        self.spare.try_recv().ok()
     }
 
     /// CPU time (ns, user and system) the writer thread had used when it last acknowledged a

@@ -156,6 +156,14 @@ pub trait Operator: Send + std::fmt::Debug {
         None
     }
 
+    /// Gives back the bytes of a snapshot once they are stored, for the next snapshot to be
+    /// written into: its pages stay mapped, where a fresh buffer of tens of megabytes would be
+    /// faulted in again on the actor's thread (the allocator returns large freed blocks to the
+    /// system). Default: dropped.
+    fn reuse_snapshot_buffer(&mut self, buffer: Vec<u8>) {
+        drop(buffer);
+    }
+
     /// Whether a snapshot begun by [`Operator::begin_snapshot`] has not returned its bytes yet.
     fn snapshot_in_progress(&self) -> bool {
         false

@@ -99,6 +99,8 @@ pub struct RollingWindow {
     snap: Option<Box<InProgress>>,
     /// Bytes per key of the last incremental snapshot (0: none yet), to size the next buffer.
     snap_bytes_per_key: f64,
+    /// A stored snapshot's buffer, for the next one ([`Operator::reuse_snapshot_buffer`]).
+    snap_spare: Option<Vec<u8>>,
 }
 
 impl RollingWindow {
@@ -118,6 +120,7 @@ impl RollingWindow {
             snap_gen: 0,
             snap: None,
             snap_bytes_per_key: 0.0,
+            snap_spare: None,
         }
     }
 
@@ -335,6 +338,13 @@ impl Operator for RollingWindow {
 
     fn snapshot_in_progress(&self) -> bool {
         self.snap.is_some()
+    }
+
+    fn reuse_snapshot_buffer(&mut self, buffer: Vec<u8>) {
+        // Keep the larger of two.
+        if self.snap_spare.as_ref().is_none_or(|b| b.capacity() < buffer.capacity()) {
+            self.snap_spare = Some(buffer);
+        }
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {

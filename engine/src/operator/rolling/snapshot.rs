@@ -56,6 +56,19 @@ impl Writer {
         Writer { out: Vec::with_capacity(capacity), segment: None }
     }
 
+    /// A writer into `buffer`, emptied, its capacity kept as it is (the caller checked it is
+    /// enough: growing a buffer of tens of megabytes copies it whole); without one, a new
+    /// buffer of `capacity` bytes.
+    pub(super) fn reusing(buffer: Option<Vec<u8>>, capacity: usize) -> Writer {
+        match buffer {
+            Some(mut out) => {
+                out.clear();
+                Writer { out, segment: None }
+            }
+            None => Writer::new(capacity),
+        }
+    }
+
     /// The bytes, the last segment closed.
     pub(super) fn finish(mut self) -> Vec<u8> {
         self.close_segment();

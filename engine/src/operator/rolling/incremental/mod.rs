@@ -80,7 +80,11 @@ impl RollingWindow {
         // buffer of tens of megabytes mid-way would move it on the actor's thread, while room
         // never written costs address space only (the pages are not touched).
         let per_key = if self.snap_bytes_per_key > 0.0 { self.snap_bytes_per_key * 1.5 } else { 128.0 };
-        let mut w = Writer::new(64 + (per_key * keys as f64) as usize);
+        // A stored snapshot's buffer is written into when it holds the last snapshot's bytes per
+        // key with 10 % to spare (its pages are mapped already); growing it would copy it whole.
+        let enough = 64.0 + self.snap_bytes_per_key * 1.1 * keys as f64;
+        let spare = self.snap_spare.take().filter(|b| self.snap_bytes_per_key > 0.0 && b.capacity() as f64 >= enough);
+        let mut w = Writer::reusing(spare, 64 + (per_key * keys as f64) as usize);
         let count_at = w.header(
             (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
             self.frontier,

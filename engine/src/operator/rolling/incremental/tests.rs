@@ -216,3 +216,27 @@ proptest! {
         check(cfg_in(mode, lifetime, delay), &before, &during, &after)?;
     }
 }
+
+#[test]
+fn a_snapshot_written_into_a_reused_buffer_has_the_same_bytes() {
+    let mut op = RollingWindow::new(cfg(true, 0));
+    let mut now = 0;
+    let mut out = Output::default();
+    for k in 0..20 {
+        apply(&mut op, &mut now, &Op::Rec { key: k, dt: -(k as i64 % 4), v: k as i64 }, &mut out);
+    }
+    assert!(op.begin_snapshot().is_none());
+    let fresh = op.finish_snapshot().expect("in progress");
+    // A buffer full of other bytes, larger and smaller than the snapshot.
+    for len in [fresh.len() * 3, 5] {
+        let stale = vec![0xA5u8; len];
+        let reused_at = stale.as_ptr();
+        op.reuse_snapshot_buffer(stale);
+        assert!(op.begin_snapshot().is_none());
+        let again = op.finish_snapshot().expect("in progress");
+        assert_eq!(again, fresh, "buffer of {len} bytes");
+        if len > fresh.len() {
+            assert_eq!(again.as_ptr(), reused_at, "the larger buffer is written into, not replaced");
+        }
+    }
+}
