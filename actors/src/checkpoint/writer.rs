@@ -11,6 +11,12 @@
 //! time the actors leave idle; the checkpoint is durable a little later, which costs nothing
 //! but the epoch's commit latency. Where the priority cannot be lowered (not Linux, or refused),
 //! the writer runs at the actor's priority, with a warning.
+//!
+//! **Buffers.** Each stored snapshot's buffer goes back to the actor
+//! ([`SnapshotWriter::spare_buffer`]) and the next snapshot is written into it: the pages of a
+//! fresh buffer of tens of megabytes would be faulted in on the actor's thread, between records
+//! (the allocator returns large freed blocks to the system). Measured with `eddy-bench
+//! checkpoint`: records' p99 2.5-3.3 ms without reuse, 0.22-0.83 ms with it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,7 +112,7 @@ impl SnapshotWriter {
     }
 
     /// CPU time (ns, user and system) the writer thread had used when it last acknowledged a
-    /// snapshot, its buffer freed (0 before the first).
+    /// snapshot (0 before the first).
     pub fn cpu_ns(&self) -> u64 {
         self.cpu_ns.load(Ordering::Relaxed)
     }
