@@ -96,13 +96,11 @@ impl Keys {
             .copied()
     }
 
-    /// Starts loading (software prefetch) the state of the key hashed `hash`, if the table holds
-    /// one with that hash: reads the table only.
+    /// The slot of the first key of the table hashed `hash` (the key of a record with that hash,
+    /// unless two keys share it): reads the table only.
     #[inline]
-    pub(super) fn prefetch(&self, hash: u64) {
-        if let Some(&i) = self.table.iter_hash(hash).next() {
-            self.prefetch_slot(i);
-        }
+    pub(super) fn slot_hashed(&self, hash: u64) -> Option<u32> {
+        self.table.iter_hash(hash).next().copied()
     }
 
     /// Starts loading the state in slot `i` (its first lines: the fields read per record).
@@ -110,6 +108,36 @@ impl Keys {
     pub(super) fn prefetch_slot(&self, i: u32) {
         if let Some(st) = self.slots.get(i as usize) {
             crate::prefetch::lines(st, std::mem::size_of::<Option<KeyState>>());
+        }
+    }
+
+    /// Second step of a prefetch, once slot `i` is loaded ([`Keys::prefetch_slot`]): starts
+    /// loading what the state points to: both ends of the visible records' event times (a
+    /// record enters at the back and leaves at the front) and the boxes of lanes, ranges,
+    /// lifetime states and key values.
+    #[inline]
+    pub(super) fn prefetch_boxes(&self, i: u32) {
+        let Some(Some(st)) = self.slots.get(i as usize) else { return };
+        st.visible.prefetch_times();
+        crate::prefetch::line(st.starts.as_ptr().cast());
+        crate::prefetch::line(st.ranges.as_ptr().cast());
+        crate::prefetch::line(st.lifetime.as_ptr().cast());
+        crate::prefetch::line(st.key.as_ptr().cast());
+    }
+
+    /// Third step, once the boxes are loaded ([`Keys::prefetch_boxes`]): starts loading both
+    /// ends of each lane of visible records and of each range's own buffers, and the string of
+    /// the key's first value (every emitted row clones it).
+    #[inline]
+    pub(super) fn prefetch_leaves(&self, i: u32) {
+        let Some(Some(st)) = self.slots.get(i as usize) else { return };
+        st.visible.prefetch_lanes();
+        for r in st.ranges.iter() {
+            r.prefetch();
+        }
+        if let Some(Value::Str(s)) = st.key.first() {
+            // The reference counts sit just before the bytes.
+            crate::prefetch::line(s.as_ptr().wrapping_sub(16));
         }
     }
 

@@ -179,6 +179,14 @@ impl Range {
         }
     }
 
+    /// Starts loading both ends of a min / max candidate deque (software prefetch).
+    #[inline]
+    pub(super) fn prefetch(&self) {
+        if let Range::Extreme { mono, .. } = self {
+            super::records::prefetch_ends(mono);
+        }
+    }
+
     /// The range holds no record any more: min / max go back to the monotonic deque.
     pub(super) fn emptied(&mut self) {
         if let Range::Extreme { mono, sorted, .. } = self {

@@ -101,6 +101,36 @@ pub struct RollingWindow {
     snap_bytes_per_key: f64,
     /// A stored snapshot's buffer, for the next one ([`Operator::reuse_snapshot_buffer`]).
     snap_spare: Option<Vec<u8>>,
+    /// The slots of the last records hinted by [`Operator::prefetch`].
+    hints: Hints,
+}
+
+/// The slots of the keys of the last [`HINTS`] records given to [`Operator::prefetch`], newest
+/// last: a key's state is loaded in steps (slot, boxes, buffers), one step per few hints, each
+/// step reading only what the previous one loaded. Hints change nothing observable, so a stale
+/// slot (a key removed since) only loads memory in vain.
+#[derive(Debug, Default)]
+struct Hints {
+    slots: std::cell::Cell<[Option<u32>; HINTS]>,
+    next: std::cell::Cell<usize>,
+}
+
+/// Hints remembered: the prefetch distance the partition actor uses.
+const HINTS: usize = crate::operator::PREFETCH_DISTANCE;
+
+impl Hints {
+    /// Records `slot` as the newest hint; returns the slots due for the second step (hinted
+    /// half the distance ago) and the third (hinted the whole distance ago, so its record is
+    /// next).
+    #[inline]
+    fn push(&self, slot: Option<u32>) -> (Option<u32>, Option<u32>) {
+        let mut slots = self.slots.get();
+        let at = self.next.get();
+        slots[at] = slot;
+        self.slots.set(slots);
+        self.next.set((at + 1) % HINTS);
+        (slots[(at + HINTS - HINTS / 2) % HINTS], slots[(at + 1) % HINTS])
+    }
 }
 
 impl RollingWindow {
@@ -121,6 +151,7 @@ impl RollingWindow {
             snap: None,
             snap_bytes_per_key: 0.0,
             snap_spare: None,
+            hints: Hints::default(),
         }
     }
 
@@ -257,11 +288,23 @@ impl Operator for RollingWindow {
     }
 
     /// Prefetches the state of `record`'s key and of the keys due soonest (their timers fire
-    /// as processing time moves on, between the records).
+    /// as processing time moves on, between the records), in three steps, each reading what
+    /// the one before loaded: the key's slot now, what it points to a few hints later, the
+    /// buffers those point to just before the record comes ([`Hints`]).
     #[inline]
     fn prefetch(&self, record: &Record) {
         let cols = &self.cfg.key_columns;
-        self.keys.prefetch(self.keys.hash(cols.iter().map(|&c| &record.values[c])));
+        let slot = self.keys.slot_hashed(self.keys.hash(cols.iter().map(|&c| &record.values[c])));
+        if let Some(i) = slot {
+            self.keys.prefetch_slot(i);
+        }
+        let (boxes, leaves) = self.hints.push(slot);
+        if let Some(i) = boxes {
+            self.keys.prefetch_boxes(i);
+        }
+        if let Some(i) = leaves {
+            self.keys.prefetch_leaves(i);
+        }
         self.timers.prefetch(&self.keys);
     }
 

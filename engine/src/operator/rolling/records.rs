@@ -116,6 +116,22 @@ impl Records {
         self.times.front().copied()
     }
 
+    /// Starts loading the first and last event times (software prefetch; reads this struct
+    /// only).
+    #[inline]
+    pub(super) fn prefetch_times(&self) {
+        prefetch_ends(&self.times);
+        crate::prefetch::line(self.lanes.as_ptr().cast());
+    }
+
+    /// Starts loading the first and last cell of every lane (reads the lanes' box).
+    #[inline]
+    pub(super) fn prefetch_lanes(&self) {
+        for lane in self.lanes.iter() {
+            prefetch_ends(lane);
+        }
+    }
+
     /// Lane `l` of record `i`.
     #[inline]
     pub(super) fn cell(&self, l: usize, i: usize) -> &Cell {
@@ -173,6 +189,18 @@ impl Records {
     /// Every record, in order: its time and cells.
     pub(super) fn iter(&self) -> impl Iterator<Item = (i64, impl Iterator<Item = &Cell>)> {
         self.times.iter().enumerate().map(move |(i, &t)| (t, self.lanes.iter().map(move |l| &l[i])))
+    }
+}
+
+/// Starts loading the first and last element of `q` (reads its header only).
+#[inline]
+pub(super) fn prefetch_ends<T>(q: &VecDeque<T>) {
+    let (a, b) = q.as_slices();
+    if let Some(first) = a.first() {
+        crate::prefetch::line((first as *const T).cast());
+    }
+    if let Some(last) = b.last().or(a.last()) {
+        crate::prefetch::line((last as *const T).cast());
     }
 }
 
