@@ -289,7 +289,7 @@ impl PartitionActor {
                 return false;
             }
             *written.entry(id).or_default() += out.rows.len() as u64;
-            out.rows.clear();
+            out.clear_rows();
             created.clear();
         }
         true

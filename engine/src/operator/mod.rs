@@ -47,13 +47,22 @@ pub enum Mode {
 
 /// What an operator produces: output rows, and input records dropped as late (for the metric
 /// and the `late_sink`).
+///
+/// The buffers of cleared rows are kept (up to [`SPARE_ROWS`]) and handed out again by
+/// [`Output::row_buffer`], so that an operator emitting a row per record does not allocate and
+/// free one per record.
 #[derive(Debug, Default)]
 pub struct Output {
     /// Rows in the order of the output schema.
     pub rows: Vec<Row>,
     /// Records dropped as late, unchanged.
     pub late: Vec<Record>,
+    /// Emptied row buffers, for [`Output::row_buffer`].
+    spare: Vec<Row>,
 }
+
+/// Most emptied row buffers an [`Output`] keeps for reuse.
+pub const SPARE_ROWS: usize = 1024;
 
 impl Output {
     /// Whether nothing was produced.
@@ -61,9 +70,34 @@ impl Output {
         self.rows.is_empty() && self.late.is_empty()
     }
 
-    /// Empties both lists (keeps their capacity).
+    /// An empty row with room for at least `values` values: the buffer of a cleared row when
+    /// one is kept, else a new one.
+    #[inline]
+    pub fn row_buffer(&mut self, values: usize) -> Row {
+        match self.spare.pop() {
+            Some(mut row) => {
+                row.reserve(values);
+                row
+            }
+            None => Vec::with_capacity(values),
+        }
+    }
+
+    /// Empties the rows, keeping their buffers for [`Output::row_buffer`] (and the list's
+    /// capacity).
+    #[inline]
+    pub fn clear_rows(&mut self) {
+        for mut row in self.rows.drain(..) {
+            if self.spare.len() < SPARE_ROWS {
+                row.clear();
+                self.spare.push(row);
+            }
+        }
+    }
+
+    /// Empties both lists (keeps their capacity and the rows' buffers).
     pub fn clear(&mut self) {
-        self.rows.clear();
+        self.clear_rows();
         self.late.clear();
     }
 }
@@ -218,5 +252,35 @@ fn merge_trackers(
         (Some(m), Some(t)) => m.merge(&t),
         (None, Some(t)) => *mine = Some(t),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Output, SPARE_ROWS};
+    use crate::value::Value;
+
+    #[test]
+    fn cleared_rows_give_their_buffers_back_empty() {
+        let mut out = Output::default();
+        let mut row = out.row_buffer(3);
+        row.extend([Value::Long(1), Value::Str("a".into()), Value::Null]);
+        let ptr = row.as_ptr();
+        out.rows.push(row);
+        out.clear_rows();
+        assert!(out.rows.is_empty());
+        let again = out.row_buffer(3);
+        assert!(again.is_empty());
+        assert_eq!(again.as_ptr(), ptr, "the cleared row's buffer is reused");
+        assert!(again.capacity() >= 3);
+    }
+
+    #[test]
+    fn at_most_spare_rows_buffers_are_kept() {
+        let mut out = Output::default();
+        out.rows = (0..SPARE_ROWS + 10).map(|i| vec![Value::Long(i as i64)]).collect();
+        out.clear();
+        assert_eq!(out.spare.len(), SPARE_ROWS);
+        assert!(out.is_empty());
     }
 }

@@ -180,7 +180,8 @@ impl RollingWindow {
     /// Emits key `slot`'s row at `frontier` and frees the key if nothing is left in it.
     fn emit(&mut self, slot: u32, frontier: Timestamp, out: &mut Output) {
         if let Some(st) = self.keys.get(slot) {
-            out.rows.push(self.plan.row(st, frontier));
+            let row = out.row_buffer(st.key.len() + 1 + self.plan.measures.len());
+            out.rows.push(self.plan.row(st, frontier, row));
         }
         self.free_if_empty(slot);
     }

@@ -213,9 +213,9 @@ impl Plan {
         next.map(Timestamp)
     }
 
-    /// The row of `st` at `frontier`: key, frontier, measures in order.
-    pub(super) fn row(&self, st: &KeyState, frontier: Timestamp) -> Row {
-        let mut row: Row = Vec::with_capacity(st.key.len() + 1 + self.measures.len());
+    /// The row of `st` at `frontier`: key, frontier, measures in order, in `row` (empty).
+    pub(super) fn row(&self, st: &KeyState, frontier: Timestamp, mut row: Row) -> Row {
+        debug_assert!(row.is_empty());
         row.extend(st.key.iter().cloned());
         row.push(Value::Timestamp(frontier));
         let (mut b, mut l) = (0, 0);

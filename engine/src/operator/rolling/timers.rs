@@ -29,15 +29,16 @@ impl Timers {
     /// Starts loading the states of the keys due soonest: the heap's first entries (the top
     /// and its children, among which the next entry is).
     ///
-    /// The next few keys due are among the heap's first 7 entries: their slots are loaded; the
-    /// top's (loaded by earlier calls while it rose) is followed into its boxes and buffers.
+    ///
+    /// The next key due is among the heap's first 3 entries: their slots are loaded; the top's
+    /// (loaded by an earlier call while it rose) is followed into its boxes and buffers.
     #[inline]
     pub(super) fn prefetch(&self, keys: &Keys) {
         let top = self.heap.as_slice();
-        for Reverse((_, slot)) in top.iter().take(7) {
+        for Reverse((_, slot)) in top.iter().take(3) {
             keys.prefetch_slot(*slot);
         }
-        for Reverse((_, slot)) in top.iter().take(3) {
+        if let Some(Reverse((_, slot))) = top.first() {
             keys.prefetch_boxes(*slot);
             keys.prefetch_leaves(*slot);
         }
