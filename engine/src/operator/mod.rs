@@ -277,8 +277,8 @@ mod tests {
 
     #[test]
     fn at_most_spare_rows_buffers_are_kept() {
-        let mut out = Output::default();
-        out.rows = (0..SPARE_ROWS + 10).map(|i| vec![Value::Long(i as i64)]).collect();
+        let mut out =
+            Output { rows: (0..SPARE_ROWS + 10).map(|i| vec![Value::Long(i as i64)]).collect(), ..Default::default() };
         out.clear();
         assert_eq!(out.spare.len(), SPARE_ROWS);
         assert!(out.is_empty());
