@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use eddy_engine::Timestamp;
-use eddy_engine::operator::{Mode, Operator, Output, PREFETCH_DISTANCE};
+use eddy_engine::operator::{Mode, Operator, Output, prefetch_ahead};
 
 use crate::checkpoint::pacer::Finished;
 use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
@@ -139,9 +139,7 @@ impl PartitionActor {
                 Some(ToPartition::Data(batch)) => {
                     let started = self.metrics.enabled().then(Instant::now);
                     for (i, s) in batch.iter().enumerate() {
-                        if let Some(ahead) = batch.get(i + PREFETCH_DISTANCE) {
-                            self.operator.prefetch(&ahead.record);
-                        }
+                        prefetch_ahead(self.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
                         if self.mode == Mode::RealTime {
                             self.operator.advance_clock(s.now, &mut out);
                         }

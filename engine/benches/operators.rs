@@ -3,8 +3,8 @@
 //! session count <= 100 ns; rolling 1-hour sum + max + lifetime count <= 150 ns.
 //!
 //! Records are built before the measurement; each iteration feeds a block of records through
-//! `on_record` in real-time mode, giving each record's `prefetch` hint `PREFETCH_DISTANCE`
-//! records ahead as the partition actor does (per-record emission work is included, append mode: every
+//! `on_record` in real-time mode, with the prefetch schedule of `prefetch_ahead` as the
+//! partition actor runs it (per-record emission work is included, append mode: every
 //! window is emitted once when the watermark passes it). Event time advances `spacing` per
 //! record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per key per 10 s
 //! window, the steady state of a busy stream), 1 ms for the rolling window (3.6 million records
@@ -19,8 +19,8 @@ use std::hint::black_box;
 
 use eddy_engine::aggregate::{AggKind, AggregateFn};
 use eddy_engine::operator::{
-    Mode, Operator, Output, OutputMode, PREFETCH_DISTANCE, RollingMeasure, RollingWindow, RollingWindowConfig,
-    SessionGap, WindowAggregate, WindowAggregateConfig, WindowKind,
+    Mode, Operator, Output, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig, SessionGap,
+    WindowAggregate, WindowAggregateConfig, WindowKind, prefetch_ahead,
 };
 use eddy_engine::schema::DataType;
 use eddy_engine::value::{Record, Value};
@@ -68,15 +68,13 @@ fn window_agg(window: WindowKind, measures: Vec<AggregateFn>, output_mode: Outpu
 }
 
 /// The timed work: every record through the operator (clock first, as the runtime's timer
-/// would), with the hint of [`Operator::prefetch`] `PREFETCH_DISTANCE` records ahead (as the
-/// partition actor gives it), its rows produced; the records are dropped at the end. Not inlined, so that a profiler
+/// would), with the prefetch schedule of [`prefetch_ahead`] (as the partition actor runs it),
+/// its rows produced; the records are dropped at the end. Not inlined, so that a profiler
 /// (`valgrind --tool=callgrind --toggle-collect='*feed*'`) can count exactly this.
 #[inline(never)]
 fn feed(op: &mut dyn Operator, recs: Vec<Record>, out: &mut Output) {
     for i in 0..recs.len() {
-        if let Some(ahead) = recs.get(i + PREFETCH_DISTANCE) {
-            op.prefetch(ahead);
-        }
+        prefetch_ahead(op, |j| recs.get(j), i);
         let r = &recs[i];
         op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
         op.on_record(r, Timestamp::MIN, out);

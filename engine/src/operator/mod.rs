@@ -36,6 +36,30 @@ use crate::watermark::BatchWatermarks;
 /// are processed, near enough for the prefetched lines to still be in cache.
 pub const PREFETCH_DISTANCE: usize = 8;
 
+/// The prefetch schedule of a loop over records, to call before processing record `i` of the
+/// loop; `ahead(j)` is record `j`, `None` past the end. Three steps, each reading only what the
+/// one before loaded: record `i + 3 * PREFETCH_DISTANCE`'s values start loading; record
+/// `i + 2 * PREFETCH_DISTANCE`'s strings (key values are hashed and compared); record
+/// `i + PREFETCH_DISTANCE` is given to [`Operator::prefetch`], which finds its state without
+/// waiting for the record itself. Changes nothing observable.
+#[inline]
+pub fn prefetch_ahead<'a, O: Operator + ?Sized>(op: &O, ahead: impl Fn(usize) -> Option<&'a Record>, i: usize) {
+    if let Some(r) = ahead(i + 3 * PREFETCH_DISTANCE) {
+        crate::prefetch::lines(r.values.as_ptr(), std::mem::size_of_val(&*r.values));
+    }
+    if let Some(r) = ahead(i + 2 * PREFETCH_DISTANCE) {
+        for v in r.values.iter() {
+            if let crate::value::Value::Str(s) = v {
+                // The reference counts sit just before the bytes.
+                crate::prefetch::line(s.as_ptr().wrapping_sub(16));
+            }
+        }
+    }
+    if let Some(r) = ahead(i + PREFETCH_DISTANCE) {
+        op.prefetch(r);
+    }
+}
+
 /// The two execution modes (SEMANTICS.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
