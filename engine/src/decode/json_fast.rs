@@ -8,9 +8,16 @@
 //! full parser then decides, so results and error messages never depend on which path ran.
 //! `json_props` checks that on random and malformed input both paths agree.
 //!
-//! Scanning is word-at-a-time where it pays: the search for the end of a string (8 bytes per
-//! step, the classic "has zero byte" bit trick) and the comparison of keys with column names.
-//! An ASCII line (checked a word at a time) needs no other UTF-8 check.
+//! Where the time goes on a ~100-byte record, and what is done about it:
+//! - keys: producers write the columns in schema order, so the key expected next (the column
+//!   after the previous match) is compared first as `name"`, one or two masked 8-byte words,
+//!   without searching for the key's end; any other key is scanned and looked up;
+//! - strings: the end is found 8 bytes per step (the classic "has zero byte" bit trick); the
+//!   whole line is checked to be UTF-8 once, so a needed string is a slice of it;
+//! - numbers: checked against the JSON grammar and accumulated in the same pass; Clinger's
+//!   exact fast path gives most doubles without `str::parse`;
+//! - values are written straight into the record's slots (no intermediate `(Value, end)`
+//!   returned through memory).
 
 use std::sync::Arc;
 
@@ -36,6 +43,45 @@ pub(super) struct FastKeys {
     /// Per name: its length and its first 16 bytes, zero-padded ([`padded`]).
     words: Box<[(usize, [u64; 2])]>,
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
+    /// Per column: its key as it must appear in the line, when it can be compared as words.
+    patterns: Box<[Option<KeyPattern>]>,
+}
+
+/// The bytes `name"` (a plain column name and the key's closing quote, 2..=16 bytes) as
+/// little-endian words: the first 8 bytes masked to the pattern's length, and for patterns
+/// longer than 8 the last 8 bytes (overlapping the first word).
+#[derive(Debug, Clone, Copy)]
+struct KeyPattern {
+    len: usize,
+    head: u64,
+    head_mask: u64,
+    tail: u64,
+}
+
+impl KeyPattern {
+    /// `None` for names longer than 15 bytes or holding `"`, `\` or a control character (such
+    /// a key may be written escaped, so only the full comparison decides).
+    fn new(name: &[u8]) -> Option<KeyPattern> {
+        if name.len() > 15 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
+            return None;
+        }
+        let len = name.len() + 1;
+        let mut buf = [0u8; 16];
+        buf[..name.len()].copy_from_slice(name);
+        buf[name.len()] = b'"';
+        let head_mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+        let tail = if len > 8 { word(&buf, len - 8)? } else { 0 };
+        Some(KeyPattern { len, head: word(&buf, 0)? & head_mask, head_mask, tail })
+    }
+
+    /// Whether the key whose content starts at `p` is this name (its closing quote at
+    /// `p + len - 1`). False, leaving the decision to a scan, when fewer than 8 bytes remain.
+    #[inline(always)]
+    fn matches(&self, b: &[u8], p: usize) -> bool {
+        // The name holds no `"` or `\`: equal bytes up to and with the quote are the same key.
+        word(b, p).is_some_and(|w| w & self.head_mask == self.head)
+            && (self.len <= 8 || word(b, p + self.len - 8) == Some(self.tail))
+    }
 }
 
 /// The `len <= 16` bytes at `start` as two little-endian words, zero-padded, when 16 bytes can
@@ -69,7 +115,18 @@ impl FastKeys {
                 (n.len(), padded(&buf, 0, k).unwrap_or_default())
             })
             .collect();
-        FastKeys { names, words, by_name }
+        let patterns = names.iter().map(|n| KeyPattern::new(n)).collect();
+        FastKeys { names, words, by_name, patterns }
+    }
+
+    /// The column named by the key whose content starts at `p`, when it is the column `hint`
+    /// (checked without scanning the key): the index after the key's closing quote.
+    #[inline(always)]
+    fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<usize> {
+        match self.patterns.get(hint) {
+            Some(Some(k)) if k.matches(b, p) => Some(p + k.len),
+            _ => None,
+        }
     }
 
     /// The column named by the key `b[start..end]` (bytes of a key without escapes); `hint`
@@ -111,81 +168,120 @@ const POW10: [f64; 23] = [
     1e21, 1e22,
 ];
 
-/// The value of the JSON number `b[i..end]` (already checked by [`number_end`]) when Clinger's
-/// fast path gives it exactly: at most 15 digits and a power of ten within 10^±22, so the digits
-/// and the power are both exact doubles and one correctly rounded operation gives the correctly
-/// rounded result (as `str::parse`). `None` otherwise.
-#[inline]
-fn exact_f64(b: &[u8], mut i: usize, end: usize) -> Option<f64> {
-    let neg = b.get(i) == Some(&b'-');
-    if neg {
-        i += 1;
+/// A JSON number checked and accumulated in one pass: `±mantissa × 10^exp`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Num {
+    /// The index after the number.
+    end: usize,
+    /// No fraction, no exponent.
+    integer: bool,
+    neg: bool,
+    /// The digits, exact when `digits <= 19`.
+    mantissa: u64,
+    /// Significant digits (leading zeros not counted).
+    digits: u32,
+    /// The power of ten (the exponent minus the fraction's digits), saturated far out of range.
+    exp: i32,
+}
+
+impl Num {
+    /// The value when Clinger's fast path gives it exactly: a mantissa of at most 2^53 and a
+    /// power of ten within 10^±22, so both are exact doubles and one correctly rounded
+    /// operation gives the correctly rounded result (as `str::parse`). `None` otherwise.
+    #[inline(always)]
+    fn exact_f64(&self) -> Option<f64> {
+        if self.digits > 19 || self.mantissa > 1 << 53 {
+            return None;
+        }
+        let m = self.mantissa as f64;
+        let v = match self.exp {
+            0..=22 => m * POW10[self.exp as usize],
+            -22..0 => m / POW10[(-self.exp) as usize],
+            _ => return None,
+        };
+        Some(if self.neg { -v } else { v })
     }
-    let (mut m, mut digits, mut frac, mut after_dot) = (0u64, 0u32, 0i32, false);
-    let mut exp = 0i32;
-    while i < end {
-        match b[i] {
-            c @ b'0'..=b'9' => {
-                m = m * 10 + (c - b'0') as u64;
-                digits += 1;
-                if digits > 15 {
-                    return None;
-                }
-                frac += after_dot as i32;
-            }
-            b'.' => after_dot = true,
-            _ => {
-                // An exponent: e, optional sign, at most 3 digits here.
-                let e = b.get(i + 1..end)?;
-                let (sign, ds) = match e.first() {
-                    Some(b'-') => (-1, &e[1..]),
-                    Some(b'+') => (1, &e[1..]),
-                    _ => (1, e),
-                };
-                if ds.is_empty() || ds.len() > 3 {
-                    return None;
-                }
-                exp = sign * ds.iter().fold(0i32, |a, &d| a * 10 + (d - b'0') as i32);
-                break;
+
+    /// The integer when it has at most 18 digits (so it fits an i64 whatever its sign).
+    #[inline(always)]
+    fn small_i64(&self) -> Option<i64> {
+        if !self.integer || self.digits > 18 {
+            return None;
+        }
+        let v = self.mantissa as i64;
+        Some(if self.neg { -v } else { v })
+    }
+}
+
+/// The number at `i` by the JSON grammar `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`,
+/// not followed by a digit (so `01` is refused); `None` when there is none.
+#[inline(always)]
+fn scan_number(b: &[u8], i: usize) -> Option<Num> {
+    let neg = b.get(i) == Some(&b'-');
+    let mut j = i + neg as usize;
+    let (mut mantissa, mut digits, mut exp) = (0u64, 0u32, 0i32);
+    let mut add = |c: u8, mantissa: &mut u64| {
+        *mantissa = mantissa.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+        digits += (*mantissa != 0) as u32;
+    };
+    match b.get(j) {
+        Some(b'0') => j += 1,
+        Some(b'1'..=b'9') => {
+            while let Some(&c @ b'0'..=b'9') = b.get(j) {
+                add(c, &mut mantissa);
+                j += 1;
             }
         }
-        i += 1;
+        _ => return None,
     }
-    let p = exp - frac;
-    let v = if (0..=22).contains(&p) {
-        m as f64 * POW10[p as usize]
-    } else if (-22..0).contains(&p) {
-        m as f64 / POW10[(-p) as usize]
-    } else {
+    let mut integer = true;
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        let start = j;
+        while let Some(&c @ b'0'..=b'9') = b.get(j) {
+            add(c, &mut mantissa);
+            exp = exp.saturating_sub(1);
+            j += 1;
+        }
+        if j == start {
+            return None;
+        }
+        integer = false;
+    }
+    if let Some(b'e' | b'E') = b.get(j) {
+        j += 1;
+        let negative_exp = b.get(j) == Some(&b'-');
+        if let Some(b'+' | b'-') = b.get(j) {
+            j += 1;
+        }
+        let start = j;
+        let mut e = 0i32;
+        while let Some(&c @ b'0'..=b'9') = b.get(j) {
+            // Saturated: far beyond any double's range either way.
+            e = (e * 10 + (c - b'0') as i32).min(1_000_000);
+            j += 1;
+        }
+        if j == start {
+            return None;
+        }
+        exp = exp.saturating_add(if negative_exp { -e } else { e });
+        integer = false;
+    }
+    if let Some(b'0'..=b'9') = b.get(j) {
         return None;
-    };
-    Some(if neg { -v } else { v })
+    }
+    Some(Num { end: j, integer, neg, mantissa, digits, exp })
 }
 
-#[inline]
+#[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
-    let w: [u8; 8] = b.get(i..i + 8)?.try_into().ok()?;
+    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
     Some(u64::from_le_bytes(w))
-}
-
-/// Whether every byte is ASCII.
-#[inline]
-fn is_ascii(b: &[u8]) -> bool {
-    let mut acc = 0u64;
-    let mut i = 0;
-    while let Some(w) = word(b, i) {
-        acc |= w;
-        i += 8;
-    }
-    for &c in b.get(i..).unwrap_or_default() {
-        acc |= c as u64;
-    }
-    acc & HIGHS == 0
 }
 
 /// The index of the closing quote of the string whose content starts at `i`, when the string
 /// holds no backslash and no control character (else `None`).
-#[inline]
+#[inline(always)]
 fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     while let Some(w) = word(b, i) {
         let quote = w ^ (ONES * b'"' as u64);
@@ -211,7 +307,7 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
-#[inline]
+#[inline(always)]
 fn ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
         i += 1;
@@ -219,55 +315,8 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-#[inline]
-fn digits(b: &[u8], mut i: usize) -> usize {
-    while let Some(b'0'..=b'9') = b.get(i) {
-        i += 1;
-    }
-    i
-}
-
-/// The end of the JSON number at `i`, and whether it is an integer (no fraction, no exponent).
-#[inline]
-fn number_end(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
-    if b.get(i) == Some(&b'-') {
-        i += 1;
-    }
-    match b.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => i = digits(b, i + 1),
-        _ => return None,
-    }
-    let mut integer = true;
-    if b.get(i) == Some(&b'.') {
-        let end = digits(b, i + 1);
-        if end == i + 1 {
-            return None;
-        }
-        i = end;
-        integer = false;
-    }
-    if let Some(b'e' | b'E') = b.get(i) {
-        i += 1;
-        if let Some(b'+' | b'-') = b.get(i) {
-            i += 1;
-        }
-        let end = digits(b, i);
-        if end == i {
-            return None;
-        }
-        i = end;
-        integer = false;
-    }
-    // A digit right after a leading 0 is not JSON.
-    if let Some(b'0'..=b'9') = b.get(i) {
-        return None;
-    }
-    Some((i, integer))
-}
-
 /// The literal `lit` at `i`: the index after it.
-#[inline]
+#[inline(always)]
 fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
     (b.get(i..i + lit.len())? == lit).then_some(i + lit.len())
 }
@@ -277,7 +326,7 @@ fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
 fn skip(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string_end(b, i + 1).map(|z| z + 1),
-        b'-' | b'0'..=b'9' => number_end(b, i).map(|(end, _)| end),
+        b'-' | b'0'..=b'9' => scan_number(b, i).map(|n| n.end),
         b't' => literal(b, i, b"true"),
         b'f' => literal(b, i, b"false"),
         b'n' => literal(b, i, b"null"),
@@ -285,57 +334,76 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// The value at `i` for a column of type `ty`, and the index after it; `None` when the full
-/// parser must decide (a type mismatch, an escape, a number out of range, ...).
-#[inline]
-fn value(b: &[u8], valid: Option<&str>, i: usize, ty: DataType, plan: &Plan) -> Option<(Value, usize)> {
+/// Stores `v` in `slot` (usually still null: then nothing is dropped).
+#[inline(always)]
+fn put(slot: &mut Value, v: Value) {
+    let old = std::mem::replace(slot, v);
+    if old.is_null() {
+        // Nothing to drop: skips the call to the drop glue.
+        std::mem::forget(old);
+    }
+}
+
+/// Decodes the value at `i` for a column of type `ty` into `slot`: the index after it; `None`
+/// when the full parser must decide (a type mismatch, an escape, a number out of range, ...).
+/// `s` is the whole line (`b` as text).
+#[inline(always)]
+fn value(b: &[u8], s: &str, i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
     match *b.get(i)? {
         b'"' => {
             let z = string_end(b, i + 1)?;
             let v = match ty {
-                // An ASCII line: each string is checked (cheaper than the whole line); another
-                // was validated whole: quotes are ASCII, so both ends are char boundaries.
-                DataType::String => Value::Str(Arc::from(match valid {
-                    None => std::str::from_utf8(&b[i + 1..z]).ok()?,
-                    Some(line) => line.get(i + 1..z)?,
-                })),
+                // Quotes are ASCII: both ends are char boundaries of the validated line.
+                DataType::String => Value::Str(Arc::from(s.get(i + 1..z)?)),
                 DataType::Timestamp => Value::Timestamp(fast_timestamp(&b[i + 1..z])?),
                 _ => return None,
             };
-            Some((v, z + 1))
+            put(slot, v);
+            Some(z + 1)
         }
         b'-' | b'0'..=b'9' => {
-            let (end, integer) = number_end(b, i)?;
-            if let (DataType::Double | DataType::Float, Some(x)) = (ty, exact_f64(b, i, end)) {
-                let v = if ty == DataType::Float { Value::Float(x as f32) } else { Value::Double(x) };
-                return Some((v, end));
-            }
-            // ASCII digits, signs, dots and exponents only: always UTF-8.
-            let text = std::str::from_utf8(&b[i..end]).ok()?;
+            let n = scan_number(b, i)?;
+            let text = || s.get(i..n.end);
             let v = match ty {
-                DataType::Double => Value::Double(parse_f64(text)?),
-                DataType::Float => Value::Float(parse_f64(text)? as f32),
-                DataType::Long if integer => Value::Long(parse_i64(text)?),
-                DataType::Int if integer => Value::Int(i32::try_from(parse_i64(text)?).ok()?),
-                DataType::Timestamp if integer => {
-                    Value::Timestamp(Timestamp::from_integer(parse_i64(text)?, plan.unit)?)
+                DataType::Double => Value::Double(n.exact_f64().or_else(|| parse_f64(text()?))?),
+                DataType::Float => Value::Float(n.exact_f64().or_else(|| parse_f64(text()?))? as f32),
+                DataType::Long if n.integer => Value::Long(n.small_i64().or_else(|| parse_i64(text()?))?),
+                DataType::Int if n.integer => {
+                    Value::Int(i32::try_from(n.small_i64().or_else(|| parse_i64(text()?))?).ok()?)
                 }
-                DataType::Timestamp => Value::Timestamp(Timestamp::from_number(parse_f64(text)?, plan.unit)?),
+                DataType::Timestamp if n.integer => Value::Timestamp(Timestamp::from_integer(
+                    n.small_i64().or_else(|| parse_i64(text()?))?,
+                    plan.unit,
+                )?),
+                DataType::Timestamp => {
+                    Value::Timestamp(Timestamp::from_number(n.exact_f64().or_else(|| parse_f64(text()?))?, plan.unit)?)
+                }
                 _ => return None,
             };
-            Some((v, end))
+            put(slot, v);
+            Some(n.end)
         }
-        b't' if ty == DataType::Boolean => Some((Value::Bool(true), literal(b, i, b"true")?)),
-        b'f' if ty == DataType::Boolean => Some((Value::Bool(false), literal(b, i, b"false")?)),
-        b'n' => Some((Value::Null, literal(b, i, b"null")?)),
+        b't' if ty == DataType::Boolean => {
+            put(slot, Value::Bool(true));
+            literal(b, i, b"true")
+        }
+        b'f' if ty == DataType::Boolean => {
+            put(slot, Value::Bool(false));
+            literal(b, i, b"false")
+        }
+        b'n' => {
+            put(slot, Value::Null);
+            literal(b, i, b"null")
+        }
         _ => None,
     }
 }
 
 /// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
-    // `None` when ASCII; else the line, validated.
-    let valid = if is_ascii(line) { None } else { Some(std::str::from_utf8(line).ok()?) };
+    // One UTF-8 check of the whole line (std's has an ASCII fast path); needed strings are then
+    // slices of it.
+    let s = std::str::from_utf8(line).ok()?;
     let b = line;
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -351,24 +419,33 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             if b.get(i) != Some(&b'"') {
                 return None;
             }
-            let z = string_end(b, i + 1)?;
-            let col = keys.column(b, i + 1, z, hint);
-            i = ws(b, z + 1);
+            let col = match keys.expected(b, i + 1, hint) {
+                Some(after) => {
+                    i = after;
+                    Some(hint)
+                }
+                None => {
+                    let z = string_end(b, i + 1)?;
+                    let c = keys.column(b, i + 1, z, hint);
+                    i = z + 1;
+                    c
+                }
+            };
             if b.get(i) != Some(&b':') {
-                return None;
+                i = ws(b, i);
+                if b.get(i) != Some(&b':') {
+                    return None;
+                }
             }
             i = ws(b, i + 1);
-            match col {
-                Some(c) => {
+            match col.map(|c| (c, &plan.columns[c])) {
+                Some((c, column)) if column.decode => {
                     hint = c + 1;
-                    let column = &plan.columns[c];
-                    if column.decode {
-                        let (v, end) = value(b, valid, i, column.ty, plan)?;
-                        values[c] = v;
-                        i = end;
-                    } else {
-                        i = skip(b, i)?;
-                    }
+                    i = value(b, s, i, column.ty, plan, &mut values[c])?;
+                }
+                Some((c, _)) => {
+                    hint = c + 1;
+                    i = skip(b, i)?;
                 }
                 None => i = skip(b, i)?,
             }
@@ -386,11 +463,17 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
     if ws(b, i) != b.len() {
         return None;
     }
-    plan.finish(values).ok()
+    // A missing required column: the full parser builds the error.
+    if plan.required.iter().any(|&r| values[r].is_null()) {
+        return None;
+    }
+    Some(Record::new(values))
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -409,20 +492,6 @@ mod tests {
         }
     }
 
-    proptest::proptest! {
-        #[test]
-        fn exact_f64_is_str_parse_or_declines(s in "-?(0|[1-9][0-9]{0,17})(\\.[0-9]{1,8})?([eE][+-]?[0-9]{1,4})?", x in proptest::prelude::any::<f64>()) {
-            for t in [s, x.to_string()] {
-                let b = t.as_bytes();
-                if let Some((end, _)) = number_end(b, 0)
-                    && let Some(v) = exact_f64(b, 0, end)
-                {
-                    proptest::prop_assert_eq!(Some(v.to_bits()), t[..end].parse::<f64>().ok().map(f64::to_bits), "{}", t);
-                }
-            }
-        }
-    }
-
     #[test]
     fn numbers_follow_the_json_grammar() {
         for (s, want) in [
@@ -430,13 +499,66 @@ mod tests {
             ("-12,", Some((3, true))),
             ("1.5e-3}", Some((6, false))),
             ("01", None),
+            ("-01", None),
             ("1.", None),
+            ("1.e5", None),
             ("1e", None),
+            ("1e+", None),
             ("-", None),
+            ("-a", None),
             (".5", None),
+            ("+1", None),
             ("1E+2", Some((4, false))),
+            ("0.000", Some((5, false))),
         ] {
-            assert_eq!(number_end(s.as_bytes(), 0), want, "{s}");
+            assert_eq!(scan_number(s.as_bytes(), 0).map(|n| (n.end, n.integer)), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn key_patterns_match_exactly_the_name_and_its_closing_quote() {
+        let line = br#"{"user_id":1,"user":2,"event_time_x":3,"event_time":4,"a":5}"#;
+        let at = |key: &str| line.windows(key.len() + 2).position(|w| w == format!("\"{key}\"").as_bytes()).unwrap() + 1;
+        for name in ["user_id", "user", "event_time", "event_time_x", "a"] {
+            let k = KeyPattern::new(name.as_bytes()).unwrap();
+            for key in ["user_id", "user", "event_time", "event_time_x", "a"] {
+                // "a" is at the end of the line: fewer than 8 bytes follow, so it is left to a scan.
+                let want = key == name && key != "a";
+                assert_eq!(k.matches(line, at(key)), want, "pattern {name} at key {key}");
+            }
+        }
+        // Names that may be written escaped, or too long for two words, get no pattern.
+        for name in ["a\"b", "a\\b", "tab\there", "sixteen_bytes_xx"] {
+            assert!(KeyPattern::new(name.as_bytes()).is_none(), "{name:?}");
+        }
+        assert!(KeyPattern::new(b"fifteen_bytes_x").is_some());
+    }
+
+    proptest! {
+        #[test]
+        fn exact_f64_is_str_parse_or_declines(
+            s in "-?(0|[1-9][0-9]{0,21})(\\.[0-9]{1,24})?([eE][+-]?[0-9]{1,4})?",
+            x in any::<f64>(),
+        ) {
+            for t in [s, x.to_string(), format!("{x:e}")] {
+                let n = scan_number(t.as_bytes(), 0);
+                prop_assert_eq!(n.map(|n| n.end), Some(t.len()), "{}", t);
+                if let Some(v) = n.and_then(|n| n.exact_f64()) {
+                    prop_assert_eq!(Some(v.to_bits()), t.parse::<f64>().ok().map(f64::to_bits), "{}", t);
+                }
+            }
+        }
+
+        #[test]
+        fn small_i64_is_parse_i64_or_declines(x in any::<i64>(), digits in "-?[1-9][0-9]{0,20}") {
+            for t in [x.to_string(), digits] {
+                if let Some(v) = scan_number(t.as_bytes(), 0).and_then(|n| n.small_i64()) {
+                    prop_assert_eq!(Some(v), parse_i64(&t), "{}", t);
+                }
+            }
+            // Up to 18 digits always fits.
+            let short = (x % 1_000_000_000_000_000_000).to_string();
+            prop_assert_eq!(scan_number(short.as_bytes(), 0).and_then(|n| n.small_i64()), Some(x % 1_000_000_000_000_000_000));
         }
     }
 }
