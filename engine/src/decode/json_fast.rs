@@ -12,8 +12,10 @@
 //! - keys: producers write the columns in schema order, so the key expected next (the column
 //!   after the previous match) is compared first as `name"`, one or two masked 8-byte words,
 //!   without searching for the key's end; any other key is scanned and looked up;
-//! - strings: the end is found 8 bytes per step (the classic "has zero byte" bit trick); the
-//!   whole line is checked to be UTF-8 once, so a needed string is a slice of it;
+//! - strings: the end is found 8 bytes per step (the classic "has zero byte" bit trick), which
+//!   also stops at non-ASCII bytes: outside strings every byte must be ASCII anyway, so checking
+//!   the strings that hold one is the line's whole UTF-8 check (an ASCII line costs no extra
+//!   pass; `str::from_utf8` on the whole ~100-byte line cost as much as a fifth of the decode);
 //! - numbers: checked against the JSON grammar and accumulated in the same pass; Clinger's
 //!   exact fast path gives most doubles without `str::parse`;
 //! - values are written straight into the record's slots (no intermediate `(Value, end)`
@@ -280,20 +282,31 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 }
 
 /// The index of the closing quote of the string whose content starts at `i`, when the string
-/// holds no backslash and no control character (else `None`).
+/// holds no backslash and no control character and is UTF-8 (else `None`).
+///
+/// Every byte of a line the fast path accepts is ASCII except inside strings, and each string
+/// passes here (or is a key equal to a column name), so this is the line's whole UTF-8 check: an
+/// ASCII string costs nothing more than finding its end.
 #[inline(always)]
 fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    let start = i;
     while let Some(w) = word(b, i) {
         let quote = w ^ (ONES * b'"' as u64);
         let slash = w ^ (ONES * b'\\' as u64);
-        // A set high bit marks a byte that is zero (quote, backslash) or below 0x20; the lowest
-        // marked byte is exact (borrows only propagate upwards).
-        let hit =
-            (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | w.wrapping_sub(ONES * 0x20) & !w)
-                & HIGHS;
+        // A set high bit marks a byte that is zero (quote, backslash), below 0x20 or not ASCII;
+        // the lowest marked byte is exact (borrows only propagate upwards).
+        let hit = (quote.wrapping_sub(ONES) & !quote
+            | slash.wrapping_sub(ONES) & !slash
+            | w.wrapping_sub(ONES * 0x20) & !w
+            | w)
+            & HIGHS;
         if hit != 0 {
             i += (hit.trailing_zeros() / 8) as usize;
-            return (b[i] == b'"').then_some(i);
+            return match b[i] {
+                b'"' => Some(i),
+                0x80.. => non_ascii_string_end(b, start),
+                _ => None,
+            };
         }
         i += 8;
     }
@@ -301,10 +314,19 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
         match c {
             b'"' => return Some(i),
             b'\\' | 0..0x20 => return None,
+            0x80.. => return non_ascii_string_end(b, start),
             _ => i += 1,
         }
     }
     None
+}
+
+/// [`string_end`] for a string holding non-ASCII bytes: its end, then its bytes checked to be
+/// UTF-8.
+#[cold]
+fn non_ascii_string_end(b: &[u8], start: usize) -> Option<usize> {
+    let z = start + b.get(start..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    (b[z] == b'"' && std::str::from_utf8(&b[start..z]).is_ok()).then_some(z)
 }
 
 #[inline(always)]
@@ -321,17 +343,23 @@ fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
     (b.get(i..i + lit.len())? == lit).then_some(i + lit.len())
 }
 
-/// Skips the (scalar) value at `i`; `None` for objects, arrays and anything unusual.
-#[inline]
+/// Skips the (scalar) value at `i` but a string; `None` for objects, arrays and anything
+/// unusual.
+#[inline(never)]
 fn skip(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
-        b'"' => string_end(b, i + 1).map(|z| z + 1),
         b'-' | b'0'..=b'9' => scan_number(b, i).map(|n| n.end),
         b't' => literal(b, i, b"true"),
         b'f' => literal(b, i, b"false"),
         b'n' => literal(b, i, b"null"),
         _ => None,
     }
+}
+
+/// Skips the value at `i` (strings inline, the rest through [`skip`]).
+#[inline(always)]
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'"') { string_end(b, i + 1).map(|z| z + 1) } else { skip(b, i) }
 }
 
 /// Stores `v` in `slot` (usually still null: then nothing is dropped).
@@ -346,15 +374,14 @@ fn put(slot: &mut Value, v: Value) {
 
 /// Decodes the value at `i` for a column of type `ty` into `slot`: the index after it; `None`
 /// when the full parser must decide (a type mismatch, an escape, a number out of range, ...).
-/// `s` is the whole line (`b` as text).
 #[inline(always)]
-fn value(b: &[u8], s: &str, i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
+fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
     match *b.get(i)? {
         b'"' => {
             let z = string_end(b, i + 1)?;
             let v = match ty {
-                // Quotes are ASCII: both ends are char boundaries of the validated line.
-                DataType::String => Value::Str(Arc::from(s.get(i + 1..z)?)),
+                // Checked again, to be a `&str` without `unsafe` (a short string costs little).
+                DataType::String => Value::Str(Arc::from(std::str::from_utf8(&b[i + 1..z]).ok()?)),
                 DataType::Timestamp => Value::Timestamp(fast_timestamp(&b[i + 1..z])?),
                 _ => return None,
             };
@@ -363,7 +390,8 @@ fn value(b: &[u8], s: &str, i: usize, ty: DataType, plan: &Plan, slot: &mut Valu
         }
         b'-' | b'0'..=b'9' => {
             let n = scan_number(b, i)?;
-            let text = || s.get(i..n.end);
+            // ASCII digits, signs, dots and exponents only: always UTF-8.
+            let text = || std::str::from_utf8(&b[i..n.end]).ok();
             let v = match ty {
                 DataType::Double => Value::Double(n.exact_f64().or_else(|| parse_f64(text()?))?),
                 DataType::Float => Value::Float(n.exact_f64().or_else(|| parse_f64(text()?))? as f32),
@@ -401,9 +429,6 @@ fn value(b: &[u8], s: &str, i: usize, ty: DataType, plan: &Plan, slot: &mut Valu
 
 /// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
-    // One UTF-8 check of the whole line (std's has an ASCII fast path); needed strings are then
-    // slices of it.
-    let s = std::str::from_utf8(line).ok()?;
     let b = line;
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -441,13 +466,13 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             match col.map(|c| (c, &plan.columns[c])) {
                 Some((c, column)) if column.decode => {
                     hint = c + 1;
-                    i = value(b, s, i, column.ty, plan, &mut values[c])?;
+                    i = value(b, i, column.ty, plan, &mut values[c])?;
                 }
                 Some((c, _)) => {
                     hint = c + 1;
-                    i = skip(b, i)?;
+                    i = skip_value(b, i)?;
                 }
-                None => i = skip(b, i)?,
+                None => i = skip_value(b, i)?,
             }
             i = ws(b, i);
             match b.get(i) {
@@ -464,8 +489,10 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
         return None;
     }
     // A missing required column: the full parser builds the error.
-    if plan.required.iter().any(|&r| values[r].is_null()) {
-        return None;
+    for &r in plan.required.iter() {
+        if values[r].is_null() {
+            return None;
+        }
     }
     Some(Record::new(values))
 }
@@ -487,6 +514,11 @@ mod tests {
             (b"no end at all....", None),
             (b"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"", Some(8)),
             (b"\"", Some(0)),
+            (b"0123456\xc3\xa9\"", Some(9)),
+            (b"\xff\"", None),
+            (b"01234567\xc3\"", None),
+            (b"ab\xed\xa0\x80\"", None),
+            (b"abc\xe2\x82\xac", None),
         ] {
             assert_eq!(string_end(s, 0), want, "{:?}", String::from_utf8_lossy(s));
         }
