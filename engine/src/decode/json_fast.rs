@@ -47,11 +47,14 @@ pub(super) struct FastKeys {
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
     /// Per column: its key as it must appear in the line, when it can be compared as words.
     patterns: Box<[Option<KeyPattern>]>,
+    /// Per column: its type when it is decoded (needed or required), `None` when skipped.
+    decoded: Box<[Option<DataType>]>,
 }
 
-/// The bytes `name"` (a plain column name and the key's closing quote, 2..=16 bytes) as
-/// little-endian words: the first 8 bytes masked to the pattern's length, and for patterns
-/// longer than 8 the last 8 bytes (overlapping the first word).
+/// The bytes `name":` (a plain column name, the key's closing quote and the colon right after
+/// it, as producers write them; 3..=16 bytes) as little-endian words: the first 8 bytes masked
+/// to the pattern's length, and for patterns longer than 8 the last 8 bytes (overlapping the
+/// first word). A key followed by whitespace before its colon is left to the scan.
 #[derive(Debug, Clone, Copy)]
 struct KeyPattern {
     len: usize,
@@ -61,22 +64,23 @@ struct KeyPattern {
 }
 
 impl KeyPattern {
-    /// `None` for names longer than 15 bytes or holding `"`, `\` or a control character (such
+    /// `None` for names longer than 14 bytes or holding `"`, `\` or a control character (such
     /// a key may be written escaped, so only the full comparison decides).
     fn new(name: &[u8]) -> Option<KeyPattern> {
-        if name.len() > 15 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
+        if name.len() > 14 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
             return None;
         }
-        let len = name.len() + 1;
+        let len = name.len() + 2;
         let mut buf = [0u8; 16];
         buf[..name.len()].copy_from_slice(name);
         buf[name.len()] = b'"';
+        buf[name.len() + 1] = b':';
         let head_mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
         let tail = if len > 8 { word(&buf, len - 8)? } else { 0 };
         Some(KeyPattern { len, head: word(&buf, 0)? & head_mask, head_mask, tail })
     }
 
-    /// Whether the key whose content starts at `p` is this name (its closing quote at
+    /// Whether the key whose content starts at `p` is this name, followed by its colon (at
     /// `p + len - 1`). False, leaving the decision to a scan, when fewer than 8 bytes remain.
     #[inline(always)]
     fn matches(&self, b: &[u8], p: usize) -> bool {
@@ -118,11 +122,13 @@ impl FastKeys {
             })
             .collect();
         let patterns = names.iter().map(|n| KeyPattern::new(n)).collect();
-        FastKeys { names, words, by_name, patterns }
+        let decoded = plan.columns.iter().map(|c| c.decode.then_some(c.ty)).collect();
+        FastKeys { names, words, by_name, patterns, decoded }
     }
 
     /// The column named by the key whose content starts at `p`, when it is the column `hint`
-    /// (checked without scanning the key): the index after the key's closing quote.
+    /// (checked without scanning the key) and the colon follows at once: the index after the
+    /// colon.
     #[inline(always)]
     fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<usize> {
         match self.patterns.get(hint) {
@@ -329,8 +335,13 @@ fn non_ascii_string_end(b: &[u8], start: usize) -> Option<usize> {
     (b[z] == b'"' && std::str::from_utf8(&b[start..z]).is_ok()).then_some(z)
 }
 
+/// The index of the first byte at or after `i` that is not JSON whitespace.
 #[inline(always)]
 fn ws(b: &[u8], mut i: usize) -> usize {
+    // Usually none: one comparison (every whitespace byte is <= b' ').
+    if b.get(i).is_some_and(|&c| c > b' ') {
+        return i;
+    }
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
         i += 1;
     }
@@ -452,25 +463,22 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
                 None => {
                     let z = string_end(b, i + 1)?;
                     let c = keys.column(b, i + 1, z, hint);
-                    i = z + 1;
+                    i = ws(b, z + 1);
+                    if b.get(i) != Some(&b':') {
+                        return None;
+                    }
+                    i += 1;
                     c
                 }
             };
-            if b.get(i) != Some(&b':') {
-                i = ws(b, i);
-                if b.get(i) != Some(&b':') {
-                    return None;
-                }
-            }
-            i = ws(b, i + 1);
-            match col.map(|c| (c, &plan.columns[c])) {
-                Some((c, column)) if column.decode => {
+            i = ws(b, i);
+            match col {
+                Some(c) => {
                     hint = c + 1;
-                    i = value(b, i, column.ty, plan, &mut values[c])?;
-                }
-                Some((c, _)) => {
-                    hint = c + 1;
-                    i = skip_value(b, i)?;
+                    i = match keys.decoded[c] {
+                        Some(ty) => value(b, i, ty, plan, &mut values[c])?,
+                        None => skip_value(b, i)?,
+                    };
                 }
                 None => i = skip_value(b, i)?,
             }
@@ -548,22 +556,26 @@ mod tests {
     }
 
     #[test]
-    fn key_patterns_match_exactly_the_name_and_its_closing_quote() {
-        let line = br#"{"user_id":1,"user":2,"event_time_x":3,"event_time":4,"a":5}"#;
+    fn key_patterns_match_exactly_the_name_its_closing_quote_and_colon() {
+        let line = br#"{"user_id":1,"user" :2,"event_time_x":3,"event_time":4,"a":5}"#;
         let at = |key: &str| line.windows(key.len() + 2).position(|w| w == format!("\"{key}\"").as_bytes()).unwrap() + 1;
         for name in ["user_id", "user", "event_time", "event_time_x", "a"] {
             let k = KeyPattern::new(name.as_bytes()).unwrap();
             for key in ["user_id", "user", "event_time", "event_time_x", "a"] {
-                // "a" is at the end of the line: fewer than 8 bytes follow, so it is left to a scan.
-                let want = key == name && key != "a";
+                // "user" has a space before its colon, "a" is at the end of the line (fewer than 8
+                // bytes follow): both are left to a scan.
+                let want = key == name && key != "a" && key != "user";
                 assert_eq!(k.matches(line, at(key)), want, "pattern {name} at key {key}");
             }
         }
         // Names that may be written escaped, or too long for two words, get no pattern.
-        for name in ["a\"b", "a\\b", "tab\there", "sixteen_bytes_xx"] {
+        for name in ["a\"b", "a\\b", "tab\there", "fifteen_bytes_x"] {
             assert!(KeyPattern::new(name.as_bytes()).is_none(), "{name:?}");
         }
-        assert!(KeyPattern::new(b"fifteen_bytes_x").is_some());
+        let k = KeyPattern::new(b"fourteen_bytes").unwrap();
+        assert!(k.matches(b"\"fourteen_bytes\":1}", 1));
+        assert!(!k.matches(b"\"fourteen_bytes\" :1}", 1));
+        assert!(!k.matches(b"\"fourteen_byteZ\":1}", 1));
     }
 
     proptest! {
