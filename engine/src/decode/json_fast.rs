@@ -373,6 +373,19 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     if b.get(i) == Some(&b'"') { string_end(b, i + 1).map(|z| z + 1) } else { skip(b, i) }
 }
 
+/// A number (checked by [`scan_number`]) beyond Clinger's fast path, exactly as `str::parse`.
+#[cold]
+fn slow_f64(text: &[u8]) -> Option<f64> {
+    // ASCII digits, signs, dots and exponents only: always UTF-8.
+    parse_f64(std::str::from_utf8(text).ok()?)
+}
+
+/// An integer (checked by [`scan_number`]) of 19 digits or more; `None` beyond i64.
+#[cold]
+fn slow_i64(text: &[u8]) -> Option<i64> {
+    parse_i64(std::str::from_utf8(text).ok()?)
+}
+
 /// Stores `v` in `slot` (usually still null: then nothing is dropped).
 #[inline(always)]
 fn put(slot: &mut Value, v: Value) {
@@ -402,20 +415,19 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Opt
         b'-' | b'0'..=b'9' => {
             let n = scan_number(b, i)?;
             // ASCII digits, signs, dots and exponents only: always UTF-8.
-            let text = || std::str::from_utf8(&b[i..n.end]).ok();
+            let text = &b[i..n.end];
             let v = match ty {
-                DataType::Double => Value::Double(n.exact_f64().or_else(|| parse_f64(text()?))?),
-                DataType::Float => Value::Float(n.exact_f64().or_else(|| parse_f64(text()?))? as f32),
-                DataType::Long if n.integer => Value::Long(n.small_i64().or_else(|| parse_i64(text()?))?),
+                DataType::Double => Value::Double(n.exact_f64().or_else(|| slow_f64(text))?),
+                DataType::Float => Value::Float(n.exact_f64().or_else(|| slow_f64(text))? as f32),
+                DataType::Long if n.integer => Value::Long(n.small_i64().or_else(|| slow_i64(text))?),
                 DataType::Int if n.integer => {
-                    Value::Int(i32::try_from(n.small_i64().or_else(|| parse_i64(text()?))?).ok()?)
+                    Value::Int(i32::try_from(n.small_i64().or_else(|| slow_i64(text))?).ok()?)
                 }
-                DataType::Timestamp if n.integer => Value::Timestamp(Timestamp::from_integer(
-                    n.small_i64().or_else(|| parse_i64(text()?))?,
-                    plan.unit,
-                )?),
+                DataType::Timestamp if n.integer => {
+                    Value::Timestamp(Timestamp::from_integer(n.small_i64().or_else(|| slow_i64(text))?, plan.unit)?)
+                }
                 DataType::Timestamp => {
-                    Value::Timestamp(Timestamp::from_number(n.exact_f64().or_else(|| parse_f64(text()?))?, plan.unit)?)
+                    Value::Timestamp(Timestamp::from_number(n.exact_f64().or_else(|| slow_f64(text))?, plan.unit)?)
                 }
                 _ => return None,
             };
@@ -445,7 +457,8 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    let mut values = plan.empty_values();
+    // Built as the record's boxed slice at once (no `Vec` to shrink at the end).
+    let mut values: Box<[Value]> = std::iter::repeat_with(|| Value::Null).take(plan.columns.len()).collect();
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;
@@ -502,7 +515,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             return None;
         }
     }
-    Some(Record::new(values))
+    Some(Record { values })
 }
 
 #[cfg(test)]
