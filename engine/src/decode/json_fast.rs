@@ -571,7 +571,8 @@ mod tests {
     #[test]
     fn key_patterns_match_exactly_the_name_its_closing_quote_and_colon() {
         let line = br#"{"user_id":1,"user" :2,"event_time_x":3,"event_time":4,"a":5}"#;
-        let at = |key: &str| line.windows(key.len() + 2).position(|w| w == format!("\"{key}\"").as_bytes()).unwrap() + 1;
+        let at =
+            |key: &str| line.windows(key.len() + 2).position(|w| w == format!("\"{key}\"").as_bytes()).unwrap() + 1;
         for name in ["user_id", "user", "event_time", "event_time_x", "a"] {
             let k = KeyPattern::new(name.as_bytes()).unwrap();
             for key in ["user_id", "user", "event_time", "event_time_x", "a"] {
