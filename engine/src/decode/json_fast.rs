@@ -8,9 +8,18 @@
 //! full parser then decides, so results and error messages never depend on which path ran.
 //! `json_props` checks that on random and malformed input both paths agree.
 //!
-//! Scanning is word-at-a-time where it pays: the search for the end of a string (8 bytes per
-//! step, the classic "has zero byte" bit trick) and the comparison of keys with column names.
-//! An ASCII line (checked a word at a time) needs no other UTF-8 check.
+//! Where the time goes on a ~100-byte record, and what is done about it:
+//! - keys: producers write the columns in schema order, so the key expected next (the column
+//!   after the previous match) is compared first as `name"`, one or two masked 8-byte words,
+//!   without searching for the key's end; any other key is scanned and looked up;
+//! - strings: the end is found 8 bytes per step (the classic "has zero byte" bit trick), which
+//!   also stops at non-ASCII bytes: outside strings every byte must be ASCII anyway, so checking
+//!   the strings that hold one is the line's whole UTF-8 check (an ASCII line costs no extra
+//!   pass; `str::from_utf8` on the whole ~100-byte line cost as much as a fifth of the decode);
+//! - numbers: checked against the JSON grammar and accumulated in the same pass; Clinger's
+//!   exact fast path gives most doubles without `str::parse`;
+//! - values are written straight into the record's slots (no intermediate `(Value, end)`
+//!   returned through memory).
 
 use std::sync::Arc;
 
@@ -36,6 +45,49 @@ pub(super) struct FastKeys {
     /// Per name: its length and its first 16 bytes, zero-padded ([`padded`]).
     words: Box<[(usize, [u64; 2])]>,
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
+    /// Per column: its key as it must appear in the line, when it can be compared as words.
+    patterns: Box<[Option<KeyPattern>]>,
+    /// Per column: its type when it is decoded (needed or required), `None` when skipped.
+    decoded: Box<[Option<DataType>]>,
+}
+
+/// The bytes `name":` (a plain column name, the key's closing quote and the colon right after
+/// it, as producers write them; 3..=16 bytes) as little-endian words: the first 8 bytes masked
+/// to the pattern's length, and for patterns longer than 8 the last 8 bytes (overlapping the
+/// first word). A key followed by whitespace before its colon is left to the scan.
+#[derive(Debug, Clone, Copy)]
+struct KeyPattern {
+    len: usize,
+    head: u64,
+    head_mask: u64,
+    tail: u64,
+}
+
+impl KeyPattern {
+    /// `None` for names longer than 14 bytes or holding `"`, `\` or a control character (such
+    /// a key may be written escaped, so only the full comparison decides).
+    fn new(name: &[u8]) -> Option<KeyPattern> {
+        if name.len() > 14 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
+            return None;
+        }
+        let len = name.len() + 2;
+        let mut buf = [0u8; 16];
+        buf[..name.len()].copy_from_slice(name);
+        buf[name.len()] = b'"';
+        buf[name.len() + 1] = b':';
+        let head_mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+        let tail = if len > 8 { word(&buf, len - 8)? } else { 0 };
+        Some(KeyPattern { len, head: word(&buf, 0)? & head_mask, head_mask, tail })
+    }
+
+    /// Whether the key whose content starts at `p` is this name, followed by its colon (at
+    /// `p + len - 1`). False, leaving the decision to a scan, when fewer than 8 bytes remain.
+    #[inline(always)]
+    fn matches(&self, b: &[u8], p: usize) -> bool {
+        // The name holds no `"` or `\`: equal bytes up to and with the quote are the same key.
+        word(b, p).is_some_and(|w| w & self.head_mask == self.head)
+            && (self.len <= 8 || word(b, p + self.len - 8) == Some(self.tail))
+    }
 }
 
 /// The `len <= 16` bytes at `start` as two little-endian words, zero-padded, when 16 bytes can
@@ -69,7 +121,20 @@ impl FastKeys {
                 (n.len(), padded(&buf, 0, k).unwrap_or_default())
             })
             .collect();
-        FastKeys { names, words, by_name }
+        let patterns = names.iter().map(|n| KeyPattern::new(n)).collect();
+        let decoded = plan.columns.iter().map(|c| c.decode.then_some(c.ty)).collect();
+        FastKeys { names, words, by_name, patterns, decoded }
+    }
+
+    /// The column named by the key whose content starts at `p`, when it is the column `hint`
+    /// (checked without scanning the key) and the colon follows at once: the index after the
+    /// colon.
+    #[inline(always)]
+    fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<usize> {
+        match self.patterns.get(hint) {
+            Some(Some(k)) if k.matches(b, p) => Some(p + k.len),
+            _ => None,
+        }
     }
 
     /// The column named by the key `b[start..end]` (bytes of a key without escapes); `hint`
@@ -111,93 +176,143 @@ const POW10: [f64; 23] = [
     1e21, 1e22,
 ];
 
-/// The value of the JSON number `b[i..end]` (already checked by [`number_end`]) when Clinger's
-/// fast path gives it exactly: at most 15 digits and a power of ten within 10^±22, so the digits
-/// and the power are both exact doubles and one correctly rounded operation gives the correctly
-/// rounded result (as `str::parse`). `None` otherwise.
-#[inline]
-fn exact_f64(b: &[u8], mut i: usize, end: usize) -> Option<f64> {
-    let neg = b.get(i) == Some(&b'-');
-    if neg {
-        i += 1;
-    }
-    let (mut m, mut digits, mut frac, mut after_dot) = (0u64, 0u32, 0i32, false);
-    let mut exp = 0i32;
-    while i < end {
-        match b[i] {
-            c @ b'0'..=b'9' => {
-                m = m * 10 + (c - b'0') as u64;
-                digits += 1;
-                if digits > 15 {
-                    return None;
-                }
-                frac += after_dot as i32;
-            }
-            b'.' => after_dot = true,
-            _ => {
-                // An exponent: e, optional sign, at most 3 digits here.
-                let e = b.get(i + 1..end)?;
-                let (sign, ds) = match e.first() {
-                    Some(b'-') => (-1, &e[1..]),
-                    Some(b'+') => (1, &e[1..]),
-                    _ => (1, e),
-                };
-                if ds.is_empty() || ds.len() > 3 {
-                    return None;
-                }
-                exp = sign * ds.iter().fold(0i32, |a, &d| a * 10 + (d - b'0') as i32);
-                break;
-            }
-        }
-        i += 1;
-    }
-    let p = exp - frac;
-    let v = if (0..=22).contains(&p) {
-        m as f64 * POW10[p as usize]
-    } else if (-22..0).contains(&p) {
-        m as f64 / POW10[(-p) as usize]
-    } else {
-        return None;
-    };
-    Some(if neg { -v } else { v })
+/// A JSON number checked and accumulated in one pass: `±mantissa × 10^exp`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Num {
+    /// The index after the number.
+    end: usize,
+    /// No fraction, no exponent.
+    integer: bool,
+    neg: bool,
+    /// The digits, exact when `digits <= 19`.
+    mantissa: u64,
+    /// Significant digits (leading zeros not counted).
+    digits: u32,
+    /// The power of ten (the exponent minus the fraction's digits), saturated far out of range.
+    exp: i32,
 }
 
-#[inline]
+impl Num {
+    /// The value when Clinger's fast path gives it exactly: a mantissa of at most 2^53 and a
+    /// power of ten within 10^±22, so both are exact doubles and one correctly rounded
+    /// operation gives the correctly rounded result (as `str::parse`). `None` otherwise.
+    #[inline(always)]
+    fn exact_f64(&self) -> Option<f64> {
+        if self.digits > 19 || self.mantissa > 1 << 53 {
+            return None;
+        }
+        let m = self.mantissa as f64;
+        let v = match self.exp {
+            0..=22 => m * POW10[self.exp as usize],
+            -22..0 => m / POW10[(-self.exp) as usize],
+            _ => return None,
+        };
+        Some(if self.neg { -v } else { v })
+    }
+
+    /// The integer when it has at most 18 digits (so it fits an i64 whatever its sign).
+    #[inline(always)]
+    fn small_i64(&self) -> Option<i64> {
+        if !self.integer || self.digits > 18 {
+            return None;
+        }
+        let v = self.mantissa as i64;
+        Some(if self.neg { -v } else { v })
+    }
+}
+
+/// The number at `i` by the JSON grammar `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`,
+/// not followed by a digit (so `01` is refused); `None` when there is none.
+#[inline(always)]
+fn scan_number(b: &[u8], i: usize) -> Option<Num> {
+    let neg = b.get(i) == Some(&b'-');
+    let mut j = i + neg as usize;
+    let (mut mantissa, mut digits, mut exp) = (0u64, 0u32, 0i32);
+    let mut add = |c: u8, mantissa: &mut u64| {
+        *mantissa = mantissa.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+        digits += (*mantissa != 0) as u32;
+    };
+    match b.get(j) {
+        Some(b'0') => j += 1,
+        Some(b'1'..=b'9') => {
+            while let Some(&c @ b'0'..=b'9') = b.get(j) {
+                add(c, &mut mantissa);
+                j += 1;
+            }
+        }
+        _ => return None,
+    }
+    let mut integer = true;
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        let start = j;
+        while let Some(&c @ b'0'..=b'9') = b.get(j) {
+            add(c, &mut mantissa);
+            exp = exp.saturating_sub(1);
+            j += 1;
+        }
+        if j == start {
+            return None;
+        }
+        integer = false;
+    }
+    if let Some(b'e' | b'E') = b.get(j) {
+        j += 1;
+        let negative_exp = b.get(j) == Some(&b'-');
+        if let Some(b'+' | b'-') = b.get(j) {
+            j += 1;
+        }
+        let start = j;
+        let mut e = 0i32;
+        while let Some(&c @ b'0'..=b'9') = b.get(j) {
+            // Saturated: far beyond any double's range either way.
+            e = (e * 10 + (c - b'0') as i32).min(1_000_000);
+            j += 1;
+        }
+        if j == start {
+            return None;
+        }
+        exp = exp.saturating_add(if negative_exp { -e } else { e });
+        integer = false;
+    }
+    if let Some(b'0'..=b'9') = b.get(j) {
+        return None;
+    }
+    Some(Num { end: j, integer, neg, mantissa, digits, exp })
+}
+
+#[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
-    let w: [u8; 8] = b.get(i..i + 8)?.try_into().ok()?;
+    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
     Some(u64::from_le_bytes(w))
 }
 
-/// Whether every byte is ASCII.
-#[inline]
-fn is_ascii(b: &[u8]) -> bool {
-    let mut acc = 0u64;
-    let mut i = 0;
-    while let Some(w) = word(b, i) {
-        acc |= w;
-        i += 8;
-    }
-    for &c in b.get(i..).unwrap_or_default() {
-        acc |= c as u64;
-    }
-    acc & HIGHS == 0
-}
-
 /// The index of the closing quote of the string whose content starts at `i`, when the string
-/// holds no backslash and no control character (else `None`).
-#[inline]
+/// holds no backslash and no control character and is UTF-8 (else `None`).
+///
+/// Every byte of a line the fast path accepts is ASCII except inside strings, and each string
+/// passes here (or is a key equal to a column name), so this is the line's whole UTF-8 check: an
+/// ASCII string costs nothing more than finding its end.
+#[inline(always)]
 fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    let start = i;
     while let Some(w) = word(b, i) {
         let quote = w ^ (ONES * b'"' as u64);
         let slash = w ^ (ONES * b'\\' as u64);
-        // A set high bit marks a byte that is zero (quote, backslash) or below 0x20; the lowest
-        // marked byte is exact (borrows only propagate upwards).
-        let hit =
-            (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | w.wrapping_sub(ONES * 0x20) & !w)
-                & HIGHS;
+        // A set high bit marks a byte that is zero (quote, backslash), below 0x20 or not ASCII;
+        // the lowest marked byte is exact (borrows only propagate upwards).
+        let hit = (quote.wrapping_sub(ONES) & !quote
+            | slash.wrapping_sub(ONES) & !slash
+            | w.wrapping_sub(ONES * 0x20) & !w
+            | w)
+            & HIGHS;
         if hit != 0 {
             i += (hit.trailing_zeros() / 8) as usize;
-            return (b[i] == b'"').then_some(i);
+            return match b[i] {
+                b'"' => Some(i),
+                0x80.. => non_ascii_string_end(b, start),
+                _ => None,
+            };
         }
         i += 8;
     }
@@ -205,79 +320,46 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
         match c {
             b'"' => return Some(i),
             b'\\' | 0..0x20 => return None,
+            0x80.. => return non_ascii_string_end(b, start),
             _ => i += 1,
         }
     }
     None
 }
 
-#[inline]
+/// [`string_end`] for a string holding non-ASCII bytes: its end, then its bytes checked to be
+/// UTF-8.
+#[cold]
+fn non_ascii_string_end(b: &[u8], start: usize) -> Option<usize> {
+    let z = start + b.get(start..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    (b[z] == b'"' && std::str::from_utf8(&b[start..z]).is_ok()).then_some(z)
+}
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+#[inline(always)]
 fn ws(b: &[u8], mut i: usize) -> usize {
+    // Usually none: one comparison (every whitespace byte is <= b' ').
+    if b.get(i).is_some_and(|&c| c > b' ') {
+        return i;
+    }
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
         i += 1;
     }
     i
 }
 
-#[inline]
-fn digits(b: &[u8], mut i: usize) -> usize {
-    while let Some(b'0'..=b'9') = b.get(i) {
-        i += 1;
-    }
-    i
-}
-
-/// The end of the JSON number at `i`, and whether it is an integer (no fraction, no exponent).
-#[inline]
-fn number_end(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
-    if b.get(i) == Some(&b'-') {
-        i += 1;
-    }
-    match b.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => i = digits(b, i + 1),
-        _ => return None,
-    }
-    let mut integer = true;
-    if b.get(i) == Some(&b'.') {
-        let end = digits(b, i + 1);
-        if end == i + 1 {
-            return None;
-        }
-        i = end;
-        integer = false;
-    }
-    if let Some(b'e' | b'E') = b.get(i) {
-        i += 1;
-        if let Some(b'+' | b'-') = b.get(i) {
-            i += 1;
-        }
-        let end = digits(b, i);
-        if end == i {
-            return None;
-        }
-        i = end;
-        integer = false;
-    }
-    // A digit right after a leading 0 is not JSON.
-    if let Some(b'0'..=b'9') = b.get(i) {
-        return None;
-    }
-    Some((i, integer))
-}
-
 /// The literal `lit` at `i`: the index after it.
-#[inline]
+#[inline(always)]
 fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
     (b.get(i..i + lit.len())? == lit).then_some(i + lit.len())
 }
 
-/// Skips the (scalar) value at `i`; `None` for objects, arrays and anything unusual.
-#[inline]
+/// Skips the (scalar) value at `i` but a string; `None` for objects, arrays and anything
+/// unusual.
+#[inline(never)]
 fn skip(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
-        b'"' => string_end(b, i + 1).map(|z| z + 1),
-        b'-' | b'0'..=b'9' => number_end(b, i).map(|(end, _)| end),
+        b'-' | b'0'..=b'9' => scan_number(b, i).map(|n| n.end),
         b't' => literal(b, i, b"true"),
         b'f' => literal(b, i, b"false"),
         b'n' => literal(b, i, b"null"),
@@ -285,63 +367,98 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// The value at `i` for a column of type `ty`, and the index after it; `None` when the full
-/// parser must decide (a type mismatch, an escape, a number out of range, ...).
-#[inline]
-fn value(b: &[u8], valid: Option<&str>, i: usize, ty: DataType, plan: &Plan) -> Option<(Value, usize)> {
+/// Skips the value at `i` (strings inline, the rest through [`skip`]).
+#[inline(always)]
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'"') { string_end(b, i + 1).map(|z| z + 1) } else { skip(b, i) }
+}
+
+/// A number (checked by [`scan_number`]) beyond Clinger's fast path, exactly as `str::parse`.
+#[cold]
+fn slow_f64(text: &[u8]) -> Option<f64> {
+    // ASCII digits, signs, dots and exponents only: always UTF-8.
+    parse_f64(std::str::from_utf8(text).ok()?)
+}
+
+/// An integer (checked by [`scan_number`]) of 19 digits or more; `None` beyond i64.
+#[cold]
+fn slow_i64(text: &[u8]) -> Option<i64> {
+    parse_i64(std::str::from_utf8(text).ok()?)
+}
+
+/// Stores `v` in `slot` (usually still null: then nothing is dropped).
+#[inline(always)]
+fn put(slot: &mut Value, v: Value) {
+    let old = std::mem::replace(slot, v);
+    if old.is_null() {
+        // Nothing to drop: skips the call to the drop glue.
+        std::mem::forget(old);
+    }
+}
+
+/// Decodes the value at `i` for a column of type `ty` into `slot`: the index after it; `None`
+/// when the full parser must decide (a type mismatch, an escape, a number out of range, ...).
+#[inline(always)]
+fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
     match *b.get(i)? {
         b'"' => {
             let z = string_end(b, i + 1)?;
             let v = match ty {
-                // An ASCII line: each string is checked (cheaper than the whole line); another
-                // was validated whole: quotes are ASCII, so both ends are char boundaries.
-                DataType::String => Value::Str(Arc::from(match valid {
-                    None => std::str::from_utf8(&b[i + 1..z]).ok()?,
-                    Some(line) => line.get(i + 1..z)?,
-                })),
+                // Checked again, to be a `&str` without `unsafe` (a short string costs little).
+                DataType::String => Value::Str(Arc::from(std::str::from_utf8(&b[i + 1..z]).ok()?)),
                 DataType::Timestamp => Value::Timestamp(fast_timestamp(&b[i + 1..z])?),
                 _ => return None,
             };
-            Some((v, z + 1))
+            put(slot, v);
+            Some(z + 1)
         }
         b'-' | b'0'..=b'9' => {
-            let (end, integer) = number_end(b, i)?;
-            if let (DataType::Double | DataType::Float, Some(x)) = (ty, exact_f64(b, i, end)) {
-                let v = if ty == DataType::Float { Value::Float(x as f32) } else { Value::Double(x) };
-                return Some((v, end));
-            }
+            let n = scan_number(b, i)?;
             // ASCII digits, signs, dots and exponents only: always UTF-8.
-            let text = std::str::from_utf8(&b[i..end]).ok()?;
+            let text = &b[i..n.end];
             let v = match ty {
-                DataType::Double => Value::Double(parse_f64(text)?),
-                DataType::Float => Value::Float(parse_f64(text)? as f32),
-                DataType::Long if integer => Value::Long(parse_i64(text)?),
-                DataType::Int if integer => Value::Int(i32::try_from(parse_i64(text)?).ok()?),
-                DataType::Timestamp if integer => {
-                    Value::Timestamp(Timestamp::from_integer(parse_i64(text)?, plan.unit)?)
+                DataType::Double => Value::Double(n.exact_f64().or_else(|| slow_f64(text))?),
+                DataType::Float => Value::Float(n.exact_f64().or_else(|| slow_f64(text))? as f32),
+                DataType::Long if n.integer => Value::Long(n.small_i64().or_else(|| slow_i64(text))?),
+                DataType::Int if n.integer => {
+                    Value::Int(i32::try_from(n.small_i64().or_else(|| slow_i64(text))?).ok()?)
                 }
-                DataType::Timestamp => Value::Timestamp(Timestamp::from_number(parse_f64(text)?, plan.unit)?),
+                DataType::Timestamp if n.integer => {
+                    Value::Timestamp(Timestamp::from_integer(n.small_i64().or_else(|| slow_i64(text))?, plan.unit)?)
+                }
+                DataType::Timestamp => {
+                    Value::Timestamp(Timestamp::from_number(n.exact_f64().or_else(|| slow_f64(text))?, plan.unit)?)
+                }
                 _ => return None,
             };
-            Some((v, end))
+            put(slot, v);
+            Some(n.end)
         }
-        b't' if ty == DataType::Boolean => Some((Value::Bool(true), literal(b, i, b"true")?)),
-        b'f' if ty == DataType::Boolean => Some((Value::Bool(false), literal(b, i, b"false")?)),
-        b'n' => Some((Value::Null, literal(b, i, b"null")?)),
+        b't' if ty == DataType::Boolean => {
+            put(slot, Value::Bool(true));
+            literal(b, i, b"true")
+        }
+        b'f' if ty == DataType::Boolean => {
+            put(slot, Value::Bool(false));
+            literal(b, i, b"false")
+        }
+        b'n' => {
+            put(slot, Value::Null);
+            literal(b, i, b"null")
+        }
         _ => None,
     }
 }
 
 /// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
-    // `None` when ASCII; else the line, validated.
-    let valid = if is_ascii(line) { None } else { Some(std::str::from_utf8(line).ok()?) };
     let b = line;
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    let mut values = plan.empty_values();
+    // Built as the record's boxed slice at once (no `Vec` to shrink at the end).
+    let mut values: Box<[Value]> = std::iter::repeat_with(|| Value::Null).take(plan.columns.len()).collect();
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;
@@ -351,26 +468,32 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             if b.get(i) != Some(&b'"') {
                 return None;
             }
-            let z = string_end(b, i + 1)?;
-            let col = keys.column(b, i + 1, z, hint);
-            i = ws(b, z + 1);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            i = ws(b, i + 1);
+            let col = match keys.expected(b, i + 1, hint) {
+                Some(after) => {
+                    i = after;
+                    Some(hint)
+                }
+                None => {
+                    let z = string_end(b, i + 1)?;
+                    let c = keys.column(b, i + 1, z, hint);
+                    i = ws(b, z + 1);
+                    if b.get(i) != Some(&b':') {
+                        return None;
+                    }
+                    i += 1;
+                    c
+                }
+            };
+            i = ws(b, i);
             match col {
                 Some(c) => {
                     hint = c + 1;
-                    let column = &plan.columns[c];
-                    if column.decode {
-                        let (v, end) = value(b, valid, i, column.ty, plan)?;
-                        values[c] = v;
-                        i = end;
-                    } else {
-                        i = skip(b, i)?;
-                    }
+                    i = match keys.decoded[c] {
+                        Some(ty) => value(b, i, ty, plan, &mut values[c])?,
+                        None => skip_value(b, i)?,
+                    };
                 }
-                None => i = skip(b, i)?,
+                None => i = skip_value(b, i)?,
             }
             i = ws(b, i);
             match b.get(i) {
@@ -386,57 +509,15 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
     if ws(b, i) != b.len() {
         return None;
     }
-    plan.finish(values).ok()
+    // A missing required column: the full parser builds the error.
+    for &r in plan.required.iter() {
+        if values[r].is_null() {
+            return None;
+        }
+    }
+    Some(Record { values })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn string_end_finds_the_quote_and_refuses_escapes_and_controls() {
-        for (s, want) in [
-            (&b"abc\" tail"[..], Some(3)),
-            (b"0123456789abcdef\"", Some(16)),
-            (b"01234567\"", Some(8)),
-            (b"0123456\\\"", None),
-            (b"0123\x01567\"", None),
-            (b"no end at all....", None),
-            (b"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"", Some(8)),
-            (b"\"", Some(0)),
-        ] {
-            assert_eq!(string_end(s, 0), want, "{:?}", String::from_utf8_lossy(s));
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn exact_f64_is_str_parse_or_declines(s in "-?(0|[1-9][0-9]{0,17})(\\.[0-9]{1,8})?([eE][+-]?[0-9]{1,4})?", x in proptest::prelude::any::<f64>()) {
-            for t in [s, x.to_string()] {
-                let b = t.as_bytes();
-                if let Some((end, _)) = number_end(b, 0)
-                    && let Some(v) = exact_f64(b, 0, end)
-                {
-                    proptest::prop_assert_eq!(Some(v.to_bits()), t[..end].parse::<f64>().ok().map(f64::to_bits), "{}", t);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn numbers_follow_the_json_grammar() {
-        for (s, want) in [
-            ("0", Some((1, true))),
-            ("-12,", Some((3, true))),
-            ("1.5e-3}", Some((6, false))),
-            ("01", None),
-            ("1.", None),
-            ("1e", None),
-            ("-", None),
-            (".5", None),
-            ("1E+2", Some((4, false))),
-        ] {
-            assert_eq!(number_end(s.as_bytes(), 0), want, "{s}");
-        }
-    }
-}
+#[path = "json_fast_tests.rs"]
+mod tests;

@@ -322,6 +322,23 @@ proptest! {
     }
 
     #[test]
+    fn fast_path_agrees_on_non_ascii_and_invalid_utf8(
+        s in "[a-zé€😀 ]{0,12}", t in "[a-zé]{0,12}", at in any::<prop::sample::Index>(),
+        bytes in prop::collection::vec(prop::sample::select(vec![0x80u8, 0xbf, 0xc3, 0xe2, 0xed, 0xf0, 0xff]), 1..3),
+        mask in any::<u8>(),
+    ) {
+        let schema = Schema::parse_ddl("s STRING, é STRING, d DOUBLE").unwrap();
+        let needed = (0..3).map(|i| mask >> i & 1 == 1).collect();
+        let cfg = DecoderConfig { schema, needed, required: vec![], timestamp_unit: TimeUnit::Ms };
+        let line = format!("{{\"s\":{},\"é\":{},\"x\":{},\"d\":1.5}}", J::String(s.clone()), J::String(t), J::String(s));
+        fast_agrees(&cfg, line.as_bytes())?;
+        let mut damaged = line.into_bytes();
+        let i = at.index(damaged.len() + 1);
+        damaged.splice(i..i, bytes);
+        fast_agrees(&cfg, &damaged)?;
+    }
+
+    #[test]
     fn fast_path_agrees_on_arbitrary_text(s in "[{}\\[\\]\",:\\\\ 0-9a-zé.eE+-]{0,60}") {
         let cfg = DecoderConfig::all_columns(Schema::parse_ddl("a STRING, b BIGINT, c DOUBLE, d TIMESTAMP, e BOOLEAN").unwrap());
         fast_agrees(&cfg, s.as_bytes())?;

@@ -124,6 +124,12 @@ fn invalid_utf8_is_rejected_with_its_offset() {
     assert_eq!(d.decode(b"{\"b\":\"\xff\"}"), Err(DecodeError::NotUtf8 { offset: 6 }));
     assert_eq!(d.decode(b"{\"b\":\"\xc3\"}"), Err(DecodeError::NotUtf8 { offset: 6 }));
     assert_eq!(d.decode("{\"b\":\"é😀\"}".as_bytes()).unwrap().values[0], s("é😀"));
+    // Anywhere in the line: a key, a value not needed, a field not in the schema.
+    let d = JsonDecoder::new(cfg("a STRING, b STRING", &["a"], &[]));
+    assert_eq!(d.decode(b"{\"a\":\"x\",\"b\":\"long enough \xff\"}"), Err(DecodeError::NotUtf8 { offset: 26 }));
+    assert_eq!(d.decode(b"{\"a\":\"x\",\"z\xc3\":1}"), Err(DecodeError::NotUtf8 { offset: 11 }));
+    assert_eq!(d.decode(b"{\"a\":\"x\",\"z\":\"\xed\xa0\x80\"}"), Err(DecodeError::NotUtf8 { offset: 14 }));
+    assert_eq!(d.decode("{\"a\":\"x\",\"zé\":\"€ é\"}".as_bytes()).unwrap().values[0], s("x"));
 }
 
 #[test]

@@ -144,13 +144,22 @@ pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeE
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with every field in range (seconds 00-59), else `None`.
+///
+/// The 19 bytes of date and time are read as three overlapping little-endian words (byte `k`
+/// of the text is bits `8k..8k + 8`): `YYYY-MM-`, `DDTHH:MM` and `HH:MM:SS`. Separators are
+/// compared under a mask, digits checked a word at a time, and the two-digit fields combined
+/// in-register (see [`digit_pairs`]).
 pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
+    // Separators: `-` at 4 and 7 of the first word; `T` at 2 and `:` at 5 of the second; `:`
+    // at 5 of the third (text offset 16).
+    const SEP_A: u64 = 0xff00_00ff_0000_0000;
+    const SEP_C: u64 = 0x0000_ff00_00ff_0000;
+    const SEP_E: u64 = 0x0000_ff00_0000_0000;
+    // Digits: 0-3, 5, 6 (YYYY, MM); 0, 1, 3, 4, 6, 7 (DD, HH, MM and HH, MM, SS).
+    const DIG_A: u64 = 0x00ff_ff00_ffff_ffff;
+    const DIG_CE: u64 = 0xffff_00ff_ff00_ffff;
     let (head, rest) = b.split_first_chunk::<19>()?;
     let (z, frac) = rest.split_last()?;
-    if *z != b'Z' || head[4] != b'-' || head[7] != b'-' || head[10] != b'T' || head[13] != b':' || head[16] != b':' {
-        return None;
-    }
-    // The 14 digit positions, 8 bytes at a time (the separators are checked above).
     let w = |i: usize| {
         u64::from_le_bytes([
             head[i],
@@ -163,16 +172,21 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
             head[i + 7],
         ])
     };
-    if !digits_at(w(0), 0x00ff_ff00_ffff_ffff)
-        || !digits_at(w(8), 0xffff_00ff_ff00_ffff)
-        || !digits_at(w(11), 0xffff_00ff_ff00_ffff)
+    let (a, c, e) = (w(0), w(8), w(11));
+    if *z != b'Z'
+        || a & SEP_A != (b'-' as u64) << 56 | (b'-' as u64) << 32
+        || c & SEP_C != (b':' as u64) << 40 | (b'T' as u64) << 16
+        || e & SEP_E != (b':' as u64) << 40
+        || !digits_at(a, DIG_A)
+        || !digits_at(c, DIG_CE)
+        || !digits_at(e, DIG_CE)
     {
         return None;
     }
-    let d = |i: usize| (head[i] - b'0') as u32;
-    let two = |i: usize| d(i) * 10 + d(i + 1);
-    let (y, mo, day) = (two(0) * 100 + two(2), two(5), two(8));
-    let (h, mi, sec) = (two(11), two(14), two(17));
+    let (pa, pc, pe) = (digit_pairs(a, DIG_A), digit_pairs(c, DIG_CE), digit_pairs(e, DIG_CE));
+    let at = |p: u64, k: u32| (p >> (8 * k)) as u32 & 0xff;
+    let (y, mo, day) = (at(pa, 0) * 100 + at(pa, 2), at(pa, 5), at(pc, 0));
+    let (h, mi, sec) = (at(pc, 3), at(pc, 6), at(pe, 6));
     let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
     if !(1..=12).contains(&mo) || day == 0 || h > 23 || mi > 59 || sec > 59 {
         return None;
@@ -199,7 +213,7 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
     let leap_days_before = (y + 3) / 4 - (y + 99) / 100 + (y + 399) / 400;
     let yday = DAYS_BEFORE_MONTH[(mo - 1) as usize] as i64 + (leap && mo > 2) as i64 + day as i64 - 1;
     let days = 365 * y + leap_days_before + yday - 719_528;
-    let secs = ((days * 24 + h as i64) * 60 + mi as i64) * 60 + sec as i64;
+    let secs = days * 86_400 + (h * 3_600 + mi * 60 + sec) as i64;
     Some(Timestamp(secs * 1_000_000 + frac_us))
 }
 
@@ -211,6 +225,15 @@ fn digits_at(w: u64, mask: u64) -> bool {
     const ZEROS: u64 = 0x3030_3030_3030_3030;
     // 0x30..=0x3f, then + 6 stays in 0x3? only for 0x30..=0x39
     w & HI & mask == ZEROS & mask && (w.wrapping_add(0x0606_0606_0606_0606)) & HI & mask == ZEROS & mask
+}
+
+/// For a word whose bytes selected by `mask` are ASCII digits ([`digits_at`]): byte `k` of
+/// the result is `10 × digit k + digit k+1` (the two-digit number starting at `k`), for each
+/// selected `k` whose `k + 1` is selected too. No byte ever exceeds 99, so nothing carries.
+#[inline]
+fn digit_pairs(w: u64, mask: u64) -> u64 {
+    let d = (w ^ 0x3030_3030_3030_3030) & mask;
+    d * 10 + (d >> 8)
 }
 
 /// Days of each month in a common year.
