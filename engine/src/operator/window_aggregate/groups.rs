@@ -50,8 +50,13 @@ impl InlineKey {
     }
 }
 
+/// Bytes at the start of a slot that the per-record path reads: the inline key and the
+/// payload's first fields (the operators keep their parked last pane / session and its inline
+/// states there: tests check the offsets), loaded by [`Groups::prefetch`].
+pub(crate) const HOT_BYTES: usize = 128;
+
 /// One group: its key (`None` while the slot is free) and its payload. The inline key and the
-/// payload's first fields share the slot's first cache line (the per-record path).
+/// payload's first fields share the slot's first [`HOT_BYTES`] (the per-record path).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Slot<T> {
@@ -251,7 +256,7 @@ impl<T: Default> Groups<T> {
         if let Some(&s) = self.table.iter_hash(hash).next()
             && let Some(slot) = self.slots.get(s as usize)
         {
-            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>());
+            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>().min(HOT_BYTES));
         }
     }
 
@@ -351,6 +356,9 @@ impl<T: Default> Groups<T> {
         let e = &mut self.slots[slot as usize];
         (e.key.as_ref().expect("a live group"), &mut e.data)
     }
+
+    /// Offset of the payload in a slot (bytes; see [`HOT_BYTES`]).
+    pub(crate) const DATA_OFFSET: usize = std::mem::offset_of!(Slot<T>, data);
 
     /// Number of live groups.
     #[cfg(test)]
