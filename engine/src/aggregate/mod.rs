@@ -51,6 +51,7 @@ use crate::schema::DataType;
 use crate::value::Value;
 
 pub use self::state::AggState;
+pub(crate) use self::state::SmallState;
 
 /// Which function a measure computes (SEMANTICS.md "Aggregate functions").
 #[derive(Clone, Debug)]

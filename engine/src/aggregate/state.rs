@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::numeric::{DoubleSum, LongSum, Moments};
+use super::numeric::{DoubleDouble, DoubleSum, LongSum, Moments};
 use super::sketch::{self, DistinctSketch, F64OrI64, QuantileSketch};
 use super::{AggKind, AggregateFn};
 use crate::schema::DataType;
@@ -57,6 +57,59 @@ impl fmt::Debug for AggState {
             AggState::Distinct(s) => s.fmt(f),
             AggState::Quantiles(s) => s.fmt(f),
             AggState::User(v) => f.debug_tuple("User").field(v).finish(),
+        }
+    }
+}
+
+/// A compact copy (32 bytes, against [`AggState`]'s 64) of the two states on the per-record
+/// path of most windowed queries: a count, and a sum of DOUBLE values that has seen only finite
+/// ones. Operators keep it inline in a group's slot ([`AggState::to_small`] when parking,
+/// [`SmallState::to_state`] when unparking: both exact, so the state never drifts from the full
+/// one), and update it with [`AggregateFn::update_small`], which does the very arithmetic of
+/// [`AggregateFn::update`] (compensated, see `numeric.rs`) or declines.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SmallState {
+    /// [`AggState::Count`].
+    Count(i64),
+    /// [`AggState::DoubleSum`] without NaN or infinite inputs.
+    DoubleSum {
+        /// Number of values.
+        n: i64,
+        /// Their compensated sum.
+        sum: DoubleDouble,
+    },
+}
+
+impl Default for SmallState {
+    fn default() -> SmallState {
+        SmallState::Count(0)
+    }
+}
+
+impl SmallState {
+    /// The full state (exactly the one [`AggState::to_small`] was given).
+    #[inline]
+    pub(crate) fn to_state(self) -> AggState {
+        match self {
+            SmallState::Count(n) => AggState::Count(n),
+            SmallState::DoubleSum { n, sum } => {
+                AggState::DoubleSum(DoubleSum { n, sum, nan: 0, pos_inf: 0, neg_inf: 0 })
+            }
+        }
+    }
+}
+
+impl AggState {
+    /// The compact form of a count, or of a double sum without non-finite values; `None` for
+    /// every other state.
+    #[inline]
+    pub(crate) fn to_small(&self) -> Option<SmallState> {
+        match self {
+            AggState::Count(n) => Some(SmallState::Count(*n)),
+            AggState::DoubleSum(s) if s.nan == 0 && s.pos_inf == 0 && s.neg_inf == 0 => {
+                Some(SmallState::DoubleSum { n: s.n, sum: s.sum })
+            }
+            _ => None,
         }
     }
 }
@@ -149,6 +202,34 @@ impl AggregateFn {
                 }
             }
             _ => self.update_other(state, v),
+        }
+    }
+
+    /// [`AggregateFn::update`] on a compact state, leaving it as `update` would leave the full
+    /// one; `false` (the state unchanged) when the input needs the full state (a non-finite or
+    /// non-DOUBLE input to a sum): the caller then updates [`SmallState::to_state`] instead.
+    #[inline]
+    pub(crate) fn update_small(&self, state: &mut SmallState, v: &Value) -> bool {
+        match state {
+            SmallState::Count(n) => {
+                if matches!(self.kind, AggKind::CountStar) || !v.is_null() {
+                    *n += 1;
+                }
+                true
+            }
+            SmallState::DoubleSum { n, sum } => match *v {
+                // as `DoubleSum::add(x, 1)` on a sum without non-finite values
+                Value::Double(x) if x.is_finite() => {
+                    *n += 1;
+                    sum.add_f64(x);
+                    if *n == 0 {
+                        *sum = DoubleDouble::default();
+                    }
+                    true
+                }
+                Value::Null => true,
+                _ => false,
+            },
         }
     }
 

@@ -13,11 +13,12 @@
 //! earliest session end: sessions only grow, so the entry stays valid until it surfaces, and is
 //! then re-registered at the current earliest end (or the group is dropped).
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::Output;
-use super::window_aggregate::groups::Groups;
+use super::window_aggregate::groups::{Groups, HOT_BYTES};
 use super::window_aggregate::hot::Hot;
 use super::window_aggregate::{WindowAggregateConfig, measure_input};
 use crate::aggregate::{AggState, AggregateFn};
@@ -66,6 +67,14 @@ pub(crate) struct SessionGroup {
     sessions: Vec<Span>,
 }
 
+// The per-record path reads the parked last session and its inline states: within the bytes
+// the prefetch loads.
+const _: () = assert!(
+    Groups::<SessionGroup>::DATA_OFFSET + std::mem::offset_of!(SessionGroup, hot) + std::mem::size_of::<Hot>()
+        <= HOT_BYTES
+        && std::mem::offset_of!(SessionGroup, last) < std::mem::offset_of!(SessionGroup, hot)
+);
+
 impl Default for SessionGroup {
     fn default() -> SessionGroup {
         SessionGroup { last: None, hot: Hot::default(), states: Vec::new(), due: i64::MAX, sessions: Vec::new() }
@@ -103,19 +112,46 @@ impl SessionGroup {
         }
     }
 
-    /// The states of session `i` (in start order) of `m` measures, the group at rest.
-    #[inline]
-    fn states_mut(&mut self, i: usize, m: usize) -> &mut [AggState] {
-        if self.hot.used() && i == self.sessions.len() {
-            self.hot.get_mut(m)
+    /// Adds `record` to session `i` (in start order) of the group at rest.
+    fn update(&mut self, i: usize, measures: &[AggregateFn], record: &Record) {
+        if i == self.sessions.len() {
+            self.update_last(measures, record);
         } else {
-            &mut self.states[i * m..(i + 1) * m]
+            let m = measures.len();
+            for (f, st) in measures.iter().zip(&mut self.states[i * m..(i + 1) * m]) {
+                f.update(st, measure_input(f, record));
+            }
+        }
+    }
+
+    /// Adds `record` to the parked last session (the group at rest, with a last session).
+    #[inline]
+    fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
+        let m = measures.len();
+        let from = if self.hot.used() {
+            match self.hot.update(measures, record) {
+                Ok(()) => return,
+                Err(k) => {
+                    self.hot.unpark(&mut self.states, m);
+                    k
+                }
+            }
+        } else {
+            0
+        };
+        let i = self.sessions.len();
+        for (f, st) in measures[from..].iter().zip(&mut self.states[i * m + from..(i + 1) * m]) {
+            f.update(st, measure_input(f, record));
         }
     }
 
     /// The states of session `i` (in start order) of `m` measures, the group at rest.
-    fn states_at(&self, i: usize, m: usize) -> &[AggState] {
-        if self.hot.used() && i == self.sessions.len() { self.hot.get(m) } else { &self.states[i * m..(i + 1) * m] }
+    fn states_at(&self, i: usize, m: usize) -> Cow<'_, [AggState]> {
+        if self.hot.used() && i == self.sessions.len() {
+            Cow::Owned(self.hot.full(m))
+        } else {
+            Cow::Borrowed(&self.states[i * m..(i + 1) * m])
+        }
     }
 
     /// Every session, in start order (the group at rest).
@@ -163,7 +199,6 @@ impl SessionState {
     #[inline]
     pub(crate) fn add(&mut self, record: &Record, t: Timestamp, end: Timestamp, cfg: &WindowAggregateConfig) {
         let (t, end) = (t.0, end.0);
-        let m = cfg.measures.len();
         let cols = &cfg.key_columns[..];
         let hash = self.groups.hash_record(record, cols);
         let (slot, new) = self.groups.find_or_insert(hash, record, cols);
@@ -171,18 +206,16 @@ impl SessionState {
         if new {
             g.reset();
         }
-        let n = g.sessions.len();
-        let i = match g.last.as_mut() {
+        match g.last.as_mut() {
             // the common case: inside the last session
             Some(last) if last.start <= t && t <= last.end => {
                 last.end = last.end.max(end);
-                n
+                g.update_last(&cfg.measures, record);
             }
-            _ => self.merge_span(slot, t, end, &cfg.measures),
-        };
-        let g = self.groups.get_mut(slot);
-        for (f, st) in cfg.measures.iter().zip(g.states_mut(i, m)) {
-            f.update(st, measure_input(f, record));
+            _ => {
+                let i = self.merge_span(slot, t, end, &cfg.measures);
+                self.groups.get_mut(slot).update(i, &cfg.measures, record);
+            }
         }
     }
 
@@ -272,7 +305,7 @@ impl SessionState {
         for slot in self.groups.sorted_slots() {
             let g = self.groups.get(slot);
             for (i, s) in g.all().enumerate() {
-                out.rows.push(row(self.groups.key(slot), *s, &cfg.measures, g.states_at(i, m)));
+                out.rows.push(row(self.groups.key(slot), *s, &cfg.measures, &g.states_at(i, m)));
             }
         }
     }
@@ -335,9 +368,11 @@ impl SessionState {
             for (start, end, states) in sessions {
                 let i = self.merge_span(slot, start, end, &cfg.measures);
                 let g = self.groups.get_mut(slot);
-                for ((f, acc), st) in cfg.measures.iter().zip(g.states_mut(i, m)).zip(&states) {
+                g.unpark(m);
+                for ((f, acc), st) in cfg.measures.iter().zip(&mut g.states[i * m..(i + 1) * m]).zip(&states) {
                     f.merge(acc, st);
                 }
+                g.park(m);
             }
         }
         Ok(())

@@ -1,12 +1,15 @@
 //! Interned groups: the values of a record's `group_by` columns are hashed in place and probed in
-//! a [`HashTable`] of slot numbers; a [`GroupKey`] is built (and its values cloned) only when a
+//! a table of slot numbers ([`SlotTable`]); a [`GroupKey`] is built (and its values cloned) only when a
 //! group is first seen. Per-record work is one hash of the key columns and one probe, without
 //! allocating. Slots of removed groups are reused, keeping their payload's buffers.
 
+use std::cell::Cell;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::DefaultHashBuilder;
+
+use super::table::SlotTable;
 
 use crate::value::{GroupKey, Record, Value};
 
@@ -50,8 +53,16 @@ impl InlineKey {
     }
 }
 
+/// Bytes at the start of a slot that the per-record path reads: the inline key and the
+/// payload's first fields (the operators keep their parked last pane / session and its inline
+/// states there: tests check the offsets), loaded by [`Groups::prefetch`].
+pub(crate) const HOT_BYTES: usize = 128;
+
+/// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the slot).
+const PREFETCH_STAGES: usize = 4;
+
 /// One group: its key (`None` while the slot is free) and its payload. The inline key and the
-/// payload's first fields share the slot's first cache line (the per-record path).
+/// payload's first fields share the slot's first [`HOT_BYTES`] (the per-record path).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Slot<T> {
@@ -65,7 +76,11 @@ pub(crate) struct Slot<T> {
 /// Groups by key, each at a stable slot number until removed.
 #[derive(Debug)]
 pub(crate) struct Groups<T> {
-    table: HashTable<u32>,
+    table: SlotTable,
+    /// The hashes of the last [`PREFETCH_STAGES`] prefetched records, oldest at `ring_at`: the
+    /// second stage of [`Groups::prefetch`].
+    ring: [Cell<u64>; PREFETCH_STAGES],
+    ring_at: Cell<usize>,
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     live: usize,
@@ -81,7 +96,9 @@ impl<T: Default> Default for Groups<T> {
         let hasher = DefaultHashBuilder::default();
         Groups {
             seed: hasher.hash_one(0x5eed_u64),
-            table: HashTable::new(),
+            table: SlotTable::default(),
+            ring: Default::default(),
+            ring_at: Cell::new(0),
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
@@ -215,6 +232,12 @@ fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
             |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
         return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
     }
+    if (4..8).contains(&n) {
+        // two overlapping half-words (no call to memcmp for short keys)
+        let half =
+            |s: &[u8], i: usize| s.get(i..i + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map(u32::from_ne_bytes);
+        return half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4);
+    }
     a == b
 }
 
@@ -243,15 +266,21 @@ impl<T: Default> Groups<T> {
         hash_value(self.seed, v, |other| self.hasher.hash_one(other))
     }
 
-    /// Starts loading (software prefetch) the slot of the group hashed `hash`, if the table
-    /// holds one with that hash: reads the table's control bytes and the slot number, never the
-    /// slot. See [`crate::operator::Operator::prefetch`].
+    /// Software prefetch for a record hashed `hash` that comes soon (see
+    /// [`crate::operator::Operator::prefetch`]), in two stages so that no cache miss of the
+    /// lookup waits on another: this call starts loading the table bucket of `hash`, and looks
+    /// up the hash given [`PREFETCH_STAGES`] calls ago (its bucket loaded by now) to start
+    /// loading the first [`HOT_BYTES`] of its group's slot. Reads the table, never a slot.
     #[inline]
     pub(crate) fn prefetch(&self, hash: u64) {
-        if let Some(&s) = self.table.iter_hash(hash).next()
+        self.table.prefetch(hash);
+        let at = self.ring_at.get();
+        let earlier = self.ring[at].replace(hash);
+        self.ring_at.set((at + 1) % PREFETCH_STAGES);
+        if let Some(s) = self.table.candidates(earlier).next()
             && let Some(slot) = self.slots.get(s as usize)
         {
-            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>());
+            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>().min(HOT_BYTES));
         }
     }
 
@@ -259,7 +288,7 @@ impl<T: Default> Groups<T> {
     #[inline]
     pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
         let slots = &self.slots;
-        self.table.find(hash, |&s| slot_matches(&slots[s as usize], record, cols)).copied()
+        self.table.find(hash, |s| slot_matches(&slots[s as usize], record, cols))
     }
 
     /// The slot of `record`'s group, created (with the payload left by the slot's last group,
@@ -276,7 +305,7 @@ impl<T: Default> Groups<T> {
     pub(crate) fn find_or_insert_key(&mut self, key: GroupKey) -> (u32, bool) {
         let hash = self.hash_key(&key);
         let slots = &self.slots;
-        if let Some(&s) = self.table.find(hash, |&s| slots[s as usize].key.as_ref() == Some(&key)) {
+        if let Some(s) = self.table.find(hash, |s| slots[s as usize].key.as_ref() == Some(&key)) {
             return (s, false);
         }
         (self.insert(hash, key), true)
@@ -298,8 +327,7 @@ impl<T: Default> Groups<T> {
                 s
             }
         };
-        let slots = &self.slots;
-        self.table.insert_unique(hash, slot, |&s| slots[s as usize].hash);
+        self.table.insert(hash, slot);
         self.live += 1;
         slot
     }
@@ -311,9 +339,7 @@ impl<T: Default> Groups<T> {
         if e.key.take().is_none() {
             return;
         }
-        if let Ok(entry) = self.table.find_entry(e.hash, |&s| s == slot) {
-            entry.remove();
-        }
+        self.table.remove(e.hash, slot);
         self.free.push(slot);
         self.live -= 1;
     }
@@ -351,6 +377,9 @@ impl<T: Default> Groups<T> {
         let e = &mut self.slots[slot as usize];
         (e.key.as_ref().expect("a live group"), &mut e.data)
     }
+
+    /// Offset of the payload in a slot (bytes; see [`HOT_BYTES`]).
+    pub(crate) const DATA_OFFSET: usize = std::mem::offset_of!(Slot<T>, data);
 
     /// Number of live groups.
     #[cfg(test)]
@@ -473,6 +502,16 @@ mod tests {
         ] {
             let (va, vb) = (Value::Str(a.into()), Value::Str(b.into()));
             assert_eq!(same_value(&va, &vb), a == b, "{a:?} {b:?}");
+        }
+        // every length, a difference at every position
+        for n in 0..20usize {
+            let a: String = (0..n).map(|i| char::from(b'a' + i as u8)).collect();
+            assert!(bytes_eq(a.as_bytes(), a.clone().as_bytes()));
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'Z';
+                assert!(!bytes_eq(a.as_bytes(), &b), "{a:?} differs at {at}");
+            }
         }
         assert!(!same_value(&Value::Str("1".into()), &Value::Long(1)));
         assert!(same_value(&Value::Double(-0.0), &Value::Double(0.0)));

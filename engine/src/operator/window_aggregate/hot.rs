@@ -1,25 +1,25 @@
 //! [`Hot`]: the measure states of a group's parked last pane or session, held in the group's
-//! slot when the query has at most [`HOT`] measures, so that the per-record path touches the slot
-//! only (not the group's vector of states). Moved in and out of the vector only when the last
-//! pane / session is parked or unparked (structural changes, never per record).
+//! slot in their compact form ([`SmallState`]: counts, and sums of doubles that have seen only
+//! finite values) when the query has at most [`HOT`] measures and every state has one, so that
+//! the per-record path touches the slot's first two cache lines only (not the group's vector of
+//! states). Moved in and out of the vector only when the last pane / session is parked or
+//! unparked (structural changes, or an input the compact form cannot take: never per record in
+//! the steady state).
 
-use crate::aggregate::AggState;
+use crate::aggregate::{AggState, AggregateFn, SmallState};
+use crate::value::Record;
+
+use super::measure_input;
 
 /// Most measures whose states are kept inline.
 pub(crate) const HOT: usize = 2;
 
 /// Inline states of the parked last pane / session (see the module documentation).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Hot {
-    states: [AggState; HOT],
+    states: [SmallState; HOT],
     /// Whether `states[..measures]` hold the last pane's states (else they are in the vector).
     used: bool,
-}
-
-impl Default for Hot {
-    fn default() -> Hot {
-        Hot { states: [AggState::Count(0), AggState::Count(0)], used: false }
-    }
 }
 
 impl Hot {
@@ -29,41 +29,55 @@ impl Hot {
         self.used
     }
 
-    /// The inline states of `m` measures.
+    /// Updates the inline states (in use) with `record`, as [`AggregateFn::update`] would the
+    /// full ones. Returns `false` when a measure declined the input ([`AggregateFn::update_small`]):
+    /// the states of the measures before it are updated, those from it on are not; the caller
+    /// unparks and updates those from `first_declined` on, in the vector.
     #[inline]
-    pub(crate) fn get_mut(&mut self, m: usize) -> &mut [AggState] {
-        &mut self.states[..m.min(HOT)]
+    pub(crate) fn update(&mut self, measures: &[AggregateFn], record: &Record) -> Result<(), usize> {
+        for (k, (f, st)) in measures.iter().zip(self.states.iter_mut()).enumerate() {
+            if !f.update_small(st, measure_input(f, record)) {
+                return Err(k);
+            }
+        }
+        Ok(())
     }
 
-    /// The inline states of `m` measures.
-    #[inline]
-    pub(crate) fn get(&self, m: usize) -> &[AggState] {
-        &self.states[..m.min(HOT)]
-    }
-
-    /// Moves the last `m` states of `v` inline (when `m <= HOT` and not already).
+    /// Moves the last `m` states of `v` inline (when `m <= HOT`, each has a compact form and
+    /// they are not inline already).
     pub(crate) fn park(&mut self, v: &mut Vec<AggState>, m: usize) {
         if self.used || m > HOT || v.len() < m {
             return;
         }
-        for (slot, st) in self.states.iter_mut().zip(v.drain(v.len() - m..)) {
-            *slot = st;
+        let tail = &v[v.len() - m..];
+        let mut small = [SmallState::default(); HOT];
+        for (s, st) in small.iter_mut().zip(tail) {
+            match st.to_small() {
+                Some(x) => *s = x,
+                None => return,
+            }
         }
+        v.truncate(v.len() - m);
+        self.states = small;
         self.used = true;
     }
 
-    /// Moves the inline states back to the end of `v`.
+    /// Moves the inline states back to the end of `v` (as full states).
     pub(crate) fn unpark(&mut self, v: &mut Vec<AggState>, m: usize) {
         if !self.used {
             return;
         }
-        v.extend(self.states.iter_mut().take(m).map(|s| std::mem::replace(s, AggState::Count(0))));
+        v.extend(self.states.iter().take(m).map(|s| s.to_state()));
         self.used = false;
+    }
+
+    /// The inline states (in use) of `m` measures, as full states.
+    pub(crate) fn full(&self, m: usize) -> Vec<AggState> {
+        self.states.iter().take(m).map(|s| s.to_state()).collect()
     }
 
     /// Drops the inline states.
     pub(crate) fn clear(&mut self) {
-        self.states.iter_mut().for_each(|s| *s = AggState::Count(0));
         self.used = false;
     }
 }
@@ -71,6 +85,9 @@ impl Hot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aggregate::AggKind;
+    use crate::schema::DataType;
+    use crate::value::Value;
 
     fn counts(v: &[AggState]) -> Vec<i64> {
         v.iter().map(|s| if let AggState::Count(n) = s { *n } else { -1 }).collect()
@@ -83,18 +100,62 @@ mod tests {
         h.park(&mut v, 2);
         assert!(h.used());
         assert_eq!(counts(&v), vec![1, 2, 3, 4]);
-        assert_eq!(counts(h.get(2)), vec![5, 6]);
+        assert_eq!(counts(&h.full(2)), vec![5, 6]);
         h.park(&mut v, 2); // already parked: nothing moves
         assert_eq!(v.len(), 4);
-        if let AggState::Count(n) = &mut h.get_mut(2)[1] {
-            *n += 10;
+        let count = AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long };
+        let rec = Record::new(vec![]);
+        for _ in 0..10 {
+            assert_eq!(h.update(&[count.clone(), count.clone()], &rec), Ok(()));
         }
         h.unpark(&mut v, 2);
         assert!(!h.used());
-        assert_eq!(counts(&v), vec![1, 2, 3, 4, 5, 16]);
+        assert_eq!(counts(&v), vec![1, 2, 3, 4, 15, 16]);
         // three measures stay in the vector
         h.park(&mut v, 3);
         assert!(!h.used());
         assert_eq!(v.len(), 6);
+    }
+
+    #[test]
+    fn a_state_without_compact_form_stays_in_the_vector() {
+        let max = AggregateFn { kind: AggKind::Max, input: Some(0), input_type: DataType::Long };
+        let mut v = vec![AggState::Count(1), max.new_state()];
+        let mut h = Hot::default();
+        h.park(&mut v, 2);
+        assert!(!h.used());
+        assert_eq!(v.len(), 2);
+    }
+
+    #[test]
+    fn a_non_finite_input_is_declined_and_the_full_state_takes_it() {
+        let sum = AggregateFn { kind: AggKind::Sum, input: Some(0), input_type: DataType::Double };
+        let count = AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long };
+        let fs = [count, sum];
+        let inputs = [1.5, 1e300, -1e300, 2.25, f64::INFINITY, 0.125];
+        // reference: the full states, updated directly
+        let mut reference: Vec<AggState> = fs.iter().map(AggregateFn::new_state).collect();
+        let mut v: Vec<AggState> = fs.iter().map(AggregateFn::new_state).collect();
+        let mut h = Hot::default();
+        h.park(&mut v, 2);
+        for x in inputs {
+            let rec = Record::new(vec![Value::Double(x)]);
+            for (f, st) in fs.iter().zip(reference.iter_mut()) {
+                f.update(st, measure_input(f, &rec));
+            }
+            let from = if h.used() { h.update(&fs, &rec).err() } else { Some(0) };
+            if let Some(k) = from {
+                h.unpark(&mut v, 2);
+                for (f, st) in fs[k..].iter().zip(&mut v[k..]) {
+                    f.update(st, measure_input(f, &rec));
+                }
+                h.park(&mut v, 2);
+            }
+        }
+        assert!(!h.used(), "a sum that saw an infinity has no compact form");
+        let results: Vec<Value> = fs.iter().zip(&v).map(|(f, s)| f.finish(s)).collect();
+        let expected: Vec<Value> = fs.iter().zip(&reference).map(|(f, s)| f.finish(s)).collect();
+        assert_eq!(results, expected);
+        assert_eq!(results[0], Value::Long(inputs.len() as i64));
     }
 }

@@ -31,6 +31,7 @@
 pub(crate) mod groups;
 pub(crate) mod hot;
 mod panes;
+mod table;
 #[cfg(test)]
 mod tests;
 

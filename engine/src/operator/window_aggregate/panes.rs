@@ -21,12 +21,13 @@
 //! "last end" is the group's time key (the `group_by` value of the watermark column, if any), or
 //! never.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use super::groups::Groups;
+use super::groups::{Groups, HOT_BYTES};
 use super::hot::Hot;
 use super::{OutputMode, WindowAggregateConfig, measure_input};
 use crate::aggregate::{AggState, AggregateFn};
@@ -73,6 +74,13 @@ pub(super) struct Group {
     /// In the operator's `changed` list (update mode).
     changed: bool,
 }
+
+// The per-record path reads the parked last pane and its inline states: within the bytes the
+// prefetch loads.
+const _: () = assert!(
+    Groups::<Group>::DATA_OFFSET + std::mem::offset_of!(Group, hot) + std::mem::size_of::<Hot>() <= HOT_BYTES
+        && std::mem::offset_of!(Group, last) < std::mem::offset_of!(Group, hot)
+);
 
 impl Default for Group {
     fn default() -> Group {
@@ -204,7 +212,6 @@ impl PaneState {
                 Layout::Fixed(grid) => Some(grid.pane()),
             };
             let g = self.groups.get_mut(slot);
-            let i = g.panes.len();
             if let Some(last) = &g.last
                 && pane_len.is_none_or(|len| t >= last.start && (t.wrapping_sub(last.start) as u64) < len as u64)
             {
@@ -212,9 +219,9 @@ impl PaneState {
                     out.late.push(record.clone());
                     return;
                 }
-                let m = cfg.measures.len();
-                update_states(&cfg.measures, g.states_mut(i, m), record);
+                g.update_last(&cfg.measures, record);
                 if cfg.output_mode == OutputMode::Update {
+                    let i = g.panes.len();
                     self.mark_changed(slot, i);
                 }
                 return;
@@ -260,9 +267,7 @@ impl PaneState {
             self.groups.get_mut(slot).reset();
         }
         let i = self.open_pane(slot, start, last_end, late, &cfg.measures);
-        let m = cfg.measures.len();
-        let g = self.groups.get_mut(slot);
-        update_states(&cfg.measures, g.states_mut(i, m), record);
+        self.groups.get_mut(slot).update_pane(i, &cfg.measures, record);
         if cfg.output_mode == OutputMode::Update {
             self.mark_changed(slot, i);
         }
@@ -572,9 +577,11 @@ impl PaneState {
             for (start, last_end, states) in panes {
                 let i = self.open_pane(slot, start, last_end, None, measures);
                 let g = self.groups.get_mut(slot);
-                for ((f, acc), st) in measures.iter().zip(g.states_mut(i, m)).zip(&states) {
+                g.unpark(m);
+                for ((f, acc), st) in measures.iter().zip(&mut g.states[i * m..(i + 1) * m]).zip(&states) {
                     f.merge(acc, st);
                 }
+                g.park(m);
             }
         }
         Ok(())
@@ -616,19 +623,43 @@ impl Group {
         }
     }
 
-    /// The states of pane `i` (in start order) of `m` measures, the group at rest.
+    /// Adds `record` to the parked last pane (the group at rest, with a last pane): inline
+    /// when its states are, else (or when a measure declines the compact form) in the vector.
     #[inline]
-    fn states_mut(&mut self, i: usize, m: usize) -> &mut [AggState] {
-        if self.hot.used() && i == self.panes.len() {
-            self.hot.get_mut(m)
+    fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
+        let m = measures.len();
+        let from = if self.hot.used() {
+            match self.hot.update(measures, record) {
+                Ok(()) => return,
+                Err(k) => {
+                    self.hot.unpark(&mut self.states, m);
+                    k
+                }
+            }
         } else {
-            &mut self.states[i * m..(i + 1) * m]
+            0
+        };
+        let i = self.panes.len();
+        update_states(&measures[from..], &mut self.states[i * m + from..(i + 1) * m], record);
+    }
+
+    /// Adds `record` to pane `i` (in start order) of the group at rest.
+    fn update_pane(&mut self, i: usize, measures: &[AggregateFn], record: &Record) {
+        let m = measures.len();
+        if self.hot.used() && i == self.panes.len() {
+            self.update_last(measures, record);
+        } else {
+            update_states(measures, &mut self.states[i * m..(i + 1) * m], record);
         }
     }
 
     /// The states of pane `i` (in start order) of `m` measures, the group at rest.
-    fn states_at(&self, i: usize, m: usize) -> &[AggState] {
-        if self.hot.used() && i == self.panes.len() { self.hot.get(m) } else { &self.states[i * m..(i + 1) * m] }
+    fn states_at(&self, i: usize, m: usize) -> Cow<'_, [AggState]> {
+        if self.hot.used() && i == self.panes.len() {
+            Cow::Owned(self.hot.full(m))
+        } else {
+            Cow::Borrowed(&self.states[i * m..(i + 1) * m])
+        }
     }
 
     /// A new group in a (possibly reused) slot: no panes, keeping the buffers' capacity.
