@@ -95,21 +95,13 @@ impl SessionGroup {
     /// of measures.
     #[inline]
     fn unpark(&mut self, m: usize) {
-        self.hot.unpark(&mut self.states, m);
-        if let Some(s) = self.last.take() {
-            self.sessions.push(s);
-        }
+        self.hot.unpark_last(&mut self.last, &mut self.sessions, &mut self.states, m);
     }
 
     /// Parks the last session and its states (the group at rest).
     #[inline]
     fn park(&mut self, m: usize) {
-        if self.last.is_none() {
-            self.last = self.sessions.pop();
-        }
-        if self.last.is_some() {
-            self.hot.park(&mut self.states, m);
-        }
+        self.hot.park_last(&mut self.last, &mut self.sessions, &mut self.states, m);
     }
 
     /// Adds `record` to session `i` (in start order) of the group at rest.
@@ -127,22 +119,8 @@ impl SessionGroup {
     /// Adds `record` to the parked last session (the group at rest, with a last session).
     #[inline]
     fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
-        let m = measures.len();
-        let from = if self.hot.used() {
-            match self.hot.update(measures, record) {
-                Ok(()) => return,
-                Err(k) => {
-                    self.hot.unpark(&mut self.states, m);
-                    k
-                }
-            }
-        } else {
-            0
-        };
         let i = self.sessions.len();
-        for (f, st) in measures[from..].iter().zip(&mut self.states[i * m + from..(i + 1) * m]) {
-            f.update(st, measure_input(f, record));
-        }
+        self.hot.update_last(&mut self.states, i, measures, record);
     }
 
     /// The states of session `i` (in start order) of `m` measures, the group at rest.

@@ -71,6 +71,68 @@ impl Hot {
         self.used = false;
     }
 
+    /// Moves the parked last item of a group (pane or session) back to the end of `items`, and
+    /// its inline states back to the end of `states` (before a structural change); `m` is the
+    /// number of measures.
+    #[inline]
+    pub(crate) fn unpark_last<T>(
+        &mut self,
+        last: &mut Option<T>,
+        items: &mut Vec<T>,
+        states: &mut Vec<AggState>,
+        m: usize,
+    ) {
+        self.unpark(states, m);
+        if let Some(p) = last.take() {
+            items.push(p);
+        }
+    }
+
+    /// Parks the last of `items` and its states (the group at rest).
+    #[inline]
+    pub(crate) fn park_last<T>(
+        &mut self,
+        last: &mut Option<T>,
+        items: &mut Vec<T>,
+        states: &mut Vec<AggState>,
+        m: usize,
+    ) {
+        if last.is_none() {
+            *last = items.pop();
+        }
+        if last.is_some() {
+            self.park(states, m);
+        }
+    }
+
+    /// Adds `record` to the parked last item, item `i` of its group (the group at rest): inline
+    /// when its states are, else (or from a measure that declines the compact form on) in
+    /// `states[i * m..(i + 1) * m]`.
+    #[inline]
+    pub(crate) fn update_last(
+        &mut self,
+        states: &mut Vec<AggState>,
+        i: usize,
+        measures: &[AggregateFn],
+        record: &Record,
+    ) {
+        let m = measures.len();
+        let from = if self.used {
+            match self.update(measures, record) {
+                Ok(()) => return,
+                Err(k) => {
+                    self.unpark(states, m);
+                    k
+                }
+            }
+        } else {
+            0
+        };
+        for (f, st) in measures[from..].iter().zip(&mut states[i * m + from..(i + 1) * m]) {
+            f.update(st, measure_input(f, record));
+        }
+    }
+
     /// The inline states (in use) of `m` measures, as full states.
     pub(crate) fn full(&self, m: usize) -> Vec<AggState> {
         self.states.iter().take(m).map(|s| s.to_state()).collect()

@@ -520,41 +520,21 @@ impl Group {
     /// change); `m` is the number of measures.
     #[inline]
     fn unpark(&mut self, m: usize) {
-        self.hot.unpark(&mut self.states, m);
-        if let Some(p) = self.last.take() {
-            self.panes.push(p);
-        }
+        self.hot.unpark_last(&mut self.last, &mut self.panes, &mut self.states, m);
     }
 
     /// Parks the last pane and its states (the group at rest).
     #[inline]
     fn park(&mut self, m: usize) {
-        if self.last.is_none() {
-            self.last = self.panes.pop();
-        }
-        if self.last.is_some() {
-            self.hot.park(&mut self.states, m);
-        }
+        self.hot.park_last(&mut self.last, &mut self.panes, &mut self.states, m);
     }
 
     /// Adds `record` to the parked last pane (the group at rest, with a last pane): inline
     /// when its states are, else (or when a measure declines the compact form) in the vector.
     #[inline]
     fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
-        let m = measures.len();
-        let from = if self.hot.used() {
-            match self.hot.update(measures, record) {
-                Ok(()) => return,
-                Err(k) => {
-                    self.hot.unpark(&mut self.states, m);
-                    k
-                }
-            }
-        } else {
-            0
-        };
         let i = self.panes.len();
-        update_states(&measures[from..], &mut self.states[i * m + from..(i + 1) * m], record);
+        self.hot.update_last(&mut self.states, i, measures, record);
     }
 
     /// Adds `record` to pane `i` (in start order) of the group at rest.
