@@ -91,4 +91,6 @@ pub fn schema(table: NexmarkTable) -> &'static str {
 }
 
 #[cfg(test)]
+mod digest_tests;
+#[cfg(test)]
 mod tests;
