@@ -40,6 +40,12 @@ impl SplitMix64 {
         mix64(self.state)
     }
 
+    /// Skips `n` draws: the stream continues as if `n` draws of [`SplitMix64::next_u64`] had
+    /// been made (their outputs are not computed).
+    pub(crate) fn skip(&mut self, n: u64) {
+        self.state = self.state.wrapping_add(GAMMA.wrapping_mul(n));
+    }
+
     /// A uniform integer in `[0, n)` (0 when `n` is 0), by Lemire's multiply-and-shift (bias
     /// below n / 2^64, negligible here).
     pub(crate) fn below(&mut self, n: u64) -> u64 {
@@ -76,6 +82,12 @@ pub(crate) fn push_string(rng: &mut SplitMix64, max_len: u64, buf: &mut String) 
     buf.truncate(start + trimmed_end);
     let leading = buf[start..].len() - buf[start..].trim_start().len();
     buf.drain(start..start + leading);
+}
+
+/// Skips the draws of [`push_string`] with this `max_len` without building the string.
+pub(crate) fn skip_string(rng: &mut SplitMix64, max_len: u64) {
+    let len = MIN_STRING_LENGTH + rng.below(max_len.saturating_sub(MIN_STRING_LENGTH).max(1));
+    rng.skip(len);
 }
 
 /// Appends exactly `len` uniform lowercase letters (the reference's `nextExactString`).
@@ -183,6 +195,23 @@ mod tests {
         }
         let each = (n - spaces) / 26.0;
         assert!(letters.iter().all(|&c| (c / each - 1.0).abs() < 0.02), "{letters:?}");
+    }
+
+    #[test]
+    fn skipping_draws_continues_the_stream_where_drawing_would() {
+        let mut drawn = SplitMix64::new(11);
+        let mut skipped = drawn.clone();
+        for _ in 0..5 {
+            drawn.next_u64();
+        }
+        skipped.skip(5);
+        assert_eq!(drawn.next_u64(), skipped.next_u64());
+        for max in [5u64, 7, 20, 100] {
+            let (mut built, mut skipped) = (SplitMix64::new(max), SplitMix64::new(max));
+            push_string(&mut built, max, &mut String::new());
+            skip_string(&mut skipped, max);
+            assert_eq!(built.next_u64(), skipped.next_u64(), "max {max}");
+        }
     }
 
     #[test]
