@@ -82,6 +82,16 @@ pub struct NexmarkGenerator {
     kept: [bool; MAX_COLUMNS],
 }
 
+/// The boxed slice of these values, each written straight into the heap (an array boxed with
+/// `Box::new` is built on the stack and then copied by a `memcpy` call).
+macro_rules! boxed_values {
+    ($($value:expr),+ $(,)?) => {{
+        let mut values = Vec::with_capacity([$(stringify!($value)),+].len());
+        $(values.push($value);)+
+        values.into_boxed_slice()
+    }};
+}
+
 fn text(s: &str) -> Value {
     Value::Str(Arc::from(s))
 }
@@ -165,7 +175,7 @@ impl NexmarkGenerator {
         // The channel, url and extra draws come last: when none of them is read, they are not
         // made at all.
         let (channel, url, extra) = if k[3] || k[4] || k[6] { self.bid_strings(rng) } else { Default::default() };
-        Box::new([
+        boxed_values![
             keep_if(k[0], || Value::Long(auction as i64 + FIRST_AUCTION_ID)),
             keep_if(k[1], || Value::Long(bidder as i64 + FIRST_PERSON_ID)),
             price,
@@ -173,7 +183,7 @@ impl NexmarkGenerator {
             url,
             keep_if(k[5], || Value::Timestamp(self.time_of(event))),
             extra,
-        ])
+        ]
     }
 
     /// A bid's channel, url and extra (each null when pruned), from the draws after the price.
@@ -258,7 +268,7 @@ impl NexmarkGenerator {
         };
         let current = 8 + strings_len + 5 * 8;
         let extra = keep_if(k[9], || self.extras.next(rng, current, AVG_AUCTION_BYTES));
-        Box::new([
+        boxed_values![
             keep_if(k[0], || Value::Long(id)),
             name,
             description,
@@ -269,7 +279,7 @@ impl NexmarkGenerator {
             keep_if(k[7], || Value::Long(seller as i64 + FIRST_PERSON_ID)),
             keep_if(k[8], || Value::Long(category)),
             extra,
-        ])
+        ]
     }
 
     fn person(&mut self, event: u64, rng: &mut SplitMix64) -> Box<[Value]> {
@@ -314,7 +324,7 @@ impl NexmarkGenerator {
         let current = 8 + name_len + email_len + 19 + len(city) + len(state);
         let (city, state) = (keep_if(k[4], || city.clone()), keep_if(k[5], || state.clone()));
         let extra = keep_if(k[7], || self.extras.next(rng, current, AVG_PERSON_BYTES));
-        Box::new([
+        boxed_values![
             keep_if(k[0], || Value::Long(id)),
             name,
             email,
@@ -323,6 +333,6 @@ impl NexmarkGenerator {
             state,
             keep_if(k[6], || Value::Timestamp(self.time_of(event))),
             extra,
-        ])
+        ]
     }
 }
