@@ -9,7 +9,7 @@ use eddy_engine::{Record, Timestamp, Value};
 
 use super::NexmarkTable;
 use super::model::*;
-use super::rng::{SplitMix64, push_exact_string, push_string, skip_string};
+use super::rng::{SplitMix64, mix64, push_exact_string, push_string, skip_string};
 
 /// Variants kept per length in an [`ExtraPool`].
 const EXTRA_VARIANTS: u64 = 8;
@@ -67,6 +67,8 @@ impl ExtraPool {
 #[derive(Debug)]
 pub struct NexmarkGenerator {
     seed: u64,
+    /// `mix64(seed)`, the start of every event's stream ([`SplitMix64::for_mixed_item`]).
+    mixed_seed: u64,
     clock: EventClock,
     /// `clock.us_per_event()`, computed once.
     us_per_event: f64,
@@ -106,6 +108,7 @@ impl NexmarkGenerator {
     pub fn new(seed: u64, clock: EventClock) -> NexmarkGenerator {
         NexmarkGenerator {
             seed,
+            mixed_seed: mix64(seed),
             clock,
             us_per_event: clock.us_per_event(),
             hot_channels: HOT_CHANNELS.iter().zip(HOT_URLS).map(|(c, u)| (text(c), text(u))).collect(),
@@ -144,7 +147,7 @@ impl NexmarkGenerator {
     /// The record of event `event`, in the column order of [`super::schema`] for its kind
     /// ([`kind_of`]). A function of `(seed, clock, event)` only.
     pub fn record(&mut self, event: u64) -> Record {
-        let mut rng = SplitMix64::for_item(self.seed, event);
+        let mut rng = SplitMix64::for_mixed_item(self.mixed_seed, event);
         let values = match kind_of(event) {
             NexmarkTable::Bid => self.bid(event, &mut rng),
             NexmarkTable::Auction => self.auction(event, &mut rng),

@@ -31,7 +31,13 @@ impl SplitMix64 {
     /// The stream of item `index` under `seed`: a stream per (seed, index) pair, started from a
     /// mixed state so neighbouring indexes do not give overlapping streams.
     pub(crate) fn for_item(seed: u64, index: u64) -> SplitMix64 {
-        SplitMix64::new(mix64(mix64(seed) ^ index.wrapping_mul(GAMMA)))
+        SplitMix64::for_mixed_item(mix64(seed), index)
+    }
+
+    /// [`SplitMix64::for_item`] given `mix64(seed)`, for callers that draw many items of one
+    /// seed and mix it once.
+    pub(crate) fn for_mixed_item(mixed_seed: u64, index: u64) -> SplitMix64 {
+        SplitMix64::new(mix64(mixed_seed ^ index.wrapping_mul(GAMMA)))
     }
 
     /// The next 64 random bits.
