@@ -6,6 +6,7 @@
 //! (2002), and its reference generator as maintained in Apache Beam (`sdks/java/testing/nexmark`)
 //! and the `nexmark/nexmark` Flink benchmark; see [`model`] for what is kept from it.
 
+mod generator;
 pub mod model;
 mod rng;
 mod source;
@@ -90,5 +91,7 @@ pub fn schema(table: NexmarkTable) -> &'static str {
     }
 }
 
+#[cfg(test)]
+mod digest_tests;
 #[cfg(test)]
 mod tests;

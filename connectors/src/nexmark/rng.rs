@@ -31,13 +31,25 @@ impl SplitMix64 {
     /// The stream of item `index` under `seed`: a stream per (seed, index) pair, started from a
     /// mixed state so neighbouring indexes do not give overlapping streams.
     pub(crate) fn for_item(seed: u64, index: u64) -> SplitMix64 {
-        SplitMix64::new(mix64(mix64(seed) ^ index.wrapping_mul(GAMMA)))
+        SplitMix64::for_mixed_item(mix64(seed), index)
+    }
+
+    /// [`SplitMix64::for_item`] given `mix64(seed)`, for callers that draw many items of one
+    /// seed and mix it once.
+    pub(crate) fn for_mixed_item(mixed_seed: u64, index: u64) -> SplitMix64 {
+        SplitMix64::new(mix64(mixed_seed ^ index.wrapping_mul(GAMMA)))
     }
 
     /// The next 64 random bits.
     pub(crate) fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GAMMA);
         mix64(self.state)
+    }
+
+    /// Skips `n` draws: the stream continues as if `n` draws of [`SplitMix64::next_u64`] had
+    /// been made (their outputs are not computed).
+    pub(crate) fn skip(&mut self, n: u64) {
+        self.state = self.state.wrapping_add(GAMMA.wrapping_mul(n));
     }
 
     /// A uniform integer in `[0, n)` (0 when `n` is 0), by Lemire's multiply-and-shift (bias
@@ -76,6 +88,12 @@ pub(crate) fn push_string(rng: &mut SplitMix64, max_len: u64, buf: &mut String) 
     buf.truncate(start + trimmed_end);
     let leading = buf[start..].len() - buf[start..].trim_start().len();
     buf.drain(start..start + leading);
+}
+
+/// Skips the draws of [`push_string`] with this `max_len` without building the string.
+pub(crate) fn skip_string(rng: &mut SplitMix64, max_len: u64) {
+    let len = MIN_STRING_LENGTH + rng.below(max_len.saturating_sub(MIN_STRING_LENGTH).max(1));
+    rng.skip(len);
 }
 
 /// Appends exactly `len` uniform lowercase letters (the reference's `nextExactString`).
@@ -183,6 +201,23 @@ mod tests {
         }
         let each = (n - spaces) / 26.0;
         assert!(letters.iter().all(|&c| (c / each - 1.0).abs() < 0.02), "{letters:?}");
+    }
+
+    #[test]
+    fn skipping_draws_continues_the_stream_where_drawing_would() {
+        let mut drawn = SplitMix64::new(11);
+        let mut skipped = drawn.clone();
+        for _ in 0..5 {
+            drawn.next_u64();
+        }
+        skipped.skip(5);
+        assert_eq!(drawn.next_u64(), skipped.next_u64());
+        for max in [5u64, 7, 20, 100] {
+            let (mut built, mut skipped) = (SplitMix64::new(max), SplitMix64::new(max));
+            push_string(&mut built, max, &mut String::new());
+            skip_string(&mut skipped, max);
+            assert_eq!(built.next_u64(), skipped.next_u64(), "max {max}");
+        }
     }
 
     #[test]

@@ -375,3 +375,20 @@ fn pruned_columns_are_null_and_kept_ones_unchanged() {
         }
     }
 }
+
+#[test]
+fn integer_rounding_matches_the_float_functions() {
+    let mut rng = super::rng::SplitMix64::new(12);
+    let mut samples =
+        vec![0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 99.5, 100.49999999999999, 4503599627370495.5, 1e18, 1e19];
+    samples.extend((0..100_000).map(|_| f64::from_bits(rng.next_u64() >> 1)));
+    samples.extend((0..100_000).map(|i| f64::from(i) * 0.25 + 0.125 * f64::from(i % 3)));
+    for x in samples {
+        assert_eq!(round_half_away(x), x.round() as i64, "round {x:e}");
+        for y in [x, -x] {
+            assert_eq!(floor_i64(y), y.floor() as i64, "floor {y:e}");
+        }
+    }
+    assert_eq!(floor_i64(f64::NAN), 0);
+    assert_eq!(floor_i64(f64::NEG_INFINITY), i64::MIN);
+}
