@@ -291,7 +291,7 @@ impl Operator for RollingWindow {
     /// Prefetches the state of `record`'s key and of the keys due soonest (their timers fire
     /// as processing time moves on, between the records), in three steps, each reading what
     /// the one before loaded: the key's slot now, what it points to a few hints later, the
-    /// buffers those point to just before the record comes ([`Hints`]).
+    /// buffers those point to just before the record comes (see `Hints`).
     #[inline]
     fn prefetch(&self, record: &Record) {
         let cols = &self.cfg.key_columns;
