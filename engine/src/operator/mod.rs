@@ -111,6 +111,9 @@ impl Output {
     /// capacity).
     #[inline]
     pub fn clear_rows(&mut self) {
+        if self.rows.is_empty() {
+            return; // most records produce no row: no drain to set up and tear down
+        }
         for mut row in self.rows.drain(..) {
             if self.spare.len() < SPARE_ROWS {
                 row.clear();
@@ -120,9 +123,12 @@ impl Output {
     }
 
     /// Empties both lists (keeps their capacity and the rows' buffers).
+    #[inline]
     pub fn clear(&mut self) {
         self.clear_rows();
-        self.late.clear();
+        if !self.late.is_empty() {
+            self.late.clear();
+        }
     }
 }
 

@@ -169,7 +169,7 @@ impl SessionState {
     /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
     #[inline]
     pub(crate) fn prefetch(&self, record: &Record, cols: &[usize]) {
-        self.groups.prefetch(self.groups.hash_record(record, cols));
+        self.groups.prefetch_record(record, cols);
     }
 
     /// Adds a record spanning `[t, end)` to the sessions of its group, merging every session it
@@ -178,8 +178,7 @@ impl SessionState {
     pub(crate) fn add(&mut self, record: &Record, t: Timestamp, end: Timestamp, cfg: &WindowAggregateConfig) {
         let (t, end) = (t.0, end.0);
         let cols = &cfg.key_columns[..];
-        let hash = self.groups.hash_record(record, cols);
-        let (slot, new) = self.groups.find_or_insert(hash, record, cols);
+        let (slot, new) = self.groups.find_or_insert_hinted(self.groups.hash_hint(record, cols), record, cols);
         let g = self.groups.get_mut(slot);
         if new {
             g.reset();

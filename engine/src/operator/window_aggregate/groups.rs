@@ -61,6 +61,9 @@ pub(crate) const HOT_BYTES: usize = 128;
 /// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the slot).
 const PREFETCH_STAGES: usize = 4;
 
+/// Hashes remembered by [`Groups::prefetch_record`] (a power of two).
+const RECENT: usize = 16;
+
 /// One group: its key (`None` while the slot is free) and its payload. The inline key and the
 /// payload's first fields share the slot's first [`HOT_BYTES`] (the per-record path).
 #[derive(Debug)]
@@ -81,6 +84,10 @@ pub(crate) struct Groups<T> {
     /// second stage of [`Groups::prefetch`].
     ring: [Cell<u64>; PREFETCH_STAGES],
     ring_at: Cell<usize>,
+    /// `(address of the record's values, hash)` of recently prefetched records, at
+    /// [`recent_index`] of the address: the lookup of a record reuses the hash its prefetch
+    /// computed ([`Groups::hash_hint`]).
+    recent: [Cell<(usize, u64)>; RECENT],
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     live: usize,
@@ -99,6 +106,7 @@ impl<T: Default> Default for Groups<T> {
             table: SlotTable::default(),
             ring: Default::default(),
             ring_at: Cell::new(0),
+            recent: Default::default(),
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
@@ -241,6 +249,13 @@ fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     a == b
 }
 
+/// The entry of [`Groups::recent`] for a record whose values are at `addr` (records are
+/// allocations of at least 16 bytes, and consecutive ones land on distinct entries).
+#[inline]
+fn recent_index(addr: usize) -> usize {
+    ((addr >> 4) ^ (addr >> 12)) & (RECENT - 1)
+}
+
 impl<T: Default> Groups<T> {
     /// The hash of `record`'s values at `cols` (equal to [`Groups::hash_key`] of its key).
     #[inline]
@@ -284,7 +299,39 @@ impl<T: Default> Groups<T> {
         }
     }
 
-    /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`]).
+    /// [`Groups::prefetch`] for `record`, remembering its hash for [`Groups::hash_hint`].
+    #[inline]
+    pub(crate) fn prefetch_record(&self, record: &Record, cols: &[usize]) {
+        let hash = self.hash_record(record, cols);
+        let addr = record.values.as_ptr() as usize;
+        self.recent[recent_index(addr)].set((addr, hash));
+        self.prefetch(hash);
+    }
+
+    /// The hash [`Groups::prefetch_record`] computed for a record at `record`'s address, else
+    /// `record`'s hash. Only a hint: the record at that address may have changed since (a
+    /// reused allocation), so a lookup with it that finds nothing must be retried with
+    /// [`Groups::hash_record`] (a lookup that finds a slot is right: slots are matched by key,
+    /// and a key has one slot). [`Groups::find_or_insert_hinted`] does so.
+    #[inline]
+    pub(crate) fn hash_hint(&self, record: &Record, cols: &[usize]) -> u64 {
+        let addr = record.values.as_ptr() as usize;
+        let (a, h) = self.recent[recent_index(addr)].get();
+        if a == addr { h } else { self.hash_record(record, cols) }
+    }
+
+    /// [`Groups::find_or_insert`] from a [`Groups::hash_hint`]: the hash is checked before a
+    /// group is created.
+    #[inline]
+    pub(crate) fn find_or_insert_hinted(&mut self, hint: u64, record: &Record, cols: &[usize]) -> (u32, bool) {
+        if let Some(s) = self.find(hint, record, cols) {
+            return (s, false);
+        }
+        self.find_or_insert(self.hash_record(record, cols), record, cols)
+    }
+
+    /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`], or a
+    /// [`Groups::hash_hint`]: a slot found is then right, `None` is not final).
     #[inline]
     pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
         let slots = &self.slots;
@@ -407,6 +454,31 @@ mod tests {
 
     fn rec(k: &str, x: f64) -> Record {
         Record::new(vec![Value::Str(k.into()), Value::Double(x)])
+    }
+
+    #[test]
+    fn a_stale_hash_hint_never_misplaces_a_group() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize];
+        let (sa, _) = g.find_or_insert(g.hash_record(&rec("a", 0.0), &cols), &rec("a", 0.0), &cols);
+        let mut r = rec("a", 0.0);
+        g.prefetch_record(&r, &cols);
+        assert_eq!(g.hash_hint(&r, &cols), g.hash_record(&r, &cols));
+        // the same allocation now holds another key: the remembered hash is stale
+        r.values[0] = Value::Str("b".into());
+        let hint = g.hash_hint(&r, &cols);
+        assert_ne!(hint, g.hash_record(&r, &cols), "the hint is the stale one");
+        assert_eq!(g.find(hint, &r, &cols), None);
+        let (sb, new) = g.find_or_insert_hinted(hint, &r, &cols);
+        assert!(new);
+        assert_ne!(sb, sa);
+        // created under its own hash: found from a record built apart, and found again (not
+        // created twice) through the stale hint
+        assert_eq!(g.find(g.hash_record(&rec("b", 1.0), &cols), &rec("b", 1.0), &cols), Some(sb));
+        assert_eq!(g.find_or_insert_hinted(hint, &r, &cols), (sb, false));
+        // back to the first key: the stale hint still finds the right group
+        r.values[0] = Value::Str("a".into());
+        assert_eq!(g.find_or_insert_hinted(g.hash_hint(&r, &cols), &r, &cols), (sa, false));
     }
 
     #[test]

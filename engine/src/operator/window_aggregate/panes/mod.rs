@@ -192,7 +192,7 @@ impl PaneState {
     /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
     #[inline]
     pub(super) fn prefetch(&self, record: &Record, cols: &[usize]) {
-        self.groups.prefetch(self.groups.hash_record(record, cols));
+        self.groups.prefetch_record(record, cols);
     }
 
     /// Adds `record`, whose event time is `t` (fixed windows; ignored without a window), judged
@@ -207,8 +207,7 @@ impl PaneState {
         out: &mut Output,
     ) {
         let cols = &cfg.key_columns[..];
-        let hash = self.groups.hash_record(record, cols);
-        if let Some(slot) = self.groups.find(hash, record, cols) {
+        if let Some(slot) = self.groups.find(self.groups.hash_hint(record, cols), record, cols) {
             let pane_len = match self.layout {
                 Layout::Plain { .. } => None,
                 Layout::Fixed(grid) => Some(grid.pane()),
@@ -229,7 +228,7 @@ impl PaneState {
                 return;
             }
         }
-        self.add_slow(record, hash, t, late, cfg, out);
+        self.add_slow(record, t, late, cfg, out);
     }
 
     /// A record that opens a pane (or lands in an older one).
@@ -237,7 +236,6 @@ impl PaneState {
     fn add_slow(
         &mut self,
         record: &Record,
-        hash: u64,
         t: i64,
         late: Option<i64>,
         cfg: &WindowAggregateConfig,
@@ -264,6 +262,7 @@ impl PaneState {
             out.late.push(record.clone());
             return;
         }
+        let hash = self.groups.hash_record(record, &cfg.key_columns);
         let (slot, new) = self.groups.find_or_insert(hash, record, &cfg.key_columns);
         if new {
             self.groups.get_mut(slot).reset();
