@@ -119,8 +119,8 @@ impl SessionGroup {
     /// Adds `record` to the parked last session (the group at rest, with a last session).
     #[inline]
     fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
-        let i = self.sessions.len();
-        self.hot.update_last(&mut self.states, i, measures, record);
+        let sessions = &self.sessions;
+        self.hot.update_last(&mut self.states, || sessions.len(), measures, record);
     }
 
     /// The states of session `i` (in start order) of `m` measures, the group at rest.

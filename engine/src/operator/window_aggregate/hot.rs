@@ -105,14 +105,15 @@ impl Hot {
         }
     }
 
-    /// Adds `record` to the parked last item, item `i` of its group (the group at rest): inline
-    /// when its states are, else (or from a measure that declines the compact form on) in
-    /// `states[i * m..(i + 1) * m]`.
+    /// Adds `record` to the parked last item, item `i()` of its group (the group at rest):
+    /// inline when its states are, else (or from a measure that declines the compact form on) in
+    /// `states[i * m..(i + 1) * m]`. `i` is called only then: the item count lies outside the
+    /// bytes the per-record prefetch loads.
     #[inline]
     pub(crate) fn update_last(
         &mut self,
         states: &mut Vec<AggState>,
-        i: usize,
+        i: impl FnOnce() -> usize,
         measures: &[AggregateFn],
         record: &Record,
     ) {
@@ -128,6 +129,7 @@ impl Hot {
         } else {
             0
         };
+        let i = i();
         for (f, st) in measures[from..].iter().zip(&mut states[i * m + from..(i + 1) * m]) {
             f.update(st, measure_input(f, record));
         }

@@ -532,8 +532,8 @@ impl Group {
     /// when its states are, else (or when a measure declines the compact form) in the vector.
     #[inline]
     fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
-        let i = self.panes.len();
-        self.hot.update_last(&mut self.states, i, measures, record);
+        let panes = &self.panes;
+        self.hot.update_last(&mut self.states, || panes.len(), measures, record);
     }
 
     /// Adds `record` to pane `i` (in start order) of the group at rest.
