@@ -28,6 +28,7 @@
 //! min-heap of `(end, group slot)`, touched only when a pane or a session opens or a group is
 //! finalised.
 
+mod due;
 pub(crate) mod groups;
 pub(crate) mod hot;
 mod panes;

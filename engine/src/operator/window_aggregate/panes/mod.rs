@@ -8,9 +8,9 @@
 //!   such windows are never emitted again, even though a pane they share with a later window
 //!   may still receive records.
 //! - a pane is dropped once its last window is final (`last_end <= closed`);
-//! - `due`: the end of the group's next window to finalise, registered in a min-heap of
-//!   `(due, slot)`. Only pane creation and finalisation touch the heap; stale entries (whose
-//!   `due` no longer matches the group's) are skipped when they surface.
+//! - `due`: the end of the group's next window to finalise, registered in the expiry queue
+//!   ([`DueQueue`]) as `(due, slot)`. Only pane creation and finalisation touch the queue; stale
+//!   entries (whose `due` no longer matches the group's) are skipped when they surface.
 //!
 //! Invariant (what makes per-window lateness exact with panes): when a record is judged against
 //! a watermark L, every window with end <= L that holds records has been finalised. A record is
@@ -22,11 +22,10 @@
 //! never.
 
 use std::borrow::Cow;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
+use super::due::DueQueue;
 use super::groups::{Groups, HOT_BYTES};
 use super::hot::Hot;
 use super::{OutputMode, WindowAggregateConfig, measure_input};
@@ -106,12 +105,12 @@ pub(super) struct GroupSnapshot {
     panes: Vec<(i64, Vec<Vec<u8>>)>,
 }
 
-/// Every group's panes, the expiry heap and the update-mode change list.
+/// Every group's panes, the expiry queue and the update-mode change list.
 #[derive(Debug)]
 pub(super) struct PaneState {
     layout: Layout,
     groups: Groups<Group>,
-    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    expiry: DueQueue,
     changed: Vec<u32>,
     /// Merge buffer for windows of several panes.
     scratch: Vec<AggState>,
@@ -142,7 +141,7 @@ impl PaneState {
         PaneState {
             layout,
             groups: Groups::default(),
-            heap: BinaryHeap::new(),
+            expiry: DueQueue::new(),
             changed: Vec::new(),
             scratch: Vec::new(),
             ends: Vec::new(),
@@ -176,7 +175,7 @@ impl PaneState {
         let g = self.groups.get_mut(slot);
         if due < g.due {
             g.due = due;
-            self.heap.push(Reverse((due, slot)));
+            self.expiry.push(due, slot);
         }
     }
 
@@ -305,21 +304,17 @@ impl PaneState {
         i
     }
 
-    /// The earliest instant registered in the expiry heap (`i64::MAX`: none); nothing is due
+    /// The earliest instant registered in the expiry queue (`i64::MAX`: none); nothing is due
     /// before it.
     #[inline]
     pub(crate) fn next_due(&self) -> i64 {
-        self.heap.peek().map_or(i64::MAX, |r| r.0.0)
+        self.expiry.next_due()
     }
 
     /// Finalises every window with end <= `w`: emits it first when `emit` (append mode), then
     /// drops panes no later window needs, and groups left without panes.
     pub(super) fn evict(&mut self, w: i64, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
-        while let Some(&Reverse((due, slot))) = self.heap.peek() {
-            if due > w {
-                break;
-            }
-            self.heap.pop();
+        while let Some((due, slot)) = self.expiry.pop_due(w) {
             if !self.groups.is_live(slot) || self.groups.get(slot).due != due {
                 continue; // stale entry
             }
