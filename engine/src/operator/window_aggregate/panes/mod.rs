@@ -232,14 +232,7 @@ impl PaneState {
 
     /// A record that opens a pane (or lands in an older one).
     #[cold]
-    fn add_slow(
-        &mut self,
-        record: &Record,
-        t: i64,
-        late: Option<i64>,
-        cfg: &WindowAggregateConfig,
-        out: &mut Output,
-    ) {
+    fn add_slow(&mut self, record: &Record, t: i64, late: Option<i64>, cfg: &WindowAggregateConfig, out: &mut Output) {
         let (start, last_end) = match self.layout {
             Layout::Plain { time_key } => {
                 let kt = time_key.and_then(|i| record.values[cfg.key_columns[i]].as_timestamp());
