@@ -25,7 +25,7 @@ use crossbeam_channel::{Receiver, Sender, select};
 
 use eddy_connectors::{ConnectorError, Sink};
 use eddy_engine::Row;
-use eddy_engine::output::{row_to_json_line, write_row};
+use eddy_engine::output::{RowFormat, row_to_json_line};
 
 use crate::messages::{SinkCommand, ToCoordinator, ToSink};
 use crate::metrics::{LATENCY_SAMPLE_EVERY, Metrics};
@@ -49,9 +49,11 @@ pub trait LatencyRecorder: Send + Sync {
 pub struct RowWriter {
     sink: SharedSink,
     names: Arc<[String]>,
-    /// Output column indexes of the message key (empty: no key) and their names.
+    /// The rows' JSON layout (over `names`).
+    format: RowFormat,
+    /// Output column indexes of the message key (empty: no key), and the key's JSON layout.
     key: Vec<usize>,
-    key_names: Vec<String>,
+    key_format: RowFormat,
     /// The formatted rows of one call, one after the other, and where each ends.
     lines: String,
     line_ends: Vec<usize>,
@@ -83,12 +85,13 @@ impl RowWriter {
         latency: Option<Arc<dyn LatencyRecorder>>,
         metrics: Metrics,
     ) -> RowWriter {
-        let key_names = key.iter().map(|&k| names[k].clone()).collect();
+        let key_names: Vec<String> = key.iter().map(|&k| names[k].clone()).collect();
         RowWriter {
             sink,
+            format: RowFormat::new(&names),
+            key_format: RowFormat::new(&key_names),
             names,
             key,
-            key_names,
             lines: String::with_capacity(4096),
             line_ends: Vec::new(),
             keys: String::new(),
@@ -113,12 +116,12 @@ impl RowWriter {
         self.keys.clear();
         self.key_ends.clear();
         for row in rows {
-            write_row(&mut self.lines, &self.names, row);
+            self.format.write(&mut self.lines, row);
             self.line_ends.push(self.lines.len());
             if !self.key.is_empty() {
                 self.key_values.clear();
                 self.key_values.extend(self.key.iter().map(|&k| row[k].clone()));
-                write_row(&mut self.keys, &self.key_names, &self.key_values);
+                self.key_format.write(&mut self.keys, &self.key_values);
                 self.key_ends.push(self.keys.len());
             }
         }
