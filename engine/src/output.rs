@@ -42,29 +42,10 @@ pub fn write_value(out: &mut String, v: &Value) {
     }
 }
 
-/// Appends the decimal digits of `i` (with `-` when negative), without the formatting machinery.
+/// Appends the decimal digits of `i` (with `-` when negative), as `Display` writes them (the
+/// `itoa` crate: two digits per step, no formatting machinery).
 fn write_integer(out: &mut String, i: i64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    let mut v = i.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        out.push('-');
-    }
-    // ASCII digits, copied at once (the UTF-8 check of at most 20 ASCII bytes is a few words).
-    match std::str::from_utf8(&buf[at..]) {
-        Ok(digits) => out.push_str(digits),
-        Err(_) => {
-            let _ = write!(out, "{}", i.unsigned_abs()); // (never taken) writing to a String cannot fail
-        }
-    }
+    out.push_str(itoa::Buffer::new().format(i));
 }
 
 fn write_double(out: &mut String, f: f64) {
