@@ -78,6 +78,43 @@ pub(crate) enum SmallState {
         /// Their compensated sum.
         sum: DoubleDouble,
     },
+    /// [`AggState::Extreme`] (min / max) of an INT, BIGINT or TIMESTAMP column, or none yet.
+    Extreme(SmallExtreme),
+}
+
+/// The extreme of a compact min / max state (see [`SmallState::Extreme`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SmallExtreme {
+    /// No non-null input yet.
+    None,
+    /// [`Value::Int`].
+    Int(i32),
+    /// [`Value::Long`].
+    Long(i64),
+    /// [`Value::Timestamp`] (µs).
+    Timestamp(Timestamp),
+}
+
+impl SmallExtreme {
+    /// The compact form of an extreme, for the kinds that have one.
+    fn of(v: &Option<Value>) -> Option<SmallExtreme> {
+        Some(match v {
+            None => SmallExtreme::None,
+            Some(Value::Int(x)) => SmallExtreme::Int(*x),
+            Some(Value::Long(x)) => SmallExtreme::Long(*x),
+            Some(Value::Timestamp(t)) => SmallExtreme::Timestamp(*t),
+            Some(_) => return None,
+        })
+    }
+
+    fn value(self) -> Option<Value> {
+        match self {
+            SmallExtreme::None => None,
+            SmallExtreme::Int(x) => Some(Value::Int(x)),
+            SmallExtreme::Long(x) => Some(Value::Long(x)),
+            SmallExtreme::Timestamp(t) => Some(Value::Timestamp(t)),
+        }
+    }
 }
 
 impl Default for SmallState {
@@ -95,6 +132,7 @@ impl SmallState {
             SmallState::DoubleSum { n, sum } => {
                 AggState::DoubleSum(DoubleSum { n, sum, nan: 0, pos_inf: 0, neg_inf: 0 })
             }
+            SmallState::Extreme(e) => AggState::Extreme(e.value()),
         }
     }
 }
@@ -109,6 +147,7 @@ impl AggState {
             AggState::DoubleSum(s) if s.nan == 0 && s.pos_inf == 0 && s.neg_inf == 0 => {
                 Some(SmallState::DoubleSum { n: s.n, sum: s.sum })
             }
+            AggState::Extreme(e) => SmallExtreme::of(e).map(SmallState::Extreme),
             _ => None,
         }
     }
@@ -230,6 +269,41 @@ impl AggregateFn {
                 Value::Null => true,
                 _ => false,
             },
+            // as `update_other`: a null changes nothing; the first value is kept; then a value
+            // replaces the extreme when strictly beyond it (the same order as `total_cmp` within
+            // one kind). Another kind of input than the one kept: the full state decides.
+            SmallState::Extreme(e) => {
+                let max = match self.kind {
+                    AggKind::Max => true,
+                    AggKind::Min => false,
+                    _ => return false,
+                };
+                let beyond = |new: i64, cur: i64| if max { new > cur } else { new < cur };
+                match (*e, v) {
+                    (_, Value::Null) => {}
+                    (SmallExtreme::None, v) => match SmallExtreme::of(&Some(v.clone())) {
+                        Some(first) => *e = first,
+                        None => return false,
+                    },
+                    (SmallExtreme::Long(cur), &Value::Long(x)) => {
+                        if beyond(x, cur) {
+                            *e = SmallExtreme::Long(x);
+                        }
+                    }
+                    (SmallExtreme::Int(cur), &Value::Int(x)) => {
+                        if beyond(i64::from(x), i64::from(cur)) {
+                            *e = SmallExtreme::Int(x);
+                        }
+                    }
+                    (SmallExtreme::Timestamp(cur), &Value::Timestamp(x)) => {
+                        if beyond(x.0, cur.0) {
+                            *e = SmallExtreme::Timestamp(x);
+                        }
+                    }
+                    _ => return false,
+                }
+                true
+            }
         }
     }
 
