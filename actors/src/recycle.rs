@@ -36,7 +36,10 @@ pub fn return_capacity(parallelism: usize, poll_max: usize, batch: usize) -> usi
 /// if not, the partition actors drop them and hand back the emptied buffers only.
 pub fn channel(capacity: usize, records: bool) -> (BatchReturn, Spares) {
     let (tx, rx) = bounded(capacity);
-    (BatchReturn { tx, records }, Spares { rx: Some(rx), max_buffers: capacity, buffers: Vec::new(), scratch: Vec::new() })
+    (
+        BatchReturn { tx, records },
+        Spares { rx: Some(rx), max_buffers: capacity, buffers: Vec::new(), scratch: Vec::new() },
+    )
 }
 
 /// A partition actor's end of the return channel.
