@@ -292,7 +292,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let (to_source_tx, to_source_rx) = bounded(1024);
     // Processed batches go back to the source actor for reuse; records too when the source
     // reuses them (at most `return_capacity` batches in the channel).
-    let capacity = recycle::return_capacity(parallelism, crate::source::POLL_MAX, crate::source::BATCH);
+    let capacity =
+        recycle::return_capacity(parallelism, PARTITION_QUEUE, crate::source::POLL_MAX, crate::source::BATCH);
     let (returns, spares) = recycle::channel(capacity, source.recycles_records());
     let mut partition_txs = Vec::with_capacity(parallelism);
     let mut handles = Vec::new();
