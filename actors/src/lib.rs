@@ -16,6 +16,9 @@
 //! - the **coordinator** ([`coordinator`]) collects barrier acknowledgements and commits, tells
 //!   the source when a micro-batch is committed, and turns a stop request into a drain.
 //!
+//! - **recycling** ([`recycle`]): processed batches go back from the partition actors to the
+//!   source actor, their buffers and records reused (a bounded channel, never waited on).
+//!
 //! - **checkpoints** ([`checkpoint`]): per epoch / micro-batch, a snapshot of every partition
 //!   actor and a manifest written last; restore on start, re-split by key range; the sinks
 //!   commit in two phases around the checkpoint (files: exactly-once).
@@ -34,6 +37,7 @@ pub mod coordinator;
 pub mod messages;
 pub mod metrics;
 pub mod partition;
+pub mod recycle;
 pub mod routing;
 pub mod runtime;
 pub mod sink;

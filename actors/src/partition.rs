@@ -20,6 +20,9 @@
 //! snapshot is). Otherwise, between messages, with a wall clock, the actor sleeps until its
 //! operator's next timer (`recv_deadline`), never polling.
 //!
+//! A processed data batch goes back to the source actor ([`crate::recycle`]: at once, never
+//! waiting; dropped here when the way back is full), its buffer and records to be reused.
+//!
 //! Metrics (`crate::metrics`): the operator's time per data message (stage `partition`), how late
 //! the actor woke for a timer (system clock), and its state (keys, estimated bytes) at every
 //! barrier / end of batch.
@@ -37,6 +40,7 @@ use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
 use crate::clock::{Clock, deadline_of};
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
+use crate::recycle::BatchReturn;
 use crate::sink::RowWriter;
 
 /// How often the bytes-per-key of the state estimate is re-measured by serialising the state.
@@ -67,6 +71,9 @@ pub struct PartitionActor {
     pub snapshots: Option<SnapshotWriter>,
     /// Real-time: the first epoch (0, or the one after the restored checkpoint's).
     pub first_epoch: u64,
+    /// Where processed data batches go back to the source actor for reuse ([`crate::recycle`]);
+    /// `None`: they are dropped here.
+    pub returns: Option<BatchReturn>,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -152,6 +159,10 @@ impl PartitionActor {
                     }
                     if let Some(t) = started {
                         self.metrics.stage_partition.record(t.elapsed().as_secs_f64());
+                    }
+                    // Every record was processed and only borrowed: the batch can be reused.
+                    if let Some(r) = &self.returns {
+                        r.give_back(batch);
                     }
                 }
                 Some(ToPartition::Control(c)) => match c {

@@ -25,6 +25,7 @@ use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::server::MetricsServer;
 use crate::metrics::{Health, Metrics};
 use crate::partition::PartitionActor;
+use crate::recycle;
 use crate::routing::Router;
 use crate::sink::{LatencyRecorder, RowWriter, SharedSink, SinkActor};
 use crate::source::{SourceActor, SourceCounters};
@@ -289,6 +290,11 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let (commands_tx, commands_rx) = bounded(1024);
     let (coord_tx, coord_rx) = bounded(1024);
     let (to_source_tx, to_source_rx) = bounded(1024);
+    // Processed batches go back to the source actor for reuse; records too when the source
+    // reuses them (at most `return_capacity` batches in the channel).
+    let capacity =
+        recycle::return_capacity(parallelism, PARTITION_QUEUE, crate::source::POLL_MAX, crate::source::BATCH);
+    let (returns, spares) = recycle::channel(capacity, source.recycles_records());
     let mut partition_txs = Vec::with_capacity(parallelism);
     let mut handles = Vec::new();
     operators.reverse();
@@ -314,6 +320,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             rows: RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone()),
             coordinator: coord_tx.clone(),
             metrics: metrics.clone(),
+            returns: Some(returns.clone()),
         };
         handles.push(
             thread::Builder::new()
@@ -367,6 +374,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         checkpoint: source_checkpoint,
         resume,
         stop_after: opts.stop_after,
+        spares,
         plan,
         partitions: partition_txs,
         sink: sink_tx,

@@ -31,12 +31,13 @@ use crate::clock::{Clock, SystemClock};
 use crate::coordinator::UnitStarts;
 use crate::messages::{Control, Stamped, ToCoordinator, ToPartition, ToSink, ToSource};
 use crate::metrics::{Metrics, micros_to_seconds};
+use crate::recycle::Spares;
 use crate::routing::Router;
 
 /// Records per data message to a partition actor.
-const BATCH: usize = 256;
+pub(crate) const BATCH: usize = 256;
 /// Items per source poll.
-const POLL_MAX: usize = 4096;
+pub(crate) const POLL_MAX: usize = 4096;
 /// Real-time: epochs the source may run ahead of the last committed one before it waits.
 const MAX_EPOCHS_IN_FLIGHT: u64 = 64;
 /// How long the source waits on a full partition queue before telling the source to stop
@@ -91,6 +92,10 @@ pub struct SourceActor {
     /// The clock and watermark of a restored checkpoint, and the epoch / batch it closed (the
     /// source itself has already been moved past the checkpoint's offset).
     pub resume: Option<(u64, DriverState)>,
+    /// Batches handed back by the partition actors ([`crate::recycle`]): their buffers are reused
+    /// for new batches and their records given to the source before each poll
+    /// ([`Source::recycle`]). [`Spares::none`]: no recycling.
+    pub spares: Spares,
     /// Test-only (`EDDY_TEST_STOP_AFTER`, see `src/main.rs`): once this batch / epoch is
     /// committed, end the run there, as a crash right after its checkpoint would (real-time:
     /// nothing after the barrier is sent; micro-batch: no batch after it).
@@ -179,12 +184,28 @@ impl SourceActor {
         }
     }
 
+    /// Sends every non-empty buffer, leaving it without capacity ([`SourceActor::route`] takes a
+    /// spare one when it next pushes).
     fn flush(&self, buffers: &mut [Vec<Stamped>]) -> Result<(), SourceError> {
         for (p, buf) in buffers.iter_mut().enumerate() {
             if !buf.is_empty() {
-                let data = std::mem::replace(buf, Vec::with_capacity(BATCH));
-                self.send_to(p, ToPartition::Data(data))?;
+                self.send_to(p, ToPartition::Data(std::mem::take(buf)))?;
             }
+        }
+        Ok(())
+    }
+
+    /// Appends `s` to the buffer of partition actor `p` (a spare buffer when it has none), and
+    /// sends the buffer once it holds [`BATCH`] records.
+    fn route(&mut self, buffers: &mut [Vec<Stamped>], p: usize, s: Stamped) -> Result<(), SourceError> {
+        let buf = &mut buffers[p];
+        if buf.capacity() == 0 {
+            *buf = self.spares.buffer(BATCH);
+        }
+        buf.push(s);
+        if buf.len() >= BATCH {
+            let data = std::mem::take(buf);
+            self.send_to(p, ToPartition::Data(data))?;
         }
         Ok(())
     }
@@ -342,7 +363,7 @@ impl SourceActor {
         let mut offset = if track { self.source.offset() } else { None };
         // Epochs up to the restored checkpoint's are committed.
         let mut committed: Option<u64> = self.resume.as_ref().map(|(e, _)| *e);
-        let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
+        let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
         let mut items = Vec::with_capacity(POLL_MAX);
         let mut dead = Vec::new();
         let mut last_log = None;
@@ -361,6 +382,7 @@ impl SourceActor {
                 _ => std::time::Duration::from_millis(100),
             };
             items.clear();
+            self.spares.take_returned(self.source.as_mut());
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
             let metrics_on = self.metrics.enabled();
             // With metrics on, records without a creation instant count their latency from this poll.
@@ -405,11 +427,8 @@ impl SourceActor {
                 }
                 self.counters.records.fetch_add(1, Ordering::Relaxed);
                 let p = self.router.route(&record).0;
-                buffers[p].push(Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns });
-                if buffers[p].len() >= BATCH {
-                    let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
-                    self.send_to(p, ToPartition::Data(data))?;
-                }
+                let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
+                self.route(&mut buffers, p, s)?;
             }
             self.flush(&mut buffers)?;
             if let Some(t) = polled {
@@ -491,6 +510,7 @@ impl SourceActor {
             let wait = trigger
                 .saturating_sub(batch_started.elapsed())
                 .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
+            self.spares.take_returned(self.source.as_mut());
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
             let cut = match poll {
                 Poll::BatchBoundary => true,
@@ -580,20 +600,12 @@ impl SourceActor {
     ) -> Result<(Timestamp, Timestamp), SourceError> {
         self.units.started(ctx.batch_id);
         self.broadcast(Control::BeginBatch(ctx))?;
-        let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::with_capacity(BATCH)).collect();
+        let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
         for record in records {
             self.counters.records.fetch_add(1, Ordering::Relaxed);
             let p = self.router.route(&record).0;
-            buffers[p].push(Stamped {
-                record,
-                now: ctx.processing_time,
-                watermark: ctx.watermarks.late,
-                created_ns: 0,
-            });
-            if buffers[p].len() >= BATCH {
-                let data = std::mem::replace(&mut buffers[p], Vec::with_capacity(BATCH));
-                self.send_to(p, ToPartition::Data(data))?;
-            }
+            let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
+            self.route(&mut buffers, p, s)?;
         }
         self.flush(&mut buffers)?;
         self.broadcast(Control::EndBatch { batch_id: ctx.batch_id })?;

@@ -164,6 +164,23 @@ pub trait Source: Send {
     fn backpressure(&self, full: bool) {
         let _ = full;
     }
+
+    /// Whether [`Source::recycle`] reuses records: when `true`, the runtime hands back the
+    /// records it is done with (on the source's own thread) instead of dropping them where they
+    /// were processed. Default: `false` (records are dropped by the partition actors).
+    fn recycles_records(&self) -> bool {
+        false
+    }
+
+    /// Records the runtime is done with: records this source emitted (as [`Payload::Record`]),
+    /// already processed, that nothing else refers to any more (operators only borrow records;
+    /// whatever they keep, they cloned). The source may move any of them out of `records` to
+    /// overwrite their values in a later [`Source::poll`] instead of allocating new records; it
+    /// must keep at most a bounded number. What it leaves in `records` is dropped by the caller.
+    /// Called only when [`Source::recycles_records`] is `true`. Default: takes nothing.
+    fn recycle(&mut self, records: &mut Vec<Record>) {
+        let _ = records;
+    }
 }
 
 /// A sink of output lines, committed per micro-batch or epoch.

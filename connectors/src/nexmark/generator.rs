@@ -84,13 +84,27 @@ pub struct NexmarkGenerator {
     kept: [bool; MAX_COLUMNS],
 }
 
-/// The boxed slice of these values, each written straight into the heap (an array boxed with
-/// `Box::new` is built on the stack and then copied by a `memcpy` call).
-macro_rules! boxed_values {
-    ($($value:expr),+ $(,)?) => {{
-        let mut values = Vec::with_capacity([$(stringify!($value)),+].len());
-        $(values.push($value);)+
-        values.into_boxed_slice()
+/// The boxed slice of these values: `reuse` (an `Option<Box<[Value]>>`) when it has exactly
+/// that many slots, each overwritten in turn (the old values dropped, no allocation); else a new
+/// one, each value written straight into the heap (an array boxed with `Box::new` is built on the
+/// stack and then copied by a `memcpy` call). Either way the values are evaluated in the order
+/// written, so the random draws they make are the same.
+macro_rules! fill_values {
+    ($reuse:expr; $($value:expr),+ $(,)?) => {{
+        const N: usize = [$(stringify!($value)),+].len();
+        match $reuse {
+            Some(mut values) if values.len() == N => {
+                let mut i = 0;
+                $(values[i] = $value; i += 1;)+
+                debug_assert_eq!(i, N);
+                values
+            }
+            _ => {
+                let mut values = Vec::with_capacity(N);
+                $(values.push($value);)+
+                values.into_boxed_slice()
+            }
+        }
     }};
 }
 
@@ -147,16 +161,24 @@ impl NexmarkGenerator {
     /// The record of event `event`, in the column order of [`super::schema`] for its kind
     /// ([`kind_of`]). A function of `(seed, clock, event)` only.
     pub fn record(&mut self, event: u64) -> Record {
+        self.record_reusing(event, None)
+    }
+
+    /// [`NexmarkGenerator::record`], written into `spare` when it has the width of event
+    /// `event`'s table (its old values are overwritten and dropped; no allocation); a spare of
+    /// another width is dropped and a new record allocated. The record is the same either way.
+    pub fn record_reusing(&mut self, event: u64, spare: Option<Record>) -> Record {
         let mut rng = SplitMix64::for_mixed_item(self.mixed_seed, event);
+        let reuse = spare.map(|r| r.values);
         let values = match kind_of(event) {
-            NexmarkTable::Bid => self.bid(event, &mut rng),
-            NexmarkTable::Auction => self.auction(event, &mut rng),
-            NexmarkTable::Person => self.person(event, &mut rng),
+            NexmarkTable::Bid => self.bid(event, &mut rng, reuse),
+            NexmarkTable::Auction => self.auction(event, &mut rng, reuse),
+            NexmarkTable::Person => self.person(event, &mut rng, reuse),
         };
         Record { values }
     }
 
-    fn bid(&mut self, event: u64, rng: &mut SplitMix64) -> Box<[Value]> {
+    fn bid(&mut self, event: u64, rng: &mut SplitMix64, reuse: Option<Box<[Value]>>) -> Box<[Value]> {
         let k = self.kept;
         let auction = if rng.below(HOT_AUCTION_RATIO) > 0 {
             (last_base0_auction_id(event).max(0) as u64 / HOT_BATCH) * HOT_BATCH
@@ -178,7 +200,7 @@ impl NexmarkGenerator {
         // The channel, url and extra draws come last: when none of them is read, they are not
         // made at all.
         let (channel, url, extra) = if k[3] || k[4] || k[6] { self.bid_strings(rng) } else { Default::default() };
-        boxed_values![
+        fill_values![reuse;
             keep_if(k[0], || Value::Long(auction as i64 + FIRST_AUCTION_ID)),
             keep_if(k[1], || Value::Long(bidder as i64 + FIRST_PERSON_ID)),
             price,
@@ -223,7 +245,7 @@ impl NexmarkGenerator {
         (channel, url)
     }
 
-    fn auction(&mut self, event: u64, rng: &mut SplitMix64) -> Box<[Value]> {
+    fn auction(&mut self, event: u64, rng: &mut SplitMix64, reuse: Option<Box<[Value]>>) -> Box<[Value]> {
         let k = self.kept;
         let time = self.time_of(event);
         let id = last_base0_auction_id(event) + FIRST_AUCTION_ID;
@@ -271,7 +293,7 @@ impl NexmarkGenerator {
         };
         let current = 8 + strings_len + 5 * 8;
         let extra = keep_if(k[9], || self.extras.next(rng, current, AVG_AUCTION_BYTES));
-        boxed_values![
+        fill_values![reuse;
             keep_if(k[0], || Value::Long(id)),
             name,
             description,
@@ -285,7 +307,7 @@ impl NexmarkGenerator {
         ]
     }
 
-    fn person(&mut self, event: u64, rng: &mut SplitMix64) -> Box<[Value]> {
+    fn person(&mut self, event: u64, rng: &mut SplitMix64, reuse: Option<Box<[Value]>>) -> Box<[Value]> {
         let k = self.kept;
         let id = last_base0_person_id(event) as i64 + FIRST_PERSON_ID;
         let name = &self.names[rng.below(self.names.len() as u64) as usize];
@@ -327,7 +349,7 @@ impl NexmarkGenerator {
         let current = 8 + name_len + email_len + 19 + len(city) + len(state);
         let (city, state) = (keep_if(k[4], || city.clone()), keep_if(k[5], || state.clone()));
         let extra = keep_if(k[7], || self.extras.next(rng, current, AVG_PERSON_BYTES));
-        boxed_values![
+        fill_values![reuse;
             keep_if(k[0], || Value::Long(id)),
             name,
             email,

@@ -49,6 +49,15 @@ impl NexmarkTable {
             NexmarkTable::Person => "person",
         }
     }
+
+    /// How many columns the table's records have ([`schema`]): bid 7, auction 10, person 8.
+    pub fn columns(self) -> usize {
+        match self {
+            NexmarkTable::Bid => 7,
+            NexmarkTable::Auction => 10,
+            NexmarkTable::Person => 8,
+        }
+    }
 }
 
 impl fmt::Display for NexmarkTable {

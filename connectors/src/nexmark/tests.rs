@@ -7,6 +7,7 @@ use eddy_engine::{DataType, Record, Schema, Timestamp, Value};
 
 use super::model::*;
 use super::*;
+use crate::Source;
 
 const EVENTS: u64 = 50_000;
 
@@ -327,6 +328,7 @@ fn records_match_their_table_schema() {
         let n = next_of_kind(1_000, table);
         let r = g.record(n);
         assert_eq!(r.values.len(), schema.len(), "{table}");
+        assert_eq!(table.columns(), schema.len(), "{table}");
         for (field, value) in schema.fields().iter().zip(r.values.iter()) {
             let ok = matches!(
                 (field.data_type, value),
@@ -391,4 +393,115 @@ fn integer_rounding_matches_the_float_functions() {
     }
     assert_eq!(floor_i64(f64::NAN), 0);
     assert_eq!(floor_i64(f64::NEG_INFINITY), i64::MIN);
+}
+
+/// Records of every width from 0 to 12 (the tables' widths among them) holding strings, lists
+/// and other values in every column: spares no generated record resembles.
+fn foreign_records() -> Vec<Record> {
+    (0..=12)
+        .map(|width| {
+            Record::new(
+                (0..width)
+                    .map(|i| match i % 4 {
+                        0 => Value::Str(format!("foreign-{width}-{i}").into()),
+                        1 => Value::Double(i as f64 / 3.0),
+                        2 => Value::List(vec![Value::Str("in a list".into()), Value::Long(i)].into()),
+                        _ => Value::Window { start: Timestamp(i), end: Timestamp(i + 1) },
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_generator_fed_recycled_records_makes_the_records_it_would_allocate() {
+    let pruned_bid = [true, true, true, false, false, true, false];
+    let pruned_strings = [true, false, false, true, true, true, true, true, true, false];
+    for keep in [&[][..], &pruned_bid[..], &pruned_strings[..], &[false; 10][..]] {
+        let mut allocating = generator(5).keeping(keep);
+        let mut reusing = generator(5).keeping(keep);
+        // Spares: records of all three tables (strings in every string column) and foreign ones.
+        let mut other = generator(99);
+        let mut spares: Vec<Record> = (0..3_000).map(|n| other.record(n)).collect();
+        spares.extend(foreign_records());
+        let mut pick = super::rng::SplitMix64::for_item(3, keep.len() as u64);
+        for n in 0..20_000 {
+            // Now and then no spare, as when the free list is empty.
+            let spare = (pick.below(8) != 0 && !spares.is_empty())
+                .then(|| spares.swap_remove(pick.below(spares.len() as u64) as usize));
+            let expected = allocating.record(n);
+            let got = reusing.record_reusing(n, spare);
+            assert_eq!(got, expected, "event {n} keeping {keep:?}");
+            assert_eq!(format!("{got:?}"), format!("{expected:?}"), "event {n} keeping {keep:?}");
+            // The record goes back among the spares, as the runtime hands processed records back.
+            spares.push(got);
+        }
+    }
+}
+
+#[test]
+fn a_spare_of_the_tables_width_is_overwritten_in_place() {
+    let mut g = generator(8);
+    for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
+        let spare = Record::new(vec![Value::Str("old".into()); table.columns()]);
+        let at = spare.values.as_ptr();
+        let n = next_of_kind(500, table);
+        let r = g.record_reusing(n, Some(spare));
+        assert_eq!(r.values.as_ptr(), at, "{table}: the spare's slots are reused");
+        assert_eq!(r, generator(8).record(n), "{table}");
+    }
+}
+
+#[test]
+fn a_source_fed_its_own_records_back_emits_the_stream_it_emits_without() {
+    for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
+        let mut plain = NexmarkSource::new(table, Some(20_000), None, 6).unwrap();
+        let mut recycling = NexmarkSource::new(table, Some(20_000), None, 6).unwrap();
+        assert!(recycling.recycles_records());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut back = foreign_records();
+        loop {
+            let (pa, pb) = (
+                plain.poll(&mut a, 300, std::time::Duration::ZERO).unwrap(),
+                recycling.poll(&mut b, 300, std::time::Duration::ZERO).unwrap(),
+            );
+            assert_eq!(pa, pb);
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.drain(..).zip(b.drain(..)) {
+                assert_eq!(x.position, y.position);
+                let (crate::Payload::Record(x), crate::Payload::Record(y)) = (x.payload, y.payload) else {
+                    panic!("a generator emits records");
+                };
+                assert_eq!(x, y, "{table} at {}", y.values.len());
+                back.push(y);
+            }
+            recycling.recycle(&mut back);
+            back.clear();
+            if pa == crate::Poll::Exhausted {
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_source_keeps_a_bounded_number_of_recycled_records_of_its_width() {
+    let mut s = NexmarkSource::new(NexmarkTable::Bid, None, None, 6).unwrap();
+    let mut g = generator(6);
+    let bound = source::FREE_RECORDS;
+    // 13 foreign records (one of the bid's width 7), then 10 bids.
+    let mut records = foreign_records();
+    records.extend((0..10).map(|n| g.record(next_of_kind(n, NexmarkTable::Bid))));
+    s.recycle(&mut records);
+    assert_eq!(s.free_len(), 11);
+    // The 12 foreign records of other widths were dropped, not kept.
+    assert!(records.is_empty());
+    let mut many: Vec<Record> = (0..2 * bound as u64).map(|n| g.record(next_of_kind(n, NexmarkTable::Bid))).collect();
+    s.recycle(&mut many);
+    assert_eq!(s.free_len(), bound);
+    assert_eq!(many.len(), 2 * bound - (bound - 11));
+    // A full free list takes nothing more.
+    s.recycle(&mut many);
+    assert_eq!(many.len(), 2 * bound - (bound - 11));
 }
