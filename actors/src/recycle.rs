@@ -7,8 +7,9 @@
 //! generator such as Nexmark's allocates only until its free list is stocked.
 //!
 //! Bounds: the return channel holds at most [`return_capacity`] batches (each of at most 256
-//! records: 81 batches, 20,736 records, with one partition actor; 146 with two) and is only ever `try_send`-ed to: when it is full, or the source actor is gone, the
-//! partition actor drops the batch itself, as it would without recycling, and never waits. The
+//! records: 81 batches, 20,736 records, with one partition actor; 146 with two) and is only
+//! ever `try_send`-ed to: when it is full, or the source actor is gone, the partition actor
+//! drops the batch itself, as it would without recycling, and never waits. The
 //! source actor keeps at most that many spare buffers, and the source its own bounded free list
 //! (Nexmark: 16,384 records).
 //!
