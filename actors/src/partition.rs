@@ -152,7 +152,8 @@ impl PartitionActor {
                         }
                         let before = out.rows.len();
                         self.operator.on_record(&s.record, s.watermark, &mut out);
-                        if s.created_ns != 0 {
+                        // (rows of timers before it keep 0: created instant unknown)
+                        if s.created_ns != 0 && out.rows.len() > before {
                             created.resize(before, 0);
                             created.resize(out.rows.len(), s.created_ns);
                         }
