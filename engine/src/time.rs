@@ -4,7 +4,7 @@
 //! Source: SEMANTICS.md "Time". Spark writes durations as interval strings (`"10 minutes"`,
 //! `"1 hour 30 minutes"`); months and years are refused because they have no fixed length.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -321,7 +321,41 @@ fn truncate(s: &str) -> String {
 impl Timestamp {
     /// Appends the text [`Display`](fmt::Display) gives (RFC 3339 UTC with `Z`) to `out`,
     /// digit by digit for years 0 to 9999 (the sink's hot path: no formatting machinery).
+    ///
+    /// The texts of the last two instants written on the thread are kept and copied when the
+    /// same instant comes again: the rows of a window share its start and end, so a window
+    /// query's rows mostly format nothing.
     pub fn write_rfc3339(self, out: &mut String) {
+        thread_local! {
+            /// The last two instants written on this thread and their texts, newest first.
+            static LAST_TEXTS: RefCell<[(Option<i64>, String); 2]> =
+                const { RefCell::new([(None, String::new()), (None, String::new())]) };
+        }
+        let cached = LAST_TEXTS.with(|cell| {
+            // Never borrowed elsewhere; were it, the text is formatted without the cache.
+            let Ok(mut texts) = cell.try_borrow_mut() else { return false };
+            if texts[0].0 == Some(self.0) {
+                out.push_str(&texts[0].1);
+            } else if texts[1].0 == Some(self.0) {
+                out.push_str(&texts[1].1);
+                texts.swap(0, 1);
+            } else {
+                let from = out.len();
+                self.format_rfc3339(out);
+                texts.swap(0, 1);
+                texts[0].0 = Some(self.0);
+                texts[0].1.clear();
+                texts[0].1.push_str(&out[from..]);
+            }
+            true
+        });
+        if !cached {
+            self.format_rfc3339(out);
+        }
+    }
+
+    /// [`Timestamp::write_rfc3339`] without the cache of last texts.
+    fn format_rfc3339(self, out: &mut String) {
         let mut buf = [0u8; 28];
         match self.rfc3339_bytes(&mut buf) {
             // ASCII digits and separators, copied at once (a char-by-char push costs ~10
@@ -562,6 +596,28 @@ mod tests {
             assert_eq!(written, fresh);
         }
         assert_eq!(Timestamp(leap + day - 1).to_string(), "2000-02-29T23:59:59.999999Z");
+    }
+
+    #[test]
+    fn an_instant_written_again_gets_its_own_text_not_a_remembered_one() {
+        // Windows' starts and ends alternate, repeat, and come back after others: each text
+        // must be the instant's own (checked by parsing it back and against a fresh thread's
+        // text), whichever of the remembered texts it matches or evicts.
+        let (a, b, c) = (1_700_000_000_000_000i64, 1_700_000_010_000_000, 1_700_000_010_000_001);
+        let year_10000 = 253_402_300_800_000_000; // written, not parsed back (years 0 to 9999)
+        let times = [a, b, a, b, b, c, a, c, b, -1, i64::MIN, i64::MIN, -1, a, year_10000, year_10000, a];
+        let mut written = String::from("prefix ");
+        for &us in &times {
+            let from = written.len();
+            Timestamp(us).write_rfc3339(&mut written);
+            let text = &written[from..];
+            let fresh = std::thread::spawn(move || Timestamp(us).to_string()).join().unwrap();
+            assert_eq!(text, fresh, "instant {us}");
+            if us != i64::MIN && us != year_10000 {
+                assert_eq!(parse_timestamp(text).unwrap(), Timestamp(us), "{text}");
+            }
+        }
+        assert!(written.starts_with("prefix 2023-11-14T22:13:20Z2023-11-14T22:13:30Z"));
     }
 
     #[test]
