@@ -24,9 +24,9 @@ pub fn write_value(out: &mut String, v: &Value) {
         }
         Value::Window { start, end } => {
             out.push_str("{\"start\": \"");
-            start.write_rfc3339(out);
+            start.write_rfc3339_repeated(out);
             out.push_str("\", \"end\": \"");
-            end.write_rfc3339(out);
+            end.write_rfc3339_repeated(out);
             out.push_str("\"}");
         }
         Value::List(items) => {

@@ -321,11 +321,24 @@ fn truncate(s: &str) -> String {
 impl Timestamp {
     /// Appends the text [`Display`](fmt::Display) gives (RFC 3339 UTC with `Z`) to `out`,
     /// digit by digit for years 0 to 9999 (the sink's hot path: no formatting machinery).
-    ///
-    /// The texts of the last two instants written on the thread are kept and copied when the
-    /// same instant comes again: the rows of a window share its start and end, so a window
-    /// query's rows mostly format nothing.
     pub fn write_rfc3339(self, out: &mut String) {
+        let mut buf = [0u8; 28];
+        match self.rfc3339_bytes(&mut buf) {
+            // ASCII digits and separators, copied at once (a char-by-char push costs ~10
+            // instructions per byte); the UTF-8 check of 20-odd ASCII bytes is a few words.
+            Some(n) if let Ok(text) = std::str::from_utf8(&buf[..n]) => out.push_str(text),
+            _ => {
+                let _ = write!(out, "{self}"); // writing to a String cannot fail
+            }
+        }
+    }
+
+    /// [`Timestamp::write_rfc3339`] for an instant likely written just before: the texts of
+    /// the last two instants written this way on the thread are kept and copied when the same
+    /// instant comes again. Window bounds: the rows of a window share its start and end, so a
+    /// window query's rows mostly format nothing. (Instants that rarely repeat, such as event
+    /// times, are cheaper through [`Timestamp::write_rfc3339`].)
+    pub fn write_rfc3339_repeated(self, out: &mut String) {
         thread_local! {
             /// The last two instants written on this thread and their texts, newest first.
             static LAST_TEXTS: RefCell<[(Option<i64>, String); 2]> =
@@ -341,7 +354,7 @@ impl Timestamp {
                 texts.swap(0, 1);
             } else {
                 let from = out.len();
-                self.format_rfc3339(out);
+                self.write_rfc3339(out);
                 texts.swap(0, 1);
                 texts[0].0 = Some(self.0);
                 texts[0].1.clear();
@@ -350,20 +363,7 @@ impl Timestamp {
             true
         });
         if !cached {
-            self.format_rfc3339(out);
-        }
-    }
-
-    /// [`Timestamp::write_rfc3339`] without the cache of last texts.
-    fn format_rfc3339(self, out: &mut String) {
-        let mut buf = [0u8; 28];
-        match self.rfc3339_bytes(&mut buf) {
-            // ASCII digits and separators, copied at once (a char-by-char push costs ~10
-            // instructions per byte); the UTF-8 check of 20-odd ASCII bytes is a few words.
-            Some(n) if let Ok(text) = std::str::from_utf8(&buf[..n]) => out.push_str(text),
-            _ => {
-                let _ = write!(out, "{self}"); // writing to a String cannot fail
-            }
+            self.write_rfc3339(out);
         }
     }
 
@@ -609,7 +609,7 @@ mod tests {
         let mut written = String::from("prefix ");
         for &us in &times {
             let from = written.len();
-            Timestamp(us).write_rfc3339(&mut written);
+            Timestamp(us).write_rfc3339_repeated(&mut written);
             let text = &written[from..];
             let fresh = std::thread::spawn(move || Timestamp(us).to_string()).join().unwrap();
             assert_eq!(text, fresh, "instant {us}");
