@@ -116,6 +116,10 @@ impl Deduplicate {
 }
 
 impl Operator for Deduplicate {
+    fn key_columns(&self) -> &[usize] {
+        &self.cfg.key_columns
+    }
+
     fn begin_batch(&mut self, ctx: &BatchContext) {
         self.batch = Some(*ctx);
     }

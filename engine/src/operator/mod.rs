@@ -39,7 +39,7 @@ pub const PREFETCH_DISTANCE: usize = 8;
 /// The prefetch schedule of a loop over records, to call before processing record `i` of the
 /// loop; `ahead(j)` is record `j`, `None` past the end. Three steps, each reading only what the
 /// one before loaded: record `i + 3 * PREFETCH_DISTANCE`'s values start loading; record
-/// `i + 2 * PREFETCH_DISTANCE`'s strings (key values are hashed and compared); record
+/// `i + 2 * PREFETCH_DISTANCE`'s strings in [`Operator::key_columns`] (hashed and compared); record
 /// `i + PREFETCH_DISTANCE` is given to [`Operator::prefetch`], which finds its state without
 /// waiting for the record itself. Changes nothing observable.
 #[inline]
@@ -48,8 +48,8 @@ pub fn prefetch_ahead<'a, O: Operator + ?Sized>(op: &O, ahead: impl Fn(usize) ->
         crate::prefetch::lines(r.values.as_ptr(), std::mem::size_of_val(&*r.values));
     }
     if let Some(r) = ahead(i + 2 * PREFETCH_DISTANCE) {
-        for v in r.values.iter() {
-            if let crate::value::Value::Str(s) = v {
+        for &c in op.key_columns() {
+            if let Some(crate::value::Value::Str(s)) = r.values.get(c) {
                 // The reference counts sit just before the bytes.
                 crate::prefetch::line(s.as_ptr().wrapping_sub(16));
             }
@@ -175,6 +175,12 @@ pub trait Operator: Send + std::fmt::Debug {
     /// whatever record is given. The default does nothing.
     fn prefetch(&self, record: &Record) {
         let _ = record;
+    }
+
+    /// The columns whose values key the operator's state (hashed and compared per record):
+    /// [`prefetch_ahead`] starts loading the strings of these columns only. The default: none.
+    fn key_columns(&self) -> &[usize] {
+        &[]
     }
 
     /// Ends a micro-batch: emits the batch's rows and evicts state the watermark finalised.

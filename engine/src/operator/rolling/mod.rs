@@ -246,6 +246,10 @@ impl RollingWindow {
 }
 
 impl Operator for RollingWindow {
+    fn key_columns(&self) -> &[usize] {
+        &self.cfg.key_columns
+    }
+
     fn begin_batch(&mut self, ctx: &BatchContext) {
         self.batch = Some(*ctx);
     }

@@ -246,6 +246,10 @@ struct Snapshot {
 }
 
 impl Operator for WindowAggregate {
+    fn key_columns(&self) -> &[usize] {
+        &self.cfg.key_columns
+    }
+
     fn begin_batch(&mut self, ctx: &BatchContext) {
         self.batch = Some(*ctx);
     }
