@@ -88,6 +88,10 @@ pub(crate) struct Groups<T> {
     /// [`recent_index`] of the address: the lookup of a record reuses the hash its prefetch
     /// computed ([`Groups::hash_hint`]).
     recent: [Cell<(usize, u64)>; RECENT],
+    /// `(hash, slot)` of the group [`Groups::find`] found last (slot `u32::MAX`: none), tried
+    /// before the table: consecutive records often share their key (a hot key, an aggregate
+    /// without `group_by`). Always a live slot: [`Groups::remove`] forgets it.
+    last: Cell<(u64, u32)>,
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     live: usize,
@@ -107,6 +111,7 @@ impl<T: Default> Default for Groups<T> {
             ring: Default::default(),
             ring_at: Cell::new(0),
             recent: Default::default(),
+            last: Cell::new((0, u32::MAX)),
             slots: Vec::new(),
             free: Vec::new(),
             live: 0,
@@ -335,7 +340,18 @@ impl<T: Default> Groups<T> {
     #[inline]
     pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
         let slots = &self.slots;
-        self.table.find(hash, |s| slot_matches(&slots[s as usize], record, cols))
+        let (last_hash, last) = self.last.get();
+        if last_hash == hash
+            && let Some(slot) = slots.get(last as usize)
+            && slot_matches(slot, record, cols)
+        {
+            return Some(last);
+        }
+        let found = self.table.find(hash, |s| slot_matches(&slots[s as usize], record, cols));
+        if let Some(s) = found {
+            self.last.set((hash, s));
+        }
+        found
     }
 
     /// The slot of `record`'s group, created (with the payload left by the slot's last group,
@@ -387,6 +403,9 @@ impl<T: Default> Groups<T> {
             return;
         }
         self.table.remove(e.hash, slot);
+        if self.last.get().1 == slot {
+            self.last.set((0, u32::MAX));
+        }
         self.free.push(slot);
         self.live -= 1;
     }
@@ -479,6 +498,27 @@ mod tests {
         // back to the first key: the stale hint still finds the right group
         r.values[0] = Value::Str("a".into());
         assert_eq!(g.find_or_insert_hinted(g.hash_hint(&r, &cols), &r, &cols), (sa, false));
+    }
+
+    #[test]
+    fn the_group_found_last_is_never_returned_once_removed_or_for_another_key() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize];
+        let (a, b) = (rec("a", 0.0), rec("b", 0.0));
+        let (ha, hb) = (g.hash_record(&a, &cols), g.hash_record(&b, &cols));
+        let (sa, _) = g.find_or_insert(ha, &a, &cols);
+        assert_eq!(g.find(ha, &a, &cols), Some(sa)); // now the one found last
+        // the same hash with another key (a stale hint): not the group found last
+        assert_eq!(g.find(ha, &b, &cols), None);
+        g.remove(sa);
+        assert_eq!(g.find(ha, &a, &cols), None);
+        // b takes a's old slot: a's hash and key still find nothing, b's find b
+        let (sb, new) = g.find_or_insert(hb, &b, &cols);
+        assert!(new);
+        assert_eq!(sb, sa, "the slot is reused");
+        assert_eq!(g.find(ha, &a, &cols), None);
+        assert_eq!(g.find(hb, &b, &cols), Some(sb));
+        assert_eq!(g.find(hb, &b, &cols), Some(sb));
     }
 
     #[test]

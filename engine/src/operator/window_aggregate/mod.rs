@@ -287,6 +287,10 @@ impl Operator for WindowAggregate {
     #[inline]
     fn prefetch(&self, record: &Record) {
         let cols = &self.cfg.key_columns[..];
+        if cols.is_empty() {
+            // One group (per window): its state stays in cache; nothing to hash or load.
+            return;
+        }
         if self.is_session() {
             self.sessions.prefetch(record, cols);
         } else {
