@@ -81,6 +81,16 @@ impl Keys {
         parts.fold(SEEDS[0], |h, v| combine(h, hash_value(SEEDS[1], v, |o| self.hasher.hash_one(o))))
     }
 
+    /// [`Keys::hash`] of `record`'s values in `columns`; one column (the common case) without
+    /// the iterator.
+    #[inline]
+    pub(super) fn hash_record(&self, record: &Record, columns: &[usize]) -> u64 {
+        match columns {
+            [c] => combine(SEEDS[0], hash_value(SEEDS[1], &record.values[*c], |o| self.hasher.hash_one(o))),
+            _ => self.hash(columns.iter().map(|&c| &record.values[c])),
+        }
+    }
+
     /// The slot of the key of `record` over `columns`, if present.
     #[inline]
     pub(super) fn find(&self, hash: u64, record: &Record, columns: &[usize]) -> Option<u32> {

@@ -231,7 +231,7 @@ impl RollingWindow {
     #[inline]
     fn slot_of(&mut self, record: &Record) -> u32 {
         let cols = &self.cfg.key_columns;
-        let hash = self.keys.hash(cols.iter().map(|&c| &record.values[c]));
+        let hash = self.keys.hash_record(record, cols);
         match self.keys.find(hash, record, cols) {
             Some(slot) => slot,
             None => {
@@ -299,7 +299,7 @@ impl Operator for RollingWindow {
     #[inline]
     fn prefetch(&self, record: &Record) {
         let cols = &self.cfg.key_columns;
-        let slot = self.keys.slot_hashed(self.keys.hash(cols.iter().map(|&c| &record.values[c])));
+        let slot = self.keys.slot_hashed(self.keys.hash_record(record, cols));
         if let Some(i) = slot {
             self.keys.prefetch_slot(i);
         }
