@@ -8,6 +8,7 @@
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
 //! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
 //! cargo run --release -p eddy-bench -- nexmark      # q5, q7, q11, q12, rolling: throughput, latency, rate sweep
+//! cargo run --release -p eddy-bench -- nexmark --query q7 --rounds 5 --throughput-only  # one query's median of 5
 //! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
 //! cargo run --release -p eddy-bench -- all [--smoke]
 //! cargo run --release -p eddy-bench -- kafka [--smoke]  # end to end through a real broker vs the broker floor (not in `all`: needs the broker)
@@ -39,6 +40,19 @@ struct Args {
     /// Tiny sizes: checks that a suite runs and reports; its numbers mean nothing.
     #[arg(long)]
     smoke: bool,
+    /// `nexmark` only: run this query (repeat the option for several); default: all five.
+    #[arg(long = "query", value_parser = nexmark::QUERY_NAMES)]
+    queries: Vec<String>,
+    /// `nexmark` only: events generated per throughput run (default 5,000,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    events: Option<u64>,
+    /// `nexmark` only: throughput runs per query and parallelism; the table then gives each
+    /// run and the median (default 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
+    rounds: u64,
+    /// `nexmark` only: the throughput runs alone (no latency runs, no rate sweep).
+    #[arg(long)]
+    throughput_only: bool,
 }
 
 /// The suites (see the module documentation).
@@ -65,7 +79,8 @@ enum Suite {
 }
 
 fn main() -> Result<()> {
-    let Args { suite, smoke } = Args::parse();
+    let Args { suite, smoke, queries, events, rounds, throughput_only } = Args::parse();
+    let nexmark_options = nexmark::Options { queries, events, rounds: rounds as usize, throughput_only };
     let name = suite.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
     println!("# eddy-bench: {name}{}\n", if smoke { " (smoke: tiny sizes, numbers meaningless)" } else { "" });
     println!(
@@ -79,7 +94,7 @@ fn main() -> Result<()> {
         Suite::Timers => suites::timers(smoke),
         Suite::SlowSink => suites::slow_sink(smoke),
         Suite::Metrics => suites::metrics(smoke),
-        Suite::Nexmark => nexmark::nexmark(smoke),
+        Suite::Nexmark => nexmark::nexmark(smoke, &nexmark_options),
         Suite::Checkpoint => checkpoint::checkpoint(smoke),
         Suite::Kafka => kafka::kafka(smoke),
         Suite::All => {
@@ -88,7 +103,7 @@ fn main() -> Result<()> {
             suites::timers(smoke)?;
             suites::slow_sink(smoke)?;
             suites::metrics(smoke)?;
-            nexmark::nexmark(smoke)?;
+            nexmark::nexmark(smoke, &nexmark_options)?;
             checkpoint::checkpoint(smoke)
         }
     }

@@ -32,6 +32,34 @@ const P99_OBJECTIVE_US: f64 = 20.0;
 /// The p99.9 objective of the same issue.
 const P999_OBJECTIVE_US: f64 = 200.0;
 
+/// What `eddy-bench nexmark` runs (command-line options; the default is the full suite).
+#[derive(Debug, Default)]
+pub struct Options {
+    /// Short names of the queries to run ([`QUERY_NAMES`]); empty: all.
+    pub queries: Vec<String>,
+    /// Events per throughput run; `None`: 5,000,000 (20,000 in a smoke run).
+    pub events: Option<u64>,
+    /// Throughput runs per query and parallelism (>= 1); the median is reported when > 1.
+    pub rounds: usize,
+    /// Only the throughput runs.
+    pub throughput_only: bool,
+}
+
+impl Options {
+    /// Whether the run leaves out part of the suite or changes its sizes: its report then goes
+    /// to the temp folder, never over the committed results.
+    fn partial(&self) -> bool {
+        !self.queries.is_empty() || self.events.is_some() || self.throughput_only
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.queries.is_empty() || self.queries.iter().any(|q| q == name)
+    }
+}
+
+/// The short names of the queries, in report order (the values `--query` takes).
+pub const QUERY_NAMES: [&str; 5] = ["q5", "q7", "q11", "q12", "rolling"];
+
 /// The query files, in report order: (short name, file name).
 const QUERIES: [(&str, &str); 5] = [
     ("q5", "q5-hot-items.toml"),
@@ -67,6 +95,16 @@ fn cpu_seconds() -> f64 {
     });
     // The kernel's USER_HZ is 100 on every Linux this runs on.
     ticks.unwrap_or(0.0) / 100.0
+}
+
+/// The median, min and max of `xs` (not empty); the median of an even count is the mean of the
+/// two middle values.
+fn spread(xs: &[f64]) -> (f64, f64, f64) {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    (median, v[0], v[n - 1])
 }
 
 struct Throughput {
@@ -122,12 +160,17 @@ fn latency_run(file: &str, events: u64, rate: f64, parallelism: usize) -> Result
     })
 }
 
-/// Runs the suite (see the module documentation).
-pub fn nexmark(smoke: bool) -> Result<()> {
-    let events = if smoke { 20_000 } else { 5_000_000 };
+/// Runs the suite (see the module documentation), or the part of it `options` selects.
+///
+/// # Errors
+/// When a query file cannot be loaded, a run fails, or the report cannot be written.
+pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
+    let events = options.events.unwrap_or(if smoke { 20_000 } else { 5_000_000 });
     let latency_events = if smoke { 5_000 } else { 3_000_000 };
+    let rounds = options.rounds.max(1);
     let rate = 100_000.0;
-    let mut report = Report::new("nexmark", smoke);
+    let queries: Vec<(&str, &str)> = QUERIES.into_iter().filter(|(name, _)| options.wants(name)).collect();
+    let mut report = Report::new("nexmark", smoke || options.partial());
     report.line("## nexmark: the Nexmark queries of examples/nexmark, in-process, sink discarding\n");
     report.line(&format!("Machine: {}\n", machine()));
 
@@ -135,29 +178,58 @@ pub fn nexmark(smoke: bool) -> Result<()> {
     report.line("| query | parallelism | events | records | rows | wall s | records/s | CPU s | records/s per core |");
     report.line("|---|---|---|---|---|---|---|---|---|");
     let mut json_tp = Vec::new();
-    for (name, file) in QUERIES {
+    // Per (query, parallelism): records/s per core of each round.
+    let mut per_round: Vec<(&str, usize, Vec<f64>)> = Vec::new();
+    for &(name, file) in &queries {
         for parallelism in [1, 2] {
-            let t = throughput_run(file, events, parallelism)?;
-            let rate = t.records as f64 / t.wall_s;
-            let per_core = t.records as f64 / t.cpu_s.max(0.01);
-            report.line(&format!(
-                "| {name} | {parallelism} | {events} | {} | {} | {:.2} | {rate:.0} | {:.2} | {per_core:.0} |",
-                t.records, t.rows, t.wall_s, t.cpu_s
-            ));
-            json_tp.push(json!({
-                "query": name, "parallelism": parallelism, "events": events, "records": t.records,
-                "rows": t.rows, "wall_s": t.wall_s, "records_per_s": rate, "cpu_s": t.cpu_s,
-                "records_per_cpu_s": per_core,
+            let mut per_cores = Vec::with_capacity(rounds);
+            for round in 1..=rounds {
+                let t = throughput_run(file, events, parallelism)?;
+                let rate = t.records as f64 / t.wall_s;
+                let per_core = t.records as f64 / t.cpu_s.max(0.01);
+                per_cores.push(per_core);
+                report.line(&format!(
+                    "| {name} | {parallelism} | {events} | {} | {} | {:.2} | {rate:.0} | {:.2} | {per_core:.0} |",
+                    t.records, t.rows, t.wall_s, t.cpu_s
+                ));
+                json_tp.push(json!({
+                    "query": name, "parallelism": parallelism, "round": round, "events": events,
+                    "records": t.records, "rows": t.rows, "wall_s": t.wall_s, "records_per_s": rate,
+                    "cpu_s": t.cpu_s, "records_per_cpu_s": per_core,
+                }));
+            }
+            per_round.push((name, parallelism, per_cores));
+        }
+    }
+    let mut json_medians = Vec::new();
+    if rounds > 1 {
+        report.line(&format!("\n#### records/s per core over {rounds} rounds (run one after another)\n"));
+        report.line("| query | parallelism | median | min | max |");
+        report.line("|---|---|---|---|---|");
+        for (name, parallelism, per_cores) in &per_round {
+            let (median, min, max) = spread(per_cores);
+            report.line(&format!("| {name} | {parallelism} | {median:.0} | {min:.0} | {max:.0} |"));
+            json_medians.push(json!({
+                "query": name, "parallelism": parallelism, "rounds": rounds,
+                "median_records_per_cpu_s": median, "min": min, "max": max,
             }));
         }
     }
     report.line("\nTarget (issue \"Benchmark harness\"): at least 5 million records/s per core for q5, q7, q11.\n");
+    if options.throughput_only {
+        return report.finish(json!({
+            "suite": "nexmark",
+            "machine": machine(),
+            "throughput": json_tp,
+            "throughput_medians": json_medians,
+        }));
+    }
 
     report.line(&format!("### latency at {rate:.0} records/s (open loop, from scheduled creation to sink write)\n"));
     report.line("| query | parallelism | records | rows measured | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
     report.line("|---|---|---|---|---|---|---|---|---|");
     let mut json_lat = Vec::new();
-    for (name, file) in QUERIES {
+    for &(name, file) in &queries {
         for parallelism in [1, 2] {
             let l = latency_run(file, latency_events, rate, parallelism)?;
             let q = |i: usize| if l.rows == 0 { "-".to_string() } else { us(l.q[i]) };
@@ -184,7 +256,7 @@ pub fn nexmark(smoke: bool) -> Result<()> {
     ));
 
     let mut json_sweep = Vec::new();
-    if !smoke {
+    if !smoke && options.wants("rolling") {
         report.line("### sweep: rolling query, parallelism 2, rising rates\n");
         report.line("| rate records/s | records | p50 µs | p99 µs | p99.9 µs | p99 within 20 µs | p99 within 1 ms |");
         report.line("|---|---|---|---|---|---|---|");
@@ -225,7 +297,20 @@ pub fn nexmark(smoke: bool) -> Result<()> {
         "suite": "nexmark",
         "machine": machine(),
         "throughput": json_tp,
+        "throughput_medians": json_medians,
         "latency": json_lat,
         "sweep": json_sweep,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread;
+
+    #[test]
+    fn the_spread_is_median_min_and_max_whatever_the_order() {
+        assert_eq!(spread(&[3.0]), (3.0, 3.0, 3.0));
+        assert_eq!(spread(&[5.0, 1.0, 3.0]), (3.0, 1.0, 5.0));
+        assert_eq!(spread(&[4.0, 1.0, 2.0, 10.0]), (3.0, 1.0, 10.0));
+    }
 }

@@ -1,6 +1,7 @@
 //! Reports: each suite prints markdown tables to stdout and writes them, with a JSON document of
-//! the same numbers, under `bench/results/` (`<suite>.md`, `<suite>.json`); a smoke run writes to
-//! the temp folder instead, so the committed results always come from full runs.
+//! the same numbers, under `bench/results/` (`<suite>.md`, `<suite>.json`); a smoke run, or a
+//! run of part of a suite, writes to the temp folder instead, so the committed results always
+//! come from full runs.
 
 use std::path::PathBuf;
 
@@ -14,7 +15,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// A new report for `suite`.
+    /// A new report for `suite`; `smoke`: a smoke or partial run (written to the temp folder).
     pub fn new(suite: &'static str, smoke: bool) -> Report {
         Report { suite, smoke, markdown: String::new() }
     }

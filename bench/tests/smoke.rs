@@ -32,3 +32,24 @@ fn every_suite_runs_and_reports() {
     assert_eq!(doc["throughput"].as_array().map(Vec::len), Some(10), "{doc}");
     assert!(std::fs::read_to_string(dir.join("nexmark.md")).unwrap().contains("records/s per core"));
 }
+
+#[test]
+fn the_nexmark_suite_runs_one_query_several_rounds_and_reports_their_median() {
+    let out = Command::new(env!("CARGO_BIN_EXE_eddy-bench"))
+        .args(["nexmark", "--smoke", "--query", "q7", "--rounds", "3", "--events", "3000", "--throughput-only"])
+        .env("EDDY_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    for parallelism in [1, 2] {
+        let runs = text.lines().filter(|l| l.starts_with(&format!("| q7 | {parallelism} | 3000 |"))).count();
+        assert_eq!(runs, 3, "three rounds at parallelism {parallelism} in:\n{text}");
+    }
+    assert!(text.contains("over 3 rounds"), "{text}");
+    assert!(!text.contains("| q5 |") && !text.contains("### latency"), "only q7's throughput: {text}");
+    // An unknown query is refused by the command line, naming the allowed ones.
+    let bad = Command::new(env!("CARGO_BIN_EXE_eddy-bench")).args(["nexmark", "--query", "q99"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("q11"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
