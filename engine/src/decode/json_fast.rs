@@ -30,7 +30,7 @@ use crate::time::Timestamp;
 use crate::value::{Record, Value};
 
 use super::Plan;
-use super::text::{fast_timestamp, parse_f64, parse_i64};
+use super::text::{parse_f64, parse_i64, timestamp_prefix};
 
 /// Above this many columns keys are found through a hash map rather than by comparing names.
 const LINEAR_LOOKUP_MAX: usize = 16;
@@ -47,14 +47,18 @@ pub(super) struct FastKeys {
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
     /// Per column: its key as it must appear in the line, when it can be compared as words.
     patterns: Box<[Option<KeyPattern>]>,
+    /// Per column: its key with the comma before it, when it can be compared as words.
+    after_comma: Box<[Option<KeyPattern>]>,
     /// Per column: its type when it is decoded (needed or required), `None` when skipped.
     decoded: Box<[Option<DataType>]>,
 }
 
-/// The bytes `name":` (a plain column name, the key's closing quote and the colon right after
-/// it, as producers write them; 3..=16 bytes) as little-endian words: the first 8 bytes masked
-/// to the pattern's length, and for patterns longer than 8 the last 8 bytes (overlapping the
-/// first word). A key followed by whitespace before its colon is left to the scan.
+/// A key as it must appear in the line, compared as little-endian words without searching for
+/// its end: `name":` (a plain column name, the key's closing quote and the colon right after
+/// it, as producers write them), or `,"name":` (the same key right after the previous value's
+/// comma). 3..=16 bytes: the first 8 masked to the pattern's length, and for patterns longer
+/// than 8 the last 8 (overlapping the first word). A key with whitespace around its colon or
+/// comma is left to the scan.
 #[derive(Debug, Clone, Copy)]
 struct KeyPattern {
     len: usize,
@@ -64,24 +68,37 @@ struct KeyPattern {
 }
 
 impl KeyPattern {
-    /// `None` for names longer than 14 bytes or holding `"`, `\` or a control character (such
-    /// a key may be written escaped, so only the full comparison decides).
+    /// The pattern `name":`; `None` for names longer than 14 bytes or holding `"`, `\` or a
+    /// control character (such a key may be written escaped, so only the full comparison
+    /// decides).
     fn new(name: &[u8]) -> Option<KeyPattern> {
-        if name.len() > 14 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
+        KeyPattern::of(b"", name)
+    }
+
+    /// The pattern `,"name":`; `None` for names longer than 12 bytes or not plain (as
+    /// [`KeyPattern::new`]).
+    fn after_comma(name: &[u8]) -> Option<KeyPattern> {
+        KeyPattern::of(b",\"", name)
+    }
+
+    /// The pattern `{prefix}name":`, when it fits 16 bytes and the name is plain.
+    fn of(prefix: &[u8], name: &[u8]) -> Option<KeyPattern> {
+        let len = prefix.len() + name.len() + 2;
+        if len > 16 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
             return None;
         }
-        let len = name.len() + 2;
         let mut buf = [0u8; 16];
-        buf[..name.len()].copy_from_slice(name);
-        buf[name.len()] = b'"';
-        buf[name.len() + 1] = b':';
+        buf[..prefix.len()].copy_from_slice(prefix);
+        buf[prefix.len()..len - 2].copy_from_slice(name);
+        buf[len - 2] = b'"';
+        buf[len - 1] = b':';
         let head_mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
         let tail = if len > 8 { word(&buf, len - 8)? } else { 0 };
         Some(KeyPattern { len, head: word(&buf, 0)? & head_mask, head_mask, tail })
     }
 
-    /// Whether the key whose content starts at `p` is this name, followed by its colon (at
-    /// `p + len - 1`). False, leaving the decision to a scan, when fewer than 8 bytes remain.
+    /// Whether the pattern is at `p` (and so its colon at `p + len - 1`). False, leaving the
+    /// decision to a scan, when fewer than 8 bytes remain.
     #[inline(always)]
     fn matches(&self, b: &[u8], p: usize) -> bool {
         // The name holds no `"` or `\`: equal bytes up to and with the quote are the same key.
@@ -122,8 +139,9 @@ impl FastKeys {
             })
             .collect();
         let patterns = names.iter().map(|n| KeyPattern::new(n)).collect();
+        let after_comma = names.iter().map(|n| KeyPattern::after_comma(n)).collect();
         let decoded = plan.columns.iter().map(|c| c.decode.then_some(c.ty)).collect();
-        FastKeys { names, words, by_name, patterns, decoded }
+        FastKeys { names, words, by_name, patterns, after_comma, decoded }
     }
 
     /// The column named by the key whose content starts at `p`, when it is the column `hint`
@@ -133,6 +151,16 @@ impl FastKeys {
     fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<usize> {
         match self.patterns.get(hint) {
             Some(Some(k)) if k.matches(b, p) => Some(p + k.len),
+            _ => None,
+        }
+    }
+
+    /// When the value just ended at `i` is followed at once by a comma and the key of column
+    /// `hint`, then at once by its colon: the index after the colon.
+    #[inline(always)]
+    fn next_after_comma(&self, b: &[u8], i: usize, hint: usize) -> Option<usize> {
+        match self.after_comma.get(hint) {
+            Some(Some(k)) if k.matches(b, i) => Some(i + k.len),
             _ => None,
         }
     }
@@ -401,17 +429,27 @@ fn put(slot: &mut Value, v: Value) {
 #[inline(always)]
 fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
     match *b.get(i)? {
-        b'"' => {
-            let z = string_end(b, i + 1)?;
-            let v = match ty {
+        b'"' => match ty {
+            DataType::String => {
+                let z = string_end(b, i + 1)?;
                 // Checked again, to be a `&str` without `unsafe` (a short string costs little).
-                DataType::String => Value::Str(Arc::from(std::str::from_utf8(&b[i + 1..z]).ok()?)),
-                DataType::Timestamp => Value::Timestamp(fast_timestamp(&b[i + 1..z])?),
-                _ => return None,
-            };
-            put(slot, v);
-            Some(z + 1)
-        }
+                put(slot, Value::Str(Arc::from(std::str::from_utf8(&b[i + 1..z]).ok()?)));
+                Some(z + 1)
+            }
+            DataType::Timestamp => {
+                // Parsed in place: a canonical timestamp holds no quote, backslash, control or
+                // non-ASCII byte, so when its closing quote follows at once the string is
+                // exactly the timestamp (as a scan to the quote, then a parse, would find).
+                let (t, n) = timestamp_prefix(b.get(i + 1..)?)?;
+                let z = i + 1 + n;
+                if b.get(z) != Some(&b'"') {
+                    return None;
+                }
+                put(slot, Value::Timestamp(t));
+                Some(z + 1)
+            }
+            _ => None,
+        },
         b'-' | b'0'..=b'9' => {
             let n = scan_number(b, i)?;
             // ASCII digits, signs, dots and exponents only: always UTF-8.
@@ -450,6 +488,27 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Opt
     }
 }
 
+/// The key whose opening quote is at `*i`: its column (`None` for a key that is no column),
+/// with `*i` moved past the colon. `None` when the fast path must decline.
+#[inline(always)]
+fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<Option<usize>> {
+    if b.get(*i) != Some(&b'"') {
+        return None;
+    }
+    if let Some(after) = keys.expected(b, *i + 1, hint) {
+        *i = after;
+        return Some(Some(hint));
+    }
+    let z = string_end(b, *i + 1)?;
+    let c = keys.column(b, *i + 1, z, hint);
+    *i = ws(b, z + 1);
+    if b.get(*i) != Some(&b':') {
+        return None;
+    }
+    *i += 1;
+    Some(c)
+}
+
 /// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
     let b = line;
@@ -463,41 +522,34 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
     if b.get(i) == Some(&b'}') {
         i += 1;
     } else {
+        // The column after the previous key's: the key expected next.
         let mut hint = 0;
+        let mut col = key(keys, b, &mut i, hint)?;
         loop {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let col = match keys.expected(b, i + 1, hint) {
-                Some(after) => {
-                    i = after;
-                    Some(hint)
-                }
-                None => {
-                    let z = string_end(b, i + 1)?;
-                    let c = keys.column(b, i + 1, z, hint);
-                    i = ws(b, z + 1);
-                    if b.get(i) != Some(&b':') {
-                        return None;
-                    }
-                    i += 1;
-                    c
-                }
-            };
             i = ws(b, i);
             match col {
                 Some(c) => {
-                    hint = c + 1;
                     i = match keys.decoded[c] {
                         Some(ty) => value(b, i, ty, plan, &mut values[c])?,
                         None => skip_value(b, i)?,
                     };
+                    hint = c + 1;
                 }
+                // As the full parser: a key that is no column leaves the hint where it was.
                 None => i = skip_value(b, i)?,
+            }
+            // Usually the next column's key follows the comma at once.
+            if let Some(after) = keys.next_after_comma(b, i, hint) {
+                i = after;
+                col = Some(hint);
+                continue;
             }
             i = ws(b, i);
             match b.get(i) {
-                Some(b',') => i = ws(b, i + 1),
+                Some(b',') => {
+                    i = ws(b, i + 1);
+                    col = key(keys, b, &mut i, hint)?;
+                }
                 Some(b'}') => {
                     i += 1;
                     break;
