@@ -408,10 +408,15 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// Skips the value at `i` (strings inline, the rest through [`skip`]).
+/// Skips the value at `i` (strings and `true` / `false` inline, the rest through [`skip`]).
 #[inline(always)]
 fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    if b.get(i) == Some(&b'"') { string_end(b, i + 1).map(|z| z + 1) } else { skip(b, i) }
+    match b.get(i) {
+        Some(b'"') => string_end(b, i + 1).map(|z| z + 1),
+        Some(b't') => literal(b, i, b"true"),
+        Some(b'f') => literal(b, i, b"false"),
+        _ => skip(b, i),
+    }
 }
 
 /// A number (checked by [`scan_number`]) beyond Clinger's fast path, exactly as `str::parse`.
@@ -528,8 +533,9 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    // Built as the record's boxed slice at once (no `Vec` to shrink at the end).
-    let mut values: Box<[Value]> = std::iter::repeat_with(|| Value::Null).take(plan.columns.len()).collect();
+    // Exactly as long as its capacity: becomes the record's boxed slice without reallocating.
+    let mut values = Vec::with_capacity(plan.columns.len());
+    values.resize_with(plan.columns.len(), || Value::Null);
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;
@@ -579,7 +585,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             return None;
         }
     }
-    Some(Record { values })
+    Some(Record { values: values.into_boxed_slice() })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Scalar conversions shared by the JSON and CSV decoders.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::schema::DataType;
@@ -161,7 +162,7 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
 /// with its template (`0000-00-`, ...): a digit becomes its value 0-9 and a separator that
 /// is the template's becomes 0, so one test per word checks every byte ([`template_diff`]),
 /// and the two-digit fields are combined in-register ([`digit_pairs`]).
-#[inline]
+#[inline(always)]
 pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
     // The templates, as words (byte 0 lowest); digit positions hold `0`.
     const T_A: u64 = u64::from_le_bytes(*b"0000-00-");
@@ -177,18 +178,23 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
         x.copy_from_slice(&head[i..i + 8]);
         u64::from_le_bytes(x)
     };
-    let (a, c, e) =
-        (template_diff(w(0), T_A, SEP_A)?, template_diff(w(8), T_C, SEP_C)?, template_diff(w(11), T_E, SEP_E)?);
-    let (pa, pc, pe) = (digit_pairs(a), digit_pairs(c), digit_pairs(e));
+    let (c, e) = (template_diff(w(8), T_C, SEP_C)?, template_diff(w(11), T_E, SEP_E)?);
+    let (pc, pe) = (digit_pairs(c), digit_pairs(e));
     let at = |p: u64, k: u32| (p >> (8 * k)) as u32 & 0xff;
-    let (y, mo, day) = (at(pa, 0) * 100 + at(pa, 2), at(pa, 5), at(pc, 0));
     let (h, mi, sec) = (at(pc, 3), at(pc, 6), at(pe, 6));
-    if mo.wrapping_sub(1) > 11 || day == 0 || h > 23 || mi > 59 || sec > 59 {
+    if h > 23 || mi > 59 || sec > 59 {
         return None;
     }
-    if day > MONTH_DAYS[(mo - 1) as usize] || (mo == 2 && day == 29 && !is_leap(y)) {
-        return None;
-    }
+    // The date `YYYY-MM-DD`: the first word and the day's two bytes.
+    let date = (w(0), u16::from_le_bytes([head[8], head[9]]));
+    let days = match LAST_DAY.with(Cell::get) {
+        (cached, days) if cached == date => days,
+        _ => {
+            let days = day_number(template_diff(date.0, T_A, SEP_A)?, at(pc, 0))?;
+            LAST_DAY.with(|d| d.set((date, days)));
+            days
+        }
+    };
     let (frac_us, n) = match b.get(19) {
         Some(b'Z') => (0, 20),
         Some(b'.') => {
@@ -209,17 +215,41 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
         }
         _ => return None,
     };
-    // Days since 1970-01-01 (Howard Hinnant's `days_from_civil`): years counted from March,
-    // so a leap day ends its year, and shifted by 400 years (one whole Gregorian cycle of
-    // 146,097 days) so that year 0's January and February stay non-negative.
+    let secs = days * 86_400 + (h * 3_600 + mi * 60 + sec) as i64;
+    Some((Timestamp(secs * 1_000_000 + frac_us as i64), n))
+}
+
+thread_local! {
+    /// The date text (`YYYY-MM-DD`, as [`timestamp_prefix`] reads it) of the last date parsed
+    /// on this thread, and its day number: the records of a stream mostly share their day.
+    /// Only valid dates are remembered, so equal bytes are the same valid date. (No date's
+    /// first word is 0, so the initial entry never matches.)
+    static LAST_DAY: Cell<((u64, u16), i64)> = const { Cell::new(((0, 0), 0)) };
+}
+
+/// The day number (days since 1970-01-01) of the date whose `YYYY-MM-` word, XORed with its
+/// template ([`template_diff`]), is `a` and whose day of the month is `day`; `None` for a month
+/// or day out of range.
+#[inline]
+fn day_number(a: u64, day: u32) -> Option<i64> {
+    let pa = digit_pairs(a);
+    let at = |k: u32| (pa >> (8 * k)) as u32 & 0xff;
+    let (y, mo) = (at(0) * 100 + at(2), at(5));
+    if mo.wrapping_sub(1) > 11 || day == 0 {
+        return None;
+    }
+    if day > MONTH_DAYS[(mo - 1) as usize] || (mo == 2 && day == 29 && !is_leap(y)) {
+        return None;
+    }
+    // Howard Hinnant's `days_from_civil`: years counted from March, so a leap day ends its
+    // year, and shifted by 400 years (one whole Gregorian cycle of 146,097 days) so that year
+    // 0's January and February stay non-negative.
     let march = mo > 2;
     let years = y + 400 - (!march) as u32;
     let month = if march { mo - 3 } else { mo + 9 };
     let centuries = years / 100;
     let days = 365 * years + years / 4 - centuries + centuries / 4 + (153 * month + 2) / 5 + day - 1;
-    let days = days as i64 - (719_468 + 146_097);
-    let secs = days * 86_400 + (h * 3_600 + mi * 60 + sec) as i64;
-    Some((Timestamp(secs * 1_000_000 + frac_us as i64), n))
+    Some(days as i64 - (719_468 + 146_097))
 }
 
 /// `w` XOR `template` when every byte of `w` is a digit where the template has `0` and the
