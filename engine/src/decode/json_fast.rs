@@ -45,13 +45,24 @@ pub(super) struct FastKeys {
     /// Per name: its length and its first 16 bytes, zero-padded ([`padded`]).
     words: Box<[(usize, [u64; 2])]>,
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
-    /// Per column: its key as it must appear in the line, when it can be compared as words.
-    patterns: Box<[Option<KeyPattern>]>,
-    /// Per column: its key with the comma before it, when it can be compared as words.
-    after_comma: Box<[Option<KeyPattern>]>,
-    /// Per column: its type when it is decoded (needed or required), `None` when skipped.
-    decoded: Box<[Option<DataType>]>,
+    /// Per column: its key patterns and its type when decoded.
+    cols: Box<[FastCol]>,
 }
+
+/// What the fast path needs of a column, together (one bounds check per key).
+#[derive(Debug, Clone, Copy)]
+struct FastCol {
+    /// Its key as it must appear in the line, when it can be compared as words.
+    key: Option<KeyPattern>,
+    /// Its key with the comma before it, when it can be compared as words.
+    after_comma: Option<KeyPattern>,
+    /// Its type when it is decoded (needed or required), `None` when skipped.
+    decoded: Option<DataType>,
+}
+
+/// A key's column and its type when decoded: `Some((index, None))` for a column that is only
+/// skipped, `None` for a key that is no column.
+type KeyCol = Option<(usize, Option<DataType>)>;
 
 /// A key as it must appear in the line, compared as little-endian words without searching for
 /// its end: `name":` (a plain column name, the key's closing quote and the colon right after
@@ -138,29 +149,36 @@ impl FastKeys {
                 (n.len(), padded(&buf, 0, k).unwrap_or_default())
             })
             .collect();
-        let patterns = names.iter().map(|n| KeyPattern::new(n)).collect();
-        let after_comma = names.iter().map(|n| KeyPattern::after_comma(n)).collect();
-        let decoded = plan.columns.iter().map(|c| c.decode.then_some(c.ty)).collect();
-        FastKeys { names, words, by_name, patterns, after_comma, decoded }
+        let cols = names
+            .iter()
+            .zip(plan.columns.iter())
+            .map(|(n, c)| FastCol {
+                key: KeyPattern::new(n),
+                after_comma: KeyPattern::after_comma(n),
+                decoded: c.decode.then_some(c.ty),
+            })
+            .collect();
+        FastKeys { names, words, by_name, cols }
     }
 
-    /// The column named by the key whose content starts at `p`, when it is the column `hint`
-    /// (checked without scanning the key) and the colon follows at once: the index after the
-    /// colon.
+    /// When the key whose content starts at `p` is the column `hint` (checked without scanning
+    /// the key) and the colon follows at once: the index after the colon, and the column's
+    /// type when decoded.
     #[inline(always)]
-    fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<usize> {
-        match self.patterns.get(hint) {
-            Some(Some(k)) if k.matches(b, p) => Some(p + k.len),
+    fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<(usize, Option<DataType>)> {
+        match self.cols.get(hint) {
+            Some(FastCol { key: Some(k), decoded, .. }) if k.matches(b, p) => Some((p + k.len, *decoded)),
             _ => None,
         }
     }
 
     /// When the value just ended at `i` is followed at once by a comma and the key of column
-    /// `hint`, then at once by its colon: the index after the colon.
+    /// `hint`, then at once by its colon: the index after the colon, and the column's type when
+    /// decoded.
     #[inline(always)]
-    fn next_after_comma(&self, b: &[u8], i: usize, hint: usize) -> Option<usize> {
-        match self.after_comma.get(hint) {
-            Some(Some(k)) if k.matches(b, i) => Some(i + k.len),
+    fn next_after_comma(&self, b: &[u8], i: usize, hint: usize) -> Option<(usize, Option<DataType>)> {
+        match self.cols.get(hint) {
+            Some(FastCol { after_comma: Some(k), decoded, .. }) if k.matches(b, i) => Some((i + k.len, *decoded)),
             _ => None,
         }
     }
@@ -214,8 +232,9 @@ struct Num {
     neg: bool,
     /// The digits, exact when `digits <= 19`.
     mantissa: u64,
-    /// Significant digits (leading zeros not counted).
-    digits: u32,
+    /// Digits of the integer part and the fraction (leading zeros counted: a number of more
+    /// than 19 takes the exact slow path even when its mantissa would fit).
+    digits: usize,
     /// The power of ten (the exponent minus the fraction's digits), saturated far out of range.
     exp: i32,
 }
@@ -255,33 +274,35 @@ impl Num {
 fn scan_number(b: &[u8], i: usize) -> Option<Num> {
     let neg = b.get(i) == Some(&b'-');
     let mut j = i + neg as usize;
-    let (mut mantissa, mut digits, mut exp) = (0u64, 0u32, 0i32);
-    let mut add = |c: u8, mantissa: &mut u64| {
-        *mantissa = mantissa.wrapping_mul(10).wrapping_add((c - b'0') as u64);
-        digits += (*mantissa != 0) as u32;
-    };
+    let (mut mantissa, mut exp) = (0u64, 0i32);
+    // Wraps beyond 19 digits, when `digits` says it is not exact.
+    let add = |c: u8, mantissa: u64| mantissa.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+    let int_start = j;
     match b.get(j) {
         Some(b'0') => j += 1,
         Some(b'1'..=b'9') => {
             while let Some(&c @ b'0'..=b'9') = b.get(j) {
-                add(c, &mut mantissa);
+                mantissa = add(c, mantissa);
                 j += 1;
             }
         }
         _ => return None,
     }
+    let mut digits = j - int_start;
     let mut integer = true;
     if b.get(j) == Some(&b'.') {
         j += 1;
         let start = j;
         while let Some(&c @ b'0'..=b'9') = b.get(j) {
-            add(c, &mut mantissa);
-            exp = exp.saturating_sub(1);
+            mantissa = add(c, mantissa);
             j += 1;
         }
         if j == start {
             return None;
         }
+        digits += j - start;
+        // Saturated: far beyond any double's range.
+        exp = -i32::try_from(j - start).unwrap_or(i32::MAX);
         integer = false;
     }
     if let Some(b'e' | b'E') = b.get(j) {
@@ -505,19 +526,19 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Opt
     }
 }
 
-/// The key whose opening quote is at `*i`: its column (`None` for a key that is no column),
+/// The key whose opening quote is at `*i`: its column and type ([`KeyCol`]),
 /// with `*i` moved past the colon. `None` when the fast path must decline.
 #[inline(always)]
-fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<Option<usize>> {
+fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<KeyCol> {
     if b.get(*i) != Some(&b'"') {
         return None;
     }
-    if let Some(after) = keys.expected(b, *i + 1, hint) {
+    if let Some((after, ty)) = keys.expected(b, *i + 1, hint) {
         *i = after;
-        return Some(Some(hint));
+        return Some(Some((hint, ty)));
     }
     let z = string_end(b, *i + 1)?;
-    let c = keys.column(b, *i + 1, z, hint);
+    let c = keys.column(b, *i + 1, z, hint).map(|c| (c, keys.cols[c].decoded));
     *i = ws(b, z + 1);
     if b.get(*i) != Some(&b':') {
         return None;
@@ -546,20 +567,21 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
         loop {
             i = ws(b, i);
             match col {
-                Some(c) => {
-                    i = match keys.decoded[c] {
-                        Some(ty) => value(b, i, ty, plan, &mut values[c])?,
-                        None => skip_value(b, i)?,
-                    };
+                Some((c, Some(ty))) => {
+                    i = value(b, i, ty, plan, values.get_mut(c)?)?;
+                    hint = c + 1;
+                }
+                Some((c, None)) => {
+                    i = skip_value(b, i)?;
                     hint = c + 1;
                 }
                 // As the full parser: a key that is no column leaves the hint where it was.
                 None => i = skip_value(b, i)?,
             }
             // Usually the next column's key follows the comma at once.
-            if let Some(after) = keys.next_after_comma(b, i, hint) {
+            if let Some((after, ty)) = keys.next_after_comma(b, i, hint) {
                 i = after;
-                col = Some(hint);
+                col = Some((hint, ty));
                 continue;
             }
             i = ws(b, i);
