@@ -157,40 +157,44 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
 /// not start with one. What follows is not looked at: the JSON fast path parses a timestamp
 /// string in place and then checks its closing quote, without first scanning for it.
 ///
-/// The 19 bytes of date and time are read as three overlapping little-endian words (byte `k`
-/// of the text is bits `8k..8k + 8`): `YYYY-MM-`, `DDTHH:MM` and `HH:MM:SS`. Each is XORed
-/// with its template (`0000-00-`, ...): a digit becomes its value 0-9 and a separator that
-/// is the template's becomes 0, so one test per word checks every byte ([`template_diff`]),
-/// and the two-digit fields are combined in-register ([`digit_pairs`]).
+/// The time `HH:MM:SS` and the start of the date `YYYY-MM-` are read as little-endian words
+/// (byte `k` of the text is bits `8k..8k + 8`), each XORed with its template (`00:00:00`,
+/// `0000-00-`): a digit becomes its value 0-9 and a separator that is the template's becomes
+/// 0, so one test per word checks every byte ([`template_diff`]), and the two-digit fields are
+/// combined in-register ([`digit_pairs`]). The date's day number is remembered per thread
+/// (`LAST_DAY`): a record of the same day as the previous one skips the date's checks and
+/// calendar arithmetic.
 #[inline(always)]
 pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
     // The templates, as words (byte 0 lowest); digit positions hold `0`.
-    const T_A: u64 = u64::from_le_bytes(*b"0000-00-");
-    const T_C: u64 = u64::from_le_bytes(*b"00T00:00");
-    const T_E: u64 = u64::from_le_bytes(*b"00:00:00");
+    const T_DATE: u64 = u64::from_le_bytes(*b"0000-00-");
+    const T_TIME: u64 = u64::from_le_bytes(*b"00:00:00");
     // The separator bytes of each word, which must be exactly the template's (0 after XOR).
-    const SEP_A: u64 = 0xff00_00ff_0000_0000;
-    const SEP_C: u64 = 0x0000_ff00_00ff_0000;
-    const SEP_E: u64 = 0x0000_ff00_00ff_0000;
+    const SEP_DATE: u64 = 0xff00_00ff_0000_0000;
+    const SEP_TIME: u64 = 0x0000_ff00_00ff_0000;
     let head = b.first_chunk::<19>()?;
     let w = |i: usize| {
         let mut x = [0u8; 8];
         x.copy_from_slice(&head[i..i + 8]);
         u64::from_le_bytes(x)
     };
-    let (c, e) = (template_diff(w(8), T_C, SEP_C)?, template_diff(w(11), T_E, SEP_E)?);
-    let (pc, pe) = (digit_pairs(c), digit_pairs(e));
+    let pt = digit_pairs(template_diff(w(11), T_TIME, SEP_TIME)?);
     let at = |p: u64, k: u32| (p >> (8 * k)) as u32 & 0xff;
-    let (h, mi, sec) = (at(pc, 3), at(pc, 6), at(pe, 6));
+    let (h, mi, sec) = (at(pt, 0), at(pt, 3), at(pt, 6));
     if h > 23 || mi > 59 || sec > 59 {
         return None;
     }
-    // The date `YYYY-MM-DD`: the first word and the day's two bytes.
-    let date = (w(0), u16::from_le_bytes([head[8], head[9]]));
+    // The date and the `T` after it, `YYYY-MM-DDT`: the first word and the next three bytes.
+    let date = (w(0), u32::from_le_bytes([head[8], head[9], head[10], 0]));
     let days = match LAST_DAY.with(Cell::get) {
         (cached, days) if cached == date => days,
         _ => {
-            let days = day_number(template_diff(date.0, T_A, SEP_A)?, at(pc, 0))?;
+            let [d1, d0, t] = [head[8], head[9], head[10]];
+            if !d1.is_ascii_digit() || !d0.is_ascii_digit() || t != b'T' {
+                return None;
+            }
+            let day = (d1 - b'0') as u32 * 10 + (d0 - b'0') as u32;
+            let days = day_number(template_diff(date.0, T_DATE, SEP_DATE)?, day)?;
             LAST_DAY.with(|d| d.set((date, days)));
             days
         }
@@ -220,11 +224,11 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
 }
 
 thread_local! {
-    /// The date text (`YYYY-MM-DD`, as [`timestamp_prefix`] reads it) of the last date parsed
-    /// on this thread, and its day number: the records of a stream mostly share their day.
+    /// The date text and the `T` after it (`YYYY-MM-DDT`, as [`timestamp_prefix`] reads it) of
+    /// the last date parsed on this thread, and its day number: the records of a stream mostly share their day.
     /// Only valid dates are remembered, so equal bytes are the same valid date. (No date's
     /// first word is 0, so the initial entry never matches.)
-    static LAST_DAY: Cell<((u64, u16), i64)> = const { Cell::new(((0, 0), 0)) };
+    static LAST_DAY: Cell<((u64, u32), i64)> = const { Cell::new(((0, 0), 0)) };
 }
 
 /// The day number (days since 1970-01-01) of the date whose `YYYY-MM-` word, XORed with its
@@ -315,6 +319,58 @@ mod tests {
             prop_assert_eq!(parse_f64(&s).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "{}", s);
             let t = x.to_string();
             prop_assert_eq!(parse_f64(&t).map(f64::to_bits), t.parse::<f64>().ok().map(f64::to_bits), "{}", t);
+        }
+    }
+
+    #[test]
+    fn timestamp_prefix_reads_the_timestamp_and_stops_after_its_z() {
+        for (text, len) in [
+            ("2024-01-15T10:01:00Z\",\"country\"", 20),
+            ("2024-01-15T10:01:00.5Z\"", 22),
+            ("2024-01-15T10:01:00.123456789Z\"}", 30),
+            ("1970-01-01T00:00:00Z", 20),
+        ] {
+            let want = crate::time::parse_timestamp(&text[..len]).unwrap();
+            assert_eq!(timestamp_prefix(text.as_bytes()), Some((want, len)), "{text}");
+        }
+        for text in [
+            "2024-01-15T10:01:00",
+            "2024-01-15T10:01:00z\"",
+            "2024-01-15T10:01:00.Z\"",
+            "2024-01-15T10:01:00.1234567890Z",
+            "2024-01-15t10:01:00Z",
+            "2024-01-15 10:01:00Z",
+            "2024-01-15T10:01:00+00:00",
+            "2024-01-15T10:01:60Z",
+        ] {
+            assert_eq!(timestamp_prefix(text.as_bytes()), None, "{text}");
+        }
+    }
+
+    /// Every date of years 0000 to 9999 (and days 0, 29 to 32, months 0 and 13 around them),
+    /// one after another as a stream's records come (so the remembered day is both reused and
+    /// replaced), against `parse_timestamp` (Hinnant's era-based day count, written apart).
+    #[test]
+    fn the_day_count_and_the_calendar_checks_agree_with_parse_timestamp_on_every_date() {
+        let mut text = *b"0000-00-00T12:34:56Z";
+        for y in 0..=9999u32 {
+            for mo in 0..=13u32 {
+                for d in [0u32, 1, 15, 28, 29, 30, 31, 32] {
+                    for (at, v, n) in [(0, y, 4), (5, mo, 2), (8, d, 2)] {
+                        for k in 0..n {
+                            text[at + k] = b'0' + (v / 10u32.pow((n - 1 - k) as u32) % 10) as u8;
+                        }
+                    }
+                    let s = std::str::from_utf8(&text).unwrap();
+                    let want = crate::time::parse_timestamp(s).ok();
+                    assert_eq!(fast_timestamp(&text), want, "{s}");
+                    // The same date again (remembered), with another time of day.
+                    text[11] = b'0';
+                    let again = std::str::from_utf8(&text).unwrap();
+                    assert_eq!(fast_timestamp(&text), crate::time::parse_timestamp(again).ok(), "{again}");
+                    text[11] = b'1';
+                }
+            }
         }
     }
 
