@@ -330,10 +330,11 @@ fn scan_number(b: &[u8], i: usize) -> Option<Num> {
     Some(Num { end: j, integer, neg, mantissa, digits, exp })
 }
 
+/// The 8 bytes at `i` as a little-endian word, when there are 8.
 #[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
-    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
-    Some(u64::from_le_bytes(w))
+    // Two comparisons (`i <= len`, then 8 left), no overflow check of `i + 8`.
+    Some(u64::from_le_bytes(*b.get(i..)?.first_chunk::<8>()?))
 }
 
 /// The index of the closing quote of the string whose content starts at `i`, when the string
