@@ -279,7 +279,7 @@ fn digit_pairs(d: u64) -> u64 {
 
 /// Proleptic Gregorian leap year.
 fn is_leap(y: u32) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+    y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400))
 }
 
 /// Powers of ten as u32, up to 10^6.
