@@ -84,7 +84,8 @@ impl JsonDecoder {
     }
 
     /// The full parser: every line, every error (the fast path declines to [`Self::decode`]
-    /// this).
+    /// this). Never inlined: [`Self::decode`] stays a thin wrapper around the fast path.
+    #[inline(never)]
     pub(super) fn decode_full(&self, line: &[u8]) -> Result<Record, DecodeError> {
         let s = utf8(line)?;
         let mut p = Parser { s, b: s.as_bytes(), pos: 0 };

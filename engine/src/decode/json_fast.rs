@@ -10,14 +10,19 @@
 //!
 //! Where the time goes on a ~100-byte record, and what is done about it:
 //! - keys: producers write the columns in schema order, so the key expected next (the column
-//!   after the previous match) is compared first as `name"`, one or two masked 8-byte words,
-//!   without searching for the key's end; any other key is scanned and looked up;
+//!   after the previous match) is compared first, with the comma before it and the colon after
+//!   it (`,"name":`, one or two masked 8-byte words) right where the previous value ended,
+//!   without searching for the key's end; then as `name":` after whitespace; any other key is
+//!   scanned and looked up;
 //! - strings: the end is found 8 bytes per step (the classic "has zero byte" bit trick), which
 //!   also stops at non-ASCII bytes: outside strings every byte must be ASCII anyway, so checking
 //!   the strings that hold one is the line's whole UTF-8 check (an ASCII line costs no extra
-//!   pass; `str::from_utf8` on the whole ~100-byte line cost as much as a fifth of the decode);
+//!   pass; `str::from_utf8` on the whole ~100-byte line cost as much as a fifth of the decode),
+//!   and a STRING value is not checked a second time to become a `&str` ([`checked_str`]);
+//! - timestamps: a TIMESTAMP string is parsed in place ([`timestamp_prefix`]), its closing
+//!   quote checked after it, without a scan for the quote first;
 //! - numbers: checked against the JSON grammar and accumulated in the same pass; Clinger's
-//!   exact fast path gives most doubles without `str::parse`;
+//!   exact fast path gives most doubles without `str::parse` ([`super::json_number`]);
 //! - values are written straight into the record's slots (no intermediate `(Value, end)`
 //!   returned through memory).
 
@@ -30,7 +35,8 @@ use crate::time::Timestamp;
 use crate::value::{Record, Value};
 
 use super::Plan;
-use super::text::{fast_timestamp, parse_f64, parse_i64};
+use super::json_number::scan_number;
+use super::text::{parse_f64, parse_i64, timestamp_prefix};
 
 /// Above this many columns keys are found through a hash map rather than by comparing names.
 const LINEAR_LOOKUP_MAX: usize = 16;
@@ -45,16 +51,31 @@ pub(super) struct FastKeys {
     /// Per name: its length and its first 16 bytes, zero-padded ([`padded`]).
     words: Box<[(usize, [u64; 2])]>,
     by_name: Option<AHashMap<Box<[u8]>, usize>>,
-    /// Per column: its key as it must appear in the line, when it can be compared as words.
-    patterns: Box<[Option<KeyPattern>]>,
-    /// Per column: its type when it is decoded (needed or required), `None` when skipped.
-    decoded: Box<[Option<DataType>]>,
+    /// Per column: its key patterns and its type when decoded.
+    cols: Box<[FastCol]>,
 }
 
-/// The bytes `name":` (a plain column name, the key's closing quote and the colon right after
-/// it, as producers write them; 3..=16 bytes) as little-endian words: the first 8 bytes masked
-/// to the pattern's length, and for patterns longer than 8 the last 8 bytes (overlapping the
-/// first word). A key followed by whitespace before its colon is left to the scan.
+/// What the fast path needs of a column, together (one bounds check per key).
+#[derive(Debug, Clone, Copy)]
+struct FastCol {
+    /// Its key as it must appear in the line, when it can be compared as words.
+    key: Option<KeyPattern>,
+    /// Its key with the comma before it, when it can be compared as words.
+    after_comma: Option<KeyPattern>,
+    /// Its type when it is decoded (needed or required), `None` when skipped.
+    decoded: Option<DataType>,
+}
+
+/// A key's column and its type when decoded: `Some((index, None))` for a column that is only
+/// skipped, `None` for a key that is no column.
+type KeyCol = Option<(usize, Option<DataType>)>;
+
+/// A key as it must appear in the line, compared as little-endian words without searching for
+/// its end: `name":` (a plain column name, the key's closing quote and the colon right after
+/// it, as producers write them), or `,"name":` (the same key right after the previous value's
+/// comma). 3..=16 bytes: the first 8 masked to the pattern's length, and for patterns longer
+/// than 8 the last 8 (overlapping the first word). A key with whitespace around its colon or
+/// comma is left to the scan.
 #[derive(Debug, Clone, Copy)]
 struct KeyPattern {
     len: usize,
@@ -64,24 +85,37 @@ struct KeyPattern {
 }
 
 impl KeyPattern {
-    /// `None` for names longer than 14 bytes or holding `"`, `\` or a control character (such
-    /// a key may be written escaped, so only the full comparison decides).
+    /// The pattern `name":`; `None` for names longer than 14 bytes or holding `"`, `\` or a
+    /// control character (such a key may be written escaped, so only the full comparison
+    /// decides).
     fn new(name: &[u8]) -> Option<KeyPattern> {
-        if name.len() > 14 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
+        KeyPattern::of(b"", name)
+    }
+
+    /// The pattern `,"name":`; `None` for names longer than 12 bytes or not plain (as
+    /// [`KeyPattern::new`]).
+    fn after_comma(name: &[u8]) -> Option<KeyPattern> {
+        KeyPattern::of(b",\"", name)
+    }
+
+    /// The pattern `{prefix}name":`, when it fits 16 bytes and the name is plain.
+    fn of(prefix: &[u8], name: &[u8]) -> Option<KeyPattern> {
+        let len = prefix.len() + name.len() + 2;
+        if len > 16 || name.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
             return None;
         }
-        let len = name.len() + 2;
         let mut buf = [0u8; 16];
-        buf[..name.len()].copy_from_slice(name);
-        buf[name.len()] = b'"';
-        buf[name.len() + 1] = b':';
+        buf[..prefix.len()].copy_from_slice(prefix);
+        buf[prefix.len()..len - 2].copy_from_slice(name);
+        buf[len - 2] = b'"';
+        buf[len - 1] = b':';
         let head_mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
         let tail = if len > 8 { word(&buf, len - 8)? } else { 0 };
         Some(KeyPattern { len, head: word(&buf, 0)? & head_mask, head_mask, tail })
     }
 
-    /// Whether the key whose content starts at `p` is this name, followed by its colon (at
-    /// `p + len - 1`). False, leaving the decision to a scan, when fewer than 8 bytes remain.
+    /// Whether the pattern is at `p` (and so its colon at `p + len - 1`). False, leaving the
+    /// decision to a scan, when fewer than 8 bytes remain.
     #[inline(always)]
     fn matches(&self, b: &[u8], p: usize) -> bool {
         // The name holds no `"` or `\`: equal bytes up to and with the quote are the same key.
@@ -121,18 +155,36 @@ impl FastKeys {
                 (n.len(), padded(&buf, 0, k).unwrap_or_default())
             })
             .collect();
-        let patterns = names.iter().map(|n| KeyPattern::new(n)).collect();
-        let decoded = plan.columns.iter().map(|c| c.decode.then_some(c.ty)).collect();
-        FastKeys { names, words, by_name, patterns, decoded }
+        let cols = names
+            .iter()
+            .zip(plan.columns.iter())
+            .map(|(n, c)| FastCol {
+                key: KeyPattern::new(n),
+                after_comma: KeyPattern::after_comma(n),
+                decoded: c.decode.then_some(c.ty),
+            })
+            .collect();
+        FastKeys { names, words, by_name, cols }
     }
 
-    /// The column named by the key whose content starts at `p`, when it is the column `hint`
-    /// (checked without scanning the key) and the colon follows at once: the index after the
-    /// colon.
+    /// When the key whose content starts at `p` is the column `hint` (checked without scanning
+    /// the key) and the colon follows at once: the index after the colon, and the column's
+    /// type when decoded.
     #[inline(always)]
-    fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<usize> {
-        match self.patterns.get(hint) {
-            Some(Some(k)) if k.matches(b, p) => Some(p + k.len),
+    fn expected(&self, b: &[u8], p: usize, hint: usize) -> Option<(usize, Option<DataType>)> {
+        match self.cols.get(hint) {
+            Some(FastCol { key: Some(k), decoded, .. }) if k.matches(b, p) => Some((p + k.len, *decoded)),
+            _ => None,
+        }
+    }
+
+    /// When the value just ended at `i` is followed at once by a comma and the key of column
+    /// `hint`, then at once by its colon: the index after the colon, and the column's type when
+    /// decoded.
+    #[inline(always)]
+    fn next_after_comma(&self, b: &[u8], i: usize, hint: usize) -> Option<(usize, Option<DataType>)> {
+        match self.cols.get(hint) {
+            Some(FastCol { after_comma: Some(k), decoded, .. }) if k.matches(b, i) => Some((i + k.len, *decoded)),
             _ => None,
         }
     }
@@ -170,121 +222,11 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-/// Powers of ten exact in a double.
-const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
-    1e21, 1e22,
-];
-
-/// A JSON number checked and accumulated in one pass: `±mantissa × 10^exp`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Num {
-    /// The index after the number.
-    end: usize,
-    /// No fraction, no exponent.
-    integer: bool,
-    neg: bool,
-    /// The digits, exact when `digits <= 19`.
-    mantissa: u64,
-    /// Significant digits (leading zeros not counted).
-    digits: u32,
-    /// The power of ten (the exponent minus the fraction's digits), saturated far out of range.
-    exp: i32,
-}
-
-impl Num {
-    /// The value when Clinger's fast path gives it exactly: a mantissa of at most 2^53 and a
-    /// power of ten within 10^±22, so both are exact doubles and one correctly rounded
-    /// operation gives the correctly rounded result (as `str::parse`). `None` otherwise.
-    #[inline(always)]
-    fn exact_f64(&self) -> Option<f64> {
-        if self.digits > 19 || self.mantissa > 1 << 53 {
-            return None;
-        }
-        let m = self.mantissa as f64;
-        let v = match self.exp {
-            0..=22 => m * POW10[self.exp as usize],
-            -22..0 => m / POW10[(-self.exp) as usize],
-            _ => return None,
-        };
-        Some(if self.neg { -v } else { v })
-    }
-
-    /// The integer when it has at most 18 digits (so it fits an i64 whatever its sign).
-    #[inline(always)]
-    fn small_i64(&self) -> Option<i64> {
-        if !self.integer || self.digits > 18 {
-            return None;
-        }
-        let v = self.mantissa as i64;
-        Some(if self.neg { -v } else { v })
-    }
-}
-
-/// The number at `i` by the JSON grammar `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`,
-/// not followed by a digit (so `01` is refused); `None` when there is none.
-#[inline(always)]
-fn scan_number(b: &[u8], i: usize) -> Option<Num> {
-    let neg = b.get(i) == Some(&b'-');
-    let mut j = i + neg as usize;
-    let (mut mantissa, mut digits, mut exp) = (0u64, 0u32, 0i32);
-    let mut add = |c: u8, mantissa: &mut u64| {
-        *mantissa = mantissa.wrapping_mul(10).wrapping_add((c - b'0') as u64);
-        digits += (*mantissa != 0) as u32;
-    };
-    match b.get(j) {
-        Some(b'0') => j += 1,
-        Some(b'1'..=b'9') => {
-            while let Some(&c @ b'0'..=b'9') = b.get(j) {
-                add(c, &mut mantissa);
-                j += 1;
-            }
-        }
-        _ => return None,
-    }
-    let mut integer = true;
-    if b.get(j) == Some(&b'.') {
-        j += 1;
-        let start = j;
-        while let Some(&c @ b'0'..=b'9') = b.get(j) {
-            add(c, &mut mantissa);
-            exp = exp.saturating_sub(1);
-            j += 1;
-        }
-        if j == start {
-            return None;
-        }
-        integer = false;
-    }
-    if let Some(b'e' | b'E') = b.get(j) {
-        j += 1;
-        let negative_exp = b.get(j) == Some(&b'-');
-        if let Some(b'+' | b'-') = b.get(j) {
-            j += 1;
-        }
-        let start = j;
-        let mut e = 0i32;
-        while let Some(&c @ b'0'..=b'9') = b.get(j) {
-            // Saturated: far beyond any double's range either way.
-            e = (e * 10 + (c - b'0') as i32).min(1_000_000);
-            j += 1;
-        }
-        if j == start {
-            return None;
-        }
-        exp = exp.saturating_add(if negative_exp { -e } else { e });
-        integer = false;
-    }
-    if let Some(b'0'..=b'9') = b.get(j) {
-        return None;
-    }
-    Some(Num { end: j, integer, neg, mantissa, digits, exp })
-}
-
+/// The 8 bytes at `i` as a little-endian word, when there are 8.
 #[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
-    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
-    Some(u64::from_le_bytes(w))
+    // Two comparisons (`i <= len`, then 8 left), no overflow check of `i + 8`.
+    Some(u64::from_le_bytes(*b.get(i..)?.first_chunk::<8>()?))
 }
 
 /// The index of the closing quote of the string whose content starts at `i`, when the string
@@ -327,6 +269,19 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
+/// The content of a string [`string_end`] accepted, as a `&str` without checking its UTF-8 a
+/// second time (`str::from_utf8` cost about as much as the rest of a short string's decode).
+#[inline(always)]
+#[allow(unsafe_code)]
+fn checked_str(content: &[u8]) -> &str {
+    debug_assert!(std::str::from_utf8(content).is_ok(), "string_end accepted invalid UTF-8");
+    // SAFETY: `content` is `b[i..z]` for `Some(z) = string_end(b, i)`, which holds only when
+    // every byte of it is ASCII (the word scan stops at the first byte >= 0x80, the byte loop
+    // too) or `str::from_utf8` accepted it ([`non_ascii_string_end`]): it is UTF-8. The unit
+    // and property tests (debug builds: the assertion above) check this on every string.
+    unsafe { std::str::from_utf8_unchecked(content) }
+}
+
 /// [`string_end`] for a string holding non-ASCII bytes: its end, then its bytes checked to be
 /// UTF-8.
 #[cold]
@@ -367,10 +322,15 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// Skips the value at `i` (strings inline, the rest through [`skip`]).
+/// Skips the value at `i` (strings and `true` / `false` inline, the rest through [`skip`]).
 #[inline(always)]
 fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    if b.get(i) == Some(&b'"') { string_end(b, i + 1).map(|z| z + 1) } else { skip(b, i) }
+    match b.get(i) {
+        Some(b'"') => string_end(b, i + 1).map(|z| z + 1),
+        Some(b't') => literal(b, i, b"true"),
+        Some(b'f') => literal(b, i, b"false"),
+        _ => skip(b, i),
+    }
 }
 
 /// A number (checked by [`scan_number`]) beyond Clinger's fast path, exactly as `str::parse`.
@@ -401,17 +361,26 @@ fn put(slot: &mut Value, v: Value) {
 #[inline(always)]
 fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
     match *b.get(i)? {
-        b'"' => {
-            let z = string_end(b, i + 1)?;
-            let v = match ty {
-                // Checked again, to be a `&str` without `unsafe` (a short string costs little).
-                DataType::String => Value::Str(Arc::from(std::str::from_utf8(&b[i + 1..z]).ok()?)),
-                DataType::Timestamp => Value::Timestamp(fast_timestamp(&b[i + 1..z])?),
-                _ => return None,
-            };
-            put(slot, v);
-            Some(z + 1)
-        }
+        b'"' => match ty {
+            DataType::String => {
+                let z = string_end(b, i + 1)?;
+                put(slot, Value::Str(Arc::from(checked_str(&b[i + 1..z]))));
+                Some(z + 1)
+            }
+            DataType::Timestamp => {
+                // Parsed in place: a canonical timestamp holds no quote, backslash, control or
+                // non-ASCII byte, so when its closing quote follows at once the string is
+                // exactly the timestamp (as a scan to the quote, then a parse, would find).
+                let (t, n) = timestamp_prefix(b.get(i + 1..)?)?;
+                let z = i + 1 + n;
+                if b.get(z) != Some(&b'"') {
+                    return None;
+                }
+                put(slot, Value::Timestamp(t));
+                Some(z + 1)
+            }
+            _ => None,
+        },
         b'-' | b'0'..=b'9' => {
             let n = scan_number(b, i)?;
             // ASCII digits, signs, dots and exponents only: always UTF-8.
@@ -450,6 +419,27 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Opt
     }
 }
 
+/// The key whose opening quote is at `*i`: its column and type ([`KeyCol`]),
+/// with `*i` moved past the colon. `None` when the fast path must decline.
+#[inline(always)]
+fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<KeyCol> {
+    if b.get(*i) != Some(&b'"') {
+        return None;
+    }
+    if let Some((after, ty)) = keys.expected(b, *i + 1, hint) {
+        *i = after;
+        return Some(Some((hint, ty)));
+    }
+    let z = string_end(b, *i + 1)?;
+    let c = keys.column(b, *i + 1, z, hint).map(|c| (c, keys.cols[c].decoded));
+    *i = ws(b, z + 1);
+    if b.get(*i) != Some(&b':') {
+        return None;
+    }
+    *i += 1;
+    Some(c)
+}
+
 /// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
     let b = line;
@@ -457,47 +447,42 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    // Built as the record's boxed slice at once (no `Vec` to shrink at the end).
-    let mut values: Box<[Value]> = std::iter::repeat_with(|| Value::Null).take(plan.columns.len()).collect();
+    // Exactly as long as its capacity: becomes the record's boxed slice without reallocating.
+    let mut values = Vec::with_capacity(plan.columns.len());
+    values.resize_with(plan.columns.len(), || Value::Null);
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;
     } else {
+        // The column after the previous key's: the key expected next.
         let mut hint = 0;
+        let mut col = key(keys, b, &mut i, hint)?;
         loop {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let col = match keys.expected(b, i + 1, hint) {
-                Some(after) => {
-                    i = after;
-                    Some(hint)
-                }
-                None => {
-                    let z = string_end(b, i + 1)?;
-                    let c = keys.column(b, i + 1, z, hint);
-                    i = ws(b, z + 1);
-                    if b.get(i) != Some(&b':') {
-                        return None;
-                    }
-                    i += 1;
-                    c
-                }
-            };
             i = ws(b, i);
             match col {
-                Some(c) => {
+                Some((c, Some(ty))) => {
+                    i = value(b, i, ty, plan, values.get_mut(c)?)?;
                     hint = c + 1;
-                    i = match keys.decoded[c] {
-                        Some(ty) => value(b, i, ty, plan, &mut values[c])?,
-                        None => skip_value(b, i)?,
-                    };
                 }
+                Some((c, None)) => {
+                    i = skip_value(b, i)?;
+                    hint = c + 1;
+                }
+                // As the full parser: a key that is no column leaves the hint where it was.
                 None => i = skip_value(b, i)?,
+            }
+            // Usually the next column's key follows the comma at once.
+            if let Some((after, ty)) = keys.next_after_comma(b, i, hint) {
+                i = after;
+                col = Some((hint, ty));
+                continue;
             }
             i = ws(b, i);
             match b.get(i) {
-                Some(b',') => i = ws(b, i + 1),
+                Some(b',') => {
+                    i = ws(b, i + 1);
+                    col = key(keys, b, &mut i, hint)?;
+                }
                 Some(b'}') => {
                     i += 1;
                     break;
@@ -515,7 +500,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             return None;
         }
     }
-    Some(Record { values })
+    Some(Record { values: values.into_boxed_slice() })
 }
 
 #[cfg(test)]

@@ -71,6 +71,32 @@ fn key_patterns_match_exactly_the_name_its_closing_quote_and_colon() {
     assert!(!k.matches(b"\"fourteen_byteZ\":1}", 1));
 }
 
+#[test]
+fn comma_key_patterns_match_the_comma_the_key_and_its_colon_at_once() {
+    let k = KeyPattern::after_comma(b"ok").unwrap();
+    assert!(k.matches(br#","ok":true}"#, 0));
+    for other in
+        [&br#", "ok":true}"#[..], br#","ok" :true}"#, br#","okk":true}"#, br#","o":true}  "#, br#""ok":true}  "#]
+    {
+        assert!(!k.matches(other, 0), "{}", String::from_utf8_lossy(other));
+    }
+    let twelve = KeyPattern::after_comma(b"twelve_bytes").unwrap();
+    assert!(twelve.matches(br#","twelve_bytes":1}"#, 0));
+    assert!(!twelve.matches(br#","twelve_byteZ":1}"#, 0));
+    assert!(KeyPattern::after_comma(b"thirteen_byte").is_none());
+    assert!(KeyPattern::after_comma(b"a\"b").is_none());
+}
+
+#[test]
+fn long_numbers_with_leading_zeros_decline_the_exact_fast_path() {
+    // 1 integer digit + 21 fraction digits: more than 19, so `exact_f64` declines (the caller
+    // then parses the text exactly); 19 still take it.
+    let n = scan_number(b"0.000000000000000000123", 0).unwrap();
+    assert_eq!((n.digits, n.exact_f64()), (22, None));
+    let n = scan_number(b"0.000000000000000123", 0).unwrap();
+    assert_eq!(n.exact_f64().map(f64::to_bits), Some("0.000000000000000123".parse::<f64>().unwrap().to_bits()));
+}
+
 proptest! {
     #[test]
     fn exact_f64_is_str_parse_or_declines(

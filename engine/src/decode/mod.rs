@@ -30,6 +30,7 @@
 mod csv;
 mod json;
 mod json_fast;
+mod json_number;
 mod text;
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Scalar conversions shared by the JSON and CSV decoders.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::schema::DataType;
@@ -144,103 +145,148 @@ pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeE
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with every field in range (seconds 00-59), else `None`.
-///
-/// The 19 bytes of date and time are read as three overlapping little-endian words (byte `k`
-/// of the text is bits `8k..8k + 8`): `YYYY-MM-`, `DDTHH:MM` and `HH:MM:SS`. Separators are
-/// compared under a mask, digits checked a word at a time, and the two-digit fields combined
-/// in-register (see [`digit_pairs`]).
 pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
-    // Separators: `-` at 4 and 7 of the first word; `T` at 2 and `:` at 5 of the second; `:`
-    // at 5 of the third (text offset 16).
-    const SEP_A: u64 = 0xff00_00ff_0000_0000;
-    const SEP_C: u64 = 0x0000_ff00_00ff_0000;
-    const SEP_E: u64 = 0x0000_ff00_0000_0000;
-    // Digits: 0-3, 5, 6 (YYYY, MM); 0, 1, 3, 4, 6, 7 (DD, HH, MM and HH, MM, SS).
-    const DIG_A: u64 = 0x00ff_ff00_ffff_ffff;
-    const DIG_CE: u64 = 0xffff_00ff_ff00_ffff;
-    let (head, rest) = b.split_first_chunk::<19>()?;
-    let (z, frac) = rest.split_last()?;
+    match timestamp_prefix(b)? {
+        (t, n) if n == b.len() => Some(t),
+        _ => None,
+    }
+}
+
+/// The timestamp `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` (every field in range, seconds 00-59) that
+/// `b` starts with, and its length in bytes (the index after the `Z`); `None` when `b` does
+/// not start with one. What follows is not looked at: the JSON fast path parses a timestamp
+/// string in place and then checks its closing quote, without first scanning for it.
+///
+/// The time `HH:MM:SS` and the start of the date `YYYY-MM-` are read as little-endian words
+/// (byte `k` of the text is bits `8k..8k + 8`), each XORed with its template (`00:00:00`,
+/// `0000-00-`): a digit becomes its value 0-9 and a separator that is the template's becomes
+/// 0, so one test per word checks every byte ([`template_diff`]), and the two-digit fields are
+/// combined in-register ([`digit_pairs`]). The date's day number is remembered per thread
+/// (`LAST_DAY`): a record of the same day as the previous one skips the date's checks and
+/// calendar arithmetic.
+#[inline(always)]
+pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
+    // The templates, as words (byte 0 lowest); digit positions hold `0`.
+    const T_DATE: u64 = u64::from_le_bytes(*b"0000-00-");
+    const T_TIME: u64 = u64::from_le_bytes(*b"00:00:00");
+    // The separator bytes of each word, which must be exactly the template's (0 after XOR).
+    const SEP_DATE: u64 = 0xff00_00ff_0000_0000;
+    const SEP_TIME: u64 = 0x0000_ff00_00ff_0000;
+    let head = b.first_chunk::<19>()?;
     let w = |i: usize| {
-        u64::from_le_bytes([
-            head[i],
-            head[i + 1],
-            head[i + 2],
-            head[i + 3],
-            head[i + 4],
-            head[i + 5],
-            head[i + 6],
-            head[i + 7],
-        ])
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&head[i..i + 8]);
+        u64::from_le_bytes(x)
     };
-    let (a, c, e) = (w(0), w(8), w(11));
-    if *z != b'Z'
-        || a & SEP_A != (b'-' as u64) << 56 | (b'-' as u64) << 32
-        || c & SEP_C != (b':' as u64) << 40 | (b'T' as u64) << 16
-        || e & SEP_E != (b':' as u64) << 40
-        || !digits_at(a, DIG_A)
-        || !digits_at(c, DIG_CE)
-        || !digits_at(e, DIG_CE)
-    {
-        return None;
-    }
-    let (pa, pc, pe) = (digit_pairs(a, DIG_A), digit_pairs(c, DIG_CE), digit_pairs(e, DIG_CE));
+    let pt = digit_pairs(template_diff(w(11), T_TIME, SEP_TIME)?);
     let at = |p: u64, k: u32| (p >> (8 * k)) as u32 & 0xff;
-    let (y, mo, day) = (at(pa, 0) * 100 + at(pa, 2), at(pa, 5), at(pc, 0));
-    let (h, mi, sec) = (at(pc, 3), at(pc, 6), at(pe, 6));
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    if !(1..=12).contains(&mo) || day == 0 || h > 23 || mi > 59 || sec > 59 {
+    let (h, mi, sec) = (at(pt, 0), at(pt, 3), at(pt, 6));
+    if h > 23 || mi > 59 || sec > 59 {
         return None;
     }
-    let feb29 = (leap && mo == 2) as u32;
-    if day > MONTH_DAYS[(mo - 1) as usize] + feb29 {
-        return None;
-    }
-    let frac_us = match frac {
-        [] => 0,
-        [b'.', digits @ ..] if (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) => {
-            let mut us = 0i64;
-            for k in 0..6 {
-                us = us * 10 + digits.get(k).map_or(0, |c| (c - b'0') as i64);
+    // The date and the `T` after it, `YYYY-MM-DDT`: the first word and the next three bytes.
+    let date = (w(0), u32::from_le_bytes([head[8], head[9], head[10], 0]));
+    let days = match LAST_DAY.with(Cell::get) {
+        (cached, days) if cached == date => days,
+        _ => {
+            let [d1, d0, t] = [head[8], head[9], head[10]];
+            if !d1.is_ascii_digit() || !d0.is_ascii_digit() || t != b'T' {
+                return None;
             }
-            us
+            let day = (d1 - b'0') as u32 * 10 + (d0 - b'0') as u32;
+            let days = day_number(template_diff(date.0, T_DATE, SEP_DATE)?, day)?;
+            LAST_DAY.with(|d| d.set((date, days)));
+            days
+        }
+    };
+    let (frac_us, n) = match b.get(19) {
+        Some(b'Z') => (0, 20),
+        Some(b'.') => {
+            let mut us = 0u32;
+            let mut k = 20;
+            while let Some(&d @ b'0'..=b'9') = b.get(k) {
+                if k < 26 {
+                    us = us * 10 + (d - b'0') as u32;
+                }
+                k += 1;
+            }
+            let digits = k - 20;
+            if !(1..=9).contains(&digits) || b.get(k) != Some(&b'Z') {
+                return None;
+            }
+            // Fewer than 6 digits: scaled up to microseconds (more: truncated above).
+            (us * POW10_U32[6usize.saturating_sub(digits)], k + 1)
         }
         _ => return None,
     };
-    // Days since 1970-01-01: whole years from year 0 (0..=9999, so no division of a negative
-    // number) with their leap days (year 0 is one), the days of the year's earlier months, then
-    // the day of the month.
-    let y = y as i64;
-    let leap_days_before = (y + 3) / 4 - (y + 99) / 100 + (y + 399) / 400;
-    let yday = DAYS_BEFORE_MONTH[(mo - 1) as usize] as i64 + (leap && mo > 2) as i64 + day as i64 - 1;
-    let days = 365 * y + leap_days_before + yday - 719_528;
     let secs = days * 86_400 + (h * 3_600 + mi * 60 + sec) as i64;
-    Some(Timestamp(secs * 1_000_000 + frac_us))
+    Some((Timestamp(secs * 1_000_000 + frac_us as i64), n))
 }
 
-/// Whether the bytes of `w` (little-endian) selected by `mask` (0xff per byte) are all ASCII
-/// digits; the others are separators below 0xfa (so adding 6 to them carries nowhere).
-#[inline]
-fn digits_at(w: u64, mask: u64) -> bool {
-    const HI: u64 = 0xf0f0_f0f0_f0f0_f0f0;
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    // 0x30..=0x3f, then + 6 stays in 0x3? only for 0x30..=0x39
-    w & HI & mask == ZEROS & mask && (w.wrapping_add(0x0606_0606_0606_0606)) & HI & mask == ZEROS & mask
+thread_local! {
+    /// The date text and the `T` after it (`YYYY-MM-DDT`, as [`timestamp_prefix`] reads it) of
+    /// the last date parsed on this thread, and its day number: the records of a stream mostly share their day.
+    /// Only valid dates are remembered, so equal bytes are the same valid date. (No date's
+    /// first word is 0, so the initial entry never matches.)
+    static LAST_DAY: Cell<((u64, u32), i64)> = const { Cell::new(((0, 0), 0)) };
 }
 
-/// For a word whose bytes selected by `mask` are ASCII digits ([`digits_at`]): byte `k` of
-/// the result is `10 × digit k + digit k+1` (the two-digit number starting at `k`), for each
-/// selected `k` whose `k + 1` is selected too. No byte ever exceeds 99, so nothing carries.
+/// The day number (days since 1970-01-01) of the date whose `YYYY-MM-` word, XORed with its
+/// template ([`template_diff`]), is `a` and whose day of the month is `day`; `None` for a month
+/// or day out of range.
 #[inline]
-fn digit_pairs(w: u64, mask: u64) -> u64 {
-    let d = (w ^ 0x3030_3030_3030_3030) & mask;
+fn day_number(a: u64, day: u32) -> Option<i64> {
+    let pa = digit_pairs(a);
+    let at = |k: u32| (pa >> (8 * k)) as u32 & 0xff;
+    let (y, mo) = (at(0) * 100 + at(2), at(5));
+    if mo.wrapping_sub(1) > 11 || day == 0 {
+        return None;
+    }
+    if day > MONTH_DAYS[(mo - 1) as usize] || (mo == 2 && day == 29 && !is_leap(y)) {
+        return None;
+    }
+    // Howard Hinnant's `days_from_civil`: years counted from March, so a leap day ends its
+    // year, and shifted by 400 years (one whole Gregorian cycle of 146,097 days) so that year
+    // 0's January and February stay non-negative.
+    let march = mo > 2;
+    let years = y + 400 - (!march) as u32;
+    let month = if march { mo - 3 } else { mo + 9 };
+    let centuries = years / 100;
+    let days = 365 * years + years / 4 - centuries + centuries / 4 + (153 * month + 2) / 5 + day - 1;
+    Some(days as i64 - (719_468 + 146_097))
+}
+
+/// `w` XOR `template` when every byte of `w` is a digit where the template has `0` and the
+/// template's byte where `sep` selects it (0xff per byte): then each byte of the result is a
+/// digit's value (0-9), or 0 at the separators. `None` otherwise.
+#[inline(always)]
+fn template_diff(w: u64, template: u64, sep: u64) -> Option<u64> {
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let d = w ^ template;
+    // A byte of `d` is <= 9 iff its high bit is clear and adding 0x76 leaves it clear. A byte
+    // of 0x8a or more carries into the next one, but its own high bit already fails the test.
+    let digits = (d | d.wrapping_add(0x7676_7676_7676_7676)) & HIGHS == 0;
+    (digits && d & sep == 0).then_some(d)
+}
+
+/// For a word of digit values ([`template_diff`]): byte `k` of the result is
+/// `10 × digit k + digit k+1` (the two-digit number starting at `k`). No byte ever exceeds 99,
+/// so nothing carries.
+#[inline(always)]
+fn digit_pairs(d: u64) -> u64 {
     d * 10 + (d >> 8)
 }
 
-/// Days of each month in a common year.
-const MONTH_DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+/// Proleptic Gregorian leap year.
+fn is_leap(y: u32) -> bool {
+    y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400))
+}
 
-/// Days of a common year before each month.
-const DAYS_BEFORE_MONTH: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+/// Powers of ten as u32, up to 10^6.
+const POW10_U32: [u32; 7] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
+
+/// Days of each month, February with its leap day.
+const MONTH_DAYS: [u32; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /// A [`DecodeError::WrongType`] for `col` given `given`.
 pub(crate) fn wrong(col: &Column, given: &str, why: &'static str) -> DecodeError {
@@ -273,6 +319,58 @@ mod tests {
             prop_assert_eq!(parse_f64(&s).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "{}", s);
             let t = x.to_string();
             prop_assert_eq!(parse_f64(&t).map(f64::to_bits), t.parse::<f64>().ok().map(f64::to_bits), "{}", t);
+        }
+    }
+
+    #[test]
+    fn timestamp_prefix_reads_the_timestamp_and_stops_after_its_z() {
+        for (text, len) in [
+            ("2024-01-15T10:01:00Z\",\"country\"", 20),
+            ("2024-01-15T10:01:00.5Z\"", 22),
+            ("2024-01-15T10:01:00.123456789Z\"}", 30),
+            ("1970-01-01T00:00:00Z", 20),
+        ] {
+            let want = crate::time::parse_timestamp(&text[..len]).unwrap();
+            assert_eq!(timestamp_prefix(text.as_bytes()), Some((want, len)), "{text}");
+        }
+        for text in [
+            "2024-01-15T10:01:00",
+            "2024-01-15T10:01:00z\"",
+            "2024-01-15T10:01:00.Z\"",
+            "2024-01-15T10:01:00.1234567890Z",
+            "2024-01-15t10:01:00Z",
+            "2024-01-15 10:01:00Z",
+            "2024-01-15T10:01:00+00:00",
+            "2024-01-15T10:01:60Z",
+        ] {
+            assert_eq!(timestamp_prefix(text.as_bytes()), None, "{text}");
+        }
+    }
+
+    /// Every date of years 0000 to 9999 (and days 0, 29 to 32, months 0 and 13 around them),
+    /// one after another as a stream's records come (so the remembered day is both reused and
+    /// replaced), against `parse_timestamp` (Hinnant's era-based day count, written apart).
+    #[test]
+    fn the_day_count_and_the_calendar_checks_agree_with_parse_timestamp_on_every_date() {
+        let mut text = *b"0000-00-00T12:34:56Z";
+        for y in 0..=9999u32 {
+            for mo in 0..=13u32 {
+                for d in [0u32, 1, 15, 28, 29, 30, 31, 32] {
+                    for (at, v, n) in [(0, y, 4), (5, mo, 2), (8, d, 2)] {
+                        for k in 0..n {
+                            text[at + k] = b'0' + (v / 10u32.pow((n - 1 - k) as u32) % 10) as u8;
+                        }
+                    }
+                    let s = std::str::from_utf8(&text).unwrap();
+                    let want = crate::time::parse_timestamp(s).ok();
+                    assert_eq!(fast_timestamp(&text), want, "{s}");
+                    // The same date again (remembered), with another time of day.
+                    text[11] = b'0';
+                    let again = std::str::from_utf8(&text).unwrap();
+                    assert_eq!(fast_timestamp(&text), crate::time::parse_timestamp(again).ok(), "{again}");
+                    text[11] = b'1';
+                }
+            }
         }
     }
 
