@@ -18,7 +18,7 @@
 //!   also stops at non-ASCII bytes: outside strings every byte must be ASCII anyway, so checking
 //!   the strings that hold one is the line's whole UTF-8 check (an ASCII line costs no extra
 //!   pass; `str::from_utf8` on the whole ~100-byte line cost as much as a fifth of the decode),
-//!   and a STRING value is not checked a second time to become a `&str` ([`checked_str`]);
+//!   and a STRING value is not checked a second time to become a `&str` ([`string_at`]);
 //! - timestamps: a TIMESTAMP string is parsed in place ([`timestamp_prefix`]), its closing
 //!   quote checked after it, without a scan for the quote first;
 //! - numbers: checked against the JSON grammar and accumulated in the same pass; Clinger's
@@ -269,17 +269,20 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
-/// The content of a string [`string_end`] accepted, as a `&str` without checking its UTF-8 a
-/// second time (`str::from_utf8` cost about as much as the rest of a short string's decode).
+/// The content of the string whose content starts at `i`, and the index of its closing quote
+/// ([`string_end`]), as a `&str` without checking its UTF-8 a second time (`str::from_utf8`
+/// cost about as much as the rest of a short string's decode).
 #[inline(always)]
 #[allow(unsafe_code)]
-fn checked_str(content: &[u8]) -> &str {
+fn string_at(b: &[u8], i: usize) -> Option<(&str, usize)> {
+    let z = string_end(b, i)?;
+    let content = &b[i..z];
     debug_assert!(std::str::from_utf8(content).is_ok(), "string_end accepted invalid UTF-8");
-    // SAFETY: `content` is `b[i..z]` for `Some(z) = string_end(b, i)`, which holds only when
-    // every byte of it is ASCII (the word scan stops at the first byte >= 0x80, the byte loop
-    // too) or `str::from_utf8` accepted it ([`non_ascii_string_end`]): it is UTF-8. The unit
-    // and property tests (debug builds: the assertion above) check this on every string.
-    unsafe { std::str::from_utf8_unchecked(content) }
+    // SAFETY: `string_end(b, i) == Some(z)` holds only when every byte of `b[i..z]` is ASCII
+    // (the word scan stops at the first byte >= 0x80, the byte loop too) or `str::from_utf8`
+    // accepted it ([`non_ascii_string_end`]): it is UTF-8. The unit and property tests (debug
+    // builds: the assertion above) check this on every string.
+    Some((unsafe { std::str::from_utf8_unchecked(content) }, z))
 }
 
 /// [`string_end`] for a string holding non-ASCII bytes: its end, then its bytes checked to be
@@ -363,8 +366,8 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Opt
     match *b.get(i)? {
         b'"' => match ty {
             DataType::String => {
-                let z = string_end(b, i + 1)?;
-                put(slot, Value::Str(Arc::from(checked_str(&b[i + 1..z]))));
+                let (content, z) = string_at(b, i + 1)?;
+                put(slot, Value::Str(Arc::from(content)));
                 Some(z + 1)
             }
             DataType::Timestamp => {
