@@ -145,6 +145,40 @@ pub(crate) fn next_base0_auction_id(event: u64, rng: &mut SplitMix64) -> u64 {
     min + rng.below(last - min + 1 + ID_LEAD)
 }
 
+/// A bid's auction (0-based): with probability `1 - 1/HOT_AUCTION_RATIO` the hot one (the first
+/// of the last batch of [`HOT_BATCH`] auctions), else [`next_base0_auction_id`]. `None` when not
+/// `wanted`: the draws it would make are then skipped (the stream continues as if they had been).
+pub(crate) fn bid_auction(event: u64, rng: &mut SplitMix64, wanted: bool) -> Option<u64> {
+    let hot = rng.below(HOT_AUCTION_RATIO) > 0;
+    match (hot, wanted) {
+        (true, true) => Some((last_base0_auction_id(event).max(0) as u64 / HOT_BATCH) * HOT_BATCH),
+        (false, true) => Some(next_base0_auction_id(event, rng)),
+        (true, false) => None,
+        // next_base0_auction_id draws once.
+        (false, false) => {
+            rng.skip(1);
+            None
+        }
+    }
+}
+
+/// A bid's bidder (0-based): with probability `1 - 1/HOT_BIDDERS_RATIO` the hot one (the second
+/// person of the last batch of [`HOT_BATCH`], so hot bidders and hot sellers differ), else
+/// [`next_base0_person_id`]. `None` when not `wanted`: the draws are then skipped.
+pub(crate) fn bid_bidder(event: u64, rng: &mut SplitMix64, wanted: bool) -> Option<u64> {
+    let hot = rng.below(HOT_BIDDERS_RATIO) > 0;
+    match (hot, wanted) {
+        (true, true) => Some((last_base0_person_id(event) / HOT_BATCH) * HOT_BATCH + 1),
+        (false, true) => Some(next_base0_person_id(event, rng)),
+        (true, false) => None,
+        // next_base0_person_id draws once.
+        (false, false) => {
+            rng.skip(1);
+            None
+        }
+    }
+}
+
 /// A price in cents, `round(100 × 10^(6u))` for uniform `u`: log-uniform over [$1, $1,000,000].
 pub(crate) fn next_price(rng: &mut SplitMix64) -> i64 {
     // 10^(6u) as exp(6u ln 10): the same value to within an ulp, at half the cost of `powf`.
@@ -167,6 +201,15 @@ pub(crate) fn floor_i64(x: f64) -> i64 {
     if (t as f64) > x { t.saturating_sub(1) } else { t }
 }
 
+/// `n as f64`, by the signed conversion when `n < 2^63`: the same value (both round `n` to the
+/// nearest double), in one instruction on x86-64 where the unsigned conversion takes several.
+pub(crate) fn u64_to_f64(n: u64) -> f64 {
+    match i64::try_from(n) {
+        Ok(i) => i as f64,
+        Err(_) => n as f64,
+    }
+}
+
 /// Event-time spacing: event `n` happens at `base + floor(n × 10^6 / rate)` µs.
 #[derive(Clone, Copy, Debug)]
 pub struct EventClock {
@@ -179,7 +222,7 @@ pub struct EventClock {
 impl EventClock {
     /// The event time of event `n`. Non-decreasing in `n`; increasing when `rate <= 10^6`.
     pub fn time_of(&self, n: u64) -> Timestamp {
-        Timestamp(self.base.0 + floor_i64(n as f64 * self.us_per_event()))
+        Timestamp(self.base.0 + floor_i64(u64_to_f64(n) * self.us_per_event()))
     }
 
     /// µs of event time between two events: `10^6 / rate`.
