@@ -166,9 +166,15 @@ impl NexmarkGenerator {
     /// `event`'s table (its old values are overwritten and dropped; no allocation); a spare of
     /// another width is dropped and a new record allocated. The record is the same either way.
     pub fn record_reusing(&mut self, event: u64, spare: Option<Record>) -> Record {
+        self.record_of_kind(kind_of(event), event, spare)
+    }
+
+    /// [`NexmarkGenerator::record_reusing`] for an event known to be of kind `table`.
+    pub(crate) fn record_of_kind(&mut self, table: NexmarkTable, event: u64, spare: Option<Record>) -> Record {
+        debug_assert_eq!(kind_of(event), table);
         let mut rng = SplitMix64::for_mixed_item(self.mixed_seed, event);
         let reuse = spare.map(|r| r.values);
-        let values = match kind_of(event) {
+        let values = match table {
             NexmarkTable::Bid => self.bid(event, &mut rng, reuse),
             NexmarkTable::Auction => self.auction(event, &mut rng, reuse),
             NexmarkTable::Person => self.person(event, &mut rng, reuse),

@@ -87,14 +87,28 @@ pub fn kind_of(event: u64) -> NexmarkTable {
     }
 }
 
-/// The first event number `>= event` of kind `table`.
-pub fn next_of_kind(event: u64, table: NexmarkTable) -> u64 {
-    let offset = event % PROPORTION_DENOMINATOR;
-    let (first, count) = match table {
+/// The offsets in a cycle of [`PROPORTION_DENOMINATOR`] events of `table`'s run of events: the
+/// first and how many.
+fn run_in_cycle(table: NexmarkTable) -> (u64, u64) {
+    match table {
         NexmarkTable::Person => (0, PERSON_PROPORTION),
         NexmarkTable::Auction => (PERSON_PROPORTION, AUCTION_PROPORTION),
         NexmarkTable::Bid => (PERSON_PROPORTION + AUCTION_PROPORTION, BID_PROPORTION),
-    };
+    }
+}
+
+/// One past the last event of the run of `table`'s events that holds `event` (an event of that
+/// kind): the events from `event` to there are all of kind `table`.
+pub(crate) fn end_of_run(event: u64, table: NexmarkTable) -> u64 {
+    debug_assert_eq!(kind_of(event), table);
+    let (first, count) = run_in_cycle(table);
+    event - event % PROPORTION_DENOMINATOR + first + count
+}
+
+/// The first event number `>= event` of kind `table`.
+pub fn next_of_kind(event: u64, table: NexmarkTable) -> u64 {
+    let offset = event % PROPORTION_DENOMINATOR;
+    let (first, count) = run_in_cycle(table);
     if offset < first {
         event + (first - offset)
     } else if offset < first + count {
