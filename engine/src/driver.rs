@@ -241,6 +241,7 @@ impl RealTimeClock {
     }
 
     /// The current watermark.
+    #[inline]
     pub fn watermark(&self) -> Timestamp {
         self.watermark.as_ref().map_or(Timestamp::MIN, |(_, tr)| tr.current())
     }

@@ -9,6 +9,7 @@ use eddy_engine::{Record, Timestamp, Value};
 
 use super::NexmarkTable;
 use super::model::*;
+use super::price::Prices;
 use super::rng::{SplitMix64, mix64, push_exact_string, push_string, skip_string};
 
 /// Variants kept per length in an [`ExtraPool`].
@@ -79,6 +80,8 @@ pub struct NexmarkGenerator {
     cities: Vec<Value>,
     states: Vec<Value>,
     extras: ExtraPool,
+    /// Prices without an `exp` call each ([`price_of_bits`]'s values).
+    prices: Prices,
     buf: String,
     /// Per column of the record's table: false when no query reads it (generated as null).
     kept: [bool; MAX_COLUMNS],
@@ -129,6 +132,7 @@ impl NexmarkGenerator {
             cities: US_CITIES.iter().map(|c| text(c)).collect(),
             states: US_STATES.iter().map(|s| text(s)).collect(),
             extras: ExtraPool::new(seed),
+            prices: Prices::new(),
             buf: String::new(),
             kept: [true; MAX_COLUMNS],
         }
@@ -153,7 +157,7 @@ impl NexmarkGenerator {
 
     /// The event time of event `n`: [`EventClock::time_of`] with the division done once.
     fn time_of(&self, n: u64) -> Timestamp {
-        Timestamp(self.clock.base.0 + floor_i64(u64_to_f64(n) * self.us_per_event))
+        Timestamp(self.clock.base.0 + floor_i64(n as f64 * self.us_per_event))
     }
 
     /// The record of event `event`, in the column order of [`super::schema`] for its kind
@@ -189,7 +193,7 @@ impl NexmarkGenerator {
         v[0] = long_or_null(bid_auction(event, rng, k[0]).map(|a| a as i64 + FIRST_AUCTION_ID));
         v[1] = long_or_null(bid_bidder(event, rng, k[1]).map(|b| b as i64 + FIRST_PERSON_ID));
         v[2] = if k[2] {
-            Value::Long(next_price(rng))
+            Value::Long(self.prices.next(rng))
         } else {
             rng.skip(1);
             Value::Null
@@ -199,7 +203,9 @@ impl NexmarkGenerator {
         if k[3] || k[4] || k[6] {
             self.bid_strings(rng, v);
         } else {
-            (v[3], v[4], v[6]) = (Value::Null, Value::Null, Value::Null);
+            v[3] = Value::Null;
+            v[4] = Value::Null;
+            v[6] = Value::Null;
         }
         v[5] = keep_if(k[5], || Value::Timestamp(self.time_of(event)));
         values
@@ -253,7 +259,7 @@ impl NexmarkGenerator {
         let category = FIRST_CATEGORY_ID + rng.below(NUM_CATEGORIES) as i64;
         // The reserve adds a second price to the initial bid.
         let initial_bid = if k[3] || k[4] {
-            next_price(rng)
+            self.prices.next(rng)
         } else {
             rng.skip(1);
             0
@@ -281,11 +287,12 @@ impl NexmarkGenerator {
         } else {
             skip_string(rng, 20);
             skip_string(rng, 100);
-            (v[1], v[2]) = (Value::Null, Value::Null);
+            v[1] = Value::Null;
+            v[2] = Value::Null;
             0
         };
         v[4] = if k[4] {
-            Value::Long(initial_bid + next_price(rng))
+            Value::Long(initial_bid + self.prices.next(rng))
         } else {
             rng.skip(1);
             Value::Null

@@ -18,7 +18,7 @@
 use eddy_engine::Timestamp;
 
 use super::NexmarkTable;
-use super::rng::SplitMix64;
+use super::rng::{SplitMix64, unit_of_bits};
 
 /// First person id.
 pub const FIRST_PERSON_ID: i64 = 1000;
@@ -193,10 +193,12 @@ pub(crate) fn bid_bidder(event: u64, rng: &mut SplitMix64, wanted: bool) -> Opti
     }
 }
 
-/// A price in cents, `round(100 × 10^(6u))` for uniform `u`: log-uniform over [$1, $1,000,000].
-pub(crate) fn next_price(rng: &mut SplitMix64) -> i64 {
+/// A price in cents, `round(100 × 10^(6u))` for uniform `u = m / 2^53` (`m`: the top 53 bits of
+/// a draw): log-uniform over [$1, $1,000,000]. The generator computes it by
+/// [`super::price::Prices`], which gives the same values faster.
+pub(crate) fn price_of_bits(m: u64) -> i64 {
     // 10^(6u) as exp(6u ln 10): the same value to within an ulp, at half the cost of `powf`.
-    round_half_away((rng.unit_f64() * 6.0 * std::f64::consts::LN_10).exp() * 100.0)
+    round_half_away((unit_of_bits(m) * 6.0 * std::f64::consts::LN_10).exp() * 100.0)
 }
 
 /// `x.round() as i64` (halves away from zero) for `x >= 0` (and NaN, as 0), without the libm call
@@ -215,15 +217,6 @@ pub(crate) fn floor_i64(x: f64) -> i64 {
     if (t as f64) > x { t.saturating_sub(1) } else { t }
 }
 
-/// `n as f64`, by the signed conversion when `n < 2^63`: the same value (both round `n` to the
-/// nearest double), in one instruction on x86-64 where the unsigned conversion takes several.
-pub(crate) fn u64_to_f64(n: u64) -> f64 {
-    match i64::try_from(n) {
-        Ok(i) => i as f64,
-        Err(_) => n as f64,
-    }
-}
-
 /// Event-time spacing: event `n` happens at `base + floor(n × 10^6 / rate)` µs.
 #[derive(Clone, Copy, Debug)]
 pub struct EventClock {
@@ -236,7 +229,7 @@ pub struct EventClock {
 impl EventClock {
     /// The event time of event `n`. Non-decreasing in `n`; increasing when `rate <= 10^6`.
     pub fn time_of(&self, n: u64) -> Timestamp {
-        Timestamp(self.base.0 + floor_i64(u64_to_f64(n) * self.us_per_event()))
+        Timestamp(self.base.0 + floor_i64(n as f64 * self.us_per_event()))
     }
 
     /// µs of event time between two events: `10^6 / rate`.

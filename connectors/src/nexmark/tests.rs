@@ -399,16 +399,6 @@ fn integer_rounding_matches_the_float_functions() {
     assert_eq!(floor_i64(f64::NEG_INFINITY), i64::MIN);
 }
 
-#[test]
-fn the_signed_conversion_of_event_numbers_gives_the_unsigned_ones_value() {
-    let mut rng = super::rng::SplitMix64::new(13);
-    let mut samples = vec![0, 1, (1 << 53) + 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 1025, u64::MAX];
-    samples.extend((0..100_000).map(|i| rng.next_u64() >> (i % 64)));
-    for n in samples {
-        assert_eq!(u64_to_f64(n).to_bits(), (n as f64).to_bits(), "{n}");
-    }
-}
-
 /// Records of every width from 0 to 12 (the tables' widths among them) holding strings, lists
 /// and other values in every column: spares no generated record resembles.
 fn foreign_records() -> Vec<Record> {
