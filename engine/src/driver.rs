@@ -213,6 +213,7 @@ impl RealTimeClock {
     }
 
     /// Stamps `record` (`system_now` is used without a replay column) and counts its event time.
+    #[inline]
     pub fn stamp(&mut self, record: &Record, system_now: Timestamp) -> RecordStamp {
         let t = match self.replay_column {
             Some(c) => record.values[c].as_timestamp().unwrap_or(self.now),
@@ -240,6 +241,7 @@ impl RealTimeClock {
     }
 
     /// The current watermark.
+    #[inline]
     pub fn watermark(&self) -> Timestamp {
         self.watermark.as_ref().map_or(Timestamp::MIN, |(_, tr)| tr.current())
     }

@@ -23,6 +23,7 @@ impl WatermarkTracker {
     }
 
     /// Counts one event time (late records too: they cannot raise the maximum).
+    #[inline]
     pub fn observe(&mut self, t: Timestamp) {
         if self.max_event_time.is_none_or(|m| t > m) {
             self.max_event_time = Some(t);
@@ -30,6 +31,7 @@ impl WatermarkTracker {
     }
 
     /// The current watermark; [`Timestamp::MIN`] before the first record.
+    #[inline]
     pub fn current(&self) -> Timestamp {
         self.max_event_time.map_or(Timestamp::MIN, |m| m.saturating_sub(self.delay))
     }

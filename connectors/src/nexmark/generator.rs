@@ -9,6 +9,7 @@ use eddy_engine::{Record, Timestamp, Value};
 
 use super::NexmarkTable;
 use super::model::*;
+use super::price::Prices;
 use super::rng::{SplitMix64, mix64, push_exact_string, push_string, skip_string};
 
 /// Variants kept per length in an [`ExtraPool`].
@@ -79,33 +80,28 @@ pub struct NexmarkGenerator {
     cities: Vec<Value>,
     states: Vec<Value>,
     extras: ExtraPool,
+    /// Prices without an `exp` call each ([`price_of_bits`]'s values).
+    prices: Prices,
     buf: String,
     /// Per column of the record's table: false when no query reads it (generated as null).
     kept: [bool; MAX_COLUMNS],
 }
 
-/// The boxed slice of these values: `reuse` (an `Option<Box<[Value]>>`) when it has exactly
-/// that many slots, each overwritten in turn (the old values dropped, no allocation); else a new
-/// one, each value written straight into the heap (an array boxed with `Box::new` is built on the
-/// stack and then copied by a `memcpy` call). Either way the values are evaluated in the order
-/// written, so the random draws they make are the same.
-macro_rules! fill_values {
-    ($reuse:expr; $($value:expr),+ $(,)?) => {{
-        const N: usize = [$(stringify!($value)),+].len();
-        match $reuse {
-            Some(mut values) if values.len() == N => {
-                let mut i = 0;
-                $(values[i] = $value; i += 1;)+
-                debug_assert_eq!(i, N);
-                values
-            }
-            _ => {
-                let mut values = Vec::with_capacity(N);
-                $(values.push($value);)+
-                values.into_boxed_slice()
-            }
-        }
-    }};
+/// `N` slots for a record's values: `reuse` (an `Option<Box<[Value]>>`) when it has exactly
+/// `N`, whose old values the caller overwrites (each dropped as it is overwritten; no
+/// allocation); else `N` new nulls. The caller writes every slot straight into the boxed slice,
+/// in the order its values draw (a record built first and boxed after would be built on the
+/// stack and copied).
+fn slots<const N: usize>(reuse: Option<Box<[Value]>>) -> Box<[Value]> {
+    match reuse {
+        Some(values) if values.len() == N => values,
+        _ => std::iter::repeat_n(Value::Null, N).collect(),
+    }
+}
+
+/// The `N` slots of [`slots`] as an array, so writing them needs no bounds check.
+fn as_array<const N: usize>(values: &mut [Value]) -> &mut [Value; N] {
+    values.try_into().expect("slots() gives exactly N values")
 }
 
 fn text(s: &str) -> Value {
@@ -115,6 +111,11 @@ fn text(s: &str) -> Value {
 /// `value` when `kept`, else null (the value is then dropped unbuilt when it is lazy).
 fn keep_if(kept: bool, value: impl FnOnce() -> Value) -> Value {
     if kept { value() } else { Value::Null }
+}
+
+/// `Value::Long` of `value`, null for `None`.
+fn long_or_null(value: Option<i64>) -> Value {
+    value.map_or(Value::Null, Value::Long)
 }
 
 impl NexmarkGenerator {
@@ -131,6 +132,7 @@ impl NexmarkGenerator {
             cities: US_CITIES.iter().map(|c| text(c)).collect(),
             states: US_STATES.iter().map(|s| text(s)).collect(),
             extras: ExtraPool::new(seed),
+            prices: Prices::new(),
             buf: String::new(),
             kept: [true; MAX_COLUMNS],
         }
@@ -168,9 +170,15 @@ impl NexmarkGenerator {
     /// `event`'s table (its old values are overwritten and dropped; no allocation); a spare of
     /// another width is dropped and a new record allocated. The record is the same either way.
     pub fn record_reusing(&mut self, event: u64, spare: Option<Record>) -> Record {
+        self.record_of_kind(kind_of(event), event, spare)
+    }
+
+    /// [`NexmarkGenerator::record_reusing`] for an event known to be of kind `table`.
+    pub(crate) fn record_of_kind(&mut self, table: NexmarkTable, event: u64, spare: Option<Record>) -> Record {
+        debug_assert_eq!(kind_of(event), table);
         let mut rng = SplitMix64::for_mixed_item(self.mixed_seed, event);
         let reuse = spare.map(|r| r.values);
-        let values = match kind_of(event) {
+        let values = match table {
             NexmarkTable::Bid => self.bid(event, &mut rng, reuse),
             NexmarkTable::Auction => self.auction(event, &mut rng, reuse),
             NexmarkTable::Person => self.person(event, &mut rng, reuse),
@@ -180,39 +188,32 @@ impl NexmarkGenerator {
 
     fn bid(&mut self, event: u64, rng: &mut SplitMix64, reuse: Option<Box<[Value]>>) -> Box<[Value]> {
         let k = self.kept;
-        let auction = if rng.below(HOT_AUCTION_RATIO) > 0 {
-            (last_base0_auction_id(event).max(0) as u64 / HOT_BATCH) * HOT_BATCH
-        } else {
-            next_base0_auction_id(event, rng)
-        };
-        let bidder = if rng.below(HOT_BIDDERS_RATIO) > 0 {
-            // The second person of the batch, so hot bidders and hot sellers differ.
-            (last_base0_person_id(event) / HOT_BATCH) * HOT_BATCH + 1
-        } else {
-            next_base0_person_id(event, rng)
-        };
-        let price = if k[2] {
-            Value::Long(next_price(rng))
+        let mut values = slots::<7>(reuse);
+        let v = as_array::<7>(&mut values);
+        v[0] = long_or_null(bid_auction(event, rng, k[0]).map(|a| a as i64 + FIRST_AUCTION_ID));
+        v[1] = long_or_null(bid_bidder(event, rng, k[1]).map(|b| b as i64 + FIRST_PERSON_ID));
+        v[2] = if k[2] {
+            Value::Long(self.prices.next(rng))
         } else {
             rng.skip(1);
             Value::Null
         };
         // The channel, url and extra draws come last: when none of them is read, they are not
         // made at all.
-        let (channel, url, extra) = if k[3] || k[4] || k[6] { self.bid_strings(rng) } else { Default::default() };
-        fill_values![reuse;
-            keep_if(k[0], || Value::Long(auction as i64 + FIRST_AUCTION_ID)),
-            keep_if(k[1], || Value::Long(bidder as i64 + FIRST_PERSON_ID)),
-            price,
-            channel,
-            url,
-            keep_if(k[5], || Value::Timestamp(self.time_of(event))),
-            extra,
-        ]
+        if k[3] || k[4] || k[6] {
+            self.bid_strings(rng, v);
+        } else {
+            v[3] = Value::Null;
+            v[4] = Value::Null;
+            v[6] = Value::Null;
+        }
+        v[5] = keep_if(k[5], || Value::Timestamp(self.time_of(event)));
+        values
     }
 
-    /// A bid's channel, url and extra (each null when pruned), from the draws after the price.
-    fn bid_strings(&mut self, rng: &mut SplitMix64) -> (Value, Value, Value) {
+    /// A bid's channel, url and extra (each null when pruned), from the draws after the price,
+    /// written into its slots 3, 4 and 6.
+    fn bid_strings(&mut self, rng: &mut SplitMix64, v: &mut [Value; 7]) {
         let k = self.kept;
         let channel_number = rng.below(CHANNELS);
         let (channel, url) = if rng.below(HOT_CHANNELS_RATIO) == HOT_CHANNELS_RATIO - 1 {
@@ -221,11 +222,10 @@ impl NexmarkGenerator {
             let (channel, url) = &self.hot_channels[rng.below(HOT_CHANNELS.len() as u64) as usize];
             (channel, url)
         };
-        let channel = keep_if(k[3], || channel.clone());
-        let url = keep_if(k[4], || url.clone());
+        v[3] = keep_if(k[3], || channel.clone());
+        v[4] = keep_if(k[4], || url.clone());
         // The reference counts 4 numbers of 8 bytes toward the bid's size.
-        let extra = keep_if(k[6], || self.extras.next(rng, 32, AVG_BID_BYTES));
-        (channel, url, extra)
+        v[6] = keep_if(k[6], || self.extras.next(rng, 32, AVG_BID_BYTES));
     }
 
     /// Channel `n` (not a hot one): `channel-<n>` and a url with a random path, which carries a
@@ -247,6 +247,8 @@ impl NexmarkGenerator {
 
     fn auction(&mut self, event: u64, rng: &mut SplitMix64, reuse: Option<Box<[Value]>>) -> Box<[Value]> {
         let k = self.kept;
+        let mut values = slots::<10>(reuse);
+        let v = as_array::<10>(&mut values);
         let time = self.time_of(event);
         let id = last_base0_auction_id(event) + FIRST_AUCTION_ID;
         let seller = if rng.below(HOT_SELLERS_RATIO) > 0 {
@@ -257,13 +259,13 @@ impl NexmarkGenerator {
         let category = FIRST_CATEGORY_ID + rng.below(NUM_CATEGORIES) as i64;
         // The reserve adds a second price to the initial bid.
         let initial_bid = if k[3] || k[4] {
-            next_price(rng)
+            self.prices.next(rng)
         } else {
             rng.skip(1);
             0
         };
         // Length: 1 ms + uniform over twice the time until NUM_IN_FLIGHT_AUCTIONS more auctions.
-        let expires = if k[6] {
+        v[6] = if k[6] {
             let events_ahead = NUM_IN_FLIGHT_AUCTIONS * PROPORTION_DENOMINATOR / AUCTION_PROPORTION;
             let horizon_us = (self.time_of(event + events_ahead).0 - time.0).max(0) as u64;
             let length_us = 1_000 + rng.below((2 * horizon_us).max(1)) as i64;
@@ -273,61 +275,62 @@ impl NexmarkGenerator {
             Value::Null
         };
         // The strings' lengths count toward the extra's; unread and uncounted, they are skipped.
-        let (name, description, strings_len) = if k[1] || k[2] || k[9] {
+        let strings_len = if k[1] || k[2] || k[9] {
             self.buf.clear();
             push_string(rng, 20, &mut self.buf);
             let name_len = self.buf.len();
             push_string(rng, 100, &mut self.buf);
             let (name, description) = self.buf.split_at(name_len);
-            (keep_if(k[1], || text(name)), keep_if(k[2], || text(description)), self.buf.len())
+            v[1] = keep_if(k[1], || text(name));
+            v[2] = keep_if(k[2], || text(description));
+            self.buf.len()
         } else {
             skip_string(rng, 20);
             skip_string(rng, 100);
-            (Value::Null, Value::Null, 0)
+            v[1] = Value::Null;
+            v[2] = Value::Null;
+            0
         };
-        let reserve = if k[4] {
-            Value::Long(initial_bid + next_price(rng))
+        v[4] = if k[4] {
+            Value::Long(initial_bid + self.prices.next(rng))
         } else {
             rng.skip(1);
             Value::Null
         };
         let current = 8 + strings_len + 5 * 8;
-        let extra = keep_if(k[9], || self.extras.next(rng, current, AVG_AUCTION_BYTES));
-        fill_values![reuse;
-            keep_if(k[0], || Value::Long(id)),
-            name,
-            description,
-            keep_if(k[3], || Value::Long(initial_bid)),
-            reserve,
-            keep_if(k[5], || Value::Timestamp(time)),
-            expires,
-            keep_if(k[7], || Value::Long(seller as i64 + FIRST_PERSON_ID)),
-            keep_if(k[8], || Value::Long(category)),
-            extra,
-        ]
+        v[9] = keep_if(k[9], || self.extras.next(rng, current, AVG_AUCTION_BYTES));
+        v[0] = keep_if(k[0], || Value::Long(id));
+        v[3] = keep_if(k[3], || Value::Long(initial_bid));
+        v[5] = keep_if(k[5], || Value::Timestamp(time));
+        v[7] = keep_if(k[7], || Value::Long(seller as i64 + FIRST_PERSON_ID));
+        v[8] = keep_if(k[8], || Value::Long(category));
+        values
     }
 
     fn person(&mut self, event: u64, rng: &mut SplitMix64, reuse: Option<Box<[Value]>>) -> Box<[Value]> {
         let k = self.kept;
-        let id = last_base0_person_id(event) as i64 + FIRST_PERSON_ID;
+        let mut values = slots::<8>(reuse);
+        let v = as_array::<8>(&mut values);
         let name = &self.names[rng.below(self.names.len() as u64) as usize];
         let name_len = name.as_str().map_or(0, str::len);
-        let name = keep_if(k[1], || name.clone());
+        v[1] = keep_if(k[1], || name.clone());
         // The email's length counts toward the extra's; unread and uncounted, it is skipped.
-        let (email, email_len) = if k[2] || k[7] {
+        let email_len = if k[2] || k[7] {
             self.buf.clear();
             push_string(rng, 7, &mut self.buf);
             self.buf.push('@');
             push_string(rng, 5, &mut self.buf);
             self.buf.push_str(".com");
-            (keep_if(k[2], || text(&self.buf)), self.buf.len())
+            v[2] = keep_if(k[2], || text(&self.buf));
+            self.buf.len()
         } else {
             skip_string(rng, 7);
             skip_string(rng, 5);
-            (Value::Null, 0)
+            v[2] = Value::Null;
+            0
         };
         // Four groups of 4 digits: always 19 characters.
-        let credit_card = if k[3] {
+        v[3] = if k[3] {
             self.buf.clear();
             for i in 0..4 {
                 if i > 0 {
@@ -347,17 +350,11 @@ impl NexmarkGenerator {
         let state = &self.states[rng.below(self.states.len() as u64) as usize];
         let len = |v: &Value| v.as_str().map_or(0, str::len);
         let current = 8 + name_len + email_len + 19 + len(city) + len(state);
-        let (city, state) = (keep_if(k[4], || city.clone()), keep_if(k[5], || state.clone()));
-        let extra = keep_if(k[7], || self.extras.next(rng, current, AVG_PERSON_BYTES));
-        fill_values![reuse;
-            keep_if(k[0], || Value::Long(id)),
-            name,
-            email,
-            credit_card,
-            city,
-            state,
-            keep_if(k[6], || Value::Timestamp(self.time_of(event))),
-            extra,
-        ]
+        v[4] = keep_if(k[4], || city.clone());
+        v[5] = keep_if(k[5], || state.clone());
+        v[7] = keep_if(k[7], || self.extras.next(rng, current, AVG_PERSON_BYTES));
+        v[0] = keep_if(k[0], || Value::Long(last_base0_person_id(event) as i64 + FIRST_PERSON_ID));
+        v[6] = keep_if(k[6], || Value::Timestamp(self.time_of(event)));
+        values
     }
 }

@@ -8,6 +8,7 @@
 
 mod generator;
 pub mod model;
+mod price;
 mod rng;
 mod source;
 

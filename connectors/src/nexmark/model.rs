@@ -18,7 +18,7 @@
 use eddy_engine::Timestamp;
 
 use super::NexmarkTable;
-use super::rng::SplitMix64;
+use super::rng::{SplitMix64, unit_of_bits};
 
 /// First person id.
 pub const FIRST_PERSON_ID: i64 = 1000;
@@ -87,14 +87,28 @@ pub fn kind_of(event: u64) -> NexmarkTable {
     }
 }
 
-/// The first event number `>= event` of kind `table`.
-pub fn next_of_kind(event: u64, table: NexmarkTable) -> u64 {
-    let offset = event % PROPORTION_DENOMINATOR;
-    let (first, count) = match table {
+/// The offsets in a cycle of [`PROPORTION_DENOMINATOR`] events of `table`'s run of events: the
+/// first and how many.
+fn run_in_cycle(table: NexmarkTable) -> (u64, u64) {
+    match table {
         NexmarkTable::Person => (0, PERSON_PROPORTION),
         NexmarkTable::Auction => (PERSON_PROPORTION, AUCTION_PROPORTION),
         NexmarkTable::Bid => (PERSON_PROPORTION + AUCTION_PROPORTION, BID_PROPORTION),
-    };
+    }
+}
+
+/// One past the last event of the run of `table`'s events that holds `event` (an event of that
+/// kind): the events from `event` to there are all of kind `table`.
+pub(crate) fn end_of_run(event: u64, table: NexmarkTable) -> u64 {
+    debug_assert_eq!(kind_of(event), table);
+    let (first, count) = run_in_cycle(table);
+    event - event % PROPORTION_DENOMINATOR + first + count
+}
+
+/// The first event number `>= event` of kind `table`.
+pub fn next_of_kind(event: u64, table: NexmarkTable) -> u64 {
+    let offset = event % PROPORTION_DENOMINATOR;
+    let (first, count) = run_in_cycle(table);
     if offset < first {
         event + (first - offset)
     } else if offset < first + count {
@@ -145,10 +159,46 @@ pub(crate) fn next_base0_auction_id(event: u64, rng: &mut SplitMix64) -> u64 {
     min + rng.below(last - min + 1 + ID_LEAD)
 }
 
-/// A price in cents, `round(100 × 10^(6u))` for uniform `u`: log-uniform over [$1, $1,000,000].
-pub(crate) fn next_price(rng: &mut SplitMix64) -> i64 {
+/// A bid's auction (0-based): with probability `1 - 1/HOT_AUCTION_RATIO` the hot one (the first
+/// of the last batch of [`HOT_BATCH`] auctions), else [`next_base0_auction_id`]. `None` when not
+/// `wanted`: the draws it would make are then skipped (the stream continues as if they had been).
+pub(crate) fn bid_auction(event: u64, rng: &mut SplitMix64, wanted: bool) -> Option<u64> {
+    let hot = rng.below(HOT_AUCTION_RATIO) > 0;
+    match (hot, wanted) {
+        (true, true) => Some((last_base0_auction_id(event).max(0) as u64 / HOT_BATCH) * HOT_BATCH),
+        (false, true) => Some(next_base0_auction_id(event, rng)),
+        (true, false) => None,
+        // next_base0_auction_id draws once.
+        (false, false) => {
+            rng.skip(1);
+            None
+        }
+    }
+}
+
+/// A bid's bidder (0-based): with probability `1 - 1/HOT_BIDDERS_RATIO` the hot one (the second
+/// person of the last batch of [`HOT_BATCH`], so hot bidders and hot sellers differ), else
+/// [`next_base0_person_id`]. `None` when not `wanted`: the draws are then skipped.
+pub(crate) fn bid_bidder(event: u64, rng: &mut SplitMix64, wanted: bool) -> Option<u64> {
+    let hot = rng.below(HOT_BIDDERS_RATIO) > 0;
+    match (hot, wanted) {
+        (true, true) => Some((last_base0_person_id(event) / HOT_BATCH) * HOT_BATCH + 1),
+        (false, true) => Some(next_base0_person_id(event, rng)),
+        (true, false) => None,
+        // next_base0_person_id draws once.
+        (false, false) => {
+            rng.skip(1);
+            None
+        }
+    }
+}
+
+/// A price in cents, `round(100 × 10^(6u))` for uniform `u = m / 2^53` (`m`: the top 53 bits of
+/// a draw): log-uniform over [$1, $1,000,000]. The generator computes it by
+/// [`super::price::Prices`], which gives the same values faster.
+pub(crate) fn price_of_bits(m: u64) -> i64 {
     // 10^(6u) as exp(6u ln 10): the same value to within an ulp, at half the cost of `powf`.
-    round_half_away((rng.unit_f64() * 6.0 * std::f64::consts::LN_10).exp() * 100.0)
+    round_half_away((unit_of_bits(m) * 6.0 * std::f64::consts::LN_10).exp() * 100.0)
 }
 
 /// `x.round() as i64` (halves away from zero) for `x >= 0` (and NaN, as 0), without the libm call

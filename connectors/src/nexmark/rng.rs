@@ -57,11 +57,11 @@ impl SplitMix64 {
     pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
+}
 
-    /// A uniform double in `[0, 1)` (53 random bits).
-    pub(crate) fn unit_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
+/// The uniform double in `[0, 1)` of 53 random bits `m`: `m / 2^53` (exact, as `m < 2^53`).
+pub(crate) fn unit_of_bits(m: u64) -> f64 {
+    m as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// Shortest random string before trimming (the reference generator's `MIN_STRING_LENGTH`).
@@ -148,12 +148,14 @@ mod tests {
     }
 
     #[test]
-    fn unit_f64_is_in_the_half_open_unit_interval_with_mean_one_half() {
+    fn units_are_in_the_half_open_unit_interval_with_mean_one_half() {
         let mut r = SplitMix64::new(2);
         let n = 100_000;
         let mut sum = 0.0;
+        assert_eq!(unit_of_bits(0), 0.0);
+        assert!(unit_of_bits((1 << 53) - 1) < 1.0);
         for _ in 0..n {
-            let u = r.unit_f64();
+            let u = unit_of_bits(r.next_u64() >> 11);
             assert!((0.0..1.0).contains(&u));
             sum += u;
         }

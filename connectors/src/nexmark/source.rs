@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use eddy_engine::Record;
 
-use super::model::{EventClock, NexmarkGenerator, kind_of, next_of_kind};
+use super::model::{EventClock, NexmarkGenerator, end_of_run, kind_of, next_of_kind};
 use super::{BASE_TIME, DEFAULT_EVENT_RATE, NexmarkTable};
 use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, SourceOffset, monotonic_ns};
 
@@ -125,13 +125,27 @@ impl NexmarkSource {
     }
 
     fn emit(&mut self, n: u64, created_ns: u64, out: &mut Vec<SourceItem>) {
-        let record = self.generator.record_reusing(n, self.free.pop());
+        let record = self.generator.record_of_kind(self.table, n, self.free.pop());
         out.push(SourceItem {
             payload: Payload::Record(record),
             position: Position::Generated { event: n },
             created_ns,
         });
         self.next_event = n + 1;
+    }
+
+    /// Emits the events from `n` (of this source's table) to the end of their run of the table's
+    /// events, to `self.end` or to `most` events, whichever comes first, all created at
+    /// `created_ns`: [`NexmarkSource::emit`] of each, without finding each one's kind.
+    fn emit_run(&mut self, n: u64, most: usize, created_ns: u64, out: &mut Vec<SourceItem>) {
+        let end = end_of_run(n, self.table).min(self.end).min(n.saturating_add(most as u64));
+        let (table, generator, free) = (self.table, &mut self.generator, &mut self.free);
+        out.extend((n..end).map(|event| SourceItem {
+            payload: Payload::Record(generator.record_of_kind(table, event, free.pop())),
+            position: Position::Generated { event },
+            created_ns,
+        }));
+        self.next_event = end;
     }
 }
 
@@ -148,7 +162,7 @@ impl Source for NexmarkSource {
                 let Some(n) = self.next_own_event() else {
                     break;
                 };
-                self.emit(n, now, out);
+                self.emit_run(n, max - (out.len() - start), now, out);
             }
             return Ok(if out.len() > start || self.next_event < self.end { Poll::Data } else { Poll::Exhausted });
         };
@@ -192,6 +206,14 @@ impl Source for NexmarkSource {
     /// ([`NexmarkGenerator::record_reusing`]: the same records as when allocated).
     fn recycle(&mut self, records: &mut Vec<Record>) {
         let width = self.table.columns();
+        // The usual case, records of this source handed back: the last ones that fit are all of
+        // the table's width, so they are moved over at once (the loop below would take exactly
+        // them, one by one).
+        let from = records.len().saturating_sub(FREE_RECORDS - self.free.len());
+        if records[from..].iter().all(|r| r.values.len() == width) {
+            self.free.extend(records.drain(from..));
+            return;
+        }
         while self.free.len() < FREE_RECORDS
             && let Some(r) = records.pop()
         {

@@ -356,10 +356,14 @@ fn pruned_columns_are_null_and_kept_ones_unchanged() {
     for table in [NexmarkTable::Bid, NexmarkTable::Auction, NexmarkTable::Person] {
         let events: Vec<u64> = (0..2_000).map(|e| next_of_kind(e, table)).collect();
         let width = NexmarkGenerator::new(42, clock).record(events[0]).values.len();
-        // Every column pruned in turn, everything but the first column, and nothing.
+        // Every column pruned in turn, everything but the first column, nothing, and 64 random
+        // masks (among them, for the bid's 128, q7's: price and date_time only).
         let mut masks: Vec<Vec<bool>> = (0..width).map(|i| (0..width).map(|j| j != i).collect()).collect();
         masks.push((0..width).map(|j| j == 0).collect());
         masks.push(Vec::new());
+        masks.push((0..width).map(|j| table == NexmarkTable::Bid && (j == 2 || j == 5)).collect());
+        let mut pick = super::rng::SplitMix64::new(width as u64);
+        masks.extend((0..64).map(|_| (0..width).map(|_| pick.below(2) == 1).collect()));
         for keep in masks {
             let mut full = NexmarkGenerator::new(42, clock);
             let mut pruned = NexmarkGenerator::new(42, clock).keeping(&keep);
