@@ -85,8 +85,9 @@ mod tests {
 
     #[test]
     fn the_estimate_is_within_2_to_the_minus_46_of_the_models_value() {
+        let prices = Prices::new();
         for m in samples() {
-            let (got, expected) = (Prices::new().estimate(m), reference(m));
+            let (got, expected) = (prices.estimate(m), reference(m));
             assert!((got - expected).abs() <= expected / (1u64 << 46) as f64, "m {m}: {got} vs {expected}");
         }
     }
