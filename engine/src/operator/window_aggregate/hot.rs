@@ -33,7 +33,7 @@ impl Hot {
     /// full ones. Returns `false` when a measure declined the input ([`AggregateFn::update_small`]):
     /// the states of the measures before it are updated, those from it on are not; the caller
     /// unparks and updates those from `first_declined` on, in the vector.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn update(&mut self, measures: &[AggregateFn], record: &Record) -> Result<(), usize> {
         for (k, (f, st)) in measures.iter().zip(self.states.iter_mut()).enumerate() {
             if !f.update_small(st, measure_input(f, record)) {

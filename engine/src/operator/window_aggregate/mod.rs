@@ -210,7 +210,7 @@ impl WindowAggregate {
         self.evicted_to = self.evicted_to.max(w);
     }
 
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, record: &Record, late_w: Option<Timestamp>, out: &mut Output) {
         let late = late_w.map(|w| w.0);
         let Some(column) = self.time_column else {
