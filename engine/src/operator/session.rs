@@ -181,7 +181,15 @@ impl SessionState {
         let (slot, new) = self.groups.find_or_insert_hinted(self.groups.hash_hint(record, cols), record, cols);
         let g = self.groups.get_mut(slot);
         if new {
+            // a new group: its one session, parked, without the group's vectors
             g.reset();
+            g.last = Some(Span { start: t, end });
+            g.hot.start(&mut g.states, &cfg.measures);
+            g.due = end;
+            g.update_last(&cfg.measures, record);
+            self.count += 1;
+            self.heap.push(Reverse((end, slot)));
+            return;
         }
         match g.last.as_mut() {
             // the common case: inside the last session
@@ -249,11 +257,34 @@ impl SessionState {
                 break;
             }
             self.heap.pop();
+            if let Some(&Reverse((_, next))) = self.heap.peek() {
+                // the next entry's slot loads while this one is handled (or until it is due)
+                self.groups.prefetch_slot(next);
+            }
             if !self.groups.is_live(slot) || self.groups.get(slot).due != due {
                 continue; // stale entry
             }
             let (key, g) = self.groups.key_and_data_mut(slot);
             g.due = i64::MAX;
+            if g.sessions.is_empty()
+                && let Some(last) = g.last
+            {
+                // One session, parked: handled in the slot, without the group's vectors.
+                if last.end > w {
+                    g.due = last.end;
+                    self.heap.push(Reverse((last.end, slot)));
+                    continue;
+                }
+                if emit {
+                    out.rows.push(row(key, last, &cfg.measures, &g.states_at(0, m)));
+                }
+                g.last = None;
+                g.hot.clear();
+                g.states.clear();
+                self.count -= 1;
+                self.groups.remove(slot);
+                continue;
+            }
             g.unpark(m);
             let k = g.sessions.partition_point(|s| s.end <= w);
             if emit {

@@ -410,6 +410,16 @@ impl<T: Default> Groups<T> {
         self.live -= 1;
     }
 
+    /// Starts loading `slot` whole (at most [`crate::prefetch::MAX_LINES`] lines; nothing for a
+    /// slot past the end): for a group about to be visited by its expiry, which reads the key
+    /// and the payload's bookkeeping past [`HOT_BYTES`].
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, slot: u32) {
+        if let Some(e) = self.slots.get(slot as usize) {
+            crate::prefetch::lines(e, std::mem::size_of::<Slot<T>>());
+        }
+    }
+
     /// Whether `slot` holds a group.
     #[inline]
     pub(crate) fn is_live(&self, slot: u32) -> bool {

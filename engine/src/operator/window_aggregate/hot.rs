@@ -62,6 +62,21 @@ impl Hot {
         self.used = true;
     }
 
+    /// Starts the states of a new parked last item with nothing in it: inline when they can be
+    /// (as [`Hot::park`] would put them), else appended to `v`. `self` must not be in use.
+    pub(crate) fn start(&mut self, v: &mut Vec<AggState>, measures: &[AggregateFn]) {
+        debug_assert!(!self.used);
+        if measures.len() <= HOT {
+            let mut small = [SmallState::default(); HOT];
+            if measures.iter().zip(small.iter_mut()).all(|(f, s)| f.new_state().to_small().map(|x| *s = x).is_some()) {
+                self.states = small;
+                self.used = true;
+                return;
+            }
+        }
+        v.extend(measures.iter().map(AggregateFn::new_state));
+    }
+
     /// Moves the inline states back to the end of `v` (as full states).
     pub(crate) fn unpark(&mut self, v: &mut Vec<AggState>, m: usize) {
         if !self.used {
