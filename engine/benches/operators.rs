@@ -3,9 +3,11 @@
 //! session count <= 100 ns; rolling 1-hour sum + max + lifetime count <= 150 ns.
 //!
 //! Records are built before the measurement; each iteration feeds a block of records through
-//! `on_record` in real-time mode, with the prefetch schedule of `prefetch_ahead` as the
-//! partition actor runs it (per-record emission work is included, append mode: every
-//! window is emitted once when the watermark passes it). Event time advances `spacing` per
+//! `on_record` in real-time mode, in batches of 256 records as the partition actor receives
+//! them, with the prefetch schedule of `prefetch_ahead` as the partition actor runs it (within
+//! a batch), each batch dropped once processed, as the partition actor releases it (per-record
+//! emission work is included, append mode: every window is emitted once when the watermark
+//! passes it). Event time advances `spacing` per
 //! record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per key per 10 s
 //! window, the steady state of a busy stream), 1 ms for the rolling window (3.6 million records
 //! in a 1-hour range at most, so its state stays within memory; measured once the range is full).
@@ -30,10 +32,26 @@ use eddy_engine::{Duration, Timestamp};
 const KEYS: u64 = 10_000;
 const BLOCK: usize = 100_000;
 
+/// Records per batch: the partition actor's batches (`eddy-actors`' source `BATCH`).
+const BATCH: usize = 256;
+
 /// Blocks fed to the rolling window before it is measured: 37 blocks of 100 s of event time
 /// fill its 1-hour range, so the measurement sees the steady state (each record enters the
 /// range and, on average, one leaves it: two rows per record), not the range filling up.
 const ROLLING_STEADY_BLOCKS: usize = 37;
+
+/// [`records`] in batches of [`BATCH`].
+fn batches(n: usize, start_us: i64, spacing_us: i64) -> Vec<Vec<Record>> {
+    let mut all = records(n, start_us, spacing_us).into_iter();
+    let mut out = Vec::with_capacity(n.div_ceil(BATCH));
+    loop {
+        let batch: Vec<Record> = all.by_ref().take(BATCH).collect();
+        if batch.is_empty() {
+            return out;
+        }
+        out.push(batch);
+    }
+}
 
 /// Records `key: STRING, ts: TIMESTAMP, v: DOUBLE`, keys drawn by a fixed LCG.
 fn records(n: usize, start_us: i64, spacing_us: i64) -> Vec<Record> {
@@ -68,17 +86,20 @@ fn window_agg(window: WindowKind, measures: Vec<AggregateFn>, output_mode: Outpu
 }
 
 /// The timed work: every record through the operator (clock first, as the runtime's timer
-/// would), with the prefetch schedule of [`prefetch_ahead`] (as the partition actor runs it),
-/// its rows produced; the records are dropped at the end. Not inlined, so that a profiler
-/// (`valgrind --tool=callgrind --toggle-collect='*feed*'`) can count exactly this.
+/// would), batch by batch with the prefetch schedule of [`prefetch_ahead`] within each batch,
+/// its rows produced, each batch dropped once processed (the partition actor's loop). Not
+/// inlined, so that a profiler (`valgrind --tool=callgrind --toggle-collect='*feed*'`) can
+/// count exactly this.
 #[inline(never)]
-fn feed(op: &mut dyn Operator, recs: Vec<Record>, out: &mut Output) {
-    for i in 0..recs.len() {
-        prefetch_ahead(op, |j| recs.get(j), i);
-        let r = &recs[i];
-        op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
-        op.on_record(r, Timestamp::MIN, out);
-        out.clear();
+fn feed(op: &mut dyn Operator, batches: Vec<Vec<Record>>, out: &mut Output) {
+    for recs in batches {
+        for i in 0..recs.len() {
+            prefetch_ahead(op, |j| recs.get(j), i);
+            let r = &recs[i];
+            op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
+            op.on_record(r, Timestamp::MIN, out);
+            out.clear();
+        }
     }
 }
 
@@ -101,14 +122,14 @@ fn run(c: &mut Criterion, name: &str, spacing_us: i64, steady_blocks: usize, mak
         }
         for _ in 0..steady_blocks {
             start += BLOCK as i64 * spacing_us;
-            feed(op.as_mut(), records(BLOCK, start, spacing_us), &mut out);
+            feed(op.as_mut(), batches(BLOCK, start, spacing_us), &mut out);
         }
         // Only the loop over records is timed (building the records is not).
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;
             for _ in 0..iters {
                 start += BLOCK as i64 * spacing_us;
-                let recs = records(BLOCK, start, spacing_us);
+                let recs = batches(BLOCK, start, spacing_us);
                 let t0 = std::time::Instant::now();
                 feed(op.as_mut(), recs, &mut out);
                 total += t0.elapsed();
