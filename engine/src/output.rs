@@ -3,6 +3,7 @@
 //! `{"start": ts, "end": ts}`; doubles as JSON numbers, NaN and infinities as the strings
 //! `"NaN"`, `"Infinity"`, `"-Infinity"`; NULL as `null`.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 
 use crate::value::{Record, Value};
@@ -107,6 +108,9 @@ pub fn write_row(out: &mut String, names: &[String], values: &[Value]) {
 pub struct RowFormat {
     /// Per column, the text before its value: `{"name": ` for the first, `, "name": ` after.
     prefixes: Vec<String>,
+    /// The bounds (µs) of the window value written last and its text: the rows of a window
+    /// share it, so a burst of a window's rows formats its bounds once.
+    last_window: RefCell<(Option<(i64, i64)>, String)>,
 }
 
 impl RowFormat {
@@ -122,7 +126,7 @@ impl RowFormat {
                 p
             })
             .collect();
-        RowFormat { prefixes }
+        RowFormat { prefixes, last_window: RefCell::default() }
     }
 
     /// Appends `values` as a JSON object (no newline), as [`write_row`] with the names of
@@ -133,12 +137,36 @@ impl RowFormat {
         }
         for (p, v) in self.prefixes.iter().zip(values) {
             out.push_str(p);
-            write_value(out, v);
+            match v {
+                Value::Window { start, end } => self.write_window(out, v, (start.0, end.0)),
+                _ => write_value(out, v),
+            }
         }
         if values.is_empty() && !self.prefixes.is_empty() {
             out.push('{');
         }
         out.push('}');
+    }
+}
+
+impl RowFormat {
+    /// Appends window value `v` (bounds `bounds`), copying the text of the last window written
+    /// when it is the same window.
+    fn write_window(&self, out: &mut String, v: &Value, bounds: (i64, i64)) {
+        // Never borrowed elsewhere; were it, the value is formatted without the copy.
+        let Ok(mut last) = self.last_window.try_borrow_mut() else {
+            return write_value(out, v);
+        };
+        let (last_bounds, text) = &mut *last;
+        if *last_bounds == Some(bounds) {
+            out.push_str(text);
+        } else {
+            let from = out.len();
+            write_value(out, v);
+            *last_bounds = Some(bounds);
+            text.clear();
+            text.push_str(&out[from..]);
+        }
     }
 }
 
@@ -178,6 +206,30 @@ mod tests {
                 format.write(&mut b, &values[..k]);
                 assert_eq!(a, b, "{n} names, {k} values");
             }
+        }
+    }
+
+    #[test]
+    fn a_row_format_writes_each_window_as_write_row_does_whatever_came_before() {
+        let w = |a: i64, b: i64| Value::Window { start: Timestamp(a * 1_000_000), end: Timestamp(b * 1_000_000) };
+        let names: Vec<String> = ["window", "n", "other"].iter().map(|s| s.to_string()).collect();
+        let format = RowFormat::new(&names);
+        let rows = [
+            vec![w(0, 10), Value::Long(1)],
+            vec![w(0, 10), Value::Long(2)],
+            vec![w(2, 12), Value::Long(3)],
+            vec![w(0, 10), Value::Long(4)],
+            vec![w(0, 12), Value::Null],
+            vec![w(2, 12), Value::Long(5), w(-4, 6)],
+            vec![w(2, 12), Value::Long(6), w(2, 12)],
+            vec![w(-4, 6), Value::Long(7)],
+            vec![w(0, 12), Value::Null],
+        ];
+        for row in &rows {
+            let (mut a, mut b) = (String::new(), String::new());
+            write_row(&mut a, &names, row);
+            format.write(&mut b, row);
+            assert_eq!(a, b);
         }
     }
 
