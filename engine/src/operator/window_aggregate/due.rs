@@ -61,6 +61,14 @@ impl DueQueue {
     }
 
     /// Removes and returns the smallest entry if its `due` is `<= limit`.
+    /// The slot of the entry `ahead` places after the next one [`DueQueue::pop_due`] returns
+    /// from the bucket it is taking (`None` past that bucket's end): for a prefetch.
+    #[inline]
+    pub(crate) fn upcoming(&self, ahead: usize) -> Option<u32> {
+        let (_, slots) = self.taking.as_ref()?;
+        slots.len().checked_sub(ahead + 1).map(|i| slots[i])
+    }
+
     pub(crate) fn pop_due(&mut self, limit: i64) -> Option<(i64, u32)> {
         loop {
             if let Some((at, slots)) = self.taking.as_mut()
@@ -185,5 +193,24 @@ mod tests {
         assert_eq!(q.pop_due(10), Some((10, 3)));
         assert_eq!(q.pop_due(10), None);
         assert_eq!(q.next_due(), i64::MAX);
+    }
+
+    #[test]
+    fn upcoming_names_the_entries_the_next_pops_of_the_bucket_return() {
+        let mut q = DueQueue::new();
+        for s in [7, 2, 9, 4, 1] {
+            q.push(10, s);
+        }
+        q.push(20, 3);
+        assert_eq!(q.upcoming(0), None, "no bucket taken yet");
+        assert_eq!(q.pop_due(10), Some((10, 1)));
+        let ahead: Vec<Option<u32>> = (0..5).map(|k| q.upcoming(k)).collect();
+        let mut popped = Vec::new();
+        while let Some((_, s)) = q.pop_due(10) {
+            popped.push(Some(s));
+        }
+        popped.resize(5, None);
+        assert_eq!(ahead, popped);
+        assert_eq!(ahead, vec![Some(2), Some(4), Some(7), Some(9), None]);
     }
 }

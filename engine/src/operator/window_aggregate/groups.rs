@@ -420,6 +420,15 @@ impl<T: Default> Groups<T> {
         }
     }
 
+    /// Starts loading the table bucket of the group in `slot` (read from the slot: call once the
+    /// slot is loaded), which [`Groups::remove`] updates.
+    #[inline]
+    pub(crate) fn prefetch_bucket(&self, slot: u32) {
+        if let Some(e) = self.slots.get(slot as usize) {
+            self.table.prefetch(e.hash);
+        }
+    }
+
     /// Whether `slot` holds a group.
     #[inline]
     pub(crate) fn is_live(&self, slot: u32) -> bool {

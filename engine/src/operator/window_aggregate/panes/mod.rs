@@ -105,6 +105,10 @@ pub(super) struct GroupSnapshot {
     panes: Vec<(i64, Vec<Vec<u8>>)>,
 }
 
+/// Entries of a due bucket between the prefetch of a group's slot and its visit by the expiry
+/// (the group's panes and states are prefetched half-way).
+const EXPIRY_PREFETCH: usize = 4;
+
 /// Every group's panes, the expiry queue and the update-mode change list.
 #[derive(Debug)]
 pub(super) struct PaneState {
@@ -308,6 +312,20 @@ impl PaneState {
     /// drops panes no later window needs, and groups left without panes.
     pub(super) fn evict(&mut self, w: i64, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
         while let Some((due, slot)) = self.expiry.pop_due(w) {
+            // Groups due together (a window end) are visited in a burst: the slots of those a
+            // few places ahead start loading, and, once loaded, their panes and states and
+            // their table bucket (a group whose last pane closes is removed).
+            if let Some(s) = self.expiry.upcoming(EXPIRY_PREFETCH) {
+                self.groups.prefetch_slot(s);
+            }
+            if let Some(s) = self.expiry.upcoming(EXPIRY_PREFETCH / 2)
+                && self.groups.is_live(s)
+            {
+                let g = self.groups.get(s);
+                crate::prefetch::line(g.panes.as_ptr().cast());
+                crate::prefetch::line(g.states.as_ptr().cast());
+                self.groups.prefetch_bucket(s);
+            }
             if !self.groups.is_live(slot) || self.groups.get(slot).due != due {
                 continue; // stale entry
             }
