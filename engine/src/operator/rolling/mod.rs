@@ -285,14 +285,20 @@ impl Operator for RollingWindow {
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
         let Some(st) = self.keys.get_mut(slot) else { return };
-        if visible_now {
-            if self.plan.arrive(st, f, t.0, record, &mut self.timers, slot) {
+        let moved = if visible_now {
+            let (changed, moved) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
+            if changed {
                 self.emit(slot, f, out);
             }
+            moved
         } else {
             self.plan.pend(st, t.0, record);
+            true
+        };
+        // Otherwise the key's timer is still its next instant.
+        if moved {
+            self.reschedule(slot);
         }
-        self.reschedule(slot);
         self.free_if_empty(slot);
         self.timers.clean(&self.keys);
     }

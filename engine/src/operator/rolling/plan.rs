@@ -123,9 +123,13 @@ impl Plan {
         changed
     }
 
-    /// A record arrives visible at frontier `x` (its time `t <= x`) in key `st` (slot `slot`).
-    /// Returns whether the measured set changed. Pending records due by `x` are revealed first
-    /// (none are, unless a restore moved the frontier).
+    /// A record arrives visible at frontier `x` (its time `t <= x`) in key `st` (slot `slot`),
+    /// whose `timer` is its next instant ([`Plan::next_event`], as the operator keeps it).
+    /// Returns whether the measured set changed, and whether the key's next instant may have
+    /// changed (if not, [`Plan::next_event`] is still `st.timer`: the record entered no range
+    /// as its oldest record, nothing left, no pending record was revealed). Pending records due
+    /// by `x` are revealed first and records due to leave by `x` leave (none are, unless a
+    /// restore moved the frontier: the key's timers fire before the frontier moves).
     pub(super) fn arrive(
         &self,
         st: &mut KeyState,
@@ -134,13 +138,15 @@ impl Plan {
         record: &Record,
         timers: &mut Timers,
         slot: u32,
-    ) -> bool {
+    ) -> (bool, bool) {
         if st.pending.first_time().is_some_and(|p| p <= x.0) {
             st.pending.insert(t, self.cells(record));
-            return self.settle(st, x, timers, slot);
+            return (self.settle(st, x, timers, slot), true);
         }
         let x = x.0;
-        let mut changed = self.expire(st, x) | !self.lifetime.is_empty();
+        // Nothing leaves a range before the key's next instant.
+        let due = st.timer.is_some_and(|at| at.0 <= x);
+        let mut changed = (due && self.expire(st, x)) | !self.lifetime.is_empty();
         if self.in_some_range(t, x) {
             let p = st.visible.insert(t, self.cells(record));
             for (l, &mi) in self.lifetime.iter().enumerate() {
@@ -148,15 +154,18 @@ impl Plan {
                 fold(m, &mut st.lifetime[l], m.input(&st.visible, p), 1);
             }
             changed |= self.enter(st, x, t, p, timers, slot);
+            // Record `p` is the oldest of a range it entered: that range's leave instant moved.
+            let moved = due || st.starts.contains(&p);
             self.forget(st);
+            (changed, moved)
         } else {
             for (l, &mi) in self.lifetime.iter().enumerate() {
                 let m = &self.measures[mi];
                 let cell = m.lane.map_or(Cell::Null, |l| Cell::of(&record.values[self.lanes[l].0], self.lanes[l].1));
                 fold(m, &mut st.lifetime[l], &cell, 1);
             }
+            (changed, due)
         }
-        changed
     }
 
     /// Takes `record` as a pending record of `st`.
