@@ -300,7 +300,10 @@ impl Operator for RollingWindow {
             self.reschedule(slot);
         }
         self.free_if_empty(slot);
-        self.timers.clean(&self.keys);
+        // Entries turn stale only when a key's timer moves or the key is freed.
+        if moved || self.keys.get(slot).is_none() {
+            self.timers.clean(&self.keys);
+        }
     }
 
     /// Prefetches the state of `record`'s key and of the keys due soonest (their timers fire
