@@ -34,6 +34,7 @@
 //! - snapshots are incremental ([`incremental`]): the cut at the barrier costs O(1), the keys are
 //!   written a few at a time between records, and a key about to change is written first.
 
+mod fifo;
 mod incremental;
 mod keys;
 mod measure;

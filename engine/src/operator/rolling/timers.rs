@@ -23,14 +23,16 @@
 //! queue entry is stale when its key is gone or is due later than the entry (`timer` `None` or
 //! above it: the record left the range, a key's timer being the earliest instant it changes); a
 //! queue entry above its key's timer is kept (the record is still in range: it is the key's
-//! timer later). The fronts of the heap and queues are kept non-stale (dropped after every
+//! timer later). A queue is a [`Fifo`] of fixed-size blocks (appending never copies what is
+//! queued). The fronts of the heap and queues are kept non-stale (dropped after every
 //! operation), so [`Timers::next`], the earliest front, is exact: a front above its key's timer
 //! is never the earliest, as the key's own (valid) entry is below it. The heap is rebuilt when
 //! stale entries outnumber live keys; a queue holds at most one entry per record in range.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
+use super::fifo::Fifo;
 use super::keys::Keys;
 use crate::operator::PREFETCH_DISTANCE;
 use crate::time::Timestamp;
@@ -41,7 +43,7 @@ pub(super) struct Timers {
     heap: BinaryHeap<Reverse<(Timestamp, u32)>>,
     /// Per distinct range length ([`Plan::spans`](super::plan::Plan)): entries in
     /// non-decreasing `(instant, slot)` order.
-    queues: Box<[VecDeque<(Timestamp, u32)>]>,
+    queues: Box<[Fifo]>,
 }
 
 /// Where the earliest entry sits.
@@ -66,7 +68,7 @@ fn queue_stale(keys: &Keys, at: Timestamp, slot: u32) -> bool {
 impl Timers {
     /// No entries; one queue per distinct range length (`spans` of them).
     pub(super) fn new(spans: usize) -> Timers {
-        Timers { heap: BinaryHeap::new(), queues: (0..spans).map(|_| VecDeque::new()).collect() }
+        Timers { heap: BinaryHeap::new(), queues: (0..spans).map(|_| Fifo::default()).collect() }
     }
 
     /// Registers slot `slot` as due at `at` on the heap (the caller has set the key's `timer` to
@@ -81,7 +83,7 @@ impl Timers {
     #[inline]
     pub(super) fn queue(&mut self, span: usize, at: Timestamp, slot: u32) -> bool {
         let Some(q) = self.queues.get_mut(span) else { return false };
-        if q.back().is_some_and(|&back| back > (at, slot)) {
+        if q.back().is_some_and(|back| back > (at, slot)) {
             return false;
         }
         q.push_back((at, slot));
@@ -107,13 +109,13 @@ impl Timers {
             keys.prefetch_leaves(*slot);
         }
         for q in self.queues.iter() {
-            if let Some(&(_, slot)) = q.get(PREFETCH_DISTANCE) {
+            if let Some((_, slot)) = q.get(PREFETCH_DISTANCE) {
                 keys.prefetch_slot(slot);
             }
-            if let Some(&(_, slot)) = q.get(PREFETCH_DISTANCE / 2) {
+            if let Some((_, slot)) = q.get(PREFETCH_DISTANCE / 2) {
                 keys.prefetch_boxes(slot);
             }
-            if let Some(&(_, slot)) = q.front() {
+            if let Some((_, slot)) = q.front() {
                 keys.prefetch_leaves(slot);
             }
         }
@@ -124,7 +126,7 @@ impl Timers {
     fn front(&self) -> Option<((Timestamp, u32), Source)> {
         let mut best = self.heap.peek().map(|&Reverse(e)| (e, Source::Heap));
         for (k, q) in self.queues.iter().enumerate() {
-            if let Some(&e) = q.front()
+            if let Some(e) = q.front()
                 && best.is_none_or(|(b, _)| e < b)
             {
                 best = Some((e, Source::Queue(k)));
@@ -181,7 +183,7 @@ impl Timers {
 
     fn clean_queues(&mut self, keys: &Keys) {
         for q in self.queues.iter_mut() {
-            while let Some(&(at, slot)) = q.front() {
+            while let Some((at, slot)) = q.front() {
                 if !queue_stale(keys, at, slot) {
                     break;
                 }
