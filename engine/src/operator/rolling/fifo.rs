@@ -103,7 +103,8 @@ mod tests {
         for step in 0..60_000 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             // Phases of growth and of draining, with empty moments in between.
-            let push = if (step / 9000) % 2 == 0 { (x >> 33) % 4 != 0 } else { (x >> 33) % 4 == 0 };
+            let quarter = (x >> 33).is_multiple_of(4);
+            let push = if (step / 9000) % 2 == 0 { !quarter } else { quarter };
             if push {
                 n += 1;
                 f.push_back((Timestamp(n), (x >> 40) as u32));
