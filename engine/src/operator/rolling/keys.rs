@@ -21,8 +21,12 @@ pub(super) struct KeyState {
     /// A single-column key, inline: compared without reading `key`.
     pub(super) inline: InlineKey,
     pub(super) hash: u64,
-    /// The instant (frontier) at which the key is next due, as registered in the timer heap.
+    /// The instant (frontier) at which the key is next due, as registered in the timers.
     pub(super) timer: Option<Timestamp>,
+    /// Every record of the key in a bounded range whose instant of leaving it (µs) is above
+    /// this has an entry in that range's timer queue ([`super::timers`]); `i64::MIN` for a new
+    /// key.
+    pub(super) queued_after: i64,
     /// Per bounded measure: `visible[..start]` have left its range.
     pub(super) starts: Box<[usize]>,
     /// Visible records that the longest bounded range still holds.

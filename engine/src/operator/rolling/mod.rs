@@ -27,11 +27,14 @@
 //! - measure states ([`measure`]): retraction for count / sum / avg / variance (compensated
 //!   sums, no drift), a monotonic deque for min / max (an ordered multiset only while records
 //!   entered out of event-time order), an ordered multiset for percentiles;
-//! - the instant each key is next due sits in a heap with lazy deletion ([`timers`]);
+//! - the instant each key is next due is found with lazy deletion ([`timers`]): records that
+//!   enter a range in event-time order queue their leave instants in a FIFO per range length,
+//!   any other instant a key registers goes on a heap;
 //! - rows are built only when emitted;
 //! - snapshots are incremental ([`incremental`]): the cut at the barrier costs O(1), the keys are
 //!   written a few at a time between records, and a key about to change is written first.
 
+mod fifo;
 mod incremental;
 mod keys;
 mod measure;
@@ -137,11 +140,12 @@ impl RollingWindow {
     /// A new, empty operator.
     pub fn new(cfg: RollingWindowConfig) -> RollingWindow {
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
+        let plan = Plan::new(&cfg);
         RollingWindow {
-            plan: Plan::new(&cfg),
+            timers: Timers::new(plan.spans.len()),
+            plan,
             cfg,
             keys: Keys::new(),
-            timers: Timers::default(),
             frontier: Timestamp::MIN,
             tracker,
             watermark: Timestamp::MIN,
@@ -163,15 +167,17 @@ impl RollingWindow {
     /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
     fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
         self.before_change(slot);
-        self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x))
+        self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x, &mut self.timers, slot))
     }
 
     fn reschedule(&mut self, slot: u32) {
         let Some(st) = self.keys.get_mut(slot) else { return };
-        let next = self.plan.next_event(st);
+        let (next, queued) = self.plan.next_event(st);
         if st.timer != next {
             st.timer = next;
-            if let Some(at) = next {
+            if let Some(at) = next
+                && !queued
+            {
                 self.timers.push(at, slot);
             }
         }
@@ -280,16 +286,25 @@ impl Operator for RollingWindow {
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
         let Some(st) = self.keys.get_mut(slot) else { return };
-        if visible_now {
-            if self.plan.arrive(st, f, t.0, record) {
+        let moved = if visible_now {
+            let (changed, moved) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
+            if changed {
                 self.emit(slot, f, out);
             }
+            moved
         } else {
             self.plan.pend(st, t.0, record);
+            true
+        };
+        // Otherwise the key's timer is still its next instant.
+        if moved {
+            self.reschedule(slot);
         }
-        self.reschedule(slot);
         self.free_if_empty(slot);
-        self.timers.clean(&self.keys);
+        // Entries turn stale only when a key's timer moves or the key is freed.
+        if moved || self.keys.get(slot).is_none() {
+            self.timers.clean(&self.keys);
+        }
     }
 
     /// Prefetches the state of `record`'s key and of the keys due soonest (their timers fire

@@ -5,6 +5,7 @@ use super::RollingWindowConfig;
 use super::keys::KeyState;
 use super::measure::{Measure, Range, finish, fold};
 use super::records::{Cell, Records};
+use super::timers::Timers;
 use crate::operator::window_aggregate::groups::InlineKey;
 use crate::schema::DataType;
 use crate::time::Timestamp;
@@ -21,6 +22,11 @@ pub(super) struct Plan {
     pub(super) lanes: Box<[(usize, DataType)]>,
     /// The longest bounded range (µs); `None` without bounded measures.
     max_range_us: Option<i64>,
+    /// The distinct range lengths (µs) of the bounded measures: one timer queue each.
+    pub(super) spans: Box<[i64]>,
+    /// Per bounded measure: the index of its range length in `spans`, and whether it is the
+    /// first bounded measure of that length (the one that queues the records' leave instants).
+    span_of: Box<[(usize, bool)]>,
 }
 
 impl Plan {
@@ -43,7 +49,21 @@ impl Plan {
         let bounded: Box<[usize]> = (0..measures.len()).filter(|&i| measures[i].over_us.is_some()).collect();
         let lifetime: Box<[usize]> = (0..measures.len()).filter(|&i| measures[i].over_us.is_none()).collect();
         let max_range_us = bounded.iter().filter_map(|&i| measures[i].over_us).max();
-        Plan { measures, bounded, lifetime, lanes: lanes.into(), max_range_us }
+        let mut spans: Vec<i64> = Vec::new();
+        let span_of = bounded
+            .iter()
+            .map(|&i| {
+                let d = measures[i].over_us.unwrap_or(0);
+                match spans.iter().position(|&s| s == d) {
+                    Some(k) => (k, false),
+                    None => {
+                        spans.push(d);
+                        (spans.len() - 1, true)
+                    }
+                }
+            })
+            .collect();
+        Plan { measures, bounded, lifetime, lanes: lanes.into(), max_range_us, spans: spans.into(), span_of }
     }
 
     /// An empty state for a key.
@@ -64,6 +84,7 @@ impl Plan {
             ranges: self.bounded.iter().map(|&i| Range::new(&self.measures[i])).collect(),
             lifetime: self.lifetime.iter().map(|&i| self.measures[i].func.new_state()).collect(),
             timer: None,
+            queued_after: i64::MIN,
             dirty: false,
             snap_mark: 0,
         }
@@ -76,10 +97,10 @@ impl Plan {
         x.saturating_sub(self.measures[mi].over_us.unwrap_or(0))
     }
 
-    /// Brings `st` to frontier `x`: records leave the ranges whose lower bound passed them,
-    /// pending records with event time <= x become visible. Returns whether the measured set
-    /// changed.
-    pub(super) fn settle(&self, st: &mut KeyState, x: Timestamp) -> bool {
+    /// Brings `st` (in slot `slot`) to frontier `x`: records leave the ranges whose lower bound
+    /// passed them, pending records with event time <= x become visible (their leave instants
+    /// queued in `timers` when they fit). Returns whether the measured set changed.
+    pub(super) fn settle(&self, st: &mut KeyState, x: Timestamp, timers: &mut Timers, slot: u32) -> bool {
         let x = x.0;
         let mut changed = self.expire(st, x);
         while let Some(t) = st.pending.first_time() {
@@ -96,38 +117,55 @@ impl Plan {
                 continue;
             }
             let Some((_, p)) = st.pending.move_first(&mut st.visible) else { break };
-            changed |= self.enter(st, x, t, p);
+            changed |= self.enter(st, x, t, p, timers, slot);
         }
         self.forget(st);
         changed
     }
 
-    /// A record arrives visible at frontier `x` (its time `t <= x`). Returns whether the
-    /// measured set changed. Pending records due by `x` are revealed first (none are, unless
-    /// a restore moved the frontier).
-    pub(super) fn arrive(&self, st: &mut KeyState, x: Timestamp, t: i64, record: &Record) -> bool {
+    /// A record arrives visible at frontier `x` (its time `t <= x`) in key `st` (slot `slot`),
+    /// whose `timer` is its next instant ([`Plan::next_event`], as the operator keeps it).
+    /// Returns whether the measured set changed, and whether the key's next instant may have
+    /// changed (if not, [`Plan::next_event`] is still `st.timer`: the record entered no range
+    /// as its oldest record, nothing left, no pending record was revealed). Pending records due
+    /// by `x` are revealed first and records due to leave by `x` leave (none are, unless a
+    /// restore moved the frontier: the key's timers fire before the frontier moves).
+    pub(super) fn arrive(
+        &self,
+        st: &mut KeyState,
+        x: Timestamp,
+        t: i64,
+        record: &Record,
+        timers: &mut Timers,
+        slot: u32,
+    ) -> (bool, bool) {
         if st.pending.first_time().is_some_and(|p| p <= x.0) {
             st.pending.insert(t, self.cells(record));
-            return self.settle(st, x);
+            return (self.settle(st, x, timers, slot), true);
         }
         let x = x.0;
-        let mut changed = self.expire(st, x) | !self.lifetime.is_empty();
+        // Nothing leaves a range before the key's next instant.
+        let due = st.timer.is_some_and(|at| at.0 <= x);
+        let mut changed = (due && self.expire(st, x)) | !self.lifetime.is_empty();
         if self.in_some_range(t, x) {
             let p = st.visible.insert(t, self.cells(record));
             for (l, &mi) in self.lifetime.iter().enumerate() {
                 let m = &self.measures[mi];
                 fold(m, &mut st.lifetime[l], m.input(&st.visible, p), 1);
             }
-            changed |= self.enter(st, x, t, p);
+            changed |= self.enter(st, x, t, p, timers, slot);
+            // Record `p` is the oldest of a range it entered: that range's leave instant moved.
+            let moved = due || st.starts.contains(&p);
             self.forget(st);
+            (changed, moved)
         } else {
             for (l, &mi) in self.lifetime.iter().enumerate() {
                 let m = &self.measures[mi];
                 let cell = m.lane.map_or(Cell::Null, |l| Cell::of(&record.values[self.lanes[l].0], self.lanes[l].1));
                 fold(m, &mut st.lifetime[l], &cell, 1);
             }
+            (changed, due)
         }
-        changed
     }
 
     /// Takes `record` as a pending record of `st`.
@@ -171,15 +209,24 @@ impl Plan {
         changed
     }
 
-    /// Visible record `p` (time `t`, just inserted) enters the ranges that hold it at `x`.
+    /// Visible record `p` (time `t`, just inserted) enters the ranges that hold it at `x`; the
+    /// instant it leaves each is queued in `timers` (once per range length), or, if it does not
+    /// fit at the queue's back, `st.queued_after` raised to it.
     #[inline]
-    fn enter(&self, st: &mut KeyState, x: i64, t: i64, p: usize) -> bool {
+    fn enter(&self, st: &mut KeyState, x: i64, t: i64, p: usize, timers: &mut Timers, slot: u32) -> bool {
         let newest = p + 1 == st.visible.len();
         let mut changed = false;
         for (b, &mi) in self.bounded.iter().enumerate() {
             if t > self.limit(mi, x) {
                 st.ranges[b].add(&self.measures[mi], &st.visible, st.starts[b], p, newest);
                 changed = true;
+                let (span, first) = self.span_of[b];
+                if first {
+                    let at = t.saturating_add(self.spans[span]);
+                    if !timers.queue(span, Timestamp(at), slot) {
+                        st.queued_after = st.queued_after.max(at);
+                    }
+                }
             } else {
                 // Out of this range already: it sits below the range's start (p <= start).
                 st.starts[b] += 1;
@@ -200,17 +247,24 @@ impl Plan {
         }
     }
 
-    /// The next instant at which `st` changes by itself (visibility or expiry).
+    /// The next instant at which `st` changes by itself (visibility or expiry), and whether an
+    /// entry for it is already queued in the timers (it is the instant a record leaves a range,
+    /// above `st.queued_after`: see [`super::timers`]).
     #[inline]
-    pub(super) fn next_event(&self, st: &KeyState) -> Option<Timestamp> {
-        let mut next = st.pending.first_time();
+    pub(super) fn next_event(&self, st: &KeyState) -> (Option<Timestamp>, bool) {
+        let mut leave: Option<i64> = None;
         for (b, &mi) in self.bounded.iter().enumerate() {
             if st.starts[b] < st.visible.len() {
                 let at = st.visible.time(st.starts[b]).saturating_add(self.measures[mi].over_us.unwrap_or(0));
-                next = Some(next.map_or(at, |n| n.min(at)));
+                leave = Some(leave.map_or(at, |n| n.min(at)));
             }
         }
-        next.map(Timestamp)
+        let next = match (st.pending.first_time(), leave) {
+            (Some(p), Some(l)) => Some(p.min(l)),
+            (p, l) => p.or(l),
+        };
+        let queued = leave.is_some_and(|l| Some(l) == next && l > st.queued_after);
+        (next.map(Timestamp), queued)
     }
 
     /// The row of `st` at `frontier`: key, frontier, measures in order, in `row` (empty).
@@ -236,8 +290,12 @@ impl Plan {
         self.lifetime.is_empty() && !st.dirty && st.pending.is_empty() && st.visible.is_empty()
     }
 
-    /// Rebuilds the bounded range states of `st` from its visible records.
+    /// Rebuilds the bounded range states of `st` from its visible records (none of them
+    /// queued in the timers: `st.queued_after` is raised above their leave instants).
     pub(super) fn rebuild_ranges(&self, st: &mut KeyState) {
+        if let (Some(last), Some(d)) = (st.visible.last_time(), self.max_range_us) {
+            st.queued_after = st.queued_after.max(last.saturating_add(d));
+        }
         for (b, &mi) in self.bounded.iter().enumerate() {
             let m = &self.measures[mi];
             for i in st.starts[b]..st.visible.len() {

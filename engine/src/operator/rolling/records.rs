@@ -116,6 +116,12 @@ impl Records {
         self.times.front().copied()
     }
 
+    /// The last event time.
+    #[inline]
+    pub(super) fn last_time(&self) -> Option<i64> {
+        self.times.back().copied()
+    }
+
     /// Starts loading the first and last event times (software prefetch; reads this struct
     /// only).
     #[inline]

@@ -66,7 +66,7 @@ fn decode_key(
         st.lifetime[l] = f.state_from_bytes(b).map_err(|e| e.to_string())?;
     }
     plan.rebuild_ranges(&mut st);
-    st.timer = plan.next_event(&st);
+    st.timer = plan.next_event(&st).0;
     Ok(Some(st))
 }
 

@@ -202,3 +202,43 @@ fn a_record_hashes_as_its_key_values_do() {
     }
     assert_ne!(keys.hash_record(&record, &[0]), keys.hash_record(&record, &[1]));
 }
+
+#[test]
+fn rows_fire_in_instant_order_and_count_what_is_in_range_whether_queued_or_not() {
+    // Two range lengths (two timer queues), records in event-time order (queued), late ones
+    // (out of order: on the heap) and future ones (pending: on the heap).
+    let mut w = op(vec![(AggKind::CountStar, None, Some(10)), (AggKind::Sum, Some(2), Some(4))]);
+    let keys = ["a", "b", "c", "d", "e", "f", "g"];
+    let mut x: u64 = 7;
+    let mut input: Vec<(i64, &str, i64, Option<f64>)> = Vec::new();
+    for now in 0..60i64 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let k = keys[(x >> 33) as usize % keys.len()];
+        let t = match (x >> 40) % 5 {
+            0 => now - 1 - ((x >> 45) % 8) as i64,
+            1 => now + 1 + ((x >> 45) % 3) as i64,
+            _ => now,
+        };
+        input.push((now, k, t, Some(((x >> 50) % 100) as f64)));
+    }
+    run(&mut w, &input);
+    let mut out = Output::default();
+    w.advance_clock(Timestamp(200 * S), &mut out);
+    assert!(!out.rows.is_empty());
+    let mut last = i64::MIN;
+    for row in &out.rows {
+        let Value::Timestamp(f) = row[1] else { panic!("frontier {row:?}") };
+        assert!(f.0 >= last, "rows out of instant order: {:?}", out.rows);
+        last = f.0;
+        let key = &row[0];
+        let mine = || input.iter().filter(|(_, k, _, _)| Value::Str((*k).into()) == *key);
+        let count = mine().filter(|&&(_, _, t, _)| t * S <= f.0 && t * S > f.0 - 10 * S).count();
+        let sum: f64 =
+            mine().filter(|&&(_, _, t, _)| t * S <= f.0 && t * S > f.0 - 4 * S).map(|&(_, _, _, v)| v.unwrap()).sum();
+        assert_eq!(row[2], Value::Long(count as i64), "{row:?}");
+        let any_in_4 = mine().any(|&(_, _, t, _)| t * S <= f.0 && t * S > f.0 - 4 * S);
+        assert_eq!(row[3], if any_in_4 { Value::Double(sum) } else { Value::Null }, "{row:?}");
+    }
+    assert_eq!(w.state_len(), 0);
+    assert_eq!(w.next_timer(), None);
+}
