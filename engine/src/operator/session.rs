@@ -179,18 +179,10 @@ impl SessionState {
         let (t, end) = (t.0, end.0);
         let cols = &cfg.key_columns[..];
         let (slot, new) = self.groups.find_or_insert_hinted(self.groups.hash_hint(record, cols), record, cols);
-        let g = self.groups.get_mut(slot);
         if new {
-            // a new group: its one session, parked, without the group's vectors
-            g.reset();
-            g.last = Some(Span { start: t, end });
-            g.hot.start(&mut g.states, &cfg.measures);
-            g.due = end;
-            g.update_last(&cfg.measures, record);
-            self.count += 1;
-            self.heap.push(Reverse((end, slot)));
-            return;
+            return self.start_group(slot, record, t, end, cfg);
         }
+        let g = self.groups.get_mut(slot);
         match g.last.as_mut() {
             // the common case: inside the last session
             Some(last) if last.start <= t && t <= last.end => {
@@ -202,6 +194,21 @@ impl SessionState {
                 self.groups.get_mut(slot).update(i, &cfg.measures, record);
             }
         }
+    }
+
+    /// The first session of a new group (in `slot`), spanning `[t, end)` with `record`: parked,
+    /// without the group's vectors.
+    #[cold]
+    #[inline(never)]
+    fn start_group(&mut self, slot: u32, record: &Record, t: i64, end: i64, cfg: &WindowAggregateConfig) {
+        let g = self.groups.get_mut(slot);
+        g.reset();
+        g.last = Some(Span { start: t, end });
+        g.hot.start(&mut g.states, &cfg.measures);
+        g.due = end;
+        g.update_last(&cfg.measures, record);
+        self.count += 1;
+        self.heap.push(Reverse((end, slot)));
     }
 
     /// Merges `[start, end)` into the group's sessions (a new session with empty states when it
