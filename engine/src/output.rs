@@ -147,9 +147,7 @@ impl RowFormat {
         }
         out.push('}');
     }
-}
 
-impl RowFormat {
     /// Appends window value `v` (bounds `bounds`), copying the text of the last window written
     /// when it is the same window.
     fn write_window(&self, out: &mut String, v: &Value, bounds: (i64, i64)) {

@@ -60,7 +60,6 @@ impl DueQueue {
         }
     }
 
-    /// Removes and returns the smallest entry if its `due` is `<= limit`.
     /// The slot of the entry `ahead` places after the next one [`DueQueue::pop_due`] returns
     /// from the bucket it is taking (`None` past that bucket's end): for a prefetch.
     #[inline]
@@ -69,6 +68,7 @@ impl DueQueue {
         slots.len().checked_sub(ahead + 1).map(|i| slots[i])
     }
 
+    /// Removes and returns the smallest entry if its `due` is `<= limit`.
     pub(crate) fn pop_due(&mut self, limit: i64) -> Option<(i64, u32)> {
         loop {
             if let Some((at, slots)) = self.taking.as_mut()
