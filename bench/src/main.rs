@@ -2,7 +2,8 @@
 //! sinks). Each suite prints a markdown table; numbers are from this machine and its noise.
 //!
 //! ```text
-//! cargo run --release -p eddy-bench -- latency      # Nexmark 100k rec/s, rolling 10 s sum per bidder; draws bench/results/latency.svg
+//! cargo run --release -p eddy-bench -- latency      # Nexmark 100k rec/s, rolling 10 s sum per bidder, beside the machine's floor; draws bench/results/latency.svg
+//! cargo run --release -p eddy-bench -- floor        # the machine's latency floor: the same pacing with no engine (1 thread; 1 hand-off)
 //! cargo run --release -p eddy-bench -- throughput   # sliding 10 s / 2 s count per auction, parallelism 1 and 2
 //! cargo run --release -p eddy-bench -- timers       # rolling expiry rows vs their due instant (system clock)
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
@@ -16,6 +17,7 @@
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
 mod checkpoint;
+mod floor;
 mod kafka;
 mod nexmark;
 mod plot;
@@ -58,8 +60,11 @@ struct Args {
 /// The suites (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Suite {
-    /// Nexmark 100k records/s, rolling 10 s sum per bidder: source-to-sink latency.
+    /// Nexmark 100k records/s, rolling 10 s sum per bidder: source-to-sink latency, beside the
+    /// machine's floor.
     Latency,
+    /// The machine's latency floor alone: the same open-loop pacing with no engine.
+    Floor,
     /// Sliding 10 s / 2 s count per auction as fast as generated, parallelism 1 and 2.
     Throughput,
     /// Rolling expiry rows against their due instant (system clock).
@@ -90,6 +95,7 @@ fn main() -> Result<()> {
     );
     match suite {
         Suite::Latency => suites::latency(smoke),
+        Suite::Floor => floor::suite(smoke),
         Suite::Throughput => suites::throughput(smoke),
         Suite::Timers => suites::timers(smoke),
         Suite::SlowSink => suites::slow_sink(smoke),
@@ -98,6 +104,7 @@ fn main() -> Result<()> {
         Suite::Checkpoint => checkpoint::checkpoint(smoke),
         Suite::Kafka => kafka::kafka(smoke),
         Suite::All => {
+            floor::suite(smoke)?;
             suites::latency(smoke)?;
             suites::throughput(smoke)?;
             suites::timers(smoke)?;

@@ -7,10 +7,12 @@
 //!   sink, coordinator);
 //! - **latency**: the generator paced at 100,000 records/s, open loop (each record carries its
 //!   scheduled creation instant; latency counts from it to the sink's write, so a stall delays
-//!   every record behind it: coordinated omission accounted for); HdrHistogram quantiles;
+//!   every record behind it: coordinated omission accounted for); HdrHistogram quantiles, beside
+//!   the machine's floor measured in the same run ([`crate::floor`]: the same pacing with no
+//!   engine, on one thread and across one thread hand-off);
 //! - **sweep** (full runs only): the rolling query at rising rates (three runs of 10 s each, the
 //!   median p99 deciding) until p99 passes the objective,
-//!   giving the highest sustained rate that met it.
+//!   giving the highest sustained rate that met it; the floor's p99 at each rate beside it.
 //!
 //! The tables go to stdout and, with the machine's description, to `results/nexmark.md` and
 //! `results/nexmark.json` (a smoke run writes them to the temp folder instead).
@@ -233,6 +235,30 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
     report.line("| query | parallelism | records | rows measured | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
     report.line("|---|---|---|---|---|---|---|---|---|");
     let mut json_lat = Vec::new();
+    // The machine's floor in the same run: the same pacing and clock, no engine.
+    let floors = crate::floor::machine_floor(rate, latency_events)?;
+    for f in &floors {
+        report.line(&format!(
+            "| floor, {} | - | {} | {} | {} | {} | {} | {} | {} |",
+            f.path,
+            f.records,
+            f.records,
+            us(f.q[0]),
+            us(f.q[1]),
+            us(f.q[2]),
+            us(f.q[3]),
+            us(f.q[4])
+        ));
+    }
+    let json_floor: Vec<_> = floors
+        .iter()
+        .map(|f| {
+            json!({
+                "path": f.path, "rate": rate, "records": f.records,
+                "p50_ns": f.q[0], "p90_ns": f.q[1], "p99_ns": f.q[2], "p999_ns": f.q[3], "max_ns": f.q[4],
+            })
+        })
+        .collect();
     for &(name, file) in &queries {
         for parallelism in [1, 2] {
             let l = latency_run(file, latency_events, rate, parallelism)?;
@@ -256,7 +282,11 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
     report.line(&format!(
         "\nTargets: p99 <= {P99_OBJECTIVE_US} µs, p99.9 <= {P999_OBJECTIVE_US} µs at {rate:.0} records/s. A window \
          query writes a row when a window closes: its latency counts from the scheduled creation of the record \
-         whose event time closed the window. Rows measured: - means no window closed in the run.\n"
+         whose event time closed the window. Rows measured: - means no window closed in the run. The floor \
+         rows pace the same instants with no engine (bench/src/floor.rs): `1 thread` is how late the pacing \
+         thread reached each instant, `2 threads` adds one hand-off over a bounded channel to a blocked \
+         thread (the one thread boundary a record crosses in Eddy); no engine on this machine can go below \
+         them.\n"
     ));
 
     let mut json_sweep = Vec::new();
@@ -265,9 +295,9 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
             "### sweep: rolling query, parallelism 2, rising rates ({SWEEP_RUNS} runs of 10 s per rate, medians)\n"
         ));
         report.line(
-            "| rate records/s | records per run | p50 µs | p99 µs | p99.9 µs | p99 of each run µs | p99 within 20 µs | p99 within 1 ms |",
+            "| rate records/s | records per run | p50 µs | p99 µs | p99.9 µs | p99 of each run µs | p99 within 20 µs | p99 within 1 ms | floor p99 µs, 1 / 2 threads |",
         );
-        report.line("|---|---|---|---|---|---|---|---|");
+        report.line("|---|---|---|---|---|---|---|---|---|");
         let mut best = [None::<f64>; 2];
         for r in [25_000.0, 50_000.0, 100_000.0, 200_000.0, 400_000.0, 800_000.0] {
             // Ten seconds at each rate, several times: one run's p99 rests on a few stalls of
@@ -281,6 +311,7 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
                 v[v.len() / 2]
             };
             let (p50, p99, p999) = (median(0), median(2), median(3));
+            let floor = crate::floor::machine_floor(r, (r * 10.0) as u64)?;
             let p99_us = p99 as f64 / 1000.0;
             let ok = [p99_us <= P99_OBJECTIVE_US, p99_us <= 1000.0];
             for (b, ok) in best.iter_mut().zip(ok) {
@@ -290,18 +321,21 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
             }
             let each: Vec<String> = runs.iter().map(|l| us(l.q[2])).collect();
             report.line(&format!(
-                "| {r:.0} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {r:.0} | {} | {} | {} | {} | {} | {} | {} | {} / {} |",
                 runs[0].records,
                 us(p50),
                 us(p99),
                 us(p999),
                 each.join(" / "),
                 if ok[0] { "yes" } else { "no" },
-                if ok[1] { "yes" } else { "no" }
+                if ok[1] { "yes" } else { "no" },
+                us(floor[0].q[2]),
+                us(floor[1].q[2])
             ));
             json_sweep.push(json!({
                 "rate": r, "runs": SWEEP_RUNS, "records_per_run": runs[0].records, "p50_ns": p50,
                 "p99_ns": p99, "p999_ns": p999, "p99_ns_of_each_run": runs.iter().map(|l| l.q[2]).collect::<Vec<_>>(),
+                "floor_p99_ns": { "one_thread": floor[0].q[2], "two_threads": floor[1].q[2] },
             }));
             if !ok[1] {
                 break;
@@ -320,6 +354,7 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
         "throughput": json_tp,
         "throughput_medians": json_medians,
         "latency": json_lat,
+        "latency_floor": json_floor,
         "sweep": json_sweep,
     }))
 }

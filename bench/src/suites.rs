@@ -124,8 +124,21 @@ pub fn latency(smoke: bool) -> Result<()> {
     let query =
         query.replace("frame = 0\n", "measures = [{ agg = \"sum\", column = \"price\", over = \"10 seconds\" }]\n");
     println!("## latency: Nexmark bids at {rate} events/s, rolling 10 s sum(price) per bidder\n");
-    println!("| parallelism | events | rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
+    println!("| path | events | rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
     println!("|---|---|---|---|---|---|---|---|");
+    // The machine's floor in the same run: the same pacing and clock with no engine behind it.
+    for f in crate::floor::machine_floor(rate, events)? {
+        println!(
+            "| floor, {} | {events} | {} | {} | {} | {} | {} | {} |",
+            f.path,
+            f.records,
+            us(f.q[0]),
+            us(f.q[1]),
+            us(f.q[2]),
+            us(f.q[3]),
+            us(f.q[4])
+        );
+    }
     let mut runs = Vec::new();
     let mut waits = Vec::new();
     for parallelism in [1, 2] {
@@ -144,7 +157,7 @@ pub fn latency(smoke: bool) -> Result<()> {
         waits.push((parallelism, sampler.finish()));
         let h = h.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?.clone();
         println!(
-            "| {parallelism} | {events} | {} | {} | {} | {} | {} | {} |",
+            "| eddy, parallelism {parallelism} | {events} | {} | {} | {} | {} | {} | {} |",
             rows.load(Ordering::Relaxed),
             us(h.value_at_quantile(0.5)),
             us(h.value_at_quantile(0.9)),
@@ -154,7 +167,10 @@ pub fn latency(smoke: bool) -> Result<()> {
         );
         runs.push((parallelism, rows.load(Ordering::Relaxed), h));
     }
-    println!("\nLatency counts from each record's scheduled send time (coordinated omission accounted for).\n");
+    println!("\nLatency counts from each record's scheduled send time (coordinated omission accounted for).");
+    println!("The floor paces the same instants with no engine: `1 thread` records how late the pacing");
+    println!("thread reached each one; `2 threads` hands each over a bounded channel to a thread blocked");
+    println!("on it (the one thread boundary a record crosses in Eddy) and records its arrival.\n");
     println!("Time the engine's threads were runnable but waiting for a core (Linux schedstat; a record");
     println!("behind a waiting thread waits as long):\n");
     println!("| parallelism | thread | on a core ms | waiting ms | slices | mean wait per slice µs |");

@@ -12,10 +12,24 @@ fn every_suite_runs_and_reports() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    for heading in
-        ["## latency", "## throughput", "## timers", "## slow sink", "## metrics", "## nexmark", "## checkpoint"]
-    {
+    for heading in [
+        "## floor",
+        "## latency",
+        "## throughput",
+        "## timers",
+        "## slow sink",
+        "## metrics",
+        "## nexmark",
+        "## checkpoint",
+    ] {
         assert!(text.contains(heading), "missing {heading} in:\n{text}");
+    }
+    // The latency suites report the machine's floor (no engine) beside the engine's runs.
+    let latency = text.split("## latency").nth(1).unwrap_or_default();
+    for row in
+        ["| floor, 1 thread | 20000 | 20000 |", "| floor, 2 threads | 20000 | 20000 |", "| eddy, parallelism 2 |"]
+    {
+        assert!(latency.contains(row), "no `{row}` row in:\n{latency}");
     }
     // The slow-sink suite asserts nothing was lost; its table shows 0 lost.
     let slow = text.split("## slow sink").nth(1).unwrap_or_default();
@@ -30,6 +44,9 @@ fn every_suite_runs_and_reports() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("nexmark.json")).unwrap()).unwrap();
     assert_eq!(doc["throughput"].as_array().map(Vec::len), Some(10), "{doc}");
+    let floor = doc["latency_floor"].as_array().cloned().unwrap_or_default();
+    assert_eq!(floor.len(), 2, "{doc}");
+    assert!(floor.iter().all(|f| f["records"] == 5_000 && f["p50_ns"].as_u64().is_some_and(|p50| f["p99_ns"].as_u64() >= Some(p50))), "{doc}");
     assert!(std::fs::read_to_string(dir.join("nexmark.md")).unwrap().contains("records/s per core"));
 }
 

@@ -16,7 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use model::{EventClock, NexmarkGenerator};
-pub use source::NexmarkSource;
+pub use source::{NexmarkSource, wait_until};
 
 use crate::ConnectorError;
 

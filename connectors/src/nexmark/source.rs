@@ -47,10 +47,12 @@ pub(crate) const FREE_RECORDS: usize = 16_384;
 /// (50 µs by default) plus a wake-up, longer than the 10 µs between events at 100,000 events/s.
 const SPIN_BELOW_NS: u64 = 200_000;
 
-/// Waits until `monotonic_ns() >= at`: sleeps through all but the last [`SPIN_BELOW_NS`], then
-/// spins, so a paced stream leaves on schedule to within a microsecond or so (an open-loop load
-/// generator's usual trade: one busy core while paced at high rates).
-fn wait_until(at: u64) {
+/// Waits until [`monotonic_ns`]` >= at` (ns): sleeps through all but the last 200 µs, then
+/// spins (yielding), so a paced stream leaves on schedule to within a microsecond or so (an
+/// open-loop load generator's usual trade: one busy core while paced at high rates). Public so
+/// that a benchmark's floor (the same pacing with no engine behind it) paces exactly as the
+/// source does.
+pub fn wait_until(at: u64) {
     let now = monotonic_ns();
     if at > now + SPIN_BELOW_NS {
         std::thread::sleep(Duration::from_nanos(at - now - SPIN_BELOW_NS));

@@ -1,0 +1,156 @@
+//! The machine's latency floor: what an open-loop latency run measures with no engine at all.
+//!
+//! The same pacing as the paced Nexmark source ([`wait_until`]: sleep, then spin through the
+//! last 200 µs) at the same rate, and the same clock ([`monotonic_ns`]); latency counts from
+//! each record's scheduled instant, as the engine's does (coordinated omission accounted for).
+//! Two paths:
+//!
+//! - **1 thread**: the pacing thread alone records how late it reached each scheduled instant:
+//!   the delay no program on this machine can avoid (timer interrupts, the hypervisor, kernel
+//!   threads taking the core).
+//! - **2 threads**: the pacing thread hands each scheduled instant over a bounded crossbeam
+//!   channel (the partition actor's queue capacity) to a second thread that blocks on it and
+//!   records its arrival: the one thread boundary a record crosses in Eddy (source actor to
+//!   partition actor), with nothing done on either side.
+//!
+//! An engine's latency run is compared with the floor measured in the same run, so a machine
+//! whose tail moves between runs shows it on both sides.
+
+use anyhow::{Result, anyhow};
+use crossbeam_channel::bounded;
+use hdrhistogram::Histogram;
+
+use eddy_connectors::monotonic_ns;
+use eddy_connectors::nexmark::wait_until;
+
+use crate::suites::us;
+
+/// The partition actor's input queue capacity (`eddy-actors`' runtime), so the 2-thread floor
+/// blocks and wakes as the partition actor would.
+const QUEUE: usize = 64;
+
+/// A floor run: latency quantiles in ns of one path.
+#[derive(Debug, Clone)]
+pub(crate) struct Floor {
+    /// "1 thread" or "2 threads".
+    pub(crate) path: &'static str,
+    /// Records measured (every record scheduled).
+    pub(crate) records: u64,
+    /// p50, p90, p99, p99.9, max (ns).
+    pub(crate) q: [u64; 5],
+}
+
+fn quantiles(h: &Histogram<u64>) -> [u64; 5] {
+    [h.value_at_quantile(0.5), h.value_at_quantile(0.9), h.value_at_quantile(0.99), h.value_at_quantile(0.999), h.max()]
+}
+
+/// 1 ns .. 100 s, 3 significant digits (as the engine runs' histograms).
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant, valid histogram bounds")
+}
+
+/// Paces `records` instants at `rate` per second on this thread, recording how late each was
+/// reached (ns).
+fn one_thread(rate: f64, records: u64) -> Result<Floor> {
+    let mut local = new_histogram();
+    let start = monotonic_ns();
+    for i in 0..records {
+        let at = start + (i as f64 * 1e9 / rate) as u64;
+        wait_until(at);
+        local.saturating_record(monotonic_ns().saturating_sub(at).max(1));
+    }
+    Ok(Floor { path: "1 thread", records: local.len(), q: quantiles(&local) })
+}
+
+/// Paces `records` instants at `rate` per second and hands each to a second thread blocked on a
+/// bounded channel, which records its arrival minus its scheduled instant (ns).
+fn two_threads(rate: f64, records: u64) -> Result<Floor> {
+    let (tx, rx) = bounded::<u64>(QUEUE);
+    let receiver = std::thread::Builder::new().name("floor-receiver".into()).spawn(move || {
+        let mut h = new_histogram();
+        while let Ok(at) = rx.recv() {
+            h.saturating_record(monotonic_ns().saturating_sub(at).max(1));
+        }
+        h
+    })?;
+    let start = monotonic_ns();
+    for i in 0..records {
+        let at = start + (i as f64 * 1e9 / rate) as u64;
+        wait_until(at);
+        if tx.send(at).is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let h = receiver.join().map_err(|_| anyhow!("floor receiver thread panicked"))?;
+    Ok(Floor { path: "2 threads", records: h.len(), q: quantiles(&h) })
+}
+
+/// Both floor paths at `rate` records/s, `records` each, one after the other.
+///
+/// # Errors
+/// When the receiver thread cannot be started or panics.
+pub(crate) fn machine_floor(rate: f64, records: u64) -> Result<[Floor; 2]> {
+    Ok([one_thread(rate, records)?, two_threads(rate, records)?])
+}
+
+/// Runs of each rate of the `floor` suite (the tail moves between runs: each run is shown).
+const SUITE_RUNS: usize = 3;
+
+/// The `floor` suite: both paths at 25,000 and 100,000 records/s, [`SUITE_RUNS`] runs of 10 s
+/// each (smoke: 2,000 records), one table row per run. It tells what latency this machine
+/// allows any engine before the engine is measured.
+///
+/// # Errors
+/// As [`machine_floor`].
+pub(crate) fn suite(smoke: bool) -> Result<()> {
+    println!("## floor: open-loop pacing with no engine (bench/src/floor.rs)\n");
+    println!("| rate records/s | run | path | records | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for rate in [25_000.0, 100_000.0] {
+        let records = if smoke { 2_000 } else { (rate * 10.0) as u64 };
+        for run in 1..=SUITE_RUNS {
+            for f in machine_floor(rate, records)? {
+                println!(
+                    "| {rate:.0} | {run} | {} | {} | {} | {} | {} | {} | {} |",
+                    f.path,
+                    f.records,
+                    us(f.q[0]),
+                    us(f.q[1]),
+                    us(f.q[2]),
+                    us(f.q[3]),
+                    us(f.q[4])
+                );
+            }
+        }
+    }
+    println!(
+        "\n`1 thread`: how late a thread pacing the instants reached each; `2 threads`: each instant \
+         handed over a bounded channel to a thread blocked on it, measured at its arrival.\n"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scheduled_record_is_measured_on_both_paths_and_quantiles_rise() {
+        let records = 2_000;
+        for f in machine_floor(50_000.0, records).expect("floor runs") {
+            assert_eq!(f.records, records, "{}: every record measured", f.path);
+            assert!(f.q.windows(2).all(|w| w[0] <= w[1]), "{}: quantiles in order {:?}", f.path, f.q);
+            assert!(f.q[0] >= 1, "{}: a latency of at least 1 ns", f.path);
+        }
+    }
+
+    #[test]
+    fn the_pacing_spreads_records_over_their_schedule() {
+        // 1,000 records at 20,000/s are scheduled over 50 ms: the run cannot end sooner.
+        let t0 = std::time::Instant::now();
+        let [f, _] = machine_floor(20_000.0, 1_000).expect("floor runs");
+        assert_eq!(f.records, 1_000);
+        assert!(t0.elapsed() >= std::time::Duration::from_micros(2 * 49_950), "both paths paced");
+    }
+}
