@@ -87,6 +87,11 @@ pub struct SourceActor {
     pub frontier_delay: Option<Duration>,
     /// Whether the pipeline has a `[dead_letter]` sink (log wording only).
     pub dead_letter: bool,
+    /// Whether records whose source gives no creation instant are stamped with the instant of
+    /// the poll that read them (one clock read per poll), so that a latency recorder
+    /// ([`crate::RunOptions::latency`]) measures their time inside the engine: from the poll
+    /// that read them to the sink's write. Always so with `[metrics]`.
+    pub stamp_polls: bool,
     /// With checkpoints: where the source's offset and clock at each barrier / end of batch go.
     pub checkpoint: Option<Sender<ToCoordinator>>,
     /// The clock and watermark of a restored checkpoint, and the epoch / batch it closed (the
@@ -403,9 +408,10 @@ impl SourceActor {
             self.spares.take_returned(self.source.as_mut());
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
             let metrics_on = self.metrics.enabled();
-            // With metrics on, records without a creation instant count their latency from this poll.
-            let (polled, poll_ns) =
-                if metrics_on { (Some(Instant::now()), eddy_connectors::monotonic_ns()) } else { (None, 0) };
+            let polled = metrics_on.then(Instant::now);
+            // With metrics or a latency recorder, records without a creation instant count their
+            // latency from this poll.
+            let poll_ns = if metrics_on || self.stamp_polls { eddy_connectors::monotonic_ns() } else { 0 };
             let polled_items = items.len();
             // The processing time of every record of this poll: they were ingested together, and
             // one clock read per poll instead of per record saves ~10 % of the source's CPU.

@@ -14,7 +14,9 @@
 //!   row (lifetime measures only: no expiry rows), whose `sent` is the record's own (sent instants
 //!   grow per key).
 //!
-//! "Eddy adds" = eddy - floor 2 hops. A tuning table measures the 1-hop floor under several
+//! "Eddy adds" = eddy - floor 2 hops. Eddy's run also records each row's time inside the engine
+//! (from the source actor's poll that read its record to the hand-over to the producer), the
+//! engine's own share of what it adds, which the broker's run-to-run swings do not blur. A tuning table measures the 1-hop floor under several
 //! `fetch.wait.max.ms` / `linger.ms` values (the defaults of `eddy_connectors::kafka`).
 //!
 //! The broker: `KAFKA_BOOTSTRAP` when set, else a tansu broker started here on a free port (from
@@ -252,6 +254,10 @@ struct Outcome {
     sent: u64,
     received: u64,
     h: Histogram<u64>,
+    /// Eddy's path: each output row's time inside the engine (ns), from the source actor's poll
+    /// that read its record to the sink's hand-over to the producer (`RunOptions::latency`),
+    /// rows of records polled after the warm-up.
+    inside: Option<Histogram<u64>>,
 }
 
 /// One measured run of `path` at `rate`.
@@ -279,6 +285,7 @@ fn run_path(
     let mut middle: Option<JoinHandle<()>> = None;
     let mut engine: Option<JoinHandle<Result<()>>> = None;
     let engine_stop = Arc::new(AtomicBool::new(false));
+    let inside = (path == Path::Eddy).then(crate::suites::histogram);
     match path {
         Path::Floor1 => {}
         Path::Floor2 => middle = Some(forwarder(&broker.bootstrap, &input, &output, stop.clone())?),
@@ -297,8 +304,12 @@ fn run_path(
             );
             let p = parse_pipeline_str(&text).context("bench pipeline")?;
             let s = engine_stop.clone();
+            let latency = inside.clone().map(|h| {
+                let recorder: Arc<dyn eddy_actors::sink::LatencyRecorder> = Arc::new(crate::suites::HdrRecorder(h));
+                recorder
+            });
             engine = Some(std::thread::spawn(move || {
-                run_pipeline(&p, RunOptions { stop: Some(s), ..RunOptions::default() })?;
+                run_pipeline(&p, RunOptions { stop: Some(s), latency, ..RunOptions::default() })?;
                 Ok(())
             }));
         }
@@ -316,6 +327,23 @@ fn run_path(
         probe.poll(Duration::from_millis(100));
     }
     probe.flush(Duration::from_secs(10))?;
+    // The engine's own histogram starts over when the measured records begin (the warm-up and
+    // the probes are not counted, as for the end-to-end histogram).
+    let reset = inside.clone().map(|h| {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            loop {
+                let from = seen.measured_from.load(Ordering::Relaxed);
+                if from != u64::MAX && monotonic_ns() >= from {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if let Ok(mut h) = h.lock() {
+                h.reset();
+            }
+        })
+    });
     let sent = produce(&broker.bootstrap, &input, rate, (Duration::from_secs(1), measure), tuning, &seen)?;
     // Drain: wait until everything arrived (or 10 s without progress).
     let mut last = (seen.counted.load(Ordering::Relaxed), Instant::now());
@@ -335,7 +363,14 @@ fn run_path(
         m.join().map_err(|_| anyhow::anyhow!("the forwarder panicked"))?;
     }
     let h = read.join().map_err(|_| anyhow::anyhow!("the reader panicked"))?;
-    Ok(Outcome { sent, received: seen.counted.load(Ordering::Relaxed), h })
+    if let Some(r) = reset {
+        r.join().map_err(|_| anyhow::anyhow!("the histogram reset panicked"))?;
+    }
+    let inside = match inside {
+        Some(i) => Some(i.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?.clone()),
+        None => None,
+    };
+    Ok(Outcome { sent, received: seen.counted.load(Ordering::Relaxed), h, inside })
 }
 
 fn ms(ns: u64) -> String {
@@ -376,6 +411,17 @@ pub fn kafka(smoke: bool) -> Result<()> {
             let o = run_path(&broker, path, rate, measure, &format!("bench{n}"), &[])?;
             row(label, rate, &o);
             p99[i] = o.h.value_at_quantile(0.99);
+            if let Some(h) = &o.inside {
+                println!(
+                    "| eddy, inside the engine | {} | | {} | {} | {} | {} | {} |",
+                    rate as u64,
+                    h.len(),
+                    ms(h.value_at_quantile(0.5)),
+                    ms(h.value_at_quantile(0.99)),
+                    ms(h.value_at_quantile(0.999)),
+                    ms(h.max())
+                );
+            }
         }
         println!(
             "| eddy adds over 2 hops (p99) | {} | | | | {} | | |",
@@ -384,7 +430,10 @@ pub fn kafka(smoke: bool) -> Result<()> {
         );
     }
     println!(
-        "\nLatency = consumer receive - scheduled send (coordinated omission accounted for); 1 s warm-up excluded.\n"
+        "\nLatency = consumer receive - scheduled send (coordinated omission accounted for); 1 s warm-up excluded. \
+         `eddy, inside the engine`: the same run's rows from the source actor's poll that read their record to \
+         the sink's hand-over to the producer (received = rows measured), the part of `eddy adds` that is the \
+         engine's own work and queues; the rest is the second hop's clients and broker.\n"
     );
 
     // A low rate, where the broker often has nothing when a fetch arrives: fetch.wait.max.ms shows.

@@ -33,4 +33,18 @@ fn kafka_suite_runs_every_path_and_reports() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         assert_eq!(cells[3], cells[4], "sent vs received: {line}");
     }
+    // The engine's own share: a row per measured record (those sent after the 1 s warm-up),
+    // stamped from the source's poll, so within the end-to-end latency.
+    let sent: u64 = cell(&text, "| eddy |", 3);
+    let inside: u64 = cell(&text, "| eddy, inside the engine |", 4);
+    assert!(inside > 0 && inside <= sent, "inside rows {inside} of {sent} sent:\n{text}");
+    let p99 = |label: &str| cell::<f64>(&text, label, 6);
+    assert!(p99("| eddy, inside the engine |") <= p99("| eddy |"), "{text}");
+}
+
+/// Cell `i` (split on `|`) of the first line starting with `label`, parsed.
+fn cell<T: std::str::FromStr>(text: &str, label: &str, i: usize) -> T {
+    let line = text.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no {label} in:\n{text}"));
+    let c = line.split('|').map(str::trim).nth(i).unwrap_or_default();
+    c.parse().unwrap_or_else(|_| panic!("cell {i} of {line} is {c:?}"))
 }
