@@ -317,7 +317,12 @@ impl SinkActor {
 
     /// First phase: makes batch `id` durable on every sink and tells the coordinator.
     fn prepare(&mut self, id: u64, rows: u64, awaiting: &mut VecDeque<(u64, u64)>) -> Result<(), ConnectorError> {
-        lock(&self.sink)?.prepare(id)?;
+        // The wait (Kafka: the broker's acknowledgements) runs without the sink's lock, so the
+        // partition actors go on writing the next epoch's rows meanwhile.
+        let wait = lock(&self.sink)?.prepare_begin(id)?;
+        if let Some(wait) = wait {
+            wait()?;
+        }
         if let Some((s, _)) = self.late.as_mut() {
             s.prepare(id)?;
         }

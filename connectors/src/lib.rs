@@ -183,6 +183,10 @@ pub trait Source: Send {
     }
 }
 
+/// The wait that finishes a [`Sink::prepare_begin`]: returns once the rows it covers are
+/// durable, or with the sink's error; runs on the caller's thread without the sink.
+pub type PrepareWait = Box<dyn FnOnce() -> Result<(), ConnectorError> + Send>;
+
 /// A sink of output lines, committed per micro-batch or epoch.
 pub trait Sink: Send {
     /// Appends one row (a JSON object, no newline) to batch / epoch `batch_id`. `key` is the
@@ -211,6 +215,19 @@ pub trait Sink: Send {
     fn prepare(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
         let _ = batch_id;
         Ok(())
+    }
+
+    /// [`Sink::prepare`] in two steps, for a sink whose rows become durable without it (Kafka:
+    /// acknowledged by the broker): this notes what must be durable (every row written for
+    /// `batch_id` and the batches before it) and returns the rest of the work, the wait, which
+    /// the runtime runs without holding the sink, so that rows of later batches / epochs are
+    /// written meanwhile instead of queueing behind the wait. `None`: prepared already.
+    /// Default: [`Sink::prepare`], then `None`.
+    ///
+    /// # Errors
+    /// As [`Sink::prepare`], from this call or from the wait.
+    fn prepare_begin(&mut self, batch_id: u64) -> Result<Option<PrepareWait>, ConnectorError> {
+        self.prepare(batch_id).map(|()| None)
     }
 
     /// On restart, before anything is written: finishes what a stopped run left behind.

@@ -1,7 +1,7 @@
 //! librdkafka callbacks: logs to `tracing`, broker state and offsets from the statistics, errors
 //! and delivery reports kept for the source / sink thread to act on.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -228,6 +228,9 @@ pub(crate) struct SinkContext {
     /// or a fatal error).
     pub failure: Mutex<Option<String>>,
     last_warn: Mutex<Option<Instant>>,
+    /// Messages handed to librdkafka whose delivery report has not come yet, per batch / epoch
+    /// (the delivery opaque of each message); epochs with none are removed.
+    unreported: Mutex<BTreeMap<u64, u64>>,
 }
 
 impl SinkContext {
@@ -241,6 +244,33 @@ impl SinkContext {
     /// Takes the failure, if any.
     pub fn take_failure(&self) -> Option<String> {
         self.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    fn unreported(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, u64>> {
+        // A poisoned lock means a callback panicked (a bug); the counts are still usable.
+        self.unreported.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a message of `epoch` about to be handed to librdkafka (before the send: its
+    /// report may be served on another thread at once).
+    pub fn sending(&self, epoch: u64) {
+        *self.unreported().entry(epoch).or_insert(0) += 1;
+    }
+
+    /// Uncounts a message of `epoch` whose send failed (no report will come), or whose report came.
+    pub fn reported(&self, epoch: u64) {
+        let mut u = self.unreported();
+        if let Some(n) = u.get_mut(&epoch) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                u.remove(&epoch);
+            }
+        }
+    }
+
+    /// Messages of epochs `<= epoch` still without a delivery report.
+    pub fn unreported_up_to(&self, epoch: u64) -> u64 {
+        self.unreported().range(..=epoch).map(|(_, n)| n).sum()
     }
 }
 
@@ -265,9 +295,11 @@ impl ClientContext for SinkContext {
 }
 
 impl ProducerContext for SinkContext {
-    type DeliveryOpaque = ();
+    /// The batch / epoch of the message ([`SinkContext::sending`]; no allocation per message).
+    type DeliveryOpaque = usize;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, epoch: usize) {
+        self.reported(epoch as u64);
         if let Err((e, m)) = result {
             use rdkafka::Message;
             self.fail(format!(

@@ -23,6 +23,7 @@
 //!   it through the Java client's internals).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::error::KafkaError;
@@ -67,7 +68,9 @@ pub struct KafkaSinkConfig {
 /// `message.timeout.ms`, by default `eddy.unreachable.timeout.ms`) fails the next write or commit:
 /// never dropped silently.
 pub struct KafkaSink {
-    producer: BaseProducer<SinkContext>,
+    /// Shared with the waits of [`Sink::prepare_begin`], which serve delivery reports on the
+    /// sink actor's thread while the partition actors send.
+    producer: Arc<BaseProducer<SinkContext>>,
     topic: String,
     flush_timeout: Duration,
     transactional: bool,
@@ -133,7 +136,7 @@ impl KafkaSink {
             "Kafka sink ready ({field})"
         );
         Ok(KafkaSink {
-            producer,
+            producer: Arc::new(producer),
             topic: config.topic,
             flush_timeout,
             transactional: config.transactional_id.is_some(),
@@ -155,29 +158,17 @@ impl KafkaSink {
     /// Waits until every message sent is acknowledged or failed. rdkafka's `flush` polls in
     /// steps of 100 ms, a floor on each epoch's commit; this looks every 50 µs instead.
     fn flush(&self) -> Result<(), ConnectorError> {
-        let deadline = Instant::now() + self.flush_timeout;
-        loop {
-            self.serve();
-            if self.producer.in_flight_count() == 0 {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(ConnectorError::External(format!(
-                    "Kafka sink (topic {}): {} rows not acknowledged within {:.1} s",
-                    self.topic,
-                    self.producer.in_flight_count(),
-                    self.flush_timeout.as_secs_f64()
-                )));
-            }
-            std::thread::sleep(FLUSH_SPIN);
-        }
+        acknowledged(&self.producer, &self.topic, self.flush_timeout, |p| p.in_flight_count() as u64)
     }
 
     fn check(&self) -> Result<(), ConnectorError> {
-        match self.producer.context().take_failure() {
-            Some(f) => Err(ConnectorError::External(format!("Kafka sink (topic {}): {f}", self.topic))),
-            None => Ok(()),
-        }
+        failure(&self.producer, &self.topic)
+    }
+
+    /// Rows of epochs `<= epoch` sent and not yet acknowledged or failed.
+    #[cfg(test)]
+    pub(crate) fn unreported_up_to(&self, epoch: u64) -> u64 {
+        self.producer.context().unreported_up_to(epoch)
     }
 
     /// Sends one row of `epoch` (begins the transaction first when one is due).
@@ -190,19 +181,27 @@ impl KafkaSink {
         }
         let epoch_text = epoch.to_string();
         let headers = OwnedHeaders::new().insert(Header { key: EPOCH_HEADER, value: Some(epoch_text.as_str()) });
-        let mut record: BaseRecord<'_, str, str> = BaseRecord::to(&self.topic).payload(line).headers(headers);
+        let mut record: BaseRecord<'_, str, str, usize> =
+            BaseRecord::with_opaque_to(&self.topic, epoch as usize).payload(line).headers(headers);
         if let Some(k) = key {
             record = record.key(k);
         }
+        // Counted before the send: its delivery report may be served on another thread at once.
+        let context = self.producer.context();
+        context.sending(epoch);
         loop {
             match self.producer.send(record) {
                 Ok(()) => break,
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
                     self.producer.poll(Duration::from_millis(5));
-                    self.check()?;
+                    if let Err(e) = self.check() {
+                        context.reported(epoch);
+                        return Err(e);
+                    }
                     record = r;
                 }
                 Err((e, _)) => {
+                    context.reported(epoch);
                     return Err(ConnectorError::External(format!("Kafka sink (topic {}): send: {e}", self.topic)));
                 }
             }
@@ -214,6 +213,41 @@ impl KafkaSink {
             self.check()?;
         }
         Ok(())
+    }
+}
+
+/// Serves delivery reports until `unreported(producer)` is 0 (looking every [`FLUSH_SPIN`]), or
+/// fails after `timeout` naming how many rows of `topic` are left.
+fn acknowledged(
+    producer: &BaseProducer<SinkContext>,
+    topic: &str,
+    timeout: Duration,
+    unreported: impl Fn(&BaseProducer<SinkContext>) -> u64,
+) -> Result<(), ConnectorError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        for _ in 0..SERVE_MAX {
+            producer.poll(Duration::ZERO);
+        }
+        let left = unreported(producer);
+        if left == 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(ConnectorError::External(format!(
+                "Kafka sink (topic {topic}): {left} rows not acknowledged within {:.1} s",
+                timeout.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(FLUSH_SPIN);
+    }
+}
+
+/// The first delivery failure or fatal error librdkafka reported, as the sink's error.
+fn failure(producer: &BaseProducer<SinkContext>, topic: &str) -> Result<(), ConnectorError> {
+    match producer.context().take_failure() {
+        Some(f) => Err(ConnectorError::External(format!("Kafka sink (topic {topic}): {f}"))),
+        None => Ok(()),
     }
 }
 
@@ -234,6 +268,22 @@ impl Sink for KafkaSink {
     fn prepare(&mut self, _batch_id: u64) -> Result<(), ConnectorError> {
         self.flush()?;
         self.check()
+    }
+
+    /// At least once: returns the wait for the broker's acknowledgement of every row of
+    /// `batch_id` and the epochs before it, run by the caller without this sink, so rows of
+    /// later epochs are sent meanwhile (with [`Sink::prepare`], every writer would queue behind
+    /// the acknowledgements: tens of ms once per epoch). Exactly once: [`Sink::prepare`].
+    fn prepare_begin(&mut self, batch_id: u64) -> Result<Option<crate::PrepareWait>, ConnectorError> {
+        if self.transactional {
+            return self.prepare(batch_id).map(|()| None);
+        }
+        self.check()?;
+        let (producer, topic, timeout) = (self.producer.clone(), self.topic.clone(), self.flush_timeout);
+        Ok(Some(Box::new(move || {
+            acknowledged(&producer, &topic, timeout, |p| p.context().unreported_up_to(batch_id))?;
+            failure(&producer, &topic)
+        })))
     }
 
     /// At least once: nothing left to do (the rows were acknowledged by [`Sink::prepare`]).

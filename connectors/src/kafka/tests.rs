@@ -325,6 +325,65 @@ fn a_row_the_broker_never_acknowledges_fails_the_prepare_after_the_configured_ti
     assert!(err.contains("not delivered") && err.contains("topic down"), "{err}");
 }
 
+#[test]
+fn the_prepare_wait_runs_apart_from_the_sink_and_covers_every_row_of_its_epoch() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("split", 1, 1).unwrap();
+    let mut sink = KafkaSink::new("sink", sink_config(&boot, "split"), &|| false).unwrap();
+    for i in 0..200 {
+        sink.write(0, &row(i), None).unwrap();
+    }
+    let wait = sink.prepare_begin(0).unwrap().expect("at least once: a wait to run apart");
+    let waiting = std::thread::spawn(wait);
+    // The sink is free while the wait runs: the next epoch's rows are written meanwhile.
+    for i in 200..400 {
+        sink.write(1, &row(i), None).unwrap();
+    }
+    waiting.join().unwrap().unwrap();
+    // Once the wait returned, the broker acknowledged every row of epoch 0 ...
+    assert_eq!(sink.unreported_up_to(0), 0);
+    // ... and they are in the topic.
+    let got = read_all(&boot, "split", "read_uncommitted", Duration::from_secs(3));
+    let epoch0: Vec<&String> = got.iter().filter(|(e, _)| e == "0").map(|(_, r)| r).collect();
+    assert_eq!(epoch0.len(), 200, "every row of epoch 0 in the topic");
+    sink.prepare_begin(1).unwrap().expect("a wait")().unwrap();
+    sink.commit(1).unwrap();
+}
+
+#[test]
+fn a_prepare_wait_fails_when_its_rows_are_never_acknowledged() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("down2", 1, 1).unwrap();
+    let mut cfg = sink_config(&boot, "down2");
+    cfg.properties.insert(UNREACHABLE_TIMEOUT_KEY.into(), "1500".into());
+    let mut sink = KafkaSink::new("sink", cfg, &|| false).unwrap();
+    sink.write(0, "{\"ok\": 1}", None).unwrap();
+    sink.prepare_begin(0).unwrap().expect("a wait")().unwrap();
+    cluster.broker_down(1).unwrap();
+    sink.write(1, "{\"lost\": 1}", None).unwrap();
+    let started = Instant::now();
+    let err = sink.prepare_begin(1).unwrap().expect("a wait")().unwrap_err().to_string();
+    assert!(started.elapsed() < Duration::from_secs(15), "bounded by message.timeout.ms: {:?}", started.elapsed());
+    assert!(err.contains("not delivered") && err.contains("topic down2"), "{err}");
+}
+
+#[test]
+fn unreported_messages_are_counted_per_epoch_and_up_to_one() {
+    let c = super::context::SinkContext::default();
+    for epoch in [0, 0, 1, 3] {
+        c.sending(epoch);
+    }
+    c.reported(0);
+    // A report for an epoch with nothing counted changes nothing (no underflow).
+    c.reported(2);
+    assert_eq!([0, 1, 2, 3].map(|e| c.unreported_up_to(e)), [1, 2, 2, 3]);
+    c.reported(0);
+    c.reported(3);
+    assert_eq!([0, 1, 3].map(|e| c.unreported_up_to(e)), [0, 1, 1]);
+}
+
 /// Produces `per_partition` messages `{"p": P, "i": I}` to each of `partitions` partitions.
 fn produce_numbered(boot: &str, topic: &str, partitions: i32, per_partition: i64) {
     let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", boot).create().unwrap();
