@@ -58,8 +58,10 @@ impl InlineKey {
 /// states there: tests check the offsets), loaded by [`Groups::prefetch`].
 pub(crate) const HOT_BYTES: usize = 128;
 
-/// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the slot).
+/// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the
+/// slot). A power of two.
 const PREFETCH_STAGES: usize = 4;
+const _: () = assert!(PREFETCH_STAGES.is_power_of_two());
 
 /// Hashes remembered by [`Groups::prefetch_record`] (a power of two).
 const RECENT: usize = 16;
@@ -81,7 +83,7 @@ pub(crate) struct Slot<T> {
 pub(crate) struct Groups<T> {
     table: SlotTable,
     /// `(address of the record's values, hash)` of the last [`PREFETCH_STAGES`] prefetched
-    /// records, oldest at `ring_at`: the second stage of [`Groups::prefetch_record`].
+    /// records, oldest at `ring_at`: the second stage of [`Groups::prefetch`].
     ring: [Cell<(usize, u64)>; PREFETCH_STAGES],
     ring_at: Cell<usize>,
     /// Recently prefetched records, at [`recent_index`] of the address of their values: the
@@ -178,16 +180,17 @@ impl InlineKey {
             [c] => record.values.get(*c),
             _ => None,
         };
-        Some(match (*self, v) {
+        // (matched by reference: the inline bytes are compared in place, not copied first)
+        Some(match (self, v) {
             (InlineKey::No, _) => return None,
             (InlineKey::Str(len, bytes), Some(Value::Str(s))) => {
                 // (`len <= 16`: the length is compared before the bytes are read)
                 let s = s.as_bytes();
-                s.len() == usize::from(len) && bytes_eq(s, &bytes[..s.len().min(16)])
+                s.len() == usize::from(*len) && bytes_eq(s, &bytes[..s.len().min(16)])
             }
-            (InlineKey::Long(x), Some(Value::Long(y))) => x == *y,
-            (InlineKey::Int(x), Some(Value::Int(y))) => x == *y,
-            (InlineKey::Timestamp(x), Some(Value::Timestamp(y))) => x == y.0,
+            (InlineKey::Long(x), Some(Value::Long(y))) => x == y,
+            (InlineKey::Int(x), Some(Value::Int(y))) => x == y,
+            (InlineKey::Timestamp(x), Some(Value::Timestamp(y))) => *x == y.0,
             _ => false,
         })
     }
@@ -315,22 +318,29 @@ impl<T: Default> Groups<T> {
         self.hasher.hash_one(v)
     }
 
-    /// Software prefetch for `record`, which comes soon (see
-    /// [`crate::operator::Operator::prefetch`]), in two stages so that no cache miss of the
-    /// lookup waits on another: this call hashes the record (remembered for
-    /// [`Groups::hash_hint`]) and starts loading the table bucket of its hash, and looks up the
-    /// hash of the record given [`PREFETCH_STAGES`] calls ago (its bucket loaded by now) to start
-    /// loading the first [`HOT_BYTES`] of its group's slot, remembering that slot for
-    /// [`Groups::find_prefetched`]. Reads the table, never a slot.
+    /// [`Groups::prefetch`] for `record`: hashes it, remembering the hash for
+    /// [`Groups::hash_hint`].
     #[inline]
     pub(crate) fn prefetch_record(&self, record: &Record, cols: &[usize]) {
         let hash = self.hash_record(record, cols);
         let addr = record.values.as_ptr() as usize;
         self.recent[recent_index(addr)].set(Recent { addr, hash, slot: u32::MAX });
+        self.prefetch(addr, hash);
+    }
+
+    /// Software prefetch for a record whose values are at `addr`, hashed `hash`, that comes
+    /// soon (see [`crate::operator::Operator::prefetch`]), in two stages so that no cache miss of
+    /// the lookup waits on another: this call starts loading the table bucket of `hash`, and
+    /// looks up the hash of the record given [`PREFETCH_STAGES`] calls ago (its bucket loaded
+    /// by now) to start loading the first [`HOT_BYTES`] of its group's slot, remembering that
+    /// slot for [`Groups::find_prefetched`]. Reads the table, never a slot.
+    #[inline(always)]
+    fn prefetch(&self, addr: usize, hash: u64) {
         self.table.prefetch(hash);
-        let at = self.ring_at.get();
+        // (`PREFETCH_STAGES` is a power of two: the mask keeps the index in bounds)
+        let at = self.ring_at.get() & (PREFETCH_STAGES - 1);
         let (earlier_addr, earlier) = self.ring[at].replace((addr, hash));
-        self.ring_at.set((at + 1) % PREFETCH_STAGES);
+        self.ring_at.set(at + 1);
         if let Some(s) = self.table.candidates(earlier).next()
             && let Some(slot) = self.slots.get(s as usize)
         {
