@@ -585,6 +585,38 @@ mod tests {
     }
 
     #[test]
+    fn the_slot_a_prefetch_found_is_used_only_while_it_holds_the_record_s_key() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize];
+        let a = rec("a", 0.0);
+        let (sa, _) = g.find_or_insert(g.hash_record(&a, &cols), &a, &cols);
+        let others: Vec<Record> = (0..PREFETCH_STAGES).map(|i| rec(&format!("o{i}"), 0.0)).collect();
+        g.prefetch_record(&a, &cols);
+        for o in &others {
+            g.prefetch_record(o, &cols); // the last one runs the second stage for `a`
+        }
+        let addr = a.values.as_ptr() as usize;
+        assert_eq!(g.recent[recent_index(addr)].get().slot, sa, "the second stage remembered a's slot");
+        assert_eq!(g.find_prefetched(&a, &cols), Some(sa));
+        // removed: the remembered slot matches nothing, though it still holds a's payload
+        g.remove(sa);
+        assert_eq!(g.find_prefetched(&a, &cols), None);
+        // reused by another key: still not a's
+        let b = rec("b", 0.0);
+        let (sb, new) = g.find_or_insert(g.hash_record(&b, &cols), &b, &cols);
+        assert!(new);
+        assert_eq!(sb, sa, "the slot is reused");
+        assert_eq!(g.find_prefetched(&a, &cols), None);
+        // a record never prefetched is looked up under its own hash
+        assert_eq!(g.find_prefetched(&rec("b", 1.0), &cols), Some(sb));
+        // a back under a new slot: found through the remembered hash, not the stale slot
+        let (sa2, new) = g.find_or_insert(g.hash_record(&a, &cols), &a, &cols);
+        assert!(new);
+        assert_ne!(sa2, sb);
+        assert_eq!(g.find_prefetched(&a, &cols), Some(sa2));
+    }
+
+    #[test]
     fn the_group_found_last_is_never_returned_once_removed_or_for_another_key() {
         let mut g: Groups<u32> = Groups::default();
         let cols = [0usize];
