@@ -247,7 +247,7 @@ impl AggregateFn {
     /// [`AggregateFn::update`] on a compact state, leaving it as `update` would leave the full
     /// one; `false` (the state unchanged) when the input needs the full state (a non-finite or
     /// non-DOUBLE input to a sum): the caller then updates [`SmallState::to_state`] instead.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn update_small(&self, state: &mut SmallState, v: &Value) -> bool {
         match state {
             SmallState::Count(n) => {

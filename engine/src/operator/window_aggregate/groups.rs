@@ -58,8 +58,10 @@ impl InlineKey {
 /// states there: tests check the offsets), loaded by [`Groups::prefetch`].
 pub(crate) const HOT_BYTES: usize = 128;
 
-/// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the slot).
+/// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the
+/// slot). A power of two.
 const PREFETCH_STAGES: usize = 4;
+const _: () = assert!(PREFETCH_STAGES.is_power_of_two());
 
 /// Hashes remembered by [`Groups::prefetch_record`] (a power of two).
 const RECENT: usize = 16;
@@ -80,14 +82,14 @@ pub(crate) struct Slot<T> {
 #[derive(Debug)]
 pub(crate) struct Groups<T> {
     table: SlotTable,
-    /// The hashes of the last [`PREFETCH_STAGES`] prefetched records, oldest at `ring_at`: the
-    /// second stage of [`Groups::prefetch`].
-    ring: [Cell<u64>; PREFETCH_STAGES],
+    /// `(address of the record's values, hash)` of the last [`PREFETCH_STAGES`] prefetched
+    /// records, oldest at `ring_at`: the second stage of [`Groups::prefetch`].
+    ring: [Cell<(usize, u64)>; PREFETCH_STAGES],
     ring_at: Cell<usize>,
-    /// `(address of the record's values, hash)` of recently prefetched records, at
-    /// [`recent_index`] of the address: the lookup of a record reuses the hash its prefetch
-    /// computed ([`Groups::hash_hint`]).
-    recent: [Cell<(usize, u64)>; RECENT],
+    /// Recently prefetched records, at [`recent_index`] of the address of their values: the
+    /// lookup of a record reuses the hash its prefetch computed ([`Groups::hash_hint`]) and the
+    /// slot its second stage found ([`Groups::find_prefetched`]).
+    recent: [Cell<Recent>; RECENT],
     /// `(hash, slot)` of the group [`Groups::find`] found last (slot `u32::MAX`: none), tried
     /// before the table: consecutive records often share their key (a hot key, an aggregate
     /// without `group_by`). Always a live slot: [`Groups::remove`] forgets it.
@@ -172,24 +174,30 @@ fn hash_long(seed: u64, b: &[u8]) -> u64 {
 impl InlineKey {
     /// Whether the single-column key is `record`'s at `cols` (grouping equality); `None` for
     /// [`InlineKey::No`]: the caller compares the whole key.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn matches(&self, record: &Record, cols: &[usize]) -> Option<bool> {
-        let first = || cols.first().map(|&c| &record.values[c]);
-        Some(match *self {
-            InlineKey::No => return None,
-            InlineKey::Str(len, bytes) => {
-                cols.len() == 1
-                    && matches!(first(), Some(Value::Str(s)) if bytes_eq(s.as_bytes(), &bytes[..len as usize]))
+        let v = match cols {
+            [c] => record.values.get(*c),
+            _ => None,
+        };
+        // (matched by reference: the inline bytes are compared in place, not copied first)
+        Some(match (self, v) {
+            (InlineKey::No, _) => return None,
+            (InlineKey::Str(len, bytes), Some(Value::Str(s))) => {
+                // (`len <= 16`: the length is compared before the bytes are read)
+                let s = s.as_bytes();
+                s.len() == usize::from(*len) && bytes_eq(s, &bytes[..s.len().min(16)])
             }
-            InlineKey::Long(x) => cols.len() == 1 && matches!(first(), Some(Value::Long(y)) if x == *y),
-            InlineKey::Int(x) => cols.len() == 1 && matches!(first(), Some(Value::Int(y)) if x == *y),
-            InlineKey::Timestamp(x) => cols.len() == 1 && matches!(first(), Some(Value::Timestamp(y)) if x == y.0),
+            (InlineKey::Long(x), Some(Value::Long(y))) => x == y,
+            (InlineKey::Int(x), Some(Value::Int(y))) => x == y,
+            (InlineKey::Timestamp(x), Some(Value::Timestamp(y))) => *x == y.0,
+            _ => false,
         })
     }
 }
 
 /// Whether the slot's group is `record`'s at `cols` (grouping equality, as [`Value`]'s).
-#[inline]
+#[inline(always)]
 fn slot_matches<T>(slot: &Slot<T>, record: &Record, cols: &[usize]) -> bool {
     // Only live slots are in the table: an inline key is compared without reading the key (at
     // the slot's end, another cache line).
@@ -202,7 +210,7 @@ fn slot_matches<T>(slot: &Slot<T>, record: &Record, cols: &[usize]) -> bool {
 /// A seeded hash of one value, consistent with [`Value`]'s grouping equality: inline for
 /// strings, integers and timestamps, `other` (a hash of [`Value`]'s own `Hash`, which
 /// normalises NaN and -0.0) for the rest.
-#[inline]
+#[inline(always)]
 pub(crate) fn hash_value(seed: u64, v: &Value, other: impl FnOnce(&Value) -> u64) -> u64 {
     match v {
         Value::Str(x) => hash_bytes(seed, x.as_bytes()),
@@ -233,7 +241,7 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
@@ -254,6 +262,24 @@ fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     a == b
 }
 
+/// What the prefetch of a record learnt ([`Groups::recent`]).
+#[derive(Clone, Copy, Debug)]
+struct Recent {
+    /// Address of the record's values.
+    addr: usize,
+    /// Hash of its key columns.
+    hash: u64,
+    /// The first slot of the table under `hash` when the prefetch's second stage looked
+    /// (`u32::MAX`: none, or not looked yet). A candidate only: checked against the record's key.
+    slot: u32,
+}
+
+impl Default for Recent {
+    fn default() -> Recent {
+        Recent { addr: 0, hash: 0, slot: u32::MAX }
+    }
+}
+
 /// The entry of [`Groups::recent`] for a record whose values are at `addr` (records are
 /// allocations of at least 16 bytes, and consecutive ones land on distinct entries).
 #[inline]
@@ -263,7 +289,7 @@ fn recent_index(addr: usize) -> usize {
 
 impl<T: Default> Groups<T> {
     /// The hash of `record`'s values at `cols` (equal to [`Groups::hash_key`] of its key).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn hash_record(&self, record: &Record, cols: &[usize]) -> u64 {
         match cols {
             [c] => self.hash_value(&record.values[*c]),
@@ -281,36 +307,72 @@ impl<T: Default> Groups<T> {
 
     /// One value's hash, consistent with [`Value`]'s grouping equality: inline for strings,
     /// integers and timestamps, [`Value`]'s own `Hash` (NaN and -0.0 normalised) otherwise.
-    #[inline]
+    #[inline(always)]
     fn hash_value(&self, v: &Value) -> u64 {
-        hash_value(self.seed, v, |other| self.hasher.hash_one(other))
+        hash_value(self.seed, v, |other| self.hash_other(other))
     }
 
-    /// Software prefetch for a record hashed `hash` that comes soon (see
-    /// [`crate::operator::Operator::prefetch`]), in two stages so that no cache miss of the
-    /// lookup waits on another: this call starts loading the table bucket of `hash`, and looks
-    /// up the hash given [`PREFETCH_STAGES`] calls ago (its bucket loaded by now) to start
-    /// loading the first [`HOT_BYTES`] of its group's slot. Reads the table, never a slot.
-    #[inline]
-    pub(crate) fn prefetch(&self, hash: u64) {
-        self.table.prefetch(hash);
-        let at = self.ring_at.get();
-        let earlier = self.ring[at].replace(hash);
-        self.ring_at.set((at + 1) % PREFETCH_STAGES);
-        if let Some(s) = self.table.candidates(earlier).next()
-            && let Some(slot) = self.slots.get(s as usize)
-        {
-            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>().min(HOT_BYTES));
-        }
+    /// [`Value`]'s own hash (the values without a fast path).
+    #[inline(never)]
+    fn hash_other(&self, v: &Value) -> u64 {
+        self.hasher.hash_one(v)
     }
 
-    /// [`Groups::prefetch`] for `record`, remembering its hash for [`Groups::hash_hint`].
+    /// [`Groups::prefetch`] for `record`: hashes it, remembering the hash for
+    /// [`Groups::hash_hint`].
     #[inline]
     pub(crate) fn prefetch_record(&self, record: &Record, cols: &[usize]) {
         let hash = self.hash_record(record, cols);
         let addr = record.values.as_ptr() as usize;
-        self.recent[recent_index(addr)].set((addr, hash));
-        self.prefetch(hash);
+        self.recent[recent_index(addr)].set(Recent { addr, hash, slot: u32::MAX });
+        self.prefetch(addr, hash);
+    }
+
+    /// Software prefetch for a record whose values are at `addr`, hashed `hash`, that comes
+    /// soon (see [`crate::operator::Operator::prefetch`]), in two stages so that no cache miss of
+    /// the lookup waits on another: this call starts loading the table bucket of `hash`, and
+    /// looks up the hash of the record given [`PREFETCH_STAGES`] calls ago (its bucket loaded
+    /// by now) to start loading the first [`HOT_BYTES`] of its group's slot, remembering that
+    /// slot for [`Groups::find_prefetched`]. Reads the table, never a slot.
+    #[inline(always)]
+    fn prefetch(&self, addr: usize, hash: u64) {
+        self.table.prefetch(hash);
+        // (`PREFETCH_STAGES` is a power of two: the mask keeps the index in bounds)
+        let at = self.ring_at.get() & (PREFETCH_STAGES - 1);
+        let (earlier_addr, earlier) = self.ring[at].replace((addr, hash));
+        self.ring_at.set(at + 1);
+        if let Some(s) = self.table.candidates(earlier).next()
+            && let Some(slot) = self.slots.get(s as usize)
+        {
+            crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>().min(HOT_BYTES));
+            let entry = &self.recent[recent_index(earlier_addr)];
+            let mut e = entry.get();
+            if e.addr == earlier_addr && e.hash == earlier {
+                e.slot = s;
+                entry.set(e);
+            }
+        }
+    }
+
+    /// The slot of `record`'s group if it exists, from what its prefetch learnt: the slot the
+    /// prefetch found, when it holds `record`'s key (no table lookup), else a lookup under the
+    /// hash the prefetch computed, else under `record`'s hash. A slot found is right (slots are
+    /// matched by key, a free slot matches nothing, and a key has one slot); `None` is not
+    /// final (the remembered hash may be that of another record once at the same address):
+    /// retry with [`Groups::find_or_insert`] under [`Groups::hash_record`].
+    #[inline(always)]
+    pub(crate) fn find_prefetched(&self, record: &Record, cols: &[usize]) -> Option<u32> {
+        let addr = record.values.as_ptr() as usize;
+        let e = self.recent[recent_index(addr)].get();
+        if e.addr != addr {
+            return self.find(self.hash_record(record, cols), record, cols);
+        }
+        if let Some(slot) = self.slots.get(e.slot as usize)
+            && slot_matches(slot, record, cols)
+        {
+            return Some(e.slot);
+        }
+        self.find(e.hash, record, cols)
     }
 
     /// The hash [`Groups::prefetch_record`] computed for a record at `record`'s address, else
@@ -321,8 +383,8 @@ impl<T: Default> Groups<T> {
     #[inline]
     pub(crate) fn hash_hint(&self, record: &Record, cols: &[usize]) -> u64 {
         let addr = record.values.as_ptr() as usize;
-        let (a, h) = self.recent[recent_index(addr)].get();
-        if a == addr { h } else { self.hash_record(record, cols) }
+        let e = self.recent[recent_index(addr)].get();
+        if e.addr == addr { e.hash } else { self.hash_record(record, cols) }
     }
 
     /// [`Groups::find_or_insert`] from a [`Groups::hash_hint`]: the hash is checked before a
@@ -402,6 +464,9 @@ impl<T: Default> Groups<T> {
         if e.key.take().is_none() {
             return;
         }
+        // a free slot matches no record ([`slot_matches`] then compares the absent key): a
+        // slot remembered by a prefetch may be freed before the record comes
+        e.inline = InlineKey::No;
         self.table.remove(e.hash, slot);
         if self.last.get().1 == slot {
             self.last.set((0, u32::MAX));
@@ -517,6 +582,38 @@ mod tests {
         // back to the first key: the stale hint still finds the right group
         r.values[0] = Value::Str("a".into());
         assert_eq!(g.find_or_insert_hinted(g.hash_hint(&r, &cols), &r, &cols), (sa, false));
+    }
+
+    #[test]
+    fn the_slot_a_prefetch_found_is_used_only_while_it_holds_the_record_s_key() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize];
+        let a = rec("a", 0.0);
+        let (sa, _) = g.find_or_insert(g.hash_record(&a, &cols), &a, &cols);
+        let others: Vec<Record> = (0..PREFETCH_STAGES).map(|i| rec(&format!("o{i}"), 0.0)).collect();
+        g.prefetch_record(&a, &cols);
+        for o in &others {
+            g.prefetch_record(o, &cols); // the last one runs the second stage for `a`
+        }
+        let addr = a.values.as_ptr() as usize;
+        assert_eq!(g.recent[recent_index(addr)].get().slot, sa, "the second stage remembered a's slot");
+        assert_eq!(g.find_prefetched(&a, &cols), Some(sa));
+        // removed: the remembered slot matches nothing, though it still holds a's payload
+        g.remove(sa);
+        assert_eq!(g.find_prefetched(&a, &cols), None);
+        // reused by another key: still not a's
+        let b = rec("b", 0.0);
+        let (sb, new) = g.find_or_insert(g.hash_record(&b, &cols), &b, &cols);
+        assert!(new);
+        assert_eq!(sb, sa, "the slot is reused");
+        assert_eq!(g.find_prefetched(&a, &cols), None);
+        // a record never prefetched is looked up under its own hash
+        assert_eq!(g.find_prefetched(&rec("b", 1.0), &cols), Some(sb));
+        // a back under a new slot: found through the remembered hash, not the stale slot
+        let (sa2, new) = g.find_or_insert(g.hash_record(&a, &cols), &a, &cols);
+        assert!(new);
+        assert_ne!(sa2, sb);
+        assert_eq!(g.find_prefetched(&a, &cols), Some(sa2));
     }
 
     #[test]

@@ -213,12 +213,13 @@ impl WindowAggregate {
     #[inline(always)]
     fn process(&mut self, record: &Record, late_w: Option<Timestamp>, out: &mut Output) {
         let late = late_w.map(|w| w.0);
-        let Some(column) = self.time_column else {
-            self.panes.add(record, 0, late, &self.cfg, out);
-            return;
-        };
-        let Some(t) = record.values[column].as_timestamp() else {
-            return; // a null event time is rejected by the decoder; nothing to aggregate
+        // (one call of `PaneState::add`, inlined here: the per-record path of fixed windows)
+        let t = match self.time_column {
+            None => Timestamp(0),
+            Some(column) => match record.values[column].as_timestamp() {
+                Some(t) => t,
+                None => return, // a null event time is rejected by the decoder; nothing to aggregate
+            },
         };
         match &self.session_gap {
             None => self.panes.add(record, t.0, late, &self.cfg, out),
@@ -256,18 +257,20 @@ impl Operator for WindowAggregate {
 
     #[inline]
     fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
-        match self.cfg.mode {
-            Mode::MicroBatch => {
-                let late_w = self.late_watermark();
-                self.process(record, late_w, out);
-            }
+        let late_w = match self.cfg.mode {
+            Mode::MicroBatch => self.late_watermark(),
             Mode::RealTime => {
                 if watermark > self.watermark || self.evicted_to < self.watermark {
                     // (the second: after a restore, finalise what the restored watermark passed)
                     self.raise_watermark(watermark, out);
                 }
-                let late_w = self.cfg.watermark.map(|_| self.watermark);
-                self.process(record, late_w, out);
+                self.cfg.watermark.map(|_| self.watermark)
+            }
+        };
+        self.process(record, late_w, out);
+        match self.cfg.mode {
+            Mode::MicroBatch => {}
+            Mode::RealTime => {
                 if self.cfg.output_mode == OutputMode::Update && !self.is_session() {
                     self.panes.emit_changed(late_w.map(|w| w.0), &self.cfg, out);
                 }

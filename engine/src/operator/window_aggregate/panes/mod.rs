@@ -200,7 +200,7 @@ impl PaneState {
 
     /// Adds `record`, whose event time is `t` (fixed windows; ignored without a window), judged
     /// late against `late` (`None`: nothing is late). Late records go to `out.late`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn add(
         &mut self,
         record: &Record,
@@ -210,7 +210,7 @@ impl PaneState {
         out: &mut Output,
     ) {
         let cols = &cfg.key_columns[..];
-        if let Some(slot) = self.groups.find(self.groups.hash_hint(record, cols), record, cols) {
+        if let Some(slot) = self.groups.find_prefetched(record, cols) {
             let pane_len = match self.layout {
                 Layout::Plain { .. } => None,
                 Layout::Fixed(grid) => Some(grid.pane()),
