@@ -178,7 +178,7 @@ impl SessionState {
     pub(crate) fn add(&mut self, record: &Record, t: Timestamp, end: Timestamp, cfg: &WindowAggregateConfig) {
         let (t, end) = (t.0, end.0);
         let cols = &cfg.key_columns[..];
-        let (slot, new) = self.groups.find_or_insert_hinted(self.groups.hash_hint(record, cols), record, cols);
+        let (slot, new) = self.groups.find_or_insert_prefetched(record, cols);
         if new {
             return self.start_group(slot, record, t, end, cfg);
         }

@@ -87,8 +87,8 @@ pub(crate) struct Groups<T> {
     ring: [Cell<(usize, u64)>; PREFETCH_STAGES],
     ring_at: Cell<usize>,
     /// Recently prefetched records, at [`recent_index`] of the address of their values: the
-    /// lookup of a record reuses the hash its prefetch computed ([`Groups::hash_hint`]) and the
-    /// slot its second stage found ([`Groups::find_prefetched`]).
+    /// lookup of a record reuses the hash its prefetch computed and the slot its second stage
+    /// found ([`Groups::find_prefetched`]).
     recent: [Cell<Recent>; RECENT],
     /// `(hash, slot)` of the group [`Groups::find`] found last (slot `u32::MAX`: none), tried
     /// before the table: consecutive records often share their key (a hot key, an aggregate
@@ -319,7 +319,7 @@ impl<T: Default> Groups<T> {
     }
 
     /// [`Groups::prefetch`] for `record`: hashes it, remembering the hash for
-    /// [`Groups::hash_hint`].
+    /// [`Groups::find_prefetched`].
     #[inline]
     pub(crate) fn prefetch_record(&self, record: &Record, cols: &[usize]) {
         let hash = self.hash_record(record, cols);
@@ -375,30 +375,19 @@ impl<T: Default> Groups<T> {
         self.find(e.hash, record, cols)
     }
 
-    /// The hash [`Groups::prefetch_record`] computed for a record at `record`'s address, else
-    /// `record`'s hash. Only a hint: the record at that address may have changed since (a
-    /// reused allocation), so a lookup with it that finds nothing must be retried with
-    /// [`Groups::hash_record`] (a lookup that finds a slot is right: slots are matched by key,
-    /// and a key has one slot). [`Groups::find_or_insert_hinted`] does so.
-    #[inline]
-    pub(crate) fn hash_hint(&self, record: &Record, cols: &[usize]) -> u64 {
-        let addr = record.values.as_ptr() as usize;
-        let e = self.recent[recent_index(addr)].get();
-        if e.addr == addr { e.hash } else { self.hash_record(record, cols) }
-    }
-
-    /// [`Groups::find_or_insert`] from a [`Groups::hash_hint`]: the hash is checked before a
-    /// group is created.
-    #[inline]
-    pub(crate) fn find_or_insert_hinted(&mut self, hint: u64, record: &Record, cols: &[usize]) -> (u32, bool) {
-        if let Some(s) = self.find(hint, record, cols) {
+    /// [`Groups::find_or_insert`] from what `record`'s prefetch learnt
+    /// ([`Groups::find_prefetched`]); only when that finds nothing is the record hashed again
+    /// and its group looked up (and created when absent) under its own hash. `true` when created.
+    #[inline(always)]
+    pub(crate) fn find_or_insert_prefetched(&mut self, record: &Record, cols: &[usize]) -> (u32, bool) {
+        if let Some(s) = self.find_prefetched(record, cols) {
             return (s, false);
         }
         self.find_or_insert(self.hash_record(record, cols), record, cols)
     }
 
-    /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`], or a
-    /// [`Groups::hash_hint`]: a slot found is then right, `None` is not final).
+    /// The slot of `record`'s group, if it exists (`hash` from [`Groups::hash_record`], or one
+    /// remembered by a prefetch: a slot found is then right, `None` is not final).
     #[inline]
     pub(crate) fn find(&self, hash: u64, record: &Record, cols: &[usize]) -> Option<u32> {
         let slots = &self.slots;
@@ -560,28 +549,29 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_hash_hint_never_misplaces_a_group() {
+    fn a_stale_prefetch_never_misplaces_a_group() {
         let mut g: Groups<u32> = Groups::default();
         let cols = [0usize];
         let (sa, _) = g.find_or_insert(g.hash_record(&rec("a", 0.0), &cols), &rec("a", 0.0), &cols);
         let mut r = rec("a", 0.0);
         g.prefetch_record(&r, &cols);
-        assert_eq!(g.hash_hint(&r, &cols), g.hash_record(&r, &cols));
-        // the same allocation now holds another key: the remembered hash is stale
+        assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sa, false));
+        // the same allocation now holds another key: what the prefetch remembered is stale
         r.values[0] = Value::Str("b".into());
-        let hint = g.hash_hint(&r, &cols);
-        assert_ne!(hint, g.hash_record(&r, &cols), "the hint is the stale one");
-        assert_eq!(g.find(hint, &r, &cols), None);
-        let (sb, new) = g.find_or_insert_hinted(hint, &r, &cols);
+        let addr = r.values.as_ptr() as usize;
+        assert_ne!(g.recent[recent_index(addr)].get().hash, g.hash_record(&r, &cols), "the remembered hash is stale");
+        assert_eq!(g.find_prefetched(&r, &cols), None);
+        let (sb, new) = g.find_or_insert_prefetched(&r, &cols);
         assert!(new);
         assert_ne!(sb, sa);
         // created under its own hash: found from a record built apart, and found again (not
-        // created twice) through the stale hint
+        // created twice) through the stale prefetch
         assert_eq!(g.find(g.hash_record(&rec("b", 1.0), &cols), &rec("b", 1.0), &cols), Some(sb));
-        assert_eq!(g.find_or_insert_hinted(hint, &r, &cols), (sb, false));
-        // back to the first key: the stale hint still finds the right group
+        assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sb, false));
+        // back to the first key: the stale prefetch still leads to the right group
         r.values[0] = Value::Str("a".into());
-        assert_eq!(g.find_or_insert_hinted(g.hash_hint(&r, &cols), &r, &cols), (sa, false));
+        assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sa, false));
+        assert_eq!(g.len(), 2);
     }
 
     #[test]
