@@ -6,7 +6,7 @@ use hashbrown::HashTable;
 use super::measure::Range;
 use super::records::Records;
 use crate::aggregate::AggState;
-use crate::operator::window_aggregate::groups::{InlineKey, combine, hash_value};
+use crate::operator::window_aggregate::key::{InlineKey, combine, hash_value};
 use crate::time::Timestamp;
 use crate::value::{GroupKey, KeyValue, Record, Value};
 

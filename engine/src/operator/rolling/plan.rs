@@ -6,7 +6,7 @@ use super::keys::KeyState;
 use super::measure::{Measure, Range, finish, fold};
 use super::records::{Cell, Records};
 use super::timers::Timers;
-use crate::operator::window_aggregate::groups::InlineKey;
+use crate::operator::window_aggregate::key::InlineKey;
 use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::{Record, Row, Value};

@@ -31,6 +31,7 @@
 mod due;
 pub(crate) mod groups;
 pub(crate) mod hot;
+pub(crate) mod key;
 mod panes;
 mod table;
 #[cfg(test)]
