@@ -238,17 +238,7 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
     // The machine's floor in the same run: the same pacing and clock, no engine.
     let floors = crate::floor::machine_floor(rate, latency_events)?;
     for f in &floors {
-        report.line(&format!(
-            "| floor, {} | - | {} | {} | {} | {} | {} | {} | {} |",
-            f.path,
-            f.records,
-            f.records,
-            us(f.q[0]),
-            us(f.q[1]),
-            us(f.q[2]),
-            us(f.q[3]),
-            us(f.q[4])
-        ));
+        report.line(&format!("| floor, {} | - | {} | {} | {} |", f.path, f.records, f.records, f.cells()));
     }
     let json_floor: Vec<_> = floors
         .iter()
