@@ -1,6 +1,6 @@
 //! The machine's latency floor: what an open-loop latency run measures with no engine at all.
 //!
-//! The same pacing as the paced Nexmark source ([`wait_until`]: sleep, then spin through the
+//! The same pacing as the paced Nexmark source ([`wait_until`]: sleep, then yield the core through the
 //! last 200 µs) at the same rate, and the same clock ([`monotonic_ns`]); latency counts from
 //! each record's scheduled instant, as the engine's does (coordinated omission accounted for).
 //! Two paths:
