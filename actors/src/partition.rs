@@ -20,6 +20,11 @@
 //! snapshot is). Otherwise, between messages, with a wall clock, the actor sleeps until its
 //! operator's next timer (`recv_deadline`), never polling.
 //!
+//! With one partition actor in real-time mode, its work ([`PartitionTask`]) runs on the source
+//! actor's thread instead of its own (chained, see [`crate::source::Downstream`]): the same
+//! messages in the same order, handed over by a call instead of a channel; the source waits for
+//! its input only until the task's next timer or snapshot step.
+//!
 //! A processed data batch goes back to the source actor ([`crate::recycle`]: at once, never
 //! waiting; dropped here when the way back is full), its buffer and records to be reused.
 //!
@@ -84,218 +89,334 @@ struct StateSize {
 }
 
 impl PartitionActor {
-    /// Runs the event loop until `EndOfInput` or until a peer hangs up.
-    pub fn run(mut self) {
-        let mut out = Output::default();
-        let mut created: Vec<u64> = Vec::new();
-        // The batch (micro-batch) or epoch (real-time) rows currently belong to.
-        let mut current: u64 = self.first_epoch;
-        let wall = self.clock.is_wall_clock() && self.mode == Mode::RealTime;
-        let mut size = StateSize::default();
-        let mut pacer = SnapshotPacer::new();
-        // Rows written per batch / epoch not yet ended (reported with its end).
-        let mut written: BTreeMap<u64, u64> = BTreeMap::new();
+    /// Runs the event loop on this thread until `EndOfInput` or until a peer hangs up: waits
+    /// for a message until the operator's next timer (wall clock) or the next snapshot step,
+    /// whichever comes first ([`PartitionTask::wake_at`]).
+    pub fn run(self) {
+        let input = self.input.clone();
+        let mut task = PartitionTask::new(self);
         loop {
-            let mut due = Timestamp::MIN;
-            if pacer.in_progress()
-                && let Some(f) = pacer.poll(self.operator.as_mut())
-                && !self.submit(f, &mut size)
-            {
+            if !task.snapshot_step() {
                 return;
             }
-            let msg = match (wall, self.operator.next_timer()) {
-                // A snapshot in progress: wait for a message until the next step (or a due
-                // timer, whichever comes first), then loop to run the step.
-                (_, timer) if pacer.in_progress() => {
-                    let step_at = pacer.next_step_at().unwrap_or_else(Instant::now);
-                    let timer_at = timer.filter(|_| wall).map(|at| (at, deadline_of(self.clock.as_ref(), at)));
-                    let until = timer_at.map_or(step_at, |(_, d)| d.min(step_at));
-                    match self.input.recv_deadline(until) {
-                        Ok(m) => Some(m),
-                        Err(RecvTimeoutError::Disconnected) => return,
-                        Err(RecvTimeoutError::Timeout) => match timer_at {
-                            Some((at, d)) if d <= Instant::now() => {
-                                due = at;
-                                None
-                            }
-                            _ => continue,
-                        },
-                    }
-                }
-                (true, Some(at)) => match self.input.recv_deadline(deadline_of(self.clock.as_ref(), at)) {
+            let msg = match task.wake_at() {
+                Some(deadline) => match input.recv_deadline(deadline) {
                     Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => {
-                        due = at;
-                        None
-                    }
+                    Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => return,
                 },
-                _ => match self.input.recv() {
+                None => match input.recv() {
                     Ok(m) => Some(m),
                     Err(_) => return,
                 },
             };
-            match msg {
-                None => {
-                    let now = self.clock.now();
-                    if self.metrics.enabled() {
-                        self.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
-                    }
-                    self.operator.advance_clock(now, &mut out);
-                }
-                Some(ToPartition::Data(batch)) => {
-                    let started = self.metrics.enabled().then(Instant::now);
-                    for (i, s) in batch.iter().enumerate() {
-                        prefetch_ahead(self.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
-                        if self.mode == Mode::RealTime {
-                            self.operator.advance_clock(s.now, &mut out);
-                        }
-                        let before = out.rows.len();
-                        self.operator.on_record(&s.record, s.watermark, &mut out);
-                        // (rows of timers before it keep 0: created instant unknown)
-                        if s.created_ns != 0 && out.rows.len() > before {
-                            created.resize(before, 0);
-                            created.resize(out.rows.len(), s.created_ns);
-                        }
-                    }
-                    if let Some(t) = started {
-                        self.metrics.stage_partition.record(t.elapsed().as_secs_f64());
-                    }
-                    // Every record was processed and only borrowed: the batch can be reused.
-                    if let Some(r) = &self.returns {
-                        r.give_back(batch);
-                    }
-                }
-                Some(ToPartition::Control(c)) => match c {
-                    Control::BeginBatch(ctx) => {
-                        current = ctx.batch_id;
-                        self.operator.begin_batch(&ctx);
-                    }
-                    Control::EndBatch { batch_id } => {
-                        self.operator.end_batch(&mut out);
-                        self.report_state(&mut size);
-                        if !self.flush(current, &mut out, &mut created, &mut written)
-                            || self
-                                .sink
-                                .send(ToSink::End { id: batch_id, rows: ended(&mut written, batch_id) })
-                                .is_err()
-                        {
-                            return;
-                        }
-                        if self.snapshots.is_some() && !self.begin_snapshot(&mut pacer, batch_id, &mut size) {
-                            return;
-                        }
-                    }
-                    Control::Watermark(w) => self.operator.advance_watermark(w, &mut out),
-                    Control::Tick(now) => self.operator.advance_clock(now, &mut out),
-                    Control::Barrier { epoch, now, watermark } => {
-                        if now != Timestamp::MIN {
-                            self.operator.advance_clock(now, &mut out);
-                        }
-                        self.operator.advance_watermark(watermark, &mut out);
-                        if !self.flush(epoch, &mut out, &mut created, &mut written) {
-                            return;
-                        }
-                        self.report_state(&mut size);
-                        let state_len = self.operator.state_len();
-                        let acked = match &self.snapshots {
-                            Some(_) => self.begin_snapshot(&mut pacer, epoch, &mut size),
-                            None => self
-                                .coordinator
-                                .send(ToCoordinator::BarrierAck {
-                                    epoch,
-                                    partition: self.partition,
-                                    state_len,
-                                    snapshot: None,
-                                })
-                                .is_ok(),
-                        };
-                        if !acked
-                            || self.sink.send(ToSink::End { id: epoch, rows: ended(&mut written, epoch) }).is_err()
-                        {
-                            return;
-                        }
-                        current = epoch + 1;
-                    }
-                    Control::EndOfInput => {
-                        if let Some(f) = pacer.finish(self.operator.as_mut())
-                            && !self.submit(f, &mut size)
-                        {
-                            return;
-                        }
-                        if !self.flush(current, &mut out, &mut created, &mut written) {
-                            return;
-                        }
-                        // The sink may already be gone after a failure; nothing left to tell it.
-                        let _ = self.sink.send(ToSink::Done { leftovers: written.into_iter().collect() });
-                        return;
-                    }
-                },
-            }
-            if self.mode == Mode::RealTime
-                && !out.is_empty()
-                && !self.flush(current, &mut out, &mut created, &mut written)
-            {
+            let go = match msg {
+                Some(m) => task.handle(m),
+                None => task.on_wake(),
+            };
+            if !go {
                 return;
             }
+        }
+    }
+}
+
+/// A partition actor's work, apart from how its messages reach it: driven by its own thread
+/// ([`PartitionActor::run`]), or chained into the source actor's thread when there is one
+/// partition in real-time mode (`crate::source::Downstream::Chained`, as Flink chains
+/// operators that need no repartitioning: no thread hand-off per record). Either way the
+/// messages come in the order the source sent them, and between them the driver calls
+/// [`PartitionTask::snapshot_step`] and, at [`PartitionTask::wake_at`], [`PartitionTask::on_wake`].
+#[derive(Debug)]
+pub struct PartitionTask {
+    actor: PartitionActor,
+    out: Output,
+    /// Creation instants of the records behind `out.rows` (latency).
+    created: Vec<u64>,
+    /// The batch (micro-batch) or epoch (real-time) rows currently belong to.
+    current: u64,
+    /// Whether timers fire on the wall clock (system clock, real-time).
+    wall: bool,
+    size: StateSize,
+    pacer: SnapshotPacer,
+    /// Rows written per batch / epoch not yet ended (reported with its end).
+    written: BTreeMap<u64, u64>,
+    /// The task ended (`EndOfInput`, or a peer is gone): it takes nothing more.
+    ended: bool,
+}
+
+impl PartitionTask {
+    /// The task of `actor` (its `input` is not read here: the driver hands the messages over).
+    pub fn new(actor: PartitionActor) -> PartitionTask {
+        PartitionTask {
+            current: actor.first_epoch,
+            wall: actor.clock.is_wall_clock() && actor.mode == Mode::RealTime,
+            actor,
+            out: Output::default(),
+            created: Vec::new(),
+            size: StateSize::default(),
+            pacer: SnapshotPacer::new(),
+            written: BTreeMap::new(),
+            ended: false,
+        }
+    }
+
+    /// Whether the task has ended (end of input, or a peer gone).
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Between messages: runs a step of the snapshot in progress when one is due; `false` when
+    /// the snapshot writer is gone (the task has ended).
+    pub fn snapshot_step(&mut self) -> bool {
+        if self.ended {
+            return false;
+        }
+        if self.pacer.in_progress()
+            && let Some(f) = self.pacer.poll(self.actor.operator.as_mut())
+            && !self.submit(f)
+        {
+            return self.end();
+        }
+        true
+    }
+
+    /// Completes the snapshot in progress at once (before its driver blocks on the commit of
+    /// its epoch); `false` when the snapshot writer is gone.
+    pub fn finish_snapshot(&mut self) -> bool {
+        if self.ended {
+            return false;
+        }
+        if let Some(f) = self.pacer.finish(self.actor.operator.as_mut())
+            && !self.submit(f)
+        {
+            return self.end();
+        }
+        true
+    }
+
+    /// The instant to wake at without a message: the operator's next timer (wall clock only)
+    /// or the next step of the snapshot in progress, whichever is first; `None`: only a message.
+    pub fn wake_at(&self) -> Option<Instant> {
+        let timer =
+            self.actor.operator.next_timer().filter(|_| self.wall).map(|at| deadline_of(self.actor.clock.as_ref(), at));
+        let step = self.pacer.in_progress().then(|| self.pacer.next_step_at().unwrap_or_else(Instant::now));
+        match (timer, step) {
+            (Some(t), Some(s)) => Some(t.min(s)),
+            (t, s) => t.or(s),
+        }
+    }
+
+    /// At [`PartitionTask::wake_at`] (or any time): fires the operator's timers due by the
+    /// wall clock, and writes their rows; `false` when the sink failed (the task has ended).
+    pub fn on_wake(&mut self) -> bool {
+        if self.ended {
+            return false;
+        }
+        let Some(due) = self.actor.operator.next_timer().filter(|_| self.wall) else { return true };
+        let now = self.actor.clock.now();
+        if due > now {
+            return true;
+        }
+        if self.actor.metrics.enabled() {
+            self.actor.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
+        }
+        self.actor.operator.advance_clock(now, &mut self.out);
+        self.flush_real_time()
+    }
+
+    /// Handles one message (see the module documentation for the order); `false` once the task
+    /// has ended: after `EndOfInput`, or when a peer is gone (a failure, reported).
+    pub fn handle(&mut self, msg: ToPartition) -> bool {
+        if self.ended {
+            return false;
+        }
+        let go = self.dispatch(msg);
+        if !go {
+            return self.end();
+        }
+        self.flush_real_time()
+    }
+
+    fn end(&mut self) -> bool {
+        self.ended = true;
+        false
+    }
+
+    /// Real-time: writes the rows produced so far; `false` when the sink failed.
+    fn flush_real_time(&mut self) -> bool {
+        if self.actor.mode == Mode::RealTime && !self.out.is_empty() && !self.flush(self.current) {
+            return self.end();
+        }
+        true
+    }
+
+    fn dispatch(&mut self, msg: ToPartition) -> bool {
+        let PartitionTask { actor, out, created, current, .. } = self;
+        match msg {
+            ToPartition::Data(batch) => {
+                let started = actor.metrics.enabled().then(Instant::now);
+                for (i, s) in batch.iter().enumerate() {
+                    prefetch_ahead(actor.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
+                    if actor.mode == Mode::RealTime {
+                        actor.operator.advance_clock(s.now, out);
+                    }
+                    let before = out.rows.len();
+                    actor.operator.on_record(&s.record, s.watermark, out);
+                    // (rows of timers before it keep 0: created instant unknown)
+                    if s.created_ns != 0 && out.rows.len() > before {
+                        created.resize(before, 0);
+                        created.resize(out.rows.len(), s.created_ns);
+                    }
+                }
+                if let Some(t) = started {
+                    actor.metrics.stage_partition.record(t.elapsed().as_secs_f64());
+                }
+                // Every record was processed and only borrowed: the batch can be reused.
+                if let Some(r) = &actor.returns {
+                    r.give_back(batch);
+                }
+                true
+            }
+            ToPartition::Control(c) => match c {
+                Control::BeginBatch(ctx) => {
+                    *current = ctx.batch_id;
+                    actor.operator.begin_batch(&ctx);
+                    true
+                }
+                Control::EndBatch { batch_id } => {
+                    actor.operator.end_batch(out);
+                    self.report_state();
+                    self.flush(self.current)
+                        && self
+                            .actor
+                            .sink
+                            .send(ToSink::End { id: batch_id, rows: ended(&mut self.written, batch_id) })
+                            .is_ok()
+                        && (self.actor.snapshots.is_none() || self.begin_snapshot(batch_id))
+                }
+                Control::Watermark(w) => {
+                    actor.operator.advance_watermark(w, out);
+                    true
+                }
+                Control::Tick(now) => {
+                    actor.operator.advance_clock(now, out);
+                    true
+                }
+                Control::Barrier { epoch, now, watermark } => {
+                    if now != Timestamp::MIN {
+                        actor.operator.advance_clock(now, out);
+                    }
+                    actor.operator.advance_watermark(watermark, out);
+                    if !self.flush(epoch) {
+                        return false;
+                    }
+                    self.report_state();
+                    let state_len = self.actor.operator.state_len();
+                    let acked = match &self.actor.snapshots {
+                        Some(_) => self.begin_snapshot(epoch),
+                        None => self
+                            .actor
+                            .coordinator
+                            .send(ToCoordinator::BarrierAck {
+                                epoch,
+                                partition: self.actor.partition,
+                                state_len,
+                                snapshot: None,
+                            })
+                            .is_ok(),
+                    };
+                    if !acked
+                        || self
+                            .actor
+                            .sink
+                            .send(ToSink::End { id: epoch, rows: ended(&mut self.written, epoch) })
+                            .is_err()
+                    {
+                        return false;
+                    }
+                    self.current = epoch + 1;
+                    true
+                }
+                Control::EndOfInput => {
+                    if let Some(f) = self.pacer.finish(self.actor.operator.as_mut())
+                        && !self.submit(f)
+                    {
+                        return false;
+                    }
+                    let current = self.current;
+                    if !self.flush(current) {
+                        return false;
+                    }
+                    // The sink may already be gone after a failure; nothing left to tell it.
+                    let leftovers = std::mem::take(&mut self.written).into_iter().collect();
+                    let _ = self.actor.sink.send(ToSink::Done { leftovers });
+                    false
+                }
+            },
         }
     }
 
     /// At the barrier of `epoch` (with checkpoints): begins the operator's snapshot and hands
     /// over what is complete now; `false` when the writer is gone.
-    fn begin_snapshot(&mut self, pacer: &mut SnapshotPacer, epoch: u64, size: &mut StateSize) -> bool {
-        if let Some(buffer) = self.snapshots.as_ref().and_then(SnapshotWriter::spare_buffer) {
-            self.operator.reuse_snapshot_buffer(buffer);
+    fn begin_snapshot(&mut self, epoch: u64) -> bool {
+        if let Some(buffer) = self.actor.snapshots.as_ref().and_then(SnapshotWriter::spare_buffer) {
+            self.actor.operator.reuse_snapshot_buffer(buffer);
         }
-        pacer.begin(self.operator.as_mut(), epoch).into_iter().all(|f| self.submit(f, size))
+        let done = self.pacer.begin(self.actor.operator.as_mut(), epoch);
+        done.into_iter().all(|f| self.submit(f))
     }
 
     /// Hands a finished snapshot to the writer thread (its size also refreshes the state-bytes
     /// estimate, for free); `false` when the writer is gone.
-    fn submit(&self, f: Finished, size: &mut StateSize) -> bool {
+    fn submit(&mut self, f: Finished) -> bool {
         if f.state_len > 0 {
-            size.bytes_per_key = f.state.len() as f64 / f.state_len as f64;
-            size.measured = Some(Instant::now());
+            self.size.bytes_per_key = f.state.len() as f64 / f.state_len as f64;
+            self.size.measured = Some(Instant::now());
         }
-        self.snapshots.as_ref().is_some_and(|w| w.submit(f.epoch, f.state, f.state_len))
+        self.actor.snapshots.as_ref().is_some_and(|w| w.submit(f.epoch, f.state, f.state_len))
     }
 
     /// Sets the state gauges: keys, and bytes estimated as keys x bytes per key of the serialised
     /// state: of the last checkpoint's snapshot, else re-measured at most every
     /// [`STATE_BYTES_EVERY`] (serialising is not free).
-    fn report_state(&self, size: &mut StateSize) {
-        if !self.metrics.enabled() {
+    fn report_state(&mut self) {
+        let actor = &self.actor;
+        if !actor.metrics.enabled() {
             return;
         }
-        let m = &self.metrics.partitions[self.partition];
-        let keys = self.operator.state_len();
-        // With checkpoints every snapshot refreshes the estimate ([`PartitionActor::submit`]):
+        let m = &actor.metrics.partitions[actor.partition];
+        let keys = actor.operator.state_len();
+        // With checkpoints every snapshot refreshes the estimate ([`PartitionTask::submit`]):
         // no extra serialisation on this thread.
+        let size = &mut self.size;
         let stale = match size.measured {
-            None => self.snapshots.is_none(),
-            Some(t) => self.snapshots.is_none() && t.elapsed() >= STATE_BYTES_EVERY,
+            None => actor.snapshots.is_none(),
+            Some(t) => actor.snapshots.is_none() && t.elapsed() >= STATE_BYTES_EVERY,
         };
         if keys > 0 && stale {
-            size.bytes_per_key = self.operator.snapshot().len() as f64 / keys as f64;
+            size.bytes_per_key = actor.operator.snapshot().len() as f64 / keys as f64;
             size.measured = Some(Instant::now());
         }
         m.state_keys.set(keys as f64);
         m.state_bytes.set((keys as f64 * size.bytes_per_key).round());
     }
 
-    /// Writes pending rows to the sink (counted in `written`) and sends late records to the
-    /// sink actor; `false` when the sink failed (reported to the coordinator) or is gone.
-    fn flush(&mut self, id: u64, out: &mut Output, created: &mut Vec<u64>, written: &mut BTreeMap<u64, u64>) -> bool {
+    /// Writes pending rows to the sink (counted in `written`, under batch / epoch `id`) and
+    /// sends late records to the sink actor; `false` when the sink failed (reported to the
+    /// coordinator) or is gone.
+    fn flush(&mut self, id: u64) -> bool {
+        let PartitionTask { actor, out, created, written, .. } = self;
         if !out.late.is_empty() {
             let records = std::mem::take(&mut out.late);
-            if self.sink.send(ToSink::Late { id, records }).is_err() {
+            if actor.sink.send(ToSink::Late { id, records }).is_err() {
                 return false;
             }
         }
         if !out.rows.is_empty() {
-            if let Err(e) = self.rows.write(id, &out.rows, created) {
+            if let Err(e) = actor.rows.write(id, &out.rows, created) {
                 // The coordinator may be gone when the run is stopping anyway.
-                let _ = self.coordinator.send(ToCoordinator::Failed(format!("sink: {e}")));
+                let _ = actor.coordinator.send(ToCoordinator::Failed(format!("sink: {e}")));
                 return false;
             }
             *written.entry(id).or_default() += out.rows.len() as u64;

@@ -24,11 +24,11 @@ use crate::coordinator::{Coordinator, UnitStarts};
 use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::server::MetricsServer;
 use crate::metrics::{Health, Metrics};
-use crate::partition::PartitionActor;
+use crate::partition::{PartitionActor, PartitionTask};
 use crate::recycle;
 use crate::routing::Router;
 use crate::sink::{LatencyRecorder, RowWriter, SharedSink, SinkActor};
-use crate::source::{SourceActor, SourceCounters};
+use crate::source::{Downstream, SourceActor, SourceCounters};
 
 /// Capacity of each partition actor's input queue, in messages (each up to 256 records).
 const PARTITION_QUEUE: usize = 64;
@@ -61,6 +61,10 @@ pub struct RunOptions {
     /// endpoint stays up), so the cost of recording can be measured within one run; see
     /// [`Metrics::with_switch`]. No effect without `[metrics]`.
     pub metrics_switch: Option<Arc<AtomicBool>>,
+    /// Benchmarks: a real-time pipeline with one partition runs its partition actor on its own
+    /// thread, as at higher parallelism, instead of chained into the source actor's thread
+    /// ([`crate::source::Downstream::Chained`], the default), to measure what chaining saves.
+    pub unchained: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -299,11 +303,20 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         recycle::return_capacity(parallelism, PARTITION_QUEUE, crate::source::POLL_MAX, crate::source::BATCH);
     let (returns, spares) = recycle::channel(capacity, source.recycles_records());
     let mut partition_txs = Vec::with_capacity(parallelism);
+    // One partition in real-time mode: its work runs on the source actor's thread.
+    let chain = real_time && parallelism == 1 && !opts.unchained;
+    let mut chained = None;
     let mut handles = Vec::new();
     operators.reverse();
     for partition in 0..parallelism {
-        let (tx, rx) = bounded(PARTITION_QUEUE);
-        partition_txs.push(tx);
+        // Chained: nothing reads the actor's input; the source hands messages to its task.
+        let rx = if chain {
+            crossbeam_channel::never()
+        } else {
+            let (tx, rx) = bounded(PARTITION_QUEUE);
+            partition_txs.push(tx);
+            rx
+        };
         let snapshots = match &checkpointer {
             Some(ck) => Some(
                 SnapshotWriter::start(ck.clone(), partition, parallelism, coord_tx.clone())
@@ -325,6 +338,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             metrics: metrics.clone(),
             returns: Some(returns.clone()),
         };
+        if chain {
+            chained = Some(PartitionTask::new(actor));
+            continue;
+        }
         handles.push(
             thread::Builder::new()
                 .name(format!("eddy-partition-{partition}"))
@@ -379,7 +396,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         stop_after: opts.stop_after,
         spares,
         plan,
-        partitions: partition_txs,
+        partitions: match chained {
+            Some(task) => Downstream::Chained(Box::new(std::cell::RefCell::new(task))),
+            None => Downstream::Actors(partition_txs),
+        },
         sink: sink_tx,
         coordinator: to_source_rx,
         clock,

@@ -31,6 +31,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::coordinator::UnitStarts;
 use crate::messages::{Control, Stamped, ToCoordinator, ToPartition, ToSink, ToSource};
 use crate::metrics::{Metrics, micros_to_seconds};
+use crate::partition::PartitionTask;
 use crate::recycle::Spares;
 use crate::routing::Router;
 
@@ -65,8 +66,8 @@ pub struct SourceActor {
     pub plan: QueryPlan,
     /// Routing to key ranges.
     pub router: Router,
-    /// One channel per partition actor.
-    pub partitions: Vec<Sender<ToPartition>>,
+    /// Where records and control messages go: the partition actors.
+    pub partitions: Downstream,
     /// Dead letters and batch ends.
     pub sink: Sender<ToSink>,
     /// Commits and stop requests.
@@ -105,6 +106,43 @@ pub struct SourceActor {
     /// committed, end the run there, as a crash right after its checkpoint would (real-time:
     /// nothing after the barrier is sent; micro-batch: no batch after it).
     pub stop_after: Option<u64>,
+}
+
+/// Where the source actor sends records and control messages.
+#[derive(Debug)]
+pub enum Downstream {
+    /// One bounded channel per partition actor, each actor on its own thread.
+    Actors(Vec<Sender<ToPartition>>),
+    /// One partition in real-time mode: its task runs on the source actor's thread, each
+    /// message handed over by a call (chained, as Flink chains operators that need no
+    /// repartitioning): no thread hand-off, so no wake-up of another thread, per record. The
+    /// source then waits for its input only until the task's next timer or snapshot step.
+    /// Micro-batch mode never chains: its source waits for each batch's commit, which needs the
+    /// partition's snapshot to go on meanwhile.
+    Chained(Box<std::cell::RefCell<PartitionTask>>),
+}
+
+impl Downstream {
+    /// The number of partitions (key ranges).
+    pub fn len(&self) -> usize {
+        match self {
+            Downstream::Actors(txs) => txs.len(),
+            Downstream::Chained(_) => 1,
+        }
+    }
+
+    /// Whether there is no partition at all (never so in a run).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The chained task, if the partition runs on the source's thread.
+    fn chained(&self) -> Option<std::cell::RefMut<'_, PartitionTask>> {
+        match self {
+            Downstream::Chained(task) => Some(task.borrow_mut()),
+            Downstream::Actors(_) => None,
+        }
+    }
 }
 
 /// What the source last reported to the metrics.
@@ -149,9 +187,17 @@ impl SourceActor {
             Mode::RealTime => self.run_real_time(),
             Mode::MicroBatch => self.run_micro_batch(),
         };
-        for p in &self.partitions {
-            // A partition actor that is gone has nothing left to end.
-            let _ = p.send(ToPartition::Control(Control::EndOfInput));
+        match &self.partitions {
+            Downstream::Actors(txs) => {
+                for p in txs {
+                    // A partition actor that is gone has nothing left to end.
+                    let _ = p.send(ToPartition::Control(Control::EndOfInput));
+                }
+            }
+            Downstream::Chained(task) => {
+                // As above: a task that has ended has nothing left to end (`false` is its end).
+                let _ = task.borrow_mut().handle(ToPartition::Control(Control::EndOfInput));
+            }
         }
         // As above: the sink may be gone after a failure.
         let _ = self.sink.send(ToSink::Done { leftovers: Vec::new() });
@@ -167,16 +213,23 @@ impl SourceActor {
 
     /// Sends to partition actor `p`; time spent waiting on its full queue is back-pressure, and
     /// past [`PAUSE_AFTER`] the source stops fetching until the message is sent.
+    /// Chained: the task handles the message now; it is gone once it has ended.
     fn send_to(&self, p: usize, msg: ToPartition) -> Result<(), SourceError> {
-        match self.partitions[p].try_send(msg) {
+        let txs = match &self.partitions {
+            Downstream::Actors(txs) => txs,
+            Downstream::Chained(task) => {
+                return if task.borrow_mut().handle(msg) { Ok(()) } else { Err(SourceError::PeerGone) };
+            }
+        };
+        match txs[p].try_send(msg) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(msg)) => {
                 let waited = Instant::now();
-                let sent = match self.partitions[p].send_timeout(msg, PAUSE_AFTER) {
+                let sent = match txs[p].send_timeout(msg, PAUSE_AFTER) {
                     Ok(()) => Ok(()),
                     Err(SendTimeoutError::Timeout(msg)) => {
                         self.source.backpressure(true);
-                        let sent = self.partitions[p].send(msg).map_err(|_| SourceError::PeerGone);
+                        let sent = txs[p].send(msg).map_err(|_| SourceError::PeerGone);
                         self.source.backpressure(false);
                         sent
                     }
@@ -245,8 +298,10 @@ impl SourceActor {
         {
             self.metrics.rolling_frontier.set(micros_to_seconds(last.processing_time.0.saturating_sub(delay.0)));
         }
-        for (p, tx) in self.partitions.iter().enumerate() {
-            self.metrics.partitions[p].queue_depth.set(tx.len() as f64);
+        if let Downstream::Actors(txs) = &self.partitions {
+            for (p, tx) in txs.iter().enumerate() {
+                self.metrics.partitions[p].queue_depth.set(tx.len() as f64);
+            }
         }
     }
 
@@ -317,11 +372,19 @@ impl SourceActor {
     }
 
     /// Real-time: takes the commits the coordinator reported; with `wait_for`, blocks until that
-    /// epoch is committed. `Err` on a stop from the coordinator (a failure elsewhere).
+    /// epoch is committed (a chained partition's snapshot in progress is completed first: only
+    /// this thread can complete it). `Err` on a stop from the coordinator (a failure elsewhere).
     fn take_commits(&self, committed: &mut Option<u64>, wait_for: Option<u64>) -> Result<(), SourceError> {
         loop {
             let msg = match wait_for {
-                Some(w) if committed.is_none_or(|c| c < w) => self.coordinator.recv().ok(),
+                Some(w) if committed.is_none_or(|c| c < w) => {
+                    if let Some(mut task) = self.partitions.chained()
+                        && !task.finish_snapshot()
+                    {
+                        return Err(SourceError::PeerGone);
+                    }
+                    self.coordinator.recv().ok()
+                }
                 _ => self.coordinator.try_recv().ok(),
             };
             match msg {
@@ -398,12 +461,21 @@ impl SourceActor {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let timeout = match (replay, next_boundary) {
+            let mut timeout = match (replay, next_boundary) {
                 (false, Some(b)) => {
                     std::time::Duration::from_micros(b.0.saturating_sub(self.clock.now().0).clamp(0, 100_000) as u64)
                 }
                 _ => std::time::Duration::from_millis(100),
             };
+            // Chained: the partition's work between messages, and its next wake-up bounds the wait.
+            if let Some(mut task) = self.partitions.chained() {
+                if !task.snapshot_step() {
+                    return Err(SourceError::PeerGone);
+                }
+                if let Some(at) = task.wake_at() {
+                    timeout = timeout.min(at.saturating_duration_since(Instant::now()));
+                }
+            }
             items.clear();
             self.spares.take_returned(self.source.as_mut());
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
@@ -459,6 +531,11 @@ impl SourceActor {
             }
             self.counters.records.fetch_add(routed, Ordering::Relaxed);
             self.flush(&mut buffers)?;
+            if let Some(mut task) = self.partitions.chained()
+                && !task.on_wake()
+            {
+                return Err(SourceError::PeerGone);
+            }
             if let Some(t) = polled {
                 if polled_items > 0 {
                     self.metrics.stage_source.record(t.elapsed().as_secs_f64());
