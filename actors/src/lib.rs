@@ -10,7 +10,9 @@
 //! - **partition actors** ([`partition`]) own the operator state of their key range, process
 //!   records, fire timers (sleeping until the operator's next timer or the next message, never
 //!   polling) and write their output rows to the main sink themselves ([`sink::RowWriter`]: the
-//!   sink is chained to the operator, one thread hand-off fewer per record);
+//!   sink is chained to the operator, one thread hand-off fewer per record); with one partition
+//!   in real-time mode, the partition's work is chained to the source actor too and runs on its
+//!   thread ([`source::Downstream::Chained`]): no hand-off at all between poll and sink;
 //! - the **sink actor** ([`sink`]) writes late records and dead letters, and commits a batch or
 //!   epoch on every sink when every producer has ended it;
 //! - the **coordinator** ([`coordinator`]) collects barrier acknowledgements and commits, tells

@@ -9,7 +9,8 @@
 //! - **floor, 1 hop**: producer -> topic -> consumer (the broker's own latency);
 //! - **floor, 2 hops**: producer -> topic -> a forwarder (consumer + producer, no engine) ->
 //!   topic -> consumer: what any processor between two topics pays;
-//! - **eddy**: producer -> topic -> `eddy` (Kafka source, a rolling window per key with lifetime
+//! - **eddy** at parallelism 1 (chained: the partition's work on the source actor's thread) and
+//!   2: producer -> topic -> `eddy` (Kafka source, a rolling window per key with lifetime
 //!   `max(sent)`, count and sum, Kafka sink) -> topic -> consumer. Each record gives exactly one
 //!   row (lifetime measures only: no expiry rows), whose `sent` is the record's own (sent instants
 //!   grow per key).
@@ -242,7 +243,8 @@ fn forwarder(bootstrap: &str, from: &str, to: &str, stop: Arc<AtomicBool>) -> Re
 enum Path {
     Floor1,
     Floor2,
-    Eddy,
+    /// Eddy with this many partition actors (1: chained on the source actor's thread).
+    Eddy(usize),
 }
 
 struct Outcome {
@@ -280,13 +282,13 @@ fn run_path(
     let mut middle: Option<JoinHandle<()>> = None;
     let mut engine: Option<JoinHandle<Result<()>>> = None;
     let engine_stop = Arc::new(AtomicBool::new(false));
-    let inside = (path == Path::Eddy).then(crate::suites::histogram);
+    let inside = matches!(path, Path::Eddy(_)).then(crate::suites::histogram);
     match path {
         Path::Floor1 => {}
         Path::Floor2 => middle = Some(forwarder(&broker.bootstrap, &input, &output, stop.clone())?),
-        Path::Eddy => {
+        Path::Eddy(parallelism) => {
             let text = format!(
-                "name = \"bench-kafka\"\nmode = \"real-time\"\nparallelism = 2\n\n\
+                "name = \"bench-kafka\"\nmode = \"real-time\"\nparallelism = {parallelism}\n\n\
                  [source]\ntype = \"kafka\"\nbootstrap_servers = \"{b}\"\ntopic = \"{input}\"\n\
                  starting_offsets = \"earliest\"\nformat = \"json\"\ntimestamp_unit = \"us\"\n\
                  schema = \"k STRING, v BIGINT, ts TIMESTAMP, sent BIGINT\"\n\n\
@@ -393,19 +395,25 @@ pub fn kafka(smoke: bool) -> Result<()> {
     println!("|---|---|---|---|---|---|---|---|");
     let mut n = 0;
     for &rate in rates {
-        let mut p99 = [0u64; 3];
-        for (i, (path, label)) in
-            [(Path::Floor1, "floor, 1 hop"), (Path::Floor2, "floor, 2 hops"), (Path::Eddy, "eddy")]
-                .into_iter()
-                .enumerate()
-        {
+        let mut floor2_p99 = 0;
+        let mut adds = Vec::new();
+        for (path, label) in [
+            (Path::Floor1, "floor, 1 hop"),
+            (Path::Floor2, "floor, 2 hops"),
+            (Path::Eddy(1), "eddy, parallelism 1 (chained)"),
+            (Path::Eddy(2), "eddy, parallelism 2"),
+        ] {
             n += 1;
             let o = run_path(&broker, path, rate, measure, &format!("bench{n}"), &[])?;
             row(label, rate, &o);
-            p99[i] = o.h.value_at_quantile(0.99);
+            match path {
+                Path::Floor2 => floor2_p99 = o.h.value_at_quantile(0.99),
+                Path::Eddy(_) => adds.push((label, o.h.value_at_quantile(0.99))),
+                Path::Floor1 => {}
+            }
             if let Some(h) = &o.inside {
                 println!(
-                    "| eddy, inside the engine | {} | | {} | {} | {} | {} | {} |",
+                    "| {label}, inside the engine | {} | | {} | {} | {} | {} | {} |",
                     rate as u64,
                     h.len(),
                     ms(h.value_at_quantile(0.5)),
@@ -415,11 +423,13 @@ pub fn kafka(smoke: bool) -> Result<()> {
                 );
             }
         }
-        println!(
-            "| eddy adds over 2 hops (p99) | {} | | | | {} | | |",
-            rate as u64,
-            format_args!("{:+.2}", (p99[2] as f64 - p99[1] as f64) / 1e6)
-        );
+        for (label, p99) in adds {
+            println!(
+                "| {label}: adds over 2 hops (p99) | {} | | | | {} | | |",
+                rate as u64,
+                format_args!("{:+.2}", (p99 as f64 - floor2_p99 as f64) / 1e6)
+            );
+        }
     }
     println!(
         "\nLatency = consumer receive - scheduled send (coordinated omission accounted for); 1 s warm-up excluded. \

@@ -132,7 +132,10 @@ pub fn latency(smoke: bool) -> Result<()> {
     }
     let mut runs = Vec::new();
     let mut waits = Vec::new();
-    for parallelism in [1, 2] {
+    // Parallelism 1 runs chained (the partition's work on the source's thread) unless unchained.
+    let paths =
+        [(1, false, "parallelism 1 (chained)"), (1, true, "parallelism 1, unchained"), (2, false, "parallelism 2")];
+    for (parallelism, unchained, label) in paths {
         let text = nexmark_pipeline("", events, Some(rate), parallelism, &query);
         let p = parse_pipeline_str(&text).context("bench pipeline")?;
         let h = histogram();
@@ -141,14 +144,15 @@ pub fn latency(smoke: bool) -> Result<()> {
         let opts = RunOptions {
             sink_override: Some(Box::new(sink)),
             latency: Some(Arc::new(HdrRecorder(h.clone()))),
+            unchained,
             ..RunOptions::default()
         };
         let sampler = crate::sched::Sampler::start();
         run_pipeline(&p, opts)?;
-        waits.push((parallelism, sampler.finish()));
+        waits.push((label, sampler.finish()));
         let h = h.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?.clone();
         println!(
-            "| eddy, parallelism {parallelism} | {events} | {} | {} | {} | {} | {} | {} |",
+            "| eddy, {label} | {events} | {} | {} | {} | {} | {} | {} |",
             rows.load(Ordering::Relaxed),
             us(h.value_at_quantile(0.5)),
             us(h.value_at_quantile(0.9)),
@@ -156,20 +160,21 @@ pub fn latency(smoke: bool) -> Result<()> {
             us(h.value_at_quantile(0.999)),
             us(h.max())
         );
-        runs.push((parallelism, rows.load(Ordering::Relaxed), h));
+        runs.push((label, rows.load(Ordering::Relaxed), h));
     }
     println!("\nLatency counts from each record's scheduled send time (coordinated omission accounted for).");
     println!("The floor paces the same instants with no engine: `1 thread` records how late the pacing");
     println!("thread reached each one; `2 threads` hands each over a bounded channel to a thread blocked");
-    println!("on it (the one thread boundary a record crosses in Eddy) and records its arrival.\n");
+    println!("on it (the one thread boundary a record crosses in Eddy at parallelism 2, or unchained)");
+    println!("and records its arrival. Chained, the partition's work runs on the source's thread.\n");
     println!("Time the engine's threads were runnable but waiting for a core (Linux schedstat; a record");
     println!("behind a waiting thread waits as long):\n");
-    println!("| parallelism | thread | on a core ms | waiting ms | slices | mean wait per slice µs |");
+    println!("| run | thread | on a core ms | waiting ms | slices | mean wait per slice µs |");
     println!("|---|---|---|---|---|---|");
-    for (parallelism, threads) in &waits {
+    for (label, threads) in &waits {
         for (name, s) in threads {
             println!(
-                "| {parallelism} | {name} | {:.0} | {:.1} | {} | {:.1} |",
+                "| {label} | {name} | {:.0} | {:.1} | {} | {:.1} |",
                 s.run_ns as f64 / 1e6,
                 s.wait_ns as f64 / 1e6,
                 s.slices,
@@ -188,7 +193,7 @@ pub fn latency(smoke: bool) -> Result<()> {
         .iter()
         .map(|(p, rows, h)| Panel {
             title: format!(
-                "parallelism {p}: {} rows, {} events at {} events/s ({} cores)",
+                "{p}: {} rows, {} events at {} events/s ({} cores)",
                 thousands(*rows),
                 thousands(events),
                 thousands(rate as u64),

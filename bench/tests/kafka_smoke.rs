@@ -25,21 +25,25 @@ fn kafka_suite_runs_every_path_and_reports() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    for row in ["## kafka", "| floor, 1 hop |", "| floor, 2 hops |", "| eddy |", "### kafka tuning"] {
+    let eddy = ["| eddy, parallelism 1 (chained) |", "| eddy, parallelism 2 |"];
+    for row in ["## kafka", "| floor, 1 hop |", "| floor, 2 hops |", "### kafka tuning"].iter().chain(&eddy) {
         assert!(text.contains(row), "missing {row} in:\n{text}");
     }
     // Every record sent came through on each path.
-    for line in text.lines().filter(|l| l.starts_with("| floor") || l.starts_with("| eddy |")) {
+    for line in text.lines().filter(|l| l.starts_with("| floor") || eddy.iter().any(|e| l.starts_with(e))) {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         assert_eq!(cells[3], cells[4], "sent vs received: {line}");
     }
     // The engine's own share: a row per measured record (those sent after the 1 s warm-up),
     // stamped from the source's poll, so within the end-to-end latency.
-    let sent: u64 = cell(&text, "| eddy |", 3);
-    let inside: u64 = cell(&text, "| eddy, inside the engine |", 4);
-    assert!(inside > 0 && inside <= sent, "inside rows {inside} of {sent} sent:\n{text}");
-    let p99 = |label: &str| cell::<f64>(&text, label, 6);
-    assert!(p99("| eddy, inside the engine |") <= p99("| eddy |"), "{text}");
+    for row in eddy {
+        let inside_row = format!("{}, inside the engine |", row.trim_end_matches(" |"));
+        let sent: u64 = cell(&text, row, 3);
+        let inside: u64 = cell(&text, &inside_row, 4);
+        assert!(inside > 0 && inside <= sent, "{inside_row}: {inside} of {sent} sent:\n{text}");
+        let p99 = |label: &str| cell::<f64>(&text, label, 6);
+        assert!(p99(&inside_row) <= p99(row), "{text}");
+    }
 }
 
 /// Cell `i` (split on `|`) of the first line starting with `label`, parsed.

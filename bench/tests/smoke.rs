@@ -26,9 +26,13 @@ fn every_suite_runs_and_reports() {
     }
     // The latency suites report the machine's floor (no engine) beside the engine's runs.
     let latency = text.split("## latency").nth(1).unwrap_or_default();
-    for row in
-        ["| floor, 1 thread | 20000 | 20000 |", "| floor, 2 threads | 20000 | 20000 |", "| eddy, parallelism 2 |"]
-    {
+    for row in [
+        "| floor, 1 thread | 20000 | 20000 |",
+        "| floor, 2 threads | 20000 | 20000 |",
+        "| eddy, parallelism 1 (chained) |",
+        "| eddy, parallelism 1, unchained |",
+        "| eddy, parallelism 2 |",
+    ] {
         assert!(latency.contains(row), "no `{row}` row in:\n{latency}");
     }
     // The slow-sink suite asserts nothing was lost; its table shows 0 lost.
