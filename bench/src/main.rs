@@ -12,7 +12,7 @@
 //! cargo run --release -p eddy-bench -- nexmark --query q7 --rounds 5 --throughput-only  # one query's median of 5
 //! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
 //! cargo run --release -p eddy-bench -- all [--smoke]
-//! cargo run --release -p eddy-bench -- kafka [--smoke]  # end to end through a real broker vs the broker floor (not in `all`: needs the broker)
+//! cargo run --release -p eddy-bench -- kafka [--rounds 3] [--smoke]  # end to end through a real broker vs the broker floor (not in `all`: needs the broker)
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
@@ -48,8 +48,8 @@ struct Args {
     /// `nexmark` only: events generated per throughput run (default 5,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     events: Option<u64>,
-    /// `nexmark` only: throughput runs per query and parallelism; the table then gives each
-    /// run and the median (default 1).
+    /// `nexmark`: throughput runs per query and parallelism; the table then gives each run and
+    /// the median. `kafka`: runs per rate and path, summarised as median [min - max]. Default 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
     rounds: u64,
     /// `nexmark` only: the throughput runs alone (no latency runs, no rate sweep).
@@ -102,7 +102,7 @@ fn main() -> Result<()> {
         Suite::Metrics => suites::metrics(smoke),
         Suite::Nexmark => nexmark::nexmark(smoke, &nexmark_options),
         Suite::Checkpoint => checkpoint::checkpoint(smoke),
-        Suite::Kafka => kafka::kafka(smoke),
+        Suite::Kafka => kafka::kafka(smoke, rounds as usize),
         Suite::All => {
             floor::suite(smoke)?;
             suites::latency(smoke)?;
