@@ -517,3 +517,17 @@ pub fn kafka(smoke: bool, rounds: usize) -> Result<()> {
     println!();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::spread;
+
+    #[test]
+    fn spread_gives_the_median_and_the_range_in_milliseconds() {
+        // Unsorted input; the median of three is the middle one once sorted.
+        assert_eq!(spread(&mut [3_000_000, 1_000_000, 2_500_000], false), "2.50 [1.00 - 3.00]");
+        assert_eq!(spread(&mut [-500_000, 1_250_000, 400_000], true), "+0.40 [-0.50 - +1.25]");
+        assert_eq!(spread(&mut [7_000_000], true), "+7.00");
+        assert_eq!(spread(&mut [], false), "");
+    }
+}
