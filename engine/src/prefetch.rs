@@ -5,12 +5,14 @@
 //! A prefetch never faults and changes nothing observable, whatever the address; on targets
 //! without the instruction it does nothing.
 
-/// Starts loading the cache lines of `bytes` bytes from `p` into every cache level (at most
-/// [`MAX_LINES`] lines).
+/// Starts loading every cache line that holds one of the `bytes` bytes from `p`, into every
+/// cache level (at most [`MAX_LINES`] lines). An object need not start a line: 232 bytes from
+/// the middle of a line span 5 lines, not 4.
 #[inline(always)]
 pub(crate) fn lines<T>(p: *const T, bytes: usize) {
     let p = p.cast::<u8>();
-    let n = bytes.div_ceil(LINE).min(MAX_LINES);
+    let skew = p as usize % LINE;
+    let n = (skew + bytes).div_ceil(LINE).min(MAX_LINES);
     for i in 0..n {
         line(p.wrapping_add(i * LINE));
     }
@@ -20,7 +22,7 @@ pub(crate) fn lines<T>(p: *const T, bytes: usize) {
 const LINE: usize = 64;
 
 /// Most lines prefetched per call.
-pub(crate) const MAX_LINES: usize = 4;
+pub(crate) const MAX_LINES: usize = 5;
 
 /// Starts loading the cache line holding `p`.
 #[inline(always)]

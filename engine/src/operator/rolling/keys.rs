@@ -134,8 +134,9 @@ impl Keys {
         let Some(Some(st)) = self.slots.get(i as usize) else { return };
         st.visible.prefetch_times();
         crate::prefetch::line(st.starts.as_ptr().cast());
-        crate::prefetch::line(st.ranges.as_ptr().cast());
-        crate::prefetch::line(st.lifetime.as_ptr().cast());
+        // A range is larger than a line (min / max: its deque and ordered set side by side).
+        crate::prefetch::lines(st.ranges.as_ptr(), std::mem::size_of_val(&*st.ranges));
+        crate::prefetch::lines(st.lifetime.as_ptr(), std::mem::size_of_val(&*st.lifetime));
         crate::prefetch::line(st.key.as_ptr().cast());
     }
 
