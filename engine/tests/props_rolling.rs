@@ -185,6 +185,92 @@ proptest! {
     }
 }
 
+/// Measures of the compact layout's shape (operator::rolling::compact): over one input column.
+fn arb_compact_agg(col: usize) -> impl Strategy<Value = Agg> {
+    prop_oneof![
+        Just(Agg::CountStar),
+        Just(Agg::Count(col)),
+        Just(Agg::Sum(col)),
+        Just(Agg::Min(col)),
+        Just(Agg::Max(col)),
+        Just(Agg::Avg(col)),
+        Just(Agg::StddevSamp(col)),
+    ]
+}
+
+/// Queries of the compact layout's shape: 1..=4 measures over one column, each bounded over one
+/// shared range (1..=20 s) or lifetime; frontier delay 0 (so that records arrive visible).
+fn arb_compact_query() -> impl Strategy<Value = RollingQuery> {
+    (prop_oneof![Just(AMOUNT), Just(PRICE)], 1i64..=20)
+        .prop_flat_map(|(col, d)| {
+            (
+                prop::collection::vec((arb_compact_agg(col), prop::bool::weighted(0.75)), 1..=4),
+                Just(d),
+                prop::option::weighted(0.3, (0i64..=10).prop_map(|d| d * SEC)),
+                prop_oneof![3 => Just(vec![KEY]), 1 => Just(vec![KEY, AMOUNT]), 1 => Just(vec![])],
+            )
+        })
+        .prop_map(|(measures, d, wd, key_cols)| RollingQuery {
+            key_cols,
+            time_col: TS,
+            frontier_delay: 0,
+            measures: measures.into_iter().map(|(a, bounded)| (a, bounded.then_some(d * SEC))).collect(),
+            watermark_delay: wd,
+        })
+}
+
+/// Real-time input for the compact layout: event times that never go back (0..4 s apart) and
+/// arrive 0..3 s after them (the clock never moving back), so that each record arrives visible
+/// and in event-time order; with `disorder`, now and then a record 1..10 s older than the one
+/// before (out of order: the layout must hand over to the general one).
+fn arb_ordered_arrivals(disorder: bool) -> impl Strategy<Value = Vec<Record>> {
+    let step = if disorder { prop_oneof![6 => 0i64..4, 1 => -10i64..0].boxed() } else { (0i64..4).boxed() };
+    (prop::collection::vec((arb_raw(3), step, 0i64..3), 1..=24), arb_shift()).prop_map(|(raw, shift)| {
+        let (mut t, mut arrival) = (shift, shift);
+        raw.into_iter()
+            .map(|((k, _, a, p), dt, lag)| {
+                t += dt;
+                arrival = arrival.max(t + lag);
+                record(k, t, a, p, arrival)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(reference::input::config(256, "props_rolling_compact"))]
+
+    /// The compact layout (and its hand-over to the general one: on a restart's snapshot, on a
+    /// record out of order) gives the reference's rows.
+    #[test]
+    fn rolling_compact_layout_matches_reference(
+        q in arb_compact_query(),
+        records in prop::bool::ANY.prop_flat_map(arb_ordered_arrivals),
+        extra in prop::option::weighted(0.8, 0i64..40),
+        restart in arb_restart(),
+    ) {
+        let last_arrival = records.iter().map(|r| reference::time_of(r, ARRIVAL)).max().unwrap_or(0);
+        let until = extra.map(|e| last_arrival + e * SEC);
+        let input: Vec<(Record, i64)> = records.iter().map(|r| (r.clone(), reference::time_of(r, ARRIVAL))).collect();
+        let expected = q.real_time(&input, until);
+        prop_assert!(engine(&q, Mode::RealTime).is_compact(), "the query has the compact layout's shape");
+        let make = || -> Box<dyn Operator> { engine(&q, Mode::RealTime) };
+        let stamped: Vec<(Record, Timestamp)> = records.iter().map(|r| (r.clone(), Timestamp(0))).collect();
+        let clock = RealTimeClock::new(tracker(&q), Some(ARRIVAL));
+        let steps = drive::real_time(&make, clock, &stamped, until.map(Timestamp), restart);
+        for (i, (e, a)) in expected.iter().zip(&steps).enumerate() {
+            if let Err(msg) = same_per_key_sequences(e, a, q.key_cols.len()) {
+                let upto = (i + 1).min(records.len());
+                return Err(TestCaseError::fail(format!(
+                    "{q:?}\nuntil {until:?}, restart before record {restart:?}\n\
+                     input [key, ts, amount, price, arrival]:\n  {}\nstep {i}: {msg}",
+                    show(&records[..upto])
+                )));
+            }
+        }
+    }
+}
+
 /// A long stream of one key: arrivals 1 s apart, event times up to 5 s old, prices near 1e6 with
 /// a fraction that no binary double holds exactly (so repeated add / subtract would drift).
 fn arb_long_stream() -> impl Strategy<Value = Vec<Record>> {

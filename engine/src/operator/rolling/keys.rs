@@ -73,6 +73,24 @@ impl Keys {
         }
     }
 
+    /// The keys `slots` (each at its index; `None`: a free slot) with `free` the free slots in
+    /// the order they are to be reused (last first), as [`Keys::insert`] and [`Keys::remove`]
+    /// would have left them.
+    pub(super) fn from_slots(slots: Vec<Option<KeyState>>, free: Vec<u32>) -> Keys {
+        let mut keys = Keys::new();
+        let live = slots.iter().flatten().count();
+        let mut table: HashTable<u32> = HashTable::with_capacity(live);
+        for (i, st) in slots.iter().enumerate() {
+            if let Some(st) = st {
+                table.insert_unique(st.hash, i as u32, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
+            }
+        }
+        keys.table = table;
+        keys.slots = slots;
+        keys.free = free;
+        keys
+    }
+
     /// Number of keys.
     pub(super) fn len(&self) -> usize {
         self.table.len()

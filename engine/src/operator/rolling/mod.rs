@@ -33,7 +33,14 @@
 //! - rows are built only when emitted;
 //! - snapshots are incremental ([`incremental`]): the cut at the barrier costs O(1), the keys are
 //!   written a few at a time between records, and a key about to change is written first.
+//!
+//! Queries of the common live-feature shape in real-time mode (one range length; count, sum,
+//! avg, variance, min and max; one input column) start in a compact layout instead
+//! ([`compact`]: one log of the records in range, flat per-key states), and move to the layout
+//! above for good at the first record or operation it does not take (a pending record, one out
+//! of order within its key, a snapshot, a restore).
 
+mod compact;
 mod fifo;
 mod incremental;
 mod keys;
@@ -45,6 +52,7 @@ mod restore;
 mod snapshot;
 mod timers;
 
+use self::compact::Compact;
 use self::incremental::InProgress;
 use self::keys::Keys;
 use self::plan::Plan;
@@ -106,6 +114,8 @@ pub struct RollingWindow {
     snap_spare: Option<Vec<u8>>,
     /// The slots of the last records hinted by [`Operator::prefetch`].
     hints: Hints,
+    /// The compact layout, while it holds the state (`keys` and `timers` are empty then).
+    compact: Option<Box<Compact>>,
 }
 
 /// The slots of the keys of the last [`HINTS`] records given to [`Operator::prefetch`], newest
@@ -141,7 +151,9 @@ impl RollingWindow {
     pub fn new(cfg: RollingWindowConfig) -> RollingWindow {
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
         let plan = Plan::new(&cfg);
+        let compact = if cfg.mode == Mode::RealTime { Compact::for_plan(&plan, &cfg.key_columns).map(Box::new) } else { None };
         RollingWindow {
+            compact,
             timers: Timers::new(plan.spans.len()),
             plan,
             cfg,
@@ -162,6 +174,21 @@ impl RollingWindow {
     /// The current frontier.
     pub fn frontier(&self) -> Timestamp {
         self.frontier
+    }
+
+    /// Whether the state is in the compact layout (see the module documentation): for tests
+    /// and benchmarks that must know which layout they measure.
+    pub fn is_compact(&self) -> bool {
+        self.compact.is_some()
+    }
+
+    /// Moves the state from the compact layout into the general one, for good (nothing if it
+    /// is there already). O(records in range).
+    fn demote(&mut self) {
+        if let Some(c) = self.compact.take() {
+            self.keys = c.to_general(&self.plan);
+            self.timers.rebuild(&self.keys);
+        }
     }
 
     /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
@@ -281,10 +308,19 @@ impl Operator for RollingWindow {
                 self.watermark = self.watermark.max(tr.current());
             }
         }
-        let slot = self.slot_of(record);
-        self.before_change(slot);
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
+        if let Some(c) = self.compact.as_deref_mut() {
+            if visible_now {
+                let hash = self.keys.hash_record(record, &self.cfg.key_columns);
+                if c.arrive(&self.plan, hash, record, t.0, f, out).is_ok() {
+                    return;
+                }
+            }
+            self.demote();
+        }
+        let slot = self.slot_of(record);
+        self.before_change(slot);
         let Some(st) = self.keys.get_mut(slot) else { return };
         let moved = if visible_now {
             let (changed, moved) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
@@ -314,6 +350,10 @@ impl Operator for RollingWindow {
     #[inline]
     fn prefetch(&self, record: &Record) {
         let cols = &self.cfg.key_columns;
+        if let Some(c) = self.compact.as_deref() {
+            c.prefetch(self.keys.hash_record(record, cols));
+            return;
+        }
         let slot = self.keys.slot_hashed(self.keys.hash_record(record, cols));
         if let Some(i) = slot {
             self.keys.prefetch_slot(i);
@@ -359,12 +399,19 @@ impl Operator for RollingWindow {
         if f <= self.frontier {
             return;
         }
-        self.run_timers(f, out);
+        match self.compact.as_deref_mut() {
+            Some(c) => c.advance(&self.plan, f, out),
+            None => self.run_timers(f, out),
+        }
         self.frontier = f;
     }
 
     fn next_timer(&self) -> Option<Timestamp> {
-        self.timers.next().map(|at| at.saturating_add(self.cfg.frontier_delay))
+        let next = match self.compact.as_deref() {
+            Some(c) => c.next_leave().map(Timestamp),
+            None => self.timers.next(),
+        };
+        next.map(|at| at.saturating_add(self.cfg.frontier_delay))
     }
 
     fn wants_no_data_batch(&self, _evicted_with: Timestamp, _next: Timestamp) -> bool {
@@ -372,25 +419,35 @@ impl Operator for RollingWindow {
     }
 
     fn state_len(&self) -> usize {
-        self.keys.len()
+        self.compact.as_deref().map_or(self.keys.len(), Compact::len)
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        let mut w = Writer::new(64 + 64 * self.keys.len());
+        // The compact layout is written as the general one (the snapshot's format is one).
+        let general;
+        let keys = match self.compact.as_deref() {
+            Some(c) => {
+                general = c.to_general(&self.plan);
+                &general
+            }
+            None => &self.keys,
+        };
+        let mut w = Writer::new(64 + 64 * keys.len());
         w.header(
             (self.plan.lanes.len(), self.plan.bounded.len(), self.plan.lifetime.len()),
             self.frontier,
             self.watermark,
             self.tracker.as_ref(),
-            self.keys.len(),
+            keys.len(),
         );
-        for (_, st) in self.keys.live() {
+        for (_, st) in keys.live() {
             w.key(st);
         }
         w.finish()
     }
 
     fn begin_snapshot(&mut self) -> Option<Vec<u8>> {
+        self.demote();
         self.begin_incremental();
         None
     }
@@ -411,14 +468,17 @@ impl Operator for RollingWindow {
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.demote();
         self.restore_from(bytes, None)
     }
 
     fn restore_keeping(&mut self, bytes: &[u8], keep: &mut dyn FnMut(&GroupKey) -> bool) -> Result<(), StateError> {
+        self.demote();
         self.restore_from(bytes, Some(keep))
     }
 
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.demote();
         let drop: Vec<u32> = self.keys.live().filter(|(_, st)| !keep(&st.group_key())).map(|(i, _)| i).collect();
         for slot in drop {
             self.remove_key(slot);
