@@ -56,6 +56,10 @@ frontier = { delay = "0 seconds" }
 measures = [{ agg = "sum", column = "v", over = "2 seconds" }, { agg = "count" }]
 [sink]
 type = "stdout"
+# Checkpointed (the suite stores its own snapshots; this only plans the operator as the runtime
+# plans a checkpointed pipeline's: in the layout that snapshots incrementally).
+[checkpoint]
+path = "checkpoints/"
 "#;
 
 /// Records due per second in the stall loop (smoke: a tenth): what one partition actor of the

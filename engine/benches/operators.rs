@@ -182,6 +182,7 @@ fn benches(c: &mut Criterion) {
                 RollingMeasure { func: f(AggKind::CountStar, None), over: None },
             ],
             watermark: None,
+            compact: true,
         }))
     });
 }

@@ -223,6 +223,7 @@ impl QueryPlan {
                         frontier_delay: *frontier_delay,
                         measures,
                         watermark,
+                        compact: p.checkpoint.is_none(),
                     }),
                     pk,
                 )

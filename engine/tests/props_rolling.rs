@@ -95,6 +95,7 @@ fn engine(q: &RollingQuery, mode: Mode) -> Box<RollingWindow> {
             .map(|(a, over)| RollingMeasure { func: engine_agg(a), over: over.map(Duration) })
             .collect(),
         watermark: q.watermark_delay.map(|d| (q.time_col, Duration(d))),
+        compact: true,
     }))
 }
 

@@ -32,8 +32,8 @@ use super::measure::{Range, finish, fold};
 use super::plan::Plan;
 use super::records::{Cell, Records};
 use crate::aggregate::AggState;
-use crate::operator::{Output, PREFETCH_DISTANCE};
 use crate::operator::window_aggregate::key::InlineKey;
+use crate::operator::{Output, PREFETCH_DISTANCE};
 use crate::time::Timestamp;
 use crate::value::{Record, Row, Value};
 
@@ -464,7 +464,8 @@ impl Compact {
             let mut leaving = std::mem::take(&mut self.leaving);
             leaving.sort_unstable();
             for &i in &leaving {
-                let row = self.row(plan, i, Timestamp(at), out.row_buffer(self.columns.len() + 1 + plan.measures.len()));
+                let row =
+                    self.row(plan, i, Timestamp(at), out.row_buffer(self.columns.len() + 1 + plan.measures.len()));
                 out.rows.push(row);
                 self.free_if_empty(plan, i);
             }
@@ -486,7 +487,9 @@ impl Compact {
         for (m, place) in plan.measures.iter().zip(self.places.iter()) {
             row.push(match *place {
                 Place::Agg(k) => finish(m, &self.aggs[a + k]),
-                Place::Deque(k, _) => self.deques[q + k].front().map_or(Value::Null, |(_, c)| c.value(m.ty).into_owned()),
+                Place::Deque(k, _) => {
+                    self.deques[q + k].front().map_or(Value::Null, |(_, c)| c.value(m.ty).into_owned())
+                }
             });
         }
         row

@@ -88,6 +88,11 @@ pub struct RollingWindowConfig {
     pub measures: Vec<RollingMeasure>,
     /// Watermark on `order_by`: its delay (the column is `order_by`'s, or another TIMESTAMP).
     pub watermark: Option<(usize, Duration)>,
+    /// Whether the state may start in the compact layout (see the module documentation), when
+    /// the query has its shape. `false` for a pipeline that checkpoints: the compact layout has
+    /// no incremental snapshot of its own, so its first snapshot would move every key into the
+    /// general layout at the barrier, a stall that grows with the state.
+    pub compact: bool,
 }
 
 /// The rolling-window operator (see the module documentation).
@@ -151,7 +156,11 @@ impl RollingWindow {
     pub fn new(cfg: RollingWindowConfig) -> RollingWindow {
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));
         let plan = Plan::new(&cfg);
-        let compact = if cfg.mode == Mode::RealTime { Compact::for_plan(&plan, &cfg.key_columns).map(Box::new) } else { None };
+        let compact = if cfg.compact && cfg.mode == Mode::RealTime {
+            Compact::for_plan(&plan, &cfg.key_columns).map(Box::new)
+        } else {
+            None
+        };
         RollingWindow {
             compact,
             timers: Timers::new(plan.spans.len()),

@@ -265,6 +265,7 @@ mod tests {
                 RollingMeasure { func: f(AggKind::CountStar, None), over: None },
             ],
             watermark: None,
+            compact: true,
         }
     }
 

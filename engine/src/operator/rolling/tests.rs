@@ -24,6 +24,7 @@ fn op(measures: Vec<(AggKind, Option<usize>, Option<i64>)>) -> RollingWindow {
             .map(|(k, c, over)| RollingMeasure { func: f(k, c), over: over.map(|s| Duration(s * S)) })
             .collect(),
         watermark: None,
+        compact: true,
     })
 }
 

@@ -45,6 +45,7 @@ fn cfg_in(mode: Mode, lifetime: bool, delay_s: i64) -> RollingWindowConfig {
         frontier_delay: Duration(delay_s * S),
         measures,
         watermark: None,
+        compact: true,
     }
 }
 
