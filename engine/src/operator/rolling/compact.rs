@@ -46,20 +46,19 @@ enum Place {
     Deque(usize, bool),
 }
 
-/// One record in range: the instant it leaves (`t + d`, µs), its arrival number (ties of the
-/// leave instant in arrival order), its key's slot, its event time (µs) and its input.
+/// One record in range: its event time (µs; it leaves at `t + d`), its key's slot and its input.
+/// 32 bytes. Ordered by event time only: records of one instant leave together, whatever their
+/// order.
 #[derive(Clone, Debug)]
 struct Entry {
-    leave: i64,
-    seq: u64,
-    slot: u32,
     t: i64,
+    slot: u32,
     cell: Cell,
 }
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Entry) -> bool {
-        (self.leave, self.seq) == (other.leave, other.seq)
+        self.t == other.t
     }
 }
 
@@ -73,7 +72,7 @@ impl PartialOrd for Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Entry) -> Ordering {
-        (self.leave, self.seq).cmp(&(other.leave, other.seq))
+        self.t.cmp(&other.t)
     }
 }
 
@@ -126,12 +125,12 @@ pub(super) struct Compact {
     lifetime_aggs: Box<[usize]>,
     /// The range `d` of every bounded measure (µs); `None` without bounded measures.
     d: Option<i64>,
-    /// Records in range, in (leave, seq) order.
+    /// Records in range, in event-time order (so in the order they leave), in arrival order
+    /// among equal times.
     log: VecDeque<Entry>,
-    /// Records in range that did not fit at the back of `log` (an earlier leave instant than
-    /// its back: another key's newer record came first).
+    /// Records in range that did not fit at the back of `log` (older than its back: another
+    /// key's newer record came first).
     late: BinaryHeap<Reverse<Entry>>,
-    seq: u64,
     /// Slots with a record leaving at the instant being fired.
     leaving: Vec<u32>,
     /// The slots of the keys of the last [`HALF`] hints of [`Compact::prefetch`] (a ring).
@@ -193,7 +192,6 @@ impl Compact {
             d: plan.spans.first().copied(),
             log: VecDeque::new(),
             late: BinaryHeap::new(),
-            seq: 0,
             leaving: Vec::new(),
             hints: std::cell::Cell::new([None; HALF]),
             hint_at: std::cell::Cell::new(0),
@@ -362,7 +360,7 @@ impl Compact {
             fold(&plan.measures[mi], &mut self.aggs[a + self.lifetime_aggs[l]], &cell, 1);
         }
         let mut changed = !plan.lifetime.is_empty();
-        if let Some(d) = self.d.filter(|&d| t > f.0.saturating_sub(d)) {
+        if self.d.is_some_and(|d| t > f.0.saturating_sub(d)) {
             let q = i as usize * self.deques_per_key;
             for (b, &mi) in plan.bounded.iter().enumerate() {
                 let m = &plan.measures[mi];
@@ -388,9 +386,8 @@ impl Compact {
             let s = &mut self.slots[i as usize];
             s.in_range += 1;
             s.newest = t;
-            let e = Entry { leave: t.saturating_add(d), seq: self.seq, slot: i, t, cell };
-            self.seq += 1;
-            if self.log.back().is_none_or(|b| b.leave <= e.leave) {
+            let e = Entry { t, slot: i, cell };
+            if self.log.back().is_none_or(|b| b.t <= t) {
                 self.log.push_back(e);
             } else {
                 self.late.push(Reverse(e));
@@ -414,10 +411,11 @@ impl Compact {
     /// The earliest instant a record leaves, if any.
     #[inline]
     pub(super) fn next_leave(&self) -> Option<i64> {
-        match (self.log.front(), self.late.peek()) {
-            (Some(a), Some(Reverse(b))) => Some(a.leave.min(b.leave)),
-            (a, b) => a.map(|e| e.leave).or(b.map(|Reverse(e)| e.leave)),
-        }
+        let oldest = match (self.log.front(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => a.t.min(b.t),
+            (a, b) => a.map(|e| e.t).or(b.map(|Reverse(e)| e.t))?,
+        };
+        Some(oldest.saturating_add(self.d?))
     }
 
     /// The record that leaves next, taken out.
@@ -500,9 +498,9 @@ impl Compact {
     /// each key's next instant set (the caller rebuilds the timers from them).
     pub(super) fn to_general(&self, plan: &Plan) -> Keys {
         let lanes = plan.lanes.len();
-        let mut records: Vec<Vec<(i64, u64, Cell)>> = (0..self.slots.len()).map(|_| Vec::new()).collect();
+        let mut records: Vec<Vec<(i64, Cell)>> = (0..self.slots.len()).map(|_| Vec::new()).collect();
         for e in self.log.iter().chain(self.late.iter().map(|Reverse(e)| e)) {
-            records[e.slot as usize].push((e.t, e.seq, e.cell.clone()));
+            records[e.slot as usize].push((e.t, e.cell.clone()));
         }
         let mut slots = Vec::with_capacity(self.slots.len());
         for (i, (s, mut recs)) in self.slots.iter().zip(records).enumerate() {
@@ -510,9 +508,10 @@ impl Compact {
                 slots.push(None);
                 continue;
             }
-            recs.sort_unstable_by_key(|&(t, seq, _)| (t, seq));
+            // (Stable: arrival order among equal times, for the records of the log.)
+            recs.sort_by_key(|&(t, _)| t);
             let mut visible = Records::new(lanes);
-            for (t, _, cell) in recs {
+            for (t, cell) in recs {
                 visible.insert(t, std::iter::repeat_n(cell, lanes));
             }
             let key: Box<[Value]> = if self.columns.is_empty() {

@@ -47,7 +47,7 @@ impl Measure {
 /// Adds (`sign = 1`) or removes (`sign = -1`) one input to a retractable state. The common
 /// states are updated in place; anything else goes through [`AggregateFn::update`] /
 /// [`AggregateFn::retract`] with the value rebuilt.
-#[inline]
+#[inline(always)]
 pub(super) fn fold(m: &Measure, state: &mut AggState, cell: &Cell, sign: i64) {
     match (state, cell) {
         (AggState::Count(n), c) => {

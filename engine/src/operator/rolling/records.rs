@@ -65,7 +65,7 @@ impl Cell {
     }
 
     /// The order of min / max ([`Value::total_cmp`]: NaN above every number, -0.0 == 0.0).
-    #[inline]
+    #[inline(always)]
     pub(super) fn cmp(&self, other: &Cell, ty: DataType) -> Ordering {
         match (self, other) {
             (Cell::F(a), Cell::F(b)) => match (a.is_nan(), b.is_nan()) {
