@@ -27,6 +27,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use hashbrown::HashTable;
 
+use super::fifo::Fifo;
 use super::keys::{KeyState, Keys};
 use super::measure::{Range, finish, fold};
 use super::plan::Plan;
@@ -126,8 +127,9 @@ pub(super) struct Compact {
     /// The range `d` of every bounded measure (µs); `None` without bounded measures.
     d: Option<i64>,
     /// Records in range, in event-time order (so in the order they leave), in arrival order
-    /// among equal times.
-    log: VecDeque<Entry>,
+    /// among equal times; in blocks, so that growing never copies it (a stall of milliseconds
+    /// at millions of records).
+    log: Fifo<Entry>,
     /// Records in range that did not fit at the back of `log` (older than its back: another
     /// key's newer record came first).
     late: BinaryHeap<Reverse<Entry>>,
@@ -190,7 +192,7 @@ impl Compact {
             bounded_places: bounded_places.into(),
             lifetime_aggs,
             d: plan.spans.first().copied(),
-            log: VecDeque::new(),
+            log: Fifo::default(),
             late: BinaryHeap::new(),
             leaving: Vec::new(),
             hints: std::cell::Cell::new([None; HALF]),

@@ -1,67 +1,74 @@
-//! A FIFO of timer entries in fixed-size blocks: it grows a block at a time, so appending never
-//! copies the entries already queued (a queue of one entry per record in range holds millions:
-//! doubling one buffer would stall a record for milliseconds), and it gives memory back as it
-//! drains (one emptied block is kept for reuse).
+//! A FIFO in fixed-size blocks: it grows a block at a time, so appending never copies the
+//! entries already queued (a queue of one entry per record in range holds millions: doubling one
+//! buffer would stall a record for milliseconds), and it gives memory back as it drains (one
+//! emptied block is kept for reuse). The timer queues and the compact layout's log use it.
 
 use std::collections::VecDeque;
 
+#[cfg(test)]
 use crate::time::Timestamp;
 
-/// One entry: the instant (frontier) a key is due at, and its slot.
-pub(super) type Entry = (Timestamp, u32);
-
-/// Entries per block (64 KiB).
+/// Entries per block.
 const BLOCK: usize = 4096;
 
 /// See the module documentation.
-#[derive(Debug, Default)]
-pub(super) struct Fifo {
-    /// Blocks in order; every block but the last is full (`BLOCK` entries).
-    blocks: VecDeque<Vec<Entry>>,
-    /// Entries of the first block already taken.
-    head: usize,
+#[derive(Debug)]
+pub(super) struct Fifo<T> {
+    /// Blocks in order, each of capacity `BLOCK`; every block but the first and the last is
+    /// full, the first one is drained from its front.
+    blocks: VecDeque<VecDeque<T>>,
     /// An emptied block, kept for the next one needed.
-    spare: Option<Vec<Entry>>,
+    spare: Option<VecDeque<T>>,
 }
 
-impl Fifo {
+impl<T> Default for Fifo<T> {
+    fn default() -> Fifo<T> {
+        Fifo { blocks: VecDeque::new(), spare: None }
+    }
+}
+
+impl<T> Fifo<T> {
     /// Number of entries.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.blocks.iter().map(Vec::len).sum::<usize>() - self.head
+        self.blocks.iter().map(VecDeque::len).sum()
     }
 
     /// The first entry.
     #[inline]
-    pub(super) fn front(&self) -> Option<Entry> {
-        self.blocks.front().and_then(|b| b.get(self.head)).copied()
+    pub(super) fn front(&self) -> Option<&T> {
+        self.blocks.front().and_then(VecDeque::front)
     }
 
     /// The last entry.
     #[inline]
-    pub(super) fn back(&self) -> Option<Entry> {
-        let b = self.blocks.back()?;
-        if self.blocks.len() == 1 && b.len() == self.head {
-            return None;
-        }
-        b.last().copied()
+    pub(super) fn back(&self) -> Option<&T> {
+        self.blocks.back().and_then(VecDeque::back)
     }
 
     /// Entry `i` from the front.
     #[inline]
-    pub(super) fn get(&self, i: usize) -> Option<Entry> {
-        let at = self.head + i;
-        self.blocks.get(at / BLOCK).and_then(|b| b.get(at % BLOCK)).copied()
+    pub(super) fn get(&self, i: usize) -> Option<&T> {
+        let first = self.blocks.front()?;
+        match i.checked_sub(first.len()) {
+            None => first.get(i),
+            Some(j) => self.blocks.get(1 + j / BLOCK).and_then(|b| b.get(j % BLOCK)),
+        }
+    }
+
+    /// Every entry, first to last.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.blocks.iter().flatten()
     }
 
     /// Appends an entry.
     #[inline]
-    pub(super) fn push_back(&mut self, e: Entry) {
+    pub(super) fn push_back(&mut self, e: T) {
         match self.blocks.back_mut() {
-            Some(b) if b.len() < BLOCK => b.push(e),
+            Some(b) if b.len() < BLOCK => b.push_back(e),
             _ => {
-                let mut b = self.spare.take().unwrap_or_else(|| Vec::with_capacity(BLOCK));
-                b.push(e);
+                let mut b = self.spare.take().unwrap_or_else(|| VecDeque::with_capacity(BLOCK));
+                b.push_back(e);
                 self.blocks.push_back(b);
             }
         }
@@ -69,24 +76,16 @@ impl Fifo {
 
     /// Takes the first entry.
     #[inline]
-    pub(super) fn pop_front(&mut self) -> Option<Entry> {
-        let e = self.front()?;
-        self.head += 1;
-        if self.head == BLOCK {
-            // A full block emptied: keep it for reuse.
-            if let Some(mut b) = self.blocks.pop_front() {
-                b.clear();
+    pub(super) fn pop_front(&mut self) -> Option<T> {
+        let b = self.blocks.front_mut()?;
+        let e = b.pop_front();
+        if b.is_empty() {
+            // An emptied block: kept for reuse (its capacity stays `BLOCK`).
+            if let Some(b) = self.blocks.pop_front() {
                 self.spare = Some(b);
             }
-            self.head = 0;
-        } else if self.blocks.len() == 1 && self.blocks.front().is_some_and(|b| b.len() == self.head) {
-            // The last entry taken: start the block over.
-            if let Some(b) = self.blocks.front_mut() {
-                b.clear();
-            }
-            self.head = 0;
         }
-        Some(e)
+        e
     }
 }
 
@@ -97,7 +96,7 @@ mod tests {
     #[test]
     fn behaves_as_a_vecdeque_across_blocks() {
         let mut f = Fifo::default();
-        let mut r: VecDeque<Entry> = VecDeque::new();
+        let mut r: VecDeque<(Timestamp, u32)> = VecDeque::new();
         let mut x: u64 = 1;
         let mut n = 0i64;
         for step in 0..60_000 {
@@ -113,11 +112,12 @@ mod tests {
                 assert_eq!(f.pop_front(), r.pop_front());
             }
             assert_eq!(f.len(), r.len());
-            assert_eq!(f.front(), r.front().copied());
-            assert_eq!(f.back(), r.back().copied());
+            assert_eq!(f.front(), r.front());
+            assert_eq!(f.back(), r.back());
             for i in [0, 1, 8, BLOCK - 1, BLOCK, 3 * BLOCK + 5] {
-                assert_eq!(f.get(i), r.get(i).copied(), "entry {i}");
+                assert_eq!(f.get(i), r.get(i), "entry {i}");
             }
+            assert!(f.iter().eq(r.iter()));
         }
     }
 }

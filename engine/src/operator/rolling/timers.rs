@@ -43,7 +43,7 @@ pub(super) struct Timers {
     heap: BinaryHeap<Reverse<(Timestamp, u32)>>,
     /// Per distinct range length ([`Plan::spans`](super::plan::Plan)): entries in
     /// non-decreasing `(instant, slot)` order.
-    queues: Box<[Fifo]>,
+    queues: Box<[Fifo<(Timestamp, u32)>]>,
 }
 
 /// Where the earliest entry sits.
@@ -83,7 +83,7 @@ impl Timers {
     #[inline]
     pub(super) fn queue(&mut self, span: usize, at: Timestamp, slot: u32) -> bool {
         let Some(q) = self.queues.get_mut(span) else { return false };
-        if q.back().is_some_and(|back| back > (at, slot)) {
+        if q.back().is_some_and(|&back| back > (at, slot)) {
             return false;
         }
         q.push_back((at, slot));
@@ -109,13 +109,13 @@ impl Timers {
             keys.prefetch_leaves(*slot);
         }
         for q in self.queues.iter() {
-            if let Some((_, slot)) = q.get(PREFETCH_DISTANCE) {
+            if let Some(&(_, slot)) = q.get(PREFETCH_DISTANCE) {
                 keys.prefetch_slot(slot);
             }
-            if let Some((_, slot)) = q.get(PREFETCH_DISTANCE / 2) {
+            if let Some(&(_, slot)) = q.get(PREFETCH_DISTANCE / 2) {
                 keys.prefetch_boxes(slot);
             }
-            if let Some((_, slot)) = q.front() {
+            if let Some(&(_, slot)) = q.front() {
                 keys.prefetch_leaves(slot);
             }
         }
@@ -126,7 +126,7 @@ impl Timers {
     fn front(&self) -> Option<((Timestamp, u32), Source)> {
         let mut best = self.heap.peek().map(|&Reverse(e)| (e, Source::Heap));
         for (k, q) in self.queues.iter().enumerate() {
-            if let Some(e) = q.front()
+            if let Some(&e) = q.front()
                 && best.is_none_or(|(b, _)| e < b)
             {
                 best = Some((e, Source::Queue(k)));
@@ -183,7 +183,7 @@ impl Timers {
 
     fn clean_queues(&mut self, keys: &Keys) {
         for q in self.queues.iter_mut() {
-            while let Some((at, slot)) = q.front() {
+            while let Some(&(at, slot)) = q.front() {
                 if !queue_stale(keys, at, slot) {
                     break;
                 }
