@@ -23,6 +23,9 @@
 //! - `min` / `max` of a BOOLEAN column are refused; Spark accepts them.
 //! - A session window with an empty `group_by` is accepted; Spark refuses it ("Global
 //!   aggregation with session window in streaming query is not supported").
+//! - A duration with a fraction of seconds finer than a microsecond (`"1.0000005 seconds"`) is
+//!   refused; Spark truncates it to whole microseconds. (A session window's `gap_column` value
+//!   spelled so drops its record, as any gap that does not parse.)
 //! - Everything else that Spark refuses at analysis time is refused here with the same bound:
 //!   `slide <= size`, `|start| < slide`, percentages in [0, 1], `0 < accuracy <= i32::MAX`,
 //!   the HLL++ precision bound on `rsd`, append needing a watermark on the window column,

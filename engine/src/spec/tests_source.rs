@@ -47,6 +47,20 @@ fn schema_is_required_and_must_be_spark_ddl() {
 }
 
 #[test]
+fn fractional_durations_follow_spark() {
+    // Spark's interval strings take a fraction on seconds only.
+    let p = ok(&["query.window.size=1.5 seconds"]);
+    let QuerySpec::WindowAggregate { window: Some(WindowSpec::Tumbling { size, .. }), .. } = p.query else { panic!() };
+    assert_eq!(size, Duration(1_500_000));
+    let refused = [("1.5 hours", "only seconds"), ("0.5 us", "only seconds"), ("0.0000005 seconds", "microsecond")];
+    for (bad, why) in refused {
+        let e = err(&[&format!("query.window.size={bad}")]);
+        assert_eq!(e.field, "query.window.size", "{e}");
+        assert!(e.given.contains(why) && !e.given.contains("missing unit"), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn stdin_source_needs_only_a_schema() {
     let text = base_without("path").replace("type = \"files\"", "type = \"stdin\"");
     let p = parse_pipeline_str(&text).unwrap();
