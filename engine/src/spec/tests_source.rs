@@ -47,6 +47,21 @@ fn schema_is_required_and_must_be_spark_ddl() {
 }
 
 #[test]
+fn schema_column_names_are_spark_identifiers() {
+    // Spark's table-schema DDL is `name TYPE`; `name: TYPE` is STRUCT<...> field syntax only.
+    let e = err(&["source.schema=k: STRING, ts TIMESTAMP"]);
+    assert_eq!(e.field, "source.schema", "{e}");
+    assert!(e.given.contains("\"k:\""), "{e}");
+    assert!(e.given.contains("colon"), "{e}");
+    for ddl in ["`k`: STRING, ts TIMESTAMP", "k :STRING, ts TIMESTAMP", "k-1 STRING, ts TIMESTAMP"] {
+        assert_eq!(err(&[&format!("source.schema={ddl}")]).field, "source.schema", "{ddl}");
+    }
+    // Backticks quote any name.
+    let p = ok(&["source.schema=`k-1` STRING, ts TIMESTAMP", "query.group_by=[\"k-1\"]"]);
+    assert_eq!(p.source.schema.names(), "k-1, ts");
+}
+
+#[test]
 fn fractional_durations_follow_spark() {
     // Spark's interval strings take a fraction on seconds only.
     let p = ok(&["query.window.size=1.5 seconds"]);
