@@ -100,7 +100,8 @@ impl fmt::Display for DataType {
 /// One named, typed column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Field {
-    /// Column name, as written (matching is exact, case-sensitive).
+    /// Column name, as written (matching is exact, case-sensitive; the names of a parsed schema
+    /// are distinct ignoring case).
     pub name: String,
     /// Column type.
     pub data_type: DataType,
@@ -116,9 +117,9 @@ pub struct Schema {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaError {
     /// The DDL text is not `name TYPE, ...` with known types and names that are identifiers (or
-    /// quoted) and distinct.
+    /// quoted) and distinct ignoring case.
     #[error(
-        "bad schema {given:?}: {why} (expected `name TYPE, ...` with types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)"
+        "bad schema {given:?}: {why} (expected `name TYPE, ...` with names distinct ignoring case and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)"
     )]
     Ddl {
         /// The DDL given.
@@ -139,13 +140,14 @@ impl Schema {
     /// INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP. An unquoted name is an identifier
     /// (letters, digits, `_`; not all digits); any other name is quoted with backticks. No colon
     /// between name and type: Spark takes `name: TYPE` only for the fields of a `STRUCT<...>`.
-    /// Names must be distinct. An optional `NOT NULL` or `COMMENT '...'` is not accepted
+    /// Names must be distinct ignoring case, as Spark's default `spark.sql.caseSensitive = false`
+    /// requires of a source's schema. An optional `NOT NULL` or `COMMENT '...'` is not accepted
     /// (kept simple).
     ///
     /// # Errors
     /// [`SchemaError::Ddl`] for an empty schema, an unknown type, a missing name or type, an
-    /// unquoted name that is not an identifier (`user_id:`), a colon before the type, or a
-    /// name given twice.
+    /// unquoted name that is not an identifier (`user_id:`), a colon before the type, or two
+    /// names equal ignoring case.
     pub fn parse_ddl(ddl: &str) -> Result<Schema, SchemaError> {
         let bad = |why: String| SchemaError::Ddl { given: ddl.to_string(), why };
         let mut fields: Vec<Field> = Vec::new();
@@ -190,8 +192,16 @@ impl Schema {
                 "TIMESTAMP" => DataType::Timestamp,
                 other => return Err(bad(format!("column {name:?} has unknown type {other}"))),
             };
-            if fields.iter().any(|f| f.name == name) {
-                return Err(bad(format!("column {name:?} is given twice")));
+            if let Some(f) = fields.iter().find(|f| f.name.to_lowercase() == name.to_lowercase()) {
+                return Err(bad(if f.name == name {
+                    format!("column {name:?} is given twice")
+                } else {
+                    format!(
+                        "columns {:?} and {name:?} differ only in case (Spark resolves column names ignoring \
+                         case: spark.sql.caseSensitive is false by default)",
+                        f.name
+                    )
+                }));
             }
             fields.push(Field { name: name.to_string(), data_type });
         }
@@ -303,5 +313,12 @@ mod tests {
         assert!(why("123 INT").contains("\"123\""));
         let s = Schema::parse_ddl("`a-b` INT, `x y` STRING, _c0 BIGINT, é1 INT").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.names(), "a-b, x y, _c0, é1");
+    }
+
+    #[test]
+    fn refuses_names_that_differ_only_in_case() {
+        let w = why("Amount DOUBLE, amount DOUBLE");
+        assert!(w.contains("\"amount\"") && w.contains("\"Amount\"") && w.contains("case"), "{w}");
+        assert!(why("`A` INT, a INT").contains("case"));
     }
 }

@@ -62,6 +62,13 @@ fn schema_column_names_are_spark_identifiers() {
 }
 
 #[test]
+fn schema_column_names_differing_only_in_case_are_refused() {
+    let e = err(&["source.schema=k STRING, ts TIMESTAMP, Amount DOUBLE, amount DOUBLE"]);
+    assert_eq!(e.field, "source.schema", "{e}");
+    assert!(e.given.contains("\"amount\"") && e.given.contains("\"Amount\""), "{e}");
+}
+
+#[test]
 fn fractional_durations_follow_spark() {
     // Spark's interval strings take a fraction on seconds only.
     let p = ok(&["query.window.size=1.5 seconds"]);
