@@ -208,7 +208,7 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         .transpose()?;
     let checkpoint = raw.checkpoint.map(checkpoint).transpose()?;
     let metrics = raw.metrics.map(metrics).transpose()?;
-    Ok(Pipeline {
+    let pipeline = Pipeline {
         name,
         mode,
         trigger,
@@ -222,7 +222,9 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         dead_letter,
         checkpoint,
         metrics,
-    })
+    };
+    super::paths::check_output_folders(&pipeline, None)?;
+    Ok(pipeline)
 }
 
 fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {
