@@ -118,3 +118,15 @@ fn bad_set_flag_is_named() {
     expect_usage_error(GOOD, &["run", "p.toml", "--set", "watermark.delay=soon"], &["watermark.delay", "soon"]);
     expect_usage_error(GOOD, &["run", "p.toml", "--set", "novalue"], &["--set"]);
 }
+
+#[test]
+fn two_outputs_in_one_folder_are_named() {
+    // [dead_letter] in the sink's folder, as written and through --set: exit 2 before anything
+    // is written, naming the second field and the first.
+    let p = format!("{GOOD}[dead_letter]\ntype = \"files\"\npath = \"./output/\"\n");
+    expect_usage_error(&p, &["validate", "p.toml"], &["dead_letter.path", "the same folder as sink.path"]);
+    expect_usage_error(&p, &["run", "p.toml"], &["dead_letter.path", "the same folder as sink.path"]);
+    let set = ["run", "p.toml", "--set", "late_sink.type=files", "--set", "late_sink.path=output/late"];
+    expect_usage_error(GOOD, &set, &["late_sink.path", "inside sink.path"]);
+    expect_usage_error(GOOD, &["run", "p.toml", "--set", "checkpoint.path=."], &["checkpoint.path", "sink.path"]);
+}

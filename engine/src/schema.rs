@@ -100,7 +100,8 @@ impl fmt::Display for DataType {
 /// One named, typed column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Field {
-    /// Column name, as written (matching is exact, case-sensitive).
+    /// Column name, as written (matching is exact, case-sensitive; the names of a parsed schema
+    /// are distinct ignoring case).
     pub name: String,
     /// Column type.
     pub data_type: DataType,
@@ -115,9 +116,10 @@ pub struct Schema {
 /// Errors of DDL parsing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaError {
-    /// The DDL text is not `name TYPE, ...` with known types and distinct names.
+    /// The DDL text is not `name TYPE, ...` with known types and names that are identifiers (or
+    /// quoted) and distinct ignoring case.
     #[error(
-        "bad schema {given:?}: {why} (expected `name TYPE, ...` with types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)"
+        "bad schema {given:?}: {why} (expected `name TYPE, ...` with names distinct ignoring case and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)"
     )]
     Ddl {
         /// The DDL given.
@@ -133,13 +135,19 @@ impl Schema {
         Schema { fields: fields.into() }
     }
 
-    /// Parses Spark DDL: `name TYPE, name TYPE, ...`. Types are case-insensitive: STRING,
-    /// BIGINT / LONG, INT / INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP. Names may be quoted
-    /// with backticks. An optional `NOT NULL` or `COMMENT '...'` is not accepted (kept simple).
+    /// Parses Spark DDL: `name TYPE, name TYPE, ...`, as Spark's `StructType.fromDDL` (its table
+    /// schema rule `colName dataType`). Types are case-insensitive: STRING, BIGINT / LONG, INT /
+    /// INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP. An unquoted name is an identifier
+    /// (letters, digits, `_`; not all digits); any other name is quoted with backticks. No colon
+    /// between name and type: Spark takes `name: TYPE` only for the fields of a `STRUCT<...>`.
+    /// Names must be distinct ignoring case, as Spark's default `spark.sql.caseSensitive = false`
+    /// requires of a source's schema. An optional `NOT NULL` or `COMMENT '...'` is not accepted
+    /// (kept simple).
     ///
     /// # Errors
-    /// [`SchemaError::Ddl`] for an empty schema, an unknown type, a missing name or type, or a
-    /// name given twice.
+    /// [`SchemaError::Ddl`] for an empty schema, an unknown type, a missing name or type, an
+    /// unquoted name that is not an identifier (`user_id:`), a colon before the type, or two
+    /// names equal ignoring case.
     pub fn parse_ddl(ddl: &str) -> Result<Schema, SchemaError> {
         let bad = |why: String| SchemaError::Ddl { given: ddl.to_string(), why };
         let mut fields: Vec<Field> = Vec::new();
@@ -153,11 +161,23 @@ impl Schema {
                 (&rest[..end], rest[end + 1..].trim())
             } else {
                 let mut it = part.splitn(2, char::is_whitespace);
-                (it.next().unwrap_or(""), it.next().unwrap_or("").trim())
+                let (name, ty) = (it.next().unwrap_or(""), it.next().unwrap_or("").trim());
+                if name.contains(':') {
+                    return Err(bad(colon_after(name)));
+                }
+                if !name.is_empty() && !is_identifier(name) {
+                    return Err(bad(format!(
+                        "column name {name:?} is not an identifier (letters, digits and _, not only digits); \
+                         quote it with backticks: `{name}`"
+                    )));
+                }
+                (name, ty)
             };
-            let ty = ty.strip_prefix(':').unwrap_or(ty).trim();
             if name.is_empty() {
                 return Err(bad("a column without a name".into()));
+            }
+            if ty.starts_with(':') {
+                return Err(bad(colon_after(name)));
             }
             if ty.is_empty() {
                 return Err(bad(format!("column {name:?} has no type")));
@@ -172,8 +192,16 @@ impl Schema {
                 "TIMESTAMP" => DataType::Timestamp,
                 other => return Err(bad(format!("column {name:?} has unknown type {other}"))),
             };
-            if fields.iter().any(|f| f.name == name) {
-                return Err(bad(format!("column {name:?} is given twice")));
+            if let Some(f) = fields.iter().find(|f| f.name.to_lowercase() == name.to_lowercase()) {
+                return Err(bad(if f.name == name {
+                    format!("column {name:?} is given twice")
+                } else {
+                    format!(
+                        "columns {:?} and {name:?} differ only in case (Spark resolves column names ignoring \
+                         case: spark.sql.caseSensitive is false by default)",
+                        f.name
+                    )
+                }));
             }
             fields.push(Field { name: name.to_string(), data_type });
         }
@@ -211,6 +239,20 @@ impl Schema {
     }
 }
 
+/// Whether `name` may be written without backticks in Spark DDL: letters, digits and `_`, not
+/// only digits (Spark's lexer reads `123` as a number).
+fn is_identifier(name: &str) -> bool {
+    name.chars().all(|c| c.is_alphanumeric() || c == '_') && !name.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Why `name:` (or `name :`) is refused.
+fn colon_after(name: &str) -> String {
+    format!(
+        "column {name:?}: a colon after a column name is not Spark's schema DDL, which is `name TYPE` \
+         (`name: TYPE` is the syntax of fields inside STRUCT<...>)"
+    )
+}
+
 impl fmt::Display for Schema {
     /// As DDL: `name TYPE, ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -246,5 +288,37 @@ mod tests {
         for bad in ["", "a", "a STRING,", "a BLOB", "a STRING, a INT", "`a STRING"] {
             assert!(Schema::parse_ddl(bad).is_err(), "{bad:?}");
         }
+    }
+
+    fn why(ddl: &str) -> String {
+        match Schema::parse_ddl(ddl) {
+            Err(SchemaError::Ddl { why, .. }) => why,
+            Ok(s) => panic!("{ddl:?} must be refused, got {s:?}"),
+        }
+    }
+
+    #[test]
+    fn refuses_a_colon_after_a_name_as_spark_table_ddl_does() {
+        // Spark's `StructType.fromDDL` reads `name TYPE`; `name: TYPE` belongs to STRUCT<...>.
+        let w = why("user_id: STRING, ts TIMESTAMP");
+        assert!(w.contains("\"user_id:\"") && w.contains("colon"), "{w}");
+        assert!(why("`user_id`: STRING").contains("colon"));
+        assert!(why("user_id :STRING").contains("colon"));
+    }
+
+    #[test]
+    fn unquoted_names_are_identifiers_and_backticks_quote_any_name() {
+        let w = why("a-b INT");
+        assert!(w.contains("\"a-b\"") && w.contains("backticks"), "{w}");
+        assert!(why("123 INT").contains("\"123\""));
+        let s = Schema::parse_ddl("`a-b` INT, `x y` STRING, _c0 BIGINT, é1 INT").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.names(), "a-b, x y, _c0, é1");
+    }
+
+    #[test]
+    fn refuses_names_that_differ_only_in_case() {
+        let w = why("Amount DOUBLE, amount DOUBLE");
+        assert!(w.contains("\"amount\"") && w.contains("\"Amount\"") && w.contains("case"), "{w}");
+        assert!(why("`A` INT, a INT").contains("case"));
     }
 }

@@ -110,7 +110,7 @@ impl Duration {
 pub enum TimeError {
     /// A duration string that is not `<number> <unit>` pairs of the allowed units.
     #[error(
-        "bad duration {given:?}: {why} (expected e.g. \"10 seconds\", \"1 hour 30 minutes\"; units us, ms, s/sec/second(s), min/minute(s), h/hour(s), day(s), week(s))"
+        "bad duration {given:?}: {why} (expected e.g. \"10 seconds\", \"1 hour 30 minutes\", \"1.5 seconds\"; whole numbers, a fraction on seconds only; units us, ms, s/sec/second(s), min/minute(s), h/hour(s), day(s), week(s))"
     )]
     BadDuration {
         /// What was given.
@@ -130,13 +130,21 @@ pub enum TimeError {
     },
 }
 
-/// Parses a Spark duration string: one or more `<integer> <unit>` pairs, e.g. `"10 minutes"`,
-/// `"1 hour 30 minutes"`, `"250 ms"`, `"0 seconds"`. The unit may follow the number without a
-/// space (`"5s"`). An optional leading `interval` keyword is accepted, as Spark does.
+/// Parses a Spark duration string: one or more `<number> <unit>` pairs, e.g. `"10 minutes"`,
+/// `"1 hour 30 minutes"`, `"250 ms"`, `"0 seconds"`, `"1.5 seconds"`. The unit may follow the
+/// number without a space (`"5s"`). An optional leading `interval` keyword is accepted, as Spark
+/// does.
+///
+/// Numbers are whole, except that seconds may have a fraction (`"1.5 seconds"`, `"0.25s"`), as in
+/// Spark's interval strings (`IntervalUtils.stringToInterval`: "'days' cannot have fractional
+/// part"). The fraction must come to whole microseconds: digits past the sixth must be zeros
+/// (Spark keeps nanoseconds then truncates them to microseconds; a truncated value is refused here
+/// rather than changed silently).
 ///
 /// # Errors
 /// [`TimeError::BadDuration`] for an empty string, a missing number or unit, an unknown unit,
-/// months or years (no fixed length), a negative value or an overflow.
+/// months or years (no fixed length), a fraction on a unit other than seconds or finer than a
+/// microsecond, a negative value or an overflow.
 pub fn parse_duration(s: &str) -> Result<Duration, TimeError> {
     let bad = |why: &str| TimeError::BadDuration { given: s.to_string(), why: why.to_string() };
     let text = s.trim().to_ascii_lowercase();
@@ -145,13 +153,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, TimeError> {
         return Err(bad("empty"));
     }
     let bytes = text.as_bytes();
+    let skip = |mut i: usize, keep: fn(u8) -> bool| {
+        while i < bytes.len() && keep(bytes[i]) {
+            i += 1;
+        }
+        i
+    };
     let mut i = 0;
     let mut total: i64 = 0;
     let mut pairs = 0;
     while i < bytes.len() {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
+        i = skip(i, |b| b.is_ascii_whitespace());
         if i >= bytes.len() {
             break;
         }
@@ -159,20 +171,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, TimeError> {
         if bytes[i] == b'-' {
             return Err(bad("negative durations are not allowed"));
         }
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
+        i = skip(i, |b| b.is_ascii_digit());
         if start == i {
             return Err(bad("expected a number"));
         }
         let n: i64 = text[start..i].parse().map_err(|_| bad("number too large"))?;
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
+        // The fraction's microseconds, if the number has a fractional part.
+        let mut fraction_us = None;
+        if bytes.get(i) == Some(&b'.') {
+            let digits_start = i + 1;
+            i = skip(digits_start, |b| b.is_ascii_digit());
+            let digits = &text[digits_start..i];
+            if digits.is_empty() {
+                return Err(bad("a decimal point without digits after it (e.g. \"1.5 seconds\")"));
+            }
+            let (us_digits, finer) = digits.split_at(digits.len().min(6));
+            if finer.bytes().any(|b| b != b'0') {
+                return Err(bad("a fraction finer than a microsecond (durations are whole microseconds)"));
+            }
+            let us: i64 = us_digits.parse().map_err(|_| bad("a bad fraction"))?;
+            fraction_us = Some(us * 10_i64.pow(6 - us_digits.len() as u32));
         }
+        i = skip(i, |b| b.is_ascii_whitespace());
         let ustart = i;
-        while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
-            i += 1;
-        }
+        i = skip(i, |b| b.is_ascii_alphabetic());
         let unit = &text[ustart..i];
         let per: i64 = match unit {
             "us" | "microsecond" | "microseconds" => 1,
@@ -185,10 +207,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, TimeError> {
             "month" | "months" | "year" | "years" => {
                 return Err(bad("months and years are not fixed lengths"));
             }
-            "" => return Err(bad("missing unit")),
+            "" if ustart == bytes.len() => return Err(bad("missing unit")),
+            "" => return Err(bad(&format!("unexpected {:?} after a number", char::from(bytes[ustart])))),
             _ => return Err(bad(&format!("unknown unit {unit:?}"))),
         };
-        let part = n.checked_mul(per).ok_or_else(|| bad("too large"))?;
+        let fraction = match fraction_us {
+            None => 0,
+            Some(us) if per == US_PER_SEC => us,
+            Some(_) => {
+                return Err(bad(&format!(
+                    "only seconds can have a fraction, as in Spark (\"{unit}\" cannot: write whole numbers, e.g. \"90 minutes\", \"1500 ms\", or \"1.5 seconds\")"
+                )));
+            }
+        };
+        let part = n.checked_mul(per).and_then(|p| p.checked_add(fraction)).ok_or_else(|| bad("too large"))?;
         total = total.checked_add(part).ok_or_else(|| bad("too large"))?;
         pairs += 1;
     }
@@ -541,6 +573,27 @@ mod tests {
         for bad in ["", "1 month", "2 years", "ten seconds", "5", "-1 second", "1 fortnight", "99999999999999999999 s"]
         {
             assert!(parse_duration(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn durations_take_a_fraction_of_seconds_only_as_spark() {
+        assert_eq!(parse_duration("1.5 seconds").unwrap(), Duration(1_500_000));
+        assert_eq!(parse_duration("0.25s").unwrap(), Duration(250_000));
+        assert_eq!(parse_duration("1 minute 0.000001 sec").unwrap(), Duration(60_000_001));
+        assert_eq!(parse_duration("2.500000000 seconds").unwrap(), Duration(2_500_000));
+        let why = |s: &str| match parse_duration(s) {
+            Err(TimeError::BadDuration { why, .. }) => why,
+            other => panic!("{s:?} must be refused, got {other:?}"),
+        };
+        assert!(why("1.5 hours").contains("only seconds"), "{}", why("1.5 hours"));
+        assert!(why("0.5 us").contains("only seconds"), "{}", why("0.5 us"));
+        assert!(why("1.5 ms").contains("only seconds"), "{}", why("1.5 ms"));
+        assert!(why("0.0000005 seconds").contains("microsecond"), "{}", why("0.0000005 seconds"));
+        assert!(why("1.0000000001 seconds").contains("microsecond"), "{}", why("1.0000000001 seconds"));
+        for bad in ["1. seconds", ".5 seconds", "1.5", "1.2.3 seconds"] {
+            assert!(!why(bad).contains("missing unit") || bad == "1.5", "{bad:?}: {}", why(bad));
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -8,12 +8,14 @@
 //! 2. `validate.rs` (top level, watermark, clock, checkpoint, metrics), `source.rs`, `sink.rs`,
 //!    `query.rs` (query types, windows, output modes) and `measure.rs`: the raw model becomes the
 //!    validated [`Pipeline`] below, with defaults filled in, durations parsed, and every column
-//!    reference resolved against the schema. Every error is a [`SpecError`] naming the field
-//!    path, what was given and what is allowed.
+//!    reference resolved against the schema; `paths.rs` refuses two outputs writing into one
+//!    folder (or one inside another). Every error is a [`SpecError`] naming the field path, what
+//!    was given and what is allowed.
 //! 3. `output.rs`: the output schema (column names and types, in order) as SEMANTICS.md gives it,
 //!    with Spark's default measure names and result types.
 //!
-//! Nothing here reads the clock, the environment or the network; [`load_pipeline`] reads one file.
+//! Nothing here reads the clock, the environment or the network; [`load_pipeline`] reads one file
+//! (and the working directory, to compare an absolute output folder with a relative one).
 //!
 //! ## Where validation and Spark 4.3 differ (pyspark checked)
 //!
@@ -23,6 +25,9 @@
 //! - `min` / `max` of a BOOLEAN column are refused; Spark accepts them.
 //! - A session window with an empty `group_by` is accepted; Spark refuses it ("Global
 //!   aggregation with session window in streaming query is not supported").
+//! - A duration with a fraction of seconds finer than a microsecond (`"1.0000005 seconds"`) is
+//!   refused; Spark truncates it to whole microseconds. (A session window's `gap_column` value
+//!   spelled so drops its record, as any gap that does not parse.)
 //! - Everything else that Spark refuses at analysis time is refused here with the same bound:
 //!   `slide <= size`, `|start| < slide`, percentages in [0, 1], `0 < accuracy <= i32::MAX`,
 //!   the HLL++ precision bound on `rsd`, append needing a watermark on the window column,
@@ -34,6 +39,7 @@ mod model;
 mod output;
 mod overrides;
 mod parse;
+mod paths;
 mod query;
 mod sink;
 mod source;
@@ -65,7 +71,9 @@ use crate::time::{Duration, TimeUnit, Timestamp};
 ///
 /// # Errors
 /// A [`SpecError`] for a TOML syntax error (`field` = `line L, column C`), an unknown field, a
-/// value of the wrong TOML type, or any broken validation rule.
+/// value of the wrong TOML type, or any broken validation rule; among them two outputs (files
+/// sinks' `path`, `checkpoint.path`) in one folder or one inside another, at the later field
+/// (relative paths are compared with each other only: see [`load_pipeline`]).
 pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
     parse_pipeline_with_overrides(text, &[])
 }
@@ -90,7 +98,8 @@ pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)])
 ///
 /// # Errors
 /// A [`SpecError`] whose `field` is the file's path when it cannot be read (given: the I/O
-/// error), else as [`parse_pipeline_with_overrides`].
+/// error), else as [`parse_pipeline_with_overrides`], whose check of output folders is repeated
+/// here with relative paths resolved, so that an absolute path is compared with relative ones.
 pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         SpecError::new(
@@ -104,6 +113,11 @@ pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipe
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // Output folders are compared as absolute paths, so that `out` and `/here/out` are one. If
+    // the working directory cannot be read, the relative base still compares relative paths
+    // with each other (as validation already did).
+    let absolute_base = std::path::absolute(&base).unwrap_or_else(|_| base.clone());
+    paths::check_output_folders(&pipeline, Some(&absolute_base))?;
     pipeline.resolve_paths(&base);
     Ok(pipeline)
 }

@@ -337,6 +337,79 @@ fn resolve_paths_joins_relative_paths_only() {
     assert_eq!(p.checkpoint.unwrap().path, PathBuf::from("/base/ck"));
 }
 
+/// `[SECTION] type = "files", path = PATH` as `--set` pairs.
+fn files_at(section: &str, path: &str) -> [String; 2] {
+    [format!("{section}.type=files"), format!("{section}.path={path}")]
+}
+
+/// The error of BASE with these `--set` pairs (owned strings).
+fn err_owned(pairs: &[String]) -> SpecError {
+    err(&pairs.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn two_outputs_may_not_share_a_folder() {
+    // The same folder, however it is spelled: exit 2 at the later field, naming the earlier one.
+    for (a, b) in [("out", "out"), ("out", "./out/"), ("out", "x/../out"), ("/abs/out", "/abs//out/.")] {
+        let e = err_owned(&[files_at("sink", a), files_at("dead_letter", b)].concat());
+        assert_eq!(e.field, "dead_letter.path", "{a} {b}: {e}");
+        assert!(e.given.contains("the same folder as sink.path"), "{e}");
+    }
+    let e = err_owned(&[files_at("sink", "out"), files_at("late_sink", "out")].concat());
+    assert_eq!(e.field, "late_sink.path", "{e}");
+    let e = err_owned(&[files_at("late_sink", "late"), files_at("dead_letter", "late")].concat());
+    assert_eq!(e.field, "dead_letter.path", "{e}");
+    assert!(e.given.contains("late_sink.path"), "{e}");
+    // One inside the other.
+    let e = err_owned(&[files_at("sink", "out"), files_at("dead_letter", "out/dead")].concat());
+    assert_eq!(e.field, "dead_letter.path", "{e}");
+    assert!(e.given.contains("inside sink.path"), "{e}");
+    let e = err_owned(&[files_at("sink", "out/rows"), files_at("late_sink", "out")].concat());
+    assert_eq!(e.field, "late_sink.path", "{e}");
+    assert!(e.given.contains("holds sink.path"), "{e}");
+    // The checkpoint folder (one sub-folder per pipeline name) is an output folder too.
+    for ck in ["out", "out/ck", "."] {
+        let mut pairs = files_at("sink", "out").to_vec();
+        pairs.push(format!("checkpoint.path={ck}"));
+        assert_eq!(err_owned(&pairs).field, "checkpoint.path", "{ck}");
+    }
+    let mut pairs = files_at("sink", "ck/t").to_vec();
+    pairs.push("checkpoint.path=ck".into());
+    assert_eq!(err_owned(&pairs).field, "checkpoint.path");
+    // Siblings, even with a common name prefix, are fine; so are outputs that are not folders.
+    let p = ok(&[
+        files_at("sink", "out/rows"),
+        files_at("late_sink", "out/rows-late"),
+        files_at("dead_letter", "out/rows-dead"),
+        ["checkpoint.path=ck".into(), "trigger=1 second".into()],
+    ]
+    .concat()
+    .iter()
+    .map(String::as_str)
+    .collect::<Vec<_>>());
+    assert!(p.checkpoint.is_some());
+    ok(&["dead_letter.type=stdout", "late_sink.type=stdout"]);
+}
+
+#[test]
+fn output_folders_are_compared_as_resolved_against_the_pipeline_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    let text = BASE.replace("type = \"stdout\"", "type = \"files\"\npath = \"out\"");
+    std::fs::write(&file, &text).unwrap();
+    assert!(load_pipeline(&file, &[]).is_ok());
+    // An absolute path naming the folder that the relative `out` resolves to, given by --set.
+    let abs = dir.path().join("out");
+    let pairs = files_at("dead_letter", &abs.display().to_string());
+    let e = load_pipeline(&file, &sets(&pairs.iter().map(String::as_str).collect::<Vec<_>>())).unwrap_err();
+    assert_eq!(e.field, "dead_letter.path", "{e}");
+    assert!(e.given.contains("the same folder as sink.path"), "{e}");
+    // The same absolute folder, once inside the pipeline's folder and once not, is not a clash.
+    let other = tempfile::tempdir().unwrap();
+    let pairs = files_at("dead_letter", &other.path().join("out").display().to_string());
+    assert!(load_pipeline(&file, &sets(&pairs.iter().map(String::as_str).collect::<Vec<_>>())).is_ok());
+}
+
 #[test]
 fn load_pipeline_names_an_unreadable_file() {
     let e = load_pipeline(Path::new("/no/such/pipeline.toml"), &[]).unwrap_err();

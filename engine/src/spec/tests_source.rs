@@ -47,6 +47,42 @@ fn schema_is_required_and_must_be_spark_ddl() {
 }
 
 #[test]
+fn schema_column_names_are_spark_identifiers() {
+    // Spark's table-schema DDL is `name TYPE`; `name: TYPE` is STRUCT<...> field syntax only.
+    let e = err(&["source.schema=k: STRING, ts TIMESTAMP"]);
+    assert_eq!(e.field, "source.schema", "{e}");
+    assert!(e.given.contains("\"k:\""), "{e}");
+    assert!(e.given.contains("colon"), "{e}");
+    for ddl in ["`k`: STRING, ts TIMESTAMP", "k :STRING, ts TIMESTAMP", "k-1 STRING, ts TIMESTAMP"] {
+        assert_eq!(err(&[&format!("source.schema={ddl}")]).field, "source.schema", "{ddl}");
+    }
+    // Backticks quote any name.
+    let p = ok(&["source.schema=`k-1` STRING, ts TIMESTAMP", "query.group_by=[\"k-1\"]"]);
+    assert_eq!(p.source.schema.names(), "k-1, ts");
+}
+
+#[test]
+fn schema_column_names_differing_only_in_case_are_refused() {
+    let e = err(&["source.schema=k STRING, ts TIMESTAMP, Amount DOUBLE, amount DOUBLE"]);
+    assert_eq!(e.field, "source.schema", "{e}");
+    assert!(e.given.contains("\"amount\"") && e.given.contains("\"Amount\""), "{e}");
+}
+
+#[test]
+fn fractional_durations_follow_spark() {
+    // Spark's interval strings take a fraction on seconds only.
+    let p = ok(&["query.window.size=1.5 seconds"]);
+    let QuerySpec::WindowAggregate { window: Some(WindowSpec::Tumbling { size, .. }), .. } = p.query else { panic!() };
+    assert_eq!(size, Duration(1_500_000));
+    let refused = [("1.5 hours", "only seconds"), ("0.5 us", "only seconds"), ("0.0000005 seconds", "microsecond")];
+    for (bad, why) in refused {
+        let e = err(&[&format!("query.window.size={bad}")]);
+        assert_eq!(e.field, "query.window.size", "{e}");
+        assert!(e.given.contains(why) && !e.given.contains("missing unit"), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn stdin_source_needs_only_a_schema() {
     let text = base_without("path").replace("type = \"files\"", "type = \"stdin\"");
     let p = parse_pipeline_str(&text).unwrap();

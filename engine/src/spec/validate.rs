@@ -99,7 +99,7 @@ pub(crate) enum Min {
 pub(crate) fn duration(field: &str, text: &str, min: Min) -> Result<Duration, SpecError> {
     let allowed = match min {
         Min::Zero => {
-            "a duration >= 0 (e.g. \"5 seconds\", \"0 seconds\", \"1 hour 30 minutes\"; units us, ms, s, min, h, day(s), week(s); no months or years)"
+            "a duration >= 0 (e.g. \"5 seconds\", \"0 seconds\", \"1 hour 30 minutes\", \"1.5 seconds\"; whole numbers, a fraction on seconds only; units us, ms, s, min, h, day(s), week(s); no months or years)"
         }
         Min::Positive => "a duration > 0 (e.g. \"10 seconds\")",
     };
@@ -208,7 +208,7 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         .transpose()?;
     let checkpoint = raw.checkpoint.map(checkpoint).transpose()?;
     let metrics = raw.metrics.map(metrics).transpose()?;
-    Ok(Pipeline {
+    let pipeline = Pipeline {
         name,
         mode,
         trigger,
@@ -222,7 +222,9 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         dead_letter,
         checkpoint,
         metrics,
-    })
+    };
+    super::paths::check_output_folders(&pipeline, None)?;
+    Ok(pipeline)
 }
 
 fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {

@@ -1,0 +1,138 @@
+//! Output folders: no two outputs of a pipeline write into the same folder, or one inside another.
+//!
+//! The folders are the `path` of every files sink (`sink`, `late_sink`, `dead_letter`) and
+//! `checkpoint.path`. Two files sinks in one folder both write `batch-NNNNNN.jsonl` (and each
+//! removes the other's uncommitted temporary files at start); the checkpoint store removes every
+//! hidden `.tmp` file of its folder, the files sinks' uncommitted batches included, and
+//! `checkpoint.path` holds one sub-folder per pipeline name, so a sink folder inside it can be
+//! another pipeline's checkpoint folder. A folder inside another output's folder is refused too:
+//! a reader of the outer folder (Spark's file source lists it recursively) would find the
+//! inner output's files in it.
+//!
+//! Paths are compared lexically, after `.`, `..` and repeated separators are resolved (`out`,
+//! `./out/` and `x/../out` are one folder) and relative paths joined to the pipeline file's
+//! folder when it is known. Symbolic links are not followed: two spellings that reach one folder
+//! through a link are not caught.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::error::{SpecError, quote};
+use super::{Pipeline, SinkSpec};
+
+const ALLOWED: &str = "a folder of its own: each files sink and the checkpoint write into their own folder, not \
+                       the same as another output's, nor inside it, nor holding it";
+
+/// One output folder: its field, the path as written, the path compared.
+struct Folder<'a> {
+    field: &'static str,
+    written: &'a Path,
+    compared: PathBuf,
+}
+
+/// Refuses two output folders that are one and the same, or one inside the other, at the later
+/// field in file order (`sink.path`, `late_sink.path`, `dead_letter.path`, `checkpoint.path`),
+/// naming the earlier one. `base`: the folder relative paths are resolved against (the pipeline
+/// file's, made absolute); without it a relative path is compared with relative paths only.
+///
+/// # Errors
+/// A [`SpecError`] at the later field's `path`, e.g. `dead_letter.path: given "out" (the same
+/// folder as sink.path "out"); allowed: a folder of its own: ...`.
+pub(crate) fn check_output_folders(pipeline: &Pipeline, base: Option<&Path>) -> Result<(), SpecError> {
+    let sinks = [
+        ("sink.path", Some(&pipeline.sink)),
+        ("late_sink.path", pipeline.late_sink.as_ref()),
+        ("dead_letter.path", pipeline.dead_letter.as_ref()),
+    ];
+    let folders: Vec<Folder<'_>> = sinks
+        .into_iter()
+        .filter_map(|(field, sink)| match sink {
+            Some(SinkSpec::Files { path }) => Some((field, path.as_path())),
+            _ => None,
+        })
+        .chain(pipeline.checkpoint.as_ref().map(|c| ("checkpoint.path", c.path.as_path())))
+        .map(|(field, written)| Folder { field, written, compared: lexical(&resolve(written, base)) })
+        .collect();
+    for (j, later) in folders.iter().enumerate() {
+        for earlier in &folders[..j] {
+            if later.compared.is_absolute() != earlier.compared.is_absolute() {
+                continue; // one relative to an unknown folder: nothing to compare
+            }
+            let relation = if later.compared == earlier.compared {
+                "the same folder as"
+            } else if later.compared.starts_with(&earlier.compared) {
+                "inside"
+            } else if earlier.compared.starts_with(&later.compared) {
+                "holds"
+            } else {
+                continue;
+            };
+            return Err(SpecError::new(
+                later.field,
+                format!(
+                    "{} ({relation} {} {})",
+                    quote(&later.written.display().to_string()),
+                    earlier.field,
+                    quote(&earlier.written.display().to_string())
+                ),
+                ALLOWED,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `path` joined to `base` when relative and `base` is known.
+fn resolve(path: &Path, base: Option<&Path>) -> PathBuf {
+    match base {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// `path` with `.` dropped and `..` taken back where it can be (`a/./b/../c` is `a/c`; `/..` is
+/// `/`; a leading `..` of a relative path stays). Empty for `.`.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_resolves_dots_and_separators() {
+        for (given, want) in [
+            ("out", "out"),
+            ("./out/", "out"),
+            ("x/../out", "out"),
+            ("a//b/./c/..", "a/b"),
+            (".", ""),
+            ("../out", "../out"),
+            ("../../x/..", "../.."),
+            ("/abs//out/.", "/abs/out"),
+            ("/..", "/"),
+        ] {
+            assert_eq!(lexical(Path::new(given)), PathBuf::from(want), "{given}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_by_component_not_by_prefix() {
+        assert!(!lexical(Path::new("out/rows-dead")).starts_with(lexical(Path::new("out/rows"))));
+        assert!(lexical(Path::new("out/rows/dead")).starts_with(lexical(Path::new("./out/rows/"))));
+    }
+}
