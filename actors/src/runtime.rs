@@ -186,6 +186,13 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         _ => None,
     };
 
+    // CSV lines are decoded under a header line, which a Kafka message does not have.
+    if pipeline.source.format == Format::Csv && matches!(pipeline.source.kind, SourceKind::Kafka { .. }) {
+        return Err(RuntimeError::Open {
+            field: "source.format".into(),
+            why: "\"csv\" needs a header line, which a kafka source does not have; expected \"json\"".into(),
+        });
+    }
     let mut source: Box<dyn Source> = match (opts.source_override, &pipeline.source.kind) {
         (Some(s), _) => s,
         (None, kind) => match kind {
@@ -194,7 +201,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
                     .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
             ),
             SourceKind::Stdin => Box::new(
-                StdinSource::new().map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?,
+                StdinSource::new(pipeline.source.format == Format::Csv)
+                    .map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?,
             ),
             SourceKind::Nexmark { table, events, rate, seed } => {
                 let table = match table {
@@ -227,16 +235,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
     let decoder = match pipeline.source.format {
         Format::Json => Some(Decoder::Json(JsonDecoder::new(decoder_cfg))),
-        Format::Csv => {
-            let header = source
-                .header()
-                .map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?
-                .unwrap_or_default();
-            Some(Decoder::Csv(
-                CsvDecoder::new(decoder_cfg, &header)
-                    .map_err(|e| RuntimeError::Open { field: "source.format".into(), why: e.to_string() })?,
-            ))
-        }
+        // The files and stdin sources give each file's header (`Payload::Header`) before its
+        // lines.
+        Format::Csv => Some(Decoder::Csv(CsvDecoder::awaiting_header(decoder_cfg))),
     };
     // Files, stdin and Nexmark are connected once opened; the Kafka source is connected once
     // opened too, and reports to `health` when its broker becomes unreachable or reachable again.

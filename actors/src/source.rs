@@ -60,7 +60,8 @@ pub struct SourceCounters {
 pub struct SourceActor {
     /// The source.
     pub source: Box<dyn Source>,
-    /// The decoder (raw payloads); built after the CSV header is known.
+    /// The decoder of raw payloads. A CSV decoder takes each [`Payload::Header`] the source
+    /// gives (one per file) as the header of the lines after it.
     pub decoder: Option<Decoder>,
     /// The query plan.
     pub plan: QueryPlan,
@@ -322,6 +323,22 @@ impl SourceActor {
         match payload {
             Payload::Record(r) => Some(r),
             Payload::Raw(bytes) => self.decode_raw(&bytes, position, dead, last_log),
+            Payload::Header(header) => {
+                self.set_header(&header, position);
+                None
+            }
+        }
+    }
+
+    /// A CSV header from the source: the lines after it are decoded under it. A header the
+    /// decoder cannot use (it lacks the event-time column, say) is logged; the lines under it go
+    /// to the dead letters, each with the reason.
+    #[inline(never)]
+    fn set_header(&mut self, header: &[u8], position: &Position) {
+        if let Some(Decoder::Csv(csv)) = &mut self.decoder
+            && let Err(e) = csv.set_header(header)
+        {
+            tracing::warn!(position = %position, reason = %e, "CSV header refused: the lines under it are malformed");
         }
     }
 
@@ -493,8 +510,10 @@ impl SourceActor {
             for item in items.drain(..) {
                 let SourceItem { payload, position, created_ns } = item;
                 let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
+                // A CSV header is no record: it moves no offset (a resumed source gives it again).
+                let header = matches!(payload, Payload::Header(_));
                 let Some(record) = self.decode_at(payload, &position, &mut dead, &mut last_log) else {
-                    if track {
+                    if track && !header {
                         SourceOffset::advance(&mut offset, &position);
                     }
                     continue;

@@ -71,6 +71,12 @@ pub enum Payload {
     Raw(Vec<u8>),
     /// A record already in the source's schema (generators).
     Record(Record),
+    /// A CSV header line (without its newline; a leading UTF-8 byte order mark removed): the
+    /// [`Payload::Raw`] lines after it, up to the next header, are decoded under it. A CSV
+    /// source gives one before the first line of each file (files) or of its input (stdin),
+    /// also when a restart resumes in the middle of it; it is no record: it is not counted and
+    /// moves no offset.
+    Header(Vec<u8>),
 }
 
 /// One input item.
@@ -121,12 +127,6 @@ pub enum ConnectorError {
 
 /// A source of input.
 pub trait Source: Send {
-    /// A CSV header line, if the source's format has one (files source with CSV: the first line
-    /// of the first file). `None` for JSON.
-    fn header(&mut self) -> Result<Option<Vec<u8>>, ConnectorError> {
-        Ok(None)
-    }
-
     /// Appends up to `max` items to `out`, waiting at most `timeout` for the first one.
     ///
     /// # Errors

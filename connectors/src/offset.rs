@@ -3,8 +3,8 @@
 //!
 //! One variant per kind of source; each says what a restart skips. Kafka's offsets are per
 //! partition (the Kafka source keeps one entry per assigned topic partition); the files source's
-//! is a file name and a line count (files are read in name order); the generator's is an event
-//! number.
+//! is the set of files read whole and a line count in the file being read; the generator's is an
+//! event number.
 
 use crate::Position;
 
@@ -22,10 +22,22 @@ pub struct KafkaPartitionOffset {
 /// How far a source has been consumed: everything up to here is in the checkpoint's state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SourceOffset {
-    /// Files source: every file named before `file` (byte order of names), and the first `line`
-    /// lines of `file` (every line counts: blank lines and CSV headers too; `u64::MAX`: the whole
-    /// file, wherever it ends).
+    /// Files source: the files read whole, by name (the folder's files are read in name order,
+    /// but a file may appear later with an earlier name: it is read then, so a restart must not
+    /// take "named before the last file" for "read"), and the file being read, if any, with the
+    /// lines of it consumed (every line counts: blank lines and CSV headers too).
     Files {
+        /// The names (without folder) of the files read to their end, sorted (byte order), each
+        /// once.
+        done: Vec<String>,
+        /// The file being read (name without folder) and its lines consumed.
+        reading: Option<(String, u64)>,
+    },
+    /// Files source, as checkpoints of format versions 1 and 2 recorded it (read, never
+    /// written): every file named before `file` (byte order of names), and the first `line`
+    /// lines of `file` (`u64::MAX`: the whole file). The files source turns it into
+    /// [`SourceOffset::Files`] over the files its folder holds when it resumes.
+    FilesInNameOrder {
         /// The file name (without folder).
         file: String,
         /// Lines of `file` consumed.
@@ -52,12 +64,15 @@ impl SourceOffset {
     /// copied only when it changes).
     pub fn advance(offset: &mut Option<SourceOffset>, position: &Position) {
         match (offset.as_mut(), position) {
-            (Some(SourceOffset::Files { file, line }), Position::File { file: f, line: l }) => {
-                if file != f {
-                    file.clone_from(f);
+            (Some(SourceOffset::Files { done, reading }), Position::File { file: f, line: l }) => match reading {
+                Some((file, line)) if file == f => *line = *l,
+                _ => {
+                    // Files are read one after the other: the file read before is whole.
+                    if let Some((previous, _)) = reading.replace((f.clone(), *l)) {
+                        insert_sorted(done, previous);
+                    }
                 }
-                *line = *l;
-            }
+            },
             (Some(SourceOffset::Stdin { line }), Position::Stdin { line: l }) => *line = *l,
             (Some(SourceOffset::Generated { next }), Position::Generated { event }) => *next = event + 1,
             (Some(SourceOffset::Kafka(parts)), Position::Kafka { topic, partition, offset: o }) => {
@@ -74,7 +89,9 @@ impl SourceOffset {
     /// The offset just after the item at `position`, alone.
     pub fn after(position: &Position) -> SourceOffset {
         match position {
-            Position::File { file, line } => SourceOffset::Files { file: file.clone(), line: *line },
+            Position::File { file, line } => {
+                SourceOffset::Files { done: Vec::new(), reading: Some((file.clone(), *line)) }
+            }
             Position::Stdin { line } => SourceOffset::Stdin { line: *line },
             Position::Generated { event } => SourceOffset::Generated { next: event + 1 },
             Position::Kafka { topic, partition, offset } => SourceOffset::Kafka(vec![KafkaPartitionOffset {
@@ -88,7 +105,7 @@ impl SourceOffset {
     /// The kind of source the offset belongs to (`files`, `stdin`, `kafka`, `nexmark`), for messages.
     pub fn kind(&self) -> &'static str {
         match self {
-            SourceOffset::Files { .. } => "files",
+            SourceOffset::Files { .. } | SourceOffset::FilesInNameOrder { .. } => "files",
             SourceOffset::Stdin { .. } => "stdin",
             SourceOffset::Kafka(_) => "kafka",
             SourceOffset::Generated { .. } => "nexmark",
@@ -96,11 +113,25 @@ impl SourceOffset {
     }
 }
 
+/// Inserts `name` into the sorted `names` unless it is there already.
+pub(crate) fn insert_sorted(names: &mut Vec<String>, name: String) {
+    if let Err(i) = names.binary_search(&name) {
+        names.insert(i, name);
+    }
+}
+
 impl std::fmt::Display for SourceOffset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SourceOffset::Files { file, line: u64::MAX } => write!(f, "{file} (whole)"),
-            SourceOffset::Files { file, line } => write!(f, "{file}:{line}"),
+            SourceOffset::Files { done, reading } => {
+                write!(f, "{} files read", done.len())?;
+                match reading {
+                    Some((file, line)) => write!(f, ", {file}:{line}"),
+                    None => Ok(()),
+                }
+            }
+            SourceOffset::FilesInNameOrder { file, line: u64::MAX } => write!(f, "files up to {file} (whole)"),
+            SourceOffset::FilesInNameOrder { file, line } => write!(f, "files up to {file}:{line}"),
             SourceOffset::Stdin { line } => write!(f, "stdin:{line}"),
             SourceOffset::Kafka(parts) => {
                 for (i, p) in parts.iter().enumerate() {
@@ -118,13 +149,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn advancing_over_file_lines_keeps_the_last_file_and_line() {
+    fn advancing_over_file_lines_keeps_the_file_being_read_and_the_files_before_it() {
         let mut o = None;
-        SourceOffset::advance(&mut o, &Position::File { file: "a.json".into(), line: 1 });
-        SourceOffset::advance(&mut o, &Position::File { file: "a.json".into(), line: 3 });
-        assert_eq!(o, Some(SourceOffset::Files { file: "a.json".into(), line: 3 }));
-        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 2 });
-        assert_eq!(o, Some(SourceOffset::Files { file: "b.json".into(), line: 2 }));
+        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 1 });
+        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 3 });
+        assert_eq!(o, Some(SourceOffset::Files { done: vec![], reading: Some(("b.json".into(), 3)) }));
+        // A file that appeared later with an earlier name.
+        SourceOffset::advance(&mut o, &Position::File { file: "a.json".into(), line: 2 });
+        SourceOffset::advance(&mut o, &Position::File { file: "c.json".into(), line: 1 });
+        let done = vec!["a.json".to_string(), "b.json".to_string()];
+        assert_eq!(o, Some(SourceOffset::Files { done, reading: Some(("c.json".into(), 1)) }));
     }
 
     #[test]

@@ -31,11 +31,20 @@ enum Message {
 /// counted). A background thread reads ahead into a bounded channel (4096 lines); a poll waits up
 /// to its timeout for the first line. At end of input the source is [`Poll::Exhausted`].
 ///
+/// A UTF-8 byte order mark at the start of the input is skipped (as Spark's readers skip one at
+/// the start of a file). With `csv_header`, the first non-blank line is the CSV header: it is
+/// returned as a [`Payload::Header`] item, also by a source resumed past it ([`Source::seek`]).
+///
+/// A restart from a checkpoint expects the same input again from its start (`eddy run p.toml <
+/// events.jsonl`) and skips as many lines as the checkpoint says were consumed.
+///
 /// The reader thread blocks in `read` while stdin is open and nothing arrives; once the source is
 /// dropped it ends at its next line (or at end of input).
 pub struct StdinSource {
     lines: Receiver<Message>,
     done: bool,
+    /// Whether the CSV header line is still to come.
+    header_pending: bool,
     /// The number of the last line consumed (returned or skipped).
     last_line: u64,
     /// Lines up to this number are skipped ([`Source::seek`]).
@@ -49,25 +58,26 @@ impl fmt::Debug for StdinSource {
 }
 
 impl StdinSource {
-    /// A source reading the process's standard input.
+    /// A source reading the process's standard input; with `csv_header`, its first non-blank
+    /// line is a CSV header.
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when the reader thread cannot be started.
-    pub fn new() -> Result<StdinSource, ConnectorError> {
-        StdinSource::from_reader(std::io::stdin())
+    pub fn new(csv_header: bool) -> Result<StdinSource, ConnectorError> {
+        StdinSource::from_reader(std::io::stdin(), csv_header)
     }
 
     /// A source reading `reader` as if it were standard input (tests, pipes).
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when the reader thread cannot be started.
-    pub fn from_reader<R: Read + Send + 'static>(reader: R) -> Result<StdinSource, ConnectorError> {
+    pub fn from_reader<R: Read + Send + 'static>(reader: R, csv_header: bool) -> Result<StdinSource, ConnectorError> {
         let (tx, rx) = crossbeam_channel::bounded(READ_AHEAD_LINES);
         std::thread::Builder::new()
             .name("eddy-stdin".into())
             .spawn(move || read_lines(BufReader::with_capacity(BUFFER, reader), &tx))
             .map_err(|source| ConnectorError::Io { what: "starting the stdin reader thread".into(), source })?;
-        Ok(StdinSource { lines: rx, done: false, last_line: 0, skip_through: 0 })
+        Ok(StdinSource { lines: rx, done: false, header_pending: csv_header, last_line: 0, skip_through: 0 })
     }
 
     /// Adds one message to `out`; returns whether the input ended.
@@ -75,14 +85,16 @@ impl StdinSource {
         match message {
             Message::Line(line, bytes) => {
                 self.last_line = line;
-                if line <= self.skip_through {
+                // The header is returned even when a restart skips its line: the lines after it
+                // are decoded under it.
+                let payload = if std::mem::take(&mut self.header_pending) {
+                    Payload::Header(bytes)
+                } else if line <= self.skip_through {
                     return Ok(false);
-                }
-                out.push(SourceItem {
-                    payload: Payload::Raw(bytes),
-                    position: Position::Stdin { line },
-                    created_ns: 0,
-                });
+                } else {
+                    Payload::Raw(bytes)
+                };
+                out.push(SourceItem { payload, position: Position::Stdin { line }, created_ns: 0 });
                 Ok(false)
             }
             Message::Failed(line, source) => {
@@ -113,6 +125,7 @@ fn read_lines(mut reader: impl BufRead, tx: &Sender<Message>) {
             Ok(_) => {
                 line += 1;
                 let text = crate::files::strip_newline(&buf);
+                let text = if line == 1 { crate::files::strip_bom(text) } else { text };
                 if crate::files::is_blank(text) {
                     continue;
                 }
@@ -168,7 +181,7 @@ impl Source for StdinSource {
     }
 
     /// Skips the first `line` lines: a restart expects the same input from its start again
-    /// (`eddy run p.toml < events.jsonl`).
+    /// (`eddy run p.toml < events.jsonl`); a CSV header among them is still returned.
     ///
     /// # Errors
     /// [`ConnectorError::Config`] for an offset of another kind of source.
@@ -256,6 +269,7 @@ mod tests {
         out.iter()
             .map(|i| match &i.payload {
                 Payload::Raw(b) => (i.position.to_string(), String::from_utf8(b.clone()).unwrap()),
+                Payload::Header(b) => (i.position.to_string(), format!("header: {}", String::from_utf8_lossy(b))),
                 Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
             })
             .collect()
@@ -276,7 +290,7 @@ mod tests {
     #[test]
     fn a_resumed_source_skips_the_lines_its_offset_covers() {
         let input = "{\"a\":1}\n\n{\"a\":2}\n{\"a\":3}\n";
-        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec()), false).unwrap();
         s.seek(&SourceOffset::Stdin { line: 3 }).unwrap();
         assert_eq!(s.offset(), Some(SourceOffset::Stdin { line: 3 }));
         let out = drain(&mut s, 1);
@@ -288,7 +302,7 @@ mod tests {
     #[test]
     fn lines_are_returned_in_order_with_their_line_numbers_then_exhausted() {
         let input = "{\"a\":1}\r\n\n  \n{\"a\":2}\n{\"a\":3}";
-        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec())).unwrap();
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec()), false).unwrap();
         let out = drain(&mut s, 2);
         assert_eq!(
             lines_of(&out),
@@ -302,10 +316,35 @@ mod tests {
     }
 
     #[test]
+    fn the_first_line_is_the_csv_header_also_for_a_resumed_source() {
+        let input = "\u{feff}\nk,n\nA,1\nB,2\n";
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter().map(|(p, l)| (p.to_string(), l.to_string())).collect()
+        };
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec()), true).unwrap();
+        assert_eq!(
+            lines_of(&drain(&mut s, 10)),
+            pairs(&[("stdin:2", "header: k,n"), ("stdin:3", "A,1"), ("stdin:4", "B,2")])
+        );
+        // Resumed after the first record: the header still comes first.
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec()), true).unwrap();
+        s.seek(&SourceOffset::Stdin { line: 3 }).unwrap();
+        assert_eq!(lines_of(&drain(&mut s, 10)), pairs(&[("stdin:2", "header: k,n"), ("stdin:4", "B,2")]));
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_of_the_input_is_skipped() {
+        let input = "\u{feff}{\"a\":1}\n\u{feff}{\"a\":2}\n";
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.as_bytes().to_vec()), false).unwrap();
+        let lines: Vec<String> = lines_of(&drain(&mut s, 10)).into_iter().map(|(_, l)| l).collect();
+        assert_eq!(lines, ["{\"a\":1}", "\u{feff}{\"a\":2}"]);
+    }
+
+    #[test]
     fn many_lines_pass_through_the_bounded_channel() {
         let n = 3 * READ_AHEAD_LINES + 7;
         let input: String = (0..n).map(|i| format!("{i}\n")).collect();
-        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.into_bytes())).unwrap();
+        let mut s = StdinSource::from_reader(std::io::Cursor::new(input.into_bytes()), false).unwrap();
         let out = drain(&mut s, 1000);
         assert_eq!(out.len(), n);
         assert_eq!(lines_of(&out)[n - 1].1, (n - 1).to_string());
@@ -332,7 +371,7 @@ mod tests {
     #[test]
     fn a_poll_waits_up_to_its_timeout_and_is_idle_when_nothing_came() {
         let pipe = SlowPipe { chunks: vec![(Duration::from_millis(400), b"late\n".to_vec())] };
-        let mut s = StdinSource::from_reader(pipe).unwrap();
+        let mut s = StdinSource::from_reader(pipe, false).unwrap();
         let started = Instant::now();
         let mut out = Vec::new();
         assert_eq!(s.poll(&mut out, 10, Duration::from_millis(50)).unwrap(), Poll::Idle);
@@ -358,7 +397,7 @@ mod tests {
 
     #[test]
     fn a_read_failure_is_an_error_after_the_lines_before_it() {
-        let mut s = StdinSource::from_reader(Broken(false)).unwrap();
+        let mut s = StdinSource::from_reader(Broken(false), false).unwrap();
         let mut out = Vec::new();
         // The line comes first, then the failure (within a few polls: the reader thread is fast).
         let error = (0..10).find_map(|_| s.poll(&mut out, 10, LONG).err());

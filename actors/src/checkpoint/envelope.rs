@@ -5,10 +5,14 @@
 //! truncated file, a flipped byte or a file of another kind or version is refused with a message
 //! naming the file and what was wrong; nothing is ever restored from it.
 //!
-//! Version 2 (written), 40 bytes around the payload, little-endian:
+//! Version 3 (written): the layout of version 2; a manifest's files source offset names the
+//! files read whole ([`super::manifest::SavedOffset::Files`]) instead of a position in name
+//! order ([`super::manifest::v2`], still read).
+//!
+//! Version 2, 40 bytes around the payload, little-endian:
 //!
 //! ```text
-//! header (32 bytes): "EDDYCKPT", version u16 = 2, kind u16, reserved u32 (0),
+//! header (32 bytes): "EDDYCKPT", version u16 = 2 (3), kind u16, reserved u32 (0),
 //!                    payload length u64, reserved u32 (0), reserved u32 (0)
 //! payload            (a manifest: an rkyv archive; a snapshot: see `SnapshotFile`)
 //! trailer (8 bytes): CRC-32 (IEEE) of the payload u32, "EDDY"
@@ -22,15 +26,15 @@ use super::CheckpointError;
 
 /// The first 8 bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"EDDYCKPT";
-/// The last 4 bytes of a version-2 file.
+/// The last 4 bytes of a file of version 2 or later.
 pub const END: &[u8; 4] = b"EDDY";
 /// The format version written.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// The oldest format version read.
 pub const OLDEST_READ: u16 = 1;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 32;
-/// Trailer length in bytes (version 2).
+/// Trailer length in bytes (version 2 and later).
 pub const TRAILER_LEN: usize = 8;
 
 /// What a checkpoint file holds.
@@ -52,7 +56,7 @@ impl Kind {
     }
 }
 
-/// The version-2 header for a payload of `kind` and `payload_len` bytes.
+/// The header of the version written ([`VERSION`]) for a payload of `kind` and `payload_len` bytes.
 pub fn header(kind: Kind, payload_len: u64) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0..8].copy_from_slice(MAGIC);
@@ -62,7 +66,7 @@ pub fn header(kind: Kind, payload_len: u64) -> [u8; HEADER_LEN] {
     h
 }
 
-/// The version-2 trailer of a payload whose CRC-32 is `payload_crc`.
+/// The trailer (version 2 and later) of a payload whose CRC-32 is `payload_crc`.
 pub fn trailer(payload_crc: u32) -> [u8; TRAILER_LEN] {
     let mut t = [0u8; TRAILER_LEN];
     t[0..4].copy_from_slice(&payload_crc.to_le_bytes());
@@ -203,6 +207,6 @@ mod tests {
         let mut f = file(Kind::Manifest, b"x");
         f[8] = 9;
         let err = open("m", Kind::Manifest, &f).unwrap_err().to_string();
-        assert!(err.contains("version 9") && err.contains("versions 1 to 2"), "{err}");
+        assert!(err.contains("version 9") && err.contains("versions 1 to 3"), "{err}");
     }
 }

@@ -75,7 +75,7 @@ pub struct SnapshotMeta {
 /// A partition actor's snapshot file: the operator's state (opaque bytes of
 /// `Operator::snapshot`) and where it belongs.
 ///
-/// Version 2 (written) lays the payload out as a [`SnapshotFile::PREFIX_LEN`]-byte prefix
+/// Version 2 and later (3 is written) lay the payload out as a [`SnapshotFile::PREFIX_LEN`]-byte prefix
 /// (epoch `u64`, partition `u32`, parallelism `u32`, little-endian) followed by the state bytes,
 /// so the state is streamed to the store as it is, and read back in place. Version 1 files hold
 /// an `rkyv` archive of this struct (still read).
@@ -100,6 +100,15 @@ pub struct SavedKafkaOffset {
     pub partition: i32,
     /// Next offset to read.
     pub next: i64,
+}
+
+/// The file a files source was reading and its lines consumed.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SavedFileLines {
+    /// File name (without folder).
+    pub file: String,
+    /// Lines consumed.
+    pub line: u64,
 }
 
 impl SnapshotFile {
@@ -134,13 +143,21 @@ pub use enums::{ArchivedDriverState, ArchivedSavedOffset, DriverState, SavedOffs
 mod enums {
     #![allow(missing_docs)]
 
-    use super::SavedKafkaOffset;
+    use super::{SavedFileLines, SavedKafkaOffset};
 
     /// A source offset as archived ([`SourceOffset`](eddy_connectors::SourceOffset), which `eddy-connectors` keeps free of `rkyv`).
     #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
     pub enum SavedOffset {
-        /// [`SourceOffset::Files`](eddy_connectors::SourceOffset::Files).
+        /// [`SourceOffset::Files`](eddy_connectors::SourceOffset::Files) (format version 3).
         Files {
+            /// Names of the files read whole, sorted.
+            done: Vec<String>,
+            /// The file being read and its lines consumed.
+            reading: Option<SavedFileLines>,
+        },
+        /// [`SourceOffset::FilesInNameOrder`](eddy_connectors::SourceOffset::FilesInNameOrder):
+        /// a files source's offset in a manifest of format version 1 or 2 (never written).
+        FilesInNameOrder {
             /// File name.
             file: String,
             /// Lines consumed (`u64::MAX`: all).
@@ -194,7 +211,13 @@ mod enums {
 impl From<&SourceOffset> for SavedOffset {
     fn from(o: &SourceOffset) -> SavedOffset {
         match o {
-            SourceOffset::Files { file, line } => SavedOffset::Files { file: file.clone(), line: *line },
+            SourceOffset::Files { done, reading } => SavedOffset::Files {
+                done: done.clone(),
+                reading: reading.as_ref().map(|(file, line)| SavedFileLines { file: file.clone(), line: *line }),
+            },
+            SourceOffset::FilesInNameOrder { file, line } => {
+                SavedOffset::FilesInNameOrder { file: file.clone(), line: *line }
+            }
             SourceOffset::Stdin { line } => SavedOffset::Stdin { line: *line },
             SourceOffset::Kafka(parts) => SavedOffset::Kafka(
                 parts
@@ -210,7 +233,12 @@ impl From<&SourceOffset> for SavedOffset {
 impl From<&SavedOffset> for SourceOffset {
     fn from(o: &SavedOffset) -> SourceOffset {
         match o {
-            SavedOffset::Files { file, line } => SourceOffset::Files { file: file.clone(), line: *line },
+            SavedOffset::Files { done, reading } => {
+                SourceOffset::Files { done: done.clone(), reading: reading.as_ref().map(|r| (r.file.clone(), r.line)) }
+            }
+            SavedOffset::FilesInNameOrder { file, line } => {
+                SourceOffset::FilesInNameOrder { file: file.clone(), line: *line }
+            }
             SavedOffset::Stdin { line } => SourceOffset::Stdin { line: *line },
             SavedOffset::Kafka(parts) => SourceOffset::Kafka(
                 parts
@@ -244,6 +272,63 @@ pub struct Manifest {
     pub driver: DriverState,
 }
 
+/// The manifest of format versions 1 and 2 (still read): as [`Manifest`], but a files source's
+/// offset was a position in name order ([`SavedOffset::FilesInNameOrder`]).
+pub mod v2 {
+    #![allow(missing_docs)]
+
+    use super::{DriverState, FingerprintField, SavedKafkaOffset, SavedOffset, SnapshotMeta};
+
+    /// A manifest of format version 1 or 2 (fields as [`super::Manifest`]'s).
+    #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+    pub struct Manifest {
+        pub pipeline: String,
+        pub epoch: u64,
+        pub fingerprint: Vec<FingerprintField>,
+        pub parallelism: u32,
+        pub snapshots: Vec<SnapshotMeta>,
+        pub source: Option<SavedOffset2>,
+        pub driver: DriverState,
+    }
+
+    /// A source offset of format version 1 or 2.
+    #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+    pub enum SavedOffset2 {
+        /// Every file named before `file`, and the first `line` lines of `file` (`u64::MAX`: all).
+        Files {
+            file: String,
+            line: u64,
+        },
+        Stdin {
+            line: u64,
+        },
+        Kafka(Vec<SavedKafkaOffset>),
+        Generated {
+            next: u64,
+        },
+    }
+
+    impl From<Manifest> for super::Manifest {
+        fn from(m: Manifest) -> super::Manifest {
+            let source = m.source.map(|o| match o {
+                SavedOffset2::Files { file, line } => SavedOffset::FilesInNameOrder { file, line },
+                SavedOffset2::Stdin { line } => SavedOffset::Stdin { line },
+                SavedOffset2::Kafka(parts) => SavedOffset::Kafka(parts),
+                SavedOffset2::Generated { next } => SavedOffset::Generated { next },
+            });
+            super::Manifest {
+                pipeline: m.pipeline,
+                epoch: m.epoch,
+                fingerprint: m.fingerprint,
+                parallelism: m.parallelism,
+                snapshots: m.snapshots,
+                source,
+                driver: m.driver,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,7 +348,9 @@ mod tests {
     #[test]
     fn offsets_survive_the_archive_form() {
         for o in [
-            SourceOffset::Files { file: "a.json".into(), line: u64::MAX },
+            SourceOffset::Files { done: vec!["a.json".into(), "c.json".into()], reading: Some(("b.json".into(), 4)) },
+            SourceOffset::Files { done: vec!["a.json".into()], reading: None },
+            SourceOffset::FilesInNameOrder { file: "a.json".into(), line: u64::MAX },
             SourceOffset::Stdin { line: 3 },
             SourceOffset::Generated { next: 9 },
             SourceOffset::Kafka(vec![KafkaPartitionOffset { topic: "t".into(), partition: 2, next: 40 }]),

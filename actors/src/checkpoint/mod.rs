@@ -274,8 +274,15 @@ impl Checkpointer {
         let opened = envelope::open(&name, Kind::Manifest, &bytes)?;
         let mut aligned = AlignedVec::<16>::with_capacity(opened.payload.len());
         aligned.extend_from_slice(opened.payload);
-        let m = rkyv::from_bytes::<Manifest, rancor::Error>(&aligned)
-            .map_err(|e| CheckpointError::Corrupt { name: name.clone(), why: format!("unreadable archive: {e}") })?;
+        let unreadable =
+            |e: rancor::Error| CheckpointError::Corrupt { name: name.clone(), why: format!("unreadable archive: {e}") };
+        let m = if opened.version <= 2 {
+            rkyv::from_bytes::<manifest::v2::Manifest, rancor::Error>(&aligned)
+                .map(Manifest::from)
+                .map_err(unreadable)?
+        } else {
+            rkyv::from_bytes::<Manifest, rancor::Error>(&aligned).map_err(unreadable)?
+        };
         if m.epoch != epoch || m.pipeline != self.pipeline {
             return Err(CheckpointError::Corrupt {
                 name,

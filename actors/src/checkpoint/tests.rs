@@ -78,7 +78,7 @@ fn write(ck: &Checkpointer, epoch: u64, ops: &[Box<dyn Operator>]) {
         fingerprint: ck.fingerprint().to_vec(),
         parallelism: n,
         snapshots,
-        source: Some(SavedOffset::Files { file: format!("{epoch:03}.json"), line: u64::MAX }),
+        source: Some(SavedOffset::Files { done: vec![format!("{epoch:03}.json")], reading: None }),
         driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
     };
     ck.commit(&m).unwrap();
@@ -254,20 +254,49 @@ fn a_checkpoint_written_in_format_version_1_still_restores() {
         ck.store().put(&snapshot_name(4, i as u32), &[&bytes]).unwrap();
         snapshots.push(SnapshotMeta { partition: i as u32, bytes: bytes.len() as u64, crc32: crc32fast::hash(&bytes) });
     }
-    let m = Manifest {
+    let m = manifest::v2::Manifest {
         pipeline: "ck-test".into(),
         epoch: 4,
         fingerprint: ck.fingerprint().to_vec(),
         parallelism: 2,
         snapshots,
-        source: None,
+        source: Some(manifest::v2::SavedOffset2::Files { file: "b.json".into(), line: 3 }),
         driver: DriverState::RealTime { now: 5, max_event_time: None, next_boundary: None },
     };
     ck.store().put(&manifest_name(4), &[&v1_file(2, &rkyv::to_bytes::<rancor::Error>(&m).unwrap())]).unwrap();
     for n in [2, 3] {
         let r = restored(&ck, n).unwrap().expect("the version-1 checkpoint");
-        assert_eq!(r.manifest, m);
+        assert_eq!(r.manifest, Manifest::from(m.clone()));
+        assert_eq!(r.manifest.source, Some(SavedOffset::FilesInNameOrder { file: "b.json".into(), line: 3 }));
         let mut restored_ops = r.operators;
         assert_eq!(batch(&mut restored_ops, &Router::new(plan.routing_columns(), n), 1, &second), expected, "2 -> {n}");
     }
+}
+
+#[test]
+fn a_manifest_written_in_format_version_2_still_restores_with_its_files_offset() {
+    let plan = plan();
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 3);
+    let ops = fresh(&plan, 1);
+    let snapshots = vec![ck.write_snapshot(2, 0, 1, &ops[0].snapshot()).unwrap()];
+    let m = manifest::v2::Manifest {
+        pipeline: "ck-test".into(),
+        epoch: 2,
+        fingerprint: ck.fingerprint().to_vec(),
+        parallelism: 1,
+        snapshots,
+        source: Some(manifest::v2::SavedOffset2::Files { file: "002.json".into(), line: u64::MAX }),
+        driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
+    };
+    // A version-2 file: the version-3 layout with version 2 in its header.
+    let payload = rkyv::to_bytes::<rancor::Error>(&m).unwrap();
+    let mut file = envelope::header(envelope::Kind::Manifest, payload.len() as u64).to_vec();
+    file[8..10].copy_from_slice(&2u16.to_le_bytes());
+    file.extend_from_slice(&payload);
+    file.extend_from_slice(&envelope::trailer(crc32fast::hash(&payload)));
+    ck.store().put(&manifest_name(2), &[&file]).unwrap();
+    let r = restored(&ck, 1).unwrap().expect("the version-2 checkpoint");
+    assert_eq!(r.manifest.source, Some(SavedOffset::FilesInNameOrder { file: "002.json".into(), line: u64::MAX }));
+    assert_eq!(r.manifest.driver, m.driver);
 }

@@ -36,6 +36,13 @@ pub(crate) fn strip_newline(mut line: &[u8]) -> &[u8] {
     line
 }
 
+/// `line` without a leading UTF-8 byte order mark (`EF BB BF`). Called on the first line of a
+/// file or of standard input, where an editor may have put one: Spark's readers skip it too
+/// (its line reader and Jackson for JSON, univocity for CSV).
+pub(crate) fn strip_bom(line: &[u8]) -> &[u8] {
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +61,13 @@ mod tests {
         assert_eq!(strip_newline(b"{}\r\n"), b"{}");
         assert_eq!(strip_newline(b"{}"), b"{}");
         assert_eq!(strip_newline(b"a\rb\n"), b"a\rb");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_stripped_once() {
+        assert_eq!(strip_bom("\u{feff}{}".as_bytes()), b"{}");
+        assert_eq!(strip_bom("\u{feff}\u{feff}".as_bytes()), "\u{feff}".as_bytes());
+        assert_eq!(strip_bom(b"{}"), b"{}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! [`FilesSource`]: the lines of a folder's files, in name order, a micro-batch per group of files.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use flate2::read::MultiGzDecoder;
 
-use super::{is_blank, is_hidden, strip_newline};
+use super::{is_blank, is_hidden, strip_bom, strip_newline};
 use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, SourceOffset};
 
 /// How often a following source lists its folder again while it waits for new files.
@@ -34,8 +34,12 @@ const READ_BUFFER: usize = 64 * 1024;
 ///   name order among themselves; each file is read once. Files must appear whole (written under
 ///   a hidden name, then renamed), as Spark's file source requires.
 /// - Files are streamed (64 KiB buffer); a poll reads at most `max` items.
-/// - With `csv_header`, the first non-blank line of every file is a header and is not returned
-///   as an item; [`Source::header`] gives the first file's header.
+/// - A UTF-8 byte order mark at the start of a file is skipped (as Spark's readers do).
+/// - With `csv_header`, the first non-blank line of every file is its header: it is returned as
+///   a [`Payload::Header`] item before the file's lines (also when a restart resumes in the
+///   middle of the file), so each file is decoded under its own header.
+/// - The offset ([`Source::offset`]) names the files read whole, so a restart reads a file that
+///   appeared meanwhile with a name before them, as a run that went on would have.
 pub struct FilesSource {
     folder: PathBuf,
     /// When the pipeline named one file: its name (only it is read).
@@ -43,8 +47,7 @@ pub struct FilesSource {
     max_files_per_trigger: usize,
     follow: bool,
     csv_header: bool,
-    header: Option<Vec<u8>>,
-    /// Every file name listed so far (queued, open or read).
+    /// Every file name listed so far (queued, open or read), and those a restart skips.
     seen: HashSet<OsString>,
     /// Listed files not yet opened, in name order.
     pending: VecDeque<(String, PathBuf)>,
@@ -53,10 +56,10 @@ pub struct FilesSource {
     files_in_group: usize,
     exhausted: bool,
     line: Vec<u8>,
-    /// The last file read to its end.
-    last_done: Option<String>,
-    /// Where a restart resumes ([`Source::seek`]): files named before it are skipped, and the
-    /// first `.1` lines of the file named `.0`.
+    /// The files read to their end (by this run, or before the checkpoint it resumed from).
+    done: BTreeSet<String>,
+    /// Where a restart resumes in the middle of a file ([`Source::seek`]): the first `.1` lines
+    /// of the file named `.0` are skipped; cleared once that file is opened.
     resume: Option<(String, u64)>,
 }
 
@@ -67,8 +70,10 @@ struct OpenFile {
     reader: Box<dyn BufRead + Send>,
     /// Lines read so far (the number of the last line read).
     line: u64,
-    /// Whether the header line of this file is still to be skipped.
+    /// Whether the header line of this file is still to be read.
     header_pending: bool,
+    /// A header read while skipping the lines a restart resumes after, still to be returned.
+    skipped_header: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for FilesSource {
@@ -135,14 +140,13 @@ impl FilesSource {
             max_files_per_trigger,
             follow,
             csv_header,
-            header: None,
             seen: HashSet::new(),
             pending: VecDeque::new(),
             current: None,
             files_in_group: 0,
             exhausted: false,
             line: Vec::new(),
-            last_done: None,
+            done: BTreeSet::new(),
             resume: None,
         })
     }
@@ -159,13 +163,6 @@ impl FilesSource {
                 || self.only.as_ref().is_some_and(|o| *o != name)
             {
                 continue;
-            }
-            if let Some((f, l)) = &self.resume {
-                let n = name.to_string_lossy();
-                if *n < **f || (*n == **f && *l == u64::MAX) {
-                    self.seen.insert(name);
-                    continue;
-                }
             }
             let path = entry.path();
             // Follows symbolic links; an entry that vanished or is a dangling link is skipped
@@ -195,17 +192,16 @@ impl FilesSource {
         } else {
             Box::new(BufReader::with_capacity(READ_BUFFER, file))
         };
-        Ok(OpenFile { name, path, reader, line: 0, header_pending: self.csv_header })
+        Ok(OpenFile { name, path, reader, line: 0, header_pending: self.csv_header, skipped_header: None })
     }
 
-    /// Opens a file to read it, past the lines a restart skips ([`Source::seek`]).
-    fn open(&self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
+    /// Opens a file to read it, past the lines a restart skips ([`Source::seek`]); a header among
+    /// them is kept, to be returned first.
+    fn open(&mut self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
         let mut open = self.open_raw(name, path)?;
-        if let Some((f, skip)) = &self.resume
-            && *f == open.name
-        {
+        if let Some((_, skip)) = self.resume.take_if(|(f, _)| *f == open.name) {
             let mut buf = Vec::new();
-            while open.line < *skip {
+            while open.line < skip {
                 buf.clear();
                 let n = open.reader.read_until(b'\n', &mut buf).map_err(|source| ConnectorError::Io {
                     what: format!("skipping the lines of {} consumed before the checkpoint", open.path.display()),
@@ -215,8 +211,11 @@ impl FilesSource {
                     break;
                 }
                 open.line += 1;
-                if open.header_pending && !is_blank(strip_newline(&buf)) {
+                let text = strip_newline(&buf);
+                let text = if open.line == 1 { strip_bom(text) } else { text };
+                if open.header_pending && !is_blank(text) {
                     open.header_pending = false;
+                    open.skipped_header = Some(text.to_vec());
                 }
             }
         }
@@ -229,6 +228,13 @@ impl FilesSource {
         let Some(file) = self.current.as_mut() else {
             return Ok(true);
         };
+        if let Some(header) = file.skipped_header.take() {
+            out.push(SourceItem {
+                payload: Payload::Header(header),
+                position: Position::File { file: file.name.clone(), line: file.line },
+                created_ns: 0,
+            });
+        }
         while out.len() < limit {
             self.line.clear();
             let n = file.reader.read_until(b'\n', &mut self.line).map_err(|source| ConnectorError::Io {
@@ -240,70 +246,27 @@ impl FilesSource {
             }
             file.line += 1;
             let text = strip_newline(&self.line);
+            let text = if file.line == 1 { strip_bom(text) } else { text };
             if is_blank(text) {
                 continue;
             }
-            if file.header_pending {
+            let payload = if file.header_pending {
                 file.header_pending = false;
-                if self.header.is_none() {
-                    self.header = Some(text.to_vec());
-                }
-                continue;
-            }
+                Payload::Header(text.to_vec())
+            } else {
+                Payload::Raw(text.to_vec())
+            };
             out.push(SourceItem {
-                payload: Payload::Raw(text.to_vec()),
+                payload,
                 position: Position::File { file: file.name.clone(), line: file.line },
                 created_ns: 0,
             });
         }
         Ok(false)
     }
-
-    /// The first non-blank line of the first listed file that has one.
-    fn find_header(&mut self) -> Result<Option<Vec<u8>>, ConnectorError> {
-        if self.pending.is_empty() && self.current.is_none() {
-            self.rescan()?;
-        }
-        let candidates: Vec<(String, PathBuf)> = self.pending.iter().cloned().collect();
-        for (name, path) in candidates {
-            let mut file = self.open_raw(name, path)?;
-            loop {
-                self.line.clear();
-                let n = file.reader.read_until(b'\n', &mut self.line).map_err(|source| ConnectorError::Io {
-                    what: format!("reading the header of {}", file.path.display()),
-                    source,
-                })?;
-                if n == 0 {
-                    break;
-                }
-                let text = strip_newline(&self.line);
-                if !is_blank(text) {
-                    return Ok(Some(text.to_vec()));
-                }
-            }
-        }
-        Ok(None)
-    }
 }
 
 impl Source for FilesSource {
-    /// With `csv_header`: the first non-blank line of the first file (in name order) that has
-    /// one; `None` while the folder has no such file yet (a following source may be asked again
-    /// later). Without `csv_header`: `None`. Reading the header consumes nothing: the header
-    /// line of each file is skipped by [`Source::poll`].
-    ///
-    /// # Errors
-    /// [`ConnectorError::Io`] when the folder cannot be listed or a file cannot be read.
-    fn header(&mut self) -> Result<Option<Vec<u8>>, ConnectorError> {
-        if !self.csv_header {
-            return Ok(None);
-        }
-        if self.header.is_none() {
-            self.header = self.find_header()?;
-        }
-        Ok(self.header.clone())
-    }
-
     /// Appends up to `max` lines; returns [`Poll::BatchBoundary`] when a group of files ends
     /// (the group's last items are in `out`), [`Poll::Data`] when `max` items were appended,
     /// [`Poll::Exhausted`] (no `follow`) when every file has been read, and [`Poll::Idle`]
@@ -324,7 +287,9 @@ impl Source for FilesSource {
                 if !self.read_current(out, limit)? {
                     return Ok(Poll::Data);
                 }
-                self.last_done = self.current.take().map(|c| c.name);
+                if let Some(c) = self.current.take() {
+                    self.done.insert(c.name);
+                }
                 self.files_in_group += 1;
                 if self.files_in_group == self.max_files_per_trigger {
                     self.files_in_group = 0;
@@ -335,7 +300,9 @@ impl Source for FilesSource {
             if self.pending.is_empty() {
                 self.rescan()?;
             }
-            if let Some((name, path)) = self.pending.pop_front() {
+            // The file a restart resumes in comes first, as the run before read it first.
+            let resumed = self.resume.as_ref().and_then(|(f, _)| self.pending.iter().position(|(n, _)| n == f));
+            if let Some((name, path)) = self.pending.remove(resumed.unwrap_or(0)) {
                 self.current = Some(self.open(name, path)?);
                 continue;
             }
@@ -358,33 +325,51 @@ impl Source for FilesSource {
         }
     }
 
-    /// The file being read and its lines read so far, or the last file read whole.
+    /// The files read whole, and the file being read with its lines read so far (or, before a
+    /// resumed file is opened, the lines a restart skips in it). `None` before anything was read.
     fn offset(&self) -> Option<SourceOffset> {
-        match (&self.current, &self.last_done) {
-            (Some(c), _) => Some(SourceOffset::Files { file: c.name.clone(), line: c.line }),
-            (None, Some(f)) => Some(SourceOffset::Files { file: f.clone(), line: u64::MAX }),
-            (None, None) => {
-                self.resume.as_ref().map(|(file, line)| SourceOffset::Files { file: file.clone(), line: *line })
-            }
-        }
+        let reading = match &self.current {
+            Some(c) => Some((c.name.clone(), c.line)),
+            None => self.resume.clone(),
+        };
+        (reading.is_some() || !self.done.is_empty())
+            .then(|| SourceOffset::Files { done: self.done.iter().cloned().collect(), reading })
     }
 
-    /// Skips the files named before the offset's file and the offset's lines of that file.
-    /// A mid-file resume starts a new group of `max_files_per_trigger` files there.
+    /// Skips the files the offset names as read and the offset's lines of the file it was
+    /// reading; every other file of the folder is read, in name order. A mid-file resume starts
+    /// a new group of `max_files_per_trigger` files there. An offset of a checkpoint of format 1
+    /// or 2 ([`SourceOffset::FilesInNameOrder`]) skips the files of the folder named before its
+    /// file, as those versions did.
     ///
     /// # Errors
-    /// [`ConnectorError::Config`] for an offset of another kind of source.
+    /// [`ConnectorError::Config`] for an offset of another kind of source;
+    /// [`ConnectorError::Io`] when the folder cannot be listed (an old offset).
     fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
-        let SourceOffset::Files { file, line } = offset else {
-            return Err(ConnectorError::Config(format!(
-                "files source {}: the checkpoint holds a {} offset ({offset}), not a file position",
-                self.folder.display(),
-                offset.kind()
-            )));
+        let (done, reading) = match offset {
+            SourceOffset::Files { done, reading } => (done.clone(), reading.clone()),
+            SourceOffset::FilesInNameOrder { file, line } => {
+                let mut done = Vec::new();
+                self.rescan()?;
+                for (name, _) in &self.pending {
+                    if name < file || (name == file && *line == u64::MAX) {
+                        done.push(name.clone());
+                    }
+                }
+                (done, (*line != u64::MAX).then(|| (file.clone(), *line)))
+            }
+            _ => {
+                return Err(ConnectorError::Config(format!(
+                    "files source {}: the checkpoint holds a {} offset ({offset}), not a file position",
+                    self.folder.display(),
+                    offset.kind()
+                )));
+            }
         };
-        // Files listed already (the CSV header is read first) are dropped from the queue too.
-        self.pending.retain(|(name, _)| !(name < file || (name == file && *line == u64::MAX)));
-        self.resume = Some((file.clone(), *line));
+        self.seen.extend(done.iter().map(OsString::from));
+        self.done.extend(done);
+        self.pending.retain(|(name, _)| !self.done.contains(name));
+        self.resume = reading;
         Ok(())
     }
 }
@@ -408,10 +393,19 @@ mod tests {
         gz.finish().unwrap();
     }
 
+    /// A raw line as it is, a header as `header: ...`.
     fn raw(item: &SourceItem) -> String {
         match &item.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
+            Payload::Header(b) => format!("header: {}", String::from_utf8(b.clone()).unwrap()),
             Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
+        }
+    }
+
+    fn files(done: &[&str], reading: Option<(&str, u64)>) -> SourceOffset {
+        SourceOffset::Files {
+            done: done.iter().map(|d| d.to_string()).collect(),
+            reading: reading.map(|(f, l)| (f.to_string(), l)),
         }
     }
 
@@ -444,20 +438,60 @@ mod tests {
         write(dir.path(), "c.json", "6\n");
         // After a whole file: the next group starts with the next file.
         let mut first = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        assert_eq!(first.offset(), None);
         let mut out = Vec::new();
         assert_eq!(first.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         let offset = first.offset().unwrap();
-        assert_eq!(offset, SourceOffset::Files { file: "a.json".into(), line: u64::MAX });
+        assert_eq!(offset, files(&["a.json"], None));
+        let mut resumed = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        resumed.seek(&offset).unwrap();
+        assert_eq!(resumed.offset(), Some(offset));
+        let (batches, _) = drain(&mut resumed, 100, LONG);
+        assert_eq!(batches, vec![vec!["3", "4", "5"], vec!["6"]]);
+        assert_eq!(resumed.offset(), Some(files(&["a.json", "b.json", "c.json"], None)));
+        // Mid-file (3 lines of b.json, a blank one among them): the rest of the file first.
+        let mut mid = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let offset = files(&["c.json"], Some(("b.json", 3)));
+        mid.seek(&offset).unwrap();
+        assert_eq!(mid.offset(), Some(offset));
+        let (batches, _) = drain(&mut mid, 100, LONG);
+        assert_eq!(batches, vec![vec!["5"], vec!["1", "2"]]);
+        assert!(mid.seek(&SourceOffset::Stdin { line: 1 }).is_err());
+    }
+
+    #[test]
+    fn files_that_appear_with_an_earlier_name_are_read_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "001.json", "1\n");
+        write(dir.path(), "003.json", "3\n");
+        let mut first = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let (batches, _) = drain(&mut first, 100, LONG);
+        assert_eq!(batches, vec![vec!["1"], vec!["3"]]);
+        let offset = first.offset().unwrap();
+        for n in ["000", "002", "004"] {
+            write(dir.path(), &format!("{n}.json"), &format!("{}\n", &n[2..]));
+        }
         let mut resumed = FilesSource::new(dir.path(), 1, false, false).unwrap();
         resumed.seek(&offset).unwrap();
         let (batches, _) = drain(&mut resumed, 100, LONG);
-        assert_eq!(batches, vec![vec!["3", "4", "5"], vec!["6"]]);
-        // Mid-file (3 lines of b.json, a blank one among them): the rest of the file.
+        assert_eq!(batches, vec![vec!["0"], vec!["2"], vec!["4"]]);
+        assert_eq!(resumed.offset(), Some(files(&["000.json", "001.json", "002.json", "003.json", "004.json"], None)));
+    }
+
+    #[test]
+    fn an_offset_of_a_format_2_checkpoint_skips_the_files_named_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.json", "1\n");
+        write(dir.path(), "b.json", "2\n3\n");
+        write(dir.path(), "c.json", "4\n");
+        let mut whole = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        whole.seek(&SourceOffset::FilesInNameOrder { file: "b.json".into(), line: u64::MAX }).unwrap();
+        assert_eq!(whole.offset(), Some(files(&["a.json", "b.json"], None)));
+        assert_eq!(drain(&mut whole, 100, LONG).0, vec![vec!["4"]]);
         let mut mid = FilesSource::new(dir.path(), 1, false, false).unwrap();
-        mid.seek(&SourceOffset::Files { file: "b.json".into(), line: 3 }).unwrap();
-        let (batches, _) = drain(&mut mid, 100, LONG);
-        assert_eq!(batches, vec![vec!["5"], vec!["6"]]);
-        assert!(mid.seek(&SourceOffset::Stdin { line: 1 }).is_err());
+        mid.seek(&SourceOffset::FilesInNameOrder { file: "b.json".into(), line: 1 }).unwrap();
+        assert_eq!(mid.offset(), Some(files(&["a.json"], Some(("b.json", 1)))));
+        assert_eq!(drain(&mut mid, 100, LONG).0, vec![vec!["3"], vec!["4"]]);
     }
 
     #[test]
@@ -640,34 +674,46 @@ mod tests {
     }
 
     #[test]
-    fn csv_header_is_the_first_line_of_the_first_file_and_every_file_header_is_skipped() {
+    fn each_csv_file_gives_its_header_before_its_lines() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.csv", "\nid,name\n1,x\n2,y\n");
-        write(dir.path(), "b.csv", "id,name\n3,z\n");
+        write(dir.path(), "b.csv", "\u{feff}name,id\nz,3\n");
+        write(dir.path(), "c.csv", "");
         let mut s = FilesSource::new(dir.path(), 1, false, true).unwrap();
-        assert_eq!(s.header().unwrap(), Some(b"id,name".to_vec()));
         let (batches, _) = drain(&mut s, 100, LONG);
-        assert_eq!(batches, vec![vec!["1,x", "2,y"], vec!["3,z"]]);
-        assert_eq!(s.header().unwrap(), Some(b"id,name".to_vec()));
+        assert_eq!(batches, vec![vec!["header: id,name", "1,x", "2,y"], vec!["header: name,id", "z,3"], vec![]]);
     }
 
     #[test]
-    fn without_csv_header_there_is_no_header_and_no_line_is_skipped() {
+    fn a_csv_file_resumed_in_its_middle_gives_its_header_first() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.csv", "\u{feff}id,name\n1,x\n2,y\n");
+        let mut s = FilesSource::new(dir.path(), 1, false, true).unwrap();
+        s.seek(&files(&[], Some(("a.csv", 2)))).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["header: id,name", "2,y"]);
+        assert_eq!(out[1].position, Position::File { file: "a.csv".into(), line: 3 });
+    }
+
+    #[test]
+    fn without_csv_header_no_line_is_a_header() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.json", "{}\n");
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
-        assert_eq!(s.header().unwrap(), None);
         let (batches, _) = drain(&mut s, 100, LONG);
         assert_eq!(batches, vec![vec!["{}"]]);
     }
 
     #[test]
-    fn csv_header_of_an_empty_folder_is_none() {
+    fn a_byte_order_mark_at_the_start_of_a_file_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = FilesSource::new(dir.path(), 1, true, true).unwrap();
-        assert_eq!(s.header().unwrap(), None);
-        write(dir.path(), "a.csv", "h\n1\n");
-        assert_eq!(s.header().unwrap(), Some(b"h".to_vec()));
+        write(dir.path(), "a.json", "\u{feff}{\"a\":1}\n\u{feff}{\"a\":2}\n");
+        write(dir.path(), "b.json", "\u{feff}\n{\"b\":1}\n");
+        let mut s = FilesSource::new(dir.path(), 2, false, false).unwrap();
+        let (batches, _) = drain(&mut s, 100, LONG);
+        // Only at the start of a file: a later one is the line's own.
+        assert_eq!(batches, vec![vec!["{\"a\":1}", "\u{feff}{\"a\":2}", "{\"b\":1}"]]);
     }
 
     #[test]

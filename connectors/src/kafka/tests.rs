@@ -79,7 +79,7 @@ fn rows_written_by_the_sink_are_read_back_in_order_with_their_positions() {
         .iter()
         .map(|i| match &i.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
-            Payload::Record(_) => panic!("a Kafka source hands raw payloads"),
+            Payload::Record(_) | Payload::Header(_) => panic!("a Kafka source hands raw payloads"),
         })
         .collect();
     assert_eq!(got, lines);
@@ -106,7 +106,7 @@ fn a_tombstone_is_an_empty_payload_with_its_offset() {
         .iter()
         .map(|i| match &i.payload {
             Payload::Raw(b) => b.clone(),
-            Payload::Record(_) => panic!("raw expected"),
+            Payload::Record(_) | Payload::Header(_) => panic!("raw expected"),
         })
         .collect();
     assert_eq!(payloads, vec![b"{\"a\": 1}".to_vec(), Vec::new(), Vec::new()]);
@@ -459,8 +459,9 @@ fn seek_refuses_an_offset_of_another_kind_of_source() {
     let boot = cluster.bootstrap_servers();
     cluster.create_topic("kind", 1, 1).unwrap();
     let mut source = KafkaSource::new(source_config(&boot, "kind"), Box::new(NoObserver), &|| false).unwrap();
-    let err = source.seek(&SourceOffset::Files { file: "a.json".into(), line: 3 }).unwrap_err().to_string();
-    assert!(err.contains("files source offset (a.json:3)") && err.contains("source is kafka"), "{err}");
+    let offset = SourceOffset::Files { done: vec!["a.json".into()], reading: Some(("b.json".into(), 3)) };
+    let err = source.seek(&offset).unwrap_err().to_string();
+    assert!(err.contains("files source offset (1 files read, b.json:3)") && err.contains("source is kafka"), "{err}");
 }
 
 /// Every message of `topic` read by a fresh consumer with `isolation`: (epoch header, value).

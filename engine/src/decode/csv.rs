@@ -32,11 +32,17 @@ use super::{Column, DecodeError, DecoderConfig, Plan, quote, utf8};
 ///   `false` in any case (Scala's `toBoolean`); TIMESTAMP a timestamp string or a number in the
 ///   configured unit. Text is taken as is: no trimming.
 /// - An empty line is a record of nulls (so malformed when a column is required).
+///
+/// A source of several files reads each under its own header: [`CsvDecoder::set_header`] at the
+/// start of each file; while a header cannot be used (or before the first one,
+/// [`CsvDecoder::awaiting_header`]), every line is an error saying why.
 #[derive(Debug, Clone)]
 pub struct CsvDecoder {
     plan: Plan,
     /// Per header field: the schema column it fills, when that column is decoded.
     targets: Box<[Option<usize>]>,
+    /// Why the current header cannot be used: every line is refused with it.
+    header_error: Option<DecodeError>,
 }
 
 /// One field of a line: its text between the quotes (if quoted), still with `""` escapes.
@@ -63,35 +69,41 @@ impl CsvDecoder {
     /// # Panics
     /// As [`super::JsonDecoder::new`], on a `cfg` inconsistent with its schema.
     pub fn new(cfg: DecoderConfig, header: &[u8]) -> Result<Self, DecodeError> {
-        let plan = Plan::new(cfg);
-        let text = utf8(header)?;
-        let text = strip_line_end(text.strip_prefix('\u{FEFF}').unwrap_or(text));
-        let bad = |why: String| DecodeError::BadHeader { given: quote(text), why };
-        let mut targets = Vec::new();
-        let mut seen = vec![false; plan.columns.len()];
-        for_each_field(text, |_, f| {
-            let name = f.unescaped();
-            let col = plan.columns.iter().position(|c| *c.name == *name);
-            if let Some(i) = col {
-                if seen[i] {
-                    return Err(bad(format!("column {name:?} is named twice")));
-                }
-                seen[i] = true;
+        let mut decoder = CsvDecoder::awaiting_header(cfg);
+        decoder.set_header(header)?;
+        Ok(decoder)
+    }
+
+    /// A decoder for `cfg` that has no header yet: every line is a [`DecodeError::BadHeader`]
+    /// until [`CsvDecoder::set_header`] gives one.
+    ///
+    /// # Panics
+    /// As [`super::JsonDecoder::new`], on a `cfg` inconsistent with its schema.
+    pub fn awaiting_header(cfg: DecoderConfig) -> Self {
+        let header_error =
+            DecodeError::BadHeader { given: String::new(), why: "no header line before this line".into() };
+        CsvDecoder { plan: Plan::new(cfg), targets: Box::new([]), header_error: Some(header_error) }
+    }
+
+    /// Decodes the lines that follow under `header` (a file's first line; a UTF-8 byte order
+    /// mark and a line ending are allowed), replacing the previous header.
+    ///
+    /// # Errors
+    /// As [`CsvDecoder::new`]; the decoder then refuses every line with that error until a
+    /// usable header is set.
+    pub fn set_header(&mut self, header: &[u8]) -> Result<(), DecodeError> {
+        match header_targets(&self.plan, header) {
+            Ok(targets) => {
+                self.targets = targets;
+                self.header_error = None;
+                Ok(())
             }
-            targets.push(col.filter(|&i| plan.columns[i].decode));
-            Ok(())
-        })
-        .map_err(|e| match e {
-            DecodeError::NotCsv { why, .. } => bad(why.to_string()),
-            other => other,
-        })?;
-        if let Some(&r) = plan.required.iter().find(|&&r| !seen[r]) {
-            return Err(bad(format!(
-                "the required (event time) column {:?} is not in the header",
-                plan.columns[r].name
-            )));
+            Err(e) => {
+                self.targets = Box::new([]);
+                self.header_error = Some(e.clone());
+                Err(e)
+            }
         }
-        Ok(CsvDecoder { plan, targets: targets.into() })
     }
 
     /// Decodes one line (a trailing `\n` or `\r\n` is allowed).
@@ -100,8 +112,12 @@ impl CsvDecoder {
     /// [`DecodeError::NotUtf8`]; [`DecodeError::NotCsv`] for a stray or missing quote;
     /// [`DecodeError::WrongType`], [`DecodeError::OutOfRange`], [`DecodeError::BadTimestamp`]
     /// for a needed column's text; [`DecodeError::NullRequired`] when a required column is
-    /// empty or missing.
+    /// empty or missing; [`DecodeError::BadHeader`] for every line while the header cannot be
+    /// used ([`CsvDecoder::set_header`]).
     pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
+        if let Some(e) = &self.header_error {
+            return Err(e.clone());
+        }
         let text = strip_line_end(utf8(line)?);
         let mut values = self.plan.empty_values();
         for_each_field(text, |idx, f| {
@@ -112,6 +128,35 @@ impl CsvDecoder {
         })?;
         self.plan.finish(values)
     }
+}
+
+/// Per field of `header`: the column of `plan` it fills, when that column is decoded.
+fn header_targets(plan: &Plan, header: &[u8]) -> Result<Box<[Option<usize>]>, DecodeError> {
+    let text = utf8(header)?;
+    let text = strip_line_end(text.strip_prefix('\u{FEFF}').unwrap_or(text));
+    let bad = |why: String| DecodeError::BadHeader { given: quote(text), why };
+    let mut targets = Vec::new();
+    let mut seen = vec![false; plan.columns.len()];
+    for_each_field(text, |_, f| {
+        let name = f.unescaped();
+        let col = plan.columns.iter().position(|c| *c.name == *name);
+        if let Some(i) = col {
+            if seen[i] {
+                return Err(bad(format!("column {name:?} is named twice")));
+            }
+            seen[i] = true;
+        }
+        targets.push(col.filter(|&i| plan.columns[i].decode));
+        Ok(())
+    })
+    .map_err(|e| match e {
+        DecodeError::NotCsv { why, .. } => bad(why.to_string()),
+        other => other,
+    })?;
+    if let Some(&r) = plan.required.iter().find(|&&r| !seen[r]) {
+        return Err(bad(format!("the required (event time) column {:?} is not in the header", plan.columns[r].name)));
+    }
+    Ok(targets.into())
 }
 
 /// `s` without one trailing `\n`, `\r\n` or `\r`.

@@ -123,6 +123,28 @@ fn ill_typed_fields_are_malformed() {
 }
 
 #[test]
+fn each_header_set_maps_the_lines_after_it_and_an_unusable_one_refuses_them() {
+    let cfg = DecoderConfig {
+        required: vec![1],
+        ..DecoderConfig::all_columns(Schema::parse_ddl("k STRING, ts BIGINT").unwrap())
+    };
+    let mut d = CsvDecoder::awaiting_header(cfg);
+    let e = d.decode(b"a,1").unwrap_err();
+    assert!(e.to_string().contains("no header line"), "{e}");
+    d.set_header(b"ts,k").unwrap();
+    assert_eq!(row(&d, "1,a"), vec![s("a"), Value::Long(1)]);
+    // A file without `k`: null, as a missing JSON field.
+    d.set_header(b"\xEF\xBB\xBFts").unwrap();
+    assert_eq!(row(&d, "2"), vec![Value::Null, Value::Long(2)]);
+    // A file without the event time: each of its lines is refused, saying why.
+    assert!(d.set_header(b"k").is_err());
+    let e = d.decode(b"a").unwrap_err();
+    assert!(matches!(e, DecodeError::BadHeader { .. }) && e.to_string().contains("\"ts\""), "{e}");
+    d.set_header(b"k,ts").unwrap();
+    assert_eq!(row(&d, "b,3"), vec![s("b"), Value::Long(3)]);
+}
+
+#[test]
 fn header_problems_are_reported() {
     let cfg = |req: Vec<usize>| DecoderConfig {
         required: req,

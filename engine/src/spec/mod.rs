@@ -253,7 +253,9 @@ pub enum SourceKind {
         /// `follow`: keep watching for new files; default false (a finite source).
         follow: bool,
     },
-    /// `type = "stdin"`: records on standard input.
+    /// `type = "stdin"`: records on standard input (CSV: the first line is the header). With a
+    /// checkpoint, a restart expects the same input again from its start and skips the lines
+    /// the checkpoint consumed.
     Stdin,
     /// `type = "kafka"`.
     Kafka {
