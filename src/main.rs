@@ -59,7 +59,9 @@ enum Command {
 fn init_logs(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("EDDY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal (and not with `NO_COLOR` set): a log file or pipe gets plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
     if json {
         builder.json().init();
     } else {

@@ -130,3 +130,21 @@ fn two_outputs_in_one_folder_are_named() {
     expect_usage_error(GOOD, &set, &["late_sink.path", "inside sink.path"]);
     expect_usage_error(GOOD, &["run", "p.toml", "--set", "checkpoint.path=."], &["checkpoint.path", "sink.path"]);
 }
+
+/// Logs written to a pipe or file carry no terminal colour codes (the tracing subscriber's
+/// default colours them unless told otherwise).
+#[test]
+fn logs_to_a_pipe_are_plain_text() {
+    let dir = setup(GOOD);
+    let out = Command::new(env!("CARGO_BIN_EXE_eddy"))
+        .args(["run", "p.toml"])
+        .current_dir(dir.path())
+        .env("EDDY_LOG", "info")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert!(logs.contains("INFO"), "info logs expected: {logs}");
+    assert!(!logs.contains('\u{1b}'), "colour codes in: {logs:?}");
+}
