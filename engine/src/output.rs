@@ -15,7 +15,7 @@ pub fn write_value(out: &mut String, v: &Value) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => write_integer(out, i64::from(*i)),
         Value::Long(i) => write_integer(out, *i),
-        Value::Float(f) => write_double(out, *f as f64),
+        Value::Float(f) => write_float(out, *f),
         Value::Double(f) => write_double(out, *f),
         Value::Str(s) => write_string(out, s),
         Value::Timestamp(t) => {
@@ -49,17 +49,32 @@ fn write_integer(out: &mut String, i: i64) {
     out.push_str(itoa::Buffer::new().format(i));
 }
 
+/// A DOUBLE: the shortest digits that read back as the same double; an exponent when the
+/// number is very large or very small (`1e300`, not 301 digits), `.0` on whole numbers.
 fn write_double(out: &mut String, f: f64) {
+    write_number(out, f, f);
+}
+
+/// A FLOAT: the shortest digits that read back as the same float (`0.1`, as Spark writes a
+/// FLOAT, not the digits of the double it widens to), otherwise as [`write_double`].
+fn write_float(out: &mut String, f: f32) {
+    write_number(out, f64::from(f), f);
+}
+
+/// `x` (`f` widened) as JSON: see [`write_double`]. Writing to a `String` cannot fail.
+fn write_number<T: std::fmt::Display + std::fmt::LowerExp>(out: &mut String, f: f64, x: T) {
     if f.is_nan() {
         out.push_str("\"NaN\"");
     } else if f == f64::INFINITY {
         out.push_str("\"Infinity\"");
     } else if f == f64::NEG_INFINITY {
         out.push_str("\"-Infinity\"");
-    } else if f == f.trunc() && f.abs() < 1e16 {
-        let _ = write!(out, "{f:.1}"); // cannot fail; keeps a double recognisable as one
+    } else if f != 0.0 && (f.abs() >= 1e16 || f.abs() < 1e-7) {
+        let _ = write!(out, "{x:e}");
+    } else if f == f.trunc() {
+        let _ = write!(out, "{x:.1}"); // keeps a double recognisable as one
     } else {
-        let _ = write!(out, "{f}"); // cannot fail
+        let _ = write!(out, "{x}");
     }
 }
 
@@ -276,5 +291,29 @@ mod tests {
         s.clear();
         write_value(&mut s, &Value::Double(0.1));
         assert_eq!(s, "0.1");
+    }
+
+    /// A FLOAT is written with the digits of the float (as Spark writes a FloatType), not those
+    /// of the double it widens to; very large and very small numbers with an exponent.
+    #[test]
+    fn floats_and_extreme_doubles_are_written_short() {
+        let show = |v: Value| {
+            let mut s = String::new();
+            write_value(&mut s, &v);
+            s
+        };
+        assert_eq!(show(Value::Float(0.1)), "0.1");
+        assert_eq!(show(Value::Float(3.0)), "3.0");
+        assert_eq!(show(Value::Float(-2.5)), "-2.5");
+        assert_eq!(show(Value::Double(1e300)), "1e300");
+        assert_eq!(show(Value::Double(-1.5e20)), "-1.5e20");
+        assert_eq!(show(Value::Double(1e-10)), "1e-10");
+        assert_eq!(show(Value::Double(123_456_789_012_345.0)), "123456789012345.0");
+        assert_eq!(show(Value::Double(0.0)), "0.0");
+        assert_eq!(show(Value::Double(-0.0)), "-0.0");
+        for v in [1e300, 1e-10, 0.1, 2.0f64.powi(60), 1.0e16, 9.999e15, 1e-7, 3.3e-8] {
+            let back: f64 = show(Value::Double(v)).parse().unwrap();
+            assert_eq!(back, v, "{v} reads back");
+        }
     }
 }
