@@ -119,6 +119,38 @@ fn show(records: &[Record]) -> String {
         .join("\n  ")
 }
 
+/// Runs `records` (arrival instants in their ARRIVAL column) through the engine's real-time
+/// driver under the replay clock, then advances it `extra` seconds past the last arrival (if
+/// given), restarting from a snapshot before record `restart` (if given); fails unless every
+/// step's rows are the reference's, per key and in order.
+fn real_time_matches_reference(
+    q: &RollingQuery,
+    records: &[Record],
+    extra: Option<i64>,
+    restart: Option<usize>,
+) -> Result<(), TestCaseError> {
+    let last_arrival = records.iter().map(|r| reference::time_of(r, ARRIVAL)).max().unwrap_or(0);
+    let until = extra.map(|e| last_arrival + e * SEC);
+    let input: Vec<(Record, i64)> = records.iter().map(|r| (r.clone(), reference::time_of(r, ARRIVAL))).collect();
+    let expected = q.real_time(&input, until);
+    let make = || -> Box<dyn Operator> { engine(q, Mode::RealTime) };
+    // Under the replay clock the system time is ignored.
+    let stamped: Vec<(Record, Timestamp)> = records.iter().map(|r| (r.clone(), Timestamp(0))).collect();
+    let clock = RealTimeClock::new(tracker(q), Some(ARRIVAL));
+    let steps = drive::real_time(&make, clock, &stamped, until.map(Timestamp), restart);
+    for (i, (e, a)) in expected.iter().zip(&steps).enumerate() {
+        if let Err(msg) = same_per_key_sequences(e, a, q.key_cols.len()) {
+            let upto = (i + 1).min(records.len());
+            return Err(TestCaseError::fail(format!(
+                "{q:?}\nuntil {until:?}, restart before record {restart:?}\n\
+                 input [key, ts, amount, price, arrival]:\n  {}\nstep {i}: {msg}",
+                show(&records[..upto])
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Where to restart from a snapshot: nowhere, or before batch / record 1..10.
 fn arb_restart() -> impl Strategy<Value = Option<usize>> {
     prop::option::weighted(0.5, 1usize..10)
@@ -134,25 +166,7 @@ proptest! {
         extra in prop::option::weighted(0.8, 0i64..40),
         restart in arb_restart(),
     ) {
-        let last_arrival = records.iter().map(|r| reference::time_of(r, ARRIVAL)).max().unwrap_or(0);
-        let until = extra.map(|e| last_arrival + e * SEC);
-        let input: Vec<(Record, i64)> = records.iter().map(|r| (r.clone(), reference::time_of(r, ARRIVAL))).collect();
-        let expected = q.real_time(&input, until);
-        let make = || -> Box<dyn Operator> { engine(&q, Mode::RealTime) };
-        // Under the replay clock the system time is ignored.
-        let stamped: Vec<(Record, Timestamp)> = records.iter().map(|r| (r.clone(), Timestamp(0))).collect();
-        let clock = RealTimeClock::new(tracker(&q), Some(ARRIVAL));
-        let steps = drive::real_time(&make, clock, &stamped, until.map(Timestamp), restart);
-        for (i, (e, a)) in expected.iter().zip(&steps).enumerate() {
-            if let Err(msg) = same_per_key_sequences(e, a, q.key_cols.len()) {
-                let upto = (i + 1).min(records.len());
-                return Err(TestCaseError::fail(format!(
-                    "{q:?}\nuntil {until:?}, restart before record {restart:?}\n\
-                     input [key, ts, amount, price, arrival]:\n  {}\nstep {i}: {msg}",
-                    show(&records[..upto])
-                )));
-            }
-        }
+        real_time_matches_reference(&q, &records, extra, restart)?;
     }
 
     #[test]
@@ -250,25 +264,8 @@ proptest! {
         extra in prop::option::weighted(0.8, 0i64..40),
         restart in arb_restart(),
     ) {
-        let last_arrival = records.iter().map(|r| reference::time_of(r, ARRIVAL)).max().unwrap_or(0);
-        let until = extra.map(|e| last_arrival + e * SEC);
-        let input: Vec<(Record, i64)> = records.iter().map(|r| (r.clone(), reference::time_of(r, ARRIVAL))).collect();
-        let expected = q.real_time(&input, until);
         prop_assert!(engine(&q, Mode::RealTime).is_compact(), "the query has the compact layout's shape");
-        let make = || -> Box<dyn Operator> { engine(&q, Mode::RealTime) };
-        let stamped: Vec<(Record, Timestamp)> = records.iter().map(|r| (r.clone(), Timestamp(0))).collect();
-        let clock = RealTimeClock::new(tracker(&q), Some(ARRIVAL));
-        let steps = drive::real_time(&make, clock, &stamped, until.map(Timestamp), restart);
-        for (i, (e, a)) in expected.iter().zip(&steps).enumerate() {
-            if let Err(msg) = same_per_key_sequences(e, a, q.key_cols.len()) {
-                let upto = (i + 1).min(records.len());
-                return Err(TestCaseError::fail(format!(
-                    "{q:?}\nuntil {until:?}, restart before record {restart:?}\n\
-                     input [key, ts, amount, price, arrival]:\n  {}\nstep {i}: {msg}",
-                    show(&records[..upto])
-                )));
-            }
-        }
+        real_time_matches_reference(&q, &records, extra, restart)?;
     }
 }
 
