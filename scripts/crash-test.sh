@@ -6,16 +6,25 @@
 # must be identical to an uninterrupted run's: the same files, each with the same rows (nothing
 # lost, nothing twice), and no temporary file left.
 #
+# With SIGNAL=TERM the runs are stopped gracefully instead (SIGTERM): each must exit 0, and the
+# output must still be identical epoch by epoch, so a stop keeps the epoch boundaries of an
+# uninterrupted run (the replay clock's real-time epochs: `rolling`, `window-update`).
+#
 # Usage: scripts/crash-test.sh [PIPELINE.toml ...]   (default: every scripts/crash/*.toml)
 # Environment: KILLS (20), FILES (40) and LINES (1500): input size; SEED (random) for the kill
-# instants; EDDY: the binary (default: built in debug under $CARGO_TARGET_DIR or target/).
+# instants; SIGNAL (KILL or TERM; default KILL); EDDY: the binary (default: built in debug under
+# $CARGO_TARGET_DIR or target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kills=${KILLS:-20}
 files=${FILES:-40}
 lines=${LINES:-1500}
 seed=${SEED:-$RANDOM}
+signal=${SIGNAL:-KILL}
+case "$signal" in KILL | TERM) ;; *) echo "crash-test.sh: SIGNAL must be KILL or TERM, not $signal" >&2; exit 2 ;; esac
 RANDOM=$seed
+min_delay_ms=30
+[ "$signal" = KILL ] || min_delay_ms=200
 if [ -z "${EDDY:-}" ]; then
   cargo build -q --bin eddy
   EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"
@@ -26,7 +35,7 @@ pipelines=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 scripts/crash/gen.py "$work/input" "$files" "$lines"
-echo "crash test: $((files * lines)) records, $kills kills per pipeline, seed $seed"
+echo "crash test: $((files * lines)) records, $kills SIG$signal per pipeline, seed $seed"
 
 run() { # run DIR PARALLELISM: eddy on DIR's pipeline, input shared
   "$EDDY" run "$1/pipeline.toml" --no-progress --set "source.path=$work/input" --set "parallelism=$2"
@@ -44,25 +53,33 @@ for p in "${pipelines[@]}"; do
   EDDY_LOG=warn run "$ref" 2
   took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   killed=0
+  bad_exits=0
   for i in $(seq 1 "$kills"); do
-    # A random instant within the first twelfth of an uninterrupted run (at least 30 ms): each
-    # run makes a little progress past its checkpoint, so the 20 kills land while input remains.
-    delay_ms=$(( 30 + RANDOM % (took_ms / 12 + 1) ))
+    # A random instant within the first twelfth of an uninterrupted run (at least 30 ms; 200 ms
+    # for SIGTERM, which must not arrive before the signal handlers are installed): each run
+    # makes a little progress past its checkpoint, so the 20 kills land while input remains.
+    delay_ms=$(( min_delay_ms + RANDOM % (took_ms / 12 + 1) ))
     # The binary itself in the background (not a subshell), so the kill reaches it.
     EDDY_LOG=error "$EDDY" run "$crash/pipeline.toml" --no-progress --set "source.path=$work/input" \
       --set "parallelism=$(( 1 + RANDOM % 3 ))" &
     pid=$!
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
-    if kill -9 "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
-    wait "$pid" 2>/dev/null || true
+    if kill -s "$signal" "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
+    status=0
+    wait "$pid" 2>/dev/null || status=$?
+    # A graceful stop (or a run that ended first) exits 0.
+    if [ "$signal" = TERM ] && [ "$status" -ne 0 ]; then
+      echo "  run $i stopped by SIGTERM exited $status"
+      bad_exits=$((bad_exits + 1))
+    fi
   done
   EDDY_LOG=warn run "$crash" $(( 1 + RANDOM % 3 ))
   leftovers=$(find "$crash/output" -name '.*' | wc -l)
-  printf '%-14s uninterrupted %5d ms; %2d of %d runs killed mid-run; ' "$name" "$took_ms" "$killed" "$kills"
-  if python3 scripts/crash/compare.py "$ref/output" "$crash/output" && [ "$leftovers" -eq 0 ]; then
+  printf '%-14s uninterrupted %5d ms; %2d of %d runs stopped mid-run (SIG%s); ' "$name" "$took_ms" "$killed" "$kills" "$signal"
+  if python3 scripts/crash/compare.py "$ref/output" "$crash/output" && [ "$leftovers" -eq 0 ] && [ "$bad_exits" -eq 0 ]; then
     :
   else
-    echo "  FAILED ($leftovers temporary files left; seed $seed)"
+    echo "  FAILED ($leftovers temporary files left, $bad_exits runs exited non-zero; seed $seed)"
     failed=1
   fi
 done

@@ -68,6 +68,9 @@ cargo test --workspace
 say "crash test (checkpoints: SIGKILL at 20 random instants per pipeline, output identical)"
 scripts/crash-test.sh
 
+say "crash test, graceful stops (SIGTERM at 20 random instants per real-time replay pipeline, epochs identical)"
+SIGNAL=TERM scripts/crash-test.sh scripts/crash/rolling.toml scripts/crash/window-update.toml
+
 say "crash test, Kafka to Kafka (SIGKILL at 20 random instants per pipeline; nothing lost, duplicates only in epochs in flight)"
 scripts/crash-test-kafka.sh
 

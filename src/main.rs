@@ -1,12 +1,14 @@
 //! `eddy`: runs a pipeline file (PIPELINE.md "The command").
 //!
 //! Exit codes: 0 done; 2 the pipeline file or a flag is wrong, or the checkpoint was written by a
-//! different query (nothing was started); 1 a failure while running (or no usable checkpoint).
+//! different query (nothing was started); 1 a failure while running (or no usable checkpoint), or
+//! a second stop request (SIGINT / SIGTERM) more than 0.5 s after the first: exit now.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use mimalloc::MiMalloc;
@@ -36,6 +38,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a pipeline until its input ends (finite sources) or SIGINT / SIGTERM.
+    ///
+    /// On SIGINT / SIGTERM it stops reading, commits what it has and exits 0 (under the replay
+    /// clock with a checkpoint, the current epoch is read on to its boundary, or left for the
+    /// restart, so a restarted run writes the same epochs). The same signal again within 0.5 s is
+    /// the same request (as from GNU `timeout`); one later means exit now, with exit code 1,
+    /// committing nothing more. Exit codes: 0 done, 1 a failure while running or exit now, 2 a
+    /// wrong pipeline file, flag or checkpoint (nothing started).
     Run {
         /// The pipeline file (TOML, PIPELINE.md).
         pipeline: PathBuf,
@@ -162,13 +171,65 @@ fn eprintln_error(msg: &str) {
     eprintln!("eddy: {msg}");
 }
 
-/// SIGINT / SIGTERM set `stop` (drain, commit, exit 0); a second SIGTERM or SIGINT exits at once.
+/// A stop signal (SIGINT / SIGTERM) within this interval of the first is the same stop request:
+/// GNU `timeout`, for one, signals the child and then its whole process group, so `eddy`
+/// receives SIGTERM twice within microseconds.
+const SAME_REQUEST_WITHIN: Duration = Duration::from_millis(500);
+
+/// Exit code of "exit now" (a second stop request): that of a failure while running
+/// (PIPELINE.md's exit code 1), since nothing after the last checkpoint is committed and a restart
+/// resumes from it.
+const EXIT_NOW: u8 = 1;
+
+/// What a stop signal means, given when the first one arrived.
+#[derive(Debug, PartialEq, Eq)]
+enum StopSignal {
+    /// The first: drain, commit, exit 0.
+    Stop,
+    /// Within [`SAME_REQUEST_WITHIN`] of the first: the same request, nothing more to do.
+    Repeated,
+    /// Later: exit now ([`EXIT_NOW`]), nothing more committed.
+    ExitNow,
+}
+
+/// Classifies a stop signal arriving at `now`; `first` keeps the first one's instant.
+fn classify(first: &mut Option<Instant>, now: Instant) -> StopSignal {
+    match *first {
+        None => {
+            *first = Some(now);
+            StopSignal::Stop
+        }
+        Some(t) if now.saturating_duration_since(t) < SAME_REQUEST_WITHIN => StopSignal::Repeated,
+        Some(_) => StopSignal::ExitNow,
+    }
+}
+
+/// SIGINT / SIGTERM set `stop` (drain, commit, exit 0); the same signals again within
+/// [`SAME_REQUEST_WITHIN`] are the same request; a later one exits at once with [`EXIT_NOW`].
+/// The signals are handled on a thread of their own (not in a signal handler), so this works
+/// however busy or blocked the pipeline's threads are.
 fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let stop = stop.clone();
+    std::thread::Builder::new().name("eddy-signals".into()).spawn(move || {
+        let mut first = None;
+        for signal in signals.forever() {
+            match classify(&mut first, Instant::now()) {
+                StopSignal::Stop => {
+                    tracing::info!(signal, "stop requested: finishing, committing and exiting (again after 0.5 s: exit now)");
+                    stop.store(true, Ordering::SeqCst);
+                }
+                StopSignal::Repeated => tracing::debug!(signal, "the same stop request again"),
+                StopSignal::ExitNow => {
+                    eprintln_error(
+                        "stop requested again: exiting now; nothing after the last checkpoint was committed (a restart resumes from it)",
+                    );
+                    std::process::exit(i32::from(EXIT_NOW));
+                }
+            }
+        }
+    })?;
     Ok(())
 }
 
@@ -194,4 +255,20 @@ fn progress_bar(
         bar.finish_and_clear();
     });
     (done, h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_signal_repeated_within_half_a_second_is_the_same_request_and_a_later_one_exits_now() {
+        let t0 = Instant::now();
+        let mut first = None;
+        assert_eq!(classify(&mut first, t0), StopSignal::Stop);
+        assert_eq!(classify(&mut first, t0 + Duration::from_micros(20)), StopSignal::Repeated);
+        assert_eq!(classify(&mut first, t0 + Duration::from_millis(499)), StopSignal::Repeated);
+        assert_eq!(classify(&mut first, t0 + Duration::from_millis(500)), StopSignal::ExitNow);
+        assert_eq!(first, Some(t0), "the interval counts from the first signal");
+    }
 }

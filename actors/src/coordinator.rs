@@ -51,6 +51,19 @@ impl UnitStarts {
         q.push_back((id, Instant::now()));
     }
 
+    /// Batch / epoch `id`, the newest started, starts again now (a real-time epoch in which
+    /// nothing happened goes on past its boundary: its time counts from the last one).
+    pub fn restarted(&self, id: u64) {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match q.back_mut() {
+            Some((last, at)) if *last == id => *at = Instant::now(),
+            _ => {
+                drop(q);
+                self.started(id);
+            }
+        }
+    }
+
     /// Batch / epoch `id` is committed: how long since it started (`None` if its start is not
     /// known). Starts of earlier ids are dropped.
     pub fn committed(&self, id: u64) -> Option<Duration> {

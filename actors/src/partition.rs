@@ -33,6 +33,8 @@
 //! barrier / end of batch.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -61,7 +63,7 @@ pub struct PartitionActor {
     /// Execution mode.
     pub mode: Mode,
     /// The clock (a wall clock wakes the actor for timers).
-    pub clock: std::sync::Arc<dyn Clock>,
+    pub clock: Arc<dyn Clock>,
     /// Input: data and control, in order.
     pub input: Receiver<ToPartition>,
     /// Late records, batch / epoch ends.
@@ -79,6 +81,10 @@ pub struct PartitionActor {
     /// Where processed data batches go back to the source actor for reuse ([`crate::recycle`]);
     /// `None`: they are dropped here.
     pub returns: Option<BatchReturn>,
+    /// Counts the flushes that wrote rows or sent late records (shared by every partition
+    /// actor and read by the source actor): a real-time epoch in which neither this nor the
+    /// input moved is not closed by a barrier ([`crate::source`], "idle epochs").
+    pub output: Arc<AtomicU64>,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -407,6 +413,9 @@ impl PartitionTask {
     /// coordinator) or is gone.
     fn flush(&mut self, id: u64) -> bool {
         let PartitionTask { actor, out, created, written, .. } = self;
+        if !out.late.is_empty() || !out.rows.is_empty() {
+            actor.output.fetch_add(1, Ordering::Relaxed);
+        }
         if !out.late.is_empty() {
             let records = std::mem::take(&mut out.late);
             if actor.sink.send(ToSink::Late { id, records }).is_err() {

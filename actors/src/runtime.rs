@@ -4,7 +4,7 @@
 //! source is opened (so `/readyz` answers 503 until it is) and stops when the run ends.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
 use crossbeam_channel::bounded;
@@ -304,6 +304,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         recycle::return_capacity(parallelism, PARTITION_QUEUE, crate::source::POLL_MAX, crate::source::BATCH);
     let (returns, spares) = recycle::channel(capacity, source.recycles_records());
     let mut partition_txs = Vec::with_capacity(parallelism);
+    // Flushes of rows / late records by any partition actor (idle epochs, `crate::source`).
+    let output = Arc::new(AtomicU64::new(0));
     // One partition in real-time mode: its work runs on the source actor's thread.
     let chain = real_time && parallelism == 1 && !opts.unchained;
     let mut chained = None;
@@ -338,6 +340,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             coordinator: coord_tx.clone(),
             metrics: metrics.clone(),
             returns: Some(returns.clone()),
+            output: output.clone(),
         };
         if chain {
             chained = Some(PartitionTask::new(actor));
@@ -412,6 +415,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         metrics,
         units,
         frontier_delay,
+        output,
     };
     let source_result = thread::Builder::new()
         .name("eddy-source".into())

@@ -41,6 +41,9 @@ pub(crate) const BATCH: usize = 256;
 pub(crate) const POLL_MAX: usize = 4096;
 /// Real-time: epochs the source may run ahead of the last committed one before it waits.
 const MAX_EPOCHS_IN_FLIGHT: u64 = 64;
+/// A stop under the replay clock with checkpoints reads on to the current epoch's boundary for at
+/// most this long (wall time) before it leaves the epoch uncommitted instead.
+const STOP_FINISH_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long the source waits on a full partition queue before telling the source to stop
 /// fetching ([`Source::backpressure`]; Kafka: pause its partitions) until there is room.
 const PAUSE_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
@@ -103,6 +106,10 @@ pub struct SourceActor {
     /// for new batches and their records given to the source before each poll
     /// ([`Source::recycle`]). [`Spares::none`]: no recycling.
     pub spares: Spares,
+    /// Real-time: how many times the partition actors wrote rows or late records
+    /// ([`crate::partition::PartitionActor::output`]); a boundary at which neither it nor the
+    /// input moved since the last barrier closes no epoch.
+    pub output: Arc<AtomicU64>,
     /// Test-only (`EDDY_TEST_STOP_AFTER`, see `src/main.rs`): once this batch / epoch is
     /// committed, end the run there, as a crash right after its checkpoint would (real-time:
     /// nothing after the barrier is sent; micro-batch: no batch after it).
@@ -473,13 +480,28 @@ impl SourceActor {
         let mut last_w = Timestamp::MIN;
         let mut reported = Reported::new();
         let mut exhausted = false;
+        // Idle epochs: whether an item was polled since the last barrier, and the partition
+        // actors' output count at it (see the module documentation).
+        let mut polled_since_barrier = false;
+        let mut output_at_barrier = self.output.load(Ordering::Relaxed);
+        // A stop under the replay clock with checkpoints: when it was asked (the epoch then
+        // runs on to its boundary, see `StopAt`).
+        let mut finishing: Option<Instant> = None;
         self.units.started(epoch);
         loop {
             if self.stop.load(Ordering::Relaxed) {
-                break;
+                if !(replay && track) {
+                    break;
+                }
+                if finishing.is_none() {
+                    tracing::info!(epoch, "stop requested: reading on to the end of the current epoch");
+                    finishing = Some(Instant::now());
+                }
             }
+            let active = polled_since_barrier || self.output.load(Ordering::Relaxed) != output_at_barrier;
             let mut timeout = match (replay, next_boundary) {
-                (false, Some(b)) => {
+                // Nothing to close at the boundary: wait for input as long as in replay.
+                (false, Some(b)) if active => {
                     std::time::Duration::from_micros(b.0.saturating_sub(self.clock.now().0).clamp(0, 100_000) as u64)
                 }
                 _ => std::time::Duration::from_millis(100),
@@ -502,6 +524,7 @@ impl SourceActor {
             // latency from this poll.
             let poll_ns = if metrics_on || self.stamp_polls { eddy_connectors::monotonic_ns() } else { 0 };
             let polled_items = items.len();
+            polled_since_barrier |= polled_items > 0;
             // The processing time of every record of this poll: they were ingested together, and
             // one clock read per poll instead of per record saves ~10 % of the source's CPU.
             let system_now = if replay { Timestamp::MIN } else { self.clock.now() };
@@ -536,8 +559,16 @@ impl SourceActor {
                             self.counters.records.fetch_add(routed, Ordering::Relaxed);
                             return self.take_commits(&mut committed, Some(epoch));
                         }
+                        if finishing.is_some() {
+                            // The stop's epoch is closed where an uninterrupted run closes it; the
+                            // restart begins with this record, from the checkpoint just taken.
+                            self.counters.records.fetch_add(routed, Ordering::Relaxed);
+                            tracing::info!(epoch, "stop: the current epoch is closed at its boundary");
+                            return Ok(());
+                        }
                         epoch += 1;
                         self.units.started(epoch);
+                        output_at_barrier = self.output.load(Ordering::Relaxed);
                     }
                 }
                 if track {
@@ -572,13 +603,21 @@ impl SourceActor {
                 if now >= b {
                     next_boundary =
                         Some(align_down(now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
-                    let w = (clock.watermark(), clock.max_event_time());
-                    self.barrier(epoch, now, w, None, &offset, &mut dead, &mut committed)?;
-                    if self.stop_after == Some(epoch) {
-                        return self.take_commits(&mut committed, Some(epoch));
+                    let output = self.output.load(Ordering::Relaxed);
+                    if polled_since_barrier || output != output_at_barrier {
+                        let w = (clock.watermark(), clock.max_event_time());
+                        self.barrier(epoch, now, w, None, &offset, &mut dead, &mut committed)?;
+                        if self.stop_after == Some(epoch) {
+                            return self.take_commits(&mut committed, Some(epoch));
+                        }
+                        epoch += 1;
+                        self.units.started(epoch);
+                        polled_since_barrier = false;
+                        output_at_barrier = output;
+                    } else {
+                        // Nothing happened in this epoch: it goes on, timed from here.
+                        self.units.restarted(epoch);
                     }
-                    epoch += 1;
-                    self.units.started(epoch);
                 }
             } else {
                 self.take_commits(&mut committed, None)?;
@@ -586,6 +625,18 @@ impl SourceActor {
             if poll == Poll::Exhausted {
                 exhausted = true;
                 break;
+            }
+            if let Some(asked) = finishing
+                && ((poll == Poll::Idle && polled_items == 0) || asked.elapsed() >= STOP_FINISH_WITHIN)
+            {
+                // The input paused before the epoch's boundary (or it is far): the epoch is not
+                // closed here, its rows are not committed; a restart reads it again from the last
+                // checkpoint, so every epoch keeps the boundaries of an uninterrupted run.
+                tracing::info!(
+                    epoch,
+                    "stop: the current epoch is left uncommitted (input paused before its boundary); a restart reads it again"
+                );
+                return Ok(());
             }
         }
         // Drain: the last epoch ends at `until` (replay, input exhausted) or now (a stop, or the
