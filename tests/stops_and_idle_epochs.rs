@@ -43,12 +43,7 @@ fn sigterm(child: &Child, times: usize, gap: &str) {
 
 fn finish(child: Child) -> Output {
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "exit {:?}, stderr:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
     out
 }
 

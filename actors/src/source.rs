@@ -6,11 +6,37 @@
 //! ends with a barrier every `trigger` of processing time (replay clock: when a record's time
 //! crosses the next multiple of `trigger`).
 //!
+//! No epoch without progress (system clock): a boundary at which nothing happened since the last
+//! barrier (no item polled, so no record, watermark move or dead letter, and no rows or late
+//! records written by a partition actor, [`SourceActor::output`], timers included) closes no
+//! epoch and writes no checkpoint; the epoch goes on, and meanwhile the source waits for input
+//! (up to 100 ms a poll) rather than for the boundary. An idle pipeline thus costs next to no CPU
+//! even with `trigger = "0 seconds"`, and its checkpoint's age grows. Rows a partition actor's
+//! timer writes while the source waits are closed into an epoch within that 100 ms. A barrier's
+//! own rows count as progress, so one more epoch may follow them.
+//!
+//! A stop (SIGINT / SIGTERM, the `stop` flag) in real-time mode:
+//! - system clock, or no checkpoint: the current epoch ends now with a last barrier (system-clock
+//!   boundaries are instants of the wall clock, which no restart reproduces anyway; without a
+//!   checkpoint the stop is final and ends the input as its end would);
+//! - replay clock with checkpoints: epoch boundaries are a function of the input, and a restart
+//!   must write the same epochs as an uninterrupted run. So the source reads on until a record
+//!   crosses the current epoch's boundary, closes the epoch there with its usual barrier (the
+//!   restart begins with that record) and ends. If the input pauses first (a poll finds nothing)
+//!   or the boundary is not reached within 10 s (`STOP_FINISH_WITHIN`), the epoch is not closed: its
+//!   rows are not committed (the sink discards them; a files sink's temporary file is removed by
+//!   the restart) and the restart reads it again from the last checkpoint, as after a crash. The
+//!   run still exits 0: every epoch whose boundary was reached is committed. A sink without
+//!   exactly-once (Kafka) then holds that epoch's rows twice, as after a crash.
+//!
 //! Micro-batch: a batch is one source unit (`max_files_per_trigger` files) or what arrived during
 //! the trigger interval; the watermarks and processing time of a batch come from
 //! [`eddy_engine::driver::MicroBatchSequencer`]; the next batch starts once the previous is
 //! committed; at the end of input (or when a trigger finds nothing new) the no-data batch runs
 //! when it is due, and the replay clock's `until` batch last.
+//! A stop with checkpoints reads on to the end of the batch being read (its source unit, or
+//! what is at hand when the input pauses), commits it and ends, so a restarted run cuts the same
+//! batches as an uninterrupted one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -679,7 +705,11 @@ impl SourceActor {
         let mut batch_started = Instant::now();
         let mut reported = Reported::new();
         while !exhausted {
-            if self.stop.load(Ordering::Relaxed) {
+            // A stop with checkpoints finishes the batch being read, at its own boundary (a
+            // restart's next batch begins after it, as an uninterrupted run's does); without
+            // checkpoints the records read so far make the last batch (below).
+            let stopping = self.stop.load(Ordering::Relaxed);
+            if stopping && (pending.is_empty() || self.checkpoint.is_none()) {
                 break;
             }
             let wait = trigger
@@ -694,7 +724,7 @@ impl SourceActor {
                     !pending.is_empty()
                 }
                 Poll::Data => pending.len() >= 1_000_000,
-                Poll::Idle => !pending.is_empty() && batch_started.elapsed() >= trigger,
+                Poll::Idle => !pending.is_empty() && (stopping || batch_started.elapsed() >= trigger),
             };
             if cut {
                 let cut_at = Instant::now();
