@@ -24,7 +24,8 @@ signal=${SIGNAL:-KILL}
 case "$signal" in KILL | TERM) ;; *) echo "crash-test.sh: SIGNAL must be KILL or TERM, not $signal" >&2; exit 2 ;; esac
 RANDOM=$seed
 min_delay_ms=30
-[ "$signal" = KILL ] || min_delay_ms=200
+spread=12
+if [ "$signal" = TERM ]; then min_delay_ms=200; spread=40; fi
 if [ -z "${EDDY:-}" ]; then
   cargo build -q --bin eddy
   EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"
@@ -55,10 +56,11 @@ for p in "${pipelines[@]}"; do
   killed=0
   bad_exits=0
   for i in $(seq 1 "$kills"); do
-    # A random instant within the first twelfth of an uninterrupted run (at least 30 ms; 200 ms
-    # for SIGTERM, which must not arrive before the signal handlers are installed): each run
-    # makes a little progress past its checkpoint, so the 20 kills land while input remains.
-    delay_ms=$(( min_delay_ms + RANDOM % (took_ms / 12 + 1) ))
+    # A random instant within the first twelfth of an uninterrupted run (at least 30 ms): each
+    # run makes a little progress past its checkpoint, so the 20 kills land while input remains.
+    # SIGTERM: at least 200 ms (not before the signal handlers are installed), then within a
+    # fortieth, as a stopped run keeps all its progress.
+    delay_ms=$(( min_delay_ms + RANDOM % (took_ms / spread + 1) ))
     # The binary itself in the background (not a subshell), so the kill reaches it.
     EDDY_LOG=error "$EDDY" run "$crash/pipeline.toml" --no-progress --set "source.path=$work/input" \
       --set "parallelism=$(( 1 + RANDOM % 3 ))" &

@@ -69,7 +69,9 @@ say "crash test (checkpoints: SIGKILL at 20 random instants per pipeline, output
 scripts/crash-test.sh
 
 say "crash test, graceful stops (SIGTERM at random instants, restarts; every epoch / batch identical)"
-SIGNAL=TERM scripts/crash-test.sh scripts/crash/rolling.toml scripts/crash/window-update.toml
+# Three times the default input: a stopped run keeps its progress, so more input keeps most of
+# the 20 stops mid-run (about a minute in a debug build).
+SIGNAL=TERM FILES=120 scripts/crash-test.sh scripts/crash/rolling.toml scripts/crash/window-update.toml
 # Micro-batch: files larger than one poll, so a stop lands inside a batch's source unit.
 SIGNAL=TERM KILLS=8 FILES=5 LINES=12000 scripts/crash-test.sh scripts/crash/window-append.toml scripts/crash/dedup.toml
 

@@ -223,7 +223,7 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
                 StopSignal::Repeated => tracing::debug!(signal, "the same stop request again"),
                 StopSignal::ExitNow => {
                     eprintln_error(
-                        "stop requested again: exiting now; nothing after the last checkpoint was committed (a restart resumes from it)",
+                        "stop requested again: exiting now, committing nothing more (a restart resumes from the last checkpoint)",
                     );
                     std::process::exit(i32::from(EXIT_NOW));
                 }

@@ -511,7 +511,7 @@ impl SourceActor {
         let mut polled_since_barrier = false;
         let mut output_at_barrier = self.output.load(Ordering::Relaxed);
         // A stop under the replay clock with checkpoints: when it was asked (the epoch then
-        // runs on to its boundary, see `StopAt`).
+        // runs on to its boundary, see the module documentation).
         let mut finishing: Option<Instant> = None;
         self.units.started(epoch);
         loop {
@@ -594,7 +594,6 @@ impl SourceActor {
                         }
                         epoch += 1;
                         self.units.started(epoch);
-                        output_at_barrier = self.output.load(Ordering::Relaxed);
                     }
                 }
                 if track {
@@ -655,7 +654,7 @@ impl SourceActor {
             if let Some(asked) = finishing
                 && ((poll == Poll::Idle && polled_items == 0) || asked.elapsed() >= STOP_FINISH_WITHIN)
             {
-                // The input paused before the epoch's boundary (or it is far): the epoch is not
+                // The input paused before the epoch's boundary (or it is too far): the epoch is not
                 // closed here, its rows are not committed; a restart reads it again from the last
                 // checkpoint, so every epoch keeps the boundaries of an uninterrupted run.
                 tracing::info!(
