@@ -131,6 +131,57 @@ fn two_outputs_in_one_folder_are_named() {
     expect_usage_error(GOOD, &["run", "p.toml", "--set", "checkpoint.path=."], &["checkpoint.path", "sink.path"]);
 }
 
+#[test]
+fn parallelism_above_256_is_named_with_its_bound() {
+    // 256 partition actors at most (`MAX_PARALLELISM`): 1024 is refused before anything starts.
+    expect_usage_error(GOOD, &["run", "p.toml", "--set", "parallelism=1024"], &["parallelism", "1024", "1 to 256"]);
+    expect_usage_error(GOOD, &["validate", "p.toml", "--set", "parallelism=257"], &["parallelism", "257"]);
+}
+
+#[test]
+fn a_query_changed_since_the_checkpoint_names_the_field_and_both_values() {
+    // A rolling window checkpointed with a 1-hour sum, then run with a 2-hour one: exit 2 (the
+    // pipeline no longer fits its checkpoint; nothing starts), naming the measure's `over` with
+    // both values as the file writes them, and what to do.
+    let rolling = |over: &str| {
+        format!(
+            r#"
+name = "changed"
+mode = "real-time"
+[source]
+type = "files"
+path = "input"
+format = "json"
+schema = "k STRING, ts TIMESTAMP, v DOUBLE"
+[query]
+type = "rolling_window"
+partition_by = ["k"]
+order_by = "ts"
+measures = [{{ agg = "count" }}, {{ agg = "sum", column = "v", over = "{over}" }}]
+[sink]
+type = "files"
+path = "output"
+[checkpoint]
+path = "checkpoints"
+"#
+        )
+    };
+    let tmp = setup(&rolling("60 minutes"));
+    let out = eddy(tmp.path(), &["run", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(tmp.path().join("p.toml"), rolling("2 hours")).unwrap();
+    let out = eddy(tmp.path(), &["run", "p.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r#"query.measures[1].over: the checkpoint has "1 hour", the pipeline has "2 hours""#),
+        "{err}"
+    );
+    assert!(err.contains("checkpoint.path"), "{err}");
+    assert!(err.contains("Restore the old pipeline"), "{err}");
+    assert!(!err.contains("RollingWindow") && !err.contains("query: "), "Debug text or the whole query: {err}");
+}
+
 /// Logs written to a pipe or file carry no terminal colour codes (the tracing subscriber's
 /// default colours them unless told otherwise).
 #[test]

@@ -162,8 +162,11 @@ fn open_sink(
 pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
     let real_time = pipeline.mode == Mode::RealTime;
-    let parallelism =
-        pipeline.parallelism.unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
+    // The default, the number of cores, is bounded as a given `parallelism` is.
+    let parallelism = pipeline
+        .parallelism
+        .unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(spec::MAX_PARALLELISM))
+        .max(1);
 
     let health = opts.health.unwrap_or_default();
     let (metrics, _server) = match &pipeline.metrics {

@@ -92,7 +92,7 @@ impl RowWriter {
             key_format: RowFormat::new(&key_names),
             names,
             key,
-            lines: String::with_capacity(4096),
+            lines: String::new(),
             line_ends: Vec::new(),
             keys: String::new(),
             key_ends: Vec::new(),
@@ -193,15 +193,15 @@ impl std::fmt::Debug for SinkActor {
 impl SinkActor {
     /// Runs until every producer is done; reports a failure to the coordinator.
     pub fn run(mut self) {
-        if let Err(e) = self.run_inner() {
+        if let Err((output, e)) = self.run_inner() {
             // The coordinator may be gone when the whole run is stopping anyway.
-            let _ = self.coordinator.send(ToCoordinator::Failed(format!("sink: {e}")));
+            let _ = self.coordinator.send(ToCoordinator::Failed(format!("{output}: {e}")));
         }
         // As above: a missing coordinator means the run is over.
         let _ = self.coordinator.send(ToCoordinator::SinkDone);
     }
 
-    fn run_inner(&mut self) -> Result<(), ConnectorError> {
+    fn run_inner(&mut self) -> Result<(), Failure> {
         let mut ends: BTreeMap<u64, usize> = BTreeMap::new();
         let mut rows_in: BTreeMap<u64, u64> = BTreeMap::new();
         let mut done = 0usize;
@@ -258,14 +258,14 @@ impl SinkActor {
                     if let Some((sink, names)) = self.late.as_mut() {
                         for r in &records {
                             let l = row_to_json_line(names, &r.values);
-                            sink.write(id, l.trim_end(), None)?;
+                            sink.write(id, l.trim_end(), None).map_err(at("late_sink"))?;
                         }
                     }
                 }
                 ToSink::DeadLetters { id, lines } => {
                     if let Some(sink) = self.dead_letter.as_mut() {
                         for l in &lines {
-                            sink.write(id, l, None)?;
+                            sink.write(id, l, None).map_err(at("dead_letter"))?;
                         }
                     }
                 }
@@ -299,7 +299,7 @@ impl SinkActor {
         ends: &mut BTreeMap<u64, usize>,
         rows_in: &mut BTreeMap<u64, u64>,
         awaiting: &mut VecDeque<(u64, u64)>,
-    ) -> Result<(), ConnectorError> {
+    ) -> Result<(), Failure> {
         let mut pending: Vec<u64> = ends.keys().copied().chain(rows_in.keys().copied()).collect();
         pending.sort_unstable();
         pending.dedup();
@@ -316,18 +316,18 @@ impl SinkActor {
     }
 
     /// First phase: makes batch `id` durable on every sink and tells the coordinator.
-    fn prepare(&mut self, id: u64, rows: u64, awaiting: &mut VecDeque<(u64, u64)>) -> Result<(), ConnectorError> {
+    fn prepare(&mut self, id: u64, rows: u64, awaiting: &mut VecDeque<(u64, u64)>) -> Result<(), Failure> {
         // The wait (Kafka: the broker's acknowledgements) runs without the sink's lock, so the
         // partition actors go on writing the next epoch's rows meanwhile.
-        let wait = lock(&self.sink)?.prepare_begin(id)?;
+        let wait = lock(&self.sink).and_then(|mut s| s.prepare_begin(id)).map_err(at("sink"))?;
         if let Some(wait) = wait {
-            wait()?;
+            wait().map_err(at("sink"))?;
         }
         if let Some((s, _)) = self.late.as_mut() {
-            s.prepare(id)?;
+            s.prepare(id).map_err(at("late_sink"))?;
         }
         if let Some(s) = self.dead_letter.as_mut() {
-            s.prepare(id)?;
+            s.prepare(id).map_err(at("dead_letter"))?;
         }
         awaiting.push_back((id, rows));
         // A missing coordinator means the run is over; the batch then stays prepared only.
@@ -336,7 +336,7 @@ impl SinkActor {
     }
 
     /// Second phase: commits the prepared batches up to `id`; `false` on [`SinkCommand::Abort`].
-    fn on_command(&mut self, cmd: SinkCommand, awaiting: &mut VecDeque<(u64, u64)>) -> Result<bool, ConnectorError> {
+    fn on_command(&mut self, cmd: SinkCommand, awaiting: &mut VecDeque<(u64, u64)>) -> Result<bool, Failure> {
         match cmd {
             SinkCommand::Commit(id) => {
                 while let Some(&(first, rows)) = awaiting.front() {
@@ -352,14 +352,14 @@ impl SinkActor {
         }
     }
 
-    fn commit(&mut self, id: u64, rows: u64) -> Result<(), ConnectorError> {
+    fn commit(&mut self, id: u64, rows: u64) -> Result<(), Failure> {
         let started = self.metrics.enabled().then(Instant::now);
-        lock(&self.sink)?.commit(id)?;
+        lock(&self.sink).and_then(|mut s| s.commit(id)).map_err(at("sink"))?;
         if let Some((s, _)) = self.late.as_mut() {
-            s.commit(id)?;
+            s.commit(id).map_err(at("late_sink"))?;
         }
         if let Some(s) = self.dead_letter.as_mut() {
-            s.commit(id)?;
+            s.commit(id).map_err(at("dead_letter"))?;
         }
         if let Some(t) = started {
             self.metrics.stage_commit.record(t.elapsed().as_secs_f64());
@@ -368,6 +368,15 @@ impl SinkActor {
         let _ = self.coordinator.send(ToCoordinator::Committed { id, rows });
         Ok(())
     }
+}
+
+/// A failure of the sink actor: the output that failed (`sink`, `late_sink`, `dead_letter`, the
+/// pipeline's section) and its error.
+type Failure = (&'static str, ConnectorError);
+
+/// Tags an error of `output` (see [`Failure`]).
+fn at(output: &'static str) -> impl Fn(ConnectorError) -> Failure {
+    move |e| (output, e)
 }
 
 #[cfg(test)]

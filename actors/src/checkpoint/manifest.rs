@@ -6,6 +6,8 @@
 use eddy_connectors::{KafkaPartitionOffset, SourceOffset};
 use eddy_engine::spec::{Pipeline, SourceKind};
 
+use super::pipeline_fields::pipeline_fields;
+
 /// One query-relevant field of the pipeline, as the checkpoint saw it.
 #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct FingerprintField {
@@ -19,6 +21,10 @@ pub struct FingerprintField {
 /// type (with the Nexmark table and seed), `format`, `schema` and `timestamp_unit`, the
 /// `[watermark]`, the `[query]` and the `[clock]`. `parallelism`, `trigger`, the sinks and the
 /// metrics may change freely across a restart (state is re-split by key range).
+///
+/// Each of these is one entry whose value decides (the whole section, as text); after them come
+/// the entries of [`pipeline_fields`] (`query.measures[1].over` = `"1 hour"`), which only explain
+/// a difference: checkpoints written before they existed have none, and are still restored.
 pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
     let source_type = match &p.source.kind {
         SourceKind::Files { .. } => "files".to_string(),
@@ -27,7 +33,7 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         SourceKind::Nexmark { table, seed, .. } => format!("nexmark (table {table:?}, seed {seed})"),
     };
     let f = |field: &str, value: String| FingerprintField { field: field.into(), value };
-    vec![
+    let mut out = vec![
         f("mode", format!("{:?}", p.mode)),
         f("source.type", source_type),
         f("source.format", format!("{:?}", p.source.format)),
@@ -36,29 +42,78 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         f("watermark", format!("{:?}", p.watermark)),
         f("query", format!("{:?}", p.query)),
         f("clock", format!("{:?}", p.clock)),
-    ]
+    ];
+    out.extend(pipeline_fields(p).into_iter().map(|(field, value)| FingerprintField { field, value }));
+    out
 }
 
-/// The differences between a checkpoint's fingerprint and the pipeline's: one line per field
-/// (`query: the checkpoint has ..., the pipeline has ...`). Empty: compatible.
+/// The sections whose entries in [`fingerprint`] have detail entries under them
+/// (`query.window.size` under `query`).
+const DETAILED: [&str; 3] = ["watermark", "query", "clock"];
+
+/// The section a detail entry of [`fingerprint`] belongs to (`query` for `query.measures[1].over`),
+/// `None` for a deciding entry.
+fn section_of(field: &str) -> Option<&'static str> {
+    DETAILED.into_iter().find(|s| field.strip_prefix(s).is_some_and(|rest| rest.starts_with('.')))
+}
+
+/// The differences between a checkpoint's fingerprint and the pipeline's: one line per changed
+/// field, `query.measures[1].over: the checkpoint has "1 hour", the pipeline has "2 hours"` (values
+/// as the pipeline file writes them, `nothing` for a field one side leaves out). A changed
+/// section whose checkpoint has no detail entries (written by an older eddy) is named whole,
+/// with both values as text. Empty: compatible.
 pub fn differences(checkpoint: &[FingerprintField], now: &[FingerprintField]) -> Vec<String> {
     let shorten = |s: &str| -> String {
         if s.chars().count() > 300 { format!("{}...", s.chars().take(300).collect::<String>()) } else { s.to_string() }
     };
     let mut out = Vec::new();
-    for n in now {
+    for n in now.iter().filter(|n| section_of(&n.field).is_none()) {
         match checkpoint.iter().find(|c| c.field == n.field) {
             Some(c) if c.value == n.value => {}
-            Some(c) => out.push(format!(
-                "{}: the checkpoint has {}, the pipeline has {}",
-                n.field,
-                shorten(&c.value),
-                shorten(&n.value)
-            )),
+            Some(c) => {
+                let details = detail_differences(&n.field, checkpoint, now);
+                if details.is_empty() {
+                    out.push(format!(
+                        "{}: the checkpoint has {}, the pipeline has {}",
+                        n.field,
+                        shorten(&c.value),
+                        shorten(&n.value)
+                    ));
+                } else {
+                    out.extend(details);
+                }
+            }
             None => out.push(format!("{}: not in the checkpoint (written by another eddy version)", n.field)),
         }
     }
     out
+}
+
+/// The changed detail entries of `section` (in the pipeline's order, then those only the
+/// checkpoint has); empty when the checkpoint has no detail entries at all (an older eddy's).
+fn detail_differences(section: &str, checkpoint: &[FingerprintField], now: &[FingerprintField]) -> Vec<String> {
+    if !checkpoint.iter().any(|f| section_of(&f.field).is_some()) {
+        return Vec::new();
+    }
+    let of = |list: &[FingerprintField]| -> Vec<(String, String)> {
+        list.iter()
+            .filter(|f| section_of(&f.field) == Some(section))
+            .map(|f| (f.field.clone(), f.value.clone()))
+            .collect()
+    };
+    let (old, new) = (of(checkpoint), of(now));
+    let value = |list: &[(String, String)], field: &str| {
+        list.iter().find(|(f, _)| f == field).map_or_else(|| "nothing".to_string(), |(_, v)| v.clone())
+    };
+    let mut fields: Vec<&String> = new.iter().map(|(f, _)| f).collect();
+    fields.extend(old.iter().map(|(f, _)| f).filter(|f| !new.iter().any(|(n, _)| n == *f)));
+    fields
+        .into_iter()
+        .filter_map(|field| {
+            let (was, is) = (value(&old, field), value(&new, field));
+            (was != is).then(|| format!("{field}: the checkpoint has {was}, the pipeline has {is}"))
+        })
+        .collect()
 }
 
 /// One partition actor's snapshot, as the manifest lists it.
@@ -343,6 +398,39 @@ mod tests {
         assert!(d[0].starts_with("query:") && d[0].contains("count") && d[0].contains("sum"), "{d:?}");
         assert!(d[1].starts_with("clock:"), "{d:?}");
         assert!(differences(&now, &now).is_empty());
+    }
+
+    #[test]
+    fn a_changed_section_is_named_by_its_changed_fields_and_an_older_checkpoint_by_the_section() {
+        let f = |field: &str, value: &str| FingerprintField { field: field.into(), value: value.into() };
+        let old = vec![
+            f("query", "Rolling(1h)"),
+            f("query.type", "\"rolling_window\""),
+            f("query.measures[0].over", "\"1 hour\""),
+            f("query.measures[0].alias", "\"r\""),
+        ];
+        let now = vec![
+            f("query", "Rolling(2h)"),
+            f("query.type", "\"rolling_window\""),
+            f("query.measures[0].over", "\"2 hours\""),
+        ];
+        assert_eq!(
+            differences(&old, &now),
+            [
+                "query.measures[0].over: the checkpoint has \"1 hour\", the pipeline has \"2 hours\"",
+                "query.measures[0].alias: the checkpoint has \"r\", the pipeline has nothing",
+            ]
+        );
+        // Written before the detail entries existed: the same section restores, a changed one
+        // is named whole.
+        let older = vec![f("query", "Rolling(2h)")];
+        assert!(differences(&older, &now).is_empty());
+        assert_eq!(differences(&older[..0], &now), ["query: not in the checkpoint (written by another eddy version)"]);
+        let changed = vec![f("query", "Rolling(1h)")];
+        assert_eq!(
+            differences(&changed, &now),
+            ["query: the checkpoint has Rolling(1h), the pipeline has Rolling(2h)"]
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@
 pub mod envelope;
 pub mod manifest;
 pub mod pacer;
+pub mod pipeline_fields;
 pub mod restore;
 pub mod store;
 pub mod writer;

@@ -217,7 +217,8 @@ fn a_changed_query_is_refused_naming_the_field() {
     let err = restore(&ck, 2, &new_operator, &Router::new(plan.routing_columns(), 2)).unwrap_err();
     assert!(matches!(err, CheckpointError::Incompatible { epoch: 1, .. }), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains("query:") && msg.contains("max"), "{msg}");
+    assert!(msg.contains(r#"query.measures[1].agg: the checkpoint has "count", the pipeline has "max""#), "{msg}");
+    assert!(msg.contains(r#"query.measures[1].column: the checkpoint has "*", the pipeline has "v""#), "{msg}");
 }
 
 /// A version-1 file (the layout of the envelope's documentation): the header with the CRC-32 of

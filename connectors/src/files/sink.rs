@@ -353,6 +353,40 @@ mod tests {
         assert!(err.to_string().contains("deeper"), "{err}");
     }
 
+    /// A full disk, for real: the batch's temporary name is a link to `/dev/full`, whose writes
+    /// fail with `ENOSPC` (Linux), so this runs without mounting a small file system.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_disk_fails_naming_the_file_shows_nothing_and_a_restart_writes_the_batch_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = FilesSink::new(dir.path(), "batch").unwrap();
+        let tmp = dir.path().join(".batch-000000.jsonl.tmp");
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let line = format!("{{\"pad\": \"{}\"}}", "p".repeat(1000));
+        // 200 lines of 1 KB: more than the write buffer, so writes reach the file.
+        let failed = (0..200).map(|_| sink.write(0, &line, None)).find_map(Result::err);
+        let e = failed.or_else(|| sink.commit(0).err()).expect("a write to a full disk fails");
+        assert!(
+            matches!(&e, ConnectorError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull),
+            "{e}"
+        );
+        assert!(e.to_string().contains(&tmp.display().to_string()), "{e}");
+        assert_eq!(names(dir.path()), vec![".batch-000000.jsonl.tmp"], "nothing visible");
+        drop(sink);
+
+        // Space freed (the link gone), a restart: the leftover is cleared, the batch written whole.
+        std::fs::remove_file(&tmp).unwrap();
+        let mut sink = FilesSink::new(dir.path(), "batch").unwrap();
+        sink.recover(None).unwrap();
+        for _ in 0..200 {
+            sink.write(0, &line, None).unwrap();
+        }
+        sink.commit(0).unwrap();
+        assert_eq!(names(dir.path()), vec!["batch-000000.jsonl"]);
+        let text = std::fs::read_to_string(dir.path().join("batch-000000.jsonl")).unwrap();
+        assert_eq!(text, format!("{line}\n").repeat(200));
+    }
+
     #[test]
     fn a_bad_prefix_is_refused() {
         let dir = tempfile::tempdir().unwrap();

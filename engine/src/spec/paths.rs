@@ -9,10 +9,12 @@
 //! a reader of the outer folder (Spark's file source lists it recursively) would find the
 //! inner output's files in it.
 //!
-//! Paths are compared lexically, after `.`, `..` and repeated separators are resolved (`out`,
-//! `./out/` and `x/../out` are one folder) and relative paths joined to the pipeline file's
-//! folder when it is known. Symbolic links are not followed: two spellings that reach one folder
-//! through a link are not caught.
+//! Paths are compared as resolved: relative paths joined to the pipeline file's folder when it is
+//! known, then the longest part of the path that exists resolved by the file system (symbolic
+//! links followed, as `std::fs::canonicalize`), and the rest, which does not exist yet, with
+//! `.`, `..` and repeated separators resolved as text (`out`, `./out/` and `x/../out` are one
+//! folder; so are `out` and a link to it). A relative path whose base is unknown is resolved as
+//! text only.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -50,7 +52,7 @@ pub(crate) fn check_output_folders(pipeline: &Pipeline, base: Option<&Path>) -> 
             _ => None,
         })
         .chain(pipeline.checkpoint.as_ref().map(|c| ("checkpoint.path", c.path.as_path())))
-        .map(|(field, written)| Folder { field, written, compared: lexical(&resolve(written, base)) })
+        .map(|(field, written)| Folder { field, written, compared: resolved(&resolve(written, base)) })
         .collect();
     for (j, later) in folders.iter().enumerate() {
         for earlier in &folders[..j] {
@@ -87,6 +89,23 @@ fn resolve(path: &Path, base: Option<&Path>) -> PathBuf {
         Some(base) if path.is_relative() => base.join(path),
         _ => path.to_path_buf(),
     }
+}
+
+/// `path` as the file system reaches it: an absolute path's longest existing prefix made
+/// canonical (links followed), the rest appended with [`lexical`]; a relative path with
+/// [`lexical`] only. A prefix that exists but cannot be resolved (no permission) is taken as
+/// text, as a folder that does not exist yet is.
+fn resolved(path: &Path) -> PathBuf {
+    if path.is_relative() {
+        return lexical(path);
+    }
+    for existing in path.ancestors() {
+        if let Ok(canonical) = std::fs::canonicalize(existing) {
+            let rest = path.strip_prefix(existing).unwrap_or(Path::new(""));
+            return lexical(&canonical.join(rest));
+        }
+    }
+    lexical(path)
 }
 
 /// `path` with `.` dropped and `..` taken back where it can be (`a/./b/../c` is `a/c`; `/..` is
@@ -134,5 +153,54 @@ mod tests {
     fn nesting_is_by_component_not_by_prefix() {
         assert!(!lexical(Path::new("out/rows-dead")).starts_with(lexical(Path::new("out/rows"))));
         assert!(lexical(Path::new("out/rows/dead")).starts_with(lexical(Path::new("./out/rows/"))));
+    }
+
+    /// A pipeline over `dir` whose sink writes into `sink` and dead letters into `dead_letter`
+    /// (absolute paths).
+    fn pipeline_text(sink: &Path, dead_letter: &Path) -> String {
+        format!(
+            r#"
+name = "links"
+mode = "micro-batch"
+[source]
+type = "files"
+path = "in"
+schema = "k STRING, ts TIMESTAMP"
+[query]
+type = "deduplicate"
+[sink]
+type = "files"
+path = "{}"
+[dead_letter]
+type = "files"
+path = "{}"
+"#,
+            sink.display(),
+            dead_letter.display()
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_to_another_outputs_folder_is_the_same_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let link = tmp.path().join("link-to-out");
+        std::os::unix::fs::symlink(&out, &link).unwrap();
+
+        // The link itself: one folder under two names.
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(&out, &link)).unwrap_err();
+        assert_eq!(e.field, "dead_letter.path", "{e}");
+        assert!(e.given.contains("the same folder as sink.path"), "{e}");
+        // A folder not created yet under the link: inside the sink's folder.
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(&out, &link.join("dead/./letters"))).unwrap_err();
+        assert!(e.given.contains("inside sink.path"), "{e}");
+        // The sink in a folder under the link, the dead letters in the link's target: it holds it.
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(&link.join("rows"), &out)).unwrap_err();
+        assert!(e.given.contains("holds sink.path"), "{e}");
+        // A sibling of the link's target is a folder of its own.
+        let elsewhere = tmp.path().join("elsewhere");
+        assert!(crate::spec::parse_pipeline_str(&pipeline_text(&link, &elsewhere)).is_ok());
     }
 }

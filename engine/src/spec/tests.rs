@@ -322,6 +322,14 @@ fn parallelism_is_between_one_and_the_bound() {
 }
 
 #[test]
+fn parallelism_above_256_is_refused_naming_the_bound() {
+    assert_eq!(ok(&["parallelism=256"]).parallelism, Some(256));
+    let e = err(&["parallelism=1024"]);
+    assert_eq!((e.field.as_str(), e.given.as_str()), ("parallelism", "1024"));
+    assert!(e.allowed.starts_with("an integer from 1 to 256"), "{e}");
+}
+
+#[test]
 fn resolve_paths_joins_relative_paths_only() {
     let mut p = ok(&[
         "sink.type=files",
