@@ -164,7 +164,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
 pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
     let input = |name: &str| Field {
         name: name.to_string(),
-        data_type: schema.field(name).map(|f| f.data_type).unwrap_or(DataType::String),
+        data_type: schema.resolve(name).map_or(DataType::String, |i| schema.fields()[i].data_type),
     };
     let measure = |m: &super::MeasureSpec| Field { name: m.output_name.clone(), data_type: m.output_type };
     match q {
