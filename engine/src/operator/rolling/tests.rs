@@ -10,7 +10,7 @@ use crate::value::Row;
 const S: i64 = 1_000_000;
 
 fn f(kind: AggKind, input: Option<usize>) -> AggregateFn {
-    AggregateFn { kind, input, input_type: if input.is_some() { DataType::Double } else { DataType::Long } }
+    AggregateFn { kind, input, input_type: if input.is_some() { DataType::Double } else { DataType::Long }, name: String::new() }
 }
 
 fn op(measures: Vec<(AggKind, Option<usize>, Option<i64>)>) -> RollingWindow {

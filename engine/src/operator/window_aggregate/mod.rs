@@ -36,6 +36,8 @@ mod panes;
 mod table;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_overflow;
 
 use serde::{Deserialize, Serialize};
 
