@@ -323,13 +323,14 @@ impl AggregateFn {
 
     /// For an integer sum ([`AggregateFn::is_integer_sum`]): whether adding `v` to the states
     /// `states` (the panes or sessions that make up one window, all of this measure) keeps the
-    /// window's sum within BIGINT. `true` for a NULL `v` (skipped), for any other measure, and
-    /// for states of another function. Exact: the states hold their sums in `i128`.
+    /// window's sum within BIGINT. A NULL `v` adds nothing, but the states' own total is still
+    /// checked (a record with a NULL value can merge two sessions). `true` for any other measure;
+    /// states of another function count 0. Exact: the states hold their sums in `i128`.
     pub fn sum_fits<'a>(&self, states: impl IntoIterator<Item = &'a AggState>, v: &Value) -> bool {
         let v = match *v {
             Value::Long(x) => x,
             Value::Int(x) => i64::from(x),
-            _ => return true,
+            _ => 0,
         };
         if !self.is_integer_sum() {
             return true;

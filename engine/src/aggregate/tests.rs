@@ -203,6 +203,7 @@ fn sum_fits_says_whether_a_value_keeps_the_sum_of_states_within_bigint() {
     assert!(f.sum_fits([&a, &b], &Value::Long(2)));
     assert!(!f.sum_fits([&a, &b], &Value::Long(3)));
     assert!(f.sum_fits([&a, &b], &Value::Null));
+    assert!(!f.sum_fits([&a, &b, &b], &Value::Null), "states that together leave BIGINT");
     assert!(f.sum_fits([&a], &Value::Long(i64::MIN)));
     let ints = agg("sum", DataType::Int);
     assert!(!ints.sum_fits([&run(&ints, &[Value::Int(1)]), &a], &Value::Int(6)));
