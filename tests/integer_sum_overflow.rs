@@ -78,11 +78,9 @@ fn a_record_that_would_overflow_a_bigint_sum_goes_to_the_dead_letters_and_the_ru
             assert_ne!(row["sum(V)"], json!(i64::MIN + 7), "{mode}: a wrapped sum was written");
             last.insert(row["k"].as_str().unwrap().to_string(), (row["count(1)"].clone(), row["sum(V)"].clone()));
         }
-        let expected: std::collections::BTreeMap<String, (Value, Value)> = [
-            ("a".to_string(), (json!(2), json!(9223372036854775807i64))),
-            ("b".to_string(), (json!(1), json!(-1))),
-        ]
-        .into();
+        let expected: std::collections::BTreeMap<String, (Value, Value)> =
+            [("a".to_string(), (json!(2), json!(9223372036854775807i64))), ("b".to_string(), (json!(1), json!(-1)))]
+                .into();
         assert_eq!(last, expected, "{mode}");
 
         let dead = lines(&dir.join("dead"));

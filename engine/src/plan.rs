@@ -248,7 +248,8 @@ impl QueryPlan {
         };
         // A late sink writes input records whole; so does the dead-letter sink, which receives
         // the records a window aggregate refuses (an integer sum would leave BIGINT).
-        let refuses = matches!(&operator, OperatorPlan::Window(c) if c.measures.iter().any(AggregateFn::is_integer_sum));
+        let refuses =
+            matches!(&operator, OperatorPlan::Window(c) if c.measures.iter().any(AggregateFn::is_integer_sum));
         if p.late_sink.is_some() || (refuses && p.dead_letter.is_some()) {
             needed.iter_mut().for_each(|n| *n = true);
         }

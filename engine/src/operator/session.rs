@@ -17,10 +17,10 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{Output, Rejected};
 use super::window_aggregate::groups::{Groups, HOT_BYTES};
 use super::window_aggregate::hot::Hot;
 use super::window_aggregate::{WindowAggregateConfig, measure_input};
+use super::{Output, Rejected};
 use crate::aggregate::{AggState, AggregateFn};
 use crate::time::{Duration, Timestamp, parse_duration};
 use crate::value::{GroupKey, Record, Row, Value};
@@ -127,7 +127,14 @@ impl SessionGroup {
     /// `[start, end]`, would take out of BIGINT in the session it forms with every session of
     /// the group (at rest) it overlaps or touches ([`AggregateFn::sum_fits`]).
     #[inline(never)]
-    fn overflow(&self, start: i64, end: i64, record: &Record, measures: &[AggregateFn], sums: &[usize]) -> Option<usize> {
+    fn overflow(
+        &self,
+        start: i64,
+        end: i64,
+        record: &Record,
+        measures: &[AggregateFn],
+        sums: &[usize],
+    ) -> Option<usize> {
         let m = measures.len();
         // With an integer sum the states are never inline (a long sum has no compact form).
         debug_assert!(!self.hot.used());

@@ -307,7 +307,10 @@ fn column_references_resolve_ignoring_case_and_name_outputs_as_written() {
     // one column named twice, in two spellings
     assert_eq!(run_err(&["query.group_by=[\"k\", \"K\"]"]).field, "query.group_by[1]");
     // a session window's gap column
-    let p = run(&["query.output_mode=\"append\"", "query.window={ type = \"session\", column = \"TS\", gap_column = \"G\" }"]);
+    let p = run(&[
+        "query.output_mode=\"append\"",
+        "query.window={ type = \"session\", column = \"TS\", gap_column = \"G\" }",
+    ]);
     assert!(matches!(&p.query, QuerySpec::WindowAggregate { window: Some(WindowSpec::Session { .. }), .. }));
     assert_eq!(crate::plan::QueryPlan::new(&p).unwrap().routing_columns(), vec![0]);
     // rolling window: partition_by, order_by, measures
@@ -324,7 +327,9 @@ fn column_references_resolve_ignoring_case_and_name_outputs_as_written() {
     let p = run(&["sink={ type = \"kafka\", bootstrap_servers = \"h:9092\", topic = \"t\", key = [\"K\"] }"]);
     assert!(matches!(&p.sink, SinkSpec::Kafka { key, .. } if key == &["k".to_string()]));
     // an output name that differs from another only in case is one column twice
-    let e = run_err(&["query.measures=[{ agg = \"count\", alias = \"n\" }, { agg = \"count\", column = \"v\", alias = \"N\" }]"]);
+    let e = run_err(&[
+        "query.measures=[{ agg = \"count\", alias = \"n\" }, { agg = \"count\", column = \"v\", alias = \"N\" }]",
+    ]);
     assert_eq!(e.field, "query.measures[1].alias");
 }
 

@@ -10,7 +10,12 @@ use crate::value::Row;
 const S: i64 = 1_000_000;
 
 fn f(kind: AggKind, input: Option<usize>) -> AggregateFn {
-    AggregateFn { kind, input, input_type: if input.is_some() { DataType::Double } else { DataType::Long }, name: String::new() }
+    AggregateFn {
+        kind,
+        input,
+        input_type: if input.is_some() { DataType::Double } else { DataType::Long },
+        name: String::new(),
+    }
 }
 
 fn op(measures: Vec<(AggKind, Option<usize>, Option<i64>)>) -> RollingWindow {
@@ -251,7 +256,8 @@ fn rows_fire_in_instant_order_and_count_what_is_in_range_whether_queued_or_not()
 #[test]
 fn a_range_sum_outside_bigint_after_a_leave_is_null_never_wrapped() {
     let long_sum = |over: Option<i64>| RollingMeasure {
-        func: AggregateFn::from_name("sum", Some((2, DataType::Long)), &crate::aggregate::AggParams::default()).unwrap(),
+        func: AggregateFn::from_name("sum", Some((2, DataType::Long)), &crate::aggregate::AggParams::default())
+            .unwrap(),
         over: over.map(|s| Duration(s * S)),
     };
     for compact in [true, false] {

@@ -68,7 +68,13 @@ fn refused(record: Record) -> Rejected {
 
 /// One micro-batch of `input` with watermarks `late` / `evict` (seconds); its rows (sorted) and
 /// the records refused.
-fn batch(op: &mut WindowAggregate, id: u64, input: &[Record], late: i64, evict: i64) -> (Vec<Vec<Value>>, Vec<Rejected>) {
+fn batch(
+    op: &mut WindowAggregate,
+    id: u64,
+    input: &[Record],
+    late: i64,
+    evict: i64,
+) -> (Vec<Vec<Value>>, Vec<Rejected>) {
     let watermarks = BatchWatermarks { late: Timestamp(late * SEC), evict: Timestamp(evict * SEC) };
     op.begin_batch(&BatchContext { batch_id: id, watermarks, processing_time: Timestamp(0) });
     let mut out = Output::default();
@@ -135,7 +141,8 @@ fn a_record_with_a_null_value_that_would_merge_sessions_past_bigint_is_refused()
     let session = WindowKind::Session { column: 1, gap: SessionGap::Fixed(Duration(5 * SEC)) };
     let mut op = WindowAggregate::new(config(session, Mode::MicroBatch, OutputMode::Append));
     let null = Record::new(vec![Value::Str("a".into()), Value::Timestamp(Timestamp(5 * SEC)), Value::Null]);
-    let (_, rejected) = batch(&mut op, 0, &[rec(0, MAX), rec(10, MAX / 2), null.clone()], i64::MIN / SEC, i64::MIN / SEC);
+    let (_, rejected) =
+        batch(&mut op, 0, &[rec(0, MAX), rec(10, MAX / 2), null.clone()], i64::MIN / SEC, i64::MIN / SEC);
     assert_eq!(rejected, vec![refused(null)]);
     let (rows, _) = batch(&mut op, 1, &[], i64::MIN / SEC, 100);
     assert_eq!(rows, vec![row(0, 5, 1, MAX, MAX), row(10, 15, 1, MAX / 2, MAX / 2)]);
@@ -152,8 +159,7 @@ fn a_record_that_would_overflow_a_plain_grouped_sum_is_refused() {
     let plain = |count: i64, sum: i64, max: i64| {
         vec![Value::Str("a".into()), Value::Long(count), Value::Long(sum), Value::Long(max)]
     };
-    let expected =
-        vec![plain(1, i64::MIN + 1, i64::MIN + 1), plain(2, i64::MIN, -1), plain(3, i64::MIN + 7, 7)];
+    let expected = vec![plain(1, i64::MIN + 1, i64::MIN + 1), plain(2, i64::MIN, -1), plain(3, i64::MIN + 7, 7)];
     assert_eq!(out.rows, expected);
 }
 
@@ -204,7 +210,9 @@ mod props {
     /// `count(v)`, `sum(v)`, `avg(v)`.
     fn sum_measures() -> Vec<AggregateFn> {
         let none = AggParams::default();
-        let m = |agg: &str| AggregateFn::from_name(agg, Some((2, DataType::Long)), &none).unwrap().named(format!("{agg}(v)"));
+        let m = |agg: &str| {
+            AggregateFn::from_name(agg, Some((2, DataType::Long)), &none).unwrap().named(format!("{agg}(v)"))
+        };
         vec![m("count"), m("sum"), m("avg")]
     }
 

@@ -302,7 +302,8 @@ impl PaneState {
         // `states` holds every pane's, the parked last pane's at the end.
         debug_assert!(!g.hot.used());
         let n = g.states.len() / m;
-        let start_of = |k: usize| if k < g.panes.len() { g.panes[k].start } else { g.last.map_or(i64::MAX, |p| p.start) };
+        let start_of =
+            |k: usize| if k < g.panes.len() { g.panes[k].start } else { g.last.map_or(i64::MAX, |p| p.start) };
         for &j in &self.sums {
             let f = &measures[j];
             let v = measure_input(f, record);
