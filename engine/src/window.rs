@@ -134,6 +134,11 @@ impl PaneGrid {
         self.size
     }
 
+    /// Distance between window starts (µs).
+    pub fn slide(&self) -> i64 {
+        self.slide
+    }
+
     /// Pane length, `gcd(size, slide)` (µs).
     pub fn pane(&self) -> i64 {
         self.pane

@@ -316,14 +316,16 @@ impl PaneState {
                         _ => acc,
                     });
                     magnitude <= i128::from(i64::MAX) || {
-                        let last = grid.last_end(pane_start).unwrap_or(i64::MAX);
-                        let mut end = grid.first_end_after(pane_start.max(g.closed));
+                        // The pane's windows, from the last back (`first_end_after` has no
+                        // answer when the first starts before i64::MIN); such a window is
+                        // emitted from i64::MIN (`window_row`), so it is checked the same way.
+                        let mut end = grid.last_end(pane_start);
                         let mut fits = true;
-                        while let Some(e) = end.filter(|&e| e <= last && fits) {
+                        while let Some(e) = end.filter(|&e| e > pane_start.max(g.closed) && fits) {
                             let window_start = e.saturating_sub(grid.size());
                             let panes = (0..n).filter(|&k| (window_start..e).contains(&start_of(k)));
                             fits = f.sum_fits(panes.map(state), v);
-                            end = grid.next_end(e);
+                            end = e.checked_sub(grid.slide());
                         }
                         fits
                     }
