@@ -69,6 +69,14 @@ pub enum ToSink {
         /// The records.
         records: Vec<Record>,
     },
+    /// Records the operator refused (e.g. `ARITHMETIC_OVERFLOW in sum(v)`): dead letters, which
+    /// the sink actor encodes with the input column names.
+    Rejected {
+        /// Batch / epoch.
+        id: u64,
+        /// The records and why each was refused.
+        records: Vec<eddy_engine::operator::Rejected>,
+    },
     /// Dead letters, already encoded as `{"reason", "source", "record"}` JSON objects.
     DeadLetters {
         /// Batch / epoch.

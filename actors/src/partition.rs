@@ -422,6 +422,12 @@ impl PartitionTask {
                 return false;
             }
         }
+        if !out.rejected.is_empty() {
+            let records = std::mem::take(&mut out.rejected);
+            if actor.sink.send(ToSink::Rejected { id, records }).is_err() {
+                return false;
+            }
+        }
         if !out.rows.is_empty() {
             if let Err(e) = actor.rows.write(id, &out.rows, created) {
                 // The coordinator may be gone when the run is stopping anyway.

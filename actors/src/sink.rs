@@ -25,7 +25,7 @@ use crossbeam_channel::{Receiver, Sender, select};
 
 use eddy_connectors::{ConnectorError, Sink};
 use eddy_engine::Row;
-use eddy_engine::output::{RowFormat, row_to_json_line};
+use eddy_engine::output::{RowFormat, row_to_json_line, write_string};
 
 use crate::messages::{SinkCommand, ToCoordinator, ToSink};
 use crate::metrics::{LATENCY_SAMPLE_EVERY, Metrics};
@@ -158,6 +158,20 @@ impl RowWriter {
     }
 }
 
+/// The dead letter of a record the operator refused: `{"reason": ..., "source": "query",
+/// "record": ...}` as a malformed record's (PIPELINE.md), the record being the JSON line of its
+/// decoded columns (the late sink's form), as a string.
+fn rejected_line(names: &[String], r: &eddy_engine::operator::Rejected) -> String {
+    let record = row_to_json_line(names, &r.record.values);
+    let mut line = String::with_capacity(record.len() + r.reason.len() + 48);
+    line.push_str("{\"reason\": ");
+    write_string(&mut line, &r.reason);
+    line.push_str(", \"source\": \"query\", \"record\": ");
+    write_string(&mut line, record.trim_end());
+    line.push('}');
+    line
+}
+
 /// The sink actor's wiring.
 pub struct SinkActor {
     /// The main sink (rows are appended by the partition actors' [`RowWriter`]s).
@@ -166,6 +180,8 @@ pub struct SinkActor {
     pub late: Option<(Box<dyn Sink>, Vec<String>)>,
     /// Where dead letters go.
     pub dead_letter: Option<Box<dyn Sink>>,
+    /// The input column names (records the operator refused are written with them).
+    pub input_names: Vec<String>,
     /// Producers that end each batch / epoch (partition actors + the source).
     pub producers: usize,
     /// Input.
@@ -259,6 +275,21 @@ impl SinkActor {
                         for r in &records {
                             let l = row_to_json_line(names, &r.values);
                             sink.write(id, l.trim_end(), None).map_err(at("late_sink"))?;
+                        }
+                    }
+                }
+                ToSink::Rejected { id, records } => {
+                    if let Some(first) = records.first() {
+                        tracing::warn!(
+                            records = records.len(),
+                            reason = %first.reason,
+                            dead_letter = self.dead_letter.is_some(),
+                            "records refused by the query (sent to the dead letters when the pipeline has a [dead_letter])"
+                        );
+                    }
+                    if let Some(sink) = self.dead_letter.as_mut() {
+                        for r in &records {
+                            sink.write(id, &rejected_line(&self.input_names, r), None)?;
                         }
                     }
                 }

@@ -71,7 +71,8 @@ fn records(n: usize, start_us: i64, spacing_us: i64) -> Vec<Record> {
 }
 
 fn f(kind: AggKind, input: Option<usize>) -> AggregateFn {
-    AggregateFn { kind, input, input_type: if input.is_some() { DataType::Double } else { DataType::Long } }
+    let input_type = if input.is_some() { DataType::Double } else { DataType::Long };
+    AggregateFn { kind, input, input_type, name: String::new() }
 }
 
 fn window_agg(window: WindowKind, measures: Vec<AggregateFn>, output_mode: OutputMode) -> WindowAggregate {

@@ -58,7 +58,7 @@ enum OperatorPlan {
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
-    schema.index_of(name).ok_or_else(|| PlanError { field: field.into(), why: format!("unknown column {name:?}") })
+    schema.resolve(name).ok_or_else(|| PlanError { field: field.into(), why: format!("unknown column {name:?}") })
 }
 
 /// Compiles one measure to an [`AggregateFn`] (through [`AggregateFn::from_name`], which owns the
@@ -88,7 +88,9 @@ pub fn compile_measure(m: &MeasureSpec, schema: &Schema, field: &str) -> Result<
         "approx_count_distinct" => params.rsd = Some(m.rsd),
         _ => {}
     }
-    AggregateFn::from_name(&agg, input, &params).map_err(|e| PlanError { field: field.to_string(), why: e.to_string() })
+    AggregateFn::from_name(&agg, input, &params)
+        .map(|f| f.named(&m.output_name))
+        .map_err(|e| PlanError { field: field.to_string(), why: e.to_string() })
 }
 
 impl QueryPlan {
@@ -244,8 +246,11 @@ impl QueryPlan {
                 )
             }
         };
-        // A late sink writes input records whole.
-        if p.late_sink.is_some() {
+        // A late sink writes input records whole; so does the dead-letter sink, which receives
+        // the records a window aggregate refuses (an integer sum would leave BIGINT).
+        let refuses =
+            matches!(&operator, OperatorPlan::Window(c) if c.measures.iter().any(AggregateFn::is_integer_sum));
+        if p.late_sink.is_some() || (refuses && p.dead_letter.is_some()) {
             needed.iter_mut().for_each(|n| *n = true);
         }
         required.sort_unstable();

@@ -228,6 +228,18 @@ impl Schema {
         self.fields.iter().position(|f| f.name == name)
     }
 
+    /// The position of the column a pipeline or a query names `name`: the exact name, else the
+    /// one equal to it ignoring case, as Spark's analyser resolves names by default
+    /// (`spark.sql.caseSensitive = false`; SEMANTICS.md "Aggregate functions"). A parsed schema
+    /// has at most one such column. Decoders match input field names with
+    /// [`Schema::index_of`] (exact), as Spark's JSON reader.
+    pub fn resolve(&self, name: &str) -> Option<usize> {
+        self.index_of(name).or_else(|| {
+            let lower = name.to_lowercase();
+            self.fields.iter().position(|f| f.name.to_lowercase() == lower)
+        })
+    }
+
     /// The column `name`, if any.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)

@@ -508,11 +508,19 @@ impl fmt::Display for Duration {
 
 /// Start of the window of length `step` (aligned to `offset` from the epoch) that contains `t`:
 /// the largest `start <= t` with `start ≡ offset (mod step)`. Floor modulo, so correct before
-/// 1970. `step` must be > 0.
+/// 1970. `step` must be > 0. Never wraps: computed in `i128`, and saturating at
+/// [`Timestamp::MIN`] when that start lies before it (`t` within `step` of the start of time).
 pub fn align_down(t: Timestamp, step: Duration, offset: Duration) -> Timestamp {
     debug_assert!(step.0 > 0);
-    let rel = t.0.wrapping_sub(offset.0);
-    Timestamp(t.0 - rel.rem_euclid(step.0))
+    let start = align_down_exact(t, step, offset);
+    Timestamp(i64::try_from(start).unwrap_or(i64::MIN))
+}
+
+/// [`align_down`] without the saturation: the start in `i128` (below `i64::MIN` near the start
+/// of time).
+pub(crate) fn align_down_exact(t: Timestamp, step: Duration, offset: Duration) -> i128 {
+    let (t, step) = (i128::from(t.0), i128::from(step.0.max(1)));
+    t - (t - i128::from(offset.0)).rem_euclid(step)
 }
 
 #[cfg(test)]
@@ -680,5 +688,20 @@ mod tests {
         assert_eq!(align_down(Timestamp(25_000_000), s, Duration::ZERO), Timestamp(20_000_000));
         assert_eq!(align_down(Timestamp(25_000_000), s, Duration::from_secs(7)), Timestamp(17_000_000));
         assert_eq!(align_down(Timestamp(-10_000_000), s, Duration::ZERO), Timestamp(-10_000_000));
+    }
+
+    #[test]
+    fn align_down_never_wraps_at_the_ends_of_time() {
+        let s = Duration::from_secs(10);
+        // the aligned start before i64::MIN saturates there
+        assert_eq!(align_down(Timestamp(i64::MIN + 3), s, Duration::ZERO), Timestamp::MIN);
+        assert_eq!(align_down(Timestamp(i64::MIN), s, Duration::from_secs(7)), Timestamp::MIN);
+        // near the end: floor modulo, even when t - offset would leave i64
+        let t = i64::MAX - 1;
+        assert_eq!(align_down(Timestamp(t), s, Duration::ZERO), Timestamp(t - t.rem_euclid(10_000_000)));
+        // t - offset past i64::MAX: 10 s windows offset -9 s start at 1 s (mod 10 s)
+        let t = i64::MAX - 5;
+        let start = align_down(Timestamp(t), s, Duration(-9_000_000)).0;
+        assert!(start <= t && t - start < 10_000_000 && start.rem_euclid(10_000_000) == 1_000_000, "{start}");
     }
 }

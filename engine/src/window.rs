@@ -6,7 +6,7 @@
 //! Source: Spark's `TimeWindowing` rule (`window(col, size, slide, startTime)`) and
 //! `session_window(col, gap)` (SPARK-10816).
 
-use crate::time::{Duration, Timestamp, align_down};
+use crate::time::{Duration, Timestamp, align_down_exact};
 
 /// A half-open window `[start, end)` of event time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -43,21 +43,21 @@ impl SlidingWindows {
     /// `ceil(size / slide)` or `floor(size / slide)` of them (when size is not a multiple of
     /// slide, it depends on `t`). Windows whose bounds would overflow i64 are skipped.
     pub fn for_each_window(&self, t: Timestamp, mut f: impl FnMut(Window)) {
-        let last_start = align_down(t, self.slide, self.offset);
+        // (in i128: near either end of time the aligned starts lie outside i64)
+        let last_start = align_down_exact(t, self.slide, self.offset);
+        let (size, slide, t) = (i128::from(self.size.0), i128::from(self.slide.0.max(1)), i128::from(t.0));
         // Earliest start s with s + size > t, stepping back by slide from last_start.
-        let n_back = (self.size.0 - 1) / self.slide.0; // windows before last_start that may contain t
-        let mut start = last_start.0.saturating_sub(n_back.saturating_mul(self.slide.0));
-        while start <= last_start.0 {
-            if let Some(end) = start.checked_add(self.size.0)
-                && end > t.0
-                && start <= t.0
+        let n_back = (size - 1).max(0) / slide; // windows before last_start that may contain t
+        let mut start = last_start - n_back * slide;
+        while start <= last_start {
+            let end = start + size;
+            if let (Ok(s), Ok(e)) = (i64::try_from(start), i64::try_from(end))
+                && end > t
+                && start <= t
             {
-                f(Window { start: Timestamp(start), end: Timestamp(end) });
+                f(Window { start: Timestamp(s), end: Timestamp(e) });
             }
-            match start.checked_add(self.slide.0) {
-                Some(s) => start = s,
-                None => break,
-            }
+            start += slide;
         }
     }
 
@@ -134,6 +134,11 @@ impl PaneGrid {
         self.size
     }
 
+    /// Distance between window starts (µs).
+    pub fn slide(&self) -> i64 {
+        self.slide
+    }
+
     /// Pane length, `gcd(size, slide)` (µs).
     pub fn pane(&self) -> i64 {
         self.pane
@@ -184,6 +189,15 @@ mod tests {
         let w = SlidingWindows::tumbling(Duration::from_secs(5), Duration::ZERO);
         assert_eq!(w.windows_of(s(12)), vec![Window { start: s(10), end: s(15) }]);
         assert_eq!(w.windows_of(s(-1)), vec![Window { start: s(-5), end: s(0) }]);
+        // at the ends of time, only windows whose bounds fit in i64
+        let sliding = SlidingWindows { size: Duration(10), slide: Duration(5), offset: Duration(0) };
+        let first = i64::MIN + 8 - (i64::MIN + 8).rem_euclid(5);
+        assert!(sliding.windows_of(Timestamp(i64::MIN + 2)).iter().all(|w| w.start.0 <= i64::MIN + 2));
+        assert_eq!(
+            sliding.windows_of(Timestamp(i64::MIN + 8)).last(),
+            Some(&Window { start: Timestamp(first), end: Timestamp(first + 10) })
+        );
+        assert!(sliding.windows_of(Timestamp(i64::MAX)).is_empty(), "no window [s, s + 10) holds i64::MAX within i64");
         assert_eq!(w.windows_of(s(15)), vec![Window { start: s(15), end: s(20) }]);
     }
 

@@ -18,9 +18,12 @@
 //! | `approx_percentile` (`percentile_approx`) | numeric, TIMESTAMP | input type (array for a list) | null | no |
 //! | user-defined ([`Aggregator`]) | any | its own | `finish(zero)` | if it says so |
 //!
-//! Numbers: long sums are exact (`i128`) and wrap to 64 bits on output, as Spark does with ANSI
-//! mode off (Spark 4's default ANSI mode fails the query on overflow instead; a streaming engine
-//! cannot fail on one group's data). Double sums and moments are double-double accumulators
+//! Numbers: long sums are exact (`i128`) and never wrap. An operator refuses a record that would
+//! take an integer sum out of BIGINT ([`AggregateFn::sum_fits`]; the record goes to the dead
+//! letters with `ARITHMETIC_OVERFLOW`, SEMANTICS.md "Aggregate functions"), where Spark 4's default
+//! ANSI mode fails the whole query; a sum that is outside BIGINT all the same is NULL, as Spark's
+//! `try_sum` (only a rolling window can hold one, see `LongSum::long_result`). Counts saturate at
+//! `i64::MAX` (2^63 records: never in practice). Double sums and moments are double-double accumulators
 //! ([`numeric`]), so values leaving a sliding window leave no drift.
 //!
 //! Merging panes ([`AggregateFn::merge`]) gives the result of one state over all their input:
@@ -128,6 +131,9 @@ pub struct AggregateFn {
     pub input: Option<usize>,
     /// Input column type (BIGINT for `count(*)`).
     pub input_type: DataType,
+    /// The measure's output name (`sum(v)`, or its alias), for messages such as
+    /// `ARITHMETIC_OVERFLOW in sum(v)`; the function's name until [`AggregateFn::named`] sets it.
+    pub name: String,
 }
 
 /// The `percentage` parameter of `approx_percentile`: one number, or a list (array result).
@@ -284,7 +290,8 @@ impl AggregateFn {
         }
         let Some((index, input_type)) = input else {
             if matches!(kind, AggKind::CountStar) {
-                return Ok(AggregateFn { kind, input: None, input_type: DataType::Long });
+                let name = format!("{function}(1)");
+                return Ok(AggregateFn { kind, input: None, input_type: DataType::Long, name });
             }
             return Err(AggregateError::MissingColumn { function });
         };
@@ -300,12 +307,47 @@ impl AggregateFn {
         if let Some(expected) = expected {
             return Err(AggregateError::WrongInputType { function, given: input_type, expected });
         }
-        Ok(AggregateFn { kind, input: Some(index), input_type })
+        Ok(AggregateFn { kind, input: Some(index), input_type, name: function })
+    }
+
+    /// The same measure under its output name (see [`AggregateFn::name`]).
+    pub fn named(self, name: impl Into<String>) -> AggregateFn {
+        AggregateFn { name: name.into(), ..self }
+    }
+
+    /// Whether this is `sum` over INT or BIGINT: the one built-in aggregate whose result can
+    /// overflow (SEMANTICS.md "Aggregate functions"); see [`AggregateFn::sum_fits`].
+    pub fn is_integer_sum(&self) -> bool {
+        matches!(self.kind, AggKind::Sum) && matches!(self.input_type, DataType::Int | DataType::Long)
+    }
+
+    /// For an integer sum ([`AggregateFn::is_integer_sum`]): whether adding `v` to the states
+    /// `states` (the panes or sessions that make up one window, all of this measure) keeps the
+    /// window's sum within BIGINT. A NULL `v` adds nothing, but the states' own total is still
+    /// checked (a record with a NULL value can merge two sessions). `true` for any other measure;
+    /// states of another function count 0. Exact: the states hold their sums in `i128`.
+    pub fn sum_fits<'a>(&self, states: impl IntoIterator<Item = &'a AggState>, v: &Value) -> bool {
+        let v = match *v {
+            Value::Long(x) => x,
+            Value::Int(x) => i64::from(x),
+            _ => 0,
+        };
+        if !self.is_integer_sum() {
+            return true;
+        }
+        let mut sum: i128 = 0;
+        for st in states {
+            if let AggState::LongSum(s) = st {
+                sum = sum.saturating_add(s.sum);
+            }
+        }
+        numeric::LongSum::fits(sum, v)
     }
 
     /// A user-defined measure over column `input` of type `input_type`.
     pub fn user(aggregator: Arc<dyn Aggregator>, input: usize, input_type: DataType) -> AggregateFn {
-        AggregateFn { kind: AggKind::User(aggregator), input: Some(input), input_type }
+        let name = aggregator.name().to_string();
+        AggregateFn { kind: AggKind::User(aggregator), input: Some(input), input_type, name }
     }
 
     /// The function's name as Spark prints it in default output names (`count`, `sum`, `avg`,

@@ -122,26 +122,37 @@ pub struct LongSum {
 }
 
 impl LongSum {
-    /// Adds (`sign = 1`) or removes (`sign = -1`) one value.
+    /// Adds (`sign = 1`) or removes (`sign = -1`) one value. Never wraps: `n` saturates (it
+    /// cannot reach 2^63 values in practice), and `sum` holds at most 2^63 values of magnitude
+    /// <= 2^63, so stays within `i128`.
     #[inline]
     pub(crate) fn add(&mut self, v: i64, sign: i64) {
-        self.n += sign;
-        self.sum += (sign as i128) * (v as i128);
+        self.n = self.n.saturating_add(sign);
+        self.sum = self.sum.saturating_add((sign as i128) * (v as i128));
         self.as_double += (sign as f64) * (v as f64);
     }
 
-    /// Merges another sum.
+    /// Merges another sum (saturating, as [`LongSum::add`]).
     pub(crate) fn merge(&mut self, o: &LongSum) {
-        self.n += o.n;
-        self.sum += o.sum;
+        self.n = self.n.saturating_add(o.n);
+        self.sum = self.sum.saturating_add(o.sum);
         self.as_double += o.as_double;
     }
 
-    /// The sum as Spark's BIGINT: wrapped to 64 bits, as Spark computes it with
-    /// `spark.sql.ansi.enabled = false` (with ANSI on, Spark fails the query instead; a
-    /// streaming engine cannot fail a query on one group's data, so Eddy wraps). `None` on no input.
+    /// The sum as Spark's BIGINT; `None` on no input, and `None` (NULL, as Spark's `try_sum`)
+    /// for an exact sum outside BIGINT, never a wrapped value. The operators keep every sum they
+    /// emit within BIGINT by refusing the record that would leave it (SEMANTICS.md "Aggregate
+    /// functions": the record goes to the dead letters with `ARITHMETIC_OVERFLOW`); only a
+    /// rolling window, whose records leave a range in event-time order rather than in arrival
+    /// order, can hold a sum outside BIGINT (e.g. -5, then i64::MAX, then 5 arrives; -5 leaves).
     pub(crate) fn long_result(&self) -> Option<i64> {
-        (self.n > 0).then_some(self.sum as i64)
+        if self.n > 0 { i64::try_from(self.sum).ok() } else { None }
+    }
+
+    /// Whether adding `v` keeps a sum of `sum` within BIGINT.
+    #[inline]
+    pub(crate) fn fits(sum: i128, v: i64) -> bool {
+        i64::try_from(sum + v as i128).is_ok()
     }
 
     /// The mean as a DOUBLE: `None` on no input.
@@ -169,15 +180,15 @@ impl DoubleSum {
     /// Adds (`sign = 1`) or removes (`sign = -1`) one value.
     #[inline]
     pub(crate) fn add(&mut self, x: f64, sign: i64) {
-        self.n += sign;
+        self.n = self.n.saturating_add(sign);
         if x.is_finite() {
             self.sum.add_f64(if sign > 0 { x } else { -x });
         } else if x.is_nan() {
-            self.nan += sign;
+            self.nan = self.nan.saturating_add(sign);
         } else if x > 0.0 {
-            self.pos_inf += sign;
+            self.pos_inf = self.pos_inf.saturating_add(sign);
         } else {
-            self.neg_inf += sign;
+            self.neg_inf = self.neg_inf.saturating_add(sign);
         }
         if self.n == 0 {
             // Nothing left: drop any rounding residue (and a sticky overflow) for good.
@@ -187,11 +198,11 @@ impl DoubleSum {
 
     /// Merges another sum.
     pub(crate) fn merge(&mut self, o: &DoubleSum) {
-        self.n += o.n;
+        self.n = self.n.saturating_add(o.n);
         self.sum.add(o.sum);
-        self.nan += o.nan;
-        self.pos_inf += o.pos_inf;
-        self.neg_inf += o.neg_inf;
+        self.nan = self.nan.saturating_add(o.nan);
+        self.pos_inf = self.pos_inf.saturating_add(o.pos_inf);
+        self.neg_inf = self.neg_inf.saturating_add(o.neg_inf);
     }
 
     /// The sum as IEEE arithmetic would give it (NaN if any NaN or both infinities): `None` on
@@ -242,7 +253,7 @@ impl Moments {
     /// Adds (`sign = 1`) or removes (`sign = -1`) one value.
     #[inline]
     pub(crate) fn add(&mut self, x: f64, sign: i64) {
-        self.n += sign;
+        self.n = self.n.saturating_add(sign);
         if x.is_finite() {
             let sq = DoubleDouble::square(x);
             if sign > 0 {
@@ -262,7 +273,7 @@ impl Moments {
 
     /// Merges other moments.
     pub(crate) fn merge(&mut self, o: &Moments) {
-        self.n += o.n;
+        self.n = self.n.saturating_add(o.n);
         self.s1.add(o.s1);
         self.s2.add(o.s2);
         self.non_finite += o.non_finite;
@@ -476,11 +487,11 @@ mod tests {
     }
 
     #[test]
-    fn long_sum_is_exact_past_i64_and_wraps_like_spark() {
+    fn long_sum_is_exact_past_i64_and_never_wraps() {
         let mut s = LongSum::default();
         s.add(i64::MAX, 1);
         s.add(1, 1);
-        assert_eq!(s.long_result(), Some(i64::MIN));
+        assert_eq!(s.long_result(), None);
         s.add(1, -1);
         assert_eq!(s.long_result(), Some(i64::MAX));
         assert_eq!(s.mean(), Some(i64::MAX as f64));

@@ -227,7 +227,7 @@ impl AggregateFn {
         match state {
             AggState::Count(n) => {
                 if matches!(self.kind, AggKind::CountStar) || !v.is_null() {
-                    *n += 1;
+                    *n = n.saturating_add(1);
                 }
             }
             AggState::DoubleSum(s) if matches!(v, Value::Double(_)) => {
@@ -252,14 +252,14 @@ impl AggregateFn {
         match state {
             SmallState::Count(n) => {
                 if matches!(self.kind, AggKind::CountStar) || !v.is_null() {
-                    *n += 1;
+                    *n = n.saturating_add(1);
                 }
                 true
             }
             SmallState::DoubleSum { n, sum } => match *v {
                 // as `DoubleSum::add(x, 1)` on a sum without non-finite values
                 Value::Double(x) if x.is_finite() => {
-                    *n += 1;
+                    *n = n.saturating_add(1);
                     sum.add_f64(x);
                     if *n == 0 {
                         *sum = DoubleDouble::default();
@@ -311,14 +311,14 @@ impl AggregateFn {
     #[inline(never)]
     fn update_other(&self, state: &mut AggState, v: &Value) {
         if let (AggKind::CountStar, AggState::Count(n)) = (&self.kind, &mut *state) {
-            *n += 1;
+            *n = n.saturating_add(1);
             return;
         }
         if v.is_null() {
             return;
         }
         match (&self.kind, state) {
-            (_, AggState::Count(n)) => *n += 1,
+            (_, AggState::Count(n)) => *n = n.saturating_add(1),
             (_, AggState::LongSum(s)) => match integral(v) {
                 Some(x) => s.add(x, 1),
                 None => debug_assert!(false, "{v:?} given to {self:?}"),
@@ -352,7 +352,7 @@ impl AggregateFn {
     #[inline]
     pub fn retract(&self, state: &mut AggState, v: &Value) -> bool {
         if let (AggKind::CountStar, AggState::Count(n)) = (&self.kind, &mut *state) {
-            *n -= 1;
+            *n = n.saturating_sub(1);
             return true;
         }
         if let (AggKind::User(u), AggState::User(s)) = (&self.kind, &mut *state) {
@@ -365,7 +365,7 @@ impl AggregateFn {
             return true;
         }
         match state {
-            AggState::Count(n) => *n -= 1,
+            AggState::Count(n) => *n = n.saturating_sub(1),
             AggState::LongSum(s) => match integral(v) {
                 Some(x) => s.add(x, -1),
                 None => debug_assert!(false, "{v:?} retracted from {self:?}"),
@@ -390,7 +390,7 @@ impl AggregateFn {
     /// this [`AggregateFn`]).
     pub fn merge(&self, state: &mut AggState, other: &AggState) {
         match (&self.kind, state, other) {
-            (_, AggState::Count(a), AggState::Count(b)) => *a += *b,
+            (_, AggState::Count(a), AggState::Count(b)) => *a = a.saturating_add(*b),
             (_, AggState::LongSum(a), AggState::LongSum(b)) => a.merge(b),
             (_, AggState::DoubleSum(a), AggState::DoubleSum(b)) => a.merge(b),
             (_, AggState::Moments(a), AggState::Moments(b)) => a.merge(b),

@@ -182,14 +182,34 @@ fn percentile_is_the_smallest_value_with_enough_values_at_or_below_it() {
 }
 
 #[test]
-fn sum_of_longs_wraps_past_the_bigint_range_as_spark_without_ansi() {
+fn sum_of_longs_outside_bigint_is_null_never_wrapped() {
+    // (Operators refuse the record first; a state outside BIGINT reads as Spark's try_sum.)
     let vs = longs(&[i64::MAX, 1]);
-    assert_eq!(eval(&agg("sum", DataType::Long), &vs), Value::Long(i64::MIN));
+    assert_eq!(eval(&agg("sum", DataType::Long), &vs), Value::Null);
+    assert_eq!(eval(&agg("sum", DataType::Long), &longs(&[i64::MIN, -1])), Value::Null);
     // ... and is exact again once the overflowing value leaves.
     let f = agg("sum", DataType::Long);
     let mut s = run(&f, &vs);
     assert!(f.retract(&mut s, &Value::Long(1)));
     assert_eq!(f.finish(&s), Value::Long(i64::MAX));
+}
+
+#[test]
+fn sum_fits_says_whether_a_value_keeps_the_sum_of_states_within_bigint() {
+    let f = agg("sum", DataType::Long);
+    let (a, b) = (run(&f, &longs(&[i64::MAX - 5])), run(&f, &longs(&[3])));
+    assert!(f.sum_fits([&a], &Value::Long(5)));
+    assert!(!f.sum_fits([&a], &Value::Long(6)));
+    assert!(f.sum_fits([&a, &b], &Value::Long(2)));
+    assert!(!f.sum_fits([&a, &b], &Value::Long(3)));
+    assert!(f.sum_fits([&a, &b], &Value::Null));
+    assert!(!f.sum_fits([&a, &b, &b], &Value::Null), "states that together leave BIGINT");
+    assert!(f.sum_fits([&a], &Value::Long(i64::MIN)));
+    let ints = agg("sum", DataType::Int);
+    assert!(!ints.sum_fits([&run(&ints, &[Value::Int(1)]), &a], &Value::Int(6)));
+    // other measures never overflow
+    let count = agg("count", DataType::Long);
+    assert!(count.sum_fits([&run(&count, &longs(&[1]))], &Value::Long(i64::MAX)));
 }
 
 #[test]

@@ -195,7 +195,7 @@ proptest! {
         values in prop::collection::vec(extreme_input(), 0..60),
     ) {
         let kind = if max { AggKind::Max } else { AggKind::Min };
-        let f = AggregateFn { kind, input: Some(0), input_type };
+        let f = AggregateFn { kind, input: Some(0), input_type, name: String::new() };
         let mut full = f.new_state();
         let mut small = f.new_state().to_small();
         prop_assert!(small.is_some(), "an empty extreme has a compact form");

@@ -69,8 +69,8 @@ pub enum Mode {
     RealTime,
 }
 
-/// What an operator produces: output rows, and input records dropped as late (for the metric
-/// and the `late_sink`).
+/// What an operator produces: output rows, input records dropped as late (for the metric and
+/// the `late_sink`), and input records it refused (for the `dead_letter` sink).
 ///
 /// The buffers of cleared rows are kept (up to [`SPARE_ROWS`]) and handed out again by
 /// [`Output::row_buffer`], so that an operator emitting a row per record does not allocate and
@@ -81,8 +81,29 @@ pub struct Output {
     pub rows: Vec<Row>,
     /// Records dropped as late, unchanged.
     pub late: Vec<Record>,
+    /// Records refused whole (no measure took them), unchanged, with the reason.
+    pub rejected: Vec<Rejected>,
     /// Emptied row buffers, for [`Output::row_buffer`].
     spare: Vec<Row>,
+}
+
+/// A record an operator refused: no measure of any window took it, so every measure stays
+/// consistent with the others (SEMANTICS.md "Aggregate functions").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    /// The record, unchanged.
+    pub record: Record,
+    /// Why, e.g. `ARITHMETIC_OVERFLOW in sum(v)` (the measure's output name).
+    pub reason: String,
+}
+
+impl Rejected {
+    /// The record would take the integer sum `measure` out of BIGINT ([`AggregateFn::sum_fits`]).
+    ///
+    /// [`AggregateFn::sum_fits`]: crate::aggregate::AggregateFn::sum_fits
+    pub fn overflow(record: &Record, measure: &crate::aggregate::AggregateFn) -> Rejected {
+        Rejected { record: record.clone(), reason: format!("ARITHMETIC_OVERFLOW in {}", measure.name) }
+    }
 }
 
 /// Most emptied row buffers an [`Output`] keeps for reuse.
@@ -91,7 +112,7 @@ pub const SPARE_ROWS: usize = 1024;
 impl Output {
     /// Whether nothing was produced.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty() && self.late.is_empty()
+        self.rows.is_empty() && self.late.is_empty() && self.rejected.is_empty()
     }
 
     /// An empty row with room for at least `values` values: the buffer of a cleared row when
@@ -128,6 +149,9 @@ impl Output {
         self.clear_rows();
         if !self.late.is_empty() {
             self.late.clear();
+        }
+        if !self.rejected.is_empty() {
+            self.rejected.clear();
         }
     }
 }

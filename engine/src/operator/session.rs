@@ -17,10 +17,10 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::Output;
 use super::window_aggregate::groups::{Groups, HOT_BYTES};
 use super::window_aggregate::hot::Hot;
 use super::window_aggregate::{WindowAggregateConfig, measure_input};
+use super::{Output, Rejected};
 use crate::aggregate::{AggState, AggregateFn};
 use crate::time::{Duration, Timestamp, parse_duration};
 use crate::value::{GroupKey, Record, Row, Value};
@@ -123,6 +123,28 @@ impl SessionGroup {
         self.hot.update_last(&mut self.states, || sessions.len(), measures, record);
     }
 
+    /// The first integer sum among `sums` (indexes into `measures`) that `record`, spanning
+    /// `[start, end]`, would take out of BIGINT in the session it forms with every session of
+    /// the group (at rest) it overlaps or touches ([`AggregateFn::sum_fits`]).
+    #[inline(never)]
+    fn overflow(
+        &self,
+        start: i64,
+        end: i64,
+        record: &Record,
+        measures: &[AggregateFn],
+        sums: &[usize],
+    ) -> Option<usize> {
+        let m = measures.len();
+        // With an integer sum the states are never inline (a long sum has no compact form).
+        debug_assert!(!self.hot.used());
+        sums.iter().copied().find(|&j| {
+            let f = &measures[j];
+            let touched = self.all().enumerate().filter(|(_, s)| s.end >= start && s.start <= end);
+            !f.sum_fits(touched.map(|(k, _)| &self.states[k * m + j]), measure_input(f, record))
+        })
+    }
+
     /// The states of session `i` (in start order) of `m` measures, the group at rest.
     fn states_at(&self, i: usize, m: usize) -> Cow<'_, [AggState]> {
         if self.hot.used() && i == self.sessions.len() {
@@ -173,14 +195,31 @@ impl SessionState {
     }
 
     /// Adds a record spanning `[t, end)` to the sessions of its group, merging every session it
-    /// overlaps or touches.
+    /// overlaps or touches. `sums` are the indexes of the integer sums among the measures: a
+    /// record that would take one of them out of BIGINT in its (merged) session is refused whole
+    /// into `out.rejected`, and no session changes.
     #[inline]
-    pub(crate) fn add(&mut self, record: &Record, t: Timestamp, end: Timestamp, cfg: &WindowAggregateConfig) {
+    pub(crate) fn add(
+        &mut self,
+        record: &Record,
+        t: Timestamp,
+        end: Timestamp,
+        cfg: &WindowAggregateConfig,
+        sums: &[usize],
+        out: &mut Output,
+    ) {
         let (t, end) = (t.0, end.0);
         let cols = &cfg.key_columns[..];
         let (slot, new) = self.groups.find_or_insert_prefetched(record, cols);
         if new {
+            // (a new group holds no sum a single value could take out of BIGINT)
             return self.start_group(slot, record, t, end, cfg);
+        }
+        if !sums.is_empty()
+            && let Some(j) = self.groups.get(slot).overflow(t, end, record, &cfg.measures, sums)
+        {
+            out.rejected.push(Rejected::overflow(record, &cfg.measures[j]));
+            return;
         }
         let g = self.groups.get_mut(slot);
         match g.last.as_mut() {

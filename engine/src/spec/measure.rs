@@ -98,7 +98,7 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
     let accepts = |t: DataType| measure_output_type(&agg, t, false).is_some();
     if let Some(t) = input_type.filter(|t| !accepts(*t)) {
         let what = match agg.as_str() {
-            "min" | "max" => "a non-BOOLEAN column",
+            "min" | "max" => "a column of the input schema",
             "approx_percentile" => "a numeric or TIMESTAMP column",
             _ => "a numeric (INT, BIGINT, FLOAT, DOUBLE) column",
         };

@@ -22,7 +22,9 @@
 //! - `append` without a window is refused, although Spark accepts it when `group_by` holds the
 //!   watermarked column (`groupBy("ts")` with a watermark on `ts`); SEMANTICS.md defines append
 //!   by window end only.
-//! - `min` / `max` of a BOOLEAN column are refused; Spark accepts them.
+//! - `sum` / `avg` / the stddev and variance family / `approx_percentile` of a STRING column,
+//!   and `sum` / `avg` of a TIMESTAMP column, are refused; Spark 4.3 accepts them by an implicit
+//!   cast to DOUBLE (a non-numeric string then fails the query; a timestamp counts as seconds).
 //! - A session window with an empty `group_by` is accepted; Spark refuses it ("Global
 //!   aggregation with session window in streaming query is not supported").
 //! - A duration with a fraction of seconds finer than a microsecond (`"1.0000005 seconds"`) is

@@ -92,7 +92,11 @@ pub fn spark_double_literal(x: f64) -> String {
 /// Spark's result type of `agg` over a column of type `input` (`percentage_is_list`: an
 /// approx_percentile with a list of percentages). `None` when the function does not take that
 /// type (validation refuses it first): sum / avg / stddev / variance need a numeric column,
-/// min / max a non-BOOLEAN one, approx_percentile a numeric or TIMESTAMP one.
+/// approx_percentile a numeric or TIMESTAMP one; min / max take every column type (BOOLEAN
+/// too, false < true, as Spark). Spark 4.3 also accepts a STRING column for sum / avg / the
+/// stddev family / approx_percentile (cast to DOUBLE, failing the query on a non-numeric value)
+/// and a TIMESTAMP one for sum / avg (as seconds); Eddy refuses those (SEMANTICS.md lists
+/// numeric input).
 pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool) -> Option<DataType> {
     match agg {
         "count" | "approx_count_distinct" => Some(DataType::Long),
@@ -105,7 +109,7 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
             input.is_numeric().then_some(DataType::Double)
         }
         "min" | "max" => match input {
-            DataType::Boolean | DataType::Window | DataType::Array(_) => None,
+            DataType::Window | DataType::Array(_) => None,
             t => Some(t),
         },
         "approx_percentile" | "percentile_approx" => {
@@ -164,7 +168,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
 pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
     let input = |name: &str| Field {
         name: name.to_string(),
-        data_type: schema.field(name).map(|f| f.data_type).unwrap_or(DataType::String),
+        data_type: schema.resolve(name).map_or(DataType::String, |i| schema.fields()[i].data_type),
     };
     let measure = |m: &super::MeasureSpec| Field { name: m.output_name.clone(), data_type: m.output_type };
     match q {

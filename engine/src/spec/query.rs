@@ -4,7 +4,7 @@ use super::error::{SpecError, list, quote};
 use super::measure::measures;
 use super::model::{RawQuery, RawWindow};
 use super::output::output_columns;
-use super::validate::{Min, Present, choice, column_list, duration, note, only_fields, timestamp_column};
+use super::validate::{Min, Present, choice, column_list, duration, note, only_fields, same_column, timestamp_column};
 use super::{Mode, OutputMode, QuerySpec, SessionGap, WatermarkSpec, WindowSpec};
 use crate::schema::{DataType, Schema};
 use crate::time::Duration;
@@ -121,7 +121,7 @@ fn window_aggregate(
                         allowed,
                     ));
                 }
-                (Some(w), Some(wm)) if wm.column != w.column() => {
+                (Some(w), Some(wm)) if !same_column(&wm.column, w.column()) => {
                     return Err(SpecError::new(
                         "query.output_mode",
                         format!(
@@ -266,7 +266,7 @@ fn rolling_window(raw: RawQuery, schema: &Schema, watermark: Option<&WatermarkSp
     if let Some(m) = &raw.output_mode {
         choice("query.output_mode", m, &["update"])?;
     }
-    if let Some(wm) = watermark.filter(|wm| wm.column != order_by) {
+    if let Some(wm) = watermark.filter(|wm| !same_column(&wm.column, &order_by)) {
         return Err(SpecError::bad_str(
             "watermark.column",
             &wm.column,
@@ -325,7 +325,7 @@ fn deduplicate(raw: RawQuery, schema: &Schema, watermark: Option<&WatermarkSpec>
 fn distinct_output_names(q: &QuerySpec, schema: &Schema) -> Result<(), SpecError> {
     let cols = output_columns(q, schema);
     for (i, (name, field)) in cols.iter().enumerate() {
-        if let Some((_, first)) = cols[..i].iter().find(|(n, _)| n == name) {
+        if let Some((_, first)) = cols[..i].iter().find(|(n, _)| same_column(n, name)) {
             return Err(SpecError::new(
                 field.clone(),
                 format!("output column {} (already the name of {first})", quote(name)),

@@ -6,7 +6,7 @@ use super::SinkSpec;
 use super::error::{SpecError, list};
 use super::model::RawSink;
 use super::source::{non_empty, properties};
-use super::validate::{Present, choice, note, only_fields};
+use super::validate::{Present, choice, note, only_fields, same_column};
 
 const SINK_TYPES: &[&str] = &["files", "stdout", "kafka"];
 
@@ -55,15 +55,19 @@ pub(crate) fn sink_spec(
             let bootstrap_servers =
                 non_empty(&format!("{section}.bootstrap_servers"), raw.bootstrap_servers, "host:port[,host:port...]")?;
             let topic = non_empty(&format!("{section}.topic"), raw.topic, "a topic name")?;
-            let key = raw.key.unwrap_or_default();
-            for (i, k) in key.iter().enumerate() {
+            // Each key names an output column ignoring case (as Spark resolves names); it is kept
+            // in the output column's spelling.
+            let mut key = raw.key.unwrap_or_default();
+            for i in 0..key.len() {
                 let at = format!("{section}.key[{i}]");
-                if !key_columns.contains(&k.as_str()) {
+                let k = &key[i];
+                let Some(column) = key_columns.iter().find(|c| same_column(c, k)) else {
                     return Err(SpecError::bad_str(at, k, format!("{key_what}: {}", list(key_columns))));
+                };
+                if key[..i].iter().any(|earlier| same_column(earlier, column)) {
+                    return Err(SpecError::bad_str(at, k, "each column once (names match ignoring case)"));
                 }
-                if key[..i].contains(k) {
-                    return Err(SpecError::bad_str(at, k, "each column once"));
-                }
+                key[i] = column.to_string();
             }
             let properties = properties(&format!("{section}.properties"), raw.properties)?;
             SinkSpec::Kafka {

@@ -30,7 +30,6 @@ fn measure_columns_exist_and_have_an_accepted_type() {
     );
     assert_eq!(with_measures("[{ agg = \"avg\", column = \"ts\" }]").unwrap_err().field, "query.measures[0].column");
     assert_eq!(with_measures("[{ agg = \"stddev\", column = \"b\" }]").unwrap_err().field, "query.measures[0].column");
-    assert_eq!(with_measures("[{ agg = \"min\", column = \"b\" }]").unwrap_err().field, "query.measures[0].column");
     assert_eq!(
         with_measures("[{ agg = \"approx_percentile\", column = \"k\" }]").unwrap_err().field,
         "query.measures[0].column"
@@ -196,9 +195,60 @@ fn measure_output_types_follow_spark() {
     assert_eq!(measure_output_type("sum", Int, false), Some(Long));
     assert_eq!(measure_output_type("sum", Float, false), Some(Double));
     assert_eq!(measure_output_type("sum", String, false), None);
-    assert_eq!(measure_output_type("min", Boolean, false), None);
+    assert_eq!(measure_output_type("min", Boolean, false), Some(Boolean));
     assert_eq!(measure_output_type("max", Float, false), Some(Float));
     assert_eq!(measure_output_type("approx_percentile", Timestamp, true), Some(Array(ArrayOf::Timestamp)));
     assert_eq!(measure_output_type("approx_count_distinct", Boolean, false), Some(Long));
     assert_eq!(measure_output_type("variance", Long, false), Some(Double));
+}
+
+#[test]
+fn min_and_max_of_a_boolean_column_are_accepted_as_spark_accepts_them() {
+    let p = with_measures("[{ agg = \"min\", column = \"b\" }, { agg = \"max\", column = \"B\" }]").unwrap();
+    let out = p.output_schema();
+    let last: Vec<(&str, DataType)> = out[out.len() - 2..].iter().map(|f| (f.name.as_str(), f.data_type)).collect();
+    assert_eq!(last, vec![("min(b)", DataType::Boolean), ("max(B)", DataType::Boolean)]);
+}
+
+/// Spark 4.3's analyser, per aggregate and input type (pyspark 4.3.0, `selectExpr` over a
+/// one-row literal of each type): the result type where Spark accepts the input, `None` where
+/// it refuses it. `eddy` marks the cells where Eddy refuses what Spark accepts (Spark casts a
+/// STRING to DOUBLE, failing the query on a non-numeric value, and a TIMESTAMP to DOUBLE
+/// seconds for sum / avg).
+#[test]
+fn every_aggregate_takes_the_input_types_spark_takes_with_spark_s_result_type() {
+    use DataType::*;
+    let types = [String, Long, Int, Double, Float, Boolean, Timestamp];
+    let d = Some(Double);
+    #[rustfmt::skip]
+    let spark: [(&str, [Option<DataType>; 7]); 13] = [
+        //                          STRING   BIGINT      INT        DOUBLE      FLOAT      BOOLEAN        TIMESTAMP
+        ("count",                 [Some(Long), Some(Long), Some(Long), Some(Long), Some(Long), Some(Long), Some(Long)]),
+        ("sum",                   [d,        Some(Long), Some(Long), d,          d,          None,          d]),
+        ("avg",                   [d,        d,          d,          d,          d,          None,          d]),
+        ("min",                   [Some(String), Some(Long), Some(Int), d, Some(Float), Some(Boolean), Some(Timestamp)]),
+        ("max",                   [Some(String), Some(Long), Some(Int), d, Some(Float), Some(Boolean), Some(Timestamp)]),
+        ("stddev",                [d,        d,          d,          d,          d,          None,          None]),
+        ("stddev_samp",           [d,        d,          d,          d,          d,          None,          None]),
+        ("stddev_pop",            [d,        d,          d,          d,          d,          None,          None]),
+        ("variance",              [d,        d,          d,          d,          d,          None,          None]),
+        ("var_samp",              [d,        d,          d,          d,          d,          None,          None]),
+        ("var_pop",               [d,        d,          d,          d,          d,          None,          None]),
+        ("approx_count_distinct", [Some(Long), Some(Long), Some(Long), Some(Long), Some(Long), Some(Long), Some(Long)]),
+        ("approx_percentile",     [d,        Some(Long), Some(Int), d,         Some(Float), None,          Some(Timestamp)]),
+    ];
+    // Where Eddy refuses what Spark accepts by an implicit cast (spec/mod.rs lists them).
+    let eddy_refuses = |agg: &str, t: DataType| {
+        (t == String && !matches!(agg, "count" | "min" | "max" | "approx_count_distinct"))
+            || (t == Timestamp && matches!(agg, "sum" | "avg"))
+    };
+    for (agg, row) in spark {
+        for (t, spark_type) in types.into_iter().zip(row) {
+            let expected = if eddy_refuses(agg, t) { None } else { spark_type };
+            assert_eq!(measure_output_type(agg, t, false), expected, "{agg}({t})");
+            if agg == "approx_percentile" {
+                assert_eq!(measure_output_type(agg, t, true), expected.and_then(DataType::array_of), "{agg}({t}) list");
+            }
+        }
+    }
 }

@@ -278,3 +278,61 @@ fn deduplicate_columns_default_to_all_and_within_watermark_needs_one() {
         .unwrap_err();
     assert_eq!((e.field.as_str(), e.given.as_str()), ("query.within_watermark", "true (without a [watermark])"));
 }
+
+/// Spark resolves column names ignoring case (`spark.sql.caseSensitive = false`), and an output
+/// column takes the spelling of the reference (the golden case `mixed-case-references` holds
+/// Spark 4.3's output).
+#[test]
+fn column_references_resolve_ignoring_case_and_name_outputs_as_written() {
+    let run = |v: &[&str]| super::tests::ok(v);
+    let p = run(&[
+        "watermark.column=\"TS\"",
+        "query.group_by=[\"K\", \"G\"]",
+        "query.window={ type = \"sliding\", column = \"Ts\", size = \"10 seconds\", slide = \"5 seconds\" }",
+        "query.measures=[{ agg = \"sum\", column = \"N\" }, { agg = \"max\", column = \"V\", alias = \"top\" }]",
+    ]);
+    assert_eq!(
+        fields(&p),
+        vec![
+            col("window", DataType::Window),
+            col("K", DataType::String),
+            col("G", DataType::String),
+            col("sum(N)", DataType::Long),
+            col("top", DataType::Double),
+        ]
+    );
+    let plan = crate::plan::QueryPlan::new(&p).unwrap();
+    assert_eq!(plan.watermark.map(|(c, _)| c), Some(1));
+    assert_eq!(plan.routing_columns(), vec![0, 6]);
+    // one column named twice, in two spellings
+    assert_eq!(run_err(&["query.group_by=[\"k\", \"K\"]"]).field, "query.group_by[1]");
+    // a session window's gap column
+    let p = run(&[
+        "query.output_mode=\"append\"",
+        "query.window={ type = \"session\", column = \"TS\", gap_column = \"G\" }",
+    ]);
+    assert!(matches!(&p.query, QuerySpec::WindowAggregate { window: Some(WindowSpec::Session { .. }), .. }));
+    assert_eq!(crate::plan::QueryPlan::new(&p).unwrap().routing_columns(), vec![0]);
+    // rolling window: partition_by, order_by, measures
+    let p = rolling("partition_by = [\"K\"]\norder_by = \"TS\"\nmeasures = [{ agg = \"sum\", column = \"V\", over = \"1 minute\" }]")
+        .unwrap();
+    assert_eq!(
+        fields(&p),
+        vec![col("K", DataType::String), col("__frontier", DataType::Timestamp), col("sum(V)", DataType::Double)]
+    );
+    // deduplicate columns
+    let p = dedup("columns = [\"K\", \"Ts\"]").unwrap();
+    assert_eq!(crate::plan::QueryPlan::new(&p).unwrap().routing_columns(), vec![0, 1]);
+    // a Kafka sink's key names an output column, kept in that column's spelling
+    let p = run(&["sink={ type = \"kafka\", bootstrap_servers = \"h:9092\", topic = \"t\", key = [\"K\"] }"]);
+    assert!(matches!(&p.sink, SinkSpec::Kafka { key, .. } if key == &["k".to_string()]));
+    // an output name that differs from another only in case is one column twice
+    let e = run_err(&[
+        "query.measures=[{ agg = \"count\", alias = \"n\" }, { agg = \"count\", column = \"v\", alias = \"N\" }]",
+    ]);
+    assert_eq!(e.field, "query.measures[1].alias");
+}
+
+fn run_err(v: &[&str]) -> SpecError {
+    super::tests::err(v)
+}

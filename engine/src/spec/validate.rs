@@ -116,7 +116,7 @@ pub(crate) fn duration(field: &str, text: &str, min: Min) -> Result<Duration, Sp
 /// The position of the input column `name` (any type).
 pub(crate) fn column(field: &str, name: &str, schema: &Schema) -> Result<usize, SpecError> {
     schema
-        .index_of(name)
+        .resolve(name)
         .ok_or_else(|| SpecError::bad_str(field, name, format!("a column of the schema: {}", schema.names())))
 }
 
@@ -129,7 +129,7 @@ pub(crate) fn timestamp_column(field: &str, name: &str, schema: &Schema) -> Resu
     } else {
         format!("a TIMESTAMP column of the schema: {}", list(&timestamps))
     };
-    match schema.index_of(name) {
+    match schema.resolve(name) {
         None => Err(SpecError::bad_str(field, name, allowed)),
         Some(i) if schema.fields()[i].data_type != DataType::Timestamp => {
             Err(SpecError::new(field, format!("{} (a {} column)", quote(name), schema.fields()[i].data_type), allowed))
@@ -150,11 +150,17 @@ pub(crate) fn column_list(field: &str, names: &[String], schema: &Schema) -> Res
     for (i, name) in names.iter().enumerate() {
         let at = format!("{field}[{i}]");
         column(&at, name, schema)?;
-        if names[..i].contains(name) {
-            return Err(SpecError::bad_str(at, name, "each column once"));
+        if names[..i].iter().any(|n| same_column(n, name)) {
+            return Err(SpecError::bad_str(at, name, "each column once (names match ignoring case)"));
         }
     }
     Ok(names.to_vec())
+}
+
+/// Whether two column references name the same column: equal ignoring case, as Spark resolves
+/// them by default (`spark.sql.caseSensitive = false`).
+pub(crate) fn same_column(a: &str, b: &str) -> bool {
+    a == b || a.to_lowercase() == b.to_lowercase()
 }
 
 /// Validates the raw model.

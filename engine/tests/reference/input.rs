@@ -115,7 +115,7 @@ pub fn engine_agg(a: &Agg) -> AggregateFn {
         Agg::Percentile(_, p) => AggKind::ApproxPercentile { percentages: vec![*p], list: false, accuracy: 10_000 },
         Agg::Percentiles(_, ps) => AggKind::ApproxPercentile { percentages: ps.clone(), list: true, accuracy: 10_000 },
     };
-    AggregateFn { kind, input: a.column(), input_type: input_type(a.column()) }
+    AggregateFn { kind, input: a.column(), input_type: input_type(a.column()), name: String::new() }
 }
 
 /// The proptest configuration of a property test: `cases` cases (or `PROPTEST_CASES` when set,

@@ -52,7 +52,7 @@ pub(super) fn fold(m: &Measure, state: &mut AggState, cell: &Cell, sign: i64) {
     match (state, cell) {
         (AggState::Count(n), c) => {
             if matches!(m.func.kind, AggKind::CountStar) || !c.is_null() {
-                *n += sign;
+                *n = n.saturating_add(sign);
             }
         }
         (_, Cell::Null) => {}

@@ -254,7 +254,8 @@ mod tests {
     const S: i64 = 1_000_000;
 
     fn config() -> RollingWindowConfig {
-        let f = |kind, input: Option<usize>| AggregateFn { kind, input, input_type: DataType::Long };
+        let f =
+            |kind, input: Option<usize>| AggregateFn { kind, input, input_type: DataType::Long, name: String::new() };
         RollingWindowConfig {
             mode: Mode::RealTime,
             key_columns: vec![0],

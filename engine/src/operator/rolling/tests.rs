@@ -10,7 +10,12 @@ use crate::value::Row;
 const S: i64 = 1_000_000;
 
 fn f(kind: AggKind, input: Option<usize>) -> AggregateFn {
-    AggregateFn { kind, input, input_type: if input.is_some() { DataType::Double } else { DataType::Long } }
+    AggregateFn {
+        kind,
+        input,
+        input_type: if input.is_some() { DataType::Double } else { DataType::Long },
+        name: String::new(),
+    }
 }
 
 fn op(measures: Vec<(AggKind, Option<usize>, Option<i64>)>) -> RollingWindow {
@@ -242,4 +247,51 @@ fn rows_fire_in_instant_order_and_count_what_is_in_range_whether_queued_or_not()
     }
     assert_eq!(w.state_len(), 0);
     assert_eq!(w.next_timer(), None);
+}
+
+/// A bounded sum whose records leave in event-time order can hold a sum outside BIGINT that
+/// no arrival did (-5, then i64::MAX, then 5; -5 leaves first): it reads NULL, as Spark's
+/// `try_sum`, and is exact again once the range moves on; never a wrapped value. The lifetime
+/// sum stays exact. Both layouts agree.
+#[test]
+fn a_range_sum_outside_bigint_after_a_leave_is_null_never_wrapped() {
+    let long_sum = |over: Option<i64>| RollingMeasure {
+        func: AggregateFn::from_name("sum", Some((2, DataType::Long)), &crate::aggregate::AggParams::default())
+            .unwrap(),
+        over: over.map(|s| Duration(s * S)),
+    };
+    for compact in [true, false] {
+        let mut w = RollingWindow::new(RollingWindowConfig {
+            mode: Mode::RealTime,
+            key_columns: vec![0],
+            order_by: 1,
+            frontier_delay: Duration::ZERO,
+            measures: vec![long_sum(None), long_sum(Some(10))],
+            watermark: None,
+            compact,
+        });
+        let mut out = Output::default();
+        for (t, v) in [(0, -5), (1, i64::MAX), (2, 5)] {
+            w.advance_clock(Timestamp(t * S), &mut out);
+            let r = Record::new(vec![Value::Str("a".into()), Value::Timestamp(Timestamp(t * S)), Value::Long(v)]);
+            w.on_record(&r, Timestamp::MIN, &mut out);
+        }
+        w.advance_clock(Timestamp(10 * S), &mut out);
+        w.advance_clock(Timestamp(11 * S), &mut out);
+        let row = |f: i64, lifetime: i64, range: Value| {
+            vec![Value::Str("a".into()), Value::Timestamp(Timestamp(f * S)), Value::Long(lifetime), range]
+        };
+        let max = i64::MAX;
+        assert_eq!(
+            out.rows,
+            vec![
+                row(0, -5, Value::Long(-5)),
+                row(1, max - 5, Value::Long(max - 5)),
+                row(2, max, Value::Long(max)),
+                row(10, max, Value::Null),
+                row(11, max, Value::Long(5)),
+            ],
+            "compact: {compact}"
+        );
+    }
 }

@@ -182,7 +182,8 @@ mod tests {
         assert_eq!(counts(&h.full(2)), vec![5, 6]);
         h.park(&mut v, 2); // already parked: nothing moves
         assert_eq!(v.len(), 4);
-        let count = AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long };
+        let count =
+            AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long, name: String::new() };
         let rec = Record::new(vec![]);
         for _ in 0..10 {
             assert_eq!(h.update(&[count.clone(), count.clone()], &rec), Ok(()));
@@ -199,7 +200,7 @@ mod tests {
     #[test]
     fn a_state_without_compact_form_stays_in_the_vector() {
         // a sum of BIGINT has no compact form
-        let sum = AggregateFn { kind: AggKind::Sum, input: Some(0), input_type: DataType::Long };
+        let sum = AggregateFn { kind: AggKind::Sum, input: Some(0), input_type: DataType::Long, name: String::new() };
         let mut v = vec![AggState::Count(1), sum.new_state()];
         let mut h = Hot::default();
         h.park(&mut v, 2);
@@ -209,8 +210,9 @@ mod tests {
 
     #[test]
     fn a_non_finite_input_is_declined_and_the_full_state_takes_it() {
-        let sum = AggregateFn { kind: AggKind::Sum, input: Some(0), input_type: DataType::Double };
-        let count = AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long };
+        let sum = AggregateFn { kind: AggKind::Sum, input: Some(0), input_type: DataType::Double, name: String::new() };
+        let count =
+            AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long, name: String::new() };
         let fs = [count, sum];
         let inputs = [1.5, 1e300, -1e300, 2.25, f64::INFINITY, 0.125];
         // reference: the full states, updated directly

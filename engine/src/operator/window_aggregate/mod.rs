@@ -36,6 +36,8 @@ mod panes;
 mod table;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_overflow;
 
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +127,9 @@ pub struct WindowAggregate {
     evicted_to: Timestamp,
     /// Whether the watermark finalises state (a watermark and not complete mode).
     evicts: bool,
+    /// Indexes of the integer sums among the measures (sessions refuse a record that would
+    /// take one out of BIGINT; the panes keep their own list).
+    sums: Vec<usize>,
 }
 
 impl WindowAggregate {
@@ -145,15 +150,16 @@ impl WindowAggregate {
         let evicts = cfg.watermark.is_some() && cfg.output_mode != OutputMode::Complete;
         WindowAggregate {
             evicts,
-            cfg,
             time_column,
             session_gap,
-            panes: PaneState::new(layout),
+            panes: PaneState::new(layout, &cfg.measures),
+            sums: cfg.measures.iter().enumerate().filter(|(_, f)| f.is_integer_sum()).map(|(j, _)| j).collect(),
             sessions: SessionState::default(),
             tracker,
             batch: None,
             watermark: Timestamp::MIN,
             evicted_to: Timestamp::MIN,
+            cfg,
         }
     }
 
@@ -233,7 +239,7 @@ impl WindowAggregate {
                     out.late.push(record.clone());
                     return;
                 }
-                self.sessions.add(record, t, end, &self.cfg);
+                self.sessions.add(record, t, end, &self.cfg, &self.sums, out);
             }
         }
     }

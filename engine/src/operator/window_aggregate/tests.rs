@@ -35,9 +35,9 @@ fn records(seed: u64, n: usize) -> Vec<Record> {
 
 fn measures(n: usize) -> Vec<AggregateFn> {
     let all = [
-        AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long },
-        AggregateFn { kind: AggKind::Sum, input: Some(2), input_type: DataType::Long },
-        AggregateFn { kind: AggKind::Max, input: Some(3), input_type: DataType::Double },
+        AggregateFn { kind: AggKind::CountStar, input: None, input_type: DataType::Long, name: String::new() },
+        AggregateFn { kind: AggKind::Sum, input: Some(2), input_type: DataType::Long, name: String::new() },
+        AggregateFn { kind: AggKind::Max, input: Some(3), input_type: DataType::Double, name: String::new() },
     ];
     all[..n].to_vec()
 }

@@ -29,7 +29,7 @@ fn cfg(lifetime: bool, delay_s: i64) -> RollingWindowConfig {
 }
 
 fn cfg_in(mode: Mode, lifetime: bool, delay_s: i64) -> RollingWindowConfig {
-    let f = |kind, input: Option<usize>| AggregateFn { kind, input, input_type: DataType::Long };
+    let f = |kind, input: Option<usize>| AggregateFn { kind, input, input_type: DataType::Long, name: String::new() };
     let mut measures = vec![
         RollingMeasure { func: f(AggKind::Sum, Some(2)), over: Some(Duration(5 * S)) },
         RollingMeasure { func: f(AggKind::Max, Some(2)), over: Some(Duration(3 * S)) },

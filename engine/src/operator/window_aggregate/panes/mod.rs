@@ -30,7 +30,7 @@ use super::groups::{Groups, HOT_BYTES};
 use super::hot::Hot;
 use super::{OutputMode, WindowAggregateConfig, measure_input};
 use crate::aggregate::{AggState, AggregateFn};
-use crate::operator::Output;
+use crate::operator::{Output, Rejected};
 use crate::value::{GroupKey, Record, Row, Value};
 use crate::window::PaneGrid;
 
@@ -121,6 +121,9 @@ pub(super) struct PaneState {
     /// Window ends to emit for one group (reused buffer).
     ends: Vec<i64>,
     panes: usize,
+    /// Indexes of the integer sums among the measures ([`AggregateFn::is_integer_sum`]): a
+    /// record that would take one out of BIGINT in a window is refused whole.
+    sums: Vec<usize>,
 }
 
 #[inline]
@@ -141,8 +144,9 @@ fn row_of(window: Option<(i64, i64)>, key: &GroupKey, measures: &[AggregateFn], 
 }
 
 impl PaneState {
-    pub(super) fn new(layout: Layout) -> PaneState {
+    pub(super) fn new(layout: Layout, measures: &[AggregateFn]) -> PaneState {
         PaneState {
+            sums: measures.iter().enumerate().filter(|(_, f)| f.is_integer_sum()).map(|(j, _)| j).collect(),
             layout,
             groups: Groups::default(),
             expiry: DueQueue::new(),
@@ -223,6 +227,14 @@ impl PaneState {
                     out.late.push(record.clone());
                     return;
                 }
+                if !self.sums.is_empty() {
+                    let start = last.start;
+                    if let Some(j) = self.overflow(slot, start, record, &cfg.measures) {
+                        out.rejected.push(Rejected::overflow(record, &cfg.measures[j]));
+                        return;
+                    }
+                }
+                let g = self.groups.get_mut(slot);
                 g.update_last(&cfg.measures, record);
                 if cfg.output_mode == OutputMode::Update {
                     let i = g.panes.len();
@@ -261,13 +273,69 @@ impl PaneState {
         let hash = self.groups.hash_record(record, &cfg.key_columns);
         let (slot, new) = self.groups.find_or_insert(hash, record, &cfg.key_columns);
         if new {
+            // (a new group holds no sum a single value could take out of BIGINT)
             self.groups.get_mut(slot).reset();
+        } else if !self.sums.is_empty()
+            && let Some(j) = self.overflow(slot, start, record, &cfg.measures)
+        {
+            out.rejected.push(Rejected::overflow(record, &cfg.measures[j]));
+            return;
         }
         let i = self.open_pane(slot, start, last_end, late, &cfg.measures);
         self.groups.get_mut(slot).update_pane(i, &cfg.measures, record);
         if cfg.output_mode == OutputMode::Update {
             self.mark_changed(slot, i);
         }
+    }
+
+    /// The first integer sum (its index among `measures`) that `record`, landing in the pane at
+    /// `pane_start` of the group in `slot` (at rest), would take out of BIGINT in one of the
+    /// pane's windows not final yet (end > the group's `closed`): the sum of the window's panes
+    /// plus the record's value, exactly ([`AggregateFn::sum_fits`]). `None` when it fits in all.
+    /// A quick bound first: when the magnitudes of all the group's pane sums and of the value
+    /// add up within BIGINT, no window can leave it.
+    #[inline(never)]
+    fn overflow(&self, slot: u32, pane_start: i64, record: &Record, measures: &[AggregateFn]) -> Option<usize> {
+        let g = self.groups.get(slot);
+        let m = measures.len();
+        // With an integer sum the states are never inline (a long sum has no compact form):
+        // `states` holds every pane's, the parked last pane's at the end.
+        debug_assert!(!g.hot.used());
+        let n = g.states.len() / m;
+        let start_of =
+            |k: usize| if k < g.panes.len() { g.panes[k].start } else { g.last.map_or(i64::MAX, |p| p.start) };
+        for &j in &self.sums {
+            let f = &measures[j];
+            let v = measure_input(f, record);
+            let state = |k: usize| &g.states[k * m + j];
+            let fits = match self.layout {
+                Layout::Plain { .. } => f.sum_fits((0..n).map(state), v),
+                Layout::Fixed(grid) => {
+                    let magnitude = (0..n).fold(i128::from(v.as_i64().unwrap_or(0)).abs(), |acc, k| match state(k) {
+                        AggState::LongSum(s) => acc.saturating_add(s.sum.abs()),
+                        _ => acc,
+                    });
+                    magnitude <= i128::from(i64::MAX) || {
+                        // The pane's windows, from the last back (`first_end_after` has no
+                        // answer when the first starts before i64::MIN); such a window is
+                        // emitted from i64::MIN (`window_row`), so it is checked the same way.
+                        let mut end = grid.last_end(pane_start);
+                        let mut fits = true;
+                        while let Some(e) = end.filter(|&e| e > pane_start.max(g.closed) && fits) {
+                            let window_start = e.saturating_sub(grid.size());
+                            let panes = (0..n).filter(|&k| (window_start..e).contains(&start_of(k)));
+                            fits = f.sum_fits(panes.map(state), v);
+                            end = e.checked_sub(grid.slide());
+                        }
+                        fits
+                    }
+                }
+            };
+            if !fits {
+                return Some(j);
+            }
+        }
+        None
     }
 
     /// The index of the pane at `start` in the group, created (empty) when absent. Windows with
