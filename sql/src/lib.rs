@@ -159,7 +159,8 @@ fn suffixed_number(text: &str) -> Option<Result<Literal, String>> {
         return None;
     }
     let upper = text.to_ascii_uppercase();
-    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'E' | b'+' | b'-'));
+    let numeric =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'E' | b'+' | b'-'));
     if let Some(n) = upper.strip_suffix('L')
         && n.bytes().all(|b| b.is_ascii_digit())
     {
@@ -202,7 +203,13 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
         "STRING" => T::String,
         "BOOLEAN" => T::Boolean,
         "TIMESTAMP" => T::Timestamp,
-        _ => return Err(unsupported(at, format!("CAST to {name}"), "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP")),
+        _ => {
+            return Err(unsupported(
+                at,
+                format!("CAST to {name}"),
+                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP",
+            ));
+        }
     })
 }
 
@@ -240,11 +247,19 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
         Expr::CompoundIdentifier(ids) => node(SyntaxKind::Column(ids.iter().map(|i| i.value.clone()).collect()), e),
         Expr::Value(v) => {
             let lit = match &v.value {
-                Value::Number(n, long) => number(n, *long).map_err(|f| unsupported(e, f, "INT, BIGINT, DOUBLE literals"))?,
+                Value::Number(n, long) => {
+                    number(n, *long).map_err(|f| unsupported(e, f, "INT, BIGINT, DOUBLE literals"))?
+                }
                 Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Literal::String(s.clone()),
                 Value::Boolean(b) => Literal::Bool(*b),
                 Value::Null => Literal::Null,
-                other => return Err(unsupported(e, format!("the literal {other}"), "numbers, 'strings', true, false, NULL")),
+                other => {
+                    return Err(unsupported(
+                        e,
+                        format!("the literal {other}"),
+                        "numbers, 'strings', true, false, NULL",
+                    ));
+                }
             };
             node(SyntaxKind::Literal(lit), e)
         }
@@ -255,7 +270,9 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             };
             match ts.data_type {
                 ast::DataType::Timestamp(..) => node(SyntaxKind::Literal(Literal::Timestamp(text)), e),
-                ref t => return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...' (DATE is not implemented)")),
+                ref t => {
+                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...' (DATE is not implemented)"));
+                }
             }
         }
         Expr::Interval(iv) => {
@@ -270,22 +287,40 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             let unit = iv.leading_field.as_ref().and_then(interval_unit);
             match (n, unit, &iv.last_field) {
                 (Some(n), Some((per, name)), None) => {
-                    let micros = n.checked_mul(per).ok_or_else(|| unsupported(e, format!("{e} (out of range)"), "a smaller interval"))?;
+                    let micros = n
+                        .checked_mul(per)
+                        .ok_or_else(|| unsupported(e, format!("{e} (out of range)"), "a smaller interval"))?;
                     node(SyntaxKind::Literal(Literal::Interval { micros, text: interval_text(n, name) }), e)
                 }
-                _ => return Err(unsupported(e, format!("`{e}`"), "INTERVAL n DAYS / HOURS / MINUTES / SECONDS, INTERVAL 'n' HOUR")),
+                _ => {
+                    return Err(unsupported(
+                        e,
+                        format!("`{e}`"),
+                        "INTERVAL n DAYS / HOURS / MINUTES / SECONDS, INTERVAL 'n' HOUR",
+                    ));
+                }
             }
         }
         Expr::UnaryOp { op, expr } => match op {
             UnaryOperator::Minus => match lower(expr)? {
                 // Spark's grammar reads `-5` as a negative literal (named `-5`), `-a` as a negation
-                Syntax { kind: SyntaxKind::Literal(lit), .. } if matches!(expr.as_ref(), Expr::Value(_) | Expr::Identifier(_)) => {
+                Syntax { kind: SyntaxKind::Literal(lit), .. }
+                    if matches!(expr.as_ref(), Expr::Value(_) | Expr::Identifier(_)) =>
+                {
                     let neg = match lit {
                         Literal::Integer(v) => Literal::Integer(-v),
                         Literal::Long(v) => Literal::Long(-v),
                         Literal::Double(v) => Literal::Double(-v),
                         Literal::Decimal(t) => Literal::Decimal(format!("-{t}")),
-                        other => return Ok(node(SyntaxKind::Negate(Box::new(Syntax { kind: SyntaxKind::Literal(other), pos: pos(expr.span().start) })), e)),
+                        other => {
+                            return Ok(node(
+                                SyntaxKind::Negate(Box::new(Syntax {
+                                    kind: SyntaxKind::Literal(other),
+                                    pos: pos(expr.span().start),
+                                })),
+                                e,
+                            ));
+                        }
                     };
                     node(SyntaxKind::Literal(neg), e)
                 }
@@ -314,7 +349,11 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
                 BinaryOperator::Or => BinaryOp::Or,
                 BinaryOperator::StringConcat => BinaryOp::Concat,
                 other => {
-                    return Err(unsupported(e, format!("the operator {other}"), "+ - * / % div = == <> != < <= > >= <=> AND OR ||"));
+                    return Err(unsupported(
+                        e,
+                        format!("the operator {other}"),
+                        "+ - * / % div = == <> != < <= > >= <=> AND OR ||",
+                    ));
                 }
             };
             node(SyntaxKind::Binary { op, left: boxed(left)?, right: boxed(right)? }, e)
@@ -329,22 +368,33 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             node(SyntaxKind::Between { expr: boxed(expr)?, low: boxed(low)?, high: boxed(high)?, negated: *negated }, e)
         }
         Expr::In { expr, target: ast::InTarget::List(list), negated, global: false } => node(
-            SyntaxKind::InList { expr: boxed(expr)?, list: list.iter().map(lower).collect::<Result<_, _>>()?, negated: *negated },
+            SyntaxKind::InList {
+                expr: boxed(expr)?,
+                list: list.iter().map(lower).collect::<Result<_, _>>()?,
+                negated: *negated,
+            },
             e,
         ),
-        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => {
-            node(SyntaxKind::Like { kind: LikeKind::Like, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated }, e)
-        }
-        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => {
-            node(SyntaxKind::Like { kind: LikeKind::ILike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated }, e)
-        }
-        Expr::RLike { negated, expr, pattern, .. } => {
-            node(SyntaxKind::Like { kind: LikeKind::RLike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated }, e)
-        }
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => node(
+            SyntaxKind::Like { kind: LikeKind::Like, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
+            e,
+        ),
+        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => node(
+            SyntaxKind::Like { kind: LikeKind::ILike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
+            e,
+        ),
+        Expr::RLike { negated, expr, pattern, .. } => node(
+            SyntaxKind::Like { kind: LikeKind::RLike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
+            e,
+        ),
         Expr::Case { operand, conditions, else_result, .. } => node(
             SyntaxKind::Case {
                 operand: operand.as_deref().map(boxed).transpose()?,
-                branches: conditions.iter().map(|w| Ok((lower(&w.condition)?, lower(&w.result)?))).collect::<Result<_, SqlError>>()?,
+                branches: conditions.iter().map(|w| Ok((lower(&w.condition)?, lower(&w.result)?))).collect::<Result<
+                    _,
+                    SqlError,
+                >>(
+                )?,
                 otherwise: else_result.as_deref().map(boxed).transpose()?,
             },
             e,
@@ -379,10 +429,20 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
         Expr::Function(f) => {
             let name = match f.name.0.as_slice() {
                 [ObjectNamePart::Identifier(id)] => id.value.clone(),
-                _ => return Err(unsupported(e, format!("the function name {}", f.name), "an unqualified function name")),
+                _ => {
+                    return Err(unsupported(
+                        e,
+                        format!("the function name {}", f.name),
+                        "an unqualified function name",
+                    ));
+                }
             };
             if f.over.is_some() || f.filter.is_some() || f.null_treatment.is_some() || !f.within_group.is_empty() {
-                return Err(unsupported(e, format!("`{e}`"), "a plain function call (window functions: use rolling_window)"));
+                return Err(unsupported(
+                    e,
+                    format!("`{e}`"),
+                    "a plain function call (window functions: use rolling_window)",
+                ));
             }
             let args = match &f.args {
                 FunctionArguments::None => vec![],

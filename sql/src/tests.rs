@@ -7,7 +7,8 @@ use eddy_engine::{Record, Schema, Value};
 use super::*;
 
 fn schema() -> Schema {
-    Schema::parse_ddl("price DOUBLE, qty INT, name STRING, `odd name` STRING, n BIGINT").unwrap_or_else(|e| panic!("{e}"))
+    Schema::parse_ddl("price DOUBLE, qty INT, name STRING, `odd name` STRING, n BIGINT")
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn eval(text: &str, values: Vec<Value>) -> Result<Value, ExprError> {

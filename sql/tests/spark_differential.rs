@@ -70,13 +70,21 @@ fn expressions_evaluate_and_are_named_as_spark_does() {
     let header: Json = serde_json::from_str(lines.next().unwrap_or("{}")).unwrap_or(Json::Null);
     let cols: Vec<(String, String)> = header["schema"]
         .as_array()
-        .map(|a| a.iter().map(|c| (c[0].as_str().unwrap_or("").to_string(), c[1].as_str().unwrap_or("").to_string())).collect())
+        .map(|a| {
+            a.iter()
+                .map(|c| (c[0].as_str().unwrap_or("").to_string(), c[1].as_str().unwrap_or("").to_string()))
+                .collect()
+        })
         .unwrap_or_default();
     let ddl: Vec<String> = cols.iter().map(|(n, t)| format!("`{n}` {t}")).collect();
     let schema = Schema::parse_ddl(&ddl.join(", ")).unwrap_or_else(|e| panic!("{e}"));
     let rows: Vec<Record> = header["rows"]
         .as_array()
-        .map(|rows| rows.iter().map(|r| Record::new(cols.iter().enumerate().map(|(i, (_, t))| decode(&r[i], t)).collect())).collect())
+        .map(|rows| {
+            rows.iter()
+                .map(|r| Record::new(cols.iter().enumerate().map(|(i, (_, t))| decode(&r[i], t)).collect()))
+                .collect()
+        })
         .unwrap_or_default();
     assert!(rows.len() >= 10 && !cols.is_empty(), "golden header: {} rows, {} columns", rows.len(), cols.len());
 
@@ -94,14 +102,20 @@ fn expressions_evaluate_and_are_named_as_spark_does() {
             }
             Some("analysis") => {
                 if let Ok(b) = bound {
-                    failures.push(format!("{expr}: Spark refuses it ({}), Eddy binds it as {}", case["class"], b.typed.data_type));
+                    failures.push(format!(
+                        "{expr}: Spark refuses it ({}), Eddy binds it as {}",
+                        case["class"], b.typed.data_type
+                    ));
                 }
                 continue;
             }
             Some(_) => {
                 let class = case["class"].as_str().unwrap_or("");
                 let Ok(b) = bound else {
-                    failures.push(format!("{expr}: Eddy refuses it: {}", bound.err().map(|e| e.to_string()).unwrap_or_default()));
+                    failures.push(format!(
+                        "{expr}: Eddy refuses it: {}",
+                        bound.err().map(|e| e.to_string()).unwrap_or_default()
+                    ));
                     continue;
                 };
                 let c = Compiled::new(&b.typed);
@@ -152,7 +166,17 @@ fn expressions_evaluate_and_are_named_as_spark_does() {
             }
         }
     }
-    eprintln!("{checked} expressions ({skipped} skipped: values PySpark cannot convert), {values_checked} values equal to Spark's");
+    #[allow(clippy::print_stderr)] // the corpus size, shown with --nocapture
+    {
+        eprintln!(
+            "{checked} expressions ({skipped} skipped: values PySpark cannot convert), {values_checked} values equal to Spark's"
+        );
+    }
     assert!(checked >= 100, "only {checked} expressions in the golden file");
-    assert!(failures.is_empty(), "{} of {checked} expressions differ from Spark:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} expressions differ from Spark:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

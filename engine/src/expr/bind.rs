@@ -99,7 +99,11 @@ fn common_type(pos: Pos, items: &[Typed], what: &str) -> Result<DataType, ExprEr
             None => t.data_type,
             Some(a) if a == t.data_type => a,
             Some(a) => wider(a, t.data_type).ok_or_else(|| {
-                ty_err(pos, format!("{what} of types {a} and {} ({})", t.data_type, t.name), "one type, or numbers (widened)")
+                ty_err(
+                    pos,
+                    format!("{what} of types {a} and {} ({})", t.data_type, t.name),
+                    "one type, or numbers (widened)",
+                )
             })?,
         });
     }
@@ -180,7 +184,9 @@ impl Binder<'_> {
                 let t = self.like(pos, *kind, expr, pattern)?;
                 Ok(if *negated { self.not(t) } else { t })
             }
-            SyntaxKind::Case { operand, branches, otherwise } => self.case(pos, operand.as_deref(), branches, otherwise.as_deref()),
+            SyntaxKind::Case { operand, branches, otherwise } => {
+                self.case(pos, operand.as_deref(), branches, otherwise.as_deref())
+            }
             SyntaxKind::Cast { expr, to, try_cast } => {
                 // a DECIMAL literal cast to a floating type or STRING needs no DECIMAL arithmetic
                 if let SyntaxKind::Literal(Literal::Decimal(text)) = &expr.kind
@@ -256,13 +262,18 @@ impl Binder<'_> {
             }
             Literal::String(s) => literal(Value::Str(Arc::from(s.as_str())), DataType::String, s.clone()),
             Literal::Timestamp(s) => {
-                let us = super::text::parse_cast_timestamp(s)
-                    .ok_or_else(|| ty_err(pos, format!("TIMESTAMP '{s}'"), "a timestamp such as TIMESTAMP '2024-01-15 10:00:00'"))?;
+                let us = super::text::parse_cast_timestamp(s).ok_or_else(|| {
+                    ty_err(pos, format!("TIMESTAMP '{s}'"), "a timestamp such as TIMESTAMP '2024-01-15 10:00:00'")
+                })?;
                 let name = format!("TIMESTAMP '{}'", super::text::timestamp_string(us));
                 literal(Value::Timestamp(Timestamp(us)), DataType::Timestamp, name)
             }
             Literal::Interval { .. } => {
-                return Err(unsupported(pos, "an INTERVAL outside `timestamp + INTERVAL` / `timestamp - INTERVAL`", "timestamp ± INTERVAL ..."));
+                return Err(unsupported(
+                    pos,
+                    "an INTERVAL outside `timestamp + INTERVAL` / `timestamp - INTERVAL`",
+                    "timestamp ± INTERVAL ...",
+                ));
             }
         })
     }
@@ -288,7 +299,8 @@ impl Binder<'_> {
             if l.data_type != DataType::Timestamp {
                 return Err(ty_err(pos, format!("{} ± INTERVAL", l.data_type), "TIMESTAMP ± INTERVAL"));
             }
-            let (d, sym) = if op == BinaryOp::Plus { (*micros, "+") } else { (micros.checked_neg().unwrap_or(i64::MAX), "-") };
+            let (d, sym) =
+                if op == BinaryOp::Plus { (*micros, "+") } else { (micros.checked_neg().unwrap_or(i64::MAX), "-") };
             let name = format!("{} {sym} {text}", l.name);
             return Ok(call(Func::AddMicros(d), vec![l], DataType::Timestamp, name));
         }
@@ -376,7 +388,12 @@ impl Binder<'_> {
     fn divide(&self, pos: Pos, try_: bool, l: Typed, r: Typed, name: String) -> Result<Typed, ExprError> {
         self.numeric(pos, &l, "/")?;
         self.numeric(pos, &r, "/")?;
-        Ok(call(Func::Divide { try_ }, vec![coerce(l, DataType::Double), coerce(r, DataType::Double)], DataType::Double, name))
+        Ok(call(
+            Func::Divide { try_ },
+            vec![coerce(l, DataType::Double), coerce(r, DataType::Double)],
+            DataType::Double,
+            name,
+        ))
     }
 
     /// The operands of a comparison cast to one type: numbers widened; a STRING against a
@@ -394,7 +411,11 @@ impl Binder<'_> {
             match (a, b) {
                 (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_)) => x,
                 _ => {
-                    return Err(ty_err(pos, format!("{what} between {a} ({}) and {b} ({})", l.name, r.name), "values of one type, numbers, or a STRING and another type"));
+                    return Err(ty_err(
+                        pos,
+                        format!("{what} between {a} ({}) and {b} ({})", l.name, r.name),
+                        "values of one type, numbers, or a STRING and another type",
+                    ));
                 }
             }
         };
@@ -421,7 +442,11 @@ impl Binder<'_> {
     fn like(&self, pos: Pos, kind: LikeKind, expr: &Syntax, pattern: &Syntax) -> Result<Typed, ExprError> {
         let e = self.string(pos, self.bind(expr)?, "LIKE")?;
         let SyntaxKind::Literal(Literal::String(p)) = &pattern.kind else {
-            return Err(unsupported(pattern.pos, "a pattern that is not a string literal", "LIKE / RLIKE with a constant pattern"));
+            return Err(unsupported(
+                pattern.pos,
+                "a pattern that is not a string literal",
+                "LIKE / RLIKE with a constant pattern",
+            ));
         };
         match kind {
             LikeKind::Like | LikeKind::ILike => {
@@ -431,7 +456,13 @@ impl Binder<'_> {
                     match c {
                         '\\' => match chars.next() {
                             Some(n @ ('_' | '%' | '\\')) => re.push_str(&regex::escape(&n.to_string())),
-                            _ => return Err(ty_err(pattern.pos, format!("LIKE pattern '{p}'"), "an escape `\\` followed by _, % or \\")),
+                            _ => {
+                                return Err(ty_err(
+                                    pattern.pos,
+                                    format!("LIKE pattern '{p}'"),
+                                    "an escape `\\` followed by _, % or \\",
+                                ));
+                            }
                         },
                         '_' => re.push('.'),
                         '%' => re.push_str(".*"),
@@ -439,8 +470,13 @@ impl Binder<'_> {
                     }
                 }
                 re.push('$');
-                let compiled = Regex::new(&re).map_err(|e| ty_err(pattern.pos, format!("LIKE pattern '{p}': {e}"), "a LIKE pattern"))?;
-                let name = if kind == LikeKind::ILike { format!("ilike({}, {p})", e.name) } else { format!("{} LIKE {p}", e.name) };
+                let compiled = Regex::new(&re)
+                    .map_err(|e| ty_err(pattern.pos, format!("LIKE pattern '{p}': {e}"), "a LIKE pattern"))?;
+                let name = if kind == LikeKind::ILike {
+                    format!("ilike({}, {p})", e.name)
+                } else {
+                    format!("{} LIKE {p}", e.name)
+                };
                 Ok(call(Func::Like(Arc::new(compiled)), vec![e], DataType::Boolean, name))
             }
             LikeKind::RLike => {
@@ -451,7 +487,13 @@ impl Binder<'_> {
         }
     }
 
-    fn case(&self, pos: Pos, operand: Option<&Syntax>, branches: &[(Syntax, Syntax)], otherwise: Option<&Syntax>) -> Result<Typed, ExprError> {
+    fn case(
+        &self,
+        pos: Pos,
+        operand: Option<&Syntax>,
+        branches: &[(Syntax, Syntax)],
+        otherwise: Option<&Syntax>,
+    ) -> Result<Typed, ExprError> {
         let operand = operand.map(|o| self.bind(o)).transpose()?;
         let mut conds = Vec::new();
         let mut values = Vec::new();
@@ -477,12 +519,20 @@ impl Binder<'_> {
         }
         name.push_str(" END");
         let branches = conds.into_iter().zip(values.into_iter().map(|v| coerce(v, ty))).collect();
-        Ok(Typed { node: Node::Case { branches, otherwise: otherwise.map(|o| Box::new(coerce(o, ty))) }, data_type: ty, name })
+        Ok(Typed {
+            node: Node::Case { branches, otherwise: otherwise.map(|o| Box::new(coerce(o, ty))) },
+            data_type: ty,
+            name,
+        })
     }
 
     fn cast(&self, pos: Pos, e: Typed, to: DataType, try_cast: bool) -> Result<Typed, ExprError> {
         if super::cast::cast_fn(e.data_type, to).is_none() && !is_null_literal(&e) {
-            return Err(ty_err(pos, format!("CAST from {} to {to} ({})", e.data_type, e.name), "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP"));
+            return Err(ty_err(
+                pos,
+                format!("CAST from {} to {to} ({})", e.data_type, e.name),
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP",
+            ));
         }
         let name = if try_cast { format!("TRY_CAST({} AS {to})", e.name) } else { format!("CAST({} AS {to})", e.name) };
         Ok(Typed { node: Node::Cast { input: Box::new(e), try_cast, implicit: false }, data_type: to, name })
@@ -494,20 +544,32 @@ impl Binder<'_> {
             if n.contains(&args.len()) {
                 Ok(())
             } else {
-                Err(ty_err(pos, format!("{lower} with {} arguments", args.len()), &format!("{} to {} arguments", n.start(), n.end())))
+                Err(ty_err(
+                    pos,
+                    format!("{lower} with {} arguments", args.len()),
+                    &format!("{} to {} arguments", n.start(), n.end()),
+                ))
             }
         };
         let bound = |this: &Self| args.iter().map(|a| this.bind(a)).collect::<Result<Vec<_>, _>>();
         let lit_int = |i: usize| -> Result<i64, ExprError> {
             match &args[i].kind {
                 SyntaxKind::Literal(Literal::Integer(v)) => Ok(*v),
-                _ => Err(unsupported(args[i].pos, format!("a non-constant argument {} of {lower}", i + 1), "an integer literal")),
+                _ => Err(unsupported(
+                    args[i].pos,
+                    format!("a non-constant argument {} of {lower}", i + 1),
+                    "an integer literal",
+                )),
             }
         };
         let lit_str = |i: usize| -> Result<String, ExprError> {
             match &args[i].kind {
                 SyntaxKind::Literal(Literal::String(s)) => Ok(s.clone()),
-                _ => Err(unsupported(args[i].pos, format!("a non-constant argument {} of {lower}", i + 1), "a string literal")),
+                _ => Err(unsupported(
+                    args[i].pos,
+                    format!("a non-constant argument {} of {lower}", i + 1),
+                    "a string literal",
+                )),
             }
         };
         let named = |n: &str, a: &[Typed]| format!("{n}({})", names(a));
@@ -518,7 +580,10 @@ impl Binder<'_> {
                 let c = self.boolean(pos, a[0].clone(), "if")?;
                 let ty = common_type(pos, &a[1..], "if branches")?;
                 let name = format!("(IF({}, {}, {}))", a[0].name, a[1].name, a[2].name);
-                let node = Node::Case { branches: vec![(c, coerce(a[1].clone(), ty))], otherwise: Some(Box::new(coerce(a[2].clone(), ty))) };
+                let node = Node::Case {
+                    branches: vec![(c, coerce(a[1].clone(), ty))],
+                    otherwise: Some(Box::new(coerce(a[2].clone(), ty))),
+                };
                 Ok(Typed { node, data_type: ty, name })
             }
             "coalesce" | "nvl" | "ifnull" => {
@@ -625,7 +690,8 @@ impl Binder<'_> {
                 let a = a.into_iter().map(|x| coerce(x, ty)).collect();
                 Ok(call(Func::Extreme { greatest: lower == "greatest" }, a, ty, name))
             }
-            "lower" | "upper" | "length" | "char_length" | "trim" | "ltrim" | "rtrim" | "initcap" | "reverse" | "md5" => {
+            "lower" | "upper" | "length" | "char_length" | "trim" | "ltrim" | "rtrim" | "initcap" | "reverse"
+            | "md5" => {
                 arity(1..=1)?;
                 let a = vec![self.string(pos, self.bind(&args[0])?, &lower)?];
                 let (func, ty) = match lower.as_str() {
@@ -667,7 +733,10 @@ impl Binder<'_> {
             }
             "concat_ws" => {
                 arity(1..=64)?;
-                let a = bound(self)?.into_iter().map(|x| self.string(pos, x, "concat_ws")).collect::<Result<Vec<_>, _>>()?;
+                let a = bound(self)?
+                    .into_iter()
+                    .map(|x| self.string(pos, x, "concat_ws"))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let name = named("concat_ws", &a);
                 Ok(call(Func::ConcatWs, a, DataType::String, name))
             }
@@ -685,7 +754,8 @@ impl Binder<'_> {
             }
             "replace" => {
                 arity(2..=3)?;
-                let mut a = bound(self)?.into_iter().map(|x| self.string(pos, x, "replace")).collect::<Result<Vec<_>, _>>()?;
+                let mut a =
+                    bound(self)?.into_iter().map(|x| self.string(pos, x, "replace")).collect::<Result<Vec<_>, _>>()?;
                 if a.len() == 2 {
                     a.push(literal(Value::Str(Arc::from("")), DataType::String, String::new()));
                 }
@@ -728,7 +798,11 @@ impl Binder<'_> {
                 let re = java_regex(args[1].pos, &lit_str(1)?)?;
                 let rep = lit_str(2)?;
                 if rep.contains(['$', '\\']) {
-                    return Err(unsupported(args[2].pos, "a replacement with `$` or `\\`", "a literal replacement text"));
+                    return Err(unsupported(
+                        args[2].pos,
+                        "a replacement with `$` or `\\`",
+                        "a literal replacement text",
+                    ));
                 }
                 let a = vec![s, self.bind(&args[1])?, self.bind(&args[2])?];
                 let name = named(&lower, &a);
@@ -740,7 +814,11 @@ impl Binder<'_> {
                 let re = java_regex(args[1].pos, &lit_str(1)?)?;
                 let group = if args.len() == 3 { lit_int(2)? } else { 1 };
                 if group < 0 || group as usize >= re.captures_len() {
-                    return Err(ty_err(pos, format!("regexp_extract group {group}"), &format!("0 to {}", re.captures_len() - 1)));
+                    return Err(ty_err(
+                        pos,
+                        format!("regexp_extract group {group}"),
+                        &format!("0 to {}", re.captures_len() - 1),
+                    ));
                 }
                 let mut a = vec![s, self.bind(&args[1])?];
                 a.push(literal(Value::Int(group as i32), DataType::Int, group.to_string()));
@@ -759,7 +837,8 @@ impl Binder<'_> {
                 let name = format!("sha2({}, {})", s.name, lit_int(1)?);
                 Ok(call(Func::Sha2(bits), vec![s], DataType::String, name))
             }
-            "year" | "month" | "day" | "dayofmonth" | "dayofweek" | "hour" | "minute" | "second" | "unix_seconds" | "unix_millis" | "unix_micros" => {
+            "year" | "month" | "day" | "dayofmonth" | "dayofweek" | "hour" | "minute" | "second" | "unix_seconds"
+            | "unix_millis" | "unix_micros" => {
                 arity(1..=1)?;
                 let t = self.bind(&args[0])?;
                 if t.data_type != DataType::Timestamp && !is_null_literal(&t) {
@@ -809,7 +888,13 @@ impl Binder<'_> {
                     "SECOND" => TruncUnit::Fixed(1_000_000),
                     "MILLISECOND" => TruncUnit::Fixed(1_000),
                     "MICROSECOND" => TruncUnit::Fixed(1),
-                    _ => return Err(ty_err(args[0].pos, format!("date_trunc unit '{unit}'"), "YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND")),
+                    _ => {
+                        return Err(ty_err(
+                            args[0].pos,
+                            format!("date_trunc unit '{unit}'"),
+                            "YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND",
+                        ));
+                    }
                 };
                 let t = self.bind(&args[1])?;
                 if t.data_type != DataType::Timestamp {
@@ -825,7 +910,13 @@ impl Binder<'_> {
                     return Err(ty_err(pos, format!("date_format of {}", t.data_type), "TIMESTAMP"));
                 }
                 let p = lit_str(1)?;
-                let parts = parse_format(&p).ok_or_else(|| unsupported(args[1].pos, format!("the date_format pattern '{p}'"), "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators"))?;
+                let parts = parse_format(&p).ok_or_else(|| {
+                    unsupported(
+                        args[1].pos,
+                        format!("the date_format pattern '{p}'"),
+                        "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+                    )
+                })?;
                 let name = format!("date_format({}, {p})", t.name);
                 Ok(call(Func::DateFormat(super::functions::DateFormat(parts.into())), vec![t], DataType::String, name))
             }
@@ -846,7 +937,11 @@ const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, 
 /// (backreferences, lookaround and possessive quantifiers do not compile).
 fn java_regex(pos: Pos, p: &str) -> Result<Arc<Regex>, ExprError> {
     Regex::new(p).map(Arc::new).map_err(|e| {
-        unsupported(pos, format!("the regular expression '{p}' ({})", e.to_string().lines().last().unwrap_or("")), "regular expressions without backreferences or lookaround")
+        unsupported(
+            pos,
+            format!("the regular expression '{p}' ({})", e.to_string().lines().last().unwrap_or("")),
+            "regular expressions without backreferences or lookaround",
+        )
     })
 }
 

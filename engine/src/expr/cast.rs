@@ -21,7 +21,9 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
     }
     Some(match (from, to) {
         (_, T::String) if scalar(from) => to_string,
-        (T::String, T::Int) => |v| str_to_i64(v).and_then(|x| i32::try_from(x).map_err(|_| CastInvalidInput)).map(Value::Int),
+        (T::String, T::Int) => {
+            |v| str_to_i64(v).and_then(|x| i32::try_from(x).map_err(|_| CastInvalidInput)).map(Value::Int)
+        }
         (T::String, T::Long) => |v| str_to_i64(v).map(Value::Long),
         (T::String, T::Double) => |v| str_to_f64(v).map(Value::Double),
         (T::String, T::Float) => |v| str_to_f64(v).map(|x| Value::Float(x as f32)),
@@ -34,16 +36,24 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
         (T::Boolean, T::Long) => |v| Ok(Value::Long(matches!(v, Value::Bool(true)) as i64)),
         (T::Boolean, T::Double) => |v| Ok(Value::Double(matches!(v, Value::Bool(true)) as i64 as f64)),
         (T::Boolean, T::Float) => |v| Ok(Value::Float(matches!(v, Value::Bool(true)) as i64 as f32)),
-        (T::Int | T::Long | T::Double | T::Float, T::Boolean) => |v| Ok(Value::Bool(v.as_f64().is_some_and(|x| x != 0.0))),
+        (T::Int | T::Long | T::Double | T::Float, T::Boolean) => {
+            |v| Ok(Value::Bool(v.as_f64().is_some_and(|x| x != 0.0)))
+        }
         (T::Int | T::Long, T::Int) => |v| int_to_i32(v.as_i64().unwrap_or(0)),
         (T::Int | T::Long, T::Long) => |v| Ok(Value::Long(v.as_i64().unwrap_or(0))),
         (T::Int | T::Long | T::Float, T::Double) => |v| Ok(Value::Double(v.as_f64().unwrap_or(0.0))),
-        (T::Int | T::Long | T::Double, T::Float) => |v| Ok(Value::Float(match v {
-            Value::Long(x) => *x as f32,
-            _ => v.as_f64().unwrap_or(0.0) as f32,
-        })),
-        (T::Double | T::Float, T::Int) => |v| float_to_i64(v.as_f64().unwrap_or(0.0), i32::MIN as f64, i32::MAX as f64).map(|x| Value::Int(x as i32)),
-        (T::Double | T::Float, T::Long) => |v| float_to_i64(v.as_f64().unwrap_or(0.0), i64::MIN as f64, i64::MAX as f64).map(Value::Long),
+        (T::Int | T::Long | T::Double, T::Float) => |v| {
+            Ok(Value::Float(match v {
+                Value::Long(x) => *x as f32,
+                _ => v.as_f64().unwrap_or(0.0) as f32,
+            }))
+        },
+        (T::Double | T::Float, T::Int) => {
+            |v| float_to_i64(v.as_f64().unwrap_or(0.0), i32::MIN as f64, i32::MAX as f64).map(|x| Value::Int(x as i32))
+        }
+        (T::Double | T::Float, T::Long) => {
+            |v| float_to_i64(v.as_f64().unwrap_or(0.0), i64::MIN as f64, i64::MAX as f64).map(Value::Long)
+        }
         (T::Int | T::Long, T::Timestamp) => |v| {
             v.as_i64().unwrap_or(0).checked_mul(1_000_000).map(|us| Value::Timestamp(Timestamp(us))).ok_or(CastOverflow)
         },
@@ -65,7 +75,13 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
 fn scalar(t: DataType) -> bool {
     matches!(
         t,
-        DataType::String | DataType::Int | DataType::Long | DataType::Double | DataType::Float | DataType::Boolean | DataType::Timestamp
+        DataType::String
+            | DataType::Int
+            | DataType::Long
+            | DataType::Double
+            | DataType::Float
+            | DataType::Boolean
+            | DataType::Timestamp
     )
 }
 

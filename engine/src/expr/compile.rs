@@ -180,9 +180,14 @@ fn compile(t: &Typed) -> Eval {
 fn compile_call(func: &Func, args: &[Typed], ty: DataType, name: Arc<str>) -> Eval {
     let ev: Vec<Eval> = args.iter().map(compile).collect();
     match (func, ev.len()) {
-        (Func::Arith { op: op @ (ArithOp::Add | ArithOp::Sub | ArithOp::Mul), try_: false }, 2) if ty == DataType::Double => {
+        (Func::Arith { op: op @ (ArithOp::Add | ArithOp::Sub | ArithOp::Mul), try_: false }, 2)
+            if ty == DataType::Double =>
+        {
             let mut it = ev.into_iter();
-            let (a, b) = (it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))), it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))));
+            let (a, b) = (
+                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
+                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
+            );
             let op = *op;
             Box::new(move |r| {
                 let (Value::Double(x), Value::Double(y)) = (a(r)?, b(r)?) else { return Ok(Value::Null) };
@@ -193,9 +198,16 @@ fn compile_call(func: &Func, args: &[Typed], ty: DataType, name: Arc<str>) -> Ev
                 }))
             })
         }
-        (Func::Compare(op), 2) if args[0].data_type == DataType::Double || args[0].data_type == DataType::Long || args[0].data_type == DataType::Int => {
+        (Func::Compare(op), 2)
+            if args[0].data_type == DataType::Double
+                || args[0].data_type == DataType::Long
+                || args[0].data_type == DataType::Int =>
+        {
             let mut it = ev.into_iter();
-            let (a, b) = (it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))), it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))));
+            let (a, b) = (
+                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
+                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
+            );
             let op = *op;
             Box::new(move |r| {
                 let (x, y) = (a(r)?, b(r)?);
@@ -227,7 +239,10 @@ fn compile_call(func: &Func, args: &[Typed], ty: DataType, name: Arc<str>) -> Ev
         (_, 2) => {
             let f = func.clone();
             let mut it = ev.into_iter();
-            let (a, b) = (it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))), it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))));
+            let (a, b) = (
+                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
+                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
+            );
             let strict = f.null_intolerant();
             Box::new(move |r| {
                 let v = [a(r)?, b(r)?];

@@ -324,7 +324,9 @@ impl Func {
             Func::Round { scale, half_even } => match a[0] {
                 Value::Double(x) => Value::Double(round_f64(x, *scale, *half_even)),
                 Value::Float(x) => Value::Float(round_f64(x as f64, *scale, *half_even) as f32),
-                Value::Int(x) => Value::Int(i32::try_from(round_int(x as i64, *scale, *half_even)?).map_err(|_| ArithmeticOverflow)?),
+                Value::Int(x) => {
+                    Value::Int(i32::try_from(round_int(x as i64, *scale, *half_even)?).map_err(|_| ArithmeticOverflow)?)
+                }
                 _ => Value::Long(round_int(n(0), *scale, *half_even)?),
             },
             Func::FloorCeil { ceil } => match a[0] {
@@ -469,7 +471,13 @@ mod num_like {
 /// `len` characters (none when `len` <= 0).
 pub(crate) fn substring(s: &str, pos: i64, len: i64) -> &str {
     let n = s.chars().count() as i64;
-    let start = if pos > 0 { pos - 1 } else if pos < 0 { n + pos } else { 0 };
+    let start = if pos > 0 {
+        pos - 1
+    } else if pos < 0 {
+        n + pos
+    } else {
+        0
+    };
     let end = start.saturating_add(len).min(n);
     let start = start.max(0);
     if start >= end {
@@ -538,8 +546,7 @@ pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
     let mut kept: Vec<u8> = digits[..keep].to_vec();
     let first = digits[keep];
     let rest_nonzero = digits[keep + 1..].iter().any(|&d| d != 0);
-    let up = first > 5
-        || (first == 5 && (rest_nonzero || !half_even || kept.last().is_some_and(|d| d % 2 == 1)));
+    let up = first > 5 || (first == 5 && (rest_nonzero || !half_even || kept.last().is_some_and(|d| d % 2 == 1)));
     let mut exp10 = exp + 1 - keep as i32; // value = kept as integer * 10^exp10
     if up {
         let mut i = kept.len();
