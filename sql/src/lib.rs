@@ -18,7 +18,7 @@ use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
 };
-use sqlparser::parser::{Parser, ParserError};
+use sqlparser::parser::{Parser, ParserError, ParserOptions};
 use sqlparser::tokenizer::Token;
 
 /// Errors of parsing and binding an expression: where in the text (line:column), what was
@@ -76,7 +76,9 @@ pub struct Bound {
 /// literals where refused, ...).
 pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
-    let mut parser = Parser::new(&dialect).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
+    let options = ParserOptions::new().with_unescape(false);
+    let mut parser = Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
     let item = parser.parse_select_item().map_err(|e| parse_error(e, text))?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
@@ -224,6 +226,49 @@ fn interval_unit(field: &ast::DateTimeField) -> Option<(i64, &'static str)> {
     })
 }
 
+/// The text of a string literal as Spark reads it (`unescapeSQLString`): a doubled quote is one
+/// quote; `\'`, `\"`, `\\`, `\n`, `\t`, `\r`, `\b`, `\0`, `\Z` and `\uXXXX` are the
+/// characters they name; `\%` and `\_` keep their backslash (LIKE escapes); a backslash
+/// before any other character is dropped.
+fn spark_unescape(raw: &str, quote: char) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some('b') => out.push('\u{8}'),
+                Some('0') => out.push('\0'),
+                Some('Z') => out.push('\u{1a}'),
+                Some(c @ ('%' | '_')) => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                        Some(ch) if hex.len() == 4 => out.push(ch),
+                        _ => {
+                            out.push('u');
+                            out.push_str(&hex);
+                        }
+                    }
+                }
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            c if c == quote && chars.peek() == Some(&quote) => {
+                chars.next();
+                out.push(quote);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Spark's name of a one-unit day-time interval literal: `INTERVAL '2' DAY`, `INTERVAL '01' HOUR`
 /// (hours, minutes and seconds in two digits).
 fn interval_text(n: i64, unit: &str) -> String {
@@ -250,7 +295,8 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
                 Value::Number(n, long) => {
                     number(n, *long).map_err(|f| unsupported(e, f, "INT, BIGINT, DOUBLE literals"))?
                 }
-                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Literal::String(s.clone()),
+                Value::SingleQuotedString(s) => Literal::String(spark_unescape(s, '\'')),
+                Value::DoubleQuotedString(s) => Literal::String(spark_unescape(s, '"')),
                 Value::Boolean(b) => Literal::Bool(*b),
                 Value::Null => Literal::Null,
                 other => {
@@ -265,7 +311,8 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
         }
         Expr::TypedString(ts) => {
             let text = match &ts.value.value {
-                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
+                Value::SingleQuotedString(s) => spark_unescape(s, '\''),
+                Value::DoubleQuotedString(s) => spark_unescape(s, '"'),
                 other => other.to_string(),
             };
             match ts.data_type {

@@ -83,3 +83,14 @@ fn errors_give_the_line_and_column_what_was_found_and_what_is_allowed() {
     let e = err("price price2 price3");
     assert!(e.contains("price3"), "{e}");
 }
+
+#[test]
+fn a_backslash_before_underscore_or_percent_stays_a_like_escape() {
+    // Spark's string literals keep `\_` and `\%`, so LIKE reads them as a literal _ and %.
+    assert_eq!(eval(r"name LIKE 'x\_y%'", row(1.0, 1, "x_yz")), Ok(Value::Bool(true)));
+    assert_eq!(eval(r"name LIKE 'x\_y%'", row(1.0, 1, "xAyz")), Ok(Value::Bool(false)));
+    assert_eq!(eval(r"name LIKE '100\%'", row(1.0, 1, "100%")), Ok(Value::Bool(true)));
+    assert_eq!(eval(r"name LIKE '100\%'", row(1.0, 1, "1000")), Ok(Value::Bool(false)));
+    let b = bind_expression(r"name ILIKE 'x\_y%'", &schema()).map(|b| b.name);
+    assert_eq!(b.as_deref(), Ok(r"ilike(name, x\_y%)"));
+}

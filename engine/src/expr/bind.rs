@@ -652,7 +652,7 @@ impl Binder<'_> {
                     DataType::Int | DataType::Long => coerce(x, DataType::Long),
                     _ => coerce(x, DataType::Double),
                 };
-                let name = format!("{}({})", lower.to_uppercase(), x.name);
+                let name = format!("{}({})", math_name(&lower), x.name);
                 Ok(call(Func::FloorCeil { ceil: lower != "floor" }, vec![x], DataType::Long, name))
             }
             "sqrt" | "exp" | "ln" | "log10" | "log2" | "sign" | "signum" => {
@@ -667,7 +667,7 @@ impl Binder<'_> {
                     "log2" => Math1::Log2,
                     _ => Math1::Sign,
                 };
-                let name = format!("{}({})", lower.to_uppercase(), x.name);
+                let name = format!("{}({})", math_name(&lower), x.name);
                 Ok(call(Func::Math1(m), vec![coerce(x, DataType::Double)], DataType::Double, name))
             }
             "log" | "pow" | "power" => {
@@ -675,9 +675,7 @@ impl Binder<'_> {
                 let a = bound(self)?;
                 self.numeric(pos, &a[0], &lower)?;
                 self.numeric(pos, &a[1], &lower)?;
-                // Spark's names: `pow(...)` as written, `POWER(...)` and `LOG(...)` upper case
-                let shown = if lower == "pow" { "pow".to_string() } else { lower.to_uppercase() };
-                let name = format!("{shown}({})", names(&a));
+                let name = format!("{}({})", math_name(&lower), names(&a));
                 let func = if lower == "log" { Func::Log } else { Func::Pow };
                 let a = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();
                 Ok(call(func, a, DataType::Double, name))
@@ -804,8 +802,9 @@ impl Binder<'_> {
                         "a literal replacement text",
                     ));
                 }
+                // Spark fills in the start position: `regexp_replace(s, re, rep, 1)`
                 let a = vec![s, self.bind(&args[1])?, self.bind(&args[2])?];
-                let name = named(&lower, &a);
+                let name = format!("{lower}({}, 1)", names(&a));
                 Ok(call(Func::RegexpReplace(re), a, DataType::String, name))
             }
             "regexp_extract" => {
@@ -922,6 +921,15 @@ impl Binder<'_> {
             }
             _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
         }
+    }
+}
+
+/// Spark's name of a math function: its own name upper case (`SQRT`, `FLOOR`, `POWER`), an
+/// alias as written (`ceiling`, `pow`, `sign`), and `ln` lower case.
+fn math_name(lower: &str) -> String {
+    match lower {
+        "ln" | "ceiling" | "pow" | "sign" => lower.to_string(),
+        _ => lower.to_ascii_uppercase(),
     }
 }
 

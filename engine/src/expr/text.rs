@@ -11,9 +11,36 @@ const US_PER_DAY: i64 = 86_400 * US_PER_SEC;
 
 /// Java's `Double.toString`: shortest digits that round-trip; plain notation with at least one
 /// fractional digit for 1e-3 <= |x| < 1e7 (`1.5`, `100.0`), else `d.dddE±n` (`1.0E20`,
-/// `1.0E-5`); `NaN`, `Infinity`, `-Infinity`.
+/// `1.0E-5`); `NaN`, `Infinity`, `-Infinity`. Where two shortest forms are equally close to
+/// the double, Java takes the even last digit (`65.47000122070312` for 65.470001220703125).
 pub(crate) fn java_double(x: f64) -> String {
-    java_float_text(x, format!("{x:e}"))
+    java_float_text(x, even_tie(x, format!("{x:e}")))
+}
+
+/// `sci` (Rust's shortest form of `x`) with its last digit moved to the even neighbour when
+/// the exact value of `x` lies halfway between the two and the neighbour reads back as `x`.
+fn even_tie(x: f64, sci: String) -> String {
+    let Some((mant, exp)) = sci.split_once('e') else { return sci };
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let n = digits.len();
+    let last = digits.as_bytes()[n - 1] - b'0';
+    if n < 2 || last % 2 == 0 {
+        return sci;
+    }
+    // the exact decimal expansion of the double, 40 digits past the shortest form
+    let exact = format!("{:.*e}", n + 40, x.abs());
+    let exact_digits: String = exact.split_once('e').map_or("", |(m, _)| m).chars().filter(char::is_ascii_digit).collect();
+    let (head, rest) = exact_digits.split_at(n.min(exact_digits.len()));
+    let half = rest.strip_prefix('5').is_some_and(|r| r.bytes().all(|b| b == b'0'));
+    if !half {
+        return sci;
+    }
+    // exact = head.5: the two candidates are head and head + 1; Rust took one of them
+    let head_last = head.as_bytes()[n - 1] - b'0';
+    let even = if head_last % 2 == 0 { head.to_string() } else { return sci };
+    let sign = if x < 0.0 { "-" } else { "" };
+    let candidate = format!("{sign}{}.{}e{exp}", &even[..1], &even[1..]);
+    if candidate.parse::<f64>() == Ok(x) { candidate } else { sci }
 }
 
 /// Java's `Float.toString` (as [`java_double`], with the float's own shortest digits).
@@ -322,6 +349,7 @@ mod tests {
         ] {
             assert_eq!(java_double(x), s, "{x}");
         }
+        assert_eq!(java_double(0.25 + 65.220001220703125), "65.47000122070312");
         assert_eq!(java_float(0.1), "0.1");
         assert_eq!(java_float(-2.25), "-2.25");
     }
