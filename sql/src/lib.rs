@@ -78,7 +78,8 @@ pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
     let options = ParserOptions::new().with_unescape(false);
-    let mut parser = Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let mut parser =
+        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
     let item = parser.parse_select_item().map_err(|e| parse_error(e, text))?;
     let next = parser.peek_token();
     if next.token != Token::EOF {

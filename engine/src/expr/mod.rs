@@ -17,6 +17,7 @@
 //! evaluated differently from Spark.
 
 mod bind;
+mod calls;
 mod cast;
 mod compile;
 mod functions;
