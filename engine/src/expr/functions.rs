@@ -323,8 +323,8 @@ impl Func {
             }
             Func::Round { scale, half_even } => match a[0] {
                 Value::Double(x) => Value::Double(round_f64(x, *scale, *half_even)),
-                // a FLOAT rounds on its own shortest form (`2.675f` is 2.675, not 2.6749999523)
-                Value::Float(x) => Value::Float(round_decimal(x as f64, &format!("{x:e}"), *scale, *half_even) as f32),
+                // a FLOAT rounds as the DOUBLE it widens to (Spark: `round(2.675f, 2)` is 2.67)
+                Value::Float(x) => Value::Float(round_f64(x as f64, *scale, *half_even) as f32),
                 Value::Int(x) => {
                     Value::Int(i32::try_from(round_int(x as i64, *scale, *half_even)?).map_err(|_| ArithmeticOverflow)?)
                 }
@@ -528,16 +528,11 @@ fn hex(bytes: &[u8]) -> String {
 /// Rounds `x` to `scale` decimal places on its shortest decimal form, as Spark's
 /// `BigDecimal(x).setScale(scale, HALF_UP / HALF_EVEN)` (`round(2.675D, 2)` is 2.68).
 pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
-    round_decimal(x, &format!("{x:e}"), scale, half_even)
-}
-
-/// Rounds `x`, whose shortest decimal form is `sci` (`{:e}`), to `scale` decimal places.
-fn round_decimal(x: f64, sci: &str, scale: i32, half_even: bool) -> f64 {
     if !x.is_finite() || x == 0.0 {
         return x;
     }
-    let sci = sci.trim_start_matches('-');
-    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let sci = format!("{:e}", x.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: Vec<u8> = mant.bytes().filter(|b| b.is_ascii_digit()).map(|b| b - b'0').collect();
     // value = 0.d1 d2 ... * 10^(exp + 1); keep `keep` digits
@@ -624,8 +619,13 @@ mod tests {
         assert_eq!(round_f64(1234.5, -2, false), 1200.0);
         assert_eq!(round_f64(999.96, 1, false), 1000.0);
         assert_eq!(round_f64(0.004, 2, false), 0.0);
+        // FLOAT: the widened double's form (the oracle: round(CAST(2.675 AS FLOAT), 2) = 2.67,
+        // round(CAST(0.125 AS FLOAT), 2) = 0.13, bround(CAST(2.665 AS FLOAT), 2) = 2.66)
         let round2 = Func::Round { scale: 2, half_even: false };
-        assert_eq!(round2.apply(&[Value::Float(2.675)]), Ok(Value::Float(2.68)));
+        assert_eq!(round2.apply(&[Value::Float(2.675)]), Ok(Value::Float(2.67)));
+        assert_eq!(round2.apply(&[Value::Float(0.125)]), Ok(Value::Float(0.13)));
+        let bround2 = Func::Round { scale: 2, half_even: true };
+        assert_eq!(bround2.apply(&[Value::Float(2.665)]), Ok(Value::Float(2.66)));
         assert_eq!(round_int(15, -1, false), Ok(20));
         assert_eq!(round_int(25, -1, true), Ok(20));
     }
