@@ -87,6 +87,13 @@ pub(super) fn coerce(t: Typed, to: DataType) -> Typed {
     if is_null_literal(&t) {
         return Typed { data_type: to, ..t };
     }
+    // a literal is cast once, here (a cast that fails stays a node: it fails on every record,
+    // as Spark's query fails)
+    if let Node::Literal(v) = &t.node
+        && let Some(Ok(cast)) = super::cast::cast_fn(t.data_type, to).map(|f| f(v))
+    {
+        return Typed { node: Node::Literal(cast), data_type: to, name: t.name };
+    }
     let name = t.name.clone();
     Typed { node: Node::Cast { input: Box::new(t), try_cast: false, implicit: true }, data_type: to, name }
 }
