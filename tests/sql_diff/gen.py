@@ -5,7 +5,9 @@ golden file that the Rust test `sql/tests/spark_differential.rs` replays against
 
 Usage (the python of the Spark oracle's venv: ../shared/tools/spark-oracle/setup.sh prints it):
 
-    python tests/sql_diff/gen.py --seed 1 --exprs 2000 --rows 50 --out tests/sql_diff/golden.jsonl
+    python tests/sql_diff/gen.py --seed 11 --exprs 2000 --rows 50 --out tests/sql_diff/golden.jsonl
+
+(the committed golden.jsonl was written by this command; about 5 minutes on two busy cores)
 
 The golden file is JSON lines: first {"schema": [[name, type], ...], "rows": [[v, ...], ...]},
 then one line per expression: {"expr", "name", "type", "values"} (Spark's output name, Spark's
@@ -208,6 +210,18 @@ def b_rlike(g, e, d):
     return f"({e('string')} {g.r.choice(['RLIKE', 'REGEXP'])} '{pat}')"
 
 
+def refused(g, e, d):
+    """Expressions Spark's analyzer refuses (type mismatches): Eddy must refuse them too."""
+    r = g.r
+    return r.choice([
+        lambda: f"({e('boolean')} + {e('int')})",
+        lambda: f"CAST({e('boolean')} AS TIMESTAMP)",
+        lambda: f"CAST({e('timestamp')} AS BOOLEAN)",
+        lambda: f"({e('timestamp')} = {e('int')})",
+        lambda: f"({e('boolean')} < {e('double')})",
+    ])()
+
+
 def b_logic(g, e, d):
     r = g.r.random()
     if r < 0.4:
@@ -294,6 +308,9 @@ def num_fn(g, e, d, t):
             lambda: f"{r.choice(['year', 'month', 'day', 'dayofmonth', 'hour', 'minute', 'second', 'dayofweek'])}({e('timestamp')})",
             lambda: f"({e('int')} % {nonzero(g, 'int')})",
             lambda: f"pmod({e('int')}, {nonzero(g, 'int')})",
+            lambda: f"mod({e('int')}, {nonzero(g, 'int')})",
+            lambda: f"{r.choice(['try_add', 'try_subtract', 'try_multiply'])}({e('int')}, {e('int')})",
+            lambda: f"char_length({e('string')})",
             lambda: f"-{e('int')}" if False else f"(- {e('int')})",
         ])()
     if t == "bigint":
@@ -373,7 +390,7 @@ PRODUCTIONS = {
     "string": [str_fn, str_fn, lambda g, e, d: cond(g, e, d, "string"),
                lambda g, e, d: cast_to(g, e, d, "string")],
     "boolean": [cmp, cmp, b_between, b_in, b_isnull, b_istrue, b_like, b_rlike, b_logic, b_logic,
-                b_strpred, lambda g, e, d: cond(g, e, d, "boolean"),
+                b_strpred, refused, lambda g, e, d: cond(g, e, d, "boolean"),
                 lambda g, e, d: cast_to(g, e, d, "boolean"),
                 lambda g, e, d: cast_string_lit(g, e, d, "boolean")],
     "timestamp": [ts_fn, lambda g, e, d: cond(g, e, d, "timestamp"),

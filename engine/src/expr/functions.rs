@@ -527,9 +527,14 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Rounds `x` to `scale` decimal places on its shortest decimal form, as Spark's
 /// `BigDecimal(x).setScale(scale, HALF_UP / HALF_EVEN)` (`round(2.675D, 2)` is 2.68).
+///
+/// A zero result is +0.0 (a BigDecimal has no negative zero: `round(-0.0D, -1)` is 0.0).
 pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
-    if !x.is_finite() || x == 0.0 {
+    if !x.is_finite() {
         return x;
+    }
+    if x == 0.0 {
+        return 0.0;
     }
     let sci = format!("{:e}", x.abs());
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -538,7 +543,7 @@ pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
     // value = 0.d1 d2 ... * 10^(exp + 1); keep `keep` digits
     let keep = exp + 1 + scale;
     if keep < 0 {
-        return 0.0 * x.signum();
+        return 0.0;
     }
     let keep = keep as usize;
     if keep >= digits.len() {
@@ -565,8 +570,8 @@ pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
             }
         }
     }
-    if kept.is_empty() {
-        return 0.0 * x.signum();
+    if kept.is_empty() || kept.iter().all(|&d| d == 0) {
+        return 0.0;
     }
     let int: String = kept.iter().map(|d| (b'0' + d) as char).collect();
     let text = format!("{int}e{exp10}");
@@ -619,6 +624,9 @@ mod tests {
         assert_eq!(round_f64(1234.5, -2, false), 1200.0);
         assert_eq!(round_f64(999.96, 1, false), 1000.0);
         assert_eq!(round_f64(0.004, 2, false), 0.0);
+        // zero results are +0.0, as Spark's BigDecimal (the oracle: round(-0.0D, -1) is 0.0)
+        assert!(round_f64(-0.0, -1, false).is_sign_positive());
+        assert!(round_f64(-0.004, 2, false).is_sign_positive());
         // FLOAT: the widened double's form (the oracle: round(CAST(2.675 AS FLOAT), 2) = 2.67,
         // round(CAST(0.125 AS FLOAT), 2) = 0.13, bround(CAST(2.665 AS FLOAT), 2) = 2.66)
         let round2 = Func::Round { scale: 2, half_even: false };
