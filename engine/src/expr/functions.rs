@@ -595,11 +595,20 @@ fn round_int(x: i64, scale: i32, half_even: bool) -> Result<i64, EvalErrorKind> 
 }
 
 fn date_trunc(us: i64, unit: TruncUnit) -> i64 {
-    let (y, mo, _, _, _, _, _) = text::civil(us);
+    let ym = || {
+        let (y, mo, ..) = text::civil(us);
+        (y, mo)
+    };
     match unit {
-        TruncUnit::Year => text::micros_of_date(y, 1, 1),
-        TruncUnit::Quarter => text::micros_of_date(y, (mo - 1) / 3 * 3 + 1, 1),
-        TruncUnit::Month => text::micros_of_date(y, mo, 1),
+        TruncUnit::Year => text::micros_of_date(ym().0, 1, 1),
+        TruncUnit::Quarter => {
+            let (y, mo) = ym();
+            text::micros_of_date(y, (mo - 1) / 3 * 3 + 1, 1)
+        }
+        TruncUnit::Month => {
+            let (y, mo) = ym();
+            text::micros_of_date(y, mo, 1)
+        }
         TruncUnit::Week => {
             let day = text::epoch_day(us);
             // 1970-01-01 was a Thursday: Monday is 3 days earlier
