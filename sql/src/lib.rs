@@ -1,13 +1,14 @@
 //! # eddy-sql: Spark SQL text to Eddy's expression plan
 //!
 //! Parses one Spark SQL expression (SQL.md "Expressions": a source's `filter` and `select`, a
-//! sink's `select`) with the `sqlparser` crate and lowers its AST into the engine's
-//! [`Syntax`](eddy_engine::expr::Syntax), which [`eddy_engine::expr::bind`] types against a
-//! schema. The engine never sees SQL text, and does not depend on `sqlparser`.
+//! sink's `select`) with the `sqlparser` crate and lowers its AST into the engine's [`Syntax`],
+//! which [`eddy_engine::expr::bind`] types against a schema. The engine never sees SQL text, and
+//! does not depend on `sqlparser`. Not yet wired into pipeline files: a pipeline's `filter` and
+//! `select` fields are still refused as unknown there.
 //!
 //! The dialect is sqlparser's Databricks dialect (the one of its dialects that reads Spark's
 //! `1L` / `1.5D` literal suffixes and `'it\'s'` escapes; Generic and Hive read `1.5D` as `1.5 AS
-//! D` or refuse the escape) with Spark's infix `div` added ([`dialect`]).
+//! D` or refuse the escape) with Spark's infix `div` added (`dialect.rs`).
 #![deny(missing_docs)]
 
 mod dialect;

@@ -4,7 +4,7 @@
 //!
 //! 1. [`Syntax`]: an expression as written, untyped, each node with its position in the text.
 //!    The `eddy-sql` crate builds it from SQL text; the engine never sees SQL text.
-//! 2. [`bind`] resolves columns against a [`Schema`] (ignoring case, as Spark's default
+//! 2. [`bind`] resolves columns against a [`Schema`](crate::Schema) (ignoring case, as Spark's default
 //!    `spark.sql.caseSensitive = false`), applies Spark's ANSI type rules (implicit casts are
 //!    explicit nodes of the plan) and names every node as Spark names it: a [`Typed`] tree.
 //! 3. [`Compiled::new`] turns the plan into nested closures, built once; [`Compiled::eval`]
