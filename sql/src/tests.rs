@@ -35,6 +35,8 @@ fn integer_overflow_and_invalid_casts_are_errors_and_try_functions_give_null() {
     assert_eq!(e.as_deref(), Some(r#"CAST_INVALID_INPUT in "CAST(name AS INT)""#));
     assert_eq!(eval("try_cast(name AS INT)", row(1.0, 4, "x")), Ok(Value::Null));
     assert_eq!(eval("try_multiply(qty, 2147483647)", row(1.0, 4, "x")), Ok(Value::Null));
+    let e = eval("split_part(name, '-', qty - 4)", row(1.0, 4, "a-b")).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some(r#"INVALID_INDEX_OF_ZERO in "split_part(name, -, (qty - 4))""#));
 }
 
 #[test]

@@ -514,7 +514,7 @@ fn initcap(s: &str) -> String {
 
 fn split_part(s: &str, delim: &str, n: i64) -> Result<String, EvalErrorKind> {
     if n == 0 {
-        return Err(EvalErrorKind::CastInvalidInput);
+        return Err(EvalErrorKind::InvalidIndexOfZero);
     }
     let parts: Vec<&str> = if delim.is_empty() { vec![s] } else { s.split(delim).collect() };
     let k = if n > 0 { n - 1 } else { parts.len() as i64 + n };

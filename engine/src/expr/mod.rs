@@ -284,6 +284,8 @@ pub enum EvalErrorKind {
     CastInvalidInput,
     /// A number out of the cast's target range.
     CastOverflow,
+    /// A 1-based index of 0 (`split_part(s, d, 0)`).
+    InvalidIndexOfZero,
 }
 
 impl fmt::Display for EvalErrorKind {
@@ -293,6 +295,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::ArithmeticOverflow => "ARITHMETIC_OVERFLOW",
             EvalErrorKind::CastInvalidInput => "CAST_INVALID_INPUT",
             EvalErrorKind::CastOverflow => "CAST_OVERFLOW",
+            EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
         })
     }
 }
