@@ -31,6 +31,7 @@
 //! - [`window`]: window assigners (tumbling, sliding, session).
 //! - [`watermark`]: watermark tracking for both modes.
 //! - [`operator`]: window aggregate, deduplicate, rolling window.
+//! - [`expr`]: Spark SQL expressions: typed plan, Spark's type rules and names, compiled evaluation.
 //! - [`spec`]: the pipeline file (PIPELINE.md): model, validation, output schema.
 //! - [`output`]: rows as JSON lines.
 #![deny(missing_docs)]
@@ -38,6 +39,7 @@
 pub mod aggregate;
 pub mod decode;
 pub mod driver;
+pub mod expr;
 pub mod operator;
 pub mod output;
 pub mod plan;

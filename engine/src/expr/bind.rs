@@ -1,0 +1,569 @@
+//! Binding: [`Syntax`] + [`Schema`] -> [`Typed`]. Column resolution ignoring case, Spark's ANSI
+//! type coercion (`AnsiTypeCoercion`), and Spark's names (`toPrettySQL`: literals bare, implicit
+//! casts invisible, a cast of a column named as the column).
+
+use std::sync::Arc;
+
+use regex::Regex;
+
+use super::calls::java_regex;
+use super::functions::{ArithOp, CmpOp, Func};
+use super::text::java_double;
+use super::{BinaryOp, ExprError, LikeKind, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
+use crate::schema::{DataType, Schema};
+use crate::time::Timestamp;
+use crate::value::Value;
+
+/// Binds `syntax` against `schema`: the typed plan with Spark's result type and name.
+///
+/// # Errors
+/// [`ExprError::UnknownColumn`] for a name not in the schema; [`ExprError::Type`] for operands
+/// Spark's ANSI rules refuse (`true + 1`, `CAST(ts AS BOOLEAN)`); [`ExprError::Unsupported`]
+/// for what Spark has and Eddy does not implement (DECIMAL arithmetic, DATE, unknown
+/// functions), each naming the construct and its position.
+pub fn bind(syntax: &Syntax, schema: &Schema) -> Result<Typed, ExprError> {
+    Binder { schema }.bind(syntax)
+}
+
+pub(super) struct Binder<'a> {
+    pub(super) schema: &'a Schema,
+}
+
+const NUMERIC: &str = "INT, BIGINT, FLOAT, DOUBLE";
+
+pub(super) fn ty_err(pos: Pos, found: String, allowed: &str) -> ExprError {
+    ExprError::Type { pos, found, allowed: allowed.to_string() }
+}
+
+pub(super) fn unsupported(pos: Pos, found: impl Into<String>, allowed: &str) -> ExprError {
+    ExprError::Unsupported { pos, found: found.into(), allowed: allowed.to_string() }
+}
+
+pub(super) fn literal(v: Value, data_type: DataType, name: String) -> Typed {
+    Typed { node: Node::Literal(v), data_type, name }
+}
+
+pub(super) fn is_null_literal(t: &Typed) -> bool {
+    matches!(t.node, Node::Literal(Value::Null)) && t.name == "NULL"
+}
+
+pub(super) fn call(func: Func, args: Vec<Typed>, data_type: DataType, name: String) -> Typed {
+    Typed { node: Node::Call { func, args }, data_type, name }
+}
+
+pub(super) fn names(args: &[Typed]) -> String {
+    args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Numeric precedence as Spark widens: INT < BIGINT < FLOAT < DOUBLE.
+fn rank(t: DataType) -> Option<u8> {
+    match t {
+        DataType::Int => Some(0),
+        DataType::Long => Some(1),
+        DataType::Float => Some(2),
+        DataType::Double => Some(3),
+        _ => None,
+    }
+}
+
+/// The wider of two numeric types, as Spark's ANSI `findWiderTypeForTwo`: an INT or BIGINT
+/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer).
+fn wider(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType as T;
+    match (a, b) {
+        (T::Int | T::Long, T::Float) | (T::Float, T::Int | T::Long) => Some(T::Double),
+        _ => match (rank(a)?, rank(b)?) {
+            (x, y) if x >= y => Some(a),
+            _ => Some(b),
+        },
+    }
+}
+
+/// An implicit cast (invisible in names); NULL literals take any type.
+pub(super) fn coerce(t: Typed, to: DataType) -> Typed {
+    if t.data_type == to {
+        return t;
+    }
+    if is_null_literal(&t) {
+        return Typed { data_type: to, ..t };
+    }
+    // a literal is cast once, here (a cast that fails stays a node: it fails on every record,
+    // as Spark's query fails)
+    if let Node::Literal(v) = &t.node
+        && let Some(Ok(cast)) = super::cast::cast_fn(t.data_type, to).map(|f| f(v))
+    {
+        return Typed { node: Node::Literal(cast), data_type: to, name: t.name };
+    }
+    let name = t.name.clone();
+    Typed { node: Node::Cast { input: Box::new(t), try_cast: false, implicit: true }, data_type: to, name }
+}
+
+/// The common type of values that meet in one result (CASE branches, coalesce, IN lists):
+/// equal types, or numbers widened; NULL literals take the others' type.
+pub(super) fn common_type(pos: Pos, items: &[Typed], what: &str) -> Result<DataType, ExprError> {
+    let mut ty: Option<DataType> = None;
+    for t in items.iter().filter(|t| !is_null_literal(t)) {
+        ty = Some(match ty {
+            None => t.data_type,
+            Some(a) if a == t.data_type => a,
+            Some(a) => wider(a, t.data_type).ok_or_else(|| {
+                ty_err(
+                    pos,
+                    format!("{what} of types {a} and {} ({})", t.data_type, t.name),
+                    "one type, or numbers (widened)",
+                )
+            })?,
+        });
+    }
+    ty.ok_or_else(|| unsupported(pos, format!("{what} of NULL literals only"), "a typed value among them"))
+}
+
+impl Binder<'_> {
+    pub(super) fn bind(&self, s: &Syntax) -> Result<Typed, ExprError> {
+        let pos = s.pos;
+        match &s.kind {
+            SyntaxKind::Literal(l) => self.literal(pos, l),
+            SyntaxKind::Column(parts) => {
+                if parts.len() != 1 {
+                    return Err(unsupported(pos, format!("qualified name `{}`", parts.join(".")), "a column name"));
+                }
+                let name = &parts[0];
+                let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(name));
+                let Some(i) = found else {
+                    return Err(ExprError::UnknownColumn { pos, given: name.clone(), allowed: self.schema.names() });
+                };
+                // Spark names a column reference as written (`PRICE`), not as the schema spells it
+                let f = &self.schema.fields()[i];
+                Ok(Typed { node: Node::Column(i), data_type: f.data_type, name: name.clone() })
+            }
+            SyntaxKind::Negate(e) => {
+                let e = self.bind(e)?;
+                self.numeric(pos, &e, "unary -")?;
+                let name = format!("(- {})", e.name);
+                Ok(call(Func::Negate, vec![e.clone()], e.data_type, name))
+            }
+            SyntaxKind::Positive(e) => {
+                let e = self.bind(e)?;
+                self.numeric(pos, &e, "unary +")?;
+                Ok(Typed { name: format!("(+ {})", e.name), ..e })
+            }
+            SyntaxKind::Not(e) => {
+                let e = self.boolean(pos, self.bind(e)?, "NOT")?;
+                let name = format!("(NOT {})", e.name);
+                Ok(call(Func::Not, vec![e], DataType::Boolean, name))
+            }
+            SyntaxKind::Binary { op, left, right } => self.binary(pos, *op, left, right),
+            SyntaxKind::IsNull { expr, negated } => {
+                let e = self.bind(expr)?;
+                let name = format!("({} IS {}NULL)", e.name, if *negated { "NOT " } else { "" });
+                Ok(call(Func::IsNull { negated: *negated }, vec![e], DataType::Boolean, name))
+            }
+            SyntaxKind::IsBool { expr, value, negated } => {
+                let e = self.boolean(pos, self.bind(expr)?, "IS TRUE / IS FALSE")?;
+                let lit = literal(Value::Bool(*value), DataType::Boolean, value.to_string());
+                let name = format!("({} <=> {})", e.name, lit.name);
+                let eq = call(Func::NullSafeEq, vec![e, lit], DataType::Boolean, name);
+                Ok(if *negated { self.not(eq) } else { eq })
+            }
+            SyntaxKind::Between { expr, low, high, negated } => {
+                let e = self.bind(expr)?;
+                let ge = self.compare(pos, CmpOp::GtEq, e.clone(), self.bind(low)?)?;
+                let le = self.compare(pos, CmpOp::LtEq, e, self.bind(high)?)?;
+                let name = format!("between({}, {}, {})", ge.name_arg(0), ge.name_arg(1), le.name_arg(1));
+                let both = Typed { node: Node::And(Box::new(ge), Box::new(le)), data_type: DataType::Boolean, name };
+                Ok(if *negated { self.not(both) } else { both })
+            }
+            SyntaxKind::InList { expr, list, negated } => {
+                let value = self.bind(expr)?;
+                let list = list.iter().map(|x| self.bind(x)).collect::<Result<Vec<_>, _>>()?;
+                let mut all = vec![value.clone()];
+                all.extend(list.iter().cloned());
+                let ty = common_type(pos, &all, "IN (...)")?;
+                let name = format!("({} IN ({}))", value.name, names(&list));
+                let list = list.into_iter().map(|x| coerce(x, ty)).collect();
+                let t = Typed {
+                    node: Node::In { value: Box::new(coerce(value, ty)), list, negated: false },
+                    data_type: DataType::Boolean,
+                    name,
+                };
+                Ok(if *negated { self.not(t) } else { t })
+            }
+            SyntaxKind::Like { kind, expr, pattern, negated } => {
+                let t = self.like(pos, *kind, expr, pattern)?;
+                Ok(if *negated { self.not(t) } else { t })
+            }
+            SyntaxKind::Case { operand, branches, otherwise } => {
+                self.case(pos, operand.as_deref(), branches, otherwise.as_deref())
+            }
+            SyntaxKind::Cast { expr, to, try_cast } => {
+                // a DECIMAL literal cast to a floating type or STRING needs no DECIMAL arithmetic
+                if let SyntaxKind::Literal(Literal::Decimal(text)) = &expr.kind
+                    && matches!(to, DataType::Float | DataType::Double | DataType::String)
+                {
+                    let v = match to {
+                        DataType::Float => text.parse::<f32>().map(Value::Float),
+                        DataType::Double => text.parse::<f64>().map(Value::Double),
+                        _ => Ok(Value::Str(Arc::from(text.as_str()))),
+                    };
+                    let v = v.map_err(|_| ty_err(pos, format!("number {text}"), "a number"))?;
+                    return Ok(literal(v, *to, format!("CAST({text} AS {to})")));
+                }
+                let e = self.bind(expr)?;
+                self.cast(pos, e, *to, *try_cast)
+            }
+            SyntaxKind::Call { name, args } => self.call(pos, name, args),
+        }
+    }
+
+    pub(super) fn not(&self, t: Typed) -> Typed {
+        let name = format!("(NOT {})", t.name);
+        call(Func::Not, vec![t], DataType::Boolean, name)
+    }
+
+    pub(super) fn numeric(&self, pos: Pos, t: &Typed, what: &str) -> Result<(), ExprError> {
+        if rank(t.data_type).is_none() && !is_null_literal(t) {
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), NUMERIC));
+        }
+        Ok(())
+    }
+
+    pub(super) fn boolean(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if t.data_type != DataType::Boolean && !is_null_literal(&t) {
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "BOOLEAN"));
+        }
+        Ok(coerce(t, DataType::Boolean))
+    }
+
+    pub(super) fn string(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if t.data_type != DataType::String && !is_null_literal(&t) {
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "STRING"));
+        }
+        Ok(coerce(t, DataType::String))
+    }
+
+    pub(super) fn integer(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if !matches!(t.data_type, DataType::Int) && !is_null_literal(&t) {
+            if t.data_type == DataType::Long {
+                return Ok(coerce(t, DataType::Int));
+            }
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "INT"));
+        }
+        Ok(coerce(t, DataType::Int))
+    }
+
+    pub(super) fn literal(&self, pos: Pos, l: &Literal) -> Result<Typed, ExprError> {
+        Ok(match l {
+            Literal::Null => literal(Value::Null, DataType::String, "NULL".into()),
+            Literal::Bool(b) => literal(Value::Bool(*b), DataType::Boolean, b.to_string()),
+            Literal::Integer(v) => match i32::try_from(*v) {
+                Ok(i) => literal(Value::Int(i), DataType::Int, v.to_string()),
+                Err(_) => literal(Value::Long(*v), DataType::Long, v.to_string()),
+            },
+            Literal::Long(v) => literal(Value::Long(*v), DataType::Long, v.to_string()),
+            Literal::Double(v) => literal(Value::Double(*v), DataType::Double, java_double(*v)),
+            Literal::Decimal(text) => {
+                return Err(unsupported(
+                    pos,
+                    format!("the DECIMAL literal {text} here (DECIMAL arithmetic is not implemented)"),
+                    "a DECIMAL literal against a DOUBLE or FLOAT operand, or a DOUBLE literal such as 1.5D",
+                ));
+            }
+            Literal::String(s) => literal(Value::Str(Arc::from(s.as_str())), DataType::String, s.clone()),
+            Literal::Timestamp(s) => {
+                let us = super::text::parse_cast_timestamp(s).ok_or_else(|| {
+                    ty_err(pos, format!("TIMESTAMP '{s}'"), "a timestamp such as TIMESTAMP '2024-01-15 10:00:00'")
+                })?;
+                let name = format!("TIMESTAMP '{}'", super::text::timestamp_string(us));
+                literal(Value::Timestamp(Timestamp(us)), DataType::Timestamp, name)
+            }
+            Literal::Interval { .. } => {
+                return Err(unsupported(
+                    pos,
+                    "an INTERVAL outside `timestamp + INTERVAL` / `timestamp - INTERVAL`",
+                    "timestamp ± INTERVAL ...",
+                ));
+            }
+        })
+    }
+
+    /// Binds an operand that meets `other` in a binary operator: a DECIMAL literal against a
+    /// DOUBLE or FLOAT becomes DOUBLE (Spark widens DECIMAL with DOUBLE to DOUBLE).
+    pub(super) fn operand(&self, s: &Syntax, other: Option<DataType>) -> Result<Typed, ExprError> {
+        if let SyntaxKind::Literal(Literal::Decimal(text)) = &s.kind
+            && matches!(other, Some(DataType::Double | DataType::Float))
+        {
+            let v: f64 = text.parse().map_err(|_| ty_err(s.pos, format!("number {text}"), "a number"))?;
+            return Ok(literal(Value::Double(v), DataType::Double, text.clone()));
+        }
+        self.bind(s)
+    }
+
+    pub(super) fn binary(&self, pos: Pos, op: BinaryOp, ls: &Syntax, rs: &Syntax) -> Result<Typed, ExprError> {
+        // timestamp ± INTERVAL
+        if let SyntaxKind::Literal(Literal::Interval { micros, text }) = &rs.kind
+            && matches!(op, BinaryOp::Plus | BinaryOp::Minus)
+        {
+            let l = self.bind(ls)?;
+            if l.data_type != DataType::Timestamp {
+                return Err(ty_err(pos, format!("{} ± INTERVAL", l.data_type), "TIMESTAMP ± INTERVAL"));
+            }
+            let (d, sym) =
+                if op == BinaryOp::Plus { (*micros, "+") } else { (micros.checked_neg().unwrap_or(i64::MAX), "-") };
+            let name = format!("{} {sym} {text}", l.name);
+            return Ok(call(Func::AddMicros(d), vec![l], DataType::Timestamp, name));
+        }
+        let (l, r) = match (&ls.kind, &rs.kind) {
+            (SyntaxKind::Literal(Literal::Decimal(_)), _) => {
+                let r = self.bind(rs)?;
+                (self.operand(ls, Some(r.data_type))?, r)
+            }
+            _ => {
+                let l = self.bind(ls)?;
+                let r = self.operand(rs, Some(l.data_type))?;
+                (l, r)
+            }
+        };
+        let sym = match op {
+            BinaryOp::Plus => "+",
+            BinaryOp::Minus => "-",
+            BinaryOp::Multiply => "*",
+            BinaryOp::Divide => "/",
+            BinaryOp::Modulo => "%",
+            BinaryOp::Div => "div",
+            _ => "",
+        };
+        match op {
+            BinaryOp::Plus | BinaryOp::Minus | BinaryOp::Multiply | BinaryOp::Modulo | BinaryOp::Div => {
+                let aop = match op {
+                    BinaryOp::Plus => ArithOp::Add,
+                    BinaryOp::Minus => ArithOp::Sub,
+                    BinaryOp::Multiply => ArithOp::Mul,
+                    BinaryOp::Modulo => ArithOp::Rem,
+                    _ => ArithOp::IntDiv,
+                };
+                let name = format!("({} {sym} {})", l.name, r.name);
+                self.arith(pos, aop, false, l, r, name)
+            }
+            BinaryOp::Divide => {
+                let name = format!("({} / {})", l.name, r.name);
+                self.divide(pos, false, l, r, name)
+            }
+            BinaryOp::Eq => self.compare(pos, CmpOp::Eq, l, r),
+            BinaryOp::NotEq => Ok(self.not(self.compare(pos, CmpOp::Eq, l, r)?)),
+            BinaryOp::Lt => self.compare(pos, CmpOp::Lt, l, r),
+            BinaryOp::LtEq => self.compare(pos, CmpOp::LtEq, l, r),
+            BinaryOp::Gt => self.compare(pos, CmpOp::Gt, l, r),
+            BinaryOp::GtEq => self.compare(pos, CmpOp::GtEq, l, r),
+            BinaryOp::NullSafeEq => {
+                let (l, r) = self.comparable(pos, l, r, "<=>")?;
+                let name = format!("({} <=> {})", l.name, r.name);
+                Ok(call(Func::NullSafeEq, vec![l, r], DataType::Boolean, name))
+            }
+            BinaryOp::And | BinaryOp::Or => {
+                let l = self.boolean(pos, l, "AND / OR")?;
+                let r = self.boolean(pos, r, "AND / OR")?;
+                let (name, node) = if op == BinaryOp::And {
+                    (format!("({} AND {})", l.name, r.name), Node::And(Box::new(l), Box::new(r)))
+                } else {
+                    (format!("({} OR {})", l.name, r.name), Node::Or(Box::new(l), Box::new(r)))
+                };
+                Ok(Typed { node, data_type: DataType::Boolean, name })
+            }
+            BinaryOp::Concat => {
+                let args = vec![coerce(l, DataType::String), coerce(r, DataType::String)];
+                let name = format!("concat({})", names(&args));
+                Ok(call(Func::Concat, args, DataType::String, name))
+            }
+        }
+    }
+
+    pub(super) fn arith(
+        &self,
+        pos: Pos,
+        op: ArithOp,
+        try_: bool,
+        l: Typed,
+        r: Typed,
+        name: String,
+    ) -> Result<Typed, ExprError> {
+        self.numeric(pos, &l, "arithmetic")?;
+        self.numeric(pos, &r, "arithmetic")?;
+        let ty = common_type(pos, &[l.clone(), r.clone()], "arithmetic")?;
+        if op == ArithOp::IntDiv && !matches!(ty, DataType::Int | DataType::Long) {
+            return Err(ty_err(pos, format!("div of {ty}"), "INT, BIGINT"));
+        }
+        let ty_out = if op == ArithOp::IntDiv { DataType::Long } else { ty };
+        let ty_in = if op == ArithOp::IntDiv { DataType::Long } else { ty };
+        Ok(call(Func::Arith { op, try_ }, vec![coerce(l, ty_in), coerce(r, ty_in)], ty_out, name))
+    }
+
+    pub(super) fn divide(&self, pos: Pos, try_: bool, l: Typed, r: Typed, name: String) -> Result<Typed, ExprError> {
+        self.numeric(pos, &l, "/")?;
+        self.numeric(pos, &r, "/")?;
+        Ok(call(
+            Func::Divide { try_ },
+            vec![coerce(l, DataType::Double), coerce(r, DataType::Double)],
+            DataType::Double,
+            name,
+        ))
+    }
+
+    /// The operands of a comparison cast to one type: numbers widened; a STRING against a
+    /// number, TIMESTAMP or BOOLEAN cast to that type (ANSI).
+    pub(super) fn comparable(&self, pos: Pos, l: Typed, r: Typed, what: &str) -> Result<(Typed, Typed), ExprError> {
+        use DataType as T;
+        let (a, b) = (l.data_type, r.data_type);
+        let ty = if is_null_literal(&l) {
+            b
+        } else if is_null_literal(&r) || a == b {
+            a
+        } else if let Some(w) = wider(a, b) {
+            w
+        } else {
+            match (a, b) {
+                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_)) => x,
+                _ => {
+                    return Err(ty_err(
+                        pos,
+                        format!("{what} between {a} ({}) and {b} ({})", l.name, r.name),
+                        "values of one type, numbers, or a STRING and another type",
+                    ));
+                }
+            }
+        };
+        Ok((coerce(l, ty), coerce(r, ty)))
+    }
+
+    pub(super) fn compare(&self, pos: Pos, op: CmpOp, l: Typed, r: Typed) -> Result<Typed, ExprError> {
+        let sym = match op {
+            CmpOp::Eq => "=",
+            CmpOp::Lt => "<",
+            CmpOp::LtEq => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::GtEq => ">=",
+        };
+        let (l, r) = self.comparable(pos, l, r, sym)?;
+        let name = format!("({} {sym} {})", l.name, r.name);
+        Ok(call(Func::Compare(op), vec![l, r], DataType::Boolean, name))
+    }
+
+    pub(super) fn like(&self, pos: Pos, kind: LikeKind, expr: &Syntax, pattern: &Syntax) -> Result<Typed, ExprError> {
+        let e = self.string(pos, self.bind(expr)?, "LIKE")?;
+        let SyntaxKind::Literal(Literal::String(p)) = &pattern.kind else {
+            return Err(unsupported(
+                pattern.pos,
+                "a pattern that is not a string literal",
+                "LIKE / RLIKE with a constant pattern",
+            ));
+        };
+        match kind {
+            LikeKind::Like | LikeKind::ILike => {
+                let mut re = String::from(if kind == LikeKind::ILike { "(?s)(?i)^" } else { "(?s)^" });
+                let mut chars = p.chars();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => match chars.next() {
+                            Some(n @ ('_' | '%' | '\\')) => re.push_str(&regex::escape(&n.to_string())),
+                            _ => {
+                                return Err(ty_err(
+                                    pattern.pos,
+                                    format!("LIKE pattern '{p}'"),
+                                    "an escape `\\` followed by _, % or \\",
+                                ));
+                            }
+                        },
+                        '_' => re.push('.'),
+                        '%' => re.push_str(".*"),
+                        c => re.push_str(&regex::escape(&c.to_string())),
+                    }
+                }
+                re.push('$');
+                let compiled = Regex::new(&re)
+                    .map_err(|e| ty_err(pattern.pos, format!("LIKE pattern '{p}': {e}"), "a LIKE pattern"))?;
+                let name = if kind == LikeKind::ILike {
+                    format!("ilike({}, {p})", e.name)
+                } else {
+                    format!("{} LIKE {p}", e.name)
+                };
+                Ok(call(Func::Like(Arc::new(compiled)), vec![e], DataType::Boolean, name))
+            }
+            LikeKind::RLike => {
+                let re = java_regex(pattern.pos, p)?;
+                let name = format!("RLIKE({}, {p})", e.name);
+                Ok(call(Func::RLike(re), vec![e], DataType::Boolean, name))
+            }
+        }
+    }
+
+    pub(super) fn case(
+        &self,
+        pos: Pos,
+        operand: Option<&Syntax>,
+        branches: &[(Syntax, Syntax)],
+        otherwise: Option<&Syntax>,
+    ) -> Result<Typed, ExprError> {
+        let operand = operand.map(|o| self.bind(o)).transpose()?;
+        let mut conds = Vec::new();
+        let mut values = Vec::new();
+        for (w, t) in branches {
+            let w = self.bind(w)?;
+            let c = match &operand {
+                Some(o) => self.compare(pos, CmpOp::Eq, o.clone(), w)?,
+                None => self.boolean(pos, w, "WHEN")?,
+            };
+            conds.push(c);
+            values.push(self.bind(t)?);
+        }
+        let otherwise = otherwise.map(|o| self.bind(o)).transpose()?;
+        let mut all = values.clone();
+        all.extend(otherwise.iter().cloned());
+        let ty = common_type(pos, &all, "CASE branches")?;
+        let mut name = String::from("CASE");
+        for (c, v) in conds.iter().zip(&values) {
+            name.push_str(&format!(" WHEN {} THEN {}", c.name, v.name));
+        }
+        if let Some(o) = &otherwise {
+            name.push_str(&format!(" ELSE {}", o.name));
+        }
+        name.push_str(" END");
+        let branches = conds.into_iter().zip(values.into_iter().map(|v| coerce(v, ty))).collect();
+        Ok(Typed {
+            node: Node::Case { branches, otherwise: otherwise.map(|o| Box::new(coerce(o, ty))) },
+            data_type: ty,
+            name,
+        })
+    }
+
+    pub(super) fn cast(&self, pos: Pos, e: Typed, to: DataType, try_cast: bool) -> Result<Typed, ExprError> {
+        if super::cast::cast_fn(e.data_type, to).is_none() && !is_null_literal(&e) {
+            return Err(ty_err(
+                pos,
+                format!("CAST from {} to {to} ({})", e.data_type, e.name),
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP",
+            ));
+        }
+        let name = if try_cast { format!("TRY_CAST({} AS {to})", e.name) } else { format!("CAST({} AS {to})", e.name) };
+        Ok(Typed { node: Node::Cast { input: Box::new(e), try_cast, implicit: false }, data_type: to, name })
+    }
+}
+
+impl Typed {
+    /// The output column name of this expression selected without `AS`: its name, except that
+    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`).
+    pub fn output_name(&self) -> &str {
+        let mut t = self;
+        while let Node::Cast { input, .. } = &t.node {
+            t = input;
+        }
+        if matches!(t.node, Node::Column(_)) { &t.name } else { &self.name }
+    }
+
+    /// The name of argument `i` of a call or comparison (for composite names such as
+    /// `between(a, l, h)`).
+    fn name_arg(&self, i: usize) -> String {
+        match &self.node {
+            Node::Call { args, .. } => args.get(i).map_or_else(String::new, |a| a.name.clone()),
+            _ => String::new(),
+        }
+    }
+}

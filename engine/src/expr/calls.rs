@@ -1,0 +1,428 @@
+//! Function calls of [`bind`](super::bind): arity, argument types, Spark's names.
+
+use std::sync::Arc;
+
+use regex::Regex;
+
+use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
+use super::functions::{ArithOp, CmpOp, DateFormat, Func, Math1, TimeField, TruncUnit};
+use super::text::parse_format;
+use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
+use crate::schema::DataType;
+use crate::value::Value;
+
+impl Binder<'_> {
+    pub(super) fn call(&self, pos: Pos, fname: &str, args: &[Syntax]) -> Result<Typed, ExprError> {
+        let lower = fname.to_ascii_lowercase();
+        let arity = |n: std::ops::RangeInclusive<usize>| -> Result<(), ExprError> {
+            if n.contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(ty_err(
+                    pos,
+                    format!("{lower} with {} arguments", args.len()),
+                    &format!("{} to {} arguments", n.start(), n.end()),
+                ))
+            }
+        };
+        let bound = |this: &Self| args.iter().map(|a| this.bind(a)).collect::<Result<Vec<_>, _>>();
+        let lit_int = |i: usize| -> Result<i64, ExprError> {
+            match &args[i].kind {
+                SyntaxKind::Literal(Literal::Integer(v)) => Ok(*v),
+                _ => Err(unsupported(
+                    args[i].pos,
+                    format!("a non-constant argument {} of {lower}", i + 1),
+                    "an integer literal",
+                )),
+            }
+        };
+        let lit_str = |i: usize| -> Result<String, ExprError> {
+            match &args[i].kind {
+                SyntaxKind::Literal(Literal::String(s)) => Ok(s.clone()),
+                _ => Err(unsupported(
+                    args[i].pos,
+                    format!("a non-constant argument {} of {lower}", i + 1),
+                    "a string literal",
+                )),
+            }
+        };
+        let named = |n: &str, a: &[Typed]| format!("{n}({})", names(a));
+        match lower.as_str() {
+            "if" => {
+                arity(3..=3)?;
+                let a = bound(self)?;
+                let c = self.boolean(pos, a[0].clone(), "if")?;
+                let ty = common_type(pos, &a[1..], "if branches")?;
+                let name = format!("(IF({}, {}, {}))", a[0].name, a[1].name, a[2].name);
+                let node = Node::Case {
+                    branches: vec![(c, coerce(a[1].clone(), ty))],
+                    otherwise: Some(Box::new(coerce(a[2].clone(), ty))),
+                };
+                Ok(Typed { node, data_type: ty, name })
+            }
+            "coalesce" | "nvl" | "ifnull" => {
+                arity(if lower == "coalesce" { 1..=64 } else { 2..=2 })?;
+                let a = bound(self)?;
+                let ty = common_type(pos, &a, &lower)?;
+                let name = named(&lower, &a);
+                Ok(Typed { node: Node::Coalesce(a.into_iter().map(|x| coerce(x, ty)).collect()), data_type: ty, name })
+            }
+            "nullif" => {
+                arity(2..=2)?;
+                let a = bound(self)?;
+                let name = named("nullif", &a);
+                let eq = self.compare(pos, CmpOp::Eq, a[0].clone(), a[1].clone())?;
+                let node = Node::Case {
+                    branches: vec![(eq, literal(Value::Null, a[0].data_type, "NULL".into()))],
+                    otherwise: Some(Box::new(a[0].clone())),
+                };
+                Ok(Typed { node, data_type: a[0].data_type, name })
+            }
+            "abs" => {
+                arity(1..=1)?;
+                let a = bound(self)?;
+                self.numeric(pos, &a[0], "abs")?;
+                Ok(call(Func::Abs, a.clone(), a[0].data_type, named("abs", &a)))
+            }
+            "mod" | "pmod" | "try_add" | "try_subtract" | "try_multiply" => {
+                arity(2..=2)?;
+                let a = bound(self)?;
+                let (op, try_) = match lower.as_str() {
+                    "mod" => (ArithOp::Rem, false),
+                    "pmod" => (ArithOp::Pmod, false),
+                    "try_add" => (ArithOp::Add, true),
+                    "try_subtract" => (ArithOp::Sub, true),
+                    _ => (ArithOp::Mul, true),
+                };
+                let name = named(&lower, &a);
+                self.arith(pos, op, try_, a[0].clone(), a[1].clone(), name)
+            }
+            "div" => {
+                arity(2..=2)?;
+                let a = bound(self)?;
+                let name = format!("({} div {})", a[0].name, a[1].name);
+                self.arith(pos, ArithOp::IntDiv, false, a[0].clone(), a[1].clone(), name)
+            }
+            "try_divide" => {
+                arity(2..=2)?;
+                let a = bound(self)?;
+                let name = named("try_divide", &a);
+                self.divide(pos, true, a[0].clone(), a[1].clone(), name)
+            }
+            "round" | "bround" => {
+                arity(1..=2)?;
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, &lower)?;
+                let scale = if args.len() == 2 { lit_int(1)? } else { 0 };
+                let name = format!("{lower}({}, {scale})", x.name);
+                let ty = x.data_type;
+                Ok(call(Func::Round { scale: scale as i32, half_even: lower == "bround" }, vec![x], ty, name))
+            }
+            "floor" | "ceil" | "ceiling" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, &lower)?;
+                let x = match x.data_type {
+                    DataType::Int | DataType::Long => coerce(x, DataType::Long),
+                    _ => coerce(x, DataType::Double),
+                };
+                let name = format!("{}({})", math_name(&lower), x.name);
+                Ok(call(Func::FloorCeil { ceil: lower != "floor" }, vec![x], DataType::Long, name))
+            }
+            "sqrt" | "exp" | "ln" | "log10" | "log2" | "sign" | "signum" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, &lower)?;
+                let m = match lower.as_str() {
+                    "sqrt" => Math1::Sqrt,
+                    "exp" => Math1::Exp,
+                    "ln" => Math1::Ln,
+                    "log10" => Math1::Log10,
+                    "log2" => Math1::Log2,
+                    _ => Math1::Sign,
+                };
+                let name = format!("{}({})", math_name(&lower), x.name);
+                Ok(call(Func::Math1(m), vec![coerce(x, DataType::Double)], DataType::Double, name))
+            }
+            "log" | "pow" | "power" => {
+                arity(2..=2)?;
+                let a = bound(self)?;
+                self.numeric(pos, &a[0], &lower)?;
+                self.numeric(pos, &a[1], &lower)?;
+                let name = format!("{}({})", math_name(&lower), names(&a));
+                let func = if lower == "log" { Func::Log } else { Func::Pow };
+                let a = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();
+                Ok(call(func, a, DataType::Double, name))
+            }
+            "greatest" | "least" => {
+                arity(2..=64)?;
+                let a = bound(self)?;
+                let ty = common_type(pos, &a, &lower)?;
+                let name = named(&lower, &a);
+                let a = a.into_iter().map(|x| coerce(x, ty)).collect();
+                Ok(call(Func::Extreme { greatest: lower == "greatest" }, a, ty, name))
+            }
+            "lower" | "upper" | "length" | "char_length" | "trim" | "ltrim" | "rtrim" | "initcap" | "reverse"
+            | "md5" => {
+                arity(1..=1)?;
+                let a = vec![self.string(pos, self.bind(&args[0])?, &lower)?];
+                let (func, ty) = match lower.as_str() {
+                    "lower" => (Func::Lower, DataType::String),
+                    "upper" => (Func::Upper, DataType::String),
+                    "length" | "char_length" => (Func::Length, DataType::Int),
+                    "trim" => (Func::Trim, DataType::String),
+                    "ltrim" => (Func::LTrim, DataType::String),
+                    "rtrim" => (Func::RTrim, DataType::String),
+                    "initcap" => (Func::Initcap, DataType::String),
+                    "reverse" => (Func::Reverse, DataType::String),
+                    _ => (Func::Md5, DataType::String),
+                };
+                let name = named(&lower, &a);
+                Ok(call(func, a, ty, name))
+            }
+            "substring" | "substr" | "left" => {
+                arity(if lower == "left" { 2..=2 } else { 2..=3 })?;
+                let s = self.string(pos, self.bind(&args[0])?, &lower)?;
+                let p = self.integer(pos, self.bind(&args[1])?, &lower)?;
+                let (a, name) = if lower == "left" {
+                    let name = format!("left({}, {})", s.name, p.name);
+                    (vec![s, literal(Value::Int(1), DataType::Int, "1".into()), p], name)
+                } else {
+                    let l = match args.get(2) {
+                        Some(l) => self.integer(pos, self.bind(l)?, &lower)?,
+                        None => literal(Value::Int(i32::MAX), DataType::Int, i32::MAX.to_string()),
+                    };
+                    let name = format!("{lower}({}, {}, {})", s.name, p.name, l.name);
+                    (vec![s, p, l], name)
+                };
+                Ok(call(Func::Substring, a, DataType::String, name))
+            }
+            "concat" => {
+                arity(1..=64)?;
+                let a: Vec<Typed> = bound(self)?.into_iter().map(|x| coerce(x, DataType::String)).collect();
+                let name = named("concat", &a);
+                Ok(call(Func::Concat, a, DataType::String, name))
+            }
+            "concat_ws" => {
+                arity(1..=64)?;
+                let a = bound(self)?
+                    .into_iter()
+                    .map(|x| self.string(pos, x, "concat_ws"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let name = named("concat_ws", &a);
+                Ok(call(Func::ConcatWs, a, DataType::String, name))
+            }
+            "lpad" | "rpad" => {
+                arity(2..=3)?;
+                let s = self.string(pos, self.bind(&args[0])?, &lower)?;
+                let n = self.integer(pos, self.bind(&args[1])?, &lower)?;
+                let p = match args.get(2) {
+                    Some(p) => self.string(pos, self.bind(p)?, &lower)?,
+                    None => literal(Value::Str(Arc::from(" ")), DataType::String, " ".into()),
+                };
+                let a = vec![s, n, p];
+                let name = named(&lower, &a);
+                Ok(call(if lower == "lpad" { Func::Lpad } else { Func::Rpad }, a, DataType::String, name))
+            }
+            "replace" => {
+                arity(2..=3)?;
+                let mut a =
+                    bound(self)?.into_iter().map(|x| self.string(pos, x, "replace")).collect::<Result<Vec<_>, _>>()?;
+                if a.len() == 2 {
+                    a.push(literal(Value::Str(Arc::from("")), DataType::String, String::new()));
+                }
+                let name = named("replace", &a);
+                Ok(call(Func::Replace, a, DataType::String, name))
+            }
+            "instr" | "locate" | "startswith" | "endswith" | "contains" => {
+                arity(2..=2)?;
+                let a = bound(self)?.into_iter().map(|x| self.string(pos, x, &lower)).collect::<Result<Vec<_>, _>>()?;
+                let (func, ty) = match lower.as_str() {
+                    "instr" | "locate" => (Func::Instr, DataType::Int),
+                    "startswith" => (Func::StartsWith, DataType::Boolean),
+                    "endswith" => (Func::EndsWith, DataType::Boolean),
+                    _ => (Func::Contains, DataType::Boolean),
+                };
+                let name = if lower == "locate" { format!("locate({}, 1)", names(&a)) } else { named(&lower, &a) };
+                let a = if lower == "locate" { vec![a[1].clone(), a[0].clone()] } else { a };
+                Ok(call(func, a, ty, name))
+            }
+            "right" => {
+                arity(2..=2)?;
+                let s = self.string(pos, self.bind(&args[0])?, "right")?;
+                let n = self.integer(pos, self.bind(&args[1])?, "right")?;
+                let a = vec![s, n];
+                let name = named("right", &a);
+                Ok(call(Func::Right, a, DataType::String, name))
+            }
+            "split_part" => {
+                arity(3..=3)?;
+                let s = self.string(pos, self.bind(&args[0])?, "split_part")?;
+                let d = self.string(pos, self.bind(&args[1])?, "split_part")?;
+                let n = self.integer(pos, self.bind(&args[2])?, "split_part")?;
+                let a = vec![s, d, n];
+                let name = named("split_part", &a);
+                Ok(call(Func::SplitPart, a, DataType::String, name))
+            }
+            "regexp_replace" => {
+                arity(3..=3)?;
+                let s = self.string(pos, self.bind(&args[0])?, &lower)?;
+                let re = java_regex(args[1].pos, &lit_str(1)?)?;
+                let rep = lit_str(2)?;
+                if rep.contains(['$', '\\']) {
+                    return Err(unsupported(
+                        args[2].pos,
+                        "a replacement with `$` or `\\`",
+                        "a literal replacement text",
+                    ));
+                }
+                // Spark fills in the start position: `regexp_replace(s, re, rep, 1)`
+                let a = vec![s, self.bind(&args[1])?, self.bind(&args[2])?];
+                let name = format!("{lower}({}, 1)", names(&a));
+                Ok(call(Func::RegexpReplace(re), a, DataType::String, name))
+            }
+            "regexp_extract" => {
+                arity(2..=3)?;
+                let s = self.string(pos, self.bind(&args[0])?, &lower)?;
+                let re = java_regex(args[1].pos, &lit_str(1)?)?;
+                let group = if args.len() == 3 { lit_int(2)? } else { 1 };
+                if group < 0 || group as usize >= re.captures_len() {
+                    return Err(ty_err(
+                        pos,
+                        format!("regexp_extract group {group}"),
+                        &format!("0 to {}", re.captures_len() - 1),
+                    ));
+                }
+                let mut a = vec![s, self.bind(&args[1])?];
+                a.push(literal(Value::Int(group as i32), DataType::Int, group.to_string()));
+                let name = named(&lower, &a);
+                Ok(call(Func::RegexpExtract(re, group as usize), vec![a[0].clone()], DataType::String, name))
+            }
+            "sha2" => {
+                arity(2..=2)?;
+                let s = self.string(pos, self.bind(&args[0])?, "sha2")?;
+                let bits = lit_int(1)?;
+                let bits = match bits {
+                    0 | 256 => 256,
+                    224 | 384 | 512 => bits as u16,
+                    _ => return Err(ty_err(args[1].pos, format!("sha2 bit length {bits}"), "224, 256, 384, 512 or 0")),
+                };
+                let name = format!("sha2({}, {})", s.name, lit_int(1)?);
+                Ok(call(Func::Sha2(bits), vec![s], DataType::String, name))
+            }
+            "year" | "month" | "day" | "dayofmonth" | "dayofweek" | "hour" | "minute" | "second" | "unix_seconds"
+            | "unix_millis" | "unix_micros" => {
+                arity(1..=1)?;
+                let t = self.bind(&args[0])?;
+                if t.data_type != DataType::Timestamp && !is_null_literal(&t) {
+                    return Err(ty_err(pos, format!("{lower} of {} ({})", t.data_type, t.name), "TIMESTAMP"));
+                }
+                let t = coerce(t, DataType::Timestamp);
+                let name = named(&lower, std::slice::from_ref(&t));
+                let (func, ty) = match lower.as_str() {
+                    "year" => (Func::TimeField(TimeField::Year), DataType::Int),
+                    "month" => (Func::TimeField(TimeField::Month), DataType::Int),
+                    "day" | "dayofmonth" => (Func::TimeField(TimeField::Day), DataType::Int),
+                    "dayofweek" => (Func::TimeField(TimeField::DayOfWeek), DataType::Int),
+                    "hour" => (Func::TimeField(TimeField::Hour), DataType::Int),
+                    "minute" => (Func::TimeField(TimeField::Minute), DataType::Int),
+                    "second" => (Func::TimeField(TimeField::Second), DataType::Int),
+                    "unix_seconds" => (Func::UnixTime(1_000_000), DataType::Long),
+                    "unix_millis" => (Func::UnixTime(1_000), DataType::Long),
+                    _ => (Func::UnixTime(1), DataType::Long),
+                };
+                Ok(call(func, vec![t], ty, name))
+            }
+            "timestamp_seconds" | "timestamp_millis" | "timestamp_micros" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                if !matches!(x.data_type, DataType::Int | DataType::Long) && !is_null_literal(&x) {
+                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "INT, BIGINT"));
+                }
+                let name = named(&lower, std::slice::from_ref(&x));
+                let per = match lower.as_str() {
+                    "timestamp_seconds" => 1_000_000,
+                    "timestamp_millis" => 1_000,
+                    _ => 1,
+                };
+                Ok(call(Func::FromUnix(per), vec![coerce(x, DataType::Long)], DataType::Timestamp, name))
+            }
+            "date_trunc" => {
+                arity(2..=2)?;
+                let unit = lit_str(0)?;
+                let u = match unit.to_ascii_uppercase().as_str() {
+                    "YEAR" | "YYYY" | "YY" => TruncUnit::Year,
+                    "QUARTER" => TruncUnit::Quarter,
+                    "MONTH" | "MM" | "MON" => TruncUnit::Month,
+                    "WEEK" => TruncUnit::Week,
+                    "DAY" | "DD" => TruncUnit::Fixed(86_400_000_000),
+                    "HOUR" => TruncUnit::Fixed(3_600_000_000),
+                    "MINUTE" => TruncUnit::Fixed(60_000_000),
+                    "SECOND" => TruncUnit::Fixed(1_000_000),
+                    "MILLISECOND" => TruncUnit::Fixed(1_000),
+                    "MICROSECOND" => TruncUnit::Fixed(1),
+                    _ => {
+                        return Err(ty_err(
+                            args[0].pos,
+                            format!("date_trunc unit '{unit}'"),
+                            "YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND",
+                        ));
+                    }
+                };
+                let t = self.bind(&args[1])?;
+                if t.data_type != DataType::Timestamp {
+                    return Err(ty_err(pos, format!("date_trunc of {}", t.data_type), "TIMESTAMP"));
+                }
+                let name = format!("date_trunc({unit}, {})", t.name);
+                Ok(call(Func::DateTrunc(u), vec![t], DataType::Timestamp, name))
+            }
+            "date_format" => {
+                arity(2..=2)?;
+                let t = self.bind(&args[0])?;
+                if t.data_type != DataType::Timestamp {
+                    return Err(ty_err(pos, format!("date_format of {}", t.data_type), "TIMESTAMP"));
+                }
+                let p = lit_str(1)?;
+                let parts = parse_format(&p).ok_or_else(|| {
+                    unsupported(
+                        args[1].pos,
+                        format!("the date_format pattern '{p}'"),
+                        "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+                    )
+                })?;
+                let name = format!("date_format({}, {p})", t.name);
+                Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
+            }
+            _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
+        }
+    }
+}
+
+/// Spark's name of a math function: its own name upper case (`SQRT`, `FLOOR`, `POWER`), an
+/// alias as written (`ceiling`, `pow`, `sign`), and `ln` lower case.
+fn math_name(lower: &str) -> String {
+    match lower {
+        "ln" | "ceiling" | "pow" | "sign" => lower.to_string(),
+        _ => lower.to_ascii_uppercase(),
+    }
+}
+
+/// The functions [`bind`] knows, for error messages.
+const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, pmod, div, try_add, try_subtract, try_multiply, \
+     try_divide, round, bround, floor, ceil, ceiling, sqrt, exp, ln, log10, log2, log, pow, power, sign, signum, greatest, \
+     least, lower, upper, length, char_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
+     right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
+     regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
+     unix_millis, unix_micros, timestamp_seconds, timestamp_millis, timestamp_micros, date_trunc, date_format";
+
+/// A Java regular expression that Rust's `regex` reads the same way; refused otherwise
+/// (backreferences, lookaround and possessive quantifiers do not compile).
+pub(super) fn java_regex(pos: Pos, p: &str) -> Result<Arc<Regex>, ExprError> {
+    Regex::new(p).map(Arc::new).map_err(|e| {
+        unsupported(
+            pos,
+            format!("the regular expression '{p}' ({})", e.to_string().lines().last().unwrap_or("")),
+            "regular expressions without backreferences or lookaround",
+        )
+    })
+}

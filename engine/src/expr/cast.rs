@@ -1,0 +1,159 @@
+//! `CAST` under Spark's ANSI rules (Spark's `Cast.canAnsiCast` and `Cast` evaluation): which
+//! casts exist and what each does to a non-null value.
+
+use std::sync::Arc;
+
+use super::EvalErrorKind::{self, CastInvalidInput, CastOverflow};
+use super::text::{java_double, java_float, parse_cast_timestamp, timestamp_string, trim_spark};
+use crate::schema::DataType;
+use crate::time::Timestamp;
+use crate::value::Value;
+
+/// A cast of one non-null value.
+pub(crate) type CastFn = fn(&Value) -> Result<Value, EvalErrorKind>;
+
+/// The cast from `from` to `to`, or `None` where Spark's ANSI mode has none (BOOLEAN and
+/// TIMESTAMP to each other, and the output-only types).
+pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
+    use DataType as T;
+    if from == to {
+        return Some(|v| Ok(v.clone()));
+    }
+    Some(match (from, to) {
+        (_, T::String) if scalar(from) => to_string,
+        (T::String, T::Int) => {
+            |v| str_to_i64(v).and_then(|x| i32::try_from(x).map_err(|_| CastInvalidInput)).map(Value::Int)
+        }
+        (T::String, T::Long) => |v| str_to_i64(v).map(Value::Long),
+        (T::String, T::Double) => |v| str_to_f64(v).map(Value::Double),
+        (T::String, T::Float) => |v| str_to_f64(v).map(|x| Value::Float(x as f32)),
+        (T::String, T::Boolean) => str_to_bool,
+        (T::String, T::Timestamp) => |v| match v {
+            Value::Str(s) => parse_cast_timestamp(s).map(|us| Value::Timestamp(Timestamp(us))).ok_or(CastInvalidInput),
+            _ => Err(CastInvalidInput),
+        },
+        (T::Boolean, T::Int) => |v| Ok(Value::Int(matches!(v, Value::Bool(true)) as i32)),
+        (T::Boolean, T::Long) => |v| Ok(Value::Long(matches!(v, Value::Bool(true)) as i64)),
+        (T::Boolean, T::Double) => |v| Ok(Value::Double(matches!(v, Value::Bool(true)) as i64 as f64)),
+        (T::Boolean, T::Float) => |v| Ok(Value::Float(matches!(v, Value::Bool(true)) as i64 as f32)),
+        (T::Int | T::Long | T::Double | T::Float, T::Boolean) => {
+            |v| Ok(Value::Bool(v.as_f64().is_some_and(|x| x != 0.0)))
+        }
+        (T::Int | T::Long, T::Int) => |v| int_to_i32(v.as_i64().unwrap_or(0)),
+        (T::Int | T::Long, T::Long) => |v| Ok(Value::Long(v.as_i64().unwrap_or(0))),
+        (T::Int | T::Long | T::Float, T::Double) => |v| Ok(Value::Double(v.as_f64().unwrap_or(0.0))),
+        (T::Int | T::Long | T::Double, T::Float) => |v| {
+            Ok(Value::Float(match v {
+                Value::Long(x) => *x as f32,
+                _ => v.as_f64().unwrap_or(0.0) as f32,
+            }))
+        },
+        (T::Double | T::Float, T::Int) => {
+            |v| float_to_i64(v.as_f64().unwrap_or(0.0), i32::MIN as f64, i32::MAX as f64).map(|x| Value::Int(x as i32))
+        }
+        (T::Double | T::Float, T::Long) => {
+            |v| float_to_i64(v.as_f64().unwrap_or(0.0), i64::MIN as f64, i64::MAX as f64).map(Value::Long)
+        }
+        (T::Int | T::Long, T::Timestamp) => |v| {
+            v.as_i64().unwrap_or(0).checked_mul(1_000_000).map(|us| Value::Timestamp(Timestamp(us))).ok_or(CastOverflow)
+        },
+        (T::Double | T::Float, T::Timestamp) => |v| {
+            let x = v.as_f64().unwrap_or(0.0) * 1e6;
+            if !x.is_finite() || x.abs() >= 9.223372036854776e18 {
+                return Err(CastOverflow);
+            }
+            Ok(Value::Timestamp(Timestamp(x as i64)))
+        },
+        (T::Timestamp, T::Long) => |v| Ok(Value::Long(ts(v).div_euclid(1_000_000))),
+        (T::Timestamp, T::Int) => |v| int_to_i32(ts(v).div_euclid(1_000_000)),
+        (T::Timestamp, T::Double) => |v| Ok(Value::Double(ts(v) as f64 / 1e6)),
+        (T::Timestamp, T::Float) => |v| Ok(Value::Float((ts(v) as f64 / 1e6) as f32)),
+        _ => return None,
+    })
+}
+
+fn scalar(t: DataType) -> bool {
+    matches!(
+        t,
+        DataType::String
+            | DataType::Int
+            | DataType::Long
+            | DataType::Double
+            | DataType::Float
+            | DataType::Boolean
+            | DataType::Timestamp
+    )
+}
+
+fn ts(v: &Value) -> i64 {
+    v.as_timestamp().map_or(0, |t| t.0)
+}
+
+fn int_to_i32(x: i64) -> Result<Value, EvalErrorKind> {
+    i32::try_from(x).map(Value::Int).map_err(|_| CastOverflow)
+}
+
+/// Spark's float-to-integral cast: truncates toward zero; NaN, infinities and values outside the
+/// range are CAST_OVERFLOW.
+fn float_to_i64(x: f64, min: f64, max: f64) -> Result<i64, EvalErrorKind> {
+    if x.is_nan() || x.floor() > max || x.ceil() < min {
+        return Err(CastOverflow);
+    }
+    Ok(x.trunc() as i64)
+}
+
+/// Any scalar as Spark's CAST to STRING writes it.
+pub(crate) fn to_string(v: &Value) -> Result<Value, EvalErrorKind> {
+    Ok(Value::Str(match v {
+        Value::Str(s) => s.clone(),
+        Value::Bool(b) => Arc::from(if *b { "true" } else { "false" }),
+        Value::Int(x) => Arc::from(x.to_string()),
+        Value::Long(x) => Arc::from(x.to_string()),
+        Value::Double(x) => Arc::from(java_double(*x)),
+        Value::Float(x) => Arc::from(java_float(*x)),
+        Value::Timestamp(t) => Arc::from(timestamp_string(t.0)),
+        _ => return Err(CastInvalidInput),
+    }))
+}
+
+/// Spark's `UTF8String.toLongExact`: trimmed, an optional sign, digits only.
+fn str_to_i64(v: &Value) -> Result<i64, EvalErrorKind> {
+    let s = trim_spark(v.as_str().unwrap_or(""));
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(CastInvalidInput);
+    }
+    s.parse::<i64>().map_err(|_| CastInvalidInput)
+}
+
+/// Spark's string-to-double: trimmed; Java's number syntax (a trailing `d` / `f` allowed) and
+/// `NaN`, `Infinity`, `inf` ignoring case. Hexadecimal floats are not accepted.
+fn str_to_f64(v: &Value) -> Result<f64, EvalErrorKind> {
+    let s = trim_spark(v.as_str().unwrap_or(""));
+    let lower = s.to_ascii_lowercase();
+    match lower.as_str() {
+        "nan" => return Ok(f64::NAN),
+        "inf" | "+inf" | "infinity" | "+infinity" => return Ok(f64::INFINITY),
+        "-inf" | "-infinity" => return Ok(f64::NEG_INFINITY),
+        _ => {}
+    }
+    let body = s.strip_suffix(['d', 'D', 'f', 'F']).unwrap_or(s);
+    let ok = !body.is_empty()
+        && body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && body.bytes().any(|b| b.is_ascii_digit());
+    if !ok {
+        return Err(CastInvalidInput);
+    }
+    body.parse::<f64>().map_err(|_| CastInvalidInput)
+}
+
+/// Spark's string-to-boolean: `t`, `true`, `y`, `yes`, `1` / `f`, `false`, `n`, `no`, `0`,
+/// ignoring case and surrounding whitespace.
+fn str_to_bool(v: &Value) -> Result<Value, EvalErrorKind> {
+    let s = trim_spark(v.as_str().unwrap_or("")).to_ascii_lowercase();
+    match s.as_str() {
+        "t" | "true" | "y" | "yes" | "1" => Ok(Value::Bool(true)),
+        "f" | "false" | "n" | "no" | "0" => Ok(Value::Bool(false)),
+        _ => Err(CastInvalidInput),
+    }
+}

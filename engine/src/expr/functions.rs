@@ -1,0 +1,659 @@
+//! The functions and operators behind [`Node::Call`](super::Node::Call): what each computes on
+//! non-null (or, for the few null-aware ones, any) argument values, as Spark 4.3 computes it
+//! under ANSI mode.
+
+use std::sync::Arc;
+
+use md5::Digest as _;
+use regex::Regex;
+
+use super::EvalErrorKind::{self, ArithmeticOverflow, DivideByZero};
+use super::text::{self, FormatPart};
+use crate::time::Timestamp;
+use crate::value::Value;
+
+/// A function or operator over already-typed arguments.
+#[derive(Clone, Debug)]
+pub enum Func {
+    /// `+ - * % div pmod` and their `try_` forms, on integral or floating operands of one type.
+    Arith {
+        /// Which operation.
+        op: ArithOp,
+        /// NULL instead of an overflow / division-by-zero error.
+        try_: bool,
+    },
+    /// `/` on DOUBLE operands; `try_divide` gives NULL for a zero divisor.
+    Divide {
+        /// `try_divide`.
+        try_: bool,
+    },
+    /// Unary minus.
+    Negate,
+    /// `abs`.
+    Abs,
+    /// A comparison of two operands of one type.
+    Compare(CmpOp),
+    /// `<=>`.
+    NullSafeEq,
+    /// `NOT`.
+    Not,
+    /// `IS [NOT] NULL`.
+    IsNull {
+        /// `IS NOT NULL`.
+        negated: bool,
+    },
+    /// `LIKE` / `ILIKE` with a constant pattern, compiled.
+    Like(Arc<Regex>),
+    /// `RLIKE` with a constant pattern.
+    RLike(Arc<Regex>),
+    /// `lower`.
+    Lower,
+    /// `upper`.
+    Upper,
+    /// `length` / `char_length`.
+    Length,
+    /// `substring(s, pos, len)`.
+    Substring,
+    /// `concat` / `||`.
+    Concat,
+    /// `concat_ws(sep, ...)` (skips NULL arguments).
+    ConcatWs,
+    /// `trim` (spaces).
+    Trim,
+    /// `ltrim`.
+    LTrim,
+    /// `rtrim`.
+    RTrim,
+    /// `lpad(s, len, pad)`.
+    Lpad,
+    /// `rpad(s, len, pad)`.
+    Rpad,
+    /// `replace(s, search, replacement)`.
+    Replace,
+    /// `instr(s, sub)`; `locate(sub, s)` with its arguments swapped by the binder.
+    Instr,
+    /// `startswith`.
+    StartsWith,
+    /// `endswith`.
+    EndsWith,
+    /// `contains`.
+    Contains,
+    /// `regexp_replace(s, re, literal replacement)`.
+    RegexpReplace(Arc<Regex>),
+    /// `regexp_extract(s, re, group)`.
+    RegexpExtract(Arc<Regex>, usize),
+    /// `right(s, n)` (`left` is a substring).
+    Right,
+    /// `initcap`.
+    Initcap,
+    /// `reverse`.
+    Reverse,
+    /// `split_part(s, delimiter, n)`.
+    SplitPart,
+    /// `md5` (lowercase hex).
+    Md5,
+    /// `sha2(s, bits)` with the bit length fixed at binding.
+    Sha2(u16),
+    /// `round` (HALF_UP) / `bround` (HALF_EVEN) to `scale` decimal places.
+    Round {
+        /// Decimal places (negative: tens, hundreds, ...).
+        scale: i32,
+        /// `bround`.
+        half_even: bool,
+    },
+    /// `floor` / `ceil` of a DOUBLE to BIGINT.
+    FloorCeil {
+        /// `ceil`.
+        ceil: bool,
+    },
+    /// A DOUBLE function of one DOUBLE argument.
+    Math1(Math1),
+    /// `log(base, x)`.
+    Log,
+    /// `pow` / `power`.
+    Pow,
+    /// `greatest` / `least` (skip NULL arguments).
+    Extreme {
+        /// `greatest`.
+        greatest: bool,
+    },
+    /// A field of a timestamp (UTC).
+    TimeField(TimeField),
+    /// `unix_seconds` / `unix_millis` / `unix_micros`: µs divided (flooring) by this.
+    UnixTime(i64),
+    /// `timestamp_seconds` / `timestamp_millis` / `timestamp_micros`: an integer times this.
+    FromUnix(i64),
+    /// `date_trunc(unit, ts)`.
+    DateTrunc(TruncUnit),
+    /// `date_format(ts, pattern)` (the pattern parsed at binding).
+    DateFormat(DateFormat),
+    /// `ts + INTERVAL` (µs; negative for `-`).
+    AddMicros(i64),
+}
+
+/// A parsed `date_format` pattern.
+#[derive(Clone, Debug)]
+pub struct DateFormat(pub(crate) Arc<[FormatPart]>);
+
+/// Arithmetic operations of [`Func::Arith`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `%`
+    Rem,
+    /// `pmod`
+    Pmod,
+    /// `div`
+    IntDiv,
+}
+
+/// Comparison operators of [`Func::Compare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+}
+
+/// DOUBLE functions of one argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Math1 {
+    /// `sqrt` (NaN below 0).
+    Sqrt,
+    /// `exp`.
+    Exp,
+    /// `ln` (NULL at or below 0).
+    Ln,
+    /// `log10` (NULL at or below 0).
+    Log10,
+    /// `log2` (NULL at or below 0).
+    Log2,
+    /// `sign` / `signum`.
+    Sign,
+}
+
+/// Fields of a timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeField {
+    /// `year`.
+    Year,
+    /// `month`.
+    Month,
+    /// `day` / `dayofmonth`.
+    Day,
+    /// `dayofweek` (1 = Sunday .. 7 = Saturday).
+    DayOfWeek,
+    /// `hour`.
+    Hour,
+    /// `minute`.
+    Minute,
+    /// `second`.
+    Second,
+}
+
+/// Units of `date_trunc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TruncUnit {
+    /// Year.
+    Year,
+    /// Quarter.
+    Quarter,
+    /// Month.
+    Month,
+    /// Week (from Monday).
+    Week,
+    /// A fixed length in µs (day, hour, minute, second, millisecond, microsecond).
+    Fixed(i64),
+}
+
+impl Func {
+    /// Whether a NULL argument gives NULL without calling [`Func::apply`].
+    pub(crate) fn null_intolerant(&self) -> bool {
+        !matches!(self, Func::NullSafeEq | Func::IsNull { .. } | Func::ConcatWs | Func::Extreme { .. })
+    }
+
+    /// Computes the function on its arguments (non-null unless the function is null-aware).
+    pub(crate) fn apply(&self, a: &[Value]) -> Result<Value, EvalErrorKind> {
+        let s = |i: usize| a[i].as_str().unwrap_or("");
+        let n = |i: usize| a[i].as_i64().unwrap_or(0);
+        let f = |i: usize| a[i].as_f64().unwrap_or(0.0);
+        let st = |x: String| Ok(Value::Str(Arc::from(x)));
+        Ok(match self {
+            Func::Arith { op, try_ } => match arith(*op, &a[0], &a[1]) {
+                Err(_) if *try_ => Value::Null,
+                r => r?,
+            },
+            Func::Divide { try_ } => {
+                if f(1) == 0.0 {
+                    if *try_ {
+                        return Ok(Value::Null);
+                    }
+                    return Err(DivideByZero);
+                }
+                Value::Double(f(0) / f(1))
+            }
+            Func::Negate => match a[0] {
+                Value::Int(x) => Value::Int(x.checked_neg().ok_or(ArithmeticOverflow)?),
+                Value::Long(x) => Value::Long(x.checked_neg().ok_or(ArithmeticOverflow)?),
+                Value::Float(x) => Value::Float(-x),
+                _ => Value::Double(-f(0)),
+            },
+            Func::Abs => match a[0] {
+                Value::Int(x) => Value::Int(x.checked_abs().ok_or(ArithmeticOverflow)?),
+                Value::Long(x) => Value::Long(x.checked_abs().ok_or(ArithmeticOverflow)?),
+                Value::Float(x) => Value::Float(x.abs()),
+                _ => Value::Double(f(0).abs()),
+            },
+            Func::Compare(op) => {
+                let o = a[0].total_cmp(&a[1]);
+                Value::Bool(match op {
+                    CmpOp::Eq => o.is_eq(),
+                    CmpOp::Lt => o.is_lt(),
+                    CmpOp::LtEq => o.is_le(),
+                    CmpOp::Gt => o.is_gt(),
+                    CmpOp::GtEq => o.is_ge(),
+                })
+            }
+            Func::NullSafeEq => Value::Bool(a[0].total_cmp(&a[1]).is_eq()),
+            Func::Not => Value::Bool(!matches!(a[0], Value::Bool(true))),
+            Func::IsNull { negated } => Value::Bool(a[0].is_null() != *negated),
+            Func::Like(re) | Func::RLike(re) => Value::Bool(re.is_match(s(0))),
+            Func::Lower => return st(s(0).to_lowercase()),
+            Func::Upper => return st(s(0).to_uppercase()),
+            Func::Length => Value::Int(s(0).chars().count() as i32),
+            Func::Substring => return st(substring(s(0), n(1), n(2)).to_string()),
+            Func::Concat => return st(a.iter().map(|v| v.as_str().unwrap_or("")).collect()),
+            Func::ConcatWs => {
+                if a[0].is_null() {
+                    return Ok(Value::Null);
+                }
+                let parts: Vec<&str> = a[1..].iter().filter_map(Value::as_str).collect();
+                return st(parts.join(s(0)));
+            }
+            Func::Trim => return st(s(0).trim_matches(' ').to_string()),
+            Func::LTrim => return st(s(0).trim_start_matches(' ').to_string()),
+            Func::RTrim => return st(s(0).trim_end_matches(' ').to_string()),
+            Func::Lpad | Func::Rpad => return st(pad(s(0), n(1), s(2), matches!(self, Func::Lpad))),
+            Func::Replace => {
+                if s(1).is_empty() {
+                    return st(s(0).to_string());
+                }
+                return st(s(0).replace(s(1), s(2)));
+            }
+            Func::Instr => Value::Int(match s(0).find(s(1)) {
+                Some(byte) => s(0)[..byte].chars().count() as i32 + 1,
+                None => 0,
+            }),
+            Func::StartsWith => Value::Bool(s(0).starts_with(s(1))),
+            Func::EndsWith => Value::Bool(s(0).ends_with(s(1))),
+            Func::Contains => Value::Bool(s(0).contains(s(1))),
+            Func::RegexpReplace(re) => return st(re.replace_all(s(0), regex::NoExpand(s(2))).into_owned()),
+            Func::RegexpExtract(re, group) => {
+                let found = re.captures(s(0)).and_then(|c| c.get(*group)).map_or("", |m| m.as_str());
+                return st(found.to_string());
+            }
+            Func::Right => {
+                let k = n(1);
+                return st(if k <= 0 { String::new() } else { substring(s(0), -k, i32::MAX as i64).to_string() });
+            }
+            Func::Initcap => return st(initcap(s(0))),
+            Func::Reverse => return st(s(0).chars().rev().collect()),
+            Func::SplitPart => return split_part(s(0), s(1), n(2)).map(|x| Value::Str(Arc::from(x))),
+            Func::Md5 => return st(hex(&md5::Md5::digest(s(0).as_bytes()))),
+            Func::Sha2(bits) => {
+                let b = s(0).as_bytes();
+                return st(match bits {
+                    224 => hex(&sha2::Sha224::digest(b)),
+                    384 => hex(&sha2::Sha384::digest(b)),
+                    512 => hex(&sha2::Sha512::digest(b)),
+                    _ => hex(&sha2::Sha256::digest(b)),
+                });
+            }
+            Func::Round { scale, half_even } => match a[0] {
+                Value::Double(x) => Value::Double(round_f64(x, *scale, *half_even)),
+                // a FLOAT rounds as the DOUBLE it widens to (Spark: `round(2.675f, 2)` is 2.67)
+                Value::Float(x) => Value::Float(round_f64(x as f64, *scale, *half_even) as f32),
+                Value::Int(x) => {
+                    Value::Int(i32::try_from(round_int(x as i64, *scale, *half_even)?).map_err(|_| ArithmeticOverflow)?)
+                }
+                _ => Value::Long(round_int(n(0), *scale, *half_even)?),
+            },
+            Func::FloorCeil { ceil } => match a[0] {
+                Value::Int(_) | Value::Long(_) => Value::Long(n(0)),
+                _ => {
+                    let x = if *ceil { f(0).ceil() } else { f(0).floor() };
+                    // ANSI: a result outside BIGINT (infinities too) is an overflow
+                    if !(x.is_nan() || (-9.223372036854776e18..9.223372036854776e18).contains(&x)) {
+                        return Err(ArithmeticOverflow);
+                    }
+                    Value::Long(x as i64)
+                }
+            },
+            Func::Math1(m) => {
+                let x = f(0);
+                let log = |y: f64| if x <= 0.0 { Value::Null } else { Value::Double(y) };
+                match m {
+                    Math1::Sqrt => Value::Double(x.sqrt()),
+                    Math1::Exp => Value::Double(x.exp()),
+                    Math1::Ln => log(x.ln()),
+                    Math1::Log10 => log(x.log10()),
+                    Math1::Log2 => log(x.ln() / std::f64::consts::LN_2),
+                    Math1::Sign => Value::Double(if x.is_nan() || x == 0.0 { x } else { x.signum() }),
+                }
+            }
+            Func::Log => {
+                if f(0) <= 0.0 || f(1) <= 0.0 {
+                    Value::Null
+                } else {
+                    Value::Double(f(1).ln() / f(0).ln())
+                }
+            }
+            Func::Pow => Value::Double(f(0).powf(f(1))),
+            Func::Extreme { greatest } => {
+                let mut best = &Value::Null;
+                for v in a.iter().filter(|v| !v.is_null()) {
+                    let o = v.total_cmp(best);
+                    if best.is_null() || (*greatest && o.is_gt()) || (!*greatest && o.is_lt()) {
+                        best = v;
+                    }
+                }
+                best.clone()
+            }
+            Func::TimeField(field) => {
+                let us = n(0);
+                let (y, mo, d, h, mi, sec, _) = text::civil(us);
+                Value::Int(match field {
+                    TimeField::Year => y as i32,
+                    TimeField::Month => mo as i32,
+                    TimeField::Day => d as i32,
+                    TimeField::DayOfWeek => (text::epoch_day(us) + 4).rem_euclid(7) as i32 + 1,
+                    TimeField::Hour => h as i32,
+                    TimeField::Minute => mi as i32,
+                    TimeField::Second => sec as i32,
+                })
+            }
+            Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
+            Func::FromUnix(per) => Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(ArithmeticOverflow)?)),
+            Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit))),
+            Func::DateFormat(DateFormat(parts)) => return st(text::format_timestamp(n(0), parts)),
+            Func::AddMicros(d) => Value::Timestamp(Timestamp(n(0).checked_add(*d).ok_or(ArithmeticOverflow)?)),
+        })
+    }
+}
+
+/// Integral or floating arithmetic on two operands of one type (ANSI: overflow and a zero
+/// divisor are errors, for floating operands too where Spark checks the divisor).
+fn arith(op: ArithOp, x: &Value, y: &Value) -> Result<Value, EvalErrorKind> {
+    fn int<T>(op: ArithOp, a: T, b: T, zero: T) -> Result<T, EvalErrorKind>
+    where
+        T: Copy + PartialOrd + num_like::Checked,
+    {
+        let r = match op {
+            ArithOp::Add => a.add(b),
+            ArithOp::Sub => a.sub(b),
+            ArithOp::Mul => a.mul(b),
+            ArithOp::Rem | ArithOp::IntDiv | ArithOp::Pmod if b == zero => return Err(DivideByZero),
+            ArithOp::Rem => a.rem(b),
+            ArithOp::IntDiv => a.div(b),
+            ArithOp::Pmod => a.rem(b).and_then(|r| if r < zero { r.add(b).and_then(|s| s.rem(b)) } else { Some(r) }),
+        };
+        r.ok_or(ArithmeticOverflow)
+    }
+    fn float(op: ArithOp, a: f64, b: f64) -> Result<f64, EvalErrorKind> {
+        Ok(match op {
+            ArithOp::Add => a + b,
+            ArithOp::Sub => a - b,
+            ArithOp::Mul => a * b,
+            ArithOp::Rem | ArithOp::Pmod if b == 0.0 => return Err(DivideByZero),
+            ArithOp::Rem => a % b,
+            ArithOp::Pmod => {
+                let r = a % b;
+                if r < 0.0 { (r + b) % b } else { r }
+            }
+            ArithOp::IntDiv => return Err(ArithmeticOverflow),
+        })
+    }
+    Ok(match (x, y) {
+        (Value::Int(a), Value::Int(b)) => Value::Int(int(op, *a, *b, 0)?),
+        (Value::Long(a), Value::Long(b)) => Value::Long(int(op, *a, *b, 0)?),
+        (Value::Float(a), Value::Float(b)) => Value::Float(float(op, *a as f64, *b as f64)? as f32),
+        _ => Value::Double(float(op, x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0))?),
+    })
+}
+
+/// Checked integer operations over i32 and i64.
+mod num_like {
+    pub trait Checked: Sized {
+        fn add(self, b: Self) -> Option<Self>;
+        fn sub(self, b: Self) -> Option<Self>;
+        fn mul(self, b: Self) -> Option<Self>;
+        fn rem(self, b: Self) -> Option<Self>;
+        fn div(self, b: Self) -> Option<Self>;
+    }
+    macro_rules! checked {
+        ($t:ty) => {
+            impl Checked for $t {
+                fn add(self, b: Self) -> Option<Self> {
+                    self.checked_add(b)
+                }
+                fn sub(self, b: Self) -> Option<Self> {
+                    self.checked_sub(b)
+                }
+                fn mul(self, b: Self) -> Option<Self> {
+                    self.checked_mul(b)
+                }
+                fn rem(self, b: Self) -> Option<Self> {
+                    // i32::MIN % -1 is 0 in Java; Rust's checked_rem says overflow
+                    Some(self.checked_rem(b).unwrap_or(0))
+                }
+                fn div(self, b: Self) -> Option<Self> {
+                    self.checked_div(b)
+                }
+            }
+        };
+    }
+    checked!(i32);
+    checked!(i64);
+}
+
+/// Spark's `UTF8String.substringSQL`: 1-based `pos` (negative counts from the end, 0 is 1),
+/// `len` characters (none when `len` <= 0).
+pub(crate) fn substring(s: &str, pos: i64, len: i64) -> &str {
+    let n = s.chars().count() as i64;
+    let start = if pos > 0 {
+        pos - 1
+    } else if pos < 0 {
+        n + pos
+    } else {
+        0
+    };
+    let end = start.saturating_add(len).min(n);
+    let start = start.max(0);
+    if start >= end {
+        return "";
+    }
+    let byte = |k: i64| s.char_indices().nth(k as usize).map_or(s.len(), |(b, _)| b);
+    &s[byte(start)..byte(end)]
+}
+
+fn pad(s: &str, len: i64, pad: &str, left: bool) -> String {
+    let n = s.chars().count() as i64;
+    if len <= n || pad.is_empty() {
+        return substring(s, 1, len).to_string();
+    }
+    let fill: String = pad.chars().cycle().take((len - n) as usize).collect();
+    if left { fill + s } else { s.to_string() + &fill }
+}
+
+/// Spark's `initcap`: lower case, then the first character and each one after a space upper.
+fn initcap(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut after_space = true;
+    for c in s.to_lowercase().chars() {
+        if after_space {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        after_space = c == ' ';
+    }
+    out
+}
+
+fn split_part(s: &str, delim: &str, n: i64) -> Result<String, EvalErrorKind> {
+    if n == 0 {
+        return Err(EvalErrorKind::InvalidIndexOfZero);
+    }
+    let parts: Vec<&str> = if delim.is_empty() { vec![s] } else { s.split(delim).collect() };
+    let k = if n > 0 { n - 1 } else { parts.len() as i64 + n };
+    Ok(if k < 0 { "" } else { parts.get(k as usize).copied().unwrap_or("") }.to_string())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Rounds `x` to `scale` decimal places on its shortest decimal form, as Spark's
+/// `BigDecimal(x).setScale(scale, HALF_UP / HALF_EVEN)` (`round(2.675D, 2)` is 2.68).
+///
+/// A zero result is +0.0 (a BigDecimal has no negative zero: `round(-0.0D, -1)` is 0.0).
+pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    if x == 0.0 {
+        return 0.0;
+    }
+    let sci = format!("{:e}", x.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: Vec<u8> = mant.bytes().filter(|b| b.is_ascii_digit()).map(|b| b - b'0').collect();
+    // value = 0.d1 d2 ... * 10^(exp + 1); keep `keep` digits
+    let keep = exp + 1 + scale;
+    if keep < 0 {
+        return 0.0;
+    }
+    let keep = keep as usize;
+    if keep >= digits.len() {
+        return x;
+    }
+    let mut kept: Vec<u8> = digits[..keep].to_vec();
+    let first = digits[keep];
+    let rest_nonzero = digits[keep + 1..].iter().any(|&d| d != 0);
+    let up = first > 5 || (first == 5 && (rest_nonzero || !half_even || kept.last().is_some_and(|d| d % 2 == 1)));
+    let exp10 = exp + 1 - keep as i32; // value = kept as integer * 10^exp10
+    if up {
+        let mut i = kept.len();
+        loop {
+            if i == 0 {
+                kept.insert(0, 1);
+                break;
+            }
+            i -= 1;
+            if kept[i] == 9 {
+                kept[i] = 0;
+            } else {
+                kept[i] += 1;
+                break;
+            }
+        }
+    }
+    if kept.is_empty() || kept.iter().all(|&d| d == 0) {
+        return 0.0;
+    }
+    let int: String = kept.iter().map(|d| (b'0' + d) as char).collect();
+    let text = format!("{int}e{exp10}");
+    text.parse::<f64>().map_or(x, |v| v.copysign(x))
+}
+
+fn round_int(x: i64, scale: i32, half_even: bool) -> Result<i64, EvalErrorKind> {
+    if scale >= 0 {
+        return Ok(x);
+    }
+    if scale < -18 {
+        return Ok(0);
+    }
+    let p = 10i64.pow((-scale) as u32);
+    let q = x / p;
+    let r = x % p;
+    let twice = (r.abs() as i128) * 2;
+    let up = twice > p as i128 || (twice == p as i128 && (!half_even || q % 2 != 0));
+    let q = if up { q + x.signum() } else { q };
+    q.checked_mul(p).ok_or(ArithmeticOverflow)
+}
+
+fn date_trunc(us: i64, unit: TruncUnit) -> i64 {
+    let ym = || {
+        let (y, mo, ..) = text::civil(us);
+        (y, mo)
+    };
+    match unit {
+        TruncUnit::Year => text::micros_of_date(ym().0, 1, 1),
+        TruncUnit::Quarter => {
+            let (y, mo) = ym();
+            text::micros_of_date(y, (mo - 1) / 3 * 3 + 1, 1)
+        }
+        TruncUnit::Month => {
+            let (y, mo) = ym();
+            text::micros_of_date(y, mo, 1)
+        }
+        TruncUnit::Week => {
+            let day = text::epoch_day(us);
+            // 1970-01-01 was a Thursday: Monday is 3 days earlier
+            let monday = day - (day + 3).rem_euclid(7);
+            monday * 86_400_000_000
+        }
+        TruncUnit::Fixed(step) => us - us.rem_euclid(step),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_is_half_up_on_the_shortest_decimal_form() {
+        // Expected values: Spark's round / bround (BigDecimal of Double.toString).
+        assert_eq!(round_f64(2.675, 2, false), 2.68);
+        assert_eq!(round_f64(-2.5, 0, false), -3.0);
+        assert_eq!(round_f64(2.5, 0, true), 2.0);
+        assert_eq!(round_f64(3.5, 0, true), 4.0);
+        assert_eq!(round_f64(1234.5, -2, false), 1200.0);
+        assert_eq!(round_f64(999.96, 1, false), 1000.0);
+        assert_eq!(round_f64(0.004, 2, false), 0.0);
+        // zero results are +0.0, as Spark's BigDecimal (the oracle: round(-0.0D, -1) is 0.0)
+        assert!(round_f64(-0.0, -1, false).is_sign_positive());
+        assert!(round_f64(-0.004, 2, false).is_sign_positive());
+        // FLOAT: the widened double's form (the oracle: round(CAST(2.675 AS FLOAT), 2) = 2.67,
+        // round(CAST(0.125 AS FLOAT), 2) = 0.13, bround(CAST(2.665 AS FLOAT), 2) = 2.66)
+        let round2 = Func::Round { scale: 2, half_even: false };
+        assert_eq!(round2.apply(&[Value::Float(2.675)]), Ok(Value::Float(2.67)));
+        assert_eq!(round2.apply(&[Value::Float(0.125)]), Ok(Value::Float(0.13)));
+        let bround2 = Func::Round { scale: 2, half_even: true };
+        assert_eq!(bround2.apply(&[Value::Float(2.665)]), Ok(Value::Float(2.66)));
+        assert_eq!(round_int(15, -1, false), Ok(20));
+        assert_eq!(round_int(25, -1, true), Ok(20));
+    }
+
+    #[test]
+    fn substring_counts_characters_from_one_and_from_the_end() {
+        assert_eq!(substring("hello", 2, 3), "ell");
+        assert_eq!(substring("hello", -3, 2), "ll");
+        assert_eq!(substring("hello", 0, 2), "he");
+        assert_eq!(substring("héllo", 2, 1), "é");
+        assert_eq!(substring("abc", -5, 3), "a");
+        assert_eq!(substring("abc", 2, 0), "");
+    }
+}

@@ -1,0 +1,361 @@
+//! Spark SQL expressions (SQL.md "Expressions"): the typed plan and its compiled evaluation.
+//!
+//! Three steps, each its own type:
+//!
+//! 1. [`Syntax`]: an expression as written, untyped, each node with its position in the text.
+//!    The `eddy-sql` crate builds it from SQL text; the engine never sees SQL text.
+//! 2. [`bind`] resolves columns against a [`Schema`](crate::Schema) (ignoring case, as Spark's default
+//!    `spark.sql.caseSensitive = false`), applies Spark's ANSI type rules (implicit casts are
+//!    explicit nodes of the plan) and names every node as Spark names it: a [`Typed`] tree.
+//! 3. [`Compiled::new`] turns the plan into nested closures, built once; [`Compiled::eval`]
+//!    evaluates one record without looking at names or types again.
+//!
+//! Semantics are Apache Spark 4.3's with `spark.sql.ansi.enabled = true` and the session time
+//! zone UTC: three-valued logic, integer overflow and division by zero are errors
+//! ([`ExprError::Eval`]), `try_` functions return NULL instead. What is not implemented is
+//! refused by [`bind`] with a message that names it ([`ExprError::Unsupported`]), never
+//! evaluated differently from Spark.
+
+mod bind;
+mod calls;
+mod cast;
+mod compile;
+mod functions;
+mod text;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::schema::DataType;
+
+pub use bind::bind;
+pub use compile::Compiled;
+
+/// A position in the expression text: 1-based line and column (in characters), as the SQL
+/// parser reports them. `Pos::default()` (0:0) when the position is not known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: u64,
+    /// 1-based column.
+    pub column: u64,
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// An expression as written (step 1): untyped, positioned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Syntax {
+    /// What the node is.
+    pub kind: SyntaxKind,
+    /// Where it starts in the text.
+    pub pos: Pos,
+}
+
+/// A literal as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// `NULL`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer without suffix: INT when it fits, else BIGINT (as Spark).
+    Integer(i64),
+    /// An integer with the `L` suffix: BIGINT.
+    Long(i64),
+    /// `1.5D`, `1e3`: DOUBLE.
+    Double(f64),
+    /// `1.5`: DECIMAL in Spark (the text as written).
+    Decimal(String),
+    /// `'text'` (escapes already resolved).
+    String(String),
+    /// `TIMESTAMP '2024-01-15 10:00:00'` (the quoted text).
+    Timestamp(String),
+    /// `INTERVAL 10 MINUTES`, `INTERVAL '1' HOUR`: a day-time interval in microseconds, with
+    /// Spark's text for it (`INTERVAL '10' MINUTE`).
+    Interval {
+        /// Length in µs.
+        micros: i64,
+        /// Spark's name of the literal.
+        text: String,
+    },
+}
+
+/// Binary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `+`
+    Plus,
+    /// `-`
+    Minus,
+    /// `*`
+    Multiply,
+    /// `/` (DOUBLE result for non-decimal operands)
+    Divide,
+    /// `%`
+    Modulo,
+    /// `div` (integral division, BIGINT result)
+    Div,
+    /// `=` / `==`
+    Eq,
+    /// `<>` / `!=`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+    /// `<=>` (null-safe equality)
+    NullSafeEq,
+    /// `AND`
+    And,
+    /// `OR`
+    Or,
+    /// `||` (string concatenation)
+    Concat,
+}
+
+/// Pattern matching operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LikeKind {
+    /// `LIKE` (`_`, `%`, escape `\`).
+    Like,
+    /// `ILIKE` (LIKE ignoring case).
+    ILike,
+    /// `RLIKE` / `REGEXP` (a regular expression found anywhere in the text).
+    RLike,
+}
+
+/// The node kinds of [`Syntax`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum SyntaxKind {
+    /// A literal.
+    Literal(Literal),
+    /// A column reference: its name parts (`a`, `s.field`).
+    Column(Vec<String>),
+    /// Unary minus.
+    Negate(Box<Syntax>),
+    /// Unary plus (kept: Spark names `+a` as `(+ a)`).
+    Positive(Box<Syntax>),
+    /// `NOT x`.
+    Not(Box<Syntax>),
+    /// A binary operator.
+    Binary {
+        /// The operator.
+        op: BinaryOp,
+        /// Left operand.
+        left: Box<Syntax>,
+        /// Right operand.
+        right: Box<Syntax>,
+    },
+    /// `x IS [NOT] NULL`.
+    IsNull {
+        /// The operand.
+        expr: Box<Syntax>,
+        /// `IS NOT NULL`.
+        negated: bool,
+    },
+    /// `x IS [NOT] TRUE / FALSE`.
+    IsBool {
+        /// The operand.
+        expr: Box<Syntax>,
+        /// TRUE or FALSE.
+        value: bool,
+        /// `IS NOT`.
+        negated: bool,
+    },
+    /// `x [NOT] BETWEEN low AND high`.
+    Between {
+        /// The operand.
+        expr: Box<Syntax>,
+        /// Lower bound (inclusive).
+        low: Box<Syntax>,
+        /// Upper bound (inclusive).
+        high: Box<Syntax>,
+        /// `NOT BETWEEN`.
+        negated: bool,
+    },
+    /// `x [NOT] IN (a, b, ...)`.
+    InList {
+        /// The operand.
+        expr: Box<Syntax>,
+        /// The list (not empty).
+        list: Vec<Syntax>,
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// `x [NOT] LIKE / ILIKE / RLIKE pattern`.
+    Like {
+        /// Which operator.
+        kind: LikeKind,
+        /// The text.
+        expr: Box<Syntax>,
+        /// The pattern.
+        pattern: Box<Syntax>,
+        /// `NOT LIKE`.
+        negated: bool,
+    },
+    /// `CASE [operand] WHEN ... THEN ... [ELSE ...] END`.
+    Case {
+        /// `CASE x WHEN ...` form: the compared value.
+        operand: Option<Box<Syntax>>,
+        /// `(WHEN, THEN)` pairs, at least one.
+        branches: Vec<(Syntax, Syntax)>,
+        /// `ELSE` (NULL when absent).
+        otherwise: Option<Box<Syntax>>,
+    },
+    /// `CAST(x AS type)`, `x::type`, `try_cast(x AS type)`.
+    Cast {
+        /// The operand.
+        expr: Box<Syntax>,
+        /// The target type.
+        to: DataType,
+        /// `try_cast`: NULL instead of an error.
+        try_cast: bool,
+    },
+    /// A function call `name(args)`; the name as written (matched ignoring case).
+    Call {
+        /// Function name.
+        name: String,
+        /// Arguments.
+        args: Vec<Syntax>,
+    },
+}
+
+/// The errors of expressions: binding errors (at validation, with a position) and evaluation
+/// errors (per record, naming the expression that failed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExprError {
+    /// A column name that is not in the schema.
+    #[error("at {pos}: unknown column `{given}` (columns: {allowed})")]
+    UnknownColumn {
+        /// Where.
+        pos: Pos,
+        /// The name as written.
+        given: String,
+        /// The schema's columns.
+        allowed: String,
+    },
+    /// Operand types that the operator or function does not take (Spark's DATATYPE_MISMATCH).
+    #[error("at {pos}: {found} (allowed: {allowed})")]
+    Type {
+        /// Where.
+        pos: Pos,
+        /// What was found.
+        found: String,
+        /// What is allowed.
+        allowed: String,
+    },
+    /// A construct Spark has but Eddy does not implement (yet), named.
+    #[error("at {pos}: {found} is not supported (supported: {allowed})")]
+    Unsupported {
+        /// Where.
+        pos: Pos,
+        /// What was found.
+        found: String,
+        /// What is supported instead.
+        allowed: String,
+    },
+    /// Evaluation failed on a record, as Spark fails under ANSI mode: `DIVIDE_BY_ZERO in "a / b"`.
+    #[error("{kind} in {expr:?}")]
+    Eval {
+        /// Spark's error condition.
+        kind: EvalErrorKind,
+        /// The text of the failing (sub)expression, as Spark names it.
+        expr: Arc<str>,
+    },
+}
+
+/// Spark's error conditions for a failed evaluation (ANSI mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalErrorKind {
+    /// Division or remainder by zero.
+    DivideByZero,
+    /// Integer arithmetic overflow.
+    ArithmeticOverflow,
+    /// A string that does not parse as the cast's target type.
+    CastInvalidInput,
+    /// A number out of the cast's target range.
+    CastOverflow,
+    /// A 1-based index of 0 (`split_part(s, d, 0)`).
+    InvalidIndexOfZero,
+}
+
+impl fmt::Display for EvalErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EvalErrorKind::DivideByZero => "DIVIDE_BY_ZERO",
+            EvalErrorKind::ArithmeticOverflow => "ARITHMETIC_OVERFLOW",
+            EvalErrorKind::CastInvalidInput => "CAST_INVALID_INPUT",
+            EvalErrorKind::CastOverflow => "CAST_OVERFLOW",
+            EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
+        })
+    }
+}
+
+/// A bound, typed expression (step 2).
+#[derive(Clone, Debug)]
+pub struct Typed {
+    /// What the node computes.
+    pub node: Node,
+    /// Its result type.
+    pub data_type: DataType,
+    /// Spark's name of the node (`(price * 2)`, `lower(name)`): the output column's name when
+    /// selected without `AS`, and the text named by evaluation errors.
+    pub name: String,
+}
+
+/// The node kinds of [`Typed`]. Operands already have the types the operation takes
+/// (implicit casts are [`Node::Cast`] nodes with `implicit: true`).
+#[derive(Clone, Debug)]
+pub enum Node {
+    /// A constant.
+    Literal(crate::Value),
+    /// The record's column at this index.
+    Column(usize),
+    /// A cast to the node's type.
+    Cast {
+        /// The operand.
+        input: Box<Typed>,
+        /// NULL instead of an error (`try_cast`).
+        try_cast: bool,
+        /// Inserted by the type rules (invisible in names).
+        implicit: bool,
+    },
+    /// `AND` (three-valued).
+    And(Box<Typed>, Box<Typed>),
+    /// `OR` (three-valued).
+    Or(Box<Typed>, Box<Typed>),
+    /// `CASE WHEN ... THEN ... ELSE ... END` (`if`, and the `CASE x WHEN` form as equalities).
+    Case {
+        /// `(condition, value)` pairs.
+        branches: Vec<(Typed, Typed)>,
+        /// The value when no condition holds (NULL when absent).
+        otherwise: Option<Box<Typed>>,
+    },
+    /// `coalesce` / `nvl` / `ifnull`: the first non-null argument.
+    Coalesce(Vec<Typed>),
+    /// `x [NOT] IN (list)` (three-valued).
+    In {
+        /// The operand.
+        value: Box<Typed>,
+        /// The list, of the operand's type.
+        list: Vec<Typed>,
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// Any other function or operator: a kernel over the arguments.
+    Call {
+        /// Which function.
+        func: functions::Func,
+        /// Arguments, of the types the function takes.
+        args: Vec<Typed>,
+    },
+}

@@ -1,0 +1,515 @@
+//! # eddy-sql: Spark SQL text to Eddy's expression plan
+//!
+//! Parses one Spark SQL expression (SQL.md "Expressions": a source's `filter` and `select`, a
+//! sink's `select`) with the `sqlparser` crate and lowers its AST into the engine's [`Syntax`],
+//! which [`eddy_engine::expr::bind`] types against a schema. The engine never sees SQL text, and
+//! does not depend on `sqlparser`. Not yet wired into pipeline files: a pipeline's `filter` and
+//! `select` fields are still refused as unknown there.
+//!
+//! The dialect is sqlparser's Databricks dialect (the one of its dialects that reads Spark's
+//! `1L` / `1.5D` literal suffixes and `'it\'s'` escapes; Generic and Hive read `1.5D` as `1.5 AS
+//! D` or refuse the escape) with Spark's infix `div` added (`dialect.rs`).
+#![deny(missing_docs)]
+
+mod dialect;
+
+use eddy_engine::Schema;
+use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, Syntax, SyntaxKind, Typed};
+use sqlparser::ast::{
+    self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
+    Spanned, UnaryOperator, Value,
+};
+use sqlparser::parser::{Parser, ParserError, ParserOptions};
+use sqlparser::tokenizer::Token;
+
+/// Errors of parsing and binding an expression: where in the text (line:column), what was
+/// found and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SqlError {
+    /// The text is not a Spark SQL expression.
+    #[error("at {pos}: {found} (expected {allowed})")]
+    Syntax {
+        /// Where.
+        pos: Pos,
+        /// What the parser found.
+        found: String,
+        /// What it expected.
+        allowed: String,
+    },
+    /// Valid Spark SQL outside what Eddy supports (SQL.md), named.
+    #[error("at {pos}: {found} is not supported (supported: {allowed})")]
+    Unsupported {
+        /// Where.
+        pos: Pos,
+        /// The construct.
+        found: String,
+        /// What is supported instead.
+        allowed: String,
+    },
+    /// Binding against the schema failed (unknown column, types).
+    #[error(transparent)]
+    Bind(#[from] ExprError),
+}
+
+/// One parsed select item: the expression and its `AS` alias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The expression.
+    pub syntax: Syntax,
+    /// The alias after `AS`, if any.
+    pub alias: Option<String>,
+}
+
+/// A bound expression and its output column name (the alias, or Spark's name of it).
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// The typed plan.
+    pub typed: Typed,
+    /// The output column name.
+    pub name: String,
+}
+
+/// Parses one expression, optionally followed by `AS alias` (or a bare alias).
+///
+/// # Errors
+/// [`SqlError::Syntax`] when the text is not one expression; [`SqlError::Unsupported`] for
+/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DATE and DECIMAL
+/// literals where refused, ...).
+pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
+    let dialect = dialect::SparkDialect;
+    // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
+    let options = ParserOptions::new().with_unescape(false);
+    let mut parser =
+        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let item = parser.parse_select_item().map_err(|e| parse_error(e, text))?;
+    let next = parser.peek_token();
+    if next.token != Token::EOF {
+        return Err(SqlError::Syntax {
+            pos: pos(next.span.start),
+            found: format!("`{}` after the expression", next.token),
+            allowed: "one expression, optionally with AS alias".into(),
+        });
+    }
+    match item {
+        SelectItem::UnnamedExpr(e) => Ok(Parsed { syntax: lower(&e)?, alias: None }),
+        SelectItem::ExprWithAlias { expr, alias } => Ok(Parsed { syntax: lower(&expr)?, alias: Some(alias.value) }),
+        other => Err(SqlError::Unsupported {
+            pos: pos(other.span().start),
+            found: format!("`{other}`"),
+            allowed: "an expression (a `*` is only a whole item of a `select` list)".into(),
+        }),
+    }
+}
+
+/// Parses and binds one expression against `schema`.
+///
+/// # Errors
+/// As [`parse_expression`], and [`SqlError::Bind`] from [`expr::bind`].
+pub fn bind_expression(text: &str, schema: &Schema) -> Result<Bound, SqlError> {
+    let parsed = parse_expression(text)?;
+    let typed = expr::bind(&parsed.syntax, schema)?;
+    let name = parsed.alias.unwrap_or_else(|| typed.output_name().to_string());
+    Ok(Bound { typed, name })
+}
+
+fn pos(l: sqlparser::tokenizer::Location) -> Pos {
+    Pos { line: l.line, column: l.column }
+}
+
+/// sqlparser's messages end with "at Line: L, Column: C"; the position is taken from there
+/// (the end of the text when the parser ran out of input).
+fn parse_error(e: ParserError, text: &str) -> SqlError {
+    let msg = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "expression nested too deeply".to_string(),
+    };
+    let (msg_text, at) = match msg.rsplit_once(" at Line: ") {
+        Some((t, at)) => (t.to_string(), at.to_string()),
+        None => (msg.clone(), String::new()),
+    };
+    let mut p = Pos::default();
+    if let Some((l, c)) = at.split_once(", Column: ") {
+        p.line = l.trim().parse().unwrap_or(0);
+        p.column = c.trim().parse().unwrap_or(0);
+    }
+    if p.line == 0 {
+        let last = text.lines().last().unwrap_or("");
+        p = Pos { line: text.lines().count().max(1) as u64, column: last.chars().count() as u64 + 1 };
+    }
+    let (allowed, found) = match msg_text.split_once(", found: ") {
+        Some((exp, found)) => (exp.trim_start_matches("Expected: ").to_string(), found.to_string()),
+        None => ("a Spark SQL expression (SQL.md)".to_string(), msg_text),
+    };
+    SqlError::Syntax { pos: p, found, allowed }
+}
+
+fn unsupported(at: &impl Spanned, found: impl Into<String>, allowed: &str) -> SqlError {
+    SqlError::Unsupported { pos: pos(at.span().start), found: found.into(), allowed: allowed.into() }
+}
+
+fn node(kind: SyntaxKind, at: &impl Spanned) -> Syntax {
+    Syntax { kind, pos: pos(at.span().start) }
+}
+
+fn boxed(e: &Expr) -> Result<Box<Syntax>, SqlError> {
+    lower(e).map(Box::new)
+}
+
+/// A number written with Spark's suffixes, which the tokenizer reads as an identifier:
+/// `1L` (BIGINT), `1.5D` / `1e3D` (DOUBLE). `Y`, `S`, `F` and `BD` are refused.
+fn suffixed_number(text: &str) -> Option<Result<Literal, String>> {
+    let first = text.chars().next()?;
+    if !(first.is_ascii_digit() || first == '.') {
+        return None;
+    }
+    let upper = text.to_ascii_uppercase();
+    let numeric =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'E' | b'+' | b'-'));
+    if let Some(n) = upper.strip_suffix('L')
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Some(n.parse().map(Literal::Long).map_err(|_| format!("{text} (out of BIGINT range)")));
+    }
+    if let Some(n) = upper.strip_suffix('D')
+        && numeric(n)
+        && !upper.ends_with("BD")
+    {
+        return Some(n.parse().map(Literal::Double).map_err(|_| text.to_string()));
+    }
+    if ["Y", "S", "F", "BD"].iter().any(|s| upper.strip_suffix(s).is_some_and(numeric)) {
+        return Some(Err(format!("the literal {text} (TINYINT, SMALLINT, FLOAT and DECIMAL suffixes)")));
+    }
+    None
+}
+
+fn number(text: &str, long: bool) -> Result<Literal, String> {
+    if long {
+        return text.parse().map(Literal::Long).map_err(|_| text.to_string());
+    }
+    if text.contains(['e', 'E']) {
+        return text.parse().map(Literal::Double).map_err(|_| text.to_string());
+    }
+    if text.contains('.') {
+        return Ok(Literal::Decimal(text.to_string()));
+    }
+    text.parse().map(Literal::Integer).map_err(|_| format!("the integer {text} beyond BIGINT (a DECIMAL in Spark)"))
+}
+
+/// The engine type of a CAST target, by its SQL name.
+fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlError> {
+    use eddy_engine::DataType as T;
+    let name = t.to_string().to_ascii_uppercase();
+    Ok(match name.as_str() {
+        "INT" | "INTEGER" => T::Int,
+        "BIGINT" | "LONG" => T::Long,
+        "DOUBLE" => T::Double,
+        "FLOAT" | "REAL" => T::Float,
+        "STRING" => T::String,
+        "BOOLEAN" => T::Boolean,
+        "TIMESTAMP" => T::Timestamp,
+        _ => {
+            return Err(unsupported(
+                at,
+                format!("CAST to {name}"),
+                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP",
+            ));
+        }
+    })
+}
+
+/// µs per unit of an INTERVAL literal and Spark's singular unit name.
+fn interval_unit(field: &ast::DateTimeField) -> Option<(i64, &'static str)> {
+    Some(match field.to_string().to_ascii_uppercase().as_str() {
+        "DAY" | "DAYS" => (86_400_000_000, "DAY"),
+        "HOUR" | "HOURS" => (3_600_000_000, "HOUR"),
+        "MINUTE" | "MINUTES" => (60_000_000, "MINUTE"),
+        "SECOND" | "SECONDS" => (1_000_000, "SECOND"),
+        _ => return None,
+    })
+}
+
+/// The text of a string literal as Spark reads it (`unescapeSQLString`): a doubled quote is one
+/// quote; `\'`, `\"`, `\\`, `\n`, `\t`, `\r`, `\b`, `\0`, `\Z` and `\uXXXX` are the
+/// characters they name; `\%` and `\_` keep their backslash (LIKE escapes); a backslash
+/// before any other character is dropped.
+fn spark_unescape(raw: &str, quote: char) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some('b') => out.push('\u{8}'),
+                Some('0') => out.push('\0'),
+                Some('Z') => out.push('\u{1a}'),
+                Some(c @ ('%' | '_')) => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                        Some(ch) if hex.len() == 4 => out.push(ch),
+                        _ => {
+                            out.push('u');
+                            out.push_str(&hex);
+                        }
+                    }
+                }
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            c if c == quote && chars.peek() == Some(&quote) => {
+                chars.next();
+                out.push(quote);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Spark's name of a one-unit day-time interval literal: `INTERVAL '2' DAY`, `INTERVAL '01' HOUR`
+/// (hours, minutes and seconds in two digits).
+fn interval_text(n: i64, unit: &str) -> String {
+    if unit == "DAY" { format!("INTERVAL '{n}' DAY") } else { format!("INTERVAL '{n:02}' {unit}") }
+}
+
+/// Lowers one sqlparser expression into the engine's syntax tree.
+fn lower(e: &Expr) -> Result<Syntax, SqlError> {
+    Ok(match e {
+        Expr::Nested(inner) => lower(inner)?,
+        Expr::Identifier(id) => {
+            if id.quote_style.is_none()
+                && let Some(lit) = suffixed_number(&id.value)
+            {
+                let lit = lit.map_err(|f| unsupported(e, f, "INT, BIGINT (1L), DOUBLE (1.5D, 1e3) literals"))?;
+                node(SyntaxKind::Literal(lit), e)
+            } else {
+                node(SyntaxKind::Column(vec![id.value.clone()]), e)
+            }
+        }
+        Expr::CompoundIdentifier(ids) => node(SyntaxKind::Column(ids.iter().map(|i| i.value.clone()).collect()), e),
+        Expr::Value(v) => {
+            let lit = match &v.value {
+                Value::Number(n, long) => {
+                    number(n, *long).map_err(|f| unsupported(e, f, "INT, BIGINT, DOUBLE literals"))?
+                }
+                Value::SingleQuotedString(s) => Literal::String(spark_unescape(s, '\'')),
+                Value::DoubleQuotedString(s) => Literal::String(spark_unescape(s, '"')),
+                Value::Boolean(b) => Literal::Bool(*b),
+                Value::Null => Literal::Null,
+                other => {
+                    return Err(unsupported(
+                        e,
+                        format!("the literal {other}"),
+                        "numbers, 'strings', true, false, NULL",
+                    ));
+                }
+            };
+            node(SyntaxKind::Literal(lit), e)
+        }
+        Expr::TypedString(ts) => {
+            let text = match &ts.value.value {
+                Value::SingleQuotedString(s) => spark_unescape(s, '\''),
+                Value::DoubleQuotedString(s) => spark_unescape(s, '"'),
+                other => other.to_string(),
+            };
+            match ts.data_type {
+                ast::DataType::Timestamp(..) => node(SyntaxKind::Literal(Literal::Timestamp(text)), e),
+                ref t => {
+                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...' (DATE is not implemented)"));
+                }
+            }
+        }
+        Expr::Interval(iv) => {
+            let n: Option<i64> = match iv.value.as_ref() {
+                Expr::Value(v) => match &v.value {
+                    Value::Number(n, _) => n.parse().ok(),
+                    Value::SingleQuotedString(s) => s.trim().parse().ok(),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let unit = iv.leading_field.as_ref().and_then(interval_unit);
+            match (n, unit, &iv.last_field) {
+                (Some(n), Some((per, name)), None) => {
+                    let micros = n
+                        .checked_mul(per)
+                        .ok_or_else(|| unsupported(e, format!("{e} (out of range)"), "a smaller interval"))?;
+                    node(SyntaxKind::Literal(Literal::Interval { micros, text: interval_text(n, name) }), e)
+                }
+                _ => {
+                    return Err(unsupported(
+                        e,
+                        format!("`{e}`"),
+                        "INTERVAL n DAYS / HOURS / MINUTES / SECONDS, INTERVAL 'n' HOUR",
+                    ));
+                }
+            }
+        }
+        Expr::UnaryOp { op, expr } => match op {
+            UnaryOperator::Minus => match lower(expr)? {
+                // Spark's grammar reads `-5` as a negative literal (named `-5`), `-a` as a negation
+                Syntax { kind: SyntaxKind::Literal(lit), .. }
+                    if matches!(expr.as_ref(), Expr::Value(_) | Expr::Identifier(_)) =>
+                {
+                    let neg = match lit {
+                        Literal::Integer(v) => Literal::Integer(-v),
+                        Literal::Long(v) => Literal::Long(-v),
+                        Literal::Double(v) => Literal::Double(-v),
+                        Literal::Decimal(t) => Literal::Decimal(format!("-{t}")),
+                        other => {
+                            return Ok(node(
+                                SyntaxKind::Negate(Box::new(Syntax {
+                                    kind: SyntaxKind::Literal(other),
+                                    pos: pos(expr.span().start),
+                                })),
+                                e,
+                            ));
+                        }
+                    };
+                    node(SyntaxKind::Literal(neg), e)
+                }
+                inner => node(SyntaxKind::Negate(Box::new(inner)), e),
+            },
+            UnaryOperator::Plus => node(SyntaxKind::Positive(boxed(expr)?), e),
+            UnaryOperator::Not | UnaryOperator::BangNot => node(SyntaxKind::Not(boxed(expr)?), e),
+            other => return Err(unsupported(e, format!("the operator {other}"), "-, +, NOT")),
+        },
+        Expr::BinaryOp { left, op, right } => {
+            let op = match op {
+                BinaryOperator::Plus => BinaryOp::Plus,
+                BinaryOperator::Minus => BinaryOp::Minus,
+                BinaryOperator::Multiply => BinaryOp::Multiply,
+                BinaryOperator::Divide => BinaryOp::Divide,
+                BinaryOperator::Modulo => BinaryOp::Modulo,
+                BinaryOperator::MyIntegerDivide => BinaryOp::Div,
+                BinaryOperator::Eq => BinaryOp::Eq,
+                BinaryOperator::NotEq => BinaryOp::NotEq,
+                BinaryOperator::Lt => BinaryOp::Lt,
+                BinaryOperator::LtEq => BinaryOp::LtEq,
+                BinaryOperator::Gt => BinaryOp::Gt,
+                BinaryOperator::GtEq => BinaryOp::GtEq,
+                BinaryOperator::Spaceship => BinaryOp::NullSafeEq,
+                BinaryOperator::And => BinaryOp::And,
+                BinaryOperator::Or => BinaryOp::Or,
+                BinaryOperator::StringConcat => BinaryOp::Concat,
+                other => {
+                    return Err(unsupported(
+                        e,
+                        format!("the operator {other}"),
+                        "+ - * / % div = == <> != < <= > >= <=> AND OR ||",
+                    ));
+                }
+            };
+            node(SyntaxKind::Binary { op, left: boxed(left)?, right: boxed(right)? }, e)
+        }
+        Expr::IsNull(x) => node(SyntaxKind::IsNull { expr: boxed(x)?, negated: false }, e),
+        Expr::IsNotNull(x) => node(SyntaxKind::IsNull { expr: boxed(x)?, negated: true }, e),
+        Expr::IsTrue(x) => node(SyntaxKind::IsBool { expr: boxed(x)?, value: true, negated: false }, e),
+        Expr::IsNotTrue(x) => node(SyntaxKind::IsBool { expr: boxed(x)?, value: true, negated: true }, e),
+        Expr::IsFalse(x) => node(SyntaxKind::IsBool { expr: boxed(x)?, value: false, negated: false }, e),
+        Expr::IsNotFalse(x) => node(SyntaxKind::IsBool { expr: boxed(x)?, value: false, negated: true }, e),
+        Expr::Between { expr, negated, low, high } => {
+            node(SyntaxKind::Between { expr: boxed(expr)?, low: boxed(low)?, high: boxed(high)?, negated: *negated }, e)
+        }
+        Expr::In { expr, target: ast::InTarget::List(list), negated, global: false } => node(
+            SyntaxKind::InList {
+                expr: boxed(expr)?,
+                list: list.iter().map(lower).collect::<Result<_, _>>()?,
+                negated: *negated,
+            },
+            e,
+        ),
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => node(
+            SyntaxKind::Like { kind: LikeKind::Like, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
+            e,
+        ),
+        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => node(
+            SyntaxKind::Like { kind: LikeKind::ILike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
+            e,
+        ),
+        Expr::RLike { negated, expr, pattern, .. } => node(
+            SyntaxKind::Like { kind: LikeKind::RLike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
+            e,
+        ),
+        Expr::Case { operand, conditions, else_result, .. } => node(
+            SyntaxKind::Case {
+                operand: operand.as_deref().map(boxed).transpose()?,
+                branches: conditions.iter().map(|w| Ok((lower(&w.condition)?, lower(&w.result)?))).collect::<Result<
+                    _,
+                    SqlError,
+                >>(
+                )?,
+                otherwise: else_result.as_deref().map(boxed).transpose()?,
+            },
+            e,
+        ),
+        Expr::Cast { kind, expr, data_type, format: None } => {
+            let try_cast = match kind {
+                CastKind::Cast | CastKind::DoubleColon => false,
+                CastKind::TryCast => true,
+                CastKind::SafeCast => return Err(unsupported(e, "SAFE_CAST", "CAST, ::, TRY_CAST")),
+            };
+            node(SyntaxKind::Cast { expr: boxed(expr)?, to: cast_type(data_type, e)?, try_cast }, e)
+        }
+        Expr::Substring { expr, substring_from, substring_for, shorthand, .. } => {
+            let mut args = vec![lower(expr)?];
+            if let Some(f) = substring_from {
+                args.push(lower(f)?);
+            }
+            if let Some(f) = substring_for {
+                args.push(lower(f)?);
+            }
+            let name = if *shorthand { "substr" } else { "substring" };
+            node(SyntaxKind::Call { name: name.into(), args }, e)
+        }
+        Expr::Trim { trim_where: None, trim_what: None, expr, trim_characters: None } => {
+            node(SyntaxKind::Call { name: "trim".into(), args: vec![lower(expr)?] }, e)
+        }
+        Expr::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }
+        | Expr::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+            let name = if matches!(e, Expr::Ceil { .. }) { "ceil" } else { "floor" };
+            node(SyntaxKind::Call { name: name.into(), args: vec![lower(expr)?] }, e)
+        }
+        Expr::Function(f) => {
+            let name = match f.name.0.as_slice() {
+                [ObjectNamePart::Identifier(id)] => id.value.clone(),
+                _ => {
+                    return Err(unsupported(
+                        e,
+                        format!("the function name {}", f.name),
+                        "an unqualified function name",
+                    ));
+                }
+            };
+            if f.over.is_some() || f.filter.is_some() || f.null_treatment.is_some() || !f.within_group.is_empty() {
+                return Err(unsupported(
+                    e,
+                    format!("`{e}`"),
+                    "a plain function call (window functions: use rolling_window)",
+                ));
+            }
+            let args = match &f.args {
+                FunctionArguments::None => vec![],
+                FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => lower(x),
+                        other => Err(unsupported(e, format!("the argument `{other}`"), "expressions as arguments")),
+                    })
+                    .collect::<Result<_, _>>()?,
+                _ => return Err(unsupported(e, format!("`{e}`"), "name(expression, ...)")),
+            };
+            node(SyntaxKind::Call { name, args }, e)
+        }
+        other => return Err(unsupported(other, format!("`{other}`"), "the expressions of SQL.md")),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! Parsing, positions and errors, with expected values written by hand (Spark's behaviour
+//! where it decides; the differential test in `tests/` covers values and names broadly).
+
+use eddy_engine::expr::Compiled;
+use eddy_engine::{Record, Schema, Value};
+
+use super::*;
+
+fn schema() -> Schema {
+    Schema::parse_ddl("price DOUBLE, qty INT, name STRING, `odd name` STRING, n BIGINT")
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn eval(text: &str, values: Vec<Value>) -> Result<Value, ExprError> {
+    let b = bind_expression(text, &schema()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    Compiled::new(&b.typed).eval(&Record::new(values))
+}
+
+fn row(price: f64, qty: i32, name: &str) -> Vec<Value> {
+    vec![Value::Double(price), Value::Int(qty), Value::Str(name.into()), Value::Null, Value::Long(3)]
+}
+
+#[test]
+fn a_division_by_zero_names_the_failing_expression() {
+    let err = eval("qty / (qty - qty) + 1", row(1.0, 4, "a")).err().map(|e| e.to_string());
+    assert_eq!(err.as_deref(), Some(r#"DIVIDE_BY_ZERO in "(qty / (qty - qty))""#));
+    assert_eq!(eval("try_divide(qty, qty - qty)", row(1.0, 4, "a")), Ok(Value::Null));
+}
+
+#[test]
+fn integer_overflow_and_invalid_casts_are_errors_and_try_functions_give_null() {
+    let e = eval("qty * 2147483647", row(1.0, 4, "a")).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some(r#"ARITHMETIC_OVERFLOW in "(qty * 2147483647)""#));
+    let e = eval("CAST(name AS INT)", row(1.0, 4, "x")).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some(r#"CAST_INVALID_INPUT in "CAST(name AS INT)""#));
+    assert_eq!(eval("try_cast(name AS INT)", row(1.0, 4, "x")), Ok(Value::Null));
+    assert_eq!(eval("try_multiply(qty, 2147483647)", row(1.0, 4, "x")), Ok(Value::Null));
+    let e = eval("split_part(name, '-', qty - 4)", row(1.0, 4, "a-b")).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some(r#"INVALID_INDEX_OF_ZERO in "split_part(name, -, (qty - 4))""#));
+}
+
+#[test]
+fn infix_div_and_spark_literal_suffixes_parse() {
+    assert_eq!(eval("qty div 3", row(1.0, 7, "a")), Ok(Value::Long(2)));
+    assert_eq!(eval("n + 1L", row(1.0, 7, "a")), Ok(Value::Long(4)));
+    assert_eq!(eval("price * 1.5D", row(2.0, 7, "a")), Ok(Value::Double(3.0)));
+    assert_eq!(eval(r"'it\'s' || 'x'", row(2.0, 7, "a")), Ok(Value::Str("it'sx".into())));
+    assert_eq!(eval("`odd name` IS NULL", row(2.0, 7, "a")), Ok(Value::Bool(true)));
+}
+
+#[test]
+fn three_valued_logic_as_spark() {
+    let r = || vec![Value::Null, Value::Int(1), Value::Null, Value::Null, Value::Null];
+    assert_eq!(eval("price > 1 AND false", r()), Ok(Value::Bool(false)));
+    assert_eq!(eval("price > 1 OR true", r()), Ok(Value::Bool(true)));
+    assert_eq!(eval("price > 1 AND true", r()), Ok(Value::Null));
+    assert_eq!(eval("price <=> NULL", r()), Ok(Value::Bool(true)));
+    assert_eq!(eval("qty IN (2, NULL)", r()), Ok(Value::Null));
+    assert_eq!(eval("qty NOT IN (2, 3)", r()), Ok(Value::Bool(true)));
+}
+
+#[test]
+fn output_names_are_spark_names_and_aliases() {
+    let name = |t: &str| bind_expression(t, &schema()).map(|b| b.name).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(name("price * 2"), "(price * 2)");
+    assert_eq!(name("lower(NAME)"), "lower(NAME)");
+    assert_eq!(name("CAST(qty AS BIGINT)"), "qty");
+    assert_eq!(name("price * qty AS revenue"), "revenue");
+    assert_eq!(name("price BETWEEN 1 AND 5"), "between(price, 1, 5)");
+}
+
+#[test]
+fn errors_give_the_line_and_column_what_was_found_and_what_is_allowed() {
+    let err = |t: &str| bind_expression(t, &schema()).err().map(|e| e.to_string()).unwrap_or_default();
+    let e = err("price +\n  nope");
+    assert!(e.starts_with("at 2:3: unknown column `nope`") && e.contains("price, qty"), "{e}");
+    let e = err("price + ");
+    assert!(e.starts_with("at 1:") && e.contains("expected"), "{e}");
+    let e = err("qty * 1.5");
+    assert!(e.contains("DECIMAL") && e.contains("1.5D"), "{e}");
+    let e = err("frobnicate(price)");
+    assert!(e.starts_with("at 1:1: function frobnicate is not supported"), "{e}");
+    let e = err("qty + name");
+    assert!(e.starts_with("at 1:1:") && e.contains("STRING"), "{e}");
+    let e = err("price price2 price3");
+    assert!(e.contains("price3"), "{e}");
+}
+
+#[test]
+fn a_backslash_before_underscore_or_percent_stays_a_like_escape() {
+    // Spark's string literals keep `\_` and `\%`, so LIKE reads them as a literal _ and %.
+    assert_eq!(eval(r"name LIKE 'x\_y%'", row(1.0, 1, "x_yz")), Ok(Value::Bool(true)));
+    assert_eq!(eval(r"name LIKE 'x\_y%'", row(1.0, 1, "xAyz")), Ok(Value::Bool(false)));
+    assert_eq!(eval(r"name LIKE '100\%'", row(1.0, 1, "100%")), Ok(Value::Bool(true)));
+    assert_eq!(eval(r"name LIKE '100\%'", row(1.0, 1, "1000")), Ok(Value::Bool(false)));
+    let b = bind_expression(r"name ILIKE 'x\_y%'", &schema()).map(|b| b.name);
+    assert_eq!(b.as_deref(), Ok(r"ilike(name, x\_y%)"));
+}
