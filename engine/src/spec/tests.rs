@@ -177,7 +177,7 @@ fn every_golden_case_pipeline_validates() {
         let p = load_pipeline(&file, &[]).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(p.mode, Mode::MicroBatch, "{}", file.display());
         assert_eq!(p.trigger, Duration::ZERO);
-        let SourceKind::Files { path, max_files_per_trigger: 1, follow: false } = &p.source.kind else {
+        let SourceKind::Files { path, max_files_per_trigger: 1, follow: false, .. } = &p.source.kind else {
             panic!("{}: files source {:?}", file.display(), p.source.kind)
         };
         assert_eq!(path, &dir.join("input"));
