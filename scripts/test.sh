@@ -68,6 +68,9 @@ cargo test --workspace
 say "crash test (checkpoints: SIGKILL at 20 random instants per pipeline, output identical)"
 scripts/crash-test.sh
 
+say "crash test, followed files (a writer appends split lines; SIGKILL at 20 random instants; counts per key exact)"
+scripts/crash-test-follow.sh
+
 say "crash test, Kafka to Kafka (SIGKILL at 20 random instants per pipeline; nothing lost, duplicates only in epochs in flight)"
 scripts/crash-test-kafka.sh
 

@@ -73,15 +73,17 @@ impl SourceOffset {
     /// copied only when it changes).
     pub fn advance(offset: &mut Option<SourceOffset>, position: &Position) {
         match (offset.as_mut(), position) {
-            (Some(SourceOffset::Files { done, reading }), Position::File { file: f, through: l, .. }) => match reading {
-                Some((file, line)) if file == f => *line = *l,
-                _ => {
-                    // Files are read one after the other: the file read before is whole.
-                    if let Some((previous, _)) = reading.replace((f.clone(), *l)) {
-                        insert_sorted(done, previous);
+            (Some(SourceOffset::Files { done, reading }), Position::File { file: f, through: l, .. }) => {
+                match reading {
+                    Some((file, line)) if file == f => *line = *l,
+                    _ => {
+                        // Files are read one after the other: the file read before is whole.
+                        if let Some((previous, _)) = reading.replace((f.clone(), *l)) {
+                            insert_sorted(done, previous);
+                        }
                     }
                 }
-            },
+            }
             (Some(SourceOffset::Files { done, reading }), Position::FileRest { file: f, .. }) => {
                 if let Some((previous, _)) = reading.take() {
                     insert_sorted(done, previous);

@@ -895,7 +895,8 @@ mod tests {
     fn a_corrupt_gz_file_is_an_error_naming_it_when_unreadable_files_fail() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "bad.json.gz", "this is not gzip\n");
-        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap().with_on_unreadable_file(OnUnreadableFile::Fail);
+        let mut s =
+            FilesSource::new(dir.path(), 1, false, false).unwrap().with_on_unreadable_file(OnUnreadableFile::Fail);
         let err = s.poll(&mut Vec::new(), 10, LONG).unwrap_err();
         assert!(err.to_string().contains("bad.json.gz"), "{err}");
     }
@@ -1028,7 +1029,10 @@ mod tests {
         write(dir.path(), "b.json", "x\n");
         let mut s = FilesSource::new(dir.path(), 1, true, false).unwrap();
         assert_eq!(until_idle(&mut s), vec!["1", "x"]);
-        let lines = |n: u64| SourceOffset::FilesFollowed { done: vec![], lines: vec![("a.json".into(), n), ("b.json".into(), 1)] };
+        let lines = |n: u64| SourceOffset::FilesFollowed {
+            done: vec![],
+            lines: vec![("a.json".into(), n), ("b.json".into(), 1)],
+        };
         // The partial line is not consumed, in the offset neither.
         assert_eq!(s.offset(), Some(lines(1)));
         append(dir.path(), "a.json", "2");

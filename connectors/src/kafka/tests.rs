@@ -79,7 +79,9 @@ fn rows_written_by_the_sink_are_read_back_in_order_with_their_positions() {
         .iter()
         .map(|i| match &i.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
-            Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => panic!("a Kafka source hands raw payloads"),
+            Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => {
+                panic!("a Kafka source hands raw payloads")
+            }
         })
         .collect();
     assert_eq!(got, lines);

@@ -46,7 +46,8 @@ fn files_source_needs_a_path_and_takes_its_options() {
 
 #[test]
 fn files_and_stdin_sources_take_record_and_file_failure_options() {
-    let p = ok(&["source.partial_line_timeout=2 seconds", "source.on_unreadable_file=fail", "source.max_record_bytes=100"]);
+    let p =
+        ok(&["source.partial_line_timeout=2 seconds", "source.on_unreadable_file=fail", "source.max_record_bytes=100"]);
     let SourceKind::Files { partial_line_timeout, on_unreadable_file, .. } = &p.source.kind else {
         panic!("{:?}", p.source.kind)
     };
