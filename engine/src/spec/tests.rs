@@ -264,7 +264,7 @@ fn unknown_field_of_a_typed_section_lists_the_fields_of_its_type() {
     assert_eq!(
         err_text(&text).to_string(),
         format!(
-            "source.topc: given \"x\", not a field of source type \"files\" (line {line}, column 1); allowed: type, path, max_files_per_trigger, follow, format, schema, timestamp_unit"
+            "source.topc: given \"x\", not a field of source type \"files\" (line {line}, column 1); allowed: type, path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file, max_record_bytes, format, schema, timestamp_unit"
         )
     );
     let e = err(&["sink.paht=out"]);
