@@ -406,8 +406,14 @@ impl FilesSource {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Renamed away (rotation) between its listing and now: it may come back.
                 tracing::debug!(file = %path.display(), "files source: a listed file is gone");
-                if let Some(f) = followed {
-                    self.followed.insert(name, f);
+                match followed {
+                    Some(f) => {
+                        self.followed.insert(name, f);
+                    }
+                    // Listed again when a file of that name appears.
+                    None => {
+                        self.seen.remove(&OsString::from(&name));
+                    }
                 }
                 return Ok(None);
             }
