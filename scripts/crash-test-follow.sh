@@ -26,9 +26,9 @@ work=$(mktemp -d)
 writer=
 trap '[ -n "$writer" ] && kill "$writer" 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/input"
-cp scripts/crash/follow.toml "$work/pipeline.toml"
+cp scripts/crash/follow/pipeline.toml "$work/pipeline.toml"
 echo "crash test, followed files: $lines lines written over ~${writing}s, $kills kills, seed $seed"
-python3 scripts/crash/follow_writer.py "$work/input" "$lines" "$writing" "$work/expected.json" "$seed" &
+python3 scripts/crash/follow/writer.py "$work/input" "$lines" "$writing" "$work/expected.json" "$seed" &
 writer=$!
 
 killed=0
@@ -56,7 +56,7 @@ kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 printf 'followed files: %2d of %d runs killed mid-run; last run exit %d; ' "$killed" "$kills" "$rc"
-if [ "$rc" -eq 0 ] && python3 scripts/crash/follow_check.py "$work/output" "$work/expected.json"; then
+if [ "$rc" -eq 0 ] && python3 scripts/crash/follow/check.py "$work/output" "$work/expected.json"; then
   exit 0
 fi
 echo "  FAILED (seed $seed)"

@@ -2,7 +2,7 @@
 """Checks the crash test of a followed folder: the last row of each key in the files sink's
 output (batch files in name order) must count exactly the lines the writer wrote of that key.
 
-Usage: follow_check.py OUTPUT_FOLDER EXPECTED
+Usage: check.py OUTPUT_FOLDER EXPECTED
 """
 import json
 import os

@@ -3,7 +3,7 @@
 writes, with a pause between the pieces), over about SECONDS seconds, then writes how many lines
 of each key it wrote to EXPECTED (JSON). Deterministic in its content for a given seed.
 
-Usage: follow_writer.py FOLDER LINES SECONDS EXPECTED SEED
+Usage: writer.py FOLDER LINES SECONDS EXPECTED SEED
 """
 import json
 import os
