@@ -75,6 +75,9 @@ SIGNAL=TERM FILES=120 scripts/crash-test.sh scripts/crash/rolling.toml scripts/c
 # Micro-batch: files larger than one poll, so a stop lands inside a batch's source unit.
 SIGNAL=TERM KILLS=8 FILES=5 LINES=12000 scripts/crash-test.sh scripts/crash/window-append.toml scripts/crash/dedup.toml
 
+say "crash test, followed files (a writer appends split lines; SIGKILL at 20 random instants; counts per key exact)"
+scripts/crash-test-follow.sh
+
 say "crash test, Kafka to Kafka (SIGKILL at 20 random instants per pipeline; nothing lost, duplicates only in epochs in flight)"
 scripts/crash-test-kafka.sh
 

@@ -223,3 +223,157 @@ fn csv_on_stdin_is_decoded_under_its_first_line() {
     assert_eq!(last_per_key(&rows(dir, "out")), expected);
     assert!(rows(dir, "dead").is_empty(), "dead letters: {:?}", rows(dir, "dead"));
 }
+
+const JSON_SOURCE: &str = "type = \"files\"\npath = \"in\"\nformat = \"json\"\nschema = \"k STRING, n BIGINT\"";
+
+/// `text` gzipped.
+fn gzip(text: &str) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).unwrap();
+    gz.finish().unwrap()
+}
+
+/// The dead letters whose reason starts with `prefix`.
+fn dead_letters(dir: &Path, prefix: &str) -> Vec<serde_json::Value> {
+    rows(dir, "dead").into_iter().filter(|d| d["reason"].as_str().unwrap().starts_with(prefix)).collect()
+}
+
+#[test]
+fn unreadable_gz_files_go_to_the_dead_letters_and_a_restart_reads_nothing_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let input = dir.join("in");
+    std::fs::create_dir(&input).unwrap();
+    // Lines of varied content, so that the compressed stream has no long repeats.
+    let bad: String = (0..3000).map(|i| format!("{{\"k\": \"bad\", \"n\": {}}}\n", i * 7919 % 10007)).collect();
+    let whole = gzip(&bad);
+    std::fs::write(input.join("a.json"), "{\"k\": \"a\", \"n\": 1}\n{\"k\": \"a\", \"n\": 2}\n").unwrap();
+    std::fs::write(input.join("b.json.gz"), &whole[..whole.len() / 2]).unwrap();
+    let mut garbled = whole.clone();
+    let mid = garbled.len() / 2;
+    garbled[mid..mid + 64].fill(0x55);
+    std::fs::write(input.join("c.json.gz"), &garbled).unwrap();
+    std::fs::write(input.join("d.json"), "{\"k\": \"d\", \"n\": 5}\n").unwrap();
+    std::fs::write(dir.join("p.toml"), pipeline("micro-batch", JSON_SOURCE, "[checkpoint]\npath = \"ck\"\n")).unwrap();
+    assert_ok(&eddy(dir, &["run", "p.toml"]));
+    let last = last_per_key(&rows(dir, "out"));
+    assert_eq!((last["a"], last["d"]), ((2, Some(3)), (1, Some(5))));
+    let unreadable = dead_letters(dir, "unreadable file");
+    let sources: Vec<&str> = unreadable.iter().map(|d| d["source"].as_str().unwrap()).collect();
+    assert_eq!(sources.len(), 2, "{unreadable:?}");
+    assert!(sources[0].starts_with("b.json.gz:") && sources[0].contains("byte"), "{sources:?}");
+    assert!(sources[1].starts_with("c.json.gz:") && sources[1].contains("byte"), "{sources:?}");
+    // The lines of the truncated file before the failure were read.
+    assert!(last["bad"].0 > 0, "{last:?}");
+
+    // A restart from the checkpoint: nothing is read again, nothing fails again.
+    let (out_before, dead_before) = (rows(dir, "out").len(), rows(dir, "dead").len());
+    assert_ok(&eddy(dir, &["run", "p.toml"]));
+    assert_eq!((rows(dir, "out").len(), rows(dir, "dead").len()), (out_before, dead_before));
+
+    // `on_unreadable_file = "fail"`: exit 1 naming the file.
+    std::fs::remove_dir_all(dir.join("ck")).unwrap();
+    let out = eddy(dir, &["run", "p.toml", "--set", "source.on_unreadable_file=fail"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("b.json.gz"), "{stderr}");
+}
+
+#[test]
+fn a_record_longer_than_max_record_bytes_is_a_dead_letter_of_its_size_and_first_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("in")).unwrap();
+    let long = format!("{{\"k\": \"{}\", \"n\": 1}}", "x".repeat(5000));
+    let text = format!("{{\"k\": \"a\", \"n\": 1}}\n{long}\n{{\"k\": \"a\", \"n\": 2}}\n");
+    std::fs::write(dir.join("in/000.json"), &text).unwrap();
+    std::fs::write(dir.join("p.toml"), pipeline("micro-batch", JSON_SOURCE, "")).unwrap();
+    assert_ok(&eddy(dir, &["run", "p.toml", "--set", "source.max_record_bytes=1000"]));
+    assert_eq!(last_per_key(&rows(dir, "out")), BTreeMap::from([("a".to_string(), (2, Some(3)))]));
+    let dead = rows(dir, "dead");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0]["source"], "000.json:2");
+    assert_eq!(dead[0]["record"].as_str().unwrap(), &long[..1024]);
+    let reason = dead[0]["reason"].as_str().unwrap();
+    assert!(reason.contains(&long.len().to_string()) && reason.contains("max_record_bytes (1000)"), "{reason}");
+
+    // The same on standard input.
+    let stdin = "type = \"stdin\"\nformat = \"json\"\nschema = \"k STRING, n BIGINT\"\nmax_record_bytes = 1000";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), pipeline("micro-batch", stdin, "")).unwrap();
+    assert_ok(&eddy_with_stdin(dir.path(), text.as_bytes()));
+    assert_eq!(last_per_key(&rows(dir.path(), "out")), BTreeMap::from([("a".to_string(), (2, Some(3)))]));
+    let dead = rows(dir.path(), "dead");
+    assert_eq!((dead.len(), &dead[0]["source"]), (1, &serde_json::json!("stdin:2")));
+}
+
+#[test]
+fn a_csv_record_with_a_newline_in_a_quoted_field_is_one_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("in")).unwrap();
+    let csv = "k,n,ts\n\"multi\nline\",3,2024-01-15T10:00:00Z\nB,\"1\",2024-01-15T10:00:00Z\n";
+    std::fs::write(dir.join("in/000.csv"), csv).unwrap();
+    std::fs::write(dir.join("p.toml"), pipeline("micro-batch", CSV_SOURCE, "")).unwrap();
+    assert_ok(&eddy(dir, &["run", "p.toml"]));
+    let expected = BTreeMap::from([("B".to_string(), (1, Some(1))), ("multi\nline".to_string(), (1, Some(3)))]);
+    assert_eq!(last_per_key(&rows(dir, "out")), expected);
+    assert!(rows(dir, "dead").is_empty(), "dead letters: {:?}", rows(dir, "dead"));
+    // On standard input too.
+    let stdin = "type = \"stdin\"\nformat = \"csv\"\nschema = \"k STRING, n BIGINT, ts TIMESTAMP\"";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), pipeline("micro-batch", stdin, "")).unwrap();
+    assert_ok(&eddy_with_stdin(dir.path(), csv.as_bytes()));
+    assert_eq!(last_per_key(&rows(dir.path(), "out")), expected);
+}
+
+#[test]
+fn the_last_line_on_stdin_without_a_newline_is_a_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let source = "type = \"stdin\"\nformat = \"json\"\nschema = \"k STRING, n BIGINT\"";
+    std::fs::write(dir.join("p.toml"), pipeline("micro-batch", source, "")).unwrap();
+    assert_ok(&eddy_with_stdin(dir, b"{\"k\": \"a\", \"n\": 1}\n{\"k\": \"a\", \"n\": 2}"));
+    assert_eq!(last_per_key(&rows(dir, "out")), BTreeMap::from([("a".to_string(), (2, Some(3)))]));
+}
+
+#[test]
+fn lines_appended_in_pieces_to_a_followed_file_are_each_read_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("in")).unwrap();
+    std::fs::write(dir.join("p.toml"), pipeline("real-time", JSON_SOURCE, "")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_eddy"))
+        .args(["run", "p.toml", "--set", "source.follow=true", "--set", "trigger=200 milliseconds"])
+        .current_dir(dir)
+        .env("EDDY_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 500 lines, keys by parity, n = line number, cut into pieces of 1 to 37 bytes (a fixed
+    // pattern), written over about half a second.
+    let text: String = (0..500).map(|i| format!("{{\"k\": \"{}\", \"n\": {i}}}\n", ["even", "odd"][i % 2])).collect();
+    let mut file = std::fs::File::create(dir.join("in/events.json")).unwrap();
+    let mut at = 0;
+    let mut piece = 1;
+    while at < text.len() {
+        let end = (at + piece).min(text.len());
+        file.write_all(&text.as_bytes()[at..end]).unwrap();
+        at = end;
+        piece = piece * 7 % 37 + 1;
+        std::thread::sleep(Duration::from_micros(900));
+    }
+    let expected = BTreeMap::from([
+        ("even".to_string(), (250, Some((0..500).step_by(2).sum::<i64>()))),
+        ("odd".to_string(), (250, Some((1..500).step_by(2).sum::<i64>()))),
+    ]);
+    let started = Instant::now();
+    while last_per_key(&rows(dir, "out")) != expected && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    assert_ok(&child.wait_with_output().unwrap());
+    assert_eq!(last_per_key(&rows(dir, "out")), expected);
+    assert!(rows(dir, "dead").is_empty(), "dead letters: {:?}", rows(dir, "dead"));
+}

@@ -199,12 +199,19 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let mut source: Box<dyn Source> = match (opts.source_override, &pipeline.source.kind) {
         (Some(s), _) => s,
         (None, kind) => match kind {
-            SourceKind::Files { path, max_files_per_trigger, follow } => Box::new(
-                FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
-                    .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?,
-            ),
+            SourceKind::Files { path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file } => {
+                Box::new(
+                    FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
+                        .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?
+                        .with_max_record_bytes(pipeline.source.max_record_bytes)
+                        .with_partial_line_timeout(std::time::Duration::from_micros(
+                            partial_line_timeout.micros().max(0) as u64,
+                        ))
+                        .with_on_unreadable_file(*on_unreadable_file),
+                )
+            }
             SourceKind::Stdin => Box::new(
-                StdinSource::new(pipeline.source.format == Format::Csv)
+                StdinSource::new(pipeline.source.format == Format::Csv, pipeline.source.max_record_bytes)
                     .map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?,
             ),
             SourceKind::Nexmark { table, events, rate, seed } => {

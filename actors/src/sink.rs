@@ -279,6 +279,11 @@ impl SinkActor {
                     }
                 }
                 ToSink::Rejected { id, records } => {
+                    // Counted with the malformed records (`eddy_records_malformed_total`, the run's
+                    // `malformed=`), as SQL.md counts a record whose expression fails.
+                    if let Some(c) = &self.counters {
+                        c.malformed.fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    }
                     if let Some(first) = records.first() {
                         tracing::warn!(
                             records = records.len(),
@@ -289,7 +294,7 @@ impl SinkActor {
                     }
                     if let Some(sink) = self.dead_letter.as_mut() {
                         for r in &records {
-                            sink.write(id, &rejected_line(&self.input_names, r), None)?;
+                            sink.write(id, &rejected_line(&self.input_names, r), None).map_err(at("dead_letter"))?;
                         }
                     }
                 }

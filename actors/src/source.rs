@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
-use eddy_connectors::{Payload, Poll, Position, Source, SourceItem, SourceOffset};
+use eddy_connectors::{Payload, Poll, Position, Rejection, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::write_string;
@@ -79,8 +79,10 @@ const PAUSE_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 pub struct SourceCounters {
     /// Records decoded and routed.
     pub records: AtomicU64,
-    /// Records that could not be decoded.
+    /// Records that could not be decoded (or that the source rejected as too large).
     pub malformed: AtomicU64,
+    /// Files the source could not read to their end (their rest is a dead letter).
+    pub unreadable_files: AtomicU64,
     /// Records dropped as late (counted by the sink actor).
     pub late: AtomicU64,
 }
@@ -360,7 +362,26 @@ impl SourceActor {
                 self.set_header(&header, position);
                 None
             }
+            Payload::Rejected(rejection) => {
+                self.reject(&rejection, position, dead);
+                None
+            }
         }
+    }
+
+    /// Input the source rejected: counted (an unreadable file as such, a record too large as
+    /// malformed) and written to the dead letters as `{"reason", "source", "record"}`, the
+    /// record being its first bytes. The source has logged it.
+    #[inline(never)]
+    fn reject(&mut self, rejection: &Rejection, position: &Position, dead: &mut Vec<String>) {
+        match rejection {
+            Rejection::TooLarge { .. } => self.counters.malformed.fetch_add(1, Ordering::Relaxed),
+            Rejection::UnreadableFile { .. } => {
+                self.metrics.files_unreadable.increment(1);
+                self.counters.unreadable_files.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+        dead.push(dead_letter(&rejection.reason(), position, rejection.head()));
     }
 
     /// A CSV header from the source: the lines after it are decoded under it. A header the
@@ -399,15 +420,7 @@ impl SourceActor {
                     }
                     *last_log = Some(Instant::now());
                 }
-                let mut line = String::with_capacity(bytes.len() + 64);
-                line.push_str("{\"reason\": ");
-                write_string(&mut line, &reason);
-                line.push_str(", \"source\": ");
-                write_string(&mut line, &position.to_string());
-                line.push_str(", \"record\": ");
-                write_string(&mut line, &String::from_utf8_lossy(bytes));
-                line.push('}');
-                dead.push(line);
+                dead.push(dead_letter(&reason, position, bytes));
                 None
             }
         }
@@ -842,4 +855,17 @@ impl SourceActor {
         }
         Ok(moved)
     }
+}
+
+/// A dead letter: `{"reason": ..., "source": <position>, "record": <raw text>}` (PIPELINE.md).
+fn dead_letter(reason: &str, position: &Position, record: &[u8]) -> String {
+    let mut line = String::with_capacity(record.len() + 64);
+    line.push_str("{\"reason\": ");
+    write_string(&mut line, reason);
+    line.push_str(", \"source\": ");
+    write_string(&mut line, &position.to_string());
+    line.push_str(", \"record\": ");
+    write_string(&mut line, &String::from_utf8_lossy(record));
+    line.push('}');
+    line
 }

@@ -25,17 +25,32 @@ pub use stdio::{StdinSource, StdoutSink};
 /// Where a record came from, for dead letters and logs (`file.json:12`, `topic/3@1042`, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Position {
-    /// A line of a file (1-based).
+    /// A record of a file: its first line (1-based) and its last (a CSV record whose quoted
+    /// field holds a newline spans several lines).
     File {
         /// File name (without folder).
         file: String,
-        /// Line number, from 1.
+        /// The record's first line, from 1.
         line: u64,
+        /// The record's last line (`>= line`): a restart resumes after it.
+        through: u64,
     },
-    /// A line of standard input (1-based).
-    Stdin {
-        /// Line number, from 1.
+    /// The rest of a file that cannot be read, from a byte of its content on (decompressed
+    /// content for `.gz`): the file is finished there ([`Rejection::UnreadableFile`]).
+    FileRest {
+        /// File name (without folder).
+        file: String,
+        /// The first line not read, from 1.
         line: u64,
+        /// Bytes of the file's content read before it (complete lines only).
+        byte: u64,
+    },
+    /// A record of standard input: its first line (1-based) and its last.
+    Stdin {
+        /// The record's first line, from 1.
+        line: u64,
+        /// The record's last line (`>= line`).
+        through: u64,
     },
     /// A Kafka message.
     Kafka {
@@ -56,8 +71,11 @@ pub enum Position {
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Position::File { file, line } => write!(f, "{file}:{line}"),
-            Position::Stdin { line } => write!(f, "stdin:{line}"),
+            Position::File { file, line, through } if through > line => write!(f, "{file}:{line}-{through}"),
+            Position::File { file, line, .. } => write!(f, "{file}:{line}"),
+            Position::FileRest { file, line, byte } => write!(f, "{file}:{line} (byte {byte} to the end)"),
+            Position::Stdin { line, through } if through > line => write!(f, "stdin:{line}-{through}"),
+            Position::Stdin { line, .. } => write!(f, "stdin:{line}"),
             Position::Kafka { topic, partition, offset } => write!(f, "{topic}/{partition}@{offset}"),
             Position::Generated { event } => write!(f, "event {event}"),
         }
@@ -77,6 +95,58 @@ pub enum Payload {
     /// also when a restart resumes in the middle of it; it is no record: it is not counted and
     /// moves no offset.
     Header(Vec<u8>),
+    /// Input the source could not make a record of: the runtime counts it and writes it to the
+    /// dead letters (`{"reason", "source", "record"}`, as a record that cannot be decoded).
+    Rejected(Rejection),
+}
+
+/// Why the source rejected some input ([`Payload::Rejected`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// A record longer than the source's `max_record_bytes`: it was skipped to its end without
+    /// being held in memory. Counted as a malformed record.
+    TooLarge {
+        /// Its length in bytes (without the line terminator).
+        bytes: u64,
+        /// The limit (`max_record_bytes`).
+        max: u64,
+        /// Its first bytes (at most [`REJECTED_HEAD_BYTES`]).
+        head: Vec<u8>,
+    },
+    /// The rest of a file that cannot be read (a corrupt or truncated `.gz`, an I/O error): the
+    /// lines before it were read, the file is finished (at [`Position::FileRest`]).
+    UnreadableFile {
+        /// The failure.
+        error: String,
+        /// The first bytes of the incomplete line where reading failed (at most
+        /// [`REJECTED_HEAD_BYTES`]; often empty).
+        head: Vec<u8>,
+    },
+}
+
+/// How many bytes of rejected input a dead letter keeps.
+pub const REJECTED_HEAD_BYTES: usize = 1024;
+
+impl Rejection {
+    /// The dead letter's `reason`.
+    pub fn reason(&self) -> String {
+        match self {
+            Rejection::TooLarge { bytes, max, head } => format!(
+                "a record of {bytes} bytes, more than max_record_bytes ({max}); skipped, its first {} bytes kept",
+                head.len()
+            ),
+            Rejection::UnreadableFile { error, .. } => {
+                format!("unreadable file: {error}; the rest of the file is skipped")
+            }
+        }
+    }
+
+    /// The dead letter's `record`: the input's first bytes.
+    pub fn head(&self) -> &[u8] {
+        match self {
+            Rejection::TooLarge { head, .. } | Rejection::UnreadableFile { head, .. } => head,
+        }
+    }
 }
 
 /// One input item.

@@ -33,6 +33,15 @@ pub enum SourceOffset {
         /// The file being read (name without folder) and its lines consumed.
         reading: Option<(String, u64)>,
     },
+    /// Files source with `follow`: every file is followed (lines appended to it are read), so
+    /// each has its own count of lines consumed; the count names complete lines only (a line
+    /// still without its newline is not consumed).
+    FilesFollowed {
+        /// Files finished for good (unreadable), by name, sorted, each once.
+        done: Vec<String>,
+        /// The files read so far and their lines consumed, sorted by name, each once.
+        lines: Vec<(String, u64)>,
+    },
     /// Files source, as checkpoints of format versions 1 and 2 recorded it (read, never
     /// written): every file named before `file` (byte order of names), and the first `line`
     /// lines of `file` (`u64::MAX`: the whole file). The files source turns it into
@@ -64,16 +73,34 @@ impl SourceOffset {
     /// copied only when it changes).
     pub fn advance(offset: &mut Option<SourceOffset>, position: &Position) {
         match (offset.as_mut(), position) {
-            (Some(SourceOffset::Files { done, reading }), Position::File { file: f, line: l }) => match reading {
-                Some((file, line)) if file == f => *line = *l,
-                _ => {
-                    // Files are read one after the other: the file read before is whole.
-                    if let Some((previous, _)) = reading.replace((f.clone(), *l)) {
-                        insert_sorted(done, previous);
+            (Some(SourceOffset::Files { done, reading }), Position::File { file: f, through: l, .. }) => {
+                match reading {
+                    Some((file, line)) if file == f => *line = *l,
+                    _ => {
+                        // Files are read one after the other: the file read before is whole.
+                        if let Some((previous, _)) = reading.replace((f.clone(), *l)) {
+                            insert_sorted(done, previous);
+                        }
                     }
                 }
-            },
-            (Some(SourceOffset::Stdin { line }), Position::Stdin { line: l }) => *line = *l,
+            }
+            (Some(SourceOffset::Files { done, reading }), Position::FileRest { file: f, .. }) => {
+                if let Some((previous, _)) = reading.take() {
+                    insert_sorted(done, previous);
+                }
+                insert_sorted(done, f.clone());
+            }
+            (Some(SourceOffset::FilesFollowed { lines, .. }), Position::File { file: f, through: l, .. }) => {
+                match lines.binary_search_by(|(name, _)| name.as_str().cmp(f)) {
+                    Ok(i) => lines[i].1 = *l,
+                    Err(i) => lines.insert(i, (f.clone(), *l)),
+                }
+            }
+            (Some(SourceOffset::FilesFollowed { done, lines }), Position::FileRest { file: f, .. }) => {
+                lines.retain(|(name, _)| name != f);
+                insert_sorted(done, f.clone());
+            }
+            (Some(SourceOffset::Stdin { line }), Position::Stdin { through: l, .. }) => *line = *l,
             (Some(SourceOffset::Generated { next }), Position::Generated { event }) => *next = event + 1,
             (Some(SourceOffset::Kafka(parts)), Position::Kafka { topic, partition, offset: o }) => {
                 match parts.binary_search_by(|p| (p.topic.as_str(), p.partition).cmp(&(topic.as_str(), *partition))) {
@@ -89,10 +116,11 @@ impl SourceOffset {
     /// The offset just after the item at `position`, alone.
     pub fn after(position: &Position) -> SourceOffset {
         match position {
-            Position::File { file, line } => {
-                SourceOffset::Files { done: Vec::new(), reading: Some((file.clone(), *line)) }
+            Position::File { file, through, .. } => {
+                SourceOffset::Files { done: Vec::new(), reading: Some((file.clone(), *through)) }
             }
-            Position::Stdin { line } => SourceOffset::Stdin { line: *line },
+            Position::FileRest { file, .. } => SourceOffset::Files { done: vec![file.clone()], reading: None },
+            Position::Stdin { through, .. } => SourceOffset::Stdin { line: *through },
             Position::Generated { event } => SourceOffset::Generated { next: event + 1 },
             Position::Kafka { topic, partition, offset } => SourceOffset::Kafka(vec![KafkaPartitionOffset {
                 topic: topic.clone(),
@@ -105,7 +133,9 @@ impl SourceOffset {
     /// The kind of source the offset belongs to (`files`, `stdin`, `kafka`, `nexmark`), for messages.
     pub fn kind(&self) -> &'static str {
         match self {
-            SourceOffset::Files { .. } | SourceOffset::FilesInNameOrder { .. } => "files",
+            SourceOffset::Files { .. } | SourceOffset::FilesFollowed { .. } | SourceOffset::FilesInNameOrder { .. } => {
+                "files"
+            }
             SourceOffset::Stdin { .. } => "stdin",
             SourceOffset::Kafka(_) => "kafka",
             SourceOffset::Generated { .. } => "nexmark",
@@ -130,6 +160,13 @@ impl std::fmt::Display for SourceOffset {
                     None => Ok(()),
                 }
             }
+            SourceOffset::FilesFollowed { done, lines } => {
+                write!(f, "{} files followed", lines.len())?;
+                if !done.is_empty() {
+                    write!(f, ", {} finished", done.len())?;
+                }
+                Ok(())
+            }
             SourceOffset::FilesInNameOrder { file, line: u64::MAX } => write!(f, "files up to {file} (whole)"),
             SourceOffset::FilesInNameOrder { file, line } => write!(f, "files up to {file}:{line}"),
             SourceOffset::Stdin { line } => write!(f, "stdin:{line}"),
@@ -151,12 +188,12 @@ mod tests {
     #[test]
     fn advancing_over_file_lines_keeps_the_file_being_read_and_the_files_before_it() {
         let mut o = None;
-        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 1 });
-        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 3 });
+        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 1, through: 1 });
+        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 3, through: 3 });
         assert_eq!(o, Some(SourceOffset::Files { done: vec![], reading: Some(("b.json".into(), 3)) }));
         // A file that appeared later with an earlier name.
-        SourceOffset::advance(&mut o, &Position::File { file: "a.json".into(), line: 2 });
-        SourceOffset::advance(&mut o, &Position::File { file: "c.json".into(), line: 1 });
+        SourceOffset::advance(&mut o, &Position::File { file: "a.json".into(), line: 2, through: 2 });
+        SourceOffset::advance(&mut o, &Position::File { file: "c.json".into(), line: 1, through: 1 });
         let done = vec!["a.json".to_string(), "b.json".to_string()];
         assert_eq!(o, Some(SourceOffset::Files { done, reading: Some(("c.json".into(), 1)) }));
     }
@@ -180,7 +217,35 @@ mod tests {
         SourceOffset::advance(&mut o, &Position::Generated { event: 7 });
         assert_eq!(o, Some(SourceOffset::Generated { next: 8 }));
         let mut s = None;
-        SourceOffset::advance(&mut s, &Position::Stdin { line: 4 });
+        SourceOffset::advance(&mut s, &Position::Stdin { line: 3, through: 4 });
         assert_eq!(s, Some(SourceOffset::Stdin { line: 4 }));
+    }
+
+    #[test]
+    fn a_record_of_several_lines_moves_the_offset_past_its_last_line() {
+        let mut o = None;
+        SourceOffset::advance(&mut o, &Position::File { file: "a.csv".into(), line: 2, through: 4 });
+        assert_eq!(o, Some(SourceOffset::Files { done: vec![], reading: Some(("a.csv".into(), 4)) }));
+    }
+
+    #[test]
+    fn an_unreadable_rest_finishes_its_file() {
+        let mut o = Some(SourceOffset::Files { done: vec![], reading: Some(("a.json".into(), 2)) });
+        SourceOffset::advance(&mut o, &Position::FileRest { file: "b.json.gz".into(), line: 5, byte: 40 });
+        assert_eq!(o, Some(SourceOffset::Files { done: vec!["a.json".into(), "b.json.gz".into()], reading: None }));
+        let mut f = Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![("b.json.gz".into(), 4)] });
+        SourceOffset::advance(&mut f, &Position::FileRest { file: "b.json.gz".into(), line: 5, byte: 40 });
+        assert_eq!(f, Some(SourceOffset::FilesFollowed { done: vec!["b.json.gz".into()], lines: vec![] }));
+    }
+
+    #[test]
+    fn followed_files_keep_a_line_count_each_in_any_order_of_reading() {
+        let mut o = Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![] });
+        for (file, line) in [("b", 1), ("a", 2), ("b", 3), ("a", 1)] {
+            SourceOffset::advance(&mut o, &Position::File { file: file.into(), line, through: line });
+        }
+        // "a" read again from its start (replaced by a new file of that name): its count restarts.
+        let lines = vec![("a".to_string(), 1), ("b".to_string(), 3)];
+        assert_eq!(o, Some(SourceOffset::FilesFollowed { done: vec![], lines }));
     }
 }

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
-use crate::{ConnectorError, Payload, Poll, Position, Sink, Source, SourceItem, SourceOffset};
+use eddy_engine::spec::DEFAULT_MAX_RECORD_BYTES;
+
+use crate::files::lines::{RecordRules, read_record};
+use crate::{ConnectorError, Payload, Poll, Position, Rejection, Sink, Source, SourceItem, SourceOffset};
 
 /// Lines read ahead of the consumer (the bound of the reader thread's channel): a slow pipeline
 /// makes the reader thread block, and so the writer of stdin, instead of growing memory.
@@ -18,8 +21,11 @@ const BUFFER: usize = 64 * 1024;
 
 /// What the reader thread sends.
 enum Message {
-    /// A non-blank line (without its terminator) and its 1-based number.
-    Line(u64, Vec<u8>),
+    /// A non-blank record (without its terminator), its first and last 1-based line numbers
+    /// (several lines: a CSV record with a newline in a quoted field).
+    Line(u64, u64, Vec<u8>),
+    /// A record longer than `max_record_bytes`: its lines, its length and its first bytes.
+    TooLarge(u64, u64, u64, Vec<u8>),
     /// Reading failed after `line` lines.
     Failed(u64, std::io::Error),
     /// End of input.
@@ -29,7 +35,12 @@ enum Message {
 /// Lines of standard input (or of any reader): one [`SourceItem`] ([`Payload::Raw`], without the
 /// `\n` / `\r\n`) per non-blank line, at [`Position::Stdin`] (1-based line numbers, blank lines
 /// counted). A background thread reads ahead into a bounded channel (4096 lines); a poll waits up
-/// to its timeout for the first line. At end of input the source is [`Poll::Exhausted`].
+/// to its timeout for the first line. At end of input the source is [`Poll::Exhausted`]; a last
+/// line without newline is a record.
+///
+/// Records are read in bounded memory: one longer than `max_record_bytes` is skipped to its end
+/// and given as a [`Rejection::TooLarge`] (its length and first bytes). With `csv_header`, a
+/// newline inside a quoted field belongs to the field (RFC 4180): the record spans lines.
 ///
 /// A UTF-8 byte order mark at the start of the input is skipped (as Spark's readers skip one at
 /// the start of a file). With `csv_header`, the first non-blank line is the CSV header: it is
@@ -49,6 +60,8 @@ pub struct StdinSource {
     last_line: u64,
     /// Lines up to this number are skipped ([`Source::seek`]).
     skip_through: u64,
+    /// The limit the reader thread applies (for rejections' messages).
+    max_record_bytes: u64,
 }
 
 impl fmt::Debug for StdinSource {
@@ -63,38 +76,70 @@ impl StdinSource {
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when the reader thread cannot be started.
-    pub fn new(csv_header: bool) -> Result<StdinSource, ConnectorError> {
-        StdinSource::from_reader(std::io::stdin(), csv_header)
+    pub fn new(csv_header: bool, max_record_bytes: u64) -> Result<StdinSource, ConnectorError> {
+        StdinSource::from_reader_limited(std::io::stdin(), csv_header, max_record_bytes)
     }
 
-    /// A source reading `reader` as if it were standard input (tests, pipes).
+    /// A source reading `reader` as if it were standard input (tests, pipes), with the default
+    /// `max_record_bytes`.
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when the reader thread cannot be started.
     pub fn from_reader<R: Read + Send + 'static>(reader: R, csv_header: bool) -> Result<StdinSource, ConnectorError> {
+        StdinSource::from_reader_limited(reader, csv_header, DEFAULT_MAX_RECORD_BYTES)
+    }
+
+    /// A source reading `reader` as if it were standard input; records longer than
+    /// `max_record_bytes` (at least 1) are rejected.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Io`] when the reader thread cannot be started.
+    pub fn from_reader_limited<R: Read + Send + 'static>(
+        reader: R,
+        csv_header: bool,
+        max_record_bytes: u64,
+    ) -> Result<StdinSource, ConnectorError> {
         let (tx, rx) = crossbeam_channel::bounded(READ_AHEAD_LINES);
+        let rules = RecordRules { max_record_bytes: max_record_bytes.max(1), csv: csv_header };
         std::thread::Builder::new()
             .name("eddy-stdin".into())
-            .spawn(move || read_lines(BufReader::with_capacity(BUFFER, reader), &tx))
+            .spawn(move || read_lines(BufReader::with_capacity(BUFFER, reader), rules, &tx))
             .map_err(|source| ConnectorError::Io { what: "starting the stdin reader thread".into(), source })?;
-        Ok(StdinSource { lines: rx, done: false, header_pending: csv_header, last_line: 0, skip_through: 0 })
+        Ok(StdinSource {
+            lines: rx,
+            done: false,
+            header_pending: csv_header,
+            last_line: 0,
+            skip_through: 0,
+            max_record_bytes: rules.max_record_bytes,
+        })
     }
 
     /// Adds one message to `out`; returns whether the input ended.
     fn take(&mut self, message: Message, out: &mut Vec<SourceItem>) -> Result<bool, ConnectorError> {
         match message {
-            Message::Line(line, bytes) => {
-                self.last_line = line;
+            Message::TooLarge(line, through, bytes, head) => {
+                self.last_line = through;
+                if through > self.skip_through {
+                    let rejection = Rejection::TooLarge { bytes, max: self.max_record_bytes, head };
+                    let position = Position::Stdin { line, through };
+                    tracing::warn!(%position, bytes, "record longer than max_record_bytes, skipped to its end");
+                    out.push(SourceItem { payload: Payload::Rejected(rejection), position, created_ns: 0 });
+                }
+                Ok(false)
+            }
+            Message::Line(line, through, bytes) => {
+                self.last_line = through;
                 // The header is returned even when a restart skips its line: the lines after it
                 // are decoded under it.
                 let payload = if std::mem::take(&mut self.header_pending) {
                     Payload::Header(bytes)
-                } else if line <= self.skip_through {
+                } else if through <= self.skip_through {
                     return Ok(false);
                 } else {
                     Payload::Raw(bytes)
                 };
-                out.push(SourceItem { payload, position: Position::Stdin { line }, created_ns: 0 });
+                out.push(SourceItem { payload, position: Position::Stdin { line, through }, created_ns: 0 });
                 Ok(false)
             }
             Message::Failed(line, source) => {
@@ -109,31 +154,32 @@ impl StdinSource {
     }
 }
 
-/// The reader thread: sends each non-blank line, then `End` (or `Failed`). Stops early when the
-/// source was dropped (the channel is disconnected).
-fn read_lines(mut reader: impl BufRead, tx: &Sender<Message>) {
+/// The reader thread: sends each non-blank record, then `End` (or `Failed`). Stops early when
+/// the source was dropped (the channel is disconnected).
+fn read_lines(mut reader: impl BufRead, rules: RecordRules, tx: &Sender<Message>) {
     let mut line = 0u64;
     let mut buf = Vec::new();
     loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => {
+        match read_record(&mut reader, &mut buf, rules) {
+            Ok(chunk) if chunk.consumed == 0 => {
                 // The source may be gone already: nobody to tell, so the result is not needed.
                 let _ = tx.send(Message::End);
                 return;
             }
-            Ok(_) => {
-                line += 1;
+            Ok(chunk) => {
+                let first = line + 1;
+                line += chunk.lines;
                 let text = crate::files::strip_newline(&buf);
-                let text = if line == 1 { crate::files::strip_bom(text) } else { text };
-                if crate::files::is_blank(text) {
-                    continue;
-                }
-                if tx.send(Message::Line(line, text.to_vec())).is_err() {
+                let text = if first == 1 { crate::files::strip_bom(text) } else { text };
+                let message = match chunk.too_large {
+                    Some(bytes) => Message::TooLarge(first, line, bytes, text.to_vec()),
+                    None if crate::files::is_blank(text) => continue,
+                    None => Message::Line(first, line, text.to_vec()),
+                };
+                if tx.send(message).is_err() {
                     return;
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 // As for `End`: a dropped source needs no error.
                 let _ = tx.send(Message::Failed(line, e));
@@ -270,6 +316,7 @@ mod tests {
             .map(|i| match &i.payload {
                 Payload::Raw(b) => (i.position.to_string(), String::from_utf8(b.clone()).unwrap()),
                 Payload::Header(b) => (i.position.to_string(), format!("header: {}", String::from_utf8_lossy(b))),
+                Payload::Rejected(r) => (i.position.to_string(), format!("rejected: {}", r.reason())),
                 Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
             })
             .collect()

@@ -230,6 +230,15 @@ mod enums {
             /// Next event number.
             next: u64,
         },
+        /// [`SourceOffset::FilesFollowed`](eddy_connectors::SourceOffset::FilesFollowed). Added
+        /// last, and no larger than [`SavedOffset::Files`], so manifests written before it keep
+        /// their layout.
+        FilesFollowed {
+            /// Names of the files finished for good, sorted.
+            done: Vec<String>,
+            /// Every file read and its lines consumed, sorted by name.
+            lines: Vec<SavedFileLines>,
+        },
     }
 
     /// The source side's clock and watermark at the barrier (timestamps in µs since the epoch).
@@ -270,6 +279,10 @@ impl From<&SourceOffset> for SavedOffset {
                 done: done.clone(),
                 reading: reading.as_ref().map(|(file, line)| SavedFileLines { file: file.clone(), line: *line }),
             },
+            SourceOffset::FilesFollowed { done, lines } => SavedOffset::FilesFollowed {
+                done: done.clone(),
+                lines: lines.iter().map(|(file, line)| SavedFileLines { file: file.clone(), line: *line }).collect(),
+            },
             SourceOffset::FilesInNameOrder { file, line } => {
                 SavedOffset::FilesInNameOrder { file: file.clone(), line: *line }
             }
@@ -291,6 +304,10 @@ impl From<&SavedOffset> for SourceOffset {
             SavedOffset::Files { done, reading } => {
                 SourceOffset::Files { done: done.clone(), reading: reading.as_ref().map(|r| (r.file.clone(), r.line)) }
             }
+            SavedOffset::FilesFollowed { done, lines } => SourceOffset::FilesFollowed {
+                done: done.clone(),
+                lines: lines.iter().map(|l| (l.file.clone(), l.line)).collect(),
+            },
             SavedOffset::FilesInNameOrder { file, line } => {
                 SourceOffset::FilesInNameOrder { file: file.clone(), line: *line }
             }
@@ -439,11 +456,26 @@ mod tests {
             SourceOffset::Files { done: vec!["a.json".into(), "c.json".into()], reading: Some(("b.json".into(), 4)) },
             SourceOffset::Files { done: vec!["a.json".into()], reading: None },
             SourceOffset::FilesInNameOrder { file: "a.json".into(), line: u64::MAX },
+            SourceOffset::FilesFollowed {
+                done: vec!["bad.json.gz".into()],
+                lines: vec![("a.json".into(), 7), ("b.json".into(), 0)],
+            },
             SourceOffset::Stdin { line: 3 },
             SourceOffset::Generated { next: 9 },
             SourceOffset::Kafka(vec![KafkaPartitionOffset { topic: "t".into(), partition: 2, next: 40 }]),
         ] {
             assert_eq!(SourceOffset::from(&SavedOffset::from(&o)), o);
         }
+    }
+
+    #[test]
+    fn the_followed_files_offset_leaves_the_archived_offset_no_larger() {
+        // Manifests written before `FilesFollowed` existed keep their layout only if the
+        // archived enum did not grow.
+        let followed = std::mem::size_of::<rkyv::Archived<Vec<String>>>()
+            + std::mem::size_of::<rkyv::Archived<Vec<SavedFileLines>>>();
+        let files = std::mem::size_of::<rkyv::Archived<Vec<String>>>()
+            + std::mem::size_of::<rkyv::Archived<Option<SavedFileLines>>>();
+        assert!(followed <= files, "{followed} > {files}");
     }
 }

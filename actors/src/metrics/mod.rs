@@ -41,6 +41,9 @@ pub const RECORDS_OUT: &str = "eddy_records_out_total";
 pub const RECORDS_LATE: &str = "eddy_records_late_total";
 /// Input that could not be decoded, sent to the dead letters (counter; PIPELINE.md names it).
 pub const RECORDS_MALFORMED: &str = "eddy_records_malformed_total";
+/// Files a files source could not read to their end (a corrupt or truncated `.gz`, an I/O
+/// error), whose rest went to the dead letters (counter; `on_unreadable_file = "dead_letter"`).
+pub const FILES_UNREADABLE: &str = "eddy_files_unreadable_total";
 /// Source-to-sink latency of output rows (histogram, seconds).
 pub const SOURCE_TO_SINK_LATENCY: &str = "eddy_source_to_sink_latency_seconds";
 /// Time one message spends in one stage (histogram, seconds; label `stage`).
@@ -130,7 +133,7 @@ const fn def(
 }
 
 /// Every metric the runtime exports, with its description.
-pub const CATALOG: [MetricDef; 20] = [
+pub const CATALOG: [MetricDef; 21] = [
     def(RECORDS_IN, Kind::Counter, Unit::Count, &[], "Records read from the source and decoded."),
     def(RECORDS_OUT, Kind::Counter, Unit::Count, &[], "Rows written to the main sink."),
     def(RECORDS_LATE, Kind::Counter, Unit::Count, &[], "Input records dropped as late (behind the watermark)."),
@@ -140,6 +143,13 @@ pub const CATALOG: [MetricDef; 20] = [
         Unit::Count,
         &[],
         "Input that could not be decoded (sent to the dead letters).",
+    ),
+    def(
+        FILES_UNREADABLE,
+        Kind::Counter,
+        Unit::Count,
+        &[],
+        "Files that could not be read to their end; their rest was sent to the dead letters.",
     ),
     def(
         SOURCE_TO_SINK_LATENCY,
@@ -257,6 +267,8 @@ pub struct Metrics {
     pub records_late: Counter,
     /// [`RECORDS_MALFORMED`].
     pub records_malformed: Counter,
+    /// [`FILES_UNREADABLE`].
+    pub files_unreadable: Counter,
     /// [`SOURCE_TO_SINK_LATENCY`].
     pub source_to_sink_latency: Histogram,
     /// [`STAGE_LATENCY`] `stage="source"`.
@@ -338,7 +350,14 @@ impl Metrics {
         m.enabled = true;
         m.recorder = Some(Arc::new(recorder));
         // Counters and gauges exist from the start (value 0), so every series is exported.
-        for c in [&m.records_in, &m.records_out, &m.records_late, &m.records_malformed, &m.checkpoint_failures] {
+        for c in [
+            &m.records_in,
+            &m.records_out,
+            &m.records_late,
+            &m.records_malformed,
+            &m.files_unreadable,
+            &m.checkpoint_failures,
+        ] {
             c.absolute(0);
         }
         for g in [&m.watermark, &m.rolling_frontier, &m.watermark_lag, &m.checkpoint_size, &m.checkpoint_age] {
@@ -368,6 +387,7 @@ impl Metrics {
             records_out: r.counter(RECORDS_OUT, &[]),
             records_late: r.counter(RECORDS_LATE, &[]),
             records_malformed: r.counter(RECORDS_MALFORMED, &[]),
+            files_unreadable: r.counter(FILES_UNREADABLE, &[]),
             source_to_sink_latency: r.histogram(SOURCE_TO_SINK_LATENCY, &[]),
             stage_source: stage(STAGES[0]),
             stage_partition: stage(STAGES[1]),

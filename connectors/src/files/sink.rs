@@ -410,7 +410,7 @@ mod tests {
             .iter()
             .map(|i| match &i.payload {
                 Payload::Raw(b) => b.as_slice(),
-                Payload::Record(_) | Payload::Header(_) => &[],
+                Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => &[],
             })
             .collect();
         assert_eq!(lines, vec![b"{\"n\":0}".as_slice()]);

@@ -1,26 +1,33 @@
-//! [`FilesSource`]: the lines of a folder's files, in name order, a micro-batch per group of files.
+//! [`FilesSource`]: the records of a folder's files, in name order, a micro-batch per group of
+//! files; with `follow`, also the lines appended to files already read (as `tail -F`).
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use eddy_engine::spec::{DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_US, OnUnreadableFile};
 use flate2::read::MultiGzDecoder;
 
+use super::lines::{Chunk, RecordRules, read_record};
 use super::{is_blank, is_hidden, strip_bom, strip_newline};
-use crate::{ConnectorError, Payload, Poll, Position, Source, SourceItem, SourceOffset};
+use crate::{
+    ConnectorError, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source, SourceItem, SourceOffset,
+};
 
-/// How often a following source lists its folder again while it waits for new files.
+/// How often a following source lists its folder again (and looks at the sizes of the files it
+/// follows) while it waits for new input.
 const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Read buffer per open file (bytes).
 const READ_BUFFER: usize = 64 * 1024;
 
-/// Reads the files of one folder as lines: one [`SourceItem`] (a [`Payload::Raw`] line, without
-/// its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line number).
+/// Reads the files of one folder as records: one [`SourceItem`] (a [`Payload::Raw`] line,
+/// without its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line
+/// numbers).
 ///
 /// - Files are read in name order (byte order of the names); names starting with `.` or `_`,
 ///   and sub-folders, are ignored (Spark's file source hides them too). A name ending in `.gz`
@@ -29,17 +36,32 @@ const READ_BUFFER: usize = 64 * 1024;
 ///   each group is one micro-batch, as Spark's `maxFilesPerTrigger`; a file with no line is still
 ///   a member of its group. When the folder has no more unread file, the last (possibly smaller)
 ///   group ends with a boundary too, as Spark plans a batch over the files available.
-/// - Without `follow`, [`Poll::Exhausted`] follows the last boundary. With `follow`, the folder
-///   is listed again (every ~50 ms while a poll waits) and files that appear later are read, in
-///   name order among themselves; each file is read once. Files must appear whole (written under
-///   a hidden name, then renamed), as Spark's file source requires.
-/// - Files are streamed (64 KiB buffer); a poll reads at most `max` items.
+/// - Without `follow`, [`Poll::Exhausted`] follows the last boundary, and a last line without
+///   newline is a record. With `follow` (as `tail -F`), the folder is listed again and the
+///   sizes of the files read are looked at (every ~50 ms while a poll waits): new files are
+///   read, in name order among themselves, and a file that grew is read on from where it
+///   stopped (each time a member of a group, as a new file). A line is read once its newline
+///   arrives; a last line without one is held (nothing of it is consumed, in the offset
+///   neither) until it is completed, or until its file has not grown for
+///   `partial_line_timeout`: it is then read as a record. A file that shrinks or is replaced
+///   (another file under its name: a new inode) is logged and read from its start as a new
+///   file. `.gz` files are read once, whole: they must appear whole (written under a hidden
+///   name, then renamed).
+/// - Records are read in bounded memory: one longer than `max_record_bytes` is skipped to its
+///   end and given as a [`Rejection::TooLarge`] (its length and first bytes).
+/// - A file that cannot be read to its end (a corrupt or truncated `.gz`, an I/O error) is, by
+///   default, read up to the failure, then finished: its rest is one [`Rejection::UnreadableFile`]
+///   at [`Position::FileRest`] (with `on_unreadable_file = "fail"`: an error).
 /// - A UTF-8 byte order mark at the start of a file is skipped (as Spark's readers do).
 /// - With `csv_header`, the first non-blank line of every file is its header: it is returned as
-///   a [`Payload::Header`] item before the file's lines (also when a restart resumes in the
-///   middle of the file), so each file is decoded under its own header.
+///   a [`Payload::Header`] item before the file's records (also when a restart resumes in the
+///   middle of the file, or a followed file is read on), so each file is decoded under its own
+///   header; and a newline inside a quoted field belongs to the field (RFC 4180; Spark's
+///   `multiLine = true`): the record spans lines, its position is its first line.
 /// - The offset ([`Source::offset`]) names the files read whole, so a restart reads a file that
-///   appeared meanwhile with a name before them, as a run that went on would have.
+///   appeared meanwhile with a name before them, as a run that went on would have; with
+///   `follow`, it names each file's count of complete lines consumed
+///   ([`SourceOffset::FilesFollowed`]).
 pub struct FilesSource {
     folder: PathBuf,
     /// When the pipeline named one file: its name (only it is read).
@@ -47,20 +69,61 @@ pub struct FilesSource {
     max_files_per_trigger: usize,
     follow: bool,
     csv_header: bool,
-    /// Every file name listed so far (queued, open or read), and those a restart skips.
+    rules: RecordRules,
+    partial_line_timeout: Duration,
+    on_unreadable: OnUnreadableFile,
+    /// Every file name listed so far (queued, open, read or followed), and those a restart skips.
     seen: HashSet<OsString>,
-    /// Listed files not yet opened, in name order.
+    /// Files to open (new, or followed ones that grew), in name order.
     pending: VecDeque<(String, PathBuf)>,
     current: Option<OpenFile>,
     /// Files finished in the current group.
     files_in_group: usize,
     exhausted: bool,
     line: Vec<u8>,
-    /// The files read to their end (by this run, or before the checkpoint it resumed from).
+    /// The files finished for good (read to their end without `follow`, `.gz`, or unreadable; by
+    /// this run, or before the checkpoint it resumed from).
     done: BTreeSet<String>,
-    /// Where a restart resumes in the middle of a file ([`Source::seek`]): the first `.1` lines
-    /// of the file named `.0` are skipped; cleared once that file is opened.
-    resume: Option<(String, u64)>,
+    /// Where a restart resumes in the middle of files ([`Source::seek`]): the first lines of
+    /// each named file are skipped; an entry is removed once its file is opened.
+    resume: BTreeMap<String, u64>,
+    /// Files read to their current end that may grow (with `follow`, or after resuming from a
+    /// followed source's offset), with their lines consumed.
+    followed: BTreeMap<String, Followed>,
+    /// Whether the offset counts lines per file ([`SourceOffset::FilesFollowed`]).
+    counts_lines: bool,
+}
+
+/// The identity of a file's content (device and inode): another one under the same name is a
+/// replaced (rotated) file.
+type FileId = Option<(u64, u64)>;
+
+fn file_id(m: &std::fs::Metadata) -> FileId {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        None
+    }
+}
+
+/// A file read to its current end, followed for appended lines.
+struct Followed {
+    path: PathBuf,
+    /// Lines consumed (complete records only).
+    lines: u64,
+    /// Bytes consumed (complete records only): where reading goes on.
+    bytes: u64,
+    id: FileId,
+    /// Its CSV header, once read (given again before lines read later).
+    header: Option<Vec<u8>>,
+    /// The size last seen, and since when it is so.
+    size: u64,
+    size_since: Instant,
 }
 
 /// The file being read.
@@ -68,12 +131,25 @@ struct OpenFile {
     name: String,
     path: PathBuf,
     reader: Box<dyn BufRead + Send>,
-    /// Lines read so far (the number of the last line read).
+    gz: bool,
+    id: FileId,
+    /// Lines consumed (the number of the last line of the last record read).
     line: u64,
+    /// Bytes of content consumed (complete records only).
+    bytes: u64,
     /// Whether the header line of this file is still to be read.
     header_pending: bool,
-    /// A header read while skipping the lines a restart resumes after, still to be returned.
-    skipped_header: Option<Vec<u8>>,
+    /// Its header, once read.
+    header: Option<Vec<u8>>,
+    /// A header to return before the next record (skipped by a restart, or a followed file
+    /// read on).
+    give_header: Option<Vec<u8>>,
+    /// The size last seen, and since when (a held partial line is read once this is older than
+    /// `partial_line_timeout`).
+    size: u64,
+    size_since: Instant,
+    /// Whether it failed and is finished (unreadable).
+    failed: bool,
 }
 
 impl fmt::Debug for FilesSource {
@@ -85,6 +161,7 @@ impl fmt::Debug for FilesSource {
             .field("csv_header", &self.csv_header)
             .field("current", &self.current.as_ref().map(|c| (&c.name, c.line)))
             .field("pending", &self.pending.len())
+            .field("followed", &self.followed.len())
             .field("files_in_group", &self.files_in_group)
             .field("exhausted", &self.exhausted)
             .finish()
@@ -92,7 +169,9 @@ impl fmt::Debug for FilesSource {
 }
 
 impl FilesSource {
-    /// A source over the files of `folder` (or over one file, when `folder` names a file).
+    /// A source over the files of `folder` (or over one file, when `folder` names a file), with
+    /// the default `max_record_bytes`, `partial_line_timeout` and `on_unreadable_file`
+    /// (`eddy_engine::spec`'s defaults; see the `with_` methods).
     ///
     /// # Errors
     /// [`ConnectorError::Config`] when `folder` does not exist or is not a folder, or when
@@ -140,6 +219,9 @@ impl FilesSource {
             max_files_per_trigger,
             follow,
             csv_header,
+            rules: RecordRules { max_record_bytes: DEFAULT_MAX_RECORD_BYTES, csv: csv_header },
+            partial_line_timeout: Duration::from_micros(DEFAULT_PARTIAL_LINE_TIMEOUT_US as u64),
+            on_unreadable: OnUnreadableFile::DeadLetter,
             seen: HashSet::new(),
             pending: VecDeque::new(),
             current: None,
@@ -147,8 +229,33 @@ impl FilesSource {
             exhausted: false,
             line: Vec::new(),
             done: BTreeSet::new(),
-            resume: None,
+            resume: BTreeMap::new(),
+            followed: BTreeMap::new(),
+            counts_lines: follow,
         })
+    }
+
+    /// Records longer than `bytes` (without their line terminator) are rejected
+    /// ([`Rejection::TooLarge`]); at least 1.
+    #[must_use]
+    pub fn with_max_record_bytes(mut self, bytes: u64) -> FilesSource {
+        self.rules.max_record_bytes = bytes.max(1);
+        self
+    }
+
+    /// With `follow`: a last line without newline is read as a record once its file has not
+    /// grown for `timeout`.
+    #[must_use]
+    pub fn with_partial_line_timeout(mut self, timeout: Duration) -> FilesSource {
+        self.partial_line_timeout = timeout;
+        self
+    }
+
+    /// What a file that cannot be read to its end does: a dead letter (the default) or an error.
+    #[must_use]
+    pub fn with_on_unreadable_file(mut self, on_unreadable: OnUnreadableFile) -> FilesSource {
+        self.on_unreadable = on_unreadable;
+        self
     }
 
     /// Lists the folder and queues, in name order, the visible files not listed before.
@@ -183,98 +290,289 @@ impl FilesSource {
         Ok(())
     }
 
-    /// Opens a file at its first line.
-    fn open_raw(&self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
-        let file = File::open(&path)
-            .map_err(|source| ConnectorError::Io { what: format!("opening {}", path.display()), source })?;
-        let reader: Box<dyn BufRead + Send> = if name.ends_with(".gz") {
+    /// With `follow`: queues, in name order, the followed files that grew, that hold a partial
+    /// last line quiet for `partial_line_timeout`, or that were replaced or shrank (these are
+    /// read from their start again, as new files).
+    fn check_followed(&mut self) {
+        let now = Instant::now();
+        for (name, f) in &mut self.followed {
+            // A file that vanished (renamed away by rotation) may come back under its name.
+            let Ok(m) = std::fs::metadata(&f.path) else { continue };
+            let size = m.len();
+            let id = file_id(&m);
+            if id != f.id || size < f.bytes {
+                tracing::warn!(file = %f.path.display(), lines_read = f.lines, bytes_read = f.bytes, size,
+                    "followed file was replaced or truncated; reading it from its start as a new file");
+                *f = Followed { path: f.path.clone(), lines: 0, bytes: 0, id, header: None, size, size_since: now };
+                self.pending.push_back((name.clone(), f.path.clone()));
+            } else if size != f.size {
+                f.size = size;
+                f.size_since = now;
+                if size > f.bytes {
+                    self.pending.push_back((name.clone(), f.path.clone()));
+                }
+            } else if size > f.bytes && now.duration_since(f.size_since) >= self.partial_line_timeout {
+                self.pending.push_back((name.clone(), f.path.clone()));
+            }
+        }
+    }
+
+    /// The error, or the dead letter, for a file that cannot be read on from `line` / `byte`:
+    /// with [`OnUnreadableFile::DeadLetter`] a [`Rejection::UnreadableFile`] item is added to
+    /// `out` and the file is finished.
+    fn unreadable(
+        &mut self,
+        name: &str,
+        path: &Path,
+        (line, byte): (u64, u64),
+        error: std::io::Error,
+        head: &[u8],
+        out: &mut Vec<SourceItem>,
+    ) -> Result<(), ConnectorError> {
+        if self.on_unreadable == OnUnreadableFile::Fail {
+            return Err(ConnectorError::Io {
+                what: format!("reading {} at line {line} (byte {byte})", path.display()),
+                source: error,
+            });
+        }
+        tracing::warn!(file = %path.display(), line, byte, %error,
+            "unreadable file: the lines before the failure were read, the rest goes to the dead letters");
+        let head = head[..head.len().min(REJECTED_HEAD_BYTES)].to_vec();
+        out.push(SourceItem {
+            payload: Payload::Rejected(Rejection::UnreadableFile { error: error.to_string(), head }),
+            position: Position::FileRest { file: name.to_string(), line, byte },
+            created_ns: 0,
+        });
+        self.followed.remove(name);
+        self.done.insert(name.to_string());
+        Ok(())
+    }
+
+    /// Opens a file at byte `at` of its content (0 for a `.gz` file).
+    fn open_raw(&self, name: String, path: PathBuf, at: u64) -> std::io::Result<OpenFile> {
+        let mut file = File::open(&path)?;
+        let m = file.metadata()?;
+        if at > 0 {
+            file.seek(SeekFrom::Start(at))?;
+        }
+        let gz = name.ends_with(".gz");
+        let reader: Box<dyn BufRead + Send> = if gz {
             Box::new(BufReader::with_capacity(READ_BUFFER, MultiGzDecoder::new(file)))
         } else {
             Box::new(BufReader::with_capacity(READ_BUFFER, file))
         };
-        Ok(OpenFile { name, path, reader, line: 0, header_pending: self.csv_header, skipped_header: None })
+        Ok(OpenFile {
+            name,
+            path,
+            reader,
+            gz,
+            id: file_id(&m),
+            line: 0,
+            bytes: 0,
+            header_pending: self.csv_header,
+            header: None,
+            give_header: None,
+            size: m.len(),
+            size_since: Instant::now(),
+            failed: false,
+        })
     }
 
-    /// Opens a file to read it, past the lines a restart skips ([`Source::seek`]); a header among
-    /// them is kept, to be returned first.
-    fn open(&mut self, name: String, path: PathBuf) -> Result<OpenFile, ConnectorError> {
-        let mut open = self.open_raw(name, path)?;
-        if let Some((_, skip)) = self.resume.take_if(|(f, _)| *f == open.name) {
-            let mut buf = Vec::new();
-            while open.line < skip {
-                buf.clear();
-                let n = open.reader.read_until(b'\n', &mut buf).map_err(|source| ConnectorError::Io {
-                    what: format!("skipping the lines of {} consumed before the checkpoint", open.path.display()),
-                    source,
-                })?;
-                if n == 0 {
-                    break;
+    /// Opens a file to read it: a followed file where it stopped (from its start when it was
+    /// replaced or truncated meanwhile), another past the lines a restart skips
+    /// ([`Source::seek`]; a header among them is kept, to be returned first). `None`: the file
+    /// is gone, or unreadable (its dead letter is in `out`).
+    fn open(
+        &mut self,
+        name: String,
+        path: PathBuf,
+        out: &mut Vec<SourceItem>,
+    ) -> Result<Option<OpenFile>, ConnectorError> {
+        let followed = self.followed.remove(&name);
+        // A followed file goes on where it stopped, unless another file took its name or it
+        // shrank.
+        let go_on = followed.as_ref().filter(|f| match std::fs::metadata(&path) {
+            Ok(m) if file_id(&m) == f.id && m.len() >= f.bytes => true,
+            Ok(m) => {
+                tracing::warn!(file = %path.display(), lines_read = f.lines, bytes_read = f.bytes, size = m.len(),
+                    "followed file was replaced or truncated; reading it from its start as a new file");
+                false
+            }
+            Err(_) => true,
+        });
+        let at = go_on.map_or(0, |f| f.bytes);
+        let mut open = match self.open_raw(name.clone(), path.clone(), at) {
+            Ok(open) => open,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Renamed away (rotation) between its listing and now: it may come back.
+                tracing::debug!(file = %path.display(), "files source: a listed file is gone");
+                match followed {
+                    Some(f) => {
+                        self.followed.insert(name, f);
+                    }
+                    // Listed again when a file of that name appears.
+                    None => {
+                        self.seen.remove(&OsString::from(&name));
+                    }
                 }
-                open.line += 1;
-                let text = strip_newline(&buf);
-                let text = if open.line == 1 { strip_bom(text) } else { text };
-                if open.header_pending && !is_blank(text) {
-                    open.header_pending = false;
-                    open.skipped_header = Some(text.to_vec());
+                return Ok(None);
+            }
+            Err(e) => {
+                let at = go_on.map_or((1, 0), |f| (f.lines + 1, f.bytes));
+                self.unreadable(&name, &path, at, e, &[], out)?;
+                return Ok(None);
+            }
+        };
+        if let Some(f) = go_on {
+            open.line = f.lines;
+            open.bytes = f.bytes;
+            open.header_pending = self.csv_header && f.header.is_none();
+            open.give_header.clone_from(&f.header);
+            open.header.clone_from(&f.header);
+            if open.size == f.size {
+                open.size_since = f.size_since;
+            }
+            return Ok(Some(open));
+        }
+        if followed.is_some() {
+            return Ok(Some(open));
+        }
+        let Some(skip) = self.resume.remove(&name) else {
+            return Ok(Some(open));
+        };
+        let skip_rules = RecordRules { csv: false, ..self.rules };
+        while open.line < skip {
+            let chunk = match read_record(open.reader.as_mut(), &mut self.line, skip_rules) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.unreadable(&name, &path, (open.line + 1, open.bytes), e, &[], out)?;
+                    return Ok(None);
                 }
+            };
+            if chunk.consumed == 0 {
+                break;
+            }
+            open.line += chunk.lines;
+            open.bytes += chunk.consumed;
+            let text = strip_newline(&self.line);
+            let text = if open.line == 1 { strip_bom(text) } else { text };
+            if open.header_pending && !is_blank(text) {
+                open.header_pending = false;
+                open.header = Some(text.to_vec());
+                open.give_header = Some(text.to_vec());
             }
         }
-        Ok(open)
+        if open.line < skip && self.follow {
+            tracing::warn!(file = %path.display(), lines = open.line, checkpoint_lines = skip,
+                "followed file is shorter than the checkpoint says: it was replaced; reading it from its start");
+            return match self.open_raw(name.clone(), path.clone(), 0) {
+                Ok(open) => Ok(Some(open)),
+                Err(e) => {
+                    self.unreadable(&name, &path, (1, 0), e, &[], out)?;
+                    Ok(None)
+                }
+            };
+        }
+        Ok(Some(open))
     }
 
-    /// Reads lines of the current file into `out` until `out` holds `limit` items or the file
-    /// ends; returns whether it ended.
+    /// Reads records of the current file into `out` until `out` holds `limit` items or the
+    /// file ends (with `follow`: or reaches a partial last line it holds); returns whether it
+    /// ended.
     fn read_current(&mut self, out: &mut Vec<SourceItem>, limit: usize) -> Result<bool, ConnectorError> {
         let Some(file) = self.current.as_mut() else {
             return Ok(true);
         };
-        if let Some(header) = file.skipped_header.take() {
+        if out.len() >= limit {
+            return Ok(false);
+        }
+        if let Some(header) = file.give_header.take() {
             out.push(SourceItem {
                 payload: Payload::Header(header),
-                position: Position::File { file: file.name.clone(), line: file.line },
+                position: Position::File { file: file.name.clone(), line: file.line, through: file.line },
                 created_ns: 0,
             });
         }
         while out.len() < limit {
-            self.line.clear();
-            let n = file.reader.read_until(b'\n', &mut self.line).map_err(|source| ConnectorError::Io {
-                what: format!("reading {} at line {}", file.path.display(), file.line + 1),
-                source,
-            })?;
-            if n == 0 {
+            let chunk: Chunk = match read_record(file.reader.as_mut(), &mut self.line, self.rules) {
+                Ok(c) => c,
+                Err(e) => {
+                    file.failed = true;
+                    let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
+                    let head = std::mem::take(&mut self.line);
+                    self.unreadable(&name, &path, at, e, &head, out)?;
+                    return Ok(true);
+                }
+            };
+            if chunk.consumed == 0 {
                 return Ok(true);
             }
-            file.line += 1;
+            if !chunk.complete && self.follow && !file.gz && file.size_since.elapsed() < self.partial_line_timeout {
+                // Held: reading goes on from its first byte once more arrives (or the timeout).
+                return Ok(true);
+            }
+            let first = file.line + 1;
+            file.line += chunk.lines;
+            file.bytes += chunk.consumed;
             let text = strip_newline(&self.line);
-            let text = if file.line == 1 { strip_bom(text) } else { text };
+            let text = if first == 1 { strip_bom(text) } else { text };
+            let position = Position::File { file: file.name.clone(), line: first, through: file.line };
+            if let Some(bytes) = chunk.too_large {
+                let max = self.rules.max_record_bytes;
+                tracing::warn!(%position, bytes, max, "record longer than max_record_bytes, skipped to its end");
+                out.push(SourceItem {
+                    payload: Payload::Rejected(Rejection::TooLarge { bytes, max, head: text.to_vec() }),
+                    position,
+                    created_ns: 0,
+                });
+                continue;
+            }
             if is_blank(text) {
                 continue;
             }
             let payload = if file.header_pending {
                 file.header_pending = false;
+                file.header = Some(text.to_vec());
                 Payload::Header(text.to_vec())
             } else {
                 Payload::Raw(text.to_vec())
             };
-            out.push(SourceItem {
-                payload,
-                position: Position::File { file: file.name.clone(), line: file.line },
-                created_ns: 0,
-            });
+            out.push(SourceItem { payload, position, created_ns: 0 });
         }
         Ok(false)
+    }
+
+    /// The current file is read to its (current) end: followed, or finished.
+    fn finish_current(&mut self) {
+        let Some(c) = self.current.take() else { return };
+        if c.failed {
+            return;
+        }
+        if self.counts_lines && !c.gz {
+            // The size now (it may have grown while it was read: seen at the next check).
+            let (size, size_since) = match std::fs::metadata(&c.path) {
+                Ok(m) if m.len() != c.size => (m.len(), Instant::now()),
+                _ => (c.size, c.size_since),
+            };
+            let followed =
+                Followed { path: c.path, lines: c.line, bytes: c.bytes, id: c.id, header: c.header, size, size_since };
+            self.followed.insert(c.name, followed);
+        } else {
+            self.done.insert(c.name);
+        }
     }
 }
 
 impl Source for FilesSource {
-    /// Appends up to `max` lines; returns [`Poll::BatchBoundary`] when a group of files ends
+    /// Appends up to `max` items; returns [`Poll::BatchBoundary`] when a group of files ends
     /// (the group's last items are in `out`), [`Poll::Data`] when `max` items were appended,
     /// [`Poll::Exhausted`] (no `follow`) when every file has been read, and [`Poll::Idle`]
-    /// (`follow`) when no new file appeared within `timeout`. It sleeps between listings, never
+    /// (`follow`) when nothing new arrived within `timeout`. It sleeps between listings, never
     /// spins.
     ///
     /// # Errors
-    /// [`ConnectorError::Io`] naming the file (and line) that cannot be listed, opened, read or
+    /// [`ConnectorError::Io`] naming the folder that cannot be listed, or (with
+    /// `on_unreadable_file = "fail"`) the file, line and byte that cannot be opened, read or
     /// decompressed.
     fn poll(&mut self, out: &mut Vec<SourceItem>, max: usize, timeout: Duration) -> Result<Poll, ConnectorError> {
         if self.exhausted {
@@ -287,9 +585,7 @@ impl Source for FilesSource {
                 if !self.read_current(out, limit)? {
                     return Ok(Poll::Data);
                 }
-                if let Some(c) = self.current.take() {
-                    self.done.insert(c.name);
-                }
+                self.finish_current();
                 self.files_in_group += 1;
                 if self.files_in_group == self.max_files_per_trigger {
                     self.files_in_group = 0;
@@ -299,11 +595,27 @@ impl Source for FilesSource {
             }
             if self.pending.is_empty() {
                 self.rescan()?;
+                if self.follow {
+                    self.check_followed();
+                }
+            }
+            if out.len() >= limit {
+                return Ok(Poll::Data);
             }
             // The file a restart resumes in comes first, as the run before read it first.
-            let resumed = self.resume.as_ref().and_then(|(f, _)| self.pending.iter().position(|(n, _)| n == f));
+            let resumed = self.pending.iter().position(|(n, _)| self.resume.contains_key(n));
             if let Some((name, path)) = self.pending.remove(resumed.unwrap_or(0)) {
-                self.current = Some(self.open(name, path)?);
+                match self.open(name, path, out)? {
+                    Some(open) => self.current = Some(open),
+                    // Unreadable (its dead letter is in `out`) or gone: still a member of its group.
+                    None => {
+                        self.files_in_group += 1;
+                        if self.files_in_group == self.max_files_per_trigger {
+                            self.files_in_group = 0;
+                            return Ok(Poll::BatchBoundary);
+                        }
+                    }
+                }
                 continue;
             }
             // Every listed file has been read.
@@ -325,29 +637,48 @@ impl Source for FilesSource {
         }
     }
 
-    /// The files read whole, and the file being read with its lines read so far (or, before a
-    /// resumed file is opened, the lines a restart skips in it). `None` before anything was read.
+    /// Without `follow`: the files read whole, and the file being read with its lines read so
+    /// far (or, before a resumed file is opened, the lines a restart skips in it); `None` before
+    /// anything was read. With `follow` ([`SourceOffset::FilesFollowed`], from the start): the
+    /// lines consumed of every file read, and the files finished for good.
     fn offset(&self) -> Option<SourceOffset> {
+        if self.counts_lines {
+            let mut lines: BTreeMap<&str, u64> = self.resume.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+            lines.extend(self.followed.iter().map(|(n, f)| (n.as_str(), f.lines)));
+            if let Some(c) = self.current.as_ref().filter(|c| !c.failed) {
+                lines.insert(&c.name, c.line);
+            }
+            return Some(SourceOffset::FilesFollowed {
+                done: self.done.iter().cloned().collect(),
+                lines: lines.into_iter().map(|(n, l)| (n.to_string(), l)).collect(),
+            });
+        }
         let reading = match &self.current {
-            Some(c) => Some((c.name.clone(), c.line)),
-            None => self.resume.clone(),
+            Some(c) if !c.failed => Some((c.name.clone(), c.line)),
+            _ => self.resume.iter().next().map(|(n, l)| (n.clone(), *l)),
         };
         (reading.is_some() || !self.done.is_empty())
             .then(|| SourceOffset::Files { done: self.done.iter().cloned().collect(), reading })
     }
 
-    /// Skips the files the offset names as read and the offset's lines of the file it was
+    /// Skips the files the offset names as read and the offset's lines of the files it was
     /// reading; every other file of the folder is read, in name order. A mid-file resume starts
-    /// a new group of `max_files_per_trigger` files there. An offset of a checkpoint of format 1
-    /// or 2 ([`SourceOffset::FilesInNameOrder`]) skips the files of the folder named before its
-    /// file, as those versions did.
+    /// a new group of `max_files_per_trigger` files there. An offset of a followed source
+    /// ([`SourceOffset::FilesFollowed`]) makes this source count lines per file too (without
+    /// `follow`, each file is then read on from its count, once). An offset of a checkpoint of
+    /// format 1 or 2 ([`SourceOffset::FilesInNameOrder`]) skips the files of the folder named
+    /// before its file, as those versions did.
     ///
     /// # Errors
     /// [`ConnectorError::Config`] for an offset of another kind of source;
     /// [`ConnectorError::Io`] when the folder cannot be listed (an old offset).
     fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
-        let (done, reading) = match offset {
-            SourceOffset::Files { done, reading } => (done.clone(), reading.clone()),
+        let (done, reading): (Vec<String>, Vec<(String, u64)>) = match offset {
+            SourceOffset::Files { done, reading } => (done.clone(), reading.iter().cloned().collect()),
+            SourceOffset::FilesFollowed { done, lines } => {
+                self.counts_lines = true;
+                (done.clone(), lines.clone())
+            }
             SourceOffset::FilesInNameOrder { file, line } => {
                 let mut done = Vec::new();
                 self.rescan()?;
@@ -356,7 +687,7 @@ impl Source for FilesSource {
                         done.push(name.clone());
                     }
                 }
-                (done, (*line != u64::MAX).then(|| (file.clone(), *line)))
+                (done, (*line != u64::MAX).then(|| (file.clone(), *line)).into_iter().collect())
             }
             _ => {
                 return Err(ConnectorError::Config(format!(
@@ -369,7 +700,7 @@ impl Source for FilesSource {
         self.seen.extend(done.iter().map(OsString::from));
         self.done.extend(done);
         self.pending.retain(|(name, _)| !self.done.contains(name));
-        self.resume = reading;
+        self.resume = reading.into_iter().collect();
         Ok(())
     }
 }
@@ -379,6 +710,7 @@ mod tests {
     use std::io::Write;
 
     use super::*;
+    use crate::REJECTED_HEAD_BYTES;
 
     const LONG: Duration = Duration::from_secs(5);
 
@@ -398,6 +730,7 @@ mod tests {
         match &item.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
             Payload::Header(b) => format!("header: {}", String::from_utf8(b.clone()).unwrap()),
+            Payload::Rejected(r) => format!("rejected: {}", r.reason()),
             Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
         }
     }
@@ -565,12 +898,188 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_gz_file_is_an_error_naming_it() {
+    fn a_corrupt_gz_file_is_an_error_naming_it_when_unreadable_files_fail() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "bad.json.gz", "this is not gzip\n");
-        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut s =
+            FilesSource::new(dir.path(), 1, false, false).unwrap().with_on_unreadable_file(OnUnreadableFile::Fail);
         let err = s.poll(&mut Vec::new(), 10, LONG).unwrap_err();
         assert!(err.to_string().contains("bad.json.gz"), "{err}");
+    }
+
+    /// `text` gzipped, as bytes.
+    fn gz(text: &str) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn an_unreadable_gz_file_gives_its_lines_then_one_rejection_of_its_rest_and_is_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..2000).map(|i| format!("{{\"i\":{i},\"pad\":\"{}\"}}\n", i * 7919 % 10007)).collect();
+        let whole = gz(&text);
+        // Truncated: the stream ends early. Garbage: bytes in its middle overwritten.
+        std::fs::write(dir.path().join("b-truncated.json.gz"), &whole[..whole.len() / 2]).unwrap();
+        let mut garbled = whole.clone();
+        let mid = garbled.len() / 2;
+        garbled[mid..mid + 64].fill(0x55);
+        std::fs::write(dir.path().join("c-garbled.json.gz"), &garbled).unwrap();
+        write(dir.path(), "a.json", "{\"a\":1}\n");
+        write(dir.path(), "d.json", "{\"d\":1}\n");
+        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut items = Vec::new();
+        loop {
+            let mut out = Vec::new();
+            let poll = s.poll(&mut out, 100, LONG).unwrap();
+            items.extend(out);
+            if poll == Poll::Exhausted {
+                break;
+            }
+        }
+        let rejected: Vec<&SourceItem> =
+            items.iter().filter(|i| matches!(i.payload, Payload::Rejected(Rejection::UnreadableFile { .. }))).collect();
+        let files_of = |items: &[&SourceItem]| -> Vec<String> {
+            items
+                .iter()
+                .map(|i| match &i.position {
+                    Position::FileRest { file, .. } => file.clone(),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(files_of(&rejected), vec!["b-truncated.json.gz", "c-garbled.json.gz"]);
+        let raw_lines = |file: &str| -> Vec<String> {
+            items
+                .iter()
+                .filter(|i| matches!(&i.position, Position::File { file: f, .. } if f == file))
+                .map(raw)
+                .collect()
+        };
+        // Truncated: every line read before the failure is complete and the file's own, and the
+        // byte is where the next starts. (Garbage may decompress to other lines before gzip's
+        // checksum finds it, at the end of the member: they are read as they come.)
+        let read = raw_lines("b-truncated.json.gz");
+        assert!(!read.is_empty());
+        assert_eq!(read, text.lines().take(read.len()).collect::<Vec<_>>());
+        let Position::FileRest { line, byte, .. } = &rejected[0].position else { unreachable!() };
+        assert_eq!(*line, read.len() as u64 + 1);
+        assert_eq!(*byte as usize, read.iter().map(|l| l.len() + 1).sum::<usize>());
+        assert_eq!(raw_lines("a.json"), vec!["{\"a\":1}"]);
+        assert_eq!(raw_lines("d.json"), vec!["{\"d\":1}"]);
+        // Finished: a restart from this offset reads nothing again.
+        let offset = s.offset().unwrap();
+        let all = ["a.json", "b-truncated.json.gz", "c-garbled.json.gz", "d.json"];
+        assert_eq!(offset, files(&all, None));
+        let mut resumed = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        resumed.seek(&offset).unwrap();
+        assert_eq!(drain(&mut resumed, 100, LONG), (vec![], Poll::Exhausted));
+    }
+
+    #[test]
+    fn a_record_longer_than_max_record_bytes_is_rejected_with_its_length_and_first_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("{{\"s\":\"{}\"}}", "x".repeat(5000));
+        write(dir.path(), "a.json", &format!("{{\"a\":1}}\n{long}\n{{\"a\":2}}\n"));
+        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap().with_max_record_bytes(1000);
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(out.len(), 3);
+        let Payload::Rejected(Rejection::TooLarge { bytes, max, head }) = &out[1].payload else {
+            panic!("{:?}", out[1].payload)
+        };
+        assert_eq!((*bytes, *max, head.as_slice()), (long.len() as u64, 1000, &long.as_bytes()[..REJECTED_HEAD_BYTES]));
+        assert_eq!(out[1].position.to_string(), "a.json:2");
+        assert_eq!(raw(&out[2]), "{\"a\":2}");
+    }
+
+    #[test]
+    fn a_csv_record_with_a_newline_in_a_quoted_field_is_one_record_at_its_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.csv", "id,s,n\n1,\"multi\nline\",3\n2,plain,4\n");
+        let mut s = FilesSource::new(dir.path(), 1, false, true).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        let got: Vec<(String, String)> = out.iter().map(|i| (i.position.to_string(), raw(i))).collect();
+        let expected = [("a.csv:1", "header: id,s,n"), ("a.csv:2-3", "1,\"multi\nline\",3"), ("a.csv:4", "2,plain,4")];
+        assert_eq!(got, expected.map(|(p, l)| (p.to_string(), l.to_string())));
+        // A restart after the record skips both of its lines.
+        let mut resumed = FilesSource::new(dir.path(), 1, false, true).unwrap();
+        resumed.seek(&files(&[], Some(("a.csv", 3)))).unwrap();
+        let (batches, _) = drain(&mut resumed, 100, LONG);
+        assert_eq!(batches, vec![vec!["header: id,s,n", "2,plain,4"]]);
+    }
+
+    fn append(dir: &Path, name: &str, text: &str) {
+        let mut f = std::fs::OpenOptions::new().append(true).create(true).open(dir.join(name)).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Every item of polls until one is idle.
+    fn until_idle(s: &mut FilesSource) -> Vec<String> {
+        let mut lines = Vec::new();
+        loop {
+            let mut out = Vec::new();
+            let poll = s.poll(&mut out, 100, Duration::from_millis(120)).unwrap();
+            lines.extend(out.iter().map(raw));
+            if poll == Poll::Idle {
+                return lines;
+            }
+        }
+    }
+
+    #[test]
+    fn a_followed_file_is_read_on_as_it_grows_and_a_partial_line_waits_for_its_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.json", "1\n2");
+        write(dir.path(), "b.json", "x\n");
+        let mut s = FilesSource::new(dir.path(), 1, true, false).unwrap();
+        assert_eq!(until_idle(&mut s), vec!["1", "x"]);
+        let lines = |n: u64| SourceOffset::FilesFollowed {
+            done: vec![],
+            lines: vec![("a.json".into(), n), ("b.json".into(), 1)],
+        };
+        // The partial line is not consumed, in the offset neither.
+        assert_eq!(s.offset(), Some(lines(1)));
+        append(dir.path(), "a.json", "2");
+        assert_eq!(until_idle(&mut s), Vec::<String>::new());
+        append(dir.path(), "a.json", "\n3\n4");
+        assert_eq!(until_idle(&mut s), vec!["22", "3"]);
+        assert_eq!(s.offset(), Some(lines(3)));
+        // A restart from the offset reads on from the same place.
+        let mut resumed = FilesSource::new(dir.path(), 1, true, false).unwrap();
+        resumed.seek(&lines(3)).unwrap();
+        append(dir.path(), "a.json", "5\n");
+        append(dir.path(), "b.json", "y\n");
+        assert_eq!(until_idle(&mut resumed), vec!["45", "y"]);
+    }
+
+    #[test]
+    fn a_partial_last_line_is_read_after_its_file_stays_unchanged_for_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.json", "1\n2");
+        let mut s =
+            FilesSource::new(dir.path(), 1, true, false).unwrap().with_partial_line_timeout(Duration::from_millis(300));
+        assert_eq!(until_idle(&mut s), vec!["1"]);
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(until_idle(&mut s), vec!["2"]);
+        assert_eq!(s.offset(), Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![("a.json".into(), 2)] }));
+    }
+
+    #[test]
+    fn a_followed_file_that_is_replaced_or_truncated_is_read_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.log", "1\n2\n");
+        let mut s = FilesSource::new(dir.path(), 1, true, false).unwrap();
+        assert_eq!(until_idle(&mut s), vec!["1", "2"]);
+        // Rotation: renamed away, a new file under the name (a new inode), longer than the old.
+        std::fs::rename(dir.path().join("a.log"), dir.path().join(".a.log.1")).unwrap();
+        write(dir.path(), "a.log", "3\n4\n5\n");
+        assert_eq!(until_idle(&mut s), vec!["3", "4", "5"]);
+        // Truncated in place and written again.
+        std::fs::write(dir.path().join("a.log"), "6\n").unwrap();
+        assert_eq!(until_idle(&mut s), vec!["6"]);
+        assert_eq!(s.offset(), Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![("a.log".into(), 1)] }));
     }
 
     #[test]
@@ -693,7 +1202,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["header: id,name", "2,y"]);
-        assert_eq!(out[1].position, Position::File { file: "a.csv".into(), line: 3 });
+        assert_eq!(out[1].position, Position::File { file: "a.csv".into(), line: 3, through: 3 });
     }
 
     #[test]

@@ -16,9 +16,10 @@ use super::{Column, DecodeError, DecoderConfig, Plan, quote, utf8};
 /// - Fields are separated by `,`; a field may be quoted with `"`, inside which `,` is literal and
 ///   `""` stands for one `"`. A quote inside an unquoted field is kept as a literal character
 ///   (lenient, as Spark's CSV parser). Text after a closing quote other than `,` is malformed.
-/// - One record is one line as given to [`CsvDecoder::decode`]: a newline inside a quoted field
-///   is not supported (such a record arrives split and its first half is malformed as an
-///   unterminated quoted field).
+/// - One record is what is given to [`CsvDecoder::decode`]: a newline inside a quoted field is
+///   part of the field. The files and stdin sources give such a record whole, over the lines it
+///   spans (RFC 4180; Spark reads it so with `multiLine = true`); a quoted field still open at the
+///   end of the record is malformed.
 /// - An empty unquoted field is null. A quoted empty field (`""`) is the empty string for a
 ///   STRING column and null otherwise (Spark 3's `emptyValue` / `nullValue` defaults).
 /// - Columns are matched to the schema by header name (exact, case-sensitive): header columns
@@ -180,11 +181,7 @@ fn for_each_field<'a>(
             let end = loop {
                 match b[i..].iter().position(|&c| c == b'"') {
                     None => {
-                        return Err(not_csv(
-                            line,
-                            start,
-                            "an unterminated quoted field (a newline inside quotes is not supported: one record per line)",
-                        ));
+                        return Err(not_csv(line, start, "an unterminated quoted field"));
                     }
                     Some(q) if b.get(i + q + 1) == Some(&b'"') => {
                         escaped = true;

@@ -238,6 +238,32 @@ pub struct SourceSpec {
     pub schema: Schema,
     /// `timestamp_unit` of numeric timestamps: default ms.
     pub timestamp_unit: TimeUnit,
+    /// `max_record_bytes` (files and stdin): a longer record (line, or CSV record) goes to the
+    /// dead letters as its length and first bytes; ≥ 1, default [`DEFAULT_MAX_RECORD_BYTES`].
+    /// Other sources: the default, unused.
+    pub max_record_bytes: u64,
+}
+
+/// Default of a files or stdin source's `max_record_bytes`: 16 MiB (so one record, however
+/// malformed its input, holds at most this much memory).
+pub const DEFAULT_MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Default of a followed files source's `partial_line_timeout`: 10 seconds, in µs. A writer
+/// that pauses longer than this in the middle of a line has its line cut in two.
+pub const DEFAULT_PARTIAL_LINE_TIMEOUT_US: i64 = 10_000_000;
+
+/// What a files source does with a file it cannot read to its end (a corrupt or truncated
+/// `.gz`, an I/O error): `on_unreadable_file`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnUnreadableFile {
+    /// `"dead_letter"` (the default): the lines before the failure are read, the rest of the
+    /// file is one dead letter naming the file, the byte and the error, the file is finished
+    /// (also in the checkpoint) and counted (`eddy_files_unreadable_total`); the pipeline goes
+    /// on. A restart therefore does not fail again on the same file.
+    #[default]
+    DeadLetter,
+    /// `"fail"`: the run stops with exit 1 naming the file (and fails again on restart).
+    Fail,
 }
 
 /// Input record format.
@@ -258,8 +284,15 @@ pub enum SourceKind {
         path: PathBuf,
         /// `max_files_per_trigger` (micro-batch): ≥ 1, default 1 (one file = one batch).
         max_files_per_trigger: usize,
-        /// `follow`: keep watching for new files; default false (a finite source).
+        /// `follow`: keep watching for new files and for lines appended to the files read
+        /// (as `tail -F`); default false (a finite source).
         follow: bool,
+        /// `partial_line_timeout` (with `follow`): a last line still without its newline is
+        /// read as a record once its file has not grown for this long; > 0, default
+        /// [`DEFAULT_PARTIAL_LINE_TIMEOUT_US`].
+        partial_line_timeout: Duration,
+        /// `on_unreadable_file`: default [`OnUnreadableFile::DeadLetter`].
+        on_unreadable_file: OnUnreadableFile,
     },
     /// `type = "stdin"`: records on standard input (CSV: the first line is the header). With a
     /// checkpoint, a restart expects the same input again from its start and skips the lines

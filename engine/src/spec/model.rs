@@ -54,6 +54,10 @@ pub(crate) struct RawSource {
     pub path: Option<String>,
     pub max_files_per_trigger: Option<i64>,
     pub follow: Option<bool>,
+    pub partial_line_timeout: Option<String>,
+    pub on_unreadable_file: Option<String>,
+    // files, stdin
+    pub max_record_bytes: Option<i64>,
     // kafka
     pub bootstrap_servers: Option<String>,
     pub topic: Option<String>,

@@ -6,15 +6,28 @@ use std::path::PathBuf;
 use super::error::{SpecError, quote};
 use super::model::RawSource;
 use super::parse::render;
-use super::validate::{Present, Show, choice, note, only_fields};
-use super::{Format, NexmarkTable, SourceKind, SourceSpec, StartingOffsets};
+use super::validate::{Min, Present, Show, choice, duration, note, only_fields};
+use super::{
+    DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_US, Format, NexmarkTable, OnUnreadableFile, SourceKind,
+    SourceSpec, StartingOffsets,
+};
 use crate::schema::Schema;
-use crate::time::TimeUnit;
+use crate::time::{Duration, TimeUnit};
 
 const SOURCE_TYPES: &[&str] = &["files", "stdin", "kafka", "nexmark"];
-const FILES_FIELDS: &[&str] =
-    &["type", "path", "max_files_per_trigger", "follow", "format", "schema", "timestamp_unit"];
-const STDIN_FIELDS: &[&str] = &["type", "format", "schema", "timestamp_unit"];
+const FILES_FIELDS: &[&str] = &[
+    "type",
+    "path",
+    "max_files_per_trigger",
+    "follow",
+    "partial_line_timeout",
+    "on_unreadable_file",
+    "max_record_bytes",
+    "format",
+    "schema",
+    "timestamp_unit",
+];
+const STDIN_FIELDS: &[&str] = &["type", "max_record_bytes", "format", "schema", "timestamp_unit"];
 const KAFKA_SOURCE_FIELDS: &[&str] = &[
     "type",
     "bootstrap_servers",
@@ -59,6 +72,9 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
     note(&mut present, "path", &raw.path);
     note(&mut present, "max_files_per_trigger", &raw.max_files_per_trigger);
     note(&mut present, "follow", &raw.follow);
+    note(&mut present, "partial_line_timeout", &raw.partial_line_timeout);
+    note(&mut present, "on_unreadable_file", &raw.on_unreadable_file);
+    note(&mut present, "max_record_bytes", &raw.max_record_bytes);
     note(&mut present, "bootstrap_servers", &raw.bootstrap_servers);
     note(&mut present, "topic", &raw.topic);
     note(&mut present, "topics", &raw.topics);
@@ -111,6 +127,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             format: Format::Json,
             schema: table.schema(),
             timestamp_unit: TimeUnit::Ms,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
         });
     }
 
@@ -162,7 +179,24 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
                     ));
                 }
             };
-            SourceKind::Files { path: PathBuf::from(path), max_files_per_trigger, follow: raw.follow.unwrap_or(false) }
+            let partial_line_timeout = match raw.partial_line_timeout.as_deref() {
+                None => Duration(DEFAULT_PARTIAL_LINE_TIMEOUT_US),
+                Some(t) => duration("source.partial_line_timeout", t, Min::Positive)?,
+            };
+            let on_unreadable_file = match raw.on_unreadable_file.as_deref() {
+                None => OnUnreadableFile::DeadLetter,
+                Some(o) => match choice("source.on_unreadable_file", o, &["dead_letter", "fail"])? {
+                    "fail" => OnUnreadableFile::Fail,
+                    _ => OnUnreadableFile::DeadLetter,
+                },
+            };
+            SourceKind::Files {
+                path: PathBuf::from(path),
+                max_files_per_trigger,
+                follow: raw.follow.unwrap_or(false),
+                partial_line_timeout,
+                on_unreadable_file,
+            }
         }
         "stdin" => SourceKind::Stdin,
         _ => {
@@ -203,7 +237,18 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties }
         }
     };
-    Ok(SourceSpec { kind, format, schema, timestamp_unit })
+    let max_record_bytes = match raw.max_record_bytes {
+        None => DEFAULT_MAX_RECORD_BYTES,
+        Some(n) if n >= 1 => n as u64,
+        Some(n) => {
+            return Err(SpecError::new(
+                "source.max_record_bytes",
+                n.to_string(),
+                format!("an integer >= 1 (bytes; default {DEFAULT_MAX_RECORD_BYTES}, 16 MiB)"),
+            ));
+        }
+    };
+    Ok(SourceSpec { kind, format, schema, timestamp_unit, max_record_bytes })
 }
 
 pub(crate) fn non_empty(field: &str, v: Option<String>, what: &str) -> Result<String, SpecError> {

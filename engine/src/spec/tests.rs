@@ -177,7 +177,7 @@ fn every_golden_case_pipeline_validates() {
         let p = load_pipeline(&file, &[]).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(p.mode, Mode::MicroBatch, "{}", file.display());
         assert_eq!(p.trigger, Duration::ZERO);
-        let SourceKind::Files { path, max_files_per_trigger: 1, follow: false } = &p.source.kind else {
+        let SourceKind::Files { path, max_files_per_trigger: 1, follow: false, .. } = &p.source.kind else {
             panic!("{}: files source {:?}", file.display(), p.source.kind)
         };
         assert_eq!(path, &dir.join("input"));
@@ -264,7 +264,7 @@ fn unknown_field_of_a_typed_section_lists_the_fields_of_its_type() {
     assert_eq!(
         err_text(&text).to_string(),
         format!(
-            "source.topc: given \"x\", not a field of source type \"files\" (line {line}, column 1); allowed: type, path, max_files_per_trigger, follow, format, schema, timestamp_unit"
+            "source.topc: given \"x\", not a field of source type \"files\" (line {line}, column 1); allowed: type, path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file, max_record_bytes, format, schema, timestamp_unit"
         )
     );
     let e = err(&["sink.paht=out"]);

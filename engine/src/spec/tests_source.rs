@@ -10,7 +10,7 @@ fn source_fields_of_another_type_are_named_with_the_type() {
     let e = err(&["source.topic=events"]);
     assert_eq!(
         e.to_string(),
-        "source.topic: given \"events\" (not a field of source type \"files\"); allowed: type, path, max_files_per_trigger, follow, format, schema, timestamp_unit"
+        "source.topic: given \"events\" (not a field of source type \"files\"); allowed: type, path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file, max_record_bytes, format, schema, timestamp_unit"
     );
     assert_eq!(err(&["source.type=stdin"]).field, "source.path");
     assert_eq!(err(&["source.type=kafka", "source.path=x"]).field, "source.path");
@@ -30,12 +30,40 @@ fn files_source_needs_a_path_and_takes_its_options() {
     assert_eq!(err_text(&base_without("path")).field, "source.path");
     let p =
         ok(&["source.max_files_per_trigger=5", "source.follow=true", "source.format=csv", "source.timestamp_unit=us"]);
-    assert_eq!(p.source.kind, SourceKind::Files { path: "in".into(), max_files_per_trigger: 5, follow: true });
+    let defaults = (Duration(DEFAULT_PARTIAL_LINE_TIMEOUT_US), OnUnreadableFile::DeadLetter);
+    let SourceKind::Files { path, max_files_per_trigger: 5, follow: true, partial_line_timeout, on_unreadable_file } =
+        &p.source.kind
+    else {
+        panic!("{:?}", p.source.kind)
+    };
+    assert_eq!((path.as_path(), (*partial_line_timeout, *on_unreadable_file)), (Path::new("in"), defaults));
     assert_eq!((p.source.format, p.source.timestamp_unit), (Format::Csv, TimeUnit::Us));
     assert_eq!(ok(&[]).source.timestamp_unit, TimeUnit::Ms);
     assert_eq!(err(&["source.max_files_per_trigger=0"]).field, "source.max_files_per_trigger");
     assert_eq!(err(&["source.format=parquet"]).field, "source.format");
     assert_eq!(err(&["source.timestamp_unit=ns"]).field, "source.timestamp_unit");
+}
+
+#[test]
+fn files_and_stdin_sources_take_record_and_file_failure_options() {
+    let p =
+        ok(&["source.partial_line_timeout=2 seconds", "source.on_unreadable_file=fail", "source.max_record_bytes=100"]);
+    let SourceKind::Files { partial_line_timeout, on_unreadable_file, .. } = &p.source.kind else {
+        panic!("{:?}", p.source.kind)
+    };
+    assert_eq!((*partial_line_timeout, *on_unreadable_file), (Duration(2_000_000), OnUnreadableFile::Fail));
+    assert_eq!(p.source.max_record_bytes, 100);
+    assert_eq!(ok(&[]).source.max_record_bytes, 16 * 1024 * 1024);
+    let stdin = base_without("path").replace("type = \"files\"", "type = \"stdin\"");
+    let p = parse_pipeline_with_overrides(&stdin, &sets(&["source.max_record_bytes=7"])).unwrap();
+    assert_eq!((&p.source.kind, p.source.max_record_bytes), (&SourceKind::Stdin, 7));
+    let e = parse_pipeline_with_overrides(&stdin, &sets(&["source.on_unreadable_file=fail"])).unwrap_err();
+    assert_eq!(e.field, "source.on_unreadable_file");
+    assert_eq!(err(&["source.partial_line_timeout=0 seconds"]).field, "source.partial_line_timeout");
+    assert_eq!(err(&["source.partial_line_timeout=soon"]).field, "source.partial_line_timeout");
+    let e = err(&["source.on_unreadable_file=skip"]);
+    assert_eq!((e.field.as_str(), e.given.as_str()), ("source.on_unreadable_file", "\"skip\""));
+    assert_eq!(err(&["source.max_record_bytes=0"]).field, "source.max_record_bytes");
 }
 
 #[test]
