@@ -10,11 +10,11 @@
 //! inner output's files in it.
 //!
 //! Paths are compared as resolved: relative paths joined to the pipeline file's folder when it is
-//! known, then the longest part of the path that exists resolved by the file system (symbolic
-//! links followed, as `std::fs::canonicalize`), and the rest, which does not exist yet, with
-//! `.`, `..` and repeated separators resolved as text (`out`, `./out/` and `x/../out` are one
-//! folder; so are `out` and a link to it). A relative path whose base is unknown is resolved as
-//! text only.
+//! known, then walked as the kernel walks it: every symbolic link followed, also a link to a
+//! folder that does not exist yet (the output's files will land in its target), `..` taken back
+//! on the path reached so far, and the part that does not exist yet resolved as text (`out`,
+//! `./out/` and `x/../out` are one folder; so are `out` and a link to it, existing or not). A
+//! relative path whose base is unknown is resolved as text only.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -91,21 +91,57 @@ fn resolve(path: &Path, base: Option<&Path>) -> PathBuf {
     }
 }
 
-/// `path` as the file system reaches it: an absolute path's longest existing prefix made
-/// canonical (links followed), the rest appended with [`lexical`]; a relative path with
-/// [`lexical`] only. A prefix that exists but cannot be resolved (no permission) is taken as
-/// text, as a folder that does not exist yet is.
+/// `path` as the file system reaches it: an absolute path walked component by component, every
+/// symbolic link followed (also one whose target does not exist yet: the target is where the
+/// output's files will go), `..` taken back on the path reached so far, as the kernel does; a
+/// relative path with [`lexical`] only. A component that does not exist, or that cannot be
+/// inspected (no permission), is taken as text, as a folder that does not exist yet is. More than
+/// [`MAX_LINKS`] links (a loop) leave the rest of the path as text.
 fn resolved(path: &Path) -> PathBuf {
     if path.is_relative() {
         return lexical(path);
     }
-    for existing in path.ancestors() {
-        if let Ok(canonical) = std::fs::canonicalize(existing) {
-            let rest = path.strip_prefix(existing).unwrap_or(Path::new(""));
-            return lexical(&canonical.join(rest));
+    let mut reached = PathBuf::new();
+    // The components still to walk, last first (a link's target is pushed in front of them).
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    push_components(&mut rest, path);
+    let mut links = 0;
+    while let Some(c) = rest.pop() {
+        let c = Path::new(&c);
+        match c.components().next() {
+            Some(Component::RootDir | Component::Prefix(_)) => reached = c.to_path_buf(),
+            Some(Component::CurDir) | None => {}
+            Some(Component::ParentDir) => {
+                reached.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = reached.join(name);
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() && links < MAX_LINKS => {
+                        links += 1;
+                        match std::fs::read_link(&next) {
+                            // An absolute target starts from the root; a relative one from the
+                            // link's folder (`reached`).
+                            Ok(target) => push_components(&mut rest, &target),
+                            Err(_) => reached = next,
+                        }
+                    }
+                    _ => reached = next,
+                }
+            }
         }
     }
-    lexical(path)
+    lexical(&reached)
+}
+
+/// Most symbolic links [`resolved`] follows in one path (Linux's own bound is 40).
+const MAX_LINKS: usize = 40;
+
+/// Pushes `path`'s components onto `stack` so that its first component is popped first.
+fn push_components(stack: &mut Vec<std::ffi::OsString>, path: &Path) {
+    let at = stack.len();
+    stack.extend(path.components().map(|c| c.as_os_str().to_os_string()));
+    stack[at..].reverse();
 }
 
 /// `path` with `.` dropped and `..` taken back where it can be (`a/./b/../c` is `a/c`; `/..` is
@@ -202,5 +238,30 @@ path = "{}"
         // A sibling of the link's target is a folder of its own.
         let elsewhere = tmp.path().join("elsewhere");
         assert!(crate::spec::parse_pipeline_str(&pipeline_text(&link, &elsewhere)).is_ok());
+    }
+
+    #[test]
+    fn a_symbolic_link_to_a_folder_not_created_yet_is_that_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("real")).unwrap();
+        // Dangling until the first write creates `real/out2`: its files land in the sink's folder.
+        let absolute = tmp.path().join("abs-link");
+        std::os::unix::fs::symlink(tmp.path().join("real/out2"), &absolute).unwrap();
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(&tmp.path().join("real/out2"), &absolute)).unwrap_err();
+        assert_eq!(e.field, "dead_letter.path", "{e}");
+        assert!(e.given.contains("the same folder as sink.path"), "{e}");
+        // A relative target is taken from the link's folder; `..` after a link leaves its target.
+        let relative = tmp.path().join("rel-link");
+        std::os::unix::fs::symlink("real/./out3", &relative).unwrap();
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(&tmp.path().join("real/out3/rows"), &relative)).unwrap_err();
+        assert!(e.given.contains("holds sink.path"), "{e}");
+        let up = relative.join("../elsewhere");
+        assert_eq!(resolved(&up), resolved(&tmp.path().join("real/elsewhere")));
+        // A loop of links ends the walk without hanging; the rest is compared as text.
+        let a = tmp.path().join("loop-a");
+        let b = tmp.path().join("loop-b");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        assert!(crate::spec::parse_pipeline_str(&pipeline_text(&a.join("x"), &tmp.path().join("real/y"))).is_ok());
     }
 }
