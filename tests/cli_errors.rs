@@ -182,6 +182,44 @@ path = "checkpoints"
     assert!(!err.contains("RollingWindow") && !err.contains("query: "), "Debug text or the whole query: {err}");
 }
 
+#[test]
+fn a_schema_changed_since_the_checkpoint_is_named_as_the_file_writes_it() {
+    let pipeline = |schema: &str| {
+        format!(
+            r#"
+name = "schema-changed"
+mode = "real-time"
+[source]
+type = "files"
+path = "input"
+format = "json"
+schema = "{schema}"
+[query]
+type = "window_aggregate"
+group_by = ["k"]
+measures = [{{ agg = "count" }}]
+[sink]
+type = "files"
+path = "output"
+[checkpoint]
+path = "checkpoints"
+"#
+        )
+    };
+    let tmp = setup(&pipeline("k STRING, ts TIMESTAMP, v BIGINT"));
+    let out = eddy(tmp.path(), &["run", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(tmp.path().join("p.toml"), pipeline("k STRING, ts TIMESTAMP, v INT")).unwrap();
+    let out = eddy(tmp.path(), &["run", "p.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r#"source.schema: the checkpoint has "k STRING, ts TIMESTAMP, v BIGINT", the pipeline has "k STRING, ts TIMESTAMP, v INT""#),
+        "{err}"
+    );
+    assert!(!err.contains("Schema {") && !err.contains("data_type"), "Debug text: {err}");
+}
+
 /// Logs written to a pipe or file carry no terminal colour codes (the tracing subscriber's
 /// default colours them unless told otherwise).
 #[test]

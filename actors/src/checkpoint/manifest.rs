@@ -44,8 +44,41 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         f("clock", format!("{:?}", p.clock)),
     ];
     out.extend(pipeline_fields(p).into_iter().map(|(field, value)| FingerprintField { field, value }));
+    // How the undetailed entries above read in the pipeline file, to name a change of one of them
+    // (an older checkpoint, without these, has its change named with the deciding text).
+    let quoted = |v: &str| {
+        let mut s = String::new();
+        eddy_engine::output::write_string(&mut s, v);
+        s
+    };
+    let mode = match p.mode {
+        eddy_engine::spec::Mode::RealTime => "real-time",
+        eddy_engine::spec::Mode::MicroBatch => "micro-batch",
+    };
+    let format = match p.source.format {
+        eddy_engine::spec::Format::Json => "json",
+        eddy_engine::spec::Format::Csv => "csv",
+    };
+    let unit = match p.source.timestamp_unit {
+        eddy_engine::time::TimeUnit::S => "s",
+        eddy_engine::time::TimeUnit::Ms => "ms",
+        eddy_engine::time::TimeUnit::Us => "us",
+    };
+    for (field, value) in [
+        ("mode", mode.to_string()),
+        ("source.format", format.to_string()),
+        ("source.schema", p.source.schema.to_string()),
+        ("source.timestamp_unit", unit.to_string()),
+    ] {
+        out.push(FingerprintField { field: format!("{AS_WRITTEN}{field}"), value: quoted(&value) });
+    }
     out
 }
+
+/// The prefix of an entry of [`fingerprint`] that gives a deciding entry's value as the pipeline
+/// file writes it (`=source.schema` = `"k STRING, v BIGINT"`), where the deciding value is
+/// internal text.
+const AS_WRITTEN: &str = "=";
 
 /// The sections whose entries in [`fingerprint`] have detail entries under them
 /// (`query.window.size` under `query`).
@@ -53,7 +86,10 @@ const DETAILED: [&str; 3] = ["watermark", "query", "clock"];
 
 /// The section a detail entry of [`fingerprint`] belongs to (`query` for `query.measures[1].over`),
 /// `None` for a deciding entry.
-fn section_of(field: &str) -> Option<&'static str> {
+fn section_of(field: &str) -> Option<&str> {
+    if let Some(deciding) = field.strip_prefix(AS_WRITTEN) {
+        return Some(deciding);
+    }
     DETAILED.into_iter().find(|s| field.strip_prefix(s).is_some_and(|rest| rest.starts_with('.')))
 }
 
@@ -102,6 +138,11 @@ fn detail_differences(section: &str, checkpoint: &[FingerprintField], now: &[Fin
             .collect()
     };
     let (old, new) = (of(checkpoint), of(now));
+    if old.is_empty() && !DETAILED.contains(&section) {
+        // A deciding entry whose as-written value an older checkpoint does not have.
+        return Vec::new();
+    }
+    let shown = |field: &str| field.strip_prefix(AS_WRITTEN).unwrap_or(field).to_string();
     let value = |list: &[(String, String)], field: &str| {
         list.iter().find(|(f, _)| f == field).map_or_else(|| "nothing".to_string(), |(_, v)| v.clone())
     };
@@ -111,7 +152,7 @@ fn detail_differences(section: &str, checkpoint: &[FingerprintField], now: &[Fin
         .into_iter()
         .filter_map(|field| {
             let (was, is) = (value(&old, field), value(&new, field));
-            (was != is).then(|| format!("{field}: the checkpoint has {was}, the pipeline has {is}"))
+            (was != is).then(|| format!("{}: the checkpoint has {was}, the pipeline has {is}", shown(field)))
         })
         .collect()
 }
@@ -447,6 +488,40 @@ mod tests {
         assert_eq!(
             differences(&changed, &now),
             ["query: the checkpoint has Rolling(1h), the pipeline has Rolling(2h)"]
+        );
+    }
+
+    #[test]
+    fn a_changed_schema_or_mode_is_named_as_the_file_writes_it() {
+        let f = |field: &str, value: &str| FingerprintField { field: field.into(), value: value.into() };
+        let old = vec![
+            f("mode", "RealTime"),
+            f("source.schema", "Schema { fields: [a Long] }"),
+            f("query", "Q"),
+            f("=mode", "\"real-time\""),
+            f("=source.schema", "\"k STRING, v BIGINT\""),
+        ];
+        let now = vec![
+            f("mode", "MicroBatch"),
+            f("source.schema", "Schema { fields: [a Int] }"),
+            f("query", "Q"),
+            f("=mode", "\"micro-batch\""),
+            f("=source.schema", "\"k STRING, v INT\""),
+        ];
+        assert_eq!(
+            differences(&old, &now),
+            [
+                "mode: the checkpoint has \"real-time\", the pipeline has \"micro-batch\"",
+                "source.schema: the checkpoint has \"k STRING, v BIGINT\", the pipeline has \"k STRING, v INT\"",
+            ]
+        );
+        // A checkpoint written before the as-written entries: named with the deciding text.
+        assert_eq!(
+            differences(&old[..3], &now),
+            [
+                "mode: the checkpoint has RealTime, the pipeline has MicroBatch",
+                "source.schema: the checkpoint has Schema { fields: [a Long] }, the pipeline has Schema { fields: [a Int] }",
+            ]
         );
     }
 

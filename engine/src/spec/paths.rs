@@ -253,7 +253,8 @@ path = "{}"
         // A relative target is taken from the link's folder; `..` after a link leaves its target.
         let relative = tmp.path().join("rel-link");
         std::os::unix::fs::symlink("real/./out3", &relative).unwrap();
-        let e = crate::spec::parse_pipeline_str(&pipeline_text(&tmp.path().join("real/out3/rows"), &relative)).unwrap_err();
+        let e =
+            crate::spec::parse_pipeline_str(&pipeline_text(&tmp.path().join("real/out3/rows"), &relative)).unwrap_err();
         assert!(e.given.contains("holds sink.path"), "{e}");
         let up = relative.join("../elsewhere");
         assert_eq!(resolved(&up), resolved(&tmp.path().join("real/elsewhere")));
