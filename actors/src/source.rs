@@ -670,10 +670,12 @@ impl SourceActor {
                 // The input paused before the epoch's boundary (or it is too far): the epoch is not
                 // closed here, its rows are not committed; a restart reads it again from the last
                 // checkpoint, so every epoch keeps the boundaries of an uninterrupted run.
-                tracing::info!(
-                    epoch,
-                    "stop: the current epoch is left uncommitted (input paused before its boundary); a restart reads it again"
-                );
+                let why = if asked.elapsed() >= STOP_FINISH_WITHIN {
+                    "its boundary was not reached within 10 s"
+                } else {
+                    "the input paused before its boundary"
+                };
+                tracing::info!(epoch, why, "stop: the current epoch is left uncommitted; a restart reads it again");
                 return Ok(());
             }
         }
