@@ -37,6 +37,8 @@ mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_end_of_time;
+#[cfg(test)]
 mod tests_overflow;
 
 use serde::{Deserialize, Serialize};
