@@ -329,9 +329,8 @@ impl PaneState {
                         _ => acc,
                     });
                     magnitude <= i128::from(i64::MAX) || {
-                        // The pane's windows, from the last back (`first_end_after` has no
-                        // answer when the first starts before i64::MIN); such a window is
-                        // emitted from i64::MIN (`window_row`), so it is checked the same way.
+                        // The pane's windows, from the last back, with their bounds saturated
+                        // at the ends of time as `window_row` emits them.
                         let mut end = Some(grid.last_end(pane_start));
                         let mut fits = true;
                         while let Some(e) = end.filter(|&e| e > pane_start.max(g.closed) && fits) {
