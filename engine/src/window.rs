@@ -41,7 +41,9 @@ impl SlidingWindows {
 
     /// Calls `f` with every window that contains `t`, in order of increasing start. There are
     /// `ceil(size / slide)` or `floor(size / slide)` of them (when size is not a multiple of
-    /// slide, it depends on `t`). Windows whose bounds would overflow i64 are skipped.
+    /// slide, it depends on `t`), fewer at the ends of time, where bounds are saturated as
+    /// [`PaneGrid`] documents: a start before `i64::MIN` is `Timestamp::MIN`, and of the windows
+    /// whose end would pass `i64::MAX` only the first is kept, with end `Timestamp::MAX`.
     pub fn for_each_window(&self, t: Timestamp, mut f: impl FnMut(Window)) {
         // (in i128: near either end of time the aligned starts lie outside i64)
         let last_start = align_down_exact(t, self.slide, self.offset);
@@ -49,13 +51,15 @@ impl SlidingWindows {
         // Earliest start s with s + size > t, stepping back by slide from last_start.
         let n_back = (size - 1).max(0) / slide; // windows before last_start that may contain t
         let mut start = last_start - n_back * slide;
+        let (min, max) = (i128::from(i64::MIN), i128::from(i64::MAX));
         while start <= last_start {
             let end = start + size;
-            if let (Ok(s), Ok(e)) = (i64::try_from(start), i64::try_from(end))
-                && end > t
-                && start <= t
-            {
-                f(Window { start: Timestamp(s), end: Timestamp(e) });
+            if (end > t || end >= max) && start <= t {
+                let clamp = |x: i128| x.clamp(min, max) as i64;
+                f(Window { start: Timestamp(clamp(start)), end: Timestamp(clamp(end)) });
+                if end >= max {
+                    break; // the window at the end of time
+                }
             }
             start += slide;
         }
@@ -75,9 +79,19 @@ impl SlidingWindows {
 /// record and assembles a window by merging its `size / pane` panes when it emits it (the
 /// classic pane technique of Li et al., "No pane, no gain", SIGMOD Record 2005).
 ///
-/// All instants are µs; windows are half-open `[end - size, end)`. Functions return `None` where
-/// the answer would not fit in i64 (such windows do not exist, as in
-/// [`SlidingWindows::for_each_window`]).
+/// All instants are µs; windows are half-open `[end - size, end)`.
+///
+/// Windows at the ends of time are saturated, never dropped (so that no record is judged late
+/// because a bound does not fit in i64; SEMANTICS.md "nothing is late before the first record"):
+/// - a window or pane whose start would be before `i64::MIN` starts at `i64::MIN` (its end, and
+///   so its identity, is unchanged);
+/// - the first window whose end would be `>= i64::MAX` ends at `i64::MAX` and holds `i64::MAX`
+///   too: the window at the end of time, `[window_start(i64::MAX), i64::MAX]`. The windows after
+///   it (later starts, ends past `i64::MAX` as well) are not kept: every record they would hold
+///   is in it. Its start is that of the unsaturated window ([`Self::window_start`]).
+///
+/// No watermark passes the window at the end of time: operators never finalise it (see
+/// `WindowAggregate`: it is never emitted in append mode, and no record is late for it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PaneGrid {
     size: i64,
@@ -99,14 +113,20 @@ fn gcd(mut a: i64, mut b: i64) -> i64 {
     a
 }
 
-/// The largest `y <= x` with `y = off (mod step)`, for `step > 0` and `off` in `[0, step)`;
-/// `None` below `i64::MIN`.
+/// The largest `y <= x` with `y = off (mod step)`, for `step > 0` and `off` in `[0, step)`
+/// (in i128: it may lie below `i64::MIN`).
 #[inline]
-fn floor_to(x: i64, step: i64, off: i64) -> Option<i64> {
+fn floor_to(x: i64, step: i64, off: i64) -> i128 {
     match x.checked_sub(off) {
-        Some(d) => x.checked_sub(d.rem_euclid(step)),
-        None => i64::try_from(x as i128 - (x as i128 - off as i128).rem_euclid(step as i128)).ok(),
+        Some(d) => i128::from(x) - i128::from(d.rem_euclid(step)),
+        None => x as i128 - (x as i128 - off as i128).rem_euclid(step as i128),
     }
+}
+
+/// `x` within i64.
+#[inline]
+fn saturate(x: i128) -> i64 {
+    x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 impl PaneGrid {
@@ -149,30 +169,66 @@ impl PaneGrid {
         self.pane == self.size
     }
 
-    /// The start of the pane `[start, start + pane)` holding `t`.
+    /// The start of the pane `[start, start + pane)` holding `t`, `i64::MIN` when it would be
+    /// before it.
     #[inline]
-    pub fn pane_start(&self, t: i64) -> Option<i64> {
-        floor_to(t, self.pane, self.pane_offset)
+    pub fn pane_start(&self, t: i64) -> i64 {
+        saturate(floor_to(t, self.pane, self.pane_offset))
     }
 
-    /// The end of the last window (largest start) holding `t`: the windows holding `t` are those
-    /// with an end in `(t, last_end(t)]`. When it is `<= t`, no window holds `t` (only possible
-    /// with `slide > size`, which validation refuses).
+    /// The end of the last window (largest start) holding `t`, saturated at `i64::MAX`: the
+    /// windows holding `t` are those with an end in `(t, last_end(t)]`. When it is `<= t`, no
+    /// window holds `t` (only possible with `slide > size`, which validation refuses). For a
+    /// pane start saturated at `i64::MIN` it is that of the unsaturated one (window starts lie
+    /// on the pane grid, so none lies between the two).
     #[inline]
-    pub fn last_end(&self, t: i64) -> Option<i64> {
-        floor_to(t, self.slide, self.start_offset)?.checked_add(self.size)
+    pub fn last_end(&self, t: i64) -> i64 {
+        saturate(floor_to(t, self.slide, self.start_offset) + i128::from(self.size))
     }
 
-    /// The smallest window end `> x`.
+    /// The smallest window end `> x`, saturated at `i64::MAX` (the window at the end of time,
+    /// which holds `i64::MAX` too: the answer for `x == i64::MAX`).
     #[inline]
-    pub fn first_end_after(&self, x: i64) -> Option<i64> {
-        floor_to(x, self.slide, self.end_offset)?.checked_add(self.slide)
+    pub fn first_end_after(&self, x: i64) -> i64 {
+        saturate(floor_to(x, self.slide, self.end_offset) + i128::from(self.slide))
     }
 
-    /// The window end after `end` (`end + slide`).
+    /// The window end after `end` (`end + slide`, saturated at `i64::MAX`); `None` after
+    /// `i64::MAX`.
     #[inline]
     pub fn next_end(&self, end: i64) -> Option<i64> {
-        end.checked_add(self.slide)
+        (end < i64::MAX).then(|| end.saturating_add(self.slide))
+    }
+
+    /// The window end before `end` (`None` before `i64::MIN`): for the window at the end of
+    /// time, the end of the window before the unsaturated one.
+    #[inline]
+    pub fn prev_end(&self, end: i64) -> Option<i64> {
+        i64::try_from(self.unsaturated_end(end) - i128::from(self.slide)).ok()
+    }
+
+    /// The start of the window ending at `end`: `end - size`, saturated at `i64::MIN`; for the
+    /// window at the end of time (`end == i64::MAX`), that of the first window whose end is
+    /// `>= i64::MAX`.
+    #[inline]
+    pub fn window_start(&self, end: i64) -> i64 {
+        saturate(self.unsaturated_end(end) - i128::from(self.size))
+    }
+
+    /// Whether the window ending at `end` holds the pane starting at `pane_start`.
+    #[inline]
+    pub fn holds_pane(&self, end: i64, pane_start: i64) -> bool {
+        self.window_start(end) <= pane_start && (pane_start < end || end == i64::MAX)
+    }
+
+    /// `end` before saturation: for `i64::MAX`, the first window end `>= i64::MAX`.
+    #[inline]
+    fn unsaturated_end(&self, end: i64) -> i128 {
+        if end == i64::MAX {
+            floor_to(i64::MAX - 1, self.slide, self.end_offset) + i128::from(self.slide)
+        } else {
+            i128::from(end)
+        }
     }
 }
 
@@ -197,7 +253,11 @@ mod tests {
             sliding.windows_of(Timestamp(i64::MIN + 8)).last(),
             Some(&Window { start: Timestamp(first), end: Timestamp(first + 10) })
         );
-        assert!(sliding.windows_of(Timestamp(i64::MAX)).is_empty(), "no window [s, s + 10) holds i64::MAX within i64");
+        // i64::MAX = 2 (mod 5): windows from MAX - 7 and MAX - 2 hold it, the first kept, saturated
+        assert_eq!(
+            sliding.windows_of(Timestamp(i64::MAX)),
+            vec![Window { start: Timestamp(i64::MAX - 7), end: Timestamp::MAX }]
+        );
         assert_eq!(w.windows_of(s(15)), vec![Window { start: s(15), end: s(20) }]);
     }
 
@@ -239,9 +299,9 @@ mod tests {
             for t in -40..40 {
                 let ws = w.windows_of(Timestamp(t));
                 let ends: Vec<i64> = ws.iter().map(|x| x.end.0).collect();
-                assert_eq!(g.last_end(t), ends.last().copied(), "{w:?} t={t}");
-                assert_eq!(g.first_end_after(t), ends.first().copied(), "{w:?} t={t}");
-                let ps = g.pane_start(t).expect("in range");
+                assert_eq!(Some(g.last_end(t)), ends.last().copied(), "{w:?} t={t}");
+                assert_eq!(Some(g.first_end_after(t)), ends.first().copied(), "{w:?} t={t}");
+                let ps = g.pane_start(t);
                 assert!(ps <= t && t < ps + g.pane(), "{w:?} t={t} pane {ps}");
                 // every window holding t holds its whole pane
                 for x in &ws {
@@ -252,12 +312,44 @@ mod tests {
     }
 
     #[test]
-    fn pane_grid_does_not_overflow_at_the_ends_of_time() {
+    fn pane_grid_saturates_windows_at_the_ends_of_time() {
+        // size 10, slide 3, offset 2: i64::MIN = 1 (mod 3), so starts are = 2 (mod 3)
         let w = SlidingWindows { size: Duration(10), slide: Duration(3), offset: Duration(2) };
         let g = PaneGrid::new(&w);
-        assert!(g.pane_start(i64::MIN).is_none_or(|p| p <= i64::MIN + 1));
-        assert_eq!(g.last_end(i64::MAX), None);
-        assert_eq!(g.first_end_after(i64::MAX), None);
-        assert!(g.last_end(i64::MIN + 1).is_some());
+        assert_eq!(g.pane_start(i64::MIN + 1), i64::MIN + 1, "panes of gcd(10, 3) = 1");
+        assert_eq!(g.first_end_after(i64::MIN), i64::MIN + 2, "window [MIN - 8, MIN + 2)");
+        assert_eq!(g.last_end(i64::MIN), i64::MIN + 8, "window [MIN - 2, MIN + 8)");
+        assert_eq!(g.window_start(i64::MIN + 2), i64::MIN);
+        // i64::MAX = 1 (mod 3): windows end at = 0 (mod 3); MAX - 1 is the last end below it
+        assert_eq!(g.last_end(i64::MAX), i64::MAX);
+        assert_eq!(g.first_end_after(i64::MAX - 1), i64::MAX, "the end of MAX - 1's first window, MAX + 2");
+        assert_eq!(g.first_end_after(i64::MAX), i64::MAX, "the window at the end of time holds MAX");
+        assert_eq!(g.next_end(i64::MAX - 1), Some(i64::MAX));
+        assert_eq!(g.next_end(i64::MAX), None);
+        assert_eq!(g.window_start(i64::MAX), i64::MAX - 8);
+        assert_eq!(g.prev_end(i64::MAX), Some(i64::MAX - 1));
+        // against the assigner
+        for t in [i64::MIN, i64::MIN + 1, i64::MIN + 5, i64::MAX - 12, i64::MAX - 4, i64::MAX - 1, i64::MAX] {
+            let ends: Vec<i64> = w.windows_of(Timestamp(t)).iter().map(|x| x.end.0).collect();
+            assert_eq!(ends.first(), Some(&g.first_end_after(t)), "t={t}");
+            assert_eq!(ends.last(), Some(&g.last_end(t)), "t={t}");
+            for x in w.windows_of(Timestamp(t)) {
+                assert_eq!(g.window_start(x.end.0), x.start.0, "t={t}");
+            }
+        }
+    }
+
+    #[test]
+    fn windows_past_either_end_of_time_are_saturated_not_dropped() {
+        // 1-minute tumbling windows; ±9223372036854775 ms (years 294247 and -290308)
+        let w = SlidingWindows::tumbling(Duration::from_secs(60), Duration::ZERO);
+        let (hi, lo) = (9_223_372_036_854_775_000, -9_223_372_036_854_775_000);
+        let hi_start = 9_223_372_036_800_000_000; // 153722867280 minutes
+        assert_eq!(w.windows_of(Timestamp(hi)), vec![Window { start: Timestamp(hi_start), end: Timestamp::MAX }]);
+        assert_eq!(w.windows_of(Timestamp(lo)), vec![Window { start: Timestamp::MIN, end: Timestamp(-hi_start) }]);
+        let g = PaneGrid::new(&w);
+        assert_eq!((g.pane_start(hi), g.last_end(hi)), (hi_start, i64::MAX));
+        assert_eq!((g.pane_start(lo), g.last_end(lo)), (i64::MIN, -hi_start));
+        assert_eq!(g.window_start(i64::MAX), hi_start);
     }
 }

@@ -16,6 +16,12 @@
 //! `update` emits the record's changed windows at once, `append` emits each window as soon as W
 //! passes its end (an extension beyond Spark, SEMANTICS.md).
 //!
+//! At the ends of time no record is late because a window bound does not fit in a TIMESTAMP: a
+//! window that would start before `Timestamp::MIN` starts there (as emitted), and the first
+//! window that would end after `Timestamp::MAX` ends there and holds `Timestamp::MAX` too
+//! ([`PaneGrid`]). No watermark passes that last window (a watermark at `Timestamp::MAX` counts as
+//! one µs less): no record is late for it, and append mode never emits it.
+//!
 //! Without a window, a watermark only matters when its column is one of the `group_by` columns
 //! (the key's timestamp then plays the role of a window end), as in Spark.
 //!
@@ -36,6 +42,8 @@ mod panes;
 mod table;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_end_of_time;
 #[cfg(test)]
 mod tests_overflow;
 

@@ -20,6 +20,12 @@
 //! The plain grouped aggregation (no window) is the same structure with one pane per group whose
 //! "last end" is the group's time key (the `group_by` value of the watermark column, if any), or
 //! never.
+//!
+//! The end of time: `i64::MAX` as a last end or window end means "never final". A window whose
+//! end would pass `i64::MAX` ends there ([`PaneGrid`] saturates bounds at both ends of time
+//! rather than dropping windows), and every watermark is taken as at most `i64::MAX - 1`
+//! ([`END_OF_TIME_WATERMARK`]): no record is late for that window, no watermark finalises it,
+//! so append mode never emits it (update and complete modes do).
 
 use std::borrow::Cow;
 
@@ -35,6 +41,11 @@ use crate::value::{GroupKey, Record, Row, Value};
 use crate::window::PaneGrid;
 
 mod snapshot;
+
+/// The largest watermark the panes use: a watermark at `i64::MAX` (possible with a zero delay
+/// and a record at `i64::MAX`) is taken as this, so that the window at the end of time (end
+/// `i64::MAX`, holding `i64::MAX`) is never final.
+pub(super) const END_OF_TIME_WATERMARK: i64 = i64::MAX - 1;
 
 /// How records map to panes.
 #[derive(Clone, Copy, Debug)]
@@ -192,7 +203,7 @@ impl PaneState {
         let front = g.panes.first().or(g.last.as_ref())?;
         match self.layout {
             Layout::Plain { .. } => (front.last_end < i64::MAX).then_some(front.last_end),
-            Layout::Fixed(grid) => grid.first_end_after(g.closed.max(front.start)),
+            Layout::Fixed(grid) => Some(grid.first_end_after(g.closed.max(front.start))),
         }
     }
 
@@ -213,6 +224,7 @@ impl PaneState {
         cfg: &WindowAggregateConfig,
         out: &mut Output,
     ) {
+        let late = late.map(|l| l.min(END_OF_TIME_WATERMARK));
         let cols = &cfg.key_columns[..];
         if let Some(slot) = self.groups.find_prefetched(record, cols) {
             let pane_len = match self.layout {
@@ -255,10 +267,11 @@ impl PaneState {
                 (i64::MIN, kt.map_or(i64::MAX, |k| k.0))
             }
             Layout::Fixed(grid) => {
-                let window = grid.pane_start(t).and_then(|s| Some((s, grid.last_end(s)?)));
-                match window {
-                    Some((s, e)) if e > s => (s, e),
-                    // no window holds t within i64 (or slide > size left a gap): as late
+                // (bounds saturated at the ends of time: some window always holds t)
+                let s = grid.pane_start(t);
+                match grid.last_end(s) {
+                    e if e > s => (s, e),
+                    // slide > size left a gap (validation refuses it): in no window, as late
                     _ => {
                         out.late.push(record.clone());
                         return;
@@ -316,16 +329,14 @@ impl PaneState {
                         _ => acc,
                     });
                     magnitude <= i128::from(i64::MAX) || {
-                        // The pane's windows, from the last back (`first_end_after` has no
-                        // answer when the first starts before i64::MIN); such a window is
-                        // emitted from i64::MIN (`window_row`), so it is checked the same way.
-                        let mut end = grid.last_end(pane_start);
+                        // The pane's windows, from the last back, with their bounds saturated
+                        // at the ends of time as `window_row` emits them.
+                        let mut end = Some(grid.last_end(pane_start));
                         let mut fits = true;
                         while let Some(e) = end.filter(|&e| e > pane_start.max(g.closed) && fits) {
-                            let window_start = e.saturating_sub(grid.size());
-                            let panes = (0..n).filter(|&k| (window_start..e).contains(&start_of(k)));
+                            let panes = (0..n).filter(|&k| grid.holds_pane(e, start_of(k)));
                             fits = f.sum_fits(panes.map(state), v);
-                            end = e.checked_sub(grid.slide());
+                            end = grid.prev_end(e);
                         }
                         fits
                     }
@@ -379,6 +390,7 @@ impl PaneState {
     /// Finalises every window with end <= `w`: emits it first when `emit` (append mode), then
     /// drops panes no later window needs, and groups left without panes.
     pub(super) fn evict(&mut self, w: i64, emit: bool, cfg: &WindowAggregateConfig, out: &mut Output) {
+        let w = w.min(END_OF_TIME_WATERMARK);
         while let Some((due, slot)) = self.expiry.pop_due(w) {
             // Groups due together (a window end) are visited in a burst: the slots of those a
             // few places ahead start loading, and, once loaded, their panes and states and
@@ -419,7 +431,7 @@ impl PaneState {
                 self.ends.clear();
                 for p in &g.panes {
                     // every window of this pane with end in (c, w], in order
-                    let Some(mut e) = grid.first_end_after(c.max(p.start)) else { break };
+                    let mut e = grid.first_end_after(c.max(p.start));
                     while e <= w && e <= p.last_end {
                         self.ends.push(e);
                         c = e;
@@ -464,11 +476,11 @@ impl PaneState {
     /// The row of the window ending at `end` of a group (unparked): its panes merged.
     fn window_row(&mut self, slot: u32, grid: PaneGrid, end: i64, measures: &[AggregateFn]) -> Row {
         let m = measures.len();
-        let start = end.saturating_sub(grid.size());
+        let start = grid.window_start(end);
         let key = self.groups.key(slot);
         let g = self.groups.get(slot);
         let lo = g.panes.partition_point(|p| p.start < start);
-        let hi = g.panes.partition_point(|p| p.start < end);
+        let hi = g.panes.partition_point(|p| p.start < end || end == i64::MAX);
         if hi == lo + 1 {
             return row_of(Some((start, end)), key, measures, &g.states[lo * m..hi * m]);
         }
@@ -485,6 +497,7 @@ impl PaneState {
     /// Update mode: emits every window (or plain group) changed since the last call, whose end
     /// is > the group's `closed` and > `late`, and clears the marks.
     pub(super) fn emit_changed(&mut self, late: Option<i64>, cfg: &WindowAggregateConfig, out: &mut Output) {
+        let late = late.map(|l| l.min(END_OF_TIME_WATERMARK));
         let changed = std::mem::take(&mut self.changed);
         for &slot in &changed {
             if !self.groups.is_live(slot) || !self.groups.get(slot).changed {
@@ -502,19 +515,17 @@ impl PaneState {
                 Layout::Fixed(grid) => {
                     let floor = late.map_or(g.closed, |l| g.closed.max(l));
                     self.ends.clear();
-                    let mut next = i64::MIN;
+                    // the next window end not pushed yet (`None`: past the end of time)
+                    let mut next = Some(i64::MIN);
                     for p in g.panes.iter_mut().filter(|p| p.dirty) {
                         p.dirty = false;
-                        let Some(first) = grid.first_end_after(floor.max(p.start)) else { continue };
-                        let mut e = first.max(next);
-                        while e <= p.last_end {
-                            self.ends.push(e);
-                            match grid.next_end(e) {
-                                Some(n) => e = n,
-                                None => break,
-                            }
-                        }
-                        next = e;
+                        let Some(n) = next else { continue };
+                        next = push_ends(
+                            grid,
+                            grid.first_end_after(floor.max(p.start)).max(n),
+                            p.last_end,
+                            &mut self.ends,
+                        );
                     }
                     let ends = std::mem::take(&mut self.ends);
                     for &e in &ends {
@@ -549,19 +560,18 @@ impl PaneState {
                 let mut windows: Vec<(i64, usize, u32)> = Vec::new();
                 for (rank, &slot) in slots.iter().enumerate() {
                     let g = self.groups.get(slot);
-                    let mut next = i64::MIN;
+                    let mut next = Some(i64::MIN);
+                    self.ends.clear();
                     for p in &g.panes {
-                        let Some(first) = grid.first_end_after(g.closed.max(p.start)) else { continue };
-                        let mut e = first.max(next);
-                        while e <= p.last_end {
-                            windows.push((e, rank, slot));
-                            match grid.next_end(e) {
-                                Some(n) => e = n,
-                                None => break,
-                            }
-                        }
-                        next = e;
+                        let Some(n) = next else { break };
+                        next = push_ends(
+                            grid,
+                            grid.first_end_after(g.closed.max(p.start)).max(n),
+                            p.last_end,
+                            &mut self.ends,
+                        );
                     }
+                    windows.extend(self.ends.iter().map(|&e| (e, rank, slot)));
                 }
                 windows.sort_unstable();
                 for (e, _, slot) in windows {
@@ -586,6 +596,17 @@ impl PaneState {
         }
         self.changed.clear();
     }
+}
+
+/// Pushes the window ends from `first` to `last` (inclusive) onto `ends`; returns the end after
+/// the last pushed (`first` when none was; `None` past the end of time).
+fn push_ends(grid: PaneGrid, first: i64, last: i64, ends: &mut Vec<i64>) -> Option<i64> {
+    let mut e = Some(first);
+    while let Some(x) = e.filter(|&x| x <= last) {
+        ends.push(x);
+        e = grid.next_end(x);
+    }
+    e
 }
 
 impl Group {

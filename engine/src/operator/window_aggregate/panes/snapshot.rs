@@ -54,7 +54,7 @@ impl PaneState {
                         time_key.and_then(|i| snap.key.0.get(i)?.0.as_timestamp()).map_or(i64::MAX, |t| t.0)
                     }
                     Layout::Fixed(grid) => match grid.last_end(start) {
-                        Some(e) if grid.pane_start(start) == Some(start) && e > start => e,
+                        e if grid.pane_start(start) == start && e > start => e,
                         _ => return Err(format!("pane start {start} is not on the query's window grid")),
                     },
                 };
