@@ -46,8 +46,10 @@ const READ_BUFFER: usize = 64 * 1024;
 ///   neither) until it is completed, or until its file has not grown for
 ///   `partial_line_timeout`: it is then read as a record. A file that shrinks or is replaced
 ///   (another file under its name: a new inode) is logged and read from its start as a new
-///   file. `.gz` files are read once, whole: they must appear whole (written under a hidden
-///   name, then renamed).
+///   file, also after a restart: the offset keeps each file's identity (device and inode), and
+///   a file of another identity under a checkpointed name is read from its start. `.gz` files
+///   are read once, whole: they must appear whole (written under a hidden name, then renamed);
+///   one caught half-written is judged unreadable, and the warning says how to write it.
 /// - Records are read in bounded memory: one longer than `max_record_bytes` is skipped to its
 ///   end and given as a [`Rejection::TooLarge`] (its length and first bytes).
 /// - A file that cannot be read to its end (a corrupt or truncated `.gz`, an I/O error) is, by
@@ -88,7 +90,7 @@ pub struct FilesSource {
     /// Where a restart resumes in the middle of files ([`Source::seek`]): the first lines of
     /// each named file are skipped, unless the file is not the one the offset counted (another
     /// identity); an entry is removed once its file is opened.
-    resume: BTreeMap<String, (u64, FileId)>,
+    resume: BTreeMap<String, Resume>,
     /// Files read to their current end that may grow (with `follow`, or after resuming from a
     /// followed source's offset), with their lines consumed.
     followed: BTreeMap<String, Followed>,
@@ -99,6 +101,9 @@ pub struct FilesSource {
 /// The identity of a file's content (device and inode; `None` off Unix): another one under the
 /// same name is a replaced (rotated) file.
 type FileId = Option<FileIdentity>;
+
+/// Lines a restart skips in a file, and the identity of the file they were counted in.
+type Resume = (u64, FileId);
 
 fn file_id(m: &std::fs::Metadata) -> FileId {
     #[cfg(unix)]
@@ -337,8 +342,14 @@ impl FilesSource {
                 source: error,
             });
         }
+        // A followed `.gz` is read once: one caught half-written is judged unreadable here.
+        let hint = if self.follow && name.ends_with(".gz") {
+            " (a .gz must appear whole: write it under a hidden name, then rename)"
+        } else {
+            ""
+        };
         tracing::warn!(file = %path.display(), line, byte, %error,
-            "unreadable file: the lines before the failure were read, the rest goes to the dead letters");
+            "unreadable file{hint}: the lines before the failure were read, the rest goes to the dead letters");
         let head = head[..head.len().min(REJECTED_HEAD_BYTES)].to_vec();
         out.push(SourceItem {
             payload: Payload::Rejected(Rejection::UnreadableFile { error: error.to_string(), head }),
@@ -658,7 +669,7 @@ impl Source for FilesSource {
     /// lines consumed of every file read, and the files finished for good.
     fn offset(&self) -> Option<SourceOffset> {
         if self.counts_lines {
-            let mut files: BTreeMap<&str, (u64, FileId)> = self.resume.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+            let mut files: BTreeMap<&str, Resume> = self.resume.iter().map(|(n, r)| (n.as_str(), *r)).collect();
             files.extend(self.followed.iter().map(|(n, f)| (n.as_str(), (f.lines, f.id))));
             if let Some(c) = self.current.as_ref().filter(|c| !c.failed) {
                 files.insert(&c.name, (c.line, c.id));
@@ -691,7 +702,7 @@ impl Source for FilesSource {
     /// [`ConnectorError::Config`] for an offset of another kind of source;
     /// [`ConnectorError::Io`] when the folder cannot be listed (an old offset).
     fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
-        let (done, reading): (Vec<String>, Vec<(String, (u64, FileId))>) = match offset {
+        let (done, reading): (Vec<String>, Vec<(String, Resume)>) = match offset {
             SourceOffset::Files { done, reading } => {
                 (done.clone(), reading.iter().map(|(n, l)| (n.clone(), (*l, None))).collect())
             }
