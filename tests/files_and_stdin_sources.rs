@@ -377,3 +377,62 @@ fn lines_appended_in_pieces_to_a_followed_file_are_each_read_once() {
     assert_eq!(last_per_key(&rows(dir, "out")), expected);
     assert!(rows(dir, "dead").is_empty(), "dead letters: {:?}", rows(dir, "dead"));
 }
+
+/// Starts `eddy run p.toml` in `dir` with a followed source, waits until `done` holds of `dir`
+/// (at most 20 s), stops it with SIGTERM, checks that it exited 0 and returns its output.
+fn run_followed_until(dir: &Path, done: impl Fn(&Path) -> bool) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_eddy"))
+        .args(["run", "p.toml", "--set", "source.follow=true", "--set", "trigger=200 milliseconds"])
+        .current_dir(dir)
+        .env("EDDY_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !done(dir) && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_ok(&out);
+    out
+}
+
+#[test]
+fn a_followed_file_replaced_by_a_longer_one_while_stopped_is_read_from_its_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("in")).unwrap();
+    let source = format!("{JSON_SOURCE}\npartial_line_timeout = \"1 second\"");
+    std::fs::write(dir.join("p.toml"), pipeline("real-time", &source, "[checkpoint]\npath = \"ck\"\n")).unwrap();
+    let line = |k: &str, n: i64| format!("{{\"k\": \"{k}\", \"n\": {n}}}\n");
+    let old: String = (1..=3).map(|n| line("old", n)).collect();
+    put(&dir.join("in"), "a.jsonl", old.as_bytes());
+    run_followed_until(dir, |dir| last_per_key(&rows(dir, "out")).get("old") == Some(&(3, Some(6))));
+    // Rotated while stopped: renamed away, a new, longer file under the name (a new inode).
+    std::fs::rename(dir.join("in/a.jsonl"), dir.join("rotated.jsonl")).unwrap();
+    let new: String = (1..=5).map(|n| line("new", n * 10)).collect();
+    put(&dir.join("in"), "a.jsonl", new.as_bytes());
+    run_followed_until(dir, |dir| last_per_key(&rows(dir, "out")).get("new").is_some_and(|(c, _)| *c >= 5));
+    let got = last_per_key(&rows(dir, "out"));
+    assert_eq!(got.get("new"), Some(&(5, Some(150))), "rows: {got:?}");
+    assert_eq!(got.get("old"), Some(&(3, Some(6))), "rows: {got:?}");
+    assert!(rows(dir, "dead").is_empty(), "dead letters: {:?}", rows(dir, "dead"));
+}
+
+#[test]
+fn a_half_written_gz_in_a_followed_folder_is_logged_with_how_to_write_it_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("in")).unwrap();
+    std::fs::write(dir.join("p.toml"), pipeline("real-time", JSON_SOURCE, "")).unwrap();
+    // Caught half-written: the first half of a compressed stream.
+    let text: String = (0..3000).map(|i| format!("{{\"k\": \"gz\", \"n\": {}}}\n", i * 7919 % 10007)).collect();
+    let whole = gzip(&text);
+    std::fs::write(dir.join("in/a.json.gz"), &whole[..whole.len() / 2]).unwrap();
+    let out = run_followed_until(dir, |dir| !dead_letters(dir, "unreadable file").is_empty());
+    assert_eq!(dead_letters(dir, "unreadable file").len(), 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("a .gz must appear whole: write it under a hidden name, then rename"), "{stderr}");
+}

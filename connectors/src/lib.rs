@@ -19,7 +19,7 @@ pub mod stdio;
 pub use files::{FilesSink, FilesSource};
 pub use kafka::{KafkaSink, KafkaSource};
 pub use nexmark::{NexmarkSource, NexmarkTable};
-pub use offset::{KafkaPartitionOffset, SourceOffset};
+pub use offset::{FileIdentity, FollowedFile, KafkaPartitionOffset, SourceOffset};
 pub use stdio::{StdinSource, StdoutSink};
 
 /// Where a record came from, for dead letters and logs (`file.json:12`, `topic/3@1042`, ...).
@@ -34,6 +34,9 @@ pub enum Position {
         line: u64,
         /// The record's last line (`>= line`): a restart resumes after it.
         through: u64,
+        /// The file's identity (device and inode; `None` off Unix): a followed source's offset
+        /// keeps it, so a restart reads a file replaced meanwhile from its start.
+        identity: Option<FileIdentity>,
     },
     /// The rest of a file that cannot be read, from a byte of its content on (decompressed
     /// content for `.gz`): the file is finished there ([`Rejection::UnreadableFile`]).
@@ -71,7 +74,7 @@ pub enum Position {
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Position::File { file, line, through } if through > line => write!(f, "{file}:{line}-{through}"),
+            Position::File { file, line, through, .. } if through > line => write!(f, "{file}:{line}-{through}"),
             Position::File { file, line, .. } => write!(f, "{file}:{line}"),
             Position::FileRest { file, line, byte } => write!(f, "{file}:{line} (byte {byte} to the end)"),
             Position::Stdin { line, through } if through > line => write!(f, "stdin:{line}-{through}"),

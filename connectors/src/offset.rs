@@ -8,6 +8,30 @@
 
 use crate::Position;
 
+/// The identity of a file's content: its device and inode (Unix). A followed source's offset
+/// keeps it per file, so that a restart tells a file replaced while the pipeline was stopped
+/// (rotation: the old one renamed away, a new one created under its name) from the file it
+/// counted lines of, and reads the new one from its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// Device number (`st_dev`).
+    pub device: u64,
+    /// Inode number (`st_ino`).
+    pub inode: u64,
+}
+
+/// One file of [`SourceOffset::FilesFollowed`]: its lines consumed and which file it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FollowedFile {
+    /// File name (without folder).
+    pub file: String,
+    /// Complete lines consumed.
+    pub lines: u64,
+    /// Its identity when it was read (`None`: unknown, as in checkpoints written before
+    /// identities were kept, or off Unix; a restart then trusts the name).
+    pub identity: Option<FileIdentity>,
+}
+
 /// The next Kafka offset to read in one topic partition.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KafkaPartitionOffset {
@@ -35,12 +59,13 @@ pub enum SourceOffset {
     },
     /// Files source with `follow`: every file is followed (lines appended to it are read), so
     /// each has its own count of lines consumed; the count names complete lines only (a line
-    /// still without its newline is not consumed).
+    /// still without its newline is not consumed), and its identity, so that a restart reads a
+    /// file replaced meanwhile from its start.
     FilesFollowed {
         /// Files finished for good (unreadable), by name, sorted, each once.
         done: Vec<String>,
-        /// The files read so far and their lines consumed, sorted by name, each once.
-        lines: Vec<(String, u64)>,
+        /// The files read so far, their lines consumed and identities, sorted by name, each once.
+        files: Vec<FollowedFile>,
     },
     /// Files source, as checkpoints of format versions 1 and 2 recorded it (read, never
     /// written): every file named before `file` (byte order of names), and the first `line`
@@ -90,14 +115,17 @@ impl SourceOffset {
                 }
                 insert_sorted(done, f.clone());
             }
-            (Some(SourceOffset::FilesFollowed { lines, .. }), Position::File { file: f, through: l, .. }) => {
-                match lines.binary_search_by(|(name, _)| name.as_str().cmp(f)) {
-                    Ok(i) => lines[i].1 = *l,
-                    Err(i) => lines.insert(i, (f.clone(), *l)),
+            (Some(SourceOffset::FilesFollowed { files, .. }), Position::File { file: f, through: l, identity, .. }) => {
+                match files.binary_search_by(|e| e.file.as_str().cmp(f)) {
+                    Ok(i) => {
+                        files[i].lines = *l;
+                        files[i].identity = *identity;
+                    }
+                    Err(i) => files.insert(i, FollowedFile { file: f.clone(), lines: *l, identity: *identity }),
                 }
             }
-            (Some(SourceOffset::FilesFollowed { done, lines }), Position::FileRest { file: f, .. }) => {
-                lines.retain(|(name, _)| name != f);
+            (Some(SourceOffset::FilesFollowed { done, files }), Position::FileRest { file: f, .. }) => {
+                files.retain(|e| e.file != *f);
                 insert_sorted(done, f.clone());
             }
             (Some(SourceOffset::Stdin { line }), Position::Stdin { through: l, .. }) => *line = *l,
@@ -160,8 +188,8 @@ impl std::fmt::Display for SourceOffset {
                     None => Ok(()),
                 }
             }
-            SourceOffset::FilesFollowed { done, lines } => {
-                write!(f, "{} files followed", lines.len())?;
+            SourceOffset::FilesFollowed { done, files } => {
+                write!(f, "{} files followed", files.len())?;
                 if !done.is_empty() {
                     write!(f, ", {} finished", done.len())?;
                 }
@@ -185,15 +213,24 @@ impl std::fmt::Display for SourceOffset {
 mod tests {
     use super::*;
 
+    /// A record of `file` on lines `line..=through`, of no known identity.
+    fn file_at(file: &str, line: u64, through: u64) -> Position {
+        Position::File { file: file.into(), line, through, identity: None }
+    }
+
+    fn followed(file: &str, lines: u64, identity: Option<FileIdentity>) -> FollowedFile {
+        FollowedFile { file: file.into(), lines, identity }
+    }
+
     #[test]
     fn advancing_over_file_lines_keeps_the_file_being_read_and_the_files_before_it() {
         let mut o = None;
-        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 1, through: 1 });
-        SourceOffset::advance(&mut o, &Position::File { file: "b.json".into(), line: 3, through: 3 });
+        SourceOffset::advance(&mut o, &file_at("b.json", 1, 1));
+        SourceOffset::advance(&mut o, &file_at("b.json", 3, 3));
         assert_eq!(o, Some(SourceOffset::Files { done: vec![], reading: Some(("b.json".into(), 3)) }));
         // A file that appeared later with an earlier name.
-        SourceOffset::advance(&mut o, &Position::File { file: "a.json".into(), line: 2, through: 2 });
-        SourceOffset::advance(&mut o, &Position::File { file: "c.json".into(), line: 1, through: 1 });
+        SourceOffset::advance(&mut o, &file_at("a.json", 2, 2));
+        SourceOffset::advance(&mut o, &file_at("c.json", 1, 1));
         let done = vec!["a.json".to_string(), "b.json".to_string()];
         assert_eq!(o, Some(SourceOffset::Files { done, reading: Some(("c.json".into(), 1)) }));
     }
@@ -224,7 +261,7 @@ mod tests {
     #[test]
     fn a_record_of_several_lines_moves_the_offset_past_its_last_line() {
         let mut o = None;
-        SourceOffset::advance(&mut o, &Position::File { file: "a.csv".into(), line: 2, through: 4 });
+        SourceOffset::advance(&mut o, &file_at("a.csv", 2, 4));
         assert_eq!(o, Some(SourceOffset::Files { done: vec![], reading: Some(("a.csv".into(), 4)) }));
     }
 
@@ -233,19 +270,22 @@ mod tests {
         let mut o = Some(SourceOffset::Files { done: vec![], reading: Some(("a.json".into(), 2)) });
         SourceOffset::advance(&mut o, &Position::FileRest { file: "b.json.gz".into(), line: 5, byte: 40 });
         assert_eq!(o, Some(SourceOffset::Files { done: vec!["a.json".into(), "b.json.gz".into()], reading: None }));
-        let mut f = Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![("b.json.gz".into(), 4)] });
+        let mut f = Some(SourceOffset::FilesFollowed { done: vec![], files: vec![followed("b.json.gz", 4, None)] });
         SourceOffset::advance(&mut f, &Position::FileRest { file: "b.json.gz".into(), line: 5, byte: 40 });
-        assert_eq!(f, Some(SourceOffset::FilesFollowed { done: vec!["b.json.gz".into()], lines: vec![] }));
+        assert_eq!(f, Some(SourceOffset::FilesFollowed { done: vec!["b.json.gz".into()], files: vec![] }));
     }
 
     #[test]
-    fn followed_files_keep_a_line_count_each_in_any_order_of_reading() {
-        let mut o = Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![] });
-        for (file, line) in [("b", 1), ("a", 2), ("b", 3), ("a", 1)] {
-            SourceOffset::advance(&mut o, &Position::File { file: file.into(), line, through: line });
+    fn followed_files_keep_a_line_count_and_an_identity_each_in_any_order_of_reading() {
+        let id = |inode| Some(FileIdentity { device: 1, inode });
+        let mut o = Some(SourceOffset::FilesFollowed { done: vec![], files: vec![] });
+        for (file, line, inode) in [("b", 1, 7), ("a", 2, 5), ("b", 3, 7), ("a", 1, 9)] {
+            let position = Position::File { file: file.into(), line, through: line, identity: id(inode) };
+            SourceOffset::advance(&mut o, &position);
         }
-        // "a" read again from its start (replaced by a new file of that name): its count restarts.
-        let lines = vec![("a".to_string(), 1), ("b".to_string(), 3)];
-        assert_eq!(o, Some(SourceOffset::FilesFollowed { done: vec![], lines }));
+        // "a" read again from its start (replaced by a new file of that name): its count
+        // restarts, under the new file's identity.
+        let files = vec![followed("a", 1, id(9)), followed("b", 3, id(7))];
+        assert_eq!(o, Some(SourceOffset::FilesFollowed { done: vec![], files }));
     }
 }

@@ -3,7 +3,7 @@
 //! state raw behind a short prefix), and the pipeline's
 //! [`fingerprint`] that decides whether a checkpoint can be restored under a changed pipeline.
 
-use eddy_connectors::{KafkaPartitionOffset, SourceOffset};
+use eddy_connectors::{FileIdentity, FollowedFile, KafkaPartitionOffset, SourceOffset};
 use eddy_engine::spec::{Pipeline, SourceKind};
 
 use super::pipeline_fields::pipeline_fields;
@@ -207,6 +207,26 @@ pub struct SavedFileLines {
     pub line: u64,
 }
 
+/// A file's identity ([`FileIdentity`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SavedFileIdentity {
+    /// Device number.
+    pub device: u64,
+    /// Inode number.
+    pub inode: u64,
+}
+
+/// A followed file's lines consumed and identity ([`FollowedFile`]).
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SavedFollowedFile {
+    /// File name (without folder).
+    pub file: String,
+    /// Lines consumed.
+    pub line: u64,
+    /// Its identity (`None`: unknown).
+    pub identity: Option<SavedFileIdentity>,
+}
+
 impl SnapshotFile {
     /// Length of the version-2 prefix in bytes.
     pub const PREFIX_LEN: usize = 16;
@@ -239,7 +259,7 @@ pub use enums::{ArchivedDriverState, ArchivedSavedOffset, DriverState, SavedOffs
 mod enums {
     #![allow(missing_docs)]
 
-    use super::{SavedFileLines, SavedKafkaOffset};
+    use super::{SavedFileLines, SavedFollowedFile, SavedKafkaOffset};
 
     /// A source offset as archived ([`SourceOffset`](eddy_connectors::SourceOffset), which `eddy-connectors` keeps free of `rkyv`).
     #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -271,14 +291,25 @@ mod enums {
             /// Next event number.
             next: u64,
         },
-        /// [`SourceOffset::FilesFollowed`](eddy_connectors::SourceOffset::FilesFollowed). Added
-        /// last, and no larger than [`SavedOffset::Files`], so manifests written before it keep
+        /// [`SourceOffset::FilesFollowed`](eddy_connectors::SourceOffset::FilesFollowed)
+        /// without file identities, as manifests written before [`SavedOffset::FilesFollowedById`]
+        /// hold it (read, never written: its files have no known identity). Added after the
+        /// others, and no larger than [`SavedOffset::Files`], so manifests written before it keep
         /// their layout.
         FilesFollowed {
             /// Names of the files finished for good, sorted.
             done: Vec<String>,
             /// Every file read and its lines consumed, sorted by name.
             lines: Vec<SavedFileLines>,
+        },
+        /// [`SourceOffset::FilesFollowed`](eddy_connectors::SourceOffset::FilesFollowed) with
+        /// each file's identity, so a restart reads a file replaced meanwhile from its start.
+        /// Added last and no larger than [`SavedOffset::Files`], for the same reason.
+        FilesFollowedById {
+            /// Names of the files finished for good, sorted.
+            done: Vec<String>,
+            /// Every file read, its lines consumed and identity, sorted by name.
+            files: Vec<SavedFollowedFile>,
         },
     }
 
@@ -320,9 +351,16 @@ impl From<&SourceOffset> for SavedOffset {
                 done: done.clone(),
                 reading: reading.as_ref().map(|(file, line)| SavedFileLines { file: file.clone(), line: *line }),
             },
-            SourceOffset::FilesFollowed { done, lines } => SavedOffset::FilesFollowed {
+            SourceOffset::FilesFollowed { done, files } => SavedOffset::FilesFollowedById {
                 done: done.clone(),
-                lines: lines.iter().map(|(file, line)| SavedFileLines { file: file.clone(), line: *line }).collect(),
+                files: files
+                    .iter()
+                    .map(|f| SavedFollowedFile {
+                        file: f.file.clone(),
+                        line: f.lines,
+                        identity: f.identity.map(|i| SavedFileIdentity { device: i.device, inode: i.inode }),
+                    })
+                    .collect(),
             },
             SourceOffset::FilesInNameOrder { file, line } => {
                 SavedOffset::FilesInNameOrder { file: file.clone(), line: *line }
@@ -347,7 +385,21 @@ impl From<&SavedOffset> for SourceOffset {
             }
             SavedOffset::FilesFollowed { done, lines } => SourceOffset::FilesFollowed {
                 done: done.clone(),
-                lines: lines.iter().map(|l| (l.file.clone(), l.line)).collect(),
+                files: lines
+                    .iter()
+                    .map(|l| FollowedFile { file: l.file.clone(), lines: l.line, identity: None })
+                    .collect(),
+            },
+            SavedOffset::FilesFollowedById { done, files } => SourceOffset::FilesFollowed {
+                done: done.clone(),
+                files: files
+                    .iter()
+                    .map(|f| FollowedFile {
+                        file: f.file.clone(),
+                        lines: f.line,
+                        identity: f.identity.map(|i| FileIdentity { device: i.device, inode: i.inode }),
+                    })
+                    .collect(),
             },
             SavedOffset::FilesInNameOrder { file, line } => {
                 SourceOffset::FilesInNameOrder { file: file.clone(), line: *line }
@@ -533,7 +585,14 @@ mod tests {
             SourceOffset::FilesInNameOrder { file: "a.json".into(), line: u64::MAX },
             SourceOffset::FilesFollowed {
                 done: vec!["bad.json.gz".into()],
-                lines: vec![("a.json".into(), 7), ("b.json".into(), 0)],
+                files: vec![
+                    FollowedFile {
+                        file: "a.json".into(),
+                        lines: 7,
+                        identity: Some(FileIdentity { device: 2049, inode: 1_234_567 }),
+                    },
+                    FollowedFile { file: "b.json".into(), lines: 0, identity: None },
+                ],
             },
             SourceOffset::Stdin { line: 3 },
             SourceOffset::Generated { next: 9 },
@@ -544,13 +603,31 @@ mod tests {
     }
 
     #[test]
-    fn the_followed_files_offset_leaves_the_archived_offset_no_larger() {
-        // Manifests written before `FilesFollowed` existed keep their layout only if the
-        // archived enum did not grow.
+    fn the_followed_files_offsets_leave_the_archived_offset_no_larger() {
+        // Manifests written before `FilesFollowed` and `FilesFollowedById` existed keep their
+        // layout only if the archived enum did not grow.
         let followed = std::mem::size_of::<rkyv::Archived<Vec<String>>>()
             + std::mem::size_of::<rkyv::Archived<Vec<SavedFileLines>>>();
+        let by_id = std::mem::size_of::<rkyv::Archived<Vec<String>>>()
+            + std::mem::size_of::<rkyv::Archived<Vec<SavedFollowedFile>>>();
         let files = std::mem::size_of::<rkyv::Archived<Vec<String>>>()
             + std::mem::size_of::<rkyv::Archived<Option<SavedFileLines>>>();
         assert!(followed <= files, "{followed} > {files}");
+        assert!(by_id <= files, "{by_id} > {files}");
+    }
+
+    #[test]
+    fn a_followed_files_offset_saved_without_identities_restores_its_line_counts() {
+        let saved = SavedOffset::FilesFollowed {
+            done: vec!["bad.json.gz".into()],
+            lines: vec![SavedFileLines { file: "a.json".into(), line: 7 }],
+        };
+        let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&saved).unwrap();
+        let read = rkyv::from_bytes::<SavedOffset, rkyv::rancor::Error>(&bytes).unwrap();
+        let expected = SourceOffset::FilesFollowed {
+            done: vec!["bad.json.gz".into()],
+            files: vec![FollowedFile { file: "a.json".into(), lines: 7, identity: None }],
+        };
+        assert_eq!(SourceOffset::from(&read), expected);
     }
 }

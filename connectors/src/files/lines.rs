@@ -81,7 +81,9 @@ pub(crate) fn read_record(reader: &mut dyn BufRead, buf: &mut Vec<u8>, rules: Re
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            if chunk.consumed > 0 {
+            // A last line without newline; one that ends with a newline (inside a quoted field
+            // left open) is counted already.
+            if chunk.consumed > 0 && tail[1] != b'\n' {
                 chunk.lines += 1;
             }
             break;
@@ -196,12 +198,26 @@ mod tests {
                 ("2,\"a \"\"q\"\"\nb\"\"\",x".to_string(), chunk(18, 2, true)),
                 // A quote inside an unquoted field is literal; a field opened by a quote and
                 // never closed runs to the end of the input.
-                ("x\"y,\"z\n".to_string(), chunk(7, 2, false)),
+                ("x\"y,\"z\n".to_string(), chunk(7, 1, false)),
             ];
             assert_eq!(got, expected, "read buffer of {capacity} bytes");
         }
         // JSON knows no quoting across lines.
         assert_eq!(records("\"a\nb\"\n", JSON, 64).len(), 2);
+    }
+
+    #[test]
+    fn a_quote_left_open_to_the_end_of_input_spans_only_the_lines_there_are() {
+        for capacity in [1, 5, 64] {
+            // The header, then a record from line 2 whose quote never closes: lines 2 to 4.
+            let got = records("k,txt,n\nd,\"unterminated\nline,4\ne,x,5\n", CSV, capacity);
+            let rest = "d,\"unterminated\nline,4\ne,x,5\n";
+            let expected = vec![("k,txt,n".to_string(), chunk(8, 1, true)), (rest.to_string(), chunk(29, 3, false))];
+            assert_eq!(got, expected, "read buffer of {capacity} bytes");
+            // Without the last newline, the last line still counts once.
+            let got = records("d,\"unterminated\nline,4", CSV, capacity);
+            assert_eq!(got, vec![("d,\"unterminated\nline,4".to_string(), chunk(22, 2, false))]);
+        }
     }
 
     #[test]

@@ -15,7 +15,8 @@ use flate2::read::MultiGzDecoder;
 use super::lines::{Chunk, RecordRules, read_record};
 use super::{is_blank, is_hidden, strip_bom, strip_newline};
 use crate::{
-    ConnectorError, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source, SourceItem, SourceOffset,
+    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source,
+    SourceItem, SourceOffset,
 };
 
 /// How often a following source lists its folder again (and looks at the sizes of the files it
@@ -45,8 +46,10 @@ const READ_BUFFER: usize = 64 * 1024;
 ///   neither) until it is completed, or until its file has not grown for
 ///   `partial_line_timeout`: it is then read as a record. A file that shrinks or is replaced
 ///   (another file under its name: a new inode) is logged and read from its start as a new
-///   file. `.gz` files are read once, whole: they must appear whole (written under a hidden
-///   name, then renamed).
+///   file, also after a restart: the offset keeps each file's identity (device and inode), and
+///   a file of another identity under a checkpointed name is read from its start. `.gz` files
+///   are read once, whole: they must appear whole (written under a hidden name, then renamed);
+///   one caught half-written is judged unreadable, and the warning says how to write it.
 /// - Records are read in bounded memory: one longer than `max_record_bytes` is skipped to its
 ///   end and given as a [`Rejection::TooLarge`] (its length and first bytes).
 /// - A file that cannot be read to its end (a corrupt or truncated `.gz`, an I/O error) is, by
@@ -85,8 +88,9 @@ pub struct FilesSource {
     /// this run, or before the checkpoint it resumed from).
     done: BTreeSet<String>,
     /// Where a restart resumes in the middle of files ([`Source::seek`]): the first lines of
-    /// each named file are skipped; an entry is removed once its file is opened.
-    resume: BTreeMap<String, u64>,
+    /// each named file are skipped, unless the file is not the one the offset counted (another
+    /// identity); an entry is removed once its file is opened.
+    resume: BTreeMap<String, Resume>,
     /// Files read to their current end that may grow (with `follow`, or after resuming from a
     /// followed source's offset), with their lines consumed.
     followed: BTreeMap<String, Followed>,
@@ -94,15 +98,18 @@ pub struct FilesSource {
     counts_lines: bool,
 }
 
-/// The identity of a file's content (device and inode): another one under the same name is a
-/// replaced (rotated) file.
-type FileId = Option<(u64, u64)>;
+/// The identity of a file's content (device and inode; `None` off Unix): another one under the
+/// same name is a replaced (rotated) file.
+type FileId = Option<FileIdentity>;
+
+/// Lines a restart skips in a file, and the identity of the file they were counted in.
+type Resume = (u64, FileId);
 
 fn file_id(m: &std::fs::Metadata) -> FileId {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        Some((m.dev(), m.ino()))
+        Some(FileIdentity { device: m.dev(), inode: m.ino() })
     }
     #[cfg(not(unix))]
     {
@@ -335,8 +342,14 @@ impl FilesSource {
                 source: error,
             });
         }
+        // A followed `.gz` is read once: one caught half-written is judged unreadable here.
+        let hint = if self.follow && name.ends_with(".gz") {
+            " (a .gz must appear whole: write it under a hidden name, then rename)"
+        } else {
+            ""
+        };
         tracing::warn!(file = %path.display(), line, byte, %error,
-            "unreadable file: the lines before the failure were read, the rest goes to the dead letters");
+            "unreadable file{hint}: the lines before the failure were read, the rest goes to the dead letters");
         let head = head[..head.len().min(REJECTED_HEAD_BYTES)].to_vec();
         out.push(SourceItem {
             payload: Payload::Rejected(Rejection::UnreadableFile { error: error.to_string(), head }),
@@ -437,9 +450,16 @@ impl FilesSource {
         if followed.is_some() {
             return Ok(Some(open));
         }
-        let Some(skip) = self.resume.remove(&name) else {
+        let Some((skip, identity)) = self.resume.remove(&name) else {
             return Ok(Some(open));
         };
+        if let (Some(was), Some(is)) = (identity, open.id)
+            && was != is
+        {
+            tracing::warn!(file = %path.display(), checkpoint_lines = skip, checkpoint_inode = was.inode, inode = is.inode,
+                "file was replaced since the checkpoint (another inode under its name); reading it from its start");
+            return Ok(Some(open));
+        }
         let skip_rules = RecordRules { csv: false, ..self.rules };
         while open.line < skip {
             let chunk = match read_record(open.reader.as_mut(), &mut self.line, skip_rules) {
@@ -489,7 +509,12 @@ impl FilesSource {
         if let Some(header) = file.give_header.take() {
             out.push(SourceItem {
                 payload: Payload::Header(header),
-                position: Position::File { file: file.name.clone(), line: file.line, through: file.line },
+                position: Position::File {
+                    file: file.name.clone(),
+                    line: file.line,
+                    through: file.line,
+                    identity: file.id,
+                },
                 created_ns: 0,
             });
         }
@@ -516,7 +541,8 @@ impl FilesSource {
             file.bytes += chunk.consumed;
             let text = strip_newline(&self.line);
             let text = if first == 1 { strip_bom(text) } else { text };
-            let position = Position::File { file: file.name.clone(), line: first, through: file.line };
+            let position =
+                Position::File { file: file.name.clone(), line: first, through: file.line, identity: file.id };
             if let Some(bytes) = chunk.too_large {
                 let max = self.rules.max_record_bytes;
                 tracing::warn!(%position, bytes, max, "record longer than max_record_bytes, skipped to its end");
@@ -643,19 +669,22 @@ impl Source for FilesSource {
     /// lines consumed of every file read, and the files finished for good.
     fn offset(&self) -> Option<SourceOffset> {
         if self.counts_lines {
-            let mut lines: BTreeMap<&str, u64> = self.resume.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-            lines.extend(self.followed.iter().map(|(n, f)| (n.as_str(), f.lines)));
+            let mut files: BTreeMap<&str, Resume> = self.resume.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+            files.extend(self.followed.iter().map(|(n, f)| (n.as_str(), (f.lines, f.id))));
             if let Some(c) = self.current.as_ref().filter(|c| !c.failed) {
-                lines.insert(&c.name, c.line);
+                files.insert(&c.name, (c.line, c.id));
             }
             return Some(SourceOffset::FilesFollowed {
                 done: self.done.iter().cloned().collect(),
-                lines: lines.into_iter().map(|(n, l)| (n.to_string(), l)).collect(),
+                files: files
+                    .into_iter()
+                    .map(|(n, (lines, identity))| FollowedFile { file: n.to_string(), lines, identity })
+                    .collect(),
             });
         }
         let reading = match &self.current {
             Some(c) if !c.failed => Some((c.name.clone(), c.line)),
-            _ => self.resume.iter().next().map(|(n, l)| (n.clone(), *l)),
+            _ => self.resume.iter().next().map(|(n, (l, _))| (n.clone(), *l)),
         };
         (reading.is_some() || !self.done.is_empty())
             .then(|| SourceOffset::Files { done: self.done.iter().cloned().collect(), reading })
@@ -673,11 +702,13 @@ impl Source for FilesSource {
     /// [`ConnectorError::Config`] for an offset of another kind of source;
     /// [`ConnectorError::Io`] when the folder cannot be listed (an old offset).
     fn seek(&mut self, offset: &SourceOffset) -> Result<(), ConnectorError> {
-        let (done, reading): (Vec<String>, Vec<(String, u64)>) = match offset {
-            SourceOffset::Files { done, reading } => (done.clone(), reading.iter().cloned().collect()),
-            SourceOffset::FilesFollowed { done, lines } => {
+        let (done, reading): (Vec<String>, Vec<(String, Resume)>) = match offset {
+            SourceOffset::Files { done, reading } => {
+                (done.clone(), reading.iter().map(|(n, l)| (n.clone(), (*l, None))).collect())
+            }
+            SourceOffset::FilesFollowed { done, files } => {
                 self.counts_lines = true;
-                (done.clone(), lines.clone())
+                (done.clone(), files.iter().map(|f| (f.file.clone(), (f.lines, f.identity))).collect())
             }
             SourceOffset::FilesInNameOrder { file, line } => {
                 let mut done = Vec::new();
@@ -687,7 +718,7 @@ impl Source for FilesSource {
                         done.push(name.clone());
                     }
                 }
-                (done, (*line != u64::MAX).then(|| (file.clone(), *line)).into_iter().collect())
+                (done, (*line != u64::MAX).then(|| (file.clone(), (*line, None))).into_iter().collect())
             }
             _ => {
                 return Err(ConnectorError::Config(format!(
@@ -733,6 +764,17 @@ mod tests {
             Payload::Rejected(r) => format!("rejected: {}", r.reason()),
             Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
         }
+    }
+
+    /// The offset of a followed source over `files` (name, lines consumed), with the identities
+    /// the files of `dir` have now.
+    fn followed(dir: &Path, files: &[(&str, u64)]) -> SourceOffset {
+        let entry = |(file, lines): &(&str, u64)| FollowedFile {
+            file: file.to_string(),
+            lines: *lines,
+            identity: file_id(&std::fs::metadata(dir.join(file)).unwrap()),
+        };
+        SourceOffset::FilesFollowed { done: vec![], files: files.iter().map(entry).collect() }
     }
 
     fn files(done: &[&str], reading: Option<(&str, u64)>) -> SourceOffset {
@@ -1035,10 +1077,7 @@ mod tests {
         write(dir.path(), "b.json", "x\n");
         let mut s = FilesSource::new(dir.path(), 1, true, false).unwrap();
         assert_eq!(until_idle(&mut s), vec!["1", "x"]);
-        let lines = |n: u64| SourceOffset::FilesFollowed {
-            done: vec![],
-            lines: vec![("a.json".into(), n), ("b.json".into(), 1)],
-        };
+        let lines = |n: u64| followed(dir.path(), &[("a.json", n), ("b.json", 1)]);
         // The partial line is not consumed, in the offset neither.
         assert_eq!(s.offset(), Some(lines(1)));
         append(dir.path(), "a.json", "2");
@@ -1063,7 +1102,7 @@ mod tests {
         assert_eq!(until_idle(&mut s), vec!["1"]);
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(until_idle(&mut s), vec!["2"]);
-        assert_eq!(s.offset(), Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![("a.json".into(), 2)] }));
+        assert_eq!(s.offset(), Some(followed(dir.path(), &[("a.json", 2)])));
     }
 
     #[test]
@@ -1079,7 +1118,34 @@ mod tests {
         // Truncated in place and written again.
         std::fs::write(dir.path().join("a.log"), "6\n").unwrap();
         assert_eq!(until_idle(&mut s), vec!["6"]);
-        assert_eq!(s.offset(), Some(SourceOffset::FilesFollowed { done: vec![], lines: vec![("a.log".into(), 1)] }));
+        assert_eq!(s.offset(), Some(followed(dir.path(), &[("a.log", 1)])));
+    }
+
+    #[test]
+    fn a_followed_file_replaced_while_stopped_is_read_from_its_start_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.log", "1\n2\n3\n");
+        let mut s = FilesSource::new(dir.path(), 1, true, false).unwrap();
+        assert_eq!(until_idle(&mut s), vec!["1", "2", "3"]);
+        let offset = s.offset().unwrap();
+        assert_eq!(offset, followed(dir.path(), &[("a.log", 3)]));
+        // Rotated while stopped: a new, longer file under the name (another inode: the old one
+        // still exists under another name, so its inode is not reused).
+        std::fs::rename(dir.path().join("a.log"), dir.path().join(".a.log.1")).unwrap();
+        write(dir.path(), "a.log", "4\n5\n6\n7\n8\n");
+        let mut resumed = FilesSource::new(dir.path(), 1, true, false).unwrap();
+        resumed.seek(&offset).unwrap();
+        assert_eq!(until_idle(&mut resumed), vec!["4", "5", "6", "7", "8"]);
+        assert_eq!(resumed.offset(), Some(followed(dir.path(), &[("a.log", 5)])));
+        // An offset without identities (a checkpoint written before they were kept) trusts the
+        // name, as such checkpoints did.
+        let unknown = SourceOffset::FilesFollowed {
+            done: vec![],
+            files: vec![FollowedFile { file: "a.log".into(), lines: 3, identity: None }],
+        };
+        let mut old = FilesSource::new(dir.path(), 1, true, false).unwrap();
+        old.seek(&unknown).unwrap();
+        assert_eq!(until_idle(&mut old), vec!["7", "8"]);
     }
 
     #[test]
@@ -1202,7 +1268,8 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["header: id,name", "2,y"]);
-        assert_eq!(out[1].position, Position::File { file: "a.csv".into(), line: 3, through: 3 });
+        let identity = file_id(&std::fs::metadata(dir.path().join("a.csv")).unwrap());
+        assert_eq!(out[1].position, Position::File { file: "a.csv".into(), line: 3, through: 3, identity });
     }
 
     #[test]
