@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::time::{civil_from_days, days_from_civil};
+use crate::time::{civil_from_days, days_from_civil, days_in_month};
 
 const US_PER_SEC: i64 = 1_000_000;
 const US_PER_DAY: i64 = 86_400 * US_PER_SEC;
@@ -317,15 +317,6 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
     let days = days_from_civil(y, mo as u32, d as u32);
     let secs = days.checked_mul(86_400)? + h * 3600 + mi * 60 + sec - offset_s;
     secs.checked_mul(US_PER_SEC)?.checked_add(frac)
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
 }
 
 #[cfg(test)]
