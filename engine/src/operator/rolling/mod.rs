@@ -55,10 +55,10 @@ mod timers;
 use self::compact::Compact;
 use self::incremental::InProgress;
 use self::keys::Keys;
-use self::plan::Plan;
+use self::plan::{Plan, Refused};
 use self::snapshot::Writer;
 use self::timers::Timers;
-use super::{BatchContext, Mode, Operator, Output, StateError};
+use super::{BatchContext, Mode, Operator, Output, Rejected, StateError};
 use crate::aggregate::AggregateFn;
 use crate::time::{Duration, Timestamp};
 use crate::value::{GroupKey, Record, Value};
@@ -121,6 +121,9 @@ pub struct RollingWindow {
     hints: Hints,
     /// The compact layout, while it holds the state (`keys` and `timers` are empty then).
     compact: Option<Box<Compact>>,
+    /// Columns of the input records (the most seen; at least every column the query names), to
+    /// rebuild a pending record refused as it becomes visible ([`RollingWindow::refused`]).
+    width: usize,
 }
 
 /// The slots of the keys of the last [`HINTS`] records given to [`Operator::prefetch`], newest
@@ -161,7 +164,10 @@ impl RollingWindow {
         } else {
             None
         };
+        let named = cfg.key_columns.iter().chain([&cfg.order_by]).chain(cfg.watermark.as_ref().map(|(c, _)| c));
+        let width = named.chain(plan.lanes.iter().map(|(c, _)| c)).max().map_or(0, |c| c + 1);
         RollingWindow {
+            width,
             compact,
             timers: Timers::new(plan.spans.len()),
             plan,
@@ -200,10 +206,34 @@ impl RollingWindow {
         }
     }
 
-    /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
-    fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
+    /// Brings key `slot` to frontier `x` ([`Plan::settle`]); the records refused on the way go
+    /// to `out.rejected`.
+    fn settle(&mut self, slot: u32, x: Timestamp, out: &mut Output) -> bool {
         self.before_change(slot);
-        self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x, &mut self.timers, slot))
+        let Some(st) = self.keys.get_mut(slot) else { return false };
+        let mut refused = Vec::new();
+        let changed = self.plan.settle(st, x, &mut self.timers, slot, &mut refused);
+        self.refused(slot, refused, out);
+        changed
+    }
+
+    /// Pending records of key `slot` refused as they became visible, to `out.rejected`. The state
+    /// keeps of a pending record only what the measures need, so the record is rebuilt from its
+    /// `partition_by` values, its event time and its measures' inputs; its other columns read
+    /// NULL.
+    fn refused(&self, slot: u32, refused: Vec<Refused>, out: &mut Output) {
+        let Some(st) = self.keys.get(slot) else { return };
+        for r in refused {
+            let mut values = vec![Value::Null; self.width];
+            for (&c, v) in self.cfg.key_columns.iter().zip(st.key.iter()) {
+                values[c] = v.clone();
+            }
+            for (&(c, ty), cell) in self.plan.lanes.iter().zip(r.cells.iter()) {
+                values[c] = cell.value(ty).into_owned();
+            }
+            values[self.cfg.order_by] = Value::Timestamp(Timestamp(r.t));
+            out.rejected.push(Rejected::overflow(&Record::new(values), &self.plan.measures[r.measure].func));
+        }
     }
 
     fn reschedule(&mut self, slot: u32) {
@@ -245,14 +275,14 @@ impl RollingWindow {
             }
             match self.cfg.mode {
                 Mode::RealTime => {
-                    if self.settle(slot, at) {
+                    if self.settle(slot, at, out) {
                         self.emit(slot, at, out);
                     } else {
                         self.free_if_empty(slot);
                     }
                 }
                 Mode::MicroBatch => {
-                    if self.settle(slot, f) {
+                    if self.settle(slot, f, out) {
                         if let Some(st) = self.keys.get_mut(slot)
                             && !st.dirty
                         {
@@ -317,6 +347,7 @@ impl Operator for RollingWindow {
                 self.watermark = self.watermark.max(tr.current());
             }
         }
+        self.width = self.width.max(record.values.len());
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
         if let Some(c) = self.compact.as_deref_mut() {
@@ -332,7 +363,13 @@ impl Operator for RollingWindow {
         self.before_change(slot);
         let Some(st) = self.keys.get_mut(slot) else { return };
         let moved = if visible_now {
-            let (changed, moved) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
+            let mut refused = Vec::new();
+            let (changed, moved, overflow) =
+                self.plan.arrive(st, f, t.0, record, &mut self.timers, slot, &mut refused);
+            if let Some(j) = overflow {
+                out.rejected.push(Rejected::overflow(record, &self.plan.measures[j].func));
+            }
+            self.refused(slot, refused, out);
             if changed {
                 self.emit(slot, f, out);
             }
@@ -498,3 +535,5 @@ impl Operator for RollingWindow {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_overflow;
