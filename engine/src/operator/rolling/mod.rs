@@ -13,6 +13,15 @@
 //!   last row (count 0, other measures null) and is freed.
 //! - Late records (event time <= W, with a watermark on `order_by`) are dropped from every
 //!   measure.
+//! - Integer sums never wrap (SEMANTICS.md "Aggregate functions"): a record that would take a
+//!   `sum` over INT / BIGINT out of BIGINT as it enters the key's measures (a lifetime sum, or a
+//!   bounded one whose range it enters), checked when it becomes visible (on arrival or as the
+//!   frontier passes it), enters no measure and goes to `out.rejected` with
+//!   `ARITHMETIC_OVERFLOW in <measure>`, as in a window aggregate. A pending record is refused as
+//!   the state keeps it (key, event time, measure inputs; other columns NULL). One case a check at
+//!   entry cannot prevent: records leave a range in event-time order, not arrival order, so the
+//!   remaining records' sum can fall outside BIGINT (-5, then `i64::MAX`, then 5; -5 leaves): it
+//!   reads NULL there, as Spark's `try_sum`.
 //!
 //! Layout (per record work is O(1) amortised in the common case):
 //!
@@ -364,8 +373,7 @@ impl Operator for RollingWindow {
         let Some(st) = self.keys.get_mut(slot) else { return };
         let moved = if visible_now {
             let mut refused = Vec::new();
-            let (changed, moved, overflow) =
-                self.plan.arrive(st, f, t.0, record, &mut self.timers, slot, &mut refused);
+            let (changed, moved, overflow) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot, &mut refused);
             if let Some(j) = overflow {
                 out.rejected.push(Rejected::overflow(record, &self.plan.measures[j].func));
             }

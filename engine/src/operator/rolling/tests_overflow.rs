@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::aggregate::AggParams;
+use crate::operator::Rejected;
 use crate::schema::DataType;
 use crate::value::Row;
 use crate::watermark::BatchWatermarks;
@@ -37,7 +38,12 @@ fn rec(t_s: i64, v: i64) -> Record {
 
 /// The row of key "a" at frontier `f_s` (s): sum, count.
 fn row(f_s: i64, sum: Option<i64>, count: i64) -> Row {
-    vec![Value::Str("a".into()), Value::Timestamp(Timestamp(f_s * S)), sum.map_or(Value::Null, Value::Long), Value::Long(count)]
+    vec![
+        Value::Str("a".into()),
+        Value::Timestamp(Timestamp(f_s * S)),
+        sum.map_or(Value::Null, Value::Long),
+        Value::Long(count),
+    ]
 }
 
 fn refused(t_s: i64, v: i64) -> Rejected {
@@ -106,10 +112,7 @@ fn a_pending_record_that_would_overflow_a_sum_is_refused_as_it_becomes_visible()
     // after BIG left at F = 10: it fits.
     let mut w = window(Mode::RealTime, Some(10), 5, true);
     let out = real_time(&mut w, &[(5, 0, BIG), (6, 1, 100), (12, 12, 100)], 40);
-    assert_eq!(
-        out.rows,
-        vec![row(0, Some(BIG), 1), row(10, None, 0), row(12, Some(100), 1), row(22, None, 0)]
-    );
+    assert_eq!(out.rows, vec![row(0, Some(BIG), 1), row(10, None, 0), row(12, Some(100), 1), row(22, None, 0)]);
     assert_eq!(out.rejected, vec![refused(1, 100)]);
 }
 
