@@ -371,19 +371,22 @@ impl Operator for RollingWindow {
         let slot = self.slot_of(record);
         self.before_change(slot);
         let Some(st) = self.keys.get_mut(slot) else { return };
-        let moved = if visible_now {
-            let mut refused = Vec::new();
-            let (changed, moved, overflow) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot, &mut refused);
+        let moved = if visible_now && st.pending.first_time().is_none_or(|p| p > f.0) {
+            let (changed, moved, overflow) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
             if let Some(j) = overflow {
                 out.rejected.push(Rejected::overflow(record, &self.plan.measures[j].func));
             }
-            self.refused(slot, refused, out);
             if changed {
                 self.emit(slot, f, out);
             }
             moved
         } else {
             self.plan.pend(st, t.0, record);
+            // Pending records due by `f` (only after a restore moved the frontier: the key's
+            // timers fire before the frontier moves) are revealed first, this one among them.
+            if visible_now && self.settle(slot, f, out) {
+                self.emit(slot, f, out);
+            }
             true
         };
         // Otherwise the key's timer is still its next instant.

@@ -171,15 +171,13 @@ impl Plan {
     }
 
     /// A record arrives visible at frontier `x` (its time `t <= x`) in key `st` (slot `slot`),
-    /// whose `timer` is its next instant ([`Plan::next_event`], as the operator keeps it).
-    /// Returns whether the measured set changed, and whether the key's next instant may have
+    /// whose `timer` is its next instant ([`Plan::next_event`], as the operator keeps it) and
+    /// which has no pending record due by `x` (the operator settles such a key instead).
+    /// Returns whether the measured set changed, whether the key's next instant may have
     /// changed (if not, [`Plan::next_event`] is still `st.timer`: the record entered no range
-    /// as its oldest record, nothing left, no pending record was revealed). Pending records due
-    /// by `x` are revealed first and records due to leave by `x` leave (none are, unless a
-    /// restore moved the frontier: the key's timers fire before the frontier moves; the record
-    /// then takes their way, so if refused, it is in `refused`). The third value: the integer
-    /// sum (index into `measures`) the record would take out of BIGINT, if any: then it entered
-    /// no measure.
+    /// as its oldest record, nothing left), and the integer sum (index into `measures`) the
+    /// record would take out of BIGINT, if any: then it entered no measure. Records due to leave
+    /// by `x` leave first (none are, unless a restore moved the frontier).
     pub(super) fn arrive(
         &self,
         st: &mut KeyState,
@@ -188,12 +186,7 @@ impl Plan {
         record: &Record,
         timers: &mut Timers,
         slot: u32,
-        refused: &mut Vec<Refused>,
     ) -> (bool, bool, Option<usize>) {
-        if st.pending.first_time().is_some_and(|p| p <= x.0) {
-            st.pending.insert(t, self.cells(record));
-            return (self.settle(st, x, timers, slot, refused), true, None);
-        }
         let x = x.0;
         // Nothing leaves a range before the key's next instant.
         let due = st.timer.is_some_and(|at| at.0 <= x);
