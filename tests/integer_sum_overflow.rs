@@ -90,3 +90,56 @@ fn a_record_that_would_overflow_a_bigint_sum_goes_to_the_dead_letters_and_the_ru
         assert_eq!(record, json!({"k": "a", "ts": "2024-01-15T10:00:01Z", "v": 8}), "{mode}");
     }
 }
+
+/// The same in a rolling window (lifetime measures): the refused record is in neither the sum nor
+/// the count of its key, and reaches the dead-letter sink (refused as it becomes visible: on
+/// arrival in real-time mode, at the end of its batch in micro-batch mode).
+#[test]
+fn a_record_that_would_overflow_a_rolling_sum_goes_to_the_dead_letters_and_the_run_goes_on() {
+    const ROLLING_INPUT: &str = r#"{"k": "a", "ts": "2024-01-15T10:00:00Z", "v": 9223372036854775800}
+{"k": "a", "ts": "2024-01-15T10:00:01Z", "v": 100}
+{"k": "a", "ts": "2024-01-15T10:00:02Z", "v": 7}
+{"k": "b", "ts": "2024-01-15T10:00:03Z", "v": -1}
+"#;
+    for mode in ["micro-batch", "real-time"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("input")).unwrap();
+        std::fs::write(dir.join("input/000.json"), ROLLING_INPUT).unwrap();
+        let pipeline = pipeline(mode).replace(
+            r#"type = "window_aggregate"
+group_by = ["k"]
+window = { type = "tumbling", column = "ts", size = "1 minute" }
+output_mode = "update"
+measures = [{ agg = "count" }, { agg = "sum", column = "V" }]"#,
+            r#"type = "rolling_window"
+partition_by = ["k"]
+order_by = "ts"
+measures = [{ agg = "sum", column = "v", alias = "life" }, { agg = "count" }]"#,
+        );
+        assert!(pipeline.contains("rolling_window"));
+        std::fs::write(dir.join("p.toml"), pipeline).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_eddy"))
+            .args(["run", "p.toml", "--no-progress"])
+            .current_dir(dir)
+            .env("EDDY_LOG", "error")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+
+        let mut last = std::collections::BTreeMap::new();
+        for row in lines(&dir.join("out")) {
+            last.insert(row["k"].as_str().unwrap().to_string(), (row["life"].clone(), row["count(1)"].clone()));
+        }
+        let expected: std::collections::BTreeMap<String, (Value, Value)> =
+            [("a".to_string(), (json!(9223372036854775807i64), json!(2))), ("b".to_string(), (json!(-1), json!(1)))]
+                .into();
+        assert_eq!(last, expected, "{mode}");
+
+        let dead = lines(&dir.join("dead"));
+        assert_eq!(dead.len(), 1, "{mode}: {dead:?}");
+        assert_eq!(dead[0]["reason"], json!("ARITHMETIC_OVERFLOW in life"), "{mode}");
+        let record: Value = serde_json::from_str(dead[0]["record"].as_str().unwrap()).unwrap();
+        assert_eq!(record, json!({"k": "a", "ts": "2024-01-15T10:00:01Z", "v": 100}), "{mode}");
+    }
+}

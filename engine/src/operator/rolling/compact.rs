@@ -124,6 +124,8 @@ pub(super) struct Compact {
     bounded_places: Box<[Place]>,
     /// Per lifetime measure of the plan: its index into a key's aggs.
     lifetime_aggs: Box<[usize]>,
+    /// The aggs (index into a key's) of the integer sums, and whether lifetime.
+    sum_aggs: Box<[(usize, bool)]>,
     /// The range `d` of every bounded measure (µs); `None` without bounded measures.
     d: Option<i64>,
     /// Records in range, in event-time order (so in the order they leave), in arrival order
@@ -178,7 +180,12 @@ impl Compact {
         for (l, &mi) in plan.lifetime.iter().enumerate() {
             places[mi] = Place::Agg(lifetime_aggs[l]);
         }
+        let sum_aggs = (0..agg_measures.len())
+            .filter(|&k| plan.measures[agg_measures[k]].func.is_integer_sum())
+            .map(|k| (k, k >= aggs))
+            .collect();
         Some(Compact {
+            sum_aggs,
             columns: columns.into(),
             table: HashTable::new(),
             slots: Vec::new(),
@@ -335,7 +342,8 @@ impl Compact {
     /// A record (event time `t`, hashed `hash`) arrives visible at frontier `f`: it enters the
     /// range if `t > f - d`, every lifetime measure takes it, and the key's row is emitted at `f`
     /// if anything changed (SEMANTICS.md "Rolling window", emission). [`Demote`] (nothing
-    /// changed) when it is older than its key's newest record in range.
+    /// changed) when it is older than its key's newest record in range, or when it would take
+    /// an integer sum out of BIGINT (the general layout refuses it).
     pub(super) fn arrive(
         &mut self,
         plan: &Plan,
@@ -349,6 +357,9 @@ impl Compact {
         if let Some(i) = found {
             let s = &self.slots[i as usize];
             if s.in_range > 0 && t < s.newest && self.d.is_some_and(|d| t > f.0.saturating_sub(d)) {
+                return Err(Demote);
+            }
+            if !self.sum_aggs.is_empty() && self.overflows(plan, i, record, t, f) {
                 return Err(Demote);
             }
         }
@@ -402,6 +413,20 @@ impl Compact {
         }
         self.free_if_empty(plan, i);
         Ok(())
+    }
+
+    /// Whether `record` (time `t`, arriving visible at `f`) would take an integer sum of key `i`
+    /// out of BIGINT: a lifetime one, or a bounded one whose range it enters.
+    #[inline]
+    fn overflows(&self, plan: &Plan, i: u32, record: &Record, t: i64, f: Timestamp) -> bool {
+        let Some(&(c, ty)) = plan.lanes.first() else { return false };
+        let Some(v) = Cell::of(&record.values[c], ty).as_int() else { return false };
+        let in_range = self.d.is_some_and(|d| t > f.0.saturating_sub(d));
+        let a = i as usize * self.aggs_per_key;
+        self.sum_aggs.iter().any(|&(k, lifetime)| {
+            (lifetime || in_range)
+                && !plan.measures[self.agg_measures[k]].func.sum_fits([&self.aggs[a + k]], &Value::Long(v))
+        })
     }
 
     fn free_if_empty(&mut self, plan: &Plan, i: u32) {

@@ -13,6 +13,15 @@
 //!   last row (count 0, other measures null) and is freed.
 //! - Late records (event time <= W, with a watermark on `order_by`) are dropped from every
 //!   measure.
+//! - Integer sums never wrap (SEMANTICS.md "Aggregate functions"): a record that would take a
+//!   `sum` over INT / BIGINT out of BIGINT as it enters the key's measures (a lifetime sum, or a
+//!   bounded one whose range it enters), checked when it becomes visible (on arrival or as the
+//!   frontier passes it), enters no measure and goes to `out.rejected` with
+//!   `ARITHMETIC_OVERFLOW in <measure>`, as in a window aggregate. A pending record is refused as
+//!   the state keeps it (key, event time, measure inputs; other columns NULL). One case a check at
+//!   entry cannot prevent: records leave a range in event-time order, not arrival order, so the
+//!   remaining records' sum can fall outside BIGINT (-5, then `i64::MAX`, then 5; -5 leaves): it
+//!   reads NULL there, as Spark's `try_sum`.
 //!
 //! Layout (per record work is O(1) amortised in the common case):
 //!
@@ -55,10 +64,10 @@ mod timers;
 use self::compact::Compact;
 use self::incremental::InProgress;
 use self::keys::Keys;
-use self::plan::Plan;
+use self::plan::{Plan, Refused};
 use self::snapshot::Writer;
 use self::timers::Timers;
-use super::{BatchContext, Mode, Operator, Output, StateError};
+use super::{BatchContext, Mode, Operator, Output, Rejected, StateError};
 use crate::aggregate::AggregateFn;
 use crate::time::{Duration, Timestamp};
 use crate::value::{GroupKey, Record, Value};
@@ -121,6 +130,9 @@ pub struct RollingWindow {
     hints: Hints,
     /// The compact layout, while it holds the state (`keys` and `timers` are empty then).
     compact: Option<Box<Compact>>,
+    /// Columns of the input records (the most seen; at least every column the query names), to
+    /// rebuild a pending record refused as it becomes visible ([`RollingWindow::refused`]).
+    width: usize,
 }
 
 /// The slots of the keys of the last [`HINTS`] records given to [`Operator::prefetch`], newest
@@ -161,7 +173,10 @@ impl RollingWindow {
         } else {
             None
         };
+        let named = cfg.key_columns.iter().chain([&cfg.order_by]).chain(cfg.watermark.as_ref().map(|(c, _)| c));
+        let width = named.chain(plan.lanes.iter().map(|(c, _)| c)).max().map_or(0, |c| c + 1);
         RollingWindow {
+            width,
             compact,
             timers: Timers::new(plan.spans.len()),
             plan,
@@ -200,10 +215,34 @@ impl RollingWindow {
         }
     }
 
-    /// Brings key `slot` to frontier `x` ([`Plan::settle`]).
-    fn settle(&mut self, slot: u32, x: Timestamp) -> bool {
+    /// Brings key `slot` to frontier `x` ([`Plan::settle`]); the records refused on the way go
+    /// to `out.rejected`.
+    fn settle(&mut self, slot: u32, x: Timestamp, out: &mut Output) -> bool {
         self.before_change(slot);
-        self.keys.get_mut(slot).is_some_and(|st| self.plan.settle(st, x, &mut self.timers, slot))
+        let Some(st) = self.keys.get_mut(slot) else { return false };
+        let mut refused = Vec::new();
+        let changed = self.plan.settle(st, x, &mut self.timers, slot, &mut refused);
+        self.refused(slot, refused, out);
+        changed
+    }
+
+    /// Pending records of key `slot` refused as they became visible, to `out.rejected`. The state
+    /// keeps of a pending record only what the measures need, so the record is rebuilt from its
+    /// `partition_by` values, its event time and its measures' inputs; its other columns read
+    /// NULL.
+    fn refused(&self, slot: u32, refused: Vec<Refused>, out: &mut Output) {
+        let Some(st) = self.keys.get(slot) else { return };
+        for r in refused {
+            let mut values = vec![Value::Null; self.width];
+            for (&c, v) in self.cfg.key_columns.iter().zip(st.key.iter()) {
+                values[c] = v.clone();
+            }
+            for (&(c, ty), cell) in self.plan.lanes.iter().zip(r.cells.iter()) {
+                values[c] = cell.value(ty).into_owned();
+            }
+            values[self.cfg.order_by] = Value::Timestamp(Timestamp(r.t));
+            out.rejected.push(Rejected::overflow(&Record::new(values), &self.plan.measures[r.measure].func));
+        }
     }
 
     fn reschedule(&mut self, slot: u32) {
@@ -245,14 +284,14 @@ impl RollingWindow {
             }
             match self.cfg.mode {
                 Mode::RealTime => {
-                    if self.settle(slot, at) {
+                    if self.settle(slot, at, out) {
                         self.emit(slot, at, out);
                     } else {
                         self.free_if_empty(slot);
                     }
                 }
                 Mode::MicroBatch => {
-                    if self.settle(slot, f) {
+                    if self.settle(slot, f, out) {
                         if let Some(st) = self.keys.get_mut(slot)
                             && !st.dirty
                         {
@@ -317,6 +356,7 @@ impl Operator for RollingWindow {
                 self.watermark = self.watermark.max(tr.current());
             }
         }
+        self.width = self.width.max(record.values.len());
         let f = self.frontier;
         let visible_now = self.cfg.mode == Mode::RealTime && t <= f;
         if let Some(c) = self.compact.as_deref_mut() {
@@ -331,14 +371,22 @@ impl Operator for RollingWindow {
         let slot = self.slot_of(record);
         self.before_change(slot);
         let Some(st) = self.keys.get_mut(slot) else { return };
-        let moved = if visible_now {
-            let (changed, moved) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
+        let moved = if visible_now && st.pending.first_time().is_none_or(|p| p > f.0) {
+            let (changed, moved, overflow) = self.plan.arrive(st, f, t.0, record, &mut self.timers, slot);
+            if let Some(j) = overflow {
+                out.rejected.push(Rejected::overflow(record, &self.plan.measures[j].func));
+            }
             if changed {
                 self.emit(slot, f, out);
             }
             moved
         } else {
             self.plan.pend(st, t.0, record);
+            // Pending records due by `f` (only after a restore moved the frontier: the key's
+            // timers fire before the frontier moves) are revealed first, this one among them.
+            if visible_now && self.settle(slot, f, out) {
+                self.emit(slot, f, out);
+            }
             true
         };
         // Otherwise the key's timer is still its next instant.
@@ -498,3 +546,5 @@ impl Operator for RollingWindow {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_overflow;

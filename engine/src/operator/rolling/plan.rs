@@ -11,6 +11,25 @@ use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::{Record, Row, Value};
 
+/// Where an integer sum's state sits in a key's state.
+#[derive(Clone, Copy, Debug)]
+enum SumAt {
+    /// `ranges[b]`.
+    Bounded(usize),
+    /// `lifetime[l]`.
+    Lifetime(usize),
+}
+
+/// A pending record refused as it became visible: it would have taken the integer sum
+/// `measures[measure]` out of BIGINT (SEMANTICS.md "Aggregate functions"). What the state kept of
+/// it: its event time (µs) and one cell per lane.
+#[derive(Debug)]
+pub(super) struct Refused {
+    pub(super) t: i64,
+    pub(super) cells: Box<[Cell]>,
+    pub(super) measure: usize,
+}
+
 /// The measures of a rolling window, compiled.
 #[derive(Debug)]
 pub(super) struct Plan {
@@ -27,6 +46,9 @@ pub(super) struct Plan {
     /// Per bounded measure: the index of its range length in `spans`, and whether it is the
     /// first bounded measure of that length (the one that queues the records' leave instants).
     span_of: Box<[(usize, bool)]>,
+    /// The integer sums (`sum` over INT / BIGINT): measure index, lane, state: the records they
+    /// would take out of BIGINT are refused ([`Plan::overflow`]).
+    sums: Box<[(usize, usize, SumAt)]>,
 }
 
 impl Plan {
@@ -63,7 +85,17 @@ impl Plan {
                 }
             })
             .collect();
-        Plan { measures, bounded, lifetime, lanes: lanes.into(), max_range_us, spans: spans.into(), span_of }
+        let sums = (0..measures.len())
+            .filter(|&i| measures[i].func.is_integer_sum())
+            .filter_map(|i| {
+                let at = match bounded.iter().position(|&b| b == i) {
+                    Some(b) => SumAt::Bounded(b),
+                    None => SumAt::Lifetime(lifetime.iter().position(|&l| l == i)?),
+                };
+                Some((i, measures[i].lane?, at))
+            })
+            .collect();
+        Plan { measures, bounded, lifetime, lanes: lanes.into(), max_range_us, spans: spans.into(), span_of, sums }
     }
 
     /// An empty state for a key.
@@ -99,13 +131,28 @@ impl Plan {
 
     /// Brings `st` (in slot `slot`) to frontier `x`: records leave the ranges whose lower bound
     /// passed them, pending records with event time <= x become visible (their leave instants
-    /// queued in `timers` when they fit). Returns whether the measured set changed.
-    pub(super) fn settle(&self, st: &mut KeyState, x: Timestamp, timers: &mut Timers, slot: u32) -> bool {
+    /// queued in `timers` when they fit), except those that would take an integer sum out of
+    /// BIGINT: they enter no measure and go to `refused`. Returns whether the measured set
+    /// changed.
+    pub(super) fn settle(
+        &self,
+        st: &mut KeyState,
+        x: Timestamp,
+        timers: &mut Timers,
+        slot: u32,
+        refused: &mut Vec<Refused>,
+    ) -> bool {
         let x = x.0;
         let mut changed = self.expire(st, x);
         while let Some(t) = st.pending.first_time() {
             if t > x {
                 break;
+            }
+            if let Some(measure) = self.overflow(st, x, t, |l| st.pending.cell(l, 0).as_int()) {
+                let cells = (0..self.lanes.len()).map(|l| st.pending.cell(l, 0).clone()).collect();
+                refused.push(Refused { t, cells, measure });
+                st.pending.pop_first();
+                continue;
             }
             changed |= !self.lifetime.is_empty();
             for (l, &mi) in self.lifetime.iter().enumerate() {
@@ -124,12 +171,13 @@ impl Plan {
     }
 
     /// A record arrives visible at frontier `x` (its time `t <= x`) in key `st` (slot `slot`),
-    /// whose `timer` is its next instant ([`Plan::next_event`], as the operator keeps it).
-    /// Returns whether the measured set changed, and whether the key's next instant may have
+    /// whose `timer` is its next instant ([`Plan::next_event`], as the operator keeps it) and
+    /// which has no pending record due by `x` (the operator settles such a key instead).
+    /// Returns whether the measured set changed, whether the key's next instant may have
     /// changed (if not, [`Plan::next_event`] is still `st.timer`: the record entered no range
-    /// as its oldest record, nothing left, no pending record was revealed). Pending records due
-    /// by `x` are revealed first and records due to leave by `x` leave (none are, unless a
-    /// restore moved the frontier: the key's timers fire before the frontier moves).
+    /// as its oldest record, nothing left), and the integer sum (index into `measures`) the
+    /// record would take out of BIGINT, if any: then it entered no measure. Records due to leave
+    /// by `x` leave first (none are, unless a restore moved the frontier).
     pub(super) fn arrive(
         &self,
         st: &mut KeyState,
@@ -138,15 +186,16 @@ impl Plan {
         record: &Record,
         timers: &mut Timers,
         slot: u32,
-    ) -> (bool, bool) {
-        if st.pending.first_time().is_some_and(|p| p <= x.0) {
-            st.pending.insert(t, self.cells(record));
-            return (self.settle(st, x, timers, slot), true);
-        }
+    ) -> (bool, bool, Option<usize>) {
         let x = x.0;
         // Nothing leaves a range before the key's next instant.
         let due = st.timer.is_some_and(|at| at.0 <= x);
-        let mut changed = (due && self.expire(st, x)) | !self.lifetime.is_empty();
+        let expired = due && self.expire(st, x);
+        let input = |l: usize| Cell::of(&record.values[self.lanes[l].0], self.lanes[l].1).as_int();
+        if let Some(j) = self.overflow(st, x, t, input) {
+            return (expired, due, Some(j));
+        }
+        let mut changed = expired | !self.lifetime.is_empty();
         if self.in_some_range(t, x) {
             let p = st.visible.insert(t, self.cells(record));
             for (l, &mi) in self.lifetime.iter().enumerate() {
@@ -157,15 +206,39 @@ impl Plan {
             // Record `p` is the oldest of a range it entered: that range's leave instant moved.
             let moved = due || st.starts.contains(&p);
             self.forget(st);
-            (changed, moved)
+            (changed, moved, None)
         } else {
             for (l, &mi) in self.lifetime.iter().enumerate() {
                 let m = &self.measures[mi];
                 let cell = m.lane.map_or(Cell::Null, |l| Cell::of(&record.values[self.lanes[l].0], self.lanes[l].1));
                 fold(m, &mut st.lifetime[l], &cell, 1);
             }
-            (changed, due)
+            (changed, due, None)
         }
+    }
+
+    /// The first integer sum (index into `measures`) that a record of time `t`, whose integer
+    /// input in lane `l` is `input(l)`, becoming visible in `st` at frontier `x` (its ranges brought to `x`), would take
+    /// out of BIGINT: a lifetime sum, or a bounded sum whose range it enters ([`AggregateFn::sum_fits`]).
+    /// `None` when it fits in all (always without an integer sum).
+    ///
+    /// [`AggregateFn::sum_fits`]: crate::aggregate::AggregateFn::sum_fits
+    #[inline]
+    fn overflow(&self, st: &KeyState, x: i64, t: i64, input: impl Fn(usize) -> Option<i64>) -> Option<usize> {
+        for &(mi, lane, at) in self.sums.iter() {
+            let Some(v) = input(lane) else { continue };
+            let state = match at {
+                SumAt::Lifetime(l) => &st.lifetime[l],
+                SumAt::Bounded(b) => match &st.ranges[b] {
+                    Range::Retract(s) if t > self.limit(mi, x) => s,
+                    _ => continue,
+                },
+            };
+            if !self.measures[mi].func.sum_fits([state], &Value::Long(v)) {
+                return Some(mi);
+            }
+        }
+        None
     }
 
     /// Takes `record` as a pending record of `st`.

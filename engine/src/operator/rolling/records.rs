@@ -43,6 +43,15 @@ impl Cell {
         }
     }
 
+    /// The integer of an INT, BIGINT, TIMESTAMP or BOOLEAN cell; `None` for any other.
+    #[inline]
+    pub(super) fn as_int(&self) -> Option<i64> {
+        match *self {
+            Cell::I(x) => Some(x),
+            _ => None,
+        }
+    }
+
     /// Whether NULL.
     #[inline]
     pub(super) fn is_null(&self) -> bool {
