@@ -14,7 +14,8 @@
 mod dialect;
 
 use eddy_engine::Schema;
-use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, Syntax, SyntaxKind, Typed};
+pub use eddy_engine::expr::Parsed;
+use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, SqlFrontEnd, Syntax, SyntaxKind, Typed};
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
@@ -49,15 +50,6 @@ pub enum SqlError {
     /// Binding against the schema failed (unknown column, types).
     #[error(transparent)]
     Bind(#[from] ExprError),
-}
-
-/// One parsed select item: the expression and its `AS` alias.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
-    /// The expression.
-    pub syntax: Syntax,
-    /// The alias after `AS`, if any.
-    pub alias: Option<String>,
 }
 
 /// A bound expression and its output column name (the alias, or Spark's name of it).
@@ -110,6 +102,27 @@ pub fn bind_expression(text: &str, schema: &Schema) -> Result<Bound, SqlError> {
     let typed = expr::bind(&parsed.syntax, schema)?;
     let name = parsed.alias.unwrap_or_else(|| typed.output_name().to_string());
     Ok(Bound { typed, name })
+}
+
+/// Spark SQL as Eddy reads it: the [`SqlFrontEnd`] that pipeline validation takes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SparkSql;
+
+impl SqlFrontEnd for SparkSql {
+    fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError> {
+        parse_expression(text).map_err(SqlError::into_expr_error)
+    }
+}
+
+impl SqlError {
+    /// The engine's form of this error (the same position, found and allowed).
+    pub fn into_expr_error(self) -> ExprError {
+        match self {
+            SqlError::Syntax { pos, found, allowed } => ExprError::Syntax { pos, found, allowed },
+            SqlError::Unsupported { pos, found, allowed } => ExprError::Unsupported { pos, found, allowed },
+            SqlError::Bind(e) => e,
+        }
+    }
 }
 
 fn pos(l: sqlparser::tokenizer::Location) -> Pos {

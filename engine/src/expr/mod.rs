@@ -47,6 +47,28 @@ impl fmt::Display for Pos {
     }
 }
 
+/// One parsed expression of a `select` list or `filter`: the expression and its `AS` alias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The expression.
+    pub syntax: Syntax,
+    /// The alias after `AS` (or a bare alias), if any.
+    pub alias: Option<String>,
+}
+
+/// The SQL front end: turns SQL text into [`Syntax`]. The engine does not parse SQL itself
+/// (DESIGN.md: `engine/` never sees SQL text); the `eddy-sql` crate implements this trait with
+/// the `sqlparser` crate, and pipeline validation ([`crate::spec::parse_pipeline_with`]) takes
+/// one to read the file's `filter`, `select` and `sql` fields.
+pub trait SqlFrontEnd: Sync {
+    /// Parses one expression, optionally followed by `AS alias`.
+    ///
+    /// # Errors
+    /// [`ExprError::Syntax`] when the text is not one expression, [`ExprError::Unsupported`] for
+    /// Spark SQL that Eddy does not implement; positions are line:column in `text`.
+    fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError>;
+}
+
 /// An expression as written (step 1): untyped, positioned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Syntax {
@@ -233,6 +255,16 @@ pub enum SyntaxKind {
 /// errors (per record, naming the expression that failed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExprError {
+    /// The text is not Spark SQL (the front end's parser error).
+    #[error("at {pos}: {found} (expected {allowed})")]
+    Syntax {
+        /// Where.
+        pos: Pos,
+        /// What the parser found.
+        found: String,
+        /// What it expected.
+        allowed: String,
+    },
     /// A column name that is not in the schema.
     #[error("at {pos}: unknown column `{given}` (columns: {allowed})")]
     UnknownColumn {
