@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod decimal;
 pub mod decode;
 pub mod driver;
 pub mod expr;

@@ -184,6 +184,11 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
             out.extend_from_slice(&start.0.to_le_bytes());
             out.extend_from_slice(&end.0.to_le_bytes());
         }
+        Value::Decimal(d) => {
+            out.push(10);
+            out.extend_from_slice(&d.unscaled.to_le_bytes());
+            out.push(d.scale);
+        }
         Value::List(items) => {
             out.push(9);
             out.extend_from_slice(&(items.len() as u64).to_le_bytes());
@@ -267,6 +272,7 @@ impl<'a> Reader<'a> {
                 Value::Str(s.into())
             }
             7 => Value::Timestamp(Timestamp(self.i64()?)),
+            10 => Value::Decimal(crate::decimal::Decimal::new(self.i128()?, self.u8()?)),
             8 => Value::Window { start: Timestamp(self.i64()?), end: Timestamp(self.i64()?) },
             9 => {
                 let n = self.len()?;

@@ -252,6 +252,7 @@ fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, Decode
                 .ok_or_else(|| wrong(col, text, "not a number (nor NaN, Inf, -Inf, Infinity, -Infinity)"))?;
             Ok(if col.ty == DataType::Double { Value::Double(v) } else { Value::Float(v as f32) })
         }
+        DataType::Decimal { .. } => super::text::decimal_value(col, text, text),
         DataType::Timestamp if is_integer(unsigned) => integer_value(col, unsigned, plan.unit),
         DataType::Timestamp => match decimal(text) {
             Some(v) => Timestamp::from_number(v, plan.unit).map(Value::Timestamp).ok_or_else(|| {

@@ -204,6 +204,11 @@ impl Writer {
                 self.i64(start.0);
                 self.i64(end.0);
             }
+            Value::Decimal(d) => {
+                self.u8(10);
+                self.out.extend_from_slice(&d.unscaled.to_le_bytes());
+                self.u8(d.scale);
+            }
             Value::List(l) => {
                 self.u8(9);
                 self.u32(l.len() as u32);
@@ -323,6 +328,11 @@ impl<'a> Reader<'a> {
                 Value::Str(s.into())
             }
             7 => Value::Timestamp(Timestamp(self.i64()?)),
+            10 => {
+                let unscaled = i128::from_le_bytes(self.array()?);
+                let scale = u8::from_le_bytes(self.array()?);
+                Value::Decimal(crate::decimal::Decimal::new(unscaled, scale))
+            }
             8 => Value::Window { start: Timestamp(self.i64()?), end: Timestamp(self.i64()?) },
             9 if depth < MAX_LIST_DEPTH => {
                 let n = self.u32()? as usize;
