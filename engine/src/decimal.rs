@@ -273,6 +273,23 @@ impl Decimal {
     }
 }
 
+impl Decimal {
+    /// Java's `BigDecimal.toString`: the plain form, or `1.0E-7` when the exponent of the first
+    /// digit is below -6, as Spark's JSON writer (`to_json`, the JSON sink) writes a DECIMAL
+    /// (checked with Spark 4.3: DECIMAL(10, 8) 0.0000001 is written `1.0E-7`).
+    pub fn to_json_string(self) -> String {
+        let digits = self.unscaled.unsigned_abs().to_string();
+        let adjusted = digits.len() as i64 - 1 - self.scale as i64;
+        if adjusted >= -6 {
+            return self.to_string();
+        }
+        let sign = if self.unscaled < 0 { "-" } else { "" };
+        let (first, rest) = digits.split_at(1);
+        let point = if rest.is_empty() { "" } else { "." };
+        format!("{sign}{first}{point}{rest}E{adjusted}")
+    }
+}
+
 impl PartialEq for Decimal {
     /// By numeric value: `1.50 == 1.5`.
     fn eq(&self, other: &Decimal) -> bool {
@@ -459,6 +476,21 @@ pub fn arith(op: DecimalOp, a: Decimal, b: Decimal, precision: u8, scale: u8) ->
     fit(exact, precision, scale)
 }
 
+/// `a / b` truncated toward zero (Spark's `div` on decimals).
+///
+/// # Errors
+/// [`DecimalError::DivideByZero`]; [`DecimalError::OutOfRange`] past BIGINT.
+pub fn div_trunc(a: Decimal, b: Decimal) -> Result<i64, DecimalError> {
+    if b.unscaled == 0 {
+        return Err(DecimalError::DivideByZero);
+    }
+    let (sa, sb) = (a.scale as i64, b.scale as i64);
+    let common = sa.max(sb);
+    let x = shift(&a.big(), sa, common, Rounding::Down);
+    let y = shift(&b.big(), sb, common, Rounding::Down);
+    (x / y).to_i64().ok_or(DecimalError::OutOfRange)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,6 +524,10 @@ mod tests {
         assert_eq!(Decimal::new(0, 3).to_string(), "0.000");
         assert_eq!(Decimal::new(-12, 0).to_string(), "-12");
         assert_eq!(Decimal::new(10, 8).to_string(), "0.00000010");
+        assert_eq!(Decimal::new(10, 8).to_json_string(), "1.0E-7");
+        assert_eq!(Decimal::new(0, 8).to_json_string(), "0E-8");
+        assert_eq!(Decimal::new(-15, 2).to_json_string(), "-0.15");
+        assert_eq!(Decimal::new(1, 6).to_json_string(), "0.000001");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Output rows as JSON lines (PIPELINE.md "Output rows"): one object per row, columns in the
 //! order of the output schema; timestamps as RFC 3339 UTC with `Z`; windows as
 //! `{"start": ts, "end": ts}`; decimals as exact JSON numbers with their scale's digits (`1.50`
-//! for DECIMAL(3, 2), as Spark's `to_json`); doubles as JSON numbers, NaN and infinities as the strings
+//! for DECIMAL(3, 2); `1.0E-7` below 10^-6, as Spark's `to_json`); doubles as JSON numbers, NaN and infinities as the strings
 //! `"NaN"`, `"Infinity"`, `"-Infinity"`; NULL as `null`.
 
 use std::cell::RefCell;
@@ -20,9 +20,7 @@ pub fn write_value(out: &mut String, v: &Value) {
         Value::Double(f) => write_double(out, *f),
         Value::Str(s) => write_string(out, s),
         // the exact number with the scale's digits (`1.50`), as Spark's JSON writer
-        Value::Decimal(d) => {
-            let _ = write!(out, "{d}"); // writing to a String cannot fail
-        }
+        Value::Decimal(d) => out.push_str(&d.to_json_string()),
         Value::Timestamp(t) => {
             out.push('"');
             t.write_rfc3339(out);

@@ -205,7 +205,8 @@ fn number(text: &str, long: bool) -> Result<Literal, String> {
     if text.contains('.') {
         return Ok(Literal::Decimal(text.to_string()));
     }
-    text.parse().map(Literal::Integer).map_err(|_| format!("the integer {text} beyond BIGINT (a DECIMAL in Spark)"))
+    // beyond BIGINT, Spark reads an integer as a DECIMAL of its digits
+    Ok(text.parse().map(Literal::Integer).unwrap_or_else(|_| Literal::Decimal(text.to_string())))
 }
 
 /// The engine type of a CAST target, by its SQL name.
@@ -220,11 +221,18 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
         "STRING" => T::String,
         "BOOLEAN" => T::Boolean,
         "TIMESTAMP" => T::Timestamp,
+        // DECIMAL(p, s), DECIMAL(p), DECIMAL, NUMERIC(...): as the schema DDL reads them
+        d if d.starts_with("DEC") || d.starts_with("NUMERIC") => {
+            match eddy_engine::Schema::parse_ddl(&format!("c {d}")).map(|s| s.fields()[0].data_type) {
+                Ok(t) => t,
+                Err(e) => return Err(unsupported(at, format!("CAST to {name} ({e})"), "DECIMAL(p, s) with p <= 38, s <= p")),
+            }
+        }
         _ => {
             return Err(unsupported(
                 at,
                 format!("CAST to {name}"),
-                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP",
+                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DECIMAL(p, s)",
             ));
         }
     })

@@ -29,7 +29,7 @@ pub(super) struct Binder<'a> {
     pub(super) schema: &'a Schema,
 }
 
-const NUMERIC: &str = "INT, BIGINT, FLOAT, DOUBLE";
+const NUMERIC: &str = "INT, BIGINT, FLOAT, DOUBLE, DECIMAL";
 
 pub(super) fn ty_err(pos: Pos, found: String, allowed: &str) -> ExprError {
     ExprError::Type { pos, found, allowed: allowed.to_string() }
@@ -67,9 +67,13 @@ fn rank(t: DataType) -> Option<u8> {
 }
 
 /// The wider of two numeric types, as Spark's ANSI `findWiderTypeForTwo`: an INT or BIGINT
-/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer).
+/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer); a DECIMAL as
+/// `expr/decimal.rs` says.
 fn wider(a: DataType, b: DataType) -> Option<DataType> {
     use DataType as T;
+    if let Some(w) = super::decimal::wider(a, b) {
+        return w;
+    }
     match (a, b) {
         (T::Int | T::Long, T::Float) | (T::Float, T::Int | T::Long) => Some(T::Double),
         _ => match (rank(a)?, rank(b)?) {
@@ -90,7 +94,7 @@ pub(super) fn coerce(t: Typed, to: DataType) -> Typed {
     // a literal is cast once, here (a cast that fails stays a node: it fails on every record,
     // as Spark's query fails)
     if let Node::Literal(v) = &t.node
-        && let Some(Ok(cast)) = super::cast::cast_fn(t.data_type, to).map(|f| f(v))
+        && let Some(Ok(cast)) = super::cast::caster(t.data_type, to).map(|f| f(v))
     {
         return Typed { node: Node::Literal(cast), data_type: to, name: t.name };
     }
@@ -221,7 +225,7 @@ impl Binder<'_> {
     }
 
     pub(super) fn numeric(&self, pos: Pos, t: &Typed, what: &str) -> Result<(), ExprError> {
-        if rank(t.data_type).is_none() && !is_null_literal(t) {
+        if rank(t.data_type).is_none() && t.data_type.decimal().is_none() && !is_null_literal(t) {
             return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), NUMERIC));
         }
         Ok(())
@@ -262,11 +266,14 @@ impl Binder<'_> {
             Literal::Long(v) => literal(Value::Long(*v), DataType::Long, v.to_string()),
             Literal::Double(v) => literal(Value::Double(*v), DataType::Double, java_double(*v)),
             Literal::Decimal(text) => {
-                return Err(unsupported(
-                    pos,
-                    format!("the DECIMAL literal {text} here (DECIMAL arithmetic is not implemented)"),
-                    "a DECIMAL literal against a DOUBLE or FLOAT operand, or a DOUBLE literal such as 1.5D",
-                ));
+                let Some((d, precision, scale)) = crate::decimal::Decimal::literal(text) else {
+                    return Err(unsupported(
+                        pos,
+                        format!("the DECIMAL literal {text} (more than 38 digits)"),
+                        "a DECIMAL of at most 38 digits, or a DOUBLE literal such as 1.5E40",
+                    ));
+                };
+                literal(Value::Decimal(d), DataType::Decimal { precision, scale }, d.to_json_string())
             }
             Literal::String(s) => literal(Value::Str(Arc::from(s.as_str())), DataType::String, s.clone()),
             Literal::Timestamp(s) => {
@@ -388,6 +395,9 @@ impl Binder<'_> {
     ) -> Result<Typed, ExprError> {
         self.numeric(pos, &l, "arithmetic")?;
         self.numeric(pos, &r, "arithmetic")?;
+        if let Some(t) = self.decimal_arith(Some(op), try_, &l, &r, &name) {
+            return Ok(t);
+        }
         let ty = common_type(pos, &[l.clone(), r.clone()], "arithmetic")?;
         if op == ArithOp::IntDiv && !matches!(ty, DataType::Int | DataType::Long) {
             return Err(ty_err(pos, format!("div of {ty}"), "INT, BIGINT"));
@@ -400,6 +410,9 @@ impl Binder<'_> {
     pub(super) fn divide(&self, pos: Pos, try_: bool, l: Typed, r: Typed, name: String) -> Result<Typed, ExprError> {
         self.numeric(pos, &l, "/")?;
         self.numeric(pos, &r, "/")?;
+        if let Some(t) = self.decimal_arith(None, try_, &l, &r, &name) {
+            return Ok(t);
+        }
         Ok(call(
             Func::Divide { try_ },
             vec![coerce(l, DataType::Double), coerce(r, DataType::Double)],
@@ -535,11 +548,11 @@ impl Binder<'_> {
     }
 
     pub(super) fn cast(&self, pos: Pos, e: Typed, to: DataType, try_cast: bool) -> Result<Typed, ExprError> {
-        if super::cast::cast_fn(e.data_type, to).is_none() && !is_null_literal(&e) {
+        if super::cast::caster(e.data_type, to).is_none() && !is_null_literal(&e) {
             return Err(ty_err(
                 pos,
                 format!("CAST from {} to {to} ({})", e.data_type, e.name),
-                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP",
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP and DECIMAL <-> TIMESTAMP",
             ));
         }
         let name = if try_cast { format!("TRY_CAST({} AS {to})", e.name) } else { format!("CAST({} AS {to})", e.name) };

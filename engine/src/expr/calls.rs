@@ -8,6 +8,7 @@ use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, n
 use super::functions::{ArithOp, CmpOp, DateFormat, Func, Math1, TimeField, TruncUnit};
 use super::text::parse_format;
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
+use crate::decimal::Rounding;
 use crate::schema::DataType;
 use crate::value::Value;
 
@@ -115,6 +116,10 @@ impl Binder<'_> {
                 self.numeric(pos, &x, &lower)?;
                 let scale = if args.len() == 2 { lit_int(1)? } else { 0 };
                 let name = format!("{lower}({}, {scale})", x.name);
+                if x.data_type.decimal().is_some() {
+                    let mode = if lower == "bround" { Rounding::HalfEven } else { Rounding::HalfUp };
+                    return Ok(self.decimal_round(x, Some(scale), mode, name));
+                }
                 let ty = x.data_type;
                 Ok(call(Func::Round { scale: scale as i32, half_even: lower == "bround" }, vec![x], ty, name))
             }
@@ -122,6 +127,11 @@ impl Binder<'_> {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
                 self.numeric(pos, &x, &lower)?;
+                if x.data_type.decimal().is_some() {
+                    let name = format!("{}({})", math_name(&lower), x.name);
+                    let mode = if lower == "floor" { Rounding::Floor } else { Rounding::Ceil };
+                    return Ok(self.decimal_round(x, None, mode, name));
+                }
                 let x = match x.data_type {
                     DataType::Int | DataType::Long => coerce(x, DataType::Long),
                     _ => coerce(x, DataType::Double),

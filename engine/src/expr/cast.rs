@@ -72,6 +72,18 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
     })
 }
 
+/// Any cast of one non-null value from `from` to `to`: [`cast_fn`], or one into or out of
+/// DECIMAL (which needs the target's precision and scale: `expr/decimal.rs`). `None` where
+/// Spark's ANSI mode has no such cast.
+pub(crate) fn caster(from: DataType, to: DataType) -> Option<super::decimal::Caster> {
+    if from != to
+        && let Some(c) = super::decimal::caster(from, to)
+    {
+        return Some(c);
+    }
+    cast_fn(from, to).map(|f| Arc::new(f) as super::decimal::Caster)
+}
+
 fn scalar(t: DataType) -> bool {
     matches!(
         t,

@@ -129,6 +129,34 @@ pub enum Func {
     DateFormat(DateFormat),
     /// `ts + INTERVAL` (µs; negative for `-`).
     AddMicros(i64),
+    /// `+ - * / % pmod` on two DECIMAL operands, at the result type of Spark's rules
+    /// (`expr/decimal.rs`).
+    DecimalArith {
+        /// Which operation.
+        op: crate::decimal::DecimalOp,
+        /// NULL instead of an overflow / division-by-zero error.
+        try_: bool,
+        /// The result's precision.
+        precision: u8,
+        /// The result's scale.
+        scale: u8,
+    },
+    /// `div` on two DECIMAL operands: the quotient truncated, as BIGINT.
+    DecimalIntDiv {
+        /// NULL instead of an error.
+        try_: bool,
+    },
+    /// `round` / `bround` / `floor` / `ceil` of a DECIMAL at Spark's result type.
+    DecimalRound {
+        /// Digits kept after the point (negative: tens, hundreds, ...); 0 for floor / ceil.
+        places: i64,
+        /// HALF_UP (`round`), HALF_EVEN (`bround`), Floor or Ceil.
+        mode: crate::decimal::Rounding,
+        /// The result's precision.
+        precision: u8,
+        /// The result's scale.
+        scale: u8,
+    },
 }
 
 /// A parsed `date_format` pattern.
@@ -245,12 +273,14 @@ impl Func {
                 Value::Double(f(0) / f(1))
             }
             Func::Negate => match a[0] {
+                Value::Decimal(d) => Value::Decimal(crate::decimal::Decimal::new(-d.unscaled, d.scale)),
                 Value::Int(x) => Value::Int(x.checked_neg().ok_or(ArithmeticOverflow)?),
                 Value::Long(x) => Value::Long(x.checked_neg().ok_or(ArithmeticOverflow)?),
                 Value::Float(x) => Value::Float(-x),
                 _ => Value::Double(-f(0)),
             },
             Func::Abs => match a[0] {
+                Value::Decimal(d) => Value::Decimal(crate::decimal::Decimal::new(d.unscaled.abs(), d.scale)),
                 Value::Int(x) => Value::Int(x.checked_abs().ok_or(ArithmeticOverflow)?),
                 Value::Long(x) => Value::Long(x.checked_abs().ok_or(ArithmeticOverflow)?),
                 Value::Float(x) => Value::Float(x.abs()),
@@ -389,6 +419,19 @@ impl Func {
             Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit))),
             Func::DateFormat(DateFormat(parts)) => return st(text::format_timestamp(n(0), parts)),
             Func::AddMicros(d) => Value::Timestamp(Timestamp(n(0).checked_add(*d).ok_or(ArithmeticOverflow)?)),
+            Func::DecimalArith { op, try_, precision, scale } => {
+                match super::decimal::arith(*op, &a[0], &a[1], *precision, *scale) {
+                    Err(_) if *try_ => Value::Null,
+                    r => r?,
+                }
+            }
+            Func::DecimalIntDiv { try_ } => match super::decimal::int_div(&a[0], &a[1]) {
+                Err(_) if *try_ => Value::Null,
+                r => r?,
+            },
+            Func::DecimalRound { places, mode, precision, scale } => {
+                super::decimal::round(&a[0], *places, *mode, *precision, *scale)?
+            }
         })
     }
 }

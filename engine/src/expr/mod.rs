@@ -20,6 +20,7 @@ mod bind;
 mod calls;
 mod cast;
 mod compile;
+mod decimal;
 mod functions;
 mod text;
 
@@ -116,7 +117,7 @@ pub enum BinaryOp {
     Minus,
     /// `*`
     Multiply,
-    /// `/` (DOUBLE result for non-decimal operands)
+    /// `/` (DOUBLE result for non-decimal operands, DECIMAL with a DECIMAL operand)
     Divide,
     /// `%`
     Modulo,
@@ -318,6 +319,8 @@ pub enum EvalErrorKind {
     CastOverflow,
     /// A 1-based index of 0 (`split_part(s, d, 0)`).
     InvalidIndexOfZero,
+    /// A DECIMAL result or cast that needs more digits than its type's precision.
+    NumericValueOutOfRange,
 }
 
 impl fmt::Display for EvalErrorKind {
@@ -328,6 +331,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::CastInvalidInput => "CAST_INVALID_INPUT",
             EvalErrorKind::CastOverflow => "CAST_OVERFLOW",
             EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
+            EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
         })
     }
 }
