@@ -425,6 +425,32 @@ pub fn floor_ceil_type((p, s): (u8, u8)) -> (u8, u8) {
     if s == 0 { (p, 0) } else { bounded(p as u32 - s as u32 + 1, 0) }
 }
 
+/// The result type of `sum` over DECIMAL(p, s): DECIMAL(min(38, p + 10), s), as Spark's `Sum`.
+pub fn sum_type((p, s): (u8, u8)) -> (u8, u8) {
+    bounded(p as u32 + 10, s as u32)
+}
+
+/// The result type of `avg` over DECIMAL(p, s): DECIMAL(min(38, p + 4), min(38, s + 4)), as
+/// Spark's `Average`.
+pub fn avg_type((p, s): (u8, u8)) -> (u8, u8) {
+    bounded(p as u32 + 4, s as u32 + 4)
+}
+
+/// `avg` over DECIMAL(p, s) from the exact sum (unscaled, at scale s) of `n > 0` values, as
+/// Spark's `Average` computes it: the sum, typed as [`sum_type`], divided by the count as a
+/// DECIMAL(20, 0) at the result type of that division ([`div_type`], rounding HALF_UP), then cast
+/// to [`avg_type`] (rounding HALF_UP again).
+///
+/// # Errors
+/// [`DecimalError::OutOfRange`] when a step does not fit its type.
+pub fn avg(sum: i128, n: i64, input: (u8, u8)) -> Result<Decimal, DecimalError> {
+    let sum_ty = sum_type(input);
+    let (qp, qs) = div_type(sum_ty, (20, 0));
+    let q = arith(DecimalOp::Div, Decimal::new(sum, input.1), Decimal::new(n as i128, 0), qp, qs)?;
+    let (ap, as_) = avg_type(input);
+    q.rescale(ap, as_, Rounding::HalfUp)
+}
+
 /// `a op b` at the result type (precision, scale), exact then rounded HALF_UP once.
 ///
 /// # Errors
@@ -573,6 +599,18 @@ mod tests {
         assert_eq!(m, Err(DecimalError::OutOfRange));
         let m = arith(DecimalOp::Mul, d("1.15", 3, 2), d("0.1", 2, 1), 3, 2).unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(m.to_string(), "0.12", "0.115 rounds half up");
+    }
+
+    #[test]
+    fn avg_divides_at_sparks_intermediate_type_then_rounds_to_its_own() {
+        // Spark 4.3: avg of 1.01, 2.00, 2.00 as DECIMAL(12,2) is 1.670000 (DECIMAL(16,6))
+        assert_eq!(sum_type((12, 2)), (22, 2));
+        assert_eq!(avg_type((12, 2)), (16, 6));
+        assert_eq!(avg(501, 3, (12, 2)).map(|d| d.to_string()), Ok("1.670000".to_string()));
+        assert_eq!(avg(-1, 3, (12, 2)).map(|d| d.to_string()), Ok("-0.003333".to_string()));
+        assert_eq!(avg(2, 3, (12, 2)).map(|d| d.to_string()), Ok("0.006667".to_string()));
+        assert_eq!(sum_type((30, 4)), (38, 4));
+        assert_eq!(avg_type((36, 36)), (38, 38));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! their own (DataSketches) binary format. The snapshot header (magic, version, checksum) is the
 //! checkpoint store's business, not this module's.
 
-use super::numeric::{DoubleDouble, DoubleSum, LongSum, Moments};
+use super::numeric::{DecimalSum, DoubleDouble, DoubleSum, LongSum, Moments};
 use super::sketch::{DistinctSketch, QuantileSketch};
 use super::{AggKind, AggState, AggregateError, AggregateFn};
 use crate::schema::DataType;
@@ -14,6 +14,7 @@ const LONG_SUM: u8 = 2;
 const DOUBLE_SUM: u8 = 3;
 const MOMENTS: u8 = 4;
 const EXTREME: u8 = 5;
+const DECIMAL_SUM: u8 = 9;
 const DISTINCT: u8 = 6;
 const QUANTILES: u8 = 7;
 const USER: u8 = 8;
@@ -32,6 +33,11 @@ impl AggState {
                 out.extend_from_slice(&s.n.to_le_bytes());
                 out.extend_from_slice(&s.sum.to_le_bytes());
                 out.extend_from_slice(&s.as_double.to_le_bytes());
+            }
+            AggState::DecimalSum(s) => {
+                out.push(DECIMAL_SUM);
+                out.extend_from_slice(&s.n.to_le_bytes());
+                out.extend_from_slice(&s.sum.to_le_bytes());
             }
             AggState::DoubleSum(s) => {
                 out.push(DOUBLE_SUM);
@@ -91,6 +97,7 @@ impl AggregateFn {
             AggState::Count(_) => COUNT,
             AggState::LongSum(_) => LONG_SUM,
             AggState::DoubleSum(_) => DOUBLE_SUM,
+            AggState::DecimalSum(_) => DECIMAL_SUM,
             AggState::Moments(_) => MOMENTS,
             AggState::Extreme(_) => EXTREME,
             AggState::Distinct(_) => DISTINCT,
@@ -109,6 +116,7 @@ impl AggregateFn {
         let state = match tag {
             COUNT => AggState::Count(r.i64()?),
             LONG_SUM => AggState::LongSum(LongSum { n: r.i64()?, sum: r.i128()?, as_double: r.f64()? }),
+            DECIMAL_SUM => AggState::DecimalSum(DecimalSum { n: r.i64()?, sum: r.i128()? }),
             DOUBLE_SUM => {
                 let (n, nan, pos_inf, neg_inf) = (r.i64()?, r.i64()?, r.i64()?, r.i64()?);
                 AggState::DoubleSum(DoubleSum { n, sum: r.dd()?, nan, pos_inf, neg_inf })

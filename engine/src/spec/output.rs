@@ -103,8 +103,16 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
         "sum" => match input {
             DataType::Int | DataType::Long => Some(DataType::Long),
             DataType::Float | DataType::Double => Some(DataType::Double),
+            DataType::Decimal { precision, scale } => {
+                let (precision, scale) = crate::decimal::sum_type((precision, scale));
+                Some(DataType::Decimal { precision, scale })
+            }
             _ => None,
         },
+        "avg" | "mean" if input.decimal().is_some() => {
+            let (precision, scale) = crate::decimal::avg_type(input.decimal()?);
+            Some(DataType::Decimal { precision, scale })
+        }
         "avg" | "mean" | "stddev" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp" | "var_pop" => {
             input.is_numeric().then_some(DataType::Double)
         }
@@ -113,7 +121,7 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
             t => Some(t),
         },
         "approx_percentile" | "percentile_approx" => {
-            if !(input.is_numeric() || input == DataType::Timestamp) {
+            if !(input.is_numeric() || input == DataType::Timestamp) || input.decimal().is_some() {
                 None
             } else if percentage_is_list {
                 input.array_of()
