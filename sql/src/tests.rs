@@ -137,6 +137,26 @@ fn decimal_expressions_have_sparks_types_and_values() {
     ok("try_cast(12345.678 AS DECIMAL(4,1))", "DECIMAL(4,1)", "Null");
     ok("CAST(a AS STRING)", "STRING", "Str(\"1.00\")");
     ok("a div c", "BIGINT", "Long(1)");
+    ok("pmod(-b, c)", "DECIMAL(2,1)", "0.3");
+    ok("-b % c", "DECIMAL(2,1)", "-0.4");
+    ok("a * 1.5", "DECIMAL(13,3)", "1.500");
+    ok("1.5 * 2", "DECIMAL(4,1)", "3.0");
+    ok("a - 0.005", "DECIMAL(12,3)", "0.995");
+    ok("CAST(-2.5 AS DECIMAL(3,1)) div c", "BIGINT", "Long(-3)");
+    ok("a + NULL", "DECIMAL(11,2)", "Null");
+    ok("CASE WHEN i > 1 THEN a ELSE b END", "DECIMAL(10,2)", "1.00");
+    ok("a IN (1, 2.0)", "BOOLEAN", "Bool(true)");
+    ok("CAST(123.456 AS DECIMAL(5,1))", "DECIMAL(5,1)", "123.5");
+    ok("12345678901234567890", "DECIMAL(20,0)", "12345678901234567890");
+    ok("try_add(CAST(99999999999999999999999999999999999999 AS DECIMAL(38,0)), 1)", "DECIMAL(38,0)", "Null");
+    ok("try_divide(a, 0)", "DECIMAL(14,6)", "Null");
+    ok("CAST(1e-3 AS DECIMAL(5,4))", "DECIMAL(5,4)", "0.0010");
+    ok("CAST(CAST(0.15 AS FLOAT) AS DECIMAL(3,1))", "DECIMAL(3,1)", "0.2");
+    ok("round(b)", "DECIMAL(3,0)", "3");
+    ok("-0.5", "DECIMAL(1,1)", "-0.5");
+    ok("round(CAST(-2.5 AS DECIMAL(3,1)))", "DECIMAL(3,0)", "-3");
+    ok("CAST(a AS INT)", "INT", "Int(1)");
+    ok("CAST(b AS DOUBLE)", "DOUBLE", "Double(2.5)");
     let err = |text: &str, e: &str| assert_eq!(run(text).1.map_err(|e| e.to_string()), Err(e.to_string()), "{text}");
     err("CAST(12345.678 AS DECIMAL(4,1))", r#"NUMERIC_VALUE_OUT_OF_RANGE in "CAST(12345.678 AS DECIMAL(4,1))""#);
     err("CAST('abc' AS DECIMAL(4,1))", r#"CAST_INVALID_INPUT in "CAST(abc AS DECIMAL(4,1))""#);
@@ -145,4 +165,5 @@ fn decimal_expressions_have_sparks_types_and_values() {
         r#"NUMERIC_VALUE_OUT_OF_RANGE in "(CAST(99999999999999999999999999999999999999 AS DECIMAL(38,0)) + 1)""#,
     );
     err("a / (a - a)", r#"DIVIDE_BY_ZERO in "(a / (a - a))""#);
+    err("b / 0.0", r#"DIVIDE_BY_ZERO in "(b / 0.0)""#);
 }
