@@ -9,6 +9,13 @@ Usage (the python of the Spark oracle's venv: ../shared/tools/spark-oracle/setup
 
 (the committed golden.jsonl was written by this command; about 5 minutes on two busy cores)
 
+`--features decimal` adds DECIMAL columns and productions (arithmetic with Spark's precision and
+scale rules, casts, rounding, comparisons, widening); golden-decimal.jsonl was written by
+
+    python tests/sql_diff/gen.py --features decimal --seed 5 --exprs 400 --rows 50 --out tests/sql_diff/golden-decimal.jsonl
+
+DECIMAL values (in rows and results) are JSON strings holding the exact plain number (`"-0.50"`).
+
 The golden file is JSON lines: first {"schema": [[name, type], ...], "rows": [[v, ...], ...]},
 then one line per expression: {"expr", "name", "type", "values"} (Spark's output name, Spark's
 type as `simpleString`, one value per row), or {"expr", "error": "analysis"|"runtime"|"python",
@@ -22,6 +29,7 @@ productions, never by editing the golden file.
 """
 import argparse
 import datetime as dt
+import decimal
 import json
 import math
 import os
@@ -46,9 +54,18 @@ def f32(x):
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
+DEC_TYPES = ["decimal(10,2)", "decimal(5,0)", "decimal(38,10)", "decimal(3,1)", "decimal(18,6)"]
+
+
+def dec_ps(t):
+    p, s = t[len("decimal("):-1].split(",")
+    return int(p), int(s)
+
+
 class Gen:
-    def __init__(self, rnd):
+    def __init__(self, rnd, features=()):
         self.r = rnd
+        self.features = features
         self.schema = []
         n = 0
         for t in TYPES:
@@ -57,12 +74,30 @@ class Gen:
                 self.schema.append((f"{t[0]}{n}" if self.r.random() < 0.8 else f"Col_{t}_{n}", t))
         self.schema.append(("odd name", "string"))
         self.by_type = {t: [c for c, ct in self.schema if ct == t] for t in TYPES}
+        if "decimal" in features:
+            for t in DEC_TYPES:
+                n += 1
+                self.schema.append((f"m{n}", t))
+            self.by_type["decimal"] = [c for c, ct in self.schema if ct.startswith("decimal")]
+
+    def top_types(self):
+        return TYPES + (["decimal", "decimal", "decimal"] if "decimal" in self.features else [])
 
     # -- data -------------------------------------------------------------------------------
     def value(self, t):
         r = self.r
         if r.random() < 0.12:
             return None
+        if t.startswith("decimal"):
+            p, sc = dec_ps(t)
+            top = 10 ** p - 1
+            if r.random() < 0.03:
+                unscaled = r.choice([top, -top])
+            elif r.random() < 0.2:
+                unscaled = r.choice([0, 1, -1, 10 ** sc, -(10 ** sc), 5 * 10 ** max(sc - 1, 0)])
+            else:
+                unscaled = r.randint(-min(top, 10 ** (sc + 5)), min(top, 10 ** (sc + 5)))
+            return decimal.Decimal(unscaled).scaleb(-sc)
         if t == "int":
             return r.choice([0, 1, -1, 2, 7, 100, -100]) if r.random() < 0.3 else r.randint(-300, 300)
         if t == "bigint":
@@ -102,6 +137,8 @@ class Gen:
 
     def lit(self, t):
         r = self.r
+        if t == "decimal":
+            return r.choice(["1.5", "0.25", "-3.125", "100.0", "0.001", "12345.6789", "2.0", "-0.5", "7.00"])
         if t == "int":
             return str(r.choice([0, 1, 2, 3, 7, 10, 100, -1, -5]))
         if t == "bigint":
@@ -375,6 +412,74 @@ def ts_fn(g, e, d):
     ])()
 
 
+def nonzero_dec(g):
+    return g.r.choice(["0.7", "-2.5", "3", "1.25", "0.003"])
+
+
+def dec_arith(g, e, d):
+    r = g.r
+    a, b = e("decimal"), e(r.choice(["decimal", "decimal", "int", "bigint"]))
+    if r.random() < 0.3:
+        a, b = b, a
+    k = r.random()
+    if k < 0.6:
+        return f"({a} {r.choice(['+', '-', '*'])} {b})"
+    if k < 0.75:
+        return f"({e('decimal')} / {nonzero_dec(g)})"
+    if k < 0.85:
+        return f"({e('decimal')} % {nonzero_dec(g)})"
+    if k < 0.9:
+        return f"pmod({e('decimal')}, {nonzero_dec(g)})"
+    return f"{r.choice(['try_add', 'try_subtract', 'try_multiply'])}({a}, {b})"
+
+
+def dec_fn(g, e, d):
+    r = g.r
+    return r.choice([
+        lambda: f"abs({e('decimal')})",
+        lambda: f"(- {e('decimal')})",
+        lambda: f"{r.choice(['round', 'bround'])}({e('decimal')}, {r.choice(['0', '1', '2', '-1'])})",
+        lambda: f"round({e('decimal')})",
+        lambda: f"{r.choice(['floor', 'ceil'])}({e('decimal')})",
+        lambda: f"{r.choice(['greatest', 'least'])}({e('decimal')}, {e(r.choice(['decimal', 'int']))})",
+        lambda: f"try_divide({e('decimal')}, {e('decimal')})",
+    ])()
+
+
+def dec_cast(g, e, d):
+    r = g.r
+    target = r.choice(["DECIMAL(10,2)", "DECIMAL(12,4)", "DECIMAL(6,1)", "DECIMAL(38,18)", "DECIMAL(5)", "DECIMAL"])
+    k = r.random()
+    if k < 0.4:
+        return f"CAST({e(r.choice(['decimal', 'int', 'bigint']))} AS {target})"
+    if k < 0.55:
+        return f"CAST({e('double')} AS DECIMAL(30,4))"
+    if k < 0.75:
+        lit = r.choice(["'12.345'", "' -0.5 '", "'1e2'", "'abc'", "'99999999999'"])
+        return f"try_cast({lit} AS {target})"
+    return f"try_cast({e('decimal')} AS {target})"
+
+
+def dec_out(g, e, d, t):
+    """DECIMAL operands in productions of another type."""
+    r = g.r
+    if t == "double":
+        return r.choice([lambda: f"CAST({e('decimal')} AS DOUBLE)",
+                         lambda: f"({e('decimal')} {r.choice(['+', '*'])} {e('double')})",
+                         lambda: f"sign({e('decimal')})"])()
+    if t == "bigint":
+        return r.choice([lambda: f"CAST({e('decimal')} AS BIGINT)",
+                         lambda: f"({e('decimal')} div {nonzero_dec(g)})"])()
+    if t == "string":
+        return f"CAST({e('decimal')} AS STRING)"
+    if t == "boolean":
+        op = r.choice(["=", "<>", "<", "<=", ">", ">=", "<=>"])
+        return r.choice([lambda: f"({e('decimal')} {op} {e(r.choice(['decimal', 'int', 'bigint', 'double']))})",
+                         lambda: f"({e('decimal')} IN ({g.lit('decimal')}, {g.lit('int')}))",
+                         lambda: f"({e('decimal')} BETWEEN {g.lit('decimal')} AND {e('decimal')})"])()
+    return None
+
+
 PRODUCTIONS = {
     "int": [lambda g, e, d: arith(g, e, d, "int"), lambda g, e, d: num_fn(g, e, d, "int"),
             lambda g, e, d: cond(g, e, d, "int"), lambda g, e, d: cast_to(g, e, d, "int"),
@@ -399,9 +504,20 @@ PRODUCTIONS = {
 }
 
 
+DECIMAL_PRODUCTIONS = {
+    "decimal": [dec_arith, dec_arith, dec_fn, dec_fn, dec_cast, lambda g, e, d: cond(g, e, d, "decimal")],
+    "double": [lambda g, e, d: dec_out(g, e, d, "double")],
+    "bigint": [lambda g, e, d: dec_out(g, e, d, "bigint")],
+    "string": [lambda g, e, d: dec_out(g, e, d, "string")],
+    "boolean": [lambda g, e, d: dec_out(g, e, d, "boolean")] * 3,
+}
+
+
 def to_json(v, t):
     if v is None:
         return None
+    if t.startswith("decimal"):
+        return format(v, "f")
     if t in ("double", "float"):
         if math.isnan(v):
             return "NaN"
@@ -430,22 +546,27 @@ def main():
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--chunk", type=int, default=100)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--features", default="", help="comma-separated: decimal")
     a = ap.parse_args()
 
-    g = Gen(random.Random(a.seed))
+    features = tuple(f for f in a.features.split(",") if f)
+    if "decimal" in features:
+        for t, ps in DECIMAL_PRODUCTIONS.items():
+            PRODUCTIONS[t] = PRODUCTIONS.get(t, []) + ps
+    g = Gen(random.Random(a.seed), features)
     rows = g.rows(a.rows)
     exprs = []
     seen = set()
     while len(exprs) < a.exprs:
-        t = g.r.choice(TYPES)
+        t = g.r.choice(g.top_types())
         x = g.expr(t, g.r.randint(1, a.depth))
         if x not in seen:
             seen.add(x)
             exprs.append(x)
 
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import (BooleanType, DoubleType, FloatType, IntegerType, LongType,
-                                   StringType, StructField, StructType, TimestampType)
+    from pyspark.sql.types import (BooleanType, DecimalType, DoubleType, FloatType, IntegerType,
+                                   LongType, StringType, StructField, StructType, TimestampType)
     spark = (SparkSession.builder.master("local[2]").appName("sql-diff")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.ansi.enabled", "true")
@@ -453,6 +574,8 @@ def main():
     spark.sparkContext.setLogLevel("ERROR")
     types = {"int": IntegerType(), "bigint": LongType(), "double": DoubleType(), "float": FloatType(),
              "string": StringType(), "boolean": BooleanType(), "timestamp": TimestampType()}
+    for t in DEC_TYPES:
+        types[t] = DecimalType(*dec_ps(t))
     st = StructType([StructField(n, types[t], True) for n, t in g.schema])
     py_rows = [[dt.datetime.fromtimestamp(v / 1e6, dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(microseconds=0)
                 if (t == "timestamp" and v is not None) else v for v, (_, t) in zip(r, g.schema)] for r in rows]
