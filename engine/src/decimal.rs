@@ -399,11 +399,14 @@ pub fn rem_type((p1, s1): (u8, u8), (p2, s2): (u8, u8)) -> (u8, u8) {
 }
 
 /// The type both of two decimals widen to (Spark's `DecimalPrecision.widerDecimalType`): the
-/// larger scale and the larger integral part, bounded to 38 digits.
+/// larger scale and the larger integral part; past 38 digits the integral digits are kept and
+/// the scale gives way (`DecimalType.boundedPreferIntegralDigits`, SPARK-39316).
 pub fn wider_type((p1, s1): (u8, u8), (p2, s2): (u8, u8)) -> (u8, u8) {
     let (p1, s1, p2, s2) = (p1 as u32, s1 as u32, p2 as u32, s2 as u32);
     let scale = s1.max(s2);
-    bounded((p1 - s1).max(p2 - s2) + scale, scale)
+    let precision = (p1 - s1).max(p2 - s2) + scale;
+    let max = MAX_PRECISION as u32;
+    if precision <= max { (precision as u8, scale as u8) } else { (MAX_PRECISION, scale.saturating_sub(precision - max) as u8) }
 }
 
 /// The result type of `round(x, places)` / `bround` on DECIMAL(p, s) (Spark's `RoundBase`): one
@@ -578,6 +581,9 @@ mod tests {
         assert_eq!(round_type((10, 2), 1), (10, 1));
         assert_eq!(round_type((10, 2), -1), (9, 0));
         assert_eq!(floor_ceil_type((10, 2)), (9, 0));
+        // Spark 4.3: a CASE of DECIMAL(38,26) and DECIMAL(19,6) is DECIMAL(38,25)
+        assert_eq!(wider_type((38, 26), (19, 6)), (38, 25));
+        assert_eq!(wider_type((10, 2), (5, 3)), (11, 3));
     }
 
     #[test]
@@ -629,6 +635,16 @@ mod tests {
         assert_eq!(neg.round(0, Rounding::HalfUp, 10, 0).map(|v| v.to_string()), Ok("-3".into()));
         assert_eq!(neg.round(0, Rounding::HalfEven, 10, 0).map(|v| v.to_string()), Ok("-2".into()));
         assert_eq!(neg.round(0, Rounding::Floor, 10, 0).map(|v| v.to_string()), Ok("-3".into()));
+    }
+
+    #[test]
+    fn survives_the_json_of_operator_snapshots() {
+        // window and deduplicate snapshots hold group keys as JSON (serde)
+        let v = crate::value::Value::Decimal(Decimal::new(-(pow10(38) - 1), 10));
+        let text = serde_json::to_string(&v).unwrap_or_else(|e| panic!("{e}"));
+        let back: crate::value::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let crate::value::Value::Decimal(d) = back else { panic!("{back:?}") };
+        assert_eq!((d.unscaled, d.scale), (-(pow10(38) - 1), 10));
     }
 
     #[test]

@@ -40,6 +40,8 @@ import time
 
 os.environ["TZ"] = "UTC"
 time.tzset()
+# DECIMAL(38, s) values need 38 digits (the default context keeps 28)
+decimal.getcontext().prec = 60
 
 TYPES = ["int", "bigint", "double", "float", "string", "boolean", "timestamp"]
 DDL = {"int": "INT", "bigint": "BIGINT", "double": "DOUBLE", "float": "FLOAT", "string": "STRING",
