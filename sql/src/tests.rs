@@ -133,6 +133,18 @@ fn decimal_expressions_have_sparks_types_and_values() {
     ok("a + d", "DOUBLE", "Double(1.5)");
     ok("sign(a)", "DOUBLE", "Double(1.0)");
     ok("a = 1", "BOOLEAN", "Bool(true)");
+    let name = |text: &str| bind_expression(text, &schema).map(|b| b.name).unwrap_or_else(|e| panic!("{e}"));
+    // Spark names an order comparison of a DECIMAL literal with an integer by the integer bound
+    assert_eq!(name("12345.6789 > -5"), "(12346 > -5)");
+    assert_eq!(name("1.5 > i"), "(2 > i)");
+    assert_eq!(name("0.5 < 1"), "(0 < 1)");
+    assert_eq!(name("-5 < 12345.6789"), "(-5 < 12346)");
+    assert_eq!(name("12345.4 = 12345"), "(12345.4 = 12345)");
+    assert_eq!(name("a > -5"), "(a > -5)");
+    ok("12345.4 > 12345", "BOOLEAN", "Bool(true)");
+    ok("12345.6789 > 12346", "BOOLEAN", "Bool(false)");
+    ok("1.5 > i", "BOOLEAN", "Bool(false)");
+    ok("2.5 > 2L", "BOOLEAN", "Bool(true)");
     ok("b > a", "BOOLEAN", "Bool(true)");
     ok("try_cast(12345.678 AS DECIMAL(4,1))", "DECIMAL(4,1)", "Null");
     ok("CAST(a AS STRING)", "STRING", "Str(\"1.00\")");

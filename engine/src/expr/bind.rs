@@ -357,10 +357,16 @@ impl Binder<'_> {
             }
             BinaryOp::Eq => self.compare(pos, CmpOp::Eq, l, r),
             BinaryOp::NotEq => Ok(self.not(self.compare(pos, CmpOp::Eq, l, r)?)),
-            BinaryOp::Lt => self.compare(pos, CmpOp::Lt, l, r),
-            BinaryOp::LtEq => self.compare(pos, CmpOp::LtEq, l, r),
-            BinaryOp::Gt => self.compare(pos, CmpOp::Gt, l, r),
-            BinaryOp::GtEq => self.compare(pos, CmpOp::GtEq, l, r),
+            BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq => {
+                let op = match op {
+                    BinaryOp::Lt => CmpOp::Lt,
+                    BinaryOp::LtEq => CmpOp::LtEq,
+                    BinaryOp::Gt => CmpOp::Gt,
+                    _ => CmpOp::GtEq,
+                };
+                let (l, r) = super::decimal::integral_bound(op, l, r);
+                self.compare(pos, op, l, r)
+            }
             BinaryOp::NullSafeEq => {
                 let (l, r) = self.comparable(pos, l, r, "<=>")?;
                 let name = format!("({} <=> {})", l.name, r.name);

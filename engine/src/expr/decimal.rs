@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::EvalErrorKind::{self, CastInvalidInput, CastOverflow, DivideByZero, NumericValueOutOfRange};
 use super::bind::{Binder, call, coerce, is_null_literal};
-use super::functions::{ArithOp, Func};
+use super::functions::{ArithOp, CmpOp, Func};
 use super::{Node, Typed};
 use crate::decimal::{self, Decimal, DecimalError, DecimalOp, Rounding};
 use crate::schema::DataType;
@@ -67,6 +67,48 @@ fn operand_type(t: &Typed) -> Option<(u8, u8)> {
 
 fn digits(v: i128) -> u8 {
     v.unsigned_abs().checked_ilog10().map_or(1, |d| d as u8 + 1)
+}
+
+/// An order comparison of a DECIMAL literal with an INT or BIGINT operand, as Spark rewrites it
+/// (checked with Spark 4.3): the literal becomes the integer that gives the same answer for every
+/// integer operand, and is named so: `1.5 > i` is `(2 > i)`, `0.5 < 1` is `(0 < 1)`, `x >= 2.5`
+/// is `(x >= 3)`. Other comparisons are returned as they are.
+pub(super) fn integral_bound(op: CmpOp, l: Typed, r: Typed) -> (Typed, Typed) {
+    let lit = |t: &Typed| match t.node {
+        Node::Literal(Value::Decimal(d)) => Some(d),
+        _ => None,
+    };
+    let integral = |t: &Typed| matches!(t.data_type, DataType::Int | DataType::Long) && !is_null_literal(t);
+    // whether the literal must be the larger side, and whether strictly
+    let (strict, left_larger) = match op {
+        CmpOp::Gt => (true, true),
+        CmpOp::GtEq => (false, true),
+        CmpOp::Lt => (true, false),
+        CmpOp::LtEq => (false, false),
+        CmpOp::Eq => return (l, r),
+    };
+    let bound = |d: Decimal, larger: bool| {
+        // larger side: `lit > x` is `ceil(lit) > x`, `lit >= x` is `floor(lit) >= x`; the
+        // smaller side the other way round
+        let mode = if larger == strict { Rounding::Ceil } else { Rounding::Floor };
+        let n = d.round(0, mode, decimal::MAX_PRECISION, 0).ok()?.unscaled;
+        let v = match i32::try_from(n) {
+            Ok(i) => (Value::Int(i), DataType::Int),
+            Err(_) => (Value::Long(i64::try_from(n).ok()?), DataType::Long),
+        };
+        Some(Typed { node: Node::Literal(v.0), data_type: v.1, name: n.to_string() })
+    };
+    match (lit(&l), lit(&r)) {
+        (Some(d), None) if integral(&r) => match bound(d, left_larger) {
+            Some(b) => (b, r),
+            None => (l, r),
+        },
+        (None, Some(d)) if integral(&l) => match bound(d, !left_larger) {
+            Some(b) => (l, b),
+            None => (l, r),
+        },
+        _ => (l, r),
+    }
 }
 
 /// The error condition of a failed decimal operation.
