@@ -318,7 +318,8 @@ impl fmt::Display for Decimal {
         if scale == 0 {
             return write!(f, "{sign}{digits}");
         }
-        let padded = if digits.len() <= scale { format!("{}{digits}", "0".repeat(scale + 1 - digits.len())) } else { digits };
+        let padded =
+            if digits.len() <= scale { format!("{}{digits}", "0".repeat(scale + 1 - digits.len())) } else { digits };
         let (int, frac) = padded.split_at(padded.len() - scale);
         write!(f, "{sign}{int}.{frac}")
     }
@@ -406,7 +407,11 @@ pub fn wider_type((p1, s1): (u8, u8), (p2, s2): (u8, u8)) -> (u8, u8) {
     let scale = s1.max(s2);
     let precision = (p1 - s1).max(p2 - s2) + scale;
     let max = MAX_PRECISION as u32;
-    if precision <= max { (precision as u8, scale as u8) } else { (MAX_PRECISION, scale.saturating_sub(precision - max) as u8) }
+    if precision <= max {
+        (precision as u8, scale as u8)
+    } else {
+        (MAX_PRECISION, scale.saturating_sub(precision - max) as u8)
+    }
 }
 
 /// The result type of `round(x, places)` / `bround` on DECIMAL(p, s) (Spark's `RoundBase`): one
@@ -463,7 +468,8 @@ pub fn arith(op: DecimalOp, a: Decimal, b: Decimal, precision: u8, scale: u8) ->
     let (sa, sb, s) = (a.scale as i64, b.scale as i64, scale as i64);
     // the common case: one scale, no rounding, no i128 overflow
     if matches!(op, DecimalOp::Add | DecimalOp::Sub) && a.scale == b.scale && a.scale == scale {
-        let r = if op == DecimalOp::Add { a.unscaled.checked_add(b.unscaled) } else { a.unscaled.checked_sub(b.unscaled) };
+        let r =
+            if op == DecimalOp::Add { a.unscaled.checked_add(b.unscaled) } else { a.unscaled.checked_sub(b.unscaled) };
         if let Some(r) = r {
             let d = Decimal { unscaled: r, scale };
             return if d.fits(precision) { Ok(d) } else { Err(DecimalError::OutOfRange) };

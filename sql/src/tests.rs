@@ -101,17 +101,22 @@ fn a_backslash_before_underscore_or_percent_stays_a_like_escape() {
 /// checked with the oracle's pyspark: `typeof(...)` and the value).
 #[test]
 fn decimal_expressions_have_sparks_types_and_values() {
-    let schema = Schema::parse_ddl("a DECIMAL(10,2), b DECIMAL(3,1), c DECIMAL(2,1), i INT, l BIGINT, d DOUBLE, x DECIMAL(38,10)")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let schema = Schema::parse_ddl(
+        "a DECIMAL(10,2), b DECIMAL(3,1), c DECIMAL(2,1), i INT, l BIGINT, d DOUBLE, x DECIMAL(38,10)",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let dec = |u: i128, s: u8| Value::Decimal(eddy_engine::decimal::Decimal::new(u, s));
     let values = vec![dec(100, 2), dec(25, 1), dec(7, 1), Value::Int(3), Value::Long(2), Value::Double(0.5), dec(1, 0)];
     let run = |text: &str| {
         let b = bind_expression(text, &schema).unwrap_or_else(|e| panic!("{text}: {e}"));
         let v = Compiled::new(&b.typed).eval(&Record::new(values.clone()));
-        (b.typed.data_type.to_string(), v.map(|v| match v {
-            Value::Decimal(d) => d.to_string(),
-            other => format!("{other:?}"),
-        }))
+        (
+            b.typed.data_type.to_string(),
+            v.map(|v| match v {
+                Value::Decimal(d) => d.to_string(),
+                other => format!("{other:?}"),
+            }),
+        )
     };
     let ok = |text: &str, ty: &str, v: &str| assert_eq!(run(text), (ty.to_string(), Ok(v.to_string())), "{text}");
     ok("1.5", "DECIMAL(2,1)", "1.5");
@@ -129,7 +134,11 @@ fn decimal_expressions_have_sparks_types_and_values() {
     ok("greatest(a, 1)", "DECIMAL(12,2)", "1.00");
     ok("coalesce(a, l)", "DECIMAL(22,2)", "1.00");
     ok("a + i", "DECIMAL(13,2)", "4.00");
-    ok("CAST(9.99 AS DECIMAL(3,2)) + CAST(9.99 AS DECIMAL(38,37))", "DECIMAL(38,36)", "19.980000000000000000000000000000000000");
+    ok(
+        "CAST(9.99 AS DECIMAL(3,2)) + CAST(9.99 AS DECIMAL(38,37))",
+        "DECIMAL(38,36)",
+        "19.980000000000000000000000000000000000",
+    );
     ok("a + d", "DOUBLE", "Double(1.5)");
     ok("sign(a)", "DOUBLE", "Double(1.0)");
     ok("a = 1", "BOOLEAN", "Bool(true)");

@@ -4,9 +4,9 @@
 use std::fmt;
 
 use super::numeric::{DecimalSum, DoubleDouble, DoubleSum, LongSum, Moments};
-use crate::decimal::{self, Decimal, Rounding};
 use super::sketch::{self, DistinctSketch, F64OrI64, QuantileSketch};
 use super::{AggKind, AggregateFn};
+use crate::decimal::{self, Decimal, Rounding};
 use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::Value;

@@ -393,10 +393,7 @@ fn debug_of_a_sketch_state_is_a_summary() {
 }
 
 fn decimals(unscaled: &[Option<i128>], scale: u8) -> Vec<Value> {
-    unscaled
-        .iter()
-        .map(|u| u.map_or(Value::Null, |u| Value::Decimal(crate::decimal::Decimal::new(u, scale))))
-        .collect()
+    unscaled.iter().map(|u| u.map_or(Value::Null, |u| Value::Decimal(crate::decimal::Decimal::new(u, scale)))).collect()
 }
 
 /// sum / avg / min / max / count over DECIMAL(12, 2), with Spark's result types and values
@@ -423,7 +420,10 @@ fn decimal_measures_are_exact_with_sparks_result_types() {
     assert_eq!(eval(&sum, &decimals(&[None], 2)), Value::Null);
     assert_eq!(eval(&avg, &[]), Value::Null);
     // 0.1 + 0.2 is exactly 0.3, unlike doubles
-    assert_eq!(exact(eval(&agg("sum", DataType::Decimal { precision: 3, scale: 1 }), &decimals(&[Some(1), Some(2)], 1))), (3, 1));
+    assert_eq!(
+        exact(eval(&agg("sum", DataType::Decimal { precision: 3, scale: 1 }), &decimals(&[Some(1), Some(2)], 1))),
+        (3, 1)
+    );
     // retract and merge
     let mut s = run(&sum, &vs);
     assert!(sum.retract(&mut s, &vs[0]));

@@ -131,7 +131,8 @@ impl Binder<'_> {
         r: &Typed,
         name: &str,
     ) -> Option<Typed> {
-        let has_decimal = matches!(l.data_type, DataType::Decimal { .. }) || matches!(r.data_type, DataType::Decimal { .. });
+        let has_decimal =
+            matches!(l.data_type, DataType::Decimal { .. }) || matches!(r.data_type, DataType::Decimal { .. });
         if !has_decimal {
             return None;
         }
@@ -218,9 +219,9 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
             }),
             T::Int | T::Long => Arc::new(move |v| fit(Decimal::from_i128(v.as_i64().unwrap_or(0) as i128, p, s))),
             T::Boolean => Arc::new(move |v| fit(Decimal::from_i128(matches!(v, Value::Bool(true)) as i128, p, s))),
-            T::String => Arc::new(move |v| {
-                fit(Decimal::parse(super::text::trim_spark(v.as_str().unwrap_or("")), p, s))
-            }),
+            T::String => {
+                Arc::new(move |v| fit(Decimal::parse(super::text::trim_spark(v.as_str().unwrap_or("")), p, s)))
+            }
             T::Double | T::Float => Arc::new(move |v| {
                 let x = v.as_f64().unwrap_or(0.0);
                 if !x.is_finite() {
@@ -273,7 +274,10 @@ mod tests {
         assert_eq!(cast(DataType::Double, to, Value::Double(1e50)), Err(NumericValueOutOfRange));
         assert_eq!(cast(DataType::Int, to, Value::Int(999)), Ok(Value::Decimal(Decimal::new(9990, 1))));
         assert_eq!(cast(DataType::Int, to, Value::Int(1000)), Err(NumericValueOutOfRange));
-        assert_eq!(cast(dec(10, 3), to, Value::Decimal(Decimal::new(-1250, 3))), Ok(Value::Decimal(Decimal::new(-13, 1))));
+        assert_eq!(
+            cast(dec(10, 3), to, Value::Decimal(Decimal::new(-1250, 3))),
+            Ok(Value::Decimal(Decimal::new(-13, 1)))
+        );
     }
 
     #[test]
