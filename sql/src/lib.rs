@@ -225,8 +225,12 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
         d if d.starts_with("DEC") || d.starts_with("NUMERIC") => {
             match eddy_engine::Schema::parse_ddl(&format!("c {d}")).map(|s| s.fields()[0].data_type) {
                 Ok(t) => t,
-                Err(e) => {
-                    return Err(unsupported(at, format!("CAST to {name} ({e})"), "DECIMAL(p, s) with p <= 38, s <= p"));
+                Err(eddy_engine::schema::SchemaError::Ddl { why, .. }) => {
+                    return Err(unsupported(
+                        at,
+                        format!("CAST to {name} ({why})"),
+                        "DECIMAL(p, s) with p <= 38, s <= p",
+                    ));
                 }
             }
         }
