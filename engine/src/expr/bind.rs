@@ -19,7 +19,7 @@ use crate::value::Value;
 /// # Errors
 /// [`ExprError::UnknownColumn`] for a name not in the schema; [`ExprError::Type`] for operands
 /// Spark's ANSI rules refuse (`true + 1`, `CAST(ts AS BOOLEAN)`); [`ExprError::Unsupported`]
-/// for what Spark has and Eddy does not implement (DECIMAL arithmetic, DATE, unknown
+/// for what Spark has and Eddy does not implement (DATE, unknown
 /// functions), each naming the construct and its position.
 pub fn bind(syntax: &Syntax, schema: &Schema) -> Result<Typed, ExprError> {
     Binder { schema }.bind(syntax)
@@ -200,7 +200,7 @@ impl Binder<'_> {
                 self.case(pos, operand.as_deref(), branches, otherwise.as_deref())
             }
             SyntaxKind::Cast { expr, to, try_cast } => {
-                // a DECIMAL literal cast to a floating type or STRING needs no DECIMAL arithmetic
+                // a DECIMAL literal cast to a floating type or STRING: the literal as written, cast once
                 if let SyntaxKind::Literal(Literal::Decimal(text)) = &expr.kind
                     && matches!(to, DataType::Float | DataType::Double | DataType::String)
                 {
