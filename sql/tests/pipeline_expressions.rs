@@ -50,8 +50,11 @@ fn names_and_types(fields: &[eddy_engine::Field]) -> Vec<(String, DataType)> {
 
 #[test]
 fn source_steps_shape_the_query_schema_and_the_sink_select_the_output() {
-    let p = parse_pipeline_str(&pipeline(SOURCE, r#"select = ["window.start AS window_start", "`sum(amount)` * 2 AS doubled"]"#))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let p = parse_pipeline_str(&pipeline(
+        SOURCE,
+        r#"select = ["window.start AS window_start", "`sum(amount)` * 2 AS doubled"]"#,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(&p.source_steps[..], [Step::Filter(_), Step::Project(items)] if items.len() == 7));
     let s = |n: &str, t| (n.to_string(), t);
     assert_eq!(
@@ -70,11 +73,7 @@ fn source_steps_shape_the_query_schema_and_the_sink_select_the_output() {
     assert_eq!(p.watermark.as_ref().map(|w| w.index), Some(6));
     assert_eq!(
         names_and_types(&p.query_output_schema()),
-        vec![
-            s("window", DataType::Window),
-            s("currency_code", DataType::String),
-            s("sum(amount)", DataType::Long)
-        ]
+        vec![s("window", DataType::Window), s("currency_code", DataType::String), s("sum(amount)", DataType::Long)]
     );
     assert_eq!(
         names_and_types(&p.output_schema()),
@@ -92,7 +91,10 @@ fn an_expression_without_alias_is_named_as_spark_names_it() {
 
 #[test]
 fn two_output_columns_of_one_name_are_refused_naming_both_items() {
-    let e = refused(&pipeline(r#"select = ["*", "upper(currency) AS CURRENCY", "CAST(ts AS TIMESTAMP) AS event_time"]"#, ""));
+    let e = refused(&pipeline(
+        r#"select = ["*", "upper(currency) AS CURRENCY", "CAST(ts AS TIMESTAMP) AS event_time"]"#,
+        "",
+    ));
     assert_eq!(e.field, "source.select[1]");
     assert!(e.given.contains("\"CURRENCY\"") && e.given.contains("source.select[0]"), "{e}");
     assert!(e.allowed.contains("distinct"), "{e}");
@@ -160,8 +162,10 @@ fn a_select_on_the_late_sink_or_the_dead_letters_is_refused_with_the_reason() {
 #[test]
 fn a_kafka_value_column_must_be_a_string_and_a_key_column_excludes_a_key_list() {
     let kafka = |extra: &str| {
-        pipeline(SOURCE, "")
-            .replace("type = \"files\"\npath = \"out\"", &format!("type = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\ntopic = \"t\"\n{extra}"))
+        pipeline(SOURCE, "").replace(
+            "type = \"files\"\npath = \"out\"",
+            &format!("type = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\ntopic = \"t\"\n{extra}"),
+        )
     };
     parse_pipeline_str(&kafka(r#"select = ["currency_code AS key", "CAST(`sum(amount)` AS STRING) AS value"]"#))
         .unwrap_or_else(|e| panic!("{e}"));
