@@ -342,3 +342,37 @@ fn validate_prints_the_schema_after_the_sink_select() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "start TIMESTAMP\nk STRING\ntotal DOUBLE\n");
 }
+
+#[test]
+fn a_source_filter_or_select_changed_since_the_checkpoint_names_the_field() {
+    // Checkpointed without steps (as an older eddy would have written it), then restarted with
+    // a filter: a mismatch naming `source.filter`; then a filter changed, and one removed.
+    let with = |source: &str| {
+        GOOD.replace("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"", &format!("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"\n{source}"))
+            + "[checkpoint]\npath = \"checkpoints\"\n"
+    };
+    let run = |dir: &Path, pipeline: &str| {
+        std::fs::write(dir.join("p.toml"), pipeline).unwrap();
+        eddy(dir, &["run", "p.toml"])
+    };
+    let tmp = setup(&with(""));
+    let out = run(tmp.path(), &with(""));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(tmp.path(), &with(r#"filter = "v > 1""#));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(r#"source.filter: the checkpoint has nothing, the pipeline has "(v > 1)""#), "{err}");
+
+    let tmp = setup(&with(r#"filter = "v > 1""#));
+    let out = run(tmp.path(), &with(r#"filter = "v > 1""#));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(tmp.path(), &with(r#"filter = "v > 2""#));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(r#"source.filter: the checkpoint has "(v > 1)", the pipeline has "(v > 2)""#), "{err}");
+    let out = run(tmp.path(), &with(r#"select = ["k", "ts", "v * 2 AS v"]"#));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(r#"source.filter: the checkpoint has "(v > 1)", the pipeline has nothing"#), "{err}");
+    assert!(err.contains(r#"source.select: the checkpoint has nothing, the pipeline has ["k", "ts", "(v * 2) AS v"]"#), "{err}");
+}
