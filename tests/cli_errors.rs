@@ -348,8 +348,10 @@ fn a_source_filter_or_select_changed_since_the_checkpoint_names_the_field() {
     // Checkpointed without steps (as an older eddy would have written it), then restarted with
     // a filter: a mismatch naming `source.filter`; then a filter changed, and one removed.
     let with = |source: &str| {
-        GOOD.replace("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"", &format!("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"\n{source}"))
-            + "[checkpoint]\npath = \"checkpoints\"\n"
+        GOOD.replace(
+            "schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"",
+            &format!("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"\n{source}"),
+        ) + "[checkpoint]\npath = \"checkpoints\"\n"
     };
     let run = |dir: &Path, pipeline: &str| {
         std::fs::write(dir.join("p.toml"), pipeline).unwrap();
@@ -374,5 +376,8 @@ fn a_source_filter_or_select_changed_since_the_checkpoint_names_the_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(r#"source.filter: the checkpoint has "(v > 1)", the pipeline has nothing"#), "{err}");
-    assert!(err.contains(r#"source.select: the checkpoint has nothing, the pipeline has ["k", "ts", "(v * 2) AS v"]"#), "{err}");
+    assert!(
+        err.contains(r#"source.select: the checkpoint has nothing, the pipeline has ["k", "ts", "(v * 2) AS v"]"#),
+        "{err}"
+    );
 }
