@@ -1,6 +1,7 @@
 //! Output rows as JSON lines (PIPELINE.md "Output rows"): one object per row, columns in the
 //! order of the output schema; timestamps as RFC 3339 UTC with `Z`; windows as
-//! `{"start": ts, "end": ts}`; doubles as JSON numbers, NaN and infinities as the strings
+//! `{"start": ts, "end": ts}`; dates as `"2024-01-15"`; other structs as nested objects with
+//! their null fields left out (as Spark's JSON writer, `ignoreNullFields`); doubles as JSON numbers, NaN and infinities as the strings
 //! `"NaN"`, `"Infinity"`, `"-Infinity"`; NULL as `null`.
 
 use std::cell::RefCell;
@@ -29,6 +30,25 @@ pub fn write_value(out: &mut String, v: &Value) {
             out.push_str("\", \"end\": \"");
             end.write_rfc3339_repeated(out);
             out.push_str("\"}");
+        }
+        Value::Date(d) => {
+            out.push('"');
+            crate::expr::write_date(out, *d);
+            out.push('"');
+        }
+        Value::Struct(ty, fields) => {
+            out.push('{');
+            let mut first = true;
+            for (f, v) in ty.fields().iter().zip(fields.iter()).filter(|(_, v)| !v.is_null()) {
+                if !first {
+                    out.push_str(", ");
+                }
+                first = false;
+                write_string(out, &f.name);
+                out.push_str(": ");
+                write_value(out, v);
+            }
+            out.push('}');
         }
         Value::List(items) => {
             out.push('[');

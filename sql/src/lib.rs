@@ -220,11 +220,12 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
         "STRING" => T::String,
         "BOOLEAN" => T::Boolean,
         "TIMESTAMP" => T::Timestamp,
+        "DATE" => T::Date,
         _ => {
             return Err(unsupported(
                 at,
                 format!("CAST to {name}"),
-                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP",
+                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DATE",
             ));
         }
     })
@@ -332,8 +333,9 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             };
             match ts.data_type {
                 ast::DataType::Timestamp(..) => node(SyntaxKind::Literal(Literal::Timestamp(text)), e),
+                ast::DataType::Date => node(SyntaxKind::Literal(Literal::Date(text)), e),
                 ref t => {
-                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...' (DATE is not implemented)"));
+                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...', DATE '...'"));
                 }
             }
         }
@@ -487,6 +489,19 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
         | Expr::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
             let name = if matches!(e, Expr::Ceil { .. }) { "ceil" } else { "floor" };
             node(SyntaxKind::Call { name: name.into(), args: vec![lower(expr)?] }, e)
+        }
+        // `struct(a, b AS c)`: the parser's struct literal, a call of `struct` here
+        Expr::Struct { values, fields } if fields.is_empty() => {
+            let args = values
+                .iter()
+                .map(|v| match v {
+                    Expr::Named { expr, name } => {
+                        Ok(node(SyntaxKind::Alias { expr: boxed(expr)?, alias: name.value.clone() }, v))
+                    }
+                    other => lower(other),
+                })
+                .collect::<Result<_, SqlError>>()?;
+            node(SyntaxKind::Call { name: "struct".into(), args }, e)
         }
         Expr::Function(f) => {
             let name = match f.name.0.as_slice() {

@@ -191,6 +191,21 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
                 put_value(out, item);
             }
         }
+        Value::Date(d) => {
+            out.push(10);
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        Value::Struct(ty, fields) => {
+            // the type as its field list (struct type ids are per process)
+            out.push(11);
+            let ty = serde_json::to_string(ty).unwrap_or_default();
+            out.extend_from_slice(&(ty.len() as u64).to_le_bytes());
+            out.extend_from_slice(ty.as_bytes());
+            out.extend_from_slice(&(fields.len() as u64).to_le_bytes());
+            for item in fields.iter() {
+                put_value(out, item);
+            }
+        }
     }
 }
 
@@ -272,6 +287,15 @@ impl<'a> Reader<'a> {
                 let n = self.len()?;
                 let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
                 Value::List(items.into())
+            }
+            10 => Value::Date(i32::from_le_bytes(self.array()?)),
+            11 => {
+                let n = self.len()?;
+                let ty: crate::schema::StructType =
+                    serde_json::from_slice(self.take(n)?).map_err(|e| format!("a struct type: {e}"))?;
+                let n = self.len()?;
+                let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
+                Value::Struct(ty, items.into())
             }
             t => return Err(format!("unknown value tag {t}")),
         })

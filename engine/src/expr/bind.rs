@@ -67,10 +67,12 @@ fn rank(t: DataType) -> Option<u8> {
 }
 
 /// The wider of two numeric types, as Spark's ANSI `findWiderTypeForTwo`: an INT or BIGINT
-/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer).
+/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer); a DATE meeting a
+/// TIMESTAMP widens to TIMESTAMP.
 fn wider(a: DataType, b: DataType) -> Option<DataType> {
     use DataType as T;
     match (a, b) {
+        (T::Date, T::Timestamp) | (T::Timestamp, T::Date) => Some(T::Timestamp),
         (T::Int | T::Long, T::Float) | (T::Float, T::Int | T::Long) => Some(T::Double),
         _ => match (rank(a)?, rank(b)?) {
             (x, y) if x >= y => Some(a),
@@ -125,7 +127,7 @@ impl Binder<'_> {
             SyntaxKind::Literal(l) => self.literal(pos, l),
             SyntaxKind::Column(parts) => {
                 if parts.len() != 1 {
-                    return Err(unsupported(pos, format!("qualified name `{}`", parts.join(".")), "a column name"));
+                    return self.field_access(pos, parts);
                 }
                 let name = &parts[0];
                 let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(name));
@@ -212,6 +214,11 @@ impl Binder<'_> {
                 self.cast(pos, e, *to, *try_cast)
             }
             SyntaxKind::Call { name, args } => self.call(pos, name, args),
+            SyntaxKind::Alias { alias, .. } => Err(unsupported(
+                pos,
+                format!("`AS {alias}` inside an expression"),
+                "AS after a whole select item, or inside struct(...)",
+            )),
         }
     }
 
@@ -275,6 +282,12 @@ impl Binder<'_> {
                 })?;
                 let name = format!("TIMESTAMP '{}'", super::text::timestamp_string(us));
                 literal(Value::Timestamp(Timestamp(us)), DataType::Timestamp, name)
+            }
+            Literal::Date(s) => {
+                let days = super::dates::parse_cast_date(s)
+                    .ok_or_else(|| ty_err(pos, format!("DATE '{s}'"), "a date such as DATE '2024-01-15'"))?;
+                let name = format!("DATE '{}'", super::dates::date_string(days));
+                literal(Value::Date(days), DataType::Date, name)
             }
             Literal::Interval { .. } => {
                 return Err(unsupported(
@@ -421,7 +434,11 @@ impl Binder<'_> {
             w
         } else {
             match (a, b) {
-                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_)) => x,
+                (T::String, x) | (x, T::String)
+                    if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) =>
+                {
+                    x
+                }
                 _ => {
                     return Err(ty_err(
                         pos,
@@ -539,7 +556,8 @@ impl Binder<'_> {
             return Err(ty_err(
                 pos,
                 format!("CAST from {} to {to} ({})", e.data_type, e.name),
-                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP",
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP; \
+                 DATE <-> STRING, TIMESTAMP",
             ));
         }
         let name = if try_cast { format!("TRY_CAST({} AS {to})", e.name) } else { format!("CAST({} AS {to})", e.name) };
@@ -551,6 +569,9 @@ impl Typed {
     /// The output column name of this expression selected without `AS`: its name, except that
     /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`).
     pub fn output_name(&self) -> &str {
+        if let Some(field) = super::structs::nested_output_name(self) {
+            return field;
+        }
         let mut t = self;
         while let Node::Cast { input, .. } = &t.node {
             t = input;

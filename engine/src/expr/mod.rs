@@ -20,7 +20,10 @@ mod bind;
 mod calls;
 mod cast;
 mod compile;
+mod dates;
 mod functions;
+mod json;
+mod structs;
 mod text;
 
 use std::fmt;
@@ -30,6 +33,8 @@ use crate::schema::DataType;
 
 pub use bind::bind;
 pub use compile::Compiled;
+pub(crate) use dates::parse_cast_date as parse_date;
+pub use dates::write_date;
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.
@@ -97,6 +102,8 @@ pub enum Literal {
     String(String),
     /// `TIMESTAMP '2024-01-15 10:00:00'` (the quoted text).
     Timestamp(String),
+    /// `DATE '2024-01-15'` (the quoted text).
+    Date(String),
     /// `INTERVAL 10 MINUTES`, `INTERVAL '1' HOUR`: a day-time interval in microseconds, with
     /// Spark's text for it (`INTERVAL '10' MINUTE`).
     Interval {
@@ -242,6 +249,13 @@ pub enum SyntaxKind {
         /// `try_cast`: NULL instead of an error.
         try_cast: bool,
     },
+    /// `expr AS name` inside `struct(...)`: the field's name.
+    Alias {
+        /// The value.
+        expr: Box<Syntax>,
+        /// The name after `AS`.
+        alias: String,
+    },
     /// A function call `name(args)`; the name as written (matched ignoring case).
     Call {
         /// Function name.
@@ -318,6 +332,9 @@ pub enum EvalErrorKind {
     CastOverflow,
     /// A 1-based index of 0 (`split_part(s, d, 0)`).
     InvalidIndexOfZero,
+    /// A string that does not match the datetime pattern of `to_timestamp(s, pattern)` /
+    /// `to_date(s, pattern)`.
+    CannotParseTimestamp,
 }
 
 impl fmt::Display for EvalErrorKind {
@@ -328,6 +345,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::CastInvalidInput => "CAST_INVALID_INPUT",
             EvalErrorKind::CastOverflow => "CAST_OVERFLOW",
             EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
+            EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
         })
     }
 }
