@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 
 mod dialect;
+#[cfg(test)]
+mod tests_structs;
 
 use eddy_engine::Schema;
 pub use eddy_engine::expr::Parsed;
@@ -489,6 +491,17 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
         | Expr::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
             let name = if matches!(e, Expr::Ceil { .. }) { "ceil" } else { "floor" };
             node(SyntaxKind::Call { name: name.into(), args: vec![lower(expr)?] }, e)
+        }
+        // `named_struct('k', v).k`: fields of a struct-valued expression
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            let mut t = lower(root)?;
+            for step in access_chain {
+                let ast::AccessExpr::Dot(Expr::Identifier(id)) = step else {
+                    return Err(unsupported(e, format!("`{e}`"), "`.field` after a struct (no subscripts)"));
+                };
+                t = Syntax { kind: SyntaxKind::Field { expr: Box::new(t), field: id.value.clone() }, pos: pos(e.span().start) };
+            }
+            t
         }
         // `struct(a, b AS c)`: the parser's struct literal, a call of `struct` here
         Expr::Struct { values, fields } if fields.is_empty() => {

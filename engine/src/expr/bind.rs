@@ -214,6 +214,10 @@ impl Binder<'_> {
                 self.cast(pos, e, *to, *try_cast)
             }
             SyntaxKind::Call { name, args } => self.call(pos, name, args),
+            SyntaxKind::Field { expr, field } => {
+                let t = self.bind(expr)?;
+                self.get_field(pos, t, field)
+            }
             SyntaxKind::Alias { alias, .. } => Err(unsupported(
                 pos,
                 format!("`AS {alias}` inside an expression"),

@@ -156,6 +156,13 @@ enum Json<'a> {
 pub(crate) fn get_json_object(text: &str, path: &[PathStep]) -> Option<String> {
     let mut p = Parser { b: text.as_bytes(), s: text, i: 0, depth: 0 };
     let root = p.value()?;
+    // Jackson requires white space (or the end) after a number or word at the root
+    // (`2023/12/31` is not JSON); after an object or array the rest is not read
+    if matches!(root, Json::Number(_) | Json::Bool(_) | Json::Null)
+        && p.b.get(p.i).is_some_and(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        return None;
+    }
     let mut at = &root;
     for step in path {
         at = match (step, at) {
@@ -376,6 +383,8 @@ mod tests {
         assert_eq!(get(r#"{"a":1}"#, "$").as_deref(), Some(r#"{"a":1}"#));
         assert_eq!(get("[1,2]", "$[0]").as_deref(), Some("1"));
         assert_eq!(get(r#"{"a":1}"#, "$.b"), None);
+        assert_eq!(get("2023/12/31 23:59", "$"), None);
+        assert_eq!(get("2023 ", "$").as_deref(), Some("2023"));
         assert_eq!(parse_path("$.a[*]"), None);
         assert_eq!(parse_path("a.b"), None);
     }

@@ -249,6 +249,14 @@ pub enum SyntaxKind {
         /// `try_cast`: NULL instead of an error.
         try_cast: bool,
     },
+    /// `expr.field`: a field of a struct-valued expression (`named_struct('k', v).k`); a
+    /// column's field is a [`SyntaxKind::Column`] of several parts.
+    Field {
+        /// The struct.
+        expr: Box<Syntax>,
+        /// The field's name.
+        field: String,
+    },
     /// `expr AS name` inside `struct(...)`: the field's name.
     Alias {
         /// The value.

@@ -35,7 +35,7 @@ impl Binder<'_> {
     }
 
     /// The field `name` of the struct `t`.
-    fn get_field(&self, pos: Pos, t: Typed, name: &str) -> Result<Typed, ExprError> {
+    pub(super) fn get_field(&self, pos: Pos, t: Typed, name: &str) -> Result<Typed, ExprError> {
         let full = format!("{}.{name}", t.name);
         match t.data_type {
             DataType::Window => {
