@@ -267,6 +267,27 @@ mod tests {
     }
 
     #[test]
+    fn structs_are_nested_objects_without_their_null_fields_and_dates_are_quoted() {
+        use crate::schema::{DataType, Field, StructType};
+        let inner = StructType::new(vec![Field { name: "x".into(), data_type: DataType::Double }]);
+        let ty = StructType::new(vec![
+            Field { name: "a".into(), data_type: DataType::Int },
+            Field { name: "n".into(), data_type: DataType::Int },
+            Field { name: "d".into(), data_type: DataType::Date },
+            Field { name: "s".into(), data_type: DataType::Struct(inner) },
+        ]);
+        let v = Value::Struct(
+            ty,
+            vec![Value::Int(1), Value::Null, Value::Date(19_737), Value::Struct(inner, vec![Value::Double(1.5)].into())]
+                .into(),
+        );
+        let mut out = String::new();
+        write_row(&mut out, &["s".to_string(), "k".to_string()], &[v, Value::Date(-1)]);
+        // Spark's JSON sink leaves null fields out of a struct (ignoreNullFields)
+        assert_eq!(out, r#"{"s": {"a": 1, "d": "2024-01-15", "s": {"x": 1.5}}, "k": "1969-12-31"}"#);
+    }
+
+    #[test]
     fn integers_are_written_as_display_writes_them() {
         for i in [0, 1, -1, 9, 10, -10, 123_456_789, i64::MAX, i64::MIN, i64::from(i32::MIN)] {
             let mut out = String::new();

@@ -359,3 +359,15 @@ fn decoder_enum_dispatches_by_format() {
     assert_eq!(c2.format(), Format::Csv);
     assert_eq!(c2.decode(b"2").unwrap().values[0], Value::Long(2));
 }
+
+#[test]
+fn dates_are_read_from_strings_as_spark_reads_them() {
+    // 2024-01-15 is day 19737 since 1970-01-01; Spark's reader falls back to CAST(s AS DATE)
+    assert_eq!(one("DATE", "\"2024-01-15\""), Ok(Value::Date(19_737)));
+    assert_eq!(one("DATE", "\"2024-1-5\""), Ok(Value::Date(19_727)));
+    assert_eq!(one("DATE", "\"1969-12-31\""), Ok(Value::Date(-1)));
+    assert_eq!(one("DATE", "null"), Ok(Value::Null));
+    for bad in ["\"2024-02-30\"", "\"yesterday\"", "20240115", "true"] {
+        assert!(matches!(one("DATE", bad), Err(DecodeError::WrongType { .. })), "{bad}: {:?}", one("DATE", bad));
+    }
+}
