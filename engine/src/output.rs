@@ -278,8 +278,13 @@ mod tests {
         ]);
         let v = Value::Struct(
             ty,
-            vec![Value::Int(1), Value::Null, Value::Date(19_737), Value::Struct(inner, vec![Value::Double(1.5)].into())]
-                .into(),
+            vec![
+                Value::Int(1),
+                Value::Null,
+                Value::Date(19_737),
+                Value::Struct(inner, vec![Value::Double(1.5)].into()),
+            ]
+            .into(),
         );
         let mut out = String::new();
         write_row(&mut out, &["s".to_string(), "k".to_string()], &[v, Value::Date(-1)]);

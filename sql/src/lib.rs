@@ -499,7 +499,10 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
                 let ast::AccessExpr::Dot(Expr::Identifier(id)) = step else {
                     return Err(unsupported(e, format!("`{e}`"), "`.field` after a struct (no subscripts)"));
                 };
-                t = Syntax { kind: SyntaxKind::Field { expr: Box::new(t), field: id.value.clone() }, pos: pos(e.span().start) };
+                t = Syntax {
+                    kind: SyntaxKind::Field { expr: Box::new(t), field: id.value.clone() },
+                    pos: pos(e.span().start),
+                };
             }
             t
         }

@@ -21,7 +21,9 @@ fn goldens() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("golden") && n.ends_with(".jsonl")))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("golden") && n.ends_with(".jsonl"))
+        })
         .collect();
     paths.sort();
     paths

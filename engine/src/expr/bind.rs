@@ -438,11 +438,7 @@ impl Binder<'_> {
             w
         } else {
             match (a, b) {
-                (T::String, x) | (x, T::String)
-                    if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) =>
-                {
-                    x
-                }
+                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) => x,
                 _ => {
                     return Err(ty_err(
                         pos,

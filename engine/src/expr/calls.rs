@@ -441,11 +441,12 @@ impl Binder<'_> {
                 format!("{lower}() (the processing time is not yet reachable from an expression)"),
                 "an event-time column, or a replay clock's column",
             )),
-            "hash" => Err(unsupported(
-                pos,
-                "hash(...) (Spark's Murmur3 hash value is not reproduced)",
-                "md5(s), sha2(s, 256)",
-            )),
+            "hash" => {
+                arity(1..=64)?;
+                let a = bound(self)?;
+                let name = named("hash", &a);
+                Ok(call(Func::Hash, a, DataType::Int, name))
+            }
             _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
         }
     }
@@ -467,7 +468,7 @@ const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, 
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
      unix_millis, unix_micros, timestamp_seconds, timestamp_millis, timestamp_micros, date_trunc, date_format, to_date, to_timestamp, \
-     try_to_timestamp, struct, named_struct, to_json, get_json_object, window_time";
+     try_to_timestamp, struct, named_struct, to_json, get_json_object, window_time, hash";
 
 /// A Java regular expression that Rust's `regex` reads the same way; refused otherwise
 /// (backreferences, lookaround and possessive quantifiers do not compile).

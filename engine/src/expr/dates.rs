@@ -162,10 +162,7 @@ mod tests {
         };
         assert_eq!(p("2024/01/15 10:30", "yyyy/MM/dd HH:mm").as_deref(), Some("2024-01-15 10:30:00"));
         assert_eq!(p("10:30", "HH:mm").as_deref(), Some("1970-01-01 10:30:00"));
-        assert_eq!(
-            p("2024-01-15 10:00:00.123", "yyyy-MM-dd HH:mm:ss.SSS").as_deref(),
-            Some("2024-01-15 10:00:00.123")
-        );
+        assert_eq!(p("2024-01-15 10:00:00.123", "yyyy-MM-dd HH:mm:ss.SSS").as_deref(), Some("2024-01-15 10:00:00.123"));
         assert_eq!(p("2024-01-15 10:00", "yyyy-MM-dd HH:mm:ss"), None);
         assert_eq!(p("2024-01-15 25:00", "yyyy-MM-dd HH:mm"), None);
         assert_eq!(p("2024-01-15x", "yyyy-MM-dd"), None);

@@ -147,6 +147,8 @@ pub enum Func {
     WindowTime,
     /// `to_json(struct)`.
     ToJson,
+    /// `hash(...)`: Spark's Murmur3 hash of the arguments (NULL arguments skipped), INT.
+    Hash,
     /// `get_json_object(s, path)` with the path parsed at binding.
     GetJsonObject(Arc<[PathStep]>),
     /// `to_date(x[, pattern])`: a STRING parsed (as `CAST(s AS DATE)` without a pattern), the
@@ -254,7 +256,12 @@ impl Func {
     pub(crate) fn null_intolerant(&self) -> bool {
         !matches!(
             self,
-            Func::NullSafeEq | Func::IsNull { .. } | Func::ConcatWs | Func::Extreme { .. } | Func::MakeStruct(_)
+            Func::NullSafeEq
+                | Func::IsNull { .. }
+                | Func::ConcatWs
+                | Func::Extreme { .. }
+                | Func::MakeStruct(_)
+                | Func::Hash
         )
     }
 
@@ -437,6 +444,7 @@ impl Func {
                 _ => Value::Null,
             },
             Func::ToJson => return st(to_json(&a[0])),
+            Func::Hash => Value::Int(a.iter().fold(super::hash::SEED, |h, v| super::hash::hash_value(v, h)) as i32),
             Func::GetJsonObject(path) => match get_json_object(s(0), path) {
                 Some(text) => return st(text),
                 None => Value::Null,

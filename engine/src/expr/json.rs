@@ -59,10 +59,13 @@ fn write_json(out: &mut String, v: &Value) {
             out.push('}');
         }
         Value::Window { start, end } => {
-            write_json(out, &Value::Struct(super::structs::window_type(), Arc::from([
-                Value::Timestamp(*start),
-                Value::Timestamp(*end),
-            ])));
+            write_json(
+                out,
+                &Value::Struct(
+                    super::structs::window_type(),
+                    Arc::from([Value::Timestamp(*start), Value::Timestamp(*end)]),
+                ),
+            );
         }
         Value::List(items) => {
             out.push('[');

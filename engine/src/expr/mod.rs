@@ -22,6 +22,7 @@ mod cast;
 mod compile;
 mod dates;
 mod functions;
+mod hash;
 mod json;
 mod structs;
 mod text;

@@ -104,7 +104,7 @@ impl Binder<'_> {
                 Ok(call(Func::MakeStruct(ty), values, DataType::Struct(ty), name))
             }
             "named_struct" => {
-                if args.is_empty() || args.len() % 2 != 0 {
+                if args.is_empty() || !args.len().is_multiple_of(2) {
                     return Err(ty_err(
                         pos,
                         format!("named_struct with {} arguments", args.len()),
@@ -141,7 +141,11 @@ impl Binder<'_> {
                 arity(2)?;
                 let s = self.string(pos, self.bind(&args[0])?, "get_json_object")?;
                 let SyntaxKind::Literal(Literal::String(p)) = &args[1].kind else {
-                    return Err(unsupported(args[1].pos, "a path that is not a string literal", "a path literal '$.a.b'"));
+                    return Err(unsupported(
+                        args[1].pos,
+                        "a path that is not a string literal",
+                        "a path literal '$.a.b'",
+                    ));
                 };
                 let steps = parse_path(p).ok_or_else(|| {
                     unsupported(
@@ -179,9 +183,7 @@ impl Binder<'_> {
                 DataType::Struct(ty) => ty.fields().get(*index).map(|f| f.name.clone()),
                 _ => None,
             },
-            Node::Call { func: Func::WindowBound { end }, .. } => {
-                Some(if *end { "end" } else { "start" }.to_string())
-            }
+            Node::Call { func: Func::WindowBound { end }, .. } => Some(if *end { "end" } else { "start" }.to_string()),
             _ => None,
         }
     }
