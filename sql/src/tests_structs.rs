@@ -92,6 +92,8 @@ fn to_json_writes_a_struct_as_spark_does() {
     assert_eq!(text("to_json(struct(a+1, b))"), r#"{"col1":2,"b":"x"}"#);
     assert_eq!(text("to_json(struct(true, 'q', 1))"), r#"{"col1":true,"col2":"q","col3":1}"#);
     assert_eq!(text("to_json(s)"), r#"{"k":7}"#);
+    // a column's field is named as written, not as the schema spells it
+    assert_eq!(text("to_json(struct(A))"), r#"{"A":1}"#);
 }
 
 #[test]

@@ -101,5 +101,20 @@ mod tests {
     fn hash_is_sparks_murmur3() {
         // Expected values: Spark 4.3's hash(...) (the oracle): hash(1, 'x') = -1305545736
         assert_eq!(hash(&[Value::Int(1), Value::Str("x".into())]), -1_305_545_736);
+        // hash(1.5D, -0.0D, CAST('NaN' AS DOUBLE), CAST(-0.0 AS FLOAT), 'héllo wörld', true,
+        //      TIMESTAMP '2024-01-15 10:00:00', DATE '2024-01-15') = -1856244890
+        let values = [
+            Value::Double(1.5),
+            Value::Double(-0.0),
+            Value::Double(f64::NAN),
+            Value::Float(-0.0),
+            Value::Str("héllo wörld".into()),
+            Value::Bool(true),
+            Value::Timestamp(crate::time::Timestamp(1_705_312_800_000_000)),
+            Value::Date(19_737),
+        ];
+        assert_eq!(hash(&values), -1_856_244_890);
+        // NULL arguments leave the hash as it is
+        assert_eq!(hash(&[Value::Int(1), Value::Null, Value::Str("x".into())]), -1_305_545_736);
     }
 }

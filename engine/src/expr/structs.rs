@@ -174,11 +174,12 @@ impl Binder<'_> {
         }
     }
 
-    /// The field name Spark gives an unaliased `struct(...)` argument: a column's name as the
-    /// schema spells it, a nested field's name; `None` for other expressions (`colN`).
+    /// The field name Spark gives an unaliased `struct(...)` argument: a column's name as
+    /// written (`struct(ABC)` has a field `ABC` whatever the schema's spelling), a nested
+    /// field's name; `None` for other expressions (`colN`).
     fn field_name(&self, v: &Typed) -> Option<String> {
         match &v.node {
-            Node::Column(i) => Some(self.schema.fields()[*i].name.clone()),
+            Node::Column(_) => Some(v.name.clone()),
             Node::Call { func: Func::GetField(index), args } => match args.first()?.data_type {
                 DataType::Struct(ty) => ty.fields().get(*index).map(|f| f.name.clone()),
                 _ => None,
