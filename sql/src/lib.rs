@@ -67,8 +67,8 @@ pub struct Bound {
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not one expression; [`SqlError::Unsupported`] for
-/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DATE and DECIMAL
-/// literals where refused, ...).
+/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DECIMAL
+/// literals where refused, subscripts `a[0]`, ...).
 pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])

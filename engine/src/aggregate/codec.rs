@@ -301,3 +301,27 @@ impl<'a> Reader<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+    use crate::schema::{Field, StructType};
+
+    #[test]
+    fn dates_and_structs_in_a_state_read_back_as_written() {
+        let ty = StructType::new(vec![
+            Field { name: "a".into(), data_type: DataType::Int },
+            Field { name: "n".into(), data_type: DataType::String },
+            Field { name: "d".into(), data_type: DataType::Date },
+        ]);
+        let v = Value::List(
+            vec![Value::Date(-1), Value::Struct(ty, vec![Value::Int(1), Value::Null, Value::Date(19_737)].into())]
+                .into(),
+        );
+        let mut out = Vec::new();
+        put_value(&mut out, &v);
+        let mut r = Reader { bytes: &out };
+        assert_eq!(r.value(0), Ok(v));
+        assert!(r.bytes.is_empty());
+    }
+}

@@ -19,8 +19,9 @@ use crate::value::Value;
 /// # Errors
 /// [`ExprError::UnknownColumn`] for a name not in the schema; [`ExprError::Type`] for operands
 /// Spark's ANSI rules refuse (`true + 1`, `CAST(ts AS BOOLEAN)`); [`ExprError::Unsupported`]
-/// for what Spark has and Eddy does not implement (DECIMAL arithmetic, DATE, unknown
-/// functions), each naming the construct and its position.
+/// for what Spark has and Eddy does not implement (DECIMAL arithmetic, `current_timestamp()`,
+/// unknown functions), each naming the construct and its position. A name `a.b` is the field
+/// `b` of the struct (or window) column `a`, as Spark resolves it.
 pub fn bind(syntax: &Syntax, schema: &Schema) -> Result<Typed, ExprError> {
     Binder { schema }.bind(syntax)
 }
@@ -567,7 +568,8 @@ impl Binder<'_> {
 
 impl Typed {
     /// The output column name of this expression selected without `AS`: its name, except that
-    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`).
+    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`) and a
+    /// field of a column is named as the field (`window.start` is `start`, `s.a` is `a`).
     pub fn output_name(&self) -> &str {
         if let Some(field) = super::structs::nested_output_name(self) {
             return field;
