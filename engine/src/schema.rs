@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod structs;
+
+pub use structs::StructType;
+
 /// A column type. The names are Spark's (SQL DDL); `Long` is Spark's BIGINT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DataType {
@@ -31,8 +35,13 @@ pub enum DataType {
         /// Digits after the point (0..=precision).
         scale: u8,
     },
+    /// DATE: days since the epoch (1970-01-01), proleptic Gregorian, as Spark's `DateType`.
+    Date,
     /// Output only: a window `{start, end}` struct of two timestamps.
     Window,
+    /// A STRUCT of named fields (`struct(...)`, `named_struct(...)`); expressions only, not a
+    /// schema DDL type.
+    Struct(StructType),
     /// Output only: an array of the inner type (approx_percentile with a list of percentages).
     Array(ArrayOf),
 }
@@ -80,7 +89,9 @@ impl DataType {
             DataType::Timestamp => ArrayOf::Timestamp,
             DataType::String => ArrayOf::String,
             DataType::Boolean => ArrayOf::Boolean,
-            DataType::Window | DataType::Array(_) | DataType::Decimal { .. } => return None,
+            DataType::Date | DataType::Window | DataType::Struct(_) | DataType::Array(_) | DataType::Decimal { .. } => {
+                return None;
+            }
         }))
     }
 }
@@ -96,6 +107,8 @@ impl fmt::Display for DataType {
             DataType::Boolean => "BOOLEAN",
             DataType::Timestamp => "TIMESTAMP",
             DataType::Decimal { precision, scale } => return write!(f, "DECIMAL({precision},{scale})"),
+            DataType::Date => "DATE",
+            DataType::Struct(s) => return fmt::Display::fmt(s, f),
             DataType::Window => "STRUCT<start: TIMESTAMP, end: TIMESTAMP>",
             DataType::Array(a) => {
                 let inner = match a {
@@ -115,7 +128,7 @@ impl fmt::Display for DataType {
 }
 
 /// One named, typed column.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Field {
     /// Column name, as written (matching is exact, case-sensitive; the names of a parsed schema
     /// are distinct ignoring case).
@@ -136,7 +149,7 @@ pub enum SchemaError {
     /// The DDL text is not `name TYPE, ...` with known types and names that are identifiers (or
     /// quoted) and distinct ignoring case.
     #[error(
-        "bad schema {given:?}: {why} (expected `name TYPE, ...` with names distinct ignoring case and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP, DECIMAL(p, s))"
+        "bad schema {given:?}: {why} (expected `name TYPE, ...` with names distinct ignoring case and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s))"
     )]
     Ddl {
         /// The DDL given.
@@ -154,8 +167,8 @@ impl Schema {
 
     /// Parses Spark DDL: `name TYPE, name TYPE, ...`, as Spark's `StructType.fromDDL` (its table
     /// schema rule `colName dataType`). Types are case-insensitive: STRING, BIGINT / LONG, INT /
-    /// INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP, DECIMAL(p, s) / DECIMAL(p) / DECIMAL
-    /// (also `DEC`, `NUMERIC`; see `decimal_type`). An unquoted name is an identifier
+    /// INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s) / DECIMAL(p) /
+    /// DECIMAL (also `DEC`, `NUMERIC`; see `decimal_type`). An unquoted name is an identifier
     /// (letters, digits, `_`; not all digits); any other name is quoted with backticks. No colon
     /// between name and type: Spark takes `name: TYPE` only for the fields of a `STRUCT<...>`.
     /// Names must be distinct ignoring case, as Spark's default `spark.sql.caseSensitive = false`
@@ -210,6 +223,7 @@ impl Schema {
                 "FLOAT" | "REAL" => DataType::Float,
                 "BOOLEAN" | "BOOL" => DataType::Boolean,
                 "TIMESTAMP" => DataType::Timestamp,
+                "DATE" => DataType::Date,
                 other => return Err(bad(format!("column {name:?} has unknown type {other}"))),
             };
             if let Some(f) = fields.iter().find(|f| f.name.to_lowercase() == name.to_lowercase()) {

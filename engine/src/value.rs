@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::decimal::Decimal;
+use crate::schema::StructType;
 use crate::time::Timestamp;
 
 /// One cell. Strings are shared (`Arc<str>`), so cloning a record or a key never copies text.
@@ -31,6 +32,10 @@ pub enum Value {
     Timestamp(Timestamp),
     /// DECIMAL(p, s): at the column's scale (the precision is the column's type).
     Decimal(Decimal),
+    /// DATE: days since 1970-01-01.
+    Date(i32),
+    /// A STRUCT: its type (the field names) and one value per field, in order.
+    Struct(StructType, Arc<[Value]>),
     /// A window `[start, end)` (output only).
     Window {
         /// Inclusive start.
@@ -106,6 +111,8 @@ impl Value {
             (Str(a), Str(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
             (Decimal(a), Decimal(b)) => a.cmp_value(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Struct(_, a), Struct(_, b)) => cmp_fields(a, b),
             (Window { start: a, end: b }, Window { start: c, end: d }) => (a, b).cmp(&(c, d)),
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 (Some(x), Some(y)) => spark_f64_cmp(x, y),
@@ -123,8 +130,15 @@ impl Value {
             Value::Timestamp(_) => 4,
             Value::Window { .. } => 5,
             Value::List(_) => 6,
+            Value::Date(_) => 7,
+            Value::Struct(..) => 8,
         }
     }
+}
+
+/// Structs order field by field, as Spark orders struct values.
+fn cmp_fields(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    a.iter().zip(b).map(|(x, y)| x.total_cmp(y)).find(|o| o.is_ne()).unwrap_or_else(|| a.len().cmp(&b.len()))
 }
 
 /// Spark's order for doubles: -0.0 == 0.0, NaN == NaN and above every number.
@@ -152,6 +166,8 @@ impl PartialEq for Value {
             (Str(a), Str(b)) => a == b,
             (Timestamp(a), Timestamp(b)) => a == b,
             (Decimal(a), Decimal(b)) => a == b,
+            (Date(a), Date(b)) => a == b,
+            (Struct(s, a), Struct(t, b)) => s == t && a == b,
             (Window { start: a, end: b }, Window { start: c, end: d }) => a == c && b == d,
             (List(a), List(b)) => a == b,
             _ => false,
@@ -189,6 +205,11 @@ impl Hash for Value {
                 state.write_i64(end.0);
             }
             Value::List(l) => l.hash(state),
+            Value::Date(d) => {
+                state.write_u8(7);
+                state.write_i32(*d);
+            }
+            Value::Struct(_, fields) => fields.hash(state),
         }
     }
 }

@@ -13,6 +13,8 @@
 #![deny(missing_docs)]
 
 mod dialect;
+#[cfg(test)]
+mod tests_structs;
 
 use std::path::Path;
 
@@ -69,8 +71,8 @@ pub struct Bound {
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not one expression; [`SqlError::Unsupported`] for
-/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DATE and DECIMAL
-/// literals where refused, ...).
+/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DECIMAL
+/// literals where refused, subscripts `a[0]`, ...).
 pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
@@ -238,11 +240,12 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
                 }
             }
         }
+        "DATE" => T::Date,
         _ => {
             return Err(unsupported(
                 at,
                 format!("CAST to {name}"),
-                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DECIMAL(p, s)",
+                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s)",
             ));
         }
     })
@@ -350,8 +353,9 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             };
             match ts.data_type {
                 ast::DataType::Timestamp(..) => node(SyntaxKind::Literal(Literal::Timestamp(text)), e),
+                ast::DataType::Date => node(SyntaxKind::Literal(Literal::Date(text)), e),
                 ref t => {
-                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...' (DATE is not implemented)"));
+                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...', DATE '...'"));
                 }
             }
         }
@@ -505,6 +509,33 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
         | Expr::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
             let name = if matches!(e, Expr::Ceil { .. }) { "ceil" } else { "floor" };
             node(SyntaxKind::Call { name: name.into(), args: vec![lower(expr)?] }, e)
+        }
+        // `named_struct('k', v).k`: fields of a struct-valued expression
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            let mut t = lower(root)?;
+            for step in access_chain {
+                let ast::AccessExpr::Dot(Expr::Identifier(id)) = step else {
+                    return Err(unsupported(e, format!("`{e}`"), "`.field` after a struct (no subscripts)"));
+                };
+                t = Syntax {
+                    kind: SyntaxKind::Field { expr: Box::new(t), field: id.value.clone() },
+                    pos: pos(e.span().start),
+                };
+            }
+            t
+        }
+        // `struct(a, b AS c)`: the parser's struct literal, a call of `struct` here
+        Expr::Struct { values, fields } if fields.is_empty() => {
+            let args = values
+                .iter()
+                .map(|v| match v {
+                    Expr::Named { expr, name } => {
+                        Ok(node(SyntaxKind::Alias { expr: boxed(expr)?, alias: name.value.clone() }, v))
+                    }
+                    other => lower(other),
+                })
+                .collect::<Result<_, SqlError>>()?;
+            node(SyntaxKind::Call { name: "struct".into(), args }, e)
         }
         Expr::Function(f) => {
             let name = match f.name.0.as_slice() {

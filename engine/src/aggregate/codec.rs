@@ -204,6 +204,21 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
                 put_value(out, item);
             }
         }
+        Value::Date(d) => {
+            out.push(11);
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        Value::Struct(ty, fields) => {
+            // the type as its field list (struct type ids are per process)
+            out.push(12);
+            let ty = serde_json::to_string(ty).unwrap_or_default();
+            out.extend_from_slice(&(ty.len() as u64).to_le_bytes());
+            out.extend_from_slice(ty.as_bytes());
+            out.extend_from_slice(&(fields.len() as u64).to_le_bytes());
+            for item in fields.iter() {
+                put_value(out, item);
+            }
+        }
     }
 }
 
@@ -287,7 +302,40 @@ impl<'a> Reader<'a> {
                 let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
                 Value::List(items.into())
             }
+            11 => Value::Date(i32::from_le_bytes(self.array()?)),
+            12 => {
+                let n = self.len()?;
+                let ty: crate::schema::StructType =
+                    serde_json::from_slice(self.take(n)?).map_err(|e| format!("a struct type: {e}"))?;
+                let n = self.len()?;
+                let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
+                Value::Struct(ty, items.into())
+            }
             t => return Err(format!("unknown value tag {t}")),
         })
+    }
+}
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+    use crate::schema::{Field, StructType};
+
+    #[test]
+    fn dates_and_structs_in_a_state_read_back_as_written() {
+        let ty = StructType::new(vec![
+            Field { name: "a".into(), data_type: DataType::Int },
+            Field { name: "n".into(), data_type: DataType::String },
+            Field { name: "d".into(), data_type: DataType::Date },
+        ]);
+        let v = Value::List(
+            vec![Value::Date(-1), Value::Struct(ty, vec![Value::Int(1), Value::Null, Value::Date(19_737)].into())]
+                .into(),
+        );
+        let mut out = Vec::new();
+        put_value(&mut out, &v);
+        let mut r = Reader { bytes: &out };
+        assert_eq!(r.value(0), Ok(v));
+        assert!(r.bytes.is_empty());
     }
 }

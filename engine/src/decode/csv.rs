@@ -234,6 +234,7 @@ fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, Decode
     let unsigned = text.strip_prefix('+').filter(|t| t.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(text);
     match col.ty {
         DataType::String => Ok(Value::Str(Arc::from(text))),
+        DataType::Date => super::text::date_value(col, text),
         DataType::Boolean if text.eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
         DataType::Boolean if text.eq_ignore_ascii_case("false") => Ok(Value::Bool(false)),
         DataType::Boolean => Err(wrong(col, text, "not true or false")),

@@ -258,3 +258,12 @@ fn decimal_fields_decode_exactly_as_spark() {
         assert!(d.decode(bad.as_bytes()).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn dates_are_read_as_spark_reads_them_and_bad_ones_are_malformed() {
+    let d = dec("day DATE, n BIGINT", "day,n");
+    assert_eq!(row(&d, "2024-01-15,1"), vec![Value::Date(19_737), Value::Long(1)]);
+    assert_eq!(row(&d, ",2"), vec![Value::Null, Value::Long(2)]);
+    let e = d.decode(b"2024-13-01,3").unwrap_err();
+    assert!(matches!(&e, DecodeError::WrongType { column, .. } if column == "day"), "{e:?}");
+}

@@ -387,3 +387,15 @@ fn decimal_columns_decode_exactly_and_round_half_up_as_spark() {
     let Ok(Value::Decimal(w)) = wide else { panic!("{wide:?}") };
     assert_eq!((w.unscaled, w.scale), (12345678901234567890123456789012345678, 18));
 }
+
+#[test]
+fn dates_are_read_from_strings_as_spark_reads_them() {
+    // 2024-01-15 is day 19737 since 1970-01-01; Spark's reader falls back to CAST(s AS DATE)
+    assert_eq!(one("DATE", "\"2024-01-15\""), Ok(Value::Date(19_737)));
+    assert_eq!(one("DATE", "\"2024-1-5\""), Ok(Value::Date(19_727)));
+    assert_eq!(one("DATE", "\"1969-12-31\""), Ok(Value::Date(-1)));
+    assert_eq!(one("DATE", "null"), Ok(Value::Null));
+    for bad in ["\"2024-02-30\"", "\"yesterday\"", "20240115", "true"] {
+        assert!(matches!(one("DATE", bad), Err(DecodeError::WrongType { .. })), "{bad}: {:?}", one("DATE", bad));
+    }
+}

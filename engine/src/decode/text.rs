@@ -88,10 +88,13 @@ pub(crate) fn fraction_value(col: &Column, text: &str, unit: TimeUnit) -> Result
     }
 }
 
-/// The value of a string for a TIMESTAMP, DOUBLE, FLOAT, DECIMAL or STRING column.
+/// The value of a string for a TIMESTAMP, DATE, DOUBLE, FLOAT, DECIMAL or STRING column. A
+/// DATE is read as Spark's JSON and CSV readers fall back to read it (`CAST(s AS DATE)`'s
+/// forms: `2024-01-15`, `2024-1-5`, `2024-01-15T10:00`).
 pub(crate) fn string_value(col: &Column, text: &str, raw: &str) -> Result<Value, DecodeError> {
     match col.ty {
         DataType::String => Ok(Value::Str(Arc::from(text))),
+        DataType::Date => date_value(col, text),
         DataType::Timestamp => timestamp_value(col, text),
         DataType::Double => non_finite(text)
             .map(Value::Double)
@@ -317,6 +320,11 @@ const POW10_U32: [u32; 7] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
 const MONTH_DAYS: [u32; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /// A [`DecodeError::WrongType`] for `col` given `given`.
+/// A DATE column's value from its text.
+pub(crate) fn date_value(col: &Column, text: &str) -> Result<Value, DecodeError> {
+    crate::expr::parse_date(text).map(Value::Date).ok_or_else(|| wrong(col, text, "not a date such as 2024-01-15"))
+}
+
 pub(crate) fn wrong(col: &Column, given: &str, why: &'static str) -> DecodeError {
     DecodeError::WrongType { column: col.name.to_string(), expected: col.ty, given: quote(given), why }
 }

@@ -19,8 +19,9 @@ use crate::value::Value;
 /// # Errors
 /// [`ExprError::UnknownColumn`] for a name not in the schema; [`ExprError::Type`] for operands
 /// Spark's ANSI rules refuse (`true + 1`, `CAST(ts AS BOOLEAN)`); [`ExprError::Unsupported`]
-/// for what Spark has and Eddy does not implement (DATE, unknown
-/// functions), each naming the construct and its position.
+/// for what Spark has and Eddy does not implement (`current_timestamp()`, unknown functions),
+/// each naming the construct and its position. A name `a.b` is the field `b` of the struct (or
+/// window) column `a`, as Spark resolves it.
 pub fn bind(syntax: &Syntax, schema: &Schema) -> Result<Typed, ExprError> {
     Binder { schema }.bind(syntax)
 }
@@ -68,13 +69,14 @@ fn rank(t: DataType) -> Option<u8> {
 
 /// The wider of two numeric types, as Spark's ANSI `findWiderTypeForTwo`: an INT or BIGINT
 /// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer); a DECIMAL as
-/// `expr/decimal.rs` says.
+/// `expr/decimal.rs` says; a DATE meeting a TIMESTAMP widens to TIMESTAMP.
 fn wider(a: DataType, b: DataType) -> Option<DataType> {
     use DataType as T;
     if let Some(w) = super::decimal::wider(a, b) {
         return w;
     }
     match (a, b) {
+        (T::Date, T::Timestamp) | (T::Timestamp, T::Date) => Some(T::Timestamp),
         (T::Int | T::Long, T::Float) | (T::Float, T::Int | T::Long) => Some(T::Double),
         _ => match (rank(a)?, rank(b)?) {
             (x, y) if x >= y => Some(a),
@@ -128,17 +130,8 @@ impl Binder<'_> {
         match &s.kind {
             SyntaxKind::Literal(l) => self.literal(pos, l),
             SyntaxKind::Column(parts) => {
-                if let [column, field] = parts.as_slice()
-                    && let Some(t) = self.window_field(pos, column, field)?
-                {
-                    return Ok(t);
-                }
                 if parts.len() != 1 {
-                    return Err(unsupported(
-                        pos,
-                        format!("qualified name `{}`", parts.join(".")),
-                        "a column name, or `start` / `end` of a window column (`window.start`)",
-                    ));
+                    return self.field_access(pos, parts);
                 }
                 let name = &parts[0];
                 let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(name));
@@ -225,30 +218,16 @@ impl Binder<'_> {
                 self.cast(pos, e, *to, *try_cast)
             }
             SyntaxKind::Call { name, args } => self.call(pos, name, args),
-        }
-    }
-
-    /// `window.start` / `window.end`: a field of a WINDOW column, a TIMESTAMP named `start` /
-    /// `end` as Spark names a struct field. `None` when `column` is not a WINDOW column.
-    fn window_field(&self, pos: Pos, column: &str, field: &str) -> Result<Option<Typed>, ExprError> {
-        let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(column));
-        let Some(i) = found.filter(|&i| self.schema.fields()[i].data_type == DataType::Window) else {
-            return Ok(None);
-        };
-        let end = match field.to_ascii_lowercase().as_str() {
-            "start" => false,
-            "end" => true,
-            _ => {
-                return Err(ExprError::UnknownColumn {
-                    pos,
-                    given: format!("{column}.{field}"),
-                    allowed: format!("{column}.start, {column}.end"),
-                });
+            SyntaxKind::Field { expr, field } => {
+                let t = self.bind(expr)?;
+                self.get_field(pos, t, field)
             }
-        };
-        let input = Typed { node: Node::Column(i), data_type: DataType::Window, name: column.to_string() };
-        let name = if end { "end" } else { "start" };
-        Ok(Some(call(Func::WindowField { end }, vec![input], DataType::Timestamp, name.to_string())))
+            SyntaxKind::Alias { alias, .. } => Err(unsupported(
+                pos,
+                format!("`AS {alias}` inside an expression"),
+                "AS after a whole select item, or inside struct(...)",
+            )),
+        }
     }
 
     pub(super) fn not(&self, t: Typed) -> Typed {
@@ -314,6 +293,12 @@ impl Binder<'_> {
                 })?;
                 let name = format!("TIMESTAMP '{}'", super::text::timestamp_string(us));
                 literal(Value::Timestamp(Timestamp(us)), DataType::Timestamp, name)
+            }
+            Literal::Date(s) => {
+                let days = super::dates::parse_cast_date(s)
+                    .ok_or_else(|| ty_err(pos, format!("DATE '{s}'"), "a date such as DATE '2024-01-15'"))?;
+                let name = format!("DATE '{}'", super::dates::date_string(days));
+                literal(Value::Date(days), DataType::Date, name)
             }
             Literal::Interval { .. } => {
                 return Err(unsupported(
@@ -472,7 +457,7 @@ impl Binder<'_> {
             w
         } else {
             match (a, b) {
-                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_)) => x,
+                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) => x,
                 _ => {
                     return Err(ty_err(
                         pos,
@@ -590,7 +575,8 @@ impl Binder<'_> {
             return Err(ty_err(
                 pos,
                 format!("CAST from {} to {to} ({})", e.data_type, e.name),
-                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP and DECIMAL <-> TIMESTAMP",
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP and DECIMAL <-> TIMESTAMP; \
+                 DATE <-> STRING, TIMESTAMP",
             ));
         }
         let name = if try_cast { format!("TRY_CAST({} AS {to})", e.name) } else { format!("CAST({} AS {to})", e.name) };
@@ -600,8 +586,12 @@ impl Binder<'_> {
 
 impl Typed {
     /// The output column name of this expression selected without `AS`: its name, except that
-    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`).
+    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`) and a
+    /// field of a column is named as the field (`window.start` is `start`, `s.a` is `a`).
     pub fn output_name(&self) -> &str {
+        if let Some(field) = super::structs::nested_output_name(self) {
+            return field;
+        }
         let mut t = self;
         while let Node::Cast { input, .. } = &t.node {
             t = input;

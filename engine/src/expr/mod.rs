@@ -20,8 +20,12 @@ mod bind;
 mod calls;
 mod cast;
 mod compile;
+mod dates;
 mod decimal;
 mod functions;
+mod hash;
+mod json;
+mod structs;
 mod text;
 
 use std::fmt;
@@ -31,6 +35,8 @@ use crate::schema::DataType;
 
 pub use bind::bind;
 pub use compile::Compiled;
+pub(crate) use dates::parse_cast_date as parse_date;
+pub use dates::write_date;
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.
@@ -98,6 +104,8 @@ pub enum Literal {
     String(String),
     /// `TIMESTAMP '2024-01-15 10:00:00'` (the quoted text).
     Timestamp(String),
+    /// `DATE '2024-01-15'` (the quoted text).
+    Date(String),
     /// `INTERVAL 10 MINUTES`, `INTERVAL '1' HOUR`: a day-time interval in microseconds, with
     /// Spark's text for it (`INTERVAL '10' MINUTE`).
     Interval {
@@ -243,6 +251,21 @@ pub enum SyntaxKind {
         /// `try_cast`: NULL instead of an error.
         try_cast: bool,
     },
+    /// `expr.field`: a field of a struct-valued expression (`named_struct('k', v).k`); a
+    /// column's field is a [`SyntaxKind::Column`] of several parts.
+    Field {
+        /// The struct.
+        expr: Box<Syntax>,
+        /// The field's name.
+        field: String,
+    },
+    /// `expr AS name` inside `struct(...)`: the field's name.
+    Alias {
+        /// The value.
+        expr: Box<Syntax>,
+        /// The name after `AS`.
+        alias: String,
+    },
     /// A function call `name(args)`; the name as written (matched ignoring case).
     Call {
         /// Function name.
@@ -321,6 +344,9 @@ pub enum EvalErrorKind {
     InvalidIndexOfZero,
     /// A DECIMAL result or cast that needs more digits than its type's precision.
     NumericValueOutOfRange,
+    /// A string that does not match the datetime pattern of `to_timestamp(s, pattern)` /
+    /// `to_date(s, pattern)`.
+    CannotParseTimestamp,
 }
 
 impl fmt::Display for EvalErrorKind {
@@ -332,6 +358,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::CastOverflow => "CAST_OVERFLOW",
             EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
             EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
+            EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
         })
     }
 }
