@@ -12,10 +12,14 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod query;
 
 use eddy_engine::Schema;
 pub use eddy_engine::expr::Parsed;
-use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, SqlFrontEnd, Syntax, SyntaxKind, Typed};
+use eddy_engine::expr::{
+    self, BinaryOp, ExprError, LikeKind, Literal, Pos, QuerySyntax, SqlFrontEnd, Syntax, SyntaxKind, Typed,
+};
+pub use query::parse_query;
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
@@ -62,6 +66,7 @@ pub struct Bound {
 }
 
 /// Parses one expression, optionally followed by `AS alias` (or a bare alias).
+/// `count(*)` is read as `count(1)`, as Spark reads it.
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not one expression; [`SqlError::Unsupported`] for
@@ -111,6 +116,10 @@ pub struct SparkSql;
 impl SqlFrontEnd for SparkSql {
     fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError> {
         parse_expression(text).map_err(SqlError::into_expr_error)
+    }
+
+    fn parse_query(&self, text: &str) -> Result<QuerySyntax, ExprError> {
+        parse_query(text).map_err(SqlError::into_expr_error)
     }
 }
 
@@ -508,6 +517,22 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             }
             let args = match &f.args {
                 FunctionArguments::None => vec![],
+                FunctionArguments::List(list)
+                    if matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) =>
+                {
+                    return Err(unsupported(
+                        e,
+                        format!("{}(DISTINCT ...)", name.to_ascii_lowercase()),
+                        "aggregates over all values (Spark refuses distinct aggregates on streams; approx_count_distinct counts distinct values)",
+                    ));
+                }
+                // Spark reads `count(*)` as `count(1)` (and names it so)
+                FunctionArguments::List(list)
+                    if name.eq_ignore_ascii_case("count")
+                        && matches!(list.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]) =>
+                {
+                    vec![node(SyntaxKind::Literal(Literal::Integer(1)), e)]
+                }
                 FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
                     .args
                     .iter()
@@ -520,9 +545,18 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             };
             node(SyntaxKind::Call { name, args }, e)
         }
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::In { target: ast::InTarget::Subquery(_), .. } => {
+            return Err(unsupported(
+                e,
+                "a subquery",
+                "expressions over the record's columns (subqueries are not implemented yet)",
+            ));
+        }
         other => return Err(unsupported(other, format!("`{other}`"), "the expressions of SQL.md")),
     })
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_query;
