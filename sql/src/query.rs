@@ -79,8 +79,8 @@ fn keyword_before(text: &str, keyword: Keyword, at: Location) -> Pos {
     let before = |l: Location| (l.line, l.column) < (at.line, at.column);
     tokens
         .iter()
-        .filter(|t| before(t.span.start) && matches!(&t.token, Token::Word(w) if w.keyword == keyword))
-        .last()
+        .rev()
+        .find(|t| before(t.span.start) && matches!(&t.token, Token::Word(w) if w.keyword == keyword))
         .map_or_else(|| pos(at), |t| pos(t.span.start))
 }
 
