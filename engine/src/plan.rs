@@ -7,8 +7,8 @@ use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
 use crate::operator::{
-    Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
-    WindowAggregate, WindowAggregateConfig, WindowKind,
+    Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, RollingMeasure, RollingWindow,
+    RollingWindowConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use crate::schema::Schema;
 use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec};
@@ -55,6 +55,7 @@ enum OperatorPlan {
     Window(WindowAggregateConfig),
     Dedup(DeduplicateConfig),
     Rolling(RollingWindowConfig),
+    Forward,
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
@@ -245,6 +246,11 @@ impl QueryPlan {
                     pk,
                 )
             }
+            QuerySpec::Forward => {
+                // The output is the whole record (the query's projection runs after)
+                needed.iter_mut().for_each(|n| *n = true);
+                (OperatorPlan::Forward, Vec::new())
+            }
         };
         // A late sink writes input records whole; so does the dead-letter sink, which receives
         // the records a window aggregate refuses (an integer sum would leave BIGINT).
@@ -275,6 +281,7 @@ impl QueryPlan {
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
             OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
+            OperatorPlan::Forward => Box::new(Forward),
         }
     }
 
@@ -284,6 +291,8 @@ impl QueryPlan {
             OperatorPlan::Window(c) => c.key_columns.clone(),
             OperatorPlan::Dedup(c) => c.key_columns.clone(),
             OperatorPlan::Rolling(c) => c.key_columns.clone(),
+            // stateless: any partition actor may take any record
+            OperatorPlan::Forward => Vec::new(),
         }
     }
 
