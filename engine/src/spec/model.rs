@@ -89,6 +89,8 @@ pub(crate) struct RawWatermark {
 pub(crate) struct RawQuery {
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    // SQL (SQL.md "Queries"), with output_mode
+    pub sql: Option<String>,
     // window_aggregate
     pub group_by: Option<Vec<String>>,
     pub window: Option<RawWindow>,
