@@ -704,7 +704,7 @@ fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
 }
 
 /// `[query] sql` (with `output_mode`): parsed with `front` and planned over the source named
-/// `source` (a single source's default name, PIPELINE.md) of `schema`.
+/// `source` (`source.name`, default `source`, PIPELINE.md) of `schema`.
 ///
 /// # Errors
 /// A [`SpecError`] at `query.type` (or the other structured field) given beside `sql`; at
@@ -712,6 +712,7 @@ fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
 /// [`plan_sql_query`].
 pub(crate) fn validate_sql(
     raw: RawQuery,
+    source: &str,
     schema: &Schema,
     mode: Mode,
     watermark: Option<&WatermarkSpec>,
@@ -744,5 +745,5 @@ pub(crate) fn validate_sql(
         ));
     };
     let q = front.parse_query(&text).map_err(sql_error)?;
-    plan_sql_query(&q, "source", schema, watermark, raw.output_mode.as_deref(), mode)
+    plan_sql_query(&q, source, schema, watermark, raw.output_mode.as_deref(), mode)
 }

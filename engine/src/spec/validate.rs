@@ -195,20 +195,39 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
             ));
         }
     };
-    let (filter, select) = match raw.source.as_mut() {
-        Some(s) => (s.filter.take(), s.select.take()),
-        None => (None, None),
+    let (filter, select, source_name, source_watermark) = match raw.source.as_mut() {
+        Some(s) => (s.filter.take(), s.select.take(), s.name.take(), s.watermark.take()),
+        None => (None, None, None, None),
+    };
+    let source_name = source_name.unwrap_or_else(|| "source".to_string());
+    let named = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if !source_name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') || !source_name.chars().all(named) {
+        return Err(SpecError::bad_str(
+            "source.name",
+            &source_name,
+            "a name matching [a-z_][a-z0-9_]* (default \"source\")",
+        ));
+    }
+    let raw_watermark = match (raw.watermark.take(), source_watermark) {
+        (Some(_), Some(_)) => {
+            return Err(SpecError::new(
+                "watermark",
+                "[watermark] beside source.watermark",
+                "one of them (source.watermark = { column, delay }, or [watermark])",
+            ));
+        }
+        (a, b) => a.or(b),
     };
     let source = super::source::source(raw.source, &name)?;
     let mut source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
     // everything after the source's steps reads their output
     let mut schema = schema_after(&source_steps, &source.schema);
-    let mut watermark = raw.watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
     let mut query_steps = Vec::new();
     let mut sql_output_steps = Vec::new();
     let query = match raw.query {
         Some(q) if q.sql.is_some() => {
-            let plan = super::sql_query::validate_sql(q, &schema, mode, watermark.as_ref(), front)?;
+            let plan = super::sql_query::validate_sql(q, &source_name, &schema, mode, watermark.as_ref(), front)?;
             source_steps.extend(plan.source_steps);
             schema = schema_after(&source_steps, &source.schema);
             // the watermark's column, by name, in the query's projection
