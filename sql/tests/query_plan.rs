@@ -18,7 +18,7 @@ fn watermark() -> WatermarkSpec {
 
 fn plan_with(sql: &str, mode: Option<&str>) -> Result<SqlQueryPlan, SpecError> {
     let q = parse_query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    plan_sql_query(&q, "payments", &schema(), Some(&watermark()), mode, Mode::MicroBatch)
+    plan_sql_query(&q, "payments", &schema(), Some(&watermark()), &[], mode, Mode::MicroBatch)
 }
 
 fn plan(sql: &str) -> SqlQueryPlan {

@@ -75,6 +75,8 @@ impl SqlQueryPlan {
 }
 
 /// Binds and plans `q` over the source `source_name` (names ignoring case) of schema `schema`.
+/// `kept`: source columns that the aggregation's projection keeps beside the watermark's (the
+/// replay clock's column: `[clock] column`).
 /// `output_mode` is `[query] output_mode` as written (default update), checked as for the
 /// structured window aggregate (append needs the watermark on the window's column; update is
 /// refused for session windows; complete is micro-batch only).
@@ -90,6 +92,7 @@ pub fn plan_sql_query(
     source_name: &str,
     schema: &Schema,
     watermark: Option<&WatermarkSpec>,
+    kept: &[String],
     output_mode: Option<&str>,
     mode: Mode,
 ) -> Result<SqlQueryPlan, SpecError> {
@@ -130,12 +133,11 @@ pub fn plan_sql_query(
             output_steps: vec![Step::Project(project)],
         });
     }
-    Aggregation::plan(Aggregation { schema, items: &items, group, having, after, watermark, output_mode, mode }).map(
-        |(projection, watermarked_steps, query, output_steps)| {
+    Aggregation::plan(Aggregation { schema, items: &items, group, having, after, watermark, kept, output_mode, mode })
+        .map(|(projection, watermarked_steps, query, output_steps)| {
             source_steps.push(Step::Project(projection));
             SqlQueryPlan { source_steps, watermarked_steps, query, output_steps }
-        },
-    )
+        })
 }
 
 /// A select item with `*` expanded.
@@ -159,6 +161,7 @@ struct Aggregation<'a> {
     having: Option<Syntax>,
     after: Vec<Syntax>,
     watermark: Option<&'a WatermarkSpec>,
+    kept: &'a [String],
     output_mode: Option<&'a str>,
     mode: Mode,
 }
@@ -226,6 +229,9 @@ impl Aggregation<'_> {
         }
         if let Some(w) = self.watermark {
             keep(&w.column, &mut projection);
+        }
+        for c in self.kept {
+            keep(c, &mut projection);
         }
         for c in &self.after {
             for name in columns_of(c) {
@@ -716,6 +722,7 @@ pub(crate) fn validate_sql(
     schema: &Schema,
     mode: Mode,
     watermark: Option<&WatermarkSpec>,
+    kept: &[String],
     front: Option<&dyn crate::expr::SqlFrontEnd>,
 ) -> Result<SqlQueryPlan, SpecError> {
     let structured: [(&str, bool); 9] = [
@@ -745,5 +752,5 @@ pub(crate) fn validate_sql(
         ));
     };
     let q = front.parse_query(&text).map_err(sql_error)?;
-    plan_sql_query(&q, source, schema, watermark, raw.output_mode.as_deref(), mode)
+    plan_sql_query(&q, source, schema, watermark, kept, raw.output_mode.as_deref(), mode)
 }

@@ -227,7 +227,18 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
     let mut sql_output_steps = Vec::new();
     let query = match raw.query {
         Some(q) if q.sql.is_some() => {
-            let plan = super::sql_query::validate_sql(q, &source_name, &schema, mode, watermark.as_ref(), front)?;
+            let plan = {
+                let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
+                super::sql_query::validate_sql(
+                    q,
+                    &source_name,
+                    &schema,
+                    mode,
+                    watermark.as_ref(),
+                    &clock_column,
+                    front,
+                )?
+            };
             source_steps.extend(plan.source_steps);
             schema = schema_after(&source_steps, &source.schema);
             // the watermark's column, by name, in the query's projection
