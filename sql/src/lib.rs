@@ -5,7 +5,10 @@
 //! which [`eddy_engine::expr::bind`] types against a schema. The engine never sees SQL text, and
 //! does not depend on `sqlparser`. [`parse_pipeline_str`] and [`load_pipeline`] read pipeline
 //! files with these fields (the engine's own readers refuse them): the `eddy` binary and the
-//! benchmarks load pipelines through them.
+//! benchmarks load pipelines through them. [`parse_query`] reads a `[query] sql` text (one
+//! `SELECT` over one source, SQL.md "Queries") into the engine's
+//! [`QuerySyntax`], which pipeline validation plans onto the
+//! operators (`eddy_engine::spec::plan_sql_query`).
 //!
 //! The dialect is sqlparser's Databricks dialect (the one of its dialects that reads Spark's
 //! `1L` / `1.5D` literal suffixes and `'it\'s'` escapes; Generic and Hive read `1.5D` as `1.5 AS
