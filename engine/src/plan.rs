@@ -7,8 +7,8 @@ use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
 use crate::operator::{
-    Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
-    WindowAggregate, WindowAggregateConfig, WindowKind,
+    Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, RollingMeasure, RollingWindow,
+    RollingWindowConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use std::sync::Arc;
 
@@ -51,6 +51,9 @@ pub struct QueryPlan {
     pub source_steps: Arc<CompiledSteps>,
     /// The sink's `select`, run on each output row before it is written. Empty: nothing to do.
     pub output_steps: Arc<CompiledSteps>,
+    /// A SQL query's filters on the watermark column ([`Pipeline::query_steps`]), run on each
+    /// record of the query's input after the watermark, before the operator. Empty: nothing to do.
+    pub query_steps: Arc<CompiledSteps>,
     /// Output column indexes forming the sink's message key.
     pub partition_key: Vec<usize>,
     /// Watermark: event-time column index and delay.
@@ -70,6 +73,7 @@ enum OperatorPlan {
     Window(WindowAggregateConfig),
     Dedup(DeduplicateConfig),
     Rolling(RollingWindowConfig),
+    Forward,
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
@@ -260,6 +264,11 @@ impl QueryPlan {
                     pk,
                 )
             }
+            QuerySpec::Forward => {
+                // The output is the whole record (the query's projection runs after)
+                needed.iter_mut().for_each(|n| *n = true);
+                (OperatorPlan::Forward, Vec::new())
+            }
         };
         // A late sink writes input records whole; so does the dead-letter sink, which receives
         // the records a window aggregate refuses (an integer sum would leave BIGINT).
@@ -270,6 +279,8 @@ impl QueryPlan {
         }
         required.sort_unstable();
         required.dedup();
+        // the query's own filters read their columns too
+        let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
         let (source_steps, needed, required) = if p.source_steps.is_empty() {
             (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
@@ -291,6 +302,7 @@ impl QueryPlan {
             query_output_names,
             source_steps: Arc::new(source_steps),
             output_steps: Arc::new(output_steps),
+            query_steps: Arc::new(query_steps),
             output_names,
             partition_key,
             watermark,
@@ -312,6 +324,7 @@ impl QueryPlan {
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
             OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
+            OperatorPlan::Forward => Box::new(Forward),
         }
     }
 
@@ -321,6 +334,8 @@ impl QueryPlan {
             OperatorPlan::Window(c) => c.key_columns.clone(),
             OperatorPlan::Dedup(c) => c.key_columns.clone(),
             OperatorPlan::Rolling(c) => c.key_columns.clone(),
+            // stateless: any partition actor may take any record
+            OperatorPlan::Forward => Vec::new(),
         }
     }
 

@@ -46,6 +46,7 @@ mod paths;
 mod query;
 mod sink;
 mod source;
+mod sql_query;
 mod steps;
 mod validate;
 
@@ -66,6 +67,7 @@ pub use error::SpecError;
 pub use measure::{AGGREGATES, spark_hll_precision};
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
+pub use sql_query::{SqlQueryPlan, plan_sql_query};
 pub use steps::{PipelineExpr, Step, schema_after};
 
 use crate::expr::SqlFrontEnd;
@@ -193,6 +195,10 @@ pub struct Pipeline {
     pub source_steps: Vec<Step>,
     /// `[watermark]`, if any.
     pub watermark: Option<WatermarkSpec>,
+    /// A SQL query's WHERE conjuncts that mention the watermark column
+    /// ([`SqlQueryPlan::watermarked_steps`]): filters run on each record after the watermark
+    /// has seen it, before the operator; empty otherwise.
+    pub query_steps: Vec<Step>,
     /// `[query]`.
     pub query: QuerySpec,
     /// The sink's `select` (a [`Step::Project`]) over the query's output rows, run on every row
@@ -480,6 +486,9 @@ pub enum QuerySpec {
         /// `within_watermark`: default false; true needs a `[watermark]`.
         within_watermark: bool,
     },
+    /// A SQL query without aggregation (SQL.md "Queries"): each record that passes the query's
+    /// steps is one output row, unchanged (the steps filter and project it).
+    Forward,
 }
 
 impl QuerySpec {
@@ -487,7 +496,7 @@ impl QuerySpec {
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
             QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
-            QuerySpec::Deduplicate { .. } => &[],
+            QuerySpec::Deduplicate { .. } | QuerySpec::Forward => &[],
         }
     }
 }
