@@ -15,7 +15,6 @@ expected/; the exit code is then 1.
 import os
 import shutil
 import sys
-import traceback
 
 ORACLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
                           "tools", "spark-oracle")
@@ -37,8 +36,8 @@ def run_case(folder):
         oracle.main()
     except SystemExit as e:
         return f"oracle exited {e.code}"
-    except Exception:  # Spark's errors reach Python as several exception types
-        return traceback.format_exc(limit=1).strip().splitlines()[-1]
+    except Exception as e:  # Spark's errors reach Python as several exception types
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
     finally:
         spark = SparkSession.getActiveSession()
         if spark is not None:
