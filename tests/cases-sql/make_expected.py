@@ -32,12 +32,13 @@ def run_case(folder):
     shutil.rmtree(expected, ignore_errors=True)
     sys.argv = ["oracle.py", os.path.join(folder, "pipeline.toml"),
                 "--input", os.path.join(folder, "input"), "--output", expected]
+    err = None
     try:
         oracle.main()
     except SystemExit as e:
-        return f"oracle exited {e.code}"
+        err = f"oracle exited {e.code}"
     except Exception as e:  # Spark's errors reach Python as several exception types
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
+        err = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
     finally:
         spark = SparkSession.getActiveSession()
         if spark is not None:
@@ -45,7 +46,9 @@ def run_case(folder):
                 if view.isTemporary:
                     spark.catalog.dropTempView(view.name)
             spark.conf.unset(WATERMARK_POLICY)
-    return None
+    if err:  # no partial expected output
+        shutil.rmtree(expected, ignore_errors=True)
+    return err
 
 
 def main():

@@ -100,8 +100,6 @@ def sql_or(a, b):
     return None if a is None or b is None else False
 
 
-T_NOON = ts("2024-03-01T12:01:00Z")
-
 # The expressions the SQL cases use, by their text: (function of a row, result type).
 EXPRESSIONS = {
     "amount > 0": (lambda r: nullable(operator.gt)(r["amount"], 0), "BOOLEAN"),
@@ -109,7 +107,7 @@ EXPRESSIONS = {
     "status <> 'test'": (lambda r: nullable(operator.ne)(r["status"], "test"), "BOOLEAN"),
     "user_id IS NULL OR amount >= 2":
         (lambda r: sql_or(r["user_id"] is None, nullable(operator.ge)(r["amount"], 2)), "BOOLEAN"),
-    "ts < TIMESTAMP '2024-03-01 12:01:00'": (lambda r: nullable(operator.lt)(r["ts"], T_NOON), "BOOLEAN"),
+    "ts < TIMESTAMP '2024-03-01 12:01:00'": (lambda r: nullable(operator.lt)(r["ts"], ts("2024-03-01T12:01:00Z")), "BOOLEAN"),
     "timestamp_millis(ts_ms)": (lambda r: nullable(lambda v: v * 1000)(r["ts_ms"]), "TIMESTAMP"),
     "lower(user_id)": (lambda r: nullable(str.lower)(r["user_id"]), "STRING"),
     "upper(region)": (lambda r: nullable(str.upper)(r["region"]), "STRING"),
