@@ -15,6 +15,7 @@ expected/; the exit code is then 1.
 import os
 import shutil
 import sys
+import tempfile
 
 ORACLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
                           "tools", "spark-oracle")
@@ -56,6 +57,9 @@ def main():
     if not folders:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
+    folders = [os.path.abspath(f) for f in folders]
+    work = tempfile.mkdtemp(prefix="make-expected-")
+    os.chdir(work)  # Spark leaves a spark-warehouse folder in the working directory
     stop = SparkSession.stop
     SparkSession.stop = lambda self: None  # keep the session for the next case
     failed = []
@@ -70,6 +74,7 @@ def main():
         spark = SparkSession.getActiveSession()
         if spark is not None:
             spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if failed else 0)
 
 
