@@ -46,6 +46,7 @@ pub mod plan;
 mod prefetch;
 pub mod schema;
 pub mod spec;
+pub mod steps;
 pub mod time;
 pub mod value;
 pub mod watermark;

@@ -10,8 +10,11 @@ use crate::operator::{
     Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
     WindowAggregate, WindowAggregateConfig, WindowKind,
 };
+use std::sync::Arc;
+
 use crate::schema::Schema;
 use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec};
+use crate::steps::CompiledSteps;
 use crate::time::{Duration, Timestamp};
 use crate::watermark::WatermarkTracker;
 use crate::window::SlidingWindows;
@@ -31,21 +34,33 @@ pub struct PlanError {
 pub struct QueryPlan {
     /// Execution mode.
     pub mode: Mode,
-    /// The input schema.
+    /// The schema of decoded records (the source's).
+    pub decoded_schema: Schema,
+    /// The query's input schema: the decoded schema after the source's steps.
     pub input_schema: Schema,
-    /// Names of the input columns (late sink rows).
+    /// Names of the query's input columns (late sink rows, records the query refuses).
     pub input_names: Vec<String>,
-    /// The output column names, in order.
+    /// The query's output column names, in order (before the sink's `select`: rows whose
+    /// select fails are written to the dead letters with these).
+    pub query_output_names: Vec<String>,
+    /// The output column names, in order, as written (after the sink's `select`).
     pub output_names: Vec<String>,
+    /// The source's `filter` / `select`, run on each decoded record before the clock and the
+    /// watermark; also checks, when there are steps, that the event-time and replay columns
+    /// are not NULL after them (the decoder checks them otherwise). Empty: nothing to do.
+    pub source_steps: Arc<CompiledSteps>,
+    /// The sink's `select`, run on each output row before it is written. Empty: nothing to do.
+    pub output_steps: Arc<CompiledSteps>,
     /// Output column indexes forming the sink's message key.
     pub partition_key: Vec<usize>,
     /// Watermark: event-time column index and delay.
     pub watermark: Option<(usize, Duration)>,
     /// Replay clock: column index and `until`.
     pub replay: Option<(usize, Option<Timestamp>)>,
-    /// Which input columns the decoder must decode.
+    /// Which decoded columns the decoder must decode (those the steps and the query read).
     pub needed: Vec<bool>,
-    /// Input columns that must be non-null (event time, replay column).
+    /// Decoded columns that must be non-null (event time, replay column; with source steps
+    /// these are checked after them, by [`QueryPlan::source_steps`], and this is empty).
     pub required: Vec<usize>,
     operator: OperatorPlan,
 }
@@ -100,7 +115,7 @@ impl QueryPlan {
     /// [`PlanError`] when a column or function cannot be resolved (validation catches these
     /// first; this is a second line).
     pub fn new(p: &Pipeline) -> Result<QueryPlan, PlanError> {
-        let schema = p.input_schema().clone();
+        let schema = p.query_schema();
         let mode = match p.mode {
             spec::Mode::MicroBatch => Mode::MicroBatch,
             spec::Mode::RealTime => Mode::RealTime,
@@ -255,10 +270,25 @@ impl QueryPlan {
         }
         required.sort_unstable();
         required.dedup();
+        let decoded = p.input_schema().clone();
+        let (source_steps, needed, required) = if p.source_steps.is_empty() {
+            (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
+        } else {
+            let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+            let (steps, decoded_needed) = CompiledSteps::new(&p.source_steps, decoded.len(), &needed, named);
+            (steps, decoded_needed, Vec::new())
+        };
+        let query_output_names: Vec<String> = p.query_output_schema().into_iter().map(|f| f.name).collect();
+        let all = vec![true; query_output_names.len()];
+        let (output_steps, _) = CompiledSteps::new(&p.output_steps, query_output_names.len(), &all, Vec::new());
         Ok(QueryPlan {
             mode,
             input_names: schema.fields().iter().map(|f| f.name.clone()).collect(),
             input_schema: schema,
+            decoded_schema: decoded,
+            query_output_names,
+            source_steps: Arc::new(source_steps),
+            output_steps: Arc::new(output_steps),
             output_names: p.output_schema().into_iter().map(|f| f.name).collect(),
             partition_key,
             watermark,
@@ -267,6 +297,11 @@ impl QueryPlan {
             required,
             operator,
         })
+    }
+
+    /// The names of the decoded columns (the source's schema), in order.
+    pub fn decoded_names(&self) -> Vec<String> {
+        self.decoded_schema.fields().iter().map(|f| f.name.clone()).collect()
     }
 
     /// A fresh operator (one per partition actor).
@@ -290,7 +325,7 @@ impl QueryPlan {
     /// The decoder configuration (only the needed columns; event-time columns required).
     pub fn decoder_config(&self, timestamp_unit: crate::time::TimeUnit) -> DecoderConfig {
         DecoderConfig {
-            schema: self.input_schema.clone(),
+            schema: self.decoded_schema.clone(),
             needed: self.needed.clone(),
             required: self.required.clone(),
             timestamp_unit,

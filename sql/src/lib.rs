@@ -3,8 +3,9 @@
 //! Parses one Spark SQL expression (SQL.md "Expressions": a source's `filter` and `select`, a
 //! sink's `select`) with the `sqlparser` crate and lowers its AST into the engine's [`Syntax`],
 //! which [`eddy_engine::expr::bind`] types against a schema. The engine never sees SQL text, and
-//! does not depend on `sqlparser`. Not yet wired into pipeline files: a pipeline's `filter` and
-//! `select` fields are still refused as unknown there.
+//! does not depend on `sqlparser`. [`parse_pipeline_str`] and [`load_pipeline`] read pipeline
+//! files with these fields (the engine's own readers refuse them): the `eddy` binary and the
+//! benchmarks load pipelines through them.
 //!
 //! The dialect is sqlparser's Databricks dialect (the one of its dialects that reads Spark's
 //! `1L` / `1.5D` literal suffixes and `'it\'s'` escapes; Generic and Hive read `1.5D` as `1.5 AS
@@ -13,9 +14,12 @@
 
 mod dialect;
 
+use std::path::Path;
+
 use eddy_engine::Schema;
 pub use eddy_engine::expr::Parsed;
 use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, SqlFrontEnd, Syntax, SyntaxKind, Typed};
+use eddy_engine::spec::{self, Pipeline, SpecError};
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
@@ -526,3 +530,30 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
 
 #[cfg(test)]
 mod tests;
+
+/// Parses and validates a pipeline file's text with its SQL expression fields read as Spark SQL
+/// ([`eddy_engine::spec::parse_pipeline_with`] with [`SparkSql`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::parse_pipeline_with`].
+pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
+    spec::parse_pipeline_with(text, &[], &SparkSql)
+}
+
+/// As [`parse_pipeline_str`], after `--set` overrides
+/// ([`eddy_engine::spec::parse_pipeline_with_overrides`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::parse_pipeline_with`].
+pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
+    spec::parse_pipeline_with(text, overrides, &SparkSql)
+}
+
+/// Reads the pipeline file at `path` with its SQL expression fields read as Spark SQL
+/// ([`eddy_engine::spec::load_pipeline_with`] with [`SparkSql`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::load_pipeline_with`].
+pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
+    spec::load_pipeline_with(path, overrides, &SparkSql)
+}

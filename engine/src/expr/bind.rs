@@ -124,8 +124,17 @@ impl Binder<'_> {
         match &s.kind {
             SyntaxKind::Literal(l) => self.literal(pos, l),
             SyntaxKind::Column(parts) => {
+                if let [column, field] = parts.as_slice()
+                    && let Some(t) = self.window_field(pos, column, field)?
+                {
+                    return Ok(t);
+                }
                 if parts.len() != 1 {
-                    return Err(unsupported(pos, format!("qualified name `{}`", parts.join(".")), "a column name"));
+                    return Err(unsupported(
+                        pos,
+                        format!("qualified name `{}`", parts.join(".")),
+                        "a column name, or `start` / `end` of a window column (`window.start`)",
+                    ));
                 }
                 let name = &parts[0];
                 let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(name));
@@ -213,6 +222,29 @@ impl Binder<'_> {
             }
             SyntaxKind::Call { name, args } => self.call(pos, name, args),
         }
+    }
+
+    /// `window.start` / `window.end`: a field of a WINDOW column, a TIMESTAMP named `start` /
+    /// `end` as Spark names a struct field. `None` when `column` is not a WINDOW column.
+    fn window_field(&self, pos: Pos, column: &str, field: &str) -> Result<Option<Typed>, ExprError> {
+        let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(column));
+        let Some(i) = found.filter(|&i| self.schema.fields()[i].data_type == DataType::Window) else {
+            return Ok(None);
+        };
+        let end = match field.to_ascii_lowercase().as_str() {
+            "start" => false,
+            "end" => true,
+            _ => {
+                return Err(ExprError::UnknownColumn {
+                    pos,
+                    given: format!("{column}.{field}"),
+                    allowed: format!("{column}.start, {column}.end"),
+                });
+            }
+        };
+        let input = Typed { node: Node::Column(i), data_type: DataType::Window, name: column.to_string() };
+        let name = if end { "end" } else { "start" };
+        Ok(Some(call(Func::WindowField { end }, vec![input], DataType::Timestamp, name.to_string())))
     }
 
     pub(super) fn not(&self, t: Typed) -> Typed {

@@ -393,6 +393,15 @@ impl Binder<'_> {
                 let name = format!("date_format({}, {p})", t.name);
                 Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
             }
+            _ if crate::spec::AGGREGATES.contains(&lower.as_str())
+                || matches!(lower.as_str(), "percentile_approx" | "max_by" | "min_by" | "first" | "last") =>
+            {
+                Err(unsupported(
+                    pos,
+                    format!("aggregate function {fname} in a row expression"),
+                    "functions of one record's values (aggregates go in [query] measures)",
+                ))
+            }
             _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
         }
     }

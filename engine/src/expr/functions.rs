@@ -29,6 +29,11 @@ pub enum Func {
     },
     /// Unary minus.
     Negate,
+    /// `window.start` / `window.end`: a bound of a WINDOW value (µs TIMESTAMP).
+    WindowField {
+        /// `end` rather than `start`.
+        end: bool,
+    },
     /// `abs`.
     Abs,
     /// A comparison of two operands of one type.
@@ -244,6 +249,10 @@ impl Func {
                 }
                 Value::Double(f(0) / f(1))
             }
+            Func::WindowField { end } => match a[0] {
+                Value::Window { start, end: e } => Value::Timestamp(if *end { e } else { start }),
+                _ => Value::Null,
+            },
             Func::Negate => match a[0] {
                 Value::Int(x) => Value::Int(x.checked_neg().ok_or(ArithmeticOverflow)?),
                 Value::Long(x) => Value::Long(x.checked_neg().ok_or(ArithmeticOverflow)?),

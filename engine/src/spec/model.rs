@@ -70,6 +70,9 @@ pub(crate) struct RawSource {
     pub events: Option<i64>,
     pub rate: Option<f64>,
     pub seed: Option<i64>,
+    // every type: SQL expressions (SQL.md)
+    pub filter: Option<String>,
+    pub select: Option<Vec<String>>,
 }
 
 /// `[watermark]`.
@@ -151,6 +154,8 @@ pub(crate) struct RawSink {
     pub key: Option<Vec<String>>,
     pub properties: Option<BTreeMap<String, toml::Value>>,
     pub exactly_once: Option<bool>,
+    // `[sink]` only: SQL expressions over the output columns (SQL.md)
+    pub select: Option<Vec<String>>,
 }
 
 /// `[checkpoint]`.

@@ -9,7 +9,9 @@ use super::error::{SpecError, list, quote};
 use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
 use super::parse::render;
 use super::source::non_empty;
-use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, WatermarkSpec};
+use super::steps::schema_after;
+use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, SinkSpec, WatermarkSpec};
+use crate::expr::SqlFrontEnd;
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
 
@@ -163,8 +165,9 @@ pub(crate) fn same_column(a: &str, b: &str) -> bool {
     a == b || a.to_lowercase() == b.to_lowercase()
 }
 
-/// Validates the raw model.
-pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
+/// Validates the raw model; `front` parses the SQL expression fields (`None`: such a field is
+/// refused).
+pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
     let name = raw.name.ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
         return Err(SpecError::bad_str("name", &name, "a name matching [a-z0-9_-]+"));
@@ -192,20 +195,47 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
             ));
         }
     };
+    let (filter, select) = match raw.source.as_mut() {
+        Some(s) => (s.filter.take(), s.select.take()),
+        None => (None, None),
+    };
     let source = super::source::source(raw.source, &name)?;
-    let schema = source.schema.clone();
+    let source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
+    // everything after the source's steps reads their output
+    let schema = schema_after(&source_steps, &source.schema);
     let watermark = raw.watermark.map(|w| watermark(w, &schema)).transpose()?;
     let clock = clock(raw.clock, &schema)?;
     let query = super::query::query(raw.query, &schema, mode, watermark.as_ref())?;
-    let output = super::output::output_schema(&query, &schema);
-    let output_names: Vec<&str> = output.iter().map(|f| f.name.as_str()).collect();
+    let query_output = Schema::new(super::output::output_schema(&query, &schema));
+    for (section, sink) in [("late_sink", &raw.late_sink), ("dead_letter", &raw.dead_letter)] {
+        if let Some(select) = sink.as_ref().and_then(|s| s.select.as_ref()) {
+            return Err(SpecError::new(
+                format!("{section}.select"),
+                select.show(),
+                format!(
+                    "no select on [{section}]: it writes {} unchanged (SEMANTICS.md \"Source filters and projections\"); only [sink] takes a select",
+                    if section == "late_sink" { "the query's input records" } else { "the dead letters" }
+                ),
+            ));
+        }
+    }
+    let mut raw_sink = raw.sink;
+    let output_steps = match raw_sink.as_mut().and_then(|s| s.select.take()) {
+        Some(items) => vec![super::exprs::select_step("sink.select", &items, &query_output, front)?],
+        None => Vec::new(),
+    };
+    let output = schema_after(&output_steps, &query_output);
+    let output_names: Vec<&str> = output.fields().iter().map(|f| f.name.as_str()).collect();
     let input_names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
-    let sink = match raw.sink {
+    let sink = match raw_sink {
         Some(s) => super::sink::sink_spec("sink", s, &output_names, "an output column")?,
         None => {
             return Err(SpecError::missing("sink", "a [sink] table with type = \"files\", \"stdout\" or \"kafka\""));
         }
     };
+    if let SinkSpec::Kafka { key, .. } = &sink {
+        super::sink::kafka_columns(key, &output)?;
+    }
     let late_sink =
         raw.late_sink.map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column")).transpose()?;
     let dead_letter = raw
@@ -221,8 +251,10 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         parallelism,
         clock,
         source,
+        source_steps,
         watermark,
         query,
+        output_steps,
         sink,
         late_sink,
         dead_letter,
