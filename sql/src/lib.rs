@@ -13,13 +13,17 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod query;
 
 use std::path::Path;
 
 use eddy_engine::Schema;
 pub use eddy_engine::expr::Parsed;
-use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, SqlFrontEnd, Syntax, SyntaxKind, Typed};
+use eddy_engine::expr::{
+    self, BinaryOp, ExprError, LikeKind, Literal, Pos, QuerySyntax, SqlFrontEnd, Syntax, SyntaxKind, Typed,
+};
 use eddy_engine::spec::{self, Pipeline, SpecError};
+pub use query::parse_query;
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
@@ -66,6 +70,7 @@ pub struct Bound {
 }
 
 /// Parses one expression, optionally followed by `AS alias` (or a bare alias).
+/// `count(*)` is read as `count(1)`, as Spark reads it.
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not one expression; [`SqlError::Unsupported`] for
@@ -115,6 +120,10 @@ pub struct SparkSql;
 impl SqlFrontEnd for SparkSql {
     fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError> {
         parse_expression(text).map_err(SqlError::into_expr_error)
+    }
+
+    fn parse_query(&self, text: &str) -> Result<QuerySyntax, ExprError> {
+        parse_query(text).map_err(SqlError::into_expr_error)
     }
 }
 
@@ -512,6 +521,22 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             }
             let args = match &f.args {
                 FunctionArguments::None => vec![],
+                FunctionArguments::List(list)
+                    if matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) =>
+                {
+                    return Err(unsupported(
+                        e,
+                        format!("{}(DISTINCT ...)", name.to_ascii_lowercase()),
+                        "aggregates over all values (Spark refuses distinct aggregates on streams; approx_count_distinct counts distinct values)",
+                    ));
+                }
+                // Spark reads `count(*)` as `count(1)` (and names it so)
+                FunctionArguments::List(list)
+                    if name.eq_ignore_ascii_case("count")
+                        && matches!(list.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]) =>
+                {
+                    vec![node(SyntaxKind::Literal(Literal::Integer(1)), e)]
+                }
                 FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
                     .args
                     .iter()
@@ -523,6 +548,13 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
                 _ => return Err(unsupported(e, format!("`{e}`"), "name(expression, ...)")),
             };
             node(SyntaxKind::Call { name, args }, e)
+        }
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::In { target: ast::InTarget::Subquery(_), .. } => {
+            return Err(unsupported(
+                e,
+                "a subquery",
+                "expressions over the record's columns (subqueries are not implemented yet)",
+            ));
         }
         other => return Err(unsupported(other, format!("`{other}`"), "the expressions of SQL.md")),
     })
@@ -557,3 +589,6 @@ pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)])
 pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
     spec::load_pipeline_with(path, overrides, &SparkSql)
 }
+
+#[cfg(test)]
+mod tests_query;

@@ -21,6 +21,7 @@ mod calls;
 mod cast;
 mod compile;
 mod functions;
+mod query;
 mod text;
 
 use std::fmt;
@@ -30,6 +31,7 @@ use crate::schema::DataType;
 
 pub use bind::bind;
 pub use compile::Compiled;
+pub use query::{FromSyntax, GroupItemSyntax, QuerySyntax, SelectItemSyntax};
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.
@@ -67,6 +69,15 @@ pub trait SqlFrontEnd: Sync {
     /// [`ExprError::Syntax`] when the text is not one expression, [`ExprError::Unsupported`] for
     /// Spark SQL that Eddy does not implement; positions are line:column in `text`.
     fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError>;
+
+    /// Parses one query (SQL.md "Queries"): a single `SELECT` over one source.
+    ///
+    /// # Errors
+    /// [`ExprError::Syntax`] when the text is not one `SELECT` statement;
+    /// [`ExprError::Unsupported`] naming what Eddy does not run (ORDER BY, LIMIT, DISTINCT,
+    /// WITH, window functions, `count(DISTINCT ...)`, subqueries, joins, UNION, several
+    /// statements); positions are line:column in `text`.
+    fn parse_query(&self, text: &str) -> Result<QuerySyntax, ExprError>;
 }
 
 /// An expression as written (step 1): untyped, positioned.

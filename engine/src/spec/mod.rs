@@ -46,6 +46,7 @@ mod paths;
 mod query;
 mod sink;
 mod source;
+mod sql_query;
 mod steps;
 mod validate;
 
@@ -66,6 +67,7 @@ pub use error::SpecError;
 pub use measure::{AGGREGATES, spark_hll_precision};
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
+pub use sql_query::{SqlQueryPlan, plan_sql_query};
 pub use steps::{PipelineExpr, Step, schema_after};
 
 use crate::expr::SqlFrontEnd;
