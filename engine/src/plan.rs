@@ -279,7 +279,9 @@ impl QueryPlan {
             (steps, decoded_needed, Vec::new())
         };
         let query_output_names: Vec<String> = p.query_output_schema().into_iter().map(|f| f.name).collect();
-        let all = vec![true; query_output_names.len()];
+        let output_names: Vec<String> = p.output_schema().into_iter().map(|f| f.name).collect();
+        // every column the sink's select writes is read
+        let all = vec![true; output_names.len()];
         let (output_steps, _) = CompiledSteps::new(&p.output_steps, query_output_names.len(), &all, Vec::new());
         Ok(QueryPlan {
             mode,
@@ -289,7 +291,7 @@ impl QueryPlan {
             query_output_names,
             source_steps: Arc::new(source_steps),
             output_steps: Arc::new(output_steps),
-            output_names: p.output_schema().into_iter().map(|f| f.name).collect(),
+            output_names,
             partition_key,
             watermark,
             replay,
