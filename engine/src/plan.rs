@@ -7,8 +7,8 @@ use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
 use crate::operator::{
-    Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
-    WindowAggregate, WindowAggregateConfig, WindowKind,
+    Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, RollingMeasure, RollingWindow,
+    RollingWindowConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use std::sync::Arc;
 
@@ -70,6 +70,7 @@ enum OperatorPlan {
     Window(WindowAggregateConfig),
     Dedup(DeduplicateConfig),
     Rolling(RollingWindowConfig),
+    Forward,
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
@@ -260,6 +261,11 @@ impl QueryPlan {
                     pk,
                 )
             }
+            QuerySpec::Forward => {
+                // The output is the whole record (the query's projection runs after)
+                needed.iter_mut().for_each(|n| *n = true);
+                (OperatorPlan::Forward, Vec::new())
+            }
         };
         // A late sink writes input records whole; so does the dead-letter sink, which receives
         // the records a window aggregate refuses (an integer sum would leave BIGINT).
@@ -312,6 +318,7 @@ impl QueryPlan {
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
             OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
+            OperatorPlan::Forward => Box::new(Forward),
         }
     }
 
@@ -321,6 +328,8 @@ impl QueryPlan {
             OperatorPlan::Window(c) => c.key_columns.clone(),
             OperatorPlan::Dedup(c) => c.key_columns.clone(),
             OperatorPlan::Rolling(c) => c.key_columns.clone(),
+            // stateless: any partition actor may take any record
+            OperatorPlan::Forward => Vec::new(),
         }
     }
 

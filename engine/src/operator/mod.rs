@@ -17,11 +17,13 @@
 //! The operators never read a clock and never block; the runtime calls them.
 
 mod deduplicate;
+mod forward;
 mod rolling;
 mod session;
 mod window_aggregate;
 
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
+pub use forward::Forward;
 pub use rolling::ordered::OrderedMultiset;
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
 pub use session::SessionGap;

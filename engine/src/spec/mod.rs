@@ -482,6 +482,9 @@ pub enum QuerySpec {
         /// `within_watermark`: default false; true needs a `[watermark]`.
         within_watermark: bool,
     },
+    /// A SQL query without aggregation (SQL.md "Queries"): each record that passes the query's
+    /// steps is one output row, unchanged (the steps filter and project it).
+    Forward,
 }
 
 impl QuerySpec {
@@ -489,7 +492,7 @@ impl QuerySpec {
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
             QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
-            QuerySpec::Deduplicate { .. } => &[],
+            QuerySpec::Deduplicate { .. } | QuerySpec::Forward => &[],
         }
     }
 }

@@ -152,7 +152,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
             out.push((frontier_alias.clone(), "query.frontier.alias".to_string()));
             measures(ms, &mut out);
         }
-        QuerySpec::Deduplicate { .. } => {
+        QuerySpec::Deduplicate { .. } | QuerySpec::Forward => {
             for f in schema.fields() {
                 out.push((f.name.clone(), format!("source.schema ({})", quote(&f.name))));
             }
@@ -164,7 +164,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
 /// The output schema of `q` over input `schema` (SEMANTICS.md): window aggregate: `window`
 /// ([`DataType::Window`]) if a window, the `group_by` columns with their input types, the
 /// measures; rolling window: the `partition_by` columns, the frontier column (TIMESTAMP), the
-/// measures; deduplicate: the input schema.
+/// measures; deduplicate and forward: the input schema.
 pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
     let input = |name: &str| Field {
         name: name.to_string(),
@@ -187,6 +187,6 @@ pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
             out.extend(measures.iter().map(measure));
             out
         }
-        QuerySpec::Deduplicate { .. } => schema.fields().to_vec(),
+        QuerySpec::Deduplicate { .. } | QuerySpec::Forward => schema.fields().to_vec(),
     }
 }

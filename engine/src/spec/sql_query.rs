@@ -12,7 +12,7 @@
 //!    that mention the watermark column;
 //! 3. the operator: the structured [`QuerySpec::WindowAggregate`] over the projection (group
 //!    keys named by Spark's name of their expression, measures by Spark's name of their call),
-//!    or none: a query without aggregation forwards each record once;
+//!    or [`QuerySpec::Forward`]: a query without aggregation emits each record once;
 //! 4. `output_steps`, on each output row: HAVING as a filter, then the select list as a
 //!    projection with Spark's output names (`count(1)` for `count(*)`, `sum(amount)`,
 //!    `(sum(a) / count(1))`, `window`, aliases).
@@ -51,9 +51,9 @@ pub struct SqlQueryPlan {
     pub source_steps: Vec<Step>,
     /// Steps after the watermark, before the operator (WHERE conjuncts on the watermark column).
     pub watermarked_steps: Vec<Step>,
-    /// The operator: a window aggregate, or `None` for a query without aggregation (each
-    /// record that passes the steps is one output row).
-    pub query: Option<QuerySpec>,
+    /// The operator: a window aggregate, or [`QuerySpec::Forward`] for a query without
+    /// aggregation (each record that passes the steps is one output row).
+    pub query: QuerySpec,
     /// Steps on each output row of the operator: HAVING, then the select list.
     pub output_steps: Vec<Step>,
 }
@@ -69,10 +69,7 @@ impl SqlQueryPlan {
     /// The output columns, in order (after `output_steps`), given the source's schema.
     pub fn output_schema(&self, source: &Schema) -> Schema {
         let input = self.operator_input(source);
-        let out = match &self.query {
-            Some(q) => Schema::new(output_schema(q, &input)),
-            None => input,
-        };
+        let out = Schema::new(output_schema(&self.query, &input));
         schema_after(&self.output_steps, &out)
     }
 }
@@ -129,14 +126,14 @@ pub fn plan_sql_query(
         return Ok(SqlQueryPlan {
             source_steps,
             watermarked_steps,
-            query: None,
+            query: QuerySpec::Forward,
             output_steps: vec![Step::Project(project)],
         });
     }
     Aggregation::plan(Aggregation { schema, items: &items, group, having, after, watermark, output_mode, mode }).map(
         |(projection, watermarked_steps, query, output_steps)| {
             source_steps.push(Step::Project(projection));
-            SqlQueryPlan { source_steps, watermarked_steps, query: Some(query), output_steps }
+            SqlQueryPlan { source_steps, watermarked_steps, query, output_steps }
         },
     )
 }
