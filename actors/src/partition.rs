@@ -75,6 +75,11 @@ pub struct PartitionActor {
     /// The sink's `select` ([`eddy_engine::plan::QueryPlan::output_steps`]), run on each row
     /// before `rows` writes it; rows on which it fails go to the dead letters.
     pub output_steps: Arc<CompiledSteps>,
+    /// A SQL query's filters on the watermark column
+    /// ([`eddy_engine::plan::QueryPlan::query_steps`]), run on each record before the operator
+    /// (after the source actor's watermark has seen it); records on which they fail go to the
+    /// dead letters.
+    pub query_steps: Arc<CompiledSteps>,
     /// Acknowledgements.
     pub coordinator: Sender<ToCoordinator>,
     /// Metric handles (no-ops without `[metrics]`).
@@ -273,7 +278,15 @@ impl PartitionTask {
                         actor.operator.advance_clock(s.now, out);
                     }
                     let before = out.rows.len();
-                    actor.operator.on_record(&s.record, s.watermark, out);
+                    if actor.query_steps.is_empty() {
+                        actor.operator.on_record(&s.record, s.watermark, out);
+                    } else {
+                        match actor.query_steps.apply(s.record.clone()) {
+                            Applied::Keep(r) => actor.operator.on_record(&r, s.watermark, out),
+                            Applied::Drop => {}
+                            Applied::Failed { reason, input } => out.rejected.push(Rejected { record: input, reason }),
+                        }
+                    }
                     // (rows of timers before it keep 0: created instant unknown)
                     if s.created_ns != 0 && out.rows.len() > before {
                         created.resize(before, 0);

@@ -357,6 +357,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             rows: RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone())
                 .with_message_columns(message_columns),
             output_steps: plan.output_steps.clone(),
+            query_steps: plan.query_steps.clone(),
             coordinator: coord_tx.clone(),
             metrics: metrics.clone(),
             returns: Some(returns.clone()),

@@ -51,6 +51,9 @@ pub struct QueryPlan {
     pub source_steps: Arc<CompiledSteps>,
     /// The sink's `select`, run on each output row before it is written. Empty: nothing to do.
     pub output_steps: Arc<CompiledSteps>,
+    /// A SQL query's filters on the watermark column ([`Pipeline::query_steps`]), run on each
+    /// record of the query's input after the watermark, before the operator. Empty: nothing to do.
+    pub query_steps: Arc<CompiledSteps>,
     /// Output column indexes forming the sink's message key.
     pub partition_key: Vec<usize>,
     /// Watermark: event-time column index and delay.
@@ -276,6 +279,8 @@ impl QueryPlan {
         }
         required.sort_unstable();
         required.dedup();
+        // the query's own filters read their columns too
+        let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
         let (source_steps, needed, required) = if p.source_steps.is_empty() {
             (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
@@ -297,6 +302,7 @@ impl QueryPlan {
             query_output_names,
             source_steps: Arc::new(source_steps),
             output_steps: Arc::new(output_steps),
+            query_steps: Arc::new(query_steps),
             output_names,
             partition_key,
             watermark,

@@ -195,6 +195,10 @@ pub struct Pipeline {
     pub source_steps: Vec<Step>,
     /// `[watermark]`, if any.
     pub watermark: Option<WatermarkSpec>,
+    /// A SQL query's WHERE conjuncts that mention the watermark column
+    /// ([`SqlQueryPlan::watermarked_steps`]): filters run on each record after the watermark
+    /// has seen it, before the operator; empty otherwise.
+    pub query_steps: Vec<Step>,
     /// `[query]`.
     pub query: QuerySpec,
     /// The sink's `select` (a [`Step::Project`]) over the query's output rows, run on every row

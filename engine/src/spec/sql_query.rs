@@ -702,3 +702,48 @@ fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
     }
     Ok(Step::Filter(e))
 }
+
+/// `[query] sql` (with `output_mode`): parsed with `front` and planned over the source named
+/// `source` (`source.name`, default `source`, PIPELINE.md) of `schema`.
+///
+/// # Errors
+/// A [`SpecError`] at `query.type` (or the other structured field) given beside `sql`; at
+/// `query.sql` without a SQL front end, for text that does not parse, and as
+/// [`plan_sql_query`].
+pub(crate) fn validate_sql(
+    raw: RawQuery,
+    source: &str,
+    schema: &Schema,
+    mode: Mode,
+    watermark: Option<&WatermarkSpec>,
+    front: Option<&dyn crate::expr::SqlFrontEnd>,
+) -> Result<SqlQueryPlan, SpecError> {
+    let structured: [(&str, bool); 9] = [
+        ("type", raw.kind.is_some()),
+        ("group_by", raw.group_by.is_some()),
+        ("window", raw.window.is_some()),
+        ("measures", raw.measures.is_some()),
+        ("partition_by", raw.partition_by.is_some()),
+        ("order_by", raw.order_by.is_some()),
+        ("frontier", raw.frontier.is_some()),
+        ("columns", raw.columns.is_some()),
+        ("within_watermark", raw.within_watermark.is_some()),
+    ];
+    if let Some((field, _)) = structured.iter().find(|(_, present)| *present) {
+        return Err(SpecError::new(
+            format!("query.{field}"),
+            format!("{field} beside sql"),
+            "either sql (with output_mode) or type = ... with its fields, not both",
+        ));
+    }
+    let text = raw.sql.unwrap_or_default();
+    let Some(front) = front else {
+        return Err(SpecError::new(
+            FIELD,
+            quote(&text),
+            "no SQL query in a pipeline read without a SQL front end (eddy and eddy_sql::load_pipeline read them)",
+        ));
+    };
+    let q = front.parse_query(&text).map_err(sql_error)?;
+    plan_sql_query(&q, source, schema, watermark, raw.output_mode.as_deref(), mode)
+}

@@ -195,18 +195,55 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
             ));
         }
     };
-    let (filter, select) = match raw.source.as_mut() {
-        Some(s) => (s.filter.take(), s.select.take()),
-        None => (None, None),
+    let (filter, select, source_name, source_watermark) = match raw.source.as_mut() {
+        Some(s) => (s.filter.take(), s.select.take(), s.name.take(), s.watermark.take()),
+        None => (None, None, None, None),
+    };
+    let source_name = source_name.unwrap_or_else(|| "source".to_string());
+    let named = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if !source_name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') || !source_name.chars().all(named) {
+        return Err(SpecError::bad_str(
+            "source.name",
+            &source_name,
+            "a name matching [a-z_][a-z0-9_]* (default \"source\")",
+        ));
+    }
+    let raw_watermark = match (raw.watermark.take(), source_watermark) {
+        (Some(_), Some(_)) => {
+            return Err(SpecError::new(
+                "watermark",
+                "[watermark] beside source.watermark",
+                "one of them (source.watermark = { column, delay }, or [watermark])",
+            ));
+        }
+        (a, b) => a.or(b),
     };
     let source = super::source::source(raw.source, &name)?;
-    let source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
+    let mut source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
     // everything after the source's steps reads their output
-    let schema = schema_after(&source_steps, &source.schema);
-    let watermark = raw.watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let mut schema = schema_after(&source_steps, &source.schema);
+    let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let mut query_steps = Vec::new();
+    let mut sql_output_steps = Vec::new();
+    let query = match raw.query {
+        Some(q) if q.sql.is_some() => {
+            let plan = super::sql_query::validate_sql(q, &source_name, &schema, mode, watermark.as_ref(), front)?;
+            source_steps.extend(plan.source_steps);
+            schema = schema_after(&source_steps, &source.schema);
+            // the watermark's column, by name, in the query's projection
+            if let Some(w) = watermark.as_mut() {
+                w.index = schema.resolve(&w.column).unwrap_or(w.index);
+            }
+            query_steps = plan.watermarked_steps;
+            sql_output_steps = plan.output_steps;
+            plan.query
+        }
+        q => super::query::query(q, &schema, mode, watermark.as_ref())?,
+    };
     let clock = clock(raw.clock, &schema)?;
-    let query = super::query::query(raw.query, &schema, mode, watermark.as_ref())?;
-    let query_output = Schema::new(super::output::output_schema(&query, &schema));
+    let query_input = schema_after(&query_steps, &schema);
+    let query_output =
+        schema_after(&sql_output_steps, &Schema::new(super::output::output_schema(&query, &query_input)));
     for (section, sink) in [("late_sink", &raw.late_sink), ("dead_letter", &raw.dead_letter)] {
         if let Some(select) = sink.as_ref().and_then(|s| s.select.as_ref()) {
             return Err(SpecError::new(
@@ -220,10 +257,10 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         }
     }
     let mut raw_sink = raw.sink;
-    let output_steps = match raw_sink.as_mut().and_then(|s| s.select.take()) {
-        Some(items) => vec![super::exprs::select_step("sink.select", &items, &query_output, front)?],
-        None => Vec::new(),
-    };
+    let mut output_steps = sql_output_steps;
+    if let Some(items) = raw_sink.as_mut().and_then(|s| s.select.take()) {
+        output_steps.push(super::exprs::select_step("sink.select", &items, &query_output, front)?);
+    }
     let output = schema_after(&output_steps, &query_output);
     let output_names: Vec<&str> = output.fields().iter().map(|f| f.name.as_str()).collect();
     let input_names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
@@ -253,6 +290,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         source,
         source_steps,
         watermark,
+        query_steps,
         query,
         output_steps,
         sink,
