@@ -204,3 +204,33 @@ fn output_modes_follow_the_structured_query_rules() {
     assert_eq!(e.field, "query.output_mode");
     assert!(e.given.contains("session window"), "{e}");
 }
+
+fn pipeline(query: &str) -> Result<eddy_engine::spec::Pipeline, SpecError> {
+    let text = format!(
+        "name = \"p\"\nmode = \"micro-batch\"\n[[source]]\nname = \"payments\"\ntype = \"files\"\npath = \"in\"\n\
+         schema = \"user_id STRING, amount BIGINT, ts TIMESTAMP\"\nwatermark = {{ column = \"ts\", delay = \"10 seconds\" }}\n\
+         [query]\n{query}\n[sink]\ntype = \"files\"\npath = \"out\"\nselect = [\"window.start AS start\", \"n\"]\n"
+    );
+    eddy_sql::parse_pipeline_str(&text)
+}
+
+#[test]
+fn a_pipeline_runs_its_sql_query_over_the_named_source_with_the_sink_select_after_it() {
+    let p = pipeline(
+        "sql = \"SELECT window(ts, '30 seconds') AS window, count(*) AS n FROM PAYMENTS WHERE ts > TIMESTAMP '2024-01-01 00:00:00' GROUP BY 1\"",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.query_steps.len(), 1, "the condition on the watermark column runs after the watermark");
+    let out: Vec<String> = p.output_schema().into_iter().map(|f| f.name).collect();
+    assert_eq!(out, ["start", "n"]);
+}
+
+#[test]
+fn sql_beside_a_structured_query_type_and_another_source_name_are_refused() {
+    let e = pipeline("type = \"deduplicate\"\nsql = \"SELECT * FROM payments\"").err();
+    assert_eq!(e.map(|e| e.field).as_deref(), Some("query.type"));
+    let e = pipeline("sql = \"SELECT count(*) AS n FROM orders\"").err();
+    assert!(e.as_ref().is_some_and(|e| e.field == "query.sql" && e.given.contains("FROM orders at 1:27")), "{e:?}");
+    let e = pipeline("sql = \"SELECT count(*) AS n FROM payments ORDER BY n\"").err();
+    assert!(e.as_ref().is_some_and(|e| e.field == "query.sql" && e.given.contains("ORDER BY at 1:36")), "{e:?}");
+}
