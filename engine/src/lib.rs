@@ -31,6 +31,7 @@
 //! - [`window`]: window assigners (tumbling, sliding, session).
 //! - [`watermark`]: watermark tracking for both modes.
 //! - [`operator`]: window aggregate, deduplicate, rolling window.
+//! - [`explain`]: a pipeline's plan as text (`eddy explain`).
 //! - [`expr`]: Spark SQL expressions: typed plan, Spark's type rules and names, compiled evaluation.
 //! - [`spec`]: the pipeline file (PIPELINE.md): model, validation, output schema.
 //! - [`output`]: rows as JSON lines.
@@ -40,6 +41,7 @@ pub mod aggregate;
 pub mod decimal;
 pub mod decode;
 pub mod driver;
+pub mod explain;
 pub mod expr;
 pub mod operator;
 pub mod output;

@@ -1,0 +1,317 @@
+//! `eddy explain`: a validated pipeline's plan as text (SQL.md, last paragraph; PIPELINE.md
+//! "The command").
+//!
+//! Each step in the order a record meets it, numbered, with its output columns and types: the
+//! source with its decoder and decoded columns, the source's `filter` / `select`, a SQL
+//! query's WHERE conjuncts that run before the watermark and its projection of keys and
+//! measure inputs, the watermark, the routing by partition key, the WHERE conjuncts on the
+//! watermark column, the operator (its key, window, measures and the watermark it uses), HAVING
+//! and the select list, the sink's `select` and the sink. The steps are grouped by the thread
+//! they run on: today the source steps run on the source actor's thread and everything after
+//! the routing runs chained on the partition actor that owns the key (and, in real-time mode at
+//! parallelism 1, on the source actor's thread too: the runtime chains the partition actor
+//! into the source actor there).
+//!
+//! Pure: the text depends on the [`Pipeline`] only, so tests compare it with text written by
+//! hand.
+
+use std::fmt::Write as _;
+
+use crate::schema::Schema;
+use crate::spec::{
+    ClockSpec, Format, MeasureSpec, Mode, OutputMode, Pipeline, PipelineExpr, QuerySpec, SessionGap, SinkSpec,
+    SourceKind, Step, WindowSpec,
+};
+
+/// The plan of `p` as text: a header line (name, mode, parallelism, clock), then the numbered
+/// steps under the thread they run on, each followed by an `out:` line with its output columns
+/// (`name TYPE, ...`). The last step's columns are the output schema that `eddy validate`
+/// prints. Ends with a newline.
+pub fn explain(p: &Pipeline) -> String {
+    let mut text = Text::default();
+    let mode = match p.mode {
+        Mode::RealTime => "real-time",
+        Mode::MicroBatch => "micro-batch",
+    };
+    let parallelism = match p.parallelism {
+        Some(n) => n.to_string(),
+        None => "the number of cores".to_string(),
+    };
+    let clock = match &p.clock {
+        ClockSpec::System => "system".to_string(),
+        ClockSpec::Replay { column, .. } => format!("replay on {column}"),
+    };
+    text.line(0, format!("pipeline {}: {mode}, parallelism {parallelism}, clock {clock}", p.name));
+
+    text.line(0, "on the source actor's thread:".to_string());
+    let decoded = &p.source.schema;
+    text.step(source_line(p), decoded);
+    let mut schema = decoded.clone();
+    for step in &p.source_steps {
+        schema = step.output_schema(&schema);
+        text.step(step_line(step, Place::BeforeWatermark), &schema);
+    }
+    match &p.watermark {
+        Some(w) => text.step(format!("watermark on {}, delay {}", w.column, duration(w.delay)), &schema),
+        None => text.step("no watermark".to_string(), &schema),
+    }
+    let key = partition_key(&p.query);
+    let routing = if key.is_empty() {
+        "routing: no partition key (the operator keeps no keyed state)".to_string()
+    } else {
+        format!("routing by partition key ({}) to the partition actor owning its key range", key.join(", "))
+    };
+    text.step(routing, &schema);
+
+    let chained = p.mode == Mode::RealTime && p.parallelism == Some(1);
+    text.line(
+        0,
+        if chained {
+            "chained on the partition actor, which runs on the source actor's thread (real-time, parallelism 1):"
+        } else {
+            "chained on the partition actor's thread:"
+        }
+        .to_string(),
+    );
+    for step in &p.query_steps {
+        schema = step.output_schema(&schema);
+        text.step(step_line(step, Place::AfterWatermark), &schema);
+    }
+    let operator_output = Schema::new(p.query_output_schema());
+    text.step(operator_line(p), &operator_output);
+    let mut schema = operator_output;
+    for step in &p.output_steps {
+        schema = step.output_schema(&schema);
+        text.step(step_line(step, Place::Output), &schema);
+    }
+    text.step(format!("sink: {}", sink_line(&p.sink)), &schema);
+    if let Some(s) = &p.late_sink {
+        text.line(1, format!("late records (decoded columns after the source steps): {}", sink_line(s)));
+    }
+    if let Some(s) = &p.dead_letter {
+        text.line(1, format!("dead letters (reason, source, record): {}", sink_line(s)));
+    }
+    text.out
+}
+
+/// Where a step runs, which names what a `query.sql` step is.
+#[derive(Clone, Copy)]
+enum Place {
+    BeforeWatermark,
+    AfterWatermark,
+    Output,
+}
+
+#[derive(Default)]
+struct Text {
+    out: String,
+    steps: usize,
+}
+
+impl Text {
+    fn line(&mut self, indent: usize, s: String) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.out, "{:width$}{s}", "", width = indent * 2);
+    }
+
+    fn step(&mut self, s: String, out: &Schema) {
+        self.steps += 1;
+        let n = self.steps;
+        self.line(1, format!("{n}. {s}"));
+        self.line(2, format!("out: {out}"));
+    }
+}
+
+fn source_line(p: &Pipeline) -> String {
+    let format = match p.source.format {
+        Format::Json => "json",
+        Format::Csv => "csv",
+    };
+    match &p.source.kind {
+        SourceKind::Files { path, .. } => format!("source: files {}, {format} decoder", path.display()),
+        SourceKind::Stdin => format!("source: stdin, {format} decoder"),
+        SourceKind::Kafka { topics, bootstrap_servers, .. } => {
+            format!("source: kafka {} at {bootstrap_servers}, {format} decoder", topics.join(", "))
+        }
+        SourceKind::Nexmark { table, .. } => format!("source: nexmark {table:?} rows (generated, no decoder)"),
+    }
+}
+
+fn step_line(step: &Step, place: Place) -> String {
+    let field = match step {
+        Step::Filter(e) => e.field.as_str(),
+        Step::Project(items) => items.first().map_or("", |e| e.field.as_str()),
+    };
+    let from_sql = field == "query.sql";
+    match (step, from_sql, place) {
+        (Step::Filter(e), true, Place::BeforeWatermark) => format!("WHERE before the watermark (query.sql): {}", e.typed.name),
+        (Step::Filter(e), true, Place::AfterWatermark) => format!("WHERE after the watermark (query.sql): {}", e.typed.name),
+        (Step::Filter(e), true, Place::Output) => format!("HAVING (query.sql): {}", e.typed.name),
+        (Step::Filter(e), false, _) => format!("filter ({}): {}", e.field, e.typed.name),
+        (Step::Project(items), true, Place::Output) => format!("select list (query.sql): {}", items_text(items)),
+        (Step::Project(items), true, _) => format!("keys and measure inputs (query.sql): {}", items_text(items)),
+        (Step::Project(items), false, _) => {
+            let field = field.split('[').next().unwrap_or(field);
+            format!("select ({field}): {}", items_text(items))
+        }
+    }
+}
+
+fn items_text(items: &[PipelineExpr]) -> String {
+    let texts: Vec<String> = items
+        .iter()
+        .map(|e| if e.typed.name == e.name { e.name.clone() } else { format!("{} AS {}", e.typed.name, e.name) })
+        .collect();
+    texts.join(", ")
+}
+
+/// The operator's partition key: the columns whose values decide the key range.
+fn partition_key(q: &QuerySpec) -> Vec<String> {
+    match q {
+        QuerySpec::WindowAggregate { group_by, .. } => group_by.clone(),
+        QuerySpec::RollingWindow { partition_by, .. } => partition_by.clone(),
+        QuerySpec::Deduplicate { columns, .. } => columns.clone(),
+        QuerySpec::Forward => Vec::new(),
+    }
+}
+
+fn operator_line(p: &Pipeline) -> String {
+    let key = partition_key(&p.query).join(", ");
+    let watermark = match &p.watermark {
+        Some(w) => format!("watermark max({}) - {}", w.column, duration(w.delay)),
+        None => "no watermark".to_string(),
+    };
+    match &p.query {
+        QuerySpec::WindowAggregate { window, output_mode, measures, .. } => {
+            let window = match window {
+                Some(w) => window_text(w),
+                None => "no window".to_string(),
+            };
+            let mode = match output_mode {
+                OutputMode::Append => "append",
+                OutputMode::Update => "update",
+                OutputMode::Complete => "complete",
+            };
+            format!(
+                "window aggregate: key ({key}), {window}, measures {}, output mode {mode}, {watermark}",
+                measures_text(measures)
+            )
+        }
+        QuerySpec::RollingWindow { order_by, frontier_delay, frontier_alias, measures, .. } => format!(
+            "rolling window: key ({key}), order by {order_by}, frontier processing time - {} as \
+             {frontier_alias}, measures {}",
+            duration(*frontier_delay),
+            measures_text(measures)
+        ),
+        QuerySpec::Deduplicate { within_watermark, .. } => {
+            let within = if *within_watermark { ", within the watermark" } else { "" };
+            format!("deduplicate: key ({key}){within}, {watermark}")
+        }
+        QuerySpec::Forward => "forward: each record once, no state".to_string(),
+    }
+}
+
+/// A duration as Spark spells it, `0 seconds` for none.
+fn duration(d: crate::time::Duration) -> String {
+    if d.0 == 0 { "0 seconds".to_string() } else { d.to_string() }
+}
+
+fn window_text(w: &WindowSpec) -> String {
+    let start = |s: &crate::time::Duration| if s.0 == 0 { String::new() } else { format!(" starting at +{s}") };
+    match w {
+        WindowSpec::Tumbling { column, size, start: s } => format!("tumbling window {size} on {column}{}", start(s)),
+        WindowSpec::Sliding { column, size, slide, start: s } => {
+            format!("sliding window {size} every {slide} on {column}{}", start(s))
+        }
+        WindowSpec::Session { column, gap } => match gap {
+            SessionGap::Fixed(g) => format!("session window gap {g} on {column}"),
+            SessionGap::Column(c) => format!("session window gap from {c} on {column}"),
+        },
+    }
+}
+
+fn measures_text(measures: &[MeasureSpec]) -> String {
+    let texts: Vec<String> = measures
+        .iter()
+        .map(|m| {
+            let call = format!("{}({})", m.agg, m.column.as_deref().unwrap_or("*"));
+            let over = m.over.map(|o| format!(" over {o}")).unwrap_or_default();
+            format!("{call}{over} AS {}", m.output_name)
+        })
+        .collect();
+    texts.join(", ")
+}
+
+fn sink_line(s: &SinkSpec) -> String {
+    match s {
+        SinkSpec::Files { path } => format!("files {}", path.display()),
+        SinkSpec::Stdout => "stdout".to_string(),
+        SinkSpec::Kafka { topic, bootstrap_servers, key, .. } => {
+            let key = if key.is_empty() { String::new() } else { format!(", key ({})", key.join(", ")) };
+            format!("kafka {topic} at {bootstrap_servers}{key}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_pipeline_str;
+
+    #[test]
+    fn explain_lists_a_structured_rolling_window_step_by_step_with_its_key_and_threads() {
+        let p = parse_pipeline_str(
+            r#"
+name = "rolling"
+parallelism = 2
+[source]
+type = "stdin"
+schema = "user_id STRING, revenue DOUBLE, event_time TIMESTAMP"
+[query]
+type = "rolling_window"
+partition_by = ["user_id"]
+order_by = "event_time"
+measures = [{ agg = "sum", column = "revenue", over = "1 hour", alias = "r" }, { agg = "count" }]
+[sink]
+type = "stdout"
+"#,
+        )
+        .unwrap();
+        let expected = "\
+pipeline rolling: real-time, parallelism 2, clock system
+on the source actor's thread:
+  1. source: stdin, json decoder
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP
+  2. no watermark
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP
+  3. routing by partition key (user_id) to the partition actor owning its key range
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP
+chained on the partition actor's thread:
+  4. rolling window: key (user_id), order by event_time, frontier processing time - 0 seconds as __frontier, measures sum(revenue) over 1 hour AS r, count(*) AS count(1)
+    out: user_id STRING, __frontier TIMESTAMP, r DOUBLE, count(1) BIGINT
+  5. sink: stdout
+    out: user_id STRING, __frontier TIMESTAMP, r DOUBLE, count(1) BIGINT
+";
+        assert_eq!(explain(&p), expected);
+    }
+
+    #[test]
+    fn explain_says_the_partition_runs_on_the_source_thread_in_real_time_at_parallelism_one() {
+        let p = parse_pipeline_str(
+            "name = \"d\"\nparallelism = 1\n[source]\ntype = \"stdin\"\nschema = \"id STRING, ts TIMESTAMP\"\n\
+             [watermark]\ncolumn = \"ts\"\ndelay = \"5 seconds\"\n\
+             [query]\ntype = \"deduplicate\"\ncolumns = [\"id\"]\nwithin_watermark = true\n[sink]\ntype = \"stdout\"\n",
+        )
+        .unwrap();
+        let text = explain(&p);
+        assert!(
+            text.contains("chained on the partition actor, which runs on the source actor's thread (real-time, parallelism 1):"),
+            "{text}"
+        );
+        assert!(text.contains("2. watermark on ts, delay 5 seconds"), "{text}");
+        assert!(
+            text.contains("deduplicate: key (id), within the watermark, watermark max(ts) - 5 seconds"),
+            "{text}"
+        );
+    }
+}
