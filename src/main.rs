@@ -56,7 +56,16 @@ enum Command {
         #[arg(long)]
         no_progress: bool,
     },
-    /// Check a pipeline file and print its output schema.
+    /// Check a pipeline file and print its plan: each step in order with its output columns,
+    /// the partition key and the thread each step runs on (exit 2 on a wrong file, as validate).
+    Explain {
+        /// The pipeline file (TOML, PIPELINE.md).
+        pipeline: PathBuf,
+        /// Override a field of the pipeline file (repeatable).
+        #[arg(long = "set", value_name = "FIELD=VALUE")]
+        set: Vec<String>,
+    },
+    /// Check a pipeline file and print its output schema (after the sink's `select`).
     Validate {
         /// The pipeline file (TOML, PIPELINE.md).
         pipeline: PathBuf,
@@ -115,6 +124,19 @@ fn main() -> ExitCode {
                 #[allow(clippy::print_stdout)] // the command's own output
                 {
                     print!("{out}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln_error(&format!("{}: {e}", pipeline.display()));
+                ExitCode::from(2)
+            }
+        },
+        Command::Explain { pipeline, set } => match load(&pipeline, &set) {
+            Ok(p) => {
+                #[allow(clippy::print_stdout)] // the command's own output
+                {
+                    print!("{}", eddy_engine::explain::explain(&p));
                 }
                 ExitCode::SUCCESS
             }

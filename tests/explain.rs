@@ -1,0 +1,137 @@
+//! `eddy explain PIPELINE.toml` prints the plan (SQL.md, last paragraph): each step in order
+//! with its output columns, the partition key and the thread each step runs on; a wrong file
+//! exits 2 naming the field, as `eddy validate`. Expected text written by hand.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn eddy(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_eddy")).args(args).current_dir(dir).env("EDDY_LOG", "warn").output().unwrap()
+}
+
+fn explain(pipeline: &str) -> Output {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("p.toml"), pipeline).unwrap();
+    eddy(tmp.path(), &["explain", "p.toml"])
+}
+
+const SQL: &str = r#"
+name = "sql-tumbling"
+mode = "micro-batch"
+parallelism = 2
+[source]
+type = "files"
+path = "input"
+format = "json"
+schema = "user_id STRING, amount DOUBLE, event_time TIMESTAMP"
+filter = "amount > 0"
+[watermark]
+column = "event_time"
+delay = "10 minutes"
+[query]
+sql = """
+SELECT window(event_time, '5 minutes') AS window, user_id, sum(amount) AS total, count(*) AS txn_count
+FROM source
+WHERE user_id <> 'bot' AND event_time > TIMESTAMP '2024-01-01 00:00:00'
+GROUP BY window(event_time, '5 minutes'), user_id
+HAVING count(*) > 1
+"""
+output_mode = "append"
+[sink]
+type = "files"
+path = "output"
+select = ["window.start AS window_start", "window.end AS window_end", "user_id", "total", "txn_count"]
+"#;
+
+#[test]
+fn explain_prints_each_step_of_a_sql_query_with_its_columns_key_and_thread() {
+    let out = explain(SQL);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let expected = "\
+pipeline sql-tumbling: micro-batch, parallelism 2, clock system
+on the source actor's thread:
+  1. source: files ./input, json decoder
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
+  2. filter (source.filter): (amount > 0)
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
+  3. WHERE before the watermark (query.sql): (NOT (user_id = bot))
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
+  4. keys and measure inputs (query.sql): event_time, user_id, amount
+    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+  5. watermark on event_time, delay 10 minutes
+    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+  6. routing by partition key (user_id) to the partition actor owning its key range
+    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+chained on the partition actor's thread:
+  7. WHERE after the watermark (query.sql): (event_time > TIMESTAMP '2024-01-01 00:00:00')
+    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+  8. window aggregate: key (user_id), tumbling window 5 minutes on event_time, measures sum(amount) AS sum(amount), count(*) AS count(1), output mode append, watermark max(event_time) - 10 minutes
+    out: window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, user_id STRING, sum(amount) DOUBLE, count(1) BIGINT
+  9. HAVING (query.sql): (count(1) > 1)
+    out: window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, user_id STRING, sum(amount) DOUBLE, count(1) BIGINT
+  10. select list (query.sql): window, user_id, sum(amount) AS total, count(1) AS txn_count
+    out: window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, user_id STRING, total DOUBLE, txn_count BIGINT
+  11. select (sink.select): window.start AS window_start, window.end AS window_end, user_id, total, txn_count
+    out: window_start TIMESTAMP, window_end TIMESTAMP, user_id STRING, total DOUBLE, txn_count BIGINT
+  12. sink: files ./output
+    out: window_start TIMESTAMP, window_end TIMESTAMP, user_id STRING, total DOUBLE, txn_count BIGINT
+";
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+const STRUCTURED: &str = r#"
+name = "rolling"
+mode = "real-time"
+parallelism = 1
+[source]
+type = "stdin"
+format = "csv"
+schema = "user_id STRING, revenue DOUBLE, event_time TIMESTAMP"
+select = ["*", "revenue * 2 AS doubled"]
+[query]
+type = "rolling_window"
+partition_by = ["user_id"]
+order_by = "event_time"
+frontier = { delay = "1 minute" }
+measures = [{ agg = "sum", column = "doubled", over = "1 hour", alias = "rolling_revenue" }]
+[sink]
+type = "kafka"
+bootstrap_servers = "127.0.0.1:9092"
+topic = "rolling-revenue"
+select = ["user_id AS key", "to_json(struct(__frontier, rolling_revenue)) AS value"]
+"#;
+
+#[test]
+fn explain_prints_a_structured_rolling_window_chained_on_the_source_thread() {
+    let out = explain(STRUCTURED);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let expected = "\
+pipeline rolling: real-time, parallelism 1, clock system
+on the source actor's thread:
+  1. source: stdin, csv decoder
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP
+  2. select (source.select): user_id, revenue, event_time, (revenue * 2) AS doubled
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP, doubled DOUBLE
+  3. no watermark
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP, doubled DOUBLE
+  4. routing by partition key (user_id) to the partition actor owning its key range
+    out: user_id STRING, revenue DOUBLE, event_time TIMESTAMP, doubled DOUBLE
+chained on the partition actor, which runs on the source actor's thread (real-time, parallelism 1):
+  5. rolling window: key (user_id), order by event_time, frontier processing time - 1 minute as __frontier, measures sum(doubled) over 1 hour AS rolling_revenue
+    out: user_id STRING, __frontier TIMESTAMP, rolling_revenue DOUBLE
+  6. select (sink.select): user_id AS key, to_json(struct(__frontier, rolling_revenue)) AS value
+    out: key STRING, value STRING
+  7. sink: kafka rolling-revenue at 127.0.0.1:9092
+    out: key STRING, value STRING
+";
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+#[test]
+fn explain_of_a_wrong_file_exits_2_naming_the_field() {
+    let out = explain(&SQL.replace("sum(amount) AS total", "sum(nope) AS total"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("query.sql") && err.contains("nope"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing is printed on stdout: {}", String::from_utf8_lossy(&out.stdout));
+}
