@@ -217,3 +217,99 @@ fn rolling_revenue_example_through_kafka_gives_the_brute_force_reference_rows() 
         assert_eq!(k, serde_json::json!({ "user_id": v["user_id"] }));
     }
 }
+
+/// A brute-force reference row's message as the sink's `select` writes it, spelled by hand from
+/// SQL.md's `to_json`: keys in order, a null field left out, timestamps cut to milliseconds with
+/// `Z`. The key is the `key` column's text (the user). Returns (key, value text, sum).
+fn expected_json_message(row: &serde_json::Value) -> (String, String, Option<f64>) {
+    let frontier = row["__frontier"].as_str().unwrap();
+    // the reference writes `...:SS[.ffffff]Z`; to_json writes exactly three fraction digits
+    let (secs, fraction) = frontier.trim_end_matches('Z').split_once('.').unwrap_or((frontier.trim_end_matches('Z'), ""));
+    let millis = format!("{:0<3}", &fraction[..fraction.len().min(3)]);
+    let frontier = format!("{secs}.{millis}Z");
+    let sum = row["rolling_revenue"].as_f64();
+    let value = match sum {
+        Some(_) => format!("{{\"__frontier\":\"{frontier}\",\"rolling_revenue\":SUM}}"),
+        None => format!("{{\"__frontier\":\"{frontier}\"}}"),
+    };
+    (row["user_id"].as_str().unwrap().to_string(), value, sum)
+}
+
+#[test]
+fn rolling_revenue_json_example_writes_to_json_of_frontier_and_revenue_as_the_message_value() {
+    if !broker_or_skip("kafka_golden") {
+        return;
+    }
+    let broker = Broker::start();
+    broker.create_topic("revenue-events", 1);
+    broker.create_topic("rolling-revenue-json", 1);
+    let lines = input_lines(&root().join("examples/data/revenue"));
+    broker.produce("revenue-events", &lines, Some("user_id"));
+
+    // The reference computes the rolling rows of the same query (the structured example, whose
+    // query and schema the SQL example shares); the message text is then spelled by hand.
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("case");
+    std::fs::create_dir_all(case.join("input")).unwrap();
+    std::fs::write(case.join("input/events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let mut text = std::fs::read_to_string(root().join("examples/rolling-revenue-kafka.toml")).unwrap();
+    text.push_str("\n[clock]\ntype = \"replay\"\ncolumn = \"arrival_time\"\nuntil = \"2024-01-15T15:00:00Z\"\n");
+    std::fs::write(case.join("pipeline.toml"), text).unwrap();
+    let reference =
+        Command::new("python3").arg(root().join("tests/realtime/reference.py")).arg(&case).output().unwrap();
+    assert!(reference.status.success(), "reference: {}", String::from_utf8_lossy(&reference.stderr));
+    let mut expected: Vec<(String, String, Option<f64>)> = std::fs::read_to_string(case.join("expected/all.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| expected_json_message(&serde_json::from_str(l).unwrap()))
+        .collect();
+    assert!(!expected.is_empty());
+
+    let example = root().join("examples/sql/rolling-revenue-kafka.toml");
+    let metrics = free_port();
+    let sets = vec![
+        format!("source.bootstrap_servers={}", broker.bootstrap()),
+        format!("sink.bootstrap_servers={}", broker.bootstrap()),
+        format!("metrics.listen=127.0.0.1:{metrics}"),
+        "clock.type=replay".to_string(),
+        "clock.column=arrival_time".to_string(),
+        "clock.until=2024-01-15T15:00:00Z".to_string(),
+    ];
+    let mut eddy = Eddy::start(&example, format!("127.0.0.1:{metrics}").parse().unwrap(), &sets);
+    eddy.wait_consumed(lines.len(), Duration::from_secs(90));
+    let (status, log) = eddy.terminate();
+    assert!(status.success(), "eddy exited {status}:\n{log}");
+    let rows = broker.consume("rolling-revenue-json", Some(expected.len() + 1), 10.0);
+
+    // Each message: the key is the user as text; the value is the JSON text, with the sum's
+    // digits compared as a number (the reference sums in another order).
+    let mut got: Vec<(String, String, Option<f64>)> = rows
+        .iter()
+        .map(|r| {
+            let value = r.value.clone().expect("a value");
+            let parsed: serde_json::Value = serde_json::from_str(&value).unwrap();
+            let sum = parsed.get("rolling_revenue").and_then(serde_json::Value::as_f64);
+            let text = match sum {
+                Some(_) => {
+                    let (head, _) = value.rsplit_once(':').unwrap();
+                    format!("{head}:SUM}}")
+                }
+                None => value,
+            };
+            (r.key.clone().expect("a key"), text, sum)
+        })
+        .collect();
+    let order = |a: &(String, String, Option<f64>), b: &(String, String, Option<f64>)| {
+        (&a.0, &a.1).cmp(&(&b.0, &b.1)).then(a.2.partial_cmp(&b.2).unwrap())
+    };
+    expected.sort_by(order);
+    got.sort_by(order);
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        assert_eq!((&g.0, &g.1), (&e.0, &e.1));
+        match (g.2, e.2) {
+            (Some(a), Some(b)) => assert!((a - b).abs() < 1e-6, "{g:?} vs {e:?}"),
+            (a, b) => assert_eq!(a, b),
+        }
+    }
+}
