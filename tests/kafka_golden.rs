@@ -224,7 +224,8 @@ fn rolling_revenue_example_through_kafka_gives_the_brute_force_reference_rows() 
 fn expected_json_message(row: &serde_json::Value) -> (String, String, Option<f64>) {
     let frontier = row["__frontier"].as_str().unwrap();
     // the reference writes `...:SS[.ffffff]Z`; to_json writes exactly three fraction digits
-    let (secs, fraction) = frontier.trim_end_matches('Z').split_once('.').unwrap_or((frontier.trim_end_matches('Z'), ""));
+    let (secs, fraction) =
+        frontier.trim_end_matches('Z').split_once('.').unwrap_or((frontier.trim_end_matches('Z'), ""));
     let millis = format!("{:0<3}", &fraction[..fraction.len().min(3)]);
     let frontier = format!("{secs}.{millis}Z");
     let sum = row["rolling_revenue"].as_f64();

@@ -144,8 +144,12 @@ fn step_line(step: &Step, place: Place) -> String {
     };
     let from_sql = field == "query.sql";
     match (step, from_sql, place) {
-        (Step::Filter(e), true, Place::BeforeWatermark) => format!("WHERE before the watermark (query.sql): {}", e.typed.name),
-        (Step::Filter(e), true, Place::AfterWatermark) => format!("WHERE after the watermark (query.sql): {}", e.typed.name),
+        (Step::Filter(e), true, Place::BeforeWatermark) => {
+            format!("WHERE before the watermark (query.sql): {}", e.typed.name)
+        }
+        (Step::Filter(e), true, Place::AfterWatermark) => {
+            format!("WHERE after the watermark (query.sql): {}", e.typed.name)
+        }
         (Step::Filter(e), true, Place::Output) => format!("HAVING (query.sql): {}", e.typed.name),
         (Step::Filter(e), false, _) => format!("filter ({}): {}", e.field, e.typed.name),
         (Step::Project(items), true, Place::Output) => format!("select list (query.sql): {}", items_text(items)),
@@ -305,13 +309,12 @@ chained on the partition actor's thread:
         .unwrap();
         let text = explain(&p);
         assert!(
-            text.contains("chained on the partition actor, which runs on the source actor's thread (real-time, parallelism 1):"),
+            text.contains(
+                "chained on the partition actor, which runs on the source actor's thread (real-time, parallelism 1):"
+            ),
             "{text}"
         );
         assert!(text.contains("2. watermark on ts, delay 5 seconds"), "{text}");
-        assert!(
-            text.contains("deduplicate: key (id), within the watermark, watermark max(ts) - 5 seconds"),
-            "{text}"
-        );
+        assert!(text.contains("deduplicate: key (id), within the watermark, watermark max(ts) - 5 seconds"), "{text}");
     }
 }
