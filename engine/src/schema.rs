@@ -285,16 +285,17 @@ impl Schema {
     }
 }
 
-/// The column definitions of a DDL: split at the commas outside parentheses (`DECIMAL(12, 2)`
-/// holds one).
+/// The column definitions of a DDL: split at the commas outside parentheses and angle brackets
+/// (`DECIMAL(12, 2)` holds one, and so does a refused `MAP<STRING, INT>`, which is then named
+/// whole).
 fn split_columns(ddl: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut quoted, mut start) = (0i32, false, 0);
     for (i, c) in ddl.char_indices() {
         match c {
             '`' => quoted = !quoted,
-            '(' if !quoted => depth += 1,
-            ')' if !quoted => depth -= 1,
+            '(' | '<' if !quoted => depth += 1,
+            ')' | '>' if !quoted => depth -= 1,
             ',' if !quoted && depth <= 0 => {
                 parts.push(&ddl[start..i]);
                 start = i + 1;

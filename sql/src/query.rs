@@ -61,15 +61,31 @@ pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     }
     let select = match query.body.as_ref() {
         SetExpr::Select(select) => select,
-        SetExpr::SetOperation { op, set_quantifier, .. } => {
+        SetExpr::SetOperation { op, set_quantifier, left, .. } => {
             let q = set_quantifier.to_string();
             let found = if q.is_empty() { format!("{op}") } else { format!("{op} {q}") };
-            return Err(unsupported(query.body.as_ref(), found, ONE_SELECT));
+            let keywords = [Keyword::UNION, Keyword::EXCEPT, Keyword::INTERSECT, Keyword::MINUS];
+            return Err(SqlError::Unsupported {
+                pos: keyword_after(text, &keywords, left.span().end),
+                found,
+                allowed: ONE_SELECT.into(),
+            });
         }
         SetExpr::Query(_) => return Err(unsupported(query.body.as_ref(), "a parenthesized query", ONE_SELECT)),
         other => return Err(unsupported(other, format!("`{other}`"), ONE_SELECT)),
     };
-    select_query(select)
+    select_query(text, select)
+}
+
+/// Where the first of `keywords` at or after `at` starts (a set operation's span starts at its
+/// first query; the message points at the operator's keyword); `at` itself if none is found.
+fn keyword_after(text: &str, keywords: &[Keyword], at: Location) -> Pos {
+    let tokens = Tokenizer::new(&dialect::SparkDialect, text).tokenize_with_location().unwrap_or_default();
+    let after = |l: Location| (l.line, l.column) >= (at.line, at.column);
+    tokens
+        .iter()
+        .find(|t| after(t.span.start) && matches!(&t.token, Token::Word(w) if keywords.contains(&w.keyword)))
+        .map_or_else(|| pos(at), |t| pos(t.span.start))
 }
 
 /// Where the last `keyword` before `at` starts (clause spans start at their first expression,
@@ -84,9 +100,13 @@ fn keyword_before(text: &str, keyword: Keyword, at: Location) -> Pos {
         .map_or_else(|| pos(at), |t| pos(t.span.start))
 }
 
-fn select_query(s: &Select) -> Result<QuerySyntax, SqlError> {
+fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     if let Some(d) = &s.distinct {
-        return Err(at_select(s, format!("{d}"), "SELECT without DISTINCT (a deduplicate query)"));
+        return Err(SqlError::Unsupported {
+            pos: keyword_after(text, &[Keyword::DISTINCT], s.select_token.0.span.end),
+            found: format!("{d}"),
+            allowed: "SELECT without DISTINCT (a deduplicate query)".into(),
+        });
     }
     let refused: [(bool, &str); 9] = [
         (s.top.is_some(), "TOP"),
@@ -102,7 +122,7 @@ fn select_query(s: &Select) -> Result<QuerySyntax, SqlError> {
     if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
         return Err(at_select(s, *what, ONE_SELECT));
     }
-    let from = from_item(s)?;
+    let from = from_item(text, s)?;
     let items = s.projection.iter().map(select_item).collect::<Result<Vec<_>, _>>()?;
     let selection = s.selection.as_ref().map(lower).transpose()?;
     let group_by = match &s.group_by {
@@ -129,7 +149,7 @@ fn at_select(s: &Select, found: impl Into<String>, allowed: &str) -> SqlError {
     SqlError::Unsupported { pos: pos(s.select_token.0.span.start), found: found.into(), allowed: allowed.into() }
 }
 
-fn from_item(s: &Select) -> Result<FromSyntax, SqlError> {
+fn from_item(text: &str, s: &Select) -> Result<FromSyntax, SqlError> {
     let [relation] = s.from.as_slice() else {
         return Err(match s.from.get(1) {
             None => SqlError::Syntax {
@@ -141,7 +161,11 @@ fn from_item(s: &Select) -> Result<FromSyntax, SqlError> {
         });
     };
     if let Some(join) = relation.joins.first() {
-        return Err(unsupported(&join.relation, "JOIN", "one source (joins are not implemented yet)"));
+        return Err(SqlError::Unsupported {
+            pos: keyword_before(text, Keyword::JOIN, join.relation.span().start),
+            found: "JOIN".into(),
+            allowed: "one source (joins are not implemented yet)".into(),
+        });
     }
     match &relation.relation {
         TableFactor::Table { name, alias, args: None, .. } => {

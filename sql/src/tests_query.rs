@@ -50,15 +50,15 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
     let cases: &[(&str, Pos, &str)] = &[
         ("SELECT a FROM s ORDER BY a", Pos { line: 1, column: 17 }, "ORDER BY"),
         ("SELECT a FROM s LIMIT 3", Pos { line: 1, column: 17 }, "LIMIT"),
-        ("SELECT DISTINCT a FROM s", Pos { line: 1, column: 1 }, "DISTINCT"),
+        ("SELECT DISTINCT a FROM s", Pos { line: 1, column: 8 }, "DISTINCT"),
         ("WITH t AS (SELECT a FROM s) SELECT a FROM t", Pos { line: 1, column: 1 }, "WITH"),
         ("SELECT a, sum(b) OVER (PARTITION BY a) FROM s", Pos { line: 1, column: 11 }, "OVER"),
         ("SELECT count(DISTINCT b) FROM s", Pos { line: 1, column: 8 }, "count(DISTINCT ...)"),
         ("SELECT a FROM s WHERE a IN (SELECT a FROM t)", Pos { line: 1, column: 23 }, "a subquery"),
         ("SELECT a FROM (SELECT a FROM s)", Pos { line: 1, column: 16 }, "a subquery in FROM"),
-        ("SELECT a FROM s JOIN t ON s.a = t.a", Pos { line: 1, column: 22 }, "JOIN"),
+        ("SELECT a FROM s JOIN t ON s.a = t.a", Pos { line: 1, column: 17 }, "JOIN"),
         ("SELECT a FROM s, t", Pos { line: 1, column: 18 }, "a second relation in FROM (a join)"),
-        ("SELECT a FROM s UNION ALL SELECT a FROM t", Pos { line: 1, column: 1 }, "UNION ALL"),
+        ("SELECT a FROM s UNION ALL SELECT a FROM t", Pos { line: 1, column: 17 }, "UNION ALL"),
         ("SELECT a FROM s; SELECT b FROM s", Pos { line: 1, column: 18 }, "several statements"),
     ];
     let wrong: Vec<String> = cases
@@ -66,6 +66,28 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
         .filter_map(|(text, at, name)| {
             let (pos, found) = refused(text);
             (pos != *at || !found.contains(name)).then(|| format!("{text}: {found} at {pos} (expected {name} at {at})"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn distinct_joins_and_set_operations_are_refused_at_their_keyword() {
+    // The clause spans start at the SELECT (DISTINCT) and at the first query (UNION): the
+    // position must be the keyword's, on whichever line it stands.
+    let cases: &[(&str, Pos, &str)] = &[
+        ("SELECT\n  DISTINCT a FROM s", Pos { line: 2, column: 3 }, "DISTINCT"),
+        ("SELECT a FROM s\nUNION\nSELECT a FROM t", Pos { line: 2, column: 1 }, "UNION"),
+        ("SELECT a FROM s WHERE a > 1 EXCEPT SELECT a FROM t", Pos { line: 1, column: 29 }, "EXCEPT"),
+        ("SELECT a FROM (SELECT a FROM s) UNION ALL SELECT a FROM t", Pos { line: 1, column: 33 }, "UNION ALL"),
+        ("SELECT a FROM s\n  LEFT JOIN t ON s.a = t.a", Pos { line: 2, column: 8 }, "JOIN"),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(text, at, name)| {
+            let (pos, found) = refused(text);
+            (pos != *at || !found.contains(name))
+                .then(|| format!("{text:?}: {found} at {pos} (expected {name} at {at})"))
         })
         .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");

@@ -100,14 +100,18 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
         let what = match agg.as_str() {
             "min" | "max" => "a column of the input schema",
             "approx_percentile" => "a numeric or TIMESTAMP column",
-            _ => "a numeric (INT, BIGINT, FLOAT, DOUBLE) column",
+            _ => "a numeric (INT, BIGINT, FLOAT, DOUBLE, DECIMAL) column",
         };
         let fitting: Vec<&str> =
             schema.fields().iter().filter(|f| accepts(f.data_type)).map(|f| f.name.as_str()).collect();
         return Err(SpecError::new(
             format!("{at}.column"),
             format!("{} (a {t} column, for {agg})", quote(column.as_deref().unwrap_or(""))),
-            format!("{what}: {}", list(&fitting)),
+            if fitting.is_empty() {
+                format!("{what} (the input has none)")
+            } else {
+                format!("{what}: {}", list(&fitting))
+            },
         ));
     }
     let alias = match raw.alias {

@@ -86,10 +86,12 @@ pub(crate) fn sink_spec(
 /// `select`, a `value` column is the message value and a `key` column the message key; both must
 /// be STRING, and a `key` column excludes a `key` list. Names match ignoring case.
 ///
+/// `columns_from`: the field that named the output columns (`sink.select`, `query.sql`, `query`).
+///
 /// # Errors
-/// A [`SpecError`] at `sink.select` for a `value` or `key` column of another type, at `sink.key`
-/// for a `key` list beside a `key` column.
-pub(crate) fn kafka_columns(key_list: &[String], output: &Schema) -> Result<(), SpecError> {
+/// A [`SpecError`] at `columns_from` for a `value` or `key` column of another type, at
+/// `sink.key` for a `key` list beside a `key` column.
+pub(crate) fn kafka_columns(key_list: &[String], output: &Schema, columns_from: &str) -> Result<(), SpecError> {
     for column in ["value", "key"] {
         let Some(i) = output.fields().iter().position(|f| same_column(&f.name, column)) else {
             continue;
@@ -97,8 +99,8 @@ pub(crate) fn kafka_columns(key_list: &[String], output: &Schema) -> Result<(), 
         let f = &output.fields()[i];
         if f.data_type != DataType::String {
             return Err(SpecError::new(
-                "sink.select",
-                format!("a `{}` column of type {}", f.name, f.data_type),
+                columns_from,
+                format!("a `{}` column of type {} for a Kafka sink", f.name, f.data_type),
                 format!(
                     "a STRING `{column}` column (the message {column} as it is; cast it, or name it otherwise to have it in the row's JSON)"
                 ),

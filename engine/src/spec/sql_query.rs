@@ -84,8 +84,9 @@ impl SqlQueryPlan {
 /// # Errors
 /// A [`SpecError`] at `query.sql` whose `given` names the construct and its line:column in the
 /// SQL text: a FROM that names another source, an unknown column, a type error, a column
-/// neither grouped nor aggregated, an aggregate in WHERE or GROUP BY, nested aggregates, a
-/// window whose time argument is not a column, a GROUP BY position out of range; at
+/// neither grouped nor aggregated, an aggregate or a window call in WHERE, an aggregate in GROUP
+/// BY, nested aggregates, a window whose time argument is not a column, a GROUP BY position out
+/// of range, two output columns of one name (ignoring case); at
 /// `query.output_mode` for a mode the query cannot run in.
 pub fn plan_sql_query(
     q: &QuerySyntax,
@@ -105,6 +106,13 @@ pub fn plan_sql_query(
     let items: Vec<Item> = items.into_iter().map(|i| Item { syntax: unqualify(&i.syntax), ..i }).collect();
     let selection = q.selection.as_ref().map(unqualify);
     let having = q.having.as_ref().map(unqualify);
+    if let Some(call) = selection.as_ref().and_then(first_window_call) {
+        return Err(at(
+            call.pos,
+            format!("{} in WHERE", written(call)),
+            "window(...) and session_window(...) in GROUP BY (then selected or filtered in HAVING), as Spark",
+        ));
+    }
     if let Some(agg) = selection.as_ref().and_then(first_aggregate) {
         return Err(at(
             agg.pos,
@@ -125,7 +133,9 @@ pub fn plan_sql_query(
             return Err(at(h.pos, "HAVING without GROUP BY or aggregates", "HAVING in an aggregation (use WHERE)"));
         }
         let watermarked_steps = after.iter().map(|c| filter(c, schema)).collect::<Result<Vec<_>, _>>()?;
-        let project = items.iter().map(|i| project(&i.syntax, i.alias.as_deref(), schema)).collect::<Result<_, _>>()?;
+        let project: Vec<PipelineExpr> =
+            items.iter().map(|i| project(&i.syntax, i.alias.as_deref(), schema)).collect::<Result<_, _>>()?;
+        distinct_output_names(&items, &project)?;
         return Ok(SqlQueryPlan {
             source_steps,
             watermarked_steps,
@@ -133,11 +143,44 @@ pub fn plan_sql_query(
             output_steps: vec![Step::Project(project)],
         });
     }
-    Aggregation::plan(Aggregation { schema, items: &items, group, having, after, watermark, kept, output_mode, mode })
-        .map(|(projection, watermarked_steps, query, output_steps)| {
-            source_steps.push(Step::Project(projection));
-            SqlQueryPlan { source_steps, watermarked_steps, query, output_steps }
-        })
+    let (projection, watermarked_steps, query, output_steps) = Aggregation::plan(Aggregation {
+        schema,
+        items: &items,
+        group,
+        having,
+        after,
+        watermark,
+        kept,
+        output_mode,
+        mode,
+    })?;
+    if let Some(Step::Project(list)) = output_steps.last() {
+        distinct_output_names(&items, list)?;
+    }
+    source_steps.push(Step::Project(projection));
+    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps })
+}
+
+/// Refuses two output columns of one name (ignoring case), naming both with their positions:
+/// Spark would give two columns of one name, which no sink can write (SQL.md "Joins").
+/// `list` is the select list's projection, one expression per item of `items`.
+fn distinct_output_names(items: &[Item], list: &[PipelineExpr]) -> Result<(), SpecError> {
+    for (i, e) in list.iter().enumerate() {
+        if let Some(j) = list[..i].iter().position(|o| same_column(&o.name, &e.name)) {
+            return Err(at(
+                items[i].syntax.pos,
+                format!(
+                    "a second output column {} (select item {}; item {} at {} has that name)",
+                    quote(&e.name),
+                    i + 1,
+                    j + 1,
+                    items[j].syntax.pos
+                ),
+                "distinct output column names, ignoring case (rename one with AS)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A select item with `*` expanded.
@@ -276,7 +319,7 @@ impl Aggregation<'_> {
             }
             let pos = match e.field.strip_prefix("query.measures[").and_then(|r| r.split(']').next()) {
                 Some(i) => i.parse::<usize>().ok().and_then(|i| measures.get(i)).map_or(first_pos, |m| m.pos),
-                None => window.as_ref().map_or(first_pos, |(_, call, _)| call.pos),
+                None => window.as_ref().map_or(first_pos, |(_, call, _)| window_argument_pos(call, &e.field)),
             };
             SpecError::new(FIELD, format!("{} at {pos}", e.given), e.allowed)
         })?;
@@ -420,6 +463,27 @@ fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
     s.children().into_iter().find_map(first_aggregate)
 }
 
+/// Where the argument of the window call that `field` (`query.window.size`, `.slide`, `.start`,
+/// `.gap`) was taken from is written; the call's position for the other window fields.
+fn window_argument_pos(call: &Syntax, field: &str) -> Pos {
+    let SyntaxKind::Call { args, .. } = &call.kind else { return call.pos };
+    let index = match field.strip_prefix("query.window.") {
+        Some("size" | "gap" | "gap_column") => 1,
+        Some("slide") => 2,
+        Some("start") => 3,
+        _ => return call.pos,
+    };
+    args.get(index).map_or(call.pos, |a| a.pos)
+}
+
+/// The first `window(...)` or `session_window(...)` call in `s`, outermost first.
+fn first_window_call(s: &Syntax) -> Option<&Syntax> {
+    if matches!(&s.kind, SyntaxKind::Call { name, .. } if is_window_call(name)) {
+        return Some(s);
+    }
+    s.children().into_iter().find_map(first_window_call)
+}
+
 /// The column names `s` references (first name part).
 fn columns_of(s: &Syntax) -> Vec<String> {
     let mut out = Vec::new();
@@ -556,7 +620,10 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<(RawWindow, bool), SpecEr
         _ => {
             return Err(at(
                 args[0].pos,
-                format!("the expression {} as the window's time", written(&args[0])),
+                format!(
+                    "the expression {} as the window's time",
+                    bind(&args[0], schema).map_or_else(|_| written(&args[0]), |t| t.output_name().to_string())
+                ),
                 "a TIMESTAMP column of the source (the watermark and the window's lateness are defined on a column: compute the time in the source's select)",
             ));
         }

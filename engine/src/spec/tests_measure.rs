@@ -26,7 +26,7 @@ fn measure_columns_exist_and_have_an_accepted_type() {
     let e = with_measures("[{ agg = \"sum\", column = \"k\" }]").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "query.measures[0].column: given \"k\" (a STRING column, for sum); allowed: a numeric (INT, BIGINT, FLOAT, DOUBLE) column: v, n, i"
+        "query.measures[0].column: given \"k\" (a STRING column, for sum); allowed: a numeric (INT, BIGINT, FLOAT, DOUBLE, DECIMAL) column: v, n, i"
     );
     assert_eq!(with_measures("[{ agg = \"avg\", column = \"ts\" }]").unwrap_err().field, "query.measures[0].column");
     assert_eq!(with_measures("[{ agg = \"stddev\", column = \"b\" }]").unwrap_err().field, "query.measures[0].column");

@@ -268,6 +268,12 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         }
     }
     let mut raw_sink = raw.sink;
+    // where the output's columns were named: the sink's select, the SQL query, or the structured one
+    let columns_from = match raw_sink.as_ref().is_some_and(|s| s.select.is_some()) {
+        true => "sink.select",
+        false if !sql_output_steps.is_empty() => "query.sql",
+        false => "query",
+    };
     let mut output_steps = sql_output_steps;
     if let Some(items) = raw_sink.as_mut().and_then(|s| s.select.take()) {
         output_steps.push(super::exprs::select_step("sink.select", &items, &query_output, front)?);
@@ -282,7 +288,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         }
     };
     if let SinkSpec::Kafka { key, .. } = &sink {
-        super::sink::kafka_columns(key, &output)?;
+        super::sink::kafka_columns(key, &output, columns_from)?;
     }
     let late_sink =
         raw.late_sink.map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column")).transpose()?;
