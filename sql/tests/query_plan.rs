@@ -2,7 +2,8 @@
 //! and types, and Spark's refusals. Expected names and types are Spark 4.3's, written by hand.
 
 use eddy_engine::spec::{
-    Mode, OutputMode, QuerySpec, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec, plan_sql_query,
+    Mode, OutputMode, QuerySpec, SessionGap, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec,
+    plan_sql_query,
 };
 use eddy_engine::{DataType, Duration, Schema};
 use eddy_sql::parse_query;
@@ -143,6 +144,66 @@ fn sliding_and_session_windows_and_group_aliases() {
         output(&p),
         names(&[("session_window", DataType::Window), ("user_id", DataType::String), ("sum(amount)", DataType::Long)])
     );
+}
+
+#[test]
+fn the_group_by_window_is_selected_by_its_name_and_its_fields() {
+    // Spark names the GROUP BY window expression `window` (`session_window`): the select list
+    // may name it, or a field of it, instead of repeating the call
+    let p = plan_with(
+        "SELECT window, window.start, user_id, count(*) FROM payments GROUP BY window(ts, '1 minute'), user_id",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("window", DataType::Window),
+            ("start", DataType::Timestamp),
+            ("user_id", DataType::String),
+            ("count(1)", DataType::Long)
+        ])
+    );
+    let p = plan_with(
+        "SELECT session_window, session_window.end AS e, count(*) FROM payments \
+         GROUP BY session_window(ts, '5 seconds'), user_id",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        output(&p),
+        names(&[("session_window", DataType::Window), ("e", DataType::Timestamp), ("count(1)", DataType::Long)])
+    );
+    // without a window in GROUP BY, `window` is an unknown column
+    let e = refusal("SELECT window, count(*) FROM payments GROUP BY user_id");
+    assert_eq!(e.field, "query.sql");
+}
+
+#[test]
+fn a_session_gap_expression_is_computed_before_the_operator_as_a_string_column() {
+    let p = plan_with(
+        "SELECT session_window(ts, CASE WHEN amount > 10 THEN '10 seconds' ELSE '3 seconds' END), user_id, \
+         count(*) FROM payments GROUP BY 1, 2",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let QuerySpec::WindowAggregate { window: Some(WindowSpec::Session { column, gap: SessionGap::Column(gap) }), .. } =
+        &p.query
+    else {
+        panic!("{p:?}")
+    };
+    assert_eq!(column, "ts");
+    let input = p.operator_input(&schema());
+    let i = input.resolve(gap).unwrap_or_else(|| panic!("{gap} not in {input:?}"));
+    assert_eq!(input.fields()[i].data_type, DataType::String);
+    assert_eq!(
+        output(&p),
+        names(&[("session_window", DataType::Window), ("user_id", DataType::String), ("count(1)", DataType::Long)])
+    );
+    // a gap expression that is not a STRING is refused at query.sql
+    let e = plan_with("SELECT count(*) FROM payments GROUP BY session_window(ts, amount * 2)", Some("append"))
+        .expect_err("a BIGINT gap");
+    assert_eq!(e.field, "query.sql");
 }
 
 #[test]
