@@ -207,6 +207,24 @@ fn a_session_gap_expression_is_computed_before_the_operator_as_a_string_column()
 }
 
 #[test]
+fn max_by_min_by_first_and_last_plan_with_spark_names_and_types() {
+    let p = plan(
+        "SELECT user_id, max_by(price, amount), min_by(price, amount * 2) AS lo, first(amount), last(ts) \
+         FROM payments GROUP BY user_id",
+    );
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("user_id", DataType::String),
+            ("max_by(price, amount)", DataType::Double),
+            ("lo", DataType::Double),
+            ("first(amount)", DataType::Long),
+            ("last(ts)", DataType::Timestamp)
+        ])
+    );
+}
+
+#[test]
 fn a_query_without_aggregation_forwards_records_through_filter_and_projection() {
     let p = plan("SELECT *, amount * 2 AS double_amount FROM payments WHERE price > 1");
     assert_eq!(p.query, QuerySpec::Forward);
@@ -240,7 +258,7 @@ fn spark_refusals_name_the_construct_and_its_position() {
         ),
         ("SELECT count(*) FROM orders", "FROM orders at 1:22"),
         ("SELECT nope FROM payments", "the unknown column \"nope\" at 1:8"),
-        ("SELECT max_by(user_id, amount) FROM payments", "max_by (not implemented yet) at 1:8"),
+        ("SELECT max_by(user_id) FROM payments", "max_by(user_id) (not two arguments) at 1:8"),
         ("SELECT user_id FROM payments HAVING amount > 1", "HAVING without GROUP BY or aggregates at 1:37"),
     ];
     let wrong: Vec<String> = cases
