@@ -2,8 +2,7 @@
 //! and types, and Spark's refusals. Expected names and types are Spark 4.3's, written by hand.
 
 use eddy_engine::spec::{
-    Mode, OutputMode, QuerySpec, SessionGap, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec,
-    plan_sql_query,
+    Mode, OutputMode, QuerySpec, SessionGap, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec, plan_sql_query,
 };
 use eddy_engine::{DataType, Duration, Schema};
 use eddy_sql::parse_query;
@@ -187,8 +186,9 @@ fn a_session_gap_expression_is_computed_before_the_operator_as_a_string_column()
         Some("append"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let QuerySpec::WindowAggregate { window: Some(WindowSpec::Session { column, gap: SessionGap::Column(gap) }), .. } =
-        &p.query
+    let QuerySpec::WindowAggregate {
+        window: Some(WindowSpec::Session { column, gap: SessionGap::Column(gap) }), ..
+    } = &p.query
     else {
         panic!("{p:?}")
     };

@@ -41,7 +41,10 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         f("source.timestamp_unit", format!("{:?}", p.source.timestamp_unit)),
         f("watermark", format!("{:?}", p.watermark)),
         // a SQL query: its text decides too (its WHERE and select list are steps, not `query`)
-        f("query", format!("{:?}{}", p.query, p.query_sql.as_ref().map_or_else(String::new, |s| format!(" sql {s:?}")))),
+        f(
+            "query",
+            format!("{:?}{}", p.query, p.query_sql.as_ref().map_or_else(String::new, |s| format!(" sql {s:?}"))),
+        ),
         f("clock", format!("{:?}", p.clock)),
     ];
     // Only when set: a pipeline without them has the fingerprint it had before they existed.

@@ -815,4 +815,3 @@ mod tests {
         assert_eq!(substring("abc", 2, 0), "");
     }
 }
-

@@ -555,11 +555,15 @@ fn group_keys(
     Ok(keys)
 }
 
+/// A GROUP BY window: the structured window, whether it is a session window, and a computed
+/// session gap (its column name and expression).
+type PlannedWindow = (RawWindow, bool, Option<(String, Syntax)>);
+
 /// The structured window of `window(col, size[, slide[, start]])` or `session_window(col, gap)`,
 /// whether it is a session window, and a session gap given as an expression (neither a literal
 /// nor a column: Spark reads it per record): its name (Spark's name of the expression) and the
 /// expression, which the projection computes for the window's `gap_column`.
-fn window_of(call: &Syntax, schema: &Schema) -> Result<(RawWindow, bool, Option<(String, Syntax)>), SpecError> {
+fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError> {
     let SyntaxKind::Call { name, args } = &call.kind else { unreachable!("window keys are calls") };
     let session = name.eq_ignore_ascii_case("session_window");
     let arity_ok = if session { args.len() == 2 } else { (2..=4).contains(&args.len()) };
@@ -650,7 +654,12 @@ fn collect_measures(
         let pair = Syntax {
             kind: SyntaxKind::Call {
                 name: "named_struct".into(),
-                args: vec![string_literal("value", s.pos), value.clone(), string_literal("ordering", s.pos), ordering.clone()],
+                args: vec![
+                    string_literal("value", s.pos),
+                    value.clone(),
+                    string_literal("ordering", s.pos),
+                    ordering.clone(),
+                ],
             },
             pos: s.pos,
         };
