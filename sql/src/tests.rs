@@ -188,3 +188,20 @@ fn decimal_expressions_have_sparks_types_and_values() {
     err("a / (a - a)", r#"DIVIDE_BY_ZERO in "(a / (a - a))""#);
     err("b / 0.0", r#"DIVIDE_BY_ZERO in "(b / 0.0)""#);
 }
+
+#[test]
+fn locate_with_a_start_counts_characters_from_that_start() {
+    // Expected values by hand from Spark's `StringLocate`: 1-based characters, 0 when absent or
+    // for a start below 1, 0 for a NULL start, NULL for a NULL string.
+    let r = |name: &str| row(1.0, 4, name);
+    assert_eq!(eval("locate('l', name, 4)", r("hello")), Ok(Value::Int(4)));
+    assert_eq!(eval("locate('l', name, 5)", r("hello")), Ok(Value::Int(0)));
+    assert_eq!(eval("locate('l', name, 1)", r("café là")), Ok(Value::Int(6)));
+    assert_eq!(eval("locate('à', name, qty)", r("café là")), Ok(Value::Int(7)));
+    assert_eq!(eval("locate('l', name, 0)", r("hello")), Ok(Value::Int(0)));
+    assert_eq!(eval("locate('l', name, 99)", r("hello")), Ok(Value::Int(0)));
+    assert_eq!(eval("locate('l', name, CAST(NULL AS INT))", r("hello")), Ok(Value::Int(0)));
+    assert_eq!(eval("locate('l', `odd name`, 1)", r("hello")), Ok(Value::Null));
+    let b = bind_expression("locate('l', name, 4)", &schema()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.typed.output_name(), "locate(l, name, 4)");
+}

@@ -2,7 +2,7 @@
 //! and types, and Spark's refusals. Expected names and types are Spark 4.3's, written by hand.
 
 use eddy_engine::spec::{
-    Mode, OutputMode, QuerySpec, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec, plan_sql_query,
+    Mode, OutputMode, QuerySpec, SessionGap, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec, plan_sql_query,
 };
 use eddy_engine::{DataType, Duration, Schema};
 use eddy_sql::parse_query;
@@ -146,6 +146,85 @@ fn sliding_and_session_windows_and_group_aliases() {
 }
 
 #[test]
+fn the_group_by_window_is_selected_by_its_name_and_its_fields() {
+    // Spark names the GROUP BY window expression `window` (`session_window`): the select list
+    // may name it, or a field of it, instead of repeating the call
+    let p = plan_with(
+        "SELECT window, window.start, user_id, count(*) FROM payments GROUP BY window(ts, '1 minute'), user_id",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("window", DataType::Window),
+            ("start", DataType::Timestamp),
+            ("user_id", DataType::String),
+            ("count(1)", DataType::Long)
+        ])
+    );
+    let p = plan_with(
+        "SELECT session_window, session_window.end AS e, count(*) FROM payments \
+         GROUP BY session_window(ts, '5 seconds'), user_id",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        output(&p),
+        names(&[("session_window", DataType::Window), ("e", DataType::Timestamp), ("count(1)", DataType::Long)])
+    );
+    // without a window in GROUP BY, `window` is an unknown column
+    let e = refusal("SELECT window, count(*) FROM payments GROUP BY user_id");
+    assert_eq!(e.field, "query.sql");
+}
+
+#[test]
+fn a_session_gap_expression_is_computed_before_the_operator_as_a_string_column() {
+    let p = plan_with(
+        "SELECT session_window(ts, CASE WHEN amount > 10 THEN '10 seconds' ELSE '3 seconds' END), user_id, \
+         count(*) FROM payments GROUP BY 1, 2",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let QuerySpec::WindowAggregate {
+        window: Some(WindowSpec::Session { column, gap: SessionGap::Column(gap) }), ..
+    } = &p.query
+    else {
+        panic!("{p:?}")
+    };
+    assert_eq!(column, "ts");
+    let input = p.operator_input(&schema());
+    let i = input.resolve(gap).unwrap_or_else(|| panic!("{gap} not in {input:?}"));
+    assert_eq!(input.fields()[i].data_type, DataType::String);
+    assert_eq!(
+        output(&p),
+        names(&[("session_window", DataType::Window), ("user_id", DataType::String), ("count(1)", DataType::Long)])
+    );
+    // a gap expression that is not a STRING is refused at query.sql
+    let e = plan_with("SELECT count(*) FROM payments GROUP BY session_window(ts, amount * 2)", Some("append"))
+        .expect_err("a BIGINT gap");
+    assert_eq!(e.field, "query.sql");
+}
+
+#[test]
+fn max_by_min_by_first_and_last_plan_with_spark_names_and_types() {
+    let p = plan(
+        "SELECT user_id, max_by(price, amount), min_by(price, amount * 2) AS lo, first(amount), last(ts) \
+         FROM payments GROUP BY user_id",
+    );
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("user_id", DataType::String),
+            ("max_by(price, amount)", DataType::Double),
+            ("lo", DataType::Double),
+            ("first(amount)", DataType::Long),
+            ("last(ts)", DataType::Timestamp)
+        ])
+    );
+}
+
+#[test]
 fn a_query_without_aggregation_forwards_records_through_filter_and_projection() {
     let p = plan("SELECT *, amount * 2 AS double_amount FROM payments WHERE price > 1");
     assert_eq!(p.query, QuerySpec::Forward);
@@ -179,7 +258,7 @@ fn spark_refusals_name_the_construct_and_its_position() {
         ),
         ("SELECT count(*) FROM orders", "FROM orders at 1:22"),
         ("SELECT nope FROM payments", "the unknown column \"nope\" at 1:8"),
-        ("SELECT max_by(user_id, amount) FROM payments", "max_by (not implemented yet) at 1:8"),
+        ("SELECT max_by(user_id) FROM payments", "max_by(user_id) (not two arguments) at 1:8"),
         ("SELECT user_id FROM payments HAVING amount > 1", "HAVING without GROUP BY or aggregates at 1:37"),
     ];
     let wrong: Vec<String> = cases

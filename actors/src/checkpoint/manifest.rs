@@ -40,11 +40,17 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         f("source.schema", format!("{:?}", p.source.schema)),
         f("source.timestamp_unit", format!("{:?}", p.source.timestamp_unit)),
         f("watermark", format!("{:?}", p.watermark)),
-        f("query", format!("{:?}", p.query)),
+        // a SQL query: its text decides too (its WHERE and select list are steps, not `query`)
+        f(
+            "query",
+            format!("{:?}{}", p.query, p.query_sql.as_ref().map_or_else(String::new, |s| format!(" sql {s:?}"))),
+        ),
         f("clock", format!("{:?}", p.clock)),
     ];
     // Only when set: a pipeline without them has the fingerprint it had before they existed.
-    out.extend(step_fields(&p.source_steps).into_iter().map(|(field, value)| f(field, value)));
+    // The steps the source's `filter` and `select` wrote, not the SQL query's.
+    let written = &p.source_steps[..p.written_source_steps.min(p.source_steps.len())];
+    out.extend(step_fields(written).into_iter().map(|(field, value)| f(field, value)));
     out.extend(pipeline_fields(p).into_iter().map(|(field, value)| FingerprintField { field, value }));
     // How the undetailed entries above read in the pipeline file, to name a change of one of them
     // (an older checkpoint, without these, has its change named with the deciding text).

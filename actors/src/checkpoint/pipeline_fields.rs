@@ -49,6 +49,9 @@ pub fn pipeline_fields(p: &Pipeline) -> Vec<(String, String)> {
         }
         QuerySpec::Forward => out.string("query.type", "forward"),
     }
+    if let Some(sql) = &p.query_sql {
+        out.string("query.sql", sql);
+    }
     match &p.clock {
         ClockSpec::System => out.string("clock.type", "system"),
         ClockSpec::Replay { column, until, .. } => {

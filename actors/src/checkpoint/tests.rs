@@ -221,6 +221,50 @@ fn a_changed_query_is_refused_naming_the_field() {
     assert!(msg.contains(r#"query.measures[1].column: the checkpoint has "*", the pipeline has "v""#), "{msg}");
 }
 
+const SQL_PIPELINE: &str = r#"
+name = "ck-sql"
+mode = "micro-batch"
+[[source]]
+name = "events"
+type = "files"
+path = "in"
+schema = "user_id STRING, ts_ms BIGINT, amount BIGINT, status STRING"
+filter = "status <> 'test'"
+select = ["*", "timestamp_millis(ts_ms) AS ts", "amount * 10 AS amount_x10"]
+watermark = { column = "ts", delay = "5 seconds" }
+[query]
+sql = """
+SELECT window(ts, '10 seconds') AS window, user_id, sum(amount_x10) AS total
+FROM events WHERE amount > 0 GROUP BY 1, 2
+"""
+output_mode = "append"
+[sink]
+type = "stdout"
+"#;
+
+fn sql_fingerprint(text: &str) -> Vec<FingerprintField> {
+    manifest::fingerprint(&eddy_sql::parse_pipeline_str(text).unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[test]
+fn an_unchanged_sql_pipeline_with_a_source_select_matches_its_checkpoint() {
+    let written = sql_fingerprint(SQL_PIPELINE);
+    assert_eq!(manifest::differences(&written, &sql_fingerprint(SQL_PIPELINE)), Vec::<String>::new());
+    // the source's steps as written: one filter and one select (the query's WHERE and
+    // projection are not the source's)
+    let count = |field: &str| written.iter().filter(|f| f.field == field).count();
+    assert_eq!((count("source.filter"), count("source.select")), (1, 1), "{written:?}");
+}
+
+#[test]
+fn a_changed_sql_where_is_refused_naming_query_sql() {
+    let changed = SQL_PIPELINE.replace("WHERE amount > 0", "WHERE amount > 1");
+    let changes = manifest::differences(&sql_fingerprint(SQL_PIPELINE), &sql_fingerprint(&changed));
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(changes[0].starts_with("query.sql: the checkpoint has \"SELECT"), "{changes:?}");
+    assert!(changes[0].contains("amount > 1"), "{changes:?}");
+}
+
 /// A version-1 file (the layout of the envelope's documentation): the header with the CRC-32 of
 /// the payload at offset 24, then the payload.
 fn v1_file(kind: u16, payload: &[u8]) -> Vec<u8> {

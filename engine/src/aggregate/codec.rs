@@ -18,6 +18,7 @@ const DECIMAL_SUM: u8 = 9;
 const DISTINCT: u8 = 6;
 const QUANTILES: u8 = 7;
 const USER: u8 = 8;
+const PICK: u8 = 10;
 
 impl AggState {
     /// The state as bytes; [`AggregateFn::state_from_bytes`] of the same function reads them back.
@@ -63,6 +64,16 @@ impl AggState {
                     }
                 }
             }
+            AggState::Pick(v) => {
+                out.push(PICK);
+                match v {
+                    None => out.push(0),
+                    Some(v) => {
+                        out.push(1);
+                        put_value(&mut out, v);
+                    }
+                }
+            }
             AggState::Distinct(s) => {
                 out.push(DISTINCT);
                 out.extend_from_slice(&s.to_bytes());
@@ -100,6 +111,7 @@ impl AggregateFn {
             AggState::DecimalSum(_) => DECIMAL_SUM,
             AggState::Moments(_) => MOMENTS,
             AggState::Extreme(_) => EXTREME,
+            AggState::Pick(_) => PICK,
             AggState::Distinct(_) => DISTINCT,
             AggState::Quantiles(_) => QUANTILES,
             AggState::User(_) => USER,
@@ -129,6 +141,11 @@ impl AggregateFn {
                 0 => AggState::Extreme(None),
                 1 => AggState::Extreme(Some(r.value(0)?)),
                 b => return Err(format!("extreme presence byte {b}")),
+            },
+            PICK => match r.u8()? {
+                0 => AggState::Pick(None),
+                1 => AggState::Pick(Some(r.value(0)?)),
+                b => return Err(format!("first / last presence byte {b}")),
             },
             DISTINCT => {
                 let AggKind::ApproxCountDistinct { rsd } = self.kind else {

@@ -16,7 +16,17 @@
 //! | `stddev_pop`, `var_pop` | numeric | DOUBLE | null; 0.0 for n = 1 | yes |
 //! | `approx_count_distinct` | any | BIGINT | 0 | no |
 //! | `approx_percentile` (`percentile_approx`) | numeric, TIMESTAMP | input type (array for a list) | null | no |
+//! | `first` (`first_value`), `last` (`last_value`) | any column type | input type | null | no |
+//! | `max_by`, `min_by` | a pair STRUCT<value, ordering> | the value's type | null | no |
 //! | user-defined ([`Aggregator`]) | any | its own | `finish(zero)` | if it says so |
+//!
+//! `first` / `last` are Spark's without `ignoreNulls`: the value of the first / last record in
+//! the order the state sees them (arrival order for a window aggregate; Spark calls them
+//! non-deterministic for the same reason), a NULL value included. `max_by(x, ord)` /
+//! `min_by(x, ord)` take `x` of a record with the largest / smallest non-null `ord`; the SQL
+//! planner gives them the pair `named_struct('value', x, 'ordering', ord)` as their one input;
+//! among tied orderings the first seen is kept (Spark: any tied row's value). None of the four
+//! can retract: a rolling window recomputes them from the records in range, in its order.
 //!
 //! Numbers: long sums are exact (`i128`) and never wrap. An operator refuses a record that would
 //! take an integer sum out of BIGINT ([`AggregateFn::sum_fits`]; the record goes to the dead
@@ -93,6 +103,14 @@ pub enum AggKind {
         /// Accuracy (rank error <= 1 / accuracy); Spark's default 10000.
         accuracy: u32,
     },
+    /// `first(col)` (alias `first_value`): the first value seen, NULL included.
+    First,
+    /// `last(col)` (alias `last_value`): the last value seen, NULL included.
+    Last,
+    /// `max_by(x, ord)` over the pair STRUCT<value, ordering>: the value of a largest ordering.
+    MaxBy,
+    /// `min_by(x, ord)` over the pair STRUCT<value, ordering>: the value of a smallest ordering.
+    MinBy,
     /// A user-defined aggregate (embedding API).
     User(Arc<dyn Aggregator>),
 }
@@ -164,7 +182,8 @@ pub enum AggregateError {
     #[error(
         "unknown aggregate function {given:?} (expected one of count, sum, avg, mean, min, max, \
          stddev, std, stddev_samp, stddev_pop, variance, var_samp, var_pop, \
-         approx_count_distinct, approx_percentile, percentile_approx)"
+         approx_count_distinct, approx_percentile, percentile_approx, first, first_value, last, \
+         last_value, any_value, max_by, min_by)"
     )]
     UnknownFunction {
         /// The name given.
@@ -222,7 +241,8 @@ fn is_column_type(t: DataType) -> bool {
 impl AggregateFn {
     /// Builds a measure from the function name as the pipeline file writes it (case-insensitive,
     /// Spark's names and aliases: `mean` = `avg`, `std` / `stddev` = `stddev_samp`, `variance` =
-    /// `var_samp`, `percentile_approx` = `approx_percentile`), its input column (`None` for
+    /// `var_samp`, `percentile_approx` = `approx_percentile`, `first_value` = `first`,
+    /// `last_value` = `last`), its input column (`None` for
     /// `count(*)`), and its parameters.
     ///
     /// # Errors
@@ -257,6 +277,11 @@ impl AggregateFn {
             "stddev_pop" => AggKind::StddevPop,
             "variance" | "var_samp" => AggKind::VarSamp,
             "var_pop" => AggKind::VarPop,
+            // Spark's any_value is first without ignoreNulls
+            "first" | "first_value" | "any_value" => AggKind::First,
+            "last" | "last_value" => AggKind::Last,
+            "max_by" => AggKind::MaxBy,
+            "min_by" => AggKind::MinBy,
             "approx_count_distinct" => {
                 let rsd = params.rsd.unwrap_or(DEFAULT_RSD);
                 check_rsd(&function, rsd)?;
@@ -303,6 +328,8 @@ impl AggregateFn {
             AggKind::ApproxPercentile { .. } => ((!input_type.is_numeric() && input_type != DataType::Timestamp)
                 || input_type.decimal().is_some())
             .then_some("an INT, BIGINT, FLOAT, DOUBLE or TIMESTAMP column (DECIMAL is not supported here)"),
+            AggKind::MaxBy | AggKind::MinBy => (by_value_type(input_type).is_none())
+                .then_some("a STRUCT<value, ordering> column (SQL's max_by(x, ord) / min_by(x, ord) build it)"),
             _ => (!is_column_type(input_type)).then_some("a column of the input schema"),
         };
         if let Some(expected) = expected {
@@ -390,6 +417,10 @@ impl AggregateFn {
             AggKind::VarPop => "var_pop",
             AggKind::ApproxCountDistinct { .. } => "approx_count_distinct",
             AggKind::ApproxPercentile { .. } => "approx_percentile",
+            AggKind::First => "first",
+            AggKind::Last => "last",
+            AggKind::MaxBy => "max_by",
+            AggKind::MinBy => "min_by",
             AggKind::User(u) => u.name(),
         }
     }
@@ -417,7 +448,8 @@ impl AggregateFn {
             AggKind::Avg | AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
                 DataType::Double
             }
-            AggKind::Min | AggKind::Max => self.input_type,
+            AggKind::Min | AggKind::Max | AggKind::First | AggKind::Last => self.input_type,
+            AggKind::MaxBy | AggKind::MinBy => by_value_type(self.input_type).unwrap_or(self.input_type),
             AggKind::ApproxPercentile { list: true, .. } => self.input_type.array_of().unwrap_or(self.input_type),
             AggKind::ApproxPercentile { list: false, .. } => self.input_type,
             AggKind::User(u) => u.result_type(self.input_type),
@@ -437,11 +469,26 @@ impl AggregateFn {
             | AggKind::StddevPop
             | AggKind::VarSamp
             | AggKind::VarPop => true,
-            AggKind::Min | AggKind::Max | AggKind::ApproxCountDistinct { .. } | AggKind::ApproxPercentile { .. } => {
-                false
-            }
+            AggKind::Min
+            | AggKind::Max
+            | AggKind::First
+            | AggKind::Last
+            | AggKind::MaxBy
+            | AggKind::MinBy
+            | AggKind::ApproxCountDistinct { .. }
+            | AggKind::ApproxPercentile { .. } => false,
             AggKind::User(u) => u.can_retract(),
         }
+    }
+}
+
+/// The value's type of a `max_by` / `min_by` input: a STRUCT of two fields (value, ordering)
+/// whose ordering is a column type; `None` for any other type.
+pub fn by_value_type(input: DataType) -> Option<DataType> {
+    let DataType::Struct(ty) = input else { return None };
+    match ty.fields() {
+        [value, ordering] if is_column_type(ordering.data_type) => Some(value.data_type),
+        _ => None,
     }
 }
 

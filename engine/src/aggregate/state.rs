@@ -26,8 +26,12 @@ pub enum AggState {
     DecimalSum(DecimalSum),
     /// The stddev / variance family.
     Moments(Moments),
-    /// `min` / `max`: the extreme so far (`None`: no non-null input).
+    /// `min` / `max`: the extreme so far (`None`: no non-null input); `max_by` / `min_by`: the
+    /// pair STRUCT<value, ordering> of the extreme ordering so far.
     Extreme(Option<Value>),
+    /// `first` / `last`: the value kept so far (`None`: no input yet; `Some(Value::Null)`: the
+    /// kept record's value is NULL).
+    Pick(Option<Value>),
     /// `approx_count_distinct`.
     Distinct(Box<DistinctSketch>),
     /// `approx_percentile`.
@@ -58,6 +62,7 @@ impl fmt::Debug for AggState {
                 .field("non_finite", &m.non_finite)
                 .finish(),
             AggState::Extreme(v) => f.debug_tuple("Extreme").field(v).finish(),
+            AggState::Pick(v) => f.debug_tuple("Pick").field(v).finish(),
             AggState::Distinct(s) => s.fmt(f),
             AggState::Quantiles(s) => s.fmt(f),
             AggState::User(v) => f.debug_tuple("User").field(v).finish(),
@@ -181,6 +186,14 @@ fn unscaled(v: &Value, scale: u8) -> Option<i128> {
     }
 }
 
+/// The ordering of a `max_by` / `min_by` pair STRUCT<value, ordering>.
+fn by_ordering(v: &Value) -> Option<&Value> {
+    match v {
+        Value::Struct(_, pair) => pair.get(1),
+        _ => None,
+    }
+}
+
 #[inline]
 fn integral(v: &Value) -> Option<i64> {
     match *v {
@@ -216,7 +229,8 @@ impl AggregateFn {
             AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
                 AggState::Moments(Moments::default())
             }
-            AggKind::Min | AggKind::Max => AggState::Extreme(None),
+            AggKind::Min | AggKind::Max | AggKind::MaxBy | AggKind::MinBy => AggState::Extreme(None),
+            AggKind::First | AggKind::Last => AggState::Pick(None),
             AggKind::ApproxCountDistinct { rsd } => {
                 AggState::Distinct(Box::new(DistinctSketch::new(self.hll_lg_k(*rsd))))
             }
@@ -337,6 +351,13 @@ impl AggregateFn {
             *n = n.saturating_add(1);
             return;
         }
+        // first / last keep a NULL value too (Spark's, without ignoreNulls)
+        if let AggState::Pick(kept) = &mut *state {
+            if kept.is_none() || matches!(self.kind, AggKind::Last) {
+                *kept = Some(v.clone());
+            }
+            return;
+        }
         if v.is_null() {
             return;
         }
@@ -358,6 +379,11 @@ impl AggregateFn {
                 Some(x) => m.add(x, 1),
                 None => debug_assert!(false, "{v:?} given to {self:?}"),
             },
+            (AggKind::MaxBy | AggKind::MinBy, AggState::Extreme(e)) => {
+                if by_ordering(v).is_some_and(|o| !o.is_null()) && self.by_replaces(e.as_ref(), v) {
+                    *e = Some(v.clone());
+                }
+            }
             (AggKind::Min, AggState::Extreme(e)) => match e {
                 Some(cur) if v.total_cmp(cur).is_ge() => {}
                 _ => *e = Some(v.clone()),
@@ -368,6 +394,7 @@ impl AggregateFn {
             },
             (_, AggState::Distinct(s)) => s.update(v),
             (_, AggState::Quantiles(s)) => s.update(v),
+            (_, AggState::Pick(_)) => {}
             (AggKind::User(u), AggState::User(s)) => u.reduce(s, v),
             (_, AggState::User(_)) => debug_assert!(false, "user state for {self:?}"),
         }
@@ -427,6 +454,22 @@ impl AggregateFn {
             (_, AggState::DecimalSum(a), AggState::DecimalSum(b)) => a.merge(b),
             (_, AggState::Moments(a), AggState::Moments(b)) => a.merge(b),
             (_, AggState::Extreme(_), AggState::Extreme(None)) => {}
+            (AggKind::MaxBy | AggKind::MinBy, AggState::Extreme(a), AggState::Extreme(Some(b))) => {
+                if self.by_replaces(a.as_ref(), b) {
+                    *a = Some(b.clone());
+                }
+            }
+            // `state` holds what was seen first, `other` what came after it
+            (AggKind::First, AggState::Pick(a), AggState::Pick(b)) => {
+                if a.is_none() {
+                    a.clone_from(b);
+                }
+            }
+            (_, AggState::Pick(a), AggState::Pick(b)) => {
+                if b.is_some() {
+                    a.clone_from(b);
+                }
+            }
             (kind, AggState::Extreme(a), AggState::Extreme(Some(b))) => {
                 let replace = match a {
                     None => true,
@@ -469,7 +512,12 @@ impl AggregateFn {
             (AggKind::StddevPop, AggState::Moments(m)) => double(m.var_pop().map(f64::sqrt)),
             (AggKind::VarSamp, AggState::Moments(m)) => double(m.var_samp()),
             (_, AggState::Moments(m)) => double(m.var_samp().map(f64::sqrt)),
+            (AggKind::MaxBy | AggKind::MinBy, AggState::Extreme(v)) => match v {
+                Some(Value::Struct(_, pair)) => pair.first().cloned().unwrap_or(Value::Null),
+                _ => Value::Null,
+            },
             (_, AggState::Extreme(v)) => v.clone().unwrap_or(Value::Null),
+            (_, AggState::Pick(v)) => v.clone().unwrap_or(Value::Null),
             (_, AggState::Distinct(s)) => Value::Long(s.estimate()),
             (AggKind::ApproxPercentile { percentages, list, .. }, AggState::Quantiles(s)) => {
                 if s.n() == 0 {
@@ -484,6 +532,14 @@ impl AggregateFn {
             (AggKind::User(u), AggState::User(s)) => u.finish(s),
             _ => Value::Null,
         }
+    }
+
+    /// Whether the pair `new` (STRUCT<value, ordering>, non-null ordering) replaces the kept pair
+    /// of `max_by` / `min_by`: its ordering is strictly beyond the kept one (ties keep the first).
+    fn by_replaces(&self, kept: Option<&Value>, new: &Value) -> bool {
+        let (Some(kept), Some(o)) = (kept.and_then(by_ordering), by_ordering(new)) else { return kept.is_none() };
+        let c = o.total_cmp(kept);
+        if matches!(self.kind, AggKind::MinBy) { c.is_lt() } else { c.is_gt() }
     }
 
     /// A quantile typed back to the input's type.

@@ -456,3 +456,92 @@ fn sum_fits_keeps_a_decimal_sum_within_its_result_precision() {
     assert!(f.is_integer_sum());
     assert!(!agg("avg", DataType::Decimal { precision: 28, scale: 0 }).is_integer_sum());
 }
+
+fn pair_type(value: DataType, ordering: DataType) -> DataType {
+    DataType::Struct(crate::schema::StructType::new(vec![
+        crate::schema::Field { name: "value".into(), data_type: value },
+        crate::schema::Field { name: "ordering".into(), data_type: ordering },
+    ]))
+}
+
+fn pairs(t: DataType, rows: &[(Value, Value)]) -> Vec<Value> {
+    let DataType::Struct(ty) = t else { unreachable!("a pair type") };
+    rows.iter().map(|(v, o)| Value::Struct(ty, vec![v.clone(), o.clone()].into())).collect()
+}
+
+fn s(x: &str) -> Value {
+    Value::Str(x.into())
+}
+
+#[test]
+fn max_by_and_min_by_take_the_value_of_the_extreme_non_null_ordering() {
+    let t = pair_type(DataType::String, DataType::Long);
+    let rows = pairs(
+        t,
+        &[
+            (s("ann"), Value::Long(5)),
+            (s("bob"), Value::Null),
+            (Value::Null, Value::Long(9)),
+            (s("cy"), Value::Long(-3)),
+            (s("dee"), Value::Long(7)),
+        ],
+    );
+    let max_by = agg("max_by", t);
+    let min_by = agg("min_by", t);
+    assert_eq!(max_by.result_type(), DataType::String);
+    // the largest ordering is 9, whose value is NULL (Spark returns it); the null ordering is skipped
+    assert_eq!(eval(&max_by, &rows), Value::Null);
+    assert_eq!(eval(&max_by, &rows[..2]), s("ann"));
+    assert_eq!(eval(&min_by, &rows), s("cy"));
+    // only null orderings, or nothing: NULL
+    assert_eq!(eval(&min_by, &rows[1..2]), Value::Null);
+    assert_eq!(eval(&min_by, &[]), Value::Null);
+    // merged panes give the state of all their input, either way round
+    for (a, b) in [(&rows[..3], &rows[3..]), (&rows[3..], &rows[..3])] {
+        let mut st = run(&min_by, a);
+        min_by.merge(&mut st, &run(&min_by, b));
+        assert_eq!(min_by.finish(&st), s("cy"));
+    }
+    assert!(!max_by.can_retract());
+    assert!(AggregateFn::from_name("max_by", Some((0, DataType::Long)), &AggParams::default()).is_err());
+}
+
+#[test]
+fn first_and_last_keep_the_first_and_last_value_seen_nulls_included() {
+    let first = agg("first", DataType::String);
+    let last = agg("last", DataType::String);
+    let rows = [s("a"), s("b"), Value::Null];
+    assert_eq!(eval(&first, &rows), s("a"));
+    assert_eq!(eval(&last, &rows), Value::Null);
+    assert_eq!(eval(&first, &rows[1..]), s("b"));
+    assert_eq!(eval(&first, &[Value::Null, s("x")]), Value::Null);
+    assert_eq!(eval(&last, &[]), Value::Null);
+    assert_eq!(agg("first_value", DataType::Long).result_type(), DataType::Long);
+    // a state merged with a later one: first keeps its own, last takes the later one's
+    let mut st = run(&first, &rows[..1]);
+    first.merge(&mut st, &run(&first, &rows[1..]));
+    assert_eq!(first.finish(&st), s("a"));
+    let mut st = run(&last, &rows[..2]);
+    last.merge(&mut st, &run(&last, &[]));
+    assert_eq!(last.finish(&st), s("b"));
+    last.merge(&mut st, &run(&last, &rows[2..]));
+    assert_eq!(last.finish(&st), Value::Null);
+    assert!(!first.can_retract());
+}
+
+#[test]
+fn first_last_and_max_by_states_read_back_from_their_bytes() {
+    let t = pair_type(DataType::String, DataType::Timestamp);
+    let max_by = agg("max_by", t);
+    let st = run(&max_by, &pairs(t, &[(s("x"), Value::Timestamp(Timestamp(5)))]));
+    let back = max_by.state_from_bytes(&st.to_bytes()).unwrap();
+    assert_eq!(max_by.finish(&back), s("x"));
+    let last = agg("last", DataType::Long);
+    for rows in [vec![], vec![Value::Long(3), Value::Null], vec![Value::Long(4)]] {
+        let st = run(&last, &rows);
+        let back = last.state_from_bytes(&st.to_bytes()).unwrap();
+        assert_eq!(last.finish(&back), rows.last().cloned().unwrap_or(Value::Null));
+        // a first / last state is not another function's
+        assert!(agg("max", DataType::Long).state_from_bytes(&st.to_bytes()).is_err());
+    }
+}

@@ -244,6 +244,13 @@ impl Binder<'_> {
                 let name = named("replace", &a);
                 Ok(call(Func::Replace, a, DataType::String, name))
             }
+            "locate" if args.len() == 3 => {
+                let sub = self.string(pos, self.bind(&args[0])?, &lower)?;
+                let s = self.string(pos, self.bind(&args[1])?, &lower)?;
+                let p = self.integer(pos, self.bind(&args[2])?, &lower)?;
+                let name = format!("locate({}, {}, {})", sub.name, s.name, p.name);
+                Ok(call(Func::Locate, vec![s, sub, p], DataType::Int, name))
+            }
             "instr" | "locate" | "startswith" | "endswith" | "contains" => {
                 arity(2..=2)?;
                 let a = bound(self)?.into_iter().map(|x| self.string(pos, x, &lower)).collect::<Result<Vec<_>, _>>()?;

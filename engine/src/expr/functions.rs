@@ -75,6 +75,11 @@ pub enum Func {
     Replace,
     /// `instr(s, sub)`; `locate(sub, s)` with its arguments swapped by the binder.
     Instr,
+    /// `locate(sub, s, pos)` as `[s, sub, pos]`: the 1-based position of `sub` in `s` at or
+    /// after character `pos`, 0 if absent or `pos < 1`, 0 for a NULL `pos` (Spark's
+    /// `StringLocate`, which follows Hive there); an empty `sub` is found at 1 for any
+    /// `pos >= 1` (Spark's `UTF8String.indexOf` returns 0 for it).
+    Locate,
     /// `startswith`.
     StartsWith,
     /// `endswith`.
@@ -290,6 +295,7 @@ impl Func {
                 | Func::Extreme { .. }
                 | Func::MakeStruct(_)
                 | Func::Hash
+                | Func::Locate
         )
     }
 
@@ -367,6 +373,15 @@ impl Func {
                 Some(byte) => s(0)[..byte].chars().count() as i32 + 1,
                 None => 0,
             }),
+            Func::Locate => {
+                if a[2].is_null() {
+                    return Ok(Value::Int(0));
+                }
+                if a[0].is_null() || a[1].is_null() {
+                    return Ok(Value::Null);
+                }
+                Value::Int(locate(s(0), s(1), n(2)))
+            }
             Func::StartsWith => Value::Bool(s(0).starts_with(s(1))),
             Func::EndsWith => Value::Bool(s(0).ends_with(s(1))),
             Func::Contains => Value::Bool(s(0).contains(s(1))),
@@ -743,6 +758,22 @@ fn date_trunc(us: i64, unit: TruncUnit) -> i64 {
             monday * 86_400_000_000
         }
         TruncUnit::Fixed(step) => us - us.rem_euclid(step),
+    }
+}
+
+/// `locate(sub, s, pos)` on non-null arguments (see [`Func::Locate`]): character positions.
+fn locate(s: &str, sub: &str, pos: i64) -> i32 {
+    if pos < 1 {
+        return 0;
+    }
+    if sub.is_empty() {
+        return 1;
+    }
+    let skip = usize::try_from(pos - 1).unwrap_or(usize::MAX);
+    let Some((start, _)) = s.char_indices().nth(skip) else { return 0 };
+    match s[start..].find(sub) {
+        Some(byte) => (s[..start + byte].chars().count() + 1) as i32,
+        None => 0,
     }
 }
 

@@ -24,6 +24,13 @@ pub const AGGREGATES: &[&str] = &[
     "approx_count_distinct",
     "approx_percentile",
     "percentile_approx",
+    "first",
+    "first_value",
+    "last",
+    "last_value",
+    "any_value",
+    "max_by",
+    "min_by",
 ];
 
 /// Spark's HyperLogLog++ precision for a relative standard deviation `rsd`:
@@ -98,7 +105,10 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
     let accepts = |t: DataType| measure_output_type(&agg, t, false).is_some();
     if let Some(t) = input_type.filter(|t| !accepts(*t)) {
         let what = match agg.as_str() {
-            "min" | "max" => "a column of the input schema",
+            "min" | "max" | "first" | "first_value" | "last" | "last_value" | "any_value" => {
+                "a column of the input schema"
+            }
+            "max_by" | "min_by" => "a STRUCT<value, ordering> column (as named_struct('value', x, 'ordering', ord))",
             "approx_percentile" => "a numeric or TIMESTAMP column",
             _ => "a numeric (INT, BIGINT, FLOAT, DOUBLE, DECIMAL) column",
         };

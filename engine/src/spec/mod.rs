@@ -193,12 +193,19 @@ pub struct Pipeline {
     /// decoded record before the clock and the watermark see it (SEMANTICS.md "Source filters
     /// and projections"); empty without them. Their output is [`Pipeline::query_schema`].
     pub source_steps: Vec<Step>,
+    /// How many of [`Pipeline::source_steps`], first, the source's `filter` and `select` wrote;
+    /// the others are a SQL query's ([`SqlQueryPlan::source_steps`]). A checkpoint's
+    /// fingerprint compares the written ones (and [`Pipeline::query_sql`]), as the file gives them.
+    pub written_source_steps: usize,
     /// `[watermark]`, if any.
     pub watermark: Option<WatermarkSpec>,
     /// A SQL query's WHERE conjuncts that mention the watermark column
     /// ([`SqlQueryPlan::watermarked_steps`]): filters run on each record after the watermark
     /// has seen it, before the operator; empty otherwise.
     pub query_steps: Vec<Step>,
+    /// `[query] sql` as written, for a SQL query (planned into [`Pipeline::query`] and the
+    /// steps); `None` for a structured query.
+    pub query_sql: Option<String>,
     /// `[query]`.
     pub query: QuerySpec,
     /// The sink's `select` (a [`Step::Project`]) over the query's output rows, run on every row

@@ -116,7 +116,8 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
         "avg" | "mean" | "stddev" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp" | "var_pop" => {
             input.is_numeric().then_some(DataType::Double)
         }
-        "min" | "max" => match input {
+        "max_by" | "min_by" => crate::aggregate::by_value_type(input),
+        "min" | "max" | "first" | "first_value" | "last" | "last_value" | "any_value" => match input {
             DataType::Window | DataType::Array(_) => None,
             t => Some(t),
         },

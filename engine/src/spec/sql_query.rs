@@ -41,9 +41,6 @@ use crate::schema::{Field, Schema};
 /// The pipeline field every error of a SQL query names.
 const FIELD: &str = "query.sql";
 
-/// Aggregate functions of SQL.md that the engine does not compute yet.
-const NOT_YET: &[&str] = &["max_by", "min_by", "first", "last", "first_value", "last_value", "any_value"];
-
 /// A SQL query planned onto the operators (see the module documentation for the order).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlQueryPlan {
@@ -244,10 +241,18 @@ impl Aggregation<'_> {
                             "one window(...) or session_window(...) in GROUP BY, as Spark",
                         ));
                     }
-                    let (raw, session) = window_of(call, schema)?;
+                    let (raw, session, computed_gap) = window_of(call, schema)?;
                     keep(raw.column.as_deref().unwrap_or(""), &mut projection);
-                    if let Some(g) = &raw.gap_column {
-                        keep(g, &mut projection);
+                    match computed_gap {
+                        Some((name, gap)) if !projection.iter().any(|(n, _)| same_column(n, &name)) => {
+                            projection.push((name, gap));
+                        }
+                        Some(_) => {}
+                        None => {
+                            if let Some(g) = &raw.gap_column {
+                                keep(g, &mut projection);
+                            }
+                        }
                     }
                     window = Some((raw, call, session));
                 }
@@ -361,7 +366,10 @@ impl Rewrite<'_> {
     /// `window` or `session_window` (Spark's name of the selected window) for the window call.
     fn window_name(&self, s: &Syntax) -> Option<String> {
         let (call, session) = self.window?;
-        (s.normalized() == call.normalized()).then(|| if session { "session_window" } else { "window" }.to_string())
+        let name = if session { "session_window" } else { "window" };
+        let by_name = matches!(&s.kind, SyntaxKind::Column(parts) if parts.len() == 1
+            && parts[0].eq_ignore_ascii_case(name) && self.schema.resolve(name).is_none());
+        (by_name || s.normalized() == call.normalized()).then(|| name.to_string())
     }
 
     fn apply(&self, s: &Syntax) -> Result<Syntax, SpecError> {
@@ -378,6 +386,16 @@ impl Rewrite<'_> {
                 _ => bind(s, self.schema).map(|t| t.output_name().to_string()).unwrap_or_else(|_| name.clone()),
             };
             return Ok(column_named(&written_name, name, s.pos));
+        }
+        // the GROUP BY window by Spark's name of it (`window`, `session_window`), or a field
+        // of it (`window.start`), where the source has no column of that name
+        if let (Some((_, session)), SyntaxKind::Column(parts)) = (self.window, &s.kind)
+            && parts[0].eq_ignore_ascii_case(if session { "session_window" } else { "window" })
+            && self.schema.resolve(&parts[0]).is_none()
+        {
+            let mut parts = parts.clone();
+            parts[0] = "window".to_string();
+            return Ok(Syntax { kind: SyntaxKind::Column(parts), pos: s.pos });
         }
         if is_aggregate(s) {
             let (_, name) = self.measures.iter().find(|(c, _)| **c == n).ok_or_else(|| {
@@ -447,12 +465,9 @@ fn is_window_call(name: &str) -> bool {
     name.eq_ignore_ascii_case("window") || name.eq_ignore_ascii_case("session_window")
 }
 
-/// Whether `s` is an aggregate call (SQL.md's aggregates and those not computed yet).
+/// Whether `s` is an aggregate call (SQL.md's aggregates).
 fn is_aggregate(s: &Syntax) -> bool {
-    matches!(&s.kind, SyntaxKind::Call { name, .. } if {
-        let n = name.to_ascii_lowercase();
-        super::AGGREGATES.contains(&n.as_str()) || NOT_YET.contains(&n.as_str())
-    })
+    matches!(&s.kind, SyntaxKind::Call { name, .. } if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()))
 }
 
 /// The first aggregate call in `s`, outermost first.
@@ -604,9 +619,15 @@ fn group_keys(
     Ok(keys)
 }
 
+/// A GROUP BY window: the structured window, whether it is a session window, and a computed
+/// session gap (its column name and expression).
+type PlannedWindow = (RawWindow, bool, Option<(String, Syntax)>);
+
 /// The structured window of `window(col, size[, slide[, start]])` or `session_window(col, gap)`,
-/// and whether it is a session window.
-fn window_of(call: &Syntax, schema: &Schema) -> Result<(RawWindow, bool), SpecError> {
+/// whether it is a session window, and a session gap given as an expression (neither a literal
+/// nor a column: Spark reads it per record): its name (Spark's name of the expression) and the
+/// expression, which the projection computes for the window's `gap_column`.
+fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError> {
     let SyntaxKind::Call { name, args } = &call.kind else { unreachable!("window keys are calls") };
     let session = name.eq_ignore_ascii_case("session_window");
     let arity_ok = if session { args.len() == 2 } else { (2..=4).contains(&args.len()) };
@@ -642,13 +663,19 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<(RawWindow, bool), SpecEr
         }
     };
     let mut raw = RawWindow { column: Some(time), ..RawWindow::default() };
+    let mut computed_gap = None;
     if session {
         raw.kind = Some("session".into());
         match &args[1].kind {
             SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_some() => {
                 raw.gap_column = Some(parts[0].clone());
             }
-            _ => raw.gap = Some(duration(&args[1])?),
+            SyntaxKind::Literal(_) => raw.gap = Some(duration(&args[1])?),
+            _ => {
+                let name = bind(&args[1], schema).map_err(sql_error)?.output_name().to_string();
+                raw.gap_column = Some(name.clone());
+                computed_gap = Some((name, args[1].clone()));
+            }
         }
     } else {
         raw.size = Some(duration(&args[1])?);
@@ -656,7 +683,7 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<(RawWindow, bool), SpecEr
         raw.slide = args.get(2).map(duration).transpose()?;
         raw.start = args.get(3).map(duration).transpose()?;
     }
-    Ok((raw, session))
+    Ok((raw, session, computed_gap))
 }
 
 /// Adds the measures of the aggregate calls in `s`; computed inputs go into the projection,
@@ -672,13 +699,6 @@ fn collect_measures(
     }
     let SyntaxKind::Call { name, args } = &s.kind else { unreachable!("aggregates are calls") };
     let agg = name.to_ascii_lowercase();
-    if NOT_YET.contains(&agg.as_str()) {
-        return Err(at(
-            s.pos,
-            format!("the aggregate {agg} (not implemented yet)"),
-            "count, sum, avg, mean, min, max, stddev, stddev_samp, stddev_pop, variance, var_samp, var_pop, approx_count_distinct, approx_percentile",
-        ));
-    }
     if let Some(inner) = args.iter().find_map(first_aggregate) {
         return Err(at(
             inner.pos,
@@ -694,7 +714,31 @@ fn collect_measures(
     let Some(input) = args.first() else { return Err(usage("no argument")) };
     let mut raw = RawMeasure { agg: Some(agg.clone()), ..RawMeasure::default() };
     let counts_rows = agg == "count" && matches!(&input.kind, SyntaxKind::Literal(l) if *l != Literal::Null);
-    if !counts_rows {
+    let by = matches!(agg.as_str(), "max_by" | "min_by");
+    if by {
+        // one input: the pair (value, ordering), computed by the projection
+        let [value, ordering] = args.as_slice() else { return Err(usage("not two arguments")) };
+        let pair = Syntax {
+            kind: SyntaxKind::Call {
+                name: "named_struct".into(),
+                args: vec![
+                    string_literal("value", s.pos),
+                    value.clone(),
+                    string_literal("ordering", s.pos),
+                    ordering.clone(),
+                ],
+            },
+            pos: s.pos,
+        };
+        let typed = bind(&pair, schema).map_err(sql_error)?;
+        let name = typed.output_name().to_string();
+        let spark_name = |a: &Syntax| bind(a, schema).map(|t| t.output_name().to_string()).map_err(sql_error);
+        raw.alias = Some(format!("{agg}({}, {})", spark_name(value)?, spark_name(ordering)?));
+        if !projection.iter().any(|(n, _)| same_column(n, &name)) {
+            projection.push((name.clone(), pair));
+        }
+        raw.column = Some(name);
+    } else if !counts_rows {
         let typed = bind(input, schema).map_err(sql_error)?;
         let name = match &input.kind {
             SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
@@ -707,7 +751,7 @@ fn collect_measures(
     } else if !matches!(input.kind, SyntaxKind::Literal(Literal::Integer(1))) {
         raw.alias = Some(format!("count({})", written(input)));
     }
-    let extra = &args[1..];
+    let extra = if by { &[] } else { &args[1..] };
     let literal = |a: &Syntax| -> Option<toml::Value> {
         match &a.kind {
             SyntaxKind::Literal(Literal::Integer(n) | Literal::Long(n)) => Some(toml::Value::Integer(*n)),
@@ -745,8 +789,13 @@ fn collect_measures(
     Ok(())
 }
 
+fn string_literal(text: &str, pos: Pos) -> Syntax {
+    Syntax { kind: SyntaxKind::Literal(Literal::String(text.to_string())), pos }
+}
+
 fn aggregate_usage(agg: &str) -> String {
     match agg {
+        "max_by" | "min_by" => format!("{agg}(expr, ordering)"),
         "approx_count_distinct" => "approx_count_distinct(expr[, rsd])".into(),
         "approx_percentile" | "percentile_approx" => format!("{agg}(expr[, percentage or array(...)[, accuracy]])"),
         "count" => "count(*), count(expr)".into(),

@@ -223,8 +223,10 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
     // everything after the source's steps reads their output
     let mut schema = schema_after(&source_steps, &source.schema);
     let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let written_source_steps = source_steps.len();
     let mut query_steps = Vec::new();
     let mut sql_output_steps = Vec::new();
+    let query_sql = raw.query.as_ref().and_then(|q| q.sql.clone());
     let query = match raw.query {
         Some(q) if q.sql.is_some() => {
             let plan = {
@@ -306,8 +308,10 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         clock,
         source,
         source_steps,
+        written_source_steps,
         watermark,
         query_steps,
+        query_sql,
         query,
         output_steps,
         sink,
