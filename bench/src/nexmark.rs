@@ -1,5 +1,6 @@
-//! The Nexmark suite: every query file of `examples/nexmark/` (q5, q7, q11, q12, rolling), run
-//! in-process on the built-in generator with a discarding sink:
+//! The Nexmark suite: every query file of `examples/nexmark/` (q5, q7, q11, q12, rolling, and
+//! q5-sql, q7-sql: q5 and q7 written as `[query] sql`), run in-process on the built-in
+//! generator with a discarding sink:
 //!
 //! - **throughput**: unpaced generator, `parallelism` 1 and 2; records/s over the wall time and
 //!   per core, where "per core" divides by the process's CPU time (user + system, from
@@ -65,12 +66,15 @@ impl Options {
 }
 
 /// The short names of the queries, in report order (the values `--query` takes).
-pub const QUERY_NAMES: [&str; 5] = ["q5", "q7", "q11", "q12", "rolling"];
+pub const QUERY_NAMES: [&str; 7] = ["q5", "q5-sql", "q7", "q7-sql", "q11", "q12", "rolling"];
 
-/// The query files, in report order: (short name, file name).
-const QUERIES: [(&str, &str); 5] = [
+/// The query files, in report order: (short name, file name). A name ending in `-sql` is the
+/// SQL form of the query named without it (the report gives the ratio of the two).
+const QUERIES: [(&str, &str); 7] = [
     ("q5", "q5-hot-items.toml"),
+    ("q5-sql", "q5-hot-items-sql.toml"),
     ("q7", "q7-highest-bid.toml"),
+    ("q7-sql", "q7-highest-bid-sql.toml"),
     ("q11", "q11-user-sessions.toml"),
     ("q12", "q12-processing-time-windows.toml"),
     ("rolling", "rolling-bidder.toml"),
@@ -112,6 +116,31 @@ fn spread(xs: &[f64]) -> (f64, f64, f64) {
     let n = v.len();
     let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
     (median, v[0], v[n - 1])
+}
+
+/// Per SQL form run beside its structured query: the ratio of their records per CPU-second,
+/// round by round (the same round ran them back to back) and of the medians. Target (issue "SQL
+/// expressions"): the SQL form within 5 % (ratio >= 0.95).
+fn sql_ratios(per_round: &[(&str, usize, Vec<f64>)], report: &mut Report) {
+    let pairs: Vec<_> = per_round
+        .iter()
+        .filter_map(|(name, p, sql)| {
+            let base = name.strip_suffix("-sql")?;
+            let (_, _, plain) = per_round.iter().find(|(n, q, _)| *n == base && q == p)?;
+            Some((base, *p, plain, sql))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    report.line("\n#### SQL form / structured query, records per CPU-second (target >= 0.95)\n");
+    report.line("| query | parallelism | per round | of the medians |");
+    report.line("|---|---|---|---|");
+    for (base, p, plain, sql) in pairs {
+        let rounds: Vec<String> = plain.iter().zip(sql.iter()).map(|(a, b)| format!("{:.3}", b / a)).collect();
+        let ratio = spread(sql).0 / spread(plain).0;
+        report.line(&format!("| {base} | {p} | {} | {ratio:.3} |", rounds.join(" ")));
+    }
 }
 
 struct Throughput {
@@ -185,32 +214,33 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
     report.line("| query | parallelism | events | records | rows | wall s | records/s | CPU s | records/s per core |");
     report.line("|---|---|---|---|---|---|---|---|---|");
     let mut json_tp = Vec::new();
-    // Per (query, parallelism): records/s per core of each round.
-    let mut per_round: Vec<(&str, usize, Vec<f64>)> = Vec::new();
-    for &(name, file) in &queries {
-        for parallelism in [1, 2] {
-            let mut per_cores = Vec::with_capacity(rounds);
-            for round in 1..=rounds {
-                let t = throughput_run(file, events, parallelism)?;
-                let rate = t.records as f64 / t.wall_s;
-                let per_core = t.records as f64 / t.cpu_s.max(0.01);
-                per_cores.push(per_core);
-                report.line(&format!(
-                    "| {name} | {parallelism} | {events} | {} | {} | {:.2} | {rate:.0} | {:.2} | {per_core:.0} |",
-                    t.records, t.rows, t.wall_s, t.cpu_s
-                ));
-                json_tp.push(json!({
-                    "query": name, "parallelism": parallelism, "round": round, "events": events,
-                    "records": t.records, "rows": t.rows, "wall_s": t.wall_s, "records_per_s": rate,
-                    "cpu_s": t.cpu_s, "records_per_cpu_s": per_core,
-                }));
-            }
-            per_round.push((name, parallelism, per_cores));
+    // Per (query, parallelism): records/s per core of each round. Rounds are the outer loop, so
+    // that with several rounds the queries alternate and a query and its SQL form meet the
+    // machine in the same state.
+    let mut per_round: Vec<(&str, usize, Vec<f64>)> =
+        queries.iter().flat_map(|&(name, _)| [1, 2].map(|p| (name, p, Vec::with_capacity(rounds)))).collect();
+    for round in 1..=rounds {
+        for (name, parallelism, per_cores) in &mut per_round {
+            let (name, parallelism) = (*name, *parallelism);
+            let file = queries.iter().find(|(n, _)| *n == name).map(|(_, f)| *f).unwrap_or_default();
+            let t = throughput_run(file, events, parallelism)?;
+            let rate = t.records as f64 / t.wall_s;
+            let per_core = t.records as f64 / t.cpu_s.max(0.01);
+            per_cores.push(per_core);
+            report.line(&format!(
+                "| {name} | {parallelism} | {events} | {} | {} | {:.2} | {rate:.0} | {:.2} | {per_core:.0} |",
+                t.records, t.rows, t.wall_s, t.cpu_s
+            ));
+            json_tp.push(json!({
+                "query": name, "parallelism": parallelism, "round": round, "events": events,
+                "records": t.records, "rows": t.rows, "wall_s": t.wall_s, "records_per_s": rate,
+                "cpu_s": t.cpu_s, "records_per_cpu_s": per_core,
+            }));
         }
     }
     let mut json_medians = Vec::new();
     if rounds > 1 {
-        report.line(&format!("\n#### records/s per core over {rounds} rounds (run one after another)\n"));
+        report.line(&format!("\n#### records/s per core over {rounds} rounds (queries alternated)\n"));
         report.line("| query | parallelism | median | min | max |");
         report.line("|---|---|---|---|---|");
         for (name, parallelism, per_cores) in &per_round {
@@ -222,6 +252,7 @@ pub fn nexmark(smoke: bool, options: &Options) -> Result<()> {
             }));
         }
     }
+    sql_ratios(&per_round, &mut report);
     report.line("\nTarget (issue \"Benchmark harness\"): at least 5 million records/s per core for q5, q7, q11.\n");
     if options.throughput_only {
         return report.finish(json!({

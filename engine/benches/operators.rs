@@ -11,6 +11,19 @@
 //! record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per key per 10 s
 //! window, the steady state of a busy stream), 1 ms for the rolling window (3.6 million records
 //! in a 1-hour range at most, so its state stays within memory; measured once the range is full).
+//!
+//! `tumbling_sum_count_filter_select3` and `tumbling_sum_count_filter_select_heavy` run the same
+//! records through a pipeline's source steps first (`filter` plus a `select` of the three input
+//! columns and computed ones, parsed by `eddy-sql` and compiled by [`CompiledSteps`], as the
+//! source actor runs them), then through the same tumbling operator: the difference from
+//! `tumbling_sum_count` in the same run is the steps' cost per record (target <= 15 ns, issue
+//! "SQL expressions"; bench/results/sql-expressions.md). The filter keeps every record, so the
+//! operator's work is the same.
+//!
+//! `EDDY_BENCH_PROFILE=<name>:<blocks>` runs only workload `<name>` outside criterion: its
+//! warm-up, then `<blocks>` blocks through `feed` / `feed_steps`, for an instruction count
+//! (`valgrind --tool=callgrind --toggle-collect='*feed*'`; per record: the inclusive count of
+//! the `feed` functions over `<blocks>` x 100,000).
 
 /// The allocator of the `eddy` binary, so the per-record costs are those of a real run.
 #[global_allocator]
@@ -24,7 +37,9 @@ use eddy_engine::operator::{
     Mode, Operator, Output, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig, SessionGap,
     WindowAggregate, WindowAggregateConfig, WindowKind, prefetch_ahead,
 };
-use eddy_engine::schema::DataType;
+use eddy_engine::schema::{DataType, Schema};
+use eddy_engine::spec::{PipelineExpr, Step};
+use eddy_engine::steps::{Applied, CompiledSteps};
 use eddy_engine::value::{Record, Value};
 use eddy_engine::window::SlidingWindows;
 use eddy_engine::{Duration, Timestamp};
@@ -104,35 +119,102 @@ fn feed(op: &mut dyn Operator, batches: Vec<Vec<Record>>, out: &mut Output) {
     }
 }
 
-/// Runs benchmark `name`: records `spacing_us` apart; before the measurement, `steady_blocks`
-/// blocks are fed as in the measurement (0: one block of records without the clock, only so
-/// that the keys exist).
-fn run(c: &mut Criterion, name: &str, spacing_us: i64, steady_blocks: usize, make: &dyn Fn() -> Box<dyn Operator>) {
-    let mut g = c.benchmark_group("operators");
-    g.throughput(Throughput::Elements(BLOCK as u64));
-    g.sample_size(20);
-    g.bench_function(name, |b| {
-        let mut op = make();
-        let mut out = Output::default();
+/// [`feed`] with the source steps first: each record of a batch through `steps` as the source
+/// actor applies them (a record kept goes on in a new batch, one dropped or failed does not),
+/// then the new batch through the operator as [`feed`] does.
+#[inline(never)]
+fn feed_steps(op: &mut dyn Operator, steps: &CompiledSteps, batches: Vec<Vec<Record>>, out: &mut Output) {
+    for recs in batches {
+        let mut kept = Vec::with_capacity(recs.len());
+        for r in recs {
+            if let Applied::Keep(r) = steps.apply(r) {
+                kept.push(r);
+            }
+        }
+        for i in 0..kept.len() {
+            prefetch_ahead(op, |j| kept.get(j), i);
+            let r = &kept[i];
+            op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
+            op.on_record(r, Timestamp::MIN, out);
+            out.clear();
+        }
+    }
+}
+
+/// One workload: its operator, the spacing of its records, its warm-up and its source steps.
+struct Workload<'a> {
+    name: &'a str,
+    spacing_us: i64,
+    /// Blocks fed as in the measurement before it (0: one block of records without the clock,
+    /// only so that the keys exist).
+    steady_blocks: usize,
+    make: &'a dyn Fn() -> Box<dyn Operator>,
+    /// Source steps run on each record before the operator.
+    steps: Option<&'a CompiledSteps>,
+}
+
+impl Workload<'_> {
+    /// The operator after the warm-up, and the start of the next block's event time.
+    fn warm(&self, out: &mut Output) -> (Box<dyn Operator>, i64) {
+        let mut op = (self.make)();
         let mut start = 0i64;
-        if steady_blocks == 0 {
-            for r in records(BLOCK, start, spacing_us) {
-                op.on_record(&r, Timestamp::MIN, &mut out);
+        if self.steady_blocks == 0 {
+            for r in records(BLOCK, start, self.spacing_us) {
+                op.on_record(&r, Timestamp::MIN, out);
                 out.clear();
             }
         }
-        for _ in 0..steady_blocks {
-            start += BLOCK as i64 * spacing_us;
-            feed(op.as_mut(), batches(BLOCK, start, spacing_us), &mut out);
+        for _ in 0..self.steady_blocks {
+            start += BLOCK as i64 * self.spacing_us;
+            self.feed(op.as_mut(), batches(BLOCK, start, self.spacing_us), out);
         }
+        (op, start)
+    }
+
+    fn feed(&self, op: &mut dyn Operator, recs: Vec<Vec<Record>>, out: &mut Output) {
+        match self.steps {
+            None => feed(op, recs, out),
+            Some(steps) => feed_steps(op, steps, recs, out),
+        }
+    }
+}
+
+/// `EDDY_BENCH_PROFILE=<name>:<blocks>`, when set.
+fn profile_request() -> Option<(String, usize)> {
+    let v = std::env::var("EDDY_BENCH_PROFILE").ok()?;
+    let (name, blocks) = v.split_once(':')?;
+    Some((name.to_string(), blocks.parse().ok()?))
+}
+
+/// Runs workload `w` under criterion, or, under `EDDY_BENCH_PROFILE`, `<blocks>` blocks of it
+/// when it is the one named (nothing otherwise).
+fn run(c: &mut Criterion, w: &Workload) {
+    if let Some((name, blocks)) = profile_request() {
+        if name == w.name {
+            let mut out = Output::default();
+            let (mut op, mut start) = w.warm(&mut out);
+            for _ in 0..blocks {
+                start += BLOCK as i64 * w.spacing_us;
+                w.feed(op.as_mut(), batches(BLOCK, start, w.spacing_us), &mut out);
+            }
+            black_box(&out);
+        }
+        return;
+    }
+    let mut g = c.benchmark_group("operators");
+    g.throughput(Throughput::Elements(BLOCK as u64));
+    g.sample_size(20);
+    g.bench_function(w.name, |b| {
+        let mut out = Output::default();
+        let (mut op, mut start) = w.warm(&mut out);
         // Only the loop over records is timed (building the records is not).
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;
             for _ in 0..iters {
-                start += BLOCK as i64 * spacing_us;
-                let recs = batches(BLOCK, start, spacing_us);
+                start += BLOCK as i64 * w.spacing_us;
+                let recs = batches(BLOCK, start, w.spacing_us);
                 let t0 = std::time::Instant::now();
-                feed(op.as_mut(), recs, &mut out);
+                w.feed(op.as_mut(), recs, &mut out);
                 total += t0.elapsed();
                 black_box(&out);
             }
@@ -142,50 +224,117 @@ fn run(c: &mut Criterion, name: &str, spacing_us: i64, steady_blocks: usize, mak
     g.finish();
 }
 
+/// Source steps over the benchmark's records (`key STRING, ts TIMESTAMP, v DOUBLE`): `filter`
+/// then a `select` of the three input columns (first, so the operator reads the same columns)
+/// and `computed`, every output column read afterwards (as when the query or the sink reads
+/// them). The filters chosen hold for every record.
+fn source_steps(filter: &str, computed: &[&str]) -> CompiledSteps {
+    let schema = Schema::parse_ddl("key STRING, ts TIMESTAMP, v DOUBLE").unwrap_or_else(|e| panic!("{e}"));
+    let bind = |field: &str, text: &str, schema: &Schema| {
+        let b = eddy_sql::bind_expression(text, schema).unwrap_or_else(|e| panic!("{text}: {e}"));
+        PipelineExpr { field: field.into(), typed: b.typed, name: b.name }
+    };
+    let items: Vec<PipelineExpr> = ["key", "ts", "v"]
+        .iter()
+        .chain(computed)
+        .enumerate()
+        .map(|(i, text)| bind(&format!("source.select[{i}]"), text, &schema))
+        .collect();
+    let width = items.len();
+    let steps = vec![Step::Filter(bind("source.filter", filter, &schema)), Step::Project(items)];
+    CompiledSteps::new(&steps, 3, &vec![true; width], Vec::new()).0
+}
+
+fn tumbling() -> Box<dyn Operator> {
+    Box::new(window_agg(
+        WindowKind::Fixed { column: 1, windows: SlidingWindows::tumbling(Duration::from_secs(10), Duration::ZERO) },
+        vec![f(AggKind::Sum, Some(2)), f(AggKind::CountStar, None)],
+        OutputMode::Append,
+    ))
+}
+
 fn benches(c: &mut Criterion) {
-    run(c, "tumbling_sum_count", 10, 0, &|| {
-        Box::new(window_agg(
-            WindowKind::Fixed { column: 1, windows: SlidingWindows::tumbling(Duration::from_secs(10), Duration::ZERO) },
-            vec![f(AggKind::Sum, Some(2)), f(AggKind::CountStar, None)],
-            OutputMode::Append,
-        ))
-    });
-    run(c, "sliding_10s_2s_count", 10, 0, &|| {
-        Box::new(window_agg(
-            WindowKind::Fixed {
-                column: 1,
-                windows: SlidingWindows {
-                    size: Duration::from_secs(10),
-                    slide: Duration::from_secs(2),
-                    offset: Duration::ZERO,
-                },
+    let plain = Workload { name: "tumbling_sum_count", spacing_us: 10, steady_blocks: 0, make: &tumbling, steps: None };
+    // the three columns as a user computes them: arithmetic on a column, a string function,
+    // a shifted timestamp
+    let three =
+        source_steps("v >= 0", &["v * 1.2 AS gross", "lower(key) AS key_lc", "ts + INTERVAL 1 HOUR AS ts_local"]);
+    // heavier: a conjunction with a string comparison, a string built per record, a truncated
+    // timestamp, a rounding
+    let heavy = source_steps(
+        "v >= 0 AND key <> 'none'",
+        &[
+            "round(v * 1.2, 2) AS gross",
+            "concat(upper(key), '/', CAST(v AS STRING)) AS label",
+            "date_trunc('HOUR', ts) AS hour",
+        ],
+    );
+    run(c, &plain);
+    run(c, &Workload { name: "tumbling_sum_count_filter_select3", steps: Some(&three), ..plain });
+    run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", steps: Some(&heavy), ..plain });
+    run(
+        c,
+        &Workload {
+            name: "sliding_10s_2s_count",
+            spacing_us: 10,
+            steady_blocks: 0,
+            make: &|| {
+                Box::new(window_agg(
+                    WindowKind::Fixed {
+                        column: 1,
+                        windows: SlidingWindows {
+                            size: Duration::from_secs(10),
+                            slide: Duration::from_secs(2),
+                            offset: Duration::ZERO,
+                        },
+                    },
+                    vec![f(AggKind::CountStar, None)],
+                    OutputMode::Append,
+                ))
             },
-            vec![f(AggKind::CountStar, None)],
-            OutputMode::Append,
-        ))
-    });
-    run(c, "session_count", 10, 0, &|| {
-        Box::new(window_agg(
-            WindowKind::Session { column: 1, gap: SessionGap::Fixed(Duration::from_secs(10)) },
-            vec![f(AggKind::CountStar, None)],
-            OutputMode::Append,
-        ))
-    });
-    run(c, "rolling_1h_sum_max_lifetime_count", 1_000, ROLLING_STEADY_BLOCKS, &|| {
-        Box::new(RollingWindow::new(RollingWindowConfig {
-            mode: Mode::RealTime,
-            key_columns: vec![0],
-            order_by: 1,
-            frontier_delay: Duration::ZERO,
-            measures: vec![
-                RollingMeasure { func: f(AggKind::Sum, Some(2)), over: Some(Duration::from_secs(3600)) },
-                RollingMeasure { func: f(AggKind::Max, Some(2)), over: Some(Duration::from_secs(3600)) },
-                RollingMeasure { func: f(AggKind::CountStar, None), over: None },
-            ],
-            watermark: None,
-            compact: true,
-        }))
-    });
+            steps: None,
+        },
+    );
+    run(
+        c,
+        &Workload {
+            name: "session_count",
+            spacing_us: 10,
+            steady_blocks: 0,
+            make: &|| {
+                Box::new(window_agg(
+                    WindowKind::Session { column: 1, gap: SessionGap::Fixed(Duration::from_secs(10)) },
+                    vec![f(AggKind::CountStar, None)],
+                    OutputMode::Append,
+                ))
+            },
+            steps: None,
+        },
+    );
+    run(
+        c,
+        &Workload {
+            name: "rolling_1h_sum_max_lifetime_count",
+            spacing_us: 1_000,
+            steady_blocks: ROLLING_STEADY_BLOCKS,
+            make: &|| {
+                Box::new(RollingWindow::new(RollingWindowConfig {
+                    mode: Mode::RealTime,
+                    key_columns: vec![0],
+                    order_by: 1,
+                    frontier_delay: Duration::ZERO,
+                    measures: vec![
+                        RollingMeasure { func: f(AggKind::Sum, Some(2)), over: Some(Duration::from_secs(3600)) },
+                        RollingMeasure { func: f(AggKind::Max, Some(2)), over: Some(Duration::from_secs(3600)) },
+                        RollingMeasure { func: f(AggKind::CountStar, None), over: None },
+                    ],
+                    watermark: None,
+                    compact: true,
+                }))
+            },
+            steps: None,
+        },
+    );
 }
 
 criterion_group!(operator_benches, benches);

@@ -347,8 +347,16 @@ impl Func {
             Func::Not => Value::Bool(!matches!(a[0], Value::Bool(true))),
             Func::IsNull { negated } => Value::Bool(a[0].is_null() != *negated),
             Func::Like(re) | Func::RLike(re) => Value::Bool(re.is_match(s(0))),
-            Func::Lower => return st(s(0).to_lowercase()),
-            Func::Upper => return st(s(0).to_uppercase()),
+            // An ASCII string with no letter to change is its own result: the same shared
+            // string, not a copy (no allocation per record for keys already in that case).
+            Func::Lower => match &a[0] {
+                Value::Str(x) if x.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) => a[0].clone(),
+                _ => return st(s(0).to_lowercase()),
+            },
+            Func::Upper => match &a[0] {
+                Value::Str(x) if x.bytes().all(|b| b.is_ascii() && !b.is_ascii_lowercase()) => a[0].clone(),
+                _ => return st(s(0).to_uppercase()),
+            },
             Func::Length => Value::Int(s(0).chars().count() as i32),
             Func::Substring => return st(substring(s(0), n(1), n(2)).to_string()),
             Func::Concat => return st(a.iter().map(|v| v.as_str().unwrap_or("")).collect()),
@@ -803,6 +811,24 @@ mod tests {
         assert_eq!(bround2.apply(&[Value::Float(2.665)]), Ok(Value::Float(2.66)));
         assert_eq!(round_int(15, -1, false), Ok(20));
         assert_eq!(round_int(25, -1, true), Ok(20));
+    }
+
+    #[test]
+    fn lower_and_upper_of_a_string_already_in_that_case_share_it() {
+        let str_of = |v: Result<Value, EvalErrorKind>| match v {
+            Ok(Value::Str(s)) => s,
+            other => panic!("not a string: {other:?}"),
+        };
+        let lower: Arc<str> = Arc::from("key-42_x");
+        assert!(Arc::ptr_eq(&str_of(Func::Lower.apply(&[Value::Str(lower.clone())])), &lower));
+        let upper: Arc<str> = Arc::from("EUR/42");
+        assert!(Arc::ptr_eq(&str_of(Func::Upper.apply(&[Value::Str(upper.clone())])), &upper));
+        // a letter to change, or a non-ASCII one, gives the converted copy (expected values by
+        // hand, Java's toLowerCase / toUpperCase as Spark applies them)
+        assert_eq!(&*str_of(Func::Lower.apply(&[Value::Str("Key-42".into())])), "key-42");
+        assert_eq!(&*str_of(Func::Lower.apply(&[Value::Str("ÉTÉ".into())])), "été");
+        assert_eq!(&*str_of(Func::Upper.apply(&[Value::Str("eur".into())])), "EUR");
+        assert_eq!(&*str_of(Func::Upper.apply(&[Value::Str("straße".into())])), "STRASSE");
     }
 
     #[test]
