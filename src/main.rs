@@ -85,7 +85,7 @@ fn parse_sets(set: &[String]) -> Result<Vec<(String, String)>, SpecError> {
 
 fn load(pipeline: &std::path::Path, set: &[String]) -> Result<spec::Pipeline, SpecError> {
     let overrides = parse_sets(set)?;
-    spec::load_pipeline(pipeline, &overrides)
+    eddy_sql::load_pipeline(pipeline, &overrides)
 }
 
 /// Turns transparent huge pages off for this process (Linux `PR_SET_THP_DISABLE`), before any

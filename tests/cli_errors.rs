@@ -237,3 +237,147 @@ fn logs_to_a_pipe_are_plain_text() {
     assert!(logs.contains("INFO"), "info logs expected: {logs}");
     assert!(!logs.contains('\u{1b}'), "colour codes in: {logs:?}");
 }
+
+/// GOOD with `source` lines added to `[source]` and `sink` lines to `[sink]`.
+fn with_exprs(source: &str, sink: &str) -> String {
+    GOOD.replace(
+        "schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"",
+        &format!("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"\n{source}"),
+    )
+    .replace("path = \"output\"", &format!("path = \"output\"\n{sink}"))
+}
+
+#[test]
+fn expression_fields_that_are_wrong_exit_2_naming_the_field_and_the_line_and_column() {
+    let kafka_sink = |select: &str| {
+        with_exprs("", "").replace(
+            "[sink]\ntype = \"files\"\npath = \"output\"",
+            &format!("[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:1\"\ntopic = \"t\"\n{select}"),
+        )
+    };
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        (
+            "unknown column",
+            with_exprs(r#"filter = "v > 1 AND nope = 'a'""#, ""),
+            vec!["source.filter", "at 1:11", "nope"],
+        ),
+        (
+            "wrong operand type",
+            with_exprs(r#"select = ["k", "ts", "v", "NOT v AS nv"]"#, ""),
+            vec!["source.select[3]", "at 1:5", "BOOLEAN"],
+        ),
+        (
+            "filter not boolean",
+            with_exprs(r#"filter = "v * 2""#, ""),
+            vec!["source.filter", "at 1:1", "DOUBLE", "BOOLEAN"],
+        ),
+        (
+            "duplicate output names",
+            with_exprs(r#"select = ["*", "upper(k) AS K"]"#, ""),
+            vec!["source.select[1]", "source.select[0]", "\"K\""],
+        ),
+        (
+            "syntax error",
+            with_exprs("filter = \"\"\"k = 'a' AND\n  v > > 1\"\"\"", ""),
+            vec!["source.filter", "at 2:7"],
+        ),
+        (
+            "aggregate in a filter",
+            with_exprs(r#"filter = "max(v) > 1""#, ""),
+            vec!["source.filter", "at 1:1", "aggregate function max"],
+        ),
+        (
+            "unknown function",
+            with_exprs(r#"select = ["k", "ts", "frobnicate(v) AS v"]"#, ""),
+            vec!["source.select[2]", "at 1:1", "function frobnicate"],
+        ),
+        (
+            "sink select of an input column",
+            with_exprs("", r#"select = ["window.start AS s", "ts"]"#),
+            vec!["sink.select[1]", "at 1:1", "`ts`", "sum(v)"],
+        ),
+        (
+            "kafka value not a string",
+            kafka_sink(r#"select = ["k", "`sum(v)` AS value"]"#),
+            vec!["sink.select", "value", "DOUBLE", "STRING"],
+        ),
+        (
+            "kafka key column and key list",
+            kafka_sink("key = [\"key\"]\nselect = [\"k AS key\", \"`sum(v)`\"]"),
+            vec!["sink.key", "key"],
+        ),
+        (
+            "select on the late sink",
+            format!("{}\n[late_sink]\ntype = \"stdout\"\nselect = [\"k\"]\n", with_exprs("", "")),
+            vec!["late_sink.select", "unchanged"],
+        ),
+        (
+            "watermark on a column the select dropped",
+            with_exprs(r#"select = ["k", "v"]"#, ""),
+            vec!["watermark.column", "\"ts\"", "it has none"],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, pipeline, words) in cases {
+        for command in ["validate", "run"] {
+            let tmp = setup(&pipeline);
+            let out = eddy(tmp.path(), &[command, "p.toml"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() != Some(2) || words.iter().any(|w| !err.contains(w)) {
+                wrong.push(format!("{what} ({command}): exit {:?}, expected {words:?} in: {err}", out.status.code()));
+            }
+            assert!(!tmp.path().join("output").exists(), "{what}: nothing may start");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn validate_prints_the_schema_after_the_sink_select() {
+    let tmp = setup(&with_exprs(
+        r#"select = ["upper(k) AS k", "ts", "v * 2 AS v"]"#,
+        r#"select = ["window.start", "k", "`sum(v)` AS total"]"#,
+    ));
+    let out = eddy(tmp.path(), &["validate", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "start TIMESTAMP\nk STRING\ntotal DOUBLE\n");
+}
+
+#[test]
+fn a_source_filter_or_select_changed_since_the_checkpoint_names_the_field() {
+    // Checkpointed without steps (as an older eddy would have written it), then restarted with
+    // a filter: a mismatch naming `source.filter`; then a filter changed, and one removed.
+    let with = |source: &str| {
+        GOOD.replace(
+            "schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"",
+            &format!("schema = \"k STRING, ts TIMESTAMP, v DOUBLE\"\n{source}"),
+        ) + "[checkpoint]\npath = \"checkpoints\"\n"
+    };
+    let run = |dir: &Path, pipeline: &str| {
+        std::fs::write(dir.join("p.toml"), pipeline).unwrap();
+        eddy(dir, &["run", "p.toml"])
+    };
+    let tmp = setup(&with(""));
+    let out = run(tmp.path(), &with(""));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(tmp.path(), &with(r#"filter = "v > 1""#));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(r#"source.filter: the checkpoint has nothing, the pipeline has "(v > 1)""#), "{err}");
+
+    let tmp = setup(&with(r#"filter = "v > 1""#));
+    let out = run(tmp.path(), &with(r#"filter = "v > 1""#));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(tmp.path(), &with(r#"filter = "v > 2""#));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(r#"source.filter: the checkpoint has "(v > 1)", the pipeline has "(v > 2)""#), "{err}");
+    let out = run(tmp.path(), &with(r#"select = ["k", "ts", "v * 2 AS v"]"#));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(r#"source.filter: the checkpoint has "(v > 1)", the pipeline has nothing"#), "{err}");
+    assert!(
+        err.contains(r#"source.select: the checkpoint has nothing, the pipeline has ["k", "ts", "(v * 2) AS v"]"#),
+        "{err}"
+    );
+}

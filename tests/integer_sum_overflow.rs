@@ -143,3 +143,47 @@ measures = [{ agg = "sum", column = "v", alias = "life" }, { agg = "count" }]"#,
         assert_eq!(record, json!({"k": "a", "ts": "2024-01-15T10:00:01Z", "v": 100}), "{mode}");
     }
 }
+
+/// A DECIMAL(36, 0) sum is DECIMAL(38, 0) (Spark's `sum` type, bounded at 38 digits): a record
+/// that would take a window's sum past 38 digits goes to the dead letters with
+/// `NUMERIC_VALUE_OUT_OF_RANGE` (Spark 4 with ANSI fails the query there), and the run goes on.
+#[test]
+fn a_record_that_would_overflow_a_decimal_sum_goes_to_the_dead_letters_and_the_run_goes_on() {
+    let big = "9".repeat(36); // DECIMAL(36, 0)'s largest: 100 of them fit in 38 digits, 101 do not
+    let mut input = String::new();
+    for i in 0..101 {
+        input.push_str(&format!("{{\"k\": \"a\", \"ts\": \"2024-01-15T10:00:{:02}Z\", \"v\": {big}}}\n", i % 60));
+    }
+    input.push_str("{\"k\": \"b\", \"ts\": \"2024-01-15T10:00:03Z\", \"v\": -1}\n");
+    // 100 × (10^36 - 1), written by hand
+    let hundred = format!("{}00", "9".repeat(36));
+    for mode in ["micro-batch", "real-time"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("input")).unwrap();
+        std::fs::write(dir.join("input/000.json"), &input).unwrap();
+        let pipeline = pipeline(mode).replace("v BIGINT", "v DECIMAL(36, 0)");
+        std::fs::write(dir.join("p.toml"), pipeline).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_eddy"))
+            .args(["run", "p.toml", "--no-progress"])
+            .current_dir(dir)
+            .env("EDDY_LOG", "error")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        // the exact sum is past f64: read the written text of the last row of `a`
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("out")).unwrap().flatten().map(|e| e.path()).collect();
+        files.sort();
+        let text: String = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+        let last_a = text.lines().rfind(|l| l.contains("\"a\"")).unwrap_or_default();
+        assert!(last_a.contains(&format!(": {hundred}")), "{mode}: {last_a}");
+        let rows = lines(&dir.join("out"));
+        let count_a = rows.iter().rfind(|r| r["k"] == json!("a")).map(|r| r["count(1)"].clone());
+        assert_eq!(count_a, Some(json!(100)), "{mode}");
+        let b = rows.iter().rfind(|r| r["k"] == json!("b")).map(|r| r["sum(V)"].clone());
+        assert_eq!(b, Some(json!(-1)), "{mode}");
+        let dead = lines(&dir.join("dead"));
+        assert_eq!(dead.len(), 1, "{mode}: {dead:?}");
+        assert_eq!(dead[0]["reason"], json!("NUMERIC_VALUE_OUT_OF_RANGE in sum(V)"), "{mode}");
+    }
+}

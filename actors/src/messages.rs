@@ -69,11 +69,14 @@ pub enum ToSink {
         /// The records.
         records: Vec<Record>,
     },
-    /// Records the operator refused (e.g. `ARITHMETIC_OVERFLOW in sum(v)`): dead letters, which
-    /// the sink actor encodes with the input column names.
+    /// Records the operator refused (e.g. `ARITHMETIC_OVERFLOW in sum(v)`), or output rows whose
+    /// sink `select` failed: dead letters, which the sink actor encodes with the query's input
+    /// column names (its output column names for rows).
     Rejected {
         /// Batch / epoch.
         id: u64,
+        /// Whether these are output rows (the sink's `select` failed on them).
+        rows: bool,
         /// The records and why each was refused.
         records: Vec<eddy_engine::operator::Rejected>,
     },

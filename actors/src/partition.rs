@@ -40,7 +40,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use eddy_engine::Timestamp;
-use eddy_engine::operator::{Mode, Operator, Output, prefetch_ahead};
+use eddy_engine::operator::{Mode, Operator, Output, Rejected, prefetch_ahead};
+use eddy_engine::steps::{Applied, CompiledSteps};
+use eddy_engine::{Record, Row};
 
 use crate::checkpoint::pacer::Finished;
 use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
@@ -70,6 +72,14 @@ pub struct PartitionActor {
     pub sink: Sender<ToSink>,
     /// Output rows, written on this actor's thread.
     pub rows: RowWriter,
+    /// The sink's `select` ([`eddy_engine::plan::QueryPlan::output_steps`]), run on each row
+    /// before `rows` writes it; rows on which it fails go to the dead letters.
+    pub output_steps: Arc<CompiledSteps>,
+    /// A SQL query's filters on the watermark column
+    /// ([`eddy_engine::plan::QueryPlan::query_steps`]), run on each record before the operator
+    /// (after the source actor's watermark has seen it); records on which they fail go to the
+    /// dead letters.
+    pub query_steps: Arc<CompiledSteps>,
     /// Acknowledgements.
     pub coordinator: Sender<ToCoordinator>,
     /// Metric handles (no-ops without `[metrics]`).
@@ -268,7 +278,15 @@ impl PartitionTask {
                         actor.operator.advance_clock(s.now, out);
                     }
                     let before = out.rows.len();
-                    actor.operator.on_record(&s.record, s.watermark, out);
+                    if actor.query_steps.is_empty() {
+                        actor.operator.on_record(&s.record, s.watermark, out);
+                    } else {
+                        match actor.query_steps.apply(s.record.clone()) {
+                            Applied::Keep(r) => actor.operator.on_record(&r, s.watermark, out),
+                            Applied::Drop => {}
+                            Applied::Failed { reason, input } => out.rejected.push(Rejected { record: input, reason }),
+                        }
+                    }
                     // (rows of timers before it keep 0: created instant unknown)
                     if s.created_ns != 0 && out.rows.len() > before {
                         created.resize(before, 0);
@@ -413,6 +431,12 @@ impl PartitionTask {
     /// coordinator) or is gone.
     fn flush(&mut self, id: u64) -> bool {
         let PartitionTask { actor, out, created, written, .. } = self;
+        if !actor.output_steps.is_empty() && !out.rows.is_empty() {
+            let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created);
+            if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, rows: true, records: refused }).is_err() {
+                return false;
+            }
+        }
         if !out.late.is_empty() || !out.rows.is_empty() {
             actor.output.fetch_add(1, Ordering::Relaxed);
         }
@@ -424,7 +448,7 @@ impl PartitionTask {
         }
         if !out.rejected.is_empty() {
             let records = std::mem::take(&mut out.rejected);
-            if actor.sink.send(ToSink::Rejected { id, records }).is_err() {
+            if actor.sink.send(ToSink::Rejected { id, rows: false, records }).is_err() {
                 return false;
             }
         }
@@ -440,6 +464,38 @@ impl PartitionTask {
         }
         true
     }
+}
+
+/// Runs the sink's `select` on `rows` in place (SEMANTICS.md "Source filters and projections":
+/// rows of every output mode); returns the rows on which it failed, as they were, with the
+/// reason. `created` (creation instants, aligned with `rows` when as long) follows the rows kept;
+/// when shorter it is cleared (those rows' latency goes unmeasured).
+fn apply_output_steps(steps: &CompiledSteps, rows: &mut Vec<Row>, created: &mut Vec<u64>) -> Vec<Rejected> {
+    let aligned = created.len() >= rows.len();
+    if !aligned {
+        created.clear();
+    }
+    let mut refused = Vec::new();
+    let mut kept = 0;
+    for i in 0..rows.len() {
+        let row = std::mem::take(&mut rows[i]);
+        match steps.apply(Record::new(row)) {
+            Applied::Keep(r) => {
+                rows[kept] = r.values.into_vec();
+                if aligned {
+                    created[kept] = created[i];
+                }
+                kept += 1;
+            }
+            Applied::Drop => {}
+            Applied::Failed { reason, input } => refused.push(Rejected { record: input, reason }),
+        }
+    }
+    rows.truncate(kept);
+    if aligned {
+        created.truncate(kept);
+    }
+    refused
 }
 
 /// Rows written for `id`, forgotten once reported with its end.

@@ -27,7 +27,7 @@ use crate::metrics::{Health, Metrics};
 use crate::partition::{PartitionActor, PartitionTask};
 use crate::recycle;
 use crate::routing::Router;
-use crate::sink::{LatencyRecorder, RowWriter, SharedSink, SinkActor};
+use crate::sink::{LatencyRecorder, MessageColumns, RowWriter, SharedSink, SinkActor};
 use crate::source::{Downstream, SourceActor, SourceCounters};
 
 /// Capacity of each partition actor's input queue, in messages (each up to 256 records).
@@ -271,6 +271,14 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         }
         _ => Vec::new(),
     };
+    // The Kafka sink's `value` / `key` columns (PIPELINE.md, as Spark's Kafka sink).
+    let message_columns = match &pipeline.sink {
+        SinkSpec::Kafka { .. } => {
+            let at = |c: &str| plan.output_names.iter().position(|n| n.eq_ignore_ascii_case(c));
+            MessageColumns { value: at("value"), key: at("key") }
+        }
+        _ => MessageColumns::default(),
+    };
 
     let clock: Arc<dyn Clock> = match pipeline.clock {
         ClockSpec::System => Arc::new(SystemClock),
@@ -346,7 +354,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             clock: clock.clone(),
             input: rx,
             sink: sink_tx.clone(),
-            rows: RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone()),
+            rows: RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone())
+                .with_message_columns(message_columns),
+            output_steps: plan.output_steps.clone(),
+            query_steps: plan.query_steps.clone(),
             coordinator: coord_tx.clone(),
             metrics: metrics.clone(),
             returns: Some(returns.clone()),
@@ -368,6 +379,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         late,
         dead_letter,
         input_names: plan.input_names.clone(),
+        query_output_names: plan.query_output_names.clone(),
         producers: parallelism + 1,
         input: sink_rx,
         coordinator: coord_tx.clone(),

@@ -58,12 +58,27 @@ pub struct RowWriter {
     lines: String,
     line_ends: Vec<usize>,
     keys: String,
-    key_ends: Vec<usize>,
+    /// Where each row's key ends in `keys`; `None`: the row has no key.
+    key_ends: Vec<Option<usize>>,
     key_values: Row,
+    /// Output columns that are the message itself (Kafka).
+    message: MessageColumns,
     latency: Option<Arc<dyn LatencyRecorder>>,
     metrics: Metrics,
     /// Rows seen so far with creation instants (latency sampling).
     sampled: usize,
+}
+
+/// Output columns that a Kafka sink writes as the message itself (PIPELINE.md, as Spark's Kafka
+/// sink): `value` is the message value as it is (the other columns are not written) and `key`
+/// the message key (in place of the JSON of the `key` list). Both are STRING columns (checked
+/// at validation). A NULL `value` is written as an empty message, a NULL `key` as no key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageColumns {
+    /// The `value` column's index, if the rows have one.
+    pub value: Option<usize>,
+    /// The `key` column's index, if the rows have one.
+    pub key: Option<usize>,
 }
 
 impl std::fmt::Debug for RowWriter {
@@ -97,10 +112,17 @@ impl RowWriter {
             keys: String::new(),
             key_ends: Vec::new(),
             key_values: Vec::new(),
+            message: MessageColumns::default(),
             latency,
             metrics,
             sampled: 0,
         }
+    }
+
+    /// This writer with the message columns `message` (Kafka sinks).
+    pub fn with_message_columns(mut self, message: MessageColumns) -> RowWriter {
+        self.message = message;
+        self
     }
 
     /// Appends `rows` to batch / epoch `id`: formats them, then writes them under the sink's
@@ -116,20 +138,33 @@ impl RowWriter {
         self.keys.clear();
         self.key_ends.clear();
         for row in rows {
-            self.format.write(&mut self.lines, row);
+            match self.message.value {
+                None => self.format.write(&mut self.lines, row),
+                Some(v) => {
+                    if let Some(text) = row[v].as_str() {
+                        self.lines.push_str(text);
+                    }
+                }
+            }
             self.line_ends.push(self.lines.len());
-            if !self.key.is_empty() {
+            if let Some(k) = self.message.key {
+                let end = row[k].as_str().map(|text| {
+                    self.keys.push_str(text);
+                    self.keys.len()
+                });
+                self.key_ends.push(end);
+            } else if !self.key.is_empty() {
                 self.key_values.clear();
                 self.key_values.extend(self.key.iter().map(|&k| row[k].clone()));
                 self.key_format.write(&mut self.keys, &self.key_values);
-                self.key_ends.push(self.keys.len());
+                self.key_ends.push(Some(self.keys.len()));
             }
         }
         {
             let mut sink = lock(&self.sink)?;
             let (mut from, mut key_from) = (0, 0);
             for (i, &end) in self.line_ends.iter().enumerate() {
-                let key = self.key_ends.get(i).map(|&e| {
+                let key = self.key_ends.get(i).copied().flatten().map(|e| {
                     let k = &self.keys[key_from..e];
                     key_from = e;
                     k
@@ -160,13 +195,16 @@ impl RowWriter {
 
 /// The dead letter of a record the operator refused: `{"reason": ..., "source": "query",
 /// "record": ...}` as a malformed record's (PIPELINE.md), the record being the JSON line of its
-/// decoded columns (the late sink's form), as a string.
-fn rejected_line(names: &[String], r: &eddy_engine::operator::Rejected) -> String {
+/// columns (the late sink's form), as a string; an output row whose sink `select` failed has
+/// `"source": "sink.select"` and the row before the select.
+fn rejected_line(names: &[String], source: &str, r: &eddy_engine::operator::Rejected) -> String {
     let record = row_to_json_line(names, &r.record.values);
     let mut line = String::with_capacity(record.len() + r.reason.len() + 48);
     line.push_str("{\"reason\": ");
     write_string(&mut line, &r.reason);
-    line.push_str(", \"source\": \"query\", \"record\": ");
+    line.push_str(", \"source\": ");
+    write_string(&mut line, source);
+    line.push_str(", \"record\": ");
     write_string(&mut line, record.trim_end());
     line.push('}');
     line
@@ -180,8 +218,11 @@ pub struct SinkActor {
     pub late: Option<(Box<dyn Sink>, Vec<String>)>,
     /// Where dead letters go.
     pub dead_letter: Option<Box<dyn Sink>>,
-    /// The input column names (records the operator refused are written with them).
+    /// The query's input column names (records the operator refused are written with them).
     pub input_names: Vec<String>,
+    /// The query's output column names before the sink's `select` (rows whose select failed
+    /// are written with them).
+    pub query_output_names: Vec<String>,
     /// Producers that end each batch / epoch (partition actors + the source).
     pub producers: usize,
     /// Input.
@@ -278,7 +319,7 @@ impl SinkActor {
                         }
                     }
                 }
-                ToSink::Rejected { id, records } => {
+                ToSink::Rejected { id, rows, records } => {
                     // Counted with the malformed records (`eddy_records_malformed_total`, the run's
                     // `malformed=`), as SQL.md counts a record whose expression fails.
                     if let Some(c) = &self.counters {
@@ -293,8 +334,10 @@ impl SinkActor {
                         );
                     }
                     if let Some(sink) = self.dead_letter.as_mut() {
+                        let (names, source) =
+                            if rows { (&self.query_output_names, "sink.select") } else { (&self.input_names, "query") };
                         for r in &records {
-                            sink.write(id, &rejected_line(&self.input_names, r), None).map_err(at("dead_letter"))?;
+                            sink.write(id, &rejected_line(names, source, r), None).map_err(at("dead_letter"))?;
                         }
                     }
                 }

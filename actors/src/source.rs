@@ -47,8 +47,9 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use eddy_connectors::{Payload, Poll, Position, Rejection, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
 use eddy_engine::operator::Mode;
-use eddy_engine::output::write_string;
+use eddy_engine::output::{row_to_json_line, write_string};
 use eddy_engine::plan::QueryPlan;
+use eddy_engine::steps::Applied;
 use eddy_engine::time::align_down;
 use eddy_engine::{Duration, Record, Timestamp};
 
@@ -356,14 +357,56 @@ impl SourceActor {
         last_log: &mut Option<Instant>,
     ) -> Option<Record> {
         match payload {
-            Payload::Record(r) => Some(r),
-            Payload::Raw(bytes) => self.decode_raw(&bytes, position, dead, last_log),
+            Payload::Record(r) if self.plan.source_steps.is_empty() => Some(r),
+            Payload::Raw(bytes) if self.plan.source_steps.is_empty() => {
+                self.decode_raw(&bytes, position, dead, last_log)
+            }
+            Payload::Record(r) => self.apply_steps(r, None, position, dead, last_log),
+            Payload::Raw(bytes) => {
+                let r = self.decode_raw(&bytes, position, dead, last_log)?;
+                self.apply_steps(r, Some(&bytes), position, dead, last_log)
+            }
             Payload::Header(header) => {
                 self.set_header(&header, position);
                 None
             }
             Payload::Rejected(rejection) => {
                 self.reject(&rejection, position, dead);
+                None
+            }
+        }
+    }
+
+    /// Runs the source's `filter` / `select` on a decoded record (SEMANTICS.md "Source filters
+    /// and projections"). A record whose expression fails is malformed: counted, logged at most
+    /// once a second, and written to the dead letters with the expression's error as the reason
+    /// and its raw text (`raw`; a generated record: the JSON of its decoded columns).
+    #[inline(never)]
+    fn apply_steps(
+        &mut self,
+        record: Record,
+        raw: Option<&[u8]>,
+        position: &Position,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) -> Option<Record> {
+        match self.plan.source_steps.apply(record) {
+            Applied::Keep(r) => Some(r),
+            Applied::Drop => None,
+            Applied::Failed { reason, input } => {
+                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+                    tracing::warn!(position = %position, %reason, dead_letter = self.dead_letter, "record whose source filter / select failed: malformed (sent to the dead letters when the pipeline has a [dead_letter]; at most one such line a second)");
+                    *last_log = Some(Instant::now());
+                }
+                let line = match raw {
+                    Some(raw) => dead_letter(&reason, position, raw),
+                    None => {
+                        let json = row_to_json_line(&self.plan.decoded_names(), &input.values);
+                        dead_letter(&reason, position, json.trim_end().as_bytes())
+                    }
+                };
+                dead.push(line);
                 None
             }
         }

@@ -39,8 +39,8 @@ use eddy_actors::messages::ToCoordinator;
 use eddy_actors::routing::Router;
 use eddy_engine::operator::{Operator, Output};
 use eddy_engine::plan::QueryPlan;
-use eddy_engine::spec::parse_pipeline_str;
 use eddy_engine::{Record, Timestamp, Value};
+use eddy_sql::parse_pipeline_str;
 
 const PIPELINE: &str = r#"
 name = "bench-checkpoint"

@@ -40,7 +40,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use eddy_actors::{RunOptions, run_pipeline};
 use eddy_connectors::kafka::{SINK_DEFAULTS, SOURCE_DEFAULTS};
 use eddy_connectors::monotonic_ns;
-use eddy_engine::spec::parse_pipeline_str;
+use eddy_sql::parse_pipeline_str;
 
 /// A broker for the suite: an external one, or tansu started here.
 struct Broker {

@@ -25,7 +25,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use eddy_actors::{RunOptions, run_pipeline};
-use eddy_engine::spec::{Pipeline, load_pipeline};
+use eddy_engine::spec::Pipeline;
+use eddy_sql::load_pipeline;
 
 use crate::report::{Report, machine};
 use crate::suites::{CountingSink, HdrRecorder, histogram, us};

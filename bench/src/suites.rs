@@ -10,8 +10,8 @@ use hdrhistogram::Histogram;
 use eddy_actors::sink::LatencyRecorder;
 use eddy_actors::{RunOptions, run_pipeline};
 use eddy_connectors::{ConnectorError, Payload, Poll, Position, Sink, Source, SourceItem, monotonic_ns};
-use eddy_engine::spec::parse_pipeline_str;
 use eddy_engine::{Record, Timestamp, Value};
+use eddy_sql::parse_pipeline_str;
 
 use crate::plot::{Panel, latency_svg};
 

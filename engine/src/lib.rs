@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod decimal;
 pub mod decode;
 pub mod driver;
 pub mod expr;
@@ -46,6 +47,7 @@ pub mod plan;
 mod prefetch;
 pub mod schema;
 pub mod spec;
+pub mod steps;
 pub mod time;
 pub mod value;
 pub mod watermark;

@@ -1,6 +1,9 @@
 //! Output rows as JSON lines (PIPELINE.md "Output rows"): one object per row, columns in the
 //! order of the output schema; timestamps as RFC 3339 UTC with `Z`; windows as
-//! `{"start": ts, "end": ts}`; doubles as JSON numbers, NaN and infinities as the strings
+//! `{"start": ts, "end": ts}`; decimals as exact JSON numbers with their scale's digits (`1.50`
+//! for DECIMAL(3, 2); `1.0E-7` below 10^-6, as Spark's `to_json`); dates as `"2024-01-15"`;
+//! other structs as nested objects with their null fields left out (as Spark's JSON writer,
+//! `ignoreNullFields`); doubles as JSON numbers, NaN and infinities as the strings
 //! `"NaN"`, `"Infinity"`, `"-Infinity"`; NULL as `null`.
 
 use std::cell::RefCell;
@@ -18,6 +21,8 @@ pub fn write_value(out: &mut String, v: &Value) {
         Value::Float(f) => write_float(out, *f),
         Value::Double(f) => write_double(out, *f),
         Value::Str(s) => write_string(out, s),
+        // the exact number with the scale's digits (`1.50`), as Spark's JSON writer
+        Value::Decimal(d) => out.push_str(&d.to_json_string()),
         Value::Timestamp(t) => {
             out.push('"');
             t.write_rfc3339(out);
@@ -29,6 +34,25 @@ pub fn write_value(out: &mut String, v: &Value) {
             out.push_str("\", \"end\": \"");
             end.write_rfc3339_repeated(out);
             out.push_str("\"}");
+        }
+        Value::Date(d) => {
+            out.push('"');
+            crate::expr::write_date(out, *d);
+            out.push('"');
+        }
+        Value::Struct(ty, fields) => {
+            out.push('{');
+            let mut first = true;
+            for (f, v) in ty.fields().iter().zip(fields.iter()).filter(|(_, v)| !v.is_null()) {
+                if !first {
+                    out.push_str(", ");
+                }
+                first = false;
+                write_string(out, &f.name);
+                out.push_str(": ");
+                write_value(out, v);
+            }
+            out.push('}');
         }
         Value::List(items) => {
             out.push('[');
@@ -244,6 +268,32 @@ mod tests {
             format.write(&mut b, row);
             assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn structs_are_nested_objects_without_their_null_fields_and_dates_are_quoted() {
+        use crate::schema::{DataType, Field, StructType};
+        let inner = StructType::new(vec![Field { name: "x".into(), data_type: DataType::Double }]);
+        let ty = StructType::new(vec![
+            Field { name: "a".into(), data_type: DataType::Int },
+            Field { name: "n".into(), data_type: DataType::Int },
+            Field { name: "d".into(), data_type: DataType::Date },
+            Field { name: "s".into(), data_type: DataType::Struct(inner) },
+        ]);
+        let v = Value::Struct(
+            ty,
+            vec![
+                Value::Int(1),
+                Value::Null,
+                Value::Date(19_737),
+                Value::Struct(inner, vec![Value::Double(1.5)].into()),
+            ]
+            .into(),
+        );
+        let mut out = String::new();
+        write_row(&mut out, &["s".to_string(), "k".to_string()], &[v, Value::Date(-1)]);
+        // Spark's JSON sink leaves null fields out of a struct (ignoreNullFields)
+        assert_eq!(out, r#"{"s": {"a": 1, "d": "2024-01-15", "s": {"x": 1.5}}, "k": "1969-12-31"}"#);
     }
 
     #[test]

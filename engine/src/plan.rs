@@ -7,11 +7,14 @@ use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
 use crate::operator::{
-    Deduplicate, DeduplicateConfig, Mode, Operator, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig,
-    WindowAggregate, WindowAggregateConfig, WindowKind,
+    Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, RollingMeasure, RollingWindow,
+    RollingWindowConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
+use std::sync::Arc;
+
 use crate::schema::Schema;
 use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec};
+use crate::steps::CompiledSteps;
 use crate::time::{Duration, Timestamp};
 use crate::watermark::WatermarkTracker;
 use crate::window::SlidingWindows;
@@ -31,21 +34,36 @@ pub struct PlanError {
 pub struct QueryPlan {
     /// Execution mode.
     pub mode: Mode,
-    /// The input schema.
+    /// The schema of decoded records (the source's).
+    pub decoded_schema: Schema,
+    /// The query's input schema: the decoded schema after the source's steps.
     pub input_schema: Schema,
-    /// Names of the input columns (late sink rows).
+    /// Names of the query's input columns (late sink rows, records the query refuses).
     pub input_names: Vec<String>,
-    /// The output column names, in order.
+    /// The query's output column names, in order (before the sink's `select`: rows whose
+    /// select fails are written to the dead letters with these).
+    pub query_output_names: Vec<String>,
+    /// The output column names, in order, as written (after the sink's `select`).
     pub output_names: Vec<String>,
+    /// The source's `filter` / `select`, run on each decoded record before the clock and the
+    /// watermark; also checks, when there are steps, that the event-time and replay columns
+    /// are not NULL after them (the decoder checks them otherwise). Empty: nothing to do.
+    pub source_steps: Arc<CompiledSteps>,
+    /// The sink's `select`, run on each output row before it is written. Empty: nothing to do.
+    pub output_steps: Arc<CompiledSteps>,
+    /// A SQL query's filters on the watermark column ([`Pipeline::query_steps`]), run on each
+    /// record of the query's input after the watermark, before the operator. Empty: nothing to do.
+    pub query_steps: Arc<CompiledSteps>,
     /// Output column indexes forming the sink's message key.
     pub partition_key: Vec<usize>,
     /// Watermark: event-time column index and delay.
     pub watermark: Option<(usize, Duration)>,
     /// Replay clock: column index and `until`.
     pub replay: Option<(usize, Option<Timestamp>)>,
-    /// Which input columns the decoder must decode.
+    /// Which decoded columns the decoder must decode (those the steps and the query read).
     pub needed: Vec<bool>,
-    /// Input columns that must be non-null (event time, replay column).
+    /// Decoded columns that must be non-null (event time, replay column; with source steps
+    /// these are checked after them, by [`QueryPlan::source_steps`], and this is empty).
     pub required: Vec<usize>,
     operator: OperatorPlan,
 }
@@ -55,6 +73,7 @@ enum OperatorPlan {
     Window(WindowAggregateConfig),
     Dedup(DeduplicateConfig),
     Rolling(RollingWindowConfig),
+    Forward,
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
@@ -100,7 +119,7 @@ impl QueryPlan {
     /// [`PlanError`] when a column or function cannot be resolved (validation catches these
     /// first; this is a second line).
     pub fn new(p: &Pipeline) -> Result<QueryPlan, PlanError> {
-        let schema = p.input_schema().clone();
+        let schema = p.query_schema();
         let mode = match p.mode {
             spec::Mode::MicroBatch => Mode::MicroBatch,
             spec::Mode::RealTime => Mode::RealTime,
@@ -245,6 +264,11 @@ impl QueryPlan {
                     pk,
                 )
             }
+            QuerySpec::Forward => {
+                // The output is the whole record (the query's projection runs after)
+                needed.iter_mut().for_each(|n| *n = true);
+                (OperatorPlan::Forward, Vec::new())
+            }
         };
         // A late sink writes input records whole; so does the dead-letter sink, which receives
         // the records a window aggregate refuses (an integer sum would leave BIGINT).
@@ -255,11 +279,31 @@ impl QueryPlan {
         }
         required.sort_unstable();
         required.dedup();
+        // the query's own filters read their columns too
+        let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
+        let decoded = p.input_schema().clone();
+        let (source_steps, needed, required) = if p.source_steps.is_empty() {
+            (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
+        } else {
+            let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+            let (steps, decoded_needed) = CompiledSteps::new(&p.source_steps, decoded.len(), &needed, named);
+            (steps, decoded_needed, Vec::new())
+        };
+        let query_output_names: Vec<String> = p.query_output_schema().into_iter().map(|f| f.name).collect();
+        let output_names: Vec<String> = p.output_schema().into_iter().map(|f| f.name).collect();
+        // every column the sink's select writes is read
+        let all = vec![true; output_names.len()];
+        let (output_steps, _) = CompiledSteps::new(&p.output_steps, query_output_names.len(), &all, Vec::new());
         Ok(QueryPlan {
             mode,
             input_names: schema.fields().iter().map(|f| f.name.clone()).collect(),
             input_schema: schema,
-            output_names: p.output_schema().into_iter().map(|f| f.name).collect(),
+            decoded_schema: decoded,
+            query_output_names,
+            source_steps: Arc::new(source_steps),
+            output_steps: Arc::new(output_steps),
+            query_steps: Arc::new(query_steps),
+            output_names,
             partition_key,
             watermark,
             replay,
@@ -269,12 +313,18 @@ impl QueryPlan {
         })
     }
 
+    /// The names of the decoded columns (the source's schema), in order.
+    pub fn decoded_names(&self) -> Vec<String> {
+        self.decoded_schema.fields().iter().map(|f| f.name.clone()).collect()
+    }
+
     /// A fresh operator (one per partition actor).
     pub fn new_operator(&self) -> Box<dyn Operator> {
         match &self.operator {
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
             OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
+            OperatorPlan::Forward => Box::new(Forward),
         }
     }
 
@@ -284,13 +334,15 @@ impl QueryPlan {
             OperatorPlan::Window(c) => c.key_columns.clone(),
             OperatorPlan::Dedup(c) => c.key_columns.clone(),
             OperatorPlan::Rolling(c) => c.key_columns.clone(),
+            // stateless: any partition actor may take any record
+            OperatorPlan::Forward => Vec::new(),
         }
     }
 
     /// The decoder configuration (only the needed columns; event-time columns required).
     pub fn decoder_config(&self, timestamp_unit: crate::time::TimeUnit) -> DecoderConfig {
         DecoderConfig {
-            schema: self.input_schema.clone(),
+            schema: self.decoded_schema.clone(),
             needed: self.needed.clone(),
             required: self.required.clone(),
             timestamp_unit,

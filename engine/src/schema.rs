@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod structs;
+
+pub use structs::StructType;
+
 /// A column type. The names are Spark's (SQL DDL); `Long` is Spark's BIGINT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DataType {
@@ -23,8 +27,21 @@ pub enum DataType {
     Boolean,
     /// TIMESTAMP: µs since the epoch, UTC.
     Timestamp,
+    /// DECIMAL(precision, scale): exact, `precision` digits of which `scale` after the point
+    /// (1 <= precision <= 38, scale <= precision), as Spark's `DecimalType`.
+    Decimal {
+        /// Total digits (1..=38).
+        precision: u8,
+        /// Digits after the point (0..=precision).
+        scale: u8,
+    },
+    /// DATE: days since the epoch (1970-01-01), proleptic Gregorian, as Spark's `DateType`.
+    Date,
     /// Output only: a window `{start, end}` struct of two timestamps.
     Window,
+    /// A STRUCT of named fields (`struct(...)`, `named_struct(...)`); expressions only, not a
+    /// schema DDL type.
+    Struct(StructType),
     /// Output only: an array of the inner type (approx_percentile with a list of percentages).
     Array(ArrayOf),
 }
@@ -49,9 +66,17 @@ pub enum ArrayOf {
 }
 
 impl DataType {
-    /// Whether the type is numeric (INT, BIGINT, FLOAT, DOUBLE).
+    /// Whether the type is numeric (INT, BIGINT, FLOAT, DOUBLE, DECIMAL).
     pub fn is_numeric(self) -> bool {
-        matches!(self, DataType::Long | DataType::Int | DataType::Double | DataType::Float)
+        matches!(self, DataType::Long | DataType::Int | DataType::Double | DataType::Float | DataType::Decimal { .. })
+    }
+
+    /// The precision and scale of a DECIMAL; `None` for other types.
+    pub fn decimal(self) -> Option<(u8, u8)> {
+        match self {
+            DataType::Decimal { precision, scale } => Some((precision, scale)),
+            _ => None,
+        }
     }
 
     /// The array type whose elements are `self`; `None` for output-only types.
@@ -64,7 +89,9 @@ impl DataType {
             DataType::Timestamp => ArrayOf::Timestamp,
             DataType::String => ArrayOf::String,
             DataType::Boolean => ArrayOf::Boolean,
-            DataType::Window | DataType::Array(_) => return None,
+            DataType::Date | DataType::Window | DataType::Struct(_) | DataType::Array(_) | DataType::Decimal { .. } => {
+                return None;
+            }
         }))
     }
 }
@@ -79,6 +106,9 @@ impl fmt::Display for DataType {
             DataType::Float => "FLOAT",
             DataType::Boolean => "BOOLEAN",
             DataType::Timestamp => "TIMESTAMP",
+            DataType::Decimal { precision, scale } => return write!(f, "DECIMAL({precision},{scale})"),
+            DataType::Date => "DATE",
+            DataType::Struct(s) => return fmt::Display::fmt(s, f),
             DataType::Window => "STRUCT<start: TIMESTAMP, end: TIMESTAMP>",
             DataType::Array(a) => {
                 let inner = match a {
@@ -98,7 +128,7 @@ impl fmt::Display for DataType {
 }
 
 /// One named, typed column.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Field {
     /// Column name, as written (matching is exact, case-sensitive; the names of a parsed schema
     /// are distinct ignoring case).
@@ -119,7 +149,7 @@ pub enum SchemaError {
     /// The DDL text is not `name TYPE, ...` with known types and names that are identifiers (or
     /// quoted) and distinct ignoring case.
     #[error(
-        "bad schema {given:?}: {why} (expected `name TYPE, ...` with names distinct ignoring case and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP)"
+        "bad schema {given:?}: {why} (expected `name TYPE, ...` with names distinct ignoring case and types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s))"
     )]
     Ddl {
         /// The DDL given.
@@ -137,7 +167,8 @@ impl Schema {
 
     /// Parses Spark DDL: `name TYPE, name TYPE, ...`, as Spark's `StructType.fromDDL` (its table
     /// schema rule `colName dataType`). Types are case-insensitive: STRING, BIGINT / LONG, INT /
-    /// INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP. An unquoted name is an identifier
+    /// INTEGER, DOUBLE, FLOAT / REAL, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s) / DECIMAL(p) /
+    /// DECIMAL (also `DEC`, `NUMERIC`; see `decimal_type`). An unquoted name is an identifier
     /// (letters, digits, `_`; not all digits); any other name is quoted with backticks. No colon
     /// between name and type: Spark takes `name: TYPE` only for the fields of a `STRUCT<...>`.
     /// Names must be distinct ignoring case, as Spark's default `spark.sql.caseSensitive = false`
@@ -151,7 +182,7 @@ impl Schema {
     pub fn parse_ddl(ddl: &str) -> Result<Schema, SchemaError> {
         let bad = |why: String| SchemaError::Ddl { given: ddl.to_string(), why };
         let mut fields: Vec<Field> = Vec::new();
-        for part in ddl.split(',') {
+        for part in split_columns(ddl) {
             let part = part.trim();
             if part.is_empty() {
                 return Err(bad("an empty column definition".into()));
@@ -182,7 +213,9 @@ impl Schema {
             if ty.is_empty() {
                 return Err(bad(format!("column {name:?} has no type")));
             }
-            let data_type = match ty.to_ascii_uppercase().as_str() {
+            let upper = ty.to_ascii_uppercase();
+            let data_type = match upper.as_str() {
+                t if is_decimal_type(t) => decimal_type(t).map_err(|why| bad(format!("column {name:?}: {why}")))?,
                 "STRING" | "VARCHAR" | "TEXT" => DataType::String,
                 "BIGINT" | "LONG" => DataType::Long,
                 "INT" | "INTEGER" => DataType::Int,
@@ -190,6 +223,7 @@ impl Schema {
                 "FLOAT" | "REAL" => DataType::Float,
                 "BOOLEAN" | "BOOL" => DataType::Boolean,
                 "TIMESTAMP" => DataType::Timestamp,
+                "DATE" => DataType::Date,
                 other => return Err(bad(format!("column {name:?} has unknown type {other}"))),
             };
             if let Some(f) = fields.iter().find(|f| f.name.to_lowercase() == name.to_lowercase()) {
@@ -251,6 +285,61 @@ impl Schema {
     }
 }
 
+/// The column definitions of a DDL: split at the commas outside parentheses (`DECIMAL(12, 2)`
+/// holds one).
+fn split_columns(ddl: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut quoted, mut start) = (0i32, false, 0);
+    for (i, c) in ddl.char_indices() {
+        match c {
+            '`' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            ',' if !quoted && depth <= 0 => {
+                parts.push(&ddl[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&ddl[start..]);
+    parts
+}
+
+/// Whether an upper-cased type names a decimal: `DECIMAL`, `DEC` or `NUMERIC`, with or without
+/// `(p[, s])`.
+fn is_decimal_type(t: &str) -> bool {
+    let head = t.split('(').next().unwrap_or("").trim_end();
+    matches!(head, "DECIMAL" | "DEC" | "NUMERIC")
+}
+
+/// Spark's DECIMAL DDL: `DECIMAL` is DECIMAL(10, 0), `DECIMAL(p)` is DECIMAL(p, 0); the precision
+/// is 1..=38 and the scale at most the precision (Spark's `DecimalType`; it names a precision past
+/// 38 DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION).
+fn decimal_type(t: &str) -> Result<DataType, String> {
+    let Some(open) = t.find('(') else {
+        return Ok(DataType::Decimal { precision: 10, scale: 0 });
+    };
+    let inner = t[open + 1..]
+        .trim_end()
+        .strip_suffix(')')
+        .ok_or_else(|| format!("type {t} lacks its closing parenthesis (DECIMAL(precision, scale))"))?;
+    let nums: Vec<&str> = inner.split(',').map(str::trim).collect();
+    let num = |s: &str| s.parse::<u8>().map_err(|_| format!("{s:?} in {t} is not a precision or scale (0..=38)"));
+    let (precision, scale) = match nums.as_slice() {
+        [p] => (num(p)?, 0),
+        [p, s] => (num(p)?, num(s)?),
+        _ => return Err(format!("type {t} is not DECIMAL(precision, scale)")),
+    };
+    if !(1..=crate::decimal::MAX_PRECISION).contains(&precision) {
+        return Err(format!("{t}: the precision must be 1..=38 (DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION past 38)"));
+    }
+    if scale > precision {
+        return Err(format!("{t}: the scale {scale} exceeds the precision {precision}"));
+    }
+    Ok(DataType::Decimal { precision, scale })
+}
+
 /// Whether `name` may be written without backticks in Spark DDL: letters, digits and `_`, not
 /// only digits (Spark's lexer reads `123` as a number).
 fn is_identifier(name: &str) -> bool {
@@ -293,6 +382,25 @@ mod tests {
         assert_eq!(s.field("l").unwrap().data_type, DataType::Long);
         assert_eq!(s.index_of("event_time"), Some(2));
         assert_eq!(Schema::parse_ddl(&s.to_string()).unwrap(), s);
+    }
+
+    #[test]
+    fn parses_decimal_types_as_spark_ddl() {
+        let s = Schema::parse_ddl("a DECIMAL(12, 2), b decimal(5), c DECIMAL, d NUMERIC(38,38), e dec(3, 1), f INT")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ty = |n: &str| s.field(n).map(|f| f.data_type);
+        assert_eq!(ty("a"), Some(DataType::Decimal { precision: 12, scale: 2 }));
+        assert_eq!(ty("b"), Some(DataType::Decimal { precision: 5, scale: 0 }));
+        assert_eq!(ty("c"), Some(DataType::Decimal { precision: 10, scale: 0 }));
+        assert_eq!(ty("d"), Some(DataType::Decimal { precision: 38, scale: 38 }));
+        assert_eq!(ty("e"), Some(DataType::Decimal { precision: 3, scale: 1 }));
+        assert_eq!(ty("f"), Some(DataType::Int));
+        assert_eq!(Schema::parse_ddl(&s.to_string()), Ok(s));
+        assert!(why("a DECIMAL(39, 2)").contains("1..=38"));
+        assert!(why("a DECIMAL(5, 6)").contains("exceeds"));
+        assert!(why("a DECIMAL(5, x)").contains("\"X\""));
+        assert!(why("a DECIMAL(5, 2").contains("parenthesis"));
+        assert!(why("a DECIMAL(0)").contains("1..=38"));
     }
 
     #[test]

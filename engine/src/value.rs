@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decimal::Decimal;
+use crate::schema::StructType;
 use crate::time::Timestamp;
 
 /// One cell. Strings are shared (`Arc<str>`), so cloning a record or a key never copies text.
@@ -28,6 +30,12 @@ pub enum Value {
     Str(Arc<str>),
     /// TIMESTAMP (µs since the epoch).
     Timestamp(Timestamp),
+    /// DECIMAL(p, s): at the column's scale (the precision is the column's type).
+    Decimal(Decimal),
+    /// DATE: days since 1970-01-01.
+    Date(i32),
+    /// A STRUCT: its type (the field names) and one value per field, in order.
+    Struct(StructType, Arc<[Value]>),
     /// A window `[start, end)` (output only).
     Window {
         /// Inclusive start.
@@ -45,7 +53,8 @@ impl Value {
         matches!(self, Value::Null)
     }
 
-    /// The value as f64 for numeric aggregation (INT, BIGINT, FLOAT, DOUBLE; TIMESTAMP as µs);
+    /// The value as f64 for numeric aggregation (INT, BIGINT, FLOAT, DOUBLE, DECIMAL rounded to
+    /// the nearest double; TIMESTAMP as µs);
     /// `None` for NULL and non-numeric values.
     pub fn as_f64(&self) -> Option<f64> {
         match *self {
@@ -54,6 +63,7 @@ impl Value {
             Value::Float(v) => Some(v as f64),
             Value::Double(v) => Some(v),
             Value::Timestamp(t) => Some(t.0 as f64),
+            Value::Decimal(d) => Some(d.to_f64()),
             _ => None,
         }
     }
@@ -100,6 +110,9 @@ impl Value {
             (Double(a), Double(b)) => spark_f64_cmp(*a, *b),
             (Str(a), Str(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Decimal(a), Decimal(b)) => a.cmp_value(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Struct(_, a), Struct(_, b)) => cmp_fields(a, b),
             (Window { start: a, end: b }, Window { start: c, end: d }) => (a, b).cmp(&(c, d)),
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 (Some(x), Some(y)) => spark_f64_cmp(x, y),
@@ -112,13 +125,20 @@ impl Value {
         match self {
             Value::Null => 0,
             Value::Bool(_) => 1,
-            Value::Int(_) | Value::Long(_) | Value::Float(_) | Value::Double(_) => 2,
+            Value::Int(_) | Value::Long(_) | Value::Float(_) | Value::Double(_) | Value::Decimal(_) => 2,
             Value::Str(_) => 3,
             Value::Timestamp(_) => 4,
             Value::Window { .. } => 5,
             Value::List(_) => 6,
+            Value::Date(_) => 7,
+            Value::Struct(..) => 8,
         }
     }
+}
+
+/// Structs order field by field, as Spark orders struct values.
+fn cmp_fields(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    a.iter().zip(b).map(|(x, y)| x.total_cmp(y)).find(|o| o.is_ne()).unwrap_or_else(|| a.len().cmp(&b.len()))
 }
 
 /// Spark's order for doubles: -0.0 == 0.0, NaN == NaN and above every number.
@@ -132,7 +152,8 @@ fn spark_f64_cmp(a: f64, b: f64) -> std::cmp::Ordering {
 }
 
 impl PartialEq for Value {
-    /// Grouping equality, as Spark groups: NULL equals NULL, NaN equals NaN, -0.0 equals 0.0.
+    /// Grouping equality, as Spark groups: NULL equals NULL, NaN equals NaN, -0.0 equals 0.0,
+    /// decimals by numeric value (`1.50` equals `1.5`).
     fn eq(&self, other: &Value) -> bool {
         use Value::*;
         match (self, other) {
@@ -144,6 +165,9 @@ impl PartialEq for Value {
             (Double(a), Double(b)) => norm_f64(*a) == norm_f64(*b),
             (Str(a), Str(b)) => a == b,
             (Timestamp(a), Timestamp(b)) => a == b,
+            (Decimal(a), Decimal(b)) => a == b,
+            (Date(a), Date(b)) => a == b,
+            (Struct(s, a), Struct(t, b)) => s == t && a == b,
             (Window { start: a, end: b }, Window { start: c, end: d }) => a == c && b == d,
             (List(a), List(b)) => a == b,
             _ => false,
@@ -175,11 +199,17 @@ impl Hash for Value {
             Value::Double(v) => state.write_u64(norm_f64(*v)),
             Value::Str(s) => s.hash(state),
             Value::Timestamp(t) => state.write_i64(t.0),
+            Value::Decimal(d) => d.hash(state),
             Value::Window { start, end } => {
                 state.write_i64(start.0);
                 state.write_i64(end.0);
             }
             Value::List(l) => l.hash(state),
+            Value::Date(d) => {
+                state.write_u8(7);
+                state.write_i32(*d);
+            }
+            Value::Struct(_, fields) => fields.hash(state),
         }
     }
 }

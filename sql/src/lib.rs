@@ -3,8 +3,12 @@
 //! Parses one Spark SQL expression (SQL.md "Expressions": a source's `filter` and `select`, a
 //! sink's `select`) with the `sqlparser` crate and lowers its AST into the engine's [`Syntax`],
 //! which [`eddy_engine::expr::bind`] types against a schema. The engine never sees SQL text, and
-//! does not depend on `sqlparser`. Not yet wired into pipeline files: a pipeline's `filter` and
-//! `select` fields are still refused as unknown there.
+//! does not depend on `sqlparser`. [`parse_pipeline_str`] and [`load_pipeline`] read pipeline
+//! files with these fields (the engine's own readers refuse them): the `eddy` binary and the
+//! benchmarks load pipelines through them. [`parse_query`] reads a `[query] sql` text (one
+//! `SELECT` over one source, SQL.md "Queries") into the engine's
+//! [`QuerySyntax`], which pipeline validation plans onto the
+//! operators (`eddy_engine::spec::plan_sql_query`).
 //!
 //! The dialect is sqlparser's Databricks dialect (the one of its dialects that reads Spark's
 //! `1L` / `1.5D` literal suffixes and `'it\'s'` escapes; Generic and Hive read `1.5D` as `1.5 AS
@@ -12,10 +16,19 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod query;
+#[cfg(test)]
+mod tests_structs;
+
+use std::path::Path;
 
 use eddy_engine::Schema;
 pub use eddy_engine::expr::Parsed;
-use eddy_engine::expr::{self, BinaryOp, ExprError, LikeKind, Literal, Pos, SqlFrontEnd, Syntax, SyntaxKind, Typed};
+use eddy_engine::expr::{
+    self, BinaryOp, ExprError, LikeKind, Literal, Pos, QuerySyntax, SqlFrontEnd, Syntax, SyntaxKind, Typed,
+};
+use eddy_engine::spec::{self, Pipeline, SpecError};
+pub use query::parse_query;
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
@@ -62,11 +75,12 @@ pub struct Bound {
 }
 
 /// Parses one expression, optionally followed by `AS alias` (or a bare alias).
+/// `count(*)` is read as `count(1)`, as Spark reads it.
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not one expression; [`SqlError::Unsupported`] for
-/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DATE and DECIMAL
-/// literals where refused, ...).
+/// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DECIMAL
+/// literals where refused, subscripts `a[0]`, ...).
 pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
@@ -111,6 +125,10 @@ pub struct SparkSql;
 impl SqlFrontEnd for SparkSql {
     fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError> {
         parse_expression(text).map_err(SqlError::into_expr_error)
+    }
+
+    fn parse_query(&self, text: &str) -> Result<QuerySyntax, ExprError> {
+        parse_query(text).map_err(SqlError::into_expr_error)
     }
 }
 
@@ -205,7 +223,8 @@ fn number(text: &str, long: bool) -> Result<Literal, String> {
     if text.contains('.') {
         return Ok(Literal::Decimal(text.to_string()));
     }
-    text.parse().map(Literal::Integer).map_err(|_| format!("the integer {text} beyond BIGINT (a DECIMAL in Spark)"))
+    // beyond BIGINT, Spark reads an integer as a DECIMAL of its digits
+    Ok(text.parse().map(Literal::Integer).unwrap_or_else(|_| Literal::Decimal(text.to_string())))
 }
 
 /// The engine type of a CAST target, by its SQL name.
@@ -220,11 +239,25 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
         "STRING" => T::String,
         "BOOLEAN" => T::Boolean,
         "TIMESTAMP" => T::Timestamp,
+        // DECIMAL(p, s), DECIMAL(p), DECIMAL, NUMERIC(...): as the schema DDL reads them
+        d if d.starts_with("DEC") || d.starts_with("NUMERIC") => {
+            match eddy_engine::Schema::parse_ddl(&format!("c {d}")).map(|s| s.fields()[0].data_type) {
+                Ok(t) => t,
+                Err(eddy_engine::schema::SchemaError::Ddl { why, .. }) => {
+                    return Err(unsupported(
+                        at,
+                        format!("CAST to {name} ({why})"),
+                        "DECIMAL(p, s) with p <= 38, s <= p",
+                    ));
+                }
+            }
+        }
+        "DATE" => T::Date,
         _ => {
             return Err(unsupported(
                 at,
                 format!("CAST to {name}"),
-                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP",
+                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s)",
             ));
         }
     })
@@ -332,8 +365,9 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             };
             match ts.data_type {
                 ast::DataType::Timestamp(..) => node(SyntaxKind::Literal(Literal::Timestamp(text)), e),
+                ast::DataType::Date => node(SyntaxKind::Literal(Literal::Date(text)), e),
                 ref t => {
-                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...' (DATE is not implemented)"));
+                    return Err(unsupported(e, format!("a {t} literal"), "TIMESTAMP '...', DATE '...'"));
                 }
             }
         }
@@ -488,6 +522,33 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             let name = if matches!(e, Expr::Ceil { .. }) { "ceil" } else { "floor" };
             node(SyntaxKind::Call { name: name.into(), args: vec![lower(expr)?] }, e)
         }
+        // `named_struct('k', v).k`: fields of a struct-valued expression
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            let mut t = lower(root)?;
+            for step in access_chain {
+                let ast::AccessExpr::Dot(Expr::Identifier(id)) = step else {
+                    return Err(unsupported(e, format!("`{e}`"), "`.field` after a struct (no subscripts)"));
+                };
+                t = Syntax {
+                    kind: SyntaxKind::Field { expr: Box::new(t), field: id.value.clone() },
+                    pos: pos(e.span().start),
+                };
+            }
+            t
+        }
+        // `struct(a, b AS c)`: the parser's struct literal, a call of `struct` here
+        Expr::Struct { values, fields } if fields.is_empty() => {
+            let args = values
+                .iter()
+                .map(|v| match v {
+                    Expr::Named { expr, name } => {
+                        Ok(node(SyntaxKind::Alias { expr: boxed(expr)?, alias: name.value.clone() }, v))
+                    }
+                    other => lower(other),
+                })
+                .collect::<Result<_, SqlError>>()?;
+            node(SyntaxKind::Call { name: "struct".into(), args }, e)
+        }
         Expr::Function(f) => {
             let name = match f.name.0.as_slice() {
                 [ObjectNamePart::Identifier(id)] => id.value.clone(),
@@ -508,6 +569,22 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             }
             let args = match &f.args {
                 FunctionArguments::None => vec![],
+                FunctionArguments::List(list)
+                    if matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) =>
+                {
+                    return Err(unsupported(
+                        e,
+                        format!("{}(DISTINCT ...)", name.to_ascii_lowercase()),
+                        "aggregates over all values (Spark refuses distinct aggregates on streams; approx_count_distinct counts distinct values)",
+                    ));
+                }
+                // Spark reads `count(*)` as `count(1)` (and names it so)
+                FunctionArguments::List(list)
+                    if name.eq_ignore_ascii_case("count")
+                        && matches!(list.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]) =>
+                {
+                    vec![node(SyntaxKind::Literal(Literal::Integer(1)), e)]
+                }
                 FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
                     .args
                     .iter()
@@ -520,9 +597,46 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             };
             node(SyntaxKind::Call { name, args }, e)
         }
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::In { target: ast::InTarget::Subquery(_), .. } => {
+            return Err(unsupported(
+                e,
+                "a subquery",
+                "expressions over the record's columns (subqueries are not implemented yet)",
+            ));
+        }
         other => return Err(unsupported(other, format!("`{other}`"), "the expressions of SQL.md")),
     })
 }
 
 #[cfg(test)]
 mod tests;
+
+/// Parses and validates a pipeline file's text with its SQL expression fields read as Spark SQL
+/// ([`eddy_engine::spec::parse_pipeline_with`] with [`SparkSql`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::parse_pipeline_with`].
+pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
+    spec::parse_pipeline_with(text, &[], &SparkSql)
+}
+
+/// As [`parse_pipeline_str`], after `--set` overrides
+/// ([`eddy_engine::spec::parse_pipeline_with_overrides`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::parse_pipeline_with`].
+pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
+    spec::parse_pipeline_with(text, overrides, &SparkSql)
+}
+
+/// Reads the pipeline file at `path` with its SQL expression fields read as Spark SQL
+/// ([`eddy_engine::spec::load_pipeline_with`] with [`SparkSql`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::load_pipeline_with`].
+pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
+    spec::load_pipeline_with(path, overrides, &SparkSql)
+}
+
+#[cfg(test)]
+mod tests_query;

@@ -76,8 +76,8 @@ fn errors_give_the_line_and_column_what_was_found_and_what_is_allowed() {
     assert!(e.starts_with("at 2:3: unknown column `nope`") && e.contains("price, qty"), "{e}");
     let e = err("price + ");
     assert!(e.starts_with("at 1:") && e.contains("expected"), "{e}");
-    let e = err("qty * 1.5");
-    assert!(e.contains("DECIMAL") && e.contains("1.5D"), "{e}");
+    let e = err("CAST(qty AS DECIMAL(39, 2))");
+    assert!(e.starts_with("at 1:") && e.contains("CAST to DECIMAL(39,2)") && e.contains("1..=38"), "{e}");
     let e = err("frobnicate(price)");
     assert!(e.starts_with("at 1:1: function frobnicate is not supported"), "{e}");
     let e = err("qty + name");
@@ -95,4 +95,96 @@ fn a_backslash_before_underscore_or_percent_stays_a_like_escape() {
     assert_eq!(eval(r"name LIKE '100\%'", row(1.0, 1, "1000")), Ok(Value::Bool(false)));
     let b = bind_expression(r"name ILIKE 'x\_y%'", &schema()).map(|b| b.name);
     assert_eq!(b.as_deref(), Ok(r"ilike(name, x\_y%)"));
+}
+
+/// Result types and values of DECIMAL expressions, as Spark 4.3 gives them under ANSI (each
+/// checked with the oracle's pyspark: `typeof(...)` and the value).
+#[test]
+fn decimal_expressions_have_sparks_types_and_values() {
+    let schema = Schema::parse_ddl(
+        "a DECIMAL(10,2), b DECIMAL(3,1), c DECIMAL(2,1), i INT, l BIGINT, d DOUBLE, x DECIMAL(38,10)",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dec = |u: i128, s: u8| Value::Decimal(eddy_engine::decimal::Decimal::new(u, s));
+    let values = vec![dec(100, 2), dec(25, 1), dec(7, 1), Value::Int(3), Value::Long(2), Value::Double(0.5), dec(1, 0)];
+    let run = |text: &str| {
+        let b = bind_expression(text, &schema).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let v = Compiled::new(&b.typed).eval(&Record::new(values.clone()));
+        (
+            b.typed.data_type.to_string(),
+            v.map(|v| match v {
+                Value::Decimal(d) => d.to_string(),
+                other => format!("{other:?}"),
+            }),
+        )
+    };
+    let ok = |text: &str, ty: &str, v: &str| assert_eq!(run(text), (ty.to_string(), Ok(v.to_string())), "{text}");
+    ok("1.5", "DECIMAL(2,1)", "1.5");
+    ok("CAST(1 AS DECIMAL(3,2)) + 1", "DECIMAL(4,2)", "2.00");
+    ok("a / CAST(3 AS DECIMAL(10,2))", "DECIMAL(23,13)", "0.3333333333333");
+    ok("b % c", "DECIMAL(2,1)", "0.4");
+    ok("round(2.345, 2)", "DECIMAL(4,2)", "2.35");
+    ok("bround(2.345, 2)", "DECIMAL(4,2)", "2.34");
+    ok("floor(-1.5)", "DECIMAL(2,0)", "-2");
+    ok("ceil(a)", "DECIMAL(9,0)", "1");
+    ok("round(a, 1)", "DECIMAL(10,1)", "1.0");
+    ok("round(a, -1)", "DECIMAL(9,0)", "0");
+    ok("abs(-a)", "DECIMAL(10,2)", "1.00");
+    ok("x * x", "DECIMAL(38,6)", "1.000000");
+    ok("greatest(a, 1)", "DECIMAL(12,2)", "1.00");
+    ok("coalesce(a, l)", "DECIMAL(22,2)", "1.00");
+    ok("a + i", "DECIMAL(13,2)", "4.00");
+    ok(
+        "CAST(9.99 AS DECIMAL(3,2)) + CAST(9.99 AS DECIMAL(38,37))",
+        "DECIMAL(38,36)",
+        "19.980000000000000000000000000000000000",
+    );
+    ok("a + d", "DOUBLE", "Double(1.5)");
+    ok("sign(a)", "DOUBLE", "Double(1.0)");
+    ok("a = 1", "BOOLEAN", "Bool(true)");
+    let name = |text: &str| bind_expression(text, &schema).map(|b| b.name).unwrap_or_else(|e| panic!("{e}"));
+    // Spark names an order comparison of a DECIMAL literal with an integer by the integer bound
+    assert_eq!(name("12345.6789 > -5"), "(12346 > -5)");
+    assert_eq!(name("1.5 > i"), "(2 > i)");
+    assert_eq!(name("0.5 < 1"), "(0 < 1)");
+    assert_eq!(name("-5 < 12345.6789"), "(-5 < 12346)");
+    assert_eq!(name("12345.4 = 12345"), "(12345.4 = 12345)");
+    assert_eq!(name("a > -5"), "(a > -5)");
+    ok("12345.4 > 12345", "BOOLEAN", "Bool(true)");
+    ok("12345.6789 > 12346", "BOOLEAN", "Bool(false)");
+    ok("1.5 > i", "BOOLEAN", "Bool(false)");
+    ok("2.5 > 2L", "BOOLEAN", "Bool(true)");
+    ok("b > a", "BOOLEAN", "Bool(true)");
+    ok("try_cast(12345.678 AS DECIMAL(4,1))", "DECIMAL(4,1)", "Null");
+    ok("CAST(a AS STRING)", "STRING", "Str(\"1.00\")");
+    ok("a div c", "BIGINT", "Long(1)");
+    ok("pmod(-b, c)", "DECIMAL(2,1)", "0.3");
+    ok("-b % c", "DECIMAL(2,1)", "-0.4");
+    ok("a * 1.5", "DECIMAL(13,3)", "1.500");
+    ok("1.5 * 2", "DECIMAL(4,1)", "3.0");
+    ok("a - 0.005", "DECIMAL(12,3)", "0.995");
+    ok("CAST(-2.5 AS DECIMAL(3,1)) div c", "BIGINT", "Long(-3)");
+    ok("a + NULL", "DECIMAL(11,2)", "Null");
+    ok("CASE WHEN i > 1 THEN a ELSE b END", "DECIMAL(10,2)", "1.00");
+    ok("a IN (1, 2.0)", "BOOLEAN", "Bool(true)");
+    ok("CAST(123.456 AS DECIMAL(5,1))", "DECIMAL(5,1)", "123.5");
+    ok("12345678901234567890", "DECIMAL(20,0)", "12345678901234567890");
+    ok("try_add(CAST(99999999999999999999999999999999999999 AS DECIMAL(38,0)), 1)", "DECIMAL(38,0)", "Null");
+    ok("try_divide(a, 0)", "DECIMAL(14,6)", "Null");
+    ok("CAST(1e-3 AS DECIMAL(5,4))", "DECIMAL(5,4)", "0.0010");
+    ok("CAST(CAST(0.15 AS FLOAT) AS DECIMAL(3,1))", "DECIMAL(3,1)", "0.2");
+    ok("round(b)", "DECIMAL(3,0)", "3");
+    ok("-0.5", "DECIMAL(1,1)", "-0.5");
+    ok("round(CAST(-2.5 AS DECIMAL(3,1)))", "DECIMAL(3,0)", "-3");
+    ok("CAST(a AS INT)", "INT", "Int(1)");
+    ok("CAST(b AS DOUBLE)", "DOUBLE", "Double(2.5)");
+    let err = |text: &str, e: &str| assert_eq!(run(text).1.map_err(|e| e.to_string()), Err(e.to_string()), "{text}");
+    err("CAST(12345.678 AS DECIMAL(4,1))", r#"NUMERIC_VALUE_OUT_OF_RANGE in "CAST(12345.678 AS DECIMAL(4,1))""#);
+    err("CAST('abc' AS DECIMAL(4,1))", r#"CAST_INVALID_INPUT in "CAST(abc AS DECIMAL(4,1))""#);
+    err(
+        "CAST(99999999999999999999999999999999999999 AS DECIMAL(38,0)) + 1",
+        r#"NUMERIC_VALUE_OUT_OF_RANGE in "(CAST(99999999999999999999999999999999999999 AS DECIMAL(38,0)) + 1)""#,
+    );
+    err("a / (a - a)", r#"DIVIDE_BY_ZERO in "(a / (a - a))""#);
+    err("b / 0.0", r#"DIVIDE_BY_ZERO in "(b / 0.0)""#);
 }

@@ -10,10 +10,16 @@ Scope: mode = "real-time", [clock] type = "replay", files source (JSON), queries
   window_aggregate (tumbling / sliding, update or append; measures count(*), count, sum, min, max)
   deduplicate (within_watermark true / false)
   rolling_window (measures count(*), count, sum, min, max, avg; bounded `over` and lifetime)
+  sql = "SELECT items FROM source [WHERE c AND ...] GROUP BY window(col, size[, slide]), keys"
+      (../../../shared/spec/SQL.md): a window aggregate over computed keys and measure arguments;
+      each item named with AS (or a bare column); keys and the window may be given by position.
+      With the source's `filter` and `select` and the sink's `select`. Expressions are those of
+      EXPRESSIONS below, evaluated as SQL.md defines them.
 """
 import datetime as dt
 import json
 import math
+import operator
 import os
 import re
 import sys
@@ -82,6 +88,140 @@ def values(m, recs):
     return [r[col] for r in recs if r.get(col) is not None]
 
 
+def nullable(f):
+    """f applied as SQL applies a function that is null on any null argument."""
+    return lambda *args: None if any(a is None for a in args) else f(*args)
+
+
+def sql_or(a, b):
+    """Three-valued OR (SQL.md: NULL OR true is true, NULL OR false is null)."""
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+# The expressions the SQL cases use, by their text: (function of a row, result type).
+EXPRESSIONS = {
+    "amount > 0": (lambda r: nullable(operator.gt)(r["amount"], 0), "BOOLEAN"),
+    "amount < 1000": (lambda r: nullable(operator.lt)(r["amount"], 1000), "BOOLEAN"),
+    "status <> 'test'": (lambda r: nullable(operator.ne)(r["status"], "test"), "BOOLEAN"),
+    "user_id IS NULL OR amount >= 2":
+        (lambda r: sql_or(r["user_id"] is None, nullable(operator.ge)(r["amount"], 2)), "BOOLEAN"),
+    "ts < TIMESTAMP '2024-03-01 12:01:00'": (lambda r: nullable(operator.lt)(r["ts"], ts("2024-03-01T12:01:00Z")), "BOOLEAN"),
+    "timestamp_millis(ts_ms)": (lambda r: nullable(lambda v: v * 1000)(r["ts_ms"]), "TIMESTAMP"),
+    "lower(user_id)": (lambda r: nullable(str.lower)(r["user_id"]), "STRING"),
+    "upper(region)": (lambda r: nullable(str.upper)(r["region"]), "STRING"),
+    "coalesce(user_id, 'anon')": (lambda r: "anon" if r["user_id"] is None else r["user_id"], "STRING"),
+    "amount * 2": (lambda r: nullable(lambda v: v * 2)(r["amount"]), "BIGINT"),
+    "window.start": (lambda r: r["window"]["start"], "TIMESTAMP"),
+    "window.end": (lambda r: r["window"]["end"], "TIMESTAMP"),
+}
+
+
+def split_top(text, sep=","):
+    """Splits `text` at `sep` outside parentheses and quotes."""
+    parts, depth, quoted, cur, i = [], 0, False, "", 0
+    while i < len(text):
+        if not quoted and depth == 0 and text[i:i + len(sep)].upper() == sep.upper():
+            parts.append(cur.strip())
+            cur, i = "", i + len(sep)
+            continue
+        c = text[i]
+        quoted = not quoted if c == "'" else quoted
+        depth += 0 if quoted else (c == "(") - (c == ")")
+        cur, i = cur + c, i + 1
+    return parts + [cur.strip()]
+
+
+def named(item):
+    """(expression, output name) of a select item: `expr AS name`, or a bare column."""
+    m = re.fullmatch(r"(.*?)\s+AS\s+`?(\w+)`?", item, re.S | re.I)
+    if m:
+        return m.group(1).strip(), m.group(2)
+    if not re.fullmatch(r"\w+", item):
+        raise SystemExit(f"reference: name {item!r} with AS")
+    return item, item
+
+
+def evaluate(text, row):
+    """Value of expression `text` (a column name or an EXPRESSIONS key) over `row`."""
+    if re.fullmatch(r"\w+", text):
+        return row[text]
+    if text not in EXPRESSIONS:
+        raise SystemExit(f"reference: expression {text!r} not covered")
+    return EXPRESSIONS[text][0](row)
+
+
+def project(items, row, ts_cols):
+    """The row of a `select` list (`*` keeps every column); TIMESTAMP results join ts_cols."""
+    out = {}
+    for item in items:
+        if item == "*":
+            out.update(row)
+            continue
+        text, name = named(item)
+        out[name] = evaluate(text, row)
+        if text in EXPRESSIONS and EXPRESSIONS[text][1] == "TIMESTAMP":
+            ts_cols.add(name)
+    return out
+
+
+def sql_window_aggregate(p, recs, out, ts_cols):
+    """A SQL query planned as a window aggregate: WHERE conjuncts that do not name the watermark
+    column drop records before the watermark sees them, the others after (SQL.md "Queries");
+    computed keys and measure arguments become columns of each record; the rows then take the
+    select list's order and names."""
+    m = re.fullmatch(r"\s*SELECT\s+(.*?)\s+FROM\s+\w+\s+(?:WHERE\s+(.*?)\s+)?GROUP BY\s+(.*?)\s*",
+                     p["query"]["sql"], re.S | re.I)
+    select = [named(i) for i in split_top(m.group(1))]
+    where = split_top(m.group(2), " AND ") if m.group(2) else []
+    groups = [select[int(g) - 1][0] if g.isdigit() else g for g in split_top(m.group(3))]
+    wm_col = p.get("watermark", {}).get("column")
+    before = [c for c in where if not (wm_col and re.search(rf"\b{wm_col}\b", c))]
+    after = [c for c in where if c not in before]
+    window, keys, measures, columns = None, [], [], []
+    for g in groups:
+        w = re.fullmatch(r"window\((\w+),\s*'([^']*)'(?:,\s*'([^']*)')?\)", g)
+        if w:
+            window = {"column": w.group(1), "size": w.group(2), "slide": w.group(3) or w.group(2)}
+        else:
+            keys.append(g)
+    for text, name in select:
+        a = re.fullmatch(r"(count|sum|min|max)\((.*)\)", text)
+        if text in groups and text.startswith("window("):
+            columns.append(("window", name))
+        elif text in groups:
+            columns.append((f"key{keys.index(text)}", name))
+        elif a and a.group(2) == "*":
+            measures.append({"agg": "count", "alias": name})
+            columns.append((name, name))
+        elif a:
+            measures.append({"agg": a.group(1), "column": f"arg:{a.group(2)}", "alias": name})
+            columns.append((name, name))
+        else:
+            raise SystemExit(f"reference: select item {text!r} is neither a key nor an aggregate")
+    kept = []
+    for rec in recs:
+        if all(evaluate(c, rec) is True for c in before):
+            rec = dict(rec, __dropped=not all(evaluate(c, rec) is True for c in after))
+            for i, k in enumerate(keys):
+                rec[f"key{i}"] = evaluate(k, rec)
+            for mm in measures:
+                if "column" in mm:
+                    rec[mm["column"]] = evaluate(mm["column"][4:], rec)
+            kept.append(rec)
+    q = {"window": window, "group_by": [f"key{i}" for i in range(len(keys))], "measures": measures,
+         "output_mode": p["query"].get("output_mode", "update")}
+    rows = []
+    window_aggregate(dict(p, query=q), kept, rows)
+    sink_select = p.get("sink", {}).get("select")
+    for r in rows:
+        r = {name: r[col] for col, name in columns}
+        if sink_select:
+            r = project(sink_select, r, ts_cols)
+        out.append(r)
+
+
 def window_aggregate(p, recs, out):
     q, wm = p["query"], p.get("watermark")
     w = q["window"]
@@ -120,7 +260,7 @@ def window_aggregate(p, recs, out):
         t = rec[col]
         w_before = NEG_INF if (wm is None or max_t is None) else max_t - delay
         key = tuple(rec.get(c) for c in keys)
-        for (s, e) in windows(t):
+        for (s, e) in [] if rec.get("__dropped") else windows(t):
             if wm is not None and e <= w_before:
                 continue  # late for this window
             state.setdefault((s, e, key), []).append(rec)
@@ -130,7 +270,7 @@ def window_aggregate(p, recs, out):
             et = rec[wm["column"]]
             max_t = et if max_t is None else max(max_t, et)
             w_after = max_t - delay
-            for k in sorted(state):
+            for k in sorted(state, key=lambda k: (k[0], k[1], json.dumps(k[2]))):  # null keys sort too
                 if k[1] <= w_after:
                     if mode == "append":
                         out.append(row(k, state[k]))
@@ -239,7 +379,12 @@ def main():
     with open(os.path.join(case, "pipeline.toml"), "rb") as fh:
         p = tomllib.load(fh)
     assert p.get("mode") == "real-time" and p.get("clock", {}).get("type") == "replay"
+    if isinstance(p["source"], list):  # [[source]]: one source, its watermark the pipeline's
+        p["source"] = p["source"][0]
+    if "watermark" in p["source"]:
+        p["watermark"] = p["source"]["watermark"]
     schema = [(c.strip().split()[0], c.strip().split()[1].upper()) for c in p["source"]["schema"].split(",")]
+    ts_cols = {c for c, ty in schema if ty == "TIMESTAMP"}
     recs = []
     for name in sorted(os.listdir(os.path.join(case, "input"))):
         for line in open(os.path.join(case, "input", name)):
@@ -250,14 +395,21 @@ def main():
             for c, ty in schema:
                 v = raw.get(c)
                 rec[c] = ts(v) if (ty == "TIMESTAMP" and v is not None) else v
+            if p["source"].get("filter") and evaluate(p["source"]["filter"], rec) is not True:
+                continue
+            if p["source"].get("select"):
+                rec = project(p["source"]["select"], rec, ts_cols)
             recs.append(rec)
     out = []
-    kind = p["query"]["type"]
-    {"window_aggregate": window_aggregate, "deduplicate": deduplicate, "rolling_window": rolling}[kind](p, recs, out)
+    if "sql" in p["query"]:
+        sql_window_aggregate(p, recs, out, ts_cols)
+    else:
+        kind = p["query"]["type"]
+        {"window_aggregate": window_aggregate, "deduplicate": deduplicate, "rolling_window": rolling}[kind](p, recs, out)
     os.makedirs(os.path.join(case, "expected"), exist_ok=True)
     with open(os.path.join(case, "expected", "all.jsonl"), "w") as fh:
         for r in out:
-            r = {k: (iso(v) if isinstance(v, int) and k in [c for c, ty in schema if ty == "TIMESTAMP"] else v) for k, v in r.items()}
+            r = {k: (iso(v) if isinstance(v, int) and k in ts_cols else v) for k, v in r.items()}
             fh.write(json.dumps(r) + "\n")
 
 

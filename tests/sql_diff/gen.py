@@ -9,6 +9,21 @@ Usage (the python of the Spark oracle's venv: ../shared/tools/spark-oracle/setup
 
 (the committed golden.jsonl was written by this command; about 5 minutes on two busy cores)
 
+`--features decimal` adds DECIMAL columns and productions (arithmetic with Spark's precision and
+scale rules, casts, rounding, comparisons, widening); golden-decimal.jsonl was written by
+
+    python tests/sql_diff/gen.py --features decimal --seed 5 --exprs 400 --rows 50 --out tests/sql_diff/golden-decimal.jsonl
+
+DECIMAL values (in rows and results) are JSON strings holding the exact plain number (`"-0.50"`).
+
+    python tests/sql_diff/gen.py --features structs --seed 5 --exprs 400 --rows 50 \
+        --out tests/sql_diff/golden-structs.jsonl
+
+writes the corpus of STRUCT, JSON, DATE and the datetime functions (SQL.md "structs and JSON",
+"time"): a DATE column type, and every expression built around `struct(...)`, `named_struct`,
+field access, `to_json`, `get_json_object`, `to_date`, `to_timestamp` or a DATE.
+
+
 The golden file is JSON lines: first {"schema": [[name, type], ...], "rows": [[v, ...], ...]},
 then one line per expression: {"expr", "name", "type", "values"} (Spark's output name, Spark's
 type as `simpleString`, one value per row), or {"expr", "error": "analysis"|"runtime"|"python",
@@ -22,6 +37,7 @@ productions, never by editing the golden file.
 """
 import argparse
 import datetime as dt
+import decimal
 import json
 import math
 import os
@@ -32,6 +48,8 @@ import time
 
 os.environ["TZ"] = "UTC"
 time.tzset()
+# DECIMAL(38, s) values need 38 digits (the default context keeps 28)
+decimal.getcontext().prec = 60
 
 TYPES = ["int", "bigint", "double", "float", "string", "boolean", "timestamp"]
 DDL = {"int": "INT", "bigint": "BIGINT", "double": "DOUBLE", "float": "FLOAT", "string": "STRING",
@@ -46,9 +64,18 @@ def f32(x):
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
+DEC_TYPES = ["decimal(10,2)", "decimal(5,0)", "decimal(38,10)", "decimal(3,1)", "decimal(18,6)"]
+
+
+def dec_ps(t):
+    p, s = t[len("decimal("):-1].split(",")
+    return int(p), int(s)
+
+
 class Gen:
-    def __init__(self, rnd):
+    def __init__(self, rnd, features=()):
         self.r = rnd
+        self.features = features
         self.schema = []
         n = 0
         for t in TYPES:
@@ -57,12 +84,30 @@ class Gen:
                 self.schema.append((f"{t[0]}{n}" if self.r.random() < 0.8 else f"Col_{t}_{n}", t))
         self.schema.append(("odd name", "string"))
         self.by_type = {t: [c for c, ct in self.schema if ct == t] for t in TYPES}
+        if "decimal" in features:
+            for t in DEC_TYPES:
+                n += 1
+                self.schema.append((f"m{n}", t))
+            self.by_type["decimal"] = [c for c, ct in self.schema if ct.startswith("decimal")]
+
+    def top_types(self):
+        return TYPES + (["decimal", "decimal", "decimal"] if "decimal" in self.features else [])
 
     # -- data -------------------------------------------------------------------------------
     def value(self, t):
         r = self.r
         if r.random() < 0.12:
             return None
+        if t.startswith("decimal"):
+            p, sc = dec_ps(t)
+            top = 10 ** p - 1
+            if r.random() < 0.03:
+                unscaled = r.choice([top, -top])
+            elif r.random() < 0.2:
+                unscaled = r.choice([0, 1, -1, 10 ** sc, -(10 ** sc), 5 * 10 ** max(sc - 1, 0)])
+            else:
+                unscaled = r.randint(-min(top, 10 ** (sc + 5)), min(top, 10 ** (sc + 5)))
+            return decimal.Decimal(unscaled).scaleb(-sc)
         if t == "int":
             return r.choice([0, 1, -1, 2, 7, 100, -100]) if r.random() < 0.3 else r.randint(-300, 300)
         if t == "bigint":
@@ -84,6 +129,8 @@ class Gen:
             if r.random() < 0.5:
                 us += r.randint(0, 999_999)
             return us
+        if t == "date":
+            return r.randint(-400, 25_000)
 
     def rows(self, n):
         return [[self.value(t) for _, t in self.schema] for _ in range(n)]
@@ -102,6 +149,8 @@ class Gen:
 
     def lit(self, t):
         r = self.r
+        if t == "decimal":
+            return r.choice(["1.5", "0.25", "-3.125", "100.0", "0.001", "12345.6789", "2.0", "-0.5", "7.00"])
         if t == "int":
             return str(r.choice([0, 1, 2, 3, 7, 10, 100, -1, -5]))
         if t == "bigint":
@@ -117,6 +166,8 @@ class Gen:
             return r.choice(["true", "false"])
         if t == "timestamp":
             return r.choice(["TIMESTAMP '2024-01-15 10:00:00'", "TIMESTAMP '2001-02-03 04:05:06.789'"])
+        if t in NEW_LITS:
+            return r.choice(NEW_LITS[t])
 
     def leaf(self, t):
         if self.r.random() < 0.7:
@@ -256,12 +307,12 @@ def cond(g, e, d, t):
 
 def cast_to(g, e, d, t):
     # sources whose cast to t Spark allows under ANSI and that cannot fail on our data
-    safe = {
+    safe = CAST_SAFE.get(t) or {
         "int": ["int", "boolean", "float"],
         "bigint": ["int", "bigint", "boolean", "timestamp"],
         "double": ["int", "bigint", "double", "float", "boolean", "timestamp"],
         "float": ["int", "float", "double"],
-        "string": TYPES,
+        "string": list(TYPES),
         "boolean": ["int", "bigint", "double", "boolean"],
         "timestamp": ["int", "bigint", "timestamp"],
     }[t]
@@ -375,6 +426,74 @@ def ts_fn(g, e, d):
     ])()
 
 
+def nonzero_dec(g):
+    return g.r.choice(["0.7", "-2.5", "3", "1.25", "0.003"])
+
+
+def dec_arith(g, e, d):
+    r = g.r
+    a, b = e("decimal"), e(r.choice(["decimal", "decimal", "int", "bigint"]))
+    if r.random() < 0.3:
+        a, b = b, a
+    k = r.random()
+    if k < 0.6:
+        return f"({a} {r.choice(['+', '-', '*'])} {b})"
+    if k < 0.75:
+        return f"({e('decimal')} / {nonzero_dec(g)})"
+    if k < 0.85:
+        return f"({e('decimal')} % {nonzero_dec(g)})"
+    if k < 0.9:
+        return f"pmod({e('decimal')}, {nonzero_dec(g)})"
+    return f"{r.choice(['try_add', 'try_subtract', 'try_multiply'])}({a}, {b})"
+
+
+def dec_fn(g, e, d):
+    r = g.r
+    return r.choice([
+        lambda: f"abs({e('decimal')})",
+        lambda: f"(- {e('decimal')})",
+        lambda: f"{r.choice(['round', 'bround'])}({e('decimal')}, {r.choice(['0', '1', '2', '-1'])})",
+        lambda: f"round({e('decimal')})",
+        lambda: f"{r.choice(['floor', 'ceil'])}({e('decimal')})",
+        lambda: f"{r.choice(['greatest', 'least'])}({e('decimal')}, {e(r.choice(['decimal', 'int']))})",
+        lambda: f"try_divide({e('decimal')}, {e('decimal')})",
+    ])()
+
+
+def dec_cast(g, e, d):
+    r = g.r
+    target = r.choice(["DECIMAL(10,2)", "DECIMAL(12,4)", "DECIMAL(6,1)", "DECIMAL(38,18)", "DECIMAL(5)", "DECIMAL"])
+    k = r.random()
+    if k < 0.4:
+        return f"CAST({e(r.choice(['decimal', 'int', 'bigint']))} AS {target})"
+    if k < 0.55:
+        return f"CAST({e('double')} AS DECIMAL(30,4))"
+    if k < 0.75:
+        lit = r.choice(["'12.345'", "' -0.5 '", "'1e2'", "'abc'", "'99999999999'"])
+        return f"try_cast({lit} AS {target})"
+    return f"try_cast({e('decimal')} AS {target})"
+
+
+def dec_out(g, e, d, t):
+    """DECIMAL operands in productions of another type."""
+    r = g.r
+    if t == "double":
+        return r.choice([lambda: f"CAST({e('decimal')} AS DOUBLE)",
+                         lambda: f"({e('decimal')} {r.choice(['+', '*'])} {e('double')})",
+                         lambda: f"sign({e('decimal')})"])()
+    if t == "bigint":
+        return r.choice([lambda: f"CAST({e('decimal')} AS BIGINT)",
+                         lambda: f"({e('decimal')} div {nonzero_dec(g)})"])()
+    if t == "string":
+        return f"CAST({e('decimal')} AS STRING)"
+    if t == "boolean":
+        op = r.choice(["=", "<>", "<", "<=", ">", ">=", "<=>"])
+        return r.choice([lambda: f"({e('decimal')} {op} {e(r.choice(['decimal', 'int', 'bigint', 'double']))})",
+                         lambda: f"({e('decimal')} IN ({g.lit('decimal')}, {g.lit('int')}))",
+                         lambda: f"({e('decimal')} BETWEEN {g.lit('decimal')} AND {e('decimal')})"])()
+    return None
+
+
 PRODUCTIONS = {
     "int": [lambda g, e, d: arith(g, e, d, "int"), lambda g, e, d: num_fn(g, e, d, "int"),
             lambda g, e, d: cond(g, e, d, "int"), lambda g, e, d: cast_to(g, e, d, "int"),
@@ -399,15 +518,30 @@ PRODUCTIONS = {
 }
 
 
+DECIMAL_PRODUCTIONS = {
+    "decimal": [dec_arith, dec_arith, dec_fn, dec_fn, dec_cast, lambda g, e, d: cond(g, e, d, "decimal")],
+    "double": [lambda g, e, d: dec_out(g, e, d, "double")],
+    "bigint": [lambda g, e, d: dec_out(g, e, d, "bigint")],
+    "string": [lambda g, e, d: dec_out(g, e, d, "string")],
+    "boolean": [lambda g, e, d: dec_out(g, e, d, "boolean")] * 3,
+}
+
+
 def to_json(v, t):
     if v is None:
         return None
+    if t.startswith("decimal"):
+        return format(v, "f")
     if t in ("double", "float"):
         if math.isnan(v):
             return "NaN"
         if math.isinf(v):
             return "Infinity" if v > 0 else "-Infinity"
         return float(v)
+    if t == "date":
+        if isinstance(v, dt.date):
+            return (v - dt.date(1970, 1, 1)).days
+        return v
     if t == "timestamp":
         if isinstance(v, dt.datetime):
             if v.tzinfo is None:
@@ -416,6 +550,128 @@ def to_json(v, t):
             return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
         return v
     return v
+
+
+# -- --features structs ------------------------------------------------------------------------
+JSON_WORDS = ['{"a":1,"b":{"c":[1,2.50,{"d":"x"}]}}', '{"a":"s","n":null}', '[10,20,30]', 'not json',
+              '{"a":{"b":true}}', '2024-01-15', '2024-1-5', '2024-01-15 10:30:00', '2023/12/31 23:59']
+DATE_PATTERNS = ["yyyy-MM-dd", "yyyy/MM/dd", "yyyy-MM-dd HH:mm", "yyyy/MM/dd HH:mm:ss", "HH:mm", "yyyy-MM-dd HH:mm:ss.SSS"]
+
+
+def q(text):
+    return "'" + text + "'"
+
+
+def struct_args(g, e, n):
+    """`n` struct(...) arguments, some aliased."""
+    out = []
+    for k in range(n):
+        x = e(g.r.choice(TYPES))
+        out.append(f"{x} AS f{k}" if g.r.random() < 0.4 else x)
+    return ", ".join(out)
+
+
+def a_struct(g, e, depth=0):
+    r = g.r.random()
+    if r < 0.45:
+        return f"struct({struct_args(g, e, g.r.randint(1, 4))})"
+    pairs = []
+    for k in range(g.r.randint(1, 3)):
+        v = a_struct(g, e, depth + 1) if depth < 1 and g.r.random() < 0.25 else e(g.r.choice(TYPES))
+        pairs.append(f"'k{k}', {v}")
+    return f"named_struct({', '.join(pairs)})"
+
+
+def s_to_json(g, e, d):
+    return f"to_json({a_struct(g, e)})"
+
+
+def s_get_json(g, e, d):
+    path = g.r.choice(["$.a", "$.b.c", "$.b.c[1]", "$.b.c[2].d", "$[1]", "$", "$.n", "$.k0", "$.f1", "$.col1"])
+    src = g.r.choice([lambda: e("string"), lambda: f"to_json({a_struct(g, e)})"])()
+    return f"get_json_object({src}, {q(path)})"
+
+
+def s_field(g, e, d):
+    n = g.r.randint(1, 3)
+    vals = [e(g.r.choice(TYPES)) for _ in range(n)]
+    k = g.r.randrange(n)
+    if g.r.random() < 0.5:
+        return f"named_struct({', '.join(f'{q(chr(97 + i))}, {v}' for i, v in enumerate(vals))}).{chr(97 + k)}"
+    return f"struct({', '.join(f'{v} AS {chr(97 + i)}' for i, v in enumerate(vals))}).{chr(97 + k)}"
+
+
+def date_fn(g, e, d):
+    r = g.r
+    return r.choice([
+        lambda: f"CAST({e('timestamp')} AS DATE)",
+        lambda: f"to_date({e('timestamp')})",
+        lambda: f"to_date({e(r.choice(['date', 'timestamp']))})",
+        lambda: f"to_date(date_format({e('timestamp')}, 'yyyy/MM/dd'), 'yyyy/MM/dd')",
+        lambda: f"try_cast({e('string')} AS DATE)",
+        lambda: f"CAST({r.choice(['2024-01-15', ' 2024-1-5 ', '2024', '2024-02', '2024-01-15T10:00', '2023-12-31 23:59:59'])!r} AS DATE)",
+        lambda: f"to_date({r.choice(['2024-01-15', '2024-3-9'])!r})",
+    ])()
+
+
+def t_time_fn(g, e, d):
+    r = g.r
+    p = r.choice(["yyyy-MM-dd HH:mm:ss", "yyyy/MM/dd HH:mm", "yyyy-MM-dd", "HH:mm", "yyyy-MM-dd HH:mm:ss.SSS"])
+    return r.choice([
+        lambda: f"CAST({e('date')} AS TIMESTAMP)",
+        lambda: f"to_timestamp({e('date')})",
+        lambda: f"to_timestamp(date_format({e('timestamp')}, 'yyyy-MM-dd HH:mm:ss'))",
+        lambda: f"to_timestamp(date_format({e('timestamp')}, {q(p)}), {q(p)})",
+        lambda: f"try_to_timestamp({e('string')}, {q(r.choice(DATE_PATTERNS))})",
+        lambda: f"try_to_timestamp({e('string')})",
+        lambda: f"to_timestamp({r.choice(['2024-01-15 10:00:00', '2024-01-15', '2024-01-15T10:00:00.5Z'])!r})",
+    ])()
+
+
+def hash_arg(g, e):
+    t = g.r.choice(TYPES)
+    return g.leaf(t) if t in ("double", "float") else e(t)
+
+
+def top_structs(g, depth):
+    """A top-level expression of the structs corpus: each uses one of the new constructs."""
+    d = depth
+    e = lambda tt: g.expr(tt, d - 1)
+    r = g.r
+    return r.choice([
+        lambda: s_to_json(g, e, d), lambda: s_to_json(g, e, d), lambda: s_get_json(g, e, d),
+        lambda: s_field(g, e, d),
+        lambda: date_fn(g, e, d), lambda: g.expr("date", d),
+        lambda: t_time_fn(g, e, d),
+        lambda: f"{r.choice(['year', 'month', 'day', 'dayofmonth', 'dayofweek', 'hour'])}({e('date')})",
+        lambda: f"({e('date')} {r.choice(['=', '<', '<=', '>', '<>', '<=>'])} {e(r.choice(['date', 'date', 'timestamp']))})",
+        lambda: f"({e('date')} {r.choice(['=', '<', '>='])} {r.choice(['2024-01-15', '2001-02-03', '1999-12-31'])!r})",
+        lambda: f"CAST({e('date')} AS STRING)",
+        lambda: f"date_format({e('date')}, {q(r.choice(['yyyy-MM-dd', 'yyyy/MM/dd HH:mm', 'HH:mm']))})",
+        lambda: f"date_trunc({q(r.choice(['YEAR', 'MONTH', 'DAY', 'WEEK']))}, {e('date')})",
+        # hash: a double computed by exp / ln / pow may differ from Java's StrictMath in the last
+        # bit (the test compares doubles within 1e-9), which changes the hash: DOUBLE and FLOAT
+        # arguments are columns and literals only
+        lambda: f"hash({', '.join(hash_arg(g, e) for _ in range(r.randint(1, 3)))})",
+    ])()
+
+
+def enable_structs():
+    TYPES.append("date")
+    DDL["date"] = "DATE"
+    WORDS.extend(JSON_WORDS)
+    NEW_LITS["date"] = ["DATE '2024-01-15'", "DATE '2001-02-03'", "DATE '1969-12-31'"]
+    PRODUCTIONS["date"] = [date_fn, date_fn, lambda g, e, d: cond(g, e, d, "date"),
+                           lambda g, e, d: cast_to(g, e, d, "date")]
+    PRODUCTIONS["timestamp"].append(t_time_fn)
+    PRODUCTIONS["string"].extend([s_to_json, s_get_json])
+    PRODUCTIONS["int"].append(lambda g, e, d: f"{g.r.choice(['year', 'month', 'day'])}({e('date')})")
+    CAST_SAFE["date"] = ["date", "timestamp"]
+    CAST_SAFE["timestamp"] = ["int", "bigint", "timestamp", "date"]
+
+
+NEW_LITS = {}
+CAST_SAFE = {}
 
 
 def spark_type(dtype):
@@ -430,29 +686,42 @@ def main():
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--chunk", type=int, default=100)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--features", default="", help="comma-separated: decimal, structs")
     a = ap.parse_args()
+    features = set(f for f in a.features.split(",") if f)
+    if "structs" in features:
+        enable_structs()
 
-    g = Gen(random.Random(a.seed))
+    features = tuple(f for f in a.features.split(",") if f)
+    if "decimal" in features:
+        for t, ps in DECIMAL_PRODUCTIONS.items():
+            PRODUCTIONS[t] = PRODUCTIONS.get(t, []) + ps
+    g = Gen(random.Random(a.seed), features)
     rows = g.rows(a.rows)
     exprs = []
     seen = set()
     while len(exprs) < a.exprs:
-        t = g.r.choice(TYPES)
-        x = g.expr(t, g.r.randint(1, a.depth))
+        if "structs" in features:
+            x = top_structs(g, g.r.randint(1, a.depth))
+        else:
+            x = g.expr(g.r.choice(g.top_types()), g.r.randint(1, a.depth))
         if x not in seen:
             seen.add(x)
             exprs.append(x)
 
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import (BooleanType, DoubleType, FloatType, IntegerType, LongType,
-                                   StringType, StructField, StructType, TimestampType)
+    from pyspark.sql.types import (BooleanType, DateType, DecimalType, DoubleType, FloatType, IntegerType,
+                                   LongType, StringType, StructField, StructType, TimestampType)
     spark = (SparkSession.builder.master("local[2]").appName("sql-diff")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.ansi.enabled", "true")
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     types = {"int": IntegerType(), "bigint": LongType(), "double": DoubleType(), "float": FloatType(),
-             "string": StringType(), "boolean": BooleanType(), "timestamp": TimestampType()}
+             "string": StringType(), "boolean": BooleanType(), "timestamp": TimestampType(),
+             "date": DateType()}
+    for t in DEC_TYPES:
+        types[t] = DecimalType(*dec_ps(t))
     st = StructType([StructField(n, types[t], True) for n, t in g.schema])
     py_rows = [[dt.datetime.fromtimestamp(v / 1e6, dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(microseconds=0)
                 if (t == "timestamp" and v is not None) else v for v, (_, t) in zip(r, g.schema)] for r in rows]
@@ -461,6 +730,8 @@ def main():
         for i, (_, t) in enumerate(g.schema):
             if t == "timestamp" and r[i] is not None:
                 pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
+            if t == "date" and r[i] is not None:
+                pr[i] = dt.date(1970, 1, 1) + dt.timedelta(days=r[i])
     df = spark.createDataFrame(py_rows, st).cache()
     df.count()
 

@@ -4,7 +4,7 @@
 //! [`fingerprint`] that decides whether a checkpoint can be restored under a changed pipeline.
 
 use eddy_connectors::{FileIdentity, FollowedFile, KafkaPartitionOffset, SourceOffset};
-use eddy_engine::spec::{Pipeline, SourceKind};
+use eddy_engine::spec::{Pipeline, PipelineExpr, SourceKind, Step};
 
 use super::pipeline_fields::pipeline_fields;
 
@@ -43,6 +43,8 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         f("query", format!("{:?}", p.query)),
         f("clock", format!("{:?}", p.clock)),
     ];
+    // Only when set: a pipeline without them has the fingerprint it had before they existed.
+    out.extend(step_fields(&p.source_steps).into_iter().map(|(field, value)| f(field, value)));
     out.extend(pipeline_fields(p).into_iter().map(|(field, value)| FingerprintField { field, value }));
     // How the undetailed entries above read in the pipeline file, to name a change of one of them
     // (an older checkpoint, without these, has its change named with the deciding text).
@@ -74,6 +76,35 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
     }
     out
 }
+
+/// The deciding entries of the source's steps: `source.filter` (the condition) and
+/// `source.select` (the list), each expression as Spark names it (`(amount > 0)`), with `AS`
+/// and the output name where that differs. The names spell the whole typed expression, so an
+/// expression that computes something else reads differently.
+fn step_fields(steps: &[Step]) -> Vec<(&'static str, String)> {
+    let quoted = |v: &str| {
+        let mut s = String::new();
+        eddy_engine::output::write_string(&mut s, v);
+        s
+    };
+    let spelled = |e: &PipelineExpr| {
+        if e.name == e.typed.name { e.name.clone() } else { format!("{} AS {}", e.typed.name, e.name) }
+    };
+    steps
+        .iter()
+        .map(|step| match step {
+            Step::Filter(e) => ("source.filter", quoted(&spelled(e))),
+            Step::Project(items) => (
+                "source.select",
+                format!("[{}]", items.iter().map(|e| quoted(&spelled(e))).collect::<Vec<_>>().join(", ")),
+            ),
+        })
+        .collect()
+}
+
+/// Deciding entries that a pipeline may leave out (it has no such step): one that only the
+/// checkpoint has is a change too.
+const OPTIONAL: [&str; 2] = ["source.filter", "source.select"];
 
 /// The prefix of an entry of [`fingerprint`] that gives a deciding entry's value as the pipeline
 /// file writes it (`=source.schema` = `"k STRING, v BIGINT"`), where the deciding value is
@@ -119,7 +150,15 @@ pub fn differences(checkpoint: &[FingerprintField], now: &[FingerprintField]) ->
                     out.extend(details);
                 }
             }
+            None if OPTIONAL.contains(&n.field.as_str()) => {
+                out.push(format!("{}: the checkpoint has nothing, the pipeline has {}", n.field, shorten(&n.value)))
+            }
             None => out.push(format!("{}: not in the checkpoint (written by another eddy version)", n.field)),
+        }
+    }
+    for c in checkpoint.iter().filter(|c| OPTIONAL.contains(&c.field.as_str())) {
+        if !now.iter().any(|n| n.field == c.field) {
+            out.push(format!("{}: the checkpoint has {}, the pipeline has nothing", c.field, shorten(&c.value)));
         }
     }
     out

@@ -47,6 +47,7 @@ pub fn pipeline_fields(p: &Pipeline) -> Vec<(String, String)> {
             out.list("query.columns", columns);
             out.raw("query.within_watermark", within_watermark.to_string());
         }
+        QuerySpec::Forward => out.string("query.type", "forward"),
     }
     match &p.clock {
         ClockSpec::System => out.string("clock.type", "system"),

@@ -2,7 +2,7 @@
 //! their own (DataSketches) binary format. The snapshot header (magic, version, checksum) is the
 //! checkpoint store's business, not this module's.
 
-use super::numeric::{DoubleDouble, DoubleSum, LongSum, Moments};
+use super::numeric::{DecimalSum, DoubleDouble, DoubleSum, LongSum, Moments};
 use super::sketch::{DistinctSketch, QuantileSketch};
 use super::{AggKind, AggState, AggregateError, AggregateFn};
 use crate::schema::DataType;
@@ -14,6 +14,7 @@ const LONG_SUM: u8 = 2;
 const DOUBLE_SUM: u8 = 3;
 const MOMENTS: u8 = 4;
 const EXTREME: u8 = 5;
+const DECIMAL_SUM: u8 = 9;
 const DISTINCT: u8 = 6;
 const QUANTILES: u8 = 7;
 const USER: u8 = 8;
@@ -32,6 +33,11 @@ impl AggState {
                 out.extend_from_slice(&s.n.to_le_bytes());
                 out.extend_from_slice(&s.sum.to_le_bytes());
                 out.extend_from_slice(&s.as_double.to_le_bytes());
+            }
+            AggState::DecimalSum(s) => {
+                out.push(DECIMAL_SUM);
+                out.extend_from_slice(&s.n.to_le_bytes());
+                out.extend_from_slice(&s.sum.to_le_bytes());
             }
             AggState::DoubleSum(s) => {
                 out.push(DOUBLE_SUM);
@@ -91,6 +97,7 @@ impl AggregateFn {
             AggState::Count(_) => COUNT,
             AggState::LongSum(_) => LONG_SUM,
             AggState::DoubleSum(_) => DOUBLE_SUM,
+            AggState::DecimalSum(_) => DECIMAL_SUM,
             AggState::Moments(_) => MOMENTS,
             AggState::Extreme(_) => EXTREME,
             AggState::Distinct(_) => DISTINCT,
@@ -109,6 +116,7 @@ impl AggregateFn {
         let state = match tag {
             COUNT => AggState::Count(r.i64()?),
             LONG_SUM => AggState::LongSum(LongSum { n: r.i64()?, sum: r.i128()?, as_double: r.f64()? }),
+            DECIMAL_SUM => AggState::DecimalSum(DecimalSum { n: r.i64()?, sum: r.i128()? }),
             DOUBLE_SUM => {
                 let (n, nan, pos_inf, neg_inf) = (r.i64()?, r.i64()?, r.i64()?, r.i64()?);
                 AggState::DoubleSum(DoubleSum { n, sum: r.dd()?, nan, pos_inf, neg_inf })
@@ -184,10 +192,30 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
             out.extend_from_slice(&start.0.to_le_bytes());
             out.extend_from_slice(&end.0.to_le_bytes());
         }
+        Value::Decimal(d) => {
+            out.push(10);
+            out.extend_from_slice(&d.unscaled.to_le_bytes());
+            out.push(d.scale);
+        }
         Value::List(items) => {
             out.push(9);
             out.extend_from_slice(&(items.len() as u64).to_le_bytes());
             for item in items.iter() {
+                put_value(out, item);
+            }
+        }
+        Value::Date(d) => {
+            out.push(11);
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        Value::Struct(ty, fields) => {
+            // the type as its field list (struct type ids are per process)
+            out.push(12);
+            let ty = serde_json::to_string(ty).unwrap_or_default();
+            out.extend_from_slice(&(ty.len() as u64).to_le_bytes());
+            out.extend_from_slice(ty.as_bytes());
+            out.extend_from_slice(&(fields.len() as u64).to_le_bytes());
+            for item in fields.iter() {
                 put_value(out, item);
             }
         }
@@ -267,13 +295,47 @@ impl<'a> Reader<'a> {
                 Value::Str(s.into())
             }
             7 => Value::Timestamp(Timestamp(self.i64()?)),
+            10 => Value::Decimal(crate::decimal::Decimal::new(self.i128()?, self.u8()?)),
             8 => Value::Window { start: Timestamp(self.i64()?), end: Timestamp(self.i64()?) },
             9 => {
                 let n = self.len()?;
                 let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
                 Value::List(items.into())
             }
+            11 => Value::Date(i32::from_le_bytes(self.array()?)),
+            12 => {
+                let n = self.len()?;
+                let ty: crate::schema::StructType =
+                    serde_json::from_slice(self.take(n)?).map_err(|e| format!("a struct type: {e}"))?;
+                let n = self.len()?;
+                let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
+                Value::Struct(ty, items.into())
+            }
             t => return Err(format!("unknown value tag {t}")),
         })
+    }
+}
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+    use crate::schema::{Field, StructType};
+
+    #[test]
+    fn dates_and_structs_in_a_state_read_back_as_written() {
+        let ty = StructType::new(vec![
+            Field { name: "a".into(), data_type: DataType::Int },
+            Field { name: "n".into(), data_type: DataType::String },
+            Field { name: "d".into(), data_type: DataType::Date },
+        ]);
+        let v = Value::List(
+            vec![Value::Date(-1), Value::Struct(ty, vec![Value::Int(1), Value::Null, Value::Date(19_737)].into())]
+                .into(),
+        );
+        let mut out = Vec::new();
+        put_value(&mut out, &v);
+        let mut r = Reader { bytes: &out };
+        assert_eq!(r.value(0), Ok(v));
+        assert!(r.bytes.is_empty());
     }
 }

@@ -300,8 +300,9 @@ impl AggregateFn {
             AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
                 (!input_type.is_numeric()).then_some("a numeric column")
             }
-            AggKind::ApproxPercentile { .. } => (!input_type.is_numeric() && input_type != DataType::Timestamp)
-                .then_some("a numeric or TIMESTAMP column"),
+            AggKind::ApproxPercentile { .. } => ((!input_type.is_numeric() && input_type != DataType::Timestamp)
+                || input_type.decimal().is_some())
+            .then_some("an INT, BIGINT, FLOAT, DOUBLE or TIMESTAMP column (DECIMAL is not supported here)"),
             _ => (!is_column_type(input_type)).then_some("a column of the input schema"),
         };
         if let Some(expected) = expected {
@@ -315,10 +316,12 @@ impl AggregateFn {
         AggregateFn { name: name.into(), ..self }
     }
 
-    /// Whether this is `sum` over INT or BIGINT: the one built-in aggregate whose result can
-    /// overflow (SEMANTICS.md "Aggregate functions"); see [`AggregateFn::sum_fits`].
+    /// Whether this is `sum` over INT, BIGINT or DECIMAL (an exact sum of integers: a DECIMAL's
+    /// unscaled values): the one built-in aggregate whose result can overflow (SEMANTICS.md
+    /// "Aggregate functions"); see [`AggregateFn::sum_fits`].
     pub fn is_integer_sum(&self) -> bool {
-        matches!(self.kind, AggKind::Sum) && matches!(self.input_type, DataType::Int | DataType::Long)
+        matches!(self.kind, AggKind::Sum)
+            && matches!(self.input_type, DataType::Int | DataType::Long | DataType::Decimal { .. })
     }
 
     /// For an integer sum ([`AggregateFn::is_integer_sum`]): whether adding `v` to the states
@@ -327,6 +330,9 @@ impl AggregateFn {
     /// checked (a record with a NULL value can merge two sessions). `true` for any other measure;
     /// states of another function count 0. Exact: the states hold their sums in `i128`.
     pub fn sum_fits<'a>(&self, states: impl IntoIterator<Item = &'a AggState>, v: &Value) -> bool {
+        if let Some(input) = self.input_type.decimal() {
+            return self.decimal_sum_fits(input, states, v);
+        }
         let v = match *v {
             Value::Long(x) => x,
             Value::Int(x) => i64::from(x),
@@ -342,6 +348,25 @@ impl AggregateFn {
             }
         }
         numeric::LongSum::fits(sum, v)
+    }
+
+    /// [`AggregateFn::sum_fits`] of a DECIMAL(p, s) sum: the window's exact sum stays within
+    /// DECIMAL(min(38, p + 10), s), Spark's result type (past it Spark 4 with ANSI fails the
+    /// query with NUMERIC_VALUE_OUT_OF_RANGE; the record goes to the dead letters instead).
+    fn decimal_sum_fits<'a>(&self, input: (u8, u8), states: impl IntoIterator<Item = &'a AggState>, v: &Value) -> bool {
+        let v = match v {
+            Value::Decimal(d) => d.rescale(crate::decimal::MAX_PRECISION, input.1, crate::decimal::Rounding::HalfUp),
+            _ => Ok(crate::decimal::Decimal::new(0, input.1)),
+        };
+        let Ok(v) = v else { return false };
+        let mut sum = v.unscaled;
+        for st in states {
+            if let AggState::DecimalSum(s) = st {
+                sum = sum.saturating_add(s.sum);
+            }
+        }
+        let (p, s) = crate::decimal::sum_type(input);
+        crate::decimal::Decimal::new(sum, s).fits(p)
     }
 
     /// A user-defined measure over column `input` of type `input_type`.
@@ -370,15 +395,25 @@ impl AggregateFn {
     }
 
     /// The result type (Spark's): BIGINT for count and approx_count_distinct; BIGINT / DOUBLE for
-    /// sum over integers / floating values; DOUBLE for avg and the stddev / variance family; the
+    /// sum over integers / floating values; DOUBLE for avg and the stddev / variance family; over
+    /// DECIMAL(p, s), DECIMAL(min(38, p + 10), s) for sum and DECIMAL(min(38, p + 4),
+    /// min(38, s + 4)) for avg (`crate::decimal::sum_type`, `avg_type`); the
     /// input type for min, max and approx_percentile (an array of it for a list of percentages).
     pub fn result_type(&self) -> DataType {
         match &self.kind {
             AggKind::CountStar | AggKind::Count | AggKind::ApproxCountDistinct { .. } => DataType::Long,
             AggKind::Sum => match self.input_type {
                 DataType::Float | DataType::Double => DataType::Double,
+                DataType::Decimal { precision, scale } => {
+                    let (precision, scale) = crate::decimal::sum_type((precision, scale));
+                    DataType::Decimal { precision, scale }
+                }
                 _ => DataType::Long,
             },
+            AggKind::Avg if self.input_type.decimal().is_some() => {
+                let (precision, scale) = crate::decimal::avg_type(self.input_type.decimal().unwrap_or((38, 0)));
+                DataType::Decimal { precision, scale }
+            }
             AggKind::Avg | AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
                 DataType::Double
             }

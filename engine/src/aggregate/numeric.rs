@@ -497,3 +497,30 @@ mod tests {
         assert_eq!(s.mean(), Some(i64::MAX as f64));
     }
 }
+
+/// Sum of DECIMAL(p, s) values (sum and avg over a DECIMAL column): the exact sum of their
+/// unscaled values at the column's scale `s`. Operators keep it within the result's precision
+/// ([`crate::decimal::sum_type`]) by refusing the record that would leave it, as for integer
+/// sums; it saturates rather than wraps where a rolling window holds a larger one.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DecimalSum {
+    /// Number of non-null values.
+    pub n: i64,
+    /// Their exact sum, unscaled at the column's scale.
+    pub sum: i128,
+}
+
+impl DecimalSum {
+    /// Adds (`sign = 1`) or removes (`sign = -1`) one unscaled value.
+    #[inline]
+    pub(crate) fn add(&mut self, unscaled: i128, sign: i64) {
+        self.n = self.n.saturating_add(sign);
+        self.sum = self.sum.saturating_add(sign as i128 * unscaled);
+    }
+
+    /// Merges another sum.
+    pub(crate) fn merge(&mut self, o: &DecimalSum) {
+        self.n = self.n.saturating_add(o.n);
+        self.sum = self.sum.saturating_add(o.sum);
+    }
+}

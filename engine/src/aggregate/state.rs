@@ -3,9 +3,10 @@
 
 use std::fmt;
 
-use super::numeric::{DoubleDouble, DoubleSum, LongSum, Moments};
+use super::numeric::{DecimalSum, DoubleDouble, DoubleSum, LongSum, Moments};
 use super::sketch::{self, DistinctSketch, F64OrI64, QuantileSketch};
 use super::{AggKind, AggregateFn};
+use crate::decimal::{self, Decimal, Rounding};
 use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::Value;
@@ -21,6 +22,8 @@ pub enum AggState {
     LongSum(LongSum),
     /// `sum` / `avg` over FLOAT or DOUBLE.
     DoubleSum(DoubleSum),
+    /// `sum` / `avg` over DECIMAL.
+    DecimalSum(DecimalSum),
     /// The stddev / variance family.
     Moments(Moments),
     /// `min` / `max`: the extreme so far (`None`: no non-null input).
@@ -39,6 +42,7 @@ impl fmt::Debug for AggState {
         match self {
             AggState::Count(n) => f.debug_tuple("Count").field(n).finish(),
             AggState::LongSum(s) => f.debug_tuple("LongSum").field(s).finish(),
+            AggState::DecimalSum(s) => f.debug_tuple("DecimalSum").field(s).finish(),
             AggState::DoubleSum(s) => f
                 .debug_struct("DoubleSum")
                 .field("n", &s.n)
@@ -161,6 +165,18 @@ fn floating(v: &Value) -> Option<f64> {
         Value::Float(x) => Some(x as f64),
         Value::Long(x) => Some(x as f64),
         Value::Int(x) => Some(x as f64),
+        Value::Decimal(d) => Some(d.to_f64()),
+        _ => None,
+    }
+}
+
+/// A DECIMAL input as an unscaled value at the column's scale `scale` (inputs are at that scale;
+/// another scale is rounded HALF_UP to it).
+#[inline]
+fn unscaled(v: &Value, scale: u8) -> Option<i128> {
+    match *v {
+        Value::Decimal(d) if d.scale == scale => Some(d.unscaled),
+        Value::Decimal(d) => d.rescale(decimal::MAX_PRECISION, scale, Rounding::HalfUp).ok().map(|d| d.unscaled),
         _ => None,
     }
 }
@@ -175,6 +191,11 @@ fn integral(v: &Value) -> Option<i64> {
 }
 
 impl AggregateFn {
+    /// The scale of a DECIMAL input column (0 for other types).
+    fn decimal_scale(&self) -> u8 {
+        self.input_type.decimal().map_or(0, |(_, s)| s)
+    }
+
     fn floating_input(&self) -> bool {
         matches!(self.input_type, DataType::Float | DataType::Double)
     }
@@ -184,7 +205,9 @@ impl AggregateFn {
         match &self.kind {
             AggKind::CountStar | AggKind::Count => AggState::Count(0),
             AggKind::Sum | AggKind::Avg => {
-                if self.floating_input() {
+                if self.input_type.decimal().is_some() {
+                    AggState::DecimalSum(DecimalSum::default())
+                } else if self.floating_input() {
                     AggState::DoubleSum(DoubleSum::default())
                 } else {
                     AggState::LongSum(LongSum::default())
@@ -327,6 +350,10 @@ impl AggregateFn {
                 Some(x) => s.add(x, 1),
                 None => debug_assert!(false, "{v:?} given to {self:?}"),
             },
+            (_, AggState::DecimalSum(s)) => match unscaled(v, self.decimal_scale()) {
+                Some(x) => s.add(x, 1),
+                None => debug_assert!(false, "{v:?} given to {self:?}"),
+            },
             (_, AggState::Moments(m)) => match floating(v) {
                 Some(x) => m.add(x, 1),
                 None => debug_assert!(false, "{v:?} given to {self:?}"),
@@ -374,6 +401,10 @@ impl AggregateFn {
                 Some(x) => s.add(x, -1),
                 None => debug_assert!(false, "{v:?} retracted from {self:?}"),
             },
+            AggState::DecimalSum(s) => match unscaled(v, self.decimal_scale()) {
+                Some(x) => s.add(x, -1),
+                None => debug_assert!(false, "{v:?} retracted from {self:?}"),
+            },
             AggState::Moments(m) => match floating(v) {
                 Some(x) => m.add(x, -1),
                 None => debug_assert!(false, "{v:?} retracted from {self:?}"),
@@ -393,6 +424,7 @@ impl AggregateFn {
             (_, AggState::Count(a), AggState::Count(b)) => *a = a.saturating_add(*b),
             (_, AggState::LongSum(a), AggState::LongSum(b)) => a.merge(b),
             (_, AggState::DoubleSum(a), AggState::DoubleSum(b)) => a.merge(b),
+            (_, AggState::DecimalSum(a), AggState::DecimalSum(b)) => a.merge(b),
             (_, AggState::Moments(a), AggState::Moments(b)) => a.merge(b),
             (_, AggState::Extreme(_), AggState::Extreme(None)) => {}
             (kind, AggState::Extreme(a), AggState::Extreme(Some(b))) => {
@@ -422,6 +454,17 @@ impl AggregateFn {
             (_, AggState::LongSum(s)) => s.long_result().map_or(Value::Null, Value::Long),
             (AggKind::Avg, AggState::DoubleSum(s)) => double(s.mean()),
             (_, AggState::DoubleSum(s)) => double(s.sum()),
+            (_, AggState::DecimalSum(s)) if s.n == 0 => Value::Null,
+            (AggKind::Avg, AggState::DecimalSum(s)) => {
+                let input = self.input_type.decimal().unwrap_or((decimal::MAX_PRECISION, 0));
+                decimal::avg(s.sum, s.n, input).map_or(Value::Null, Value::Decimal)
+            }
+            (_, AggState::DecimalSum(s)) => {
+                // kept within the result type by the operators (see `sum_fits`); NULL past it
+                let d = Decimal::new(s.sum, self.decimal_scale());
+                let (p, _) = decimal::sum_type(self.input_type.decimal().unwrap_or((decimal::MAX_PRECISION, 0)));
+                if d.fits(p) { Value::Decimal(d) } else { Value::Null }
+            }
             (AggKind::VarPop, AggState::Moments(m)) => double(m.var_pop()),
             (AggKind::StddevPop, AggState::Moments(m)) => double(m.var_pop().map(f64::sqrt)),
             (AggKind::VarSamp, AggState::Moments(m)) => double(m.var_samp()),

@@ -391,3 +391,68 @@ fn debug_of_a_sketch_state_is_a_summary() {
     let text = format!("{:?}", run(&f, &longs(&(0..100_000).collect::<Vec<_>>())));
     assert!(text.len() < 200 && text.contains("lg_k: 9"), "{text}");
 }
+
+fn decimals(unscaled: &[Option<i128>], scale: u8) -> Vec<Value> {
+    unscaled.iter().map(|u| u.map_or(Value::Null, |u| Value::Decimal(crate::decimal::Decimal::new(u, scale)))).collect()
+}
+
+/// sum / avg / min / max / count over DECIMAL(12, 2), with Spark's result types and values
+/// (Spark 4.3: avg of 1.01, 2.00, 2.00 is 1.670000 as DECIMAL(16,6); sum 5.01 as DECIMAL(22,2)).
+#[test]
+fn decimal_measures_are_exact_with_sparks_result_types() {
+    let ty = DataType::Decimal { precision: 12, scale: 2 };
+    let vs = decimals(&[Some(101), None, Some(200), Some(200)], 2);
+    let dec = |u: i128, s: u8| Value::Decimal(crate::decimal::Decimal::new(u, s));
+    let sum = agg("sum", ty);
+    let avg = agg("avg", ty);
+    assert_eq!(sum.result_type(), DataType::Decimal { precision: 22, scale: 2 });
+    assert_eq!(avg.result_type(), DataType::Decimal { precision: 16, scale: 6 });
+    assert_eq!(agg("min", ty).result_type(), ty);
+    let exact = |v: Value| match v {
+        Value::Decimal(d) => (d.unscaled, d.scale),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(exact(eval(&sum, &vs)), (501, 2));
+    assert_eq!(exact(eval(&avg, &vs)), (1_670_000, 6));
+    assert_eq!(eval(&agg("min", ty), &vs), dec(101, 2));
+    assert_eq!(eval(&agg("max", ty), &vs), dec(200, 2));
+    assert_eq!(eval(&agg("count", ty), &vs), Value::Long(3));
+    assert_eq!(eval(&sum, &decimals(&[None], 2)), Value::Null);
+    assert_eq!(eval(&avg, &[]), Value::Null);
+    // 0.1 + 0.2 is exactly 0.3, unlike doubles
+    assert_eq!(
+        exact(eval(&agg("sum", DataType::Decimal { precision: 3, scale: 1 }), &decimals(&[Some(1), Some(2)], 1))),
+        (3, 1)
+    );
+    // retract and merge
+    let mut s = run(&sum, &vs);
+    assert!(sum.retract(&mut s, &vs[0]));
+    assert_eq!(exact(sum.finish(&s)), (400, 2));
+    let mut a = run(&avg, &vs[..2]);
+    avg.merge(&mut a, &run(&avg, &vs[2..]));
+    assert_eq!(exact(avg.finish(&a)), (1_670_000, 6));
+    // state bytes
+    for f in [&sum, &avg, &agg("min", ty)] {
+        let st = run(f, &vs);
+        let back = f.state_from_bytes(&st.to_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.finish(&back), f.finish(&st));
+    }
+    assert!(agg("stddev", ty).result_type() == DataType::Double);
+    assert!(AggregateFn::from_name("approx_percentile", Some((0, ty)), &pct(0.5)).is_err());
+}
+
+/// A DECIMAL(p, s) sum stays within DECIMAL(min(38, p + 10), s): a value that would take the
+/// window's sum past it does not fit (the operators send its record to the dead letters).
+#[test]
+fn sum_fits_keeps_a_decimal_sum_within_its_result_precision() {
+    let f = agg("sum", DataType::Decimal { precision: 28, scale: 0 });
+    let max = crate::decimal::pow10(38) - 1; // DECIMAL(38, 0)'s largest
+    let half = run(&f, &decimals(&[Some(max / 2)], 0));
+    let v = |u: i128| Value::Decimal(crate::decimal::Decimal::new(u, 0));
+    assert!(f.sum_fits([&half], &v(max / 2)));
+    assert!(f.sum_fits([&half, &half], &v(1)));
+    assert!(!f.sum_fits([&half, &half], &v(2)));
+    assert!(!f.sum_fits([&half, &half, &half], &Value::Null));
+    assert!(f.is_integer_sum());
+    assert!(!agg("avg", DataType::Decimal { precision: 28, scale: 0 }).is_integer_sum());
+}

@@ -234,6 +234,7 @@ fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, Decode
     let unsigned = text.strip_prefix('+').filter(|t| t.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(text);
     match col.ty {
         DataType::String => Ok(Value::Str(Arc::from(text))),
+        DataType::Date => super::text::date_value(col, text),
         DataType::Boolean if text.eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
         DataType::Boolean if text.eq_ignore_ascii_case("false") => Ok(Value::Bool(false)),
         DataType::Boolean => Err(wrong(col, text, "not true or false")),
@@ -252,6 +253,7 @@ fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, Decode
                 .ok_or_else(|| wrong(col, text, "not a number (nor NaN, Inf, -Inf, Infinity, -Infinity)"))?;
             Ok(if col.ty == DataType::Double { Value::Double(v) } else { Value::Float(v as f32) })
         }
+        DataType::Decimal { .. } => super::text::decimal_value(col, text, text),
         DataType::Timestamp if is_integer(unsigned) => integer_value(col, unsigned, plan.unit),
         DataType::Timestamp => match decimal(text) {
             Some(v) => Timestamp::from_number(v, plan.unit).map(Value::Timestamp).ok_or_else(|| {

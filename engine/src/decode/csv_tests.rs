@@ -242,3 +242,28 @@ proptest! {
         prop_assert_eq!(got.values.to_vec(), values);
     }
 }
+
+/// Spark 4.3's CSV reader with `a DECIMAL(10,2)` (checked with the oracle's pyspark): exact,
+/// HALF_UP to the scale, an exponent accepted, an empty field null; too many digits, spaces and
+/// words make the record malformed.
+#[test]
+fn decimal_fields_decode_exactly_as_spark() {
+    let d = dec("a DECIMAL(10,2), b STRING", "a,b");
+    let dec2 = |unscaled: i128| Value::Decimal(crate::decimal::Decimal::new(unscaled, 2));
+    assert_eq!(row(&d, "0.1,x"), vec![dec2(10), s("x")]);
+    assert_eq!(row(&d, "1.005,x"), vec![dec2(101), s("x")]);
+    assert_eq!(row(&d, "1e2,x"), vec![dec2(10000), s("x")]);
+    assert_eq!(row(&d, ",x"), vec![Value::Null, s("x")]);
+    for bad in ["1234567890.1,x", "abc,x", " 1.5 ,x"] {
+        assert!(d.decode(bad.as_bytes()).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn dates_are_read_as_spark_reads_them_and_bad_ones_are_malformed() {
+    let d = dec("day DATE, n BIGINT", "day,n");
+    assert_eq!(row(&d, "2024-01-15,1"), vec![Value::Date(19_737), Value::Long(1)]);
+    assert_eq!(row(&d, ",2"), vec![Value::Null, Value::Long(2)]);
+    let e = d.decode(b"2024-13-01,3").unwrap_err();
+    assert!(matches!(&e, DecodeError::WrongType { column, .. } if column == "day"), "{e:?}");
+}

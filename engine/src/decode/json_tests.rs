@@ -359,3 +359,43 @@ fn decoder_enum_dispatches_by_format() {
     assert_eq!(c2.format(), Format::Csv);
     assert_eq!(c2.decode(b"2").unwrap().values[0], Value::Long(2));
 }
+
+/// Spark 4.3's JSON reader with `a DECIMAL(10,2)` (checked with the oracle's pyspark): numbers
+/// and number strings exactly, HALF_UP to the scale; too many digits (also after rounding), a
+/// padded string, a boolean or a word make the record malformed.
+#[test]
+fn decimal_columns_decode_exactly_and_round_half_up_as_spark() {
+    let dec = |unscaled: i128| Value::Decimal(crate::decimal::Decimal::new(unscaled, 2));
+    let ty = "DECIMAL(10, 2)";
+    let ok = |json: &str| one(ty, json).unwrap_or_else(|e| panic!("{json}: {e}"));
+    assert_eq!(ok("0.1"), dec(10));
+    assert_eq!(ok("1.005"), dec(101));
+    assert_eq!(ok("1.015"), dec(102));
+    assert_eq!(ok("-1.005"), dec(-101));
+    assert_eq!(ok("\"2.345\""), dec(235));
+    assert_eq!(ok("1e2"), dec(10000));
+    assert_eq!(ok("\"1e2\""), dec(10000));
+    assert_eq!(ok("1.5e-3"), dec(0));
+    assert_eq!(ok("12"), dec(1200));
+    assert_eq!(ok("null"), Value::Null);
+    assert_eq!(ok("99999999.99"), dec(9_999_999_999));
+    for bad in ["123456789.99", "1234567890.1", "999999999.995", "\"abc\"", "true", "\" 1.5 \""] {
+        assert!(one(ty, bad).is_err(), "{bad} must make the record malformed");
+    }
+    // exact past the 17 significant digits of a double
+    let wide = one("DECIMAL(38, 18)", "12345678901234567890.123456789012345678");
+    let Ok(Value::Decimal(w)) = wide else { panic!("{wide:?}") };
+    assert_eq!((w.unscaled, w.scale), (12345678901234567890123456789012345678, 18));
+}
+
+#[test]
+fn dates_are_read_from_strings_as_spark_reads_them() {
+    // 2024-01-15 is day 19737 since 1970-01-01; Spark's reader falls back to CAST(s AS DATE)
+    assert_eq!(one("DATE", "\"2024-01-15\""), Ok(Value::Date(19_737)));
+    assert_eq!(one("DATE", "\"2024-1-5\""), Ok(Value::Date(19_727)));
+    assert_eq!(one("DATE", "\"1969-12-31\""), Ok(Value::Date(-1)));
+    assert_eq!(one("DATE", "null"), Ok(Value::Null));
+    for bad in ["\"2024-02-30\"", "\"yesterday\"", "20240115", "true"] {
+        assert!(matches!(one("DATE", bad), Err(DecodeError::WrongType { .. })), "{bad}: {:?}", one("DATE", bad));
+    }
+}

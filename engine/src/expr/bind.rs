@@ -19,8 +19,9 @@ use crate::value::Value;
 /// # Errors
 /// [`ExprError::UnknownColumn`] for a name not in the schema; [`ExprError::Type`] for operands
 /// Spark's ANSI rules refuse (`true + 1`, `CAST(ts AS BOOLEAN)`); [`ExprError::Unsupported`]
-/// for what Spark has and Eddy does not implement (DECIMAL arithmetic, DATE, unknown
-/// functions), each naming the construct and its position.
+/// for what Spark has and Eddy does not implement (`current_timestamp()`, unknown functions),
+/// each naming the construct and its position. A name `a.b` is the field `b` of the struct (or
+/// window) column `a`, as Spark resolves it.
 pub fn bind(syntax: &Syntax, schema: &Schema) -> Result<Typed, ExprError> {
     Binder { schema }.bind(syntax)
 }
@@ -29,7 +30,7 @@ pub(super) struct Binder<'a> {
     pub(super) schema: &'a Schema,
 }
 
-const NUMERIC: &str = "INT, BIGINT, FLOAT, DOUBLE";
+const NUMERIC: &str = "INT, BIGINT, FLOAT, DOUBLE, DECIMAL";
 
 pub(super) fn ty_err(pos: Pos, found: String, allowed: &str) -> ExprError {
     ExprError::Type { pos, found, allowed: allowed.to_string() }
@@ -67,10 +68,15 @@ fn rank(t: DataType) -> Option<u8> {
 }
 
 /// The wider of two numeric types, as Spark's ANSI `findWiderTypeForTwo`: an INT or BIGINT
-/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer).
+/// meeting a FLOAT widens to DOUBLE (a FLOAT cannot hold every integer); a DECIMAL as
+/// `expr/decimal.rs` says; a DATE meeting a TIMESTAMP widens to TIMESTAMP.
 fn wider(a: DataType, b: DataType) -> Option<DataType> {
     use DataType as T;
+    if let Some(w) = super::decimal::wider(a, b) {
+        return w;
+    }
     match (a, b) {
+        (T::Date, T::Timestamp) | (T::Timestamp, T::Date) => Some(T::Timestamp),
         (T::Int | T::Long, T::Float) | (T::Float, T::Int | T::Long) => Some(T::Double),
         _ => match (rank(a)?, rank(b)?) {
             (x, y) if x >= y => Some(a),
@@ -90,7 +96,7 @@ pub(super) fn coerce(t: Typed, to: DataType) -> Typed {
     // a literal is cast once, here (a cast that fails stays a node: it fails on every record,
     // as Spark's query fails)
     if let Node::Literal(v) = &t.node
-        && let Some(Ok(cast)) = super::cast::cast_fn(t.data_type, to).map(|f| f(v))
+        && let Some(Ok(cast)) = super::cast::caster(t.data_type, to).map(|f| f(v))
     {
         return Typed { node: Node::Literal(cast), data_type: to, name: t.name };
     }
@@ -125,7 +131,7 @@ impl Binder<'_> {
             SyntaxKind::Literal(l) => self.literal(pos, l),
             SyntaxKind::Column(parts) => {
                 if parts.len() != 1 {
-                    return Err(unsupported(pos, format!("qualified name `{}`", parts.join(".")), "a column name"));
+                    return self.field_access(pos, parts);
                 }
                 let name = &parts[0];
                 let found = self.schema.fields().iter().position(|f| f.name.eq_ignore_ascii_case(name));
@@ -196,7 +202,7 @@ impl Binder<'_> {
                 self.case(pos, operand.as_deref(), branches, otherwise.as_deref())
             }
             SyntaxKind::Cast { expr, to, try_cast } => {
-                // a DECIMAL literal cast to a floating type or STRING needs no DECIMAL arithmetic
+                // a DECIMAL literal cast to a floating type or STRING: the literal as written, cast once
                 if let SyntaxKind::Literal(Literal::Decimal(text)) = &expr.kind
                     && matches!(to, DataType::Float | DataType::Double | DataType::String)
                 {
@@ -212,6 +218,15 @@ impl Binder<'_> {
                 self.cast(pos, e, *to, *try_cast)
             }
             SyntaxKind::Call { name, args } => self.call(pos, name, args),
+            SyntaxKind::Field { expr, field } => {
+                let t = self.bind(expr)?;
+                self.get_field(pos, t, field)
+            }
+            SyntaxKind::Alias { alias, .. } => Err(unsupported(
+                pos,
+                format!("`AS {alias}` inside an expression"),
+                "AS after a whole select item, or inside struct(...)",
+            )),
         }
     }
 
@@ -221,7 +236,7 @@ impl Binder<'_> {
     }
 
     pub(super) fn numeric(&self, pos: Pos, t: &Typed, what: &str) -> Result<(), ExprError> {
-        if rank(t.data_type).is_none() && !is_null_literal(t) {
+        if rank(t.data_type).is_none() && t.data_type.decimal().is_none() && !is_null_literal(t) {
             return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), NUMERIC));
         }
         Ok(())
@@ -262,11 +277,14 @@ impl Binder<'_> {
             Literal::Long(v) => literal(Value::Long(*v), DataType::Long, v.to_string()),
             Literal::Double(v) => literal(Value::Double(*v), DataType::Double, java_double(*v)),
             Literal::Decimal(text) => {
-                return Err(unsupported(
-                    pos,
-                    format!("the DECIMAL literal {text} here (DECIMAL arithmetic is not implemented)"),
-                    "a DECIMAL literal against a DOUBLE or FLOAT operand, or a DOUBLE literal such as 1.5D",
-                ));
+                let Some((d, precision, scale)) = crate::decimal::Decimal::literal(text) else {
+                    return Err(unsupported(
+                        pos,
+                        format!("the DECIMAL literal {text} (more than 38 digits)"),
+                        "a DECIMAL of at most 38 digits, or a DOUBLE literal such as 1.5E40",
+                    ));
+                };
+                literal(Value::Decimal(d), DataType::Decimal { precision, scale }, d.to_json_string())
             }
             Literal::String(s) => literal(Value::Str(Arc::from(s.as_str())), DataType::String, s.clone()),
             Literal::Timestamp(s) => {
@@ -275,6 +293,12 @@ impl Binder<'_> {
                 })?;
                 let name = format!("TIMESTAMP '{}'", super::text::timestamp_string(us));
                 literal(Value::Timestamp(Timestamp(us)), DataType::Timestamp, name)
+            }
+            Literal::Date(s) => {
+                let days = super::dates::parse_cast_date(s)
+                    .ok_or_else(|| ty_err(pos, format!("DATE '{s}'"), "a date such as DATE '2024-01-15'"))?;
+                let name = format!("DATE '{}'", super::dates::date_string(days));
+                literal(Value::Date(days), DataType::Date, name)
             }
             Literal::Interval { .. } => {
                 return Err(unsupported(
@@ -350,10 +374,16 @@ impl Binder<'_> {
             }
             BinaryOp::Eq => self.compare(pos, CmpOp::Eq, l, r),
             BinaryOp::NotEq => Ok(self.not(self.compare(pos, CmpOp::Eq, l, r)?)),
-            BinaryOp::Lt => self.compare(pos, CmpOp::Lt, l, r),
-            BinaryOp::LtEq => self.compare(pos, CmpOp::LtEq, l, r),
-            BinaryOp::Gt => self.compare(pos, CmpOp::Gt, l, r),
-            BinaryOp::GtEq => self.compare(pos, CmpOp::GtEq, l, r),
+            BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq => {
+                let op = match op {
+                    BinaryOp::Lt => CmpOp::Lt,
+                    BinaryOp::LtEq => CmpOp::LtEq,
+                    BinaryOp::Gt => CmpOp::Gt,
+                    _ => CmpOp::GtEq,
+                };
+                let (l, r) = super::decimal::integral_bound(op, l, r);
+                self.compare(pos, op, l, r)
+            }
             BinaryOp::NullSafeEq => {
                 let (l, r) = self.comparable(pos, l, r, "<=>")?;
                 let name = format!("({} <=> {})", l.name, r.name);
@@ -388,6 +418,9 @@ impl Binder<'_> {
     ) -> Result<Typed, ExprError> {
         self.numeric(pos, &l, "arithmetic")?;
         self.numeric(pos, &r, "arithmetic")?;
+        if let Some(t) = self.decimal_arith(Some(op), try_, &l, &r, &name) {
+            return Ok(t);
+        }
         let ty = common_type(pos, &[l.clone(), r.clone()], "arithmetic")?;
         if op == ArithOp::IntDiv && !matches!(ty, DataType::Int | DataType::Long) {
             return Err(ty_err(pos, format!("div of {ty}"), "INT, BIGINT"));
@@ -400,6 +433,9 @@ impl Binder<'_> {
     pub(super) fn divide(&self, pos: Pos, try_: bool, l: Typed, r: Typed, name: String) -> Result<Typed, ExprError> {
         self.numeric(pos, &l, "/")?;
         self.numeric(pos, &r, "/")?;
+        if let Some(t) = self.decimal_arith(None, try_, &l, &r, &name) {
+            return Ok(t);
+        }
         Ok(call(
             Func::Divide { try_ },
             vec![coerce(l, DataType::Double), coerce(r, DataType::Double)],
@@ -421,7 +457,7 @@ impl Binder<'_> {
             w
         } else {
             match (a, b) {
-                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_)) => x,
+                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) => x,
                 _ => {
                     return Err(ty_err(
                         pos,
@@ -535,11 +571,12 @@ impl Binder<'_> {
     }
 
     pub(super) fn cast(&self, pos: Pos, e: Typed, to: DataType, try_cast: bool) -> Result<Typed, ExprError> {
-        if super::cast::cast_fn(e.data_type, to).is_none() && !is_null_literal(&e) {
+        if super::cast::caster(e.data_type, to).is_none() && !is_null_literal(&e) {
             return Err(ty_err(
                 pos,
                 format!("CAST from {} to {to} ({})", e.data_type, e.name),
-                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP",
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP and DECIMAL <-> TIMESTAMP; \
+                 DATE <-> STRING, TIMESTAMP",
             ));
         }
         let name = if try_cast { format!("TRY_CAST({} AS {to})", e.name) } else { format!("CAST({} AS {to})", e.name) };
@@ -549,8 +586,12 @@ impl Binder<'_> {
 
 impl Typed {
     /// The output column name of this expression selected without `AS`: its name, except that
-    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`).
+    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`) and a
+    /// field of a column is named as the field (`window.start` is `start`, `s.a` is `a`).
     pub fn output_name(&self) -> &str {
+        if let Some(field) = super::structs::nested_output_name(self) {
+            return field;
+        }
         let mut t = self;
         while let Node::Cast { input, .. } = &t.node {
             t = input;

@@ -8,6 +8,7 @@ use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, n
 use super::functions::{ArithOp, CmpOp, DateFormat, Func, Math1, TimeField, TruncUnit};
 use super::text::parse_format;
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
+use crate::decimal::Rounding;
 use crate::schema::DataType;
 use crate::value::Value;
 
@@ -115,6 +116,10 @@ impl Binder<'_> {
                 self.numeric(pos, &x, &lower)?;
                 let scale = if args.len() == 2 { lit_int(1)? } else { 0 };
                 let name = format!("{lower}({}, {scale})", x.name);
+                if x.data_type.decimal().is_some() {
+                    let mode = if lower == "bround" { Rounding::HalfEven } else { Rounding::HalfUp };
+                    return Ok(self.decimal_round(x, Some(scale), mode, name));
+                }
                 let ty = x.data_type;
                 Ok(call(Func::Round { scale: scale as i32, half_even: lower == "bround" }, vec![x], ty, name))
             }
@@ -122,6 +127,11 @@ impl Binder<'_> {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
                 self.numeric(pos, &x, &lower)?;
+                if x.data_type.decimal().is_some() {
+                    let name = format!("{}({})", math_name(&lower), x.name);
+                    let mode = if lower == "floor" { Rounding::Floor } else { Rounding::Ceil };
+                    return Ok(self.decimal_round(x, None, mode, name));
+                }
                 let x = match x.data_type {
                     DataType::Int | DataType::Long => coerce(x, DataType::Long),
                     _ => coerce(x, DataType::Double),
@@ -314,11 +324,13 @@ impl Binder<'_> {
             | "unix_millis" | "unix_micros" => {
                 arity(1..=1)?;
                 let t = self.bind(&args[0])?;
-                if t.data_type != DataType::Timestamp && !is_null_literal(&t) {
-                    return Err(ty_err(pos, format!("{lower} of {} ({})", t.data_type, t.name), "TIMESTAMP"));
+                // a DATE is its midnight (Spark casts it to TIMESTAMP; unix_* take TIMESTAMP only)
+                let date_ok = t.data_type == DataType::Date && !lower.starts_with("unix_");
+                if t.data_type != DataType::Timestamp && !date_ok && !is_null_literal(&t) {
+                    return Err(ty_err(pos, format!("{lower} of {} ({})", t.data_type, t.name), "TIMESTAMP, DATE"));
                 }
-                let t = coerce(t, DataType::Timestamp);
                 let name = named(&lower, std::slice::from_ref(&t));
+                let t = coerce(t, DataType::Timestamp);
                 let (func, ty) = match lower.as_str() {
                     "year" => (Func::TimeField(TimeField::Year), DataType::Int),
                     "month" => (Func::TimeField(TimeField::Month), DataType::Int),
@@ -370,17 +382,18 @@ impl Binder<'_> {
                     }
                 };
                 let t = self.bind(&args[1])?;
-                if t.data_type != DataType::Timestamp {
-                    return Err(ty_err(pos, format!("date_trunc of {}", t.data_type), "TIMESTAMP"));
+                if !matches!(t.data_type, DataType::Timestamp | DataType::Date) {
+                    return Err(ty_err(pos, format!("date_trunc of {}", t.data_type), "TIMESTAMP, DATE"));
                 }
                 let name = format!("date_trunc({unit}, {})", t.name);
+                let t = coerce(t, DataType::Timestamp);
                 Ok(call(Func::DateTrunc(u), vec![t], DataType::Timestamp, name))
             }
             "date_format" => {
                 arity(2..=2)?;
                 let t = self.bind(&args[0])?;
-                if t.data_type != DataType::Timestamp {
-                    return Err(ty_err(pos, format!("date_format of {}", t.data_type), "TIMESTAMP"));
+                if !matches!(t.data_type, DataType::Timestamp | DataType::Date) {
+                    return Err(ty_err(pos, format!("date_format of {}", t.data_type), "TIMESTAMP, DATE"));
                 }
                 let p = lit_str(1)?;
                 let parts = parse_format(&p).ok_or_else(|| {
@@ -391,7 +404,77 @@ impl Binder<'_> {
                     )
                 })?;
                 let name = format!("date_format({}, {p})", t.name);
+                let t = coerce(t, DataType::Timestamp);
                 Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
+            }
+            "struct" | "named_struct" | "to_json" | "get_json_object" | "window_time" => {
+                self.struct_call(pos, &lower, args)
+            }
+            "to_date" | "to_timestamp" | "try_to_timestamp" => {
+                arity(1..=2)?;
+                let x = self.bind(&args[0])?;
+                let x = match x.data_type {
+                    DataType::String | DataType::Timestamp | DataType::Date => x,
+                    _ if is_null_literal(&x) => coerce(x, DataType::String),
+                    other => {
+                        return Err(ty_err(pos, format!("{lower} of {other} ({})", x.name), "STRING, TIMESTAMP, DATE"));
+                    }
+                };
+                let pattern = match args.get(1) {
+                    None => None,
+                    Some(_) => {
+                        let p = lit_str(1)?;
+                        let parts = parse_format(&p).ok_or_else(|| {
+                            unsupported(
+                                args[1].pos,
+                                format!("the datetime pattern '{p}'"),
+                                "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+                            )
+                        })?;
+                        Some(DateFormat(parts.into()))
+                    }
+                };
+                let mut shown = vec![x.name.clone()];
+                if let Some(SyntaxKind::Literal(Literal::String(p))) = args.get(1).map(|a| &a.kind) {
+                    shown.push(p.clone());
+                }
+                let name = format!("{lower}({})", shown.join(", "));
+                let (func, ty) = if lower == "to_date" {
+                    (Func::ToDate(pattern), DataType::Date)
+                } else {
+                    (Func::ToTimestamp { pattern, try_: lower == "try_to_timestamp" }, DataType::Timestamp)
+                };
+                Ok(call(func, vec![x], ty, name))
+            }
+            "current_timestamp" | "now" => Err(unsupported(
+                pos,
+                format!("{lower}() (the processing time is not yet reachable from an expression)"),
+                "an event-time column, or a replay clock's column",
+            )),
+            "hash" => {
+                arity(1..=64)?;
+                let a = bound(self)?;
+                // Spark hashes a DECIMAL of precision <= 18 as its unscaled BIGINT (done here), a
+                // wider one by the bytes of its unscaled BigInteger (not reproduced)
+                if let Some(i) = a.iter().position(|x| x.data_type.decimal().is_some_and(|(p, _)| p > 18)) {
+                    let wide = &a[i];
+                    return Err(unsupported(
+                        args[i].pos,
+                        format!("hash of {} ({})", wide.data_type, wide.name),
+                        "hash of DECIMAL(p, s) with p <= 18, and of every other scalar type",
+                    ));
+                }
+                let name = named("hash", &a);
+                Ok(call(Func::Hash, a, DataType::Int, name))
+            }
+            _ if crate::spec::AGGREGATES.contains(&lower.as_str())
+                || matches!(lower.as_str(), "percentile_approx" | "max_by" | "min_by" | "first" | "last") =>
+            {
+                Err(unsupported(
+                    pos,
+                    format!("aggregate function {fname} in a row expression"),
+                    "functions of one record's values (aggregates go in [query] measures)",
+                ))
             }
             _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
         }
@@ -413,7 +496,8 @@ const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, 
      least, lower, upper, length, char_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
-     unix_millis, unix_micros, timestamp_seconds, timestamp_millis, timestamp_micros, date_trunc, date_format";
+     unix_millis, unix_micros, timestamp_seconds, timestamp_millis, timestamp_micros, date_trunc, date_format, to_date, to_timestamp, \
+     try_to_timestamp, struct, named_struct, to_json, get_json_object, window_time, hash";
 
 /// A Java regular expression that Rust's `regex` reads the same way; refused otherwise
 /// (backreferences, lookaround and possessive quantifiers do not compile).

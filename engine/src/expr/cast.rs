@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::EvalErrorKind::{self, CastInvalidInput, CastOverflow};
+use super::dates::{date_of_micros, date_string, micros_of_day, parse_cast_date};
 use super::text::{java_double, java_float, parse_cast_timestamp, timestamp_string, trim_spark};
 use crate::schema::DataType;
 use crate::time::Timestamp;
@@ -13,7 +14,8 @@ use crate::value::Value;
 pub(crate) type CastFn = fn(&Value) -> Result<Value, EvalErrorKind>;
 
 /// The cast from `from` to `to`, or `None` where Spark's ANSI mode has none (BOOLEAN and
-/// TIMESTAMP to each other, and the output-only types).
+/// TIMESTAMP to each other, DATE to or from anything but STRING and TIMESTAMP, and the
+/// output-only types).
 pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
     use DataType as T;
     if from == to {
@@ -64,12 +66,33 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
             }
             Ok(Value::Timestamp(Timestamp(x as i64)))
         },
+        (T::String, T::Date) => |v| match v {
+            Value::Str(s) => parse_cast_date(s).map(Value::Date).ok_or(CastInvalidInput),
+            _ => Err(CastInvalidInput),
+        },
+        (T::Date, T::Timestamp) => |v| match v {
+            Value::Date(d) => Ok(Value::Timestamp(Timestamp(micros_of_day(*d)))),
+            _ => Err(CastInvalidInput),
+        },
+        (T::Timestamp, T::Date) => |v| Ok(Value::Date(date_of_micros(ts(v)))),
         (T::Timestamp, T::Long) => |v| Ok(Value::Long(ts(v).div_euclid(1_000_000))),
         (T::Timestamp, T::Int) => |v| int_to_i32(ts(v).div_euclid(1_000_000)),
         (T::Timestamp, T::Double) => |v| Ok(Value::Double(ts(v) as f64 / 1e6)),
         (T::Timestamp, T::Float) => |v| Ok(Value::Float((ts(v) as f64 / 1e6) as f32)),
         _ => return None,
     })
+}
+
+/// Any cast of one non-null value from `from` to `to`: [`cast_fn`], or one into or out of
+/// DECIMAL (which needs the target's precision and scale: `expr/decimal.rs`). `None` where
+/// Spark's ANSI mode has no such cast.
+pub(crate) fn caster(from: DataType, to: DataType) -> Option<super::decimal::Caster> {
+    if from != to
+        && let Some(c) = super::decimal::caster(from, to)
+    {
+        return Some(c);
+    }
+    cast_fn(from, to).map(|f| Arc::new(f) as super::decimal::Caster)
 }
 
 fn scalar(t: DataType) -> bool {
@@ -82,6 +105,7 @@ fn scalar(t: DataType) -> bool {
             | DataType::Float
             | DataType::Boolean
             | DataType::Timestamp
+            | DataType::Date
     )
 }
 
@@ -112,6 +136,7 @@ pub(crate) fn to_string(v: &Value) -> Result<Value, EvalErrorKind> {
         Value::Double(x) => Arc::from(java_double(*x)),
         Value::Float(x) => Arc::from(java_float(*x)),
         Value::Timestamp(t) => Arc::from(timestamp_string(t.0)),
+        Value::Date(d) => Arc::from(date_string(*d)),
         _ => return Err(CastInvalidInput),
     }))
 }

@@ -76,7 +76,7 @@ fn compile(t: &Typed) -> Eval {
         Node::Cast { input, try_cast, .. } => {
             let from = input.data_type;
             let inner = compile(input);
-            let Some(cast) = super::cast::cast_fn(from, t.data_type) else {
+            let Some(cast) = super::cast::caster(from, t.data_type) else {
                 // bind admits only casts that exist, or a NULL literal
                 return Box::new(|_| Ok(Value::Null));
             };

@@ -8,7 +8,10 @@ use md5::Digest as _;
 use regex::Regex;
 
 use super::EvalErrorKind::{self, ArithmeticOverflow, DivideByZero};
-use super::text::{self, FormatPart};
+use super::dates::{date_of_micros, micros_of_day, parse_cast_date, parse_with_pattern};
+use super::json::{PathStep, get_json_object, to_json};
+use super::text::{self, FormatPart, parse_cast_timestamp};
+use crate::schema::StructType;
 use crate::time::Timestamp;
 use crate::value::Value;
 
@@ -129,6 +132,64 @@ pub enum Func {
     DateFormat(DateFormat),
     /// `ts + INTERVAL` (µs; negative for `-`).
     AddMicros(i64),
+    /// `+ - * / % pmod` on two DECIMAL operands, at the result type of Spark's rules
+    /// (`expr/decimal.rs`).
+    DecimalArith {
+        /// Which operation.
+        op: crate::decimal::DecimalOp,
+        /// NULL instead of an overflow / division-by-zero error.
+        try_: bool,
+        /// The result's precision.
+        precision: u8,
+        /// The result's scale.
+        scale: u8,
+    },
+    /// `div` on two DECIMAL operands: the quotient truncated, as BIGINT.
+    DecimalIntDiv {
+        /// NULL instead of an error.
+        try_: bool,
+    },
+    /// `round` / `bround` / `floor` / `ceil` of a DECIMAL at Spark's result type.
+    DecimalRound {
+        /// Digits kept after the point (negative: tens, hundreds, ...); 0 for floor / ceil.
+        places: i64,
+        /// HALF_UP (`round`), HALF_EVEN (`bround`), Floor or Ceil.
+        mode: crate::decimal::Rounding,
+        /// The result's precision.
+        precision: u8,
+        /// The result's scale.
+        scale: u8,
+    },
+    /// `struct(...)` / `named_struct(...)`: the arguments as the fields of this type (NULL
+    /// arguments are NULL fields, the struct is not NULL).
+    MakeStruct(StructType),
+    /// `s.field`: the field at this index of a struct.
+    GetField(usize),
+    /// `window.start` / `window.end`.
+    WindowBound {
+        /// `end` (else `start`).
+        end: bool,
+    },
+    /// `window_time(window)`: the window's end - 1 µs (Spark's `window_time`, the event time
+    /// of a window's output row).
+    WindowTime,
+    /// `to_json(struct)`.
+    ToJson,
+    /// `hash(...)`: Spark's Murmur3 hash of the arguments (NULL arguments skipped), INT.
+    Hash,
+    /// `get_json_object(s, path)` with the path parsed at binding.
+    GetJsonObject(Arc<[PathStep]>),
+    /// `to_date(x[, pattern])`: a STRING parsed (as `CAST(s AS DATE)` without a pattern), the
+    /// date of a TIMESTAMP, a DATE as is.
+    ToDate(Option<DateFormat>),
+    /// `to_timestamp(x[, pattern])` / `try_to_timestamp`: a STRING parsed (as
+    /// `CAST(s AS TIMESTAMP)` without a pattern), a DATE's midnight, a TIMESTAMP as is.
+    ToTimestamp {
+        /// The datetime pattern, parsed at binding.
+        pattern: Option<DateFormat>,
+        /// `try_to_timestamp`: NULL instead of an error.
+        try_: bool,
+    },
 }
 
 /// A parsed `date_format` pattern.
@@ -221,7 +282,15 @@ pub enum TruncUnit {
 impl Func {
     /// Whether a NULL argument gives NULL without calling [`Func::apply`].
     pub(crate) fn null_intolerant(&self) -> bool {
-        !matches!(self, Func::NullSafeEq | Func::IsNull { .. } | Func::ConcatWs | Func::Extreme { .. })
+        !matches!(
+            self,
+            Func::NullSafeEq
+                | Func::IsNull { .. }
+                | Func::ConcatWs
+                | Func::Extreme { .. }
+                | Func::MakeStruct(_)
+                | Func::Hash
+        )
     }
 
     /// Computes the function on its arguments (non-null unless the function is null-aware).
@@ -245,12 +314,14 @@ impl Func {
                 Value::Double(f(0) / f(1))
             }
             Func::Negate => match a[0] {
+                Value::Decimal(d) => Value::Decimal(crate::decimal::Decimal::new(-d.unscaled, d.scale)),
                 Value::Int(x) => Value::Int(x.checked_neg().ok_or(ArithmeticOverflow)?),
                 Value::Long(x) => Value::Long(x.checked_neg().ok_or(ArithmeticOverflow)?),
                 Value::Float(x) => Value::Float(-x),
                 _ => Value::Double(-f(0)),
             },
             Func::Abs => match a[0] {
+                Value::Decimal(d) => Value::Decimal(crate::decimal::Decimal::new(d.unscaled.abs(), d.scale)),
                 Value::Int(x) => Value::Int(x.checked_abs().ok_or(ArithmeticOverflow)?),
                 Value::Long(x) => Value::Long(x.checked_abs().ok_or(ArithmeticOverflow)?),
                 Value::Float(x) => Value::Float(x.abs()),
@@ -389,6 +460,62 @@ impl Func {
             Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit))),
             Func::DateFormat(DateFormat(parts)) => return st(text::format_timestamp(n(0), parts)),
             Func::AddMicros(d) => Value::Timestamp(Timestamp(n(0).checked_add(*d).ok_or(ArithmeticOverflow)?)),
+            Func::DecimalArith { op, try_, precision, scale } => {
+                match super::decimal::arith(*op, &a[0], &a[1], *precision, *scale) {
+                    Err(_) if *try_ => Value::Null,
+                    r => r?,
+                }
+            }
+            Func::DecimalIntDiv { try_ } => match super::decimal::int_div(&a[0], &a[1]) {
+                Err(_) if *try_ => Value::Null,
+                r => r?,
+            },
+            Func::DecimalRound { places, mode, precision, scale } => {
+                super::decimal::round(&a[0], *places, *mode, *precision, *scale)?
+            }
+            Func::MakeStruct(ty) => Value::Struct(*ty, Arc::from(a)),
+            Func::GetField(i) => match &a[0] {
+                Value::Struct(_, fields) => fields.get(*i).cloned().unwrap_or(Value::Null),
+                _ => Value::Null,
+            },
+            Func::WindowBound { end } => match a[0] {
+                Value::Window { start, end: e } => Value::Timestamp(if *end { e } else { start }),
+                _ => Value::Null,
+            },
+            Func::WindowTime => match a[0] {
+                Value::Window { end, .. } => Value::Timestamp(Timestamp(end.0 - 1)),
+                _ => Value::Null,
+            },
+            Func::ToJson => return st(to_json(&a[0])),
+            Func::Hash => Value::Int(a.iter().fold(super::hash::SEED, |h, v| super::hash::hash_value(v, h)) as i32),
+            Func::GetJsonObject(path) => match get_json_object(s(0), path) {
+                Some(text) => return st(text),
+                None => Value::Null,
+            },
+            Func::ToDate(pattern) => match (&a[0], pattern) {
+                (Value::Str(x), None) => Value::Date(parse_cast_date(x).ok_or(EvalErrorKind::CastInvalidInput)?),
+                (Value::Str(x), Some(DateFormat(parts))) => {
+                    let us = parse_with_pattern(x, parts).ok_or(EvalErrorKind::CannotParseTimestamp)?;
+                    Value::Date(date_of_micros(us))
+                }
+                (Value::Timestamp(t), _) => Value::Date(date_of_micros(t.0)),
+                (v, _) => v.clone(),
+            },
+            Func::ToTimestamp { pattern, try_ } => {
+                let parsed = match (&a[0], pattern) {
+                    (Value::Str(x), None) => parse_cast_timestamp(x).ok_or(EvalErrorKind::CastInvalidInput),
+                    (Value::Str(x), Some(DateFormat(parts))) => {
+                        parse_with_pattern(x, parts).ok_or(EvalErrorKind::CannotParseTimestamp)
+                    }
+                    (Value::Date(d), _) => Ok(micros_of_day(*d)),
+                    (v, _) => Ok(v.as_i64().unwrap_or(0)),
+                };
+                match parsed {
+                    Ok(us) => Value::Timestamp(Timestamp(us)),
+                    Err(_) if *try_ => Value::Null,
+                    Err(e) => return Err(e),
+                }
+            }
         })
     }
 }

@@ -20,7 +20,13 @@ mod bind;
 mod calls;
 mod cast;
 mod compile;
+mod dates;
+mod decimal;
 mod functions;
+mod hash;
+mod json;
+mod query;
+mod structs;
 mod text;
 
 use std::fmt;
@@ -30,6 +36,9 @@ use crate::schema::DataType;
 
 pub use bind::bind;
 pub use compile::Compiled;
+pub(crate) use dates::parse_cast_date as parse_date;
+pub use dates::write_date;
+pub use query::{FromSyntax, GroupItemSyntax, QuerySyntax, SelectItemSyntax};
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.
@@ -67,6 +76,15 @@ pub trait SqlFrontEnd: Sync {
     /// [`ExprError::Syntax`] when the text is not one expression, [`ExprError::Unsupported`] for
     /// Spark SQL that Eddy does not implement; positions are line:column in `text`.
     fn parse_expression(&self, text: &str) -> Result<Parsed, ExprError>;
+
+    /// Parses one query (SQL.md "Queries"): a single `SELECT` over one source.
+    ///
+    /// # Errors
+    /// [`ExprError::Syntax`] when the text is not one `SELECT` statement;
+    /// [`ExprError::Unsupported`] naming what Eddy does not run (ORDER BY, LIMIT, DISTINCT,
+    /// WITH, window functions, `count(DISTINCT ...)`, subqueries, joins, UNION, several
+    /// statements); positions are line:column in `text`.
+    fn parse_query(&self, text: &str) -> Result<QuerySyntax, ExprError>;
 }
 
 /// An expression as written (step 1): untyped, positioned.
@@ -97,6 +115,8 @@ pub enum Literal {
     String(String),
     /// `TIMESTAMP '2024-01-15 10:00:00'` (the quoted text).
     Timestamp(String),
+    /// `DATE '2024-01-15'` (the quoted text).
+    Date(String),
     /// `INTERVAL 10 MINUTES`, `INTERVAL '1' HOUR`: a day-time interval in microseconds, with
     /// Spark's text for it (`INTERVAL '10' MINUTE`).
     Interval {
@@ -116,7 +136,7 @@ pub enum BinaryOp {
     Minus,
     /// `*`
     Multiply,
-    /// `/` (DOUBLE result for non-decimal operands)
+    /// `/` (DOUBLE result for non-decimal operands, DECIMAL with a DECIMAL operand)
     Divide,
     /// `%`
     Modulo,
@@ -242,6 +262,21 @@ pub enum SyntaxKind {
         /// `try_cast`: NULL instead of an error.
         try_cast: bool,
     },
+    /// `expr.field`: a field of a struct-valued expression (`named_struct('k', v).k`); a
+    /// column's field is a [`SyntaxKind::Column`] of several parts.
+    Field {
+        /// The struct.
+        expr: Box<Syntax>,
+        /// The field's name.
+        field: String,
+    },
+    /// `expr AS name` inside `struct(...)`: the field's name.
+    Alias {
+        /// The value.
+        expr: Box<Syntax>,
+        /// The name after `AS`.
+        alias: String,
+    },
     /// A function call `name(args)`; the name as written (matched ignoring case).
     Call {
         /// Function name.
@@ -318,6 +353,11 @@ pub enum EvalErrorKind {
     CastOverflow,
     /// A 1-based index of 0 (`split_part(s, d, 0)`).
     InvalidIndexOfZero,
+    /// A DECIMAL result or cast that needs more digits than its type's precision.
+    NumericValueOutOfRange,
+    /// A string that does not match the datetime pattern of `to_timestamp(s, pattern)` /
+    /// `to_date(s, pattern)`.
+    CannotParseTimestamp,
 }
 
 impl fmt::Display for EvalErrorKind {
@@ -328,6 +368,8 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::CastInvalidInput => "CAST_INVALID_INPUT",
             EvalErrorKind::CastOverflow => "CAST_OVERFLOW",
             EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
+            EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
+            EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
         })
     }
 }

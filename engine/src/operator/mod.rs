@@ -17,11 +17,13 @@
 //! The operators never read a clock and never block; the runtime calls them.
 
 mod deduplicate;
+mod forward;
 mod rolling;
 mod session;
 mod window_aggregate;
 
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
+pub use forward::Forward;
 pub use rolling::ordered::OrderedMultiset;
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
 pub use session::SessionGap;
@@ -98,11 +100,15 @@ pub struct Rejected {
 }
 
 impl Rejected {
-    /// The record would take the integer sum `measure` out of BIGINT ([`AggregateFn::sum_fits`]).
+    /// The record would take the integer sum `measure` out of BIGINT, or a DECIMAL sum past its
+    /// precision ([`AggregateFn::sum_fits`]): `ARITHMETIC_OVERFLOW`, or Spark's
+    /// `NUMERIC_VALUE_OUT_OF_RANGE` for a DECIMAL.
     ///
     /// [`AggregateFn::sum_fits`]: crate::aggregate::AggregateFn::sum_fits
     pub fn overflow(record: &Record, measure: &crate::aggregate::AggregateFn) -> Rejected {
-        Rejected { record: record.clone(), reason: format!("ARITHMETIC_OVERFLOW in {}", measure.name) }
+        let kind =
+            if measure.input_type.decimal().is_some() { "NUMERIC_VALUE_OUT_OF_RANGE" } else { "ARITHMETIC_OVERFLOW" };
+        Rejected { record: record.clone(), reason: format!("{kind} in {}", measure.name) }
     }
 }
 

@@ -36,6 +36,7 @@
 //!   update refused for session windows, `within_watermark` needing a watermark.
 
 mod error;
+mod exprs;
 mod measure;
 mod model;
 mod output;
@@ -45,6 +46,7 @@ mod paths;
 mod query;
 mod sink;
 mod source;
+mod sql_query;
 mod steps;
 mod validate;
 
@@ -65,8 +67,10 @@ pub use error::SpecError;
 pub use measure::{AGGREGATES, spark_hll_precision};
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
+pub use sql_query::{SqlQueryPlan, plan_sql_query};
 pub use steps::{PipelineExpr, Step, schema_after};
 
+use crate::expr::SqlFrontEnd;
 use crate::schema::{Field, Schema};
 use crate::time::{Duration, TimeUnit, Timestamp};
 
@@ -94,7 +98,30 @@ pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
 /// malformed FIELD, or a FIELD that goes through a value that is not a table.
 pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
     let raw = parse::parse_raw(text, overrides)?;
-    validate::validate(raw)
+    validate::validate(raw, None)
+}
+
+/// As [`parse_pipeline_with_overrides`], reading the SQL expression fields (`source.filter`,
+/// `source.select`, `sink.select`; SQL.md) with `front`: each is parsed, bound against the
+/// schema of its input (the decoded schema for the source's, the query's output for the
+/// sink's) and planned into [`Pipeline::source_steps`] / [`Pipeline::output_steps`].
+/// [`parse_pipeline_str`] and [`load_pipeline`] refuse these fields; `eddy_sql` passes its
+/// Spark SQL front end here.
+///
+/// # Errors
+/// As [`parse_pipeline_with_overrides`]; also a [`SpecError`] at `source.filter`,
+/// `source.select[i]` or `sink.select[i]` whose `given` holds the text and the line:column in
+/// it where it does not parse or bind, is not BOOLEAN (a filter), or names an output column a
+/// second time (ignoring case); at `late_sink.select` / `dead_letter.select` (refused there);
+/// at `sink.select` for a Kafka sink's `value` or `key` column that is not STRING, and at
+/// `sink.key` for a `key` list beside a `key` column.
+pub fn parse_pipeline_with(
+    text: &str,
+    overrides: &[(String, String)],
+    front: &dyn SqlFrontEnd,
+) -> Result<Pipeline, SpecError> {
+    let raw = parse::parse_raw(text, overrides)?;
+    validate::validate(raw, Some(front))
 }
 
 /// Reads the pipeline file at `path`, applies `overrides` (as [`parse_pipeline_with_overrides`])
@@ -105,6 +132,23 @@ pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)])
 /// error), else as [`parse_pipeline_with_overrides`], whose check of output folders is repeated
 /// here with relative paths resolved, so that an absolute path is compared with relative ones.
 pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
+    load(path, overrides, None)
+}
+
+/// As [`load_pipeline`], reading the SQL expression fields with `front` (as
+/// [`parse_pipeline_with`]).
+///
+/// # Errors
+/// As [`load_pipeline`] and [`parse_pipeline_with`].
+pub fn load_pipeline_with(
+    path: &Path,
+    overrides: &[(String, String)],
+    front: &dyn SqlFrontEnd,
+) -> Result<Pipeline, SpecError> {
+    load(path, overrides, Some(front))
+}
+
+fn load(path: &Path, overrides: &[(String, String)], front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         SpecError::new(
             path.display().to_string(),
@@ -112,7 +156,8 @@ pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipe
             "a readable UTF-8 pipeline file (TOML, PIPELINE.md)",
         )
     })?;
-    let mut pipeline = parse_pipeline_with_overrides(&text, overrides)?;
+    let raw = parse::parse_raw(&text, overrides)?;
+    let mut pipeline = validate::validate(raw, front)?;
     let base = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -144,10 +189,21 @@ pub struct Pipeline {
     pub clock: ClockSpec,
     /// `[source]`.
     pub source: SourceSpec,
+    /// The source's `filter` then `select` ([`Step::Filter`], [`Step::Project`]), run on each
+    /// decoded record before the clock and the watermark see it (SEMANTICS.md "Source filters
+    /// and projections"); empty without them. Their output is [`Pipeline::query_schema`].
+    pub source_steps: Vec<Step>,
     /// `[watermark]`, if any.
     pub watermark: Option<WatermarkSpec>,
+    /// A SQL query's WHERE conjuncts that mention the watermark column
+    /// ([`SqlQueryPlan::watermarked_steps`]): filters run on each record after the watermark
+    /// has seen it, before the operator; empty otherwise.
+    pub query_steps: Vec<Step>,
     /// `[query]`.
     pub query: QuerySpec,
+    /// The sink's `select` (a [`Step::Project`]) over the query's output rows, run on every row
+    /// just before it is written; empty without one.
+    pub output_steps: Vec<Step>,
     /// `[sink]`.
     pub sink: SinkSpec,
     /// `[late_sink]`: where records dropped as late go (input rows, unchanged).
@@ -191,16 +247,30 @@ impl Pipeline {
         }
     }
 
-    /// The output columns, in order (SEMANTICS.md): window aggregate: `window` (if a window),
-    /// the `group_by` columns (input types), the measures; rolling window: the `partition_by`
-    /// columns, the frontier (TIMESTAMP), the measures; deduplicate: the input schema.
+    /// The columns written to the sink, in order: the query's output ([`Pipeline::query_output_schema`])
+    /// after the sink's `select`, if any.
     pub fn output_schema(&self) -> Vec<Field> {
-        output::output_schema(&self.query, &self.source.schema)
+        let query = Schema::new(self.query_output_schema());
+        schema_after(&self.output_steps, &query).fields().to_vec()
+    }
+
+    /// The query's output columns, in order (SEMANTICS.md): window aggregate: `window` (if a
+    /// window), the `group_by` columns (input types), the measures; rolling window: the
+    /// `partition_by` columns, the frontier (TIMESTAMP), the measures; deduplicate: the query's
+    /// input schema.
+    pub fn query_output_schema(&self) -> Vec<Field> {
+        output::output_schema(&self.query, &self.query_schema())
     }
 
     /// The schema of decoded records (the source's, implied for Nexmark).
     pub fn input_schema(&self) -> &Schema {
         &self.source.schema
+    }
+
+    /// The schema of the records the query reads (its watermark, clock, keys, measures, and the
+    /// late sink): the decoded schema after [`Pipeline::source_steps`].
+    pub fn query_schema(&self) -> Schema {
+        schema_after(&self.source_steps, &self.source.schema)
     }
 }
 
@@ -416,6 +486,9 @@ pub enum QuerySpec {
         /// `within_watermark`: default false; true needs a `[watermark]`.
         within_watermark: bool,
     },
+    /// A SQL query without aggregation (SQL.md "Queries"): each record that passes the query's
+    /// steps is one output row, unchanged (the steps filter and project it).
+    Forward,
 }
 
 impl QuerySpec {
@@ -423,7 +496,7 @@ impl QuerySpec {
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
             QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
-            QuerySpec::Deduplicate { .. } => &[],
+            QuerySpec::Deduplicate { .. } | QuerySpec::Forward => &[],
         }
     }
 }

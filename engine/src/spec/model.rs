@@ -70,6 +70,12 @@ pub(crate) struct RawSource {
     pub events: Option<i64>,
     pub rate: Option<f64>,
     pub seed: Option<i64>,
+    // every type: the name a SQL query reads it by (default `source`) and its watermark
+    // (PIPELINE.md "Several sources"), SQL expressions (SQL.md)
+    pub name: Option<String>,
+    pub watermark: Option<RawWatermark>,
+    pub filter: Option<String>,
+    pub select: Option<Vec<String>>,
 }
 
 /// `[watermark]`.
@@ -86,6 +92,8 @@ pub(crate) struct RawWatermark {
 pub(crate) struct RawQuery {
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    // SQL (SQL.md "Queries"), with output_mode
+    pub sql: Option<String>,
     // window_aggregate
     pub group_by: Option<Vec<String>>,
     pub window: Option<RawWindow>,
@@ -151,6 +159,8 @@ pub(crate) struct RawSink {
     pub key: Option<Vec<String>>,
     pub properties: Option<BTreeMap<String, toml::Value>>,
     pub exactly_once: Option<bool>,
+    // `[sink]` only: SQL expressions over the output columns (SQL.md)
+    pub select: Option<Vec<String>>,
 }
 
 /// `[checkpoint]`.

@@ -103,8 +103,16 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
         "sum" => match input {
             DataType::Int | DataType::Long => Some(DataType::Long),
             DataType::Float | DataType::Double => Some(DataType::Double),
+            DataType::Decimal { precision, scale } => {
+                let (precision, scale) = crate::decimal::sum_type((precision, scale));
+                Some(DataType::Decimal { precision, scale })
+            }
             _ => None,
         },
+        "avg" | "mean" if input.decimal().is_some() => {
+            let (precision, scale) = crate::decimal::avg_type(input.decimal()?);
+            Some(DataType::Decimal { precision, scale })
+        }
         "avg" | "mean" | "stddev" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp" | "var_pop" => {
             input.is_numeric().then_some(DataType::Double)
         }
@@ -113,7 +121,7 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
             t => Some(t),
         },
         "approx_percentile" | "percentile_approx" => {
-            if !(input.is_numeric() || input == DataType::Timestamp) {
+            if !(input.is_numeric() || input == DataType::Timestamp) || input.decimal().is_some() {
                 None
             } else if percentage_is_list {
                 input.array_of()
@@ -152,7 +160,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
             out.push((frontier_alias.clone(), "query.frontier.alias".to_string()));
             measures(ms, &mut out);
         }
-        QuerySpec::Deduplicate { .. } => {
+        QuerySpec::Deduplicate { .. } | QuerySpec::Forward => {
             for f in schema.fields() {
                 out.push((f.name.clone(), format!("source.schema ({})", quote(&f.name))));
             }
@@ -164,7 +172,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
 /// The output schema of `q` over input `schema` (SEMANTICS.md): window aggregate: `window`
 /// ([`DataType::Window`]) if a window, the `group_by` columns with their input types, the
 /// measures; rolling window: the `partition_by` columns, the frontier column (TIMESTAMP), the
-/// measures; deduplicate: the input schema.
+/// measures; deduplicate and forward: the input schema.
 pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
     let input = |name: &str| Field {
         name: name.to_string(),
@@ -187,6 +195,6 @@ pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
             out.extend(measures.iter().map(measure));
             out
         }
-        QuerySpec::Deduplicate { .. } => schema.fields().to_vec(),
+        QuerySpec::Deduplicate { .. } | QuerySpec::Forward => schema.fields().to_vec(),
     }
 }

@@ -41,9 +41,31 @@ pub(crate) fn parse_raw(text: &str, overrides: &[(String, String)]) -> Result<Ra
     for (field, value) in overrides {
         overridden.push(overrides::apply(&mut table, field, value)?);
     }
+    one_source_of_an_array(&mut table)?;
     let value = toml::Value::Table(table);
     serde_path_to_error::deserialize::<_, RawPipeline>(value.clone())
         .map_err(|e| shape_error(text, &value, &overridden, &e))
+}
+
+/// `[[source]]` (PIPELINE.md "Several sources"): an array of one source is read as `[source]`;
+/// several are refused (not implemented yet), naming the second.
+fn one_source_of_an_array(table: &mut toml::Table) -> Result<(), SpecError> {
+    if let Some(toml::Value::Array(sources)) = table.get_mut("source") {
+        match sources.len() {
+            1 => {
+                let one = sources.remove(0);
+                table.insert("source".into(), one);
+            }
+            n => {
+                return Err(SpecError::new(
+                    "source",
+                    format!("{n} [[source]] tables"),
+                    "one source ([source], or [[source]] once): several sources are not implemented yet",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A TOML syntax error: `field` = `line L, column C`, `given` = that line, `allowed` = toml's

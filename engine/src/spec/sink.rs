@@ -6,7 +6,8 @@ use super::SinkSpec;
 use super::error::{SpecError, list};
 use super::model::RawSink;
 use super::source::{non_empty, properties};
-use super::validate::{Present, choice, note, only_fields, same_column};
+use super::validate::{Present, Show, choice, note, only_fields, same_column};
+use crate::schema::{DataType, Schema};
 
 const SINK_TYPES: &[&str] = &["files", "stdout", "kafka"];
 
@@ -79,4 +80,37 @@ pub(crate) fn sink_spec(
             }
         }
     })
+}
+
+/// The main Kafka sink's message columns (PIPELINE.md, as Spark's Kafka sink): after the sink's
+/// `select`, a `value` column is the message value and a `key` column the message key; both must
+/// be STRING, and a `key` column excludes a `key` list. Names match ignoring case.
+///
+/// # Errors
+/// A [`SpecError`] at `sink.select` for a `value` or `key` column of another type, at `sink.key`
+/// for a `key` list beside a `key` column.
+pub(crate) fn kafka_columns(key_list: &[String], output: &Schema) -> Result<(), SpecError> {
+    for column in ["value", "key"] {
+        let Some(i) = output.fields().iter().position(|f| same_column(&f.name, column)) else {
+            continue;
+        };
+        let f = &output.fields()[i];
+        if f.data_type != DataType::String {
+            return Err(SpecError::new(
+                "sink.select",
+                format!("a `{}` column of type {}", f.name, f.data_type),
+                format!(
+                    "a STRING `{column}` column (the message {column} as it is; cast it, or name it otherwise to have it in the row's JSON)"
+                ),
+            ));
+        }
+        if column == "key" && !key_list.is_empty() {
+            return Err(SpecError::new(
+                "sink.key",
+                format!("{} beside a `key` output column", Show::show(&key_list.to_vec())),
+                "either a `key` column (the message key as it is) or a `key` list (the JSON of its columns), not both",
+            ));
+        }
+    }
+    Ok(())
 }

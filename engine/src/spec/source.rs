@@ -149,7 +149,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
         SpecError::new(
             "source.schema",
             format!("{} ({why})", quote(ddl)),
-            "Spark DDL \"name TYPE, ...\" (no colon), names of letters, digits and _ or in backticks, distinct ignoring case, types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP",
+            "Spark DDL \"name TYPE, ...\" (no colon), names of letters, digits and _ or in backticks, distinct ignoring case, types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP, DATE",
         )
     })?;
     let timestamp_unit = match raw.timestamp_unit.as_deref() {

@@ -300,3 +300,10 @@ fn metrics_listen_is_a_socket_address() {
     assert_eq!(ok(&["metrics.listen=[::1]:9464"]).metrics.unwrap().listen.to_string(), "[::1]:9464");
     assert_eq!(err(&["metrics.listen=localhost"]).field, "metrics.listen");
 }
+
+#[test]
+fn a_sql_field_is_refused_by_a_reader_without_a_sql_front_end() {
+    let text = "name = \"p\"\n[source]\ntype = \"stdin\"\nschema = \"a BIGINT\"\nfilter = \"a > 0\"\n[query]\ntype = \"deduplicate\"\n[sink]\ntype = \"stdout\"\n";
+    let e = crate::spec::parse_pipeline_str(text).err().map(|e| (e.field, e.given));
+    assert_eq!(e, Some(("source.filter".to_string(), "\"a > 0\"".to_string())));
+}

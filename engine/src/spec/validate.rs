@@ -9,7 +9,9 @@ use super::error::{SpecError, list, quote};
 use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
 use super::parse::render;
 use super::source::non_empty;
-use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, WatermarkSpec};
+use super::steps::schema_after;
+use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, SinkSpec, WatermarkSpec};
+use crate::expr::SqlFrontEnd;
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
 
@@ -163,8 +165,9 @@ pub(crate) fn same_column(a: &str, b: &str) -> bool {
     a == b || a.to_lowercase() == b.to_lowercase()
 }
 
-/// Validates the raw model.
-pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
+/// Validates the raw model; `front` parses the SQL expression fields (`None`: such a field is
+/// refused).
+pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
     let name = raw.name.ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
         return Err(SpecError::bad_str("name", &name, "a name matching [a-z0-9_-]+"));
@@ -192,20 +195,95 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
             ));
         }
     };
+    let (filter, select, source_name, source_watermark) = match raw.source.as_mut() {
+        Some(s) => (s.filter.take(), s.select.take(), s.name.take(), s.watermark.take()),
+        None => (None, None, None, None),
+    };
+    let source_name = source_name.unwrap_or_else(|| "source".to_string());
+    let named = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if !source_name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') || !source_name.chars().all(named) {
+        return Err(SpecError::bad_str(
+            "source.name",
+            &source_name,
+            "a name matching [a-z_][a-z0-9_]* (default \"source\")",
+        ));
+    }
+    let raw_watermark = match (raw.watermark.take(), source_watermark) {
+        (Some(_), Some(_)) => {
+            return Err(SpecError::new(
+                "watermark",
+                "[watermark] beside source.watermark",
+                "one of them (source.watermark = { column, delay }, or [watermark])",
+            ));
+        }
+        (a, b) => a.or(b),
+    };
     let source = super::source::source(raw.source, &name)?;
-    let schema = source.schema.clone();
-    let watermark = raw.watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let mut source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
+    // everything after the source's steps reads their output
+    let mut schema = schema_after(&source_steps, &source.schema);
+    let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let mut query_steps = Vec::new();
+    let mut sql_output_steps = Vec::new();
+    let query = match raw.query {
+        Some(q) if q.sql.is_some() => {
+            let plan = {
+                let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
+                super::sql_query::validate_sql(
+                    q,
+                    &source_name,
+                    &schema,
+                    mode,
+                    watermark.as_ref(),
+                    &clock_column,
+                    front,
+                )?
+            };
+            source_steps.extend(plan.source_steps);
+            schema = schema_after(&source_steps, &source.schema);
+            // the watermark's column, by name, in the query's projection
+            if let Some(w) = watermark.as_mut() {
+                w.index = schema.resolve(&w.column).unwrap_or(w.index);
+            }
+            query_steps = plan.watermarked_steps;
+            sql_output_steps = plan.output_steps;
+            plan.query
+        }
+        q => super::query::query(q, &schema, mode, watermark.as_ref())?,
+    };
     let clock = clock(raw.clock, &schema)?;
-    let query = super::query::query(raw.query, &schema, mode, watermark.as_ref())?;
-    let output = super::output::output_schema(&query, &schema);
-    let output_names: Vec<&str> = output.iter().map(|f| f.name.as_str()).collect();
+    let query_input = schema_after(&query_steps, &schema);
+    let query_output =
+        schema_after(&sql_output_steps, &Schema::new(super::output::output_schema(&query, &query_input)));
+    for (section, sink) in [("late_sink", &raw.late_sink), ("dead_letter", &raw.dead_letter)] {
+        if let Some(select) = sink.as_ref().and_then(|s| s.select.as_ref()) {
+            return Err(SpecError::new(
+                format!("{section}.select"),
+                select.show(),
+                format!(
+                    "no select on [{section}]: it writes {} unchanged (SEMANTICS.md \"Source filters and projections\"); only [sink] takes a select",
+                    if section == "late_sink" { "the query's input records" } else { "the dead letters" }
+                ),
+            ));
+        }
+    }
+    let mut raw_sink = raw.sink;
+    let mut output_steps = sql_output_steps;
+    if let Some(items) = raw_sink.as_mut().and_then(|s| s.select.take()) {
+        output_steps.push(super::exprs::select_step("sink.select", &items, &query_output, front)?);
+    }
+    let output = schema_after(&output_steps, &query_output);
+    let output_names: Vec<&str> = output.fields().iter().map(|f| f.name.as_str()).collect();
     let input_names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
-    let sink = match raw.sink {
+    let sink = match raw_sink {
         Some(s) => super::sink::sink_spec("sink", s, &output_names, "an output column")?,
         None => {
             return Err(SpecError::missing("sink", "a [sink] table with type = \"files\", \"stdout\" or \"kafka\""));
         }
     };
+    if let SinkSpec::Kafka { key, .. } = &sink {
+        super::sink::kafka_columns(key, &output)?;
+    }
     let late_sink =
         raw.late_sink.map(|s| super::sink::sink_spec("late_sink", s, &input_names, "an input column")).transpose()?;
     let dead_letter = raw
@@ -221,8 +299,11 @@ pub(crate) fn validate(raw: RawPipeline) -> Result<Pipeline, SpecError> {
         parallelism,
         clock,
         source,
+        source_steps,
         watermark,
+        query_steps,
         query,
+        output_steps,
         sink,
         late_sink,
         dead_letter,

@@ -204,10 +204,28 @@ impl Writer {
                 self.i64(start.0);
                 self.i64(end.0);
             }
+            Value::Decimal(d) => {
+                self.u8(10);
+                self.out.extend_from_slice(&d.unscaled.to_le_bytes());
+                self.u8(d.scale);
+            }
             Value::List(l) => {
                 self.u8(9);
                 self.u32(l.len() as u32);
                 for v in l.iter() {
+                    self.value(v);
+                }
+            }
+            Value::Date(d) => {
+                self.u8(11);
+                self.out.extend_from_slice(&d.to_le_bytes());
+            }
+            Value::Struct(ty, fields) => {
+                // the type as its field list (struct type ids are per process)
+                self.u8(12);
+                self.bytes(serde_json::to_string(ty).unwrap_or_default().as_bytes());
+                self.u32(fields.len() as u32);
+                for v in fields.iter() {
                     self.value(v);
                 }
             }
@@ -323,6 +341,11 @@ impl<'a> Reader<'a> {
                 Value::Str(s.into())
             }
             7 => Value::Timestamp(Timestamp(self.i64()?)),
+            10 => {
+                let unscaled = i128::from_le_bytes(self.array()?);
+                let scale = u8::from_le_bytes(self.array()?);
+                Value::Decimal(crate::decimal::Decimal::new(unscaled, scale))
+            }
             8 => Value::Window { start: Timestamp(self.i64()?), end: Timestamp(self.i64()?) },
             9 if depth < MAX_LIST_DEPTH => {
                 let n = self.u32()? as usize;
@@ -331,6 +354,17 @@ impl<'a> Reader<'a> {
                 }
                 let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
                 Value::List(items.into())
+            }
+            11 => Value::Date(i32::from_le_bytes(self.array()?)),
+            12 if depth < MAX_LIST_DEPTH => {
+                let ty: crate::schema::StructType =
+                    serde_json::from_slice(self.bytes()?).map_err(|e| format!("a struct type: {e}"))?;
+                let n = self.u32()? as usize;
+                if n > self.b.len() {
+                    return Err(format!("a struct of {n} values does not fit in the {} bytes left", self.b.len()));
+                }
+                let items = (0..n).map(|_| self.value(depth + 1)).collect::<Result<Vec<_>, _>>()?;
+                Value::Struct(ty, items.into())
             }
             x => return Err(format!("bad value tag {x}")),
         })
@@ -353,8 +387,11 @@ impl<'a> Reader<'a> {
             1 => {
                 self.take(1)?;
             }
-            2 | 4 => {
+            2 | 4 | 11 => {
                 self.take(4)?;
+            }
+            10 => {
+                self.take(17)?;
             }
             3 | 5 | 7 => {
                 self.take(8)?;
@@ -366,6 +403,12 @@ impl<'a> Reader<'a> {
                 self.take(16)?;
             }
             9 if depth < MAX_LIST_DEPTH => {
+                for _ in 0..self.u32()? {
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            12 if depth < MAX_LIST_DEPTH => {
+                self.bytes()?;
                 for _ in 0..self.u32()? {
                     self.skip_value(depth + 1)?;
                 }

@@ -328,7 +328,8 @@ impl PaneState {
                         AggState::LongSum(s) => acc.saturating_add(s.sum.abs()),
                         _ => acc,
                     });
-                    magnitude <= i128::from(i64::MAX) || {
+                    // (the quick bound is for BIGINT sums; a DECIMAL sum is always checked)
+                    (f.input_type.decimal().is_none() && magnitude <= i128::from(i64::MAX)) || {
                         // The pane's windows, from the last back, with their bounds saturated
                         // at the ends of time as `window_row` emits them.
                         let mut end = Some(grid.last_end(pane_start));

@@ -1,0 +1,159 @@
+//! A SQL query as written (SQL.md "Queries"): the clauses of one `SELECT`, each expression an
+//! untyped, positioned [`Syntax`]. The `eddy-sql` crate builds it ([`super::SqlFrontEnd::parse_query`]);
+//! pipeline validation binds and plans it onto the operators (`spec::sql_query`).
+//!
+//! Only the single-source form is represented: one `FROM` name, no joins, unions or subqueries
+//! (the front end refuses those, naming them).
+
+use super::{Pos, Syntax, SyntaxKind};
+
+/// One `SELECT ... FROM ... [WHERE] [GROUP BY] [HAVING]` statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuerySyntax {
+    /// The select list, in order (at least one item).
+    pub items: Vec<SelectItemSyntax>,
+    /// The one relation of `FROM`.
+    pub from: FromSyntax,
+    /// `WHERE`, if any.
+    pub selection: Option<Syntax>,
+    /// `GROUP BY` items, in order (empty: no GROUP BY).
+    pub group_by: Vec<GroupItemSyntax>,
+    /// `HAVING`, if any.
+    pub having: Option<Syntax>,
+}
+
+/// The relation named in `FROM`: `name [[AS] alias]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FromSyntax {
+    /// The source's name as written (matched ignoring case, as Spark).
+    pub name: String,
+    /// The alias, if any: the only qualifier columns may then use.
+    pub alias: Option<String>,
+    /// Where the name starts.
+    pub pos: Pos,
+}
+
+/// One item of the select list.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SelectItemSyntax {
+    /// `*` or `qualifier.*`: every input column, in order.
+    Wildcard {
+        /// `qualifier.*`: the source's name or alias as written.
+        qualifier: Option<String>,
+        /// Where it starts.
+        pos: Pos,
+    },
+    /// An expression, optionally with `AS alias` (or a bare alias).
+    Expr {
+        /// The expression.
+        syntax: Syntax,
+        /// The alias, if any.
+        alias: Option<String>,
+    },
+}
+
+/// One item of `GROUP BY`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GroupItemSyntax {
+    /// An expression (an input column, or a computed key such as `lower(user_id)`).
+    Expr(Syntax),
+    /// A 1-based position in the select list (`GROUP BY 1, 2`).
+    Ordinal {
+        /// The position as written (validated against the select list when planned).
+        position: i64,
+        /// Where it is written.
+        pos: Pos,
+    },
+}
+
+impl Syntax {
+    /// The direct sub-expressions, in the order they are written.
+    pub fn children(&self) -> Vec<&Syntax> {
+        match &self.kind {
+            SyntaxKind::Literal(_) | SyntaxKind::Column(_) => vec![],
+            SyntaxKind::Negate(e)
+            | SyntaxKind::Positive(e)
+            | SyntaxKind::Not(e)
+            | SyntaxKind::Field { expr: e, .. }
+            | SyntaxKind::Alias { expr: e, .. } => vec![e],
+            SyntaxKind::IsNull { expr, .. } | SyntaxKind::IsBool { expr, .. } | SyntaxKind::Cast { expr, .. } => {
+                vec![expr]
+            }
+            SyntaxKind::Binary { left, right, .. } => vec![left, right],
+            SyntaxKind::Between { expr, low, high, .. } => vec![expr, low, high],
+            SyntaxKind::InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
+            SyntaxKind::Like { expr, pattern, .. } => vec![expr, pattern],
+            SyntaxKind::Case { operand, branches, otherwise } => operand
+                .iter()
+                .map(|o| &**o)
+                .chain(branches.iter().flat_map(|(w, t)| [w, t]))
+                .chain(otherwise.iter().map(|o| &**o))
+                .collect(),
+            SyntaxKind::Call { args, .. } => args.iter().collect(),
+        }
+    }
+
+    /// This node with each direct sub-expression replaced by `f` of it (`f` decides whether to
+    /// go deeper); the node's own kind and position are kept.
+    ///
+    /// # Errors
+    /// The first error of `f`.
+    pub fn try_map_children<E>(&self, f: &mut dyn FnMut(&Syntax) -> Result<Syntax, E>) -> Result<Syntax, E> {
+        let mut b = |e: &Syntax| f(e).map(Box::new);
+        let kind = match &self.kind {
+            k @ (SyntaxKind::Literal(_) | SyntaxKind::Column(_)) => k.clone(),
+            SyntaxKind::Negate(e) => SyntaxKind::Negate(b(e)?),
+            SyntaxKind::Positive(e) => SyntaxKind::Positive(b(e)?),
+            SyntaxKind::Not(e) => SyntaxKind::Not(b(e)?),
+            SyntaxKind::Field { expr, field } => SyntaxKind::Field { expr: b(expr)?, field: field.clone() },
+            SyntaxKind::Alias { expr, alias } => SyntaxKind::Alias { expr: b(expr)?, alias: alias.clone() },
+            SyntaxKind::Binary { op, left, right } => SyntaxKind::Binary { op: *op, left: b(left)?, right: b(right)? },
+            SyntaxKind::IsNull { expr, negated } => SyntaxKind::IsNull { expr: b(expr)?, negated: *negated },
+            SyntaxKind::IsBool { expr, value, negated } => {
+                SyntaxKind::IsBool { expr: b(expr)?, value: *value, negated: *negated }
+            }
+            SyntaxKind::Between { expr, low, high, negated } => {
+                SyntaxKind::Between { expr: b(expr)?, low: b(low)?, high: b(high)?, negated: *negated }
+            }
+            SyntaxKind::InList { expr, list, negated } => SyntaxKind::InList {
+                expr: b(expr)?,
+                list: list.iter().map(|x| b(x).map(|x| *x)).collect::<Result<_, _>>()?,
+                negated: *negated,
+            },
+            SyntaxKind::Like { kind, expr, pattern, negated } => {
+                SyntaxKind::Like { kind: *kind, expr: b(expr)?, pattern: b(pattern)?, negated: *negated }
+            }
+            SyntaxKind::Case { operand, branches, otherwise } => SyntaxKind::Case {
+                operand: operand.as_deref().map(&mut b).transpose()?,
+                branches: branches.iter().map(|(w, t)| Ok((*b(w)?, *b(t)?))).collect::<Result<_, E>>()?,
+                otherwise: otherwise.as_deref().map(&mut b).transpose()?,
+            },
+            SyntaxKind::Cast { expr, to, try_cast } => {
+                SyntaxKind::Cast { expr: b(expr)?, to: *to, try_cast: *try_cast }
+            }
+            SyntaxKind::Call { name, args } => SyntaxKind::Call {
+                name: name.clone(),
+                args: args.iter().map(|x| b(x).map(|x| *x)).collect::<Result<_, _>>()?,
+            },
+        };
+        Ok(Syntax { kind, pos: self.pos })
+    }
+
+    /// This expression with positions cleared, column names and function names in lower case:
+    /// two expressions that Spark treats as the same (`LOWER(User_Id)` and `lower(user_id)`)
+    /// normalize equal. Used to match the select list against GROUP BY, as Spark's analyzer
+    /// matches them (semantic equality, names resolved ignoring case).
+    pub fn normalized(&self) -> Syntax {
+        let mut s = match self.try_map_children::<std::convert::Infallible>(&mut |c| Ok(c.normalized())) {
+            Ok(s) => s,
+            Err(never) => match never {},
+        };
+        s.pos = Pos::default();
+        match &mut s.kind {
+            SyntaxKind::Column(parts) => parts.iter_mut().for_each(|p| *p = p.to_ascii_lowercase()),
+            SyntaxKind::Call { name, .. } => *name = name.to_ascii_lowercase(),
+            _ => {}
+        }
+        s
+    }
+}

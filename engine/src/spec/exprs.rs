@@ -1,0 +1,143 @@
+//! The SQL expression fields of a pipeline file (PIPELINE.md "Several sources, static tables,
+//! expressions and SQL"): a source's `filter` and `select`, the main sink's `select`, parsed by
+//! the [`SqlFrontEnd`] that validation was given and bound against the schema of their input
+//! into [`Step`]s.
+
+use super::error::{SpecError, quote};
+use super::steps::{PipelineExpr, Step, schema_after};
+use super::validate::same_column;
+use crate::expr::{self, ExprError, Parsed, SqlFrontEnd, Typed};
+use crate::schema::{DataType, Schema};
+
+/// What an expression field allows, for messages.
+const EXPRESSION: &str = "a Spark SQL expression over the input columns (SQL.md \"Expressions\")";
+
+/// The source's `filter` then `select` (SEMANTICS.md "Source filters and projections"), bound
+/// against the decoded `schema`.
+///
+/// # Errors
+/// A [`SpecError`] at `source.filter` / `source.select[i]` for text that does not parse or bind
+/// (`given` holds the text and the line:column inside it), a filter that is not BOOLEAN, an
+/// empty select list or two output columns of one name; at the field for any of them when
+/// `front` is `None` (the reader has no SQL front end).
+pub(crate) fn source_steps(
+    filter: Option<&str>,
+    select: Option<&[String]>,
+    schema: &Schema,
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<Vec<Step>, SpecError> {
+    let mut steps = Vec::new();
+    if let Some(text) = filter {
+        steps.push(filter_step("source.filter", text, schema, front)?);
+    }
+    if let Some(items) = select {
+        let input = schema_after(&steps, schema);
+        steps.push(select_step("source.select", items, &input, front)?);
+    }
+    Ok(steps)
+}
+
+/// A `filter`: one BOOLEAN expression over `schema`.
+pub(crate) fn filter_step(
+    field: &str,
+    text: &str,
+    schema: &Schema,
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<Step, SpecError> {
+    let parsed = parse(field, text, front)?;
+    if parsed.alias.is_some() {
+        return Err(SpecError::new(
+            field,
+            format!("{} (an alias)", quote(text)),
+            "a BOOLEAN expression without AS (a filter names no column)",
+        ));
+    }
+    let typed = bind(field, text, &parsed, schema)?;
+    if typed.data_type != DataType::Boolean {
+        return Err(SpecError::new(
+            field,
+            format!("{} at {}: {} of type {}", quote(text), parsed.syntax.pos, typed.name, typed.data_type),
+            "a BOOLEAN expression (a record is kept where it is true)",
+        ));
+    }
+    Ok(Step::Filter(PipelineExpr { field: field.to_string(), name: typed.output_name().to_string(), typed }))
+}
+
+/// A `select` list over `schema`: `"*"` as a whole item expands to every input column, in order.
+pub(crate) fn select_step(
+    field: &str,
+    items: &[String],
+    schema: &Schema,
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<Step, SpecError> {
+    if items.is_empty() {
+        return Err(SpecError::new(field, "[]", "a list of at least one expression, or \"*\""));
+    }
+    let mut out: Vec<PipelineExpr> = Vec::new();
+    // where each output column came from, to name both items of a duplicate
+    let mut origin: Vec<usize> = Vec::new();
+    for (i, text) in items.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        let new: Vec<PipelineExpr> = if text.trim() == "*" {
+            schema
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(c, f)| PipelineExpr {
+                    field: at.clone(),
+                    typed: Typed { node: expr::Node::Column(c), data_type: f.data_type, name: f.name.clone() },
+                    name: f.name.clone(),
+                })
+                .collect()
+        } else {
+            let parsed = parse(&at, text, front)?;
+            let typed = bind(&at, text, &parsed, schema)?;
+            let name = parsed.alias.clone().unwrap_or_else(|| typed.output_name().to_string());
+            vec![PipelineExpr { field: at.clone(), typed, name }]
+        };
+        for e in new {
+            if let Some(j) = out.iter().position(|o| same_column(&o.name, &e.name)) {
+                let first = origin[j];
+                return Err(SpecError::new(
+                    at,
+                    format!("{} (output column {}, as {field}[{first}] names it)", quote(text), quote(&e.name)),
+                    "distinct output column names, ignoring case (rename one with AS)",
+                ));
+            }
+            out.push(e);
+            origin.push(i);
+        }
+    }
+    Ok(Step::Project(out))
+}
+
+/// Parses `text` with the front end, or refuses it when there is none.
+fn parse(field: &str, text: &str, front: Option<&dyn SqlFrontEnd>) -> Result<Parsed, SpecError> {
+    let Some(front) = front else {
+        return Err(SpecError::new(
+            field,
+            quote(text),
+            "no SQL expression in a pipeline read without a SQL front end (eddy and eddy_sql::load_pipeline read them)",
+        ));
+    };
+    front.parse_expression(text).map_err(|e| expr_error(field, text, e))
+}
+
+fn bind(field: &str, text: &str, parsed: &Parsed, schema: &Schema) -> Result<Typed, SpecError> {
+    expr::bind(&parsed.syntax, schema).map_err(|e| expr_error(field, text, e))
+}
+
+/// An expression's error at `field`: `given` = the text and, at line:column inside it, what was
+/// found; `allowed` = what the expression allows there.
+pub(crate) fn expr_error(field: &str, text: &str, e: ExprError) -> SpecError {
+    let (pos, found, allowed) = match e {
+        ExprError::Syntax { pos, found, allowed } => (pos, found, allowed),
+        ExprError::UnknownColumn { pos, given, allowed } => {
+            (pos, format!("unknown column `{given}`"), format!("a column of the input: {allowed}"))
+        }
+        ExprError::Type { pos, found, allowed } => (pos, found, allowed),
+        ExprError::Unsupported { pos, found, allowed } => (pos, format!("{found} (not supported)"), allowed),
+        other @ ExprError::Eval { .. } => (Default::default(), other.to_string(), EXPRESSION.to_string()),
+    };
+    SpecError::new(field, format!("{} at {pos}: {found}", quote(text)), allowed)
+}

@@ -1,0 +1,756 @@
+//! `[query] sql`: a single-source SQL query (SQL.md "Queries") bound against the source's
+//! schema and planned onto the existing operators (DESIGN.md "The operator graph").
+//!
+//! The plan, in the order a record meets it:
+//!
+//! 1. `source_steps`, before the watermark: the WHERE conjuncts that do not mention the
+//!    watermark column (so a record they drop moves no watermark, as Spark's optimizer pushes
+//!    such predicates below `EventTimeWatermark`), then, for an aggregation, one projection
+//!    computing the group keys and the measure inputs and keeping the window's, the
+//!    watermark's and the later conjuncts' columns under their own names;
+//! 2. `watermarked_steps`, after the watermark and before the operator: the WHERE conjuncts
+//!    that mention the watermark column;
+//! 3. the operator: the structured [`QuerySpec::WindowAggregate`] over the projection (group
+//!    keys named by Spark's name of their expression, measures by Spark's name of their call),
+//!    or [`QuerySpec::Forward`]: a query without aggregation emits each record once;
+//! 4. `output_steps`, on each output row: HAVING as a filter, then the select list as a
+//!    projection with Spark's output names (`count(1)` for `count(*)`, `sum(amount)`,
+//!    `(sum(a) / count(1))`, `window`, aliases).
+//!
+//! Matching the select list and HAVING against GROUP BY follows Spark's analyzer: an
+//! expression equal to a group expression (names ignoring case) is that key; an aggregate call
+//! is its measure; any other column reference outside an aggregate is refused
+//! (`MISSING_AGGREGATION`). GROUP BY takes expressions, 1-based positions in the select list
+//! (`spark.sql.groupByOrdinal`) and select aliases (`spark.sql.groupByAliases`), both on by
+//! default in Spark.
+
+use std::fmt::Display;
+
+use super::error::{SpecError, quote};
+use super::model::{RawMeasure, RawQuery, RawWindow};
+use super::output::output_schema;
+use super::query::query as structured_query;
+use super::steps::{PipelineExpr, Step, schema_after};
+use super::validate::same_column;
+use super::{Mode, QuerySpec, WatermarkSpec};
+use crate::expr::{
+    BinaryOp, ExprError, GroupItemSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind, bind,
+};
+use crate::schema::{Field, Schema};
+
+/// The pipeline field every error of a SQL query names.
+const FIELD: &str = "query.sql";
+
+/// Aggregate functions of SQL.md that the engine does not compute yet.
+const NOT_YET: &[&str] = &["max_by", "min_by", "first", "last", "first_value", "last_value", "any_value"];
+
+/// A SQL query planned onto the operators (see the module documentation for the order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlQueryPlan {
+    /// Steps on each decoded record, before the watermark.
+    pub source_steps: Vec<Step>,
+    /// Steps after the watermark, before the operator (WHERE conjuncts on the watermark column).
+    pub watermarked_steps: Vec<Step>,
+    /// The operator: a window aggregate, or [`QuerySpec::Forward`] for a query without
+    /// aggregation (each record that passes the steps is one output row).
+    pub query: QuerySpec,
+    /// Steps on each output row of the operator: HAVING, then the select list.
+    pub output_steps: Vec<Step>,
+}
+
+impl SqlQueryPlan {
+    /// The schema the operator reads (after `source_steps` and `watermarked_steps`), given the
+    /// source's.
+    pub fn operator_input(&self, source: &Schema) -> Schema {
+        let s = schema_after(&self.source_steps, source);
+        schema_after(&self.watermarked_steps, &s)
+    }
+
+    /// The output columns, in order (after `output_steps`), given the source's schema.
+    pub fn output_schema(&self, source: &Schema) -> Schema {
+        let input = self.operator_input(source);
+        let out = Schema::new(output_schema(&self.query, &input));
+        schema_after(&self.output_steps, &out)
+    }
+}
+
+/// Binds and plans `q` over the source `source_name` (names ignoring case) of schema `schema`.
+/// `kept`: source columns that the aggregation's projection keeps beside the watermark's (the
+/// replay clock's column: `[clock] column`).
+/// `output_mode` is `[query] output_mode` as written (default update), checked as for the
+/// structured window aggregate (append needs the watermark on the window's column; update is
+/// refused for session windows; complete is micro-batch only).
+///
+/// # Errors
+/// A [`SpecError`] at `query.sql` whose `given` names the construct and its line:column in the
+/// SQL text: a FROM that names another source, an unknown column, a type error, a column
+/// neither grouped nor aggregated, an aggregate in WHERE or GROUP BY, nested aggregates, a
+/// window whose time argument is not a column, a GROUP BY position out of range; at
+/// `query.output_mode` for a mode the query cannot run in.
+pub fn plan_sql_query(
+    q: &QuerySyntax,
+    source_name: &str,
+    schema: &Schema,
+    watermark: Option<&WatermarkSpec>,
+    kept: &[String],
+    output_mode: Option<&str>,
+    mode: Mode,
+) -> Result<SqlQueryPlan, SpecError> {
+    if !q.from.name.eq_ignore_ascii_case(source_name) {
+        return Err(at(q.from.pos, format!("FROM {}", q.from.name), format!("FROM {source_name} (the source's name)")));
+    }
+    let qualifier = q.from.alias.clone().unwrap_or_else(|| q.from.name.clone());
+    let unqualify = |s: &Syntax| unqualified(s, &qualifier);
+    let items = expand_items(q, schema, &qualifier)?;
+    let items: Vec<Item> = items.into_iter().map(|i| Item { syntax: unqualify(&i.syntax), ..i }).collect();
+    let selection = q.selection.as_ref().map(unqualify);
+    let having = q.having.as_ref().map(unqualify);
+    if let Some(agg) = selection.as_ref().and_then(first_aggregate) {
+        return Err(at(
+            agg.pos,
+            format!("the aggregate {} in WHERE", written(agg)),
+            "WHERE without aggregates (filter on an aggregate with HAVING), as Spark",
+        ));
+    }
+    let group = group_keys(q, &items, schema, &unqualify)?;
+    let aggregated = !group.is_empty()
+        || items.iter().any(|i| first_aggregate(&i.syntax).is_some())
+        || having.as_ref().is_some_and(|h| first_aggregate(h).is_some());
+    let wm = watermark.map(|w| w.column.as_str());
+    let (before, after): (Vec<Syntax>, Vec<Syntax>) =
+        selection.map(conjuncts).unwrap_or_default().into_iter().partition(|c| !wm.is_some_and(|w| mentions(c, w)));
+    let mut source_steps = before.iter().map(|c| filter(c, schema)).collect::<Result<Vec<_>, _>>()?;
+    if !aggregated {
+        if let Some(h) = &having {
+            return Err(at(h.pos, "HAVING without GROUP BY or aggregates", "HAVING in an aggregation (use WHERE)"));
+        }
+        let watermarked_steps = after.iter().map(|c| filter(c, schema)).collect::<Result<Vec<_>, _>>()?;
+        let project = items.iter().map(|i| project(&i.syntax, i.alias.as_deref(), schema)).collect::<Result<_, _>>()?;
+        return Ok(SqlQueryPlan {
+            source_steps,
+            watermarked_steps,
+            query: QuerySpec::Forward,
+            output_steps: vec![Step::Project(project)],
+        });
+    }
+    Aggregation::plan(Aggregation { schema, items: &items, group, having, after, watermark, kept, output_mode, mode })
+        .map(|(projection, watermarked_steps, query, output_steps)| {
+            source_steps.push(Step::Project(projection));
+            SqlQueryPlan { source_steps, watermarked_steps, query, output_steps }
+        })
+}
+
+/// A select item with `*` expanded.
+struct Item {
+    syntax: Syntax,
+    alias: Option<String>,
+}
+
+/// A GROUP BY key.
+enum Key {
+    /// An expression over the source's columns.
+    Expr(Syntax),
+    /// `window(...)` or `session_window(...)`: the call as written.
+    Window(Syntax),
+}
+
+struct Aggregation<'a> {
+    schema: &'a Schema,
+    items: &'a [Item],
+    group: Vec<Key>,
+    having: Option<Syntax>,
+    after: Vec<Syntax>,
+    watermark: Option<&'a WatermarkSpec>,
+    kept: &'a [String],
+    output_mode: Option<&'a str>,
+    mode: Mode,
+}
+
+/// One measure: its call (normalized, to find it again) and Spark's name of it.
+struct Measure {
+    call: Syntax,
+    raw: RawMeasure,
+    pos: Pos,
+}
+
+type Planned = (Vec<PipelineExpr>, Vec<Step>, QuerySpec, Vec<Step>);
+
+impl Aggregation<'_> {
+    fn plan(self) -> Result<Planned, SpecError> {
+        let schema = self.schema;
+        // the projection the operator reads: (name, expression) pairs, names distinct ignoring case
+        let mut projection: Vec<(String, Syntax)> = Vec::new();
+        // a source column kept under its own name (one the schema lacks is left to validation)
+        let keep = |name: &str, projection: &mut Vec<(String, Syntax)>| {
+            if let Some(i) = schema.resolve(name)
+                && !projection.iter().any(|(n, _)| same_column(n, name))
+            {
+                let spelled = schema.fields()[i].name.clone();
+                projection.push((spelled.clone(), column(&spelled, Pos::default())));
+            }
+        };
+        let mut window: Option<(RawWindow, &Syntax, bool)> = None;
+        let mut key_names: Vec<(String, &Syntax)> = Vec::new();
+        for key in &self.group {
+            match key {
+                Key::Window(call) => {
+                    if let Some((_, first, _)) = &window {
+                        return Err(at(
+                            call.pos,
+                            format!("a second window {} (after {})", written(call), written(first)),
+                            "one window(...) or session_window(...) in GROUP BY, as Spark",
+                        ));
+                    }
+                    let (raw, session) = window_of(call, schema)?;
+                    keep(raw.column.as_deref().unwrap_or(""), &mut projection);
+                    if let Some(g) = &raw.gap_column {
+                        keep(g, &mut projection);
+                    }
+                    window = Some((raw, call, session));
+                }
+                Key::Expr(e) => {
+                    let typed = bind(e, schema).map_err(sql_error)?;
+                    let name = match &e.kind {
+                        SyntaxKind::Column(parts) => {
+                            keep(&parts[0], &mut projection);
+                            projection.iter().find(|(n, _)| same_column(n, &parts[0])).map(|(n, _)| n.clone())
+                        }
+                        _ => None,
+                    };
+                    let name = name.unwrap_or_else(|| typed.output_name().to_string());
+                    if !projection.iter().any(|(n, _)| same_column(n, &name)) {
+                        projection.push((name.clone(), e.clone()));
+                    }
+                    if !key_names.iter().any(|(n, _)| same_column(n, &name)) {
+                        key_names.push((name, e));
+                    }
+                }
+            }
+        }
+        if let Some(w) = self.watermark {
+            keep(&w.column, &mut projection);
+        }
+        for c in self.kept {
+            keep(c, &mut projection);
+        }
+        for c in &self.after {
+            for name in columns_of(c) {
+                if schema.resolve(&name).is_some() {
+                    keep(&name, &mut projection);
+                }
+            }
+        }
+        // measures: every aggregate call of the select list and HAVING, once each
+        let mut measures: Vec<Measure> = Vec::new();
+        let exprs = self.items.iter().map(|i| &i.syntax).chain(self.having.as_ref());
+        for e in exprs {
+            collect_measures(e, schema, &mut measures, &mut projection)?;
+        }
+        let hidden_count = measures.is_empty();
+        if hidden_count {
+            // GROUP BY without aggregates (distinct keys): the operator needs one measure
+            measures.push(Measure {
+                call: Syntax { kind: SyntaxKind::Literal(Literal::Null), pos: Pos::default() },
+                raw: RawMeasure { agg: Some("count".into()), alias: Some("__rows".into()), ..RawMeasure::default() },
+                pos: Pos::default(),
+            });
+        }
+        let projected: Vec<PipelineExpr> =
+            projection.iter().map(|(name, e)| expr(e, Some(name), schema)).collect::<Result<_, _>>()?;
+        let p_schema = Schema::new(
+            projected.iter().map(|e| Field { name: e.name.clone(), data_type: e.typed.data_type }).collect(),
+        );
+        let watermarked = self.after.iter().map(|c| filter(c, &p_schema)).collect::<Result<Vec<_>, _>>()?;
+        let raw = RawQuery {
+            kind: Some("window_aggregate".into()),
+            group_by: Some(key_names.iter().map(|(n, _)| n.clone()).collect()),
+            window: window.as_ref().map(|(w, _, _)| w.clone()),
+            output_mode: self.output_mode.map(str::to_string),
+            measures: Some(measures.iter().map(|m| m.raw.clone()).collect()),
+            ..RawQuery::default()
+        };
+        let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
+        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark).map_err(|e| {
+            if e.field == "query.output_mode" {
+                return e;
+            }
+            let pos = match e.field.strip_prefix("query.measures[").and_then(|r| r.split(']').next()) {
+                Some(i) => i.parse::<usize>().ok().and_then(|i| measures.get(i)).map_or(first_pos, |m| m.pos),
+                None => window.as_ref().map_or(first_pos, |(_, call, _)| call.pos),
+            };
+            SpecError::new(FIELD, format!("{} at {pos}", e.given), e.allowed)
+        })?;
+        let QuerySpec::WindowAggregate { measures: specs, .. } = &query else {
+            unreachable!("a window_aggregate RawQuery validates into a WindowAggregate")
+        };
+        let out_schema = Schema::new(output_schema(&query, &p_schema));
+        let rewrite = Rewrite {
+            keys: &key_names,
+            window: window.as_ref().map(|(_, call, session)| (*call, *session)),
+            measures: measures.iter().zip(specs).map(|(m, s)| (&m.call, s.output_name.as_str())).collect(),
+            schema,
+        };
+        let mut output_steps = Vec::new();
+        if let Some(h) = &self.having {
+            let h = rewrite.apply(h)?;
+            output_steps.push(filter(&h, &out_schema)?);
+        }
+        let mut list = Vec::with_capacity(self.items.len());
+        for item in self.items {
+            let e = rewrite.apply(&item.syntax)?;
+            let alias = item.alias.clone().or_else(|| rewrite.window_name(&item.syntax));
+            list.push(project(&e, alias.as_deref(), &out_schema)?);
+        }
+        output_steps.push(Step::Project(list));
+        Ok((projected, watermarked, query, output_steps))
+    }
+}
+
+/// Rewrites a select item or HAVING over the aggregate's output row.
+struct Rewrite<'a> {
+    keys: &'a [(String, &'a Syntax)],
+    window: Option<(&'a Syntax, bool)>,
+    measures: Vec<(&'a Syntax, &'a str)>,
+    schema: &'a Schema,
+}
+
+impl Rewrite<'_> {
+    /// `window` or `session_window` (Spark's name of the selected window) for the window call.
+    fn window_name(&self, s: &Syntax) -> Option<String> {
+        let (call, session) = self.window?;
+        (s.normalized() == call.normalized()).then(|| if session { "session_window" } else { "window" }.to_string())
+    }
+
+    fn apply(&self, s: &Syntax) -> Result<Syntax, SpecError> {
+        let n = s.normalized();
+        if let Some((call, _)) = self.window
+            && n == call.normalized()
+        {
+            return Ok(column("window", s.pos));
+        }
+        if let Some((name, _)) = self.keys.iter().find(|(_, k)| k.normalized() == n) {
+            // a key is named as the select list writes it (a column as spelled there), as Spark
+            let written_name = match &s.kind {
+                SyntaxKind::Column(parts) => parts[0].clone(),
+                _ => bind(s, self.schema).map(|t| t.output_name().to_string()).unwrap_or_else(|_| name.clone()),
+            };
+            return Ok(column_named(&written_name, name, s.pos));
+        }
+        if is_aggregate(s) {
+            let (_, name) = self.measures.iter().find(|(c, _)| **c == n).ok_or_else(|| {
+                at(s.pos, format!("the aggregate {}", written(s)), "an aggregate of the select list or HAVING")
+            })?;
+            return Ok(column(name, s.pos));
+        }
+        match &s.kind {
+            SyntaxKind::Column(parts) => Err(at(
+                s.pos,
+                format!("the column {} neither grouped nor aggregated (MISSING_AGGREGATION)", quote(&parts.join("."))),
+                "a GROUP BY expression, an aggregate of it, or an expression over those (add it to GROUP BY, or use any_value), as Spark",
+            )),
+            SyntaxKind::Call { name, .. } if is_window_call(name) => Err(at(
+                s.pos,
+                format!("{} (not the window of GROUP BY)", written(s)),
+                "the window(...) or session_window(...) call of GROUP BY, as written there",
+            )),
+            _ => s.try_map_children(&mut |c| self.apply(c)),
+        }
+    }
+}
+
+/// A column reference; its written name is `name` (resolved ignoring case).
+fn column(name: &str, pos: Pos) -> Syntax {
+    Syntax { kind: SyntaxKind::Column(vec![name.to_string()]), pos }
+}
+
+/// A column reference to `target` written as `written` when the two are one name ignoring case
+/// (so that Spark's spelling of the reference names the output), else as `target`.
+fn column_named(written: &str, target: &str, pos: Pos) -> Syntax {
+    column(if same_column(written, target) { written } else { target }, pos)
+}
+
+fn at(pos: Pos, found: impl Display, allowed: impl Into<String>) -> SpecError {
+    SpecError::new(FIELD, format!("{found} at {pos}"), allowed)
+}
+
+/// A binding error of an expression of the query, at `query.sql`.
+fn sql_error(e: ExprError) -> SpecError {
+    match e {
+        ExprError::Syntax { pos, found, allowed }
+        | ExprError::Type { pos, found, allowed }
+        | ExprError::Unsupported { pos, found, allowed } => at(pos, found, allowed),
+        ExprError::UnknownColumn { pos, given, allowed } => {
+            at(pos, format!("the unknown column {}", quote(&given)), format!("a column of the source: {allowed}"))
+        }
+        other => SpecError::new(FIELD, other.to_string(), "an expression that binds"),
+    }
+}
+
+/// The expression as written, for messages (Spark's name where it binds in no schema: the
+/// function and its arguments' shapes).
+fn written(s: &Syntax) -> String {
+    match &s.kind {
+        SyntaxKind::Column(parts) => parts.join("."),
+        SyntaxKind::Call { name, args } => {
+            format!("{name}({})", args.iter().map(written).collect::<Vec<_>>().join(", "))
+        }
+        SyntaxKind::Literal(Literal::String(t)) => format!("'{t}'"),
+        SyntaxKind::Literal(Literal::Integer(n) | Literal::Long(n)) => n.to_string(),
+        _ => "(...)".to_string(),
+    }
+}
+
+fn is_window_call(name: &str) -> bool {
+    name.eq_ignore_ascii_case("window") || name.eq_ignore_ascii_case("session_window")
+}
+
+/// Whether `s` is an aggregate call (SQL.md's aggregates and those not computed yet).
+fn is_aggregate(s: &Syntax) -> bool {
+    matches!(&s.kind, SyntaxKind::Call { name, .. } if {
+        let n = name.to_ascii_lowercase();
+        super::AGGREGATES.contains(&n.as_str()) || NOT_YET.contains(&n.as_str())
+    })
+}
+
+/// The first aggregate call in `s`, outermost first.
+fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
+    if is_aggregate(s) {
+        return Some(s);
+    }
+    s.children().into_iter().find_map(first_aggregate)
+}
+
+/// The column names `s` references (first name part).
+fn columns_of(s: &Syntax) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(s: &Syntax, out: &mut Vec<String>) {
+        if let SyntaxKind::Column(parts) = &s.kind {
+            out.push(parts[0].clone());
+        }
+        s.children().into_iter().for_each(|c| walk(c, out));
+    }
+    walk(s, &mut out);
+    out
+}
+
+fn mentions(s: &Syntax, column: &str) -> bool {
+    columns_of(s).iter().any(|c| same_column(c, column))
+}
+
+/// The conjuncts of a condition: `a AND (b AND c)` is `[a, b, c]`.
+fn conjuncts(s: Syntax) -> Vec<Syntax> {
+    match s.kind {
+        SyntaxKind::Binary { op: BinaryOp::And, left, right } => {
+            let mut v = conjuncts(*left);
+            v.extend(conjuncts(*right));
+            v
+        }
+        _ => vec![s],
+    }
+}
+
+/// `s` with the qualifier (`source.col`, `alias.col`) dropped from column references.
+fn unqualified(s: &Syntax, qualifier: &str) -> Syntax {
+    match &s.kind {
+        SyntaxKind::Column(parts) if parts.len() > 1 && parts[0].eq_ignore_ascii_case(qualifier) => {
+            Syntax { kind: SyntaxKind::Column(parts[1..].to_vec()), pos: s.pos }
+        }
+        _ => match s.try_map_children::<std::convert::Infallible>(&mut |c| Ok(unqualified(c, qualifier))) {
+            Ok(s) => s,
+            Err(never) => match never {},
+        },
+    }
+}
+
+fn expand_items(q: &QuerySyntax, schema: &Schema, qualifier: &str) -> Result<Vec<Item>, SpecError> {
+    let mut items = Vec::new();
+    for item in &q.items {
+        match item {
+            SelectItemSyntax::Expr { syntax, alias } => {
+                items.push(Item { syntax: syntax.clone(), alias: alias.clone() })
+            }
+            SelectItemSyntax::Wildcard { qualifier: Some(q), pos } if !q.eq_ignore_ascii_case(qualifier) => {
+                return Err(at(*pos, format!("{q}.*"), format!("* or {qualifier}.* (the source's name or alias)")));
+            }
+            SelectItemSyntax::Wildcard { pos, .. } => {
+                items.extend(schema.fields().iter().map(|f| Item { syntax: column(&f.name, *pos), alias: None }))
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// GROUP BY items as keys: positions and select aliases replaced by the select item's
+/// expression; aggregates refused, as Spark.
+fn group_keys(
+    q: &QuerySyntax,
+    items: &[Item],
+    schema: &Schema,
+    unqualify: &dyn Fn(&Syntax) -> Syntax,
+) -> Result<Vec<Key>, SpecError> {
+    let mut keys = Vec::new();
+    for g in &q.group_by {
+        let e = match g {
+            GroupItemSyntax::Ordinal { position, pos } => {
+                let Some(item) =
+                    usize::try_from(*position).ok().and_then(|p| p.checked_sub(1)).and_then(|i| items.get(i))
+                else {
+                    return Err(at(
+                        *pos,
+                        format!("GROUP BY position {position} (GROUP_BY_POS_OUT_OF_RANGE)"),
+                        format!("a position from 1 to {} (the select list's length)", items.len()),
+                    ));
+                };
+                if let Some(agg) = first_aggregate(&item.syntax) {
+                    return Err(at(
+                        *pos,
+                        format!(
+                            "GROUP BY position {position}, which holds the aggregate {} (GROUP_BY_POS_AGGREGATE)",
+                            written(agg)
+                        ),
+                        "a position of a select item without aggregates",
+                    ));
+                }
+                item.syntax.clone()
+            }
+            GroupItemSyntax::Expr(e) => {
+                let e = unqualify(e);
+                match &e.kind {
+                    // a select alias that is not a source column (spark.sql.groupByAliases)
+                    SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_none() => items
+                        .iter()
+                        .find(|i| i.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&parts[0])))
+                        .map_or(e.clone(), |i| i.syntax.clone()),
+                    _ => e,
+                }
+            }
+        };
+        if let Some(agg) = first_aggregate(&e) {
+            return Err(at(
+                agg.pos,
+                format!("the aggregate {} in GROUP BY (GROUP_BY_AGGREGATE)", written(agg)),
+                "GROUP BY expressions without aggregates, as Spark",
+            ));
+        }
+        keys.push(match &e.kind {
+            SyntaxKind::Call { name, .. } if is_window_call(name) => Key::Window(e),
+            _ => Key::Expr(e),
+        });
+    }
+    Ok(keys)
+}
+
+/// The structured window of `window(col, size[, slide[, start]])` or `session_window(col, gap)`,
+/// and whether it is a session window.
+fn window_of(call: &Syntax, schema: &Schema) -> Result<(RawWindow, bool), SpecError> {
+    let SyntaxKind::Call { name, args } = &call.kind else { unreachable!("window keys are calls") };
+    let session = name.eq_ignore_ascii_case("session_window");
+    let arity_ok = if session { args.len() == 2 } else { (2..=4).contains(&args.len()) };
+    if !arity_ok {
+        let allowed =
+            if session { "session_window(time_column, gap)" } else { "window(time_column, size[, slide[, start]])" };
+        return Err(at(call.pos, format!("{} with {} arguments", name.to_ascii_lowercase(), args.len()), allowed));
+    }
+    let time = match &args[0].kind {
+        SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
+        _ => {
+            return Err(at(
+                args[0].pos,
+                format!("the expression {} as the window's time", written(&args[0])),
+                "a TIMESTAMP column of the source (the watermark and the window's lateness are defined on a column: compute the time in the source's select)",
+            ));
+        }
+    };
+    let duration = |a: &Syntax| -> Result<String, SpecError> {
+        match &a.kind {
+            SyntaxKind::Literal(Literal::String(t)) => Ok(t.clone()),
+            SyntaxKind::Literal(Literal::Interval { micros, .. }) => {
+                Ok(format!("{}.{:06} seconds", micros / 1_000_000, (micros % 1_000_000).abs()))
+            }
+            _ => Err(at(
+                a.pos,
+                format!("{} as a duration", written(a)),
+                "a duration string ('10 minutes') or an INTERVAL literal",
+            )),
+        }
+    };
+    let mut raw = RawWindow { column: Some(time), ..RawWindow::default() };
+    if session {
+        raw.kind = Some("session".into());
+        match &args[1].kind {
+            SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_some() => {
+                raw.gap_column = Some(parts[0].clone());
+            }
+            _ => raw.gap = Some(duration(&args[1])?),
+        }
+    } else {
+        raw.size = Some(duration(&args[1])?);
+        raw.kind = Some(if args.len() == 2 { "tumbling" } else { "sliding" }.into());
+        raw.slide = args.get(2).map(duration).transpose()?;
+        raw.start = args.get(3).map(duration).transpose()?;
+    }
+    Ok((raw, session))
+}
+
+/// Adds the measures of the aggregate calls in `s`; computed inputs go into the projection,
+/// named by Spark's name of the expression.
+fn collect_measures(
+    s: &Syntax,
+    schema: &Schema,
+    measures: &mut Vec<Measure>,
+    projection: &mut Vec<(String, Syntax)>,
+) -> Result<(), SpecError> {
+    if !is_aggregate(s) {
+        return s.children().into_iter().try_for_each(|c| collect_measures(c, schema, measures, projection));
+    }
+    let SyntaxKind::Call { name, args } = &s.kind else { unreachable!("aggregates are calls") };
+    let agg = name.to_ascii_lowercase();
+    if NOT_YET.contains(&agg.as_str()) {
+        return Err(at(
+            s.pos,
+            format!("the aggregate {agg} (not implemented yet)"),
+            "count, sum, avg, mean, min, max, stddev, stddev_samp, stddev_pop, variance, var_samp, var_pop, approx_count_distinct, approx_percentile",
+        ));
+    }
+    if let Some(inner) = args.iter().find_map(first_aggregate) {
+        return Err(at(
+            inner.pos,
+            format!("the aggregate {} inside {} (NESTED_AGGREGATE_FUNCTION)", written(inner), written(s)),
+            "an aggregate over a non-aggregate expression, as Spark",
+        ));
+    }
+    let normalized = s.normalized();
+    if measures.iter().any(|m| m.call == normalized) {
+        return Ok(());
+    }
+    let usage = |what: &str| at(s.pos, format!("{} ({what})", written(s)), aggregate_usage(&agg));
+    let Some(input) = args.first() else { return Err(usage("no argument")) };
+    let mut raw = RawMeasure { agg: Some(agg.clone()), ..RawMeasure::default() };
+    let counts_rows = agg == "count" && matches!(&input.kind, SyntaxKind::Literal(l) if *l != Literal::Null);
+    if !counts_rows {
+        let typed = bind(input, schema).map_err(sql_error)?;
+        let name = match &input.kind {
+            SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
+            _ => typed.output_name().to_string(),
+        };
+        if !projection.iter().any(|(n, _)| same_column(n, &name)) {
+            projection.push((name.clone(), input.clone()));
+        }
+        raw.column = Some(name);
+    } else if !matches!(input.kind, SyntaxKind::Literal(Literal::Integer(1))) {
+        raw.alias = Some(format!("count({})", written(input)));
+    }
+    let extra = &args[1..];
+    let literal = |a: &Syntax| -> Option<toml::Value> {
+        match &a.kind {
+            SyntaxKind::Literal(Literal::Integer(n) | Literal::Long(n)) => Some(toml::Value::Integer(*n)),
+            SyntaxKind::Literal(Literal::Double(x)) => Some(toml::Value::Float(*x)),
+            SyntaxKind::Literal(Literal::Decimal(t)) => t.parse().ok().map(toml::Value::Float),
+            _ => None,
+        }
+    };
+    match (agg.as_str(), extra) {
+        (_, []) => {}
+        ("approx_count_distinct", [rsd]) => match literal(rsd) {
+            Some(toml::Value::Float(r)) => raw.rsd = Some(r),
+            _ => return Err(usage("rsd is not a number literal")),
+        },
+        ("approx_percentile" | "percentile_approx", [p, rest @ ..]) if rest.len() <= 1 => {
+            raw.percentage = match &p.kind {
+                SyntaxKind::Call { name, args } if name.eq_ignore_ascii_case("array") => Some(toml::Value::Array(
+                    args.iter()
+                        .map(literal)
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| usage("a percentage that is not a number literal"))?,
+                )),
+                _ => Some(literal(p).ok_or_else(|| usage("a percentage that is not a number literal"))?),
+            };
+            if let Some(a) = rest.first() {
+                match literal(a) {
+                    Some(toml::Value::Integer(n)) => raw.accuracy = Some(n),
+                    _ => return Err(usage("an accuracy that is not an integer literal")),
+                }
+            }
+        }
+        _ => return Err(usage("too many arguments")),
+    }
+    measures.push(Measure { call: normalized, raw, pos: s.pos });
+    Ok(())
+}
+
+fn aggregate_usage(agg: &str) -> String {
+    match agg {
+        "approx_count_distinct" => "approx_count_distinct(expr[, rsd])".into(),
+        "approx_percentile" | "percentile_approx" => format!("{agg}(expr[, percentage or array(...)[, accuracy]])"),
+        "count" => "count(*), count(expr)".into(),
+        other => format!("{other}(expr)"),
+    }
+}
+
+fn expr(s: &Syntax, name: Option<&str>, schema: &Schema) -> Result<PipelineExpr, SpecError> {
+    let typed = bind(s, schema).map_err(sql_error)?;
+    let name = name.map_or_else(|| typed.output_name().to_string(), str::to_string);
+    Ok(PipelineExpr { field: FIELD.into(), typed, name })
+}
+
+fn project(s: &Syntax, alias: Option<&str>, schema: &Schema) -> Result<PipelineExpr, SpecError> {
+    expr(s, alias, schema)
+}
+
+fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
+    let e = expr(s, None, schema)?;
+    if e.typed.data_type != crate::schema::DataType::Boolean {
+        return Err(at(
+            s.pos,
+            format!("the condition {} of type {}", e.typed.name, e.typed.data_type),
+            "a BOOLEAN condition",
+        ));
+    }
+    Ok(Step::Filter(e))
+}
+
+/// `[query] sql` (with `output_mode`): parsed with `front` and planned over the source named
+/// `source` (`source.name`, default `source`, PIPELINE.md) of `schema`.
+///
+/// # Errors
+/// A [`SpecError`] at `query.type` (or the other structured field) given beside `sql`; at
+/// `query.sql` without a SQL front end, for text that does not parse, and as
+/// [`plan_sql_query`].
+pub(crate) fn validate_sql(
+    raw: RawQuery,
+    source: &str,
+    schema: &Schema,
+    mode: Mode,
+    watermark: Option<&WatermarkSpec>,
+    kept: &[String],
+    front: Option<&dyn crate::expr::SqlFrontEnd>,
+) -> Result<SqlQueryPlan, SpecError> {
+    let structured: [(&str, bool); 9] = [
+        ("type", raw.kind.is_some()),
+        ("group_by", raw.group_by.is_some()),
+        ("window", raw.window.is_some()),
+        ("measures", raw.measures.is_some()),
+        ("partition_by", raw.partition_by.is_some()),
+        ("order_by", raw.order_by.is_some()),
+        ("frontier", raw.frontier.is_some()),
+        ("columns", raw.columns.is_some()),
+        ("within_watermark", raw.within_watermark.is_some()),
+    ];
+    if let Some((field, _)) = structured.iter().find(|(_, present)| *present) {
+        return Err(SpecError::new(
+            format!("query.{field}"),
+            format!("{field} beside sql"),
+            "either sql (with output_mode) or type = ... with its fields, not both",
+        ));
+    }
+    let text = raw.sql.unwrap_or_default();
+    let Some(front) = front else {
+        return Err(SpecError::new(
+            FIELD,
+            quote(&text),
+            "no SQL query in a pipeline read without a SQL front end (eddy and eddy_sql::load_pipeline read them)",
+        ));
+    };
+    let q = front.parse_query(&text).map_err(sql_error)?;
+    plan_sql_query(&q, source, schema, watermark, kept, raw.output_mode.as_deref(), mode)
+}

@@ -1,0 +1,268 @@
+//! The stateless steps of a pipeline ([`crate::spec::Step`]: filters and projections), compiled
+//! once and applied to one record (or output row) at a time. Pure: the source actor runs a
+//! pipeline's source steps right after decoding, the partition actors run its output steps on
+//! each row before it is written (SEMANTICS.md "Source filters and projections").
+//!
+//! A projection's items whose column no later step or the query reads are not evaluated (their
+//! value is NULL): as Spark's optimizer prunes unused columns, an expression that is never read
+//! can neither cost time nor fail a record.
+
+use std::fmt;
+
+use crate::expr::{Compiled, ExprError, Node, Typed};
+use crate::spec::Step;
+use crate::value::{Record, Value};
+
+/// What the steps made of one record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// The record after the steps (the input itself when there are none).
+    Keep(Record),
+    /// A filter did not hold (false or NULL).
+    Drop,
+    /// An expression failed (SQL.md "Errors while evaluating"); the record goes to the dead
+    /// letters.
+    Failed {
+        /// The expression's error, `DIVIDE_BY_ZERO in "(a / b)"`, or `null event time column
+        /// ts` for a required column that is NULL after the steps.
+        reason: String,
+        /// The record as it was given to [`CompiledSteps::apply`].
+        input: Record,
+    },
+}
+
+enum Compiled1 {
+    Filter(Compiled),
+    /// One entry per output column; `None`: not read later, NULL.
+    Project(Vec<Option<Compiled>>),
+}
+
+/// Compiled steps: [`CompiledSteps::apply`] runs them in order.
+pub struct CompiledSteps {
+    steps: Vec<Compiled1>,
+    /// Columns of the steps' output that must not be NULL (event time, replay clock), with
+    /// their names for the reason.
+    required: Vec<(usize, String)>,
+}
+
+impl fmt::Debug for CompiledSteps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSteps").field("steps", &self.steps.len()).field("required", &self.required).finish()
+    }
+}
+
+impl CompiledSteps {
+    /// Compiles `steps` for an input of `input_width` columns. `needed[i]`: whether column `i`
+    /// of the steps' output is read afterwards (one entry per output column; shorter: not
+    /// read). `required` (output column index, name): columns that must not be NULL after the
+    /// steps (a record where one is gets [`Applied::Failed`] naming it, as the decoder does).
+    ///
+    /// Returns the steps and which input columns they read.
+    pub fn new(
+        steps: &[Step],
+        input_width: usize,
+        needed: &[bool],
+        required: Vec<(usize, String)>,
+    ) -> (CompiledSteps, Vec<bool>) {
+        // Walk back from the output: which columns each step's input must have.
+        let mut need: Vec<bool> = needed.to_vec();
+        for &(r, _) in &required {
+            if r >= need.len() {
+                need.resize(r + 1, false);
+            }
+            need[r] = true;
+        }
+        let mut compiled = Vec::with_capacity(steps.len());
+        for (k, step) in steps.iter().enumerate().rev() {
+            let width = if k == 0 { input_width } else { width_after(&steps[..k], input_width) };
+            let mut before = vec![false; width];
+            match step {
+                Step::Filter(e) => {
+                    columns_of(&e.typed, &mut before);
+                    for (i, n) in need.iter().enumerate() {
+                        if *n && i < width {
+                            before[i] = true;
+                        }
+                    }
+                    compiled.push(Compiled1::Filter(Compiled::new(&e.typed)));
+                }
+                Step::Project(items) => {
+                    let mut out = Vec::with_capacity(items.len());
+                    for (i, e) in items.iter().enumerate() {
+                        if need.get(i).copied().unwrap_or(false) {
+                            columns_of(&e.typed, &mut before);
+                            out.push(Some(Compiled::new(&e.typed)));
+                        } else {
+                            out.push(None);
+                        }
+                    }
+                    compiled.push(Compiled1::Project(out));
+                }
+            }
+            need = before;
+        }
+        compiled.reverse();
+        need.resize(input_width, false);
+        (CompiledSteps { steps: compiled, required }, need)
+    }
+
+    /// Whether there is nothing to do: no steps and no required column.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty() && self.required.is_empty()
+    }
+
+    /// Runs the steps on `input`. A projection allocates the new record's values once; a
+    /// filter alone allocates nothing.
+    pub fn apply(&self, input: Record) -> Applied {
+        let mut current: Option<Record> = None;
+        for step in &self.steps {
+            let record = current.as_ref().unwrap_or(&input);
+            match step {
+                Compiled1::Filter(c) => match c.eval(record) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(_) => return Applied::Drop,
+                    Err(e) => return Applied::Failed { reason: reason(&e), input },
+                },
+                Compiled1::Project(items) => {
+                    let mut values = Vec::with_capacity(items.len());
+                    for item in items {
+                        match item {
+                            None => values.push(Value::Null),
+                            Some(c) => match c.eval(record) {
+                                Ok(v) => values.push(v),
+                                Err(e) => return Applied::Failed { reason: reason(&e), input },
+                            },
+                        }
+                    }
+                    current = Some(Record::new(values));
+                }
+            }
+        }
+        let record = current.as_ref().unwrap_or(&input);
+        if let Some((_, name)) = self.required.iter().find(|(i, _)| record.values[*i].is_null()) {
+            return Applied::Failed { reason: format!("null event time column {name}"), input };
+        }
+        Applied::Keep(current.unwrap_or(input))
+    }
+}
+
+fn reason(e: &ExprError) -> String {
+    e.to_string()
+}
+
+fn width_after(steps: &[Step], input_width: usize) -> usize {
+    steps.iter().fold(input_width, |w, s| match s {
+        Step::Filter(_) => w,
+        Step::Project(items) => items.len(),
+    })
+}
+
+/// Marks every column `t` reads.
+fn columns_of(t: &Typed, out: &mut [bool]) {
+    match &t.node {
+        Node::Literal(_) => {}
+        Node::Column(i) => {
+            if let Some(slot) = out.get_mut(*i) {
+                *slot = true;
+            }
+        }
+        Node::Cast { input, .. } => columns_of(input, out),
+        Node::And(a, b) | Node::Or(a, b) => {
+            columns_of(a, out);
+            columns_of(b, out);
+        }
+        Node::Case { branches, otherwise } => {
+            for (c, v) in branches {
+                columns_of(c, out);
+                columns_of(v, out);
+            }
+            if let Some(o) = otherwise {
+                columns_of(o, out);
+            }
+        }
+        Node::Coalesce(items) => items.iter().for_each(|i| columns_of(i, out)),
+        Node::In { value, list, .. } => {
+            columns_of(value, out);
+            list.iter().for_each(|i| columns_of(i, out));
+        }
+        Node::Call { args, .. } => args.iter().for_each(|a| columns_of(a, out)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{BinaryOp, Literal, Pos, Syntax, SyntaxKind, bind};
+    use crate::schema::Schema;
+    use crate::spec::PipelineExpr;
+
+    fn col(name: &str) -> Syntax {
+        Syntax { kind: SyntaxKind::Column(vec![name.into()]), pos: Pos::default() }
+    }
+    fn int(v: i64) -> Syntax {
+        Syntax { kind: SyntaxKind::Literal(Literal::Integer(v)), pos: Pos::default() }
+    }
+    fn bin(op: BinaryOp, l: Syntax, r: Syntax) -> Syntax {
+        Syntax { kind: SyntaxKind::Binary { op, left: Box::new(l), right: Box::new(r) }, pos: Pos::default() }
+    }
+    fn expr(s: &Syntax, schema: &Schema, name: &str) -> PipelineExpr {
+        PipelineExpr { field: "t".into(), typed: bind(s, schema).unwrap(), name: name.into() }
+    }
+
+    fn schema() -> Schema {
+        Schema::parse_ddl("a BIGINT, b BIGINT, c STRING").unwrap()
+    }
+
+    fn rec(a: i64, b: i64) -> Record {
+        Record::new(vec![Value::Long(a), Value::Long(b), Value::Str("x".into())])
+    }
+
+    /// filter `a > 0`, select `a / b AS q, c`.
+    fn steps() -> Vec<Step> {
+        let s = schema();
+        vec![
+            Step::Filter(expr(&bin(BinaryOp::Gt, col("a"), int(0)), &s, "f")),
+            Step::Project(vec![expr(&bin(BinaryOp::Divide, col("a"), col("b")), &s, "q"), expr(&col("c"), &s, "c")]),
+        ]
+    }
+
+    #[test]
+    fn filter_drops_and_projection_computes() {
+        let (c, _) = CompiledSteps::new(&steps(), 3, &[true, true], vec![]);
+        assert_eq!(c.apply(rec(-1, 1)), Applied::Drop);
+        assert_eq!(c.apply(rec(3, 2)), Applied::Keep(Record::new(vec![Value::Double(1.5), Value::Str("x".into())])));
+    }
+
+    #[test]
+    fn failing_expression_gives_its_spark_reason() {
+        let (c, _) = CompiledSteps::new(&steps(), 3, &[true, true], vec![]);
+        assert_eq!(
+            c.apply(rec(1, 0)),
+            Applied::Failed { reason: "DIVIDE_BY_ZERO in \"(a / b)\"".into(), input: rec(1, 0) }
+        );
+    }
+
+    #[test]
+    fn unread_projection_items_are_not_evaluated_and_their_inputs_not_needed() {
+        // only `c` is read later: `a / b` is neither computed (no failure) nor decoded for, but
+        // the filter still needs `a`
+        let (c, needed) = CompiledSteps::new(&steps(), 3, &[false, true], vec![]);
+        assert_eq!(needed, vec![true, false, true]);
+        assert_eq!(c.apply(rec(1, 0)), Applied::Keep(Record::new(vec![Value::Null, Value::Str("x".into())])));
+    }
+
+    #[test]
+    fn null_required_column_after_the_steps_fails_the_record() {
+        let s = schema();
+        let nullable = vec![Step::Project(vec![expr(
+            &Syntax { kind: SyntaxKind::Literal(Literal::Null), pos: Pos::default() },
+            &s,
+            "ts",
+        )])];
+        let (c, _) = CompiledSteps::new(&nullable, 3, &[], vec![(0, "ts".into())]);
+        assert_eq!(
+            c.apply(rec(1, 1)),
+            Applied::Failed { reason: "null event time column ts".into(), input: rec(1, 1) }
+        );
+    }
+}

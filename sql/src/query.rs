@@ -1,0 +1,204 @@
+//! Queries (SQL.md "Queries"): one `SELECT` statement over one source, lowered into the
+//! engine's [`QuerySyntax`]. What Eddy does not run yet is refused here, naming it, at its
+//! position: ORDER BY, LIMIT, DISTINCT, WITH, window functions (OVER), `count(DISTINCT ...)`,
+//! subqueries, joins, UNION and the other set operations, several statements.
+
+use eddy_engine::expr::{FromSyntax, GroupItemSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind};
+use sqlparser::ast::{
+    Expr, GroupByExpr, ObjectNamePart, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Spanned,
+    TableFactor, Value,
+};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserOptions};
+use sqlparser::tokenizer::{Location, Token, Tokenizer};
+
+use super::{SqlError, dialect, lower, parse_error, pos, unsupported};
+
+const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] [HAVING ...] (SQL.md \"Queries\")";
+
+/// Parses one query: a single `SELECT` over one source (an optional trailing `;`).
+///
+/// # Errors
+/// [`SqlError::Syntax`] when the text is not a SELECT statement; [`SqlError::Unsupported`]
+/// naming ORDER BY, LIMIT, DISTINCT, WITH, a window function, `count(DISTINCT ...)`, a
+/// subquery, a join, UNION (and EXCEPT, INTERSECT) or a second statement, at its position.
+pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
+    let dialect = dialect::SparkDialect;
+    let options = ParserOptions::new().with_unescape(false);
+    let mut parser =
+        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let query = parser.parse_query().map_err(|e| parse_error(e, text))?;
+    while parser.peek_token().token == Token::SemiColon {
+        parser.next_token();
+    }
+    let next = parser.peek_token();
+    if next.token != Token::EOF {
+        return Err(SqlError::Unsupported {
+            pos: pos(next.span.start),
+            found: format!("`{}` after the query (several statements)", next.token),
+            allowed: ONE_SELECT.into(),
+        });
+    }
+    if let Some(with) = &query.with {
+        return Err(unsupported(with, "WITH (a common table expression)", ONE_SELECT));
+    }
+    if let Some(order) = &query.order_by {
+        return Err(SqlError::Unsupported {
+            pos: keyword_before(text, Keyword::ORDER, order.span().start),
+            found: "ORDER BY".into(),
+            allowed: "an unordered query: rows are emitted as they are produced".into(),
+        });
+    }
+    if let Some(limit) = &query.limit_clause {
+        return Err(SqlError::Unsupported {
+            pos: keyword_before(text, Keyword::LIMIT, limit.span().start),
+            found: "LIMIT".into(),
+            allowed: ONE_SELECT.into(),
+        });
+    }
+    if let Some(fetch) = &query.fetch {
+        return Err(unsupported(fetch, "FETCH", ONE_SELECT));
+    }
+    let select = match query.body.as_ref() {
+        SetExpr::Select(select) => select,
+        SetExpr::SetOperation { op, set_quantifier, .. } => {
+            let q = set_quantifier.to_string();
+            let found = if q.is_empty() { format!("{op}") } else { format!("{op} {q}") };
+            return Err(unsupported(query.body.as_ref(), found, ONE_SELECT));
+        }
+        SetExpr::Query(_) => return Err(unsupported(query.body.as_ref(), "a parenthesized query", ONE_SELECT)),
+        other => return Err(unsupported(other, format!("`{other}`"), ONE_SELECT)),
+    };
+    select_query(select)
+}
+
+/// Where the last `keyword` before `at` starts (clause spans start at their first expression,
+/// the message points at the clause's keyword); `at` itself if none is found.
+fn keyword_before(text: &str, keyword: Keyword, at: Location) -> Pos {
+    let tokens = Tokenizer::new(&dialect::SparkDialect, text).tokenize_with_location().unwrap_or_default();
+    let before = |l: Location| (l.line, l.column) < (at.line, at.column);
+    tokens
+        .iter()
+        .rev()
+        .find(|t| before(t.span.start) && matches!(&t.token, Token::Word(w) if w.keyword == keyword))
+        .map_or_else(|| pos(at), |t| pos(t.span.start))
+}
+
+fn select_query(s: &Select) -> Result<QuerySyntax, SqlError> {
+    if let Some(d) = &s.distinct {
+        return Err(at_select(s, format!("{d}"), "SELECT without DISTINCT (a deduplicate query)"));
+    }
+    let refused: [(bool, &str); 9] = [
+        (s.top.is_some(), "TOP"),
+        (s.into.is_some(), "SELECT INTO"),
+        (!s.lateral_views.is_empty(), "LATERAL VIEW"),
+        (s.prewhere.is_some(), "PREWHERE"),
+        (!s.cluster_by.is_empty() || !s.distribute_by.is_empty(), "CLUSTER BY / DISTRIBUTE BY"),
+        (!s.sort_by.is_empty(), "SORT BY"),
+        (!s.named_window.is_empty(), "WINDOW (named windows; use rolling_window)"),
+        (s.qualify.is_some(), "QUALIFY"),
+        (!s.connect_by.is_empty() || s.exclude.is_some(), "CONNECT BY / EXCLUDE"),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
+        return Err(at_select(s, *what, ONE_SELECT));
+    }
+    let from = from_item(s)?;
+    let items = s.projection.iter().map(select_item).collect::<Result<Vec<_>, _>>()?;
+    let selection = s.selection.as_ref().map(lower).transpose()?;
+    let group_by = match &s.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) => {
+            if !modifiers.is_empty() {
+                return Err(unsupported(
+                    &s.select_token.0,
+                    "GROUP BY ... WITH ROLLUP / CUBE / TOTALS",
+                    "GROUP BY expressions, window(...), session_window(...), positions",
+                ));
+            }
+            exprs.iter().map(group_item).collect::<Result<Vec<_>, _>>()?
+        }
+        GroupByExpr::All(_) => {
+            return Err(at_select(s, "GROUP BY ALL", "GROUP BY expressions or positions"));
+        }
+    };
+    let having = s.having.as_ref().map(lower).transpose()?;
+    Ok(QuerySyntax { items, from, selection, group_by, having })
+}
+
+/// A refusal at the `SELECT` keyword (for clauses without a position of their own).
+fn at_select(s: &Select, found: impl Into<String>, allowed: &str) -> SqlError {
+    SqlError::Unsupported { pos: pos(s.select_token.0.span.start), found: found.into(), allowed: allowed.into() }
+}
+
+fn from_item(s: &Select) -> Result<FromSyntax, SqlError> {
+    let [relation] = s.from.as_slice() else {
+        return Err(match s.from.get(1) {
+            None => SqlError::Syntax {
+                pos: pos(s.select_token.0.span.start),
+                found: "a SELECT without FROM".into(),
+                allowed: ONE_SELECT.into(),
+            },
+            Some(second) => unsupported(&second.relation, "a second relation in FROM (a join)", ONE_SELECT),
+        });
+    };
+    if let Some(join) = relation.joins.first() {
+        return Err(unsupported(&join.relation, "JOIN", "one source (joins are not implemented yet)"));
+    }
+    match &relation.relation {
+        TableFactor::Table { name, alias, args: None, .. } => {
+            let [ObjectNamePart::Identifier(id)] = name.0.as_slice() else {
+                return Err(unsupported(name, format!("the qualified name {name}"), "a source's name"));
+            };
+            if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+                return Err(SqlError::Unsupported {
+                    pos: pos(a.name.span.start),
+                    found: "column aliases on the source".into(),
+                    allowed: "name [[AS] alias]".into(),
+                });
+            }
+            Ok(FromSyntax {
+                name: id.value.clone(),
+                alias: alias.as_ref().map(|a| a.name.value.clone()),
+                pos: pos(id.span.start),
+            })
+        }
+        TableFactor::Derived { .. } => Err(unsupported(
+            &relation.relation,
+            "a subquery in FROM",
+            "a source's name (subqueries are not implemented yet)",
+        )),
+        other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's name")),
+    }
+}
+
+fn select_item(item: &SelectItem) -> Result<SelectItemSyntax, SqlError> {
+    Ok(match item {
+        SelectItem::UnnamedExpr(e) => SelectItemSyntax::Expr { syntax: lower(e)?, alias: None },
+        SelectItem::ExprWithAlias { expr, alias } => {
+            SelectItemSyntax::Expr { syntax: lower(expr)?, alias: Some(alias.value.clone()) }
+        }
+        SelectItem::Wildcard(opts) => {
+            SelectItemSyntax::Wildcard { qualifier: None, pos: pos(opts.wildcard_token.0.span.start) }
+        }
+        SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+            match name.0.as_slice() {
+                [ObjectNamePart::Identifier(id)] => {
+                    SelectItemSyntax::Wildcard { qualifier: Some(id.value.clone()), pos: pos(id.span.start) }
+                }
+                _ => return Err(unsupported(name, format!("`{name}.*`"), "`*` or `source.*`")),
+            }
+        }
+        other => return Err(unsupported(other, format!("`{other}`"), "expressions [AS alias], `*`, `source.*`")),
+    })
+}
+
+/// A GROUP BY item: an integer literal is a 1-based position in the select list (as Spark's
+/// `spark.sql.groupByOrdinal`, on by default); anything else an expression.
+fn group_item(e: &Expr) -> Result<GroupItemSyntax, SqlError> {
+    if let Expr::Value(v) = e
+        && let Value::Number(..) = &v.value
+        && let Syntax { kind: SyntaxKind::Literal(Literal::Integer(n)), pos } = lower(e)?
+    {
+        return Ok(GroupItemSyntax::Ordinal { position: n, pos });
+    }
+    lower(e).map(GroupItemSyntax::Expr)
+}

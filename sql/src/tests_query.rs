@@ -1,0 +1,81 @@
+//! Queries: the clauses as written, and each construct Eddy does not run refused by name at
+//! its position (expected values written by hand).
+
+use eddy_engine::expr::{GroupItemSyntax, Literal, Pos, SelectItemSyntax, SyntaxKind};
+
+use super::*;
+
+fn refused(text: &str) -> (Pos, String) {
+    match parse_query(text) {
+        Err(SqlError::Unsupported { pos, found, .. }) => (pos, found),
+        other => panic!("{text}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_query_keeps_its_clauses_with_positions() {
+    let q = parse_query("SELECT window(ts, '30 seconds') AS w, p.user_id, count(*)\nFROM payments p\nWHERE amount > 0\nGROUP BY 1, user_id\nHAVING count(*) > 1;")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(q.from.name, "payments");
+    assert_eq!(q.from.alias.as_deref(), Some("p"));
+    assert_eq!(q.from.pos, Pos { line: 2, column: 6 });
+    assert_eq!(q.items.len(), 3);
+    let SelectItemSyntax::Expr { syntax, alias } = &q.items[0] else { panic!("{:?}", q.items[0]) };
+    assert_eq!(alias.as_deref(), Some("w"));
+    assert!(matches!(&syntax.kind, SyntaxKind::Call { name, args } if name == "window" && args.len() == 2));
+    let SelectItemSyntax::Expr { syntax, .. } = &q.items[1] else { panic!("{:?}", q.items[1]) };
+    assert_eq!(syntax.kind, SyntaxKind::Column(vec!["p".into(), "user_id".into()]));
+    // count(*) is count(1), as Spark reads it
+    let SelectItemSyntax::Expr { syntax, .. } = &q.items[2] else { panic!("{:?}", q.items[2]) };
+    let SyntaxKind::Call { args, .. } = &syntax.kind else { panic!("{syntax:?}") };
+    assert_eq!(args[0].kind, SyntaxKind::Literal(Literal::Integer(1)));
+    assert_eq!(q.group_by[0], GroupItemSyntax::Ordinal { position: 1, pos: Pos { line: 4, column: 10 } });
+    assert!(matches!(&q.group_by[1], GroupItemSyntax::Expr(s) if s.kind == SyntaxKind::Column(vec!["user_id".into()])));
+    assert_eq!(q.selection.map(|s| s.pos), Some(Pos { line: 3, column: 7 }));
+    assert!(q.having.is_some());
+}
+
+#[test]
+fn a_star_and_a_qualified_star_are_wildcards() {
+    let q = parse_query("SELECT *, s.* FROM source s").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(q.items[0], SelectItemSyntax::Wildcard { qualifier: None, pos: Pos { line: 1, column: 8 } });
+    assert_eq!(
+        q.items[1],
+        SelectItemSyntax::Wildcard { qualifier: Some("s".into()), pos: Pos { line: 1, column: 11 } }
+    );
+}
+
+#[test]
+fn constructs_outside_a_single_source_select_are_refused_by_name() {
+    let cases: &[(&str, Pos, &str)] = &[
+        ("SELECT a FROM s ORDER BY a", Pos { line: 1, column: 17 }, "ORDER BY"),
+        ("SELECT a FROM s LIMIT 3", Pos { line: 1, column: 17 }, "LIMIT"),
+        ("SELECT DISTINCT a FROM s", Pos { line: 1, column: 1 }, "DISTINCT"),
+        ("WITH t AS (SELECT a FROM s) SELECT a FROM t", Pos { line: 1, column: 1 }, "WITH"),
+        ("SELECT a, sum(b) OVER (PARTITION BY a) FROM s", Pos { line: 1, column: 11 }, "OVER"),
+        ("SELECT count(DISTINCT b) FROM s", Pos { line: 1, column: 8 }, "count(DISTINCT ...)"),
+        ("SELECT a FROM s WHERE a IN (SELECT a FROM t)", Pos { line: 1, column: 23 }, "a subquery"),
+        ("SELECT a FROM (SELECT a FROM s)", Pos { line: 1, column: 16 }, "a subquery in FROM"),
+        ("SELECT a FROM s JOIN t ON s.a = t.a", Pos { line: 1, column: 22 }, "JOIN"),
+        ("SELECT a FROM s, t", Pos { line: 1, column: 18 }, "a second relation in FROM (a join)"),
+        ("SELECT a FROM s UNION ALL SELECT a FROM t", Pos { line: 1, column: 1 }, "UNION ALL"),
+        ("SELECT a FROM s; SELECT b FROM s", Pos { line: 1, column: 18 }, "several statements"),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(text, at, name)| {
+            let (pos, found) = refused(text);
+            (pos != *at || !found.contains(name)).then(|| format!("{text}: {found} at {pos} (expected {name} at {at})"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn text_that_is_not_a_query_is_a_syntax_error_with_its_position() {
+    match parse_query("SELECT a\nFROM") {
+        Err(SqlError::Syntax { pos, .. }) => assert_eq!(pos.line, 2),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(parse_query("SELECT a"), Err(SqlError::Syntax { found, .. }) if found.contains("without FROM")));
+}

@@ -1,0 +1,236 @@
+//! SQL queries planned onto the operators: steps, the structured query, Spark's output names
+//! and types, and Spark's refusals. Expected names and types are Spark 4.3's, written by hand.
+
+use eddy_engine::spec::{
+    Mode, OutputMode, QuerySpec, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec, plan_sql_query,
+};
+use eddy_engine::{DataType, Duration, Schema};
+use eddy_sql::parse_query;
+
+fn schema() -> Schema {
+    Schema::parse_ddl("user_id STRING, amount BIGINT, price DOUBLE, ts TIMESTAMP, gap STRING")
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn watermark() -> WatermarkSpec {
+    WatermarkSpec { column: "ts".into(), index: 3, delay: Duration(10_000_000) }
+}
+
+fn plan_with(sql: &str, mode: Option<&str>) -> Result<SqlQueryPlan, SpecError> {
+    let q = parse_query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    plan_sql_query(&q, "payments", &schema(), Some(&watermark()), &[], mode, Mode::MicroBatch)
+}
+
+fn plan(sql: &str) -> SqlQueryPlan {
+    plan_with(sql, None).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn refusal(sql: &str) -> SpecError {
+    match plan_with(sql, None) {
+        Err(e) => e,
+        Ok(p) => panic!("{sql}: expected a refusal, got {p:?}"),
+    }
+}
+
+fn output(p: &SqlQueryPlan) -> Vec<(String, DataType)> {
+    p.output_schema(&schema()).fields().iter().map(|f| (f.name.clone(), f.data_type)).collect()
+}
+
+fn names(cols: &[(&str, DataType)]) -> Vec<(String, DataType)> {
+    cols.iter().map(|(n, t)| (n.to_string(), *t)).collect()
+}
+
+#[test]
+fn a_tumbling_window_query_plans_onto_the_window_aggregate_with_spark_names() {
+    let p = plan(
+        "SELECT window(ts, '30 seconds') AS window, user_id, sum(amount) AS total, count(*) AS n \
+         FROM payments WHERE amount > 0 GROUP BY 1, 2",
+    );
+    let QuerySpec::WindowAggregate { group_by, window, output_mode, measures } = &p.query else { panic!("{p:?}") };
+    assert_eq!(group_by, &["user_id".to_string()]);
+    assert_eq!(
+        window,
+        &Some(WindowSpec::Tumbling { column: "ts".into(), size: Duration(30_000_000), start: Duration(0) })
+    );
+    assert_eq!(*output_mode, OutputMode::Update);
+    let m: Vec<&str> = measures.iter().map(|m| m.output_name.as_str()).collect();
+    assert_eq!(m, ["sum(amount)", "count(1)"]);
+    // WHERE amount > 0 runs before the watermark, then the projection
+    assert!(matches!(&p.source_steps[..], [Step::Filter(f), Step::Project(_)] if f.typed.name == "(amount > 0)"));
+    assert!(p.watermarked_steps.is_empty());
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("window", DataType::Window),
+            ("user_id", DataType::String),
+            ("total", DataType::Long),
+            ("n", DataType::Long)
+        ])
+    );
+}
+
+#[test]
+fn a_condition_on_the_watermark_column_runs_after_the_watermark() {
+    let p = plan(
+        "SELECT user_id, count(*) FROM payments \
+         WHERE amount > 0 AND ts > TIMESTAMP '2024-01-01 00:00:00' AND price < 5 GROUP BY user_id",
+    );
+    let before: Vec<String> = p
+        .source_steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Filter(f) => Some(f.typed.name.clone()),
+            Step::Project(_) => None,
+        })
+        .collect();
+    assert_eq!(before, ["(amount > 0)", "(price < 5)"]);
+    assert!(matches!(&p.watermarked_steps[..], [Step::Filter(f)] if f.typed.name.starts_with("(ts > TIMESTAMP")));
+    assert_eq!(output(&p), names(&[("user_id", DataType::String), ("count(1)", DataType::Long)]));
+}
+
+#[test]
+fn computed_keys_and_expressions_over_aggregates_take_spark_names() {
+    let p = plan(
+        "SELECT LOWER(user_id), sum(amount) / count(*), max(price * 2) AS top, avg(amount) \
+         FROM payments p GROUP BY lower(p.user_id) HAVING count(*) > 1",
+    );
+    let QuerySpec::WindowAggregate { group_by, measures, .. } = &p.query else { panic!("{p:?}") };
+    assert_eq!(group_by, &["lower(user_id)".to_string()]);
+    let m: Vec<&str> = measures.iter().map(|m| m.output_name.as_str()).collect();
+    assert_eq!(m, ["sum(amount)", "count(1)", "max((price * 2))", "avg(amount)"]);
+    assert!(matches!(&p.output_steps[0], Step::Filter(f) if f.typed.name == "(count(1) > 1)"));
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("lower(user_id)", DataType::String),
+            ("(sum(amount) / count(1))", DataType::Double),
+            ("top", DataType::Double),
+            ("avg(amount)", DataType::Double)
+        ])
+    );
+}
+
+#[test]
+fn sliding_and_session_windows_and_group_aliases() {
+    let p = plan_with(
+        "SELECT window(ts, '10 seconds', '5 seconds'), upper(user_id) AS u, count(amount) \
+         FROM payments GROUP BY window(ts, '10 seconds', '5 seconds'), u",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let QuerySpec::WindowAggregate { window, output_mode, .. } = &p.query else { panic!("{p:?}") };
+    assert_eq!(
+        window,
+        &Some(WindowSpec::Sliding {
+            column: "ts".into(),
+            size: Duration(10_000_000),
+            slide: Duration(5_000_000),
+            start: Duration(0)
+        })
+    );
+    assert_eq!(*output_mode, OutputMode::Append);
+    assert_eq!(
+        output(&p),
+        names(&[("window", DataType::Window), ("u", DataType::String), ("count(amount)", DataType::Long)])
+    );
+    let p = plan_with(
+        "SELECT session_window(ts, '5 seconds'), user_id, sum(amount) FROM payments \
+         GROUP BY user_id, session_window(ts, '5 seconds')",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        output(&p),
+        names(&[("session_window", DataType::Window), ("user_id", DataType::String), ("sum(amount)", DataType::Long)])
+    );
+}
+
+#[test]
+fn a_query_without_aggregation_forwards_records_through_filter_and_projection() {
+    let p = plan("SELECT *, amount * 2 AS double_amount FROM payments WHERE price > 1");
+    assert_eq!(p.query, QuerySpec::Forward);
+    assert_eq!(p.source_steps.len(), 1);
+    let out = output(&p);
+    assert_eq!(out.len(), 6);
+    assert_eq!(out[5], ("double_amount".to_string(), DataType::Long));
+}
+
+#[test]
+fn spark_refusals_name_the_construct_and_its_position() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "SELECT user_id, amount, count(*) FROM payments GROUP BY user_id",
+            "\"amount\" neither grouped nor aggregated (MISSING_AGGREGATION) at 1:17",
+        ),
+        (
+            "SELECT user_id FROM payments WHERE sum(amount) > 1 GROUP BY user_id",
+            "the aggregate sum(amount) in WHERE at 1:36",
+        ),
+        ("SELECT count(*) FROM payments GROUP BY sum(amount)", "(GROUP_BY_AGGREGATE) at 1:40"),
+        ("SELECT sum(max(amount)) FROM payments", "(NESTED_AGGREGATE_FUNCTION) at 1:12"),
+        (
+            "SELECT user_id, count(*) FROM payments GROUP BY 3",
+            "GROUP BY position 3 (GROUP_BY_POS_OUT_OF_RANGE) at 1:49",
+        ),
+        ("SELECT user_id, count(*) FROM payments GROUP BY 2", "(GROUP_BY_POS_AGGREGATE) at 1:49"),
+        (
+            "SELECT count(*) FROM payments GROUP BY window(ts + INTERVAL 1 SECOND, '1 minute')",
+            "as the window's time at 1:47",
+        ),
+        ("SELECT count(*) FROM orders", "FROM orders at 1:22"),
+        ("SELECT nope FROM payments", "the unknown column \"nope\" at 1:8"),
+        ("SELECT max_by(user_id, amount) FROM payments", "max_by (not implemented yet) at 1:8"),
+        ("SELECT user_id FROM payments HAVING amount > 1", "HAVING without GROUP BY or aggregates at 1:37"),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(sql, expected)| {
+            let e = refusal(sql);
+            (e.field != "query.sql" || !e.given.contains(expected)).then(|| format!("{sql}: {e}"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn output_modes_follow_the_structured_query_rules() {
+    let e = plan_with("SELECT user_id, count(*) FROM payments GROUP BY user_id", Some("append"))
+        .err()
+        .unwrap_or_else(|| panic!("append without a window was accepted"));
+    assert_eq!(e.field, "query.output_mode");
+    let e = plan_with("SELECT count(*) FROM payments GROUP BY session_window(ts, '5 seconds'), user_id", None)
+        .err()
+        .unwrap_or_else(|| panic!("update with a session window was accepted"));
+    assert_eq!(e.field, "query.output_mode");
+    assert!(e.given.contains("session window"), "{e}");
+}
+
+fn pipeline(query: &str) -> Result<eddy_engine::spec::Pipeline, SpecError> {
+    let text = format!(
+        "name = \"p\"\nmode = \"micro-batch\"\n[[source]]\nname = \"payments\"\ntype = \"files\"\npath = \"in\"\n\
+         schema = \"user_id STRING, amount BIGINT, ts TIMESTAMP\"\nwatermark = {{ column = \"ts\", delay = \"10 seconds\" }}\n\
+         [query]\n{query}\n[sink]\ntype = \"files\"\npath = \"out\"\nselect = [\"window.start AS start\", \"n\"]\n"
+    );
+    eddy_sql::parse_pipeline_str(&text)
+}
+
+#[test]
+fn a_pipeline_runs_its_sql_query_over_the_named_source_with_the_sink_select_after_it() {
+    let p = pipeline(
+        "sql = \"SELECT window(ts, '30 seconds') AS window, count(*) AS n FROM PAYMENTS WHERE ts > TIMESTAMP '2024-01-01 00:00:00' GROUP BY 1\"",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.query_steps.len(), 1, "the condition on the watermark column runs after the watermark");
+    let out: Vec<String> = p.output_schema().into_iter().map(|f| f.name).collect();
+    assert_eq!(out, ["start", "n"]);
+}
+
+#[test]
+fn sql_beside_a_structured_query_type_and_another_source_name_are_refused() {
+    let e = pipeline("type = \"deduplicate\"\nsql = \"SELECT * FROM payments\"").err();
+    assert_eq!(e.map(|e| e.field).as_deref(), Some("query.type"));
+    let e = pipeline("sql = \"SELECT count(*) AS n FROM orders\"").err();
+    assert!(e.as_ref().is_some_and(|e| e.field == "query.sql" && e.given.contains("FROM orders at 1:27")), "{e:?}");
+    let e = pipeline("sql = \"SELECT count(*) AS n FROM payments ORDER BY n\"").err();
+    assert!(e.as_ref().is_some_and(|e| e.field == "query.sql" && e.given.contains("ORDER BY at 1:36")), "{e:?}");
+}
