@@ -205,3 +205,19 @@ fn locate_with_a_start_counts_characters_from_that_start() {
     let b = bind_expression("locate('l', name, 4)", &schema()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(b.typed.output_name(), "locate(l, name, 4)");
 }
+
+/// Found by the `sql_expression` fuzz target: truncating an instant of the first year a
+/// TIMESTAMP holds (µs near `i64::MIN`) to its year, quarter, month or week lands before that
+/// first instant. It is an overflow error (a dead letter at run time), not a panic.
+#[test]
+fn date_trunc_before_the_first_timestamp_is_an_overflow_error() {
+    for unit in ["YEAR", "QUARTER", "MONTH", "WEEK"] {
+        let text = format!("date_trunc('{unit}', timestamp_micros(-9223372036854775807L))");
+        let e = eval(&text, row(1.0, 4, "a")).err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.starts_with("ARITHMETIC_OVERFLOW")), "{unit}: {e:?}");
+    }
+    assert_eq!(
+        eval("date_trunc('HOUR', timestamp_micros(3600000001L))", row(1.0, 4, "a")),
+        Ok(Value::Timestamp(eddy_engine::Timestamp(3_600_000_000)))
+    );
+}

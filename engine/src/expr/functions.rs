@@ -480,7 +480,7 @@ impl Func {
             }
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
             Func::FromUnix(per) => Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(ArithmeticOverflow)?)),
-            Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit))),
+            Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit).ok_or(ArithmeticOverflow)?)),
             Func::DateFormat(DateFormat(parts)) => return st(text::format_timestamp(n(0), parts)),
             Func::AddMicros(d) => Value::Timestamp(Timestamp(n(0).checked_add(*d).ok_or(ArithmeticOverflow)?)),
             Func::DecimalArith { op, try_, precision, scale } => {
@@ -744,7 +744,9 @@ fn round_int(x: i64, scale: i32, half_even: bool) -> Result<i64, EvalErrorKind> 
     q.checked_mul(p).ok_or(ArithmeticOverflow)
 }
 
-fn date_trunc(us: i64, unit: TruncUnit) -> i64 {
+/// `date_trunc(unit, ts)`; `None` when the truncated instant is before the first TIMESTAMP
+/// (only instants within a year / quarter / month / week / unit of `i64::MIN` µs).
+fn date_trunc(us: i64, unit: TruncUnit) -> Option<i64> {
     let ym = || {
         let (y, mo, ..) = text::civil(us);
         (y, mo)
@@ -763,9 +765,9 @@ fn date_trunc(us: i64, unit: TruncUnit) -> i64 {
             let day = text::epoch_day(us);
             // 1970-01-01 was a Thursday: Monday is 3 days earlier
             let monday = day - (day + 3).rem_euclid(7);
-            monday * 86_400_000_000
+            monday.checked_mul(86_400_000_000)
         }
-        TruncUnit::Fixed(step) => us - us.rem_euclid(step),
+        TruncUnit::Fixed(step) => us.checked_sub(us.rem_euclid(step)),
     }
 }
 

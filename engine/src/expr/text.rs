@@ -111,9 +111,10 @@ pub(crate) fn epoch_day(us: i64) -> i64 {
     us.div_euclid(US_PER_DAY)
 }
 
-/// µs of midnight of a date.
-pub(crate) fn micros_of_date(y: i64, m: u32, d: u32) -> i64 {
-    days_from_civil(y, m, d) * US_PER_DAY
+/// µs of midnight of a date; `None` when it is before the first instant a TIMESTAMP holds
+/// (the year of `i64::MIN` µs truncated to its first day).
+pub(crate) fn micros_of_date(y: i64, m: u32, d: u32) -> Option<i64> {
+    days_from_civil(y, m, d).checked_mul(US_PER_DAY)
 }
 
 /// Spark's `CAST(ts AS STRING)`: `yyyy-MM-dd HH:mm:ss` and the fraction without trailing zeros.
