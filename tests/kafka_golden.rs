@@ -17,7 +17,8 @@ mod kafka_common;
 use kafka_common::{Broker, Eddy, broker_or_skip, free_port, root};
 
 /// The pipeline text with its `[source]` replaced by a Kafka source on `input` (keeping format,
-/// schema and timestamp unit) and its `[sink]` by a Kafka sink on `output`, plus `[metrics]`.
+/// schema, timestamp unit, name, filter and select) and its `[sink]` by a Kafka sink on `output`
+/// (keeping its select), plus `[metrics]`. Fields are read line by line: one line each.
 fn through_kafka(pipeline: &str, bootstrap: &str, input: &str, output: &str, metrics: u16) -> String {
     let mut out = String::new();
     let mut section = String::new();
@@ -41,8 +42,8 @@ fn through_kafka(pipeline: &str, bootstrap: &str, input: &str, output: &str, met
         }
         let key = t.split('=').next().unwrap_or("").trim();
         let drop = match section.as_str() {
-            "[source]" => !matches!(key, "format" | "schema" | "timestamp_unit"),
-            "[sink]" => true,
+            "[source]" => !matches!(key, "format" | "schema" | "timestamp_unit" | "name" | "filter" | "select"),
+            "[sink]" => key != "select",
             _ => false,
         };
         if !drop {

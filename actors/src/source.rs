@@ -78,7 +78,8 @@ const PAUSE_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 /// Counters shared with the caller (progress, summary).
 #[derive(Debug, Default)]
 pub struct SourceCounters {
-    /// Records decoded and routed.
+    /// Records decoded: routed, or dropped by the source's `filter` / a SQL query's WHERE
+    /// before the watermark (so `eddy_records_in_total` counts every record read and decoded).
     pub records: AtomicU64,
     /// Records that could not be decoded (or that the source rejected as too large).
     pub malformed: AtomicU64,
@@ -392,7 +393,11 @@ impl SourceActor {
     ) -> Option<Record> {
         match self.plan.source_steps.apply(record) {
             Applied::Keep(r) => Some(r),
-            Applied::Drop => None,
+            // read and decoded, then filtered out: counted in, as Spark counts numInputRows
+            Applied::Drop => {
+                self.counters.records.fetch_add(1, Ordering::Relaxed);
+                None
+            }
             Applied::Failed { reason, input } => {
                 self.counters.malformed.fetch_add(1, Ordering::Relaxed);
                 if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
