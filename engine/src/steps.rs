@@ -33,8 +33,29 @@ pub enum Applied {
 
 enum Compiled1 {
     Filter(Compiled),
-    /// One entry per output column; `None`: not read later, NULL.
-    Project(Vec<Option<Compiled>>),
+    Project(Projection),
+}
+
+/// A projection step: one item per output column.
+struct Projection {
+    items: Vec<Item>,
+    /// Whether the step is the last one: its plain columns are then moved out of the record it
+    /// reads (which nothing reads after it) instead of copied.
+    moves: bool,
+    /// The output is the input itself (every item the input column at its own index, or not
+    /// read later, and as many as the input has): the record passes through untouched.
+    identity: bool,
+}
+
+/// One output column of a projection.
+enum Item {
+    /// Not read later: NULL, not evaluated.
+    Unread,
+    /// A plain column of the step's input. `last`: no later item of the step reads it, so a
+    /// moving projection takes it instead of copying it.
+    Column { index: usize, last: bool },
+    /// Any other expression.
+    Computed(Compiled),
 }
 
 /// Compiled steps: [`CompiledSteps::apply`] runs them in order.
@@ -89,14 +110,34 @@ impl CompiledSteps {
                 Step::Project(items) => {
                     let mut out = Vec::with_capacity(items.len());
                     for (i, e) in items.iter().enumerate() {
-                        if need.get(i).copied().unwrap_or(false) {
-                            columns_of(&e.typed, &mut before);
-                            out.push(Some(Compiled::new(&e.typed)));
-                        } else {
-                            out.push(None);
+                        if !need.get(i).copied().unwrap_or(false) {
+                            out.push(Item::Unread);
+                            continue;
+                        }
+                        columns_of(&e.typed, &mut before);
+                        out.push(match e.typed.node {
+                            Node::Column(index) => Item::Column { index, last: true },
+                            _ => Item::Computed(Compiled::new(&e.typed)),
+                        });
+                    }
+                    // an input column read by several items is moved by the last one only
+                    let mut seen = vec![false; width];
+                    for item in out.iter_mut().rev() {
+                        if let Item::Column { index, last } = item
+                            && let Some(s) = seen.get_mut(*index)
+                        {
+                            *last = !*s;
+                            *s = true;
                         }
                     }
-                    compiled.push(Compiled1::Project(out));
+                    let identity = out.len() == width
+                        && out.iter().enumerate().all(|(i, item)| match item {
+                            Item::Unread => true,
+                            Item::Column { index, .. } => *index == i,
+                            Item::Computed(_) => false,
+                        });
+                    let moves = k + 1 == steps.len();
+                    compiled.push(Compiled1::Project(Projection { items: out, moves, identity }));
                 }
             }
             need = before;
@@ -111,8 +152,10 @@ impl CompiledSteps {
         self.steps.is_empty() && self.required.is_empty()
     }
 
-    /// Runs the steps on `input`. A projection allocates the new record's values once; a
-    /// filter alone allocates nothing.
+    /// Runs the steps on `input`. A projection allocates the new record's values once (none
+    /// when it keeps the input's columns as they are); a filter alone allocates nothing. The
+    /// last projection moves its plain columns out of the record instead of copying them, once
+    /// nothing can fail any more.
     pub fn apply(&self, input: Record) -> Applied {
         let mut current: Option<Record> = None;
         for step in &self.steps {
@@ -123,26 +166,57 @@ impl CompiledSteps {
                     Ok(_) => return Applied::Drop,
                     Err(e) => return Applied::Failed { reason: reason(&e), input },
                 },
-                Compiled1::Project(items) => {
-                    let mut values = Vec::with_capacity(items.len());
-                    for item in items {
-                        match item {
-                            None => values.push(Value::Null),
-                            Some(c) => match c.eval(record) {
-                                Ok(v) => values.push(v),
+                Compiled1::Project(p) if p.identity => {}
+                Compiled1::Project(p) => {
+                    let mut values = Vec::with_capacity(p.items.len());
+                    for item in &p.items {
+                        values.push(match item {
+                            Item::Unread => Value::Null,
+                            // moved below, once every item that can fail has been computed
+                            Item::Column { last: true, .. } if p.moves => Value::Null,
+                            Item::Column { index, .. } => record.values.get(*index).cloned().unwrap_or_default(),
+                            Item::Computed(c) => match c.eval(record) {
+                                Ok(v) => v,
                                 Err(e) => return Applied::Failed { reason: reason(&e), input },
                             },
+                        });
+                    }
+                    if p.moves {
+                        // the last step: check what must not be NULL before the record is taken apart
+                        let value = |i: usize| match p.items.get(i) {
+                            Some(Item::Column { index, last: true }) => record.values.get(*index),
+                            _ => values.get(i),
+                        };
+                        if let Some(name) = self.null_required(value) {
+                            return Applied::Failed { reason: format!("null event time column {name}"), input };
                         }
+                        let mut source = current.take().unwrap_or(input);
+                        for (v, item) in values.iter_mut().zip(&p.items) {
+                            if let Item::Column { index, last: true } = item
+                                && let Some(s) = source.values.get_mut(*index)
+                            {
+                                *v = std::mem::take(s);
+                            }
+                        }
+                        return Applied::Keep(Record::new(values));
                     }
                     current = Some(Record::new(values));
                 }
             }
         }
         let record = current.as_ref().unwrap_or(&input);
-        if let Some((_, name)) = self.required.iter().find(|(i, _)| record.values[*i].is_null()) {
+        if let Some(name) = self.null_required(|i| record.values.get(i)) {
             return Applied::Failed { reason: format!("null event time column {name}"), input };
         }
         Applied::Keep(current.unwrap_or(input))
+    }
+
+    /// The name of the first required column whose value (`value(index)`) is NULL.
+    fn null_required<'a>(&'a self, value: impl Fn(usize) -> Option<&'a Value>) -> Option<&'a str>
+    where
+        Self: 'a,
+    {
+        self.required.iter().find(|(i, _)| value(*i).is_none_or(Value::is_null)).map(|(_, name)| name.as_str())
     }
 }
 
@@ -264,5 +338,39 @@ mod tests {
             c.apply(rec(1, 1)),
             Applied::Failed { reason: "null event time column ts".into(), input: rec(1, 1) }
         );
+    }
+
+    #[test]
+    fn a_column_selected_twice_is_copied_then_moved_and_an_identity_passes_through() {
+        let s = schema();
+        let twice =
+            vec![Step::Project(vec![expr(&col("c"), &s, "c1"), expr(&col("a"), &s, "a"), expr(&col("c"), &s, "c2")])];
+        let (c, _) = CompiledSteps::new(&twice, 3, &[true, true, true], vec![]);
+        assert_eq!(
+            c.apply(rec(7, 1)),
+            Applied::Keep(Record::new(vec![Value::Str("x".into()), Value::Long(7), Value::Str("x".into())]))
+        );
+        // a projection of the input's columns in place (the last one unread) is the input
+        let same =
+            vec![Step::Project(vec![expr(&col("a"), &s, "a"), expr(&col("b"), &s, "b"), expr(&col("c"), &s, "c")])];
+        let (c, _) = CompiledSteps::new(&same, 3, &[true, true, false], vec![]);
+        assert_eq!(c.apply(rec(7, 1)), Applied::Keep(rec(7, 1)));
+    }
+
+    #[test]
+    fn a_null_required_column_is_caught_before_the_last_projection_moves_the_record_apart() {
+        let s = schema();
+        // `b AS ts, a / 1 AS q`: `ts` moved from the input, required
+        let steps = vec![Step::Project(vec![
+            expr(&col("b"), &s, "ts"),
+            expr(&bin(BinaryOp::Divide, col("a"), int(1)), &s, "q"),
+        ])];
+        let (c, _) = CompiledSteps::new(&steps, 3, &[true, true], vec![(0, "ts".into())]);
+        let null_ts = Record::new(vec![Value::Long(1), Value::Null, Value::Str("x".into())]);
+        assert_eq!(
+            c.apply(null_ts.clone()),
+            Applied::Failed { reason: "null event time column ts".into(), input: null_ts }
+        );
+        assert_eq!(c.apply(rec(3, 5)), Applied::Keep(Record::new(vec![Value::Long(5), Value::Double(3.0)])));
     }
 }

@@ -1,15 +1,41 @@
-//! Compilation: a [`Typed`] plan into nested closures, built once per expression. Evaluating a
-//! record calls the closures; names, types and the plan are not looked at again.
+//! Compilation: a [`Typed`] plan into closures, built once per expression. Evaluating a record
+//! calls the closures; names, types and the plan are not looked at again.
+//!
+//! The per-record cost is what a filter or a computed column adds to every record of a source,
+//! so the common shapes get closures of their own:
+//! - an operand that is a column or a literal is read in place, by reference: no closure call,
+//!   no clone (a STRING column's shared text is not even reference-counted); see [`Operand`];
+//! - comparisons and `+ - * % div pmod` call their kernel on the operands' references;
+//! - a one-argument function (`lower(key)`, `ts + INTERVAL 1 HOUR`, a cast) gets its argument
+//!   by reference;
+//! - the closures return a small error ([`Fail`]); [`Compiled::eval`] turns it into
+//!   [`ExprError::Eval`] only when a record fails.
+//!
+//! The rest (`CASE`, `IN`, `coalesce`, functions of two or more arguments) call their operands'
+//! closures and [`Func::apply`] on the values.
 
 use std::sync::Arc;
 
-use super::functions::{ArithOp, CmpOp, Func};
+use super::functions::{ArithOp, CmpOp, Func, arith};
 use super::{EvalErrorKind, ExprError, Node, Typed};
 use crate::schema::DataType;
 use crate::value::{Record, Value};
 
 /// One compiled node: the record's values in, the node's value out.
-type Eval = Box<dyn Fn(&[Value]) -> Result<Value, ExprError> + Send + Sync>;
+type Eval = Box<dyn Fn(&[Value]) -> Result<Value, Fail> + Send + Sync>;
+
+/// A failed evaluation inside the closures: the error condition and the failing
+/// sub-expression's name. Three words, so that every closure's result stays small.
+struct Fail {
+    kind: EvalErrorKind,
+    expr: Arc<str>,
+}
+
+impl From<Fail> for ExprError {
+    fn from(f: Fail) -> ExprError {
+        ExprError::Eval { kind: f.kind, expr: f.expr }
+    }
+}
 
 /// A compiled expression: evaluates one record at a time.
 pub struct Compiled {
@@ -36,15 +62,17 @@ impl Compiled {
     /// [`ExprError::Eval`] where Spark under ANSI fails the query: division by zero, integer
     /// overflow, an invalid or out-of-range cast; it names the failing sub-expression.
     pub fn eval(&self, record: &Record) -> Result<Value, ExprError> {
-        (self.eval)(&record.values)
+        self.eval_values(&record.values)
     }
 
-    /// [`Compiled::eval`] over a slice of values in schema order.
+    /// [`Compiled::eval`] over a slice of values in schema order. A column index past the end
+    /// of `values` reads NULL.
     ///
     /// # Errors
     /// As [`Compiled::eval`].
+    #[inline]
     pub fn eval_values(&self, values: &[Value]) -> Result<Value, ExprError> {
-        (self.eval)(values)
+        (self.eval)(values).map_err(ExprError::from)
     }
 
     /// The result type.
@@ -58,8 +86,252 @@ impl Compiled {
     }
 }
 
-fn fail(kind: EvalErrorKind, name: &Arc<str>) -> ExprError {
-    ExprError::Eval { kind, expr: name.clone() }
+fn fail(kind: EvalErrorKind, name: &Arc<str>) -> Fail {
+    Fail { kind, expr: name.clone() }
+}
+
+/// The value read for a column index past the record's end.
+const NULL: Value = Value::Null;
+
+/// Where an operand's value comes from, read by reference: a column and a literal in place, any
+/// other expression through its closure (the value then lives for the call). Implemented by
+/// three types so that every operator is compiled once per combination of operand kinds, with
+/// the column reads and literals inlined.
+trait Operand: Send + Sync + 'static {
+    /// `f` of the operand's value on record `r`.
+    fn with<T>(&self, r: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail>;
+}
+
+/// A column of the record.
+struct Col(usize);
+
+impl Operand for Col {
+    #[inline(always)]
+    fn with<T>(&self, r: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail> {
+        Ok(f(r.get(self.0).unwrap_or(&NULL)))
+    }
+}
+
+/// A constant.
+struct Lit(Value);
+
+impl Operand for Lit {
+    #[inline(always)]
+    fn with<T>(&self, _: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail> {
+        Ok(f(&self.0))
+    }
+}
+
+/// Any other expression.
+struct Sub(Eval);
+
+impl Operand for Sub {
+    #[inline(always)]
+    fn with<T>(&self, r: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail> {
+        let v = (self.0)(r)?;
+        Ok(f(&v))
+    }
+}
+
+/// An operand of one of the three kinds, before it picks the closure's type.
+enum AnyOperand {
+    Col(usize),
+    Lit(Value),
+    Sub(Eval),
+}
+
+fn operand(t: &Typed) -> AnyOperand {
+    match &t.node {
+        Node::Column(i) => AnyOperand::Col(*i),
+        Node::Literal(v) => AnyOperand::Lit(v.clone()),
+        _ => AnyOperand::Sub(compile(t)),
+    }
+}
+
+/// Builds the closure of a one-operand node for the operand's kind.
+trait Build1 {
+    fn build<A: Operand>(self, a: A) -> Eval;
+}
+
+/// Builds the closure of a two-operand node for the operands' kinds.
+trait Build2 {
+    fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval;
+}
+
+fn build1(a: &Typed, k: impl Build1) -> Eval {
+    match operand(a) {
+        AnyOperand::Col(i) => k.build(Col(i)),
+        AnyOperand::Lit(v) => k.build(Lit(v)),
+        AnyOperand::Sub(e) => k.build(Sub(e)),
+    }
+}
+
+fn build2(a: &Typed, b: &Typed, k: impl Build2) -> Eval {
+    use AnyOperand as O;
+    match (operand(a), operand(b)) {
+        (O::Col(x), O::Col(y)) => k.build(Col(x), Col(y)),
+        (O::Col(x), O::Lit(y)) => k.build(Col(x), Lit(y)),
+        (O::Col(x), O::Sub(y)) => k.build(Col(x), Sub(y)),
+        (O::Lit(x), O::Col(y)) => k.build(Lit(x), Col(y)),
+        (O::Lit(x), O::Lit(y)) => k.build(Lit(x), Lit(y)),
+        (O::Lit(x), O::Sub(y)) => k.build(Lit(x), Sub(y)),
+        (O::Sub(x), O::Col(y)) => k.build(Sub(x), Col(y)),
+        (O::Sub(x), O::Lit(y)) => k.build(Sub(x), Lit(y)),
+        (O::Sub(x), O::Sub(y)) => k.build(Sub(x), Sub(y)),
+    }
+}
+
+/// A comparison (`= < <= > >=`): NULL when either side is; Spark's ordering otherwise
+/// ([`Value::total_cmp`]: NaN equals NaN and is above every other number).
+struct CompareNode(CmpOp);
+
+impl Build2 for CompareNode {
+    fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
+        let op = self.0;
+        Box::new(move |r| a.with(r, |x| b.with(r, |y| compare(op, x, y)))?)
+    }
+}
+
+#[inline(always)]
+fn compare(op: CmpOp, x: &Value, y: &Value) -> Value {
+    let o = match (x, y) {
+        (Value::Null, _) | (_, Value::Null) => return Value::Null,
+        (Value::Double(p), Value::Double(q)) if !p.is_nan() && !q.is_nan() => {
+            return Value::Bool(match op {
+                CmpOp::Eq => p == q,
+                CmpOp::Lt => p < q,
+                CmpOp::LtEq => p <= q,
+                CmpOp::Gt => p > q,
+                CmpOp::GtEq => p >= q,
+            });
+        }
+        (Value::Long(p), Value::Long(q)) => p.cmp(q),
+        _ => x.total_cmp(y),
+    };
+    Value::Bool(match op {
+        CmpOp::Eq => o.is_eq(),
+        CmpOp::Lt => o.is_lt(),
+        CmpOp::LtEq => o.is_le(),
+        CmpOp::Gt => o.is_gt(),
+        CmpOp::GtEq => o.is_ge(),
+    })
+}
+
+/// `+ - * % div pmod` on two operands of one integral or floating type
+/// ([`Func::Arith`]'s kernel).
+struct ArithNode {
+    op: ArithOp,
+    try_: bool,
+    name: Arc<str>,
+}
+
+impl Build2 for ArithNode {
+    fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
+        let ArithNode { op, try_, name } = self;
+        Box::new(move |r| {
+            a.with(r, |x| {
+                b.with(r, |y| {
+                    if let (Value::Double(p), Value::Double(q)) = (x, y) {
+                        match op {
+                            ArithOp::Add => return Ok(Value::Double(p + q)),
+                            ArithOp::Sub => return Ok(Value::Double(p - q)),
+                            ArithOp::Mul => return Ok(Value::Double(p * q)),
+                            _ => {}
+                        }
+                    }
+                    if x.is_null() || y.is_null() {
+                        return Ok(Value::Null);
+                    }
+                    match arith(op, x, y) {
+                        Ok(v) => Ok(v),
+                        Err(_) if try_ => Ok(Value::Null),
+                        Err(k) => Err(fail(k, &name)),
+                    }
+                })
+            })??
+        })
+    }
+}
+
+/// Any other function of two arguments: [`Func::apply`] on copies of the two values.
+struct CallNode2 {
+    func: Func,
+    name: Arc<str>,
+}
+
+impl Build2 for CallNode2 {
+    fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
+        let CallNode2 { func, name } = self;
+        let strict = func.null_intolerant();
+        Box::new(move |r| {
+            a.with(r, |x| {
+                b.with(r, |y| {
+                    if strict && (x.is_null() || y.is_null()) {
+                        return Ok(Value::Null);
+                    }
+                    func.apply(&[x.clone(), y.clone()]).map_err(|k| fail(k, &name))
+                })
+            })??
+        })
+    }
+}
+
+/// A function of one argument, which it gets by reference.
+struct CallNode1 {
+    func: Func,
+    name: Arc<str>,
+}
+
+impl Build1 for CallNode1 {
+    fn build<A: Operand>(self, a: A) -> Eval {
+        let CallNode1 { func, name } = self;
+        if let Func::AddMicros(d) = func {
+            // `ts ± INTERVAL`: the most common computed timestamp
+            return Box::new(move |r| {
+                a.with(r, |x| match x {
+                    Value::Timestamp(t) => match t.0.checked_add(d) {
+                        Some(t) => Ok(Value::Timestamp(crate::Timestamp(t))),
+                        None => Err(fail(EvalErrorKind::ArithmeticOverflow, &name)),
+                    },
+                    _ => Ok(Value::Null),
+                })?
+            });
+        }
+        let strict = func.null_intolerant();
+        Box::new(move |r| {
+            a.with(r, |x| {
+                if strict && x.is_null() {
+                    return Ok(Value::Null);
+                }
+                func.apply(std::slice::from_ref(x)).map_err(|k| fail(k, &name))
+            })?
+        })
+    }
+}
+
+/// A cast, explicit (`CAST`, `try_cast`) or inserted by the type rules.
+struct CastNode {
+    cast: super::decimal::Caster,
+    try_cast: bool,
+    name: Arc<str>,
+}
+
+impl Build1 for CastNode {
+    fn build<A: Operand>(self, a: A) -> Eval {
+        let CastNode { cast, try_cast, name } = self;
+        Box::new(move |r| {
+            a.with(r, |v| {
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                match cast(v) {
+                    Ok(v) => Ok(v),
+                    Err(_) if try_cast => Ok(Value::Null),
+                    Err(k) => Err(fail(k, &name)),
+                }
+            })?
+        })
+    }
 }
 
 fn compile(t: &Typed) -> Eval {
@@ -71,27 +343,14 @@ fn compile(t: &Typed) -> Eval {
         }
         Node::Column(i) => {
             let i = *i;
-            Box::new(move |r| Ok(r[i].clone()))
+            Box::new(move |r| Ok(r.get(i).unwrap_or(&NULL).clone()))
         }
         Node::Cast { input, try_cast, .. } => {
-            let from = input.data_type;
-            let inner = compile(input);
-            let Some(cast) = super::cast::caster(from, t.data_type) else {
+            let Some(cast) = super::cast::caster(input.data_type, t.data_type) else {
                 // bind admits only casts that exist, or a NULL literal
                 return Box::new(|_| Ok(Value::Null));
             };
-            let try_cast = *try_cast;
-            Box::new(move |r| {
-                let v = inner(r)?;
-                if v.is_null() {
-                    return Ok(Value::Null);
-                }
-                match cast(&v) {
-                    Ok(v) => Ok(v),
-                    Err(_) if try_cast => Ok(Value::Null),
-                    Err(k) => Err(fail(k, &name)),
-                }
-            })
+            build1(input, CastNode { cast, try_cast: *try_cast, name })
         }
         Node::And(a, b) => {
             let (a, b) = (compile(a), compile(b));
@@ -171,90 +430,23 @@ fn compile(t: &Typed) -> Eval {
                 Ok(if saw_null { Value::Null } else { Value::Bool(negated) })
             })
         }
-        Node::Call { func, args } => compile_call(func, args, t.data_type, name),
+        Node::Call { func, args } => compile_call(func, args, name),
     }
 }
 
-/// Specialised closures for the hot operators on their common types; the rest go through
-/// [`Func::apply`] with the arguments on the stack (arity up to 3).
-fn compile_call(func: &Func, args: &[Typed], ty: DataType, name: Arc<str>) -> Eval {
-    let ev: Vec<Eval> = args.iter().map(compile).collect();
-    match (func, ev.len()) {
-        (Func::Arith { op: op @ (ArithOp::Add | ArithOp::Sub | ArithOp::Mul), try_: false }, 2)
-            if ty == DataType::Double =>
-        {
-            let mut it = ev.into_iter();
-            let (a, b) = (
-                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
-                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
-            );
-            let op = *op;
-            Box::new(move |r| {
-                let (Value::Double(x), Value::Double(y)) = (a(r)?, b(r)?) else { return Ok(Value::Null) };
-                Ok(Value::Double(match op {
-                    ArithOp::Add => x + y,
-                    ArithOp::Sub => x - y,
-                    _ => x * y,
-                }))
-            })
-        }
-        (Func::Compare(op), 2)
-            if args[0].data_type == DataType::Double
-                || args[0].data_type == DataType::Long
-                || args[0].data_type == DataType::Int =>
-        {
-            let mut it = ev.into_iter();
-            let (a, b) = (
-                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
-                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
-            );
-            let op = *op;
-            Box::new(move |r| {
-                let (x, y) = (a(r)?, b(r)?);
-                if x.is_null() || y.is_null() {
-                    return Ok(Value::Null);
-                }
-                let o = x.total_cmp(&y);
-                Ok(Value::Bool(match op {
-                    CmpOp::Eq => o.is_eq(),
-                    CmpOp::Lt => o.is_lt(),
-                    CmpOp::LtEq => o.is_le(),
-                    CmpOp::Gt => o.is_gt(),
-                    CmpOp::GtEq => o.is_ge(),
-                }))
-            })
-        }
-        (_, 1) => {
-            let f = func.clone();
-            let a = ev.into_iter().next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null)));
-            let strict = f.null_intolerant();
-            Box::new(move |r| {
-                let x = a(r)?;
-                if strict && x.is_null() {
-                    return Ok(Value::Null);
-                }
-                f.apply(std::slice::from_ref(&x)).map_err(|k| fail(k, &name))
-            })
-        }
-        (_, 2) => {
-            let f = func.clone();
-            let mut it = ev.into_iter();
-            let (a, b) = (
-                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
-                it.next().unwrap_or_else(|| Box::new(|_| Ok(Value::Null))),
-            );
-            let strict = f.null_intolerant();
-            Box::new(move |r| {
-                let v = [a(r)?, b(r)?];
-                if strict && v.iter().any(Value::is_null) {
-                    return Ok(Value::Null);
-                }
-                f.apply(&v).map_err(|k| fail(k, &name))
-            })
-        }
+/// A function or operator: comparisons and arithmetic on their kernels, one- and two-argument
+/// functions with their operands read in place, the rest through [`Func::apply`] on the
+/// arguments' values.
+fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
+    match (func, args) {
+        (Func::Compare(op), [a, b]) => build2(a, b, CompareNode(*op)),
+        (Func::Arith { op, try_ }, [a, b]) => build2(a, b, ArithNode { op: *op, try_: *try_, name }),
+        (_, [a]) => build1(a, CallNode1 { func: func.clone(), name }),
+        (_, [a, b]) => build2(a, b, CallNode2 { func: func.clone(), name }),
         _ => {
             let f = func.clone();
             let strict = f.null_intolerant();
+            let ev: Vec<Eval> = args.iter().map(compile).collect();
             Box::new(move |r| {
                 let v = ev.iter().map(|e| e(r)).collect::<Result<Vec<_>, _>>()?;
                 if strict && v.iter().any(Value::is_null) {

@@ -545,7 +545,7 @@ impl Func {
 
 /// Integral or floating arithmetic on two operands of one type (ANSI: overflow and a zero
 /// divisor are errors, for floating operands too where Spark checks the divisor).
-fn arith(op: ArithOp, x: &Value, y: &Value) -> Result<Value, EvalErrorKind> {
+pub(crate) fn arith(op: ArithOp, x: &Value, y: &Value) -> Result<Value, EvalErrorKind> {
     fn int<T>(op: ArithOp, a: T, b: T, zero: T) -> Result<T, EvalErrorKind>
     where
         T: Copy + PartialOrd + num_like::Checked,
