@@ -243,11 +243,13 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         },
     };
     let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
+    // room in each decoded record for the source steps' computed columns
+    let spare = plan.source_steps.spare_columns();
     let decoder = match pipeline.source.format {
-        Format::Json => Some(Decoder::Json(JsonDecoder::new(decoder_cfg))),
+        Format::Json => Some(Decoder::Json(JsonDecoder::new(decoder_cfg).with_spare_columns(spare))),
         // The files and stdin sources give each file's header (`Payload::Header`) before its
         // lines.
-        Format::Csv => Some(Decoder::Csv(CsvDecoder::awaiting_header(decoder_cfg))),
+        Format::Csv => Some(Decoder::Csv(CsvDecoder::awaiting_header(decoder_cfg).with_spare_columns(spare))),
     };
     // Files, stdin and Nexmark are connected once opened; the Kafka source is connected once
     // opened too, and reports to `health` when its broker becomes unreachable or reachable again.

@@ -45,6 +45,11 @@ struct Projection {
     /// The output is the input itself (every item the input column at its own index, or not
     /// read later, and as many as the input has): the record passes through untouched.
     identity: bool,
+    /// The first `in_place` items are the input's columns where they are (or not read later)
+    /// and the rest are computed: given a record with room for the rest
+    /// ([`CompiledSteps::spare_columns`] NULL slots after its columns, as the decoders leave
+    /// them), the step writes them there instead of building a new record. 0: not so.
+    in_place: usize,
 }
 
 /// One output column of a projection.
@@ -137,7 +142,17 @@ impl CompiledSteps {
                             Item::Computed(_) => false,
                         });
                     let moves = k + 1 == steps.len();
-                    compiled.push(Compiled1::Project(Projection { items: out, moves, identity }));
+                    // the first projection, over the input's columns in place, then computed ones
+                    let first = !steps[..k].iter().any(|s| matches!(s, Step::Project(_)));
+                    let prefix = out.len() > width
+                        && out[..width].iter().enumerate().all(|(i, item)| match item {
+                            Item::Unread => true,
+                            Item::Column { index, .. } => *index == i,
+                            Item::Computed(_) => false,
+                        })
+                        && out[width..].iter().all(|item| !matches!(item, Item::Column { .. }));
+                    let in_place = if first && prefix { width } else { 0 };
+                    compiled.push(Compiled1::Project(Projection { items: out, moves, identity, in_place }));
                 }
             }
             need = before;
@@ -145,6 +160,21 @@ impl CompiledSteps {
         compiled.reverse();
         need.resize(input_width, false);
         (CompiledSteps { steps: compiled, required }, need)
+    }
+
+    /// How many NULL slots after its columns a record given to [`CompiledSteps::apply`] should
+    /// have: the first projection then writes its computed columns there, in place, with no
+    /// new record (the source's decoder allocates them: `JsonDecoder::with_spare_columns`). 0
+    /// when the first projection is not the input's columns in place followed by computed ones.
+    /// A record without the slots is projected as any other.
+    pub fn spare_columns(&self) -> usize {
+        self.steps
+            .iter()
+            .find_map(|s| match s {
+                Compiled1::Project(p) => Some(if p.in_place > 0 { p.items.len() - p.in_place } else { 0 }),
+                Compiled1::Filter(_) => None,
+            })
+            .unwrap_or(0)
     }
 
     /// Whether there is nothing to do: no steps and no required column.
@@ -156,15 +186,35 @@ impl CompiledSteps {
     /// when it keeps the input's columns as they are); a filter alone allocates nothing. The
     /// last projection moves its plain columns out of the record instead of copying them, once
     /// nothing can fail any more.
-    pub fn apply(&self, input: Record) -> Applied {
+    pub fn apply(&self, mut input: Record) -> Applied {
         let mut current: Option<Record> = None;
+        // the width of `input` as given, once a projection wrote into its spare slots
+        let mut filled: Option<usize> = None;
         for step in &self.steps {
+            if let Compiled1::Project(p) = step
+                && p.in_place > 0
+                && current.is_none()
+                && input.values.len() == p.items.len()
+            {
+                for k in p.in_place..p.items.len() {
+                    let v = match &p.items[k] {
+                        Item::Computed(c) => match c.eval_raw(&input.values) {
+                            Ok(v) => v,
+                            Err(e) => return failed(reason(&e.into()), input, Some(p.in_place)),
+                        },
+                        _ => Value::Null,
+                    };
+                    input.values[k] = v;
+                }
+                filled = Some(p.in_place);
+                continue;
+            }
             let record = current.as_ref().unwrap_or(&input);
             match step {
-                Compiled1::Filter(c) => match c.eval(record) {
+                Compiled1::Filter(c) => match c.eval_raw(&record.values) {
                     Ok(Value::Bool(true)) => {}
                     Ok(_) => return Applied::Drop,
-                    Err(e) => return Applied::Failed { reason: reason(&e), input },
+                    Err(e) => return failed(reason(&e.into()), input, filled),
                 },
                 Compiled1::Project(p) if p.identity => {}
                 Compiled1::Project(p) => {
@@ -175,9 +225,9 @@ impl CompiledSteps {
                             // moved below, once every item that can fail has been computed
                             Item::Column { last: true, .. } if p.moves => Value::Null,
                             Item::Column { index, .. } => record.values.get(*index).cloned().unwrap_or_default(),
-                            Item::Computed(c) => match c.eval(record) {
+                            Item::Computed(c) => match c.eval_raw(&record.values) {
                                 Ok(v) => v,
-                                Err(e) => return Applied::Failed { reason: reason(&e), input },
+                                Err(e) => return failed(reason(&e.into()), input, filled),
                             },
                         });
                     }
@@ -188,7 +238,7 @@ impl CompiledSteps {
                             _ => values.get(i),
                         };
                         if let Some(name) = self.null_required(value) {
-                            return Applied::Failed { reason: format!("null event time column {name}"), input };
+                            return failed(format!("null event time column {name}"), input, filled);
                         }
                         let mut source = current.take().unwrap_or(input);
                         for (v, item) in values.iter_mut().zip(&p.items) {
@@ -206,18 +256,31 @@ impl CompiledSteps {
         }
         let record = current.as_ref().unwrap_or(&input);
         if let Some(name) = self.null_required(|i| record.values.get(i)) {
-            return Applied::Failed { reason: format!("null event time column {name}"), input };
+            return failed(format!("null event time column {name}"), input, filled);
         }
         Applied::Keep(current.unwrap_or(input))
     }
 
     /// The name of the first required column whose value (`value(index)`) is NULL.
+    #[inline]
     fn null_required<'a>(&'a self, value: impl Fn(usize) -> Option<&'a Value>) -> Option<&'a str>
     where
         Self: 'a,
     {
+        if self.required.is_empty() {
+            return None;
+        }
         self.required.iter().find(|(i, _)| value(*i).is_none_or(Value::is_null)).map(|(_, name)| name.as_str())
     }
+}
+
+/// [`Applied::Failed`] with the input as it was given: the spare slots after its first `filled`
+/// columns, if a projection wrote into them, are NULL again.
+fn failed(reason: String, mut input: Record, filled: Option<usize>) -> Applied {
+    if let Some(w) = filled {
+        input.values.iter_mut().skip(w).for_each(|v| *v = Value::Null);
+    }
+    Applied::Failed { reason, input }
 }
 
 fn reason(e: &ExprError) -> String {
@@ -372,5 +435,43 @@ mod tests {
             Applied::Failed { reason: "null event time column ts".into(), input: null_ts }
         );
         assert_eq!(c.apply(rec(3, 5)), Applied::Keep(Record::new(vec![Value::Long(5), Value::Double(3.0)])));
+    }
+
+    #[test]
+    fn computed_columns_go_into_the_spare_slots_of_the_record_and_a_failure_empties_them() {
+        let s = schema();
+        // `a, b, c, a * 2 AS twice, 10 / b AS q`: the input's columns in place, then computed
+        let steps = vec![Step::Project(vec![
+            expr(&col("a"), &s, "a"),
+            expr(&col("b"), &s, "b"),
+            expr(&col("c"), &s, "c"),
+            expr(&bin(BinaryOp::Multiply, col("a"), int(2)), &s, "twice"),
+            expr(&bin(BinaryOp::Divide, int(10), col("b")), &s, "q"),
+        ])];
+        let (c, _) = CompiledSteps::new(&steps, 3, &[true; 5], vec![]);
+        assert_eq!(c.spare_columns(), 2);
+        let spare = |a: i64, b: i64| {
+            let mut r = rec(a, b).values.into_vec();
+            r.extend([Value::Null, Value::Null]);
+            Record::new(r)
+        };
+        let out = Record::new(vec![
+            Value::Long(3),
+            Value::Long(4),
+            Value::Str("x".into()),
+            Value::Long(6),
+            Value::Double(2.5),
+        ]);
+        assert_eq!(c.apply(spare(3, 4)), Applied::Keep(out.clone()));
+        // the same without the slots: a new record
+        assert_eq!(c.apply(rec(3, 4)), Applied::Keep(out));
+        // `a * 2` written, then `10 / b` fails: the record goes back as it came
+        assert_eq!(
+            c.apply(spare(3, 0)),
+            Applied::Failed { reason: "DIVIDE_BY_ZERO in \"(10 / b)\"".into(), input: spare(3, 0) }
+        );
+        // a projection that reorders the input's columns has no spare slots
+        let reorder = vec![Step::Project(vec![expr(&col("b"), &s, "b"), expr(&col("a"), &s, "a")])];
+        assert_eq!(CompiledSteps::new(&reorder, 3, &[true; 2], vec![]).0.spare_columns(), 0);
     }
 }

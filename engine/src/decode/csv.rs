@@ -86,6 +86,14 @@ impl CsvDecoder {
         CsvDecoder { plan: Plan::new(cfg), targets: Box::new([]), header_error: Some(header_error) }
     }
 
+    /// The same decoder, its records with `n` NULL slots after the schema's columns: room for
+    /// the source steps' computed columns, written there in place
+    /// ([`crate::steps::CompiledSteps::spare_columns`]).
+    pub fn with_spare_columns(mut self, n: usize) -> Self {
+        self.plan.spare = n;
+        self
+    }
+
     /// Decodes the lines that follow under `header` (a file's first line; a UTF-8 byte order
     /// mark and a line ending are allowed), replacing the previous header.
     ///

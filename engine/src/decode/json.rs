@@ -60,6 +60,14 @@ impl JsonDecoder {
         JsonDecoder { plan, fast, by_name }
     }
 
+    /// The same decoder, its records with `n` NULL slots after the schema's columns: room for
+    /// the source steps' computed columns, written there in place
+    /// ([`crate::steps::CompiledSteps::spare_columns`]).
+    pub fn with_spare_columns(mut self, n: usize) -> Self {
+        self.plan.spare = n;
+        self
+    }
+
     /// Decodes one line: a JSON object, optionally surrounded by whitespace (so a trailing `\n`
     /// or `\r\n` is fine). The record has one value per schema column; columns not needed,
     /// missing or `null` are [`Value::Null`].

@@ -451,8 +451,8 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
         return None;
     }
     // Exactly as long as its capacity: becomes the record's boxed slice without reallocating.
-    let mut values = Vec::with_capacity(plan.columns.len());
-    values.resize_with(plan.columns.len(), || Value::Null);
+    let mut values = Vec::with_capacity(plan.width());
+    values.resize_with(plan.width(), || Value::Null);
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;

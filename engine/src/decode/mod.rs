@@ -232,9 +232,16 @@ pub(crate) struct Plan {
     pub(crate) columns: Box<[Column]>,
     pub(crate) required: Box<[usize]>,
     pub(crate) unit: TimeUnit,
+    /// NULL slots after the columns in every record (`with_spare_columns`).
+    pub(crate) spare: usize,
 }
 
 impl Plan {
+    /// Values per record: the columns, then the spare slots.
+    pub(crate) fn width(&self) -> usize {
+        self.columns.len() + self.spare
+    }
+
     /// # Panics
     /// When `needed` does not have one entry per column or a `required` index is out of range:
     /// both come from the validated pipeline spec, so either is a bug, not bad input.
@@ -256,14 +263,14 @@ impl Plan {
                 plain_name: !f.name.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20),
             })
             .collect();
-        Plan { columns, required: cfg.required.into(), unit: cfg.timestamp_unit }
+        Plan { columns, required: cfg.required.into(), unit: cfg.timestamp_unit, spare: 0 }
     }
 
     /// A record of nulls.
     pub(crate) fn empty_values(&self) -> Vec<Value> {
         // Not `vec![Value::Null; n]`: that clones through `Value::clone`, a match per slot.
-        let mut v = Vec::with_capacity(self.columns.len());
-        v.resize_with(self.columns.len(), || Value::Null);
+        let mut v = Vec::with_capacity(self.width());
+        v.resize_with(self.width(), || Value::Null);
         v
     }
 

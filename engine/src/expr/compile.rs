@@ -26,7 +26,7 @@ type Eval = Box<dyn Fn(&[Value]) -> Result<Value, Fail> + Send + Sync>;
 
 /// A failed evaluation inside the closures: the error condition and the failing
 /// sub-expression's name. Three words, so that every closure's result stays small.
-struct Fail {
+pub(crate) struct Fail {
     kind: EvalErrorKind,
     expr: Arc<str>,
 }
@@ -73,6 +73,13 @@ impl Compiled {
     #[inline]
     pub fn eval_values(&self, values: &[Value]) -> Result<Value, ExprError> {
         (self.eval)(values).map_err(ExprError::from)
+    }
+
+    /// [`Compiled::eval_values`] with the failure not yet made an [`ExprError`] (which is
+    /// larger than the value: the per-record paths convert only when a record fails).
+    #[inline]
+    pub(crate) fn eval_raw(&self, values: &[Value]) -> Result<Value, Fail> {
+        (self.eval)(values)
     }
 
     /// The result type.
@@ -297,6 +304,17 @@ impl Build1 for CallNode1 {
                 })?
             });
         }
+        if let Func::Lower | Func::Upper = func {
+            // a key or a code is mostly already in the wanted case: the same shared text then
+            let upper = matches!(func, Func::Upper);
+            return Box::new(move |r| {
+                a.with(r, |x| match x {
+                    Value::Null => Ok(Value::Null),
+                    Value::Str(s) if ascii_in_case(s, upper) => Ok(x.clone()),
+                    _ => func.apply(std::slice::from_ref(x)).map_err(|k| fail(k, &name)),
+                })?
+            });
+        }
         let strict = func.null_intolerant();
         Box::new(move |r| {
             a.with(r, |x| {
@@ -307,6 +325,35 @@ impl Build1 for CallNode1 {
             })?
         })
     }
+}
+
+/// Whether `s` is ASCII with no letter to change: no upper case letter (`upper`: no lower case
+/// one).
+#[inline(always)]
+fn ascii_in_case(s: &str, upper: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // the letters to change: `from..from + 26`
+    let from = if upper { b'a' } else { b'A' };
+    let b = s.as_bytes();
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w);
+        if x & HIGH != 0 {
+            return false;
+        }
+        // every byte < 0x80, so no addition carries into the next byte: the high bit of
+        // `byte + (0x80 - from)` is set from `from` on, that of `byte + (0x80 - from - 26)` past
+        // the last letter
+        let at_least = x.wrapping_add((0x80 - u64::from(from)) * ONES);
+        let past = x.wrapping_add((0x80 - u64::from(from) - 26) * ONES);
+        if at_least & !past & HIGH != 0 {
+            return false;
+        }
+    }
+    !chunks.remainder().iter().any(|&c| c >= 0x80 || c.wrapping_sub(from) < 26)
 }
 
 /// A cast, explicit (`CAST`, `try_cast`) or inserted by the type rules.
@@ -454,6 +501,42 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
                 }
                 f.apply(&v).map_err(|k| fail(k, &name))
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ascii_in_case;
+
+    /// The word-at-a-time check against the byte-by-byte rule, for every byte value at every
+    /// position of strings of 1 to 19 bytes (both sides of the 8-byte words) and both cases.
+    #[test]
+    fn ascii_case_check_agrees_with_the_bytewise_rule() {
+        for len in 1..20 {
+            for pos in 0..len {
+                for byte in 0u8..=0x7f {
+                    let mut b = vec![b'k'; len];
+                    b[pos] = byte;
+                    for upper in [false, true] {
+                        let mut b = b.clone();
+                        if upper {
+                            b.iter_mut().filter(|c| **c == b'k').for_each(|c| *c = b'K');
+                        }
+                        let s = std::str::from_utf8(&b).unwrap_or_else(|e| panic!("{e}"));
+                        let expected = if upper {
+                            !s.bytes().any(|c| c.is_ascii_lowercase())
+                        } else {
+                            !s.bytes().any(|c| c.is_ascii_uppercase())
+                        };
+                        assert_eq!(ascii_in_case(s, upper), expected, "{s:?} upper={upper}");
+                    }
+                }
+            }
+            // a non-ASCII character anywhere is never "in case"
+            let s = format!("{}é", "k".repeat(len));
+            assert!(!ascii_in_case(&s, false));
+            assert!(!ascii_in_case(&s, true));
         }
     }
 }
