@@ -56,15 +56,15 @@ on the source actor's thread:
     out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
   3. WHERE before the watermark (query.sql): (NOT (user_id = bot))
     out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
-  4. keys and measure inputs (query.sql): event_time, user_id, amount
-    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+  4. keys and measure inputs (query.sql): user_id, amount, event_time
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
   5. watermark on event_time, delay 10 minutes
-    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
   6. routing by partition key (user_id) to the partition actor owning its key range
-    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
 chained on the partition actor's thread:
   7. WHERE after the watermark (query.sql): (event_time > TIMESTAMP '2024-01-01 00:00:00')
-    out: event_time TIMESTAMP, user_id STRING, amount DOUBLE
+    out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
   8. window aggregate: key (user_id), tumbling window 5 minutes on event_time, measures sum(amount) AS sum(amount), count(*) AS count(1), output mode append, watermark max(event_time) - 10 minutes
     out: window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, user_id STRING, sum(amount) DOUBLE, count(1) BIGINT
   9. HAVING (query.sql): (count(1) > 1)

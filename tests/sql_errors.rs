@@ -269,9 +269,9 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.sql", "k is a column of type STRING, not a struct at 1:8", "STRUCT column"],
         ),
         (
-            "sum of a string when no column is numeric",
+            "sum of a string names the source's numeric columns",
             sql("SELECT sum(k) FROM source"),
-            vec!["query.sql", "a STRING column, for sum", "at 1:8", "DECIMAL) column (the input has none)"],
+            vec!["query.sql", "a STRING column, for sum", "at 1:8", "DECIMAL) column: v, n"],
         ),
         (
             "an INTERVAL column",

@@ -303,6 +303,7 @@ impl Aggregation<'_> {
                 pos: Pos::default(),
             });
         }
+        let projection = in_source_order(projection, schema);
         let projected: Vec<PipelineExpr> =
             projection.iter().map(|(name, e)| expr(e, Some(name), schema)).collect::<Result<_, _>>()?;
         let p_schema = Schema::new(
@@ -352,6 +353,28 @@ impl Aggregation<'_> {
         output_steps.push(Step::Project(list));
         Ok((projected, watermarked, query, output_steps))
     }
+}
+
+/// The aggregation's projection laid out as the source's columns in their places, then the
+/// computed keys and measure inputs: the operator finds its columns by name either way, and
+/// this layout costs nothing per record (no computed column: the record passes through as it
+/// is) or writes the computed ones into the spare slots the decoder leaves
+/// ([`crate::steps::CompiledSteps::spare_columns`]); the columns no one reads are not decoded.
+/// Kept as it is when a computed column's name is a source column's (the operator would find
+/// the source's).
+fn in_source_order(projection: Vec<(String, Syntax)>, schema: &Schema) -> Vec<(String, Syntax)> {
+    let plain = |(name, e): &(String, Syntax)| {
+        matches!(&e.kind, SyntaxKind::Column(parts) if parts.len() == 1
+            && schema.resolve(&parts[0]).is_some_and(|i| schema.fields()[i].name == *name))
+    };
+    let computed: Vec<(String, Syntax)> = projection.iter().filter(|item| !plain(item)).cloned().collect();
+    if computed.iter().any(|(name, _)| schema.resolve(name).is_some()) {
+        return projection;
+    }
+    let mut out: Vec<(String, Syntax)> =
+        schema.fields().iter().map(|f| (f.name.clone(), column(&f.name, Pos::default()))).collect();
+    out.extend(computed);
+    out
 }
 
 /// Rewrites a select item or HAVING over the aggregate's output row.
