@@ -56,7 +56,7 @@ on the source actor's thread:
     out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
   3. WHERE before the watermark (query.sql): (NOT (user_id = bot))
     out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
-  4. keys and measure inputs (query.sql): user_id, amount, event_time
+  4. keys and measure inputs (query.sql): the columns as they are (nothing computed)
     out: user_id STRING, amount DOUBLE, event_time TIMESTAMP
   5. watermark on event_time, delay 10 minutes
     out: user_id STRING, amount DOUBLE, event_time TIMESTAMP

@@ -17,6 +17,7 @@
 
 use std::fmt::Write as _;
 
+use crate::expr::Node;
 use crate::schema::Schema;
 use crate::spec::{
     ClockSpec, Format, MeasureSpec, Mode, OutputMode, Pipeline, PipelineExpr, QuerySpec, SessionGap, SinkSpec,
@@ -153,7 +154,23 @@ fn step_line(step: &Step, place: Place) -> String {
         (Step::Filter(e), true, Place::Output) => format!("HAVING (query.sql): {}", e.typed.name),
         (Step::Filter(e), false, _) => format!("filter ({}): {}", e.field, e.typed.name),
         (Step::Project(items), true, Place::Output) => format!("select list (query.sql): {}", items_text(items)),
-        (Step::Project(items), true, _) => format!("keys and measure inputs (query.sql): {}", items_text(items)),
+        (Step::Project(items), true, _) => {
+            // the planner keeps the source's columns in their places (crate::spec::sql_query)
+            let in_place = items
+                .iter()
+                .enumerate()
+                .take_while(|(i, e)| matches!(e.typed.node, Node::Column(c) if c == *i))
+                .count();
+            match (in_place, &items[in_place..]) {
+                (0, _) => format!("keys and measure inputs (query.sql): {}", items_text(items)),
+                (_, []) => {
+                    "keys and measure inputs (query.sql): the columns as they are (nothing computed)".to_string()
+                }
+                (n, rest) => {
+                    format!("keys and measure inputs (query.sql): the {n} columns in place, then {}", items_text(rest))
+                }
+            }
+        }
         (Step::Project(items), false, _) => {
             let field = field.split('[').next().unwrap_or(field);
             format!("select ({field}): {}", items_text(items))
