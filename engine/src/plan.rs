@@ -287,7 +287,14 @@ impl QueryPlan {
         } else {
             let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
             let (steps, decoded_needed) = CompiledSteps::new(&p.source_steps, decoded.len(), &needed, named);
-            (steps, decoded_needed, Vec::new())
+            if steps.has_no_steps() {
+                // only projections that keep each record as it is (columns renamed at most, as the
+                // SQL aggregation's in source order): the record goes on untouched and the
+                // decoder checks the required columns, as without steps
+                (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, decoded_needed, required)
+            } else {
+                (steps, decoded_needed, Vec::new())
+            }
         };
         let query_output_names: Vec<String> = p.query_output_schema().into_iter().map(|f| f.name).collect();
         let output_names: Vec<String> = p.output_schema().into_iter().map(|f| f.name).collect();

@@ -42,9 +42,6 @@ struct Projection {
     /// Whether the step is the last one: its plain columns are then moved out of the record it
     /// reads (which nothing reads after it) instead of copied.
     moves: bool,
-    /// The output is the input itself (every item the input column at its own index, or not
-    /// read later, and as many as the input has): the record passes through untouched.
-    identity: bool,
     /// The first `in_place` items are the input's columns where they are (or not read later)
     /// and the rest are computed: given a record with room for the rest
     /// ([`CompiledSteps::spare_columns`] NULL slots after its columns, as the decoders leave
@@ -152,7 +149,11 @@ impl CompiledSteps {
                         })
                         && out[width..].iter().all(|item| !matches!(item, Item::Column { .. }));
                     let in_place = if first && prefix { width } else { 0 };
-                    compiled.push(Compiled1::Project(Projection { items: out, moves, identity, in_place }));
+                    // a projection that keeps the record as it is (every item the input column at
+                    // its own index, or not read later, as many as the input has) is left out
+                    if !identity {
+                        compiled.push(Compiled1::Project(Projection { items: out, moves, in_place }));
+                    }
                 }
             }
             need = before;
@@ -175,6 +176,12 @@ impl CompiledSteps {
                 Compiled1::Filter(_) => None,
             })
             .unwrap_or(0)
+    }
+
+    /// Whether no step does anything per record (there were none, or only projections that
+    /// keep the record as it is); required columns may remain to check.
+    pub fn has_no_steps(&self) -> bool {
+        self.steps.is_empty()
     }
 
     /// Whether there is nothing to do: no steps and no required column.
@@ -216,7 +223,6 @@ impl CompiledSteps {
                     Ok(_) => return Applied::Drop,
                     Err(e) => return failed(reason(&e.into()), input, filled),
                 },
-                Compiled1::Project(p) if p.identity => {}
                 Compiled1::Project(p) => {
                     let mut values = Vec::with_capacity(p.items.len());
                     for item in &p.items {
