@@ -680,6 +680,41 @@ fn hex(bytes: &[u8]) -> String {
 ///
 /// A zero result is +0.0 (a BigDecimal has no negative zero: `round(-0.0D, -1)` is 0.0).
 pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
+    round_f64_scaled(x, scale).unwrap_or_else(|| round_f64_digits(x, scale, half_even))
+}
+
+/// Powers of ten that a double holds exactly (10^0 ..= 10^22).
+const EXACT_POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
+];
+
+/// [`round_f64`] in floating point, when that gives its exact answer: `scale` in 0..=22,
+/// `|x| * 10^scale` below 2^52, and not within a relative 1e-14 of a half (where the shortest
+/// decimal form decides, and HALF_UP and HALF_EVEN differ). Then rounding `|x| * 10^scale` to
+/// the nearest integer `k` rounds the shortest decimal form of `x` the same way (the product is
+/// within about 2^-52 relative of that form times 10^scale), and `k / 10^scale`, a correctly
+/// rounded division of exact operands, is the double nearest `k × 10^-scale`, which is what
+/// parsing the rounded digits gives. `None`: not such a case.
+fn round_f64_scaled(x: f64, scale: i32) -> Option<f64> {
+    let p = *EXACT_POW10.get(usize::try_from(scale).ok()?)?;
+    let y = x.abs() * p;
+    if !(y < 4_503_599_627_370_496.0) {
+        // 2^52 and above, infinities and NaN
+        return None;
+    }
+    let floor = y.floor();
+    let frac = y - floor;
+    if (frac - 0.5).abs() <= 1e-14 * y.max(1.0) {
+        return None;
+    }
+    let k = if frac > 0.5 { floor + 1.0 } else { floor };
+    // a zero result is +0.0, as the exact path gives
+    Some(if k == 0.0 { 0.0 } else { (k / p).copysign(x) })
+}
+
+/// [`round_f64`] on the digits of the shortest decimal form.
+fn round_f64_digits(x: f64, scale: i32, half_even: bool) -> f64 {
     if !x.is_finite() {
         return x;
     }
@@ -795,6 +830,10 @@ mod tests {
     fn round_is_half_up_on_the_shortest_decimal_form() {
         // Expected values: Spark's round / bround (BigDecimal of Double.toString).
         assert_eq!(round_f64(2.675, 2, false), 2.68);
+        assert_eq!(round_f64(1.005, 2, false), 1.01);
+        assert_eq!(round_f64(0.125, 2, true), 0.12);
+        assert_eq!(round_f64(0.125, 2, false), 0.13);
+        assert_eq!(round_f64(-0.001, 2, false).to_bits(), 0.0f64.to_bits());
         assert_eq!(round_f64(-2.5, 0, false), -3.0);
         assert_eq!(round_f64(2.5, 0, true), 2.0);
         assert_eq!(round_f64(3.5, 0, true), 4.0);
@@ -841,5 +880,42 @@ mod tests {
         assert_eq!(substring("héllo", 2, 1), "é");
         assert_eq!(substring("abc", -5, 3), "a");
         assert_eq!(substring("abc", 2, 0), "");
+    }
+
+    /// The floating-point path gives, wherever it answers, exactly what the digit path gives,
+    /// over magnitudes from 1e-8 to 1e17, scales 0 to 22, both rounding modes, and values on
+    /// and next to the halves.
+    #[test]
+    fn round_in_floating_point_agrees_with_rounding_the_digits() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut answered = 0;
+        for i in 0..400_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mantissa = (x >> 11) as f64 / (1u64 << 53) as f64;
+            let magnitude = 10f64.powi((i % 26) as i32 - 8);
+            let scale = ((x >> 3) % 23) as i32;
+            let mut v = mantissa * magnitude;
+            if i % 3 == 0 {
+                // a half at this scale, or its neighbours
+                let p = 10f64.powi(scale);
+                v = ((v * p).floor() + 0.5) / p;
+                if i % 2 == 0 {
+                    v = f64::from_bits(v.to_bits() + (i % 5) - 2);
+                }
+            }
+            if i % 4 == 1 {
+                v = -v;
+            }
+            for half_even in [false, true] {
+                if let Some(fast) = round_f64_scaled(v, scale) {
+                    answered += 1;
+                    let exact = round_f64_digits(v, scale, half_even);
+                    assert_eq!(fast.to_bits(), exact.to_bits(), "round({v:e}, {scale}) half_even={half_even}");
+                }
+            }
+        }
+        assert!(answered > 100_000, "the fast path answered {answered} times");
     }
 }
