@@ -458,8 +458,15 @@ impl Binder<'_> {
             "from_unixtime" => {
                 arity(1..=2)?;
                 let x = self.bind(&args[0])?;
-                if !matches!(x.data_type, DataType::Int | DataType::Long) && !is_null_literal(&x) {
-                    return Err(ty_err(pos, format!("from_unixtime of {} ({})", x.data_type, x.name), "INT, BIGINT"));
+                // Spark casts its argument to BIGINT implicitly (a DOUBLE truncates, a STRING is
+                // parsed: CAST_INVALID_INPUT where it is not a number)
+                let castable = x.data_type.is_numeric() || x.data_type == DataType::String;
+                if !castable && !is_null_literal(&x) {
+                    return Err(ty_err(
+                        pos,
+                        format!("from_unixtime of {} ({})", x.data_type, x.name),
+                        "a number of seconds: INT, BIGINT, DOUBLE, FLOAT, DECIMAL, or a STRING holding one",
+                    ));
                 }
                 let p = if args.len() == 2 { lit_str(1)? } else { DEFAULT_UNIX_PATTERN.to_string() };
                 let parts = unix_pattern(args.get(1).map_or(pos, |a| a.pos), &p)?;
@@ -467,7 +474,7 @@ impl Binder<'_> {
                 let t = call(Func::FromUnix(1_000_000), vec![coerce(x, DataType::Long)], DataType::Timestamp, name.clone());
                 Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
             }
-            // Spark's UnixTimestamp: seconds since the epoch (floor) of a TIMESTAMP, a DATE's
+            // Spark's UnixTimestamp: seconds since the epoch (truncated toward zero) of a TIMESTAMP, a DATE's
             // midnight or a STRING parsed with the pattern (`yyyy-MM-dd HH:mm:ss` by default, an
             // error under ANSI where it does not parse); `unix_timestamp()` is the current time
             "unix_timestamp" => {
@@ -498,7 +505,7 @@ impl Binder<'_> {
                         ));
                     }
                 };
-                Ok(call(Func::UnixTime(1_000_000), vec![t], DataType::Long, name))
+                Ok(call(Func::UnixTimestamp, vec![t], DataType::Long, name))
             }
             "split" | "explode" | "explode_outer" | "posexplode" | "inline" | "array" | "map" | "sequence" => {
                 let what = if lower == "split" || lower == "array" || lower == "sequence" {
