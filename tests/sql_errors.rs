@@ -403,7 +403,7 @@ fn an_unsupported_aggregate_is_named_with_the_supported_aggregates_not_as_a_miss
             vec!["query.sql", "median, not a supported aggregate function", "approx_percentile(x, 0.5)", "at 1:11"],
         ),
         (
-            "percentile_approx spelled in capitals is supported, PERCENTILE is not",
+            "the exact percentile, in capitals",
             sql("SELECT k, PERCENTILE(v, 0.5) FROM source GROUP BY k"),
             vec!["query.sql", "percentile, not a supported aggregate function", "at 1:11", "approx_percentile"],
         ),
