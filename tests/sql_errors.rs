@@ -419,10 +419,8 @@ fn an_unsupported_aggregate_is_named_with_the_supported_aggregates_not_as_a_miss
         ),
         (
             "an unsupported aggregate in a source select",
-            pipeline(SCHEMA, "sql = \"SELECT k FROM source\"", "").replace(
-                "schema = \"k STRING",
-                "select = [\"k\", \"skewness(v) AS s\"]\nschema = \"k STRING",
-            ),
+            pipeline(SCHEMA, "sql = \"SELECT k FROM source\"", "")
+                .replace("schema = \"k STRING", "select = [\"k\", \"skewness(v) AS s\"]\nschema = \"k STRING"),
             vec!["source.select[1]", "skewness, not a supported aggregate function", "1:1"],
         ),
         (
@@ -458,11 +456,7 @@ fn an_aggregate_filter_clause_is_refused_with_its_case_when_form() {
 fn order_by_is_refused_in_complete_mode_too_saying_what_spark_allows_and_why_eddy_does_not() {
     check_all(vec![(
         "ORDER BY after an aggregation in complete mode",
-        sql_with(
-            "SELECT k, count(*) AS c FROM source GROUP BY k\nORDER BY c DESC",
-            "output_mode = \"complete\"",
-            "",
-        ),
+        sql_with("SELECT k, count(*) AS c FROM source GROUP BY k\nORDER BY c DESC", "output_mode = \"complete\"", ""),
         vec![
             "query.sql",
             "ORDER BY at 2:1",

@@ -471,7 +471,8 @@ impl Binder<'_> {
                 let p = if args.len() == 2 { lit_str(1)? } else { DEFAULT_UNIX_PATTERN.to_string() };
                 let parts = unix_pattern(args.get(1).map_or(pos, |a| a.pos), &p)?;
                 let name = format!("from_unixtime({}, {p})", x.name);
-                let t = call(Func::FromUnix(1_000_000), vec![coerce(x, DataType::Long)], DataType::Timestamp, name.clone());
+                let t =
+                    call(Func::FromUnix(1_000_000), vec![coerce(x, DataType::Long)], DataType::Timestamp, name.clone());
                 Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
             }
             // Spark's UnixTimestamp: seconds since the epoch (truncated toward zero) of a TIMESTAMP, a DATE's
@@ -538,27 +539,25 @@ impl Binder<'_> {
                 let name = named("hash", &a);
                 Ok(call(Func::Hash, a, DataType::Int, name))
             }
-            _ if crate::spec::AGGREGATES.contains(&lower.as_str()) || lower == "count_if" =>
-            {
-                Err(unsupported(
-                    pos,
-                    format!("aggregate function {fname} in a row expression"),
-                    "functions of one record's values (aggregates go in [query] measures)",
-                ))
-            }
-            _ if super::is_unsupported_aggregate(&lower) => {
-                Err(super::unsupported_aggregate_error(pos, &lower))
-            }
+            _ if crate::spec::AGGREGATES.contains(&lower.as_str()) || lower == "count_if" => Err(unsupported(
+                pos,
+                format!("aggregate function {fname} in a row expression"),
+                "functions of one record's values (aggregates go in [query] measures)",
+            )),
+            _ if super::is_unsupported_aggregate(&lower) => Err(super::unsupported_aggregate_error(pos, &lower)),
             _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
         }
     }
-
 }
 
 /// A `from_unixtime` / `unix_timestamp` pattern (written at `pos`) as a [`DateFormat`]'s parts.
 fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprError> {
     parse_format(p).ok_or_else(|| {
-        unsupported(pos, format!("the datetime pattern '{p}'"), "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators")
+        unsupported(
+            pos,
+            format!("the datetime pattern '{p}'"),
+            "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+        )
     })
 }
 

@@ -343,5 +343,6 @@ fn distinct_output_names(q: &QuerySpec, schema: &Schema) -> Result<(), SpecError
 /// # Errors
 /// A [`SpecError`] at `query.output_mode` when `given` is none of `choices` in any case.
 fn output_mode_choice<'a>(given: &str, choices: &[&'a str]) -> Result<&'a str, SpecError> {
-    choice("query.output_mode", &given.to_ascii_lowercase(), choices).map_err(|e| SpecError { given: quote(given), ..e })
+    choice("query.output_mode", &given.to_ascii_lowercase(), choices)
+        .map_err(|e| SpecError { given: quote(given), ..e })
 }
