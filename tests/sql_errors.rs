@@ -513,6 +513,23 @@ fn output_mode_is_read_ignoring_case_as_spark_and_explained_in_lower_case() {
         assert_eq!(code, Some(0), "output_mode = {given:?}: {err}");
         assert!(out.contains(&format!("output mode {canonical},")), "output_mode = {given:?}: {out}");
     }
+    // the structured queries read it the same way
+    let rolling = pipeline(
+        SCHEMA,
+        "type = \"rolling_window\"\npartition_by = [\"k\"]\norder_by = \"ts\"\n\
+         measures = [{ agg = \"sum\", column = \"v\", over = \"1 hour\" }]\noutput_mode = \"Update\"",
+        "",
+    );
+    let (code, _, err) = explain(&rolling);
+    assert_eq!(code, Some(0), "a rolling window with output_mode = \"Update\": {err}");
+    let structured = pipeline(
+        SCHEMA,
+        "type = \"window_aggregate\"\ngroup_by = [\"k\"]\nmeasures = [{ agg = \"count\" }]\noutput_mode = \"COMPLETE\"",
+        "",
+    );
+    let (code, out, err) = explain(&structured);
+    assert_eq!(code, Some(0), "a window aggregate with output_mode = \"COMPLETE\": {err}");
+    assert!(out.contains("output mode complete,"), "{out}");
     check_all(vec![(
         "an unknown output mode, quoted as given",
         sql_with("SELECT k, count(*) FROM source GROUP BY k", "output_mode = \"Completed\"", ""),
