@@ -588,7 +588,7 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
             if let Some(condition) = &f.filter {
                 return Err(unsupported(
                     e,
-                    format!("the aggregate FILTER clause in `{e}` (aggregate FILTER clauses are not supported)"),
+                    format!("`{e}` (aggregate FILTER clauses are not supported)"),
                     &format!("the condition inside the aggregate: {}", filter_rewrite(&name, &f.args, condition)),
                 ));
             }

@@ -62,12 +62,9 @@ pub fn is_unsupported_aggregate(name: &str) -> bool {
     UNSUPPORTED.iter().any(|(n, _)| *n == lower)
 }
 
-/// The error for a call of the unsupported aggregate `name` written at `pos`: the function as written,
-/// why or what to write instead where there is a supported equivalent, and
-/// [`SUPPORTED_AGGREGATES`].
-///
-/// # Panics
-/// Never; `name` need not be an unsupported aggregate (the hint is then left out).
+/// The error for a call of the unsupported aggregate `name` written at `pos`: the function's
+/// name (lower case), why it does not run or what to write instead where there is a supported
+/// equivalent, and [`SUPPORTED_AGGREGATES`]. A `name` that is not in the list gets no hint.
 pub fn unsupported_aggregate_error(pos: Pos, name: &str) -> ExprError {
     let lower = name.to_ascii_lowercase();
     let hint = UNSUPPORTED.iter().find(|(n, _)| *n == lower).and_then(|(_, h)| *h);

@@ -475,9 +475,10 @@ impl Binder<'_> {
                     call(Func::FromUnix(1_000_000), vec![coerce(x, DataType::Long)], DataType::Timestamp, name.clone());
                 Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
             }
-            // Spark's UnixTimestamp: seconds since the epoch (truncated toward zero) of a TIMESTAMP, a DATE's
-            // midnight or a STRING parsed with the pattern (`yyyy-MM-dd HH:mm:ss` by default, an
-            // error under ANSI where it does not parse); `unix_timestamp()` is the current time
+            // Spark's UnixTimestamp: seconds since the epoch (truncated toward zero) of a
+            // TIMESTAMP, a DATE's midnight or a STRING parsed with the pattern (`yyyy-MM-dd
+            // HH:mm:ss` by default; CANNOT_PARSE_TIMESTAMP under ANSI where it does not parse);
+            // `unix_timestamp()` is the current time
             "unix_timestamp" => {
                 if args.is_empty() {
                     return Err(unsupported(
@@ -579,8 +580,9 @@ const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, 
      least, lower, upper, length, char_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
-     unix_millis, unix_micros, unix_timestamp, from_unixtime, timestamp_seconds, timestamp_millis, timestamp_micros, date_trunc, date_format, to_date, to_timestamp, \
-     try_to_timestamp, struct, named_struct, to_json, get_json_object, window_time, hash";
+     unix_millis, unix_micros, unix_timestamp, from_unixtime, timestamp_seconds, timestamp_millis, timestamp_micros, \
+     date_trunc, date_format, to_date, to_timestamp, try_to_timestamp, struct, named_struct, to_json, get_json_object, \
+     window_time, hash";
 
 /// A Java regular expression that Rust's `regex` reads the same way; refused otherwise
 /// (backreferences, lookaround and possessive quantifiers do not compile).

@@ -81,7 +81,8 @@ impl SqlQueryPlan {
 ///
 /// # Errors
 /// A [`SpecError`] at `query.sql` whose `given` names the construct and its line:column in the
-/// SQL text: a FROM that names another source, an unknown column, a type error, a column
+/// SQL text: a FROM that names another source, an aggregate function of Spark's that Eddy does
+/// not run (named, with the supported ones), an unknown column, a type error, a column
 /// neither grouped nor aggregated, an aggregate or a window call in WHERE, an aggregate in GROUP
 /// BY, nested aggregates, a window whose time argument is not a column, a GROUP BY position out
 /// of range, two output columns of one name (ignoring case); at
@@ -721,12 +722,12 @@ fn collect_measures(
     if measures.iter().any(|m| m.call == normalized) {
         return Ok(());
     }
-    let usage = |what: &str| at(s.pos, format!("{} ({what})", written(s)), aggregate_usage(&agg));
-    let Some(input) = args.first() else { return Err(usage("no argument")) };
-    let mut raw = RawMeasure { agg: Some(agg.clone()), ..RawMeasure::default() };
     if agg == "count_if" {
         return count_if(s, args, schema, measures, projection);
     }
+    let usage = |what: &str| at(s.pos, format!("{} ({what})", written(s)), aggregate_usage(&agg));
+    let Some(input) = args.first() else { return Err(usage("no argument")) };
+    let mut raw = RawMeasure { agg: Some(agg.clone()), ..RawMeasure::default() };
     let counts_rows = agg == "count" && matches!(&input.kind, SyntaxKind::Literal(l) if *l != Literal::Null);
     let by = matches!(agg.as_str(), "max_by" | "min_by");
     if by {
