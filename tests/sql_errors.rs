@@ -126,7 +126,11 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             sql("SELECT count(*) FROM source GROUP BY window(ts, '5 seconds'), window(ts, '10 seconds')"),
             vec!["query.sql", "a second window", "at 1:63", "one window(...)"],
         ),
-        ("ORDER BY", sql("SELECT k FROM source ORDER BY k"), vec!["query.sql", "ORDER BY at 1:22", "unordered"]),
+        (
+            "ORDER BY",
+            sql("SELECT k FROM source ORDER BY k"),
+            vec!["query.sql", "ORDER BY at 1:22", "Spark sorts a stream only after an aggregation in complete mode"],
+        ),
         ("LIMIT", sql("SELECT k FROM source LIMIT 3"), vec!["query.sql", "LIMIT at 1:22", "one SELECT"]),
         ("DISTINCT", sql("SELECT DISTINCT k FROM source"), vec!["query.sql", "DISTINCT at 1:8", "without DISTINCT"]),
         (
@@ -374,6 +378,162 @@ fn a_window_in_where_is_refused_pointing_to_group_by() {
         "a session window in WHERE",
         sql("SELECT k FROM source\nWHERE k = 'a' AND session_window(ts, '5 seconds') IS NULL"),
         vec!["query.sql", "session_window(ts, '5 seconds') in WHERE at 2:19", "in GROUP BY"],
+    )]);
+}
+
+#[test]
+fn an_unsupported_aggregate_is_named_with_the_supported_aggregates_not_as_a_missing_aggregation() {
+    // Spark has these aggregates and Eddy does not run them: the column inside is not "neither
+    // grouped nor aggregated" (MISSING_AGGREGATION), the function is what is missing.
+    let supported = "the aggregate functions count, count_if, sum, avg (mean), min, max, stddev (stddev_samp)";
+    check_all(vec![
+        (
+            "collect_list in an aggregation",
+            sql("SELECT k,\n  collect_list(v) FROM source GROUP BY k"),
+            vec!["query.sql", "collect_list, not a supported aggregate function", "no ARRAY type", "at 2:3", supported],
+        ),
+        (
+            "collect_set in a global aggregation",
+            sql("SELECT collect_set(k) FROM source"),
+            vec!["query.sql", "collect_set, not a supported aggregate function", "at 1:8", "max_by, min_by"],
+        ),
+        (
+            "median, with its approximate equivalent",
+            sql("SELECT k, median(v) AS m FROM source GROUP BY k"),
+            vec!["query.sql", "median, not a supported aggregate function", "approx_percentile(x, 0.5)", "at 1:11"],
+        ),
+        (
+            "the exact percentile, in capitals",
+            sql("SELECT k, PERCENTILE(v, 0.5) FROM source GROUP BY k"),
+            vec!["query.sql", "percentile, not a supported aggregate function", "at 1:11", "approx_percentile"],
+        ),
+        (
+            "stddev's alias std",
+            sql("SELECT k, std(v) FROM source GROUP BY k"),
+            vec!["query.sql", "std, not a supported aggregate function", "stddev(x) is the same function"],
+        ),
+        (
+            "an unsupported aggregate in HAVING",
+            sql("SELECT k FROM source GROUP BY k HAVING bool_and(v > 0)"),
+            vec!["query.sql", "bool_and, not a supported aggregate function", "min(c)", "at 1:40"],
+        ),
+        (
+            "an unsupported aggregate in a source select",
+            pipeline(SCHEMA, "sql = \"SELECT k FROM source\"", "")
+                .replace("schema = \"k STRING", "select = [\"k\", \"skewness(v) AS s\"]\nschema = \"k STRING"),
+            vec!["source.select[1]", "skewness, not a supported aggregate function", "1:1"],
+        ),
+        (
+            "count_if of a non-boolean",
+            sql("SELECT k, count_if(n) FROM source GROUP BY k"),
+            vec!["query.sql", "count_if of BIGINT (n) at 1:20", "a BOOLEAN condition"],
+        ),
+    ]);
+}
+
+#[test]
+fn an_aggregate_filter_clause_is_refused_with_its_case_when_form() {
+    check_all(vec![
+        (
+            "count(*) FILTER",
+            sql("SELECT k,\n  count(*) FILTER (WHERE v > 1) AS big FROM source GROUP BY k"),
+            vec![
+                "query.sql",
+                "aggregate FILTER clauses are not supported",
+                "at 2:3",
+                "count(CASE WHEN v > 1 THEN 1 END)",
+            ],
+        ),
+        (
+            "sum(x) FILTER",
+            sql("SELECT k, sum(v) FILTER (WHERE k <> 'x') FROM source GROUP BY k"),
+            vec!["query.sql", "aggregate FILTER clauses are not supported", "sum(CASE WHEN k <> 'x' THEN v END)"],
+        ),
+    ]);
+}
+
+#[test]
+fn order_by_is_refused_in_complete_mode_too_saying_what_spark_allows_and_why_eddy_does_not() {
+    check_all(vec![(
+        "ORDER BY after an aggregation in complete mode",
+        sql_with("SELECT k, count(*) AS c FROM source GROUP BY k\nORDER BY c DESC", "output_mode = \"complete\"", ""),
+        vec![
+            "query.sql",
+            "ORDER BY at 2:1",
+            "Spark sorts a stream only after an aggregation in complete mode",
+            "no total order",
+        ],
+    )]);
+}
+
+#[test]
+fn array_functions_are_refused_as_such_pointing_to_split_part() {
+    check_all(vec![
+        (
+            "split",
+            sql("SELECT k, split(k, ',') AS parts FROM source"),
+            vec!["query.sql", "split (it returns an ARRAY, and Eddy has no ARRAY type) at 1:11", "split_part"],
+        ),
+        (
+            "explode",
+            sql("SELECT explode(split(k, ',')) FROM source"),
+            vec!["query.sql", "explode (it generates rows from an ARRAY", "at 1:8", "split_part(s, delimiter, n)"],
+        ),
+        (
+            "unix_timestamp() without arguments (the current time)",
+            sql("SELECT k, unix_timestamp() FROM source"),
+            vec!["query.sql", "unix_timestamp() (the processing time", "at 1:11"],
+        ),
+    ]);
+}
+
+/// Runs `eddy explain` on `pipeline` (empty input folder) and returns its exit code and stdout.
+fn explain(pipeline: &str) -> (Option<i32>, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("input")).unwrap();
+    std::fs::write(tmp.path().join("p.toml"), pipeline).unwrap();
+    let out = eddy(tmp.path(), &["explain", "p.toml"]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn output_mode_is_read_ignoring_case_as_spark_and_explained_in_lower_case() {
+    // Spark's OutputMode parsing lower-cases the name: outputMode("Complete") is complete.
+    for (given, canonical) in [("Complete", "complete"), ("UPDATE", "update"), ("Append", "append")] {
+        let p = sql_with(
+            "SELECT window(ts, '5 seconds') AS w, count(*) AS c FROM source GROUP BY 1",
+            &format!("output_mode = \"{given}\""),
+            "",
+        );
+        let (code, out, err) = explain(&p);
+        assert_eq!(code, Some(0), "output_mode = {given:?}: {err}");
+        assert!(out.contains(&format!("output mode {canonical},")), "output_mode = {given:?}: {out}");
+    }
+    // the structured queries read it the same way
+    let rolling = pipeline(
+        SCHEMA,
+        "type = \"rolling_window\"\npartition_by = [\"k\"]\norder_by = \"ts\"\n\
+         measures = [{ agg = \"sum\", column = \"v\", over = \"1 hour\" }]\noutput_mode = \"Update\"",
+        "",
+    );
+    let (code, _, err) = explain(&rolling);
+    assert_eq!(code, Some(0), "a rolling window with output_mode = \"Update\": {err}");
+    let structured = pipeline(
+        SCHEMA,
+        "type = \"window_aggregate\"\ngroup_by = [\"k\"]\nmeasures = [{ agg = \"count\" }]\noutput_mode = \"COMPLETE\"",
+        "",
+    );
+    let (code, out, err) = explain(&structured);
+    assert_eq!(code, Some(0), "a window aggregate with output_mode = \"COMPLETE\": {err}");
+    assert!(out.contains("output mode complete,"), "{out}");
+    check_all(vec![(
+        "an unknown output mode, quoted as given",
+        sql_with("SELECT k, count(*) FROM source GROUP BY k", "output_mode = \"Completed\"", ""),
+        vec!["query.output_mode", "\"Completed\"", "\"append\", \"update\", \"complete\""],
     )]);
 }
 

@@ -178,6 +178,31 @@ fn unsupported(at: &impl Spanned, found: impl Into<String>, allowed: &str) -> Sq
     SqlError::Unsupported { pos: pos(at.span().start), found: found.into(), allowed: allowed.into() }
 }
 
+/// `name(args) FILTER (WHERE condition)` with the condition moved inside the aggregate, as a
+/// CASE WHEN whose missing ELSE is NULL, which the aggregate skips as the clause skips the row:
+/// `count(*) FILTER (WHERE c)` is `count(CASE WHEN c THEN 1 END)`, `sum(x) FILTER (WHERE c)` is
+/// `sum(CASE WHEN c THEN x END)`.
+fn filter_rewrite(name: &str, args: &FunctionArguments, condition: &Expr) -> String {
+    let written: Vec<String> = match args {
+        FunctionArguments::List(list) => list
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => "1".to_string(),
+                other => other.to_string(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    match written.split_first() {
+        Some((first, rest)) => {
+            let rest: String = rest.iter().map(|r| format!(", {r}")).collect();
+            format!("{name}(CASE WHEN {condition} THEN {first} END{rest})")
+        }
+        None => format!("{name}(CASE WHEN {condition} THEN ... END)"),
+    }
+}
+
 fn node(kind: SyntaxKind, at: &impl Spanned) -> Syntax {
     Syntax { kind, pos: pos(at.span().start) }
 }
@@ -560,7 +585,14 @@ fn lower(e: &Expr) -> Result<Syntax, SqlError> {
                     ));
                 }
             };
-            if f.over.is_some() || f.filter.is_some() || f.null_treatment.is_some() || !f.within_group.is_empty() {
+            if let Some(condition) = &f.filter {
+                return Err(unsupported(
+                    e,
+                    format!("`{e}` (aggregate FILTER clauses are not supported)"),
+                    &format!("the condition inside the aggregate: {}", filter_rewrite(&name, &f.args, condition)),
+                ));
+            }
+            if f.over.is_some() || f.null_treatment.is_some() || !f.within_group.is_empty() {
                 return Err(unsupported(
                     e,
                     format!("`{e}`"),

@@ -46,7 +46,10 @@ pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
         return Err(SqlError::Unsupported {
             pos: keyword_before(text, Keyword::ORDER, order.span().start),
             found: "ORDER BY".into(),
-            allowed: "an unordered query: rows are emitted as they are produced".into(),
+            allowed: "a query without ORDER BY: Spark sorts a stream only after an aggregation in complete mode, and \
+                      Eddy does not sort even then (each partition actor writes its own rows to the sink, so the output \
+                      has no total order); sort where the output is read"
+                .into(),
         });
     }
     if let Some(limit) = &query.limit_clause {

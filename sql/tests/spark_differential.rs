@@ -1,6 +1,7 @@
 //! Differential test against Apache Spark: every expression of each `tests/sql_diff/golden*.jsonl`
 //! (random well-typed expressions over a random schema, evaluated once by Spark 4.3 with ANSI
-//! on and the session time zone UTC, by `tests/sql_diff/gen.py`) is bound and evaluated by
+//! on and the session time zone UTC, by `tests/sql_diff/gen.py`, or `gen_unixtime.py` for
+//! `golden-unixtime.jsonl`) is bound and evaluated by
 //! Eddy on the same rows; output names, types and values must match Spark's (numbers within
 //! 1e-9 relative). An expression Spark refused must be refused; one whose evaluation failed in
 //! Spark must fail on some row with the same error condition.

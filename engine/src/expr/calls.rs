@@ -453,6 +453,72 @@ impl Binder<'_> {
                 };
                 Ok(call(func, vec![x], ty, name))
             }
+            // Spark's FromUnixTime: the seconds as a TIMESTAMP formatted in the session time
+            // zone (UTC), pattern `yyyy-MM-dd HH:mm:ss` by default (and named with it)
+            "from_unixtime" => {
+                arity(1..=2)?;
+                let x = self.bind(&args[0])?;
+                // Spark casts its argument to BIGINT implicitly (a DOUBLE truncates, a STRING is
+                // parsed: CAST_INVALID_INPUT where it is not a number)
+                let castable = x.data_type.is_numeric() || x.data_type == DataType::String;
+                if !castable && !is_null_literal(&x) {
+                    return Err(ty_err(
+                        pos,
+                        format!("from_unixtime of {} ({})", x.data_type, x.name),
+                        "a number of seconds: INT, BIGINT, DOUBLE, FLOAT, DECIMAL, or a STRING holding one",
+                    ));
+                }
+                let p = if args.len() == 2 { lit_str(1)? } else { DEFAULT_UNIX_PATTERN.to_string() };
+                let parts = unix_pattern(args.get(1).map_or(pos, |a| a.pos), &p)?;
+                let name = format!("from_unixtime({}, {p})", x.name);
+                let t =
+                    call(Func::FromUnix(1_000_000), vec![coerce(x, DataType::Long)], DataType::Timestamp, name.clone());
+                Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
+            }
+            // Spark's UnixTimestamp: seconds since the epoch (truncated toward zero) of a
+            // TIMESTAMP, a DATE's midnight or a STRING parsed with the pattern (`yyyy-MM-dd
+            // HH:mm:ss` by default; CANNOT_PARSE_TIMESTAMP under ANSI where it does not parse);
+            // `unix_timestamp()` is the current time
+            "unix_timestamp" => {
+                if args.is_empty() {
+                    return Err(unsupported(
+                        pos,
+                        "unix_timestamp() (the processing time is not yet reachable from an expression)".to_string(),
+                        "unix_timestamp(ts TIMESTAMP | d DATE | s STRING[, pattern])",
+                    ));
+                }
+                arity(1..=2)?;
+                let x = self.bind(&args[0])?;
+                let p = if args.len() == 2 { lit_str(1)? } else { DEFAULT_UNIX_PATTERN.to_string() };
+                let name = format!("unix_timestamp({}, {p})", x.name);
+                let t = match x.data_type {
+                    DataType::Timestamp | DataType::Date => coerce(x, DataType::Timestamp),
+                    DataType::String => {
+                        let parts = unix_pattern(args.get(1).map_or(pos, |a| a.pos), &p)?;
+                        let pattern = Some(DateFormat(parts.into()));
+                        call(Func::ToTimestamp { pattern, try_: false }, vec![x], DataType::Timestamp, name.clone())
+                    }
+                    _ if is_null_literal(&x) => coerce(x, DataType::Timestamp),
+                    other => {
+                        return Err(ty_err(
+                            pos,
+                            format!("unix_timestamp of {other} ({})", x.name),
+                            "TIMESTAMP, DATE, STRING",
+                        ));
+                    }
+                };
+                Ok(call(Func::UnixTimestamp, vec![t], DataType::Long, name))
+            }
+            "split" | "explode" | "explode_outer" | "posexplode" | "inline" | "array" | "map" | "sequence" => {
+                let what = if lower == "split" || lower == "array" || lower == "sequence" {
+                    format!("{lower} (it returns an ARRAY, and Eddy has no ARRAY type)")
+                } else if lower == "map" {
+                    "map (it returns a MAP, and Eddy has no MAP type)".to_string()
+                } else {
+                    format!("{lower} (it generates rows from an ARRAY or a MAP, and Eddy has no ARRAY or MAP type)")
+                };
+                Err(unsupported(pos, what, "split_part(s, delimiter, n) for the n-th field of a delimited string"))
+            }
             "current_timestamp" | "now" => Err(unsupported(
                 pos,
                 format!("{lower}() (the processing time is not yet reachable from an expression)"),
@@ -474,19 +540,30 @@ impl Binder<'_> {
                 let name = named("hash", &a);
                 Ok(call(Func::Hash, a, DataType::Int, name))
             }
-            _ if crate::spec::AGGREGATES.contains(&lower.as_str())
-                || matches!(lower.as_str(), "percentile_approx" | "max_by" | "min_by" | "first" | "last") =>
-            {
-                Err(unsupported(
-                    pos,
-                    format!("aggregate function {fname} in a row expression"),
-                    "functions of one record's values (aggregates go in [query] measures)",
-                ))
-            }
+            _ if crate::spec::AGGREGATES.contains(&lower.as_str()) || lower == "count_if" => Err(unsupported(
+                pos,
+                format!("aggregate function {fname} in a row expression"),
+                "functions of one record's values (aggregates go in [query] measures)",
+            )),
+            _ if super::is_unsupported_aggregate(&lower) => Err(super::unsupported_aggregate_error(pos, &lower)),
             _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
         }
     }
 }
+
+/// A `from_unixtime` / `unix_timestamp` pattern (written at `pos`) as a [`DateFormat`]'s parts.
+fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprError> {
+    parse_format(p).ok_or_else(|| {
+        unsupported(
+            pos,
+            format!("the datetime pattern '{p}'"),
+            "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+        )
+    })
+}
+
+/// Spark's default pattern of `from_unixtime` and `unix_timestamp` (part of their output names).
+const DEFAULT_UNIX_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
 
 /// Spark's name of a math function: its own name upper case (`SQRT`, `FLOOR`, `POWER`), an
 /// alias as written (`ceiling`, `pow`, `sign`), and `ln` lower case.
@@ -503,8 +580,9 @@ const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, 
      least, lower, upper, length, char_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
-     unix_millis, unix_micros, timestamp_seconds, timestamp_millis, timestamp_micros, date_trunc, date_format, to_date, to_timestamp, \
-     try_to_timestamp, struct, named_struct, to_json, get_json_object, window_time, hash";
+     unix_millis, unix_micros, unix_timestamp, from_unixtime, timestamp_seconds, timestamp_millis, timestamp_micros, \
+     date_trunc, date_format, to_date, to_timestamp, try_to_timestamp, struct, named_struct, to_json, get_json_object, \
+     window_time, hash";
 
 /// A Java regular expression that Rust's `regex` reads the same way; refused otherwise
 /// (backreferences, lookaround and possessive quantifiers do not compile).

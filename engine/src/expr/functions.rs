@@ -129,6 +129,10 @@ pub enum Func {
     TimeField(TimeField),
     /// `unix_seconds` / `unix_millis` / `unix_micros`: µs divided (flooring) by this.
     UnixTime(i64),
+    /// `unix_timestamp`: µs divided by 1 000 000, truncating toward zero (Spark's
+    /// `UnixTimestamp` divides as Java does: 1969-12-31 23:59:59.5 is 0, where `unix_seconds`
+    /// floors to -1).
+    UnixTimestamp,
     /// `timestamp_seconds` / `timestamp_millis` / `timestamp_micros`: an integer times this.
     FromUnix(i64),
     /// `date_trunc(unit, ts)`.
@@ -479,6 +483,7 @@ impl Func {
                 })
             }
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
+            Func::UnixTimestamp => Value::Long(n(0) / 1_000_000),
             Func::FromUnix(per) => Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(ArithmeticOverflow)?)),
             Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit).ok_or(ArithmeticOverflow)?)),
             Func::DateFormat(DateFormat(parts)) => return st(text::format_timestamp(n(0), parts)),

@@ -16,6 +16,7 @@
 //! refused by [`bind`] with a message that names it ([`ExprError::Unsupported`]), never
 //! evaluated differently from Spark.
 
+mod aggregates;
 mod bind;
 mod calls;
 mod cast;
@@ -34,6 +35,9 @@ use std::sync::Arc;
 
 use crate::schema::DataType;
 
+pub use aggregates::{
+    SUPPORTED_AGGREGATES, first_unsupported_aggregate, is_unsupported_aggregate, unsupported_aggregate_error,
+};
 pub use bind::bind;
 pub use compile::Compiled;
 pub(crate) use dates::parse_cast_date as parse_date;

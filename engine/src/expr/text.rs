@@ -137,6 +137,8 @@ pub(crate) fn format_timestamp(us: i64, pattern: &[FormatPart]) -> String {
     let mut out = String::with_capacity(20);
     for p in pattern {
         let _ = match p {
+            // Java's `yyyy` (SignStyle.EXCEEDS_PAD): a sign once the year exceeds four digits
+            FormatPart::Year if y > 9999 => write!(out, "+{y}"),
             FormatPart::Year => write!(out, "{y:04}"),
             FormatPart::Month => write!(out, "{mo:02}"),
             FormatPart::Day => write!(out, "{d:02}"),

@@ -82,7 +82,7 @@ fn window_aggregate(
     let window = raw.window.map(|w| window(w, schema)).transpose()?;
     let output_mode = match raw.output_mode.as_deref() {
         None => OutputMode::Update,
-        Some(m) => match choice("query.output_mode", m, &["append", "update", "complete"])? {
+        Some(m) => match output_mode_choice(m, &["append", "update", "complete"])? {
             "append" => OutputMode::Append,
             "update" => OutputMode::Update,
             _ => OutputMode::Complete,
@@ -264,7 +264,7 @@ fn rolling_window(raw: RawQuery, schema: &Schema, watermark: Option<&WatermarkSp
         raw.order_by.ok_or_else(|| SpecError::missing("query.order_by", "the TIMESTAMP event-time column"))?;
     timestamp_column("query.order_by", &order_by, schema)?;
     if let Some(m) = &raw.output_mode {
-        choice("query.output_mode", m, &["update"])?;
+        output_mode_choice(m, &["update"])?;
     }
     if let Some(wm) = watermark.filter(|wm| !same_column(&wm.column, &order_by)) {
         return Err(SpecError::bad_str(
@@ -334,4 +334,15 @@ fn distinct_output_names(q: &QuerySpec, schema: &Schema) -> Result<(), SpecError
         }
     }
     Ok(())
+}
+
+/// `query.output_mode` read as Spark's `OutputMode` parsing reads `outputMode("...")`: ignoring
+/// case (`"Complete"` is complete), so the canonical lower-case choice is returned; an error
+/// quotes the value as given.
+///
+/// # Errors
+/// A [`SpecError`] at `query.output_mode` when `given` is none of `choices` in any case.
+fn output_mode_choice<'a>(given: &str, choices: &[&'a str]) -> Result<&'a str, SpecError> {
+    choice("query.output_mode", &given.to_ascii_lowercase(), choices)
+        .map_err(|e| SpecError { given: quote(given), ..e })
 }

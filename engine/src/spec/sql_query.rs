@@ -35,6 +35,7 @@ use super::validate::same_column;
 use super::{Mode, QuerySpec, WatermarkSpec};
 use crate::expr::{
     BinaryOp, ExprError, GroupItemSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind, bind,
+    first_unsupported_aggregate,
 };
 use crate::schema::{Field, Schema};
 
@@ -80,7 +81,8 @@ impl SqlQueryPlan {
 ///
 /// # Errors
 /// A [`SpecError`] at `query.sql` whose `given` names the construct and its line:column in the
-/// SQL text: a FROM that names another source, an unknown column, a type error, a column
+/// SQL text: a FROM that names another source, an aggregate function of Spark's that Eddy does
+/// not run (named, with the supported ones), an unknown column, a type error, a column
 /// neither grouped nor aggregated, an aggregate or a window call in WHERE, an aggregate in GROUP
 /// BY, nested aggregates, a window whose time argument is not a column, a GROUP BY position out
 /// of range, two output columns of one name (ignoring case); at
@@ -103,6 +105,15 @@ pub fn plan_sql_query(
     let items: Vec<Item> = items.into_iter().map(|i| Item { syntax: unqualify(&i.syntax), ..i }).collect();
     let selection = q.selection.as_ref().map(unqualify);
     let having = q.having.as_ref().map(unqualify);
+    // before grouping: a column inside an unsupported aggregate is not "neither grouped nor aggregated"
+    let grouped = q.group_by.iter().filter_map(|g| match g {
+        GroupItemSyntax::Expr(e) => Some(e),
+        GroupItemSyntax::Ordinal { .. } => None,
+    });
+    let written_exprs = items.iter().map(|i| &i.syntax).chain(&selection).chain(&having).chain(grouped);
+    if let Some(e) = written_exprs.into_iter().find_map(first_unsupported_aggregate) {
+        return Err(sql_error(e));
+    }
     if let Some(call) = selection.as_ref().and_then(first_window_call) {
         return Err(at(
             call.pos,
@@ -488,9 +499,10 @@ fn is_window_call(name: &str) -> bool {
     name.eq_ignore_ascii_case("window") || name.eq_ignore_ascii_case("session_window")
 }
 
-/// Whether `s` is an aggregate call (SQL.md's aggregates).
+/// Whether `s` is an aggregate call (SQL.md's aggregates, and `count_if`, planned as a count).
 fn is_aggregate(s: &Syntax) -> bool {
-    matches!(&s.kind, SyntaxKind::Call { name, .. } if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()))
+    matches!(&s.kind, SyntaxKind::Call { name, .. }
+        if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if"))
 }
 
 /// The first aggregate call in `s`, outermost first.
@@ -733,6 +745,9 @@ fn collect_measures(
     if measures.iter().any(|m| m.call == normalized) {
         return Ok(());
     }
+    if agg == "count_if" {
+        return count_if(s, args, schema, measures, projection);
+    }
     let usage = |what: &str| at(s.pos, format!("{} ({what})", written(s)), aggregate_usage(&agg));
     let Some(input) = args.first() else { return Err(usage("no argument")) };
     let mut raw = RawMeasure { agg: Some(agg.clone()), ..RawMeasure::default() };
@@ -812,6 +827,48 @@ fn collect_measures(
     Ok(())
 }
 
+/// `count_if(c)` (the call `s`) as Spark's `CountIf`: `count(if(c, 1, NULL))`, BIGINT, 0 on no
+/// input, named `count_if(<Spark's name of c>)`; `c` must be BOOLEAN.
+fn count_if(
+    s: &Syntax,
+    args: &[Syntax],
+    schema: &Schema,
+    measures: &mut Vec<Measure>,
+    projection: &mut Vec<(String, Syntax)>,
+) -> Result<(), SpecError> {
+    let [condition] = args else {
+        return Err(at(s.pos, format!("{} (not one argument)", written(s)), aggregate_usage("count_if")));
+    };
+    let typed = bind(condition, schema).map_err(sql_error)?;
+    if typed.data_type != crate::schema::DataType::Boolean {
+        return Err(at(
+            condition.pos,
+            format!("count_if of {} ({})", typed.data_type, typed.name),
+            "a BOOLEAN condition: count_if(c)",
+        ));
+    }
+    let literal = |l: Literal| Syntax { kind: SyntaxKind::Literal(l), pos: s.pos };
+    let input = Syntax {
+        kind: SyntaxKind::Call {
+            name: "if".into(),
+            args: vec![condition.clone(), literal(Literal::Integer(1)), literal(Literal::Null)],
+        },
+        pos: s.pos,
+    };
+    let name = bind(&input, schema).map_err(sql_error)?.output_name().to_string();
+    if !projection.iter().any(|(n, _)| same_column(n, &name)) {
+        projection.push((name.clone(), input));
+    }
+    let raw = RawMeasure {
+        agg: Some("count".into()),
+        column: Some(name),
+        alias: Some(format!("count_if({})", typed.name)),
+        ..RawMeasure::default()
+    };
+    measures.push(Measure { call: s.normalized(), raw, pos: s.pos });
+    Ok(())
+}
+
 fn string_literal(text: &str, pos: Pos) -> Syntax {
     Syntax { kind: SyntaxKind::Literal(Literal::String(text.to_string())), pos }
 }
@@ -822,6 +879,7 @@ fn aggregate_usage(agg: &str) -> String {
         "approx_count_distinct" => "approx_count_distinct(expr[, rsd])".into(),
         "approx_percentile" | "percentile_approx" => format!("{agg}(expr[, percentage or array(...)[, accuracy]])"),
         "count" => "count(*), count(expr)".into(),
+        "count_if" => "count_if(condition)".into(),
         other => format!("{other}(expr)"),
     }
 }
