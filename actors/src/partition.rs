@@ -41,7 +41,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use eddy_engine::Timestamp;
 use eddy_engine::operator::{Mode, Operator, Output, Rejected, prefetch_ahead};
-use eddy_engine::steps::{Applied, CompiledSteps};
+use eddy_engine::steps::{Applied, CompiledSteps, RowApplied};
 use eddy_engine::{Record, Row};
 
 use crate::checkpoint::pacer::Finished;
@@ -149,6 +149,8 @@ pub struct PartitionTask {
     out: Output,
     /// Creation instants of the records behind `out.rows` (latency).
     created: Vec<u64>,
+    /// The buffer the output steps build each row in (swapped with the row's, so reused).
+    scratch: Row,
     /// The batch (micro-batch) or epoch (real-time) rows currently belong to.
     current: u64,
     /// Whether timers fire on the wall clock (system clock, real-time).
@@ -170,6 +172,7 @@ impl PartitionTask {
             actor,
             out: Output::default(),
             created: Vec::new(),
+            scratch: Vec::new(),
             size: StateSize::default(),
             pacer: SnapshotPacer::new(),
             written: BTreeMap::new(),
@@ -430,9 +433,9 @@ impl PartitionTask {
     /// sends late records to the sink actor; `false` when the sink failed (reported to the
     /// coordinator) or is gone.
     fn flush(&mut self, id: u64) -> bool {
-        let PartitionTask { actor, out, created, written, .. } = self;
+        let PartitionTask { actor, out, created, written, scratch, .. } = self;
         if !actor.output_steps.is_empty() && !out.rows.is_empty() {
-            let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created);
+            let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch);
             if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, rows: true, records: refused }).is_err() {
                 return false;
             }
@@ -470,7 +473,12 @@ impl PartitionTask {
 /// rows of every output mode); returns the rows on which it failed, as they were, with the
 /// reason. `created` (creation instants, aligned with `rows` when as long) follows the rows kept;
 /// when shorter it is cleared (those rows' latency goes unmeasured).
-fn apply_output_steps(steps: &CompiledSteps, rows: &mut Vec<Row>, created: &mut Vec<u64>) -> Vec<Rejected> {
+fn apply_output_steps(
+    steps: &CompiledSteps,
+    rows: &mut Vec<Row>,
+    created: &mut Vec<u64>,
+    scratch: &mut Row,
+) -> Vec<Rejected> {
     let aligned = created.len() >= rows.len();
     if !aligned {
         created.clear();
@@ -478,17 +486,17 @@ fn apply_output_steps(steps: &CompiledSteps, rows: &mut Vec<Row>, created: &mut 
     let mut refused = Vec::new();
     let mut kept = 0;
     for i in 0..rows.len() {
-        let row = std::mem::take(&mut rows[i]);
-        match steps.apply(Record::new(row)) {
-            Applied::Keep(r) => {
-                rows[kept] = r.values.into_vec();
+        let mut row = std::mem::take(&mut rows[i]);
+        match steps.apply_row(&mut row, scratch) {
+            RowApplied::Keep => {
+                rows[kept] = row;
                 if aligned {
                     created[kept] = created[i];
                 }
                 kept += 1;
             }
-            Applied::Drop => {}
-            Applied::Failed { reason, input } => refused.push(Rejected { record: input, reason }),
+            RowApplied::Drop => {}
+            RowApplied::Failed(reason) => refused.push(Rejected { record: Record::new(row), reason }),
         }
     }
     rows.truncate(kept);

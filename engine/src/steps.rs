@@ -31,6 +31,17 @@ pub enum Applied {
     },
 }
 
+/// What [`CompiledSteps::apply_row`] made of one row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowApplied {
+    /// The row now holds the steps' output.
+    Keep,
+    /// A filter did not hold (false or NULL); the row is as it was given.
+    Drop,
+    /// An expression failed (as [`Applied::Failed`]); the row is as it was given.
+    Failed(String),
+}
+
 enum Compiled1 {
     Filter(Compiled),
     Project(Projection),
@@ -267,6 +278,84 @@ impl CompiledSteps {
         Applied::Keep(current.unwrap_or(input))
     }
 
+    /// [`CompiledSteps::apply`] on a row held in a `Vec`, in place: the sink's `select` and a
+    /// SQL query's HAVING and select list on every output row. `scratch` is a buffer kept from
+    /// row to row: a projection builds the new row there and the two buffers are swapped, so
+    /// once both have grown no row allocates. Filters followed by at most one projection (the
+    /// shapes the planner makes) run so; other step lists go through [`CompiledSteps::apply`].
+    pub fn apply_row(&self, row: &mut Vec<Value>, scratch: &mut Vec<Value>) -> RowApplied {
+        let projection = match self.steps.split_last() {
+            Some((Compiled1::Project(p), filters)) if filters.iter().all(|s| matches!(s, Compiled1::Filter(_))) => {
+                Some((p, filters))
+            }
+            _ if self.steps.iter().all(|s| matches!(s, Compiled1::Filter(_))) => None,
+            _ => return self.apply_row_as_record(row),
+        };
+        let filters = projection.map_or(&self.steps[..], |(_, f)| f);
+        for step in filters {
+            if let Compiled1::Filter(c) = step {
+                match c.eval_raw(row) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(_) => return RowApplied::Drop,
+                    Err(e) => return RowApplied::Failed(reason(&e.into())),
+                }
+            }
+        }
+        let Some((p, _)) = projection else {
+            return match self.null_required(|i| row.get(i)) {
+                Some(name) => RowApplied::Failed(format!("null event time column {name}")),
+                None => RowApplied::Keep,
+            };
+        };
+        scratch.clear();
+        for item in &p.items {
+            scratch.push(match item {
+                Item::Unread | Item::Column { last: true, .. } => Value::Null,
+                Item::Column { index, .. } => row.get(*index).cloned().unwrap_or_default(),
+                Item::Computed(c) => match c.eval_raw(row) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        scratch.clear();
+                        return RowApplied::Failed(reason(&e.into()));
+                    }
+                },
+            });
+        }
+        let value = |i: usize| match p.items.get(i) {
+            Some(Item::Column { index, last: true }) => row.get(*index),
+            _ => scratch.get(i),
+        };
+        if let Some(name) = self.null_required(value) {
+            let reason = format!("null event time column {name}");
+            scratch.clear();
+            return RowApplied::Failed(reason);
+        }
+        for (v, item) in scratch.iter_mut().zip(&p.items) {
+            if let Item::Column { index, last: true } = item
+                && let Some(s) = row.get_mut(*index)
+            {
+                *v = std::mem::take(s);
+            }
+        }
+        std::mem::swap(row, scratch);
+        scratch.clear();
+        RowApplied::Keep
+    }
+
+    fn apply_row_as_record(&self, row: &mut Vec<Value>) -> RowApplied {
+        match self.apply(Record::new(std::mem::take(row))) {
+            Applied::Keep(r) => {
+                *row = r.values.into_vec();
+                RowApplied::Keep
+            }
+            Applied::Drop => RowApplied::Drop,
+            Applied::Failed { reason, input } => {
+                *row = input.values.into_vec();
+                RowApplied::Failed(reason)
+            }
+        }
+    }
+
     /// The name of the first required column whose value (`value(index)`) is NULL.
     #[inline]
     fn null_required<'a>(&'a self, value: impl Fn(usize) -> Option<&'a Value>) -> Option<&'a str>
@@ -479,5 +568,31 @@ mod tests {
         // a projection that reorders the input's columns has no spare slots
         let reorder = vec![Step::Project(vec![expr(&col("b"), &s, "b"), expr(&col("a"), &s, "a")])];
         assert_eq!(CompiledSteps::new(&reorder, 3, &[true; 2], vec![]).0.spare_columns(), 0);
+    }
+
+    /// `apply_row` gives what `apply` gives, row by row, with the buffers reused.
+    #[test]
+    fn rows_in_place_give_what_records_give_and_keep_failed_rows_as_given() {
+        let (c, _) = CompiledSteps::new(&steps(), 3, &[true, true], vec![]);
+        let mut scratch = Vec::new();
+        for (a, b) in [(3, 2), (-1, 1), (1, 0), (8, 4)] {
+            let mut row = rec(a, b).values.into_vec();
+            let got = c.apply_row(&mut row, &mut scratch);
+            match c.apply(rec(a, b)) {
+                Applied::Keep(r) => {
+                    assert_eq!(got, RowApplied::Keep);
+                    assert_eq!(row, r.values.into_vec());
+                }
+                Applied::Drop => {
+                    assert_eq!(got, RowApplied::Drop);
+                    assert_eq!(row, rec(a, b).values.into_vec());
+                }
+                Applied::Failed { reason, input } => {
+                    assert_eq!(got, RowApplied::Failed(reason));
+                    assert_eq!(row, input.values.into_vec());
+                }
+            }
+            assert!(scratch.is_empty());
+        }
     }
 }

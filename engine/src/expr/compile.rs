@@ -304,6 +304,20 @@ impl Build1 for CallNode1 {
                 })?
             });
         }
+        match func {
+            Func::IsNull { negated } => {
+                return Box::new(move |r| a.with(r, |x| Value::Bool(x.is_null() != negated)));
+            }
+            Func::Not => {
+                return Box::new(move |r| {
+                    a.with(r, |x| match x {
+                        Value::Bool(b) => Value::Bool(!b),
+                        _ => Value::Null,
+                    })
+                });
+            }
+            _ => {}
+        }
         if let Func::Lower | Func::Upper = func {
             // a key or a code is mostly already in the wanted case: the same shared text then
             let upper = matches!(func, Func::Upper);
