@@ -213,6 +213,7 @@ fn compare(op: CmpOp, x: &Value, y: &Value) -> Value {
             });
         }
         (Value::Long(p), Value::Long(q)) => p.cmp(q),
+        (Value::Str(p), Value::Str(q)) if op == CmpOp::Eq => return Value::Bool(p == q),
         _ => x.total_cmp(y),
     };
     Value::Bool(match op {
@@ -254,6 +255,29 @@ impl Build2 for ArithNode {
                         Err(_) if try_ => Ok(Value::Null),
                         Err(k) => Err(fail(k, &name)),
                     }
+                })
+            })??
+        })
+    }
+}
+
+/// `/` on two DOUBLE operands: DIVIDE_BY_ZERO for a zero divisor (`try_divide`: NULL).
+struct DivideNode {
+    try_: bool,
+    name: Arc<str>,
+}
+
+impl Build2 for DivideNode {
+    fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
+        let DivideNode { try_, name } = self;
+        Box::new(move |r| {
+            a.with(r, |x| {
+                b.with(r, |y| {
+                    let (Some(p), Some(q)) = (x.as_f64(), y.as_f64()) else { return Ok(Value::Null) };
+                    if q == 0.0 {
+                        return if try_ { Ok(Value::Null) } else { Err(fail(EvalErrorKind::DivideByZero, &name)) };
+                    }
+                    Ok(Value::Double(p / q))
                 })
             })??
         })
@@ -307,6 +331,15 @@ impl Build1 for CallNode1 {
         match func {
             Func::IsNull { negated } => {
                 return Box::new(move |r| a.with(r, |x| Value::Bool(x.is_null() != negated)));
+            }
+            Func::Round { scale, half_even } => {
+                return Box::new(move |r| {
+                    a.with(r, |x| match x {
+                        Value::Double(x) => Ok(Value::Double(super::functions::round_f64(*x, scale, half_even))),
+                        Value::Null => Ok(Value::Null),
+                        _ => func.apply(std::slice::from_ref(x)).map_err(|k| fail(k, &name)),
+                    })?
+                });
             }
             Func::Not => {
                 return Box::new(move |r| {
@@ -502,6 +535,7 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
     match (func, args) {
         (Func::Compare(op), [a, b]) => build2(a, b, CompareNode(*op)),
         (Func::Arith { op, try_ }, [a, b]) => build2(a, b, ArithNode { op: *op, try_: *try_, name }),
+        (Func::Divide { try_ }, [a, b]) => build2(a, b, DivideNode { try_: *try_, name }),
         (_, [a]) => build1(a, CallNode1 { func: func.clone(), name }),
         (_, [a, b]) => build2(a, b, CallNode2 { func: func.clone(), name }),
         _ => {
