@@ -56,6 +56,7 @@ use eddy_engine::{Duration, Record, Timestamp};
 use crate::checkpoint::DriverState;
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::UnitStarts;
+use crate::join::TableJoin;
 use crate::messages::{Control, Stamped, ToCoordinator, ToPartition, ToSink, ToSource};
 use crate::metrics::{Metrics, micros_to_seconds};
 use crate::partition::PartitionTask;
@@ -144,6 +145,9 @@ pub struct SourceActor {
     /// committed, end the run there, as a crash right after its checkpoint would (real-time:
     /// nothing after the barrier is sent; micro-batch: no batch after it).
     pub stop_after: Option<u64>,
+    /// A SQL query's stream-static join, run on each record after the source's steps
+    /// ([`crate::join`]); `None` without one.
+    pub join: Option<TableJoin>,
 }
 
 /// Where the source actor sends records and control messages.
@@ -346,6 +350,67 @@ impl SourceActor {
     /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
     fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
         self.decode_at(item.payload, &item.position, dead, last_log)
+    }
+
+    /// Micro-batch: decodes one item and, with a join, joins it; the records go to `out`.
+    /// Returns how many records beyond one the item made: the item counts once in
+    /// `eddy_records_in_total`, as read and decoded, and `run_ctx` counts each record it routes
+    /// (the caller takes these back after it; a record joined to none counts in
+    /// [`SourceActor::join_record`]).
+    fn decode_joined(
+        &mut self,
+        item: SourceItem,
+        out: &mut Vec<Record>,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) -> u64 {
+        if self.join.is_none() {
+            if let Some(r) = self.decode(item, dead, last_log) {
+                out.push(r);
+            }
+            return 0;
+        }
+        let position = item.position.clone();
+        let Some(r) = self.decode(item, dead, last_log) else { return 0 };
+        let before = out.len();
+        self.join_record(r, &position, out, dead, last_log);
+        ((out.len() - before) as u64).saturating_sub(1)
+    }
+
+    /// Joins a decoded record with the table and runs the query's steps on each joined record
+    /// ([`TableJoin::apply`]); the results go to `out`. A record joined to none, or whose every
+    /// joined record a filter drops, counts as read (as a filtered record); a joined record whose
+    /// expression fails is malformed, as in [`SourceActor::apply_steps`] (its dead letter holds
+    /// the joined record's columns).
+    fn join_record(
+        &mut self,
+        record: Record,
+        position: &Position,
+        out: &mut Vec<Record>,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) {
+        let Some(join) = &self.join else { return };
+        let before = out.len();
+        let mut failed = Vec::new();
+        join.apply(record, |a| match a {
+            Applied::Keep(r) => out.push(r),
+            Applied::Drop => {}
+            Applied::Failed { reason, input } => failed.push((reason, input)),
+        });
+        if out.len() == before && failed.is_empty() {
+            self.counters.records.fetch_add(1, Ordering::Relaxed);
+        }
+        for (reason, input) in failed {
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+                tracing::warn!(position = %position, %reason, dead_letter = self.dead_letter, "joined record whose query step failed: malformed (sent to the dead letters when the pipeline has a [dead_letter]; at most one such line a second)");
+                *last_log = Some(Instant::now());
+            }
+            let names = self.plan.join.as_ref().map(|j| j.spec.names.clone()).unwrap_or_default();
+            let json = row_to_json_line(&names, &input.values);
+            dead.push(dead_letter(&reason, position, json.trim_end().as_bytes()));
+        }
     }
 
     /// Decodes a payload read at `position`: a record as it is, raw bytes by the decoder.
@@ -567,6 +632,7 @@ impl SourceActor {
         let mut last_w = Timestamp::MIN;
         let mut reported = Reported::new();
         let mut exhausted = false;
+        let mut joined: Vec<Record> = Vec::new();
         // Idle epochs: whether an item was polled since the last barrier, and the partition
         // actors' output count at it (see the module documentation).
         let mut polled_since_barrier = false;
@@ -603,6 +669,9 @@ impl SourceActor {
                 }
             }
             items.clear();
+            if let Some(j) = self.join.as_mut() {
+                j.refresh(Instant::now());
+            }
             self.spares.take_returned(self.source.as_mut());
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
             let metrics_on = self.metrics.enabled();
@@ -628,42 +697,62 @@ impl SourceActor {
                     }
                     continue;
                 };
-                // Event times seen before this record: a barrier it triggers checkpoints these.
-                let seen_before = if track { clock.max_event_time() } else { None };
-                let stamp = clock.stamp(&record, system_now);
-                if replay {
-                    let b = *next_boundary.get_or_insert_with(|| {
-                        align_down(stamp.now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))
-                    });
-                    if stamp.now >= b {
-                        let at = align_down(stamp.now, Duration(trigger), Duration::ZERO);
-                        self.flush(&mut buffers)?;
-                        next_boundary = Some(at.saturating_add(Duration(trigger)));
-                        // The barrier's watermark is W before this record; the saved clock too.
-                        let w = (stamp.watermark, seen_before);
-                        self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
-                        if self.stop_after == Some(epoch) {
-                            self.counters.records.fetch_add(routed, Ordering::Relaxed);
-                            return self.take_commits(&mut committed, Some(epoch));
+                // A join makes 0..n records of one (each stamped and routed as one read alone;
+                // the item counts once in `routed`).
+                let mut single = Some(record);
+                if self.join.is_some() {
+                    joined.clear();
+                    if let Some(r) = single.take() {
+                        self.join_record(r, &position, &mut joined, &mut dead, &mut last_log);
+                    }
+                    joined.reverse();
+                    if joined.is_empty() {
+                        if track {
+                            SourceOffset::advance(&mut offset, &position);
                         }
-                        if finishing.is_some() {
-                            // The stop's epoch is closed where an uninterrupted run closes it; the
-                            // restart begins with this record, from the checkpoint just taken.
-                            self.counters.records.fetch_add(routed, Ordering::Relaxed);
-                            tracing::info!(epoch, "stop: the current epoch is closed at its boundary");
-                            return Ok(());
-                        }
-                        epoch += 1;
-                        self.units.started(epoch);
+                        continue;
                     }
                 }
-                if track {
-                    SourceOffset::advance(&mut offset, &position);
+                let mut counted = false;
+                while let Some(record) = single.take().or_else(|| joined.pop()) {
+                    // Event times seen before this record: a barrier it triggers checkpoints these.
+                    let seen_before = if track { clock.max_event_time() } else { None };
+                    let stamp = clock.stamp(&record, system_now);
+                    if replay {
+                        let b = *next_boundary.get_or_insert_with(|| {
+                            align_down(stamp.now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))
+                        });
+                        if stamp.now >= b {
+                            let at = align_down(stamp.now, Duration(trigger), Duration::ZERO);
+                            self.flush(&mut buffers)?;
+                            next_boundary = Some(at.saturating_add(Duration(trigger)));
+                            // The barrier's watermark is W before this record; the saved clock too.
+                            let w = (stamp.watermark, seen_before);
+                            self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
+                            if self.stop_after == Some(epoch) {
+                                self.counters.records.fetch_add(routed, Ordering::Relaxed);
+                                return self.take_commits(&mut committed, Some(epoch));
+                            }
+                            if finishing.is_some() {
+                                // The stop's epoch is closed where an uninterrupted run closes it; the
+                                // restart begins with this record, from the checkpoint just taken.
+                                self.counters.records.fetch_add(routed, Ordering::Relaxed);
+                                tracing::info!(epoch, "stop: the current epoch is closed at its boundary");
+                                return Ok(());
+                            }
+                            epoch += 1;
+                            self.units.started(epoch);
+                        }
+                    }
+                    if track {
+                        SourceOffset::advance(&mut offset, &position);
+                    }
+                    routed += u64::from(!counted);
+                    counted = true;
+                    let p = self.router.route(&record).0;
+                    let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
+                    self.route(&mut buffers, p, s)?;
                 }
-                routed += 1;
-                let p = self.router.route(&record).0;
-                let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
-                self.route(&mut buffers, p, s)?;
             }
             self.counters.records.fetch_add(routed, Ordering::Relaxed);
             self.flush(&mut buffers)?;
@@ -791,13 +880,16 @@ impl SourceActor {
             if cut {
                 let cut_at = Instant::now();
                 let items = std::mem::take(&mut pending);
+                if let Some(j) = self.join.as_mut() {
+                    j.refresh(cut_at);
+                }
                 let mut records = Vec::with_capacity(items.len());
+                let mut extra = 0;
                 for item in items {
-                    if let Some(r) = self.decode(item, &mut dead, &mut last_log) {
-                        records.push(r);
-                    }
+                    extra += self.decode_joined(item, &mut records, &mut dead, &mut last_log);
                 }
                 last_moved = Some(self.run_batch(&mut seq, records, &mut dead, Some(cut_at))?);
+                self.counters.records.fetch_sub(extra, Ordering::Relaxed);
                 batch_started = Instant::now();
             } else if poll == Poll::Idle
                 && pending.is_empty()
@@ -812,9 +904,13 @@ impl SourceActor {
         }
         if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
             let items = std::mem::take(&mut pending);
-            let records: Vec<Record> =
-                items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
+            let mut records = Vec::with_capacity(items.len());
+            let mut extra = 0;
+            for item in items {
+                extra += self.decode_joined(item, &mut records, &mut dead, &mut last_log);
+            }
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
+            self.counters.records.fetch_sub(extra, Ordering::Relaxed);
         }
         let stopped = self.stop.load(Ordering::Relaxed);
         if (stopped && self.checkpoint.is_some()) || (!exhausted && !stopped) {

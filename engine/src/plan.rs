@@ -65,7 +65,28 @@ pub struct QueryPlan {
     /// Decoded columns that must be non-null (event time, replay column; with source steps
     /// these are checked after them, by [`QueryPlan::source_steps`], and this is empty).
     pub required: Vec<usize>,
+    /// A SQL query's stream-static join ([`Pipeline::join`]), run on each record after
+    /// [`QueryPlan::source_steps`] and before the clock and the watermark; `None` without one.
+    pub join: Option<JoinPlan>,
     operator: OperatorPlan,
+}
+
+/// A stream-static join as planned: the join and its steps compiled for the joined record (they
+/// also check that the event-time and replay columns are not NULL). The table is read by the
+/// runtime ([`JoinPlan::stage`]).
+#[derive(Debug, Clone)]
+pub struct JoinPlan {
+    /// The join.
+    pub spec: spec::StaticJoinSpec,
+    /// [`spec::StaticJoinSpec::steps`], compiled.
+    pub steps: Arc<CompiledSteps>,
+}
+
+impl JoinPlan {
+    /// The join over the table's `records` (as read: the table's schema).
+    pub fn stage(&self, records: Vec<crate::value::Record>) -> crate::join::JoinStage {
+        crate::join::JoinStage::new(&self.spec, records, self.steps.clone())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -282,6 +303,22 @@ impl QueryPlan {
         // the query's own filters read their columns too
         let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
+        // a join's steps check the required columns; the join reads its keys
+        let (join, needed, required) = match &p.join {
+            None => (None, needed, required),
+            Some(j) => {
+                let stream = spec::schema_after(&p.source_steps, &decoded);
+                let joined = j.output_schema(&stream);
+                let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+                let (steps, joined_needed) = CompiledSteps::new(&j.steps, joined.len(), &needed, named);
+                let mut stream_needed: Vec<bool> =
+                    (0..stream.len()).map(|i| joined_needed.get(i) == Some(&true)).collect();
+                for &(k, _) in &j.keys {
+                    stream_needed[k] = true;
+                }
+                (Some(JoinPlan { spec: j.clone(), steps: Arc::new(steps) }), stream_needed, Vec::new())
+            }
+        };
         let (source_steps, needed, required) = if p.source_steps.is_empty() {
             (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
         } else {
@@ -309,6 +346,7 @@ impl QueryPlan {
             replay,
             needed,
             required,
+            join,
             operator,
         })
     }
