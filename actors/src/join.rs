@@ -1,11 +1,12 @@
 //! The source actor's stream-static join (SEMANTICS.md "Joins"): the table read at start, held
 //! as a hash map ([`eddy_engine::join::JoinStage`]), and re-read when its files change.
 //!
-//! The join runs in the source actor, after the source's steps and before the clock, the
-//! watermark and routing, rather than in every partition actor: it is stateless per record, so
-//! where it runs changes no result, and one copy of the table (not one per partition actor)
-//! keeps memory at one table whatever the parallelism. Its output records are routed by the
-//! query's key as any record is.
+//! The join runs in the source actor, after the source's steps, the clock and the watermark have
+//! seen each record (as Spark's watermark sits on the stream below the join: a record the join
+//! drops still moves it), and before routing, rather than in every partition actor: it is
+//! stateless per record, so where it runs changes no result, and one copy of the table (not one
+//! per partition actor) keeps memory at one table whatever the parallelism. Its output records
+//! are routed by the query's key as any record is, stamped as the record they were made of.
 //!
 //! Refresh: the files are listed every `refresh`, at the start of a micro-batch or between
 //! polls in real-time mode; when they changed the table is read again (on the source actor's
@@ -27,6 +28,9 @@ use crate::runtime::RuntimeError;
 pub struct TableJoin {
     stage: JoinStage,
     watch: TableWatch,
+    /// Micro-batch: where each record of the batch being decoded was read (for the dead letters
+    /// of joined records whose step fails), taken when the batch is routed.
+    pub(crate) positions: Vec<eddy_connectors::Position>,
 }
 
 impl TableJoin {
@@ -39,7 +43,11 @@ impl TableJoin {
         let (records, version) = read_table(table)
             .map_err(|e| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display())))?;
         tracing::info!(table = %table.name, path = %table.path.display(), rows = records.len(), "static table read");
-        Ok(TableJoin { stage: plan.stage(records), watch: TableWatch::new(table.clone(), version) })
+        Ok(TableJoin {
+            stage: plan.stage(records),
+            watch: TableWatch::new(table.clone(), version),
+            positions: Vec::new(),
+        })
     }
 
     /// Checks the table's files when `refresh` has passed (see the module documentation); a

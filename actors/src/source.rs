@@ -145,8 +145,8 @@ pub struct SourceActor {
     /// committed, end the run there, as a crash right after its checkpoint would (real-time:
     /// nothing after the barrier is sent; micro-batch: no batch after it).
     pub stop_after: Option<u64>,
-    /// A SQL query's stream-static join, run on each record after the source's steps
-    /// ([`crate::join`]); `None` without one.
+    /// A SQL query's stream-static join ([`crate::join`]), run on each record after the clock
+    /// and the watermark have seen it, before routing; `None` without one.
     pub join: Option<TableJoin>,
 }
 
@@ -352,36 +352,31 @@ impl SourceActor {
         self.decode_at(item.payload, &item.position, dead, last_log)
     }
 
-    /// Micro-batch: decodes one item and, with a join, joins it; the records go to `out`.
-    /// Returns how many records beyond one the item made: the item counts once in
-    /// `eddy_records_in_total`, as read and decoded, and `run_ctx` counts each record it routes
-    /// (the caller takes these back after it; a record joined to none counts in
-    /// [`SourceActor::join_record`]).
-    fn decode_joined(
+    /// Micro-batch: decodes a batch's items; with a join, keeps each record's position for its
+    /// dead letters ([`TableJoin::positions`]).
+    fn decode_batch(
         &mut self,
-        item: SourceItem,
-        out: &mut Vec<Record>,
+        items: Vec<SourceItem>,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
-    ) -> u64 {
-        if self.join.is_none() {
+    ) -> Vec<Record> {
+        let mut records = Vec::with_capacity(items.len());
+        for item in items {
+            let position = self.join.is_some().then(|| item.position.clone());
             if let Some(r) = self.decode(item, dead, last_log) {
-                out.push(r);
+                records.push(r);
+                if let (Some(j), Some(p)) = (self.join.as_mut(), position) {
+                    j.positions.push(p);
+                }
             }
-            return 0;
         }
-        let position = item.position.clone();
-        let Some(r) = self.decode(item, dead, last_log) else { return 0 };
-        let before = out.len();
-        self.join_record(r, &position, out, dead, last_log);
-        ((out.len() - before) as u64).saturating_sub(1)
+        records
     }
 
-    /// Joins a decoded record with the table and runs the query's steps on each joined record
-    /// ([`TableJoin::apply`]); the results go to `out`. A record joined to none, or whose every
-    /// joined record a filter drops, counts as read (as a filtered record); a joined record whose
-    /// expression fails is malformed, as in [`SourceActor::apply_steps`] (its dead letter holds
-    /// the joined record's columns).
+    /// Joins a record with the table and runs the query's steps on each joined record
+    /// ([`TableJoin::apply`]); the results go to `out`. A joined record whose expression fails is
+    /// malformed, as in [`SourceActor::apply_steps`]; its dead letter holds the joined record's
+    /// columns (`position`: where the record was read).
     fn join_record(
         &mut self,
         record: Record,
@@ -391,16 +386,12 @@ impl SourceActor {
         last_log: &mut Option<Instant>,
     ) {
         let Some(join) = &self.join else { return };
-        let before = out.len();
         let mut failed = Vec::new();
         join.apply(record, |a| match a {
             Applied::Keep(r) => out.push(r),
             Applied::Drop => {}
             Applied::Failed { reason, input } => failed.push((reason, input)),
         });
-        if out.len() == before && failed.is_empty() {
-            self.counters.records.fetch_add(1, Ordering::Relaxed);
-        }
         for (reason, input) in failed {
             self.counters.malformed.fetch_add(1, Ordering::Relaxed);
             if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
@@ -697,62 +688,52 @@ impl SourceActor {
                     }
                     continue;
                 };
-                // A join makes 0..n records of one (each stamped and routed as one read alone;
-                // the item counts once in `routed`).
-                let mut single = Some(record);
+                // Event times seen before this record: a barrier it triggers checkpoints these.
+                let seen_before = if track { clock.max_event_time() } else { None };
+                let stamp = clock.stamp(&record, system_now);
+                if replay {
+                    let b = *next_boundary.get_or_insert_with(|| {
+                        align_down(stamp.now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))
+                    });
+                    if stamp.now >= b {
+                        let at = align_down(stamp.now, Duration(trigger), Duration::ZERO);
+                        self.flush(&mut buffers)?;
+                        next_boundary = Some(at.saturating_add(Duration(trigger)));
+                        // The barrier's watermark is W before this record; the saved clock too.
+                        let w = (stamp.watermark, seen_before);
+                        self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
+                        if self.stop_after == Some(epoch) {
+                            self.counters.records.fetch_add(routed, Ordering::Relaxed);
+                            return self.take_commits(&mut committed, Some(epoch));
+                        }
+                        if finishing.is_some() {
+                            // The stop's epoch is closed where an uninterrupted run closes it; the
+                            // restart begins with this record, from the checkpoint just taken.
+                            self.counters.records.fetch_add(routed, Ordering::Relaxed);
+                            tracing::info!(epoch, "stop: the current epoch is closed at its boundary");
+                            return Ok(());
+                        }
+                        epoch += 1;
+                        self.units.started(epoch);
+                    }
+                }
+                if track {
+                    SourceOffset::advance(&mut offset, &position);
+                }
+                routed += 1;
                 if self.join.is_some() {
-                    joined.clear();
-                    if let Some(r) = single.take() {
-                        self.join_record(r, &position, &mut joined, &mut dead, &mut last_log);
+                    // 0..n joined records, each stamped as the record they were made of
+                    self.join_record(record, &position, &mut joined, &mut dead, &mut last_log);
+                    for record in joined.drain(..) {
+                        let p = self.router.route(&record).0;
+                        let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
+                        self.route(&mut buffers, p, s)?;
                     }
-                    joined.reverse();
-                    if joined.is_empty() {
-                        if track {
-                            SourceOffset::advance(&mut offset, &position);
-                        }
-                        continue;
-                    }
+                    continue;
                 }
-                let mut counted = false;
-                while let Some(record) = single.take().or_else(|| joined.pop()) {
-                    // Event times seen before this record: a barrier it triggers checkpoints these.
-                    let seen_before = if track { clock.max_event_time() } else { None };
-                    let stamp = clock.stamp(&record, system_now);
-                    if replay {
-                        let b = *next_boundary.get_or_insert_with(|| {
-                            align_down(stamp.now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))
-                        });
-                        if stamp.now >= b {
-                            let at = align_down(stamp.now, Duration(trigger), Duration::ZERO);
-                            self.flush(&mut buffers)?;
-                            next_boundary = Some(at.saturating_add(Duration(trigger)));
-                            // The barrier's watermark is W before this record; the saved clock too.
-                            let w = (stamp.watermark, seen_before);
-                            self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
-                            if self.stop_after == Some(epoch) {
-                                self.counters.records.fetch_add(routed, Ordering::Relaxed);
-                                return self.take_commits(&mut committed, Some(epoch));
-                            }
-                            if finishing.is_some() {
-                                // The stop's epoch is closed where an uninterrupted run closes it; the
-                                // restart begins with this record, from the checkpoint just taken.
-                                self.counters.records.fetch_add(routed, Ordering::Relaxed);
-                                tracing::info!(epoch, "stop: the current epoch is closed at its boundary");
-                                return Ok(());
-                            }
-                            epoch += 1;
-                            self.units.started(epoch);
-                        }
-                    }
-                    if track {
-                        SourceOffset::advance(&mut offset, &position);
-                    }
-                    routed += u64::from(!counted);
-                    counted = true;
-                    let p = self.router.route(&record).0;
-                    let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
-                    self.route(&mut buffers, p, s)?;
-                }
+                let p = self.router.route(&record).0;
+                let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
+                self.route(&mut buffers, p, s)?;
             }
             self.counters.records.fetch_add(routed, Ordering::Relaxed);
             self.flush(&mut buffers)?;
@@ -879,17 +860,12 @@ impl SourceActor {
             };
             if cut {
                 let cut_at = Instant::now();
-                let items = std::mem::take(&mut pending);
                 if let Some(j) = self.join.as_mut() {
                     j.refresh(cut_at);
                 }
-                let mut records = Vec::with_capacity(items.len());
-                let mut extra = 0;
-                for item in items {
-                    extra += self.decode_joined(item, &mut records, &mut dead, &mut last_log);
-                }
+                let items = std::mem::take(&mut pending);
+                let records = self.decode_batch(items, &mut dead, &mut last_log);
                 last_moved = Some(self.run_batch(&mut seq, records, &mut dead, Some(cut_at))?);
-                self.counters.records.fetch_sub(extra, Ordering::Relaxed);
                 batch_started = Instant::now();
             } else if poll == Poll::Idle
                 && pending.is_empty()
@@ -904,13 +880,8 @@ impl SourceActor {
         }
         if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
             let items = std::mem::take(&mut pending);
-            let mut records = Vec::with_capacity(items.len());
-            let mut extra = 0;
-            for item in items {
-                extra += self.decode_joined(item, &mut records, &mut dead, &mut last_log);
-            }
+            let records = self.decode_batch(items, &mut dead, &mut last_log);
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
-            self.counters.records.fetch_sub(extra, Ordering::Relaxed);
         }
         let stopped = self.stop.load(Ordering::Relaxed);
         if (stopped && self.checkpoint.is_some()) || (!exhausted && !stopped) {
@@ -965,7 +936,21 @@ impl SourceActor {
         self.broadcast(Control::BeginBatch(ctx))?;
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
         self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
-        for record in records {
+        let mut joined = Vec::new();
+        let positions = self.join.as_mut().map(|j| std::mem::take(&mut j.positions)).unwrap_or_default();
+        let mut last_log = None;
+        for (i, record) in records.into_iter().enumerate() {
+            if self.join.is_some() {
+                // 0..n joined records; the watermark has seen the record they were made of
+                let at = positions.get(i).cloned().unwrap_or(Position::Generated { event: i as u64 });
+                self.join_record(record, &at, &mut joined, dead, &mut last_log);
+                for record in joined.drain(..) {
+                    let p = self.router.route(&record).0;
+                    let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
+                    self.route(&mut buffers, p, s)?;
+                }
+                continue;
+            }
             let p = self.router.route(&record).0;
             let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
             self.route(&mut buffers, p, s)?;

@@ -66,8 +66,12 @@ pub struct QueryPlan {
     /// these are checked after them, by [`QueryPlan::source_steps`], and this is empty).
     pub required: Vec<usize>,
     /// A SQL query's stream-static join ([`Pipeline::join`]), run on each record after
-    /// [`QueryPlan::source_steps`] and before the clock and the watermark; `None` without one.
+    /// [`QueryPlan::source_steps`], the clock and the watermark; `None` without one.
     pub join: Option<JoinPlan>,
+    /// The watermark's and the replay clock's columns in the records the clock sees: the
+    /// query's input ([`QueryPlan::watermark`], [`QueryPlan::replay`]) without a join, the
+    /// stream's records before the join with one (as Spark's watermark sits below the join).
+    clock_columns: (Option<usize>, Option<usize>),
     operator: OperatorPlan,
 }
 
@@ -304,6 +308,7 @@ impl QueryPlan {
         let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
         // a join's steps check the required columns; the join reads its keys
+        let mut clock_columns = (watermark.map(|w| w.0), replay.map(|r| r.0));
         let (join, needed, required) = match &p.join {
             None => (None, needed, required),
             Some(j) => {
@@ -316,13 +321,25 @@ impl QueryPlan {
                 for &(k, _) in &j.keys {
                     stream_needed[k] = true;
                 }
-                (Some(JoinPlan { spec: j.clone(), steps: Arc::new(steps) }), stream_needed, Vec::new())
+                // the clock reads the stream's records: its columns must be the stream's
+                let wm = p.watermark.as_ref().map(|w| col(&stream, &w.column, "watermark.column")).transpose()?;
+                let rp = match &p.clock {
+                    ClockSpec::System => None,
+                    ClockSpec::Replay { column, .. } => Some(col(&stream, column, "clock.column")?),
+                };
+                clock_columns = (wm, rp);
+                let stream_required: Vec<usize> = wm.into_iter().chain(rp).collect();
+                for &c in &stream_required {
+                    stream_needed[c] = true;
+                }
+                (Some(JoinPlan { spec: j.clone(), steps: Arc::new(steps) }), stream_needed, stream_required)
             }
         };
         let (source_steps, needed, required) = if p.source_steps.is_empty() {
             (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
         } else {
-            let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+            let after_steps = spec::schema_after(&p.source_steps, &decoded);
+            let named = required.iter().map(|&c| (c, after_steps.fields()[c].name.clone())).collect();
             let (steps, decoded_needed) = CompiledSteps::new(&p.source_steps, decoded.len(), &needed, named);
             (steps, decoded_needed, Vec::new())
         };
@@ -347,6 +364,7 @@ impl QueryPlan {
             needed,
             required,
             join,
+            clock_columns,
             operator,
         })
     }
@@ -389,15 +407,14 @@ impl QueryPlan {
 
     /// A micro-batch sequencer for this query.
     pub fn sequencer(&self) -> MicroBatchSequencer {
-        MicroBatchSequencer::new(
-            self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))),
-            self.replay.map(|(c, _)| c),
-        )
+        let (w, r) = self.clock_columns;
+        MicroBatchSequencer::new(w.zip(self.watermark).map(|(c, (_, d))| (c, WatermarkTracker::new(d))), r)
     }
 
     /// A real-time clock for this query.
     pub fn realtime_clock(&self) -> RealTimeClock {
-        RealTimeClock::new(self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))), self.replay.map(|(c, _)| c))
+        let (w, r) = self.clock_columns;
+        RealTimeClock::new(w.zip(self.watermark).map(|(c, (_, d))| (c, WatermarkTracker::new(d))), r)
     }
 
     /// Whether a micro-batch without data is due after a batch that evicted with `before` when

@@ -199,3 +199,26 @@ fn a_table_the_query_does_not_read_is_refused() {
     let e = refusal(&two, "SELECT o.order_id FROM orders o JOIN prices p ON o.sku = p.sku\n");
     assert_eq!(e.field, "table[1].name");
 }
+
+#[test]
+fn a_where_conjunct_on_the_stream_alone_runs_before_the_join_and_the_watermark() {
+    // as Spark's optimizer: `o.qty > 1` is pushed below the join and the watermark; `p.price > 1`
+    // stays above the join; `o.ts > ...` mentions the watermark column and runs after it
+    let p = pipeline(
+        "SELECT o.order_id, p.price FROM orders o JOIN prices p ON o.sku = p.sku\n\
+         WHERE o.qty > 1 AND p.price > 1 AND o.ts > TIMESTAMP '2024-01-15 10:00:00'\n",
+    );
+    let names = |steps: &[eddy_engine::spec::Step]| -> Vec<String> {
+        steps
+            .iter()
+            .map(|s| match s {
+                eddy_engine::spec::Step::Filter(e) => e.typed.name.clone(),
+                eddy_engine::spec::Step::Project(_) => "project".into(),
+            })
+            .collect()
+    };
+    assert_eq!(names(&p.source_steps), ["(qty > 1)"]);
+    let j = p.join.as_ref().expect("a join");
+    assert_eq!(names(&j.steps), ["(price > 1)"]);
+    assert_eq!(names(&p.query_steps).len(), 1, "the condition on the watermark column runs after the watermark");
+}

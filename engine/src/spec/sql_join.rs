@@ -30,6 +30,10 @@ use crate::schema::{Field, Schema};
 /// A query with a stream-static join, resolved: the join (its `steps` still empty), the query
 /// over the joined columns as one relation named as the source, and the joined schema.
 pub(crate) struct ResolvedJoin {
+    /// WHERE conjuncts over the stream's columns only that do not mention the watermark column:
+    /// filters on the stream's records before the watermark and the join, as Spark's optimizer
+    /// pushes them below the join and the watermark (a record they drop moves no watermark).
+    pub pushed: Vec<super::Step>,
     /// The join.
     pub join: StaticJoinSpec,
     /// The query over the joined record (no join, no qualifiers).
@@ -63,6 +67,7 @@ pub(crate) fn resolve(
     source: &str,
     stream: &Schema,
     tables: &[TableSpec],
+    watermark: Option<&str>,
 ) -> Result<Option<ResolvedJoin>, SpecError> {
     let Some(join) = &q.join else {
         unused_tables(tables, None)?;
@@ -199,11 +204,13 @@ pub(crate) fn resolve(
             other => Ok(other.clone()),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let selection = q.selection.as_ref().map(|s| output.apply(s)).transpose()?;
+    let (pushed, selection) = push_down(selection, stream, watermark);
     let query = QuerySyntax {
         items,
         from: FromSyntax { name: source.to_string(), alias: None, pos: q.from.pos },
         join: None,
-        selection: q.selection.as_ref().map(|s| output.apply(s)).transpose()?,
+        selection,
         group_by,
         having: q.having.as_ref().map(|s| output.apply(s)).transpose()?,
     };
@@ -213,7 +220,43 @@ pub(crate) fn resolve(
     }
     let join = StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, names, steps: Vec::new() };
     let schema = join.output_schema(stream);
-    Ok(Some(ResolvedJoin { join, query, schema }))
+    Ok(Some(ResolvedJoin { pushed, join, query, schema }))
+}
+
+/// Splits the (rewritten) WHERE: the conjuncts that read the stream's columns only, do not
+/// mention the watermark column and bind as BOOLEAN filters over the stream become filters
+/// before the join; the others stay (and are planned, and refused where wrong, as the query's).
+fn push_down(
+    selection: Option<Syntax>,
+    stream: &Schema,
+    watermark: Option<&str>,
+) -> (Vec<super::Step>, Option<Syntax>) {
+    let Some(selection) = selection else { return (Vec::new(), None) };
+    let mut pushed = Vec::new();
+    let mut kept: Vec<Syntax> = Vec::new();
+    for c in conjuncts(selection) {
+        let columns = super::sql_query::columns_of(&c);
+        let stream_only = !columns.is_empty()
+            && columns.iter().all(|n| stream.resolve(n).is_some())
+            && !watermark.is_some_and(|w| columns.iter().any(|n| same_column(n, w)));
+        let filter = stream_only
+            .then(|| crate::expr::bind(&c, stream).ok())
+            .flatten()
+            .filter(|t| t.data_type == crate::schema::DataType::Boolean);
+        match filter {
+            Some(typed) => pushed.push(super::Step::Filter(super::PipelineExpr {
+                field: "query.sql".into(),
+                name: typed.output_name().to_string(),
+                typed,
+            })),
+            None => kept.push(c),
+        }
+    }
+    let kept = kept.into_iter().reduce(|l, r| {
+        let pos = l.pos;
+        Syntax { kind: SyntaxKind::Binary { op: BinaryOp::And, left: Box::new(l), right: Box::new(r) }, pos }
+    });
+    (pushed, kept)
 }
 
 /// Refuses a `[[table]]` that the query does not read (`used`: the one it joins), as SQL.md

@@ -500,7 +500,7 @@ fn first_window_call(s: &Syntax) -> Option<&Syntax> {
 }
 
 /// The column names `s` references (first name part).
-fn columns_of(s: &Syntax) -> Vec<String> {
+pub(super) fn columns_of(s: &Syntax) -> Vec<String> {
     let mut out = Vec::new();
     fn walk(s: &Syntax, out: &mut Vec<String>) {
         if let SyntaxKind::Column(parts) = &s.kind {
@@ -825,9 +825,13 @@ fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
     Ok(Step::Filter(e))
 }
 
+/// A query's stream-static join and the WHERE filters that run on the stream before it.
+pub(crate) type JoinedBy = (super::StaticJoinSpec, Vec<Step>);
+
 /// `[query] sql` (with `output_mode`): parsed with `front` and planned over the source named
 /// `source` (`source.name`, default `source`, PIPELINE.md) of `schema`, joined with one of
-/// `tables` when the query says so (`sql_join`: the plan is then over the joined record).
+/// `tables` when the query says so (`sql_join`: the plan is then over the joined record, and the
+/// join comes with the WHERE conjuncts that run on the stream's records before it).
 ///
 /// # Errors
 /// A [`SpecError`] at `query.type` (or the other structured field) given beside `sql`; at
@@ -843,7 +847,7 @@ pub(crate) fn validate_sql(
     watermark: Option<&WatermarkSpec>,
     kept: &[String],
     front: Option<&dyn crate::expr::SqlFrontEnd>,
-) -> Result<(SqlQueryPlan, Option<super::StaticJoinSpec>), SpecError> {
+) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
     let structured: [(&str, bool); 9] = [
         ("type", raw.kind.is_some()),
         ("group_by", raw.group_by.is_some()),
@@ -872,11 +876,11 @@ pub(crate) fn validate_sql(
     };
     let q = front.parse_query(&text).map_err(sql_error)?;
     let output_mode = raw.output_mode.as_deref();
-    match super::sql_join::resolve(&q, source, schema, tables)? {
+    match super::sql_join::resolve(&q, source, schema, tables, watermark.map(|w| w.column.as_str()))? {
         None => Ok((plan_sql_query(&q, source, schema, watermark, kept, output_mode, mode)?, None)),
         Some(joined) => {
             let plan = plan_sql_query(&joined.query, source, &joined.schema, watermark, kept, output_mode, mode)?;
-            Ok((plan, Some(joined.join)))
+            Ok((plan, Some((joined.join, joined.pushed))))
         }
     }
 }

@@ -246,7 +246,8 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
             };
             match static_join {
                 // the query's steps run on the joined record
-                Some(mut j) => {
+                Some((mut j, pushed)) => {
+                    source_steps.extend(pushed);
                     j.steps = plan.source_steps;
                     schema = schema_after(&j.steps, &j.output_schema(&schema));
                     join = Some(j);
