@@ -554,3 +554,68 @@ fn a_table_that_cannot_be_read_or_is_larger_than_max_bytes_exits_1_naming_it() {
     let fits = run_join("prices.csv", 1000, &[("prices.csv", "k,price\nA,2.5\nB,10\n")]);
     assert_eq!(fits.status.code(), Some(0), "{}", String::from_utf8_lossy(&fits.stderr));
 }
+
+#[test]
+fn an_evaluation_error_on_a_joined_record_goes_to_the_dead_letters_naming_where_it_was_read() {
+    // the table's divisor of b is 0: `n div d` fails on b's joined record (a WHERE over the table
+    // runs before the operator); a, c and d pass (d has no table row: a NULL divisor, null)
+    for mode in ["micro-batch", "real-time"] {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("input")).unwrap();
+        std::fs::write(tmp.path().join("input/000.json"), RECORDS).unwrap();
+        std::fs::write(tmp.path().join("div.csv"), "k,d\na,2\nb,0\nc,3\n").unwrap();
+        let p = format!(
+            r#"
+name = "join-errors"
+mode = "{mode}"
+parallelism = 1
+[source]
+type = "files"
+path = "input"
+schema = "k STRING, ts TIMESTAMP, n BIGINT, m BIGINT, s STRING"
+[[table]]
+name = "divisors"
+type = "files"
+path = "div.csv"
+format = "csv"
+schema = "k STRING, d BIGINT"
+[query]
+sql = "SELECT s.k, s.n div t.d AS q FROM source s LEFT JOIN divisors t ON s.k = t.k WHERE s.n div t.d >= 0 OR t.d IS NULL"
+[sink]
+type = "files"
+path = "output"
+[dead_letter]
+type = "files"
+path = "dead"
+"#
+        );
+        std::fs::write(tmp.path().join("p.toml"), p).unwrap();
+        let out = eddy(tmp.path(), &["run", "p.toml", "--no-progress"]);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        let read = |dir: &str| -> Vec<serde_json::Value> {
+            let mut files: Vec<_> = std::fs::read_dir(tmp.path().join(dir))
+                .map(|d| d.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            files.sort();
+            let lines: Vec<String> = files
+                .iter()
+                .flat_map(|f| std::fs::read_to_string(f).unwrap().lines().map(str::to_string).collect::<Vec<_>>())
+                .collect();
+            parsed(&lines)
+        };
+        let mut rows = read("output");
+        rows.sort_by_key(|r| r["k"].to_string());
+        let expected = vec![
+            serde_json::json!({"k": "a", "q": 2}),
+            serde_json::json!({"k": "c", "q": 1}),
+            serde_json::json!({"k": "d", "q": null}),
+        ];
+        assert_eq!(rows, expected, "{mode}");
+        let dead = read("dead");
+        assert_eq!(dead.len(), 1, "{mode}: {dead:?}");
+        let reason = dead[0]["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("DIVIDE_BY_ZERO"), "{mode}: {dead:?}");
+        assert_eq!(dead[0]["source"], "000.json:2", "{mode}: {dead:?}");
+        assert!(dead[0]["record"].to_string().contains("00:00:02"), "{mode}: {dead:?}");
+    }
+}
