@@ -1,5 +1,7 @@
-//! The source actor: polls the source, decodes, keeps clock and watermark, cuts micro-batches
-//! or epochs, routes records to partition actors by key range, and puts control messages in-band.
+//! The source actor: polls the source, decodes, keeps clock and watermark, joins each record
+//! with a static table when the query has a stream-static join ([`crate::join`]), cuts
+//! micro-batches or epochs, routes records to partition actors by key range, and puts control
+//! messages in-band.
 //!
 //! Real-time: each record is stamped with the processing time at which it is processed (the
 //! replay column, or the system clock) and the watermark as it stood when it arrived; an epoch
