@@ -4,7 +4,8 @@
 //! [`StaticTable`] is the table as a hash map from the join key to its rows; [`JoinStage`] looks
 //! each stream record up in it and runs the query's steps on each joined record: one record in,
 //! 0..n out. As Spark's equi-joins, a key with a NULL never matches (on either side), and keys
-//! compare as Spark's join keys do (NaN equals NaN, -0.0 equals 0.0: [`Value`]'s equality).
+//! compare as Spark's join keys do (NaN equals NaN, -0.0 equals 0.0: [`Value`]'s equality; an
+//! INT key equals a BIGINT key of the same number, as Spark widens INT to BIGINT).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ impl StaticTable {
         let mut rows: HashMap<Box<[Value]>, Vec<Box<[Value]>>> = HashMap::new();
         let mut len = 0;
         for r in records {
-            let key: Box<[Value]> = keys.iter().map(|&k| r.values[k].clone()).collect();
+            let key: Box<[Value]> = keys.iter().map(|&k| key_value(&r.values[k])).collect();
             if key.iter().any(|v| matches!(v, Value::Null)) {
                 continue;
             }
@@ -57,6 +58,15 @@ impl StaticTable {
             return &[];
         }
         self.rows.get(key).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// A key value as the table is indexed by it: INT widened to BIGINT (the planner accepts INT
+/// and BIGINT keys on the two sides), any other value as it is.
+fn key_value(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Long(i64::from(*i)),
+        other => other.clone(),
     }
 }
 
@@ -101,7 +111,7 @@ impl JoinStage {
     /// matches; left semi: the record once when a row matches; left anti: the record once when
     /// none does.
     pub fn apply(&self, record: Record, mut emit: impl FnMut(Applied)) {
-        let key: Vec<Value> = self.stream_keys.iter().map(|&k| record.values[k].clone()).collect();
+        let key: Vec<Value> = self.stream_keys.iter().map(|&k| key_value(&record.values[k])).collect();
         let rows = self.table.lookup(&key);
         match self.kind {
             JoinKind::LeftSemi | JoinKind::LeftAnti => {
@@ -218,6 +228,22 @@ mod tests {
         assert!(run(&semi, z()).is_empty());
         assert!(run(&anti, a()).is_empty());
         assert_eq!(run(&anti, z()), vec![vec![Value::Int(8), s("Z")]]);
+    }
+
+    #[test]
+    fn an_int_key_matches_a_bigint_key_of_the_same_number() {
+        let spec = StaticJoinSpec {
+            kind: JoinKind::Inner,
+            table: 0,
+            table_schema: Schema::parse_ddl("id BIGINT, name STRING").unwrap(),
+            keys: vec![(0, 0)],
+            names: vec!["id".into(), "t.id".into(), "name".into()],
+            steps: Vec::new(),
+        };
+        let steps = CompiledSteps::new(&[], 3, &[], Vec::new()).0;
+        let st = JoinStage::new(&spec, vec![rec(vec![Value::Long(7), s("seven")])], Arc::new(steps));
+        assert_eq!(run(&st, rec(vec![Value::Int(7)])), vec![vec![Value::Int(7), Value::Long(7), s("seven")]]);
+        assert!(run(&st, rec(vec![Value::Int(8)])).is_empty());
     }
 
     #[test]

@@ -179,7 +179,10 @@ fn spark_refusals_of_stream_static_joins_name_the_join_and_its_position() {
             "\"sku\" of both sides (AMBIGUOUS_REFERENCE) at 1:8",
         ),
         ("SELECT o.nope FROM orders o JOIN prices p ON o.sku = p.sku\n", "unknown column \"o.nope\" at 1:8"),
-        ("SELECT o.sku FROM orders o JOIN prices p ON o.qty = p.price\n", "join keys of two types"),
+        (
+            "SELECT o.sku FROM orders o JOIN prices p ON o.qty = p.price\n",
+            "join keys of two types: \"qty\" INT and \"price\" DOUBLE",
+        ),
     ];
     let wrong: Vec<String> = cases
         .iter()
@@ -221,4 +224,12 @@ fn a_where_conjunct_on_the_stream_alone_runs_before_the_join_and_the_watermark()
     let j = p.join.as_ref().expect("a join");
     assert_eq!(names(&j.steps), ["(price > 1)"]);
     assert_eq!(names(&p.query_steps).len(), 1, "the condition on the watermark column runs after the watermark");
+}
+
+#[test]
+fn an_int_key_joins_a_bigint_key_as_spark_widens_it() {
+    let table = TABLE.replace("ts TIMESTAMP\"", "ts TIMESTAMP, n BIGINT\"");
+    let p = pipeline_with(&table, "SELECT o.order_id FROM orders o JOIN prices p ON o.qty = p.n\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.join.as_ref().map(|j| j.keys.clone()), Some(vec![(2, 3)]));
 }

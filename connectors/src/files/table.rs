@@ -58,7 +58,8 @@ pub fn table_version(path: &Path) -> Result<TableVersion, ConnectorError> {
 /// [`ConnectorError::Io`] naming the path when it cannot be read; [`ConnectorError::Config`]
 /// naming the path when the table's files hold more than `max_bytes` bytes (checked before
 /// reading), or a line that cannot be decoded (the file and line, and why), or a record longer
-/// than `max_bytes`.
+/// than `max_bytes`. Spark's reader (PERMISSIVE mode) would read a line that cannot be decoded
+/// as nulls; a table refuses it instead, so that a typo does not silently stop rows matching.
 pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), ConnectorError> {
     let version = table_version(&spec.path)?;
     if version.bytes() > spec.max_bytes {

@@ -15,8 +15,10 @@
 //! Join types, as Spark's `UnsupportedOperationChecker` allows them for a stream and a static
 //! relation: the stream on the left with INNER, LEFT OUTER, LEFT SEMI and LEFT ANTI; the table on
 //! the left with INNER and RIGHT OUTER. The others are refused with Spark's reason. ON must be
-//! one or more equalities of a stream column and a table column joined by AND (the join keys);
-//! a join without one is refused.
+//! one or more equalities of a stream column and a table column joined by AND (the join keys),
+//! of one type or INT and BIGINT (compared as BIGINT, as Spark widens them); a join without one
+//! is refused. Keys of other different types are refused, where Spark would cast one side (an
+//! INT to DOUBLE, a STRING to a number).
 
 use super::error::{SpecError, quote};
 use super::sql_query::{at, conjuncts};
@@ -25,7 +27,7 @@ use super::{JoinKind, StaticJoinSpec, TableSpec};
 use crate::expr::{
     BinaryOp, FromSyntax, GroupItemSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind,
 };
-use crate::schema::{Field, Schema};
+use crate::schema::{DataType, Field, Schema};
 
 /// A query with a stream-static join, resolved: the join (its `steps` still empty), the query
 /// over the joined columns as one relation named as the source, and the joined schema.
@@ -356,7 +358,8 @@ fn join_keys(
             }
         };
         let (s, t) = (&full.fields()[key.0], &full.fields()[key.1]);
-        if s.data_type != t.data_type {
+        let integral = |d: DataType| matches!(d, DataType::Int | DataType::Long);
+        if s.data_type != t.data_type && !(integral(s.data_type) && integral(t.data_type)) {
             return Err(at(
                 c.pos,
                 format!(
@@ -366,7 +369,7 @@ fn join_keys(
                     quote(&t.name),
                     t.data_type
                 ),
-                "keys of one type (CAST one of them in the source's select, or declare the table's column with the stream's type)",
+                "keys of one type, or INT and BIGINT (CAST one of them in the source's select, or declare the table's column with the stream's type)",
             ));
         }
         keys.push((key.0, key.1 - stream_len));
