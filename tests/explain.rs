@@ -135,3 +135,50 @@ fn explain_of_a_wrong_file_exits_2_naming_the_field() {
     assert!(err.contains("query.sql") && err.contains("nope"), "{err}");
     assert!(out.stdout.is_empty(), "nothing is printed on stdout: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn explain_shows_a_stream_static_join_with_its_table_keys_and_joined_columns() {
+    let pipeline = r#"
+name = "enriched"
+mode = "micro-batch"
+parallelism = 2
+[[source]]
+name = "orders"
+type = "files"
+path = "input"
+schema = "order_id STRING, sku STRING, qty INT"
+[[table]]
+name = "prices"
+type = "files"
+path = "prices.csv"
+format = "csv"
+schema = "sku STRING, price DOUBLE"
+refresh = "30 seconds"
+[query]
+sql = "SELECT o.order_id, o.qty * p.price AS total FROM orders o LEFT JOIN prices p ON o.sku = p.sku"
+[sink]
+type = "stdout"
+"#;
+    let out = explain(pipeline);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let expected = "\
+pipeline enriched: micro-batch, parallelism 2, clock system
+on the source actor's thread:
+  1. source: files ./input, json decoder
+    out: order_id STRING, sku STRING, qty INT
+  2. no watermark
+    out: order_id STRING, sku STRING, qty INT
+  3. stream-static left outer join (broadcast hash join on the source actor) with table prices (files ./prices.csv, csv, sku STRING, price DOUBLE, re-read when changed, checked every 30 seconds, at most 268435456 bytes) on sku = prices.sku
+    out: order_id STRING, sku STRING, qty INT, p.sku STRING, price DOUBLE
+  4. routing: no partition key (the operator keeps no keyed state)
+    out: order_id STRING, sku STRING, qty INT, p.sku STRING, price DOUBLE
+chained on the partition actor's thread:
+  5. forward: each record once, no state
+    out: order_id STRING, sku STRING, qty INT, p.sku STRING, price DOUBLE
+  6. select list (query.sql): order_id, (qty * price) AS total
+    out: order_id STRING, total DOUBLE
+  7. sink: stdout
+    out: order_id STRING, total DOUBLE
+";
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

@@ -36,6 +36,7 @@
 pub mod checkpoint;
 pub mod clock;
 pub mod coordinator;
+pub mod join;
 pub mod messages;
 pub mod metrics;
 pub mod partition;

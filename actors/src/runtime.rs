@@ -242,6 +242,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             }
         },
     };
+    // a static table is read whole before anything starts (exit 1 naming it when it cannot be)
+    let join =
+        plan.join.as_ref().map(|j| crate::join::TableJoin::open(j, &pipeline.tables[j.spec.table])).transpose()?;
     let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
     // room in each decoded record for the source steps' computed columns
     let spare = plan.source_steps.spare_columns();
@@ -423,6 +426,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         checkpoint: source_checkpoint,
         resume,
         stop_after: opts.stop_after,
+        join,
         spares,
         plan,
         partitions: match chained {

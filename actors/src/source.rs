@@ -1,5 +1,7 @@
-//! The source actor: polls the source, decodes, keeps clock and watermark, cuts micro-batches
-//! or epochs, routes records to partition actors by key range, and puts control messages in-band.
+//! The source actor: polls the source, decodes, keeps clock and watermark, joins each record
+//! with a static table when the query has a stream-static join ([`crate::join`]), cuts
+//! micro-batches or epochs, routes records to partition actors by key range, and puts control
+//! messages in-band.
 //!
 //! Real-time: each record is stamped with the processing time at which it is processed (the
 //! replay column, or the system clock) and the watermark as it stood when it arrived; an epoch
@@ -56,6 +58,7 @@ use eddy_engine::{Duration, Record, Timestamp};
 use crate::checkpoint::DriverState;
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::UnitStarts;
+use crate::join::TableJoin;
 use crate::messages::{Control, Stamped, ToCoordinator, ToPartition, ToSink, ToSource};
 use crate::metrics::{Metrics, micros_to_seconds};
 use crate::partition::PartitionTask;
@@ -144,6 +147,9 @@ pub struct SourceActor {
     /// committed, end the run there, as a crash right after its checkpoint would (real-time:
     /// nothing after the barrier is sent; micro-batch: no batch after it).
     pub stop_after: Option<u64>,
+    /// A SQL query's stream-static join ([`crate::join`]), run on each record after the clock
+    /// and the watermark have seen it, before routing; `None` without one.
+    pub join: Option<TableJoin>,
 }
 
 /// Where the source actor sends records and control messages.
@@ -346,6 +352,58 @@ impl SourceActor {
     /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
     fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
         self.decode_at(item.payload, &item.position, dead, last_log)
+    }
+
+    /// Micro-batch: decodes a batch's items; with a join, keeps each record's position for its
+    /// dead letters ([`TableJoin::positions`]).
+    fn decode_batch(
+        &mut self,
+        items: Vec<SourceItem>,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) -> Vec<Record> {
+        let mut records = Vec::with_capacity(items.len());
+        for item in items {
+            let position = self.join.is_some().then(|| item.position.clone());
+            if let Some(r) = self.decode(item, dead, last_log) {
+                records.push(r);
+                if let (Some(j), Some(p)) = (self.join.as_mut(), position) {
+                    j.positions.push(p);
+                }
+            }
+        }
+        records
+    }
+
+    /// Joins a record with the table and runs the query's steps on each joined record
+    /// ([`TableJoin::apply`]); the results go to `out`. A joined record whose expression fails is
+    /// malformed, as in [`SourceActor::apply_steps`]; its dead letter holds the joined record's
+    /// columns (`position`: where the record was read).
+    fn join_record(
+        &mut self,
+        record: Record,
+        position: &Position,
+        out: &mut Vec<Record>,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) {
+        let Some(join) = &self.join else { return };
+        let mut failed = Vec::new();
+        join.apply(record, |a| match a {
+            Applied::Keep(r) => out.push(r),
+            Applied::Drop => {}
+            Applied::Failed { reason, input } => failed.push((reason, input)),
+        });
+        for (reason, input) in failed {
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+                tracing::warn!(position = %position, %reason, dead_letter = self.dead_letter, "joined record whose query step failed: malformed (sent to the dead letters when the pipeline has a [dead_letter]; at most one such line a second)");
+                *last_log = Some(Instant::now());
+            }
+            let names = self.plan.join.as_ref().map(|j| j.spec.names.clone()).unwrap_or_default();
+            let json = row_to_json_line(&names, &input.values);
+            dead.push(dead_letter(&reason, position, json.trim_end().as_bytes()));
+        }
     }
 
     /// Decodes a payload read at `position`: a record as it is, raw bytes by the decoder.
@@ -567,6 +625,7 @@ impl SourceActor {
         let mut last_w = Timestamp::MIN;
         let mut reported = Reported::new();
         let mut exhausted = false;
+        let mut joined: Vec<Record> = Vec::new();
         // Idle epochs: whether an item was polled since the last barrier, and the partition
         // actors' output count at it (see the module documentation).
         let mut polled_since_barrier = false;
@@ -603,6 +662,9 @@ impl SourceActor {
                 }
             }
             items.clear();
+            if let Some(j) = self.join.as_mut() {
+                j.refresh(Instant::now());
+            }
             self.spares.take_returned(self.source.as_mut());
             let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
             let metrics_on = self.metrics.enabled();
@@ -661,6 +723,16 @@ impl SourceActor {
                     SourceOffset::advance(&mut offset, &position);
                 }
                 routed += 1;
+                if self.join.is_some() {
+                    // 0..n joined records, each stamped as the record they were made of
+                    self.join_record(record, &position, &mut joined, &mut dead, &mut last_log);
+                    for record in joined.drain(..) {
+                        let p = self.router.route(&record).0;
+                        let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
+                        self.route(&mut buffers, p, s)?;
+                    }
+                    continue;
+                }
                 let p = self.router.route(&record).0;
                 let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                 self.route(&mut buffers, p, s)?;
@@ -790,13 +862,11 @@ impl SourceActor {
             };
             if cut {
                 let cut_at = Instant::now();
-                let items = std::mem::take(&mut pending);
-                let mut records = Vec::with_capacity(items.len());
-                for item in items {
-                    if let Some(r) = self.decode(item, &mut dead, &mut last_log) {
-                        records.push(r);
-                    }
+                if let Some(j) = self.join.as_mut() {
+                    j.refresh(cut_at);
                 }
+                let items = std::mem::take(&mut pending);
+                let records = self.decode_batch(items, &mut dead, &mut last_log);
                 last_moved = Some(self.run_batch(&mut seq, records, &mut dead, Some(cut_at))?);
                 batch_started = Instant::now();
             } else if poll == Poll::Idle
@@ -812,8 +882,7 @@ impl SourceActor {
         }
         if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
             let items = std::mem::take(&mut pending);
-            let records: Vec<Record> =
-                items.into_iter().filter_map(|i| self.decode(i, &mut dead, &mut last_log)).collect();
+            let records = self.decode_batch(items, &mut dead, &mut last_log);
             last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
         }
         let stopped = self.stop.load(Ordering::Relaxed);
@@ -869,7 +938,21 @@ impl SourceActor {
         self.broadcast(Control::BeginBatch(ctx))?;
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
         self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
-        for record in records {
+        let mut joined = Vec::new();
+        let positions = self.join.as_mut().map(|j| std::mem::take(&mut j.positions)).unwrap_or_default();
+        let mut last_log = None;
+        for (i, record) in records.into_iter().enumerate() {
+            if self.join.is_some() {
+                // 0..n joined records; the watermark has seen the record they were made of
+                let at = positions.get(i).cloned().unwrap_or(Position::Generated { event: i as u64 });
+                self.join_record(record, &at, &mut joined, dead, &mut last_log);
+                for record in joined.drain(..) {
+                    let p = self.router.route(&record).0;
+                    let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
+                    self.route(&mut buffers, p, s)?;
+                }
+                continue;
+            }
             let p = self.router.route(&record).0;
             let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
             self.route(&mut buffers, p, s)?;

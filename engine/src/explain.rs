@@ -4,7 +4,8 @@
 //! Each step in the order a record meets it, numbered, with its output columns and types: the
 //! source with its decoder and decoded columns, the source's `filter` / `select`, a SQL
 //! query's WHERE conjuncts that run before the watermark and its projection of keys and
-//! measure inputs, the watermark, the routing by partition key, the WHERE conjuncts on the
+//! measure inputs, the watermark, a stream-static join with its table and the query's steps
+//! after it, the routing by partition key, the WHERE conjuncts on the
 //! watermark column, the operator (its key, window, measures and the watermark it uses), HAVING
 //! and the select list, the sink's `select` and the sink. The steps are grouped by the thread
 //! they run on: today the source steps run on the source actor's thread and everything after
@@ -20,8 +21,8 @@ use std::fmt::Write as _;
 use crate::expr::Node;
 use crate::schema::Schema;
 use crate::spec::{
-    ClockSpec, Format, MeasureSpec, Mode, OutputMode, Pipeline, PipelineExpr, QuerySpec, SessionGap, SinkSpec,
-    SourceKind, Step, WindowSpec,
+    ClockSpec, Format, JoinKind, MeasureSpec, Mode, OutputMode, Pipeline, PipelineExpr, QuerySpec, SessionGap,
+    SinkSpec, SourceKind, StaticJoinSpec, Step, WindowSpec,
 };
 
 /// The plan of `p` as text: a header line (name, mode, parallelism, clock), then the numbered
@@ -55,6 +56,14 @@ pub fn explain(p: &Pipeline) -> String {
     match &p.watermark {
         Some(w) => text.step(format!("watermark on {}, delay {}", w.column, duration(w.delay)), &schema),
         None => text.step("no watermark".to_string(), &schema),
+    }
+    if let Some(j) = &p.join {
+        schema = j.output_schema(&schema);
+        text.step(join_line(p, j), &schema);
+        for step in &j.steps {
+            schema = step.output_schema(&schema);
+            text.step(step_line(step, Place::AfterWatermark), &schema);
+        }
     }
     let key = partition_key(&p.query);
     let routing = if key.is_empty() {
@@ -136,6 +145,44 @@ fn source_line(p: &Pipeline) -> String {
         }
         SourceKind::Nexmark { table, .. } => format!("source: nexmark {table:?} rows (generated, no decoder)"),
     }
+}
+
+/// The join step: its kind, the table (path, format, refresh, row bound), the keys.
+fn join_line(p: &Pipeline, j: &StaticJoinSpec) -> String {
+    let kind = match j.kind {
+        JoinKind::Inner => "inner",
+        JoinKind::LeftOuter => "left outer",
+        JoinKind::LeftSemi => "left semi",
+        JoinKind::LeftAnti => "left anti",
+    };
+    let stream = |i: usize| j.names.get(i).cloned().unwrap_or_default();
+    let keys: Vec<String> = match p.tables.get(j.table) {
+        Some(t) => {
+            j.keys.iter().map(|&(s, k)| format!("{} = {}.{}", stream(s), t.name, t.schema.fields()[k].name)).collect()
+        }
+        None => Vec::new(),
+    };
+    let table = match p.tables.get(j.table) {
+        Some(t) => {
+            let format = match t.format {
+                Format::Json => "json",
+                Format::Csv => "csv",
+            };
+            format!(
+                "table {} (files {}, {format}, {}, re-read when changed, checked every {}, at most {} bytes)",
+                t.name,
+                t.path.display(),
+                t.schema,
+                duration(t.refresh),
+                t.max_bytes
+            )
+        }
+        None => "a table".to_string(),
+    };
+    format!(
+        "stream-static {kind} join (broadcast hash join on the source actor) with {table} on {}",
+        keys.join(" AND ")
+    )
 }
 
 fn step_line(step: &Step, place: Place) -> String {

@@ -31,6 +31,7 @@
 //! - [`window`]: window assigners (tumbling, sliding, session).
 //! - [`watermark`]: watermark tracking for both modes.
 //! - [`operator`]: window aggregate, deduplicate, rolling window.
+//! - [`join`]: stream-static joins: a record looked up in a static table (`[[table]]`).
 //! - [`explain`]: a pipeline's plan as text (`eddy explain`).
 //! - [`expr`]: Spark SQL expressions: typed plan, Spark's type rules and names, compiled evaluation.
 //! - [`spec`]: the pipeline file (PIPELINE.md): model, validation, output schema.
@@ -43,6 +44,7 @@ pub mod decode;
 pub mod driver;
 pub mod explain;
 pub mod expr;
+pub mod join;
 pub mod operator;
 pub mod output;
 pub mod plan;

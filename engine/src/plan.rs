@@ -65,7 +65,32 @@ pub struct QueryPlan {
     /// Decoded columns that must be non-null (event time, replay column; with source steps
     /// these are checked after them, by [`QueryPlan::source_steps`], and this is empty).
     pub required: Vec<usize>,
+    /// A SQL query's stream-static join ([`Pipeline::join`]), run on each record after
+    /// [`QueryPlan::source_steps`], the clock and the watermark; `None` without one.
+    pub join: Option<JoinPlan>,
+    /// The watermark's and the replay clock's columns in the records the clock sees: the
+    /// query's input ([`QueryPlan::watermark`], [`QueryPlan::replay`]) without a join, the
+    /// stream's records before the join with one (as Spark's watermark sits below the join).
+    clock_columns: (Option<usize>, Option<usize>),
     operator: OperatorPlan,
+}
+
+/// A stream-static join as planned: the join and its steps compiled for the joined record (they
+/// also check that the event-time and replay columns are not NULL). The table is read by the
+/// runtime ([`JoinPlan::stage`]).
+#[derive(Debug, Clone)]
+pub struct JoinPlan {
+    /// The join.
+    pub spec: spec::StaticJoinSpec,
+    /// [`spec::StaticJoinSpec::steps`], compiled.
+    pub steps: Arc<CompiledSteps>,
+}
+
+impl JoinPlan {
+    /// The join over the table's `records` (as read: the table's schema).
+    pub fn stage(&self, records: Vec<crate::value::Record>) -> crate::join::JoinStage {
+        crate::join::JoinStage::new(&self.spec, records, self.steps.clone())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -282,10 +307,39 @@ impl QueryPlan {
         // the query's own filters read their columns too
         let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
+        // a join's steps check the required columns; the join reads its keys
+        let mut clock_columns = (watermark.map(|w| w.0), replay.map(|r| r.0));
+        let (join, needed, required) = match &p.join {
+            None => (None, needed, required),
+            Some(j) => {
+                let stream = spec::schema_after(&p.source_steps, &decoded);
+                let joined = j.output_schema(&stream);
+                let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+                let (steps, joined_needed) = CompiledSteps::new(&j.steps, joined.len(), &needed, named);
+                let mut stream_needed: Vec<bool> =
+                    (0..stream.len()).map(|i| joined_needed.get(i) == Some(&true)).collect();
+                for &(k, _) in &j.keys {
+                    stream_needed[k] = true;
+                }
+                // the clock reads the stream's records: its columns must be the stream's
+                let wm = p.watermark.as_ref().map(|w| col(&stream, &w.column, "watermark.column")).transpose()?;
+                let rp = match &p.clock {
+                    ClockSpec::System => None,
+                    ClockSpec::Replay { column, .. } => Some(col(&stream, column, "clock.column")?),
+                };
+                clock_columns = (wm, rp);
+                let stream_required: Vec<usize> = wm.into_iter().chain(rp).collect();
+                for &c in &stream_required {
+                    stream_needed[c] = true;
+                }
+                (Some(JoinPlan { spec: j.clone(), steps: Arc::new(steps) }), stream_needed, stream_required)
+            }
+        };
         let (source_steps, needed, required) = if p.source_steps.is_empty() {
             (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
         } else {
-            let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+            let after_steps = spec::schema_after(&p.source_steps, &decoded);
+            let named = required.iter().map(|&c| (c, after_steps.fields()[c].name.clone())).collect();
             let (steps, decoded_needed) = CompiledSteps::new(&p.source_steps, decoded.len(), &needed, named);
             if steps.has_no_steps() {
                 // only projections that keep each record as it is (columns renamed at most, as the
@@ -316,6 +370,8 @@ impl QueryPlan {
             replay,
             needed,
             required,
+            join,
+            clock_columns,
             operator,
         })
     }
@@ -358,15 +414,14 @@ impl QueryPlan {
 
     /// A micro-batch sequencer for this query.
     pub fn sequencer(&self) -> MicroBatchSequencer {
-        MicroBatchSequencer::new(
-            self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))),
-            self.replay.map(|(c, _)| c),
-        )
+        let (w, r) = self.clock_columns;
+        MicroBatchSequencer::new(w.zip(self.watermark).map(|(c, (_, d))| (c, WatermarkTracker::new(d))), r)
     }
 
     /// A real-time clock for this query.
     pub fn realtime_clock(&self) -> RealTimeClock {
-        RealTimeClock::new(self.watermark.map(|(c, d)| (c, WatermarkTracker::new(d))), self.replay.map(|(c, _)| c))
+        let (w, r) = self.clock_columns;
+        RealTimeClock::new(w.zip(self.watermark).map(|(c, (_, d))| (c, WatermarkTracker::new(d))), r)
     }
 
     /// Whether a micro-batch without data is due after a batch that evicted with `before` when

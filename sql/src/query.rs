@@ -1,12 +1,17 @@
 //! Queries (SQL.md "Queries"): one `SELECT` statement over one source, lowered into the
 //! engine's [`QuerySyntax`]. What Eddy does not run yet is refused here, naming it, at its
 //! position: ORDER BY, LIMIT, DISTINCT, WITH, window functions (OVER), `count(DISTINCT ...)`,
-//! subqueries, joins, UNION and the other set operations, several statements.
+//! subqueries, more than one join, joins with USING or NATURAL, UNION and the other set
+//! operations, several statements. One join of two names is lowered as written; which join types
+//! run is decided by the planner (SEMANTICS.md "Joins").
 
-use eddy_engine::expr::{FromSyntax, GroupItemSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind};
+use eddy_engine::expr::{
+    FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax,
+    SyntaxKind,
+};
 use sqlparser::ast::{
-    Expr, GroupByExpr, ObjectNamePart, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Spanned,
-    TableFactor, Value,
+    Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, ObjectNamePart, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, Spanned, TableFactor, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserOptions};
@@ -125,7 +130,7 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
         return Err(at_select(s, *what, ONE_SELECT));
     }
-    let from = from_item(text, s)?;
+    let (from, join) = from_item(text, s)?;
     let items = s.projection.iter().map(select_item).collect::<Result<Vec<_>, _>>()?;
     let selection = s.selection.as_ref().map(lower).transpose()?;
     let group_by = match &s.group_by {
@@ -144,7 +149,7 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
         }
     };
     let having = s.having.as_ref().map(lower).transpose()?;
-    Ok(QuerySyntax { items, from, selection, group_by, having })
+    Ok(QuerySyntax { items, from, join, selection, group_by, having })
 }
 
 /// A refusal at the `SELECT` keyword (for clauses without a position of their own).
@@ -152,7 +157,7 @@ fn at_select(s: &Select, found: impl Into<String>, allowed: &str) -> SqlError {
     SqlError::Unsupported { pos: pos(s.select_token.0.span.start), found: found.into(), allowed: allowed.into() }
 }
 
-fn from_item(text: &str, s: &Select) -> Result<FromSyntax, SqlError> {
+fn from_item(text: &str, s: &Select) -> Result<(FromSyntax, Option<JoinSyntax>), SqlError> {
     let [relation] = s.from.as_slice() else {
         return Err(match s.from.get(1) {
             None => SqlError::Syntax {
@@ -160,20 +165,103 @@ fn from_item(text: &str, s: &Select) -> Result<FromSyntax, SqlError> {
                 found: "a SELECT without FROM".into(),
                 allowed: ONE_SELECT.into(),
             },
-            Some(second) => unsupported(&second.relation, "a second relation in FROM (a join)", ONE_SELECT),
+            Some(second) => unsupported(
+                &second.relation,
+                "a second relation in FROM (a comma join)",
+                "FROM name [[AS] alias] [JOIN name [[AS] alias] ON condition]",
+            ),
         });
     };
-    if let Some(join) = relation.joins.first() {
-        return Err(SqlError::Unsupported {
-            pos: keyword_before(text, Keyword::JOIN, join.relation.span().start),
-            found: "JOIN".into(),
-            allowed: "one source (joins are not implemented yet)".into(),
-        });
+    let from = named_relation(&relation.relation)?;
+    let join = match relation.joins.as_slice() {
+        [] => None,
+        [join] => Some(join_item(text, join)?),
+        [_, second, ..] => {
+            return Err(SqlError::Unsupported {
+                pos: keyword_before(text, Keyword::JOIN, second.relation.span().start),
+                found: "a second JOIN".into(),
+                allowed: "one join of the source with a table (several joins are not implemented yet)".into(),
+            });
+        }
+    };
+    Ok((from, join))
+}
+
+/// One `JOIN name [[AS] alias] ON condition`, its type as written.
+fn join_item(text: &str, join: &Join) -> Result<JoinSyntax, SqlError> {
+    let join_pos = join_keyword(text, join.relation.span().start);
+    let refuse = |what: String| SqlError::Unsupported {
+        pos: join_pos,
+        found: what,
+        allowed: "[INNER | LEFT [OUTER] | RIGHT [OUTER] | FULL [OUTER] | LEFT SEMI | LEFT ANTI] JOIN name ON condition"
+            .into(),
+    };
+    let (kind, constraint) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinTypeSyntax::Inner, c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinTypeSyntax::LeftOuter, c),
+        JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinTypeSyntax::RightOuter, c),
+        JoinOperator::FullOuter(c) => (JoinTypeSyntax::FullOuter, c),
+        JoinOperator::Semi(c) | JoinOperator::LeftSemi(c) => (JoinTypeSyntax::LeftSemi, c),
+        JoinOperator::Anti(c) | JoinOperator::LeftAnti(c) => (JoinTypeSyntax::LeftAnti, c),
+        JoinOperator::CrossJoin(c) => (JoinTypeSyntax::Cross, c),
+        other => return Err(refuse(format!("the join `{}`", join_words(other)))),
+    };
+    let on = match constraint {
+        JoinConstraint::On(e) => Some(lower(e)?),
+        JoinConstraint::None => None,
+        JoinConstraint::Using(_) | JoinConstraint::UsingAlias(..) => return Err(refuse("JOIN ... USING (...)".into())),
+        JoinConstraint::Natural => return Err(refuse("NATURAL JOIN".into())),
+    };
+    Ok(JoinSyntax { kind, right: named_relation(&join.relation)?, on, pos: join_pos })
+}
+
+/// The words of a join operator that Spark SQL does not have, for the message.
+fn join_words(op: &JoinOperator) -> &'static str {
+    match op {
+        JoinOperator::RightSemi(_) => "RIGHT SEMI JOIN",
+        JoinOperator::RightAnti(_) => "RIGHT ANTI JOIN",
+        JoinOperator::CrossApply => "CROSS APPLY",
+        JoinOperator::OuterApply => "OUTER APPLY",
+        JoinOperator::AsOf { .. } => "ASOF JOIN",
+        JoinOperator::StraightJoin(_) => "STRAIGHT_JOIN",
+        _ => "ARRAY JOIN",
     }
-    match &relation.relation {
+}
+
+/// Where the words of the join whose relation starts at `at` begin: the first join keyword
+/// (INNER, LEFT, RIGHT, FULL, OUTER, CROSS, SEMI, ANTI, NATURAL, JOIN) of the run of them just before `at`.
+fn join_keyword(text: &str, at: Location) -> Pos {
+    let tokens = Tokenizer::new(&dialect::SparkDialect, text).tokenize_with_location().unwrap_or_default();
+    let before = |l: Location| (l.line, l.column) < (at.line, at.column);
+    let words = [
+        Keyword::JOIN,
+        Keyword::INNER,
+        Keyword::LEFT,
+        Keyword::RIGHT,
+        Keyword::FULL,
+        Keyword::OUTER,
+        Keyword::CROSS,
+        Keyword::SEMI,
+        Keyword::ANTI,
+        Keyword::NATURAL,
+    ];
+    let mut found = None;
+    for t in tokens.iter().rev().filter(|t| before(t.span.start)) {
+        match &t.token {
+            Token::Whitespace(_) => {}
+            Token::Word(w) if words.contains(&w.keyword) => found = Some(pos(t.span.start)),
+            _ => break,
+        }
+    }
+    found.unwrap_or_else(|| pos(at))
+}
+
+/// `name [[AS] alias]` in FROM or JOIN.
+fn named_relation(relation: &TableFactor) -> Result<FromSyntax, SqlError> {
+    match relation {
         TableFactor::Table { name, alias, args: None, .. } => {
             let [ObjectNamePart::Identifier(id)] = name.0.as_slice() else {
-                return Err(unsupported(name, format!("the qualified name {name}"), "a source's name"));
+                return Err(unsupported(name, format!("the qualified name {name}"), "a source's or table's name"));
             };
             if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
                 return Err(SqlError::Unsupported {
@@ -189,11 +277,11 @@ fn from_item(text: &str, s: &Select) -> Result<FromSyntax, SqlError> {
             })
         }
         TableFactor::Derived { .. } => Err(unsupported(
-            &relation.relation,
+            relation,
             "a subquery in FROM",
-            "a source's name (subqueries are not implemented yet)",
+            "a source's or table's name (subqueries are not implemented yet)",
         )),
-        other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's name")),
+        other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's or table's name")),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Queries: the clauses as written, and each construct Eddy does not run refused by name at
 //! its position (expected values written by hand).
 
-use eddy_engine::expr::{GroupItemSyntax, Literal, Pos, SelectItemSyntax, SyntaxKind};
+use eddy_engine::expr::{GroupItemSyntax, JoinTypeSyntax, Literal, Pos, SelectItemSyntax, SyntaxKind};
 
 use super::*;
 
@@ -56,8 +56,10 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
         ("SELECT count(DISTINCT b) FROM s", Pos { line: 1, column: 8 }, "count(DISTINCT ...)"),
         ("SELECT a FROM s WHERE a IN (SELECT a FROM t)", Pos { line: 1, column: 23 }, "a subquery"),
         ("SELECT a FROM (SELECT a FROM s)", Pos { line: 1, column: 16 }, "a subquery in FROM"),
-        ("SELECT a FROM s JOIN t ON s.a = t.a", Pos { line: 1, column: 17 }, "JOIN"),
-        ("SELECT a FROM s, t", Pos { line: 1, column: 18 }, "a second relation in FROM (a join)"),
+        ("SELECT a FROM s JOIN t ON s.a = t.a JOIN u ON s.a = u.a", Pos { line: 1, column: 37 }, "a second JOIN"),
+        ("SELECT a FROM s JOIN t USING (a)", Pos { line: 1, column: 17 }, "USING"),
+        ("SELECT a FROM s NATURAL JOIN t", Pos { line: 1, column: 17 }, "NATURAL"),
+        ("SELECT a FROM s, t", Pos { line: 1, column: 18 }, "a second relation in FROM (a comma join)"),
         ("SELECT a FROM s UNION ALL SELECT a FROM t", Pos { line: 1, column: 17 }, "UNION ALL"),
         ("SELECT a FROM s; SELECT b FROM s", Pos { line: 1, column: 18 }, "several statements"),
     ];
@@ -80,7 +82,7 @@ fn distinct_joins_and_set_operations_are_refused_at_their_keyword() {
         ("SELECT a FROM s\nUNION\nSELECT a FROM t", Pos { line: 2, column: 1 }, "UNION"),
         ("SELECT a FROM s WHERE a > 1 EXCEPT SELECT a FROM t", Pos { line: 1, column: 29 }, "EXCEPT"),
         ("SELECT a FROM (SELECT a FROM s) UNION ALL SELECT a FROM t", Pos { line: 1, column: 33 }, "UNION ALL"),
-        ("SELECT a FROM s\n  LEFT JOIN t ON s.a = t.a", Pos { line: 2, column: 8 }, "JOIN"),
+        ("SELECT a FROM s\n  LEFT JOIN t ON s.a = t.a\n  JOIN u ON s.a = u.a", Pos { line: 3, column: 3 }, "JOIN"),
     ];
     let wrong: Vec<String> = cases
         .iter()
@@ -91,6 +93,35 @@ fn distinct_joins_and_set_operations_are_refused_at_their_keyword() {
         })
         .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn a_join_is_lowered_with_its_type_relation_and_condition() {
+    let cases: &[(&str, JoinTypeSyntax)] = &[
+        ("SELECT * FROM s JOIN t ON s.a = t.a", JoinTypeSyntax::Inner),
+        ("SELECT * FROM s INNER JOIN t ON s.a = t.a", JoinTypeSyntax::Inner),
+        ("SELECT * FROM s LEFT JOIN t ON s.a = t.a", JoinTypeSyntax::LeftOuter),
+        ("SELECT * FROM s LEFT OUTER JOIN t ON s.a = t.a", JoinTypeSyntax::LeftOuter),
+        ("SELECT * FROM s RIGHT JOIN t ON s.a = t.a", JoinTypeSyntax::RightOuter),
+        ("SELECT * FROM s FULL OUTER JOIN t ON s.a = t.a", JoinTypeSyntax::FullOuter),
+        ("SELECT * FROM s LEFT SEMI JOIN t ON s.a = t.a", JoinTypeSyntax::LeftSemi),
+        ("SELECT * FROM s LEFT ANTI JOIN t ON s.a = t.a", JoinTypeSyntax::LeftAnti),
+        ("SELECT * FROM s CROSS JOIN t", JoinTypeSyntax::Cross),
+    ];
+    for (text, kind) in cases {
+        let q = parse_query(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let join = q.join.unwrap_or_else(|| panic!("{text}: no join"));
+        assert_eq!(join.kind, *kind, "{text}");
+        assert_eq!(join.right.name, "t", "{text}");
+        assert_eq!(join.pos, Pos { line: 1, column: 17 }, "{text}");
+        assert_eq!(join.on.is_some(), *kind != JoinTypeSyntax::Cross, "{text}");
+    }
+    let q =
+        parse_query("SELECT o.a FROM orders AS o\nLEFT JOIN prices p ON o.k = p.k").unwrap_or_else(|e| panic!("{e}"));
+    let join = q.join.expect("a join");
+    assert_eq!((q.from.name.as_str(), q.from.alias.as_deref()), ("orders", Some("o")));
+    assert_eq!((join.right.name.as_str(), join.right.alias.as_deref()), ("prices", Some("p")));
+    assert_eq!(join.pos, Pos { line: 2, column: 1 });
 }
 
 #[test]

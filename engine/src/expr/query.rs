@@ -2,8 +2,9 @@
 //! untyped, positioned [`Syntax`]. The `eddy-sql` crate builds it ([`super::SqlFrontEnd::parse_query`]);
 //! pipeline validation binds and plans it onto the operators (`spec::sql_query`).
 //!
-//! Only the single-source form is represented: one `FROM` name, no joins, unions or subqueries
-//! (the front end refuses those, naming them).
+//! Only the single-source form is represented: one `FROM` name, optionally joined with one more
+//! name (a stream-static join); no unions or subqueries (the front end refuses those, naming
+//! them).
 
 use super::{Pos, Syntax, SyntaxKind};
 
@@ -12,8 +13,10 @@ use super::{Pos, Syntax, SyntaxKind};
 pub struct QuerySyntax {
     /// The select list, in order (at least one item).
     pub items: Vec<SelectItemSyntax>,
-    /// The one relation of `FROM`.
+    /// The first relation of `FROM`.
     pub from: FromSyntax,
+    /// `JOIN other ON ...` after it, if any.
+    pub join: Option<JoinSyntax>,
     /// `WHERE`, if any.
     pub selection: Option<Syntax>,
     /// `GROUP BY` items, in order (empty: no GROUP BY).
@@ -31,6 +34,55 @@ pub struct FromSyntax {
     pub alias: Option<String>,
     /// Where the name starts.
     pub pos: Pos,
+}
+
+/// `[INNER | LEFT [OUTER] | RIGHT [OUTER] | FULL [OUTER] | LEFT SEMI | LEFT ANTI | CROSS] JOIN
+/// name [[AS] alias] [ON condition]`, as written; which of these run is decided when the query is
+/// planned (SEMANTICS.md "Joins").
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinSyntax {
+    /// The join type as written.
+    pub kind: JoinTypeSyntax,
+    /// The relation on the right.
+    pub right: FromSyntax,
+    /// The `ON` condition; `None` for a join without one (CROSS JOIN, or `USING` and `NATURAL`,
+    /// which the front end refuses).
+    pub on: Option<Syntax>,
+    /// Where the join's first keyword is.
+    pub pos: Pos,
+}
+
+/// The type of a join, as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinTypeSyntax {
+    /// `JOIN`, `INNER JOIN`.
+    Inner,
+    /// `LEFT [OUTER] JOIN`.
+    LeftOuter,
+    /// `RIGHT [OUTER] JOIN`.
+    RightOuter,
+    /// `FULL [OUTER] JOIN`.
+    FullOuter,
+    /// `LEFT SEMI JOIN` (`SEMI JOIN`).
+    LeftSemi,
+    /// `LEFT ANTI JOIN` (`ANTI JOIN`).
+    LeftAnti,
+    /// `CROSS JOIN`.
+    Cross,
+}
+
+impl std::fmt::Display for JoinTypeSyntax {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            JoinTypeSyntax::Inner => "INNER JOIN",
+            JoinTypeSyntax::LeftOuter => "LEFT OUTER JOIN",
+            JoinTypeSyntax::RightOuter => "RIGHT OUTER JOIN",
+            JoinTypeSyntax::FullOuter => "FULL OUTER JOIN",
+            JoinTypeSyntax::LeftSemi => "LEFT SEMI JOIN",
+            JoinTypeSyntax::LeftAnti => "LEFT ANTI JOIN",
+            JoinTypeSyntax::Cross => "CROSS JOIN",
+        })
+    }
 }
 
 /// One item of the select list.

@@ -46,8 +46,10 @@ mod paths;
 mod query;
 mod sink;
 mod source;
+mod sql_join;
 mod sql_query;
 mod steps;
+mod table;
 mod validate;
 
 #[cfg(test)]
@@ -69,6 +71,7 @@ pub use output::{default_measure_name, measure_output_type, spark_double_literal
 pub use overrides::parse_set_arg;
 pub use sql_query::{SqlQueryPlan, plan_sql_query};
 pub use steps::{PipelineExpr, Step, schema_after};
+pub use table::{DEFAULT_TABLE_MAX_BYTES, DEFAULT_TABLE_REFRESH_US};
 
 use crate::expr::SqlFrontEnd;
 use crate::schema::{Field, Schema};
@@ -197,6 +200,11 @@ pub struct Pipeline {
     /// the others are a SQL query's ([`SqlQueryPlan::source_steps`]). A checkpoint's
     /// fingerprint compares the written ones (and [`Pipeline::query_sql`]), as the file gives them.
     pub written_source_steps: usize,
+    /// `[[table]]`: the static tables, in file order (each named by the query).
+    pub tables: Vec<TableSpec>,
+    /// A SQL query's stream-static join, run on each record after [`Pipeline::source_steps`]
+    /// (SEMANTICS.md "Joins"); `None` without one.
+    pub join: Option<StaticJoinSpec>,
     /// `[watermark]`, if any.
     pub watermark: Option<WatermarkSpec>,
     /// A SQL query's WHERE conjuncts that mention the watermark column
@@ -244,6 +252,9 @@ impl Pipeline {
         if let SourceKind::Files { path, .. } = &mut self.source.kind {
             fix(path);
         }
+        for t in &mut self.tables {
+            fix(&mut t.path);
+        }
         for sink in [Some(&mut self.sink), self.late_sink.as_mut(), self.dead_letter.as_mut()].into_iter().flatten() {
             if let SinkSpec::Files { path } = sink {
                 fix(path);
@@ -275,9 +286,91 @@ impl Pipeline {
     }
 
     /// The schema of the records the query reads (its watermark, clock, keys, measures, and the
-    /// late sink): the decoded schema after [`Pipeline::source_steps`].
+    /// late sink): the decoded schema after [`Pipeline::source_steps`], and after the join and
+    /// its steps when there is one ([`StaticJoinSpec`]).
     pub fn query_schema(&self) -> Schema {
-        schema_after(&self.source_steps, &self.source.schema)
+        let stream = schema_after(&self.source_steps, &self.source.schema);
+        match &self.join {
+            None => stream,
+            Some(j) => schema_after(&j.steps, &j.output_schema(&stream)),
+        }
+    }
+}
+
+/// `[[table]]`: a static table read from files, for stream-static joins (PIPELINE.md "Several
+/// sources, static tables, expressions and SQL").
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSpec {
+    /// `name`: matches `[a-z_][a-z0-9_]*`, distinct from the source's and the other tables'.
+    pub name: String,
+    /// `path`: one file, or a folder whose files (not hidden: names not starting with `.` or
+    /// `_`) are read in name order; relative to the pipeline file after
+    /// [`Pipeline::resolve_paths`].
+    pub path: PathBuf,
+    /// `format`: default JSON; CSV files start with a header line.
+    pub format: Format,
+    /// `schema` (Spark DDL).
+    pub schema: Schema,
+    /// `refresh`: how often the files are checked for a change (then re-read); > 0, default
+    /// [`DEFAULT_TABLE_REFRESH_US`] (1 minute).
+    pub refresh: Duration,
+    /// `max_bytes`: the largest total size of the table's files; a larger table is refused.
+    /// ≥ 1, default [`DEFAULT_TABLE_MAX_BYTES`] (256 MiB).
+    pub max_bytes: u64,
+}
+
+/// The kinds of stream-static join, as Spark runs them with the stream on the preserved side
+/// (SEMANTICS.md "Joins"). The table on the left with INNER is [`JoinKind::Inner`]; with RIGHT
+/// OUTER it is [`JoinKind::LeftOuter`] (the stream is the preserved side either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// A record for each matching table row; none without a match.
+    Inner,
+    /// As inner, and a record with the table's columns NULL where no row matches.
+    LeftOuter,
+    /// The stream record once (its columns only) when some row matches.
+    LeftSemi,
+    /// The stream record once (its columns only) when no row matches.
+    LeftAnti,
+}
+
+/// A stream-static join planned from a SQL query: each stream record (after
+/// [`Pipeline::source_steps`]) is looked up in the table by its key and becomes 0..n records of
+/// the stream's columns then the table's ([`StaticJoinSpec::output_schema`]), which `steps`
+/// then filter and project as the query's own steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticJoinSpec {
+    /// The kind of join.
+    pub kind: JoinKind,
+    /// The table's position in [`Pipeline::tables`].
+    pub table: usize,
+    /// The table's schema (a copy of its [`TableSpec::schema`]).
+    pub table_schema: Schema,
+    /// The equality keys: (stream column index, table column index), one pair per `=` of ON.
+    /// NULL keys never match.
+    pub keys: Vec<(usize, usize)>,
+    /// Names of the joined columns, stream's then table's (semi and anti joins: the stream's
+    /// only). A table column whose name a stream column has is named `qualifier.name`.
+    pub names: Vec<String>,
+    /// The query's steps on each joined record, before the watermark (as
+    /// [`SqlQueryPlan::source_steps`] without a join).
+    pub steps: Vec<Step>,
+}
+
+impl StaticJoinSpec {
+    /// The schema of joined records given the stream's (after the source's steps): the
+    /// stream's columns then the table's (semi and anti joins: the stream's only), named by
+    /// [`StaticJoinSpec::names`].
+    pub fn output_schema(&self, stream: &Schema) -> Schema {
+        let types = stream.fields().iter().map(|f| f.data_type).chain(
+            match self.kind {
+                JoinKind::LeftSemi | JoinKind::LeftAnti => None,
+                JoinKind::Inner | JoinKind::LeftOuter => Some(self.table_schema.fields().iter().map(|f| f.data_type)),
+            }
+            .into_iter()
+            .flatten(),
+        );
+        Schema::new(self.names.iter().zip(types).map(|(n, t)| Field { name: n.clone(), data_type: t }).collect())
     }
 }
 

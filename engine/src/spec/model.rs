@@ -21,6 +21,8 @@ pub(crate) struct RawPipeline {
     pub parallelism: Option<i64>,
     pub clock: Option<RawClock>,
     pub source: Option<RawSource>,
+    /// `[[table]]`: static tables for stream-static joins.
+    pub table: Option<Vec<RawTable>>,
     pub watermark: Option<RawWatermark>,
     pub query: Option<RawQuery>,
     pub sink: Option<RawSink>,
@@ -76,6 +78,20 @@ pub(crate) struct RawSource {
     pub watermark: Option<RawWatermark>,
     pub filter: Option<String>,
     pub select: Option<Vec<String>>,
+}
+
+/// One `[[table]]` (PIPELINE.md "Several sources, static tables, expressions and SQL").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTable {
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub path: Option<String>,
+    pub format: Option<String>,
+    pub schema: Option<String>,
+    pub refresh: Option<String>,
+    pub max_bytes: Option<i64>,
 }
 
 /// `[watermark]`.

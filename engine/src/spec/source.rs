@@ -144,14 +144,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
             "Spark DDL: \"name TYPE, ...\" (e.g. \"user_id STRING, revenue DOUBLE, event_time TIMESTAMP\")",
         )
     })?;
-    let schema = Schema::parse_ddl(ddl).map_err(|e| {
-        let crate::schema::SchemaError::Ddl { why, .. } = e;
-        SpecError::new(
-            "source.schema",
-            format!("{} ({why})", quote(ddl)),
-            "Spark DDL \"name TYPE, ...\" (no colon), names of letters, digits and _ or in backticks, distinct ignoring case, types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s) with p <= 38",
-        )
-    })?;
+    let schema = ddl_schema("source.schema", ddl)?;
     let timestamp_unit = match raw.timestamp_unit.as_deref() {
         None => TimeUnit::Ms,
         Some(u) => match choice("source.timestamp_unit", u, &["ms", "us", "s"])? {
@@ -249,6 +242,18 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
         }
     };
     Ok(SourceSpec { kind, format, schema, timestamp_unit, max_record_bytes })
+}
+
+/// The schema of the Spark DDL `ddl` given at `field`.
+pub(crate) fn ddl_schema(field: &str, ddl: &str) -> Result<Schema, SpecError> {
+    Schema::parse_ddl(ddl).map_err(|e| {
+        let crate::schema::SchemaError::Ddl { why, .. } = e;
+        SpecError::new(
+            field,
+            format!("{} ({why})", quote(ddl)),
+            "Spark DDL \"name TYPE, ...\" (no colon), names of letters, digits and _ or in backticks, distinct ignoring case, types STRING, BIGINT/LONG, INT, DOUBLE, FLOAT, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s) with p <= 38",
+        )
+    })
 }
 
 pub(crate) fn non_empty(field: &str, v: Option<String>, what: &str) -> Result<String, SpecError> {

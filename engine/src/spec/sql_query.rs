@@ -464,7 +464,7 @@ fn column_named(written: &str, target: &str, pos: Pos) -> Syntax {
     column(if same_column(written, target) { written } else { target }, pos)
 }
 
-fn at(pos: Pos, found: impl Display, allowed: impl Into<String>) -> SpecError {
+pub(super) fn at(pos: Pos, found: impl Display, allowed: impl Into<String>) -> SpecError {
     SpecError::new(FIELD, format!("{found} at {pos}"), allowed)
 }
 
@@ -535,7 +535,7 @@ fn first_window_call(s: &Syntax) -> Option<&Syntax> {
 }
 
 /// The column names `s` references (first name part).
-fn columns_of(s: &Syntax) -> Vec<String> {
+pub(super) fn columns_of(s: &Syntax) -> Vec<String> {
     let mut out = Vec::new();
     fn walk(s: &Syntax, out: &mut Vec<String>) {
         if let SyntaxKind::Column(parts) = &s.kind {
@@ -552,7 +552,7 @@ fn mentions(s: &Syntax, column: &str) -> bool {
 }
 
 /// The conjuncts of a condition: `a AND (b AND c)` is `[a, b, c]`.
-fn conjuncts(s: Syntax) -> Vec<Syntax> {
+pub(super) fn conjuncts(s: Syntax) -> Vec<Syntax> {
     match s.kind {
         SyntaxKind::Binary { op: BinaryOp::And, left, right } => {
             let mut v = conjuncts(*left);
@@ -906,22 +906,29 @@ fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
     Ok(Step::Filter(e))
 }
 
+/// A query's stream-static join and the WHERE filters that run on the stream before it.
+pub(crate) type JoinedBy = (super::StaticJoinSpec, Vec<Step>);
+
 /// `[query] sql` (with `output_mode`): parsed with `front` and planned over the source named
-/// `source` (`source.name`, default `source`, PIPELINE.md) of `schema`.
+/// `source` (`source.name`, default `source`, PIPELINE.md) of `schema`, joined with one of
+/// `tables` when the query says so (`sql_join`: the plan is then over the joined record, and the
+/// join comes with the WHERE conjuncts that run on the stream's records before it).
 ///
 /// # Errors
 /// A [`SpecError`] at `query.type` (or the other structured field) given beside `sql`; at
 /// `query.sql` without a SQL front end, for text that does not parse, and as
-/// [`plan_sql_query`].
+/// [`plan_sql_query`] and `sql_join::resolve`.
+#[allow(clippy::too_many_arguments)] // the pipeline's parts a SQL query reads, each once
 pub(crate) fn validate_sql(
     raw: RawQuery,
     source: &str,
     schema: &Schema,
+    tables: &[super::TableSpec],
     mode: Mode,
     watermark: Option<&WatermarkSpec>,
     kept: &[String],
     front: Option<&dyn crate::expr::SqlFrontEnd>,
-) -> Result<SqlQueryPlan, SpecError> {
+) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
     let structured: [(&str, bool); 9] = [
         ("type", raw.kind.is_some()),
         ("group_by", raw.group_by.is_some()),
@@ -949,5 +956,12 @@ pub(crate) fn validate_sql(
         ));
     };
     let q = front.parse_query(&text).map_err(sql_error)?;
-    plan_sql_query(&q, source, schema, watermark, kept, raw.output_mode.as_deref(), mode)
+    let output_mode = raw.output_mode.as_deref();
+    match super::sql_join::resolve(&q, source, schema, tables, watermark.map(|w| w.column.as_str()))? {
+        None => Ok((plan_sql_query(&q, source, schema, watermark, kept, output_mode, mode)?, None)),
+        Some(joined) => {
+            let plan = plan_sql_query(&joined.query, source, &joined.schema, watermark, kept, output_mode, mode)?;
+            Ok((plan, Some((joined.join, joined.pushed))))
+        }
+    }
 }

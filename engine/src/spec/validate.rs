@@ -219,6 +219,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         (a, b) => a.or(b),
     };
     let source = super::source::source(raw.source, &name)?;
+    let tables = super::table::tables(raw.table.take(), &source_name)?;
     let mut source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
     // everything after the source's steps reads their output
     let mut schema = schema_after(&source_steps, &source.schema);
@@ -227,22 +228,35 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
     let mut query_steps = Vec::new();
     let mut sql_output_steps = Vec::new();
     let query_sql = raw.query.as_ref().and_then(|q| q.sql.clone());
+    let mut join = None;
     let query = match raw.query {
         Some(q) if q.sql.is_some() => {
-            let plan = {
+            let (plan, static_join) = {
                 let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
                 super::sql_query::validate_sql(
                     q,
                     &source_name,
                     &schema,
+                    &tables,
                     mode,
                     watermark.as_ref(),
                     &clock_column,
                     front,
                 )?
             };
-            source_steps.extend(plan.source_steps);
-            schema = schema_after(&source_steps, &source.schema);
+            match static_join {
+                // the query's steps run on the joined record
+                Some((mut j, pushed)) => {
+                    source_steps.extend(pushed);
+                    j.steps = plan.source_steps;
+                    schema = schema_after(&j.steps, &j.output_schema(&schema));
+                    join = Some(j);
+                }
+                None => {
+                    source_steps.extend(plan.source_steps);
+                    schema = schema_after(&source_steps, &source.schema);
+                }
+            }
             // the watermark's column, by name, in the query's projection
             if let Some(w) = watermark.as_mut() {
                 w.index = schema.resolve(&w.column).unwrap_or(w.index);
@@ -251,7 +265,16 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
             sql_output_steps = plan.output_steps;
             plan.query
         }
-        q => super::query::query(q, &schema, mode, watermark.as_ref())?,
+        q => {
+            if let Some(t) = tables.first() {
+                return Err(SpecError::bad_str(
+                    "table[0].name",
+                    &t.name,
+                    "no [[table]] beside a structured query (a table is read by a SQL query's JOIN)",
+                ));
+            }
+            super::query::query(q, &schema, mode, watermark.as_ref())?
+        }
     };
     let clock = clock(raw.clock, &schema)?;
     let query_input = schema_after(&query_steps, &schema);
@@ -309,6 +332,8 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         source,
         source_steps,
         written_source_steps,
+        tables,
+        join,
         watermark,
         query_steps,
         query_sql,
