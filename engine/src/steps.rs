@@ -58,6 +58,11 @@ struct Projection {
     /// ([`CompiledSteps::spare_columns`] NULL slots after its columns, as the decoders leave
     /// them), the step writes them there instead of building a new record. 0: not so.
     in_place: usize,
+    /// When every plain column of the step is the input column at its own index (a rename at
+    /// most) and every item past the input's width is computed: the indexes of the computed
+    /// items, in order. [`CompiledSteps::apply_row`] then computes those and writes them into
+    /// the row, leaving the other columns where they are. `None`: not so.
+    row_in_place: Option<Vec<usize>>,
 }
 
 /// One output column of a projection.
@@ -160,10 +165,25 @@ impl CompiledSteps {
                         })
                         && out[width..].iter().all(|item| !matches!(item, Item::Column { .. }));
                     let in_place = if first && prefix { width } else { 0 };
+                    let row_in_place = out
+                        .iter()
+                        .enumerate()
+                        .all(|(i, item)| match item {
+                            Item::Column { index, .. } => *index == i,
+                            Item::Computed(_) => true,
+                            Item::Unread => false,
+                        })
+                        .then(|| {
+                            out.iter()
+                                .enumerate()
+                                .filter(|(_, item)| matches!(item, Item::Computed(_)))
+                                .map(|(i, _)| i)
+                                .collect()
+                        });
                     // a projection that keeps the record as it is (every item the input column at
                     // its own index, or not read later, as many as the input has) is left out
                     if !identity {
-                        compiled.push(Compiled1::Project(Projection { items: out, moves, in_place }));
+                        compiled.push(Compiled1::Project(Projection { items: out, moves, in_place, row_in_place }));
                     }
                 }
             }
@@ -307,6 +327,31 @@ impl CompiledSteps {
                 None => RowApplied::Keep,
             };
         };
+        if let Some(computed) = &p.row_in_place
+            && self.required.is_empty()
+        {
+            // the computed values first (each reads the row as it came), then into their places
+            scratch.clear();
+            for &k in computed {
+                if let Some(Item::Computed(c)) = p.items.get(k) {
+                    match c.eval_raw(row) {
+                        Ok(v) => scratch.push(v),
+                        Err(e) => {
+                            scratch.clear();
+                            return RowApplied::Failed(reason(&e.into()));
+                        }
+                    }
+                }
+            }
+            for (&k, v) in computed.iter().zip(scratch.drain(..)) {
+                match row.get_mut(k) {
+                    Some(slot) => *slot = v,
+                    None => row.push(v),
+                }
+            }
+            row.truncate(p.items.len());
+            return RowApplied::Keep;
+        }
         scratch.clear();
         for item in &p.items {
             scratch.push(match item {
@@ -594,5 +639,36 @@ mod tests {
             }
             assert!(scratch.is_empty());
         }
+    }
+
+    /// A row's columns kept where they are and computed ones written over, after, or (the row
+    /// shorter) cut: each computed value reads the row as it came.
+    #[test]
+    fn rows_keep_their_columns_in_place_and_computed_ones_read_the_row_as_it_came() {
+        let s = schema();
+        // `a AS x, a + b AS b, b * 2 AS c2`: `c2` reads the incoming `b`, not `a + b`
+        let steps = vec![Step::Project(vec![
+            expr(&col("a"), &s, "x"),
+            expr(&bin(BinaryOp::Plus, col("a"), col("b")), &s, "b"),
+            expr(&bin(BinaryOp::Multiply, col("b"), int(2)), &s, "c2"),
+            expr(&bin(BinaryOp::Minus, col("b"), int(1)), &s, "d"),
+        ])];
+        let (c, _) = CompiledSteps::new(&steps, 3, &[true; 4], vec![]);
+        let mut scratch = Vec::new();
+        let mut row = rec(3, 4).values.into_vec();
+        assert_eq!(c.apply_row(&mut row, &mut scratch), RowApplied::Keep);
+        assert_eq!(row, vec![Value::Long(3), Value::Long(7), Value::Long(8), Value::Long(3)]);
+        let short = vec![Step::Project(vec![
+            expr(&col("a"), &s, "a"),
+            expr(&bin(BinaryOp::Divide, col("a"), col("b")), &s, "q"),
+        ])];
+        let (c, _) = CompiledSteps::new(&short, 3, &[true; 2], vec![]);
+        let mut row = rec(3, 4).values.into_vec();
+        assert_eq!(c.apply_row(&mut row, &mut scratch), RowApplied::Keep);
+        assert_eq!(row, vec![Value::Long(3), Value::Double(0.75)]);
+        // a failure leaves the row as it came
+        let mut row = rec(3, 0).values.into_vec();
+        assert_eq!(c.apply_row(&mut row, &mut scratch), RowApplied::Failed("DIVIDE_BY_ZERO in \"(a / b)\"".into()));
+        assert_eq!(row, rec(3, 0).values.into_vec());
     }
 }
