@@ -190,11 +190,25 @@ fn build2(a: &Typed, b: &Typed, k: impl Build2) -> Eval {
 
 /// A comparison (`= < <= > >=`): NULL when either side is; Spark's ordering otherwise
 /// ([`Value::total_cmp`]: NaN equals NaN and is above every other number).
-struct CompareNode(CmpOp);
+/// `negated`: `NOT (x op y)` (`<>`, `!=`) in the same closure.
+struct CompareNode {
+    op: CmpOp,
+    negated: bool,
+}
 
 impl Build2 for CompareNode {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
-        let op = self.0;
+        let CompareNode { op, negated } = self;
+        if negated {
+            return Box::new(move |r| {
+                a.with(r, |x| {
+                    b.with(r, |y| match compare(op, x, y) {
+                        Value::Bool(v) => Value::Bool(!v),
+                        v => v,
+                    })
+                })?
+            });
+        }
         Box::new(move |r| a.with(r, |x| b.with(r, |y| compare(op, x, y)))?)
     }
 }
@@ -476,6 +490,20 @@ fn compile(t: &Typed) -> Eval {
                 })
             })
         }
+        Node::Case { branches, otherwise } if branches.len() == 1 => {
+            // `if`, `nullif`: one condition
+            let (c, v) = (compile(&branches[0].0), compile(&branches[0].1));
+            let otherwise = otherwise.as_ref().map(|o| compile(o));
+            Box::new(move |r| {
+                if matches!(c(r)?, Value::Bool(true)) {
+                    return v(r);
+                }
+                match &otherwise {
+                    Some(o) => o(r),
+                    None => Ok(Value::Null),
+                }
+            })
+        }
         Node::Case { branches, otherwise } => {
             let branches: Vec<(Eval, Eval)> = branches.iter().map(|(c, v)| (compile(c), compile(v))).collect();
             let otherwise = otherwise.as_ref().map(|o| compile(o));
@@ -533,7 +561,10 @@ fn compile(t: &Typed) -> Eval {
 /// arguments' values.
 fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
     match (func, args) {
-        (Func::Compare(op), [a, b]) => build2(a, b, CompareNode(*op)),
+        (Func::Compare(op), [a, b]) => build2(a, b, CompareNode { op: *op, negated: false }),
+        (Func::Not, [Typed { node: Node::Call { func: Func::Compare(op), args }, .. }]) if args.len() == 2 => {
+            build2(&args[0], &args[1], CompareNode { op: *op, negated: true })
+        }
         (Func::Arith { op, try_ }, [a, b]) => build2(a, b, ArithNode { op: *op, try_: *try_, name }),
         (Func::Divide { try_ }, [a, b]) => build2(a, b, DivideNode { try_: *try_, name }),
         (_, [a]) => build1(a, CallNode1 { func: func.clone(), name }),
