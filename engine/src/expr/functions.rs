@@ -704,8 +704,8 @@ const EXACT_POW10: [f64; 23] = [
 fn round_f64_scaled(x: f64, scale: i32) -> Option<f64> {
     let p = *EXACT_POW10.get(usize::try_from(scale).ok()?)?;
     let y = x.abs() * p;
-    if !(y < 4_503_599_627_370_496.0) {
-        // 2^52 and above, infinities and NaN
+    if y.is_nan() || y >= 4_503_599_627_370_496.0 {
+        // NaN, 2^52 and above, infinities
         return None;
     }
     let floor = y.floor();
