@@ -148,7 +148,13 @@ fn header_targets(plan: &Plan, header: &[u8]) -> Result<Box<[Option<usize>]>, De
     let mut seen = vec![false; plan.columns.len()];
     for_each_field(text, |_, f| {
         let name = f.unescaped();
-        let col = plan.columns.iter().position(|c| *c.name == *name);
+        // by name, ignoring case when no column has it exactly (Spark resolves names so by
+        // default: `spark.sql.caseSensitive` is false)
+        let col = plan
+            .columns
+            .iter()
+            .position(|c| *c.name == *name)
+            .or_else(|| plan.columns.iter().position(|c| c.name.to_lowercase() == name.to_lowercase()));
         if let Some(i) = col {
             if seen[i] {
                 return Err(bad(format!("column {name:?} is named twice")));

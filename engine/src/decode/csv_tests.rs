@@ -25,6 +25,19 @@ fn columns_are_matched_by_header_name() {
     assert_eq!(row(&d, "x,ignored,7"), vec![Value::Long(7), s("x"), Value::Null]);
 }
 
+/// A header spelling a schema column in another case still names it (a `K` header column is
+/// the schema's `k`), as Spark resolves names ignoring case; an exact spelling wins.
+#[test]
+fn header_names_match_the_schema_ignoring_case() {
+    let d = dec("k BIGINT, code STRING, id INT", "EXTRA,Code,ID,K");
+    assert_eq!(row(&d, "x,c1,3,1"), vec![Value::Long(1), s("c1"), Value::Int(3)]);
+    // `ID` and `id` both naming column `id` is a column named twice
+    assert!(matches!(
+        CsvDecoder::new(DecoderConfig::all_columns(Schema::parse_ddl("id INT").unwrap()), b"ID,id"),
+        Err(DecodeError::BadHeader { .. })
+    ));
+}
+
 #[test]
 fn only_needed_columns_are_decoded() {
     let schema = Schema::parse_ddl("a BIGINT, b BIGINT").unwrap();
