@@ -395,15 +395,37 @@ impl SourceActor {
             Applied::Failed { reason, input } => failed.push((reason, input)),
         });
         for (reason, input) in failed {
-            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-            if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
-                tracing::warn!(position = %position, %reason, dead_letter = self.dead_letter, "joined record whose query step failed: malformed (sent to the dead letters when the pipeline has a [dead_letter]; at most one such line a second)");
-                *last_log = Some(Instant::now());
-            }
             let names = self.plan.join.as_ref().map(|j| j.spec.names.clone()).unwrap_or_default();
             let json = row_to_json_line(&names, &input.values);
-            dead.push(dead_letter(&reason, position, json.trim_end().as_bytes()));
+            self.malformed(
+                "joined record whose query step failed",
+                &reason,
+                json.trim_end().as_bytes(),
+                position,
+                dead,
+                last_log,
+            );
         }
+    }
+
+    /// A record an expression failed on (`what` it was, `reason` the error): counted as
+    /// malformed, logged at most once a second, and its dead letter (`record`: its text) added to
+    /// `dead`.
+    fn malformed(
+        &self,
+        what: &str,
+        reason: &str,
+        record: &[u8],
+        position: &Position,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) {
+        self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+        if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+            tracing::warn!(position = %position, %reason, dead_letter = self.dead_letter, "{what}: malformed (sent to the dead letters when the pipeline has a [dead_letter]; at most one such line a second)");
+            *last_log = Some(Instant::now());
+        }
+        dead.push(dead_letter(reason, position, record));
     }
 
     /// Decodes a payload read at `position`: a record as it is, raw bytes by the decoder.
@@ -457,19 +479,15 @@ impl SourceActor {
                 None
             }
             Applied::Failed { reason, input } => {
-                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-                if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
-                    tracing::warn!(position = %position, %reason, dead_letter = self.dead_letter, "record whose source filter / select failed: malformed (sent to the dead letters when the pipeline has a [dead_letter]; at most one such line a second)");
-                    *last_log = Some(Instant::now());
-                }
-                let line = match raw {
-                    Some(raw) => dead_letter(&reason, position, raw),
+                let json;
+                let record = match raw {
+                    Some(raw) => raw,
                     None => {
-                        let json = row_to_json_line(&self.plan.decoded_names(), &input.values);
-                        dead_letter(&reason, position, json.trim_end().as_bytes())
+                        json = row_to_json_line(&self.plan.decoded_names(), &input.values);
+                        json.trim_end().as_bytes()
                     }
                 };
-                dead.push(line);
+                self.malformed("record whose source filter / select failed", &reason, record, position, dead, last_log);
                 None
             }
         }

@@ -65,6 +65,44 @@ struct Projection {
     row_in_place: Option<Vec<usize>>,
 }
 
+impl Projection {
+    /// Pushes the step's output values onto `out`, reading `input`: computed ones, copies, and
+    /// NULL for unread items and (`moving`) for the plain columns [`Projection::take_moved`]
+    /// moves in afterwards, once nothing can fail. `Err`: the failed expression's reason.
+    fn compute(&self, input: &[Value], out: &mut Vec<Value>, moving: bool) -> Result<(), String> {
+        for item in &self.items {
+            out.push(match item {
+                Item::Unread => Value::Null,
+                Item::Column { last: true, .. } if moving => Value::Null,
+                Item::Column { index, .. } => input.get(*index).cloned().unwrap_or_default(),
+                Item::Computed(c) => c.eval_raw(input).map_err(|e| reason(&e.into()))?,
+            });
+        }
+        Ok(())
+    }
+
+    /// Output column `i` as it will be once moved: from `input` for a column still to move,
+    /// from `out` otherwise.
+    fn output_value<'a>(&self, i: usize, input: &'a [Value], out: &'a [Value]) -> Option<&'a Value> {
+        match self.items.get(i) {
+            Some(Item::Column { index, last: true }) => input.get(*index),
+            _ => out.get(i),
+        }
+    }
+
+    /// Moves the plain columns each read last by this step from `input` into `out` (filled by
+    /// [`Projection::compute`] with `moving`).
+    fn take_moved(&self, input: &mut [Value], out: &mut [Value]) {
+        for (v, item) in out.iter_mut().zip(&self.items) {
+            if let Item::Column { index, last: true } = item
+                && let Some(s) = input.get_mut(*index)
+            {
+                *v = std::mem::take(s);
+            }
+        }
+    }
+}
+
 /// One output column of a projection.
 enum Item {
     /// Not read later: NULL, not evaluated.
@@ -256,35 +294,16 @@ impl CompiledSteps {
                 },
                 Compiled1::Project(p) => {
                     let mut values = Vec::with_capacity(p.items.len());
-                    for item in &p.items {
-                        values.push(match item {
-                            Item::Unread => Value::Null,
-                            // moved below, once every item that can fail has been computed
-                            Item::Column { last: true, .. } if p.moves => Value::Null,
-                            Item::Column { index, .. } => record.values.get(*index).cloned().unwrap_or_default(),
-                            Item::Computed(c) => match c.eval_raw(&record.values) {
-                                Ok(v) => v,
-                                Err(e) => return failed(reason(&e.into()), input, filled),
-                            },
-                        });
+                    if let Err(reason) = p.compute(&record.values, &mut values, p.moves) {
+                        return failed(reason, input, filled);
                     }
                     if p.moves {
                         // the last step: check what must not be NULL before the record is taken apart
-                        let value = |i: usize| match p.items.get(i) {
-                            Some(Item::Column { index, last: true }) => record.values.get(*index),
-                            _ => values.get(i),
-                        };
-                        if let Some(name) = self.null_required(value) {
+                        if let Some(name) = self.null_required(|i| p.output_value(i, &record.values, &values)) {
                             return failed(format!("null event time column {name}"), input, filled);
                         }
                         let mut source = current.take().unwrap_or(input);
-                        for (v, item) in values.iter_mut().zip(&p.items) {
-                            if let Item::Column { index, last: true } = item
-                                && let Some(s) = source.values.get_mut(*index)
-                            {
-                                *v = std::mem::take(s);
-                            }
-                        }
+                        p.take_moved(&mut source.values, &mut values);
                         return Applied::Keep(Record::new(values));
                     }
                     current = Some(Record::new(values));
@@ -353,35 +372,16 @@ impl CompiledSteps {
             return RowApplied::Keep;
         }
         scratch.clear();
-        for item in &p.items {
-            scratch.push(match item {
-                Item::Unread | Item::Column { last: true, .. } => Value::Null,
-                Item::Column { index, .. } => row.get(*index).cloned().unwrap_or_default(),
-                Item::Computed(c) => match c.eval_raw(row) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        scratch.clear();
-                        return RowApplied::Failed(reason(&e.into()));
-                    }
-                },
-            });
+        if let Err(reason) = p.compute(row, scratch, true) {
+            scratch.clear();
+            return RowApplied::Failed(reason);
         }
-        let value = |i: usize| match p.items.get(i) {
-            Some(Item::Column { index, last: true }) => row.get(*index),
-            _ => scratch.get(i),
-        };
-        if let Some(name) = self.null_required(value) {
+        if let Some(name) = self.null_required(|i| p.output_value(i, row, scratch)) {
             let reason = format!("null event time column {name}");
             scratch.clear();
             return RowApplied::Failed(reason);
         }
-        for (v, item) in scratch.iter_mut().zip(&p.items) {
-            if let Item::Column { index, last: true } = item
-                && let Some(s) = row.get_mut(*index)
-            {
-                *v = std::mem::take(s);
-            }
-        }
+        p.take_moved(row, scratch);
         std::mem::swap(row, scratch);
         scratch.clear();
         RowApplied::Keep

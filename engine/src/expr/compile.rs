@@ -230,13 +230,7 @@ fn compare(op: CmpOp, x: &Value, y: &Value) -> Value {
         (Value::Str(p), Value::Str(q)) if op == CmpOp::Eq => return Value::Bool(p == q),
         _ => x.total_cmp(y),
     };
-    Value::Bool(match op {
-        CmpOp::Eq => o.is_eq(),
-        CmpOp::Lt => o.is_lt(),
-        CmpOp::LtEq => o.is_le(),
-        CmpOp::Gt => o.is_gt(),
-        CmpOp::GtEq => o.is_ge(),
-    })
+    Value::Bool(op.holds(o))
 }
 
 /// `+ - * % div pmod` on two operands of one integral or floating type

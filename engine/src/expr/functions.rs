@@ -237,6 +237,20 @@ pub enum CmpOp {
     GtEq,
 }
 
+impl CmpOp {
+    /// Whether the comparison holds for operands ordered `o` (left against right).
+    #[inline]
+    pub(crate) fn holds(self, o: std::cmp::Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o.is_eq(),
+            CmpOp::Lt => o.is_lt(),
+            CmpOp::LtEq => o.is_le(),
+            CmpOp::Gt => o.is_gt(),
+            CmpOp::GtEq => o.is_ge(),
+        }
+    }
+}
+
 /// DOUBLE functions of one argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Math1 {
@@ -337,16 +351,7 @@ impl Func {
                 Value::Float(x) => Value::Float(x.abs()),
                 _ => Value::Double(f(0).abs()),
             },
-            Func::Compare(op) => {
-                let o = a[0].total_cmp(&a[1]);
-                Value::Bool(match op {
-                    CmpOp::Eq => o.is_eq(),
-                    CmpOp::Lt => o.is_lt(),
-                    CmpOp::LtEq => o.is_le(),
-                    CmpOp::Gt => o.is_gt(),
-                    CmpOp::GtEq => o.is_ge(),
-                })
-            }
+            Func::Compare(op) => Value::Bool(op.holds(a[0].total_cmp(&a[1]))),
             Func::NullSafeEq => Value::Bool(a[0].total_cmp(&a[1]).is_eq()),
             Func::Not => Value::Bool(!matches!(a[0], Value::Bool(true))),
             Func::IsNull { negated } => Value::Bool(a[0].is_null() != *negated),
