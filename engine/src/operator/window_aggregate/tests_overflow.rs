@@ -366,3 +366,30 @@ mod props {
         Rejected { record: r.clone(), reason: "ARITHMETIC_OVERFLOW in sum(v)".to_string() }
     }
 }
+
+/// A record at the end of the window saturated at the start of time (`[MIN, -9223372036850000000)`
+/// for 10 s windows) opens the next window, though it lies less than a pane after `MIN`
+/// (found by `tumbling_sums_refuse_exactly_the_records_an_exact_reference_refuses`).
+#[test]
+fn the_window_after_the_one_saturated_at_the_start_of_time_is_its_own() {
+    let mut op = WindowAggregate::new(config(fixed(10, 10), Mode::MicroBatch, OutputMode::Complete));
+    let mut out = Output::default();
+    op.begin_batch(&BatchContext { batch_id: 0, watermarks: BatchWatermarks::INITIAL, processing_time: Timestamp(0) });
+    let next = -9_223_372_036_850_000_000;
+    for t in [i64::MIN, next] {
+        op.on_record(
+            &Record::new(vec![Value::Str("b".into()), Value::Timestamp(Timestamp(t)), Value::Long(1)]),
+            Timestamp::MIN,
+            &mut out,
+        );
+    }
+    op.end_batch(&mut out);
+    let starts: Vec<Value> = out.rows.iter().map(|r| r[0].clone()).collect();
+    assert_eq!(
+        starts,
+        vec![
+            Value::Window { start: Timestamp::MIN, end: Timestamp(next) },
+            Value::Window { start: Timestamp(next), end: Timestamp(next + 10 * SEC) },
+        ]
+    );
+}

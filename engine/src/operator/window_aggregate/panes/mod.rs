@@ -227,13 +227,18 @@ impl PaneState {
         let late = late.map(|l| l.min(END_OF_TIME_WATERMARK));
         let cols = &cfg.key_columns[..];
         if let Some(slot) = self.groups.find_prefetched(record, cols) {
-            let pane_len = match self.layout {
+            let grid = match self.layout {
                 Layout::Plain { .. } => None,
-                Layout::Fixed(grid) => Some(grid.pane()),
+                Layout::Fixed(grid) => Some(grid),
             };
             let g = self.groups.get_mut(slot);
             if let Some(last) = &g.last
-                && pane_len.is_none_or(|len| t >= last.start && (t.wrapping_sub(last.start) as u64) < len as u64)
+                && grid.is_none_or(|grid| {
+                    t >= last.start
+                        && (t.wrapping_sub(last.start) as u64) < grid.pane() as u64
+                        // the pane saturated at the start of time is shorter than the others
+                        && (last.start != i64::MIN || grid.pane_start(t) == i64::MIN)
+                })
             {
                 if late.is_some_and(|l| last.last_end <= l) {
                     out.late.push(record.clone());
