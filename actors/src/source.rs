@@ -51,7 +51,7 @@ use eddy_engine::decode::Decoder;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::{row_to_json_line, write_string};
 use eddy_engine::plan::QueryPlan;
-use eddy_engine::steps::Applied;
+use eddy_engine::steps::{Applied, BatchScratch};
 use eddy_engine::time::align_down;
 use eddy_engine::{Duration, Record, Timestamp};
 
@@ -349,6 +349,91 @@ impl SourceActor {
         }
     }
 
+    /// With source steps: decodes `items` (what one poll gave, or a micro-batch) and runs the
+    /// steps on their records as one batch ([`CompiledSteps::apply_batch`]: one pass per
+    /// expression over the batch instead of every expression per record). `decoded[i]` is item
+    /// `i`'s record after the steps, or `None` for an item that makes none: a header, input the
+    /// source rejected, a malformed record, one filtered out or whose steps failed, each counted
+    /// as [`SourceActor::decode_at`] does one at a time, its dead letters in `dead` with the
+    /// item's index, in item order (so that a caller writes them where one at a time would: in
+    /// the epoch of the item); a record the source generated is taken out of its item.
+    /// `batch`: buffers kept from poll to poll.
+    /// Without source steps, nothing is done (`false`): the items are decoded one at a time.
+    fn decode_with_steps(
+        &mut self,
+        items: &mut [SourceItem],
+        decoded: &mut Vec<Option<Record>>,
+        batch: &mut StepsBatch,
+        dead: &mut Vec<(usize, String)>,
+        last_log: &mut Option<Instant>,
+    ) -> bool {
+        if self.plan.source_steps.is_empty() {
+            return false;
+        }
+        decoded.clear();
+        batch.records.clear();
+        batch.at.clear();
+        let mut one = Vec::new();
+        for (i, item) in items.iter_mut().enumerate() {
+            decoded.push(None);
+            let record = match &mut item.payload {
+                Payload::Record(r) => Some(std::mem::replace(r, Record::new(Vec::new()))),
+                Payload::Raw(bytes) => self.decode_raw(bytes, &item.position, &mut one, last_log),
+                Payload::Header(header) => {
+                    self.set_header(header, &item.position);
+                    None
+                }
+                Payload::Rejected(rejection) => {
+                    self.reject(rejection, &item.position, &mut one);
+                    None
+                }
+            };
+            dead.extend(one.drain(..).map(|d| (i, d)));
+            if let Some(r) = record {
+                batch.records.push(r);
+                batch.at.push(i);
+            }
+        }
+        let steps = self.plan.source_steps.clone();
+        let mut rejected = Vec::new();
+        steps.apply_batch(&mut batch.records, &mut batch.scratch, |k, a| rejected.push((k, a)));
+        for (k, applied) in rejected {
+            let item = &items[batch.at[k]];
+            match applied {
+                // read and decoded, then filtered out: counted in, as Spark counts numInputRows
+                Applied::Drop => {
+                    self.counters.records.fetch_add(1, Ordering::Relaxed);
+                }
+                Applied::Failed { reason, input } => {
+                    let json;
+                    let text = match &item.payload {
+                        Payload::Raw(raw) => raw.as_slice(),
+                        _ => {
+                            json = row_to_json_line(&self.plan.decoded_names(), &input.values);
+                            json.trim_end().as_bytes()
+                        }
+                    };
+                    self.malformed(
+                        "record whose source filter / select failed",
+                        &reason,
+                        text,
+                        &item.position,
+                        &mut one,
+                        last_log,
+                    );
+                    dead.extend(one.drain(..).map(|d| (batch.at[k], d)));
+                }
+                Applied::Keep(_) => {}
+            }
+        }
+        // in item order, as one at a time would give them
+        dead.sort_by_key(|(i, _)| *i);
+        for (r, &k) in batch.records.drain(..).zip(batch.scratch.kept()) {
+            decoded[batch.at[k as usize]] = Some(r);
+        }
+        true
+    }
+
     /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
     fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
         self.decode_at(item.payload, &item.position, dead, last_log)
@@ -358,14 +443,19 @@ impl SourceActor {
     /// dead letters ([`TableJoin::positions`]).
     fn decode_batch(
         &mut self,
-        items: Vec<SourceItem>,
+        mut items: Vec<SourceItem>,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) -> Vec<Record> {
         let mut records = Vec::with_capacity(items.len());
-        for item in items {
+        let mut decoded = Vec::new();
+        let mut dead_at = Vec::new();
+        let pre = self.decode_with_steps(&mut items, &mut decoded, &mut StepsBatch::default(), &mut dead_at, last_log);
+        dead.extend(dead_at.into_iter().map(|(_, d)| d));
+        for (i, item) in items.into_iter().enumerate() {
             let position = self.join.is_some().then(|| item.position.clone());
-            if let Some(r) = self.decode(item, dead, last_log) {
+            let record = if pre { decoded[i].take() } else { self.decode(item, dead, last_log) };
+            if let Some(r) = record {
                 records.push(r);
                 if let (Some(j), Some(p)) = (self.join.as_mut(), position) {
                     j.positions.push(p);
@@ -644,6 +734,10 @@ impl SourceActor {
         let mut reported = Reported::new();
         let mut exhausted = false;
         let mut joined: Vec<Record> = Vec::new();
+        // With source steps: each poll's records, decoded and through the steps as one batch.
+        let mut decoded: Vec<Option<Record>> = Vec::new();
+        let mut dead_at: Vec<(usize, String)> = Vec::new();
+        let mut steps_batch = StepsBatch::default();
         // Idle epochs: whether an item was polled since the last barrier, and the partition
         // actors' output count at it (see the module documentation).
         let mut polled_since_barrier = false;
@@ -697,12 +791,23 @@ impl SourceActor {
             let system_now = if replay { Timestamp::MIN } else { self.clock.now() };
             // Records routed in this poll, added to the shared counter once per poll.
             let mut routed: u64 = 0;
-            for item in items.drain(..) {
+            let pre = self.decode_with_steps(&mut items, &mut decoded, &mut steps_batch, &mut dead_at, &mut last_log);
+            let mut dead_letters = dead_at.drain(..).peekable();
+            for (i, item) in items.drain(..).enumerate() {
                 let SourceItem { payload, position, created_ns } = item;
                 let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
                 // A CSV header is no record: it moves no offset (a resumed source gives it again).
                 let header = matches!(payload, Payload::Header(_));
-                let Some(record) = self.decode_at(payload, &position, &mut dead, &mut last_log) else {
+                let record = if pre {
+                    // the dead letters of the items so far, in the epoch they belong to
+                    while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
+                        dead.push(d);
+                    }
+                    decoded[i].take()
+                } else {
+                    self.decode_at(payload, &position, &mut dead, &mut last_log)
+                };
+                let Some(record) = record else {
                     if track && !header {
                         SourceOffset::advance(&mut offset, &position);
                     }
@@ -1009,6 +1114,15 @@ impl SourceActor {
 }
 
 /// A dead letter: `{"reason": ..., "source": <position>, "record": <raw text>}` (PIPELINE.md).
+/// The buffers [`SourceActor::decode_with_steps`] keeps from poll to poll: the records of a
+/// poll, the item each came from, and the steps' scratch.
+#[derive(Default)]
+struct StepsBatch {
+    records: Vec<Record>,
+    at: Vec<usize>,
+    scratch: BatchScratch,
+}
+
 fn dead_letter(reason: &str, position: &Position, record: &[u8]) -> String {
     let mut line = String::with_capacity(record.len() + 64);
     line.push_str("{\"reason\": ");

@@ -39,7 +39,7 @@ use eddy_engine::operator::{
 };
 use eddy_engine::schema::{DataType, Schema};
 use eddy_engine::spec::{PipelineExpr, Step};
-use eddy_engine::steps::{Applied, CompiledSteps};
+use eddy_engine::steps::{BatchScratch, CompiledSteps};
 use eddy_engine::value::{Record, Value};
 use eddy_engine::window::SlidingWindows;
 use eddy_engine::{Duration, Timestamp};
@@ -122,20 +122,17 @@ fn feed(op: &mut dyn Operator, batches: Vec<Vec<Record>>, out: &mut Output) {
     }
 }
 
-/// [`feed`] with the source steps first: each record of a batch through `steps` as the source
-/// actor applies them (a record kept stays in the batch, one dropped or failed does not),
-/// then the new batch through the operator as [`feed`] does.
+/// [`feed`] with the source steps first: each batch through `steps` at once, as the source
+/// actor applies them to what one poll gave ([`CompiledSteps::apply_batch`]: a record kept
+/// stays in the batch, one dropped or failed does not), then the batch through the operator as
+/// [`feed`] does.
 #[inline(never)]
 fn feed_steps(op: &mut dyn Operator, steps: &CompiledSteps, batches: Vec<Vec<Record>>, out: &mut Output) {
-    for recs in batches {
-        // in the batch's own buffer, as the source actor fills its batches either way
-        let kept: Vec<Record> = recs
-            .into_iter()
-            .filter_map(|r| match steps.apply(r) {
-                Applied::Keep(r) => Some(r),
-                _ => None,
-            })
-            .collect();
+    let mut scratch = BatchScratch::default();
+    for mut kept in batches {
+        steps.apply_batch(&mut kept, &mut scratch, |_, rejected| {
+            black_box(rejected);
+        });
         for i in 0..kept.len() {
             prefetch_ahead(op, |j| kept.get(j), i);
             let r = &kept[i];

@@ -9,7 +9,9 @@
 //! - a one-argument function (`lower(key)`, `ts + INTERVAL 1 HOUR`, a cast) gets its argument
 //!   by reference;
 //! - the closures return a small error ([`Fail`]); [`Compiled::eval`] turns it into
-//!   [`ExprError::Eval`] only when a record fails.
+//!   [`ExprError::Eval`] only when a record fails;
+//! - a batch of records ([`Compiled::eval_batch`], the source steps' path) runs each node's
+//!   closure in a loop over the batch, its values written straight into the records.
 //!
 //! The rest (`CASE`, `IN`, `coalesce`, functions of two or more arguments) call their operands'
 //! closures and [`Func::apply`] on the values.
@@ -21,8 +23,81 @@ use super::{EvalErrorKind, ExprError, Node, Typed};
 use crate::schema::DataType;
 use crate::value::{Record, Value};
 
-/// One compiled node: the record's values in, the node's value out.
-type Eval = Box<dyn Fn(&[Value]) -> Result<Value, Fail> + Send + Sync>;
+/// One compiled node on one record: the record's values in, the node's value out.
+type One = Arc<dyn Fn(&[Value]) -> Result<Value, Fail> + Send + Sync>;
+
+/// The same node over a batch of records ([`Compiled::eval_batch`]).
+type Batch = Box<dyn Fn(&mut [Record], Dest<'_>, &mut Vec<(u32, Fail)>) + Send + Sync>;
+
+/// One compiled node, by record and by batch: both run the same closure; the batch form runs it
+/// in a loop of its own, so a batch pays one indirect call per node (not one per node and
+/// record) and writes each value where it goes without passing it back through the caller.
+struct Eval {
+    one: One,
+    batch: Batch,
+}
+
+impl Eval {
+    #[inline(always)]
+    fn call(&self, r: &[Value]) -> Result<Value, Fail> {
+        (self.one)(r)
+    }
+}
+
+/// Where [`Compiled::eval_batch`] puts each record's value.
+pub(crate) enum Dest<'a> {
+    /// Into column `k` of the record itself (the value there before is dropped; a record
+    /// shorter than `k + 1` columns keeps nothing).
+    Column(usize),
+    /// Whether the value is TRUE, one per record, pushed in order (a filter); a record whose
+    /// evaluation failed pushes `false`.
+    Holds(&'a mut Vec<bool>),
+}
+
+/// Builds the node of closure `f`: `f` itself for one record, and `f` in a loop for a batch.
+fn node<F>(f: F) -> Eval
+where
+    F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
+{
+    let f = Arc::new(f);
+    let one: One = f.clone();
+    Eval { one, batch: Box::new(move |records, dest, fails| over_batch(&*f, records, dest, fails)) }
+}
+
+/// `f` on every record of `records`, its values to `dest`, its failures (record index, error) to
+/// `fails`.
+#[inline(always)]
+fn over_batch<F>(f: &F, records: &mut [Record], dest: Dest<'_>, fails: &mut Vec<(u32, Fail)>)
+where
+    F: Fn(&[Value]) -> Result<Value, Fail>,
+{
+    match dest {
+        Dest::Column(k) => {
+            for (i, r) in records.iter_mut().enumerate() {
+                match f(&r.values) {
+                    Ok(v) => {
+                        if let Some(slot) = r.values.get_mut(k) {
+                            *slot = v;
+                        }
+                    }
+                    Err(e) => fails.push((i as u32, e)),
+                }
+            }
+        }
+        Dest::Holds(out) => {
+            out.reserve(records.len());
+            for (i, r) in records.iter().enumerate() {
+                match f(&r.values) {
+                    Ok(v) => out.push(matches!(v, Value::Bool(true))),
+                    Err(e) => {
+                        fails.push((i as u32, e));
+                        out.push(false);
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// A failed evaluation inside the closures: the error condition and the failing
 /// sub-expression's name. Three words, so that every closure's result stays small.
@@ -72,14 +147,23 @@ impl Compiled {
     /// As [`Compiled::eval`].
     #[inline]
     pub fn eval_values(&self, values: &[Value]) -> Result<Value, ExprError> {
-        (self.eval)(values).map_err(ExprError::from)
+        self.eval.call(values).map_err(ExprError::from)
     }
 
     /// [`Compiled::eval_values`] with the failure not yet made an [`ExprError`] (which is
     /// larger than the value: the per-record paths convert only when a record fails).
     #[inline]
     pub(crate) fn eval_raw(&self, values: &[Value]) -> Result<Value, Fail> {
-        (self.eval)(values)
+        self.eval.call(values)
+    }
+
+    /// The expression on every record of `records` at once, each value to `dest`; the records
+    /// it failed on go to `fails` (index in `records`, error), in record order. The same values
+    /// and errors as [`Compiled::eval_raw`] record by record, with one indirect call per node
+    /// for the whole batch.
+    #[inline]
+    pub(crate) fn eval_batch(&self, records: &mut [Record], dest: Dest<'_>, fails: &mut Vec<(u32, Fail)>) {
+        (self.eval.batch)(records, dest, fails)
     }
 
     /// The result type.
@@ -93,6 +177,8 @@ impl Compiled {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn fail(kind: EvalErrorKind, name: &Arc<str>) -> Fail {
     Fail { kind, expr: name.clone() }
 }
@@ -135,7 +221,7 @@ struct Sub(Eval);
 impl Operand for Sub {
     #[inline(always)]
     fn with<T>(&self, r: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail> {
-        let v = (self.0)(r)?;
+        let v = self.0.call(r)?;
         Ok(f(&v))
     }
 }
@@ -200,7 +286,7 @@ impl Build2 for CompareNode {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let CompareNode { op, negated } = self;
         if negated {
-            return Box::new(move |r| {
+            return node(move |r| {
                 a.with(r, |x| {
                     b.with(r, |y| match compare(op, x, y) {
                         Value::Bool(v) => Value::Bool(!v),
@@ -209,7 +295,7 @@ impl Build2 for CompareNode {
                 })?
             });
         }
-        Box::new(move |r| a.with(r, |x| b.with(r, |y| compare(op, x, y)))?)
+        node(move |r| a.with(r, |x| b.with(r, |y| compare(op, x, y)))?)
     }
 }
 
@@ -244,7 +330,7 @@ struct ArithNode {
 impl Build2 for ArithNode {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let ArithNode { op, try_, name } = self;
-        Box::new(move |r| {
+        node(move |r| {
             a.with(r, |x| {
                 b.with(r, |y| {
                     if let (Value::Double(p), Value::Double(q)) = (x, y) {
@@ -278,7 +364,7 @@ struct DivideNode {
 impl Build2 for DivideNode {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let DivideNode { try_, name } = self;
-        Box::new(move |r| {
+        node(move |r| {
             a.with(r, |x| {
                 b.with(r, |y| {
                     let (Some(p), Some(q)) = (x.as_f64(), y.as_f64()) else { return Ok(Value::Null) };
@@ -302,7 +388,7 @@ impl Build2 for CallNode2 {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let CallNode2 { func, name } = self;
         let strict = func.null_intolerant();
-        Box::new(move |r| {
+        node(move |r| {
             a.with(r, |x| {
                 b.with(r, |y| {
                     if strict && (x.is_null() || y.is_null()) {
@@ -326,7 +412,7 @@ impl Build1 for CallNode1 {
         let CallNode1 { func, name } = self;
         if let Func::AddMicros(d) = func {
             // `ts ± INTERVAL`: the most common computed timestamp
-            return Box::new(move |r| {
+            return node(move |r| {
                 a.with(r, |x| match x {
                     Value::Timestamp(t) => match t.0.checked_add(d) {
                         Some(t) => Ok(Value::Timestamp(crate::Timestamp(t))),
@@ -338,10 +424,10 @@ impl Build1 for CallNode1 {
         }
         match func {
             Func::IsNull { negated } => {
-                return Box::new(move |r| a.with(r, |x| Value::Bool(x.is_null() != negated)));
+                return node(move |r| a.with(r, |x| Value::Bool(x.is_null() != negated)));
             }
             Func::Round { scale, half_even } => {
-                return Box::new(move |r| {
+                return node(move |r| {
                     a.with(r, |x| match x {
                         Value::Double(x) => Ok(Value::Double(super::functions::round_f64(*x, scale, half_even))),
                         Value::Null => Ok(Value::Null),
@@ -350,7 +436,7 @@ impl Build1 for CallNode1 {
                 });
             }
             Func::Not => {
-                return Box::new(move |r| {
+                return node(move |r| {
                     a.with(r, |x| match x {
                         Value::Bool(b) => Value::Bool(!b),
                         _ => Value::Null,
@@ -362,7 +448,7 @@ impl Build1 for CallNode1 {
         if let Func::Lower | Func::Upper = func {
             // a key or a code is mostly already in the wanted case: the same shared text then
             let upper = matches!(func, Func::Upper);
-            return Box::new(move |r| {
+            return node(move |r| {
                 a.with(r, |x| match x {
                     Value::Null => Ok(Value::Null),
                     Value::Str(s) if ascii_in_case(s, upper) => Ok(x.clone()),
@@ -371,7 +457,7 @@ impl Build1 for CallNode1 {
             });
         }
         let strict = func.null_intolerant();
-        Box::new(move |r| {
+        node(move |r| {
             a.with(r, |x| {
                 if strict && x.is_null() {
                     return Ok(Value::Null);
@@ -421,7 +507,7 @@ struct CastNode {
 impl Build1 for CastNode {
     fn build<A: Operand>(self, a: A) -> Eval {
         let CastNode { cast, try_cast, name } = self;
-        Box::new(move |r| {
+        node(move |r| {
             a.with(r, |v| {
                 if v.is_null() {
                     return Ok(Value::Null);
@@ -441,27 +527,27 @@ fn compile(t: &Typed) -> Eval {
     match &t.node {
         Node::Literal(v) => {
             let v = v.clone();
-            Box::new(move |_| Ok(v.clone()))
+            node(move |_| Ok(v.clone()))
         }
         Node::Column(i) => {
             let i = *i;
-            Box::new(move |r| Ok(r.get(i).unwrap_or(&NULL).clone()))
+            node(move |r| Ok(r.get(i).unwrap_or(&NULL).clone()))
         }
         Node::Cast { input, try_cast, .. } => {
             let Some(cast) = super::cast::caster(input.data_type, t.data_type) else {
                 // bind admits only casts that exist, or a NULL literal
-                return Box::new(|_| Ok(Value::Null));
+                return node(|_| Ok(Value::Null));
             };
             build1(input, CastNode { cast, try_cast: *try_cast, name })
         }
         Node::And(a, b) => {
             let (a, b) = (compile(a), compile(b));
-            Box::new(move |r| {
-                let x = a(r)?;
+            node(move |r| {
+                let x = a.call(r)?;
                 if matches!(x, Value::Bool(false)) {
                     return Ok(x);
                 }
-                let y = b(r)?;
+                let y = b.call(r)?;
                 Ok(match (x, y) {
                     (_, Value::Bool(false)) => Value::Bool(false),
                     (Value::Bool(true), y) => y,
@@ -471,12 +557,12 @@ fn compile(t: &Typed) -> Eval {
         }
         Node::Or(a, b) => {
             let (a, b) = (compile(a), compile(b));
-            Box::new(move |r| {
-                let x = a(r)?;
+            node(move |r| {
+                let x = a.call(r)?;
                 if matches!(x, Value::Bool(true)) {
                     return Ok(x);
                 }
-                let y = b(r)?;
+                let y = b.call(r)?;
                 Ok(match (x, y) {
                     (_, Value::Bool(true)) => Value::Bool(true),
                     (Value::Bool(false), y) => y,
@@ -488,12 +574,12 @@ fn compile(t: &Typed) -> Eval {
             // `if`, `nullif`: one condition
             let (c, v) = (compile(&branches[0].0), compile(&branches[0].1));
             let otherwise = otherwise.as_ref().map(|o| compile(o));
-            Box::new(move |r| {
-                if matches!(c(r)?, Value::Bool(true)) {
-                    return v(r);
+            node(move |r| {
+                if matches!(c.call(r)?, Value::Bool(true)) {
+                    return v.call(r);
                 }
                 match &otherwise {
-                    Some(o) => o(r),
+                    Some(o) => o.call(r),
                     None => Ok(Value::Null),
                 }
             })
@@ -501,23 +587,23 @@ fn compile(t: &Typed) -> Eval {
         Node::Case { branches, otherwise } => {
             let branches: Vec<(Eval, Eval)> = branches.iter().map(|(c, v)| (compile(c), compile(v))).collect();
             let otherwise = otherwise.as_ref().map(|o| compile(o));
-            Box::new(move |r| {
+            node(move |r| {
                 for (c, v) in &branches {
-                    if matches!(c(r)?, Value::Bool(true)) {
-                        return v(r);
+                    if matches!(c.call(r)?, Value::Bool(true)) {
+                        return v.call(r);
                     }
                 }
                 match &otherwise {
-                    Some(o) => o(r),
+                    Some(o) => o.call(r),
                     None => Ok(Value::Null),
                 }
             })
         }
         Node::Coalesce(args) => {
             let args: Vec<Eval> = args.iter().map(compile).collect();
-            Box::new(move |r| {
+            node(move |r| {
                 for a in &args {
-                    let v = a(r)?;
+                    let v = a.call(r)?;
                     if !v.is_null() {
                         return Ok(v);
                     }
@@ -529,14 +615,14 @@ fn compile(t: &Typed) -> Eval {
             let value = compile(value);
             let list: Vec<Eval> = list.iter().map(compile).collect();
             let negated = *negated;
-            Box::new(move |r| {
-                let v = value(r)?;
+            node(move |r| {
+                let v = value.call(r)?;
                 if v.is_null() {
                     return Ok(Value::Null);
                 }
                 let mut saw_null = false;
                 for item in &list {
-                    let x = item(r)?;
+                    let x = item.call(r)?;
                     if x.is_null() {
                         saw_null = true;
                     } else if v.total_cmp(&x).is_eq() {
@@ -567,8 +653,8 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
             let f = func.clone();
             let strict = f.null_intolerant();
             let ev: Vec<Eval> = args.iter().map(compile).collect();
-            Box::new(move |r| {
-                let v = ev.iter().map(|e| e(r)).collect::<Result<Vec<_>, _>>()?;
+            node(move |r| {
+                let v = ev.iter().map(|e| e.call(r)).collect::<Result<Vec<_>, _>>()?;
                 if strict && v.iter().any(Value::is_null) {
                     return Ok(Value::Null);
                 }

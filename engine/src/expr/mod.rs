@@ -40,6 +40,7 @@ pub use aggregates::{
 };
 pub use bind::bind;
 pub use compile::Compiled;
+pub(crate) use compile::{Dest, Fail};
 pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
 pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax};
