@@ -20,6 +20,7 @@ mod deduplicate;
 mod forward;
 mod rolling;
 mod session;
+mod stream_join;
 mod window_aggregate;
 
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
@@ -27,6 +28,7 @@ pub use forward::Forward;
 pub use rolling::ordered::OrderedMultiset;
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
 pub use session::SessionGap;
+pub use stream_join::{StreamJoin, StreamJoinConfig, StreamJoinType, TimeRange};
 pub use window_aggregate::{OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};
 
 use crate::time::Timestamp;
