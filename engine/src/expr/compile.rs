@@ -177,8 +177,6 @@ impl Compiled {
     }
 }
 
-#[cold]
-#[inline(never)]
 fn fail(kind: EvalErrorKind, name: &Arc<str>) -> Fail {
     Fail { kind, expr: name.clone() }
 }
