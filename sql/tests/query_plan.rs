@@ -4,7 +4,7 @@
 use eddy_engine::spec::{
     Mode, OutputMode, QuerySpec, SessionGap, SpecError, SqlQueryPlan, Step, WatermarkSpec, WindowSpec, plan_sql_query,
 };
-use eddy_engine::{DataType, Duration, Schema};
+use eddy_engine::{DataType, Duration, Schema, Value};
 use eddy_sql::parse_query;
 
 fn schema() -> Schema {
@@ -312,4 +312,29 @@ fn sql_beside_a_structured_query_type_and_another_source_name_are_refused() {
     assert!(e.as_ref().is_some_and(|e| e.field == "query.sql" && e.given.contains("FROM orders at 1:27")), "{e:?}");
     let e = pipeline("sql = \"SELECT count(*) AS n FROM payments ORDER BY n\"").err();
     assert!(e.as_ref().is_some_and(|e| e.field == "query.sql" && e.given.contains("ORDER BY at 1:36")), "{e:?}");
+}
+
+#[test]
+fn count_if_of_null_counts_nothing_and_is_named_as_spark_names_it() {
+    // Spark types the untyped NULL as BOOLEAN in count_if: 0 on every group
+    let p = plan("SELECT user_id, count_if(NULL) AS none, count_if(NULL) FROM payments GROUP BY user_id");
+    let QuerySpec::WindowAggregate { measures, .. } = &p.query else { panic!("{p:?}") };
+    let m: Vec<&str> = measures.iter().map(|m| m.output_name.as_str()).collect();
+    assert_eq!(m, ["count_if(NULL)"]);
+    assert_eq!(
+        output(&p),
+        names(&[("user_id", DataType::String), ("none", DataType::Long), ("count_if(NULL)", DataType::Long)])
+    );
+    // its input is NULL on every record, so the count stays 0
+    let Step::Project(items) = p.source_steps.last().expect("a projection") else { panic!("{p:?}") };
+    let input = items.iter().find(|e| e.name.contains("NULL")).expect("the measure's input");
+    let record = eddy_engine::value::Record::new(vec![
+        Value::Str("u".into()),
+        Value::Long(1),
+        Value::Double(1.0),
+        Value::Timestamp(eddy_engine::Timestamp(0)),
+        Value::Null,
+    ]);
+    let v = eddy_engine::expr::Compiled::new(&input.typed).eval(&record).unwrap();
+    assert_eq!(v, Value::Null);
 }

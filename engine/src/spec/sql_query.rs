@@ -839,6 +839,22 @@ fn count_if(
     let [condition] = args else {
         return Err(at(s.pos, format!("{} (not one argument)", written(s)), aggregate_usage("count_if")));
     };
+    // `count_if(NULL)`: Spark types the untyped NULL as BOOLEAN here (0 on every group)
+    let null = matches!(condition.kind, SyntaxKind::Literal(Literal::Null));
+    let cast_null;
+    let condition = if null {
+        cast_null = Syntax {
+            kind: SyntaxKind::Cast {
+                expr: Box::new(condition.clone()),
+                to: crate::schema::DataType::Boolean,
+                try_cast: false,
+            },
+            pos: condition.pos,
+        };
+        &cast_null
+    } else {
+        condition
+    };
     let typed = bind(condition, schema).map_err(sql_error)?;
     if typed.data_type != crate::schema::DataType::Boolean {
         return Err(at(
@@ -862,7 +878,7 @@ fn count_if(
     let raw = RawMeasure {
         agg: Some("count".into()),
         column: Some(name),
-        alias: Some(format!("count_if({})", typed.name)),
+        alias: Some(format!("count_if({})", if null { "NULL" } else { typed.name.as_str() })),
         ..RawMeasure::default()
     };
     measures.push(Measure { call: s.normalized(), raw, pos: s.pos });
