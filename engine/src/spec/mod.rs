@@ -37,6 +37,7 @@
 
 mod error;
 mod exprs;
+pub mod join_range;
 mod measure;
 mod model;
 mod output;
