@@ -166,8 +166,150 @@ pub(crate) fn same_column(a: &str, b: &str) -> bool {
 }
 
 /// Validates the raw model; `front` parses the SQL expression fields (`None`: such a field is
-/// refused).
+/// refused). With several `[[source]]`, the first one's errors are named `source[0]...` (its
+/// `watermark = {...}` too).
 pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
+    let Some(mut list) = raw.source_list.take() else {
+        return validate_sources(raw, Vec::new(), front);
+    };
+    if let Some(w) = &raw.watermark {
+        let mut given = Present::new();
+        note(&mut given, "column", &w.column);
+        note(&mut given, "delay", &w.delay);
+        return Err(SpecError::new(
+            "watermark",
+            format!(
+                "[watermark] {{ {} }} beside {} [[source]] tables",
+                given.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "),
+                list.len()
+            ),
+            "with several sources, a watermark = { column, delay } in each [[source]] that has one: move [watermark] into its source",
+        ));
+    }
+    let rest = list.split_off(1);
+    raw.source = list.pop();
+    if raw.source.as_ref().is_some_and(|s| s.name.is_none()) {
+        return Err(SpecError::missing("source[0].name", "a name matching [a-z_][a-z0-9_]*, unique among the sources (several [[source]] tables each need one)"));
+    }
+    validate_sources(raw, rest, front).map_err(|e| at_source(e, 0))
+}
+
+/// `e` with a field of the first source (`source...`, or `watermark...`: its own `watermark`
+/// once a top-level one is refused) named as the `i`-th `[[source]]`'s.
+fn at_source(mut e: SpecError, i: usize) -> SpecError {
+    if let Some(rest) = e.field.strip_prefix("source")
+        && (rest.is_empty() || rest.starts_with('.'))
+    {
+        e.field = format!("source[{i}]{rest}");
+    } else if let Some(rest) = e.field.strip_prefix("watermark")
+        && (rest.is_empty() || rest.starts_with('.'))
+    {
+        e.field = format!("source[{i}].watermark{rest}");
+    }
+    e
+}
+
+/// The `[[source]]` tables after the first (`rest`, from index 1): each validated as the first
+/// is, with its own steps, then checked to have the columns of `union` (the first source's
+/// after its steps: same names, ignoring case, and types, any order) and given the projection
+/// into that order. `taken`: the names of the sources before them.
+fn union_sources(
+    rest: Vec<super::model::RawSource>,
+    union: &Schema,
+    pipeline_name: &str,
+    taken: &mut Vec<String>,
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<Vec<super::UnionSource>, SpecError> {
+    let mut out = Vec::with_capacity(rest.len());
+    for (k, mut raw) in rest.into_iter().enumerate() {
+        let i = k + 1;
+        let at = |e: SpecError| at_source(e, i);
+        let name = raw.name.take().ok_or_else(|| {
+            SpecError::missing(
+                format!("source[{i}].name"),
+                "a name matching [a-z_][a-z0-9_]*, unique among the sources (several [[source]] tables each need one)",
+            )
+        })?;
+        source_name_ok(&format!("source[{i}].name"), &name)?;
+        if let Some(j) = taken.iter().position(|t| t.eq_ignore_ascii_case(&name)) {
+            return Err(SpecError::bad_str(
+                format!("source[{i}].name"),
+                &name,
+                format!("a name no other source has (source[{j}] is {}; names compare ignoring case, as SQL's)", quote(&taken[j])),
+            ));
+        }
+        taken.push(name.clone());
+        let (filter, select, raw_watermark, idle) =
+            (raw.filter.take(), raw.select.take(), raw.watermark.take(), raw.idle_timeout.take());
+        let source = super::source::source(Some(raw), pipeline_name).map_err(at)?;
+        let mut steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)
+            .map_err(at)?;
+        let written_steps = steps.len();
+        let own = schema_after(&steps, &source.schema);
+        let columns_field = if select.is_some() { format!("source[{i}].select") } else { format!("source[{i}].schema") };
+        if let Some(order) = union_order(&columns_field, &own, union)? {
+            steps.push(order);
+        }
+        let watermark = raw_watermark.map(|w| watermark(w, union)).transpose().map_err(at)?;
+        let idle_timeout =
+            idle.map(|t| duration(&format!("source[{i}].idle_timeout"), &t, Min::Positive)).transpose()?;
+        out.push(super::UnionSource { name, source, steps, written_steps, watermark, idle_timeout });
+    }
+    Ok(out)
+}
+
+/// Checks that `own` (a source's columns after its steps, named by `field`) has the columns of
+/// `union`, by name ignoring case, with the same types, in any order (Spark's `unionByName`);
+/// returns the projection that puts them in `union`'s order, or `None` when they already are.
+fn union_order(field: &str, own: &Schema, union: &Schema) -> Result<Option<super::Step>, SpecError> {
+    let expected = || {
+        format!(
+            "the columns of source[0] (after its filter and select), in any order: {} (a structured [query] reads the union by name of all sources)",
+            union.fields().iter().map(|f| format!("{} {}", f.name, f.data_type)).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let mut items = Vec::with_capacity(union.len());
+    for f in union.fields() {
+        let Some(c) = own.fields().iter().position(|o| same_column(&o.name, &f.name)) else {
+            return Err(SpecError::new(field, format!("no column {}", quote(&f.name)), expected()));
+        };
+        let o = &own.fields()[c];
+        if o.data_type != f.data_type {
+            return Err(SpecError::new(
+                field,
+                format!("column {} of type {} (source[0]'s is {})", quote(&o.name), o.data_type, f.data_type),
+                expected(),
+            ));
+        }
+        items.push(super::PipelineExpr {
+            field: field.to_string(),
+            typed: crate::expr::Typed { node: crate::expr::Node::Column(c), data_type: f.data_type, name: f.name.clone() },
+            name: f.name.clone(),
+        });
+    }
+    if let Some(extra) = own.fields().iter().find(|o| !union.fields().iter().any(|f| same_column(&f.name, &o.name))) {
+        return Err(SpecError::new(field, format!("column {} (not a column of source[0])", quote(&extra.name)), expected()));
+    }
+    let identity = items.iter().enumerate().all(|(i, e)| matches!(e.typed.node, crate::expr::Node::Column(c) if c == i))
+        && own.fields().iter().zip(union.fields()).all(|(o, f)| o.name == f.name);
+    Ok((!identity).then_some(super::Step::Project(items)))
+}
+
+/// A source's `name`: `[a-z_][a-z0-9_]*`.
+fn source_name_ok(field: &str, name: &str) -> Result<(), SpecError> {
+    let named = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if !name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') || !name.chars().all(named) {
+        return Err(SpecError::bad_str(field, name, "a name matching [a-z_][a-z0-9_]* (default \"source\")"));
+    }
+    Ok(())
+}
+
+/// [`validate`] with the `[[source]]` tables after the first apart (`rest`; empty with one).
+fn validate_sources(
+    mut raw: RawPipeline,
+    rest: Vec<super::model::RawSource>,
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<Pipeline, SpecError> {
     let name = raw.name.ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
         return Err(SpecError::bad_str("name", &name, "a name matching [a-z0-9_-]+"));
@@ -200,14 +342,20 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         None => (None, None, None, None),
     };
     let source_name = source_name.unwrap_or_else(|| "source".to_string());
-    let named = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
-    if !source_name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') || !source_name.chars().all(named) {
-        return Err(SpecError::bad_str(
-            "source.name",
-            &source_name,
-            "a name matching [a-z_][a-z0-9_]* (default \"source\")",
-        ));
-    }
+    source_name_ok("source.name", &source_name)?;
+    let watermark_policy = match raw.watermark_policy.take().as_deref() {
+        None => super::WatermarkPolicy::Min,
+        Some(p) => match choice("watermark_policy", p, &["min", "max"])? {
+            "max" => super::WatermarkPolicy::Max,
+            _ => super::WatermarkPolicy::Min,
+        },
+    };
+    let idle_timeout = raw
+        .source
+        .as_mut()
+        .and_then(|s| s.idle_timeout.take())
+        .map(|t| duration("source.idle_timeout", &t, Min::Positive))
+        .transpose()?;
     let raw_watermark = match (raw.watermark.take(), source_watermark) {
         (Some(_), Some(_)) => {
             return Err(SpecError::new(
@@ -219,11 +367,33 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         (a, b) => a.or(b),
     };
     let source = super::source::source(raw.source, &name)?;
-    let tables = super::table::tables(raw.table.take(), &source_name)?;
     let mut source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
     // everything after the source's steps reads their output
     let mut schema = schema_after(&source_steps, &source.schema);
     let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let several = !rest.is_empty();
+    let mut names = vec![source_name.clone()];
+    let more_sources = union_sources(rest, &schema, &name, &mut names, front)?;
+    let tables = super::table::tables(raw.table.take(), &source_name)?;
+    for (t, table) in tables.iter().enumerate() {
+        if let Some(j) = names.iter().position(|n| n.eq_ignore_ascii_case(&table.name)) {
+            return Err(SpecError::bad_str(
+                format!("table[{t}].name"),
+                &table.name,
+                format!("a name no source has (source[{j}] is {})", quote(&names[j])),
+            ));
+        }
+    }
+    if several && let Some(sql) = raw.query.as_ref().and_then(|q| q.sql.as_ref()) {
+        return Err(SpecError::new(
+            "query.sql",
+            quote(sql),
+            "over several [[source]] tables, a structured [query] type = ... (it reads their union by name); a SQL query over several sources is not implemented yet",
+        ));
+    }
+    // a structured query over several sources: append needs a watermark on the window's column
+    // in some source (Spark's union keeps the event-time column's watermark)
+    let query_watermark = watermark.clone().or_else(|| more_sources.iter().find_map(|s| s.watermark.clone()));
     let written_source_steps = source_steps.len();
     let mut query_steps = Vec::new();
     let mut sql_output_steps = Vec::new();
@@ -273,7 +443,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
                     "no [[table]] beside a structured query (a table is read by a SQL query's JOIN)",
                 ));
             }
-            super::query::query(q, &schema, mode, watermark.as_ref())?
+            super::query::query(q, &schema, mode, query_watermark.as_ref())?
         }
     };
     let clock = clock(raw.clock, &schema)?;
@@ -330,6 +500,10 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         parallelism,
         clock,
         source,
+        source_name,
+        idle_timeout,
+        more_sources,
+        watermark_policy,
         source_steps,
         written_source_steps,
         tables,
