@@ -80,6 +80,7 @@ fn write(ck: &Checkpointer, epoch: u64, ops: &[Box<dyn Operator>]) {
         snapshots,
         source: Some(SavedOffset::Files { done: vec![format!("{epoch:03}.json")], reading: None }),
         driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
+        more_sources: Vec::new(),
     };
     ck.commit(&m).unwrap();
 }
