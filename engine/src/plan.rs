@@ -459,9 +459,14 @@ impl QueryPlan {
 
     /// A fresh operator (one per partition actor).
     pub fn new_operator(&self) -> Box<dyn Operator> {
+        // several sources in real-time mode: the stamped (combined) watermark only
+        let stamped = !self.more_sources.is_empty() && self.mode == Mode::RealTime;
         match &self.operator {
+            OperatorPlan::Window(c) if stamped => Box::new(WindowAggregate::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
+            OperatorPlan::Dedup(c) if stamped => Box::new(Deduplicate::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
+            OperatorPlan::Rolling(c) if stamped => Box::new(RollingWindow::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
             OperatorPlan::Forward => Box::new(Forward),
         }
