@@ -7,11 +7,11 @@
 
 use eddy_engine::expr::{
     FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax,
-    SyntaxKind,
+    SyntaxKind, UnionSyntax,
 };
 use sqlparser::ast::{
     Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, ObjectNamePart, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, Spanned, TableFactor, Value,
+    SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, Spanned, TableFactor, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserOptions};
@@ -69,20 +69,81 @@ pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     }
     let select = match query.body.as_ref() {
         SetExpr::Select(select) => select,
-        SetExpr::SetOperation { op, set_quantifier, left, .. } => {
-            let q = set_quantifier.to_string();
-            let found = if q.is_empty() { format!("{op}") } else { format!("{op} {q}") };
-            let keywords = [Keyword::UNION, Keyword::EXCEPT, Keyword::INTERSECT, Keyword::MINUS];
-            return Err(SqlError::Unsupported {
-                pos: keyword_after(text, &keywords, left.span().end),
-                found,
-                allowed: ONE_SELECT.into(),
+        body @ SetExpr::SetOperation { .. } => {
+            // `A UNION ALL B` at the top: SELECT * FROM (the union)
+            let union = union_of(text, body)?;
+            let at = union.pos;
+            return Ok(QuerySyntax {
+                items: vec![SelectItemSyntax::Wildcard { qualifier: None, pos: at }],
+                from: FromSyntax { name: String::new(), alias: None, pos: at },
+                join: None,
+                selection: None,
+                group_by: Vec::new(),
+                having: None,
+                union: Some(union),
             });
         }
         SetExpr::Query(_) => return Err(unsupported(query.body.as_ref(), "a parenthesized query", ONE_SELECT)),
         other => return Err(unsupported(other, format!("`{other}`"), ONE_SELECT)),
     };
     select_query(text, select)
+}
+
+/// `SELECT ... UNION [ALL] SELECT ... [UNION [ALL] ...]` (SQL.md "Union"): its SELECTs in
+/// order. EXCEPT, INTERSECT, a mix of UNION and UNION ALL, and a branch that is not a plain
+/// SELECT are refused at their position.
+fn union_of(text: &str, body: &SetExpr) -> Result<UnionSyntax, SqlError> {
+    let mut branches = Vec::new();
+    let mut distinct: Option<bool> = None;
+    let mut first_pos = None;
+    union_branches(text, body, &mut branches, &mut distinct, &mut first_pos)?;
+    Ok(UnionSyntax { branches, distinct: distinct.unwrap_or(false), pos: first_pos.unwrap_or_default() })
+}
+
+fn union_branches(
+    text: &str,
+    body: &SetExpr,
+    out: &mut Vec<QuerySyntax>,
+    distinct: &mut Option<bool>,
+    first_pos: &mut Option<Pos>,
+) -> Result<(), SqlError> {
+    const UNION: &str = "SELECT ... FROM source [WHERE ...] UNION ALL SELECT ... (or UNION; SQL.md \"Union\")";
+    match body {
+        SetExpr::Select(select) => {
+            let q = select_query(text, select)?;
+            out.push(q);
+            Ok(())
+        }
+        SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            let keywords = [Keyword::UNION, Keyword::EXCEPT, Keyword::INTERSECT, Keyword::MINUS];
+            let at = keyword_after(text, &keywords, left.span().end);
+            let q = set_quantifier.to_string();
+            let found = if q.is_empty() { format!("{op}") } else { format!("{op} {q}") };
+            let this_distinct = match (op, set_quantifier) {
+                (SetOperator::Union, SetQuantifier::All) => false,
+                (SetOperator::Union, SetQuantifier::None | SetQuantifier::Distinct) => true,
+                _ => return Err(SqlError::Unsupported { pos: at, found, allowed: UNION.into() }),
+            };
+            if distinct.is_some_and(|d| d != this_distinct) {
+                return Err(SqlError::Unsupported {
+                    pos: at,
+                    found: format!("{found} beside another kind of UNION"),
+                    allowed: "one kind of union in a query: every UNION ALL, or every UNION".into(),
+                });
+            }
+            *distinct = Some(this_distinct);
+            union_branches(text, left, out, distinct, first_pos)?;
+            // the first keyword (a left-deep chain: the innermost is the first)
+            if first_pos.is_none() {
+                *first_pos = Some(at);
+            }
+            match right.as_ref() {
+                SetExpr::Select(_) => union_branches(text, right, out, distinct, first_pos),
+                other => Err(unsupported(other, "a nested set operation or query", UNION)),
+            }
+        }
+        other => Err(unsupported(other, format!("`{other}` in a union"), UNION)),
+    }
 }
 
 /// Where the first of `keywords` at or after `at` starts (a set operation's span starts at its
@@ -130,7 +191,13 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
         return Err(at_select(s, *what, ONE_SELECT));
     }
-    let (from, join) = from_item(text, s)?;
+    let (from, join, union) = match union_in_from(text, s)? {
+        Some((from, union)) => (from, None, Some(union)),
+        None => {
+            let (from, join) = from_item(text, s)?;
+            (from, join, None)
+        }
+    };
     let items = s.projection.iter().map(select_item).collect::<Result<Vec<_>, _>>()?;
     let selection = s.selection.as_ref().map(lower).transpose()?;
     let group_by = match &s.group_by {
@@ -149,7 +216,29 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
         }
     };
     let having = s.having.as_ref().map(lower).transpose()?;
-    Ok(QuerySyntax { items, from, join, selection, group_by, having })
+    Ok(QuerySyntax { items, from, join, selection, group_by, having, union })
+}
+
+/// `FROM ( SELECT ... UNION [ALL] SELECT ... ) [AS] alias` without a join: the union and the
+/// name the outer query reads it by (the alias; empty without one). `None` for any other FROM.
+fn union_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, UnionSyntax)>, SqlError> {
+    let [relation] = s.from.as_slice() else { return Ok(None) };
+    let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
+    if !matches!(subquery.body.as_ref(), SetExpr::SetOperation { .. }) {
+        return Ok(None);
+    }
+    if let Some(join) = relation.joins.first() {
+        return Err(unsupported(&join.relation, "a JOIN beside a union in FROM", "FROM ( ... UNION ALL ... ) [AS] alias"));
+    }
+    if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
+        return Err(unsupported(subquery.as_ref(), "WITH, ORDER BY or LIMIT in the union", "SELECT ... UNION ALL SELECT ..."));
+    }
+    let union = union_of(text, subquery.body.as_ref())?;
+    let from = match alias {
+        Some(a) => FromSyntax { name: a.name.value.clone(), alias: None, pos: pos(a.name.span.start) },
+        None => FromSyntax { name: String::new(), alias: None, pos: union.pos },
+    };
+    Ok(Some((from, union)))
 }
 
 /// A refusal at the `SELECT` keyword (for clauses without a position of their own).
@@ -279,7 +368,7 @@ fn named_relation(relation: &TableFactor) -> Result<FromSyntax, SqlError> {
         TableFactor::Derived { .. } => Err(unsupported(
             relation,
             "a subquery in FROM",
-            "a source's or table's name (subqueries are not implemented yet)",
+            "a source's or table's name, or ( SELECT ... UNION ALL SELECT ... ) [AS] alias (other subqueries are not implemented yet)",
         )),
         other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's or table's name")),
     }

@@ -48,6 +48,7 @@ mod sink;
 mod source;
 mod sql_join;
 mod sql_query;
+mod sql_union;
 mod steps;
 mod table;
 mod validate;

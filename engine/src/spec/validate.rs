@@ -10,7 +10,7 @@ use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermar
 use super::parse::render;
 use super::source::non_empty;
 use super::steps::schema_after;
-use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, SinkSpec, WatermarkSpec};
+use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, QuerySpec, SinkSpec, WatermarkSpec};
 use crate::expr::SqlFrontEnd;
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
@@ -210,12 +210,13 @@ fn at_source(mut e: SpecError, i: usize) -> SpecError {
 }
 
 /// The `[[source]]` tables after the first (`rest`, from index 1): each validated as the first
-/// is, with its own steps, then checked to have the columns of `union` (the first source's
-/// after its steps: same names, ignoring case, and types, any order) and given the projection
-/// into that order. `taken`: the names of the sources before them.
+/// is, with its own steps, then (a structured query, `union` given) checked to have the columns
+/// of `union` (the first source's after its steps: same names, ignoring case, and types, any
+/// order) and given the projection into that order; without `union` (a SQL query's UNION, by
+/// position) their columns stay their own. `taken`: the names of the sources before them.
 fn union_sources(
     rest: Vec<super::model::RawSource>,
-    union: &Schema,
+    union: Option<&Schema>,
     pipeline_name: &str,
     taken: &mut Vec<String>,
     front: Option<&dyn SqlFrontEnd>,
@@ -247,10 +248,13 @@ fn union_sources(
         let written_steps = steps.len();
         let own = schema_after(&steps, &source.schema);
         let columns_field = if select.is_some() { format!("source[{i}].select") } else { format!("source[{i}].schema") };
-        if let Some(order) = union_order(&columns_field, &own, union)? {
+        if let Some(union) = union
+            && let Some(order) = union_order(&columns_field, &own, union)?
+        {
             steps.push(order);
         }
-        let watermark = raw_watermark.map(|w| watermark(w, union)).transpose().map_err(at)?;
+        // by name: the watermark is on the union's column; by position (SQL): on its own, for now
+        let watermark = raw_watermark.map(|w| watermark(w, union.unwrap_or(&own))).transpose().map_err(at)?;
         let idle_timeout =
             idle.map(|t| duration(&format!("source[{i}].idle_timeout"), &t, Min::Positive)).transpose()?;
         out.push(super::UnionSource { name, source, steps, written_steps, watermark, idle_timeout });
@@ -371,9 +375,18 @@ fn validate_sources(
     // everything after the source's steps reads their output
     let mut schema = schema_after(&source_steps, &source.schema);
     let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
+    let written_source_steps = source_steps.len();
     let several = !rest.is_empty();
     let mut names = vec![source_name.clone()];
-    let more_sources = union_sources(rest, &schema, &name, &mut names, front)?;
+    // a SQL query reads several sources through its UNION (columns by position): each source
+    // keeps its own columns until the union's steps are added below
+    let sql_text = raw.query.as_ref().and_then(|q| q.sql.clone());
+    let parsed = match (&sql_text, front) {
+        (Some(text), Some(front)) => Some(front.parse_query(text).map_err(super::sql_query::sql_error)?),
+        _ => None,
+    };
+    let by_position = parsed.as_ref().is_some_and(|q| q.union.is_some()) || (several && sql_text.is_some());
+    let mut more_sources = union_sources(rest, (!by_position).then_some(&schema), &name, &mut names, front)?;
     let tables = super::table::tables(raw.table.take(), &source_name)?;
     for (t, table) in tables.iter().enumerate() {
         if let Some(j) = names.iter().position(|n| n.eq_ignore_ascii_case(&table.name)) {
@@ -384,22 +397,100 @@ fn validate_sources(
             ));
         }
     }
-    if several && let Some(sql) = raw.query.as_ref().and_then(|q| q.sql.as_ref()) {
-        return Err(SpecError::new(
-            "query.sql",
-            quote(sql),
-            "over several [[source]] tables, a structured [query] type = ... (it reads their union by name); a SQL query over several sources is not implemented yet",
-        ));
+    let mut union_query = None;
+    if by_position && let Some(q) = &parsed {
+        let Some(union) = &q.union else {
+            return Err(super::sql_query::at(
+                q.from.pos,
+                format!("FROM {}, one of {} sources", q.from.name, names.len()),
+                "a query that reads every [[source]]: SELECT ... FROM (SELECT ... FROM a UNION ALL SELECT ... FROM b) [AS] u ..., or SELECT ... FROM a UNION ALL SELECT ... FROM b",
+            ));
+        };
+        let mut srcs = vec![(source_name.clone(), schema.clone())];
+        srcs.extend(more_sources.iter().map(|s| (s.name.clone(), schema_after(&s.steps, &s.source.schema))));
+        let resolved = super::sql_union::resolve(union, &srcs)?;
+        // each source's watermark column, where the union selects it as it is
+        let moved = |w: &mut WatermarkSpec, i: usize, positions: &[Option<usize>]| match positions
+            .get(w.index)
+            .copied()
+            .flatten()
+        {
+            Some(p) => {
+                w.column = resolved.schema.fields()[p].name.clone();
+                w.index = p;
+                Ok(())
+            }
+            None => Err(SpecError::bad_str(
+                format!("source[{i}].watermark.column"),
+                &w.column,
+                "a column the query's union selects as it is (the watermark is on the union's column at its position)",
+            )),
+        };
+        let mut steps = resolved.steps.into_iter();
+        source_steps.extend(steps.next().unwrap_or_default());
+        if let Some(w) = watermark.as_mut() {
+            moved(w, 0, &resolved.positions[0])?;
+        }
+        for (i, (s, more)) in more_sources.iter_mut().zip(steps).enumerate() {
+            s.steps.extend(more);
+            if let Some(w) = s.watermark.as_mut() {
+                moved(w, i + 1, &resolved.positions[i + 1])?;
+            }
+        }
+        schema = resolved.schema;
+        union_query = Some((q.clone(), resolved.distinct));
     }
-    // a structured query over several sources: append needs a watermark on the window's column
-    // in some source (Spark's union keeps the event-time column's watermark)
+    // a query over several sources: append needs a watermark on the window's column in some
+    // source (Spark's union keeps the event-time column's watermark)
     let query_watermark = watermark.clone().or_else(|| more_sources.iter().find_map(|s| s.watermark.clone()));
-    let written_source_steps = source_steps.len();
     let mut query_steps = Vec::new();
     let mut sql_output_steps = Vec::new();
-    let query_sql = raw.query.as_ref().and_then(|q| q.sql.clone());
+    let query_sql = sql_text;
     let mut join = None;
     let query = match raw.query {
+        Some(raw_query) if let Some((q, distinct)) = union_query => {
+            let trivial = q.selection.is_none()
+                && q.group_by.is_empty()
+                && q.having.is_none()
+                && matches!(q.items.as_slice(), [crate::expr::SelectItemSyntax::Wildcard { .. }]);
+            if distinct {
+                // UNION (distinct): a deduplication over every column after the union, as Spark
+                if !trivial {
+                    let union_pos = q.union.as_ref().map_or(q.from.pos, |u| u.pos);
+                    return Err(super::sql_query::at(
+                        union_pos,
+                        "UNION (distinct) under an outer query",
+                        "UNION at the top of the query (a deduplication), or UNION ALL under an outer query",
+                    ));
+                }
+                let columns: Vec<String> = schema.fields().iter().map(|f| f.name.clone()).collect();
+                QuerySpec::Deduplicate { columns, within_watermark: false }
+            } else {
+                let outer = crate::expr::QuerySyntax { union: None, ..q };
+                let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
+                let plan = super::sql_query::plan_sql_query(
+                    &outer,
+                    &outer.from.name,
+                    &schema,
+                    query_watermark.as_ref(),
+                    &clock_column,
+                    raw_query.output_mode.as_deref(),
+                    mode,
+                )?;
+                // the outer query's steps before the watermark run on every source's records
+                for s in &mut more_sources {
+                    s.steps.extend(plan.source_steps.iter().cloned());
+                }
+                schema = schema_after(&plan.source_steps, &schema);
+                source_steps.extend(plan.source_steps);
+                for w in watermark.iter_mut().chain(more_sources.iter_mut().filter_map(|s| s.watermark.as_mut())) {
+                    w.index = schema.resolve(&w.column).unwrap_or(w.index);
+                }
+                query_steps = plan.watermarked_steps;
+                sql_output_steps = plan.output_steps;
+                plan.query
+            }
+        }
         Some(q) if q.sql.is_some() => {
             let (plan, static_join) = {
                 let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
