@@ -279,3 +279,68 @@ fn a_quiet_source_with_an_idle_timeout_is_left_out_of_the_watermark_in_real_time
     assert_eq!(counts, want_counts);
     assert_eq!(late, want_late);
 }
+
+/// Two sources `a` (k, v, ts) and `b` (ts, v, k) and the SQL query `sql`.
+fn sql_pipeline(sql: &str) -> String {
+    two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", "")
+        .replace(
+            "[query]\ntype = \"window_aggregate\"\ngroup_by = [\"k\"]\nwindow = { type = \"tumbling\", column = \"ts\", size = \"10 seconds\" }\nmeasures = [{ agg = \"count\" }]",
+            &format!("[query]\nsql = \"\"\"\n{sql}\n\"\"\""),
+        )
+}
+
+#[test]
+fn the_sql_fixture_runs() {
+    let tmp = setup(&sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts FROM b"));
+    let out = eddy(tmp.path(), &["validate", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_union_reading_an_unknown_source_is_refused_at_its_line_and_column() {
+    refused(&sql_pipeline("SELECT k, v, ts FROM a\nUNION ALL\nSELECT k, v, ts FROM nope"), &[
+        "query.sql",
+        "FROM nope",
+        "at 3:22",
+        "a, b",
+    ]);
+}
+
+#[test]
+fn a_union_of_queries_with_other_column_counts_is_refused() {
+    refused(&sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, ts FROM b"), &[
+        "query.sql",
+        "query 2 of the union with 2 columns",
+        "3 columns",
+    ]);
+}
+
+#[test]
+fn a_union_of_columns_of_other_types_is_refused_naming_the_column() {
+    refused(&sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, v / 2, ts FROM b"), &[
+        "query.sql",
+        "column 2",
+        "of type DOUBLE",
+        "BIGINT",
+    ]);
+}
+
+#[test]
+fn a_sql_query_that_does_not_read_every_source_is_refused() {
+    refused(&sql_pipeline("SELECT k, count(*) AS n FROM a GROUP BY k"), &["query.sql", "FROM a", "every [[source]]"]);
+}
+
+#[test]
+fn a_source_read_twice_by_a_union_is_refused() {
+    refused(&sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts FROM A"), &["query.sql", "a second time"]);
+}
+
+#[test]
+fn a_distinct_union_under_an_aggregation_is_refused() {
+    refused(
+        &sql_pipeline(
+            "SELECT k, count(*) AS n FROM (SELECT k, v, ts FROM a UNION SELECT k, v, ts FROM b) u GROUP BY k",
+        ),
+        &["query.sql", "UNION (distinct) under an outer query"],
+    );
+}

@@ -15,6 +15,9 @@ use super::steps::{PipelineExpr, Step, schema_after};
 use crate::expr::{Node, QuerySyntax, SelectItemSyntax, Typed, UnionSyntax};
 use crate::schema::Schema;
 
+/// The field a union branch's steps are named by (`eddy explain`: `select (query.sql UNION)`).
+const UNION_FIELD: &str = "query.sql UNION";
+
 /// A union resolved against the pipeline's sources.
 pub(crate) struct ResolvedUnion {
     /// For each source (pipeline order), the steps of its branch: its WHERE, its select list,
@@ -105,12 +108,19 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
                     .iter()
                     .enumerate()
                     .map(|(c, f)| PipelineExpr {
-                        field: "query.sql".into(),
+                        field: UNION_FIELD.into(),
                         typed: Typed { node: Node::Column(c), data_type: f.data_type, name: f.name.clone() },
                         name: f.name.clone(),
                     })
                     .collect(),
             ));
+        }
+        // named apart from the outer query's steps (`eddy explain`)
+        for step in &mut own {
+            match step {
+                Step::Filter(e) => e.field = UNION_FIELD.into(),
+                Step::Project(items) => items.iter_mut().for_each(|e| e.field = UNION_FIELD.into()),
+            }
         }
         steps.push(own);
         positions.push(at_union);

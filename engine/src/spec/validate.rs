@@ -454,7 +454,7 @@ fn validate_sources(
                 && q.having.is_none()
                 && matches!(q.items.as_slice(), [crate::expr::SelectItemSyntax::Wildcard { .. }]);
             if distinct {
-                // UNION (distinct): a deduplication over every column after the union, as Spark
+                // UNION (distinct): distinct rows over every column after the union
                 if !trivial {
                     let union_pos = q.union.as_ref().map_or(q.from.pos, |u| u.pos);
                     return Err(super::sql_query::at(
@@ -463,8 +463,23 @@ fn validate_sources(
                         "UNION at the top of the query (a deduplication), or UNION ALL under an outer query",
                     ));
                 }
-                let columns: Vec<String> = schema.fields().iter().map(|f| f.name.clone()).collect();
-                QuerySpec::Deduplicate { columns, within_watermark: false }
+                // as Spark plans a streaming Distinct: an aggregation keyed by every column, without
+                // measures, in the query's output mode (update by default: a row again in a later
+                // batch is emitted again, as its group is updated; the watermark on a key column
+                // evicts the groups below it)
+                let group_by: Vec<String> = schema.fields().iter().map(|f| f.name.clone()).collect();
+                let output_mode = match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                    None | Some("update") => super::OutputMode::Update,
+                    Some("complete") => super::OutputMode::Complete,
+                    Some(other) => {
+                        return Err(SpecError::bad_str(
+                            "query.output_mode",
+                            other,
+                            "\"update\" (the default) or \"complete\" for a UNION (distinct): an aggregation without a window",
+                        ));
+                    }
+                };
+                QuerySpec::WindowAggregate { group_by, window: None, output_mode, measures: Vec::new() }
             } else {
                 let outer = crate::expr::QuerySyntax { union: None, ..q };
                 let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
