@@ -232,7 +232,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let health = opts.health.unwrap_or_default();
     let (metrics, _server) = match &pipeline.metrics {
         Some(m) => {
-            let (metrics, handle) = Metrics::new(&pipeline.name, parallelism);
+            let names: Vec<String> = std::iter::once(pipeline.source_name.clone())
+                .chain(pipeline.more_sources.iter().map(|s| s.name.clone()))
+                .collect();
+            let (metrics, handle) = Metrics::with_sources(&pipeline.name, parallelism, &names);
             let metrics = match &opts.metrics_switch {
                 Some(switch) => metrics.with_switch(switch.clone()),
                 None => metrics,

@@ -354,8 +354,13 @@ impl SourceActor {
         }
         let records = self.counters.records.load(Ordering::Relaxed);
         let malformed = self.counters.malformed.load(Ordering::Relaxed);
-        self.metrics.records_in.increment(records.saturating_sub(last.records));
-        self.metrics.records_malformed.increment(malformed.saturating_sub(last.malformed));
+        // several sources: what was counted since the last report is the active source's
+        let (records_in, records_malformed) = match self.metrics.sources.get(self.active) {
+            Some(s) => (&s.records_in, &s.records_malformed),
+            None => (&self.metrics.records_in, &self.metrics.records_malformed),
+        };
+        records_in.increment(records.saturating_sub(last.records));
+        records_malformed.increment(malformed.saturating_sub(last.malformed));
         last.records = records;
         last.malformed = malformed;
         last.watermark = watermark.unwrap_or(last.watermark).max(last.watermark);
@@ -1094,6 +1099,9 @@ impl SourceActor {
                 }
                 if !items.is_empty() {
                     let records = self.decode_batch(items, &mut dead, &mut last_log);
+                    // counted here, so the metrics name the source they came from
+                    self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
+                    self.report(&mut reported, None, None);
                     parts.push((k, records));
                 }
             }
@@ -1169,6 +1177,7 @@ impl SourceActor {
     ) -> Result<(Timestamp, Timestamp), SourceError> {
         let ctx = seq.begin(&records, self.clock.now());
         seq.observe(&records);
+        self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
         let moved = self.run_ctx(seq, ctx, records, dead)?;
         if let Some(t) = cut_at {
             self.metrics.stage_source.record(t.elapsed().as_secs_f64());
@@ -1186,7 +1195,6 @@ impl SourceActor {
         self.units.started(ctx.batch_id);
         self.broadcast(Control::BeginBatch(ctx))?;
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
-        self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
         let mut joined = Vec::new();
         let positions = self.join.as_mut().map(|j| std::mem::take(&mut j.positions)).unwrap_or_default();
         let mut last_log = None;
