@@ -344,3 +344,65 @@ fn a_distinct_union_under_an_aggregation_is_refused() {
         &["query.sql", "UNION (distinct) under an outer query"],
     );
 }
+
+#[test]
+fn two_stdin_sources_are_refused() {
+    let p = two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", "")
+        .replace("type = \"files\"\npath = \"in_a\"", "type = \"stdin\"")
+        .replace("type = \"files\"\npath = \"in_b\"", "type = \"stdin\"");
+    refused(&p, &["source[1].type", "one stdin source at most"]);
+}
+
+#[test]
+fn a_checkpoint_of_other_sources_is_not_restored() {
+    let tmp = setup(&two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", ""));
+    std::fs::write(tmp.path().join("in_a/000.json"), "{\"k\": \"x\", \"v\": 1, \"ts\": \"2024-01-15T10:00:01Z\"}\n").unwrap();
+    let with_ck = ["run", "p.toml", "--no-progress", "--set", "checkpoint.path=ck"];
+    let out = eddy(tmp.path(), &with_ck);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // the second source's schema changes: its offsets and state no longer fit
+    let changed = two_sources("", "ts TIMESTAMP, v BIGINT, k STRING, w BIGINT", "select = [\"ts\", \"v\", \"k\"]");
+    std::fs::write(tmp.path().join("p.toml"), changed).unwrap();
+    let out = eddy(tmp.path(), &with_ck);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("checkpoint.path") && err.contains("source[1]"), "{err}");
+}
+
+#[test]
+fn two_generated_sources_feed_one_query_in_real_time() {
+    let tmp = setup(
+        r#"name = "nexmark-union"
+mode = "real-time"
+parallelism = 2
+[[source]]
+name = "bids_a"
+type = "nexmark"
+events = 100
+seed = 1
+[[source]]
+name = "bids_b"
+type = "nexmark"
+events = 100
+seed = 2
+[query]
+type = "window_aggregate"
+group_by = []
+measures = [{ agg = "count", alias = "n" }]
+[sink]
+type = "files"
+path = "out"
+"#,
+    );
+    let out = eddy(tmp.path(), &["run", "p.toml", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut last = 0;
+    for f in std::fs::read_dir(tmp.path().join("out")).unwrap().flatten() {
+        for line in std::fs::read_to_string(f.path()).unwrap().lines() {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            last = last.max(row["n"].as_u64().unwrap());
+        }
+    }
+    // 100 events of each generator hold 92 bids (person : auction : bid = 1 : 3 : 46)
+    assert_eq!(last, 2 * 92);
+}

@@ -216,6 +216,7 @@ fn at_source(mut e: SpecError, i: usize) -> SpecError {
 /// position) their columns stay their own. `taken`: the names of the sources before them.
 fn union_sources(
     rest: Vec<super::model::RawSource>,
+    stdin_before: bool,
     union: Option<&Schema>,
     pipeline_name: &str,
     taken: &mut Vec<String>,
@@ -243,6 +244,13 @@ fn union_sources(
         let (filter, select, raw_watermark, idle) =
             (raw.filter.take(), raw.select.take(), raw.watermark.take(), raw.idle_timeout.take());
         let source = super::source::source(Some(raw), pipeline_name).map_err(at)?;
+        if source.kind == super::SourceKind::Stdin && (stdin_before || out.iter().any(|s: &super::UnionSource| s.source.kind == super::SourceKind::Stdin)) {
+            return Err(SpecError::bad_str(
+                format!("source[{i}].type"),
+                "stdin",
+                "one stdin source at most (standard input is read once); another type: \"files\", \"kafka\", \"nexmark\"",
+            ));
+        }
         let mut steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)
             .map_err(at)?;
         let written_steps = steps.len();
@@ -386,7 +394,9 @@ fn validate_sources(
         _ => None,
     };
     let by_position = parsed.as_ref().is_some_and(|q| q.union.is_some()) || (several && sql_text.is_some());
-    let mut more_sources = union_sources(rest, (!by_position).then_some(&schema), &name, &mut names, front)?;
+    let stdin_first = source.kind == super::SourceKind::Stdin;
+    let mut more_sources =
+        union_sources(rest, stdin_first, (!by_position).then_some(&schema), &name, &mut names, front)?;
     let tables = super::table::tables(raw.table.take(), &source_name)?;
     for (t, table) in tables.iter().enumerate() {
         if let Some(j) = names.iter().position(|n| n.eq_ignore_ascii_case(&table.name)) {
