@@ -1,8 +1,9 @@
-//! Queries (SQL.md "Queries"): one `SELECT` statement over one source, lowered into the
+//! Queries (SQL.md "Queries"): one `SELECT` statement over one source, or a union of SELECTs
+//! (`UNION ALL` / `UNION`, at the top or in `FROM ( ... ) [AS] alias`), lowered into the
 //! engine's [`QuerySyntax`]. What Eddy does not run yet is refused here, naming it, at its
 //! position: ORDER BY, LIMIT, DISTINCT, WITH, window functions (OVER), `count(DISTINCT ...)`,
-//! subqueries, more than one join, joins with USING or NATURAL, UNION and the other set
-//! operations, several statements. One join of two names is lowered as written; which join types
+//! other subqueries, more than one join, joins with USING or NATURAL, EXCEPT, INTERSECT, a mix of
+//! UNION and UNION ALL, several statements. One join of two names is lowered as written; which join types
 //! run is decided by the planner (SEMANTICS.md "Joins").
 
 use eddy_engine::expr::{
@@ -21,12 +22,14 @@ use super::{SqlError, dialect, lower, parse_error, pos, unsupported};
 
 const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] [HAVING ...] (SQL.md \"Queries\")";
 
-/// Parses one query: a single `SELECT` over one source (an optional trailing `;`).
+/// Parses one query: a single `SELECT` over one source, or a union of SELECTs ([`UnionSyntax`];
+/// an optional trailing `;`).
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not a SELECT statement; [`SqlError::Unsupported`]
 /// naming ORDER BY, LIMIT, DISTINCT, WITH, a window function, `count(DISTINCT ...)`, a
-/// subquery, a join, UNION (and EXCEPT, INTERSECT) or a second statement, at its position.
+/// subquery other than a union, a second join, EXCEPT, INTERSECT or a second statement, at its
+/// position.
 pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     let dialect = dialect::SparkDialect;
     let options = ParserOptions::new().with_unescape(false);
@@ -124,6 +127,8 @@ fn union_branches(
                 (SetOperator::Union, SetQuantifier::None | SetQuantifier::Distinct) => true,
                 _ => return Err(SqlError::Unsupported { pos: at, found, allowed: UNION.into() }),
             };
+            // a left-deep chain: the queries on the left (and their keywords) come first
+            union_branches(text, left, out, distinct, first_pos)?;
             if distinct.is_some_and(|d| d != this_distinct) {
                 return Err(SqlError::Unsupported {
                     pos: at,
@@ -132,8 +137,6 @@ fn union_branches(
                 });
             }
             *distinct = Some(this_distinct);
-            union_branches(text, left, out, distinct, first_pos)?;
-            // the first keyword (a left-deep chain: the innermost is the first)
             if first_pos.is_none() {
                 *first_pos = Some(at);
             }

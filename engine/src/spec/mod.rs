@@ -177,8 +177,9 @@ fn load(path: &Path, overrides: &[(String, String)], front: Option<&dyn SqlFront
     Ok(pipeline)
 }
 
-/// A validated pipeline: one source, an optional watermark, one query, one sink, optional sinks
-/// for late and undecodable records, optional checkpoint and metrics (PIPELINE.md).
+/// A validated pipeline: one source or several (each with its steps and an optional
+/// watermark), one query, one sink, optional sinks for late and undecodable records, optional
+/// checkpoint and metrics (PIPELINE.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
     /// `name`: matches `[a-z0-9_-]+`; the metric label and checkpoint sub-folder.
