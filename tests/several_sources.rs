@@ -104,10 +104,7 @@ fn a_source_whose_column_has_another_type_is_refused_naming_the_column() {
 
 #[test]
 fn a_source_with_a_column_the_union_lacks_is_refused_naming_the_column() {
-    refused(
-        &two_sources("", "ts TIMESTAMP, v BIGINT, k STRING, extra STRING", ""),
-        &["source[1].schema", "\"extra\""],
-    );
+    refused(&two_sources("", "ts TIMESTAMP, v BIGINT, k STRING, extra STRING", ""), &["source[1].schema", "\"extra\""]);
 }
 
 #[test]
@@ -129,10 +126,10 @@ fn a_wrong_field_of_a_later_source_is_named_with_its_index() {
 
 #[test]
 fn an_unknown_watermark_policy_is_refused() {
-    refused(&two_sources("watermark_policy = \"avg\"", "ts TIMESTAMP, v BIGINT, k STRING", ""), &[
-        "watermark_policy",
-        "\"min\", \"max\"",
-    ]);
+    refused(
+        &two_sources("watermark_policy = \"avg\"", "ts TIMESTAMP, v BIGINT, k STRING", ""),
+        &["watermark_policy", "\"min\", \"max\""],
+    );
 }
 
 /// Event time (and replay-clock arrival) in seconds after 2024-01-15T10:00:00Z.
@@ -150,7 +147,12 @@ fn at(s: i64) -> String {
 /// a record, counted from the first processing time when it never delivered), and never moves
 /// back. A record is late when its 10-second window ends at or before W. Returns each window's
 /// count (by start) and the late records' event times.
-fn reference(records: &[(usize, i64)], sources: usize, delay: i64, idle: &[Option<i64>]) -> (BTreeMap<i64, u64>, Vec<i64>) {
+fn reference(
+    records: &[(usize, i64)],
+    sources: usize,
+    delay: i64,
+    idle: &[Option<i64>],
+) -> (BTreeMap<i64, u64>, Vec<i64>) {
     let mut max_et: Vec<Option<i64>> = vec![None; sources];
     let mut last: Vec<Option<i64>> = vec![None; sources];
     let (mut now, mut start, mut w) = (i64::MIN, None, i64::MIN);
@@ -224,7 +226,8 @@ path = "late"
 "#
     );
     let tmp = setup(&pipeline);
-    let lines = |ts: &[i64]| ts.iter().map(|t| format!("{{\"k\": \"x\", \"ts\": \"{}\"}}\n", at(*t))).collect::<String>();
+    let lines =
+        |ts: &[i64]| ts.iter().map(|t| format!("{{\"k\": \"x\", \"ts\": \"{}\"}}\n", at(*t))).collect::<String>();
     std::fs::write(tmp.path().join("in_a/000.json"), lines(quiet)).unwrap();
     std::fs::write(tmp.path().join("in_b/000.json"), lines(busy)).unwrap();
     let out = eddy(tmp.path(), &["run", "p.toml", "--no-progress"]);
@@ -236,7 +239,13 @@ path = "late"
         files.sort();
         files
             .iter()
-            .flat_map(|f| std::fs::read_to_string(f).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect::<Vec<_>>())
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect::<Vec<_>>()
+            })
             .collect()
     };
     let seconds = |s: &str| {
@@ -298,31 +307,26 @@ fn the_sql_fixture_runs() {
 
 #[test]
 fn a_union_reading_an_unknown_source_is_refused_at_its_line_and_column() {
-    refused(&sql_pipeline("SELECT k, v, ts FROM a\nUNION ALL\nSELECT k, v, ts FROM nope"), &[
-        "query.sql",
-        "FROM nope",
-        "at 3:22",
-        "a, b",
-    ]);
+    refused(
+        &sql_pipeline("SELECT k, v, ts FROM a\nUNION ALL\nSELECT k, v, ts FROM nope"),
+        &["query.sql", "FROM nope", "at 3:22", "a, b"],
+    );
 }
 
 #[test]
 fn a_union_of_queries_with_other_column_counts_is_refused() {
-    refused(&sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, ts FROM b"), &[
-        "query.sql",
-        "query 2 of the union with 2 columns",
-        "3 columns",
-    ]);
+    refused(
+        &sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, ts FROM b"),
+        &["query.sql", "query 2 of the union with 2 columns", "3 columns"],
+    );
 }
 
 #[test]
 fn a_union_of_columns_of_other_types_is_refused_naming_the_column() {
-    refused(&sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, v / 2, ts FROM b"), &[
-        "query.sql",
-        "column 2",
-        "of type DOUBLE",
-        "BIGINT",
-    ]);
+    refused(
+        &sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, v / 2, ts FROM b"),
+        &["query.sql", "column 2", "of type DOUBLE", "BIGINT"],
+    );
 }
 
 #[test]
@@ -356,7 +360,8 @@ fn two_stdin_sources_are_refused() {
 #[test]
 fn a_checkpoint_of_other_sources_is_not_restored() {
     let tmp = setup(&two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", ""));
-    std::fs::write(tmp.path().join("in_a/000.json"), "{\"k\": \"x\", \"v\": 1, \"ts\": \"2024-01-15T10:00:01Z\"}\n").unwrap();
+    std::fs::write(tmp.path().join("in_a/000.json"), "{\"k\": \"x\", \"v\": 1, \"ts\": \"2024-01-15T10:00:01Z\"}\n")
+        .unwrap();
     let with_ck = ["run", "p.toml", "--no-progress", "--set", "checkpoint.path=ck"];
     let out = eddy(tmp.path(), &with_ck);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

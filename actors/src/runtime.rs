@@ -173,13 +173,17 @@ fn open_source(
     stop: &Arc<AtomicBool>,
 ) -> Result<Box<dyn Source>, RuntimeError> {
     Ok(match &spec.kind {
-        SourceKind::Files { path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file } => Box::new(
-            FilesSource::new(path, *max_files_per_trigger, *follow, spec.format == Format::Csv)
-                .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() })?
-                .with_max_record_bytes(spec.max_record_bytes)
-                .with_partial_line_timeout(std::time::Duration::from_micros(partial_line_timeout.micros().max(0) as u64))
-                .with_on_unreadable_file(*on_unreadable_file),
-        ),
+        SourceKind::Files { path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file } => {
+            Box::new(
+                FilesSource::new(path, *max_files_per_trigger, *follow, spec.format == Format::Csv)
+                    .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() })?
+                    .with_max_record_bytes(spec.max_record_bytes)
+                    .with_partial_line_timeout(std::time::Duration::from_micros(
+                        partial_line_timeout.micros().max(0) as u64
+                    ))
+                    .with_on_unreadable_file(*on_unreadable_file),
+            )
+        }
         SourceKind::Stdin => Box::new(
             StdinSource::new(spec.format == Format::Csv, spec.max_record_bytes)
                 .map_err(|e| RuntimeError::Open { field: field.into(), why: e.to_string() })?,
@@ -265,7 +269,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     };
     let source: Box<dyn Source> = match opts.source_override {
         Some(s) => s,
-        None => open(&pipeline.source, if pipeline.more_sources.is_empty() { "source" } else { "source[0]" }, &plan.needed)?,
+        None => {
+            open(&pipeline.source, if pipeline.more_sources.is_empty() { "source" } else { "source[0]" }, &plan.needed)?
+        }
     };
     let mut inputs: Vec<Option<SourceInput>> = vec![None];
     for (i, (s, sp)) in pipeline.more_sources.iter().zip(&plan.more_sources).enumerate() {
@@ -360,7 +366,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
                     resume_sources = plan
                         .more_sources
                         .iter()
-                        .map(|s| r.manifest.more_sources.iter().find(|m| m.name == s.name).and_then(|m| m.max_event_time))
+                        .map(|s| {
+                            r.manifest.more_sources.iter().find(|m| m.name == s.name).and_then(|m| m.max_event_time)
+                        })
                         .collect();
                     (Some(ck), r.operators, Some((r.manifest.epoch, r.manifest.driver)))
                 }

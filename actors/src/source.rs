@@ -592,9 +592,9 @@ impl SourceActor {
         more_sources: Vec<SavedSource>,
     ) -> Result<(), SourceError> {
         match &self.checkpoint {
-            Some(tx) => tx
-                .send(ToCoordinator::SourceAt { id, offset, driver, more_sources })
-                .map_err(|_| SourceError::PeerGone),
+            Some(tx) => {
+                tx.send(ToCoordinator::SourceAt { id, offset, driver, more_sources }).map_err(|_| SourceError::PeerGone)
+            }
             None => Ok(()),
         }
     }
@@ -1075,8 +1075,8 @@ impl SourceActor {
         while !self.stop.load(Ordering::Relaxed) {
             let batch_started = Instant::now();
             let mut parts: Vec<(usize, Vec<Record>)> = Vec::new();
-            for k in 0..n {
-                if exhausted[k] {
+            for (k, done) in exhausted.iter_mut().enumerate() {
+                if *done {
                     continue;
                 }
                 self.switch_to(k);
@@ -1090,7 +1090,7 @@ impl SourceActor {
                     match self.source.poll(&mut items, POLL_MAX, wait)? {
                         Poll::BatchBoundary => break,
                         Poll::Exhausted => {
-                            exhausted[k] = true;
+                            *done = true;
                             break;
                         }
                         Poll::Data if items.len() < 1_000_000 => {}

@@ -60,7 +60,9 @@ pub fn explain(p: &Pipeline) -> String {
         }
         let idle = idle.map(|d| format!(", left out while idle for {}", duration(d))).unwrap_or_default();
         match watermark {
-            Some(w) => text.step(format!("{named}watermark on {}, delay {}{idle}", w.column, duration(w.delay)), &schema),
+            Some(w) => {
+                text.step(format!("{named}watermark on {}, delay {}{idle}", w.column, duration(w.delay)), &schema)
+            }
             None => text.step(format!("{named}no watermark"), &schema),
         }
     }

@@ -231,10 +231,18 @@ fn union_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, UnionSynt
         return Ok(None);
     }
     if let Some(join) = relation.joins.first() {
-        return Err(unsupported(&join.relation, "a JOIN beside a union in FROM", "FROM ( ... UNION ALL ... ) [AS] alias"));
+        return Err(unsupported(
+            &join.relation,
+            "a JOIN beside a union in FROM",
+            "FROM ( ... UNION ALL ... ) [AS] alias",
+        ));
     }
     if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
-        return Err(unsupported(subquery.as_ref(), "WITH, ORDER BY or LIMIT in the union", "SELECT ... UNION ALL SELECT ..."));
+        return Err(unsupported(
+            subquery.as_ref(),
+            "WITH, ORDER BY or LIMIT in the union",
+            "SELECT ... UNION ALL SELECT ...",
+        ));
     }
     let union = union_of(text, subquery.body.as_ref())?;
     let from = match alias {

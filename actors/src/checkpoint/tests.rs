@@ -385,7 +385,10 @@ fn a_manifest_keeps_each_further_source_offset_and_event_time() {
     let snapshots = vec![ck.write_snapshot(1, 0, 1, &ops[0].snapshot()).unwrap()];
     let more = vec![manifest::SavedSource {
         name: "slow".into(),
-        offset: Some(SavedOffset::Files { done: vec!["a.json".into()], reading: Some(manifest::SavedFileLines { file: "b.json".into(), line: 2 }) }),
+        offset: Some(SavedOffset::Files {
+            done: vec!["a.json".into()],
+            reading: Some(manifest::SavedFileLines { file: "b.json".into(), line: 2 }),
+        }),
         max_event_time: Some(42),
     }];
     let m = Manifest {

@@ -409,7 +409,10 @@ impl Metrics {
                 .iter()
                 .map(|n| {
                     let l = [("source", n.clone())];
-                    SourceMetrics { records_in: r.counter(RECORDS_IN, &l), records_malformed: r.counter(RECORDS_MALFORMED, &l) }
+                    SourceMetrics {
+                        records_in: r.counter(RECORDS_IN, &l),
+                        records_malformed: r.counter(RECORDS_MALFORMED, &l),
+                    }
                 })
                 .collect(),
         };

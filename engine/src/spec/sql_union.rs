@@ -33,6 +33,15 @@ pub(crate) struct ResolvedUnion {
     pub distinct: bool,
 }
 
+/// One branch of a union as planned on its source.
+#[derive(Clone)]
+struct Branch {
+    /// Its select list.
+    list: Vec<PipelineExpr>,
+    /// Its WHERE and select list as steps.
+    steps: Vec<Step>,
+}
+
 /// Resolves `union` over `sources` (each one's name and schema after its own steps).
 ///
 /// # Errors
@@ -42,7 +51,8 @@ pub(crate) struct ResolvedUnion {
 /// type; an expression that does not bind.
 pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Result<ResolvedUnion, SpecError> {
     let names: Vec<&str> = sources.iter().map(|(n, _)| n.as_str()).collect();
-    let mut by_source: Vec<Option<(usize, Vec<PipelineExpr>, Vec<Step>)>> = vec![None; sources.len()];
+    // each source's branch: its select list and its steps
+    let mut by_source: Vec<Option<Branch>> = vec![None; sources.len()];
     let mut first: Option<Schema> = None;
     for (b, branch) in union.branches.iter().enumerate() {
         refuse_in_branch(branch)?;
@@ -78,12 +88,12 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
             None => first = Some(out),
             Some(f) => matches_first(branch, b, f, &out)?,
         }
-        by_source[i] = Some((b, list, steps));
+        by_source[i] = Some(Branch { list, steps });
     }
     if let Some(i) = by_source.iter().position(Option::is_none) {
         return Err(at(
             union.pos,
-            format!("a union that does not read source[{i}] ({})", quote(&names[i])),
+            format!("a union that does not read source[{i}] ({})", quote(names[i])),
             "a query that reads every [[source]] (SQL.md: a source the query does not name is refused)",
         ));
     }
@@ -91,7 +101,7 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
     let mut steps = Vec::with_capacity(sources.len());
     let mut positions = Vec::with_capacity(sources.len());
     for (i, entry) in by_source.into_iter().enumerate() {
-        let Some((_, list, mut own)) = entry else { continue };
+        let Some(Branch { list, steps: mut own }) = entry else { continue };
         // where each of the source's columns lands, when selected as it is
         let mut at_union = vec![None; sources[i].1.len()];
         for (p, e) in list.iter().enumerate() {
@@ -130,7 +140,8 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
 
 /// A branch is a plain SELECT over one source.
 fn refuse_in_branch(q: &QuerySyntax) -> Result<(), SpecError> {
-    const BRANCH: &str = "SELECT ... FROM source [WHERE ...] in each query of a union (aggregate over the union instead)";
+    const BRANCH: &str =
+        "SELECT ... FROM source [WHERE ...] in each query of a union (aggregate over the union instead)";
     if let Some(j) = &q.join {
         return Err(at(j.pos, "a JOIN in a query of a union", BRANCH));
     }

@@ -10,7 +10,9 @@ use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermar
 use super::parse::render;
 use super::source::non_empty;
 use super::steps::schema_after;
-use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, QuerySpec, SinkSpec, WatermarkSpec};
+use super::{
+    CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, QuerySpec, SinkSpec, WatermarkSpec,
+};
 use crate::expr::SqlFrontEnd;
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
@@ -189,7 +191,10 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
     let rest = list.split_off(1);
     raw.source = list.pop();
     if raw.source.as_ref().is_some_and(|s| s.name.is_none()) {
-        return Err(SpecError::missing("source[0].name", "a name matching [a-z_][a-z0-9_]*, unique among the sources (several [[source]] tables each need one)"));
+        return Err(SpecError::missing(
+            "source[0].name",
+            "a name matching [a-z_][a-z0-9_]*, unique among the sources (several [[source]] tables each need one)",
+        ));
     }
     validate_sources(raw, rest, front).map_err(|e| at_source(e, 0))
 }
@@ -237,25 +242,31 @@ fn union_sources(
             return Err(SpecError::bad_str(
                 format!("source[{i}].name"),
                 &name,
-                format!("a name no other source has (source[{j}] is {}; names compare ignoring case, as SQL's)", quote(&taken[j])),
+                format!(
+                    "a name no other source has (source[{j}] is {}; names compare ignoring case, as SQL's)",
+                    quote(&taken[j])
+                ),
             ));
         }
         taken.push(name.clone());
         let (filter, select, raw_watermark, idle) =
             (raw.filter.take(), raw.select.take(), raw.watermark.take(), raw.idle_timeout.take());
         let source = super::source::source(Some(raw), pipeline_name).map_err(at)?;
-        if source.kind == super::SourceKind::Stdin && (stdin_before || out.iter().any(|s: &super::UnionSource| s.source.kind == super::SourceKind::Stdin)) {
+        if source.kind == super::SourceKind::Stdin
+            && (stdin_before || out.iter().any(|s: &super::UnionSource| s.source.kind == super::SourceKind::Stdin))
+        {
             return Err(SpecError::bad_str(
                 format!("source[{i}].type"),
                 "stdin",
                 "one stdin source at most (standard input is read once); another type: \"files\", \"kafka\", \"nexmark\"",
             ));
         }
-        let mut steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)
-            .map_err(at)?;
+        let mut steps =
+            super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front).map_err(at)?;
         let written_steps = steps.len();
         let own = schema_after(&steps, &source.schema);
-        let columns_field = if select.is_some() { format!("source[{i}].select") } else { format!("source[{i}].schema") };
+        let columns_field =
+            if select.is_some() { format!("source[{i}].select") } else { format!("source[{i}].schema") };
         if let Some(union) = union
             && let Some(order) = union_order(&columns_field, &own, union)?
         {
@@ -295,15 +306,24 @@ fn union_order(field: &str, own: &Schema, union: &Schema) -> Result<Option<super
         }
         items.push(super::PipelineExpr {
             field: field.to_string(),
-            typed: crate::expr::Typed { node: crate::expr::Node::Column(c), data_type: f.data_type, name: f.name.clone() },
+            typed: crate::expr::Typed {
+                node: crate::expr::Node::Column(c),
+                data_type: f.data_type,
+                name: f.name.clone(),
+            },
             name: f.name.clone(),
         });
     }
     if let Some(extra) = own.fields().iter().find(|o| !union.fields().iter().any(|f| same_column(&f.name, &o.name))) {
-        return Err(SpecError::new(field, format!("column {} (not a column of source[0])", quote(&extra.name)), expected()));
+        return Err(SpecError::new(
+            field,
+            format!("column {} (not a column of source[0])", quote(&extra.name)),
+            expected(),
+        ));
     }
-    let identity = items.iter().enumerate().all(|(i, e)| matches!(e.typed.node, crate::expr::Node::Column(c) if c == i))
-        && own.fields().iter().zip(union.fields()).all(|(o, f)| o.name == f.name);
+    let identity =
+        items.iter().enumerate().all(|(i, e)| matches!(e.typed.node, crate::expr::Node::Column(c) if c == i))
+            && own.fields().iter().zip(union.fields()).all(|(o, f)| o.name == f.name);
     Ok((!identity).then_some(super::Step::Project(items)))
 }
 
