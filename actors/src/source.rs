@@ -163,7 +163,7 @@ pub struct SourceActor {
 
 /// A source of several while another is read: its connector, decoder and steps (which end with
 /// the projection into the union's columns), swapped in whole when it is read
-/// ([`SourceActor::switch_to`]), so decoding and steps run as for a single source.
+/// (by the source actor), so decoding and steps run as for a single source.
 pub struct SourceInput {
     /// The connector.
     pub source: Box<dyn Source>,
