@@ -404,4 +404,30 @@ chained on the partition actor's thread:
         assert!(text.contains("2. watermark on ts, delay 5 seconds"), "{text}");
         assert!(text.contains("deduplicate: key (id), within the watermark, watermark max(ts) - 5 seconds"), "{text}");
     }
+
+    #[test]
+    fn explain_shows_each_source_with_its_steps_and_watermark_and_the_policy() {
+        let p = parse_pipeline_str(
+            "name = \"u\"\nmode = \"micro-batch\"\nwatermark_policy = \"max\"\n\
+             [[source]]\nname = \"a\"\ntype = \"files\"\npath = \"in_a\"\nschema = \"k STRING, ts TIMESTAMP\"\n\
+             watermark = { column = \"ts\", delay = \"5 seconds\" }\n\
+             [[source]]\nname = \"b\"\ntype = \"files\"\npath = \"in_b\"\nschema = \"ts TIMESTAMP, k STRING\"\n\
+             idle_timeout = \"30 seconds\"\nwatermark = { column = \"ts\", delay = \"1 second\" }\n\
+             [query]\ntype = \"window_aggregate\"\ngroup_by = [\"k\"]\nmeasures = [{ agg = \"count\" }]\n\
+             [sink]\ntype = \"stdout\"\n",
+        )
+        .unwrap();
+        let text = explain(&p);
+        for line in [
+            "1. source[0] a: source: files in_a, json decoder",
+            "2. source[0] a: watermark on ts, delay 5 seconds",
+            "3. source[1] b: source: files in_b, json decoder",
+            "4. source[1] b: select (source[1].schema): k, ts",
+            "5. source[1] b: watermark on ts, delay 1 second, left out while idle for 30 seconds",
+            "6. union of the 2 sources' records (polled in turn), pipeline watermark: the max of the sources' watermarks (watermark_policy = \"max\")",
+            "the sources' combined watermark",
+        ] {
+            assert!(text.contains(line), "{line:?} not in:\n{text}");
+        }
+    }
 }

@@ -46,6 +46,7 @@ mod paths;
 mod query;
 mod sink;
 mod source;
+mod sources;
 mod sql_join;
 mod sql_query;
 mod sql_union;
