@@ -422,7 +422,7 @@ chained on the partition actor's thread:
             "1. source[0] a: source: files in_a, json decoder",
             "2. source[0] a: watermark on ts, delay 5 seconds",
             "3. source[1] b: source: files in_b, json decoder",
-            "4. source[1] b: select (source[1].schema): k, ts",
+            "4. source[1] b: select (source): k, ts",
             "5. source[1] b: watermark on ts, delay 1 second, left out while idle for 30 seconds",
             "6. union of the 2 sources' records (polled in turn), pipeline watermark: the max of the sources' watermarks (watermark_policy = \"max\")",
             "the sources' combined watermark",
