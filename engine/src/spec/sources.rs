@@ -144,4 +144,3 @@ pub(super) fn source_name_ok(field: &str, name: &str) -> Result<(), SpecError> {
     }
     Ok(())
 }
-

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use super::error::{SpecError, list, quote};
 use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
 use super::parse::render;
-use super::sources::{at_source, source_name_ok, union_sources};
 use super::source::non_empty;
+use super::sources::{at_source, source_name_ok, union_sources};
 use super::steps::schema_after;
 use super::{
     CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, QuerySpec, SinkSpec, WatermarkSpec,
