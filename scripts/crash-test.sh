@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Crash test (checkpoints and recovery): for a window aggregate (append, micro-batch; update,
-# real-time), a rolling window (real-time) and a deduplication (micro-batch), files to files,
+# real-time), a rolling window (real-time), a deduplication (micro-batch) and a union of two
+# sources into a window aggregate (micro-batch), files to files,
 # `eddy run` is killed with SIGKILL at KILLS random instants and restarted each time (with a
 # random `parallelism` from 1 to 3, so state is re-split too); the output after the final run
 # must be identical to an uninterrupted run's: the same files, each with the same rows (nothing
@@ -38,8 +39,19 @@ trap 'rm -rf "$work"' EXIT
 python3 scripts/crash/gen.py "$work/input" "$files" "$lines"
 echo "crash test: $((files * lines)) records, $kills SIG$signal per pipeline, seed $seed"
 
+inputs() { # inputs PIPELINE: the --set of every source's path (several [[source]]: each its own)
+  local n
+  n=$(grep -c '^\[\[source\]\]' "$1" || true)
+  if [ "$n" -le 1 ]; then
+    echo --set "source.path=$work/input"
+  else
+    for i in $(seq 0 $((n - 1))); do echo --set "source[$i].path=$work/input"; done
+  fi
+}
+
 run() { # run DIR PARALLELISM: eddy on DIR's pipeline, input shared
-  "$EDDY" run "$1/pipeline.toml" --no-progress --set "source.path=$work/input" --set "parallelism=$2"
+  # shellcheck disable=SC2046 # the --set words of inputs, split on purpose (paths without spaces)
+  "$EDDY" run "$1/pipeline.toml" --no-progress $(inputs "$1/pipeline.toml") --set "parallelism=$2"
 }
 
 failed=0
@@ -62,7 +74,8 @@ for p in "${pipelines[@]}"; do
     # fortieth, as a stopped run keeps all its progress.
     delay_ms=$(( min_delay_ms + RANDOM % (took_ms / spread + 1) ))
     # The binary itself in the background (not a subshell), so the kill reaches it.
-    EDDY_LOG=error "$EDDY" run "$crash/pipeline.toml" --no-progress --set "source.path=$work/input" \
+    # shellcheck disable=SC2046 # as in run
+    EDDY_LOG=error "$EDDY" run "$crash/pipeline.toml" --no-progress $(inputs "$crash/pipeline.toml") \
       --set "parallelism=$(( 1 + RANDOM % 3 ))" &
     pid=$!
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"

@@ -148,14 +148,19 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             ],
         ),
         (
-            "UNION ALL",
+            "UNION ALL of one source with itself",
             sql("SELECT k FROM source UNION ALL SELECT k FROM source"),
-            vec!["query.sql", "UNION ALL at 1:22", "one SELECT"],
+            vec!["query.sql", "FROM source a second time in the union at 1:46", "each source once"],
         ),
         (
-            "UNION on the second line",
-            sql("SELECT k FROM source\nUNION SELECT k FROM source"),
-            vec!["query.sql", "UNION at 2:1", "one SELECT"],
+            "UNION of an unknown source, on the second line",
+            sql("SELECT k FROM source\nUNION SELECT k FROM other"),
+            vec!["query.sql", "FROM other (no source of that name) at 2:21", "source"],
+        ),
+        (
+            "INTERSECT",
+            sql("SELECT k FROM source INTERSECT SELECT k FROM source"),
+            vec!["query.sql", "INTERSECT at 1:22"],
         ),
         (
             "a subquery in FROM",

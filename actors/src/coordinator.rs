@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use eddy_connectors::SourceOffset;
 
-use crate::checkpoint::{Checkpointer, DriverState, Manifest, SavedOffset, SnapshotMeta};
+use crate::checkpoint::{Checkpointer, DriverState, Manifest, SavedOffset, SavedSource, SnapshotMeta};
 use crate::messages::{SinkCommand, ToCoordinator, ToSource};
 use crate::metrics::{Health, Metrics};
 use crate::source::SourceCounters;
@@ -141,7 +141,7 @@ struct Pending {
     /// Stored snapshots by partition.
     snapshots: BTreeMap<usize, SnapshotMeta>,
     /// The source's offset and clock, and when they arrived (the checkpoint's start).
-    source: Option<(Option<SourceOffset>, DriverState, Instant)>,
+    source: Option<(Option<SourceOffset>, DriverState, Vec<SavedSource>, Instant)>,
     /// Rows, once the sink prepared it.
     prepared: Option<u64>,
 }
@@ -187,9 +187,9 @@ impl Coordinator {
                     }
                     epoch
                 }
-                ToCoordinator::SourceAt { id, offset, driver } => {
+                ToCoordinator::SourceAt { id, offset, driver, more_sources } => {
                     if self.checkpointer.is_some() {
-                        pending.entry(id).or_default().source = Some((offset, driver, Instant::now()));
+                        pending.entry(id).or_default().source = Some((offset, driver, more_sources, Instant::now()));
                     }
                     id
                 }
@@ -258,7 +258,7 @@ impl Coordinator {
                 if p.snapshots.len() < self.partitions {
                     return Ok(());
                 }
-                let Some((offset, driver, started)) = p.source.take() else { return Ok(()) };
+                let Some((offset, driver, more_sources, started)) = p.source.take() else { return Ok(()) };
                 let manifest = Manifest {
                     pipeline: ck.pipeline().to_string(),
                     epoch: id,
@@ -267,6 +267,7 @@ impl Coordinator {
                     snapshots: std::mem::take(&mut p.snapshots).into_values().collect(),
                     source: offset.as_ref().map(SavedOffset::from),
                     driver,
+                    more_sources,
                 };
                 ck.commit(&manifest).map_err(|e| format!("checkpoint of epoch {id}: {e}"))?;
                 let bytes: u64 = manifest.snapshots.iter().map(|s| s.bytes).sum();

@@ -124,6 +124,8 @@ pub enum ToCoordinator {
         offset: Option<SourceOffset>,
         /// Clock and watermark.
         driver: DriverState,
+        /// The sources after the first: offsets and event times (empty with one source).
+        more_sources: Vec<crate::checkpoint::manifest::SavedSource>,
     },
     /// The sink prepared batch / epoch `id` (durable, not yet visible); it commits on
     /// [`SinkCommand::Commit`].

@@ -28,7 +28,7 @@ use crate::partition::{PartitionActor, PartitionTask};
 use crate::recycle;
 use crate::routing::Router;
 use crate::sink::{LatencyRecorder, MessageColumns, RowWriter, SharedSink, SinkActor};
-use crate::source::{Downstream, SourceActor, SourceCounters};
+use crate::source::{Downstream, SourceActor, SourceCounters, SourceInput};
 
 /// Capacity of each partition actor's input queue, in messages (each up to 256 records).
 const PARTITION_QUEUE: usize = 64;
@@ -153,6 +153,71 @@ fn open_sink(
     }
 }
 
+/// The decoder of a source's raw payloads, with room for `spare` computed columns. The files
+/// and stdin sources give each file's CSV header (`Payload::Header`) before its lines.
+fn new_decoder(format: Format, cfg: eddy_engine::decode::DecoderConfig, spare: usize) -> Decoder {
+    match format {
+        Format::Json => Decoder::Json(JsonDecoder::new(cfg).with_spare_columns(spare)),
+        Format::Csv => Decoder::Csv(CsvDecoder::awaiting_header(cfg).with_spare_columns(spare)),
+    }
+}
+
+/// Opens the source `spec` (named `field` in errors: `source`, `source[1]`); `needed`: the
+/// decoded columns the query reads (a generator fills only these).
+fn open_source(
+    spec: &spec::SourceSpec,
+    field: &str,
+    needed: &[bool],
+    health: &Arc<Health>,
+    metrics: &Metrics,
+    stop: &Arc<AtomicBool>,
+) -> Result<Box<dyn Source>, RuntimeError> {
+    Ok(match &spec.kind {
+        SourceKind::Files { path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file } => {
+            Box::new(
+                FilesSource::new(path, *max_files_per_trigger, *follow, spec.format == Format::Csv)
+                    .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() })?
+                    .with_max_record_bytes(spec.max_record_bytes)
+                    .with_partial_line_timeout(std::time::Duration::from_micros(
+                        partial_line_timeout.micros().max(0) as u64
+                    ))
+                    .with_on_unreadable_file(*on_unreadable_file),
+            )
+        }
+        SourceKind::Stdin => Box::new(
+            StdinSource::new(spec.format == Format::Csv, spec.max_record_bytes)
+                .map_err(|e| RuntimeError::Open { field: field.into(), why: e.to_string() })?,
+        ),
+        SourceKind::Nexmark { table, events, rate, seed } => {
+            let table = match table {
+                spec::NexmarkTable::Bid => NexmarkTable::Bid,
+                spec::NexmarkTable::Auction => NexmarkTable::Auction,
+                spec::NexmarkTable::Person => NexmarkTable::Person,
+            };
+            Box::new(
+                NexmarkSource::new(table, *events, *rate, *seed)
+                    .map_err(|e| RuntimeError::Open { field: format!("{field}.rate"), why: e.to_string() })?
+                    .with_needed_columns(needed),
+            )
+        }
+        SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties } => {
+            let config = KafkaSourceConfig {
+                bootstrap_servers: bootstrap_servers.clone(),
+                topics: topics.clone(),
+                group_id: group_id.clone(),
+                starting_offsets: *starting_offsets,
+                properties: properties.clone(),
+            };
+            let reporter = KafkaReporter::new(health.clone(), metrics.clone());
+            let stop = stop.clone();
+            Box::new(
+                KafkaSource::new(config, Box::new(reporter), &move || stop.load(Ordering::SeqCst))
+                    .map_err(|e| kafka_open_error(&format!("{field}.properties"), e))?,
+            )
+        }
+    })
+}
+
 /// Runs `pipeline` to its end: the input is exhausted (finite sources) or a stop was asked.
 ///
 /// # Errors
@@ -171,7 +236,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let health = opts.health.unwrap_or_default();
     let (metrics, _server) = match &pipeline.metrics {
         Some(m) => {
-            let (metrics, handle) = Metrics::new(&pipeline.name, parallelism);
+            let names: Vec<String> = std::iter::once(pipeline.source_name.clone())
+                .chain(pipeline.more_sources.iter().map(|s| s.name.clone()))
+                .collect();
+            let (metrics, handle) = Metrics::with_sources(&pipeline.name, parallelism, &names);
             let metrics = match &opts.metrics_switch {
                 Some(switch) => metrics.with_switch(switch.clone()),
                 None => metrics,
@@ -196,64 +264,40 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             why: "\"csv\" needs a header line, which a kafka source does not have; expected \"json\"".into(),
         });
     }
-    let mut source: Box<dyn Source> = match (opts.source_override, &pipeline.source.kind) {
-        (Some(s), _) => s,
-        (None, kind) => match kind {
-            SourceKind::Files { path, max_files_per_trigger, follow, partial_line_timeout, on_unreadable_file } => {
-                Box::new(
-                    FilesSource::new(path, *max_files_per_trigger, *follow, pipeline.source.format == Format::Csv)
-                        .map_err(|e| RuntimeError::Open { field: "source.path".into(), why: e.to_string() })?
-                        .with_max_record_bytes(pipeline.source.max_record_bytes)
-                        .with_partial_line_timeout(std::time::Duration::from_micros(
-                            partial_line_timeout.micros().max(0) as u64,
-                        ))
-                        .with_on_unreadable_file(*on_unreadable_file),
-                )
-            }
-            SourceKind::Stdin => Box::new(
-                StdinSource::new(pipeline.source.format == Format::Csv, pipeline.source.max_record_bytes)
-                    .map_err(|e| RuntimeError::Open { field: "source".into(), why: e.to_string() })?,
-            ),
-            SourceKind::Nexmark { table, events, rate, seed } => {
-                let table = match table {
-                    spec::NexmarkTable::Bid => NexmarkTable::Bid,
-                    spec::NexmarkTable::Auction => NexmarkTable::Auction,
-                    spec::NexmarkTable::Person => NexmarkTable::Person,
-                };
-                Box::new(
-                    NexmarkSource::new(table, *events, *rate, *seed)
-                        .map_err(|e| RuntimeError::Open { field: "source.rate".into(), why: e.to_string() })?
-                        .with_needed_columns(&plan.needed),
-                )
-            }
-            SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties } => {
-                let config = KafkaSourceConfig {
-                    bootstrap_servers: bootstrap_servers.clone(),
-                    topics: topics.clone(),
-                    group_id: group_id.clone(),
-                    starting_offsets: *starting_offsets,
-                    properties: properties.clone(),
-                };
-                let reporter = KafkaReporter::new(health.clone(), metrics.clone());
-                Box::new(
-                    KafkaSource::new(config, Box::new(reporter), &|| stop.load(Ordering::SeqCst))
-                        .map_err(|e| kafka_open_error("source.properties", e))?,
-                )
-            }
-        },
+    let open = |spec: &spec::SourceSpec, field: &str, needed: &[bool]| {
+        open_source(spec, field, needed, &health, &metrics, &stop)
     };
+    let source: Box<dyn Source> = match opts.source_override {
+        Some(s) => s,
+        None => {
+            open(&pipeline.source, if pipeline.more_sources.is_empty() { "source" } else { "source[0]" }, &plan.needed)?
+        }
+    };
+    let mut inputs: Vec<Option<SourceInput>> = vec![None];
+    for (i, (s, sp)) in pipeline.more_sources.iter().zip(&plan.more_sources).enumerate() {
+        let field = format!("source[{}]", i + 1);
+        if s.source.format == Format::Csv && matches!(s.source.kind, SourceKind::Kafka { .. }) {
+            return Err(RuntimeError::Open {
+                field: format!("{field}.format"),
+                why: "\"csv\" needs a header line, which a kafka source does not have; expected \"json\"".into(),
+            });
+        }
+        let cfg = sp.decoder_config(s.source.timestamp_unit);
+        let spare = sp.steps.spare_columns();
+        inputs.push(Some(SourceInput {
+            source: open(&s.source, &field, &sp.needed)?,
+            decoder: Some(new_decoder(s.source.format, cfg, spare)),
+            steps: sp.steps.clone(),
+        }));
+    }
+    let mut source = source;
     // a static table is read whole before anything starts (exit 1 naming it when it cannot be)
     let join =
         plan.join.as_ref().map(|j| crate::join::TableJoin::open(j, &pipeline.tables[j.spec.table])).transpose()?;
     let decoder_cfg = plan.decoder_config(pipeline.source.timestamp_unit);
     // room in each decoded record for the source steps' computed columns
     let spare = plan.source_steps.spare_columns();
-    let decoder = match pipeline.source.format {
-        Format::Json => Some(Decoder::Json(JsonDecoder::new(decoder_cfg).with_spare_columns(spare))),
-        // The files and stdin sources give each file's header (`Payload::Header`) before its
-        // lines.
-        Format::Csv => Some(Decoder::Csv(CsvDecoder::awaiting_header(decoder_cfg).with_spare_columns(spare))),
-    };
+    let decoder = Some(new_decoder(pipeline.source.format, decoder_cfg, spare));
     // Files, stdin and Nexmark are connected once opened; the Kafka source is connected once
     // opened too, and reports to `health` when its broker becomes unreachable or reachable again.
     health.set_sources_connected(true);
@@ -294,6 +338,8 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
 
     // Checkpoints: restore the newest usable one, move the source past it, settle the sinks.
     let router = Router::new(plan.routing_columns(), parallelism);
+    // the restored largest event time of each source after the first
+    let mut resume_sources: Vec<Option<i64>> = Vec::new();
     let (checkpointer, mut operators, resume) = match &pipeline.checkpoint {
         Some(c) => {
             let (ck, restored) = restore_checkpoint(pipeline, c, parallelism, &plan, &router)?;
@@ -306,6 +352,24 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
                     if let Some(offset) = &r.manifest.source {
                         source.seek(&offset.into()).map_err(|e| RuntimeError::Failed(e.to_string()))?;
                     }
+                    // the sources after the first, by name (the fingerprint has checked them)
+                    for saved in &r.manifest.more_sources {
+                        let at = plan.more_sources.iter().position(|s| s.name == saved.name);
+                        if let (Some(i), Some(offset)) = (at, &saved.offset)
+                            && let Some(input) = inputs.get_mut(i + 1).and_then(Option::as_mut)
+                        {
+                            input.source.seek(&offset.into()).map_err(|e| {
+                                RuntimeError::Failed(format!("source[{}] ({}): {e}", i + 1, saved.name))
+                            })?;
+                        }
+                    }
+                    resume_sources = plan
+                        .more_sources
+                        .iter()
+                        .map(|s| {
+                            r.manifest.more_sources.iter().find(|m| m.name == s.name).and_then(|m| m.max_event_time)
+                        })
+                        .collect();
                     (Some(ck), r.operators, Some((r.manifest.epoch, r.manifest.driver)))
                 }
                 None => (Some(ck), Vec::new(), None),
@@ -426,6 +490,9 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         checkpoint: source_checkpoint,
         resume,
         stop_after: opts.stop_after,
+        inputs,
+        active: 0,
+        resume_sources,
         join,
         spares,
         plan,

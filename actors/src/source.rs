@@ -55,7 +55,7 @@ use eddy_engine::steps::{Applied, BatchScratch};
 use eddy_engine::time::align_down;
 use eddy_engine::{Duration, Record, Timestamp};
 
-use crate::checkpoint::DriverState;
+use crate::checkpoint::{DriverState, SavedSource};
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::UnitStarts;
 use crate::join::TableJoin;
@@ -150,6 +150,33 @@ pub struct SourceActor {
     /// A SQL query's stream-static join ([`crate::join`]), run on each record after the clock
     /// and the watermark have seen it, before routing; `None` without one.
     pub join: Option<TableJoin>,
+    /// Every source of the pipeline, in its order (PIPELINE.md "Several sources"): `None` at
+    /// [`SourceActor::active`], whose connector, decoder and steps are [`SourceActor::source`],
+    /// [`SourceActor::decoder`] and the plan's `source_steps`; the others parked. One source:
+    /// `[None]`.
+    pub inputs: Vec<Option<SourceInput>>,
+    /// The index of the source being read.
+    pub active: usize,
+    /// A restored checkpoint's largest event time of each source after the first.
+    pub resume_sources: Vec<Option<i64>>,
+}
+
+/// A source of several while another is read: its connector, decoder and steps (which end with
+/// the projection into the union's columns), swapped in whole when it is read
+/// (by the source actor), so decoding and steps run as for a single source.
+pub struct SourceInput {
+    /// The connector.
+    pub source: Box<dyn Source>,
+    /// Its decoder.
+    pub decoder: Option<Decoder>,
+    /// Its steps ([`eddy_engine::plan::SourcePlan::steps`]).
+    pub steps: Arc<eddy_engine::steps::CompiledSteps>,
+}
+
+impl std::fmt::Debug for SourceInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceInput").finish_non_exhaustive()
+    }
 }
 
 /// Where the source actor sends records and control messages.
@@ -229,6 +256,7 @@ impl SourceActor {
     pub fn run(mut self) -> Result<(), SourceError> {
         let result = match self.plan.mode {
             Mode::RealTime => self.run_real_time(),
+            Mode::MicroBatch if self.inputs.len() > 1 => self.run_micro_batch_union(),
             Mode::MicroBatch => self.run_micro_batch(),
         };
         match &self.partitions {
@@ -326,8 +354,13 @@ impl SourceActor {
         }
         let records = self.counters.records.load(Ordering::Relaxed);
         let malformed = self.counters.malformed.load(Ordering::Relaxed);
-        self.metrics.records_in.increment(records.saturating_sub(last.records));
-        self.metrics.records_malformed.increment(malformed.saturating_sub(last.malformed));
+        // several sources: what was counted since the last report is the active source's
+        let (records_in, records_malformed) = match self.metrics.sources.get(self.active) {
+            Some(s) => (&s.records_in, &s.records_malformed),
+            None => (&self.metrics.records_in, &self.metrics.records_malformed),
+        };
+        records_in.increment(records.saturating_sub(last.records));
+        records_malformed.increment(malformed.saturating_sub(last.malformed));
         last.records = records;
         last.malformed = malformed;
         last.watermark = watermark.unwrap_or(last.watermark).max(last.watermark);
@@ -641,11 +674,63 @@ impl SourceActor {
     }
 
     /// With checkpoints: tells the coordinator where the source stands at the end of `id`.
-    fn source_at(&self, id: u64, offset: Option<SourceOffset>, driver: DriverState) -> Result<(), SourceError> {
+    fn source_at(
+        &self,
+        id: u64,
+        offset: Option<SourceOffset>,
+        driver: DriverState,
+        more_sources: Vec<SavedSource>,
+    ) -> Result<(), SourceError> {
         match &self.checkpoint {
-            Some(tx) => tx.send(ToCoordinator::SourceAt { id, offset, driver }).map_err(|_| SourceError::PeerGone),
+            Some(tx) => {
+                tx.send(ToCoordinator::SourceAt { id, offset, driver, more_sources }).map_err(|_| SourceError::PeerGone)
+            }
             None => Ok(()),
         }
+    }
+
+    /// Makes source `k` the one read: its connector, decoder and steps take the places of the
+    /// active one's, which is parked in its slot of [`SourceActor::inputs`].
+    ///
+    /// # Panics
+    /// When `k` is not a source index (a bug).
+    fn switch_to(&mut self, k: usize) {
+        if k == self.active {
+            return;
+        }
+        let mut parked = self.inputs[k].take().expect("every source but the active one is parked");
+        std::mem::swap(&mut self.source, &mut parked.source);
+        std::mem::swap(&mut self.decoder, &mut parked.decoder);
+        std::mem::swap(&mut self.plan.source_steps, &mut parked.steps);
+        self.inputs[self.active] = Some(parked);
+        self.active = k;
+    }
+
+    /// How far source `k` was consumed.
+    fn offset_of(&self, k: usize) -> Option<SourceOffset> {
+        match self.inputs.get(k).and_then(Option::as_ref) {
+            Some(parked) => parked.source.offset(),
+            None => self.source.offset(),
+        }
+    }
+
+    /// The sources after the first as a checkpoint keeps them: name, offset (`offsets`, one per
+    /// source, the first's ignored), largest event time.
+    fn saved_sources(
+        &self,
+        offsets: &[Option<SourceOffset>],
+        watermarks: &eddy_engine::watermark_union::UnionWatermark,
+    ) -> Vec<SavedSource> {
+        self.plan
+            .more_sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SavedSource {
+                name: s.name.clone(),
+                offset: offsets.get(i + 1).and_then(Option::as_ref).map(crate::checkpoint::SavedOffset::from),
+                max_event_time: watermarks.max_event_time(i + 1).map(|t| t.0),
+            })
+            .collect()
     }
 
     /// Real-time: takes the commits the coordinator reported; with `wait_for`, blocks until that
@@ -689,7 +774,7 @@ impl SourceActor {
         now: Timestamp,
         (watermark, max_event_time): (Timestamp, Option<Timestamp>),
         next_boundary: Option<Timestamp>,
-        offset: &Option<SourceOffset>,
+        (offsets, more_sources): (&[Option<SourceOffset>], Vec<SavedSource>),
         dead: &mut Vec<String>,
         committed: &mut Option<u64>,
     ) -> Result<(), SourceError> {
@@ -702,7 +787,7 @@ impl SourceActor {
                 max_event_time: max_event_time.map(|t| t.0),
                 next_boundary: next_boundary.map(|t| t.0),
             };
-            self.source_at(epoch, offset.clone(), driver)?;
+            self.source_at(epoch, offsets.first().cloned().flatten(), driver, more_sources)?;
         }
         self.end_unit(epoch, dead)
     }
@@ -716,6 +801,11 @@ impl SourceActor {
         if let Some((last, DriverState::RealTime { now, max_event_time, next_boundary: nb })) = &self.resume {
             epoch = last + 1;
             clock.resume(Timestamp(*now), max_event_time.map(Timestamp));
+            for (i, t) in self.resume_sources.iter().enumerate() {
+                if let Some(t) = t {
+                    clock.sources_mut().observe_time(i + 1, Timestamp(*t));
+                }
+            }
             next_boundary = nb.map(Timestamp);
         }
         if !replay {
@@ -723,7 +813,11 @@ impl SourceActor {
                 Some(align_down(self.clock.now(), Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger)));
         }
         let track = self.checkpoint.is_some();
-        let mut offset = if track { self.source.offset() } else { None };
+        // how far each source's routed records go (several sources: one each)
+        let n = self.inputs.len();
+        let mut offsets: Vec<Option<SourceOffset>> =
+            (0..n).map(|k| if track { self.offset_of(k) } else { None }).collect();
+        let mut done = vec![false; n];
         // Epochs up to the restored checkpoint's are committed.
         let mut committed: Option<u64> = self.resume.as_ref().map(|(e, _)| *e);
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
@@ -764,6 +858,8 @@ impl SourceActor {
                 }
                 _ => std::time::Duration::from_millis(100),
             };
+            // several sources: each poll waits its share, so every source is polled in turn
+            timeout /= done.iter().filter(|d| !**d).count().max(1) as u32;
             // Chained: the partition's work between messages, and its next wake-up bounds the wait.
             if let Some(mut task) = self.partitions.chained() {
                 if !task.snapshot_step() {
@@ -809,13 +905,14 @@ impl SourceActor {
                 };
                 let Some(record) = record else {
                     if track && !header {
-                        SourceOffset::advance(&mut offset, &position);
+                        SourceOffset::advance(&mut offsets[self.active], &position);
                     }
                     continue;
                 };
                 // Event times seen before this record: a barrier it triggers checkpoints these.
                 let seen_before = if track { clock.max_event_time() } else { None };
-                let stamp = clock.stamp(&record, system_now);
+                let active_before = if track && n > 1 { clock.sources().max_event_time(self.active) } else { None };
+                let stamp = clock.stamp_source(self.active, &record, system_now);
                 if replay {
                     let b = *next_boundary.get_or_insert_with(|| {
                         align_down(stamp.now, Duration(trigger), Duration::ZERO).saturating_add(Duration(trigger))
@@ -826,7 +923,12 @@ impl SourceActor {
                         next_boundary = Some(at.saturating_add(Duration(trigger)));
                         // The barrier's watermark is W before this record; the saved clock too.
                         let w = (stamp.watermark, seen_before);
-                        self.barrier(epoch, at, w, next_boundary, &offset, &mut dead, &mut committed)?;
+                        let mut more = self.saved_sources(&offsets, clock.sources());
+                        // the other sources' event times as they stood before this record too
+                        if let Some(m) = self.active.checked_sub(1).and_then(|i| more.get_mut(i)) {
+                            m.max_event_time = active_before.map(|t| t.0);
+                        }
+                        self.barrier(epoch, at, w, next_boundary, (&offsets, more), &mut dead, &mut committed)?;
                         if self.stop_after == Some(epoch) {
                             self.counters.records.fetch_add(routed, Ordering::Relaxed);
                             return self.take_commits(&mut committed, Some(epoch));
@@ -843,7 +945,7 @@ impl SourceActor {
                     }
                 }
                 if track {
-                    SourceOffset::advance(&mut offset, &position);
+                    SourceOffset::advance(&mut offsets[self.active], &position);
                 }
                 routed += 1;
                 if self.join.is_some() {
@@ -887,7 +989,8 @@ impl SourceActor {
                     let output = self.output.load(Ordering::Relaxed);
                     if polled_since_barrier || output != output_at_barrier {
                         let w = (clock.watermark(), clock.max_event_time());
-                        self.barrier(epoch, now, w, None, &offset, &mut dead, &mut committed)?;
+                        let more = self.saved_sources(&offsets, clock.sources());
+                        self.barrier(epoch, now, w, None, (&offsets, more), &mut dead, &mut committed)?;
                         if self.stop_after == Some(epoch) {
                             return self.take_commits(&mut committed, Some(epoch));
                         }
@@ -904,8 +1007,17 @@ impl SourceActor {
                 self.take_commits(&mut committed, None)?;
             }
             if poll == Poll::Exhausted {
-                exhausted = true;
-                break;
+                done[self.active] = true;
+                if done.iter().all(|d| *d) {
+                    exhausted = true;
+                    break;
+                }
+            }
+            // several sources: the next one that is not exhausted, round-robin
+            if n > 1
+                && let Some(next) = (1..=n).map(|i| (self.active + i) % n).find(|k| !done[*k])
+            {
+                self.switch_to(next);
             }
             if let Some(asked) = finishing
                 && ((poll == Poll::Idle && polled_items == 0) || asked.elapsed() >= STOP_FINISH_WITHIN)
@@ -937,7 +1049,8 @@ impl SourceActor {
         };
         let nb = if replay { next_boundary } else { None };
         let w = (clock.watermark(), clock.max_event_time());
-        self.barrier(epoch, now, w, nb, &offset, &mut dead, &mut committed)?;
+        let more = self.saved_sources(&offsets, clock.sources());
+        self.barrier(epoch, now, w, nb, (&offsets, more), &mut dead, &mut committed)?;
         self.report(&mut reported, Some(clock.watermark()), Some(now));
         Ok(())
     }
@@ -1034,6 +1147,132 @@ impl SourceActor {
         Ok(())
     }
 
+    /// Micro-batch with several sources (SEMANTICS.md "Several sources (union)"): a batch takes,
+    /// from each source in turn, what that source's own trigger allows (a files source: up to
+    /// its `max_files_per_trigger` files, to its [`Poll::BatchBoundary`]; an endless source: what
+    /// is at hand), decoded and stepped by that source's decoder and steps; each source's
+    /// records count toward its own watermark. A batch where no source had anything is no batch
+    /// (a no-data batch runs instead when W moved, as with one source). A stop ends the run after
+    /// the batch being read (with checkpoints a restart goes on from there).
+    fn run_micro_batch_union(&mut self) -> Result<(), SourceError> {
+        let mut seq = self.plan.sequencer();
+        let n = self.inputs.len();
+        let trigger = std::time::Duration::from_micros(self.trigger.0.max(0) as u64);
+        let mut dead = Vec::new();
+        let mut last_log = None;
+        let mut last_moved: Option<(Timestamp, Timestamp)> = None;
+        if let Some((
+            _,
+            DriverState::MicroBatch { next_batch, late, evict, last_processing_time, max_event_time, last_moved: lm },
+        )) = &self.resume
+        {
+            let w = eddy_engine::watermark::BatchWatermarks { late: Timestamp(*late), evict: Timestamp(*evict) };
+            seq.resume(*next_batch, w, Timestamp(*last_processing_time), max_event_time.map(Timestamp));
+            for (i, t) in self.resume_sources.iter().enumerate() {
+                if let Some(t) = t {
+                    seq.sources_mut().observe_time(i + 1, Timestamp(*t));
+                }
+            }
+            last_moved = lm.map(|[b, a]| (Timestamp(b), Timestamp(a)));
+        }
+        let mut exhausted = vec![false; n];
+        let mut reported = Reported::new();
+        while !self.stop.load(Ordering::Relaxed) {
+            let batch_started = Instant::now();
+            let mut parts: Vec<(usize, Vec<Record>)> = Vec::new();
+            for (k, done) in exhausted.iter_mut().enumerate() {
+                if *done {
+                    continue;
+                }
+                self.switch_to(k);
+                let mut items: Vec<SourceItem> = Vec::new();
+                loop {
+                    // an endless source gives what is at hand within the trigger interval
+                    let wait = trigger
+                        .saturating_sub(batch_started.elapsed())
+                        .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 / n as u64 } else { 1 }));
+                    self.spares.take_returned(self.source.as_mut());
+                    match self.source.poll(&mut items, POLL_MAX, wait)? {
+                        Poll::BatchBoundary => break,
+                        Poll::Exhausted => {
+                            *done = true;
+                            break;
+                        }
+                        Poll::Data if items.len() < 1_000_000 => {}
+                        Poll::Data | Poll::Idle => break,
+                    }
+                }
+                if !items.is_empty() {
+                    let records = self.decode_batch(items, &mut dead, &mut last_log);
+                    // counted here, so the metrics name the source they came from
+                    self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
+                    self.report(&mut reported, None, None);
+                    parts.push((k, records));
+                }
+            }
+            if !parts.is_empty() {
+                let cut_at = Instant::now();
+                last_moved = Some(self.run_union_batch(&mut seq, parts, &mut dead)?);
+                self.metrics.stage_source.record(cut_at.elapsed().as_secs_f64());
+            } else if exhausted.iter().all(|e| *e) {
+                break;
+            } else if let Some((before, after)) = last_moved
+                && self.plan.wants_no_data_batch(before, after)
+            {
+                // no source had new input and the last batch moved W: Spark's no-data batch
+                last_moved = Some(self.run_batch(&mut seq, Vec::new(), &mut dead, None)?);
+                last_moved = last_moved.filter(|(b, a)| a > b);
+            }
+            self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
+        }
+        if self.stop.load(Ordering::Relaxed) && (self.checkpoint.is_some() || !exhausted.iter().all(|e| *e)) {
+            // a stop: a restart goes on from the last batch
+            self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
+            return Ok(());
+        }
+        // End of input: the no-data batch when due, or the replay clock's batch at `until`.
+        match self.plan.until() {
+            Some(until) => {
+                let ctx = seq.begin_at(until);
+                self.run_ctx(&mut seq, ctx, Vec::new(), &mut dead)?;
+            }
+            None => {
+                if let Some((before, after)) = last_moved
+                    && self.plan.wants_no_data_batch(before, after)
+                {
+                    self.run_batch(&mut seq, Vec::new(), &mut dead, None)?;
+                }
+            }
+        }
+        self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
+        Ok(())
+    }
+
+    /// One micro-batch of several sources' records (`parts`: source index, its records).
+    fn run_union_batch(
+        &mut self,
+        seq: &mut eddy_engine::driver::MicroBatchSequencer,
+        parts: Vec<(usize, Vec<Record>)>,
+        dead: &mut Vec<String>,
+    ) -> Result<(Timestamp, Timestamp), SourceError> {
+        let mut records = Vec::with_capacity(parts.iter().map(|(_, r)| r.len()).sum());
+        let ctx = {
+            let all: Vec<&Record> = parts.iter().flat_map(|(_, r)| r.iter()).collect();
+            let replay_max = self.plan.replay.map(|(c, _)| {
+                all.iter().filter_map(|r| r.values[c].as_timestamp()).fold(seq.last_processing_time(), Timestamp::max)
+            });
+            match replay_max {
+                Some(t) => seq.begin_at(t),
+                None => seq.begin_at(self.clock.now()),
+            }
+        };
+        for (k, part) in parts {
+            seq.observe_source(k, &part);
+            records.extend(part);
+        }
+        self.run_ctx(seq, ctx, records, dead)
+    }
+
     fn run_batch(
         &mut self,
         seq: &mut eddy_engine::driver::MicroBatchSequencer,
@@ -1043,6 +1282,7 @@ impl SourceActor {
     ) -> Result<(Timestamp, Timestamp), SourceError> {
         let ctx = seq.begin(&records, self.clock.now());
         seq.observe(&records);
+        self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
         let moved = self.run_ctx(seq, ctx, records, dead)?;
         if let Some(t) = cut_at {
             self.metrics.stage_source.record(t.elapsed().as_secs_f64());
@@ -1060,7 +1300,6 @@ impl SourceActor {
         self.units.started(ctx.batch_id);
         self.broadcast(Control::BeginBatch(ctx))?;
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
-        self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
         let mut joined = Vec::new();
         let positions = self.join.as_mut().map(|j| std::mem::take(&mut j.positions)).unwrap_or_default();
         let mut last_log = None;
@@ -1094,7 +1333,9 @@ impl SourceActor {
                 max_event_time: seq.max_event_time().map(|t| t.0),
                 last_moved: Some([moved.0.0, moved.1.0]),
             };
-            self.source_at(ctx.batch_id, self.source.offset(), driver)?;
+            let offsets: Vec<Option<SourceOffset>> = (0..self.inputs.len()).map(|k| self.offset_of(k)).collect();
+            let more_sources = self.saved_sources(&offsets, seq.sources());
+            self.source_at(ctx.batch_id, self.offset_of(0), driver, more_sources)?;
         }
         // The next batch starts when this one is committed (as Spark's micro-batch execution).
         loop {

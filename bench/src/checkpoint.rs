@@ -424,6 +424,7 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
         snapshots: vec![meta.clone()],
         source: None,
         driver: DriverState::RealTime { now: keys as i64, max_event_time: None, next_boundary: None },
+        more_sources: Vec::new(),
     };
     let m = Instant::now();
     ck.commit(&manifest).context("writing the manifest")?;

@@ -8,13 +8,14 @@ use crate::operator::{BatchContext, Operator, Output};
 use crate::time::Timestamp;
 use crate::value::Record;
 use crate::watermark::{BatchWatermarks, WatermarkTracker};
+use crate::watermark_union::UnionWatermark;
 
 /// Decides the watermarks, numbering and processing time of micro-batches (SEMANTICS.md
 /// "Watermark", micro-batch; PIPELINE.md "Replay clock").
 #[derive(Clone, Debug)]
 pub struct MicroBatchSequencer {
-    /// Event-time column of the watermark and the tracker.
-    watermark: Option<(usize, WatermarkTracker)>,
+    /// The sources' watermarks (one source: its event-time column and tracker).
+    watermark: UnionWatermark,
     /// Replay clock column, if the processing time comes from the data.
     replay_column: Option<usize>,
     next_batch: u64,
@@ -25,6 +26,13 @@ pub struct MicroBatchSequencer {
 impl MicroBatchSequencer {
     /// A sequencer for a query with this watermark (column index, tracker) and replay column.
     pub fn new(watermark: Option<(usize, WatermarkTracker)>, replay_column: Option<usize>) -> MicroBatchSequencer {
+        MicroBatchSequencer::with_sources(UnionWatermark::single(watermark), replay_column)
+    }
+
+    /// A sequencer for a query over several sources with these watermarks (SEMANTICS.md "Several
+    /// sources (union)": the watermark a batch uses is computed from the batches before it, per
+    /// source, then combined).
+    pub fn with_sources(watermark: UnionWatermark, replay_column: Option<usize>) -> MicroBatchSequencer {
         MicroBatchSequencer {
             watermark,
             replay_column,
@@ -60,12 +68,17 @@ impl MicroBatchSequencer {
     /// Counts the event times of a batch's records (call after [`Self::begin`], before the
     /// next batch), so the next batch's watermarks include them.
     pub fn observe(&mut self, records: &[Record]) {
-        if let Some((c, tr)) = self.watermark.as_mut() {
-            for r in records {
-                if let Some(t) = r.values[*c].as_timestamp() {
-                    tr.observe(t);
-                }
-            }
+        self.observe_source(0, records);
+    }
+
+    /// As [`Self::observe`], for records of source `input` (in the pipeline's source order).
+    ///
+    /// # Panics
+    /// When `input` is not a source of the sequencer.
+    pub fn observe_source(&mut self, input: usize, records: &[Record]) {
+        let now = self.last_processing_time;
+        for r in records {
+            self.watermark.observe(input, r, now);
         }
     }
 
@@ -73,8 +86,9 @@ impl MicroBatchSequencer {
     /// is then due when no input is waiting, if the operator wants one).
     pub fn end(&mut self) -> (Timestamp, Timestamp) {
         let evicted_with = self.current.evict;
-        if let Some((_, tr)) = &self.watermark {
-            self.current = self.current.next(tr);
+        if self.watermark.is_some() {
+            let w = self.watermark.update(self.last_processing_time);
+            self.current = BatchWatermarks { late: self.current.evict, evict: w.max(self.current.evict) };
         } else {
             self.current = BatchWatermarks { late: self.current.evict, evict: self.current.evict };
         }
@@ -98,7 +112,17 @@ impl MicroBatchSequencer {
 
     /// The largest event time seen (`None` before any, or without a watermark).
     pub fn max_event_time(&self) -> Option<Timestamp> {
-        self.watermark.as_ref().and_then(|(_, tr)| tr.max_event_time())
+        self.watermark.max_event_time(0)
+    }
+
+    /// The sources' watermarks (for checkpoints: each source's largest event time).
+    pub fn sources(&self) -> &UnionWatermark {
+        &self.watermark
+    }
+
+    /// The sources' watermarks, to restore a checkpoint's per-source state into.
+    pub fn sources_mut(&mut self) -> &mut UnionWatermark {
+        &mut self.watermark
     }
 
     /// Resumes a sequence restored from a checkpoint: the next batch is `next_batch`, with
@@ -114,9 +138,10 @@ impl MicroBatchSequencer {
         self.next_batch = next_batch;
         self.current = current;
         self.last_processing_time = last_processing_time;
-        if let (Some((_, tr)), Some(t)) = (self.watermark.as_mut(), max_event_time) {
-            tr.observe(t);
+        if let Some(t) = max_event_time {
+            self.watermark.observe_time(0, t);
         }
+        self.watermark.resume_combined(current.evict);
     }
 }
 
@@ -192,7 +217,7 @@ impl MicroBatchRunner {
 /// is the value before the record's own event time counts.
 #[derive(Clone, Debug)]
 pub struct RealTimeClock {
-    watermark: Option<(usize, WatermarkTracker)>,
+    watermark: UnionWatermark,
     replay_column: Option<usize>,
     now: Timestamp,
 }
@@ -209,23 +234,35 @@ pub struct RecordStamp {
 impl RealTimeClock {
     /// A clock with this watermark (column, tracker) and replay column.
     pub fn new(watermark: Option<(usize, WatermarkTracker)>, replay_column: Option<usize>) -> RealTimeClock {
+        RealTimeClock::with_sources(UnionWatermark::single(watermark), replay_column)
+    }
+
+    /// A clock for a query over several sources with these watermarks (SEMANTICS.md "Several
+    /// sources (union)", real-time).
+    pub fn with_sources(watermark: UnionWatermark, replay_column: Option<usize>) -> RealTimeClock {
         RealTimeClock { watermark, replay_column, now: Timestamp::MIN }
     }
 
     /// Stamps `record` (`system_now` is used without a replay column) and counts its event time.
     #[inline]
     pub fn stamp(&mut self, record: &Record, system_now: Timestamp) -> RecordStamp {
+        self.stamp_source(0, record, system_now)
+    }
+
+    /// As [`Self::stamp`], for a record of source `input` (in the pipeline's source order): the
+    /// record is judged against the pipeline watermark as it stood when it arrived.
+    ///
+    /// # Panics
+    /// When `input` is not a source of the clock.
+    #[inline]
+    pub fn stamp_source(&mut self, input: usize, record: &Record, system_now: Timestamp) -> RecordStamp {
         let t = match self.replay_column {
             Some(c) => record.values[c].as_timestamp().unwrap_or(self.now),
             None => system_now,
         };
         self.now = self.now.max(t);
-        let watermark = self.watermark();
-        if let Some((c, tr)) = self.watermark.as_mut()
-            && let Some(et) = record.values[*c].as_timestamp()
-        {
-            tr.observe(et);
-        }
+        let watermark = self.watermark.update(self.now);
+        self.watermark.observe(input, record, self.now);
         RecordStamp { now: self.now, watermark }
     }
 
@@ -243,20 +280,31 @@ impl RealTimeClock {
     /// The current watermark.
     #[inline]
     pub fn watermark(&self) -> Timestamp {
-        self.watermark.as_ref().map_or(Timestamp::MIN, |(_, tr)| tr.current())
+        self.watermark.at(self.now)
     }
 
-    /// The largest event time seen (`None` before any, or without a watermark).
+    /// The largest event time seen (`None` before any, or without a watermark); with several
+    /// sources, the first source's ([`Self::sources`] has each one's).
     pub fn max_event_time(&self) -> Option<Timestamp> {
-        self.watermark.as_ref().and_then(|(_, tr)| tr.max_event_time())
+        self.watermark.max_event_time(0)
+    }
+
+    /// The sources' watermarks (for checkpoints: each source's largest event time).
+    pub fn sources(&self) -> &UnionWatermark {
+        &self.watermark
+    }
+
+    /// The sources' watermarks, to restore a checkpoint's per-source state into.
+    pub fn sources_mut(&mut self) -> &mut UnionWatermark {
+        &mut self.watermark
     }
 
     /// Resumes a clock restored from a checkpoint: processing time `now`, event times seen up to
     /// `max_event_time`.
     pub fn resume(&mut self, now: Timestamp, max_event_time: Option<Timestamp>) {
         self.now = self.now.max(now);
-        if let (Some((_, tr)), Some(t)) = (self.watermark.as_mut(), max_event_time) {
-            tr.observe(t);
+        if let Some(t) = max_event_time {
+            self.watermark.observe_time(0, t);
         }
     }
 }

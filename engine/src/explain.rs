@@ -46,16 +46,38 @@ pub fn explain(p: &Pipeline) -> String {
     text.line(0, format!("pipeline {}: {mode}, parallelism {parallelism}, clock {clock}", p.name));
 
     text.line(0, "on the source actor's thread:".to_string());
-    let decoded = &p.source.schema;
-    text.step(source_line(p), decoded);
-    let mut schema = decoded.clone();
-    for step in &p.source_steps {
-        schema = step.output_schema(&schema);
-        text.step(step_line(step, Place::BeforeWatermark), &schema);
+    let several = !p.more_sources.is_empty();
+    let mut schema = Schema::new(Vec::new());
+    let firsts = std::iter::once((p.source_name.as_str(), &p.source, &p.source_steps, &p.watermark, p.idle_timeout));
+    let others = p.more_sources.iter().map(|s| (s.name.as_str(), &s.source, &s.steps, &s.watermark, s.idle_timeout));
+    for (i, (name, source, steps, watermark, idle)) in firsts.chain(others).enumerate() {
+        let named = if several { format!("source[{i}] {name}: ") } else { String::new() };
+        text.step(format!("{named}{}", source_line(source)), &source.schema);
+        schema = source.schema.clone();
+        for step in steps {
+            schema = step.output_schema(&schema);
+            text.step(format!("{named}{}", step_line(step, Place::BeforeWatermark)), &schema);
+        }
+        let idle = idle.map(|d| format!(", left out while idle for {}", duration(d))).unwrap_or_default();
+        match watermark {
+            Some(w) => {
+                text.step(format!("{named}watermark on {}, delay {}{idle}", w.column, duration(w.delay)), &schema)
+            }
+            None => text.step(format!("{named}no watermark"), &schema),
+        }
     }
-    match &p.watermark {
-        Some(w) => text.step(format!("watermark on {}, delay {}", w.column, duration(w.delay)), &schema),
-        None => text.step("no watermark".to_string(), &schema),
+    if several {
+        let policy = match p.watermark_policy {
+            crate::watermark_union::WatermarkPolicy::Min => "min",
+            crate::watermark_union::WatermarkPolicy::Max => "max",
+        };
+        text.step(
+            format!(
+                "union of the {} sources' records (polled in turn), pipeline watermark: the {policy} of the sources' watermarks (watermark_policy = \"{policy}\")",
+                p.more_sources.len() + 1
+            ),
+            &schema,
+        );
     }
     if let Some(j) = &p.join {
         schema = j.output_schema(&schema);
@@ -132,12 +154,12 @@ impl Text {
     }
 }
 
-fn source_line(p: &Pipeline) -> String {
-    let format = match p.source.format {
+fn source_line(source: &crate::spec::SourceSpec) -> String {
+    let format = match source.format {
         Format::Json => "json",
         Format::Csv => "csv",
     };
-    match &p.source.kind {
+    match &source.kind {
         SourceKind::Files { path, .. } => format!("source: files {}, {format} decoder", path.display()),
         SourceKind::Stdin => format!("source: stdin, {format} decoder"),
         SourceKind::Kafka { topics, bootstrap_servers, .. } => {
@@ -246,6 +268,7 @@ fn partition_key(q: &QuerySpec) -> Vec<String> {
 fn operator_line(p: &Pipeline) -> String {
     let key = partition_key(&p.query).join(", ");
     let watermark = match &p.watermark {
+        _ if !p.more_sources.is_empty() => "the sources' combined watermark".to_string(),
         Some(w) => format!("watermark max({}) - {}", w.column, duration(w.delay)),
         None => "no watermark".to_string(),
     };
@@ -380,5 +403,31 @@ chained on the partition actor's thread:
         );
         assert!(text.contains("2. watermark on ts, delay 5 seconds"), "{text}");
         assert!(text.contains("deduplicate: key (id), within the watermark, watermark max(ts) - 5 seconds"), "{text}");
+    }
+
+    #[test]
+    fn explain_shows_each_source_with_its_steps_and_watermark_and_the_policy() {
+        let p = parse_pipeline_str(
+            "name = \"u\"\nmode = \"micro-batch\"\nwatermark_policy = \"max\"\n\
+             [[source]]\nname = \"a\"\ntype = \"files\"\npath = \"in_a\"\nschema = \"k STRING, ts TIMESTAMP\"\n\
+             watermark = { column = \"ts\", delay = \"5 seconds\" }\n\
+             [[source]]\nname = \"b\"\ntype = \"files\"\npath = \"in_b\"\nschema = \"ts TIMESTAMP, k STRING\"\n\
+             idle_timeout = \"30 seconds\"\nwatermark = { column = \"ts\", delay = \"1 second\" }\n\
+             [query]\ntype = \"window_aggregate\"\ngroup_by = [\"k\"]\nmeasures = [{ agg = \"count\" }]\n\
+             [sink]\ntype = \"stdout\"\n",
+        )
+        .unwrap();
+        let text = explain(&p);
+        for line in [
+            "1. source[0] a: source: files in_a, json decoder",
+            "2. source[0] a: watermark on ts, delay 5 seconds",
+            "3. source[1] b: source: files in_b, json decoder",
+            "4. source[1] b: select (source): k, ts",
+            "5. source[1] b: watermark on ts, delay 1 second, left out while idle for 30 seconds",
+            "6. union of the 2 sources' records (polled in turn), pipeline watermark: the max of the sources' watermarks (watermark_policy = \"max\")",
+            "the sources' combined watermark",
+        ] {
+            assert!(text.contains(line), "{line:?} not in:\n{text}");
+        }
     }
 }

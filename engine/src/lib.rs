@@ -55,6 +55,7 @@ pub mod steps;
 pub mod time;
 pub mod value;
 pub mod watermark;
+pub mod watermark_union;
 pub mod window;
 
 pub use schema::{DataType, Field, Schema};

@@ -17,6 +17,7 @@ use crate::spec::{self, ClockSpec, MeasureSpec, Pipeline, QuerySpec, SessionGap 
 use crate::steps::CompiledSteps;
 use crate::time::{Duration, Timestamp};
 use crate::watermark::WatermarkTracker;
+use crate::watermark_union::{SourceWatermark, UnionWatermark};
 use crate::window::SlidingWindows;
 
 /// Errors of planning (a validated pipeline that still cannot run: a bug in validation).
@@ -72,7 +73,46 @@ pub struct QueryPlan {
     /// query's input ([`QueryPlan::watermark`], [`QueryPlan::replay`]) without a join, the
     /// stream's records before the join with one (as Spark's watermark sits below the join).
     clock_columns: (Option<usize>, Option<usize>),
+    /// [`Pipeline::source`]'s `idle_timeout`.
+    idle_timeout: Option<Duration>,
+    /// The sources after the first ([`Pipeline::more_sources`]); empty with one source.
+    pub more_sources: Vec<SourcePlan>,
+    /// How the sources' watermarks combine.
+    pub watermark_policy: spec::WatermarkPolicy,
     operator: OperatorPlan,
+}
+
+/// A source after the first, as planned: its decoder's columns and its steps (which end with
+/// the projection into the union's column order), so its records reach the query as the first
+/// source's do.
+#[derive(Debug, Clone)]
+pub struct SourcePlan {
+    /// Its `name`.
+    pub name: String,
+    /// The schema of its decoded records.
+    pub decoded_schema: Schema,
+    /// Its steps, compiled (never empty for a source whose columns are in another order).
+    pub steps: Arc<CompiledSteps>,
+    /// Which decoded columns its decoder must decode.
+    pub needed: Vec<bool>,
+    /// Decoded columns that must be non-null (empty when its steps check them).
+    pub required: Vec<usize>,
+    /// Its watermark: column index in the union's columns and delay.
+    pub watermark: Option<(usize, Duration)>,
+    /// Its `idle_timeout`.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl SourcePlan {
+    /// Its decoder configuration.
+    pub fn decoder_config(&self, timestamp_unit: crate::time::TimeUnit) -> DecoderConfig {
+        DecoderConfig {
+            schema: self.decoded_schema.clone(),
+            needed: self.needed.clone(),
+            required: self.required.clone(),
+            timestamp_unit,
+        }
+    }
 }
 
 /// A stream-static join as planned: the join and its steps compiled for the joined record (they
@@ -149,19 +189,27 @@ impl QueryPlan {
             spec::Mode::MicroBatch => Mode::MicroBatch,
             spec::Mode::RealTime => Mode::RealTime,
         };
-        let watermark = match &p.watermark {
+        let first_watermark = match &p.watermark {
             Some(w) => Some((col(&schema, &w.column, "watermark.column")?, w.delay)),
             None => None,
         };
+        let more_watermarks: Vec<Option<(usize, Duration)>> = p
+            .more_sources
+            .iter()
+            .map(|s| s.watermark.as_ref().map(|w| col(&schema, &w.column, "watermark.column").map(|c| (c, w.delay))))
+            .map(Option::transpose)
+            .collect::<Result<_, _>>()?;
+        // the operators' watermark: the first source's, else the first source's that has one
+        let watermark = first_watermark.or_else(|| more_watermarks.iter().flatten().next().copied());
         let replay = match &p.clock {
             ClockSpec::System => None,
             ClockSpec::Replay { column, until, .. } => Some((col(&schema, column, "clock.column")?, *until)),
         };
         let mut needed = vec![false; schema.len()];
         let mut required = Vec::new();
-        if let Some((c, _)) = watermark {
-            needed[c] = true;
-            required.push(c);
+        for (c, _) in first_watermark.iter().chain(more_watermarks.iter().flatten()) {
+            needed[*c] = true;
+            required.push(*c);
         }
         if let Some((c, _)) = replay {
             needed[c] = true;
@@ -308,7 +356,7 @@ impl QueryPlan {
         let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
         // a join's steps check the required columns; the join reads its keys
-        let mut clock_columns = (watermark.map(|w| w.0), replay.map(|r| r.0));
+        let mut clock_columns = (first_watermark.map(|w| w.0), replay.map(|r| r.0));
         let (join, needed, required) = match &p.join {
             None => (None, needed, required),
             Some(j) => {
@@ -335,6 +383,31 @@ impl QueryPlan {
                 (Some(JoinPlan { spec: j.clone(), steps: Arc::new(steps) }), stream_needed, stream_required)
             }
         };
+        // the other sources read into the union's columns (no join beside several sources)
+        let more_sources = p
+            .more_sources
+            .iter()
+            .zip(&more_watermarks)
+            .map(|(s, w)| {
+                let decoded = &s.source.schema;
+                let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
+                let (steps, needed) = CompiledSteps::new(&s.steps, decoded.len(), &needed, named);
+                let (steps, required) = if s.steps.is_empty() || steps.has_no_steps() {
+                    (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, required.clone())
+                } else {
+                    (steps, Vec::new())
+                };
+                SourcePlan {
+                    name: s.name.clone(),
+                    decoded_schema: decoded.clone(),
+                    steps: Arc::new(steps),
+                    needed,
+                    required,
+                    watermark: *w,
+                    idle_timeout: s.idle_timeout,
+                }
+            })
+            .collect();
         let (source_steps, needed, required) = if p.source_steps.is_empty() {
             (CompiledSteps::new(&[], decoded.len(), &[], Vec::new()).0, needed, required)
         } else {
@@ -372,6 +445,9 @@ impl QueryPlan {
             required,
             join,
             clock_columns,
+            idle_timeout: p.idle_timeout,
+            more_sources,
+            watermark_policy: p.watermark_policy,
             operator,
         })
     }
@@ -383,9 +459,14 @@ impl QueryPlan {
 
     /// A fresh operator (one per partition actor).
     pub fn new_operator(&self) -> Box<dyn Operator> {
+        // several sources in real-time mode: the stamped (combined) watermark only
+        let stamped = !self.more_sources.is_empty() && self.mode == Mode::RealTime;
         match &self.operator {
+            OperatorPlan::Window(c) if stamped => Box::new(WindowAggregate::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),
+            OperatorPlan::Dedup(c) if stamped => Box::new(Deduplicate::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Dedup(c) => Box::new(Deduplicate::new(c.clone())),
+            OperatorPlan::Rolling(c) if stamped => Box::new(RollingWindow::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
             OperatorPlan::Forward => Box::new(Forward),
         }
@@ -414,14 +495,27 @@ impl QueryPlan {
 
     /// A micro-batch sequencer for this query.
     pub fn sequencer(&self) -> MicroBatchSequencer {
-        let (w, r) = self.clock_columns;
-        MicroBatchSequencer::new(w.zip(self.watermark).map(|(c, (_, d))| (c, WatermarkTracker::new(d))), r)
+        MicroBatchSequencer::with_sources(self.source_watermarks(), self.clock_columns.1)
     }
 
     /// A real-time clock for this query.
     pub fn realtime_clock(&self) -> RealTimeClock {
-        let (w, r) = self.clock_columns;
-        RealTimeClock::new(w.zip(self.watermark).map(|(c, (_, d))| (c, WatermarkTracker::new(d))), r)
+        RealTimeClock::with_sources(self.source_watermarks(), self.clock_columns.1)
+    }
+
+    /// Every source's watermark and `idle_timeout`, in source order, under the pipeline's policy.
+    fn source_watermarks(&self) -> UnionWatermark {
+        let tracker = |w: Option<(usize, Duration)>| w.map(|(c, d)| (c, WatermarkTracker::new(d)));
+        // the first source's column in the records the clock sees (`None`: it has no watermark)
+        let first = self.clock_columns.0.zip(self.watermark).map(|(c, (_, d))| (c, d));
+        let mut sources = vec![SourceWatermark::new(tracker(first), self.idle_timeout)];
+        sources.extend(self.more_sources.iter().map(|s| SourceWatermark::new(tracker(s.watermark), s.idle_timeout)));
+        UnionWatermark::new(sources, self.watermark_policy)
+    }
+
+    /// The number of sources (1 + [`QueryPlan::more_sources`]).
+    pub fn source_count(&self) -> usize {
+        1 + self.more_sources.len()
     }
 
     /// Whether a micro-batch without data is due after a batch that evicted with `before` when

@@ -1,17 +1,18 @@
-//! Queries (SQL.md "Queries"): one `SELECT` statement over one source, lowered into the
+//! Queries (SQL.md "Queries"): one `SELECT` statement over one source, or a union of SELECTs
+//! (`UNION ALL` / `UNION`, at the top or in `FROM ( ... ) [AS] alias`), lowered into the
 //! engine's [`QuerySyntax`]. What Eddy does not run yet is refused here, naming it, at its
 //! position: ORDER BY, LIMIT, DISTINCT, WITH, window functions (OVER), `count(DISTINCT ...)`,
-//! subqueries, more than one join, joins with USING or NATURAL, UNION and the other set
-//! operations, several statements. One join of two names is lowered as written; which join types
+//! other subqueries, more than one join, joins with USING or NATURAL, EXCEPT, INTERSECT, a mix of
+//! UNION and UNION ALL, several statements. One join of two names is lowered as written; which join types
 //! run is decided by the planner (SEMANTICS.md "Joins").
 
 use eddy_engine::expr::{
     FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax,
-    SyntaxKind,
+    SyntaxKind, UnionSyntax,
 };
 use sqlparser::ast::{
     Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, ObjectNamePart, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, Spanned, TableFactor, Value,
+    SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, Spanned, TableFactor, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserOptions};
@@ -21,12 +22,14 @@ use super::{SqlError, dialect, lower, parse_error, pos, unsupported};
 
 const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] [HAVING ...] (SQL.md \"Queries\")";
 
-/// Parses one query: a single `SELECT` over one source (an optional trailing `;`).
+/// Parses one query: a single `SELECT` over one source, or a union of SELECTs ([`UnionSyntax`];
+/// an optional trailing `;`).
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not a SELECT statement; [`SqlError::Unsupported`]
 /// naming ORDER BY, LIMIT, DISTINCT, WITH, a window function, `count(DISTINCT ...)`, a
-/// subquery, a join, UNION (and EXCEPT, INTERSECT) or a second statement, at its position.
+/// subquery other than a union, a second join, EXCEPT, INTERSECT or a second statement, at its
+/// position.
 pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     let dialect = dialect::SparkDialect;
     let options = ParserOptions::new().with_unescape(false);
@@ -69,20 +72,81 @@ pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     }
     let select = match query.body.as_ref() {
         SetExpr::Select(select) => select,
-        SetExpr::SetOperation { op, set_quantifier, left, .. } => {
-            let q = set_quantifier.to_string();
-            let found = if q.is_empty() { format!("{op}") } else { format!("{op} {q}") };
-            let keywords = [Keyword::UNION, Keyword::EXCEPT, Keyword::INTERSECT, Keyword::MINUS];
-            return Err(SqlError::Unsupported {
-                pos: keyword_after(text, &keywords, left.span().end),
-                found,
-                allowed: ONE_SELECT.into(),
+        body @ SetExpr::SetOperation { .. } => {
+            // `A UNION ALL B` at the top: SELECT * FROM (the union)
+            let union = union_of(text, body)?;
+            let at = union.pos;
+            return Ok(QuerySyntax {
+                items: vec![SelectItemSyntax::Wildcard { qualifier: None, pos: at }],
+                from: FromSyntax { name: String::new(), alias: None, pos: at },
+                join: None,
+                selection: None,
+                group_by: Vec::new(),
+                having: None,
+                union: Some(union),
             });
         }
         SetExpr::Query(_) => return Err(unsupported(query.body.as_ref(), "a parenthesized query", ONE_SELECT)),
         other => return Err(unsupported(other, format!("`{other}`"), ONE_SELECT)),
     };
     select_query(text, select)
+}
+
+/// `SELECT ... UNION [ALL] SELECT ... [UNION [ALL] ...]` (SQL.md "Union"): its SELECTs in
+/// order. EXCEPT, INTERSECT, a mix of UNION and UNION ALL, and a branch that is not a plain
+/// SELECT are refused at their position.
+fn union_of(text: &str, body: &SetExpr) -> Result<UnionSyntax, SqlError> {
+    let mut branches = Vec::new();
+    let mut distinct: Option<bool> = None;
+    let mut first_pos = None;
+    union_branches(text, body, &mut branches, &mut distinct, &mut first_pos)?;
+    Ok(UnionSyntax { branches, distinct: distinct.unwrap_or(false), pos: first_pos.unwrap_or_default() })
+}
+
+fn union_branches(
+    text: &str,
+    body: &SetExpr,
+    out: &mut Vec<QuerySyntax>,
+    distinct: &mut Option<bool>,
+    first_pos: &mut Option<Pos>,
+) -> Result<(), SqlError> {
+    const UNION: &str = "SELECT ... FROM source [WHERE ...] UNION ALL SELECT ... (or UNION; SQL.md \"Union\")";
+    match body {
+        SetExpr::Select(select) => {
+            let q = select_query(text, select)?;
+            out.push(q);
+            Ok(())
+        }
+        SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            let keywords = [Keyword::UNION, Keyword::EXCEPT, Keyword::INTERSECT, Keyword::MINUS];
+            let at = keyword_after(text, &keywords, left.span().end);
+            let q = set_quantifier.to_string();
+            let found = if q.is_empty() { format!("{op}") } else { format!("{op} {q}") };
+            let this_distinct = match (op, set_quantifier) {
+                (SetOperator::Union, SetQuantifier::All) => false,
+                (SetOperator::Union, SetQuantifier::None | SetQuantifier::Distinct) => true,
+                _ => return Err(SqlError::Unsupported { pos: at, found, allowed: UNION.into() }),
+            };
+            // a left-deep chain: the queries on the left (and their keywords) come first
+            union_branches(text, left, out, distinct, first_pos)?;
+            if distinct.is_some_and(|d| d != this_distinct) {
+                return Err(SqlError::Unsupported {
+                    pos: at,
+                    found: format!("{found} beside another kind of UNION"),
+                    allowed: "one kind of union in a query: every UNION ALL, or every UNION".into(),
+                });
+            }
+            *distinct = Some(this_distinct);
+            if first_pos.is_none() {
+                *first_pos = Some(at);
+            }
+            match right.as_ref() {
+                SetExpr::Select(_) => union_branches(text, right, out, distinct, first_pos),
+                other => Err(unsupported(other, "a nested set operation or query", UNION)),
+            }
+        }
+        other => Err(unsupported(other, format!("`{other}` in a union"), UNION)),
+    }
 }
 
 /// Where the first of `keywords` at or after `at` starts (a set operation's span starts at its
@@ -130,7 +194,13 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
         return Err(at_select(s, *what, ONE_SELECT));
     }
-    let (from, join) = from_item(text, s)?;
+    let (from, join, union) = match union_in_from(text, s)? {
+        Some((from, union)) => (from, None, Some(union)),
+        None => {
+            let (from, join) = from_item(text, s)?;
+            (from, join, None)
+        }
+    };
     let items = s.projection.iter().map(select_item).collect::<Result<Vec<_>, _>>()?;
     let selection = s.selection.as_ref().map(lower).transpose()?;
     let group_by = match &s.group_by {
@@ -149,7 +219,37 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
         }
     };
     let having = s.having.as_ref().map(lower).transpose()?;
-    Ok(QuerySyntax { items, from, join, selection, group_by, having })
+    Ok(QuerySyntax { items, from, join, selection, group_by, having, union })
+}
+
+/// `FROM ( SELECT ... UNION [ALL] SELECT ... ) [AS] alias` without a join: the union and the
+/// name the outer query reads it by (the alias; empty without one). `None` for any other FROM.
+fn union_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, UnionSyntax)>, SqlError> {
+    let [relation] = s.from.as_slice() else { return Ok(None) };
+    let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
+    if !matches!(subquery.body.as_ref(), SetExpr::SetOperation { .. }) {
+        return Ok(None);
+    }
+    if let Some(join) = relation.joins.first() {
+        return Err(unsupported(
+            &join.relation,
+            "a JOIN beside a union in FROM",
+            "FROM ( ... UNION ALL ... ) [AS] alias",
+        ));
+    }
+    if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
+        return Err(unsupported(
+            subquery.as_ref(),
+            "WITH, ORDER BY or LIMIT in the union",
+            "SELECT ... UNION ALL SELECT ...",
+        ));
+    }
+    let union = union_of(text, subquery.body.as_ref())?;
+    let from = match alias {
+        Some(a) => FromSyntax { name: a.name.value.clone(), alias: None, pos: pos(a.name.span.start) },
+        None => FromSyntax { name: String::new(), alias: None, pos: union.pos },
+    };
+    Ok(Some((from, union)))
 }
 
 /// A refusal at the `SELECT` keyword (for clauses without a position of their own).
@@ -279,7 +379,7 @@ fn named_relation(relation: &TableFactor) -> Result<FromSyntax, SqlError> {
         TableFactor::Derived { .. } => Err(unsupported(
             relation,
             "a subquery in FROM",
-            "a source's or table's name (subqueries are not implemented yet)",
+            "a source's or table's name, or ( SELECT ... UNION ALL SELECT ... ) [AS] alias (other subqueries are not implemented yet)",
         )),
         other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's or table's name")),
     }

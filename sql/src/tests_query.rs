@@ -60,7 +60,7 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
         ("SELECT a FROM s JOIN t USING (a)", Pos { line: 1, column: 17 }, "USING"),
         ("SELECT a FROM s NATURAL JOIN t", Pos { line: 1, column: 17 }, "NATURAL"),
         ("SELECT a FROM s, t", Pos { line: 1, column: 18 }, "a second relation in FROM (a comma join)"),
-        ("SELECT a FROM s UNION ALL SELECT a FROM t", Pos { line: 1, column: 17 }, "UNION ALL"),
+        ("SELECT a FROM s INTERSECT SELECT a FROM t", Pos { line: 1, column: 17 }, "INTERSECT"),
         ("SELECT a FROM s; SELECT b FROM s", Pos { line: 1, column: 18 }, "several statements"),
     ];
     let wrong: Vec<String> = cases
@@ -79,9 +79,13 @@ fn distinct_joins_and_set_operations_are_refused_at_their_keyword() {
     // position must be the keyword's, on whichever line it stands.
     let cases: &[(&str, Pos, &str)] = &[
         ("SELECT\n  DISTINCT a FROM s", Pos { line: 2, column: 3 }, "DISTINCT"),
-        ("SELECT a FROM s\nUNION\nSELECT a FROM t", Pos { line: 2, column: 1 }, "UNION"),
+        ("SELECT a FROM s\nUNION\nSELECT a FROM t\nUNION ALL SELECT a FROM u", Pos { line: 4, column: 1 }, "UNION ALL"),
         ("SELECT a FROM s WHERE a > 1 EXCEPT SELECT a FROM t", Pos { line: 1, column: 29 }, "EXCEPT"),
-        ("SELECT a FROM (SELECT a FROM s) UNION ALL SELECT a FROM t", Pos { line: 1, column: 33 }, "UNION ALL"),
+        (
+            "SELECT a FROM (SELECT a FROM s) UNION ALL SELECT a FROM t",
+            Pos { line: 1, column: 16 },
+            "a subquery in FROM",
+        ),
         ("SELECT a FROM s\n  LEFT JOIN t ON s.a = t.a\n  JOIN u ON s.a = u.a", Pos { line: 3, column: 3 }, "JOIN"),
     ];
     let wrong: Vec<String> = cases
@@ -131,4 +135,26 @@ fn text_that_is_not_a_query_is_a_syntax_error_with_its_position() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(parse_query("SELECT a"), Err(SqlError::Syntax { found, .. }) if found.contains("without FROM")));
+}
+
+#[test]
+fn a_union_is_lowered_into_its_selects_at_the_top_and_in_from() {
+    let q =
+        parse_query("SELECT a, b FROM s WHERE a > 1\nUNION ALL SELECT c, d FROM t").unwrap_or_else(|e| panic!("{e}"));
+    let u = q.union.as_ref().expect("a union");
+    assert!(!u.distinct);
+    assert_eq!(u.pos, Pos { line: 2, column: 1 });
+    assert_eq!(u.branches.iter().map(|b| b.from.name.as_str()).collect::<Vec<_>>(), ["s", "t"]);
+    assert!(u.branches[0].selection.is_some() && u.branches[1].selection.is_none());
+    assert!(matches!(q.items.as_slice(), [SelectItemSyntax::Wildcard { qualifier: None, .. }]), "{:?}", q.items);
+
+    let q = parse_query(
+        "SELECT k, count(*) FROM (SELECT k FROM a UNION SELECT k FROM b UNION SELECT k FROM c) AS u GROUP BY k",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(q.from.name, "u");
+    let u = q.union.as_ref().expect("a union in FROM");
+    assert!(u.distinct);
+    assert_eq!(u.branches.len(), 3);
+    assert_eq!(q.group_by.len(), 1);
 }

@@ -5,14 +5,18 @@
 //! truncated file, a flipped byte or a file of another kind or version is refused with a message
 //! naming the file and what was wrong; nothing is ever restored from it.
 //!
-//! Version 3 (written): the layout of version 2; a manifest's files source offset names the
+//! Version 4 (written): the layout of version 3; a manifest also holds, for a pipeline of several
+//! sources, the offset and event times of each source after the first
+//! ([`super::manifest::Manifest::more_sources`]; version 3 is still read, [`super::manifest::v3`]).
+//!
+//! Version 3: the layout of version 2; a manifest's files source offset names the
 //! files read whole ([`super::manifest::SavedOffset::Files`]) instead of a position in name
 //! order ([`super::manifest::v2`], still read).
 //!
 //! Version 2, 40 bytes around the payload, little-endian:
 //!
 //! ```text
-//! header (32 bytes): "EDDYCKPT", version u16 = 2 (3), kind u16, reserved u32 (0),
+//! header (32 bytes): "EDDYCKPT", version u16 = 2 (3, 4), kind u16, reserved u32 (0),
 //!                    payload length u64, reserved u32 (0), reserved u32 (0)
 //! payload            (a manifest: an rkyv archive; a snapshot: see `SnapshotFile`)
 //! trailer (8 bytes): CRC-32 (IEEE) of the payload u32, "EDDY"
@@ -29,7 +33,7 @@ pub const MAGIC: &[u8; 8] = b"EDDYCKPT";
 /// The last 4 bytes of a file of version 2 or later.
 pub const END: &[u8; 4] = b"EDDY";
 /// The format version written.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// The oldest format version read.
 pub const OLDEST_READ: u16 = 1;
 /// Header length in bytes.
@@ -207,6 +211,6 @@ mod tests {
         let mut f = file(Kind::Manifest, b"x");
         f[8] = 9;
         let err = open("m", Kind::Manifest, &f).unwrap_err().to_string();
-        assert!(err.contains("version 9") && err.contains("versions 1 to 3"), "{err}");
+        assert!(err.contains("version 9") && err.contains("versions 1 to 4"), "{err}");
     }
 }

@@ -26,16 +26,11 @@ pub struct FingerprintField {
 /// the entries of [`pipeline_fields`] (`query.measures[1].over` = `"1 hour"`), which only explain
 /// a difference: checkpoints written before they existed have none, and are still restored.
 pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
-    let source_type = match &p.source.kind {
-        SourceKind::Files { .. } => "files".to_string(),
-        SourceKind::Stdin => "stdin".to_string(),
-        SourceKind::Kafka { topics, .. } => format!("kafka {topics:?}"),
-        SourceKind::Nexmark { table, seed, .. } => format!("nexmark (table {table:?}, seed {seed})"),
-    };
+    let first_type = source_type(&p.source.kind);
     let f = |field: &str, value: String| FingerprintField { field: field.into(), value };
     let mut out = vec![
         f("mode", format!("{:?}", p.mode)),
-        f("source.type", source_type),
+        f("source.type", first_type),
         f("source.format", format!("{:?}", p.source.format)),
         f("source.schema", format!("{:?}", p.source.schema)),
         f("source.timestamp_unit", format!("{:?}", p.source.timestamp_unit)),
@@ -51,6 +46,28 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
     // The steps the source's `filter` and `select` wrote, not the SQL query's.
     let written = &p.source_steps[..p.written_source_steps.min(p.source_steps.len())];
     out.extend(step_fields(written).into_iter().map(|(field, value)| f(field, value)));
+    // Several sources (only then: one source keeps the fingerprint it had before them): each
+    // further source's name, type, format, schema, unit, watermark and steps, and the policy.
+    if !p.more_sources.is_empty() {
+        out.push(f("source.name", format!("{:?}", p.source_name)));
+        out.push(f("watermark_policy", format!("{:?}", p.watermark_policy)));
+        for (i, s) in p.more_sources.iter().enumerate() {
+            let written = &s.steps[..s.written_steps.min(s.steps.len())];
+            let steps: Vec<String> = step_fields(written).into_iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            out.push(f(
+                &format!("source[{}]", i + 1),
+                format!(
+                    "name {:?}, type {}, format {:?}, schema {:?}, timestamp_unit {:?}, watermark {:?}, steps {steps:?}",
+                    s.name,
+                    source_type(&s.source.kind),
+                    s.source.format,
+                    s.source.schema,
+                    s.source.timestamp_unit,
+                    s.watermark
+                ),
+            ));
+        }
+    }
     out.extend(pipeline_fields(p).into_iter().map(|(field, value)| FingerprintField { field, value }));
     // How the undetailed entries above read in the pipeline file, to name a change of one of them
     // (an older checkpoint, without these, has its change named with the deciding text).
@@ -81,6 +98,17 @@ pub fn fingerprint(p: &Pipeline) -> Vec<FingerprintField> {
         out.push(FingerprintField { field: format!("{AS_WRITTEN}{field}"), value: quoted(&value) });
     }
     out
+}
+
+/// A source's type as the fingerprint spells it (with the Kafka topics, the Nexmark table and
+/// seed).
+fn source_type(kind: &SourceKind) -> String {
+    match kind {
+        SourceKind::Files { .. } => "files".to_string(),
+        SourceKind::Stdin => "stdin".to_string(),
+        SourceKind::Kafka { topics, .. } => format!("kafka {topics:?}"),
+        SourceKind::Nexmark { table, seed, .. } => format!("nexmark (table {table:?}, seed {seed})"),
+    }
 }
 
 /// The deciding entries of the source's steps: `source.filter` (the condition) and
@@ -480,6 +508,56 @@ pub struct Manifest {
     pub source: Option<SavedOffset>,
     /// Clock and watermark.
     pub driver: DriverState,
+    /// The sources after the first (PIPELINE.md "Several sources"), in pipeline order: each
+    /// one's offset and event times (format version 4; empty with one source and in the
+    /// manifests of older versions).
+    pub more_sources: Vec<SavedSource>,
+}
+
+/// A source after the first, at a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SavedSource {
+    /// Its `name`.
+    pub name: String,
+    /// How far it was consumed (`None`: nothing yet, or it cannot resume).
+    pub offset: Option<SavedOffset>,
+    /// The largest event time it delivered (µs; `None`: none, or no watermark).
+    pub max_event_time: Option<i64>,
+}
+
+/// The manifest of format version 3 (still read): as [`Manifest`], without
+/// [`Manifest::more_sources`].
+pub mod v3 {
+    #![allow(missing_docs)]
+
+    use super::{DriverState, FingerprintField, SavedOffset, SnapshotMeta};
+
+    /// A manifest of format version 3 (fields as [`super::Manifest`]'s).
+    #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+    pub struct Manifest {
+        pub pipeline: String,
+        pub epoch: u64,
+        pub fingerprint: Vec<FingerprintField>,
+        pub parallelism: u32,
+        pub snapshots: Vec<SnapshotMeta>,
+        pub source: Option<SavedOffset>,
+        pub driver: DriverState,
+    }
+
+    impl From<Manifest> for super::Manifest {
+        fn from(m: Manifest) -> super::Manifest {
+            super::Manifest {
+                pipeline: m.pipeline,
+                epoch: m.epoch,
+                fingerprint: m.fingerprint,
+                parallelism: m.parallelism,
+                snapshots: m.snapshots,
+                source: m.source,
+                driver: m.driver,
+                more_sources: Vec::new(),
+            }
+        }
+    }
 }
 
 /// The manifest of format versions 1 and 2 (still read): as [`Manifest`], but a files source's
@@ -534,6 +612,7 @@ pub mod v2 {
                 snapshots: m.snapshots,
                 source,
                 driver: m.driver,
+                more_sources: Vec::new(),
             }
         }
     }

@@ -37,7 +37,7 @@ use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
 use envelope::Kind;
-pub use manifest::{DriverState, FingerprintField, Manifest, SavedOffset, SnapshotFile, SnapshotMeta};
+pub use manifest::{DriverState, FingerprintField, Manifest, SavedOffset, SavedSource, SnapshotFile, SnapshotMeta};
 pub use pacer::SnapshotPacer;
 pub use restore::{Restored, restore};
 pub use store::{BlobWriter, CheckpointStore, FolderStore};
@@ -279,6 +279,10 @@ impl Checkpointer {
             |e: rancor::Error| CheckpointError::Corrupt { name: name.clone(), why: format!("unreadable archive: {e}") };
         let m = if opened.version <= 2 {
             rkyv::from_bytes::<manifest::v2::Manifest, rancor::Error>(&aligned)
+                .map(Manifest::from)
+                .map_err(unreadable)?
+        } else if opened.version == 3 {
+            rkyv::from_bytes::<manifest::v3::Manifest, rancor::Error>(&aligned)
                 .map(Manifest::from)
                 .map_err(unreadable)?
         } else {

@@ -80,6 +80,7 @@ fn write(ck: &Checkpointer, epoch: u64, ops: &[Box<dyn Operator>]) {
         snapshots,
         source: Some(SavedOffset::Files { done: vec![format!("{epoch:03}.json")], reading: None }),
         driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
+        more_sources: Vec::new(),
     };
     ck.commit(&m).unwrap();
 }
@@ -344,4 +345,63 @@ fn a_manifest_written_in_format_version_2_still_restores_with_its_files_offset()
     let r = restored(&ck, 1).unwrap().expect("the version-2 checkpoint");
     assert_eq!(r.manifest.source, Some(SavedOffset::FilesInNameOrder { file: "002.json".into(), line: u64::MAX }));
     assert_eq!(r.manifest.driver, m.driver);
+}
+
+#[test]
+fn a_manifest_written_in_format_version_3_still_restores_as_one_source() {
+    let plan = plan();
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 3);
+    let ops = fresh(&plan, 1);
+    let snapshots = vec![ck.write_snapshot(3, 0, 1, &ops[0].snapshot()).unwrap()];
+    let m = manifest::v3::Manifest {
+        pipeline: "ck-test".into(),
+        epoch: 3,
+        fingerprint: ck.fingerprint().to_vec(),
+        parallelism: 1,
+        snapshots,
+        source: Some(SavedOffset::Files { done: vec!["001.json".into()], reading: None }),
+        driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
+    };
+    // A version-3 file: the version-4 envelope with version 3 in its header.
+    let payload = rkyv::to_bytes::<rancor::Error>(&m).unwrap();
+    let mut file = envelope::header(envelope::Kind::Manifest, payload.len() as u64).to_vec();
+    file[8..10].copy_from_slice(&3u16.to_le_bytes());
+    file.extend_from_slice(&payload);
+    file.extend_from_slice(&envelope::trailer(crc32fast::hash(&payload)));
+    ck.store().put(&manifest_name(3), &[&file]).unwrap();
+    let r = restored(&ck, 1).unwrap().expect("the version-3 checkpoint");
+    assert_eq!(r.manifest.source, m.source);
+    assert_eq!(r.manifest.driver, m.driver);
+    assert!(r.manifest.more_sources.is_empty(), "{:?}", r.manifest.more_sources);
+}
+
+#[test]
+fn a_manifest_keeps_each_further_source_offset_and_event_time() {
+    let plan = plan();
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 3);
+    let ops = fresh(&plan, 1);
+    let snapshots = vec![ck.write_snapshot(1, 0, 1, &ops[0].snapshot()).unwrap()];
+    let more = vec![manifest::SavedSource {
+        name: "slow".into(),
+        offset: Some(SavedOffset::Files {
+            done: vec!["a.json".into()],
+            reading: Some(manifest::SavedFileLines { file: "b.json".into(), line: 2 }),
+        }),
+        max_event_time: Some(42),
+    }];
+    let m = Manifest {
+        pipeline: "ck-test".into(),
+        epoch: 1,
+        fingerprint: ck.fingerprint().to_vec(),
+        parallelism: 1,
+        snapshots,
+        source: Some(SavedOffset::Files { done: vec!["x.json".into()], reading: None }),
+        driver: DriverState::RealTime { now: 5, max_event_time: Some(7), next_boundary: None },
+        more_sources: more.clone(),
+    };
+    ck.commit(&m).unwrap();
+    let r = restored(&ck, 1).unwrap().expect("the checkpoint");
+    assert_eq!(r.manifest.more_sources, more);
 }

@@ -299,6 +299,20 @@ pub struct Metrics {
     pub micro_batch_duration: Histogram,
     /// One per partition actor, by index.
     pub partitions: Vec<PartitionMetrics>,
+    /// A pipeline of several sources: [`RECORDS_IN`] and [`RECORDS_MALFORMED`] of each source
+    /// (label `source`: its name), in pipeline order ([`Metrics::records_in`] and
+    /// [`Metrics::records_malformed`] are then the first's); empty with one source, whose series
+    /// have no `source` label (as before several sources existed).
+    pub sources: Vec<SourceMetrics>,
+}
+
+/// The counters of one source of several.
+#[derive(Debug, Clone)]
+pub struct SourceMetrics {
+    /// [`RECORDS_IN`] `source="<name>"`.
+    pub records_in: Counter,
+    /// [`RECORDS_MALFORMED`] `source="<name>"`.
+    pub records_malformed: Counter,
 }
 
 /// Where the handles come from: a recorder, or nothing (no-op handles).
@@ -329,6 +343,13 @@ impl Metrics {
     /// and registers every series (counters and gauges at 0, histograms empty), and returns the
     /// handles with the recorder's render handle (for `/metrics`).
     pub fn new(pipeline: &str, partitions: usize) -> (Metrics, PrometheusHandle) {
+        Metrics::with_sources(pipeline, partitions, &[])
+    }
+
+    /// As [`Metrics::new`], for a pipeline of the sources named `sources` (in pipeline order):
+    /// with several, [`RECORDS_IN`] and [`RECORDS_MALFORMED`] are one series per source, labelled
+    /// `source` ([`Metrics::sources`]); with one or none, as [`Metrics::new`].
+    pub fn with_sources(pipeline: &str, partitions: usize, sources: &[String]) -> (Metrics, PrometheusHandle) {
         let builder = PrometheusBuilder::new().add_global_label("pipeline", pipeline);
         // `set_buckets` fails only on an empty list; BUCKETS is not empty.
         let builder = match builder.set_buckets(&BUCKETS) {
@@ -344,7 +365,7 @@ impl Metrics {
             }
         }
         let handle = recorder.handle();
-        let mut m = Metrics::register(&Registrar(Some(&recorder)), partitions);
+        let mut m = Metrics::register(&Registrar(Some(&recorder)), partitions, sources);
         // Kafka: one placeholder series until a Kafka source reports its partitions.
         Registrar(Some(&recorder)).gauge(KAFKA_CONSUMER_LAG, &[("source_partition", "none".into())]).set(0.0);
         m.enabled = true;
@@ -357,7 +378,10 @@ impl Metrics {
             &m.records_malformed,
             &m.files_unreadable,
             &m.checkpoint_failures,
-        ] {
+        ]
+        .into_iter()
+        .chain(m.sources.iter().flat_map(|s| [&s.records_in, &s.records_malformed]))
+        {
             c.absolute(0);
         }
         for g in [&m.watermark, &m.rolling_frontier, &m.watermark_lag, &m.checkpoint_size, &m.checkpoint_age] {
@@ -374,19 +398,34 @@ impl Metrics {
 
     /// No-op handles for `partitions` partition actors: nothing is recorded.
     pub fn disabled(partitions: usize) -> Metrics {
-        Metrics::register(&Registrar(None), partitions)
+        Metrics::register(&Registrar(None), partitions, &[])
     }
 
-    fn register(r: &Registrar<'_>, partitions: usize) -> Metrics {
+    fn register(r: &Registrar<'_>, partitions: usize, source_names: &[String]) -> Metrics {
         let stage = |s: &str| r.histogram(STAGE_LATENCY, &[("stage", s.to_string())]);
+        let sources: Vec<SourceMetrics> = match source_names {
+            [] | [_] => Vec::new(),
+            several => several
+                .iter()
+                .map(|n| {
+                    let l = [("source", n.clone())];
+                    SourceMetrics {
+                        records_in: r.counter(RECORDS_IN, &l),
+                        records_malformed: r.counter(RECORDS_MALFORMED, &l),
+                    }
+                })
+                .collect(),
+        };
         Metrics {
             enabled: false,
             recording: None,
             recorder: None,
-            records_in: r.counter(RECORDS_IN, &[]),
+            records_in: sources.first().map_or_else(|| r.counter(RECORDS_IN, &[]), |s| s.records_in.clone()),
             records_out: r.counter(RECORDS_OUT, &[]),
             records_late: r.counter(RECORDS_LATE, &[]),
-            records_malformed: r.counter(RECORDS_MALFORMED, &[]),
+            records_malformed: sources
+                .first()
+                .map_or_else(|| r.counter(RECORDS_MALFORMED, &[]), |s| s.records_malformed.clone()),
             files_unreadable: r.counter(FILES_UNREADABLE, &[]),
             source_to_sink_latency: r.histogram(SOURCE_TO_SINK_LATENCY, &[]),
             stage_source: stage(STAGES[0]),
@@ -413,6 +452,7 @@ impl Metrics {
                     }
                 })
                 .collect(),
+            sources,
         }
     }
 

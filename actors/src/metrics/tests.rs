@@ -103,3 +103,20 @@ fn readiness_needs_a_connected_source_and_no_failing_checkpoint() {
     h.set_checkpoint_failing(true);
     assert!(h.not_ready_reason().is_some());
 }
+
+#[test]
+fn several_sources_count_their_records_in_series_labelled_by_source() {
+    let (m, handle) = Metrics::with_sources("p", 1, &["orders".to_string(), "payments".to_string()]);
+    m.sources[1].records_in.increment(7);
+    m.records_in.increment(2);
+    m.sources[1].records_malformed.increment(1);
+    let text = handle.render();
+    assert_eq!(sample(&text, "eddy_records_in_total{pipeline=\"p\",source=\"orders\"}"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "eddy_records_in_total{pipeline=\"p\",source=\"payments\"}"), Some(7.0), "{text}");
+    assert_eq!(sample(&text, "eddy_records_malformed_total{pipeline=\"p\",source=\"payments\"}"), Some(1.0));
+    assert_eq!(sample(&text, "eddy_records_in_total{pipeline=\"p\"}"), None, "no unlabelled series beside them");
+    let (one, handle) = Metrics::with_sources("p", 1, &["source".to_string()]);
+    one.records_in.increment(3);
+    assert!(one.sources.is_empty());
+    assert_eq!(sample(&handle.render(), "eddy_records_in_total{pipeline=\"p\"}"), Some(3.0), "one source: no label");
+}

@@ -43,7 +43,7 @@ pub use compile::Compiled;
 pub(crate) use compile::{Dest, Fail};
 pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
-pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax};
+pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, UnionSyntax};
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.

@@ -23,6 +23,24 @@ pub struct QuerySyntax {
     pub group_by: Vec<GroupItemSyntax>,
     /// `HAVING`, if any.
     pub having: Option<Syntax>,
+    /// The query's input is a union ([`UnionSyntax`]) that [`QuerySyntax::from`] names
+    /// (the subquery's alias), not a source; `None`: it reads a source.
+    pub union: Option<UnionSyntax>,
+}
+
+/// `SELECT ... FROM a UNION ALL SELECT ... FROM b [UNION ALL ...]` (SQL.md "Union"): the
+/// queries' results, matched by position, under the first query's column names. At the top of
+/// a query it stands for `SELECT * FROM (the union)`; in `FROM ( ... ) [AS] alias` the outer
+/// query reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnionSyntax {
+    /// The queries, in order (at least two; each without a union of its own).
+    pub branches: Vec<QuerySyntax>,
+    /// `UNION` (distinct: a deduplication over all columns after the union) rather than
+    /// `UNION ALL`.
+    pub distinct: bool,
+    /// Where the first `UNION` keyword is.
+    pub pos: Pos,
 }
 
 /// The relation named in `FROM`: `name [[AS] alias]`.

@@ -47,8 +47,10 @@ mod paths;
 mod query;
 mod sink;
 mod source;
+mod sources;
 mod sql_join;
 mod sql_query;
+mod sql_union;
 mod steps;
 mod table;
 mod validate;
@@ -73,6 +75,8 @@ pub use overrides::parse_set_arg;
 pub use sql_query::{SqlQueryPlan, plan_sql_query};
 pub use steps::{PipelineExpr, Step, schema_after};
 pub use table::{DEFAULT_TABLE_MAX_BYTES, DEFAULT_TABLE_REFRESH_US};
+
+pub use crate::watermark_union::WatermarkPolicy;
 
 use crate::expr::SqlFrontEnd;
 use crate::schema::{Field, Schema};
@@ -175,8 +179,9 @@ fn load(path: &Path, overrides: &[(String, String)], front: Option<&dyn SqlFront
     Ok(pipeline)
 }
 
-/// A validated pipeline: one source, an optional watermark, one query, one sink, optional sinks
-/// for late and undecodable records, optional checkpoint and metrics (PIPELINE.md).
+/// A validated pipeline: one source or several (each with its steps and an optional
+/// watermark), one query, one sink, optional sinks for late and undecodable records, optional
+/// checkpoint and metrics (PIPELINE.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
     /// `name`: matches `[a-z0-9_-]+`; the metric label and checkpoint sub-folder.
@@ -191,8 +196,19 @@ pub struct Pipeline {
     pub parallelism: Option<usize>,
     /// `[clock]`: default the system clock.
     pub clock: ClockSpec,
-    /// `[source]`.
+    /// `[source]`, or the first `[[source]]`.
     pub source: SourceSpec,
+    /// The name a SQL query reads [`Pipeline::source`] by: its `name`, default `source`.
+    pub source_name: String,
+    /// [`Pipeline::source`]'s `idle_timeout` (> 0): left out of the pipeline watermark after this
+    /// long without a record (SEMANTICS.md "Several sources (union)"); `None` without one.
+    pub idle_timeout: Option<Duration>,
+    /// The `[[source]]` tables after the first, in file order; empty with one source. Their
+    /// records, once through their own steps, have the columns of [`Pipeline::source`]'s (the
+    /// union by name, PIPELINE.md `[query]`).
+    pub more_sources: Vec<UnionSource>,
+    /// `watermark_policy`: how the sources' watermarks combine; default min.
+    pub watermark_policy: WatermarkPolicy,
     /// The source's `filter` then `select` ([`Step::Filter`], [`Step::Project`]), run on each
     /// decoded record before the clock and the watermark see it (SEMANTICS.md "Source filters
     /// and projections"); empty without them. Their output is [`Pipeline::query_schema`].
@@ -206,7 +222,7 @@ pub struct Pipeline {
     /// A SQL query's stream-static join, run on each record after [`Pipeline::source_steps`]
     /// (SEMANTICS.md "Joins"); `None` without one.
     pub join: Option<StaticJoinSpec>,
-    /// `[watermark]`, if any.
+    /// `[watermark]`, or [`Pipeline::source`]'s `watermark = {...}`, if any.
     pub watermark: Option<WatermarkSpec>,
     /// A SQL query's WHERE conjuncts that mention the watermark column
     /// ([`SqlQueryPlan::watermarked_steps`]): filters run on each record after the watermark
@@ -232,6 +248,27 @@ pub struct Pipeline {
     pub metrics: Option<MetricsSpec>,
 }
 
+/// A `[[source]]` after the first (PIPELINE.md "Several sources, static tables, expressions and
+/// SQL"): read, decoded and stepped on its own, its records then join the first source's in one
+/// stream (the union by name: same column names and types, any order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnionSource {
+    /// `name`: matches `[a-z_][a-z0-9_]*`, unique among the sources and tables.
+    pub name: String,
+    /// The source.
+    pub source: SourceSpec,
+    /// Its `filter` then `select` (as [`Pipeline::source_steps`]), then a projection that puts
+    /// its columns in the order of the union's (by name); their output has the schema of the
+    /// first source's records after its steps.
+    pub steps: Vec<Step>,
+    /// How many of [`UnionSource::steps`], first, its `filter` and `select` wrote.
+    pub written_steps: usize,
+    /// Its `watermark = {...}` (the column's index is in the union's columns), if any.
+    pub watermark: Option<WatermarkSpec>,
+    /// Its `idle_timeout` (> 0), if any.
+    pub idle_timeout: Option<Duration>,
+}
+
 /// Largest accepted `parallelism`. Each partition actor is an OS thread (two with a checkpoint:
 /// its snapshot writer), with its stack and its allocator pages: about 300 KB of RSS per actor
 /// before any state (`eddy run` of one record: 14 MB at parallelism 1, 25 MB at 64, 328 MB at
@@ -250,8 +287,10 @@ impl Pipeline {
                 *p = base.join(&*p);
             }
         };
-        if let SourceKind::Files { path, .. } = &mut self.source.kind {
-            fix(path);
+        for source in std::iter::once(&mut self.source).chain(self.more_sources.iter_mut().map(|s| &mut s.source)) {
+            if let SourceKind::Files { path, .. } = &mut source.kind {
+                fix(path);
+            }
         }
         for t in &mut self.tables {
             fix(&mut t.path);

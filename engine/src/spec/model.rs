@@ -21,6 +21,11 @@ pub(crate) struct RawPipeline {
     pub parallelism: Option<i64>,
     pub clock: Option<RawClock>,
     pub source: Option<RawSource>,
+    /// `[[source]]` written more than once: every source, in file order (`parse.rs` moves such an
+    /// array here; one `[[source]]` is read as `[source]`).
+    pub source_list: Option<Vec<RawSource>>,
+    /// `watermark_policy`: how the sources' watermarks combine (`min`, `max`).
+    pub watermark_policy: Option<String>,
     /// `[[table]]`: static tables for stream-static joins.
     pub table: Option<Vec<RawTable>>,
     pub watermark: Option<RawWatermark>,
@@ -76,6 +81,7 @@ pub(crate) struct RawSource {
     // (PIPELINE.md "Several sources"), SQL expressions (SQL.md)
     pub name: Option<String>,
     pub watermark: Option<RawWatermark>,
+    pub idle_timeout: Option<String>,
     pub filter: Option<String>,
     pub select: Option<Vec<String>>,
 }

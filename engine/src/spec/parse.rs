@@ -48,25 +48,28 @@ pub(crate) fn parse_raw(text: &str, overrides: &[(String, String)]) -> Result<Ra
 }
 
 /// `[[source]]` (PIPELINE.md "Several sources"): an array of one source is read as `[source]`;
-/// several are refused (not implemented yet), naming the second.
+/// several are moved to `source_list` (errors inside them are named `source[i]...`, see
+/// [`shape_error`]).
 fn one_source_of_an_array(table: &mut toml::Table) -> Result<(), SpecError> {
     if let Some(toml::Value::Array(sources)) = table.get_mut("source") {
         match sources.len() {
+            0 => return Err(SpecError::new("source", "[]", "one [source] table, or one or more [[source]] tables")),
             1 => {
                 let one = sources.remove(0);
                 table.insert("source".into(), one);
             }
-            n => {
-                return Err(SpecError::new(
-                    "source",
-                    format!("{n} [[source]] tables"),
-                    "one source ([source], or [[source]] once): several sources are not implemented yet",
-                ));
+            _ => {
+                if let Some(list) = table.remove("source") {
+                    table.insert(SOURCE_LIST.into(), list);
+                }
             }
         }
     }
     Ok(())
 }
+
+/// The key several `[[source]]` tables are read under ([`super::model::RawPipeline::source_list`]).
+const SOURCE_LIST: &str = "source_list";
 
 /// A TOML syntax error: `field` = `line L, column C`, `given` = that line, `allowed` = toml's
 /// message.
@@ -127,7 +130,13 @@ fn shape_error(
         Some(p) => format!("{given} ({p})"),
         None => given,
     };
-    SpecError::new(path_string(&steps), given, allowed)
+    // several sources were read under `source_list`: the file calls them `source[i]`
+    let field = path_string(&steps);
+    let field = match field.strip_prefix(SOURCE_LIST) {
+        Some(rest) => format!("source{rest}"),
+        None => field,
+    };
+    SpecError::new(field, given, allowed)
 }
 
 /// The value at `steps` in `root`.
@@ -154,7 +163,9 @@ fn locate(text: &str, steps: &[Step]) -> Option<(usize, usize)> {
                 if let Some(v) = value {
                     table = v.as_table()?;
                 }
-                let (key, v) = table.get_key_value(k.as_str())?;
+                // several sources are read under `source_list`, written `[[source]]`
+                let k = if k == SOURCE_LIST { "source" } else { k.as_str() };
+                let (key, v) = table.get_key_value(k)?;
                 at = Some(key.span().start);
                 value = Some(v.get_ref());
             }

@@ -40,7 +40,7 @@ use crate::expr::{
 use crate::schema::{Field, Schema};
 
 /// The pipeline field every error of a SQL query names.
-const FIELD: &str = "query.sql";
+pub(super) const FIELD: &str = "query.sql";
 
 /// A SQL query planned onto the operators (see the module documentation for the order).
 #[derive(Debug, Clone, PartialEq)]
@@ -192,9 +192,9 @@ fn distinct_output_names(items: &[Item], list: &[PipelineExpr]) -> Result<(), Sp
 }
 
 /// A select item with `*` expanded.
-struct Item {
-    syntax: Syntax,
-    alias: Option<String>,
+pub(super) struct Item {
+    pub(super) syntax: Syntax,
+    pub(super) alias: Option<String>,
 }
 
 /// A GROUP BY key.
@@ -469,7 +469,7 @@ pub(super) fn at(pos: Pos, found: impl Display, allowed: impl Into<String>) -> S
 }
 
 /// A binding error of an expression of the query, at `query.sql`.
-fn sql_error(e: ExprError) -> SpecError {
+pub(super) fn sql_error(e: ExprError) -> SpecError {
     match e {
         ExprError::Syntax { pos, found, allowed }
         | ExprError::Type { pos, found, allowed }
@@ -506,7 +506,7 @@ fn is_aggregate(s: &Syntax) -> bool {
 }
 
 /// The first aggregate call in `s`, outermost first.
-fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
+pub(super) fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
     if is_aggregate(s) {
         return Some(s);
     }
@@ -564,7 +564,7 @@ pub(super) fn conjuncts(s: Syntax) -> Vec<Syntax> {
 }
 
 /// `s` with the qualifier (`source.col`, `alias.col`) dropped from column references.
-fn unqualified(s: &Syntax, qualifier: &str) -> Syntax {
+pub(super) fn unqualified(s: &Syntax, qualifier: &str) -> Syntax {
     match &s.kind {
         SyntaxKind::Column(parts) if parts.len() > 1 && parts[0].eq_ignore_ascii_case(qualifier) => {
             Syntax { kind: SyntaxKind::Column(parts[1..].to_vec()), pos: s.pos }
@@ -576,7 +576,7 @@ fn unqualified(s: &Syntax, qualifier: &str) -> Syntax {
     }
 }
 
-fn expand_items(q: &QuerySyntax, schema: &Schema, qualifier: &str) -> Result<Vec<Item>, SpecError> {
+pub(super) fn expand_items(q: &QuerySyntax, schema: &Schema, qualifier: &str) -> Result<Vec<Item>, SpecError> {
     let mut items = Vec::new();
     for item in &q.items {
         match item {
@@ -906,11 +906,11 @@ fn expr(s: &Syntax, name: Option<&str>, schema: &Schema) -> Result<PipelineExpr,
     Ok(PipelineExpr { field: FIELD.into(), typed, name })
 }
 
-fn project(s: &Syntax, alias: Option<&str>, schema: &Schema) -> Result<PipelineExpr, SpecError> {
+pub(super) fn project(s: &Syntax, alias: Option<&str>, schema: &Schema) -> Result<PipelineExpr, SpecError> {
     expr(s, alias, schema)
 }
 
-fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
+pub(super) fn filter(s: &Syntax, schema: &Schema) -> Result<Step, SpecError> {
     let e = expr(s, None, schema)?;
     if e.typed.data_type != crate::schema::DataType::Boolean {
         return Err(at(

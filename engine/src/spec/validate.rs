@@ -9,8 +9,11 @@ use super::error::{SpecError, list, quote};
 use super::model::{RawCheckpoint, RawClock, RawMetrics, RawPipeline, RawWatermark};
 use super::parse::render;
 use super::source::non_empty;
+use super::sources::{at_source, source_name_ok, union_sources};
 use super::steps::schema_after;
-use super::{CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, SinkSpec, WatermarkSpec};
+use super::{
+    CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, QuerySpec, SinkSpec, WatermarkSpec,
+};
 use crate::expr::SqlFrontEnd;
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
@@ -166,8 +169,43 @@ pub(crate) fn same_column(a: &str, b: &str) -> bool {
 }
 
 /// Validates the raw model; `front` parses the SQL expression fields (`None`: such a field is
-/// refused).
+/// refused). With several `[[source]]`, the first one's errors are named `source[0]...` (its
+/// `watermark = {...}` too).
 pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
+    let Some(mut list) = raw.source_list.take() else {
+        return validate_sources(raw, Vec::new(), front);
+    };
+    if let Some(w) = &raw.watermark {
+        let mut given = Present::new();
+        note(&mut given, "column", &w.column);
+        note(&mut given, "delay", &w.delay);
+        return Err(SpecError::new(
+            "watermark",
+            format!(
+                "[watermark] {{ {} }} beside {} [[source]] tables",
+                given.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "),
+                list.len()
+            ),
+            "with several sources, a watermark = { column, delay } in each [[source]] that has one: move [watermark] into its source",
+        ));
+    }
+    let rest = list.split_off(1);
+    raw.source = list.pop();
+    if raw.source.as_ref().is_some_and(|s| s.name.is_none()) {
+        return Err(SpecError::missing(
+            "source[0].name",
+            "a name matching [a-z_][a-z0-9_]*, unique among the sources (several [[source]] tables each need one)",
+        ));
+    }
+    validate_sources(raw, rest, front).map_err(|e| at_source(e, 0))
+}
+
+/// [`validate`] with the `[[source]]` tables after the first apart (`rest`; empty with one).
+fn validate_sources(
+    mut raw: RawPipeline,
+    rest: Vec<super::model::RawSource>,
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<Pipeline, SpecError> {
     let name = raw.name.ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
         return Err(SpecError::bad_str("name", &name, "a name matching [a-z0-9_-]+"));
@@ -200,14 +238,20 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         None => (None, None, None, None),
     };
     let source_name = source_name.unwrap_or_else(|| "source".to_string());
-    let named = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
-    if !source_name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') || !source_name.chars().all(named) {
-        return Err(SpecError::bad_str(
-            "source.name",
-            &source_name,
-            "a name matching [a-z_][a-z0-9_]* (default \"source\")",
-        ));
-    }
+    source_name_ok("source.name", &source_name)?;
+    let watermark_policy = match raw.watermark_policy.take().as_deref() {
+        None => super::WatermarkPolicy::Min,
+        Some(p) => match choice("watermark_policy", p, &["min", "max"])? {
+            "max" => super::WatermarkPolicy::Max,
+            _ => super::WatermarkPolicy::Min,
+        },
+    };
+    let idle_timeout = raw
+        .source
+        .as_mut()
+        .and_then(|s| s.idle_timeout.take())
+        .map(|t| duration("source.idle_timeout", &t, Min::Positive))
+        .transpose()?;
     let raw_watermark = match (raw.watermark.take(), source_watermark) {
         (Some(_), Some(_)) => {
             return Err(SpecError::new(
@@ -219,17 +263,143 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         (a, b) => a.or(b),
     };
     let source = super::source::source(raw.source, &name)?;
-    let tables = super::table::tables(raw.table.take(), &source_name)?;
     let mut source_steps = super::exprs::source_steps(filter.as_deref(), select.as_deref(), &source.schema, front)?;
     // everything after the source's steps reads their output
     let mut schema = schema_after(&source_steps, &source.schema);
     let mut watermark = raw_watermark.map(|w| watermark(w, &schema)).transpose()?;
     let written_source_steps = source_steps.len();
+    let several = !rest.is_empty();
+    let mut names = vec![source_name.clone()];
+    // a SQL query reads several sources through its UNION (columns by position): each source
+    // keeps its own columns until the union's steps are added below
+    let sql_text = raw.query.as_ref().and_then(|q| q.sql.clone());
+    let parsed = match (&sql_text, front) {
+        (Some(text), Some(front)) => Some(front.parse_query(text).map_err(super::sql_query::sql_error)?),
+        _ => None,
+    };
+    let by_position = parsed.as_ref().is_some_and(|q| q.union.is_some()) || (several && sql_text.is_some());
+    let stdin_first = source.kind == super::SourceKind::Stdin;
+    let mut more_sources =
+        union_sources(rest, stdin_first, (!by_position).then_some(&schema), &name, &mut names, front)?;
+    let tables = super::table::tables(raw.table.take(), &source_name)?;
+    for (t, table) in tables.iter().enumerate() {
+        if let Some(j) = names.iter().position(|n| n.eq_ignore_ascii_case(&table.name)) {
+            return Err(SpecError::bad_str(
+                format!("table[{t}].name"),
+                &table.name,
+                format!("a name no source has (source[{j}] is {})", quote(&names[j])),
+            ));
+        }
+    }
+    let mut union_query = None;
+    if by_position && let Some(q) = &parsed {
+        let Some(union) = &q.union else {
+            return Err(super::sql_query::at(
+                q.from.pos,
+                format!("FROM {}, one of {} sources", q.from.name, names.len()),
+                "a query that reads every [[source]]: SELECT ... FROM (SELECT ... FROM a UNION ALL SELECT ... FROM b) [AS] u ..., or SELECT ... FROM a UNION ALL SELECT ... FROM b",
+            ));
+        };
+        let mut srcs = vec![(source_name.clone(), schema.clone())];
+        srcs.extend(more_sources.iter().map(|s| (s.name.clone(), schema_after(&s.steps, &s.source.schema))));
+        let resolved = super::sql_union::resolve(union, &srcs)?;
+        // each source's watermark column, where the union selects it as it is
+        let moved = |w: &mut WatermarkSpec, i: usize, positions: &[Option<usize>]| match positions
+            .get(w.index)
+            .copied()
+            .flatten()
+        {
+            Some(p) => {
+                w.column = resolved.schema.fields()[p].name.clone();
+                w.index = p;
+                Ok(())
+            }
+            None => Err(SpecError::bad_str(
+                format!("source[{i}].watermark.column"),
+                &w.column,
+                "a column the query's union selects as it is (the watermark is on the union's column at its position)",
+            )),
+        };
+        let mut steps = resolved.steps.into_iter();
+        source_steps.extend(steps.next().unwrap_or_default());
+        if let Some(w) = watermark.as_mut() {
+            moved(w, 0, &resolved.positions[0])?;
+        }
+        for (i, (s, more)) in more_sources.iter_mut().zip(steps).enumerate() {
+            s.steps.extend(more);
+            if let Some(w) = s.watermark.as_mut() {
+                moved(w, i + 1, &resolved.positions[i + 1])?;
+            }
+        }
+        schema = resolved.schema;
+        union_query = Some((q.clone(), resolved.distinct));
+    }
+    // a query over several sources: append needs a watermark on the window's column in some
+    // source (Spark's union keeps the event-time column's watermark)
+    let query_watermark = watermark.clone().or_else(|| more_sources.iter().find_map(|s| s.watermark.clone()));
     let mut query_steps = Vec::new();
     let mut sql_output_steps = Vec::new();
-    let query_sql = raw.query.as_ref().and_then(|q| q.sql.clone());
+    let query_sql = sql_text;
     let mut join = None;
     let query = match raw.query {
+        Some(raw_query) if let Some((q, distinct)) = union_query => {
+            let trivial = q.selection.is_none()
+                && q.group_by.is_empty()
+                && q.having.is_none()
+                && matches!(q.items.as_slice(), [crate::expr::SelectItemSyntax::Wildcard { .. }]);
+            if distinct {
+                // UNION (distinct): distinct rows over every column after the union
+                if !trivial {
+                    let union_pos = q.union.as_ref().map_or(q.from.pos, |u| u.pos);
+                    return Err(super::sql_query::at(
+                        union_pos,
+                        "UNION (distinct) under an outer query",
+                        "UNION at the top of the query (a deduplication), or UNION ALL under an outer query",
+                    ));
+                }
+                // as Spark plans a streaming Distinct: an aggregation keyed by every column, without
+                // measures, in the query's output mode (update by default: a row again in a later
+                // batch is emitted again, as its group is updated; the watermark on a key column
+                // evicts the groups below it)
+                let group_by: Vec<String> = schema.fields().iter().map(|f| f.name.clone()).collect();
+                let output_mode = match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                    None | Some("update") => super::OutputMode::Update,
+                    Some("complete") => super::OutputMode::Complete,
+                    Some(other) => {
+                        return Err(SpecError::bad_str(
+                            "query.output_mode",
+                            other,
+                            "\"update\" (the default) or \"complete\" for a UNION (distinct): an aggregation without a window",
+                        ));
+                    }
+                };
+                QuerySpec::WindowAggregate { group_by, window: None, output_mode, measures: Vec::new() }
+            } else {
+                let outer = crate::expr::QuerySyntax { union: None, ..q };
+                let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
+                let plan = super::sql_query::plan_sql_query(
+                    &outer,
+                    &outer.from.name,
+                    &schema,
+                    query_watermark.as_ref(),
+                    &clock_column,
+                    raw_query.output_mode.as_deref(),
+                    mode,
+                )?;
+                // the outer query's steps before the watermark run on every source's records
+                for s in &mut more_sources {
+                    s.steps.extend(plan.source_steps.iter().cloned());
+                }
+                schema = schema_after(&plan.source_steps, &schema);
+                source_steps.extend(plan.source_steps);
+                for w in watermark.iter_mut().chain(more_sources.iter_mut().filter_map(|s| s.watermark.as_mut())) {
+                    w.index = schema.resolve(&w.column).unwrap_or(w.index);
+                }
+                query_steps = plan.watermarked_steps;
+                sql_output_steps = plan.output_steps;
+                plan.query
+            }
+        }
         Some(q) if q.sql.is_some() => {
             let (plan, static_join) = {
                 let clock_column: Vec<String> = raw.clock.as_ref().and_then(|c| c.column.clone()).into_iter().collect();
@@ -273,7 +443,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
                     "no [[table]] beside a structured query (a table is read by a SQL query's JOIN)",
                 ));
             }
-            super::query::query(q, &schema, mode, watermark.as_ref())?
+            super::query::query(q, &schema, mode, query_watermark.as_ref())?
         }
     };
     let clock = clock(raw.clock, &schema)?;
@@ -330,6 +500,10 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
         parallelism,
         clock,
         source,
+        source_name,
+        idle_timeout,
+        more_sources,
+        watermark_policy,
         source_steps,
         written_source_steps,
         tables,
@@ -349,7 +523,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
     Ok(pipeline)
 }
 
-fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {
+pub(super) fn watermark(raw: RawWatermark, schema: &Schema) -> Result<WatermarkSpec, SpecError> {
     let column = raw.column.ok_or_else(|| SpecError::missing("watermark.column", "the TIMESTAMP event-time column"))?;
     let index = timestamp_column("watermark.column", &column, schema)?;
     let delay =

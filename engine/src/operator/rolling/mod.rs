@@ -164,6 +164,15 @@ impl Hints {
 }
 
 impl RollingWindow {
+    /// With several sources (SEMANTICS.md "Several sources (union)"), the operator's watermark
+    /// comes only from the one each record is stamped with (the sources' combined watermark),
+    /// never from the event times of the records it sees: one source's records alone would move
+    /// it past the others'.
+    pub fn with_stamped_watermark(mut self) -> Self {
+        self.tracker = None;
+        self
+    }
+
     /// A new, empty operator.
     pub fn new(cfg: RollingWindowConfig) -> RollingWindow {
         let tracker = cfg.watermark.map(|(_, d)| WatermarkTracker::new(d));

@@ -141,6 +141,15 @@ pub struct WindowAggregate {
 }
 
 impl WindowAggregate {
+    /// With several sources (SEMANTICS.md "Several sources (union)"), the operator's watermark
+    /// comes only from the one each record is stamped with (the sources' combined watermark),
+    /// never from the event times of the records it sees: one source's records alone would move
+    /// it past the others'.
+    pub fn with_stamped_watermark(mut self) -> Self {
+        self.tracker = None;
+        self
+    }
+
     /// A new, empty operator.
     ///
     /// # Panics

@@ -1,0 +1,218 @@
+//! A SQL query over several sources (SQL.md "Union", PIPELINE.md "Several sources"): `SELECT ...
+//! FROM a [WHERE ...] UNION ALL SELECT ... FROM b [WHERE ...]`, at the top of the query or in
+//! `FROM ( ... ) [AS] alias` under an outer query. Each branch reads one source, each source is
+//! read by one branch; a branch's WHERE and select list become that source's steps (a filter and
+//! a projection, as its own `filter` / `select`), followed by a projection that gives its columns
+//! the first branch's names (columns are matched by position, as SQL's UNION ALL). The outer
+//! query then reads the union as one source of the union's columns.
+//!
+//! Where this is stricter than Spark: matched columns must have one type (Spark widens, e.g. INT
+//! with BIGINT to BIGINT); a branch has no GROUP BY, HAVING, aggregate or join.
+
+use super::error::{SpecError, quote};
+use super::sql_query::{at, expand_items, filter, first_aggregate, project, unqualified};
+use super::steps::{PipelineExpr, Step, schema_after};
+use crate::expr::{Node, QuerySyntax, SelectItemSyntax, Typed, UnionSyntax};
+use crate::schema::Schema;
+
+/// The field a union branch's steps are named by (`eddy explain`: `select (query.sql UNION)`).
+const UNION_FIELD: &str = "query.sql UNION";
+
+/// A union resolved against the pipeline's sources.
+pub(crate) struct ResolvedUnion {
+    /// For each source (pipeline order), the steps of its branch: its WHERE, its select list,
+    /// then the renaming to the union's column names.
+    pub steps: Vec<Vec<Step>>,
+    /// For each source, where each of its columns (after its own `filter` / `select`) is in the
+    /// union: `positions[i][c]` is `Some(union column)` when the branch selects column `c` as it
+    /// is (so a watermark on it carries over).
+    pub positions: Vec<Vec<Option<usize>>>,
+    /// The union's columns: the first branch's names and the branches' types.
+    pub schema: Schema,
+    /// `UNION` (distinct) rather than `UNION ALL`.
+    pub distinct: bool,
+}
+
+/// One branch of a union as planned on its source.
+#[derive(Clone)]
+struct Branch {
+    /// Its select list.
+    list: Vec<PipelineExpr>,
+    /// Its WHERE and select list as steps.
+    steps: Vec<Step>,
+}
+
+/// Resolves `union` over `sources` (each one's name and schema after its own steps).
+///
+/// # Errors
+/// A [`SpecError`] at `query.sql` with the line:column of: a branch reading an unknown source, or
+/// a source a second time; a source no branch reads; a branch with a join, GROUP BY, HAVING or an
+/// aggregate; a branch with another number of columns than the first, or a column of another
+/// type; an expression that does not bind.
+pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Result<ResolvedUnion, SpecError> {
+    let names: Vec<&str> = sources.iter().map(|(n, _)| n.as_str()).collect();
+    // each source's branch: its select list and its steps
+    let mut by_source: Vec<Option<Branch>> = vec![None; sources.len()];
+    let mut first: Option<Schema> = None;
+    for (b, branch) in union.branches.iter().enumerate() {
+        refuse_in_branch(branch)?;
+        let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(&branch.from.name)) else {
+            return Err(at(
+                branch.from.pos,
+                format!("FROM {} (no source of that name)", branch.from.name),
+                format!("FROM one of the pipeline's sources: {}", names.join(", ")),
+            ));
+        };
+        if by_source[i].is_some() {
+            return Err(at(
+                branch.from.pos,
+                format!("FROM {} a second time in the union", branch.from.name),
+                "each source once in a union (read it once, with one WHERE of both conditions)",
+            ));
+        }
+        let schema = &sources[i].1;
+        let qualifier = branch.from.alias.clone().unwrap_or_else(|| branch.from.name.clone());
+        let mut steps = Vec::new();
+        if let Some(w) = &branch.selection {
+            steps.push(filter(&unqualified(w, &qualifier), schema)?);
+        }
+        let items = expand_items(branch, schema, &qualifier)?;
+        let list = items
+            .iter()
+            .map(|item| project(&unqualified(&item.syntax, &qualifier), item.alias.as_deref(), schema))
+            .collect::<Result<Vec<_>, _>>()?;
+        distinct_names(branch, &list)?;
+        steps.push(Step::Project(list.clone()));
+        let out = schema_after(&steps, schema);
+        match &first {
+            None => first = Some(out),
+            Some(f) => matches_first(branch, b, f, &out)?,
+        }
+        by_source[i] = Some(Branch { list, steps });
+    }
+    if let Some(i) = by_source.iter().position(Option::is_none) {
+        return Err(at(
+            union.pos,
+            format!("a union that does not read source[{i}] ({})", quote(names[i])),
+            "a query that reads every [[source]] (SQL.md: a source the query does not name is refused)",
+        ));
+    }
+    let schema = first.unwrap_or_else(|| Schema::new(Vec::new()));
+    let mut steps = Vec::with_capacity(sources.len());
+    let mut positions = Vec::with_capacity(sources.len());
+    for (i, entry) in by_source.into_iter().enumerate() {
+        let Some(Branch { list, steps: mut own }) = entry else { continue };
+        // where each of the source's columns lands, when selected as it is
+        let mut at_union = vec![None; sources[i].1.len()];
+        for (p, e) in list.iter().enumerate() {
+            if let Node::Column(c) = e.typed.node
+                && at_union[c].is_none()
+            {
+                at_union[c] = Some(p);
+            }
+        }
+        if list.iter().zip(schema.fields()).any(|(e, f)| e.name != f.name) {
+            own.push(Step::Project(
+                schema
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .map(|(c, f)| PipelineExpr {
+                        field: UNION_FIELD.into(),
+                        typed: Typed { node: Node::Column(c), data_type: f.data_type, name: f.name.clone() },
+                        name: f.name.clone(),
+                    })
+                    .collect(),
+            ));
+        }
+        // named apart from the outer query's steps (`eddy explain`)
+        for step in &mut own {
+            match step {
+                Step::Filter(e) => e.field = UNION_FIELD.into(),
+                Step::Project(items) => items.iter_mut().for_each(|e| e.field = UNION_FIELD.into()),
+            }
+        }
+        steps.push(own);
+        positions.push(at_union);
+    }
+    Ok(ResolvedUnion { steps, positions, schema, distinct: union.distinct })
+}
+
+/// A branch is a plain SELECT over one source.
+fn refuse_in_branch(q: &QuerySyntax) -> Result<(), SpecError> {
+    const BRANCH: &str =
+        "SELECT ... FROM source [WHERE ...] in each query of a union (aggregate over the union instead)";
+    if let Some(j) = &q.join {
+        return Err(at(j.pos, "a JOIN in a query of a union", BRANCH));
+    }
+    if q.union.is_some() {
+        return Err(at(q.from.pos, "a union in a query of a union", BRANCH));
+    }
+    if let Some(g) = q.group_by.first() {
+        let pos = match g {
+            crate::expr::GroupItemSyntax::Expr(e) => e.pos,
+            crate::expr::GroupItemSyntax::Ordinal { pos, .. } => *pos,
+        };
+        return Err(at(pos, "GROUP BY in a query of a union", BRANCH));
+    }
+    if let Some(h) = &q.having {
+        return Err(at(h.pos, "HAVING in a query of a union", BRANCH));
+    }
+    for item in &q.items {
+        if let SelectItemSyntax::Expr { syntax, .. } = item
+            && let Some(agg) = first_aggregate(syntax)
+        {
+            return Err(at(agg.pos, "an aggregate in a query of a union", BRANCH));
+        }
+    }
+    Ok(())
+}
+
+/// A branch's output names are distinct (ignoring case), as a source's `select`'s.
+fn distinct_names(q: &QuerySyntax, list: &[PipelineExpr]) -> Result<(), SpecError> {
+    for (i, e) in list.iter().enumerate() {
+        if list[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&e.name)) {
+            return Err(at(
+                q.from.pos,
+                format!("two columns named {} in a query of a union", quote(&e.name)),
+                "distinct column names (rename one with AS)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Branch `b`'s columns (`out`) match the first branch's (`first`) by position: as many, each of
+/// the same type.
+fn matches_first(q: &QuerySyntax, b: usize, first: &Schema, out: &Schema) -> Result<(), SpecError> {
+    let pos = q.items.first().map_or(q.from.pos, |i| match i {
+        SelectItemSyntax::Wildcard { pos, .. } => *pos,
+        SelectItemSyntax::Expr { syntax, .. } => syntax.pos,
+    });
+    if out.len() != first.len() {
+        return Err(at(
+            pos,
+            format!("query {} of the union with {} columns", b + 1, out.len()),
+            format!(
+                "{} columns, as the first query's ({}): a union matches columns by position",
+                first.len(),
+                first.names()
+            ),
+        ));
+    }
+    for (c, (o, f)) in out.fields().iter().zip(first.fields()).enumerate() {
+        if o.data_type != f.data_type {
+            return Err(at(
+                pos,
+                format!("column {} ({}) of query {} of type {}", c + 1, quote(&o.name), b + 1, o.data_type),
+                format!(
+                    "{}, the type of the first query's column {} ({}): a union matches columns by position (CAST one of them)",
+                    f.data_type,
+                    c + 1,
+                    quote(&f.name)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
