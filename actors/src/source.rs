@@ -447,7 +447,7 @@ impl SourceActor {
                         }
                     };
                     self.malformed(
-                        "record whose source filter / select failed",
+                        "record whose filter or computed column failed (the source's filter / select, or a SQL query's WHERE, keys or aggregate inputs)",
                         &reason,
                         text,
                         &item.position,
@@ -610,7 +610,7 @@ impl SourceActor {
                         json.trim_end().as_bytes()
                     }
                 };
-                self.malformed("record whose source filter / select failed", &reason, record, position, dead, last_log);
+                self.malformed("record whose filter or computed column failed (the source's filter / select, or a SQL query's WHERE, keys or aggregate inputs)", &reason, record, position, dead, last_log);
                 None
             }
         }
