@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use super::{OutputMode, QuerySpec, SinkSpec};
 use super::error::{SpecError, list};
 use super::model::RawSink;
 use super::source::{non_empty, properties};
 use super::validate::{Present, Show, choice, note, only_fields, same_column};
+use super::{OutputMode, QuerySpec, SinkSpec};
 use crate::schema::{DataType, Field, Schema};
 
 const SINK_TYPES: &[&str] = &["files", "stdout", "kafka", "delta"];
@@ -90,7 +90,12 @@ pub(crate) fn sink_spec(
 /// # Errors
 /// A [`SpecError`] at `field[i]` for a name that is no column (`what`: the kind of column
 /// expected) or that names a column a second time.
-fn resolve_columns(field: &str, mut given: Vec<String>, columns: &[&str], what: &str) -> Result<Vec<String>, SpecError> {
+fn resolve_columns(
+    field: &str,
+    mut given: Vec<String>,
+    columns: &[&str],
+    what: &str,
+) -> Result<Vec<String>, SpecError> {
     for i in 0..given.len() {
         let at = format!("{field}[{i}]");
         let k = &given[i];

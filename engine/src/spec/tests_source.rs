@@ -271,7 +271,10 @@ fn delta_sink_takes_a_path_and_output_partition_columns() {
     // names resolve ignoring case and take the column's spelling
     let p = ok(&with(&["sink.partition_by=[\"K\"]"]));
     assert_eq!(p.sink, SinkSpec::Delta { path: "out".into(), partition_by: vec!["k".into()] });
-    assert_eq!(ok(&with(&["query.output_mode=complete"])).sink, SinkSpec::Delta { path: "out".into(), partition_by: vec![] });
+    assert_eq!(
+        ok(&with(&["query.output_mode=complete"])).sink,
+        SinkSpec::Delta { path: "out".into(), partition_by: vec![] }
+    );
     assert_eq!(err(&["sink.type=delta", "query.output_mode=append"]).field, "sink.path");
     assert_eq!(err(&with(&["sink.topic=t"])).field, "sink.topic");
     let e = err(&with(&["sink.partition_by=[\"ts\"]"]));
@@ -283,8 +286,15 @@ fn delta_sink_takes_a_path_and_output_partition_columns() {
     // the late and dead-letter sinks append records: their own columns, any output mode
     let p = ok(&["late_sink.type=delta", "late_sink.path=late", "late_sink.partition_by=[\"k\"]"]);
     assert_eq!(p.late_sink, Some(SinkSpec::Delta { path: "late".into(), partition_by: vec!["k".into()] }));
-    assert!(ok(&["dead_letter.type=delta", "dead_letter.path=dl", "dead_letter.partition_by=[\"reason\"]"]).dead_letter.is_some());
-    assert_eq!(err(&["late_sink.type=delta", "late_sink.path=late", "late_sink.partition_by=[\"x\"]"]).field, "late_sink.partition_by[0]");
+    assert!(
+        ok(&["dead_letter.type=delta", "dead_letter.path=dl", "dead_letter.partition_by=[\"reason\"]"])
+            .dead_letter
+            .is_some()
+    );
+    assert_eq!(
+        err(&["late_sink.type=delta", "late_sink.path=late", "late_sink.partition_by=[\"x\"]"]).field,
+        "late_sink.partition_by[0]"
+    );
 }
 
 #[test]
