@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Crash test (checkpoints and recovery): for a window aggregate (append, micro-batch; update,
 # real-time), a rolling window (real-time), a deduplication (micro-batch) and a union of two
-# sources into a window aggregate (micro-batch), files to files,
+# sources into a window aggregate (micro-batch), files to files
+# (and, named explicitly with a binary built with `--features delta`, scripts/crash/delta/*.toml:
+# the append window aggregate into a Delta table, one version per batch, no batch twice),
 # `eddy run` is killed with SIGKILL at KILLS random instants and restarted each time (with a
 # random `parallelism` from 1 to 3, so state is re-split too); the output after the final run
 # must be identical to an uninterrupted run's: the same files, each with the same rows (nothing
@@ -31,6 +33,9 @@ if [ -z "${EDDY:-}" ]; then
   cargo build -q --bin eddy
   EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"
 fi
+# The Delta pipelines' tables are read back with pyarrow (a venv with `deltalake==1.6.6` and
+# `pyarrow==26.0.1`).
+delta_python=${DELTA_PYTHON:-$HOME/.cache/delta-reader-venv/bin/python}
 pipelines=("$@")
 [ ${#pipelines[@]} -gt 0 ] || pipelines=(scripts/crash/*.toml)
 
@@ -89,6 +94,14 @@ for p in "${pipelines[@]}"; do
     fi
   done
   EDDY_LOG=warn run "$crash" $(( 1 + RANDOM % 3 ))
+  if [ -d "$ref/output/_delta_log" ]; then
+    # A Delta table: one file per batch (txn version) for compare.py; fails on a batch written
+    # twice or a Parquet file no version references.
+    for d in "$ref" "$crash"; do
+      "$delta_python" scripts/crash/delta_batches.py "$d/output" "$d/batches" || failed=1
+      mv "$d/output" "$d/table" && mv "$d/batches" "$d/output"
+    done
+  fi
   leftovers=$(find "$crash/output" -name '.*' | wc -l)
   printf '%-14s uninterrupted %5d ms; %2d of %d runs stopped mid-run (SIG%s); ' "$name" "$took_ms" "$killed" "$kills" "$signal"
   if python3 scripts/crash/compare.py "$ref/output" "$crash/output" && [ "$leftovers" -eq 0 ] && [ "$bad_exits" -eq 0 ]; then

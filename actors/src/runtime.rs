@@ -126,14 +126,34 @@ fn kafka_open_error(field: &str, e: ConnectorError) -> RuntimeError {
     }
 }
 
+/// Opens the sink at `field` of `spec`. `columns`: the rows' columns (the Delta sink's table
+/// schema); `complete`: each batch replaces the table (the Delta sink under the complete output
+/// mode).
 fn open_sink(
     spec: &SinkSpec,
     field: &str,
-    real_time: bool,
+    (real_time, complete): (bool, bool),
+    columns: &[eddy_engine::schema::Field],
     pipeline: &str,
     stop: &AtomicBool,
 ) -> Result<Box<dyn Sink>, RuntimeError> {
     match spec {
+        #[cfg(feature = "delta")]
+        SinkSpec::Delta { path, partition_by } => {
+            use eddy_connectors::delta::{DeltaSink, DeltaWrite};
+            let write = if complete { DeltaWrite::Complete } else { DeltaWrite::Append };
+            DeltaSink::new(path, columns, partition_by, write)
+                .map(|s| Box::new(s) as Box<dyn Sink>)
+                .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() })
+        }
+        #[cfg(not(feature = "delta"))]
+        SinkSpec::Delta { .. } => {
+            let _ = (columns, complete);
+            Err(RuntimeError::Open {
+                field: format!("{field}.type"),
+                why: "this eddy was built without the delta sink (cargo feature \"delta\")".into(),
+            })
+        }
         SinkSpec::Files { path } => FilesSink::new(path, "batch")
             .map(|s| Box::new(s) as Box<dyn Sink>)
             .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() }),
@@ -302,16 +322,32 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     // opened too, and reports to `health` when its broker becomes unreachable or reachable again.
     health.set_sources_connected(true);
 
+    let complete = matches!(pipeline.query, QuerySpec::WindowAggregate { output_mode: spec::OutputMode::Complete, .. });
     let mut sink = match opts.sink_override {
         Some(s) => s,
-        None => open_sink(&pipeline.sink, "sink", real_time, &pipeline.name, &stop)?,
+        None => {
+            open_sink(&pipeline.sink, "sink", (real_time, complete), &pipeline.output_schema(), &pipeline.name, &stop)?
+        }
     };
     let mut late = match &pipeline.late_sink {
-        Some(s) => Some((open_sink(s, "late_sink", real_time, &pipeline.name, &stop)?, plan.input_names.clone())),
+        Some(s) => {
+            let columns = pipeline.query_schema().fields().to_vec();
+            Some((
+                open_sink(s, "late_sink", (real_time, false), &columns, &pipeline.name, &stop)?,
+                plan.input_names.clone(),
+            ))
+        }
         None => None,
     };
     let mut dead_letter = match &pipeline.dead_letter {
-        Some(s) => Some(open_sink(s, "dead_letter", real_time, &pipeline.name, &stop)?),
+        Some(s) => {
+            let text = |name: &str| eddy_engine::schema::Field {
+                name: name.into(),
+                data_type: eddy_engine::schema::DataType::String,
+            };
+            let columns = [text("reason"), text("source"), text("record")];
+            Some(open_sink(s, "dead_letter", (real_time, false), &columns, &pipeline.name, &stop)?)
+        }
         None => None,
     };
     let key = match &pipeline.sink {
@@ -344,7 +380,16 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         Some(c) => {
             let (ck, restored) = restore_checkpoint(pipeline, c, parallelism, &plan, &router)?;
             let committed = restored.as_ref().map(|r| r.manifest.epoch);
+            // the checkpoint's application id, for the sinks that mark their commits (Delta)
+            let mut sinks = std::iter::once(&pipeline.sink).chain(&pipeline.late_sink).chain(&pipeline.dead_letter);
+            let app_id = match sinks.any(|s| matches!(s, SinkSpec::Delta { .. })) {
+                true => Some(ck.application_id().map_err(|e| RuntimeError::Failed(format!("checkpoint: {e}")))?),
+                false => None,
+            };
             for s in std::iter::once(&mut sink).chain(late.as_mut().map(|(s, _)| s)).chain(dead_letter.as_mut()) {
+                if let Some(id) = &app_id {
+                    s.use_application_id(id);
+                }
                 s.recover(committed).map_err(|e| RuntimeError::Failed(format!("recovering the sink: {e}")))?;
             }
             match restored {

@@ -10,6 +10,8 @@ use std::fmt;
 
 use eddy_engine::Record;
 
+#[cfg(feature = "delta")]
+pub mod delta;
 pub mod files;
 pub mod kafka;
 pub mod nexmark;
@@ -301,6 +303,15 @@ pub trait Sink: Send {
     /// As [`Sink::prepare`], from this call or from the wait.
     fn prepare_begin(&mut self, batch_id: u64) -> Result<Option<PrepareWait>, ConnectorError> {
         self.prepare(batch_id).map(|()| None)
+    }
+
+    /// The application id kept in the pipeline's checkpoint (a UUID created with it), given
+    /// before [`Sink::recover`] when the pipeline has a checkpoint: a sink that marks its commits
+    /// with it (Delta's `txn` action, as Spark's Delta sink marks them with its query id) finds
+    /// after a restart which batches are in already. Without a checkpoint the sink keeps an id of
+    /// its own for the run. Default: ignored.
+    fn use_application_id(&mut self, id: &str) {
+        let _ = id;
     }
 
     /// On restart, before anything is written: finishes what a stopped run left behind.

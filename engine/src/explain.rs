@@ -337,6 +337,10 @@ fn sink_line(s: &SinkSpec) -> String {
     match s {
         SinkSpec::Files { path } => format!("files {}", path.display()),
         SinkSpec::Stdout => "stdout".to_string(),
+        SinkSpec::Delta { path, partition_by } if partition_by.is_empty() => format!("delta {}", path.display()),
+        SinkSpec::Delta { path, partition_by } => {
+            format!("delta {} partitioned by {}", path.display(), partition_by.join(", "))
+        }
         SinkSpec::Kafka { topic, bootstrap_servers, key, .. } => {
             let key = if key.is_empty() { String::new() } else { format!(", key ({})", key.join(", ")) };
             format!("kafka {topic} at {bootstrap_servers}{key}")

@@ -43,6 +43,9 @@ pub use restore::{Restored, restore};
 pub use store::{BlobWriter, CheckpointStore, FolderStore};
 pub use writer::SnapshotWriter;
 
+/// The blob holding the checkpoint's application id ([`Checkpointer::application_id`]).
+const APPLICATION_ID: &str = "application-id";
+
 /// Errors of checkpoints.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
@@ -252,6 +255,32 @@ impl Checkpointer {
             }
         }
         Ok(())
+    }
+
+    /// The checkpoint's application id: a UUID created with the checkpoint (the first call
+    /// stores it in the blob `application-id`) and read back by every later run, so that a sink
+    /// marking its commits with it (Delta's `txn`, PIPELINE.md "Delta Lake sink") recognises the
+    /// batches a crashed run committed; a new checkpoint folder gets a new id.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] when the store fails; [`CheckpointError::Corrupt`] when the blob
+    /// holds no UUID.
+    pub fn application_id(&self) -> Result<String, CheckpointError> {
+        match self.store.get(APPLICATION_ID) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                uuid::Uuid::parse_str(text.trim()).map(|id| id.to_string()).map_err(|e| CheckpointError::Corrupt {
+                    name: format!("{}/{APPLICATION_ID}", self.store.location()),
+                    why: format!("not a UUID: {e}"),
+                })
+            }
+            Err(CheckpointError::Missing { .. }) => {
+                let id = uuid::Uuid::new_v4().to_string();
+                self.store.put(APPLICATION_ID, &[id.as_bytes()])?;
+                Ok(id)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The epochs that have a manifest, oldest first.

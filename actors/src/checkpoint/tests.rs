@@ -405,3 +405,29 @@ fn a_manifest_keeps_each_further_source_offset_and_event_time() {
     let r = restored(&ck, 1).unwrap().expect("the checkpoint");
     assert_eq!(r.manifest.more_sources, more);
 }
+
+#[test]
+fn the_application_id_is_created_with_the_checkpoint_and_kept_by_later_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = {
+        let ck = checkpointer(dir.path(), 3);
+        let id = ck.application_id().unwrap();
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+        assert_eq!(ck.application_id().unwrap(), id);
+        id
+    };
+    // a later run of the same checkpoint folder reads the same id; it survives retention
+    let ck = checkpointer(dir.path(), 1);
+    let ops = fresh(&plan(), 1);
+    for epoch in 0..3 {
+        write(&ck, epoch, &ops);
+    }
+    assert_eq!(ck.application_id().unwrap(), first);
+    // another checkpoint folder: another id
+    let other = tempfile::tempdir().unwrap();
+    assert_ne!(checkpointer(other.path(), 3).application_id().unwrap(), first);
+    // a damaged id is an error naming the blob, not a new id
+    std::fs::write(dir.path().join("application-id"), b"not a uuid").unwrap();
+    let e = ck.application_id().unwrap_err();
+    assert!(e.to_string().contains("application-id"), "{e}");
+}

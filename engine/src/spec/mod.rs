@@ -296,7 +296,7 @@ impl Pipeline {
             fix(&mut t.path);
         }
         for sink in [Some(&mut self.sink), self.late_sink.as_mut(), self.dead_letter.as_mut()].into_iter().flatten() {
-            if let SinkSpec::Files { path } = sink {
+            if let SinkSpec::Files { path } | SinkSpec::Delta { path, .. } = sink {
                 fix(path);
             }
         }
@@ -764,6 +764,16 @@ pub enum SinkSpec {
         properties: BTreeMap<String, String>,
         /// `exactly_once`: transactions committed per epoch; default false (at-least-once).
         exactly_once: bool,
+    },
+    /// `type = "delta"`: a Delta Lake table in the folder `path` (created with the table on the
+    /// first write), one table version per micro-batch / epoch with rows (PIPELINE.md "Delta Lake
+    /// sink"). Refused for the `update` output mode, as Spark's Delta sink refuses it.
+    Delta {
+        /// The table's folder (relative to the pipeline file after [`Pipeline::resolve_paths`]).
+        path: PathBuf,
+        /// `partition_by`: columns of the sink's rows (as Spark's `partitionBy`), distinct, in
+        /// their column's spelling; default none.
+        partition_by: Vec<String>,
     },
 }
 

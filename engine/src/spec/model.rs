@@ -181,6 +181,8 @@ pub(crate) struct RawSink {
     pub key: Option<Vec<String>>,
     pub properties: Option<BTreeMap<String, toml::Value>>,
     pub exactly_once: Option<bool>,
+    // delta
+    pub partition_by: Option<Vec<String>>,
     // `[sink]` only: SQL expressions over the output columns (SQL.md)
     pub select: Option<Vec<String>>,
 }

@@ -48,7 +48,7 @@ pub(crate) fn check_output_folders(pipeline: &Pipeline, base: Option<&Path>) -> 
     let folders: Vec<Folder<'_>> = sinks
         .into_iter()
         .filter_map(|(field, sink)| match sink {
-            Some(SinkSpec::Files { path }) => Some((field, path.as_path())),
+            Some(SinkSpec::Files { path } | SinkSpec::Delta { path, .. }) => Some((field, path.as_path())),
             _ => None,
         })
         .chain(pipeline.checkpoint.as_ref().map(|c| ("checkpoint.path", c.path.as_path())))

@@ -2,14 +2,14 @@
 
 use std::path::PathBuf;
 
-use super::SinkSpec;
 use super::error::{SpecError, list};
 use super::model::RawSink;
 use super::source::{non_empty, properties};
 use super::validate::{Present, Show, choice, note, only_fields, same_column};
-use crate::schema::{DataType, Schema};
+use super::{OutputMode, QuerySpec, SinkSpec};
+use crate::schema::{DataType, Field, Schema};
 
-const SINK_TYPES: &[&str] = &["files", "stdout", "kafka"];
+const SINK_TYPES: &[&str] = &["files", "stdout", "kafka", "delta"];
 
 /// The fields a sink of type `kind` takes; `None` for an unknown type.
 pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
@@ -17,6 +17,7 @@ pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
         "files" => &["type", "path", "format"],
         "stdout" => &["type", "format"],
         "kafka" => &["type", "bootstrap_servers", "topic", "key", "properties", "exactly_once", "format"],
+        "delta" => &["type", "path", "partition_by"],
         _ => return None,
     })
 }
@@ -30,7 +31,7 @@ pub(crate) fn sink_spec(
     let kind = raw
         .kind
         .clone()
-        .ok_or_else(|| SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\""))?;
+        .ok_or_else(|| SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\", \"delta\""))?;
     let kind = choice(&format!("{section}.type"), &kind, SINK_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "format", &raw.format);
@@ -40,6 +41,7 @@ pub(crate) fn sink_spec(
     note(&mut present, "key", &raw.key);
     note(&mut present, "properties", &raw.properties);
     note(&mut present, "exactly_once", &raw.exactly_once);
+    note(&mut present, "partition_by", &raw.partition_by);
     let allowed = fields_of(kind).unwrap_or(&["type"]);
     only_fields(section, "sink type", kind, &present, allowed)?;
     if let Some(f) = &raw.format {
@@ -52,24 +54,24 @@ pub(crate) fn sink_spec(
             SinkSpec::Files { path: PathBuf::from(path) }
         }
         "stdout" => SinkSpec::Stdout,
+        "delta" => {
+            let path = non_empty(
+                &format!("{section}.path"),
+                raw.path,
+                "a folder path for the Delta table (relative to the pipeline file)",
+            )?;
+            let partition_by = raw.partition_by.unwrap_or_default();
+            let partition_by =
+                resolve_columns(&format!("{section}.partition_by"), partition_by, key_columns, key_what)?;
+            SinkSpec::Delta { path: PathBuf::from(path), partition_by }
+        }
         _ => {
             let bootstrap_servers =
                 non_empty(&format!("{section}.bootstrap_servers"), raw.bootstrap_servers, "host:port[,host:port...]")?;
             let topic = non_empty(&format!("{section}.topic"), raw.topic, "a topic name")?;
             // Each key names an output column ignoring case (as Spark resolves names); it is kept
             // in the output column's spelling.
-            let mut key = raw.key.unwrap_or_default();
-            for i in 0..key.len() {
-                let at = format!("{section}.key[{i}]");
-                let k = &key[i];
-                let Some(column) = key_columns.iter().find(|c| same_column(c, k)) else {
-                    return Err(SpecError::bad_str(at, k, format!("{key_what}: {}", list(key_columns))));
-                };
-                if key[..i].iter().any(|earlier| same_column(earlier, column)) {
-                    return Err(SpecError::bad_str(at, k, "each column once (names match ignoring case)"));
-                }
-                key[i] = column.to_string();
-            }
+            let key = resolve_columns(&format!("{section}.key"), raw.key.unwrap_or_default(), key_columns, key_what)?;
             let properties = properties(&format!("{section}.properties"), raw.properties)?;
             SinkSpec::Kafka {
                 bootstrap_servers,
@@ -80,6 +82,80 @@ pub(crate) fn sink_spec(
             }
         }
     })
+}
+
+/// Resolves `given` (the list at `field`) against `columns`: each names a column ignoring case (as
+/// Spark resolves names) and is kept in the column's spelling; each column at most once.
+///
+/// # Errors
+/// A [`SpecError`] at `field[i]` for a name that is no column (`what`: the kind of column
+/// expected) or that names a column a second time.
+fn resolve_columns(
+    field: &str,
+    mut given: Vec<String>,
+    columns: &[&str],
+    what: &str,
+) -> Result<Vec<String>, SpecError> {
+    for i in 0..given.len() {
+        let at = format!("{field}[{i}]");
+        let k = &given[i];
+        let Some(column) = columns.iter().find(|c| same_column(c, k)) else {
+            return Err(SpecError::bad_str(at, k, format!("{what}: {}", list(columns))));
+        };
+        if given[..i].iter().any(|earlier| same_column(earlier, column)) {
+            return Err(SpecError::bad_str(at, k, "each column once (names match ignoring case)"));
+        }
+        given[i] = column.to_string();
+    }
+    Ok(given)
+}
+
+/// The Delta sink's checks that need the query (PIPELINE.md "Delta Lake sink"): with `query`
+/// (the main sink; the late and dead-letter sinks append records), the `update` output mode is
+/// refused, as Spark's Delta sink refuses it (a row would be appended again at
+/// each change of its window); a partition column must be of a scalar type (Delta partition
+/// values are strings of scalars).
+///
+/// # Errors
+/// A [`SpecError`] at `query.output_mode` for a window aggregate in update mode, at
+/// `{section}.type` for a rolling window (update mode only), at `{section}.partition_by[i]` for a
+/// column of a non-scalar type.
+pub(crate) fn delta_checks(
+    section: &str,
+    sink: &SinkSpec,
+    query: Option<&QuerySpec>,
+    columns: &[Field],
+) -> Result<(), SpecError> {
+    let SinkSpec::Delta { partition_by, .. } = sink else { return Ok(()) };
+    const WHY: &str = "Spark's Delta sink refuses update mode: write update-mode results to a kafka or files sink";
+    match query {
+        Some(QuerySpec::WindowAggregate { output_mode: OutputMode::Update, .. }) => {
+            return Err(SpecError::bad_str(
+                "query.output_mode",
+                "update",
+                format!("\"append\" or \"complete\" with a delta {section} ({WHY})"),
+            ));
+        }
+        Some(QuerySpec::RollingWindow { .. }) => {
+            return Err(SpecError::bad_str(
+                format!("{section}.type"),
+                "delta",
+                format!("\"files\", \"stdout\" or \"kafka\" for a rolling window, which emits in update mode ({WHY})"),
+            ));
+        }
+        _ => {}
+    }
+    for (i, name) in partition_by.iter().enumerate() {
+        let Some(f) = columns.iter().find(|f| &f.name == name) else { continue };
+        if matches!(f.data_type, DataType::Window | DataType::Struct(_) | DataType::Array(_)) {
+            return Err(SpecError::bad_str(
+                format!("{section}.partition_by[{i}]"),
+                name,
+                "a column of a scalar type (a struct or array cannot be a Delta partition column)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The main Kafka sink's message columns (PIPELINE.md, as Spark's Kafka sink): after the sink's

@@ -264,6 +264,50 @@ fn kafka_sink_key_columns_are_output_columns() {
 }
 
 #[test]
+fn delta_sink_takes_a_path_and_output_partition_columns() {
+    let delta = ["sink.type=delta", "sink.path=out", "query.output_mode=append"];
+    let with = |extra: &[&'static str]| delta.iter().copied().chain(extra.iter().copied()).collect::<Vec<_>>();
+    assert_eq!(ok(&delta).sink, SinkSpec::Delta { path: "out".into(), partition_by: vec![] });
+    // names resolve ignoring case and take the column's spelling
+    let p = ok(&with(&["sink.partition_by=[\"K\"]"]));
+    assert_eq!(p.sink, SinkSpec::Delta { path: "out".into(), partition_by: vec!["k".into()] });
+    assert_eq!(
+        ok(&with(&["query.output_mode=complete"])).sink,
+        SinkSpec::Delta { path: "out".into(), partition_by: vec![] }
+    );
+    assert_eq!(err(&["sink.type=delta", "query.output_mode=append"]).field, "sink.path");
+    assert_eq!(err(&with(&["sink.topic=t"])).field, "sink.topic");
+    let e = err(&with(&["sink.partition_by=[\"ts\"]"]));
+    assert_eq!(e.to_string(), "sink.partition_by[0]: given \"ts\"; allowed: an output column: window, k, count(1)");
+    assert_eq!(err(&with(&["sink.partition_by=[\"k\", \"K\"]"])).field, "sink.partition_by[1]");
+    let e = err(&with(&["sink.partition_by=[\"window\"]"]));
+    assert_eq!(e.field, "sink.partition_by[0]");
+    assert!(e.to_string().contains("scalar type"), "{e}");
+    // the late and dead-letter sinks append records: their own columns, any output mode
+    let p = ok(&["late_sink.type=delta", "late_sink.path=late", "late_sink.partition_by=[\"k\"]"]);
+    assert_eq!(p.late_sink, Some(SinkSpec::Delta { path: "late".into(), partition_by: vec!["k".into()] }));
+    assert!(
+        ok(&["dead_letter.type=delta", "dead_letter.path=dl", "dead_letter.partition_by=[\"reason\"]"])
+            .dead_letter
+            .is_some()
+    );
+    assert_eq!(
+        err(&["late_sink.type=delta", "late_sink.path=late", "late_sink.partition_by=[\"x\"]"]).field,
+        "late_sink.partition_by[0]"
+    );
+}
+
+#[test]
+fn delta_sink_refuses_update_mode_with_the_reason() {
+    let e = err(&["sink.type=delta", "sink.path=out"]);
+    assert_eq!(e.field, "query.output_mode");
+    assert_eq!(e.given, "\"update\"");
+    assert!(e.allowed.contains("Spark's Delta sink refuses update mode"), "{e}");
+    let e = err(&["sink.type=delta", "sink.path=out", "query.output_mode=update"]);
+    assert_eq!(e.field, "query.output_mode");
+}
+
+#[test]
 fn late_and_dead_letter_sinks_have_the_sink_shape_and_their_own_keys() {
     let p = ok(&["late_sink.type=files", "late_sink.path=late", "dead_letter.type=stdout"]);
     assert_eq!((p.late_sink, p.dead_letter), (Some(SinkSpec::Files { path: "late".into() }), Some(SinkSpec::Stdout)));

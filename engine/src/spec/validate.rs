@@ -491,6 +491,10 @@ fn validate_sources(
         .dead_letter
         .map(|s| super::sink::sink_spec("dead_letter", s, &["reason", "source", "record"], "a dead-letter field"))
         .transpose()?;
+    super::sink::delta_checks("sink", &sink, Some(&query), output.fields())?;
+    if let Some(s) = &late_sink {
+        super::sink::delta_checks("late_sink", s, None, schema.fields())?;
+    }
     let checkpoint = raw.checkpoint.map(checkpoint).transpose()?;
     let metrics = raw.metrics.map(metrics).transpose()?;
     let pipeline = Pipeline {

@@ -1,0 +1,525 @@
+//! [`DeltaSink`]: a Delta Lake table, one table version per micro-batch / epoch with rows,
+//! exactly once across restarts (PIPELINE.md "Delta Lake sink").
+//!
+//! Two phases, as the files sink:
+//! - [`Sink::write`] decodes each JSON row into Arrow columns of the table's schema
+//!   ([`schema`]).
+//! - [`Sink::prepare`] writes the batch's Parquet files (partitioned by `partition_by`, Hive
+//!   style) into the staging folder `<table>/_eddy_staging/batch-<N>/`, then its Delta `add`
+//!   actions into `adds.json` there, all fsynced; `adds.json`, written last and atomically, marks
+//!   the batch prepared. Nothing in the staging folder is referenced by the log; Delta readers
+//!   (and Spark's VACUUM) leave folders starting with `_` alone.
+//! - [`Sink::commit`] moves the staged files into place (renames within the table's folder) and
+//!   commits one table version holding the `add` actions (in complete mode, also a `remove` of
+//!   every file of the table before it) and the application transaction `txn { appId, version:
+//!   N }`. The very first version also creates the table (protocol and metadata).
+//! - [`Sink::recover`] (a restart from a checkpoint) finishes each staged batch: one whose `txn`
+//!   version is already in the log is done (its staging folder is removed); one the checkpoint
+//!   covers is committed (rolled forward: the renames are idempotent); a later one is discarded
+//!   with its files, which no version references.
+//!
+//! The application id is a UUID kept in the pipeline's checkpoint
+//! ([`Sink::use_application_id`]), as Spark's Delta sink uses its query id: a batch replayed after
+//! a restart finds its `txn` version in the log and is not written twice, and a new checkpoint
+//! (batch numbers from 0 again) has a new id. Without a checkpoint each run has its own id.
+//!
+//! The table belongs to the pipeline: another writer committing to it between the sink's reads
+//! and commits is not expected (delta-rs retries a conflicting commit, and would then append the
+//! batch after the other writer's version).
+
+pub mod schema;
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use deltalake_core::arrow::datatypes::SchemaRef;
+use deltalake_core::arrow::json::reader::{Decoder, ReaderBuilder};
+use deltalake_core::arrow::record_batch::RecordBatch;
+use deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel;
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake_core::kernel::{Action, Add, StructType, Transaction};
+use deltalake_core::operations::create::CreateBuilder;
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake_core::{DeltaTable, DeltaTableBuilder};
+use eddy_engine::schema::Field;
+
+use crate::{ConnectorError, Sink};
+
+/// The folder of staged (prepared, not committed) batches, inside the table's folder.
+const STAGING: &str = "_eddy_staging";
+/// The file of a staged batch listing its `add` actions; its presence marks the batch prepared.
+const ADDS: &str = "adds.json";
+/// Rows decoded into one Arrow record batch.
+const ROWS_PER_RECORD_BATCH: usize = 8192;
+
+/// How each version changes the table (the query's output mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeltaWrite {
+    /// Each version adds the batch's rows (`append` output mode; late records; dead letters).
+    Append,
+    /// Each version replaces the table's rows with the batch's (`complete` output mode, as Spark's
+    /// Delta sink overwrites the table each batch).
+    Complete,
+}
+
+/// Writes a pipeline's rows to the Delta Lake table in one folder (see the module's doc).
+pub struct DeltaSink {
+    folder: PathBuf,
+    schema: SchemaRef,
+    partition_by: Vec<String>,
+    write: DeltaWrite,
+    app_id: String,
+    runtime: tokio::runtime::Runtime,
+    /// The table once it exists (loaded lazily, kept up to date by the commits).
+    table: Option<DeltaTable>,
+    /// The newest `txn` version of `app_id` in the log, once read.
+    committed_txn: Option<Option<i64>>,
+    /// Batches receiving rows.
+    open: BTreeMap<u64, OpenBatch>,
+    /// Whether leftovers of an earlier run were settled ([`Sink::recover`], or at the first
+    /// prepare of a run without checkpoint, where they are all discarded).
+    settled: bool,
+}
+
+impl std::fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeltaSink")
+            .field("folder", &self.folder)
+            .field("partition_by", &self.partition_by)
+            .field("write", &self.write)
+            .field("app_id", &self.app_id)
+            .field("open", &self.open.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+struct OpenBatch {
+    decoder: Decoder,
+    decoded: Vec<RecordBatch>,
+}
+
+impl DeltaSink {
+    /// A sink into the Delta table in `folder` (created with its parents if missing; the table
+    /// itself is created by the first version) for rows of `columns`, partitioned by
+    /// `partition_by` (names among `columns`), with a fresh application id (a UUID).
+    ///
+    /// # Errors
+    /// [`ConnectorError::Io`] naming the folder when it cannot be created;
+    /// [`ConnectorError::External`] when the async runtime cannot start;
+    /// [`ConnectorError::Config`] when the folder holds a Delta table of another schema or
+    /// partitioning (the table's and the rows' columns are named).
+    pub fn new(
+        folder: &Path,
+        columns: &[Field],
+        partition_by: &[String],
+        write: DeltaWrite,
+    ) -> Result<DeltaSink, ConnectorError> {
+        fs::create_dir_all(folder).map_err(|source| ConnectorError::Io {
+            what: format!("delta sink: creating {}", folder.display()),
+            source,
+        })?;
+        let folder = fs::canonicalize(folder).map_err(|source| ConnectorError::Io {
+            what: format!("delta sink: resolving {}", folder.display()),
+            source,
+        })?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ConnectorError::External(format!("delta sink: cannot start its async runtime: {e}")))?;
+        let mut sink = DeltaSink {
+            folder,
+            schema: Arc::new(schema::arrow_schema(columns)),
+            partition_by: partition_by.to_vec(),
+            write,
+            app_id: uuid::Uuid::new_v4().to_string(),
+            runtime,
+            table: None,
+            committed_txn: None,
+            open: BTreeMap::new(),
+            settled: false,
+        };
+        sink.load_table()?;
+        sink.check_table_shape()?;
+        Ok(sink)
+    }
+
+    /// The application id of the `txn` actions.
+    pub fn application_id(&self) -> &str {
+        &self.app_id
+    }
+
+    fn external(&self, what: &str, e: impl std::fmt::Display) -> ConnectorError {
+        ConnectorError::External(format!("delta sink {}: {what}: {e}", self.folder.display()))
+    }
+
+    fn url(&self) -> Result<url::Url, ConnectorError> {
+        url::Url::from_directory_path(&self.folder)
+            .map_err(|()| self.external("the folder is no absolute path", self.folder.display()))
+    }
+
+    /// Loads the table if its log exists (`self.table` stays `None` otherwise).
+    fn load_table(&mut self) -> Result<(), ConnectorError> {
+        if self.table.is_some() || !self.folder.join("_delta_log").is_dir() {
+            return Ok(());
+        }
+        let url = self.url()?;
+        let loaded = self
+            .runtime
+            .block_on(async { DeltaTableBuilder::from_url(url)?.load().await })
+            .map_err(|e| self.external("reading the table's log", e))?;
+        self.table = Some(loaded);
+        Ok(())
+    }
+
+    /// An existing table must have the rows' columns and partitioning.
+    fn check_table_shape(&self) -> Result<(), ConnectorError> {
+        let Some(table) = &self.table else { return Ok(()) };
+        let snapshot = table.snapshot().map_err(|e| self.external("reading the table's schema", e))?;
+        let ours: StructType =
+            self.schema.as_ref().try_into_kernel().map_err(|e| self.external("mapping the schema", e))?;
+        let theirs = snapshot.schema();
+        let names = |s: &StructType| s.fields().map(|f| format!("{} {}", f.name(), f.data_type())).collect::<Vec<_>>();
+        if names(&ours) != names(theirs.as_ref()) {
+            return Err(ConnectorError::Config(format!(
+                "delta sink {}: the table's columns are [{}], the pipeline's rows have [{}]",
+                self.folder.display(),
+                names(theirs.as_ref()).join(", "),
+                names(&ours).join(", ")
+            )));
+        }
+        let partitions = snapshot.metadata().partition_columns();
+        if partitions != &self.partition_by {
+            return Err(ConnectorError::Config(format!(
+                "delta sink {}: the table is partitioned by [{}], the pipeline's partition_by is [{}]",
+                self.folder.display(),
+                partitions.join(", "),
+                self.partition_by.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// The newest `txn` version of the application id in the log (`None`: none, or no table).
+    fn committed_txn(&mut self) -> Result<Option<i64>, ConnectorError> {
+        if let Some(v) = self.committed_txn {
+            return Ok(v);
+        }
+        self.load_table()?;
+        let version = match &self.table {
+            None => None,
+            Some(table) => {
+                let snapshot = table.snapshot().map_err(|e| self.external("reading the log", e))?;
+                let log_store = table.log_store();
+                self.runtime
+                    .block_on(snapshot.transaction_version(log_store.as_ref(), &self.app_id))
+                    .map_err(|e| self.external("reading the application transactions", e))?
+            }
+        };
+        self.committed_txn = Some(version);
+        Ok(version)
+    }
+
+    fn staging(&self) -> PathBuf {
+        self.folder.join(STAGING)
+    }
+
+    fn staged(&self, batch_id: u64) -> PathBuf {
+        self.staging().join(format!("batch-{batch_id:06}"))
+    }
+
+    /// The staged batches: those with an `adds.json` (prepared) and those without (a prepare
+    /// cut short), in batch order.
+    fn staged_batches(&self) -> Result<Vec<(u64, bool)>, ConnectorError> {
+        let staging = self.staging();
+        let entries = match fs::read_dir(&staging) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(format!("delta sink: listing {}", staging.display()))(e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err(format!("delta sink: listing {}", staging.display())))?;
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_prefix("batch-")).and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            out.push((id, entry.path().join(ADDS).is_file()));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    fn discard(&self, batch_id: u64) -> Result<(), ConnectorError> {
+        let dir = self.staged(batch_id);
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err(format!("delta sink: removing {}", dir.display()))(e)),
+        }
+    }
+
+    /// Discards every staged batch (a run without checkpoint: nothing is rolled forward).
+    fn settle_without_checkpoint(&mut self) -> Result<(), ConnectorError> {
+        if !self.settled {
+            for (id, _) in self.staged_batches()? {
+                self.discard(id)?;
+            }
+            self.settled = true;
+        }
+        Ok(())
+    }
+
+    /// Writes the Parquet files of `batches` into the staging folder of `batch_id` and returns
+    /// their `add` actions (paths relative to the staging folder, which are also their paths
+    /// relative to the table once moved).
+    fn write_files(&self, batch_id: u64, batches: Vec<RecordBatch>) -> Result<Vec<Add>, ConnectorError> {
+        let dir = self.staged(batch_id);
+        fs::create_dir_all(&dir).map_err(io_err(format!("delta sink: creating {}", dir.display())))?;
+        let url = url::Url::from_directory_path(&dir)
+            .map_err(|()| self.external("the staging folder is no absolute path", dir.display()))?;
+        let partition_by = (!self.partition_by.is_empty()).then(|| self.partition_by.clone());
+        let schema = self.schema.clone();
+        self.runtime
+            .block_on(async move {
+                let mut writer = RecordBatchWriter::try_new(url.as_str(), schema, partition_by, None)?;
+                for b in batches {
+                    writer.write(b).await?;
+                }
+                writer.flush().await
+            })
+            .map_err(|e| self.external(&format!("writing the Parquet files of batch {batch_id}"), e))
+    }
+
+    /// Commits staged batch `batch_id` whose `add` actions are `adds`: moves its files into place,
+    /// then commits one version with them and its `txn`.
+    fn commit_staged(&mut self, batch_id: u64, adds: Vec<Add>) -> Result<(), ConnectorError> {
+        let dir = self.staged(batch_id);
+        let mut moved_into = Vec::new();
+        move_files(&dir, &self.folder, Path::new(""), &mut moved_into)
+            .map_err(io_err(format!("delta sink: moving the files of {} into the table", dir.display())))?;
+        for d in moved_into {
+            sync_dir(&d).map_err(io_err(format!("delta sink: syncing {}", d.display())))?;
+        }
+        let txn = Transaction::new(&self.app_id, batch_id as i64);
+        let properties = CommitProperties::default().with_application_transaction(txn);
+        let mut actions: Vec<Action> = adds.into_iter().map(Action::Add).collect();
+        self.load_table()?;
+        let partition_by = (!self.partition_by.is_empty()).then(|| self.partition_by.clone());
+        let committed = match self.table.take() {
+            None => {
+                let columns: StructType =
+                    self.schema.as_ref().try_into_kernel().map_err(|e| self.external("mapping the schema", e))?;
+                let url = self.url()?;
+                let create = CreateBuilder::new()
+                    .with_location(url.as_str())
+                    .with_columns(columns.fields().cloned())
+                    .with_partition_columns(self.partition_by.clone())
+                    .with_actions(actions)
+                    .with_commit_properties(properties);
+                self.runtime.block_on(async move { create.await })
+            }
+            Some(mut table) => {
+                let result = self.runtime.block_on(async {
+                    let snapshot = table.snapshot()?;
+                    let mode = match self.write {
+                        DeltaWrite::Append => SaveMode::Append,
+                        DeltaWrite::Complete => {
+                            actions.extend(snapshot.log_data().iter().map(|f| Action::Remove(f.remove_action(true))));
+                            SaveMode::Overwrite
+                        }
+                    };
+                    let operation = DeltaOperation::Write { mode, partition_by, predicate: None };
+                    let finalized = CommitBuilder::from(properties)
+                        .with_actions(actions)
+                        .build(Some(snapshot), table.log_store(), operation)
+                        .await?;
+                    table.state = Some(finalized.snapshot());
+                    Ok::<_, deltalake_core::DeltaTableError>(())
+                });
+                result.map(|()| table)
+            }
+        };
+        let table = committed.map_err(|e| self.external(&format!("committing batch {batch_id}"), e))?;
+        self.table = Some(table);
+        let log = self.folder.join("_delta_log");
+        sync_dir(&log).map_err(io_err(format!("delta sink: syncing {}", log.display())))?;
+        self.committed_txn = Some(Some(batch_id as i64));
+        self.discard(batch_id)
+    }
+
+    fn read_adds(&self, batch_id: u64) -> Result<Vec<Add>, ConnectorError> {
+        let path = self.staged(batch_id).join(ADDS);
+        let bytes = fs::read(&path).map_err(io_err(format!("delta sink: reading {}", path.display())))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ConnectorError::External(format!("delta sink: {} is damaged: {e}", path.display())))
+    }
+}
+
+/// An I/O failure while doing `what` (which names the path).
+fn io_err(what: String) -> impl FnOnce(std::io::Error) -> ConnectorError {
+    move |source| ConnectorError::Io { what, source }
+}
+
+/// Moves every file under `from` (except [`ADDS`] at its top) to the same relative place under
+/// `to`, creating folders; notes the folders that received files. A file already moved (a
+/// commit cut short) is no longer under `from`: moving again is a no-op.
+fn move_files(from: &Path, to: &Path, rel: &Path, moved_into: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let entries = match fs::read_dir(from.join(rel)) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = rel.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            move_files(from, to, &name, moved_into)?;
+        } else if name != Path::new(ADDS) {
+            files.push(name);
+        }
+    }
+    if !files.is_empty() {
+        let target = to.join(rel);
+        fs::create_dir_all(&target)?;
+        for f in files {
+            fs::rename(from.join(&f), to.join(&f))?;
+        }
+        moved_into.push(target);
+    }
+    Ok(())
+}
+
+/// fsyncs every file and folder under `dir`, `dir` included.
+fn sync_tree(dir: &Path) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            sync_tree(&entry.path())?;
+        } else {
+            File::open(entry.path())?.sync_all()?;
+        }
+    }
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl Sink for DeltaSink {
+    fn write(&mut self, batch_id: u64, line: &str, _key: Option<&str>) -> Result<(), ConnectorError> {
+        let open = match self.open.entry(batch_id) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let decoder = ReaderBuilder::new(self.schema.clone())
+                    .with_batch_size(ROWS_PER_RECORD_BATCH)
+                    .build_decoder()
+                    .map_err(|e| ConnectorError::External(format!("delta sink: {e}")))?;
+                v.insert(OpenBatch { decoder, decoded: Vec::new() })
+            }
+        };
+        let bad_row = |e: &dyn std::fmt::Display| {
+            ConnectorError::External(format!(
+                "delta sink: a row of batch {batch_id} does not fit the table: {e}: {line}"
+            ))
+        };
+        let mut rest = line.as_bytes();
+        let mut flushed = false;
+        while !rest.is_empty() {
+            // the decoder stops taking bytes once it holds a record batch's worth of rows
+            let taken = open.decoder.decode(rest).map_err(|e| bad_row(&e))?;
+            rest = &rest[taken..];
+            if !rest.is_empty() {
+                if taken == 0 && flushed {
+                    return Err(bad_row(&"not one JSON object"));
+                }
+                if let Some(b) = open.decoder.flush().map_err(|e| bad_row(&e))? {
+                    open.decoded.push(b);
+                }
+                flushed = true;
+            }
+        }
+        // one JSON value per row: a separator keeps two rows from reading as one (whitespace,
+        // which a full decoder may leave untaken)
+        open.decoder.decode(b"\n").map_err(|e| bad_row(&e))?;
+        Ok(())
+    }
+
+    fn prepare(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
+        self.settle_without_checkpoint()?;
+        let Some(mut open) = self.open.remove(&batch_id) else { return Ok(()) };
+        if let Some(b) = open
+            .decoder
+            .flush()
+            .map_err(|e| ConnectorError::External(format!("delta sink: decoding the rows of batch {batch_id}: {e}")))?
+        {
+            open.decoded.push(b);
+        }
+        let batches: Vec<RecordBatch> = open.decoded.into_iter().filter(|b| b.num_rows() > 0).collect();
+        if batches.is_empty() {
+            return Ok(());
+        }
+        // a replayed batch starts from a clean staging folder
+        self.discard(batch_id)?;
+        let adds = self.write_files(batch_id, batches)?;
+        let dir = self.staged(batch_id);
+        let json = serde_json::to_vec(&adds).map_err(|e| self.external("encoding the add actions", e))?;
+        let tmp = dir.join(".adds.json.tmp");
+        fs::write(&tmp, json).map_err(io_err(format!("delta sink: writing {}", tmp.display())))?;
+        sync_tree(&dir).map_err(io_err(format!("delta sink: syncing {}", dir.display())))?;
+        fs::rename(&tmp, dir.join(ADDS))
+            .map_err(io_err(format!("delta sink: writing {}", dir.join(ADDS).display())))?;
+        sync_dir(&dir).map_err(io_err(format!("delta sink: syncing {}", dir.display())))?;
+        let staging = self.staging();
+        sync_dir(&staging).map_err(io_err(format!("delta sink: syncing {}", staging.display())))?;
+        Ok(())
+    }
+
+    fn commit(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
+        if !self.staged(batch_id).join(ADDS).is_file() {
+            // no row: no version (a batch can also be prepared and committed with rows still
+            // arriving only when the runtime is wrong; they would stay open and fail the next
+            // prepare of this id)
+            return Ok(());
+        }
+        if self.committed_txn()?.is_some_and(|v| v >= batch_id as i64) {
+            // replayed and already in the log: written once only
+            return self.discard(batch_id);
+        }
+        let adds = self.read_adds(batch_id)?;
+        self.commit_staged(batch_id, adds)
+    }
+
+    fn use_application_id(&mut self, id: &str) {
+        if self.app_id != id {
+            self.app_id = id.to_string();
+            self.committed_txn = None;
+        }
+    }
+
+    fn recover(&mut self, committed: Option<u64>) -> Result<usize, ConnectorError> {
+        self.settled = true;
+        let mut settled = 0;
+        for (id, prepared) in self.staged_batches()? {
+            let done = self.committed_txn()?.is_some_and(|v| v >= id as i64);
+            if done || !prepared || committed.is_none_or(|c| id > c) {
+                // in the log already, or never prepared whole, or its checkpoint never completed
+                self.discard(id)?;
+            } else {
+                let adds = self.read_adds(id)?;
+                self.commit_staged(id, adds)?;
+                tracing::info!(batch = id, table = %self.folder.display(), "delta sink: rolled a prepared batch forward");
+            }
+            settled += 1;
+        }
+        Ok(settled)
+    }
+}
+
+#[cfg(test)]
+mod tests;
