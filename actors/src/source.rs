@@ -1129,21 +1129,33 @@ impl SourceActor {
             self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
             return Ok(());
         }
-        // End of input: the no-data batch when due, or the replay clock's batch at `until`.
+        self.end_of_input(&mut seq, last_moved, &mut dead, &mut reported)
+    }
+
+    /// Micro-batch, at the end of input: the no-data batch when due (`last_moved`: the watermark
+    /// before and after the last batch), or the replay clock's batch at `until`; then the last
+    /// report.
+    fn end_of_input(
+        &mut self,
+        seq: &mut eddy_engine::driver::MicroBatchSequencer,
+        last_moved: Option<(Timestamp, Timestamp)>,
+        dead: &mut Vec<String>,
+        reported: &mut Reported,
+    ) -> Result<(), SourceError> {
         match self.plan.until() {
             Some(until) => {
                 let ctx = seq.begin_at(until);
-                self.run_ctx(&mut seq, ctx, Vec::new(), &mut dead)?;
+                self.run_ctx(seq, ctx, Vec::new(), dead)?;
             }
             None => {
                 if let Some((before, after)) = last_moved
                     && self.plan.wants_no_data_batch(before, after)
                 {
-                    self.run_batch(&mut seq, Vec::new(), &mut dead, None)?;
+                    self.run_batch(seq, Vec::new(), dead, None)?;
                 }
             }
         }
-        self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
+        self.report(reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
         Ok(())
     }
 
@@ -1230,22 +1242,7 @@ impl SourceActor {
             self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
             return Ok(());
         }
-        // End of input: the no-data batch when due, or the replay clock's batch at `until`.
-        match self.plan.until() {
-            Some(until) => {
-                let ctx = seq.begin_at(until);
-                self.run_ctx(&mut seq, ctx, Vec::new(), &mut dead)?;
-            }
-            None => {
-                if let Some((before, after)) = last_moved
-                    && self.plan.wants_no_data_batch(before, after)
-                {
-                    self.run_batch(&mut seq, Vec::new(), &mut dead, None)?;
-                }
-            }
-        }
-        self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
-        Ok(())
+        self.end_of_input(&mut seq, last_moved, &mut dead, &mut reported)
     }
 
     /// One micro-batch of several sources' records (`parts`: source index, its records).
