@@ -10,10 +10,8 @@ use std::process::Command;
 mod common;
 use common::{copy_dir, root};
 
-/// The public SQL cases this runner takes: `../shared/cases-sql` also holds a stream-stream join
-/// case (`sql-stream-join-inner`), left out until stream-stream joins and several sources are
-/// implemented (SQL.md "Joins").
-const PUBLIC_SQL_CASES: &[&str] = &["sql-filter-tumbling", "sql-static-join-left"];
+/// The public SQL cases this runner takes (all of `../shared/cases-sql`).
+const PUBLIC_SQL_CASES: &[&str] = &["sql-filter-tumbling", "sql-static-join-left", "sql-stream-join-inner"];
 
 fn cases() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = PUBLIC_SQL_CASES.iter().map(|c| root().join("../shared/cases-sql").join(c)).collect();

@@ -141,11 +141,7 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
         (
             "a join",
             sql("SELECT a.k FROM source a JOIN source b ON a.k = b.k"),
-            vec![
-                "query.sql",
-                "the source source joined with itself at 1:31",
-                "stream-stream joins are not implemented yet",
-            ],
+            vec!["query.sql", "the source source joined with itself at 1:31", "a self-join is not supported"],
         ),
         (
             "UNION ALL of one source with itself",

@@ -246,6 +246,9 @@ fn open_source(
 /// running (exit 1).
 pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
+    for warning in pipeline.warnings() {
+        tracing::warn!(pipeline = %pipeline.name, "{warning}");
+    }
     let real_time = pipeline.mode == Mode::RealTime;
     // The default, the number of cores, is bounded as a given `parallelism` is.
     let parallelism = pipeline

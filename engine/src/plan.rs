@@ -8,7 +8,7 @@ use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
 use crate::operator::{
     Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, RollingMeasure, RollingWindow,
-    RollingWindowConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
+    RollingWindowConfig, StreamJoin, StreamJoinConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
 };
 use std::sync::Arc;
 
@@ -139,6 +139,7 @@ enum OperatorPlan {
     Dedup(DeduplicateConfig),
     Rolling(RollingWindowConfig),
     Forward,
+    StreamJoin(StreamJoinConfig),
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
@@ -207,7 +208,11 @@ impl QueryPlan {
         };
         let mut needed = vec![false; schema.len()];
         let mut required = Vec::new();
-        for (c, _) in first_watermark.iter().chain(more_watermarks.iter().flatten()) {
+        // a stream-stream join's sources each fill their own side's columns of the wide record:
+        // each requires its own watermark column only
+        let joins = matches!(p.query, QuerySpec::StreamJoin(_));
+        let others_required = if joins { &[][..] } else { &more_watermarks[..] };
+        for (c, _) in first_watermark.iter().chain(others_required.iter().flatten()) {
             needed[*c] = true;
             required.push(*c);
         }
@@ -342,6 +347,25 @@ impl QueryPlan {
                 needed.iter_mut().for_each(|n| *n = true);
                 (OperatorPlan::Forward, Vec::new())
             }
+            QuerySpec::StreamJoin(j) => {
+                // every column of the wide record is a key, the side, or a joined column
+                needed.iter_mut().for_each(|n| *n = true);
+                let keys: Vec<usize> = (0..j.keys).collect();
+                let late = |s: usize| j.watermarked[s].then_some(j.times[s]);
+                (
+                    OperatorPlan::StreamJoin(StreamJoinConfig {
+                        mode,
+                        join_type: j.join_type,
+                        keys: [keys.clone(), keys],
+                        columns: [j.columns(0), j.columns(1)],
+                        times: j.times,
+                        late_columns: [late(0), late(1)],
+                        side_column: Some(j.side_column()),
+                        range: j.range,
+                    }),
+                    Vec::new(),
+                )
+            }
         };
         // A late sink writes input records whole; so does the dead-letter sink, which receives
         // the records a window aggregate refuses (an integer sum would leave BIGINT).
@@ -390,6 +414,8 @@ impl QueryPlan {
             .zip(&more_watermarks)
             .map(|(s, w)| {
                 let decoded = &s.source.schema;
+                let own: Vec<usize> = w.map(|w| w.0).into_iter().collect();
+                let required = if joins { &own } else { &required };
                 let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
                 let (steps, needed) = CompiledSteps::new(&s.steps, decoded.len(), &needed, named);
                 let (steps, required) = if s.steps.is_empty() || steps.has_no_steps() {
@@ -469,6 +495,7 @@ impl QueryPlan {
             OperatorPlan::Rolling(c) if stamped => Box::new(RollingWindow::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
             OperatorPlan::Forward => Box::new(Forward),
+            OperatorPlan::StreamJoin(c) => Box::new(StreamJoin::new(c.clone())),
         }
     }
 
@@ -480,6 +507,7 @@ impl QueryPlan {
             OperatorPlan::Rolling(c) => c.key_columns.clone(),
             // stateless: any partition actor may take any record
             OperatorPlan::Forward => Vec::new(),
+            OperatorPlan::StreamJoin(c) => c.keys[0].clone(),
         }
     }
 

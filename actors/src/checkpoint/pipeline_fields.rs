@@ -48,6 +48,10 @@ pub fn pipeline_fields(p: &Pipeline) -> Vec<(String, String)> {
             out.raw("query.within_watermark", within_watermark.to_string());
         }
         QuerySpec::Forward => out.string("query.type", "forward"),
+        QuerySpec::StreamJoin(j) => {
+            out.string("query.type", "stream_join");
+            out.string("query.join_type", &format!("{:?}", j.join_type));
+        }
     }
     if let Some(sql) = &p.query_sql {
         out.string("query.sql", sql);

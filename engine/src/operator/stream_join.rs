@@ -81,10 +81,19 @@ pub struct StreamJoinConfig {
     pub join_type: StreamJoinType,
     /// The key columns of each input, pairwise equal in a match (same count on both sides).
     pub keys: [Vec<usize>; 2],
-    /// The number of columns of each input's records.
-    pub widths: [usize; 2],
-    /// The event-time column of each input.
+    /// The columns of each input's records that its rows keep and emit (its record may hold
+    /// other columns: a planned join reads one wide record per input, its keys first, then a
+    /// marker of its input, then both inputs' columns, see [`StreamJoinConfig::side_column`]).
+    pub columns: [std::ops::Range<usize>; 2],
+    /// The event-time column of each input (the one the time range reads).
     pub times: [usize; 2],
+    /// The column of each input whose watermark judges its records late (Spark drops an input
+    /// row whose watermarked column is at or before the late watermark); `None`: that input has
+    /// no watermark, none of its records is late.
+    pub late_columns: [Option<usize>; 2],
+    /// For [`Operator::on_record`]: the column (INT or BIGINT 0 or 1) telling which input a
+    /// record is of; `None`: every record given there is of the left input.
+    pub side_column: Option<usize>,
     /// The time range; `None`: none (inner joins only; nothing is ever evicted).
     pub range: Option<TimeRange>,
 }
@@ -159,7 +168,7 @@ impl StreamJoin {
             return;
         };
         let last = self.last_match(side, time);
-        if last.is_some_and(|l| l < late_w) {
+        if self.is_late(side, record, late_w) {
             out.late.push(record.clone());
             return;
         }
@@ -170,7 +179,8 @@ impl StreamJoin {
         let jt = self.cfg.join_type;
         if !null_key && let Some(kept) = self.state.get_mut(&key) {
             let range = self.cfg.range;
-            let widths = self.cfg.widths;
+            let width = self.cfg.columns[0].len() + self.cfg.columns[1].len();
+            let own = &record.values[self.cfg.columns[side].clone()];
             for o in kept[other].iter_mut() {
                 let (l, r) = if side == 0 { (time, o.time) } else { (o.time, time) };
                 if range.is_some_and(|g| r.0.saturating_sub(l.0) < g.lower.0 || r.0.saturating_sub(l.0) > g.upper.0) {
@@ -187,13 +197,13 @@ impl StreamJoin {
                         }
                     }
                     _ => {
-                        let mut row = out.row_buffer(widths[0] + widths[1]);
+                        let mut row = out.row_buffer(width);
                         if side == 0 {
-                            row.extend(record.values.iter().cloned());
+                            row.extend(own.iter().cloned());
                             row.extend(o.values.iter().cloned());
                         } else {
                             row.extend(o.values.iter().cloned());
-                            row.extend(record.values.iter().cloned());
+                            row.extend(own.iter().cloned());
                         }
                         out.rows.push(row);
                     }
@@ -208,19 +218,37 @@ impl StreamJoin {
                 self.rows -= before - kept[0].len();
             }
         }
+        let own = &record.values[self.cfg.columns[side].clone()];
         if jt == StreamJoinType::LeftSemi && side == 0 && matched {
-            out.rows.push(record.values.to_vec());
+            out.rows.push(own.to_vec());
             return;
         }
         if null_key && !jt.preserves(side) {
             return; // can neither match nor be emitted
         }
-        let kept = Kept { values: record.values.to_vec(), time, matched };
+        let kept = Kept { values: own.to_vec(), time, matched };
         if let Some(l) = last {
             self.expiry[side].entry(l).or_default().push(key.clone());
         }
         self.state.entry(key).or_default()[side].push(kept);
         self.rows += 1;
+        if self.cfg.mode == Mode::RealTime && last.is_some_and(|l| l < self.watermark) {
+            // already past its last match (a range that ends before its own time): it met the
+            // rows kept now and leaves at once, as the watermark allows
+            let w = self.watermark;
+            self.evict(w, out);
+        }
+    }
+
+    /// Whether a record of input `side` is late against `late_w`: its watermarked column
+    /// ([`StreamJoinConfig::late_columns`]) at or before it, as Spark's symmetric hash join drops
+    /// such input rows before joining them. A record with a NULL there is not late (the steps
+    /// before the join refuse those).
+    fn is_late(&self, side: usize, record: &Record, late_w: Timestamp) -> bool {
+        self.cfg.late_columns[side]
+            .and_then(|c| record.values.get(c))
+            .and_then(Value::as_timestamp)
+            .is_some_and(|t| t <= late_w && late_w > Timestamp::MIN)
     }
 
     /// Drops every kept row that W (`w`) guarantees no future row can match, emitting the
@@ -247,7 +275,7 @@ impl StreamJoin {
                     };
                     let before = kept[side].len();
                     let preserved = self.cfg.join_type.preserves(side);
-                    let widths = self.cfg.widths;
+                    let widths = [self.cfg.columns[0].len(), self.cfg.columns[1].len()];
                     kept[side].retain(|k| {
                         if !gone(k) {
                             return true;
@@ -309,9 +337,15 @@ impl Operator for StreamJoin {
         self.batch = Some(*ctx);
     }
 
-    /// A record of the left input ([`StreamJoin::on_input`] with side 0).
+    /// A record of the input its [`StreamJoinConfig::side_column`] names (the left one
+    /// without it), through [`StreamJoin::on_input`].
     fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
-        self.on_input(0, record, watermark, out);
+        let side = self
+            .cfg
+            .side_column
+            .and_then(|c| record.values.get(c))
+            .map_or(0, |v| usize::from(matches!(v, Value::Int(1) | Value::Long(1))));
+        self.on_input(side, record, watermark, out);
     }
 
     fn end_batch(&mut self, out: &mut Output) {
@@ -389,8 +423,10 @@ mod tests {
             mode,
             join_type,
             keys: [vec![0], vec![0]],
-            widths: [3, 3],
+            columns: [0..3, 0..3],
             times: [1, 1],
+            late_columns: [Some(1), Some(1)],
+            side_column: None,
             range,
         })
     }
@@ -458,8 +494,10 @@ mod tests {
                 Event::Watermark(_) => None,
             })
             .collect();
-        let late = |i: usize, s: usize, t: i64| i > 0 && last(s, t) < w_at[i - 1];
-        let evicted_at = |i: usize, s: usize, t: i64| (i + 1..events.len()).find(|&j| w_at[j] > last(s, t));
+        // late: at or before W when it arrives (Spark drops such input rows before the join)
+        let late = |i: usize, _s: usize, t: i64| w_at[i] > i64::MIN && t <= w_at[i];
+        // gone at the first event (its own arrival included) whose W is past its last match
+        let evicted_at = |i: usize, s: usize, t: i64| (i..events.len()).find(|&j| w_at[j] > last(s, t));
         let mut late_count = 0;
         let mut matched = vec![false; events.len()];
         let mut semi_emitted: Vec<Option<usize>> = vec![None; events.len()];

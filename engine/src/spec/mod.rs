@@ -50,6 +50,7 @@ mod source;
 mod sources;
 mod sql_join;
 mod sql_query;
+mod sql_stream_join;
 mod sql_union;
 mod steps;
 mod table;
@@ -318,6 +319,23 @@ impl Pipeline {
     /// input schema.
     pub fn query_output_schema(&self) -> Vec<Field> {
         output::output_schema(&self.query, &self.query_schema())
+    }
+
+    /// What a valid pipeline may still do that its author should know, one sentence each, for the
+    /// log at start: a stream-stream join without a time range keeps every row of both sources
+    /// (SEMANTICS.md "Joins": allowed, as Spark, and warned).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let QuerySpec::StreamJoin(j) = &self.query
+            && j.range.is_none()
+        {
+            out.push(
+                "the stream-stream join has no time range between the sources' watermarked columns: \
+                 its state keeps every row of both sources and grows without bound"
+                    .to_string(),
+            );
+        }
+        out
     }
 
     /// The schema of decoded records (the source's, implied for Nexmark).
@@ -629,6 +647,62 @@ pub enum QuerySpec {
     /// A SQL query without aggregation (SQL.md "Queries"): each record that passes the query's
     /// steps is one output row, unchanged (the steps filter and project it).
     Forward,
+    /// A SQL query's stream-stream join of the pipeline's two sources (SEMANTICS.md "Joins"):
+    /// its input is each source's records projected into one wide record
+    /// ([`StreamJoinSpec`]); its output, the joined rows (the select list and WHERE run after it,
+    /// as the query's output steps).
+    StreamJoin(StreamJoinSpec),
+}
+
+/// A stream-stream join as planned from SQL (`sql_stream_join`). Both sources' records reach it
+/// as one wide record: the `keys` join key values first (each source computes its own side's,
+/// so both are routed alike), then the side marker (INT 0 for a record of the left relation, 1
+/// for the right), then the left relation's columns (`widths[0]`), then the right's
+/// (`widths[1]`); a record fills its own side's columns and leaves the other's NULL. The joined
+/// row is the left columns then the right ones (the left ones only for a left semi join).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamJoinSpec {
+    /// The join type (left anti is refused, as Spark).
+    pub join_type: crate::operator::StreamJoinType,
+    /// How many key columns lead the wide record.
+    pub keys: usize,
+    /// The number of columns of the left and the right relation.
+    pub widths: [usize; 2],
+    /// Each side's event-time column in the wide record: the column its watermark is on, which
+    /// the time range reads.
+    pub times: [usize; 2],
+    /// Whether each side has a watermark (its records at or before the late watermark are late).
+    pub watermarked: [bool; 2],
+    /// The time range of `right time - left time` from the ON condition; `None` without one
+    /// (inner joins only: state is then never evicted, and a warning is logged at start).
+    pub range: Option<crate::operator::TimeRange>,
+    /// For each pipeline source (pipeline order), the side it is: `sides[0]` is 0 when the first
+    /// source is the left relation.
+    pub sides: [usize; 2],
+}
+
+impl StreamJoinSpec {
+    /// The side marker's column in the wide record.
+    pub fn side_column(&self) -> usize {
+        self.keys
+    }
+
+    /// The columns of side `s` (0 left, 1 right) in the wide record.
+    pub fn columns(&self, s: usize) -> std::ops::Range<usize> {
+        let start = self.keys + 1 + if s == 0 { 0 } else { self.widths[0] };
+        start..start + self.widths[s]
+    }
+
+    /// The joined row's columns in the wide record (the left's then the right's, or the left's
+    /// only for a left semi join).
+    pub fn output_columns(&self) -> std::ops::Range<usize> {
+        let end = if self.join_type == crate::operator::StreamJoinType::LeftSemi {
+            self.columns(0).end
+        } else {
+            self.columns(1).end
+        };
+        self.keys + 1..end
+    }
 }
 
 impl QuerySpec {
@@ -636,7 +710,7 @@ impl QuerySpec {
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
             QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
-            QuerySpec::Deduplicate { .. } | QuerySpec::Forward => &[],
+            QuerySpec::Deduplicate { .. } | QuerySpec::Forward | QuerySpec::StreamJoin(_) => &[],
         }
     }
 }

@@ -161,6 +161,11 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
             out.push((frontier_alias.clone(), "query.frontier.alias".to_string()));
             measures(ms, &mut out);
         }
+        QuerySpec::StreamJoin(j) => {
+            for f in &schema.fields()[j.output_columns()] {
+                out.push((f.name.clone(), format!("query.sql ({})", quote(&f.name))));
+            }
+        }
         QuerySpec::Deduplicate { .. } | QuerySpec::Forward => {
             for f in schema.fields() {
                 out.push((f.name.clone(), format!("source.schema ({})", quote(&f.name))));
@@ -197,5 +202,6 @@ pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
             out
         }
         QuerySpec::Deduplicate { .. } | QuerySpec::Forward => schema.fields().to_vec(),
+        QuerySpec::StreamJoin(j) => schema.fields()[j.output_columns()].to_vec(),
     }
 }

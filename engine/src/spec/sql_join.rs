@@ -45,13 +45,27 @@ pub(crate) struct ResolvedJoin {
 }
 
 /// One side of the join.
-struct Side<'a> {
+pub(super) struct Side<'a> {
     /// The alias, else the name: the qualifier of its columns.
-    qualifier: String,
+    pub(super) qualifier: String,
     /// Its columns.
-    schema: &'a Schema,
+    pub(super) schema: &'a Schema,
     /// Where its columns start in the joined record.
-    offset: usize,
+    pub(super) offset: usize,
+}
+
+/// The joined record's names of the `right` side's columns: a column whose name a column of
+/// `left` has too gets its qualifier (`t.col`).
+pub(super) fn right_names(left: &Schema, right: &Side<'_>) -> Vec<String> {
+    right
+        .schema
+        .fields()
+        .iter()
+        .map(|f| match left.fields().iter().any(|s| same_column(&s.name, &f.name)) {
+            true => format!("{}.{}", right.qualifier, f.name),
+            false => f.name.clone(),
+        })
+        .collect()
 }
 
 /// Resolves the join of `q`, if it has one. `source`: the source's name; `stream`: its schema
@@ -98,7 +112,7 @@ pub(crate) fn resolve(
             return Err(at(
                 join.right.pos,
                 format!("the source {} joined with itself", join.right.name),
-                "the source joined with a [[table]] (stream-stream joins are not implemented yet)",
+                "the source joined with a [[table]], or two [[source]]s joined with each other (a self-join is not supported)",
             ));
         }
         (false, false) => {
@@ -124,14 +138,7 @@ pub(crate) fn resolve(
         ));
     }
     // the joined columns' names: a table column that a stream column names too gets its qualifier
-    let table_names: Vec<String> = t_schema
-        .fields()
-        .iter()
-        .map(|f| match stream.fields().iter().any(|s| same_column(&s.name, &f.name)) {
-            true => format!("{}.{}", t_side.qualifier, f.name),
-            false => f.name.clone(),
-        })
-        .collect();
+    let table_names = right_names(stream, &t_side);
     let full: Vec<Field> = stream
         .fields()
         .iter()
@@ -381,20 +388,21 @@ fn join_keys(
     Ok(keys)
 }
 
-/// Rewrites column references onto the joined record's column names.
-struct Rewriter<'a> {
-    stream: &'a Side<'a>,
-    table: &'a Side<'a>,
+/// Rewrites column references onto the joined record's column names. `stream` is the side
+/// whose columns come first (a stream-stream join's left relation), `table` the other.
+pub(super) struct Rewriter<'a> {
+    pub(super) stream: &'a Side<'a>,
+    pub(super) table: &'a Side<'a>,
     /// The joined columns (the table's whatever the join type: ON reads them).
-    full: &'a Schema,
+    pub(super) full: &'a Schema,
     /// The table's columns' names in the joined record.
-    table_names: &'a [String],
+    pub(super) table_names: &'a [String],
     /// Whether the table's columns are in the output (not for semi and anti joins).
-    table_out: bool,
+    pub(super) table_out: bool,
 }
 
 impl Rewriter<'_> {
-    fn apply(&self, s: &Syntax) -> Result<Syntax, SpecError> {
+    pub(super) fn apply(&self, s: &Syntax) -> Result<Syntax, SpecError> {
         let SyntaxKind::Column(parts) = &s.kind else {
             return s.try_map_children(&mut |c| self.apply(c));
         };
@@ -414,8 +422,8 @@ impl Rewriter<'_> {
                 if !self.table_out {
                     return Err(at(
                         s.pos,
-                        format!("the table's column {} after a semi or anti join", parts.join(".")),
-                        "the source's columns only (a LEFT SEMI / LEFT ANTI join outputs the left side's)",
+                        format!("the right side's column {} after a semi or anti join", parts.join(".")),
+                        "the left side's columns only (a LEFT SEMI / LEFT ANTI join outputs the left side's)",
                     ));
                 }
                 let mut out =

@@ -291,8 +291,50 @@ fn validate_sources(
             ));
         }
     }
+    // a join of the two sources: each source's records are projected into the join's wide record
+    let mut stream_join = None;
+    if by_position
+        && let Some(q) = &parsed
+        && q.union.is_none()
+        && q.join.is_some()
+        && let [other] = more_sources.as_mut_slice()
+    {
+        let other_schema = schema_after(&other.steps, &other.source.schema);
+        let resolved = super::sql_stream_join::resolve(
+            q,
+            [
+                super::sql_stream_join::JoinSource {
+                    name: &source_name,
+                    schema: &schema,
+                    watermark: watermark.as_ref().map(|w| w.column.as_str()),
+                },
+                super::sql_stream_join::JoinSource {
+                    name: &other.name,
+                    schema: &other_schema,
+                    watermark: other.watermark.as_ref().map(|w| w.column.as_str()),
+                },
+            ],
+        )?;
+        let [first_steps, other_steps] = resolved.steps.clone();
+        let [first_pushed, other_pushed] = resolved.pushed.clone();
+        source_steps.extend(first_pushed);
+        source_steps.push(first_steps);
+        other.steps.extend(other_pushed);
+        other.steps.push(other_steps);
+        for (w, moved) in [watermark.as_mut(), other.watermark.as_mut()].into_iter().zip(&resolved.watermarks) {
+            if let (Some(w), Some((column, index))) = (w, moved) {
+                w.column = column.clone();
+                w.index = *index;
+            }
+        }
+        schema = resolved.wide.clone();
+        stream_join = Some(resolved);
+    }
     let mut union_query = None;
-    if by_position && let Some(q) = &parsed {
+    if by_position
+        && stream_join.is_none()
+        && let Some(q) = &parsed
+    {
         let Some(union) = &q.union else {
             return Err(super::sql_query::at(
                 q.from.pos,
@@ -342,6 +384,46 @@ fn validate_sources(
     let query_sql = sql_text;
     let mut join = None;
     let query = match raw.query {
+        Some(raw_query) if let Some(j) = stream_join.take() => {
+            if let Some(c) = raw.clock.as_ref().and_then(|c| c.column.clone()) {
+                return Err(SpecError::bad_str(
+                    "clock.column",
+                    &c,
+                    "the system clock with a stream-stream join (the replay clock over a join of two sources is not implemented yet)",
+                ));
+            }
+            match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("append") => {}
+                Some(other) => {
+                    return Err(SpecError::bad_str(
+                        "query.output_mode",
+                        other,
+                        "\"append\" for a stream-stream join (Spark: Join between two streaming DataFrames/Datasets is not supported in Update or Complete output mode, only in Append output mode)",
+                    ));
+                }
+            }
+            let q = &j.query;
+            let aggregate = q.items.iter().find_map(|i| match i {
+                crate::expr::SelectItemSyntax::Expr { syntax, .. } => super::sql_query::first_aggregate(syntax),
+                crate::expr::SelectItemSyntax::Wildcard { .. } => None,
+            });
+            let grouped = q.group_by.first().map(|g| match g {
+                crate::expr::GroupItemSyntax::Expr(e) => e.pos,
+                crate::expr::GroupItemSyntax::Ordinal { pos, .. } => *pos,
+            });
+            if let Some(pos) = grouped.or(aggregate.map(|a| a.pos)).or(q.having.as_ref().map(|h| h.pos)) {
+                return Err(super::sql_query::at(
+                    pos,
+                    "an aggregation over a stream-stream join",
+                    "a stream-stream join without GROUP BY, HAVING or aggregates (an aggregation after a join of two sources needs chained operators, not implemented yet)",
+                ));
+            }
+            let plan = super::sql_query::plan_sql_query(q, &q.from.name, &j.joined, None, &[], None, mode)?;
+            // the query's filters and its select list run on the joined rows
+            sql_output_steps =
+                plan.source_steps.into_iter().chain(plan.watermarked_steps).chain(plan.output_steps).collect();
+            QuerySpec::StreamJoin(j.spec)
+        }
         Some(raw_query) if let Some((q, distinct)) = union_query => {
             let trivial = q.selection.is_none()
                 && q.group_by.is_empty()

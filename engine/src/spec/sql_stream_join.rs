@@ -1,0 +1,437 @@
+//! A SQL query's stream-stream join (SQL.md "Queries", SEMANTICS.md "Joins"): `FROM a JOIN b ON
+//! ...` where `a` and `b` are the pipeline's two sources, resolved into a
+//! [`QuerySpec::StreamJoin`](super::QuerySpec::StreamJoin), a projection of each source's
+//! records into the join's wide record, and a single-relation query over the joined row.
+//!
+//! The wide record ([`StreamJoinSpec`]): the join keys (each source computes its own side's, so
+//! both sides are routed to one partition actor by one set of columns), a side marker, the left
+//! relation's columns, the right's. The joined row is the left's columns then the right's, named
+//! as in a stream-static join (`sql_join`): a right column whose name a left column has too is
+//! `qualifier.col`; `SELECT *` lists left then right, as Spark.
+//!
+//! The ON condition is split, as Spark's planner splits it:
+//! - equalities of a left column and a right column of one type: the join keys (at least one; a
+//!   join without one is refused, as Spark);
+//! - comparisons of the two sides' watermarked (event-time) columns, each possibly shifted by an
+//!   interval, and `BETWEEN` of them: the time range ([`super::join_range`]) that lets the
+//!   watermark evict state and decides when an outer join's NULL row is due;
+//! - anything else: for an inner join, a filter on the joined rows (as WHERE); for an outer or
+//!   semi join it would change which rows match, and is refused.
+//!
+//! What Spark's `UnsupportedOperationChecker` refuses between two streams is refused with its
+//! reason: a left anti join; an outer or semi join without a watermark on both sides and a time
+//! range bounded both ways. Stricter than Spark: Spark also accepts an outer join whose only
+//! bound is a watermark in the join keys, and one side's watermark with a range; keys of two
+//! types (Spark would cast one side) are refused.
+
+use super::StreamJoinSpec;
+use super::error::{SpecError, quote};
+use super::join_range::time_range;
+use super::sql_join::{Rewriter, Side, right_names};
+use super::sql_query::{at, conjuncts};
+use super::steps::{PipelineExpr, Step};
+use crate::expr::{
+    BinaryOp, FromSyntax, GroupItemSyntax, JoinTypeSyntax, Node, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind,
+    Typed,
+};
+use crate::operator::StreamJoinType;
+use crate::schema::{DataType, Field, Schema};
+use crate::value::Value;
+
+/// The field the join's projections are named by (`eddy explain`).
+const JOIN_FIELD: &str = "query.sql JOIN";
+
+/// A stream-stream join resolved against the pipeline's two sources.
+pub(crate) struct ResolvedStreamJoin {
+    /// For each source (pipeline order), the WHERE conjuncts that run on its records before its
+    /// watermark (see [`resolve`]), over its columns.
+    pub pushed: [Vec<Step>; 2],
+    /// For each source (pipeline order), the projection of its records into the wide record.
+    pub steps: [Step; 2],
+    /// The wide record's columns (what the watermarks and the join read).
+    pub wide: Schema,
+    /// The join.
+    pub spec: StreamJoinSpec,
+    /// The query over the joined row (no join, no qualifiers), named as the left source.
+    pub query: QuerySyntax,
+    /// The joined row's columns.
+    pub joined: Schema,
+    /// Each source's watermark column (pipeline order), by its name in the wide record, with
+    /// its index there.
+    pub watermarks: [Option<(String, usize)>; 2],
+}
+
+/// One of the two sources: its name, its columns after its own steps, its watermark column.
+pub(crate) struct JoinSource<'a> {
+    pub name: &'a str,
+    pub schema: &'a Schema,
+    pub watermark: Option<&'a str>,
+}
+
+/// Resolves the stream-stream join of `q` (which has a join whose two relations are `sources`).
+///
+/// # Errors
+/// A [`SpecError`] at `query.sql` with the line:column of: a relation that is not one of the two
+/// sources, or one source twice; a join type Spark refuses between two streams (with Spark's
+/// reason); a join without ON or without an equality key; keys of different types; for an outer or
+/// semi join, a side without a watermark, a time range not bounded both ways, or another condition
+/// in ON; an ambiguous or unknown column.
+pub(crate) fn resolve(q: &QuerySyntax, sources: [JoinSource<'_>; 2]) -> Result<ResolvedStreamJoin, SpecError> {
+    let Some(join) = &q.join else {
+        return Err(at(q.from.pos, "a query without JOIN over two sources", "a join or a union of the two sources"));
+    };
+    let which = |r: &FromSyntax| sources.iter().position(|s| s.name.eq_ignore_ascii_case(&r.name));
+    let names = || sources.iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let mut order = [0usize; 2];
+    for (i, r) in [&q.from, &join.right].into_iter().enumerate() {
+        order[i] = which(r).ok_or_else(|| {
+            at(r.pos, format!("the unknown relation {}", r.name), format!("one of the sources: {}", names()))
+        })?;
+    }
+    if order[0] == order[1] {
+        return Err(at(
+            join.right.pos,
+            format!("the source {} joined with itself", join.right.name),
+            format!("a join of the two sources ({})", names()),
+        ));
+    }
+    let join_type = join_type(join.kind, join.pos)?;
+    let (left_src, right_src) = (&sources[order[0]], &sources[order[1]]);
+    let qualifier = |r: &FromSyntax| r.alias.clone().unwrap_or_else(|| r.name.clone());
+    let left = Side { qualifier: qualifier(&q.from), schema: left_src.schema, offset: 0 };
+    let right = Side { qualifier: qualifier(&join.right), schema: right_src.schema, offset: left_src.schema.len() };
+    if left.qualifier.eq_ignore_ascii_case(&right.qualifier) {
+        return Err(at(
+            join.right.pos,
+            format!("the qualifier {} for both sides", right.qualifier),
+            "distinct names or aliases for the two sides",
+        ));
+    }
+    let rnames = right_names(left.schema, &right);
+    let full = Schema::new(
+        left.schema
+            .fields()
+            .iter()
+            .cloned()
+            .chain(
+                right
+                    .schema
+                    .fields()
+                    .iter()
+                    .zip(&rnames)
+                    .map(|(f, n)| Field { name: n.clone(), data_type: f.data_type }),
+            )
+            .collect(),
+    );
+    let semi = join_type == StreamJoinType::LeftSemi;
+    let l_len = left.schema.len();
+    let on = join.on.as_ref().ok_or_else(|| {
+        at(join.pos, format!("{} without ON", join.kind), "a join ON equalities of a left column and a right column")
+    })?;
+    let whole = Rewriter { stream: &left, table: &right, full: &full, table_names: &rnames, table_out: true };
+    let on_rewritten = whole.apply(on)?;
+    // each side's watermarked column in the joined row
+    let time_col =
+        |s: &JoinSource<'_>, offset: usize| s.watermark.and_then(|w| s.schema.resolve(w)).map(|c| c + offset);
+    let times = [time_col(left_src, 0), time_col(right_src, l_len)];
+    let all = conjuncts(on_rewritten);
+    let mut keys: Vec<(usize, usize)> = Vec::new();
+    let mut rest: Vec<&Syntax> = Vec::new();
+    for c in &all {
+        match key_pair(c, &full, l_len) {
+            Some(k) => {
+                check_key_types(c, &full, k)?;
+                keys.push(k);
+            }
+            None => rest.push(c),
+        }
+    }
+    if keys.is_empty() {
+        return Err(at(
+            on.pos,
+            "a join without an equality key",
+            "ON left_column = right_column [AND ...] (Spark refuses a stream-stream join without an equi-join key)",
+        ));
+    }
+    let side_of = |parts: &[String]| -> Option<usize> {
+        let [name] = parts else { return None };
+        let i = full.resolve(name)?;
+        times.iter().position(|t| *t == Some(i))
+    };
+    let (range, used) = match (times, time_range(&rest, &side_of)) {
+        ([Some(_), Some(_)], Some((r, used))) => (Some(r), used),
+        _ => (None, Vec::new()),
+    };
+    let others: Vec<Syntax> =
+        rest.iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, c)| (*c).clone()).collect();
+    if join_type != StreamJoinType::Inner {
+        outer_requirements(join, join_type, times, range, &others)?;
+    }
+    // the query over the joined row: the inner join's other ON conditions join WHERE
+    let output = Rewriter { table_out: !semi, ..whole };
+    let mut items = Vec::new();
+    for item in &q.items {
+        match item {
+            SelectItemSyntax::Expr { syntax, alias } => {
+                let rewritten = output.apply(syntax)?;
+                let alias = alias.clone().or_else(|| match (&syntax.kind, &rewritten.kind) {
+                    (SyntaxKind::Column(written), SyntaxKind::Column(now))
+                        if written.len() == 2 && now.len() == 1 && now[0].contains('.') =>
+                    {
+                        Some(written[1].clone())
+                    }
+                    _ => None,
+                });
+                items.push(SelectItemSyntax::Expr { syntax: rewritten, alias });
+            }
+            SelectItemSyntax::Wildcard { qualifier: w, pos } => {
+                let sides: Vec<&Side> = match w {
+                    None if semi => vec![&left],
+                    None => vec![&left, &right],
+                    Some(w) if w.eq_ignore_ascii_case(&left.qualifier) => vec![&left],
+                    Some(w) if w.eq_ignore_ascii_case(&right.qualifier) && !semi => vec![&right],
+                    Some(w) => {
+                        return Err(at(
+                            *pos,
+                            format!("{w}.*"),
+                            format!("*, {}.* or {}.*", left.qualifier, right.qualifier),
+                        ));
+                    }
+                };
+                for side in sides {
+                    for (i, f) in side.schema.fields().iter().enumerate() {
+                        let name = &full.fields()[side.offset + i].name;
+                        let syntax = Syntax { kind: SyntaxKind::Column(vec![name.clone()]), pos: *pos };
+                        let alias = (name != &f.name).then(|| f.name.clone());
+                        items.push(SelectItemSyntax::Expr { syntax, alias });
+                    }
+                }
+            }
+        }
+    }
+    let group_by = q
+        .group_by
+        .iter()
+        .map(|g| match g {
+            GroupItemSyntax::Expr(e) => output.apply(e).map(GroupItemSyntax::Expr),
+            other => Ok(other.clone()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let selection = q.selection.as_ref().map(|s| output.apply(s)).transpose()?;
+    // conjuncts over one side's columns that do not mention its watermarked column run on that
+    // source's records before its watermark and the join, as Spark's optimizer pushes them below
+    // the join and the watermark (a record they drop moves no watermark): either side's for an
+    // inner join, the preserved side's for an outer or semi join, none for a full outer join
+    let mut pushed: [Vec<Step>; 2] = [Vec::new(), Vec::new()];
+    let mut kept = Vec::new();
+    for c in others.into_iter().chain(selection.into_iter().flat_map(conjuncts)) {
+        let cols: Vec<usize> = super::sql_query::columns_of(&c).iter().filter_map(|n| full.resolve(n)).collect();
+        let side = match cols.first() {
+            Some(&first) => {
+                let s = usize::from(first >= l_len);
+                cols.iter().all(|&i| usize::from(i >= l_len) == s).then_some(s)
+            }
+            None => None,
+        };
+        let pushable = side.filter(|&s| {
+            let allowed = match join_type {
+                StreamJoinType::Inner => true,
+                StreamJoinType::LeftOuter | StreamJoinType::LeftSemi => s == 0,
+                StreamJoinType::RightOuter => s == 1,
+                StreamJoinType::FullOuter => false,
+            };
+            allowed && !cols.iter().any(|&i| Some(i) == times[s])
+        });
+        match pushable {
+            Some(s) => {
+                let (own, offset) = if s == 0 { (left.schema, 0) } else { (right.schema, l_len) };
+                let renamed = renamed(&c, &|name| full.resolve(name).map(|i| own.fields()[i - offset].name.clone()));
+                let idx = if order[0] == 0 { s } else { 1 - s };
+                pushed[idx].push(super::sql_query::filter(&renamed, own)?);
+            }
+            None => kept.push(c),
+        }
+    }
+    let selection = kept.into_iter().reduce(|l, r| {
+        let pos = l.pos;
+        Syntax { kind: SyntaxKind::Binary { op: BinaryOp::And, left: Box::new(l), right: Box::new(r) }, pos }
+    });
+    let query = QuerySyntax {
+        items,
+        from: FromSyntax { name: left_src.name.to_string(), alias: None, pos: q.from.pos },
+        join: None,
+        selection,
+        group_by,
+        having: q.having.as_ref().map(|s| output.apply(s)).transpose()?,
+        union: None,
+    };
+    // the wide record: keys, side, left columns, right columns
+    let n = keys.len();
+    let widths = [l_len, right.schema.len()];
+    let mut wide: Vec<Field> = keys
+        .iter()
+        .enumerate()
+        .map(|(k, &(l, _))| Field { name: format!("__join_key{k}"), data_type: full.fields()[l].data_type })
+        .collect();
+    wide.push(Field { name: "__join_side".into(), data_type: DataType::Int });
+    wide.extend(full.fields().iter().cloned());
+    let wide = Schema::new(wide);
+    let projection = |side: usize| -> Step {
+        let (own, offset) = if side == 0 { (0..l_len, 0) } else { (l_len..full.len(), l_len) };
+        let column = |c: usize, name: &str| PipelineExpr {
+            field: JOIN_FIELD.into(),
+            typed: Typed {
+                node: Node::Column(c - offset),
+                data_type: full.fields()[c].data_type,
+                name: name.to_string(),
+            },
+            name: name.to_string(),
+        };
+        let constant = |value: Value, data_type: DataType, name: &str| PipelineExpr {
+            field: JOIN_FIELD.into(),
+            typed: Typed { node: Node::Literal(value), data_type, name: name.to_string() },
+            name: name.to_string(),
+        };
+        let mut list = Vec::with_capacity(wide.len());
+        for (k, key) in keys.iter().enumerate() {
+            let c = if side == 0 { key.0 } else { key.1 };
+            list.push(PipelineExpr { name: format!("__join_key{k}"), ..column(c, &format!("__join_key{k}")) });
+        }
+        list.push(constant(Value::Int(side as i32), DataType::Int, "__join_side"));
+        for (c, f) in full.fields().iter().enumerate() {
+            list.push(if own.contains(&c) { column(c, &f.name) } else { constant(Value::Null, f.data_type, &f.name) });
+        }
+        Step::Project(list)
+    };
+    let at_wide = |c: Option<usize>| c.map(|c| c + n + 1);
+    let spec = StreamJoinSpec {
+        join_type,
+        keys: n,
+        widths,
+        times: [at_wide(times[0]).unwrap_or(n + 1), at_wide(times[1]).unwrap_or(n + 1 + l_len)],
+        watermarked: [times[0].is_some(), times[1].is_some()],
+        range,
+        sides: if order[0] == 0 { [0, 1] } else { [1, 0] },
+    };
+    let joined = Schema::new(wide.fields()[spec.output_columns()].to_vec());
+    let mut steps = [projection(0), projection(1)];
+    let mut watermarks = [
+        at_wide(times[0]).map(|i| (wide.fields()[i].name.clone(), i)),
+        at_wide(times[1]).map(|i| (wide.fields()[i].name.clone(), i)),
+    ];
+    if order[0] != 0 {
+        steps.swap(0, 1);
+        watermarks.swap(0, 1);
+    }
+    Ok(ResolvedStreamJoin { pushed, steps, wide, spec, query, joined, watermarks })
+}
+
+/// `s` with each single-name column reference renamed by `to` (unchanged where it gives none).
+fn renamed(s: &Syntax, to: &dyn Fn(&str) -> Option<String>) -> Syntax {
+    match &s.kind {
+        SyntaxKind::Column(parts) if parts.len() == 1 => {
+            Syntax { kind: SyntaxKind::Column(vec![to(&parts[0]).unwrap_or_else(|| parts[0].clone())]), pos: s.pos }
+        }
+        _ => match s.try_map_children::<std::convert::Infallible>(&mut |c| Ok(renamed(c, to))) {
+            Ok(s) => s,
+            Err(never) => match never {},
+        },
+    }
+}
+
+/// `c` as a join key: an equality of a left column and a right column (indexes in the joined
+/// row, left first), either way round.
+fn key_pair(c: &Syntax, full: &Schema, l_len: usize) -> Option<(usize, usize)> {
+    let SyntaxKind::Binary { op: BinaryOp::Eq, left, right } = &c.kind else { return None };
+    let (SyntaxKind::Column(a), SyntaxKind::Column(b)) = (&left.kind, &right.kind) else { return None };
+    let ([a], [b]) = (a.as_slice(), b.as_slice()) else { return None };
+    let (a, b) = (full.resolve(a)?, full.resolve(b)?);
+    match (a < l_len, b < l_len) {
+        (true, false) => Some((a, b)),
+        (false, true) => Some((b, a)),
+        _ => None,
+    }
+}
+
+fn check_key_types(c: &Syntax, full: &Schema, (l, r): (usize, usize)) -> Result<(), SpecError> {
+    let (a, b) = (&full.fields()[l], &full.fields()[r]);
+    if a.data_type == b.data_type {
+        return Ok(());
+    }
+    Err(at(
+        c.pos,
+        format!("join keys of two types: {} {} and {} {}", quote(&a.name), a.data_type, quote(&b.name), b.data_type),
+        "keys of one type (CAST one of them in its source's select)",
+    ))
+}
+
+/// The join types Spark runs between two streams; left anti and cross are refused.
+fn join_type(written: JoinTypeSyntax, pos: crate::expr::Pos) -> Result<StreamJoinType, SpecError> {
+    use JoinTypeSyntax as J;
+    Ok(match written {
+        J::Inner => StreamJoinType::Inner,
+        J::LeftOuter => StreamJoinType::LeftOuter,
+        J::RightOuter => StreamJoinType::RightOuter,
+        J::FullOuter => StreamJoinType::FullOuter,
+        J::LeftSemi => StreamJoinType::LeftSemi,
+        J::LeftAnti => {
+            return Err(at(
+                pos,
+                "LEFT ANTI JOIN of two sources (Spark: LeftAnti join between two streaming DataFrames/Datasets is not supported)",
+                "[INNER | LEFT [OUTER] | RIGHT [OUTER] | FULL [OUTER] | LEFT SEMI] JOIN between two sources",
+            ));
+        }
+        J::Cross => {
+            return Err(at(
+                pos,
+                "CROSS JOIN of two sources (a join without an equality key)",
+                "a join ON equalities of a left column and a right column",
+            ));
+        }
+    })
+}
+
+/// An outer or semi join needs both sides' watermarks and a time range bounded both ways (so that
+/// every row is evicted, and the NULL rows of an outer join are emitted), and nothing else in ON.
+fn outer_requirements(
+    join: &crate::expr::JoinSyntax,
+    join_type: StreamJoinType,
+    times: [Option<usize>; 2],
+    range: Option<crate::operator::TimeRange>,
+    others: &[Syntax],
+) -> Result<(), SpecError> {
+    let spark = match join_type {
+        StreamJoinType::LeftSemi => "LeftSemi",
+        StreamJoinType::LeftOuter => "LeftOuter",
+        StreamJoinType::RightOuter => "RightOuter",
+        _ => "FullOuter",
+    };
+    let reason = format!(
+        "Spark: Stream-stream {spark} join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition"
+    );
+    let allowed = "a watermark on both sources, and ON keys AND a time range between their watermarked columns bounded both ways (r.ts BETWEEN l.ts AND l.ts + INTERVAL ...)";
+    if times.iter().any(Option::is_none) {
+        return Err(at(join.pos, format!("{} without a watermark on both sources ({reason})", join.kind), allowed));
+    }
+    match range {
+        Some(r) if r.lower.0 > i64::MIN && r.upper.0 < i64::MAX => {}
+        _ => {
+            return Err(at(
+                join.pos,
+                format!(
+                    "{} without a time range bounded both ways between the watermarked columns ({reason})",
+                    join.kind
+                ),
+                allowed,
+            ));
+        }
+    }
+    if let Some(c) = others.first() {
+        return Err(at(
+            c.pos,
+            format!("a condition other than the keys and the time range in the ON of {}", join.kind),
+            "ON keys AND the time range only (filter the joined rows in WHERE)",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes the inputs and pipelines of the stream-stream join cases (`sql-stream-join-*`).
+
+Deterministic (a fixed seed per case): run it again and the same files come out. The expected
+outputs are NOT written here: they come from the Spark oracle (see README.md, make_expected.py).
+
+Each case reads two sources, `lefts` (id STRING, lt TIMESTAMP, lv BIGINT) and `rights` (rid
+STRING, rt TIMESTAMP, rv BIGINT), each with a 10-second watermark on its time column, one file
+per micro-batch per source. Times are on a 5-second grid so that a row's time plus the join's
+range bound often equals a batch's watermark exactly (the boundary of eviction and of lateness);
+every batch carries some rows older than the watermark (late on that side) and an occasional
+null key.
+
+    python3 tests/cases-sql/gen_stream_joins.py   # rewrites input/ and pipeline.toml of each case
+"""
+import json
+import pathlib
+import random
+
+BASE = "2024-01-15T10:"
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def ts(sec):
+    return f"{BASE}{sec // 60:02d}:{sec % 60:02d}Z"
+
+
+PIPELINE = """name = "{name}"
+mode = "micro-batch"
+
+[[source]]
+name = "lefts"
+type = "files"
+path = "input/lefts"
+format = "json"
+schema = "id STRING, lt TIMESTAMP, lv BIGINT"
+watermark = {{ column = "lt", delay = "10 seconds" }}
+
+[[source]]
+name = "rights"
+type = "files"
+path = "input/rights"
+format = "json"
+schema = "rid STRING, rt TIMESTAMP, rv BIGINT"
+watermark = {{ column = "rt", delay = "10 seconds" }}
+
+[query]
+sql = \"\"\"
+{sql}
+\"\"\"
+output_mode = "append"
+
+[sink]
+type = "files"
+path = "output"
+"""
+
+RANGE = "r.rt BETWEEN l.lt AND l.lt + INTERVAL 30 SECONDS"
+CASES = {
+    "sql-stream-join-inner-late": f"SELECT l.id, l.lt, l.lv, r.rt, r.rv\nFROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}",
+    "sql-stream-join-left-outer": f"SELECT l.id, l.lt, l.lv, r.rt, r.rv\nFROM lefts l LEFT OUTER JOIN rights r\nON l.id = r.rid AND {RANGE}",
+    "sql-stream-join-right-outer": "SELECT l.lt, l.lv, r.rid, r.rt, r.rv\nFROM lefts l RIGHT JOIN rights r\n"
+    "ON l.id = r.rid AND r.rt BETWEEN l.lt - INTERVAL 10 SECONDS AND l.lt + INTERVAL 20 SECONDS",
+    "sql-stream-join-full-outer": "SELECT l.id, l.lt, l.lv, r.rid, r.rt, r.rv\nFROM lefts l FULL OUTER JOIN rights r\n"
+    "ON r.rid = l.id AND l.lt >= r.rt - INTERVAL 15 SECONDS AND l.lt < r.rt + INTERVAL 5 SECONDS",
+    "sql-stream-join-left-semi": f"SELECT *\nFROM lefts l LEFT SEMI JOIN rights r\nON l.id = r.rid AND {RANGE}",
+    "sql-stream-join-no-range": "SELECT l.id, l.lt, r.rt, r.rv\nFROM lefts l JOIN rights r\nON l.id = r.rid",
+    "sql-stream-join-swapped-left-outer": "SELECT r.rid, r.rt, l.lt, l.lv\nFROM rights r LEFT JOIN lefts l\n"
+    "ON r.rid = l.id AND l.lt BETWEEN r.rt - INTERVAL 20 SECONDS AND r.rt",
+    "sql-stream-join-computed-where": f"SELECT l.id AS ad, l.lv + r.rv AS total, r.rt, unix_seconds(r.rt) - unix_seconds(l.lt) AS after_s\n"
+    f"FROM lefts AS l INNER JOIN rights AS r\nON l.id = r.rid AND {RANGE}\nWHERE l.lv % 2 = 1 AND r.rv > 2",
+}
+
+
+def rows(rng, batch, side):
+    """One source's rows of one batch: mostly near the batch's frontier, a few behind it."""
+    out = []
+    front = 20 * batch + (0 if side == "l" else 10)
+    for _ in range(rng.randint(2, 5)):
+        sec = max(0, front + 5 * rng.randint(-2, 3))
+        if rng.random() < 0.2:
+            sec = max(0, front - 5 * rng.randint(6, 9))  # behind the watermark: late on this side
+        key = None if rng.random() < 0.08 else f"k{rng.randint(0, 3)}"
+        out.append((key, sec, rng.randint(0, 9)))
+    return out
+
+
+def write(name, sql, seed):
+    rng = random.Random(seed)
+    case = HERE / name
+    for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
+        folder = case / "input" / side
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.json"):
+            old.unlink()
+    batches = 6
+    for b in range(batches):
+        for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
+            lines = [json.dumps({cols[0]: k, cols[1]: ts(s), cols[2]: v}) for k, s, v in rows(rng, b, side[0])]
+            (case / "input" / side / f"{b:03d}.json").write_text("\n".join(lines) + "\n")
+    (case / "expected").mkdir(exist_ok=True)
+    (case / "pipeline.toml").write_text(PIPELINE.format(name=name, sql=sql))
+
+
+if __name__ == "__main__":
+    for i, (name, sql) in enumerate(CASES.items()):
+        write(name, sql, 1000 + i)
+        print(name)
