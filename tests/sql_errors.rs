@@ -682,6 +682,144 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
     check_all(cases);
 }
 
+/// Two files sources `lefts` (id STRING, lt TIMESTAMP, lv BIGINT) and `rights` (rid STRING, rt
+/// TIMESTAMP, rv INT), each with a 10-second watermark unless `right_watermark` is false, and the
+/// query `sql` (line 1 of the SQL is the line after the opening quotes) with `query` lines after.
+fn two_sources(sql: &str, right_watermark: bool, query: &str) -> String {
+    let rw = if right_watermark { "watermark = { column = \"rt\", delay = \"10 seconds\" }" } else { "" };
+    format!(
+        r#"
+name = "join-errors"
+mode = "micro-batch"
+[[source]]
+name = "lefts"
+type = "files"
+path = "input"
+format = "json"
+schema = "id STRING, lt TIMESTAMP, lv BIGINT"
+watermark = {{ column = "lt", delay = "10 seconds" }}
+[[source]]
+name = "rights"
+type = "files"
+path = "input"
+format = "json"
+schema = "rid STRING, rt TIMESTAMP, rv INT"
+{rw}
+[query]
+sql = """
+{sql}"""
+{query}
+[sink]
+type = "files"
+path = "output"
+"#
+    )
+}
+
+#[test]
+fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reason() {
+    let range = "r.rt BETWEEN l.lt AND l.lt + INTERVAL 1 MINUTE";
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        (
+            "a join without an equality key",
+            two_sources("SELECT * FROM lefts l JOIN rights r\nON l.lv > r.rv", true, ""),
+            vec!["query.sql", "a join without an equality key at 2:4", "equi-join key"],
+        ),
+        (
+            "a join of two aggregated streams",
+            two_sources(
+                "SELECT * FROM (SELECT id, count(*) AS c FROM lefts GROUP BY id) a\nJOIN (SELECT rid, count(*) AS c FROM rights GROUP BY rid) b ON a.id = b.rid",
+                true,
+                "",
+            ),
+            vec!["query.sql", "a subquery in FROM at 1:16"],
+        ),
+        (
+            "an aggregation over a join",
+            two_sources(
+                &format!(
+                    "SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
+                ),
+                true,
+                "",
+            ),
+            vec!["query.sql", "an aggregation over a stream-stream join at 3:10"],
+        ),
+        (
+            "an outer join without a watermark on the nullable side",
+            two_sources(&format!("SELECT * FROM lefts l\nLEFT JOIN rights r ON l.id = r.rid AND {range}"), false, ""),
+            vec![
+                "query.sql",
+                "LEFT OUTER JOIN without a watermark on both sources",
+                "at 2:1",
+                "Spark: Stream-stream LeftOuter join",
+            ],
+        ),
+        (
+            "a full outer join with a range open on one side",
+            two_sources("SELECT * FROM lefts l FULL JOIN rights r\nON l.id = r.rid AND r.rt >= l.lt", true, ""),
+            vec!["query.sql", "without a time range bounded both ways", "at 1:23"],
+        ),
+        (
+            "another condition in an outer join's ON",
+            two_sources(
+                &format!("SELECT * FROM lefts l LEFT JOIN rights r\nON l.id = r.rid AND {range} AND r.rv > 2"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "a condition other than the keys and the time range", "at 2:"],
+        ),
+        (
+            "a left anti join",
+            two_sources(
+                &format!("SELECT * FROM lefts l LEFT ANTI JOIN rights r ON l.id = r.rid AND {range}"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "LeftAnti join between two streaming DataFrames/Datasets is not supported", "at 1:23"],
+        ),
+        (
+            "keys of two types",
+            two_sources(
+                &format!("SELECT * FROM lefts l JOIN rights r ON l.id = r.rid AND l.lv = r.rv AND {range}"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "join keys of two types: \"lv\" BIGINT and \"rv\" INT at 1:57"],
+        ),
+        (
+            "a query reading an unknown source",
+            two_sources("SELECT * FROM lefts l JOIN clicks c ON l.id = c.rid", true, ""),
+            vec!["query.sql", "the unknown relation clicks at 1:28", "lefts, rights"],
+        ),
+        (
+            "update mode",
+            two_sources(
+                &format!("SELECT * FROM lefts l JOIN rights r ON l.id = r.rid AND {range}"),
+                true,
+                "output_mode = \"update\"",
+            ),
+            vec!["query.output_mode", "\"update\"", "only in Append output mode"],
+        ),
+        (
+            "a right column after a semi join",
+            two_sources(
+                &format!("SELECT l.id, r.rv FROM lefts l LEFT SEMI JOIN rights r ON l.id = r.rid AND {range}"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "the right side's column r.rv after a semi or anti join at 1:14"],
+        ),
+        (
+            "two sources with one name",
+            two_sources("SELECT * FROM lefts l JOIN rights r ON l.id = r.rid", true, "")
+                .replace("name = \"rights\"", "name = \"lefts\""),
+            vec!["source[1].name", "\"lefts\""],
+        ),
+    ];
+    check_all(cases);
+}
+
 /// Runs `eddy run` on a pipeline joining a files source with the table at `table_path`
 /// (`max_bytes`), in a scratch folder holding `files` (name, content).
 fn run_join(table_path: &str, max_bytes: u64, files: &[(&str, &str)]) -> Output {
