@@ -414,7 +414,7 @@ impl QueryPlan {
             .zip(&more_watermarks)
             .map(|(s, w)| {
                 let decoded = &s.source.schema;
-                let own: Vec<usize> = w.map(|w| w.0).into_iter().collect();
+                let own: Vec<usize> = w.map(|w| w.0).into_iter().chain(replay.map(|r| r.0)).collect();
                 let required = if joins { &own } else { &required };
                 let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
                 let (steps, needed) = CompiledSteps::new(&s.steps, decoded.len(), &needed, named);

@@ -41,6 +41,9 @@ use crate::value::Value;
 /// The field the join's projections are named by (`eddy explain`).
 const JOIN_FIELD: &str = "query.sql JOIN";
 
+/// The wide record's column that the replay clock reads (`[clock] column` of each source).
+pub(crate) const JOIN_CLOCK: &str = "__join_clock";
+
 /// A stream-stream join resolved against the pipeline's two sources.
 pub(crate) struct ResolvedStreamJoin {
     /// For each source (pipeline order), the WHERE conjuncts that run on its records before its
@@ -76,7 +79,11 @@ pub(crate) struct JoinSource<'a> {
 /// reason); a join without ON or without an equality key; keys of different types; for an outer or
 /// semi join, a side without a watermark, a time range not bounded both ways, or another condition
 /// in ON; an ambiguous or unknown column.
-pub(crate) fn resolve(q: &QuerySyntax, sources: [JoinSource<'_>; 2]) -> Result<ResolvedStreamJoin, SpecError> {
+pub(crate) fn resolve(
+    q: &QuerySyntax,
+    sources: [JoinSource<'_>; 2],
+    clock: Option<&str>,
+) -> Result<ResolvedStreamJoin, SpecError> {
     let Some(join) = &q.join else {
         return Err(at(q.from.pos, "a query without JOIN over two sources", "a join or a union of the two sources"));
     };
@@ -275,6 +282,31 @@ pub(crate) fn resolve(q: &QuerySyntax, sources: [JoinSource<'_>; 2]) -> Result<R
         .collect();
     wide.push(Field { name: "__join_side".into(), data_type: DataType::Int });
     wide.extend(full.fields().iter().cloned());
+    // the replay clock's column: each source's own, in one column after both sides'
+    let clock_cols = match clock {
+        None => None,
+        Some(c) => {
+            let find = |s: &JoinSource<'_>| {
+                s.schema.resolve(c).filter(|&i| s.schema.fields()[i].data_type == DataType::Timestamp)
+            };
+            match (find(left_src), find(right_src)) {
+                (Some(a), Some(b)) => Some((a, b + l_len)),
+                _ => {
+                    return Err(SpecError::bad_str(
+                        "clock.column",
+                        c,
+                        format!(
+                            "a TIMESTAMP column both joined sources have ({} and {}): each source's records advance the replay clock by their own",
+                            left_src.name, right_src.name
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    if clock_cols.is_some() {
+        wide.push(Field { name: JOIN_CLOCK.into(), data_type: DataType::Timestamp });
+    }
     let wide = Schema::new(wide);
     let projection = |side: usize| -> Step {
         let (own, offset) = if side == 0 { (0..l_len, 0) } else { (l_len..full.len(), l_len) };
@@ -300,6 +332,9 @@ pub(crate) fn resolve(q: &QuerySyntax, sources: [JoinSource<'_>; 2]) -> Result<R
         list.push(constant(Value::Int(side as i32), DataType::Int, "__join_side"));
         for (c, f) in full.fields().iter().enumerate() {
             list.push(if own.contains(&c) { column(c, &f.name) } else { constant(Value::Null, f.data_type, &f.name) });
+        }
+        if let Some((a, b)) = clock_cols {
+            list.push(column(if side == 0 { a } else { b }, JOIN_CLOCK));
         }
         Step::Project(list)
     };

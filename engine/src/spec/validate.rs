@@ -314,7 +314,12 @@ fn validate_sources(
                     watermark: other.watermark.as_ref().map(|w| w.column.as_str()),
                 },
             ],
+            raw.clock.as_ref().and_then(|c| c.column.as_deref()),
         )?;
+        // the replay clock reads the join's clock column, which each source fills with its own
+        if let Some(c) = raw.clock.as_mut().and_then(|c| c.column.as_mut()) {
+            *c = super::sql_stream_join::JOIN_CLOCK.to_string();
+        }
         let [first_steps, other_steps] = resolved.steps.clone();
         let [first_pushed, other_pushed] = resolved.pushed.clone();
         source_steps.extend(first_pushed);
@@ -385,13 +390,6 @@ fn validate_sources(
     let mut join = None;
     let query = match raw.query {
         Some(raw_query) if let Some(j) = stream_join.take() => {
-            if let Some(c) = raw.clock.as_ref().and_then(|c| c.column.clone()) {
-                return Err(SpecError::bad_str(
-                    "clock.column",
-                    &c,
-                    "the system clock with a stream-stream join (the replay clock over a join of two sources is not implemented yet)",
-                ));
-            }
             match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None | Some("append") => {}
                 Some(other) => {
