@@ -2,6 +2,9 @@
 //! q5-sql, q7-sql: q5 and q7 written as `[query] sql`), run in-process on the built-in
 //! generator with a discarding sink:
 //!
+//! The stream-stream join (`join-sql`: auctions joined with their first minute of bids) reads two
+//! generators of one seed; `events` is each one's.
+//!
 //! - **throughput**: unpaced generator, `parallelism` 1 and 2; records/s over the wall time and
 //!   per core, where "per core" divides by the process's CPU time (user + system, from
 //!   /proc/self/stat), i.e. records per CPU-second across every thread (source, partition actors,
@@ -66,11 +69,11 @@ impl Options {
 }
 
 /// The short names of the queries, in report order (the values `--query` takes).
-pub const QUERY_NAMES: [&str; 7] = ["q5", "q5-sql", "q7", "q7-sql", "q11", "q12", "rolling"];
+pub const QUERY_NAMES: [&str; 8] = ["q5", "q5-sql", "q7", "q7-sql", "q11", "q12", "rolling", "join-sql"];
 
 /// The query files, in report order: (short name, file name). A name ending in `-sql` is the
 /// SQL form of the query named without it (the report gives the ratio of the two).
-const QUERIES: [(&str, &str); 7] = [
+const QUERIES: [(&str, &str); 8] = [
     ("q5", "q5-hot-items.toml"),
     ("q5-sql", "q5-hot-items-sql.toml"),
     ("q7", "q7-highest-bid.toml"),
@@ -78,20 +81,29 @@ const QUERIES: [(&str, &str); 7] = [
     ("q11", "q11-user-sessions.toml"),
     ("q12", "q12-processing-time-windows.toml"),
     ("rolling", "rolling-bidder.toml"),
+    ("join-sql", "join-auction-bids-sql.toml"),
 ];
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/nexmark")
 }
 
-/// The query file `file` with the generator's `events` and `rate` and the `parallelism` set.
+/// The query file `file` with the generator's `events` and `rate` (each generator's, for a
+/// query of several `[[source]]`s) and the `parallelism` set.
 fn pipeline(file: &str, events: u64, rate: Option<f64>, parallelism: usize) -> Result<Pipeline> {
-    let mut sets =
-        vec![("source.events".to_string(), events.to_string()), ("parallelism".to_string(), parallelism.to_string())];
-    if let Some(r) = rate {
-        sets.push(("source.rate".to_string(), r.to_string()));
-    }
     let path = examples().join(file);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let sources: Vec<String> = match text.matches("[[source]]").count() {
+        0 => vec!["source".to_string()],
+        n => (0..n).map(|i| format!("source[{i}]")).collect(),
+    };
+    let mut sets = vec![("parallelism".to_string(), parallelism.to_string())];
+    for s in &sources {
+        sets.push((format!("{s}.events"), events.to_string()));
+        if let Some(r) = rate {
+            sets.push((format!("{s}.rate"), r.to_string()));
+        }
+    }
     load_pipeline(&path, &sets).with_context(|| format!("loading {}", path.display()))
 }
 

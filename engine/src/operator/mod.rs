@@ -232,7 +232,8 @@ pub trait Operator: Send + std::fmt::Debug {
     /// was `evicted_with` when the next batch's would be `next` (Spark's no-data batch).
     fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool;
 
-    /// Number of keys (groups, windows, dedup keys) held.
+    /// Number of keys (groups, windows, dedup keys) held; for a stream-stream join, the rows it
+    /// keeps (both inputs), its state's unit.
     fn state_len(&self) -> usize;
 
     /// The whole state, serialised.

@@ -8,9 +8,12 @@
 //! 1 µs) and watermark W (the combined watermark of the inputs, given by the caller), future
 //! rows of either input have an event time of at least W, so:
 //! - a left row at `t` can still match while `t + upper >= W`; a right row at `t` while
-//!   `t - lower >= W`. Past that it is evicted ([`StreamJoin::evict`]), and an input row that is
-//!   already past it when it arrives is late (to `out.late`; it could match only rows already
-//!   gone);
+//!   `t - lower >= W`. Past that it is evicted ([`StreamJoin::evict`]). An input row whose
+//!   watermarked column is at or before the late watermark is late (to `out.late`), as Spark's
+//!   symmetric hash join drops such rows before joining them (the oracle cases
+//!   `sql-stream-join-*` pin this and the eviction instant); a row not late but already past its
+//!   last match meets the rows kept now and is evicted at once (real-time) or at the end of the
+//!   batch (micro-batch);
 //! - inner: a row for each pair as soon as the later of the two arrives;
 //! - left / right / full outer: matched pairs as for inner; a row of the preserved input that
 //!   matched nothing, padded with NULLs for the other input, when it is evicted, i.e. in the
@@ -26,7 +29,11 @@
 //! Micro-batch: late input is judged against the batch's late watermark (batch N-1's), eviction
 //! runs at the end of the batch with its eviction watermark. Real-time: each row is judged
 //! against W as it stood when it arrived, and [`Operator::advance_watermark`] evicts. Output rows
-//! are the left input's columns then the right input's.
+//! are the left input's columns then the right input's ([`StreamJoinConfig::columns`] of each).
+//!
+//! A planned join ([`crate::spec::StreamJoinSpec`]) reads both inputs as one wide record (keys,
+//! side marker, both sides' columns) through [`Operator::on_record`]; its state size
+//! ([`Operator::state_len`]) is the number of rows kept.
 
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
@@ -373,7 +380,7 @@ impl Operator for StreamJoin {
     }
 
     fn state_len(&self) -> usize {
-        self.state.len()
+        self.rows
     }
 
     fn snapshot(&self) -> Vec<u8> {
