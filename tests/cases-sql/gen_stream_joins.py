@@ -69,23 +69,27 @@ CASES = {
     "ON r.rid = l.id AND l.lt BETWEEN r.rt - INTERVAL 20 SECONDS AND r.rt",
     "sql-stream-join-computed-where": f"SELECT l.id AS ad, l.lv + r.rv AS total, r.rt, unix_seconds(r.rt) - unix_seconds(l.lt) AS after_s\n"
     f"FROM lefts AS l INNER JOIN rights AS r\nON l.id = r.rid AND {RANGE}\nWHERE l.lv % 2 = 1 AND r.rv > 2",
+    # (the SQL, then: values drawn from 0..VALUES, MORE extra rows a batch per source)
+    "sql-stream-join-two-keys": (f"SELECT l.id, l.lv, l.lt, r.rt\nFROM lefts l JOIN rights r\nON l.id = r.rid AND r.rv = l.lv AND {RANGE}", 2, 4),
+    "sql-stream-join-on-filters": ("SELECT *\nFROM lefts l JOIN rights r\n"
+    "ON l.id = r.rid AND r.rt >= l.lt AND r.rt <= l.lt + INTERVAL 20 SECONDS AND l.lv > 3 AND r.rv < 8", 10, 4),
 }
 
 
-def rows(rng, batch, side):
+def rows(rng, batch, side, values=10, more=0):
     """One source's rows of one batch: mostly near the batch's frontier, a few behind it."""
     out = []
     front = 20 * batch + (0 if side == "l" else 10)
-    for _ in range(rng.randint(2, 5)):
+    for _ in range(rng.randint(2, 5) + more):
         sec = max(0, front + 5 * rng.randint(-2, 3))
         if rng.random() < 0.2:
             sec = max(0, front - 5 * rng.randint(6, 9))  # behind the watermark: late on this side
         key = None if rng.random() < 0.08 else f"k{rng.randint(0, 3)}"
-        out.append((key, sec, rng.randint(0, 9)))
+        out.append((key, sec, rng.randint(0, 9) if values == 10 else rng.randint(0, values - 1)))
     return out
 
 
-def write(name, sql, seed):
+def write(name, sql, seed, values=10, more=0):
     rng = random.Random(seed)
     case = HERE / name
     for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
@@ -96,13 +100,14 @@ def write(name, sql, seed):
     batches = 6
     for b in range(batches):
         for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
-            lines = [json.dumps({cols[0]: k, cols[1]: ts(s), cols[2]: v}) for k, s, v in rows(rng, b, side[0])]
+            lines = [json.dumps({cols[0]: k, cols[1]: ts(s), cols[2]: v}) for k, s, v in rows(rng, b, side[0], values, more)]
             (case / "input" / side / f"{b:03d}.json").write_text("\n".join(lines) + "\n")
     (case / "expected").mkdir(exist_ok=True)
     (case / "pipeline.toml").write_text(PIPELINE.format(name=name, sql=sql))
 
 
 if __name__ == "__main__":
-    for i, (name, sql) in enumerate(CASES.items()):
-        write(name, sql, 1000 + i)
+    for i, (name, case) in enumerate(CASES.items()):
+        sql, values, more = case if isinstance(case, tuple) else (case, 10, 0)
+        write(name, sql, 1000 + i, values, more)
         print(name)

@@ -60,7 +60,7 @@ pub enum StreamJoinType {
 
 impl StreamJoinType {
     /// Whether the unmatched rows of input `side` (0 left, 1 right) are emitted.
-    fn preserves(self, side: usize) -> bool {
+    pub fn preserves(self, side: usize) -> bool {
         matches!(
             (self, side),
             (StreamJoinType::LeftOuter | StreamJoinType::FullOuter, 0)

@@ -230,6 +230,19 @@ pub(crate) fn resolve(
     // the join and the watermark (a record they drop moves no watermark): either side's for an
     // inner join, the preserved side's for an outer or semi join, none for a full outer join
     let mut pushed: [Vec<Step>; 2] = [Vec::new(), Vec::new()];
+    // A row with a NULL key matches nothing: on a side whose unmatched rows are not emitted,
+    // Spark's optimizer infers `key IS NOT NULL` from the equality (InferFiltersFromConstraints)
+    // and pushes it below the watermark too, so such rows move no watermark
+    for s in (0..2).filter(|&s| !join_type.preserves(s)) {
+        let (own, offset) = if s == 0 { (left.schema, 0) } else { (right.schema, l_len) };
+        let idx = if order[0] == 0 { s } else { 1 - s };
+        for key in &keys {
+            let c = if s == 0 { key.0 } else { key.1 } - offset;
+            let column = Syntax { kind: SyntaxKind::Column(vec![own.fields()[c].name.clone()]), pos: on.pos };
+            let not_null = Syntax { kind: SyntaxKind::IsNull { expr: Box::new(column), negated: true }, pos: on.pos };
+            pushed[idx].push(super::sql_query::filter(&not_null, own)?);
+        }
+    }
     let mut kept = Vec::new();
     for c in others.into_iter().chain(selection.into_iter().flat_map(conjuncts)) {
         let cols: Vec<usize> = super::sql_query::columns_of(&c).iter().filter_map(|n| full.resolve(n)).collect();
