@@ -37,7 +37,7 @@
 
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::{BatchContext, Mode, Operator, Output, StateError};
 use crate::time::{Duration, Timestamp};
@@ -120,7 +120,7 @@ struct Kept {
 pub struct StreamJoin {
     cfg: StreamJoinConfig,
     /// Per key, the rows kept of each input.
-    state: HashMap<GroupKey, [Vec<Kept>; 2]>,
+    state: HashMap<GroupKey, [VecDeque<Kept>; 2]>,
     /// Per input, the keys holding rows by the instant after which W evicts them.
     expiry: [BTreeMap<Timestamp, Vec<GroupKey>>; 2],
     batch: Option<BatchContext>,
@@ -130,7 +130,7 @@ pub struct StreamJoin {
 
 #[derive(Serialize, Deserialize)]
 struct Snapshot {
-    state: Vec<(GroupKey, [Vec<Kept>; 2])>,
+    state: Vec<(GroupKey, [VecDeque<Kept>; 2])>,
     watermark: Timestamp,
 }
 
@@ -188,7 +188,22 @@ impl StreamJoin {
             let range = self.cfg.range;
             let width = self.cfg.columns[0].len() + self.cfg.columns[1].len();
             let own = &record.values[self.cfg.columns[side].clone()];
-            for o in kept[other].iter_mut() {
+            // the other side's rows are in time order: only those whose time the range allows
+            let window = match range {
+                None => 0..kept[other].len(),
+                Some(g) => {
+                    // left at t: right rows in [t + lower, t + upper]; right at t: left rows in
+                    // [t - upper, t - lower]
+                    let (lo, hi) = if side == 0 {
+                        (time.0.saturating_add(g.lower.0), time.0.saturating_add(g.upper.0))
+                    } else {
+                        (time.0.saturating_sub(g.upper.0), time.0.saturating_sub(g.lower.0))
+                    };
+                    let rows = &kept[other];
+                    rows.partition_point(|k| k.time.0 < lo)..rows.partition_point(|k| k.time.0 <= hi)
+                }
+            };
+            for o in kept[other].range_mut(window) {
                 let (l, r) = if side == 0 { (time, o.time) } else { (o.time, time) };
                 if range.is_some_and(|g| r.0.saturating_sub(l.0) < g.lower.0 || r.0.saturating_sub(l.0) > g.upper.0) {
                     continue;
@@ -237,7 +252,10 @@ impl StreamJoin {
         if let Some(l) = last {
             self.expiry[side].entry(l).or_default().push(key.clone());
         }
-        self.state.entry(key).or_default()[side].push(kept);
+        let rows = &mut self.state.entry(key).or_default()[side];
+        // in time order (arrival order among equal times): matching and eviction read ranges
+        let at = rows.partition_point(|k| k.time <= time);
+        rows.insert(at, kept);
         self.rows += 1;
         if self.cfg.mode == Mode::RealTime && last.is_some_and(|l| l < self.watermark) {
             // already past its last match (a range that ends before its own time): it met the
@@ -262,12 +280,19 @@ impl StreamJoin {
     /// unmatched ones of a preserved input with NULLs for the other input.
     fn evict(&mut self, w: Timestamp, out: &mut Output) {
         for side in 0..2 {
+            // every key with a row due, once: a key's rows are scanned once per pass, however
+            // many of them are due (one scan per due row made a key of k rows cost k^2)
+            let mut due: Vec<GroupKey> = Vec::new();
             while let Some(entry) = self.expiry[side].first_entry() {
                 if *entry.key() >= w {
                     break;
                 }
-                let keys = entry.remove();
-                for key in keys {
+                due.extend(entry.remove());
+            }
+            due.sort_unstable();
+            due.dedup();
+            {
+                for key in due {
                     let Some(kept) = self.state.get_mut(&key) else { continue };
                     let range = self.cfg.range;
                     let gone = |k: &Kept| {
@@ -283,10 +308,10 @@ impl StreamJoin {
                     let before = kept[side].len();
                     let preserved = self.cfg.join_type.preserves(side);
                     let widths = [self.cfg.columns[0].len(), self.cfg.columns[1].len()];
-                    kept[side].retain(|k| {
-                        if !gone(k) {
-                            return true;
-                        }
+                    // rows are in time order and the last match grows with the time: the gone
+                    // ones are a prefix
+                    let gone_rows = kept[side].partition_point(gone);
+                    for k in kept[side].drain(..gone_rows) {
                         if preserved && !k.matched {
                             let mut row = Vec::with_capacity(widths[0] + widths[1]);
                             if side == 1 {
@@ -298,8 +323,7 @@ impl StreamJoin {
                             }
                             out.rows.push(row);
                         }
-                        false
-                    });
+                    }
                     self.rows -= before - kept[side].len();
                     if kept[0].is_empty() && kept[1].is_empty() {
                         self.state.remove(&key);
@@ -397,6 +421,8 @@ impl Operator for StreamJoin {
             let kept = self.state.entry(k).or_default();
             kept[0].extend(l);
             kept[1].extend(r);
+            // in time order, as kept (a stable sort keeps arrival order among equal times)
+            kept.iter_mut().for_each(|rows| rows.make_contiguous().sort_by_key(|k| k.time));
         }
         self.watermark = self.watermark.max(snap.watermark);
         self.rebuild_expiry();
