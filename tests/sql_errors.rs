@@ -723,7 +723,7 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
         (
             "a join without an equality key",
             two_sources("SELECT * FROM lefts l JOIN rights r\nON l.lv > r.rv", true, ""),
-            vec!["query.sql", "a join without an equality key at 2:4", "equi-join key"],
+            vec!["query.sql", "a join without an equality key of a column of each side at 2:4", "equi-join key"],
         ),
         (
             "a join of two aggregated streams",
@@ -758,7 +758,7 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
         (
             "a full outer join with a range open on one side",
             two_sources("SELECT * FROM lefts l FULL JOIN rights r\nON l.id = r.rid AND r.rt >= l.lt", true, ""),
-            vec!["query.sql", "without a time range bounded both ways", "at 1:23"],
+            vec!["query.sql", "FULL OUTER JOIN without a bound each way", "at 1:23"],
         ),
         (
             "another condition in an outer join's ON",

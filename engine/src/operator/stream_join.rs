@@ -170,9 +170,13 @@ impl StreamJoin {
             }
         };
         let side = side.min(1);
-        let Some(time) = record.values.get(self.cfg.times[side]).and_then(Value::as_timestamp) else {
-            // the decoder refuses a NULL event time; a record without one matches nothing
-            return;
+        let time = match record.values.get(self.cfg.times[side]).and_then(Value::as_timestamp) {
+            Some(t) => t,
+            // without a range the time is not read (the input may have no event-time column)
+            None if self.cfg.range.is_none() => Timestamp::MIN,
+            // the steps before the join refuse a NULL event time; a record without one matches
+            // nothing
+            None => return,
         };
         let last = self.last_match(side, time);
         if self.is_late(side, record, late_w) {

@@ -330,7 +330,8 @@ impl Pipeline {
             && j.range.is_none()
         {
             out.push(
-                "the stream-stream join has no time range between the sources' watermarked columns: \
+                "the stream-stream join has no time range between the sources' watermarked columns (a watermark on \
+                 both sources and ON conditions bounding one's time by the other's): \
                  its state keeps every row of both sources and grows without bound"
                     .to_string(),
             );

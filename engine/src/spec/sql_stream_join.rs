@@ -19,10 +19,13 @@
 //!   semi join it would change which rows match, and is refused.
 //!
 //! What Spark's `UnsupportedOperationChecker` refuses between two streams is refused with its
-//! reason: a left anti join; an outer or semi join without a watermark on both sides and a time
-//! range bounded both ways. Stricter than Spark: Spark also accepts an outer join whose only
-//! bound is a watermark in the join keys, and one side's watermark with a range; keys of two
-//! types (Spark would cast one side) are refused.
+//! reason: a left anti join; an outer or semi join without watermarks and a time range that
+//! bounds the preserved side's rows (an upper bound on `r - l` for left outer and left semi, a
+//! lower one for right outer, both for full outer). Stricter than Spark: Spark also accepts an
+//! outer join whose only bound is a watermark in the join keys, or one side's watermark with a
+//! range; keys that are expressions or `<=>`, keys of two types (Spark would cast one side), and
+//! other ON conditions of an outer or semi join (Spark runs them as part of the match) are
+//! refused.
 
 use super::StreamJoinSpec;
 use super::error::{SpecError, quote};
@@ -156,8 +159,8 @@ pub(crate) fn resolve(
     if keys.is_empty() {
         return Err(at(
             on.pos,
-            "a join without an equality key",
-            "ON left_column = right_column [AND ...] (Spark refuses a stream-stream join without an equi-join key)",
+            "a join without an equality key of a column of each side",
+            "ON left_column = right_column [AND ...] (Spark refuses a stream-stream join without any equi-join key; Eddy does not take expressions or <=> as join keys yet: compute the key in each source's select)",
         ));
     }
     let side_of = |parts: &[String]| -> Option<usize> {
@@ -439,8 +442,9 @@ fn join_type(written: JoinTypeSyntax, pos: crate::expr::Pos) -> Result<StreamJoi
     })
 }
 
-/// An outer or semi join needs both sides' watermarks and a time range bounded both ways (so that
-/// every row is evicted, and the NULL rows of an outer join are emitted), and nothing else in ON.
+/// An outer or semi join needs both sides' watermarks and a time range that bounds the preserved
+/// side's rows (so that they leave the state and an outer join's NULL rows are emitted), and
+/// nothing else in ON.
 fn outer_requirements(
     join: &crate::expr::JoinSyntax,
     join_type: StreamJoinType,
@@ -457,28 +461,36 @@ fn outer_requirements(
     let reason = format!(
         "Spark: Stream-stream {spark} join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition"
     );
-    let allowed = "a watermark on both sources, and ON keys AND a time range between their watermarked columns bounded both ways (r.ts BETWEEN l.ts AND l.ts + INTERVAL ...)";
+    let allowed = "a watermark on both sources, and ON keys AND a time range between their watermarked columns that bounds the preserved side's rows (r.ts BETWEEN l.ts AND l.ts + INTERVAL ...)";
     if times.iter().any(Option::is_none) {
         return Err(at(join.pos, format!("{} without a watermark on both sources ({reason})", join.kind), allowed));
     }
-    match range {
-        Some(r) if r.lower.0 > i64::MIN && r.upper.0 < i64::MAX => {}
-        _ => {
-            return Err(at(
-                join.pos,
-                format!(
-                    "{} without a time range bounded both ways between the watermarked columns ({reason})",
-                    join.kind
-                ),
-                allowed,
-            ));
-        }
+    // the preserved side's rows must leave the state (their NULL rows are due then): a left row
+    // at t leaves once W passes t + upper, a right row once W passes t - lower
+    let bounded =
+        |side: usize| range.is_some_and(|r| if side == 0 { r.upper.0 < i64::MAX } else { r.lower.0 > i64::MIN });
+    let needed: &[usize] = match join_type {
+        StreamJoinType::LeftOuter | StreamJoinType::LeftSemi => &[0],
+        StreamJoinType::RightOuter => &[1],
+        _ => &[0, 1],
+    };
+    if !needed.iter().all(|&s| bounded(s)) {
+        let bound = match needed {
+            [0] => "an upper bound on the right time (r.ts <= l.ts + INTERVAL ...)",
+            [1] => "a lower bound on the right time (r.ts >= l.ts - INTERVAL ...)",
+            _ => "a bound each way (r.ts BETWEEN l.ts - INTERVAL ... AND l.ts + INTERVAL ...)",
+        };
+        return Err(at(
+            join.pos,
+            format!("{} without {bound} between the watermarked columns ({reason})", join.kind),
+            allowed,
+        ));
     }
     if let Some(c) = others.first() {
         return Err(at(
             c.pos,
             format!("a condition other than the keys and the time range in the ON of {}", join.kind),
-            "ON keys AND the time range only (filter the joined rows in WHERE)",
+            "ON keys AND the time range only (Spark runs another condition as part of the match; Eddy does not yet for outer and semi joins)",
         ));
     }
     Ok(())
