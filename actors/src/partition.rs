@@ -314,7 +314,9 @@ impl PartitionTask {
                 Control::EndBatch { batch_id } => {
                     actor.operator.end_batch(out);
                     self.report_state();
-                    self.flush(self.current)
+                    let flushed = self.flush(self.current);
+                    self.actor.rows.end(batch_id);
+                    flushed
                         && self
                             .actor
                             .sink
@@ -338,6 +340,7 @@ impl PartitionTask {
                     if !self.flush(epoch) {
                         return false;
                     }
+                    self.actor.rows.end(epoch);
                     self.report_state();
                     let state_len = self.actor.operator.state_len();
                     let acked = match &self.actor.snapshots {
@@ -375,6 +378,7 @@ impl PartitionTask {
                     if !self.flush(current) {
                         return false;
                     }
+                    self.actor.rows.end(current);
                     // The sink may already be gone after a failure; nothing left to tell it.
                     let leftovers = std::mem::take(&mut self.written).into_iter().collect();
                     let _ = self.actor.sink.send(ToSink::Done { leftovers });

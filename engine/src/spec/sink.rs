@@ -9,7 +9,7 @@ use super::validate::{Present, Show, choice, note, only_fields, same_column};
 use super::{OutputMode, QuerySpec, SinkSpec};
 use crate::schema::{DataType, Field, Schema};
 
-const SINK_TYPES: &[&str] = &["files", "stdout", "kafka", "delta"];
+const SINK_TYPES: &[&str] = &["files", "stdout", "kafka", "delta", "foreach"];
 
 /// The fields a sink of type `kind` takes; `None` for an unknown type.
 pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
@@ -18,6 +18,7 @@ pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
         "stdout" => &["type", "format"],
         "kafka" => &["type", "bootstrap_servers", "topic", "key", "properties", "exactly_once", "format"],
         "delta" => &["type", "path", "partition_by"],
+        "foreach" => &["type", "name"],
         _ => return None,
     })
 }
@@ -42,6 +43,7 @@ pub(crate) fn sink_spec(
     note(&mut present, "properties", &raw.properties);
     note(&mut present, "exactly_once", &raw.exactly_once);
     note(&mut present, "partition_by", &raw.partition_by);
+    note(&mut present, "name", &raw.name);
     let allowed = fields_of(kind).unwrap_or(&["type"]);
     only_fields(section, "sink type", kind, &present, allowed)?;
     if let Some(f) = &raw.format {
@@ -54,6 +56,16 @@ pub(crate) fn sink_spec(
             SinkSpec::Files { path: PathBuf::from(path) }
         }
         "stdout" => SinkSpec::Stdout,
+        "foreach" if section != "sink" => {
+            return Err(SpecError::bad_str(
+                format!("{section}.type"),
+                "foreach",
+                "\"files\", \"stdout\", \"kafka\", \"delta\" (a forEach writer takes the main [sink]'s rows only)",
+            ));
+        }
+        "foreach" => SinkSpec::Foreach {
+            name: non_empty(&format!("{section}.name"), raw.name, "the name a forEach writer is registered under")?,
+        },
         "delta" => {
             let path = non_empty(
                 &format!("{section}.path"),
