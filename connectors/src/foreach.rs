@@ -64,10 +64,12 @@ impl<'a> RowView<'a> {
         self.values
     }
 
-    /// The row as a JSON object on one line, as the files and stdout sinks write it
-    /// (PIPELINE.md: timestamps RFC 3339, NaN as `"NaN"`, null as null).
+    /// The row as a JSON object, without a newline, as the files and stdout sinks write it
+    /// (PIPELINE.md: `{"k": "a", "n": 2}`; timestamps RFC 3339, NaN as `"NaN"`, null as null).
     pub fn to_json(&self) -> String {
-        eddy_engine::output::row_to_json_line(self.names, self.values)
+        let mut s = String::with_capacity(64 + 16 * self.values.len());
+        eddy_engine::output::write_row(&mut s, self.names, self.values);
+        s
     }
 }
 
