@@ -314,14 +314,12 @@ impl PartitionTask {
                 Control::EndBatch { batch_id } => {
                     actor.operator.end_batch(out);
                     self.report_state();
-                    let flushed = self.flush(self.current);
+                    if !self.flush(self.current) {
+                        return false;
+                    }
+                    // a forEach writer is closed without error only once it has every row
                     self.actor.rows.end(batch_id);
-                    flushed
-                        && self
-                            .actor
-                            .sink
-                            .send(ToSink::End { id: batch_id, rows: ended(&mut self.written, batch_id) })
-                            .is_ok()
+                    self.actor.sink.send(ToSink::End { id: batch_id, rows: ended(&mut self.written, batch_id) }).is_ok()
                         && (self.actor.snapshots.is_none() || self.begin_snapshot(batch_id))
                 }
                 Control::Watermark(w) => {
