@@ -29,10 +29,9 @@ pub(crate) fn sink_spec(
     key_columns: &[&str],
     key_what: &str,
 ) -> Result<SinkSpec, SpecError> {
-    let kind = raw
-        .kind
-        .clone()
-        .ok_or_else(|| SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\", \"delta\""))?;
+    let kind = raw.kind.clone().ok_or_else(|| {
+        SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\", \"delta\", \"foreach\"")
+    })?;
     let kind = choice(&format!("{section}.type"), &kind, SINK_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "format", &raw.format);
