@@ -22,8 +22,8 @@
 //! State is checkpointed with the operator's snapshot and re-split by key on restore, as every
 //! operator's ([`Operator::restore`], [`Operator::retain_groups`]).
 //!
-//! Not yet in pipeline files: `[query] type = "processor"` and the registry of processors by
-//! name are the next step (issue 24, part 3).
+//! Not yet reachable from pipeline files: `[query] type = "processor"` and a registry of
+//! processors by name are still to come.
 
 use std::collections::{BTreeMap, BTreeSet};
 
