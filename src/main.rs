@@ -6,16 +6,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use mimalloc::MiMalloc;
 
-use eddy_actors::source::SourceCounters;
-use eddy_actors::{RunOptions, RuntimeError, run_pipeline};
-use eddy_engine::spec::{self, SpecError};
+use eddy::{Job, RunHandle, RunSummary, Stopper};
 
 /// Records are built on the source thread and freed on the partition actors' threads; mimalloc
 /// handles that cross-thread traffic far more cheaply than glibc's malloc (see the Nexmark
@@ -88,13 +84,9 @@ fn init_logs(json: bool) {
     }
 }
 
-fn parse_sets(set: &[String]) -> Result<Vec<(String, String)>, SpecError> {
-    set.iter().map(|s| spec::parse_set_arg(s)).collect()
-}
-
-fn load(pipeline: &std::path::Path, set: &[String]) -> Result<spec::Pipeline, SpecError> {
-    let overrides = parse_sets(set)?;
-    eddy_sql::load_pipeline(pipeline, &overrides)
+fn load(pipeline: &std::path::Path, set: &[String]) -> Result<Job, eddy::Error> {
+    let overrides = set.iter().map(|s| eddy::parse_override(s)).collect::<Result<Vec<_>, _>>()?;
+    Job::from_file_with(pipeline, &overrides)
 }
 
 /// Turns transparent huge pages off for this process (Linux `PR_SET_THP_DISABLE`), before any
@@ -116,9 +108,9 @@ fn main() -> ExitCode {
     disable_huge_pages();
     match cli.command {
         Command::Validate { pipeline, set } => match load(&pipeline, &set) {
-            Ok(p) => {
+            Ok(job) => {
                 let mut out = String::new();
-                for f in p.output_schema() {
+                for f in job.output_schema() {
                     out.push_str(&format!("{} {}\n", f.name, f.data_type));
                 }
                 #[allow(clippy::print_stdout)] // the command's own output
@@ -133,10 +125,10 @@ fn main() -> ExitCode {
             }
         },
         Command::Explain { pipeline, set } => match load(&pipeline, &set) {
-            Ok(p) => {
+            Ok(job) => {
                 #[allow(clippy::print_stdout)] // the command's own output
                 {
-                    print!("{}", eddy_engine::explain::explain(&p));
+                    print!("{}", job.explain());
                 }
                 ExitCode::SUCCESS
             }
@@ -146,33 +138,36 @@ fn main() -> ExitCode {
             }
         },
         Command::Run { pipeline, set, no_progress } => {
-            let p = match load(&pipeline, &set) {
-                Ok(p) => p,
+            let job = match load(&pipeline, &set) {
+                Ok(job) => job,
                 Err(e) => {
                     eprintln_error(&format!("{}: {e}", pipeline.display()));
-                    return ExitCode::from(2);
+                    return ExitCode::from(e.exit_code());
                 }
             };
-            let stop = Arc::new(AtomicBool::new(false));
-            if let Err(e) = install_signals(&stop) {
+            // Test-only knob, not a user interface: EDDY_TEST_STOP_AFTER=k stops the run (as
+            // SIGTERM would) once batch / epoch k is committed, so tests restart at a known point.
+            let job = match std::env::var("EDDY_TEST_STOP_AFTER").ok().and_then(|v| v.parse().ok()) {
+                Some(k) => job.stop_after(k),
+                None => job,
+            };
+            if let Err(e) = install_signals(job.stopper()) {
                 eprintln_error(&format!("cannot install signal handlers: {e}"));
                 return ExitCode::from(1);
             }
-            let counters = Arc::new(SourceCounters::default());
-            let progress = (!no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .then(|| progress_bar(counters.clone(), stop.clone()));
-            tracing::info!(pipeline = %p.name, mode = ?p.mode, "starting");
-            // Test-only knob, not a user interface: EDDY_TEST_STOP_AFTER=k stops the run (as
-            // SIGTERM would) once batch / epoch k is committed, so tests restart at a known point.
-            let stop_after = std::env::var("EDDY_TEST_STOP_AFTER").ok().and_then(|v| v.parse().ok());
-            let opts =
-                RunOptions { stop: Some(stop.clone()), counters: Some(counters), stop_after, ..RunOptions::default() };
-            let result = run_pipeline(&p, opts);
-            if let Some((done, h)) = progress {
-                done.store(true, Ordering::SeqCst);
-                // The progress thread only draws; a failure to join changes nothing.
-                let _ = h.join();
-            }
+            tracing::info!(pipeline = job.name(), "starting");
+            let handle = match job.start() {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln_error(&format!("failed: {e}"));
+                    return ExitCode::from(e.exit_code());
+                }
+            };
+            let result = if !no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                show_progress(handle)
+            } else {
+                handle.join()
+            };
             match result {
                 Ok(s) => {
                     tracing::info!(
@@ -186,17 +181,13 @@ fn main() -> ExitCode {
                     );
                     ExitCode::SUCCESS
                 }
-                Err(
-                    e @ (RuntimeError::Open { .. }
-                    | RuntimeError::Unsupported { .. }
-                    | RuntimeError::IncompatibleCheckpoint(_)),
-                ) => {
-                    eprintln_error(&format!("{}: {e}", pipeline.display()));
-                    ExitCode::from(2)
+                Err(e @ eddy::Error::Failed(_)) => {
+                    eprintln_error(&format!("failed: {e}"));
+                    ExitCode::from(e.exit_code())
                 }
                 Err(e) => {
-                    eprintln_error(&format!("failed: {e}"));
-                    ExitCode::from(1)
+                    eprintln_error(&format!("{}: {e}", pipeline.display()));
+                    ExitCode::from(e.exit_code())
                 }
             }
         }
@@ -245,17 +236,16 @@ fn classify(first: &mut Option<Instant>, now: Instant) -> StopSignal {
 /// [`SAME_REQUEST_WITHIN`] are the same request; a later one exits at once with [`EXIT_NOW`].
 /// The signals are handled on a thread of their own (not in a signal handler), so this works
 /// however busy or blocked the pipeline's threads are.
-fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
+fn install_signals(stop: Stopper) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    let stop = stop.clone();
     std::thread::Builder::new().name("eddy-signals".into()).spawn(move || {
         let mut first = None;
         for signal in signals.forever() {
             match classify(&mut first, Instant::now()) {
                 StopSignal::Stop => {
                     tracing::info!(signal, "stop requested: finishing, committing and exiting (again after 0.5 s: exit now)");
-                    stop.store(true, Ordering::SeqCst);
+                    stop.stop();
                 }
                 StopSignal::Repeated => tracing::debug!(signal, "the same stop request again"),
                 StopSignal::ExitNow => {
@@ -270,28 +260,21 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn progress_bar(
-    counters: Arc<SourceCounters>,
-    _stop: Arc<AtomicBool>,
-) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    let h = std::thread::spawn(move || {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        while !d.load(Ordering::SeqCst) {
-            let n = counters.records.load(Ordering::Relaxed);
-            let bad = counters.malformed.load(Ordering::Relaxed);
-            bar.set_message(format!("{n} records, {bad} malformed"));
-            bar.tick();
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        bar.finish_and_clear();
-    });
-    (done, h)
+/// Draws a spinner with the run's counts on stderr until the run ends; the run's result.
+fn show_progress(handle: RunHandle) -> Result<RunSummary, eddy::Error> {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    while !handle.is_finished() {
+        let p = handle.progress();
+        bar.set_message(format!("{} records, {} malformed", p.records, p.malformed));
+        bar.tick();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bar.finish_and_clear();
+    handle.join()
 }
 
 #[cfg(test)]

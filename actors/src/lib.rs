@@ -36,6 +36,7 @@
 pub mod checkpoint;
 pub mod clock;
 pub mod coordinator;
+pub mod foreach;
 pub mod join;
 pub mod messages;
 pub mod metrics;

@@ -314,12 +314,12 @@ impl PartitionTask {
                 Control::EndBatch { batch_id } => {
                     actor.operator.end_batch(out);
                     self.report_state();
-                    self.flush(self.current)
-                        && self
-                            .actor
-                            .sink
-                            .send(ToSink::End { id: batch_id, rows: ended(&mut self.written, batch_id) })
-                            .is_ok()
+                    if !self.flush(self.current) {
+                        return false;
+                    }
+                    // a forEach writer is closed without error only once it has every row
+                    self.actor.rows.end(batch_id);
+                    self.actor.sink.send(ToSink::End { id: batch_id, rows: ended(&mut self.written, batch_id) }).is_ok()
                         && (self.actor.snapshots.is_none() || self.begin_snapshot(batch_id))
                 }
                 Control::Watermark(w) => {
@@ -338,6 +338,7 @@ impl PartitionTask {
                     if !self.flush(epoch) {
                         return false;
                     }
+                    self.actor.rows.end(epoch);
                     self.report_state();
                     let state_len = self.actor.operator.state_len();
                     let acked = match &self.actor.snapshots {
@@ -375,6 +376,7 @@ impl PartitionTask {
                     if !self.flush(current) {
                         return false;
                     }
+                    self.actor.rows.end(current);
                     // The sink may already be gone after a failure; nothing left to tell it.
                     let leftovers = std::mem::take(&mut self.written).into_iter().collect();
                     let _ = self.actor.sink.send(ToSink::Done { leftovers });

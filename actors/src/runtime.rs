@@ -61,6 +61,9 @@ pub struct RunOptions {
     /// endpoint stays up), so the cost of recording can be measured within one run; see
     /// [`Metrics::with_switch`]. No effect without `[metrics]`.
     pub metrics_switch: Option<Arc<AtomicBool>>,
+    /// The forEach writers a `[sink] type = "foreach"` may name, by name (the `eddy` library
+    /// registers them; the daemon has none).
+    pub foreach: std::collections::BTreeMap<String, eddy_connectors::foreach::ForeachFactory>,
     /// Benchmarks: a real-time pipeline with one partition runs its partition actor on its own
     /// thread, as at higher parallelism, instead of chained into the source actor's thread
     /// ([`crate::source::Downstream::Chained`], the default), to measure what chaining saves.
@@ -158,6 +161,8 @@ fn open_sink(
             .map(|s| Box::new(s) as Box<dyn Sink>)
             .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() }),
         SinkSpec::Stdout => Ok(Box::new(StdoutSink::new(real_time))),
+        // the partition actors' writers take the rows ([`crate::foreach::ForeachTarget`])
+        SinkSpec::Foreach { .. } => Ok(Box::new(crate::foreach::ForeachRowsSink)),
         SinkSpec::Kafka { bootstrap_servers, topic, key: _, properties, exactly_once } => {
             let config = KafkaSinkConfig {
                 bootstrap_servers: bootstrap_servers.clone(),
@@ -325,6 +330,21 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     // opened too, and reports to `health` when its broker becomes unreachable or reachable again.
     health.set_sources_connected(true);
 
+    let foreach = match &pipeline.sink {
+        SinkSpec::Foreach { name } => match opts.foreach.get(name) {
+            Some(factory) => Some((name.as_str(), factory.clone())),
+            None => {
+                let registered: Vec<&str> = opts.foreach.keys().map(String::as_str).collect();
+                return Err(RuntimeError::Open {
+                    field: "sink.name".into(),
+                    why: format!(
+                        "no forEach writer is registered as {name:?} (registered: {registered:?}); forEach writers are registered through the eddy library"
+                    ),
+                });
+            }
+        },
+        _ => None,
+    };
     let complete = matches!(pipeline.query, QuerySpec::WindowAggregate { output_mode: spec::OutputMode::Complete, .. });
     let mut sink = match opts.sink_override {
         Some(s) => s,
@@ -462,6 +482,11 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             ),
             None => None,
         };
+        let mut rows = RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone())
+            .with_message_columns(message_columns);
+        if let Some((name, factory)) = &foreach {
+            rows = rows.with_foreach(crate::foreach::ForeachTarget::new(factory(), name, partition));
+        }
         let actor = PartitionActor {
             partition,
             operator: operators.pop().unwrap_or_else(|| plan.new_operator()),
@@ -471,8 +496,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             clock: clock.clone(),
             input: rx,
             sink: sink_tx.clone(),
-            rows: RowWriter::new(sink.clone(), names.clone(), key.clone(), opts.latency.clone(), metrics.clone())
-                .with_message_columns(message_columns),
+            rows,
             output_steps: plan.output_steps.clone(),
             query_steps: plan.query_steps.clone(),
             coordinator: coord_tx.clone(),

@@ -67,6 +67,8 @@ pub struct RowWriter {
     metrics: Metrics,
     /// Rows seen so far with creation instants (latency sampling).
     sampled: usize,
+    /// A forEach sink: this partition's writer takes the rows instead of `sink`.
+    foreach: Option<crate::foreach::ForeachTarget>,
 }
 
 /// Output columns that a Kafka sink writes as the message itself (PIPELINE.md, as Spark's Kafka
@@ -116,6 +118,21 @@ impl RowWriter {
             latency,
             metrics,
             sampled: 0,
+            foreach: None,
+        }
+    }
+
+    /// This writer giving its rows to the forEach writer `target` instead of the shared sink.
+    pub fn with_foreach(mut self, target: crate::foreach::ForeachTarget) -> RowWriter {
+        self.foreach = Some(target);
+        self
+    }
+
+    /// The producer ends batch / epoch `id` (before telling the sink actor): a forEach writer
+    /// with `id` open is closed.
+    pub fn end(&mut self, id: u64) {
+        if let Some(f) = &mut self.foreach {
+            f.end(id);
         }
     }
 
@@ -133,6 +150,13 @@ impl RowWriter {
     /// The sink's error for the first row it cannot write (the run then fails with exit 1).
     pub fn write(&mut self, id: u64, rows: &[Row], created_ns: &[u64]) -> Result<(), ConnectorError> {
         let started = self.metrics.enabled().then(Instant::now);
+        if let Some(f) = &mut self.foreach {
+            f.write(id, &self.names, rows)?;
+            if started.is_some() {
+                self.metrics.records_out.increment(rows.len() as u64);
+            }
+            return Ok(());
+        }
         self.lines.clear();
         self.line_ends.clear();
         self.keys.clear();

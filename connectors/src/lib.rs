@@ -13,6 +13,7 @@ use eddy_engine::Record;
 #[cfg(feature = "delta")]
 pub mod delta;
 pub mod files;
+pub mod foreach;
 pub mod kafka;
 pub mod nexmark;
 pub mod offset;

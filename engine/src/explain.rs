@@ -345,6 +345,7 @@ fn sink_line(s: &SinkSpec) -> String {
     match s {
         SinkSpec::Files { path } => format!("files {}", path.display()),
         SinkSpec::Stdout => "stdout".to_string(),
+        SinkSpec::Foreach { name } => format!("foreach writer {name}"),
         SinkSpec::Delta { path, partition_by } if partition_by.is_empty() => format!("delta {}", path.display()),
         SinkSpec::Delta { path, partition_by } => {
             format!("delta {} partitioned by {}", path.display(), partition_by.join(", "))

@@ -18,6 +18,7 @@
 
 mod deduplicate;
 mod forward;
+mod processor;
 mod rolling;
 mod session;
 mod stream_join;
@@ -25,6 +26,7 @@ mod window_aggregate;
 
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
 pub use forward::Forward;
+pub use processor::{KeyContext, Processor, ProcessorConfig, StatefulProcessor, TimeDomain};
 pub use rolling::ordered::OrderedMultiset;
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
 pub use session::SessionGap;

@@ -850,6 +850,13 @@ pub enum SinkSpec {
         /// their column's spelling; default none.
         partition_by: Vec<String>,
     },
+    /// `type = "foreach"` (`[sink]` only): each row goes to the forEach writer registered under
+    /// `name` through the `eddy` library (Spark's `foreach(ForeachWriter)`); the `eddy` command
+    /// has none registered and refuses it when the run starts.
+    Foreach {
+        /// `name`: required, non-empty; the name the writer was registered under.
+        name: String,
+    },
 }
 
 /// `[checkpoint]`.

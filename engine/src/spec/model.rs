@@ -183,6 +183,8 @@ pub(crate) struct RawSink {
     pub exactly_once: Option<bool>,
     // delta
     pub partition_by: Option<Vec<String>>,
+    // foreach: the registered writer's name
+    pub name: Option<String>,
     // `[sink]` only: SQL expressions over the output columns (SQL.md)
     pub select: Option<Vec<String>>,
 }

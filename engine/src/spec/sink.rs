@@ -9,7 +9,7 @@ use super::validate::{Present, Show, choice, note, only_fields, same_column};
 use super::{OutputMode, QuerySpec, SinkSpec};
 use crate::schema::{DataType, Field, Schema};
 
-const SINK_TYPES: &[&str] = &["files", "stdout", "kafka", "delta"];
+const SINK_TYPES: &[&str] = &["files", "stdout", "kafka", "delta", "foreach"];
 
 /// The fields a sink of type `kind` takes; `None` for an unknown type.
 pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
@@ -18,6 +18,7 @@ pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
         "stdout" => &["type", "format"],
         "kafka" => &["type", "bootstrap_servers", "topic", "key", "properties", "exactly_once", "format"],
         "delta" => &["type", "path", "partition_by"],
+        "foreach" => &["type", "name"],
         _ => return None,
     })
 }
@@ -28,10 +29,9 @@ pub(crate) fn sink_spec(
     key_columns: &[&str],
     key_what: &str,
 ) -> Result<SinkSpec, SpecError> {
-    let kind = raw
-        .kind
-        .clone()
-        .ok_or_else(|| SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\", \"delta\""))?;
+    let kind = raw.kind.clone().ok_or_else(|| {
+        SpecError::missing(format!("{section}.type"), "\"files\", \"stdout\", \"kafka\", \"delta\", \"foreach\"")
+    })?;
     let kind = choice(&format!("{section}.type"), &kind, SINK_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "format", &raw.format);
@@ -42,6 +42,7 @@ pub(crate) fn sink_spec(
     note(&mut present, "properties", &raw.properties);
     note(&mut present, "exactly_once", &raw.exactly_once);
     note(&mut present, "partition_by", &raw.partition_by);
+    note(&mut present, "name", &raw.name);
     let allowed = fields_of(kind).unwrap_or(&["type"]);
     only_fields(section, "sink type", kind, &present, allowed)?;
     if let Some(f) = &raw.format {
@@ -54,6 +55,16 @@ pub(crate) fn sink_spec(
             SinkSpec::Files { path: PathBuf::from(path) }
         }
         "stdout" => SinkSpec::Stdout,
+        "foreach" if section != "sink" => {
+            return Err(SpecError::bad_str(
+                format!("{section}.type"),
+                "foreach",
+                "\"files\", \"stdout\", \"kafka\", \"delta\" (a forEach writer takes the main [sink]'s rows only)",
+            ));
+        }
+        "foreach" => SinkSpec::Foreach {
+            name: non_empty(&format!("{section}.name"), raw.name, "the name a forEach writer is registered under")?,
+        },
         "delta" => {
             let path = non_empty(
                 &format!("{section}.path"),

@@ -245,6 +245,16 @@ fn sink_is_required_and_typed() {
 }
 
 #[test]
+fn foreach_sink_names_a_writer_and_takes_the_main_sink_only() {
+    assert_eq!(ok(&["sink.type=foreach", "sink.name=alerts"]).sink, SinkSpec::Foreach { name: "alerts".into() });
+    assert_eq!(err(&["sink.type=foreach"]).field, "sink.name");
+    assert_eq!(err(&["sink.type=foreach", "sink.name= "]).field, "sink.name");
+    assert_eq!(err(&["sink.type=foreach", "sink.name=a", "sink.path=out"]).field, "sink.path");
+    assert_eq!(err(&["late_sink.type=foreach", "late_sink.name=a"]).field, "late_sink.type");
+    assert_eq!(err(&["dead_letter.type=foreach", "dead_letter.name=a"]).field, "dead_letter.type");
+}
+
+#[test]
 fn kafka_sink_key_columns_are_output_columns() {
     let base = ["sink.type=kafka", "sink.bootstrap_servers=b:1", "sink.topic=o"];
     let with = |extra: &[&'static str]| base.iter().copied().chain(extra.iter().copied()).collect::<Vec<_>>();

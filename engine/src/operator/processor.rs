@@ -1,0 +1,353 @@
+//! Custom stateful processors: user code with keyed state and timers, run as an [`Operator`]
+//! (Spark's `transformWithState`, `StatefulProcessor`).
+//!
+//! A [`StatefulProcessor`] sees the records of one key at a time, through a [`KeyContext`] that
+//! holds the key's state (named value states, each with an optional time to live) and its timers
+//! (processing-time and event-time), and emits output rows:
+//!
+//! - real-time: [`StatefulProcessor::handle_input`] once per record, as it arrives (Spark's
+//!   real-time mode calls the handler once per row); a processing-time timer fires as the clock
+//!   passes it ([`Operator::advance_clock`], also with no further input), an event-time timer as
+//!   the watermark passes it ([`Operator::advance_watermark`]; Databricks has no event-time timers
+//!   in real-time mode).
+//! - micro-batch: `handle_input` once per key per batch with all of its records, in arrival order,
+//!   keys in key order; then the timers due at the batch's processing time and at its eviction
+//!   watermark fire (Spark runs expired timers after the batch's input).
+//!
+//! Timers of one key at one instant and kind are one timer (registering it again changes nothing).
+//! Timers fire in (instant, key) order; a timer registered while timers fire fires in the same
+//! pass when it is due. A value state with a time to live expires `ttl` after its last `set`, in
+//! processing time (as Spark's TTL); an expired value reads as absent and is dropped.
+//!
+//! State is checkpointed with the operator's snapshot and re-split by key on restore, as every
+//! operator's ([`Operator::restore`], [`Operator::retain_groups`]).
+//!
+//! Not yet reachable from pipeline files: `[query] type = "processor"` and a registry of
+//! processors by name are still to come.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
+
+use super::{BatchContext, Mode, Operator, Output, StateError};
+use crate::time::{Duration, Timestamp};
+use crate::value::{GroupKey, Record, Row, Value};
+
+/// Which clock a timer follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TimeDomain {
+    /// Processing time: fires once the clock (system or replay) reaches its instant.
+    ProcessingTime,
+    /// Event time: fires once the watermark reaches its instant.
+    EventTime,
+}
+
+/// One key's state and timers during a handler call, and where its output rows go.
+#[derive(Debug)]
+pub struct KeyContext<'a> {
+    key: &'a GroupKey,
+    state: &'a mut KeyState,
+    rows: &'a mut Vec<Row>,
+    now: Timestamp,
+    watermark: Timestamp,
+    /// Timers registered or deleted in this call, applied to the operator's index after it.
+    changes: Vec<(bool, TimeDomain, Timestamp)>,
+}
+
+impl KeyContext<'_> {
+    /// The key: the values of the `partition_by` columns, in order.
+    pub fn key(&self) -> &GroupKey {
+        self.key
+    }
+
+    /// Processing time now (µs): the clock in real-time mode, the batch's processing time in
+    /// micro-batch mode; for a timer's call, the instant it fires at.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The watermark now (event time, µs); `Timestamp::MIN` before any.
+    pub fn watermark(&self) -> Timestamp {
+        self.watermark
+    }
+
+    /// The value state `name` of this key; `None` when never set, cleared, or expired.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        match self.state.values.get(name) {
+            Some((v, expires)) if expires.is_none_or(|e| self.now < e) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Sets the value state `name` of this key, kept until cleared (`ttl = None`) or until `ttl`
+    /// of processing time after now (`now + ttl` reads it as absent).
+    pub fn set(&mut self, name: &str, value: Value, ttl: Option<Duration>) {
+        let expires = ttl.map(|d| self.now.saturating_add(d));
+        self.state.values.insert(name.to_string(), (value, expires));
+    }
+
+    /// Clears the value state `name` of this key.
+    pub fn clear(&mut self, name: &str) {
+        self.state.values.remove(name);
+    }
+
+    /// Clears every value state and deletes every timer of this key (the key is then gone from
+    /// the operator's state).
+    pub fn clear_all(&mut self) {
+        self.state.values.clear();
+        for (domain, at) in std::mem::take(&mut self.state.timers) {
+            self.changes.push((false, domain, at));
+        }
+    }
+
+    /// Registers a timer of this key at `at` in `domain` (again: nothing changes).
+    pub fn register_timer(&mut self, domain: TimeDomain, at: Timestamp) {
+        if self.state.timers.insert((domain, at)) {
+            self.changes.push((true, domain, at));
+        }
+    }
+
+    /// Deletes the timer of this key at `at` in `domain`, if any.
+    pub fn delete_timer(&mut self, domain: TimeDomain, at: Timestamp) {
+        if self.state.timers.remove(&(domain, at)) {
+            self.changes.push((false, domain, at));
+        }
+    }
+
+    /// This key's timers in `domain`, in instant order.
+    pub fn timers(&self, domain: TimeDomain) -> Vec<Timestamp> {
+        self.state.timers.iter().filter(|(d, _)| *d == domain).map(|&(_, t)| t).collect()
+    }
+
+    /// Emits an output row (values in the order of the processor's output schema).
+    pub fn emit(&mut self, row: Row) {
+        self.rows.push(row);
+    }
+}
+
+/// User code run per key (see the module documentation for when each call happens).
+pub trait StatefulProcessor: Send {
+    /// `records` of `ctx`'s key: one in real-time mode, all of the batch's in micro-batch mode.
+    fn handle_input(&mut self, records: &[&Record], ctx: &mut KeyContext<'_>);
+
+    /// The timer of `ctx`'s key at `at` in `domain` fired (it is deleted before this call).
+    fn handle_timer(&mut self, domain: TimeDomain, at: Timestamp, ctx: &mut KeyContext<'_>);
+}
+
+/// One key's state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct KeyState {
+    /// Value states: name -> (value, processing-time instant it expires at).
+    values: BTreeMap<String, (Value, Option<Timestamp>)>,
+    timers: BTreeSet<(TimeDomain, Timestamp)>,
+}
+
+impl KeyState {
+    fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.timers.is_empty()
+    }
+}
+
+/// Configuration of a [`Processor`].
+#[derive(Clone, Debug)]
+pub struct ProcessorConfig {
+    /// Execution mode.
+    pub mode: Mode,
+    /// Indexes of the `partition_by` columns, in order.
+    pub key_columns: Vec<usize>,
+}
+
+/// A [`StatefulProcessor`] as an operator.
+pub struct Processor {
+    cfg: ProcessorConfig,
+    user: Box<dyn StatefulProcessor>,
+    keys: HashMap<GroupKey, KeyState>,
+    /// Every timer, in firing order.
+    timers: BTreeSet<(TimeDomain, Timestamp, GroupKey)>,
+    now: Timestamp,
+    watermark: Timestamp,
+    batch: Option<BatchContext>,
+    /// Micro-batch: the batch's records by key, in arrival order.
+    pending: BTreeMap<GroupKey, Vec<Record>>,
+}
+
+impl std::fmt::Debug for Processor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processor").field("cfg", &self.cfg).field("keys", &self.keys.len()).finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    keys: Vec<(GroupKey, KeyState)>,
+    now: Timestamp,
+    watermark: Timestamp,
+}
+
+impl Processor {
+    /// A new operator with no state, running `user`.
+    pub fn new(cfg: ProcessorConfig, user: Box<dyn StatefulProcessor>) -> Processor {
+        Processor {
+            cfg,
+            user,
+            keys: HashMap::new(),
+            timers: BTreeSet::new(),
+            now: Timestamp::MIN,
+            watermark: Timestamp::MIN,
+            batch: None,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// Runs `call` on `key`'s state, then applies its timer changes and drops the key if its
+    /// state is empty.
+    fn with_key(
+        &mut self,
+        key: &GroupKey,
+        out: &mut Output,
+        call: impl FnOnce(&mut dyn StatefulProcessor, &mut KeyContext<'_>),
+    ) {
+        let mut state = self.keys.remove(key).unwrap_or_default();
+        let mut ctx = KeyContext {
+            key,
+            state: &mut state,
+            rows: &mut out.rows,
+            now: self.now,
+            watermark: self.watermark,
+            changes: Vec::new(),
+        };
+        call(self.user.as_mut(), &mut ctx);
+        let changes = std::mem::take(&mut ctx.changes);
+        for (added, domain, at) in changes {
+            if added {
+                self.timers.insert((domain, at, key.clone()));
+            } else {
+                self.timers.remove(&(domain, at, key.clone()));
+            }
+        }
+        // expired values go with the key's next call
+        let now = self.now;
+        state.values.retain(|_, (_, e)| e.is_none_or(|e| now < e));
+        if !state.is_empty() {
+            self.keys.insert(key.clone(), state);
+        }
+    }
+
+    /// Fires every timer of `domain` due at `until` (inclusive), in (instant, key) order.
+    fn fire(&mut self, domain: TimeDomain, until: Timestamp, out: &mut Output) {
+        loop {
+            let due = self.timers.range((domain, Timestamp::MIN, GroupKey::default())..).next().cloned();
+            let Some((d, at, key)) = due else { return };
+            if d != domain || at > until {
+                return;
+            }
+            self.timers.remove(&(d, at, key.clone()));
+            if let Some(s) = self.keys.get_mut(&key) {
+                s.timers.remove(&(d, at));
+            }
+            // a processing-time timer's call sees the clock at its instant
+            let saved = self.now;
+            if domain == TimeDomain::ProcessingTime {
+                self.now = at;
+            }
+            self.with_key(&key, out, |user, ctx| user.handle_timer(domain, at, ctx));
+            self.now = saved;
+        }
+    }
+}
+
+impl Operator for Processor {
+    fn key_columns(&self) -> &[usize] {
+        &self.cfg.key_columns
+    }
+
+    fn begin_batch(&mut self, ctx: &BatchContext) {
+        self.batch = Some(*ctx);
+        self.now = self.now.max(ctx.processing_time);
+        self.watermark = self.watermark.max(ctx.watermarks.late);
+    }
+
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
+        let key = GroupKey::of(record, &self.cfg.key_columns);
+        match self.cfg.mode {
+            Mode::MicroBatch => self.pending.entry(key).or_default().push(record.clone()),
+            Mode::RealTime => {
+                self.advance_watermark(watermark, out);
+                self.with_key(&key, out, |user, ctx| user.handle_input(&[record], ctx));
+            }
+        }
+    }
+
+    fn end_batch(&mut self, out: &mut Output) {
+        for (key, records) in std::mem::take(&mut self.pending) {
+            let refs: Vec<&Record> = records.iter().collect();
+            self.with_key(&key, out, |user, ctx| user.handle_input(&refs, ctx));
+        }
+        let now = self.now;
+        self.fire(TimeDomain::ProcessingTime, now, out);
+        if let Some(b) = self.batch.take() {
+            self.watermark = self.watermark.max(b.watermarks.evict);
+        }
+        let w = self.watermark;
+        self.fire(TimeDomain::EventTime, w, out);
+    }
+
+    fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {
+        if w > self.watermark {
+            self.watermark = w;
+            self.fire(TimeDomain::EventTime, w, out);
+        }
+    }
+
+    fn advance_clock(&mut self, now: Timestamp, out: &mut Output) {
+        if now > self.now {
+            self.fire(TimeDomain::ProcessingTime, now, out);
+            self.now = now;
+        }
+    }
+
+    fn next_timer(&self) -> Option<Timestamp> {
+        self.timers.iter().find(|(d, _, _)| *d == TimeDomain::ProcessingTime).map(|&(_, t, _)| t)
+    }
+
+    fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool {
+        next > evicted_with && self.timers.iter().any(|(d, t, _)| *d == TimeDomain::EventTime && *t <= next)
+    }
+
+    fn state_len(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut keys: Vec<_> = self.keys.iter().map(|(k, s)| (k.clone(), s.clone())).collect();
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        let snap = Snapshot { keys, now: self.now, watermark: self.watermark };
+        // Serialising plain data to a Vec cannot fail.
+        serde_json::to_vec(&snap).unwrap_or_default()
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let snap: Snapshot = serde_json::from_slice(bytes)
+            .map_err(|e| StateError::Corrupt { operator: "processor", why: e.to_string() })?;
+        for (key, state) in snap.keys {
+            for &(d, t) in &state.timers {
+                self.timers.insert((d, t, key.clone()));
+            }
+            self.keys.insert(key, state);
+        }
+        self.now = self.now.max(snap.now);
+        self.watermark = self.watermark.max(snap.watermark);
+        Ok(())
+    }
+
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.keys.retain(|k, _| keep(k));
+        let keys = &self.keys;
+        self.timers.retain(|(_, _, k)| keys.contains_key(k));
+    }
+}
+
+#[cfg(test)]
+#[path = "processor_tests.rs"]
+mod tests;
