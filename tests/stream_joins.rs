@@ -127,7 +127,7 @@ fn reference(ty: usize, files: &[Vec<In>]) -> (Vec<Row>, usize) {
         }
         let mut matched = false;
         for (o, o_matched) in kept.iter_mut().filter(|(o, _)| o.side != rec.side && o.key == rec.key) {
-            let (l, r) = if rec.side == 0 { (&*rec, &*o) } else { (&*o, &*rec) };
+            let (l, r) = if rec.side == 0 { (rec, &*o) } else { (&*o, rec) };
             if r.t - l.t < -LOWER || r.t - l.t > UPPER {
                 continue;
             }
@@ -265,16 +265,16 @@ fn counted(rows: Vec<Row>) -> BTreeMap<Row, usize> {
 #[test]
 fn real_time_stream_stream_joins_give_the_rows_of_the_reference_at_parallelism_1_and_4() {
     let files = input();
-    for ty in 0..TYPES.len() {
+    for (ty, name) in TYPES.iter().enumerate() {
         let (want, want_late) = reference(ty, &files);
         let want_rows = want.into_iter().filter(|r| r.0.as_deref() != Some("zz") && r.3.as_deref() != Some("zz"));
         let want = counted(want_rows.collect());
-        assert!(!want.is_empty(), "{}: the reference gives rows", TYPES[ty]);
+        assert!(!want.is_empty(), "{name}: the reference gives rows");
         assert!(want_late > 0, "the input has late records");
         for parallelism in [1, 4] {
             let (got, late) = run(ty, parallelism, &files);
-            assert_eq!(counted(got), want, "{} at parallelism {parallelism}", TYPES[ty]);
-            assert_eq!(late, want_late, "{} at parallelism {parallelism}: late records", TYPES[ty]);
+            assert_eq!(counted(got), want, "{name} at parallelism {parallelism}");
+            assert_eq!(late, want_late, "{name} at parallelism {parallelism}: late records");
         }
     }
 }
