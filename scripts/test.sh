@@ -23,6 +23,9 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# A Java runtime for pyspark (the Spark oracle; tests/delta_sink.rs reads Delta tables' Parquet
+# files with it).
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 # Prometheus and promtool for tests/prometheus (the package starts no service here; the test
 # starts `prometheus` by hand on a loopback port).
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
@@ -38,6 +41,16 @@ say "Kafka test broker: installing in the background"
 kafka_log=$(mktemp)
 nice -n 19 ../shared/tools/kafka/install >"$kafka_log" 2>&1 &
 kafka_install=$!
+
+# The Delta sink's independent readers (tests/delta_sink.rs, the Delta crash test): delta-rs's
+# Python binding with pyarrow, pinned, in their own venv; and pyspark, the Spark oracle's venv.
+say "Delta table readers (deltalake, pyarrow; pyspark)"
+delta_venv="$HOME/.cache/delta-reader-venv"
+if ! "$delta_venv/bin/python" -c 'import deltalake as d, pyarrow as p; assert (d.__version__, p.__version__) == ("1.6.6", "26.0.1")' 2>/dev/null; then
+  python3 -m venv "$delta_venv"
+  "$delta_venv/bin/pip" install -q "deltalake==1.6.6" "pyarrow==26.0.1"
+fi
+../shared/tools/spark-oracle/setup.sh >/dev/null
 
 say "rust components"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
