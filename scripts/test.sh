@@ -81,6 +81,9 @@ cargo test --workspace
 say "crash test (checkpoints: SIGKILL at 20 random instants per pipeline, output identical)"
 scripts/crash-test.sh
 
+say "crash test, Delta table (SIGKILL at 20 random instants; the table equals an uninterrupted run's, no batch twice, no file outside the log)"
+scripts/crash-test.sh scripts/crash/delta/window-append.toml
+
 say "crash test, graceful stops (SIGTERM at random instants, restarts; every epoch / batch identical)"
 # Three times the default input: a stopped run keeps its progress, so more input keeps most of
 # the 20 stops mid-run (about a minute in a debug build).
