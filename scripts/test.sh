@@ -64,8 +64,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 say "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
-say "cargo test (building; the Kafka broker install goes on meanwhile)"
-cargo test --workspace --no-run -q
+# The tests are built with the Delta sink (the cargo feature `delta`, off by default: README.md
+# "Delta Lake tables"): tests/delta_sink.rs, the sink's unit tests, the bench's delta suite.
+say "cargo test --features delta (building; the Kafka broker install goes on meanwhile)"
+cargo test --workspace --features delta --no-run -q
 
 say "Kafka test broker: waiting for the install"
 if ! wait "$kafka_install"; then
@@ -75,8 +77,12 @@ if ! wait "$kafka_install"; then
 fi
 echo "broker: $(tail -1 "$kafka_log")"
 
-say "cargo test"
-cargo test --workspace
+say "cargo test --features delta"
+cargo test --workspace --features delta
+
+# Every crash test runs the same binary, built with the Delta sink (already built by the tests).
+cargo build -q --bin eddy --features delta
+export EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"
 
 say "crash test (checkpoints: SIGKILL at 20 random instants per pipeline, output identical)"
 scripts/crash-test.sh
