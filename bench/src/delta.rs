@@ -194,7 +194,11 @@ pub fn delta(smoke: bool) -> Result<()> {
     let total = sorted(epochs_ms.iter().map(|e| e.2).collect());
     report.line("| step | p50 ms | p99 ms | max ms |");
     report.line("|---|---|---|---|");
-    for (step, v) in [("prepare (Parquet file, fsyncs)", &prepare), ("commit (renames, log version)", &commit), ("epoch commit: prepare + commit", &total)] {
+    for (step, v) in [
+        ("prepare (Parquet file, fsyncs)", &prepare),
+        ("commit (renames, log version)", &commit),
+        ("epoch commit: prepare + commit", &total),
+    ] {
         report.line(&format!(
             "| {step} | {:.2} | {:.2} | {:.2} |",
             percentile(v, 0.5),
