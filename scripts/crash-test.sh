@@ -2,8 +2,9 @@
 # Crash test (checkpoints and recovery): for a window aggregate (append, micro-batch; update,
 # real-time), a rolling window (real-time), a deduplication (micro-batch) and a union of two
 # sources into a window aggregate (micro-batch), files to files
-# (and, named explicitly with a binary built with `--features delta`, scripts/crash/delta/*.toml:
-# the append window aggregate into a Delta table, one version per batch, no batch twice),
+# (and, named explicitly, scripts/crash/delta/*.toml: the append window aggregate into a Delta
+# table, compared batch by batch through each version's `txn`; no batch in two versions, no file
+# in the table's folder that no version references, nothing left staged),
 # `eddy run` is killed with SIGKILL at KILLS random instants and restarted each time (with a
 # random `parallelism` from 1 to 3, so state is re-split too); the output after the final run
 # must be identical to an uninterrupted run's: the same files, each with the same rows (nothing

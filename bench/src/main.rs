@@ -11,12 +11,15 @@
 //! cargo run --release -p eddy-bench -- nexmark      # q5, q7, q11, q12, rolling: throughput, latency, rate sweep
 //! cargo run --release -p eddy-bench -- nexmark --query q7 --rounds 5 --throughput-only  # one query's median of 5
 //! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
+//! cargo run --release -p eddy-bench --features delta -- delta  # the Delta sink: rows/s at 1 and 100 rows per commit; real-time epoch commit p50 / p99
 //! cargo run --release -p eddy-bench -- all [--smoke]
 //! cargo run --release -p eddy-bench -- kafka [--rounds 3] [--smoke]  # end to end through a real broker vs the broker floor (not in `all`: needs the broker)
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark's report is its output
 
 mod checkpoint;
+#[cfg(feature = "delta")]
+mod delta;
 mod floor;
 mod kafka;
 mod nexmark;
@@ -79,7 +82,10 @@ enum Suite {
     Checkpoint,
     /// End to end through a real broker vs the broker floor (needs the test broker).
     Kafka,
-    /// Every suite except `kafka`.
+    /// The Delta Lake sink into a local table: rows/s at 1 and 100 rows per commit, and the
+    /// real-time epoch commit's cost (needs `--features delta`).
+    Delta,
+    /// Every suite except `kafka` and `delta`.
     All,
 }
 
@@ -103,6 +109,10 @@ fn main() -> Result<()> {
         Suite::Nexmark => nexmark::nexmark(smoke, &nexmark_options),
         Suite::Checkpoint => checkpoint::checkpoint(smoke),
         Suite::Kafka => kafka::kafka(smoke, rounds as usize),
+        #[cfg(feature = "delta")]
+        Suite::Delta => delta::delta(smoke),
+        #[cfg(not(feature = "delta"))]
+        Suite::Delta => anyhow::bail!("the delta suite needs eddy-bench built with `--features delta`"),
         Suite::All => {
             floor::suite(smoke)?;
             suites::latency(smoke)?;

@@ -4,8 +4,9 @@ compare.py: OUT/batch-<N>.jsonl holds the rows of the version whose `txn` versio
 Parquet files, read with pyarrow), one JSON object a line with sorted keys.
 
 Fails (exit 1, saying why) when two versions carry the same txn version or the txn versions go
-back (a batch written twice), when a version has no txn, or when a Parquet file of the table is
-referenced by no version (a file of an uncommitted batch left behind).
+back (a batch written twice), when a version has no txn, when a file the log references is
+missing, or when a file of the table outside its log is referenced by no version (a file of an
+uncommitted batch left behind, staged or moved into place).
 
 Usage: delta_batches.py TABLE OUT   (with a python that has the deltalake package's pyarrow)
 """
@@ -44,8 +45,10 @@ def main():
                     rows.append(json.dumps(r, sort_keys=True, default=str))
         with open(os.path.join(out, f"batch-{batch:06d}.jsonl"), "w") as f:
             f.write("".join(r + "\n" for r in rows))
-    for path in glob.glob(os.path.join(table, "**", "*.parquet"), recursive=True):
+    for path in glob.glob(os.path.join(table, "**", "*"), recursive=True, include_hidden=True):
         rel = os.path.normpath(os.path.relpath(path, table))
+        if os.path.isdir(path) or rel.startswith("_delta_log"):
+            continue
         if rel.startswith("_eddy_staging"):
             problems.append(f"{rel}: a staged file left after the final run")
         elif rel not in referenced:
