@@ -18,8 +18,16 @@ fn nexmark_query_files_run_and_write_rows() {
     assert!(files.len() >= 4);
     for f in files {
         let out = tempfile::tempdir().unwrap();
+        // each generator's events: `source.events`, or `source[i].events` with `[[source]]`s
+        let sources = std::fs::read_to_string(&f).unwrap().matches("[[source]]").count();
+        let events: Vec<String> = match sources {
+            0 => vec!["source.events=300000".into()],
+            n => (0..n).map(|i| format!("source[{i}].events=300000")).collect(),
+        };
         let status = Command::new(env!("CARGO_BIN_EXE_eddy"))
-            .args(["run", "--no-progress", "--set", "source.events=300000", "--set"])
+            .args(["run", "--no-progress"])
+            .args(events.iter().flat_map(|e| ["--set", e.as_str()]))
+            .arg("--set")
             .arg(format!("sink.path={}", out.path().display()))
             .arg(&f)
             .env("EDDY_LOG", "warn")
