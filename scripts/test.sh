@@ -23,9 +23,9 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
-# A Java runtime for pyspark (with EDDY_TEST_DELTA=1: tests/delta_sink.rs reads Delta tables'
-# Parquet files with it).
-if [ "${EDDY_TEST_DELTA:-0}" = 1 ] && ! command -v java >/dev/null; then need+=(openjdk-17-jre-headless); fi
+# A Java runtime for pyspark (tests/delta_sink.rs reads Delta tables' Parquet files with it;
+# not needed with EDDY_TEST_DELTA=0).
+if [ "${EDDY_TEST_DELTA:-1}" != 0 ] && ! command -v java >/dev/null; then need+=(openjdk-17-jre-headless); fi
 # Prometheus and promtool for tests/prometheus (the package starts no service here; the test
 # starts `prometheus` by hand on a loopback port).
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
@@ -42,21 +42,27 @@ kafka_log=$(mktemp)
 nice -n 19 ../shared/tools/kafka/install >"$kafka_log" 2>&1 &
 kafka_install=$!
 
-# The Delta sink (the cargo feature `delta`, off by default: README.md "Delta Lake tables") is
-# built and tested only with EDDY_TEST_DELTA=1: its dependencies double the crates to build (about
-# 50 CPU-minutes for a debug build on this machine), which CI's time cannot hold yet.
+# The Delta sink (the cargo feature `delta`: README.md "Delta Lake tables") is built and tested
+# unless EDDY_TEST_DELTA=0: its dependencies (delta-rs, arrow, parquet, object_store, rustls;
+# about 210 crates) about double the crates to build, so only the binaries that use it are built
+# with it: the sink's unit tests, tests/delta_sink.rs and the `eddy` binary the crash tests run.
+# Its independent readers, delta-rs's Python binding with pyarrow (pinned, a venv of their own)
+# and pyspark (the Spark oracle's venv), install in the background while the workspace compiles.
 delta=()
-if [ "${EDDY_TEST_DELTA:-0}" = 1 ]; then
+if [ "${EDDY_TEST_DELTA:-1}" != 0 ]; then
   delta=(--features delta)
-  # Its independent readers (tests/delta_sink.rs, the Delta crash test): delta-rs's Python
-  # binding with pyarrow, pinned, in their own venv; and pyspark, the Spark oracle's venv.
-  say "Delta table readers (deltalake, pyarrow; pyspark)"
-  delta_venv="$HOME/.cache/delta-reader-venv"
-  if ! "$delta_venv/bin/python" -c 'import deltalake as d, pyarrow as p; assert (d.__version__, p.__version__) == ("1.6.6", "26.0.1")' 2>/dev/null; then
-    python3 -m venv "$delta_venv"
-    "$delta_venv/bin/pip" install -q "deltalake==1.6.6" "pyarrow==26.0.1"
-  fi
-  ../shared/tools/spark-oracle/setup.sh >/dev/null
+  say "Delta table readers (deltalake, pyarrow; pyspark): installing in the background"
+  readers_log=$(mktemp)
+  (
+    set -e
+    delta_venv="$HOME/.cache/delta-reader-venv"
+    if ! "$delta_venv/bin/python" -c 'import deltalake as d, pyarrow as p; assert (d.__version__, p.__version__) == ("1.6.6", "26.0.1")' 2>/dev/null; then
+      python3 -m venv "$delta_venv"
+      "$delta_venv/bin/pip" install -q "deltalake==1.6.6" "pyarrow==26.0.1"
+    fi
+    ../shared/tools/spark-oracle/setup.sh
+  ) >"$readers_log" 2>&1 &
+  readers_install=$!
 fi
 
 say "rust components"
@@ -71,10 +77,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 say "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
-# With EDDY_TEST_DELTA=1 the tests are built with the Delta sink: tests/delta_sink.rs, the
-# sink's unit tests, the bench's delta suite.
-say "cargo test ${delta[*]} (building; the Kafka broker install goes on meanwhile)"
-cargo test --workspace "${delta[@]}" --no-run -q
+say "cargo test (building; the Kafka broker install goes on meanwhile)"
+cargo test --workspace --no-run -q
+if [ ${#delta[@]} -gt 0 ]; then
+  say "cargo test --features delta (building the Delta sink's tests and the eddy binary with it)"
+  cargo test -p eddy-connectors --features delta --lib --no-run -q
+  cargo test -p eddy --features delta --test delta_sink --no-run -q
+fi
 
 say "Kafka test broker: waiting for the install"
 if ! wait "$kafka_install"; then
@@ -84,10 +93,22 @@ if ! wait "$kafka_install"; then
 fi
 echo "broker: $(tail -1 "$kafka_log")"
 
-say "cargo test ${delta[*]}"
-cargo test --workspace "${delta[@]}"
+say "cargo test"
+cargo test --workspace
 
-# Every crash test runs the same binary (with the Delta sink under EDDY_TEST_DELTA=1), already
+if [ ${#delta[@]} -gt 0 ]; then
+  say "Delta table readers: waiting for the install"
+  if ! wait "$readers_install"; then
+    echo "scripts/test.sh: the Delta table readers could not be installed:" >&2
+    cat "$readers_log" >&2
+    exit 1
+  fi
+  say "cargo test --features delta (the Delta sink: its unit tests; tables read back by delta-rs and Spark)"
+  cargo test -p eddy-connectors --features delta --lib
+  cargo test -p eddy --features delta --test delta_sink
+fi
+
+# Every crash test runs the same binary (with the Delta sink unless EDDY_TEST_DELTA=0), already
 # built by the tests.
 cargo build -q --bin eddy "${delta[@]}"
 export EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"
