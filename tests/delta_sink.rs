@@ -266,3 +266,56 @@ fn a_delta_table_of_other_columns_is_refused_with_exit_2_naming_both_schemas_and
     assert_eq!(tree(&table), before, "the table is left as it was");
     assert!(!dir.path().join("ck-other").exists(), "no checkpoint written");
 }
+
+/// PIPELINE.md: `[late_sink]` and `[dead_letter]` have the shape of `[sink]`, so either may be a
+/// Delta table (append). A fifth input file after the examples' four brings two records too late
+/// for the watermark and two that do not decode; the same run with files sinks is the reference.
+#[test]
+fn late_sink_and_dead_letter_as_delta_tables_hold_the_rows_files_sinks_get() {
+    let python = venv_python("DELTA_READER_PYTHON", "delta-reader-venv");
+    let dir = tempfile::tempdir().unwrap();
+    let input = split_input(dir.path());
+    std::fs::write(
+        input.join("004.jsonl"),
+        concat!(
+            r#"{"user_id": "u9", "revenue": 5.5, "event_time": "2024-01-15T10:01:00Z"}"#,
+            "\n",
+            "not json at all\n",
+            r#"{"user_id": "u8", "revenue": 7.25, "event_time": "2024-01-15T10:02:00Z"}"#,
+            "\n",
+            r#"{"user_id": "u7", "revenue": "#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (example, _) = EXAMPLES[0];
+    for (kind, out) in [("delta", "tables"), ("files", "files")] {
+        let mut s = sets(&input, &dir.path().join(format!("ck-{out}")), &dir.path().join(out).join("sink"), false);
+        for side in ["late_sink", "dead_letter"] {
+            s.push(format!("{side}.type={kind}"));
+            s.push(format!("{side}.path={}", dir.path().join(out).join(side).display()));
+        }
+        run(example, &s);
+    }
+    for (side, rows) in [("late_sink", 2), ("dead_letter", 2)] {
+        let files = dir.path().join("files").join(side);
+        let written: usize =
+            tree(&files).iter().map(|(p, _)| std::fs::read_to_string(files.join(p)).unwrap().lines().count()).sum();
+        assert_eq!(written, rows, "the files {side} gets the records of the last file");
+        let read = dir.path().join("read").join(side);
+        let out = Command::new(&python)
+            .arg(common::root().join("tests/delta/read_table.py"))
+            .arg(dir.path().join("tables").join(side))
+            .arg(&read)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{side}: {}", String::from_utf8_lossy(&out.stderr));
+        compare_all(&files, &read);
+        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            summary["history"].as_array().unwrap().len(),
+            1,
+            "{side}: one version, the batch with rows: {summary}"
+        );
+    }
+}

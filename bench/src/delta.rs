@@ -5,7 +5,9 @@
 //!
 //! - **micro-batch**: batches of 1 and of 100 rows committed back to back into a fresh table:
 //!   rows per second and each commit's cost (prepare + commit: Parquet file, fsyncs, renames, one
-//!   log version). [`ROUNDS`] rounds of each size, alternating.
+//!   log version). [`ROUNDS`] rounds of each size, alternating with the same batches into the
+//!   files sink ([`FilesSink`]: one JSON-lines file per batch, fsynced and renamed), the baseline
+//!   of the same run: the ratio of the two is what this machine's noise leaves comparable.
 //! - **real-time, 1-second trigger**: rows written at [`RATE`] per second as they fall due, each
 //!   second's epoch prepared and committed at its boundary: the epoch commit's cost (wall time of
 //!   prepare + commit on the sink's thread) at p50 / p99 / max over [`EPOCHS`] epochs.
@@ -16,8 +18,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use eddy_connectors::Sink;
 use eddy_connectors::delta::{DeltaSink, DeltaWrite};
+use eddy_connectors::{FilesSink, Sink};
 use eddy_engine::schema::{DataType, Field};
 
 use crate::report::{Report, machine};
@@ -87,10 +89,30 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
-/// One micro-batch round: `batches` batches of `rows` rows; (rows per second, each commit's ms).
-fn micro_batch_round(rows: u64, batches: u64, name: &str) -> Result<(f64, Vec<f64>)> {
+/// The sinks a micro-batch round writes into.
+#[derive(Clone, Copy)]
+enum SinkKind {
+    Delta,
+    Files,
+}
+
+impl SinkKind {
+    fn name(self) -> &'static str {
+        match self {
+            SinkKind::Delta => "delta",
+            SinkKind::Files => "files",
+        }
+    }
+}
+
+/// One micro-batch round: `batches` batches of `rows` rows into a fresh table (or folder);
+/// (rows per second, each commit's ms).
+fn micro_batch_round(into: SinkKind, rows: u64, batches: u64, name: &str) -> Result<(f64, Vec<f64>)> {
     let table = Table::new(name);
-    let mut sink = DeltaSink::new(&table.0, &columns(), &[], DeltaWrite::Append)?;
+    let mut sink: Box<dyn Sink> = match into {
+        SinkKind::Delta => Box::new(DeltaSink::new(&table.0, &columns(), &[], DeltaWrite::Append)?),
+        SinkKind::Files => Box::new(FilesSink::new(&table.0, "batch")?),
+    };
     let mut commits = Vec::with_capacity(batches as usize);
     let start = Instant::now();
     for b in 0..batches {
@@ -151,40 +173,57 @@ pub fn delta(smoke: bool) -> Result<()> {
     let mut report = Report::new("delta", smoke);
     report.line(&format!("machine: {}\n", machine()));
     report.line(&format!("## delta: micro-batch, {batches} batches committed back to back into a fresh local table\n"));
-    report.line("| rows per commit | round | rows/s | commits/s | commit p50 ms | commit p99 ms | commit max ms |");
-    report.line("|---|---|---|---|---|---|---|");
+    report.line(
+        "| sink | rows per commit | round | rows/s | commits/s | commit p50 ms | commit p99 ms | commit max ms |",
+    );
+    report.line("|---|---|---|---|---|---|---|---|");
     let mut doc = serde_json::json!({ "micro_batch": [], "real_time": {} });
     let sizes = [1u64, 100];
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    let sinks = [SinkKind::Delta, SinkKind::Files];
+    // rates[size][sink]
+    let mut rates: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); sinks.len()]; sizes.len()];
     for round in 1..=rounds {
         for (s, &rows) in sizes.iter().enumerate() {
-            let (rate, commits) = micro_batch_round(rows, batches, &format!("mb-{rows}-{round}"))
-                .with_context(|| format!("micro-batch, {rows} rows per commit"))?;
-            let c = sorted(commits);
-            report.line(&format!(
-                "| {rows} | {round} | {rate:.0} | {:.1} | {:.2} | {:.2} | {:.2} |",
-                rate / rows as f64,
-                percentile(&c, 0.5),
-                percentile(&c, 0.99),
-                percentile(&c, 1.0)
-            ));
-            rates[s].push(rate);
-            doc["micro_batch"].as_array_mut().expect("an array").push(serde_json::json!({
-                "rows_per_commit": rows, "round": round, "rows_per_second": rate,
-                "commit_ms_p50": percentile(&c, 0.5), "commit_ms_p99": percentile(&c, 0.99),
-                "commit_ms_max": percentile(&c, 1.0),
-            }));
+            for (k, &into) in sinks.iter().enumerate() {
+                let (rate, commits) =
+                    micro_batch_round(into, rows, batches, &format!("mb-{}-{rows}-{round}", into.name()))
+                        .with_context(|| format!("micro-batch into {}, {rows} rows per commit", into.name()))?;
+                let c = sorted(commits);
+                report.line(&format!(
+                    "| {} | {rows} | {round} | {rate:.0} | {:.1} | {:.2} | {:.2} | {:.2} |",
+                    into.name(),
+                    rate / rows as f64,
+                    percentile(&c, 0.5),
+                    percentile(&c, 0.99),
+                    percentile(&c, 1.0)
+                ));
+                rates[s][k].push(rate);
+                doc["micro_batch"].as_array_mut().expect("an array").push(serde_json::json!({
+                    "sink": into.name(), "rows_per_commit": rows, "round": round, "rows_per_second": rate,
+                    "commit_ms_p50": percentile(&c, 0.5), "commit_ms_p99": percentile(&c, 0.99),
+                    "commit_ms_max": percentile(&c, 1.0),
+                }));
+            }
         }
     }
     report.line("");
     for (s, &rows) in sizes.iter().enumerate() {
-        let r = sorted(rates[s].clone());
-        report.line(&format!(
-            "{rows} row(s) per commit: median {:.0} rows/s [{:.0} - {:.0}]",
-            percentile(&r, 0.5),
-            r[0],
-            r[r.len() - 1]
-        ));
+        let medians: Vec<f64> = rates[s]
+            .iter()
+            .zip(sinks)
+            .map(|(r, into)| {
+                let r = sorted(r.clone());
+                report.line(&format!(
+                    "{rows} row(s) per commit into {}: median {:.0} rows/s [{:.0} - {:.0}]",
+                    into.name(),
+                    percentile(&r, 0.5),
+                    r[0],
+                    r[r.len() - 1]
+                ));
+                percentile(&r, 0.5)
+            })
+            .collect();
+        report.line(&format!("{rows} row(s) per commit: delta / files sink (medians) {:.3}", medians[0] / medians[1]));
     }
     report.line("");
     report.line(&format!("## delta: real-time, 1-second trigger, {RATE} rows/s, {epochs} epochs\n"));
