@@ -71,6 +71,22 @@ pub(crate) fn sink_spec(
                 raw.path,
                 "a folder path for the Delta table (relative to the pipeline file)",
             )?;
+            // PIPELINE.md allows an object-store URL; the sink writes local folders only so far
+            // (its staging and commit rely on renames within one file system). A URL is refused
+            // rather than read as a relative folder named `s3:`.
+            if let Some((scheme, _)) = path.split_once("://")
+                && !scheme.is_empty()
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            {
+                return Err(SpecError::bad_str(
+                    format!("{section}.path"),
+                    &path,
+                    format!(
+                        "a local folder path (object-store URLs such as s3://, gs://, az:// are not supported yet; \
+                         {scheme}:// given)"
+                    ),
+                ));
+            }
             let partition_by = raw.partition_by.unwrap_or_default();
             let partition_by =
                 resolve_columns(&format!("{section}.partition_by"), partition_by, key_columns, key_what)?;

@@ -308,6 +308,23 @@ fn delta_sink_takes_a_path_and_output_partition_columns() {
 }
 
 #[test]
+fn delta_sink_refuses_an_object_store_url_rather_than_making_a_folder_of_it() {
+    for url in ["s3://bucket/table", "gs://b/t", "az://c/t", "file:///tmp/t"] {
+        let set = format!("sink.path={url}");
+        let e = err(&["sink.type=delta", &set, "query.output_mode=append"]);
+        assert_eq!(e.field, "sink.path", "{url}");
+        assert!(e.allowed.contains("object-store URLs") && e.allowed.contains("not supported yet"), "{e}");
+    }
+    let e = err(&["late_sink.type=delta", "late_sink.path=s3://b/late"]);
+    assert_eq!(e.field, "late_sink.path");
+    // a folder whose name holds a colon is still a folder
+    assert_eq!(
+        ok(&["sink.type=delta", "sink.path=out/a:b", "query.output_mode=append"]).sink,
+        SinkSpec::Delta { path: "out/a:b".into(), partition_by: vec![] }
+    );
+}
+
+#[test]
 fn delta_sink_refuses_update_mode_with_the_reason() {
     let e = err(&["sink.type=delta", "sink.path=out"]);
     assert_eq!(e.field, "query.output_mode");
