@@ -30,6 +30,7 @@ use super::error::{SpecError, quote};
 use super::model::{RawMeasure, RawQuery, RawWindow};
 use super::output::output_schema;
 use super::query::query as structured_query;
+use crate::registry::Registry;
 use super::steps::{PipelineExpr, Step, schema_after};
 use super::validate::same_column;
 use super::{Mode, QuerySpec, WatermarkSpec};
@@ -330,7 +331,7 @@ impl Aggregation<'_> {
             ..RawQuery::default()
         };
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
-        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark).map_err(|e| {
+        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &Registry::new()).map_err(|e| {
             if e.field == "query.output_mode" {
                 return e;
             }
