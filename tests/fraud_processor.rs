@@ -55,8 +55,8 @@ fn payments() -> Vec<Payment> {
     let mut out = Vec::new();
     for i in 0..400 {
         ts += match rng.below(40) {
-            0 => 11 * MIN + rng.below(5 * 60) as i64 * S, // a quiet spell
-            1..=24 => 1 * S + rng.below(4 * S as u64) as i64, // a burst
+            0 => 11 * MIN + rng.below(5 * 60) as i64 * S,     // a quiet spell
+            1..=24 => S + rng.below(4 * S as u64) as i64, // a burst
             _ => 5 * S + rng.below(40 * S as u64) as i64,
         };
         // cards 0..4 throughout; 5..8 only in the first half, 4 until near the end (then quiet
@@ -167,9 +167,8 @@ partition_by = ["card"]
 fn registry() -> Registry {
     let output = Schema::parse_ddl(processor::OUTPUT).unwrap();
     let mut registry = Registry::new();
-    registry.register_processor("fraud", output.clone(), || {
-        Box::new(processor::Fraud::new(TimeDomain::ProcessingTime))
-    });
+    registry
+        .register_processor("fraud", output.clone(), || Box::new(processor::Fraud::new(TimeDomain::ProcessingTime)));
     registry.register_processor("fraud_event_time", output, || Box::new(processor::Fraud::new(TimeDomain::EventTime)));
     registry
 }
@@ -308,7 +307,10 @@ fn a_stopped_fraud_run_restarts_from_its_checkpoint_at_another_parallelism_with_
         Job::from_file_with_in(&path, &set(4), &registry()).unwrap().stop_after(stop_after).run().unwrap();
         let want = reference(&input, final_instant(&input, TimeDomain::ProcessingTime));
         let first = output(tmp.path()).len();
-        assert!(first > 0 && first < want.values().sum::<usize>(), "{mode}: the first run stopped part-way ({first} rows)");
+        assert!(
+            first > 0 && first < want.values().sum::<usize>(),
+            "{mode}: the first run stopped part-way ({first} rows)"
+        );
         Job::from_file_with_in(&path, &set(1), &registry()).unwrap().run().unwrap();
         let lines = output(tmp.path());
         assert_eq!(rows_of(lines.iter().map(String::as_str)), want, "{mode}: stopped after {stop_after}, restarted");

@@ -160,7 +160,8 @@ impl ProcessorPlan {
         let key_columns =
             q.partition_by.iter().map(|c| col(schema, c, "query.partition_by")).collect::<Result<Vec<_>, _>>()?;
         let output = q.processor.output();
-        let pk = q.partition_by.iter().filter_map(|c| output.iter().position(|f| f.name.eq_ignore_ascii_case(c))).collect();
+        let pk =
+            q.partition_by.iter().filter_map(|c| output.iter().position(|f| f.name.eq_ignore_ascii_case(c))).collect();
         let cfg = ProcessorConfig { mode, key_columns };
         Ok((ProcessorPlan { cfg, processor: q.processor.clone(), input: schema.clone() }, pk))
     }

@@ -94,8 +94,8 @@ pub struct Registry {
 
 impl Registry {
     /// An empty registry (the `eddy` command's).
-    pub fn new() -> Registry {
-        Registry::default()
+    pub const fn new() -> Registry {
+        Registry { processors: BTreeMap::new() }
     }
 
     /// Registers the stateful processor that `[query] type = "processor"`, `name = NAME` names:

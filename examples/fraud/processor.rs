@@ -88,7 +88,12 @@ impl StatefulProcessor for Fraud {
                 large.push(t);
                 let n = large.iter().filter(|&&l| l <= t).count();
                 if n >= ALERTS_AT {
-                    let row = vec![r.get(card).clone(), Value::Str("alert".into()), Value::Timestamp(t), Value::Long(n as i64)];
+                    let row = vec![
+                        r.get(card).clone(),
+                        Value::Str("alert".into()),
+                        Value::Timestamp(t),
+                        Value::Long(n as i64),
+                    ];
                     ctx.emit(row);
                 }
             }

@@ -750,10 +750,9 @@ impl QuerySpec {
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
             QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
-            QuerySpec::Deduplicate { .. }
-            | QuerySpec::Forward
-            | QuerySpec::StreamJoin(_)
-            | QuerySpec::Processor(_) => &[],
+            QuerySpec::Deduplicate { .. } | QuerySpec::Forward | QuerySpec::StreamJoin(_) | QuerySpec::Processor(_) => {
+                &[]
+            }
         }
     }
 }

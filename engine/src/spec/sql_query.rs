@@ -30,7 +30,6 @@ use super::error::{SpecError, quote};
 use super::model::{RawMeasure, RawQuery, RawWindow};
 use super::output::output_schema;
 use super::query::query as structured_query;
-use crate::registry::Registry;
 use super::steps::{PipelineExpr, Step, schema_after};
 use super::validate::same_column;
 use super::{Mode, QuerySpec, WatermarkSpec};
@@ -39,6 +38,9 @@ use crate::expr::{
     first_unsupported_aggregate,
 };
 use crate::schema::{Field, Schema};
+
+/// No user code: a SQL query's aggregation names Eddy's own functions only.
+static NONE: crate::registry::Registry = crate::registry::Registry::new();
 
 /// The pipeline field every error of a SQL query names.
 pub(super) const FIELD: &str = "query.sql";
@@ -331,7 +333,7 @@ impl Aggregation<'_> {
             ..RawQuery::default()
         };
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
-        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &Registry::new()).map_err(|e| {
+        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &NONE).map_err(|e| {
             if e.field == "query.output_mode" {
                 return e;
             }
