@@ -373,6 +373,14 @@ fn a_processor_that_is_not_registered_is_refused_at_query_name_listing_the_regis
     // the eddy command's registry is empty
     let err = Job::from_file(&path).unwrap_err();
     assert!(err.to_string().contains("none is registered"), "{err}");
+    // the query's other fields are checked as every query's
+    let path = pipeline(tmp.path(), "real-time", "fraud", None, "[sink]\ntype = \"stdout\"");
+    let set = |field: &str, value: &str| vec![(field.to_string(), value.to_string())];
+    let err = Job::from_file_with_in(&path, &set("query.partition_by", "[\"cardd\"]"), &registry()).unwrap_err();
+    assert!(err.to_string().starts_with("query.partition_by[0]: given \"cardd\""), "{err}");
+    let err = Job::from_file_with_in(&path, &set("query.group_by", "[\"card\"]"), &registry()).unwrap_err();
+    assert!(err.to_string().starts_with("query.group_by:"), "{err}");
+    assert!(err.to_string().contains("type, name, partition_by"), "{err}");
 }
 
 #[test]
