@@ -55,7 +55,7 @@ fn payments() -> Vec<Payment> {
     let mut out = Vec::new();
     for i in 0..400 {
         ts += match rng.below(40) {
-            0 => 11 * MIN + rng.below(5 * 60) as i64 * S,     // a quiet spell
+            0 => 11 * MIN + rng.below(5 * 60) as i64 * S, // a quiet spell
             1..=24 => S + rng.below(4 * S as u64) as i64, // a burst
             _ => 5 * S + rng.below(40 * S as u64) as i64,
         };
