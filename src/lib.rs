@@ -9,6 +9,10 @@
 //!   returning a [`RunHandle`] that reports progress and can be stopped.
 //! - [`ForeachWriter`]: a `[sink] type = "foreach"` hands every output row to user code (Spark's
 //!   `foreach(ForeachWriter)`), registered with [`Job::foreach`].
+//! - [`Registry`]: user code a pipeline file names, given to the job before the file is
+//!   validated ([`Job::from_file_in`], [`Job::from_toml_in`]): [`StatefulProcessor`]s for
+//!   `[query] type = "processor"` (Spark's `transformWithState`), with keyed state and timers
+//!   through a [`KeyContext`]. The `examples/fraud.rs` example is one.
 //! - [`Error`]: what went wrong, and the exit code `eddy run` gives it ([`Error::exit_code`]).
 //!
 //! # Example
@@ -72,7 +76,9 @@ use eddy_engine::spec::{self, SpecError};
 
 pub use eddy_actors::RunSummary;
 pub use eddy_connectors::foreach::{ForeachWriter, RowView, WriterError};
-pub use eddy_engine::{DataType, Duration, Field, Timestamp, Value};
+pub use eddy_engine::operator::{KeyContext, StatefulProcessor, TimeDomain};
+pub use eddy_engine::registry::Registry;
+pub use eddy_engine::{DataType, Duration, Field, GroupKey, Record, Row, Schema, Timestamp, Value};
 
 /// What went wrong, as `eddy run` reports it (PIPELINE.md "The command").
 #[derive(Debug, thiserror::Error)]
@@ -155,7 +161,29 @@ impl Job {
     /// # Errors
     /// As [`Job::from_file`]; an override of a field that does not exist is refused.
     pub fn from_file_with(path: impl AsRef<Path>, overrides: &[(String, String)]) -> Result<Job, Error> {
-        Ok(Job::new(eddy_sql::load_pipeline(path.as_ref(), overrides)?))
+        Job::from_file_with_in(path, overrides, &Registry::new())
+    }
+
+    /// As [`Job::from_file`], resolving the user code the file names in `registry` (a
+    /// processor's `name`).
+    ///
+    /// # Errors
+    /// As [`Job::from_file`]; also [`Error::Pipeline`] at `query.name` for a processor that is
+    /// not registered (the message lists the registered ones).
+    pub fn from_file_in(path: impl AsRef<Path>, registry: &Registry) -> Result<Job, Error> {
+        Job::from_file_with_in(path, &[], registry)
+    }
+
+    /// As [`Job::from_file_with`] and [`Job::from_file_in`] together.
+    ///
+    /// # Errors
+    /// As [`Job::from_file_with`] and [`Job::from_file_in`].
+    pub fn from_file_with_in(
+        path: impl AsRef<Path>,
+        overrides: &[(String, String)],
+        registry: &Registry,
+    ) -> Result<Job, Error> {
+        Ok(Job::new(eddy_sql::load_pipeline_in(path.as_ref(), overrides, registry)?))
     }
 
     /// Parses a pipeline from its TOML text; relative paths in it are relative to the current
@@ -164,7 +192,15 @@ impl Job {
     /// # Errors
     /// [`Error::Pipeline`] when the text is not a valid pipeline.
     pub fn from_toml(text: &str) -> Result<Job, Error> {
-        Ok(Job::new(eddy_sql::parse_pipeline_str(text)?))
+        Job::from_toml_in(text, &Registry::new())
+    }
+
+    /// As [`Job::from_toml`], resolving the user code the text names in `registry`.
+    ///
+    /// # Errors
+    /// As [`Job::from_toml`] and [`Job::from_file_in`].
+    pub fn from_toml_in(text: &str, registry: &Registry) -> Result<Job, Error> {
+        Ok(Job::new(eddy_sql::parse_pipeline_in(text, &[], registry)?))
     }
 
     fn new(pipeline: spec::Pipeline) -> Job {

@@ -381,3 +381,15 @@ fn a_source_filter_or_select_changed_since_the_checkpoint_names_the_field() {
         "{err}"
     );
 }
+
+#[test]
+fn a_processor_query_is_refused_by_the_eddy_command_which_registers_none() {
+    let pipeline = GOOD.replace(
+        "type = \"window_aggregate\"\ngroup_by = [\"k\"]\nwindow = { type = \"tumbling\", column = \"ts\", size = \"5 seconds\" }\noutput_mode = \"update\"\nmeasures = [{ agg = \"sum\", column = \"v\" }]",
+        "type = \"processor\"\nname = \"fraud\"\npartition_by = [\"k\"]",
+    );
+    assert!(pipeline.contains("type = \"processor\""));
+    for command in ["validate", "explain", "run"] {
+        expect_usage_error(&pipeline, &[command, "p.toml"], &["query.name", "\"fraud\"", "none is registered"]);
+    }
+}

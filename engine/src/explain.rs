@@ -262,6 +262,7 @@ fn partition_key(q: &QuerySpec) -> Vec<String> {
         QuerySpec::RollingWindow { partition_by, .. } => partition_by.clone(),
         QuerySpec::Deduplicate { columns, .. } => columns.clone(),
         QuerySpec::Forward => Vec::new(),
+        QuerySpec::Processor(q) => q.partition_by.clone(),
         QuerySpec::StreamJoin(j) => (0..j.keys).map(|k| format!("join key {}", k + 1)).collect(),
     }
 }
@@ -300,6 +301,7 @@ fn operator_line(p: &Pipeline) -> String {
             format!("deduplicate: key ({key}){within}, {watermark}")
         }
         QuerySpec::Forward => "forward: each record once, no state".to_string(),
+        QuerySpec::Processor(q) => format!("processor {}: key ({key}), registered in code, {watermark}", q.name),
         QuerySpec::StreamJoin(j) => {
             let range = match j.range {
                 Some(r) => format!("right time - left time in [{}, {}]", duration(r.lower), duration(r.upper)),

@@ -30,7 +30,8 @@
 //! - [`aggregate`]: the aggregate functions (Spark's names, types and null rules), sketches.
 //! - [`window`]: window assigners (tumbling, sliding, session).
 //! - [`watermark`]: watermark tracking for both modes.
-//! - [`operator`]: window aggregate, deduplicate, rolling window.
+//! - [`operator`]: window aggregate, deduplicate, rolling window, custom stateful processors.
+//! - [`registry`]: user code by name (processors), as a pipeline file refers to it.
 //! - [`join`]: stream-static joins: a record looked up in a static table (`[[table]]`).
 //! - [`explain`]: a pipeline's plan as text (`eddy explain`).
 //! - [`expr`]: Spark SQL expressions: typed plan, Spark's type rules and names, compiled evaluation.
@@ -49,6 +50,7 @@ pub mod operator;
 pub mod output;
 pub mod plan;
 mod prefetch;
+pub mod registry;
 pub mod schema;
 pub mod spec;
 pub mod steps;

@@ -7,9 +7,11 @@ use crate::decode::DecoderConfig;
 use crate::driver::{MicroBatchSequencer, RealTimeClock};
 use crate::operator::SessionGap;
 use crate::operator::{
-    Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, RollingMeasure, RollingWindow,
-    RollingWindowConfig, StreamJoin, StreamJoinConfig, WindowAggregate, WindowAggregateConfig, WindowKind,
+    Deduplicate, DeduplicateConfig, Forward, Mode, Operator, OutputMode, Processor, ProcessorConfig, RollingMeasure,
+    RollingWindow, RollingWindowConfig, StreamJoin, StreamJoinConfig, WindowAggregate, WindowAggregateConfig,
+    WindowKind,
 };
+use crate::registry::RegisteredProcessor;
 use std::sync::Arc;
 
 use crate::schema::Schema;
@@ -140,6 +142,36 @@ enum OperatorPlan {
     Rolling(RollingWindowConfig),
     Forward,
     StreamJoin(StreamJoinConfig),
+    Processor(ProcessorPlan),
+}
+
+/// A registered processor as planned: its instances see records of the query's input schema.
+#[derive(Debug, Clone)]
+struct ProcessorPlan {
+    cfg: ProcessorConfig,
+    processor: RegisteredProcessor,
+    input: Schema,
+}
+
+impl ProcessorPlan {
+    /// Plans `q` over `schema`; the output columns named as a `partition_by` column form the
+    /// sink's partition key.
+    fn new(q: &spec::ProcessorQuery, schema: &Schema, mode: Mode) -> Result<(ProcessorPlan, Vec<usize>), PlanError> {
+        let key_columns =
+            q.partition_by.iter().map(|c| col(schema, c, "query.partition_by")).collect::<Result<Vec<_>, _>>()?;
+        let output = q.processor.output();
+        let pk =
+            q.partition_by.iter().filter_map(|c| output.iter().position(|f| f.name.eq_ignore_ascii_case(c))).collect();
+        let cfg = ProcessorConfig { mode, key_columns };
+        Ok((ProcessorPlan { cfg, processor: q.processor.clone(), input: schema.clone() }, pk))
+    }
+
+    /// A fresh operator running a new instance, initialised.
+    fn operator(&self) -> Processor {
+        let mut user = self.processor.instantiate();
+        user.init(&self.input);
+        Processor::new(self.cfg.clone(), user)
+    }
 }
 
 fn col(schema: &Schema, name: &str, field: &str) -> Result<usize, PlanError> {
@@ -347,6 +379,12 @@ impl QueryPlan {
                 needed.iter_mut().for_each(|n| *n = true);
                 (OperatorPlan::Forward, Vec::new())
             }
+            QuerySpec::Processor(q) => {
+                // user code may read any column of its input
+                needed.iter_mut().for_each(|n| *n = true);
+                let (plan, pk) = ProcessorPlan::new(q, &schema, mode)?;
+                (OperatorPlan::Processor(plan), pk)
+            }
             QuerySpec::StreamJoin(j) => {
                 // every column of the wide record is a key, the side, or a joined column
                 needed.iter_mut().for_each(|n| *n = true);
@@ -496,6 +534,7 @@ impl QueryPlan {
             OperatorPlan::Rolling(c) => Box::new(RollingWindow::new(c.clone())),
             OperatorPlan::Forward => Box::new(Forward),
             OperatorPlan::StreamJoin(c) => Box::new(StreamJoin::new(c.clone())),
+            OperatorPlan::Processor(p) => Box::new(p.operator()),
         }
     }
 
@@ -508,6 +547,7 @@ impl QueryPlan {
             // stateless: any partition actor may take any record
             OperatorPlan::Forward => Vec::new(),
             OperatorPlan::StreamJoin(c) => c.keys[0].clone(),
+            OperatorPlan::Processor(p) => p.cfg.key_columns.clone(),
         }
     }
 
@@ -548,7 +588,14 @@ impl QueryPlan {
 
     /// Whether a micro-batch without data is due after a batch that evicted with `before` when
     /// the next would evict with `after` (Spark's no-data batch).
+    ///
+    /// A processor's event-time timers live in the partition actors: the source that asks
+    /// cannot see them, so any move of the watermark runs one (as Spark's `transformWithState`
+    /// with event-time timers).
     pub fn wants_no_data_batch(&self, before: Timestamp, after: Timestamp) -> bool {
+        if let OperatorPlan::Processor(_) = &self.operator {
+            return self.watermark.is_some() && after > before;
+        }
         self.new_operator().wants_no_data_batch(before, after)
     }
 

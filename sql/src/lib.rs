@@ -670,5 +670,31 @@ pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipe
     spec::load_pipeline_with(path, overrides, &SparkSql)
 }
 
+/// As [`load_pipeline`], resolving the names of user code in `registry`
+/// ([`eddy_engine::spec::load_pipeline_in`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::load_pipeline_in`].
+pub fn load_pipeline_in(
+    path: &Path,
+    overrides: &[(String, String)],
+    registry: &eddy_engine::registry::Registry,
+) -> Result<Pipeline, SpecError> {
+    spec::load_pipeline_in(path, overrides, &SparkSql, registry)
+}
+
+/// As [`parse_pipeline_with_overrides`], resolving the names of user code in `registry`
+/// ([`eddy_engine::spec::parse_pipeline_in`]).
+///
+/// # Errors
+/// As [`eddy_engine::spec::parse_pipeline_in`].
+pub fn parse_pipeline_in(
+    text: &str,
+    overrides: &[(String, String)],
+    registry: &eddy_engine::registry::Registry,
+) -> Result<Pipeline, SpecError> {
+    spec::parse_pipeline_in(text, overrides, &SparkSql, registry)
+}
+
 #[cfg(test)]
 mod tests_query;

@@ -48,6 +48,11 @@ pub fn pipeline_fields(p: &Pipeline) -> Vec<(String, String)> {
             out.raw("query.within_watermark", within_watermark.to_string());
         }
         QuerySpec::Forward => out.string("query.type", "forward"),
+        QuerySpec::Processor(q) => {
+            out.string("query.type", "processor");
+            out.string("query.name", &q.name);
+            out.list("query.partition_by", &q.partition_by);
+        }
         QuerySpec::StreamJoin(j) => {
             out.string("query.type", "stream_join");
             out.string("query.join_type", &format!("{:?}", j.join_type));

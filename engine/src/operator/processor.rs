@@ -22,8 +22,9 @@
 //! State is checkpointed with the operator's snapshot and re-split by key on restore, as every
 //! operator's ([`Operator::restore`], [`Operator::retain_groups`]).
 //!
-//! Not yet reachable from pipeline files: `[query] type = "processor"` and a registry of
-//! processors by name are still to come.
+//! A pipeline file reaches a processor registered by name ([`crate::registry::Registry`]) with
+//! `[query] type = "processor"`; each partition actor runs its own instance, made at its start
+//! ([`StatefulProcessor::init`]) and closed when it ends ([`StatefulProcessor::close`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +32,7 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{BatchContext, Mode, Operator, Output, StateError};
+use crate::schema::Schema;
 use crate::time::{Duration, Timestamp};
 use crate::value::{GroupKey, Record, Row, Value};
 
@@ -127,12 +129,53 @@ impl KeyContext<'_> {
 }
 
 /// User code run per key (see the module documentation for when each call happens).
+///
+/// Each partition actor has its own instance: [`StatefulProcessor::init`] once at its start,
+/// then the handlers for the keys of its key range, then [`StatefulProcessor::close`] once when
+/// it ends. Whatever must survive a restart or move to another partition actor when the
+/// parallelism changes belongs in the [`KeyContext`]'s state, not in the instance's fields.
+///
+/// # Example
+///
+/// Counts each key's records and emits the count every 10 of them:
+///
+/// ```
+/// use eddy_engine::operator::{KeyContext, StatefulProcessor, TimeDomain};
+/// use eddy_engine::{Record, Schema, Timestamp, Value};
+///
+/// struct EveryTen;
+///
+/// impl StatefulProcessor for EveryTen {
+///     fn handle_input(&mut self, records: &[&Record], ctx: &mut KeyContext<'_>) {
+///         for _ in records {
+///             let n = ctx.get("n").and_then(Value::as_i64).unwrap_or(0) + 1;
+///             ctx.set("n", Value::Long(n), None);
+///             if n % 10 == 0 {
+///                 let key = ctx.key().values().next().cloned().unwrap_or(Value::Null);
+///                 ctx.emit(vec![key, Value::Long(n)]);
+///             }
+///         }
+///     }
+///     fn handle_timer(&mut self, _domain: TimeDomain, _at: Timestamp, _ctx: &mut KeyContext<'_>) {}
+/// }
+/// ```
 pub trait StatefulProcessor: Send {
+    /// Called once, before any other call, with the schema of the records the handlers will see
+    /// (the source's columns after its `select`): resolve column names to indexes here
+    /// ([`Schema::resolve`]). The default does nothing.
+    fn init(&mut self, input: &Schema) {
+        let _ = input;
+    }
+
     /// `records` of `ctx`'s key: one in real-time mode, all of the batch's in micro-batch mode.
     fn handle_input(&mut self, records: &[&Record], ctx: &mut KeyContext<'_>);
 
     /// The timer of `ctx`'s key at `at` in `domain` fired (it is deleted before this call).
     fn handle_timer(&mut self, domain: TimeDomain, at: Timestamp, ctx: &mut KeyContext<'_>);
+
+    /// Called once when the partition actor ends (end of input, a stop, a failure), after the
+    /// last handler call. The default does nothing.
+    fn close(&mut self) {}
 }
 
 /// One key's state.
@@ -254,6 +297,12 @@ impl Processor {
             self.with_key(&key, out, |user, ctx| user.handle_timer(domain, at, ctx));
             self.now = saved;
         }
+    }
+}
+
+impl Drop for Processor {
+    fn drop(&mut self) {
+        self.user.close();
     }
 }
 

@@ -44,6 +44,7 @@ mod output;
 mod overrides;
 mod parse;
 mod paths;
+mod processor;
 mod query;
 mod sink;
 mod source;
@@ -80,6 +81,7 @@ pub use table::{DEFAULT_TABLE_MAX_BYTES, DEFAULT_TABLE_REFRESH_US};
 pub use crate::watermark_union::WatermarkPolicy;
 
 use crate::expr::SqlFrontEnd;
+use crate::registry::Registry;
 use crate::schema::{Field, Schema};
 use crate::time::{Duration, TimeUnit, Timestamp};
 
@@ -107,7 +109,7 @@ pub fn parse_pipeline_str(text: &str) -> Result<Pipeline, SpecError> {
 /// malformed FIELD, or a FIELD that goes through a value that is not a table.
 pub fn parse_pipeline_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
     let raw = parse::parse_raw(text, overrides)?;
-    validate::validate(raw, None)
+    validate::validate(raw, None, &Registry::new())
 }
 
 /// As [`parse_pipeline_with_overrides`], reading the SQL expression fields (`source.filter`,
@@ -129,8 +131,23 @@ pub fn parse_pipeline_with(
     overrides: &[(String, String)],
     front: &dyn SqlFrontEnd,
 ) -> Result<Pipeline, SpecError> {
+    parse_pipeline_in(text, overrides, front, &Registry::new())
+}
+
+/// As [`parse_pipeline_with`], resolving the names of user code in `registry` (`[query] type =
+/// "processor"`, `name = NAME`).
+///
+/// # Errors
+/// As [`parse_pipeline_with`]; also a [`SpecError`] at `query.name` for a processor that is not
+/// registered (`allowed` lists the registered names).
+pub fn parse_pipeline_in(
+    text: &str,
+    overrides: &[(String, String)],
+    front: &dyn SqlFrontEnd,
+    registry: &Registry,
+) -> Result<Pipeline, SpecError> {
     let raw = parse::parse_raw(text, overrides)?;
-    validate::validate(raw, Some(front))
+    validate::validate(raw, Some(front), registry)
 }
 
 /// Reads the pipeline file at `path`, applies `overrides` (as [`parse_pipeline_with_overrides`])
@@ -141,7 +158,7 @@ pub fn parse_pipeline_with(
 /// error), else as [`parse_pipeline_with_overrides`], whose check of output folders is repeated
 /// here with relative paths resolved, so that an absolute path is compared with relative ones.
 pub fn load_pipeline(path: &Path, overrides: &[(String, String)]) -> Result<Pipeline, SpecError> {
-    load(path, overrides, None)
+    load(path, overrides, None, &Registry::new())
 }
 
 /// As [`load_pipeline`], reading the SQL expression fields with `front` (as
@@ -154,10 +171,29 @@ pub fn load_pipeline_with(
     overrides: &[(String, String)],
     front: &dyn SqlFrontEnd,
 ) -> Result<Pipeline, SpecError> {
-    load(path, overrides, Some(front))
+    load(path, overrides, Some(front), &Registry::new())
 }
 
-fn load(path: &Path, overrides: &[(String, String)], front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
+/// As [`load_pipeline_with`], resolving the names of user code in `registry` (as
+/// [`parse_pipeline_in`]).
+///
+/// # Errors
+/// As [`load_pipeline_with`] and [`parse_pipeline_in`].
+pub fn load_pipeline_in(
+    path: &Path,
+    overrides: &[(String, String)],
+    front: &dyn SqlFrontEnd,
+    registry: &Registry,
+) -> Result<Pipeline, SpecError> {
+    load(path, overrides, Some(front), registry)
+}
+
+fn load(
+    path: &Path,
+    overrides: &[(String, String)],
+    front: Option<&dyn SqlFrontEnd>,
+    registry: &Registry,
+) -> Result<Pipeline, SpecError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         SpecError::new(
             path.display().to_string(),
@@ -166,7 +202,7 @@ fn load(path: &Path, overrides: &[(String, String)], front: Option<&dyn SqlFront
         )
     })?;
     let raw = parse::parse_raw(&text, overrides)?;
-    let mut pipeline = validate::validate(raw, front)?;
+    let mut pipeline = validate::validate(raw, front, registry)?;
     let base = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -645,6 +681,9 @@ pub enum QuerySpec {
         /// `within_watermark`: default false; true needs a `[watermark]`.
         within_watermark: bool,
     },
+    /// `type = "processor"`: a stateful processor registered in code by name
+    /// ([`crate::registry::Registry`]; Spark's `transformWithState`).
+    Processor(ProcessorQuery),
     /// A SQL query without aggregation (SQL.md "Queries"): each record that passes the query's
     /// steps is one output row, unchanged (the steps filter and project it).
     Forward,
@@ -711,9 +750,23 @@ impl QuerySpec {
     pub fn measures(&self) -> &[MeasureSpec] {
         match self {
             QuerySpec::WindowAggregate { measures, .. } | QuerySpec::RollingWindow { measures, .. } => measures,
-            QuerySpec::Deduplicate { .. } | QuerySpec::Forward | QuerySpec::StreamJoin(_) => &[],
+            QuerySpec::Deduplicate { .. } | QuerySpec::Forward | QuerySpec::StreamJoin(_) | QuerySpec::Processor(_) => {
+                &[]
+            }
         }
     }
+}
+
+/// `[query] type = "processor"` as validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessorQuery {
+    /// `name`: the name it was registered under.
+    pub name: String,
+    /// `partition_by`: input columns (may be empty: one key), distinct; a handler call sees the
+    /// records of one key, and keys are spread over the partition actors by these values.
+    pub partition_by: Vec<String>,
+    /// The registered processor `name` resolved to.
+    pub processor: crate::registry::RegisteredProcessor,
 }
 
 /// Spark's output modes (SEMANTICS.md "Windowed aggregation").

@@ -128,6 +128,8 @@ pub(crate) struct RawQuery {
     // deduplicate
     pub columns: Option<Vec<String>>,
     pub within_watermark: Option<bool>,
+    // processor (with partition_by): the registered processor's name
+    pub name: Option<String>,
 }
 
 /// `query.window`: the fields of every window type.

@@ -166,6 +166,11 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
                 out.push((f.name.clone(), format!("query.sql ({})", quote(&f.name))));
             }
         }
+        QuerySpec::Processor(q) => {
+            for f in q.processor.output() {
+                out.push((f.name.clone(), format!("query.name ({})", quote(&q.name))));
+            }
+        }
         QuerySpec::Deduplicate { .. } | QuerySpec::Forward => {
             for f in schema.fields() {
                 out.push((f.name.clone(), format!("source.schema ({})", quote(&f.name))));
@@ -178,7 +183,7 @@ pub(crate) fn output_columns(q: &QuerySpec, schema: &Schema) -> Vec<(String, Str
 /// The output schema of `q` over input `schema` (SEMANTICS.md): window aggregate: `window`
 /// ([`DataType::Window`]) if a window, the `group_by` columns with their input types, the
 /// measures; rolling window: the `partition_by` columns, the frontier column (TIMESTAMP), the
-/// measures; deduplicate and forward: the input schema.
+/// measures; deduplicate and forward: the input schema; processor: its declared output.
 pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
     let input = |name: &str| Field {
         name: name.to_string(),
@@ -203,5 +208,6 @@ pub(crate) fn output_schema(q: &QuerySpec, schema: &Schema) -> Vec<Field> {
         }
         QuerySpec::Deduplicate { .. } | QuerySpec::Forward => schema.fields().to_vec(),
         QuerySpec::StreamJoin(j) => schema.fields()[j.output_columns()].to_vec(),
+        QuerySpec::Processor(q) => q.processor.output().to_vec(),
     }
 }

@@ -6,10 +6,11 @@ use super::model::{RawQuery, RawWindow};
 use super::output::output_columns;
 use super::validate::{Min, Present, choice, column_list, duration, note, only_fields, same_column, timestamp_column};
 use super::{Mode, OutputMode, QuerySpec, SessionGap, WatermarkSpec, WindowSpec};
+use crate::registry::Registry;
 use crate::schema::{DataType, Schema};
 use crate::time::Duration;
 
-const QUERY_TYPES: &[&str] = &["window_aggregate", "rolling_window", "deduplicate"];
+const QUERY_TYPES: &[&str] = &["window_aggregate", "rolling_window", "deduplicate", "processor"];
 const WINDOW_AGGREGATE_FIELDS: &[&str] = &["type", "group_by", "window", "output_mode", "measures"];
 const ROLLING_FIELDS: &[&str] = &["type", "partition_by", "order_by", "frontier", "measures", "output_mode"];
 const DEDUP_FIELDS: &[&str] = &["type", "columns", "within_watermark"];
@@ -20,6 +21,7 @@ pub(crate) fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
         "window_aggregate" => WINDOW_AGGREGATE_FIELDS,
         "rolling_window" => ROLLING_FIELDS,
         "deduplicate" => DEDUP_FIELDS,
+        "processor" => super::processor::PROCESSOR_FIELDS,
         _ => return None,
     })
 }
@@ -39,17 +41,17 @@ pub(crate) fn query(
     schema: &Schema,
     mode: Mode,
     watermark: Option<&WatermarkSpec>,
+    registry: &Registry,
 ) -> Result<QuerySpec, SpecError> {
     let Some(raw) = raw else {
         return Err(SpecError::missing(
             "query",
-            "a [query] table with type = \"window_aggregate\", \"rolling_window\" or \"deduplicate\"",
+            "a [query] table with type = \"window_aggregate\", \"rolling_window\", \"deduplicate\" or \"processor\"",
         ));
     };
-    let kind = raw
-        .kind
-        .clone()
-        .ok_or_else(|| SpecError::missing("query.type", "\"window_aggregate\", \"rolling_window\", \"deduplicate\""))?;
+    let kind = raw.kind.clone().ok_or_else(|| {
+        SpecError::missing("query.type", "\"window_aggregate\", \"rolling_window\", \"deduplicate\", \"processor\"")
+    })?;
     let kind = choice("query.type", &kind, QUERY_TYPES)?;
     let mut present = Present::new();
     note(&mut present, "group_by", &raw.group_by);
@@ -61,11 +63,13 @@ pub(crate) fn query(
     note(&mut present, "frontier", &raw.frontier.as_ref().map(|_| "{ ... }".to_string()));
     note(&mut present, "columns", &raw.columns);
     note(&mut present, "within_watermark", &raw.within_watermark);
+    note(&mut present, "name", &raw.name);
     let allowed = fields_of(kind).unwrap_or(DEDUP_FIELDS);
     only_fields("query", "query type", kind, &present, allowed)?;
     let q = match kind {
         "window_aggregate" => window_aggregate(raw, schema, mode, watermark)?,
         "rolling_window" => rolling_window(raw, schema, watermark)?,
+        "processor" => super::processor::processor(raw, schema, registry)?,
         _ => deduplicate(raw, schema, watermark)?,
     };
     distinct_output_names(&q, schema)?;

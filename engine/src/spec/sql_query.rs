@@ -39,6 +39,9 @@ use crate::expr::{
 };
 use crate::schema::{Field, Schema};
 
+/// No user code: a SQL query's aggregation names Eddy's own functions only.
+static NONE: crate::registry::Registry = crate::registry::Registry::new();
+
 /// The pipeline field every error of a SQL query names.
 pub(super) const FIELD: &str = "query.sql";
 
@@ -330,7 +333,7 @@ impl Aggregation<'_> {
             ..RawQuery::default()
         };
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
-        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark).map_err(|e| {
+        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &NONE).map_err(|e| {
             if e.field == "query.output_mode" {
                 return e;
             }

@@ -15,6 +15,7 @@ use super::{
     CheckpointSpec, ClockSpec, MAX_PARALLELISM, MetricsSpec, Mode, Pipeline, QuerySpec, SinkSpec, WatermarkSpec,
 };
 use crate::expr::SqlFrontEnd;
+use crate::registry::Registry;
 use crate::schema::{DataType, Schema};
 use crate::time::{Duration, parse_duration, parse_timestamp};
 
@@ -169,11 +170,16 @@ pub(crate) fn same_column(a: &str, b: &str) -> bool {
 }
 
 /// Validates the raw model; `front` parses the SQL expression fields (`None`: such a field is
-/// refused). With several `[[source]]`, the first one's errors are named `source[0]...` (its
-/// `watermark = {...}` too).
-pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) -> Result<Pipeline, SpecError> {
+/// refused); `registry` resolves the names of user code (`[query] type = "processor"`). With
+/// several `[[source]]`, the first one's errors are named `source[0]...` (its `watermark = {...}`
+/// too).
+pub(crate) fn validate(
+    mut raw: RawPipeline,
+    front: Option<&dyn SqlFrontEnd>,
+    registry: &Registry,
+) -> Result<Pipeline, SpecError> {
     let Some(mut list) = raw.source_list.take() else {
-        return validate_sources(raw, Vec::new(), front);
+        return validate_sources(raw, Vec::new(), front, registry);
     };
     if let Some(w) = &raw.watermark {
         let mut given = Present::new();
@@ -197,7 +203,7 @@ pub(crate) fn validate(mut raw: RawPipeline, front: Option<&dyn SqlFrontEnd>) ->
             "a name matching [a-z_][a-z0-9_]*, unique among the sources (several [[source]] tables each need one)",
         ));
     }
-    validate_sources(raw, rest, front).map_err(|e| at_source(e, 0))
+    validate_sources(raw, rest, front, registry).map_err(|e| at_source(e, 0))
 }
 
 /// [`validate`] with the `[[source]]` tables after the first apart (`rest`; empty with one).
@@ -205,6 +211,7 @@ fn validate_sources(
     mut raw: RawPipeline,
     rest: Vec<super::model::RawSource>,
     front: Option<&dyn SqlFrontEnd>,
+    registry: &Registry,
 ) -> Result<Pipeline, SpecError> {
     let name = raw.name.ok_or_else(|| SpecError::missing("name", "a name matching [a-z0-9_-]+"))?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
@@ -523,7 +530,7 @@ fn validate_sources(
                     "no [[table]] beside a structured query (a table is read by a SQL query's JOIN)",
                 ));
             }
-            super::query::query(q, &schema, mode, query_watermark.as_ref())?
+            super::query::query(q, &schema, mode, query_watermark.as_ref(), registry)?
         }
     };
     let clock = clock(raw.clock, &schema)?;
