@@ -121,6 +121,10 @@ if [ ${#delta[@]} -gt 0 ]; then
   scripts/crash-test.sh scripts/crash/delta/window-append.toml
 fi
 
+say "crash test, a registered stateful processor (the fraud example's binary; SIGKILL at 20 random instants, output identical)"
+cargo build -q --example fraud
+EDDY="${CARGO_TARGET_DIR:-target}/debug/examples/fraud" scripts/crash-test.sh scripts/crash/processor/fraud.toml
+
 say "crash test, graceful stops (SIGTERM at random instants, restarts; every epoch / batch identical)"
 # Three times the default input: a stopped run keeps its progress, so more input keeps most of
 # the 20 stops mid-run (about a minute in a debug build).
