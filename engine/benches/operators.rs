@@ -20,6 +20,13 @@
 //! "SQL expressions"; bench/results/sql-expressions.md). The filter keeps every record, so the
 //! operator's work is the same.
 //!
+//! `forward` and `processor_pass_through` run the same records through the stateless operator
+//! of a query without aggregation ([`Forward`]: each record one row) and through a custom
+//! stateful processor keyed by `key` that emits each record it is handed as a row, unchanged
+//! ([`Processor`] in real-time mode: one handler call per record): the difference in the same
+//! run is what the processor seam costs per record (target <= 30 ns, issue "Eddy as a Rust
+//! library"; bench/results/processor.md).
+//!
 //! `EDDY_BENCH_PROFILE=<name>:<blocks>` runs only workload `<name>` outside criterion: its
 //! warm-up, then `<blocks>` blocks through `feed` / `feed_steps`, for an instruction count
 //! (`valgrind --tool=callgrind --toggle-collect='*feed*'`; per record: the inclusive count of
@@ -34,8 +41,9 @@ use std::hint::black_box;
 
 use eddy_engine::aggregate::{AggKind, AggregateFn};
 use eddy_engine::operator::{
-    Mode, Operator, Output, OutputMode, RollingMeasure, RollingWindow, RollingWindowConfig, SessionGap,
-    WindowAggregate, WindowAggregateConfig, WindowKind, prefetch_ahead,
+    Forward, KeyContext, Mode, Operator, Output, OutputMode, Processor, ProcessorConfig, RollingMeasure, RollingWindow,
+    RollingWindowConfig, SessionGap, StatefulProcessor, TimeDomain, WindowAggregate, WindowAggregateConfig, WindowKind,
+    prefetch_ahead,
 };
 use eddy_engine::schema::{DataType, Schema};
 use eddy_engine::spec::{PipelineExpr, Step};
@@ -260,6 +268,19 @@ fn tumbling() -> Box<dyn Operator> {
     ))
 }
 
+/// Emits every record it is handed as an output row, unchanged; no state, no timers.
+struct PassThrough;
+
+impl StatefulProcessor for PassThrough {
+    fn handle_input(&mut self, records: &[&Record], ctx: &mut KeyContext<'_>) {
+        for r in records {
+            ctx.emit(r.values.to_vec());
+        }
+    }
+
+    fn handle_timer(&mut self, _domain: TimeDomain, _at: Timestamp, _ctx: &mut KeyContext<'_>) {}
+}
+
 fn benches(c: &mut Criterion) {
     let plain = Workload { name: "tumbling_sum_count", spacing_us: 10, steady_blocks: 0, make: &tumbling, steps: None };
     // the three columns as a user computes them: arithmetic on a column, a string function,
@@ -279,6 +300,18 @@ fn benches(c: &mut Criterion) {
     run(c, &plain);
     run(c, &Workload { name: "tumbling_sum_count_filter_select3", steps: Some(&three), ..plain });
     run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", steps: Some(&heavy), ..plain });
+    run(c, &Workload { name: "forward", make: &|| Box::new(Forward), ..plain });
+    run(
+        c,
+        &Workload {
+            name: "processor_pass_through",
+            make: &|| {
+                let cfg = ProcessorConfig { mode: Mode::RealTime, key_columns: vec![0] };
+                Box::new(Processor::new(cfg, Box::new(PassThrough)))
+            },
+            ..plain
+        },
+    );
     run(
         c,
         &Workload {
