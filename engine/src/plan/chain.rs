@@ -195,7 +195,7 @@ pub(super) fn build(
 pub(super) fn single_partition_reason(links: &[LinkPlan]) -> Option<String> {
     links.iter().position(|l| l.routing_positions.is_none()).map(|i| {
         format!(
-            "the chained aggregation {} is not grouped by every key of the aggregation before it, so its groups \
+            "the aggregation chained after operator {} is not grouped by every key of the one before it, so its groups \
              would be spread over partition actors and it needs its input exchanged between them by its own key, \
              which Eddy does not do yet: run it with parallelism = 1",
             i + 1
