@@ -4,8 +4,9 @@
 Deterministic (a fixed seed per case): run it again and the same files come out. The expected
 outputs are NOT written here: they come from the Spark oracle (see README.md, make_expected.py).
 
-Each case reads one source, one file per micro-batch, with a 10-second watermark; every batch
-after the first carries rows behind the watermark (late for the inner aggregation). For the
+Each case reads one source, one file per micro-batch, with a 10-second watermark; from the third
+batch on, about one row in five is in windows the late-input watermark has passed (late for the
+inner aggregation, dropped). For the
 cases with `max_by`, the seed is the first from the given one whose input has no tie for the
 maximum in any window, with or without its late rows (Spark's `max_by` picks among ties by
 arrival order, which no engine must match).
@@ -93,18 +94,27 @@ CASES = {
 }
 
 
-def rows(rng, batch, key):
-    """One batch: rows near the batch's frontier, and after the first batch a few behind it."""
+def rows(rng, batch, key, late_wm):
+    """One batch: rows near the batch's frontier, and, once the late-input watermark `late_wm`
+    (seconds; None before it exists) has passed a window, a few rows in windows it finalised."""
     out = []
     front = 20 * batch
     for _ in range(rng.randint(6, 10)):
         sec = max(0, front + rng.randint(-3, 19))
-        late = batch > 0 and rng.random() < 0.15
+        late = late_wm is not None and late_wm >= 10 and rng.random() < 0.2
         if late:
-            sec = max(0, front - rng.randint(25, 40))  # behind the watermark
+            sec = late_wm - 10 - rng.randint(0, 12)  # every window holding it ends by late_wm
         k = rng.choices([f"{key[0]}{i}" for i in range(4)], weights=[8, 4, 2, 1])[0]
         out.append(({key: k, "ts": ts(sec), "amount" if key == "user" else "price": rng.randint(-2, 20)}, late, sec, k))
     return out
+
+
+def late_watermark(batches):
+    """The late-input watermark of the next batch, in seconds (Spark's micro-batch rule: the
+    watermark of the batch before it, the largest time of the batches before that minus 10 s);
+    None before there is one."""
+    times = [sec for b in batches[:-1] for _, _, sec, _ in b]
+    return max(times) - 10 if times else None
 
 
 def has_ties(batches, size=10, slide=5):
@@ -133,7 +143,9 @@ def has_ties(batches, size=10, slide=5):
 def write(name, case, seed):
     while True:
         rng = random.Random(seed)
-        batches = [rows(rng, b, case["key"]) for b in range(BATCHES)]
+        batches = []
+        for b in range(BATCHES):
+            batches.append(rows(rng, b, case["key"], late_watermark(batches)))
         if not case["ties"] or not has_ties(batches):
             break
         seed += 1
