@@ -77,6 +77,12 @@ fn a_chain_keyed_by_the_inner_key_splits_over_partition_actors_and_one_keyed_by_
     assert_eq!(QueryPlan::new(&by_auction).unwrap().single_partition(), None);
     let why = QueryPlan::new(&pipeline(Q5)).unwrap().single_partition().expect("q5 needs an exchange");
     assert!(why.contains("exchange") && why.contains("parallelism = 1"), "{why}");
+    // eddy explain shows the chained operator on the same thread, and why it is not split
+    let text = eddy_engine::explain::explain(&pipeline(Q5));
+    assert!(text.contains("chained window aggregate, forward edge in one partition actor"), "{text}");
+    assert!(text.contains("an exchange would be needed, so parallelism 1"), "{text}");
+    let text = eddy_engine::explain::explain(&by_auction);
+    assert!(text.contains("forward edge (keyed by the operator before's key"), "{text}");
     // a single aggregation never needs one
     let single = pipeline("SELECT window(ts, '10 seconds') AS window, count(*) AS n FROM bids GROUP BY 1");
     assert_eq!(QueryPlan::new(&single).unwrap().single_partition(), None);

@@ -30,6 +30,9 @@ pub struct ChainedQuery {
     /// Run on each output row of the operator before, in order: that query's HAVING and select
     /// list, then this query's WHERE and the projection computing its keys and measure inputs.
     pub steps: Vec<Step>,
+    /// How many of [`ChainedQuery::steps`], first, are the upstream query's HAVING and select
+    /// list (the rest are this query's).
+    pub upstream_steps: usize,
     /// The operator (a window aggregate in append mode).
     pub query: QuerySpec,
     /// Its event-time column, in its input (the upstream's `window`), with the pipeline
@@ -105,6 +108,7 @@ pub(crate) fn plan_chained(
     let delay = watermark.map(|w| w.delay).unwrap_or_default();
     let mut wm = WatermarkSpec { column: inner_out.fields()[wi].name.clone(), index: wi, delay };
     let outer_plan = plan_sql_query(outer, &outer.from.name, &inner_out, Some(&wm), &[], Some("append"), mode)?;
+    let upstream_steps = inner_plan.output_steps.len();
     let steps: Vec<Step> = inner_plan
         .output_steps
         .into_iter()
@@ -115,7 +119,7 @@ pub(crate) fn plan_chained(
     wm.index = stage_input.resolve(&wm.column).ok_or_else(|| {
         SpecError::new(FIELD, format!("the subquery's window {}", quote(&wm.column)), "a window the outer query reads")
     })?;
-    let chained = ChainedQuery { steps, query: outer_plan.query, watermark: wm };
+    let chained = ChainedQuery { steps, upstream_steps, query: outer_plan.query, watermark: wm };
     Ok((
         SqlQueryPlan {
             source_steps: inner_plan.source_steps,
