@@ -238,7 +238,11 @@ fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySynt
         return Err(unsupported(&join.relation, "a JOIN beside a subquery in FROM", "FROM ( SELECT ... ) [AS] alias"));
     }
     if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
-        return Err(unsupported(subquery.as_ref(), "WITH, ORDER BY or LIMIT in the subquery", "( SELECT ... GROUP BY ... )"));
+        return Err(unsupported(
+            subquery.as_ref(),
+            "WITH, ORDER BY or LIMIT in the subquery",
+            "( SELECT ... GROUP BY ... )",
+        ));
     }
     if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
         return Err(SqlError::Unsupported {

@@ -95,7 +95,10 @@ fn spark_refuses_a_chain_outside_append_mode_and_inner_queries_that_do_not_aggre
         assert_eq!(e.field, "query.output_mode", "{e}");
         assert!(e.allowed.contains("append"), "{e}");
     }
-    let e = refusal("SELECT count(*) AS n FROM (SELECT auction, ts FROM bids WHERE price > 1) GROUP BY auction", Some("append"));
+    let e = refusal(
+        "SELECT count(*) AS n FROM (SELECT auction, ts FROM bids WHERE price > 1) GROUP BY auction",
+        Some("append"),
+    );
     assert_eq!(e.field, "query.sql");
     assert!(e.given.contains("does not aggregate") && e.given.contains("1:"), "{e}");
     let e = refusal(

@@ -177,7 +177,7 @@ impl OperatorChain {
 
     /// Takes the first stage's new rows out of `out` and sends them down the chain; its late
     /// and refused records stay in `out` (they are the query's input).
-    fn from_first(&mut self, out: &mut Output, start: usize, forward: Option<Timestamp>) {
+    fn push_first_rows(&mut self, out: &mut Output, start: usize, forward: Option<Timestamp>) {
         if self.links.is_empty() {
             return;
         }
@@ -199,7 +199,7 @@ impl Operator for OperatorChain {
         match self.mode {
             Mode::MicroBatch => {
                 self.first.on_record(record, watermark, out);
-                self.from_first(out, start, None);
+                self.push_first_rows(out, start, None);
             }
             Mode::RealTime => {
                 // as the first stage would with its own tracker: judged against the watermark as
@@ -216,7 +216,7 @@ impl Operator for OperatorChain {
                         self.first.advance_watermark(after, out);
                     }
                 }
-                self.from_first(out, start, Some(after));
+                self.push_first_rows(out, start, Some(after));
             }
         }
     }
@@ -232,7 +232,7 @@ impl Operator for OperatorChain {
     fn end_batch(&mut self, out: &mut Output) {
         let start = out.rows.len();
         self.first.end_batch(out);
-        self.from_first(out, start, None);
+        self.push_first_rows(out, start, None);
         self.end_links(0, out);
     }
 
@@ -240,13 +240,13 @@ impl Operator for OperatorChain {
         let start = out.rows.len();
         self.first.advance_watermark(w, out);
         let w = w.max(self.tracked());
-        self.from_first(out, start, Some(w));
+        self.push_first_rows(out, start, Some(w));
     }
 
     fn advance_clock(&mut self, now: Timestamp, out: &mut Output) {
         let start = out.rows.len();
         self.first.advance_clock(now, out);
-        self.from_first(out, start, None);
+        self.push_first_rows(out, start, None);
         for i in 0..self.links.len() {
             let mut moved = std::mem::take(&mut self.buffers[i]);
             moved.clear();
@@ -260,7 +260,10 @@ impl Operator for OperatorChain {
     }
 
     fn next_timer(&self) -> Option<Timestamp> {
-        std::iter::once(self.first.next_timer()).chain(self.links.iter().map(|l| l.operator.next_timer())).flatten().min()
+        std::iter::once(self.first.next_timer())
+            .chain(self.links.iter().map(|l| l.operator.next_timer()))
+            .flatten()
+            .min()
     }
 
     fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool {
@@ -301,7 +304,11 @@ impl Operator for OperatorChain {
         let line = rest.iter().position(|&b| b == b'\n').ok_or_else(|| corrupt("no header line".into()))?;
         let header: Header = serde_json::from_slice(&rest[..line]).map_err(|e| corrupt(e.to_string()))?;
         if header.stages.len() != self.stages() || header.forwarded.len() != self.links.len() {
-            return Err(corrupt(format!("{} stages in the snapshot, {} in the query", header.stages.len(), self.stages())));
+            return Err(corrupt(format!(
+                "{} stages in the snapshot, {} in the query",
+                header.stages.len(),
+                self.stages()
+            )));
         }
         let mut body = &rest[line + 1..];
         let mut parts = Vec::with_capacity(header.stages.len());

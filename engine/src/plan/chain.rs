@@ -58,7 +58,8 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
         let field = format!("query.sql (chained query {})", n + 1);
         let (operator, keys, out_routing) = match &c.query {
             QuerySpec::WindowAggregate { group_by, window, output_mode, measures } => {
-                let cfg = window_config(&stage_input, c, group_by, window.as_ref(), *output_mode, measures, mode, &field)?;
+                let cfg =
+                    window_config(&stage_input, c, group_by, window.as_ref(), *output_mode, measures, mode, &field)?;
                 let offset = usize::from(!matches!(cfg.window, WindowKind::None));
                 partition_key = (0..cfg.key_columns.len()).map(|i| i + offset).collect();
                 let keys = cfg.key_columns.clone();

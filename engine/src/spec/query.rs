@@ -111,7 +111,9 @@ fn window_aggregate(
                 // watermark is (SQL.md "Chained aggregations"; a TIMESTAMP key stays refused)
                 (None, Some(wm))
                     if group_by.iter().any(|g| same_column(g, &wm.column))
-                        && schema.resolve(&wm.column).is_some_and(|i| schema.fields()[i].data_type == DataType::Window) => {}
+                        && schema
+                            .resolve(&wm.column)
+                            .is_some_and(|i| schema.fields()[i].data_type == DataType::Window) => {}
                 (None, _) => {
                     return Err(SpecError::new(
                         "query.output_mode",

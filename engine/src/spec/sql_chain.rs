@@ -51,6 +51,10 @@ pub fn chained_output(query: &QuerySpec, input: &Schema, then: &[ChainedQuery]) 
     out
 }
 
+/// The inner query planned: its plan, its stream-static join if any, and the schema the plan
+/// reads (the source's, or the joined record's).
+pub(crate) type InnerPlan = (SqlQueryPlan, Option<JoinedBy>, Schema);
+
 /// What Spark says of several stateful operators outside append mode.
 const APPEND_ONLY: &str = "\"append\" for an aggregation over an aggregation (Spark runs several stateful operators in append mode only: Multiple streaming aggregations are not supported with streaming DataFrames/Datasets in update or complete output mode)";
 
@@ -68,7 +72,7 @@ pub(crate) fn plan_chained(
     output_mode: Option<&str>,
     mode: Mode,
     watermark: Option<&WatermarkSpec>,
-    resolve_inner: &dyn Fn(&QuerySyntax) -> Result<(SqlQueryPlan, Option<JoinedBy>, Schema), SpecError>,
+    resolve_inner: &dyn Fn(&QuerySyntax) -> Result<InnerPlan, SpecError>,
 ) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
     match output_mode.map(str::to_ascii_lowercase).as_deref() {
         Some("append") => {}
@@ -95,7 +99,8 @@ pub(crate) fn plan_chained(
             "( SELECT ... GROUP BY window(...), ... ) [AS] alias: an aggregation over an aggregation (move the subquery's filters and columns into the outer query)",
         ));
     }
-    let inner_rows = Schema::new(output_schema(&inner_plan.query, &schema_after(&inner_plan.watermarked_steps, &input)));
+    let inner_rows =
+        Schema::new(output_schema(&inner_plan.query, &schema_after(&inner_plan.watermarked_steps, &input)));
     let inner_out = schema_after(&inner_plan.output_steps, &inner_rows);
     let Some(wi) = inner_out.fields().iter().position(|f| f.data_type == DataType::Window) else {
         return Err(at(

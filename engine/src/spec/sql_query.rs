@@ -982,7 +982,11 @@ pub(crate) fn validate_sql(
         let resolve_inner = |inner: &QuerySyntax| {
             let wm = watermark.map(|w| w.column.as_str());
             match super::sql_join::resolve(inner, source, schema, tables, wm)? {
-                None => Ok((plan_sql_query(inner, source, schema, watermark, kept, Some("append"), mode)?, None, schema.clone())),
+                None => Ok((
+                    plan_sql_query(inner, source, schema, watermark, kept, Some("append"), mode)?,
+                    None,
+                    schema.clone(),
+                )),
                 Some(j) => {
                     let plan = plan_sql_query(&j.query, source, &j.schema, watermark, kept, Some("append"), mode)?;
                     Ok((plan, Some((j.join, j.pushed)), j.schema))
