@@ -226,16 +226,19 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     Ok(QuerySyntax { items, from, join, selection, group_by, having, union, subquery })
 }
 
-/// `FROM ( SELECT ... ) [AS] alias` without a join, where the inner SELECT is one query (not a
-/// union): the name the outer query reads it by (the alias; empty without one) and the inner
-/// query, for a chained aggregation (SQL.md "Chained aggregations"; validation refuses an
-/// inner query that does not aggregate). `None` for any other FROM.
+/// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` without a join, where the inner SELECT is one
+/// query (not a union): the name the outer query reads it by (the alias; empty without one) and
+/// the inner query, for a chained aggregation (SQL.md "Chained aggregations"). `None` for any
+/// other FROM.
 fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySyntax)>, SqlError> {
     let [relation] = s.from.as_slice() else { return Ok(None) };
     let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
     let SetExpr::Select(inner) = subquery.body.as_ref() else { return Ok(None) };
-    if let Some(join) = relation.joins.first() {
-        return Err(unsupported(&join.relation, "a JOIN beside a subquery in FROM", "FROM ( SELECT ... ) [AS] alias"));
+    // only an aggregating SELECT, alone in FROM, is a chained aggregation: any other subquery
+    // (or one joined with something) is refused where it stands, by `from_item`
+    let grouped = matches!(&inner.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
+    if !relation.joins.is_empty() || !grouped {
+        return Ok(None);
     }
     if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
         return Err(unsupported(
