@@ -256,10 +256,18 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     }
     let real_time = pipeline.mode == Mode::RealTime;
     // The default, the number of cores, is bounded as a given `parallelism` is.
+    // A chain that needs an exchange runs in one partition actor (`QueryPlan::single_partition`).
+    let single = plan.single_partition();
     let parallelism = pipeline
         .parallelism
-        .unwrap_or_else(|| thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(spec::MAX_PARALLELISM))
+        .unwrap_or_else(|| match single {
+            Some(_) => 1,
+            None => thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(spec::MAX_PARALLELISM),
+        })
         .max(1);
+    if let Some(why) = single.filter(|_| parallelism > 1) {
+        return Err(RuntimeError::Unsupported { field: "parallelism".into(), why: format!("{parallelism}: {why}") });
+    }
 
     let health = opts.health.unwrap_or_default();
     let (metrics, _server) = match &pipeline.metrics {

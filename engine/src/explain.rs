@@ -109,9 +109,20 @@ pub fn explain(p: &Pipeline) -> String {
         schema = step.output_schema(&schema);
         text.step(step_line(step, Place::AfterWatermark), &schema);
     }
-    let operator_output = Schema::new(p.query_output_schema());
+    let operator_output = crate::spec::chained_output(&p.query, &schema, &[]);
     text.step(operator_line(p), &operator_output);
     let mut schema = operator_output;
+    // the operators chained after the first (a forward edge: same thread, one call apart)
+    let single = crate::plan::QueryPlan::new(p).ok().and_then(|q| q.single_partition());
+    for c in &p.then {
+        for (i, step) in c.steps.iter().enumerate() {
+            schema = step.output_schema(&schema);
+            let place = if i < c.upstream_steps { Place::Output } else { Place::BeforeWatermark };
+            text.step(step_line(step, place), &schema);
+        }
+        schema = crate::spec::chained_output(&c.query, &schema, &[]);
+        text.step(chained_line(c, single.is_some()), &schema);
+    }
     for step in &p.output_steps {
         schema = step.output_schema(&schema);
         text.step(step_line(step, Place::Output), &schema);
@@ -309,6 +320,31 @@ fn operator_line(p: &Pipeline) -> String {
             };
             format!("stream-stream join: {:?}, {} key(s), {range}, {watermark}", j.join_type, j.keys)
         }
+    }
+}
+
+/// A chained operator: its kind, key, window and measures, and the watermark it is given;
+/// `single`: the chain runs in one partition actor (it would need an exchange).
+fn chained_line(c: &crate::spec::ChainedQuery, single: bool) -> String {
+    let watermark = format!(
+        "the watermark forwarded by the operator before, on {} (late input and finalisation)",
+        c.watermark.column
+    );
+    let edge = if single {
+        "forward edge in one partition actor (keyed otherwise than the operator before: an exchange would be needed, so parallelism 1)"
+    } else {
+        "forward edge (keyed by the operator before's key: same partition actor)"
+    };
+    match &c.query {
+        QuerySpec::WindowAggregate { group_by, window, measures, .. } => {
+            let window = window.as_ref().map_or_else(|| "no window".to_string(), window_text);
+            format!(
+                "chained window aggregate, {edge}: key ({}), {window}, measures {}, output mode append, {watermark}",
+                group_by.join(", "),
+                measures_text(measures)
+            )
+        }
+        _ => format!("chained projection, {edge}: each row once, no state"),
     }
 }
 

@@ -22,6 +22,8 @@ use crate::watermark::WatermarkTracker;
 use crate::watermark_union::{SourceWatermark, UnionWatermark};
 use crate::window::SlidingWindows;
 
+mod chain;
+
 /// Errors of planning (a validated pipeline that still cannot run: a bug in validation).
 #[derive(Debug, thiserror::Error)]
 #[error("{field}: {why}")]
@@ -82,6 +84,8 @@ pub struct QueryPlan {
     /// How the sources' watermarks combine.
     pub watermark_policy: spec::WatermarkPolicy,
     operator: OperatorPlan,
+    /// The operators chained after [`QueryPlan::operator`] ([`Pipeline::then`]); empty: one.
+    links: Vec<chain::LinkPlan>,
 }
 
 /// A source after the first, as planned: its decoder's columns and its steps (which end with
@@ -255,7 +259,7 @@ impl QueryPlan {
         let names = |cols: &[String], field: &str| -> Result<Vec<usize>, PlanError> {
             cols.iter().map(|c| col(&schema, c, field)).collect()
         };
-        let (operator, partition_key) = match &p.query {
+        let (operator, mut partition_key) = match &p.query {
             QuerySpec::WindowAggregate { group_by, window, output_mode, measures } => {
                 let key_columns = names(group_by, "query.group_by")?;
                 let window = match window {
@@ -487,6 +491,14 @@ impl QueryPlan {
                 (steps, decoded_needed, Vec::new())
             }
         };
+        let links = match p.then.is_empty() {
+            true => Vec::new(),
+            false => {
+                let planned = chain::plan_links(p, &operator, mode)?;
+                partition_key = planned.partition_key;
+                planned.links
+            }
+        };
         let query_output_names: Vec<String> = p.query_output_schema().into_iter().map(|f| f.name).collect();
         let output_names: Vec<String> = p.output_schema().into_iter().map(|f| f.name).collect();
         // every column the sink's select writes is read
@@ -513,6 +525,7 @@ impl QueryPlan {
             more_sources,
             watermark_policy: p.watermark_policy,
             operator,
+            links,
         })
     }
 
@@ -525,6 +538,24 @@ impl QueryPlan {
     pub fn new_operator(&self) -> Box<dyn Operator> {
         // several sources in real-time mode: the stamped (combined) watermark only
         let stamped = !self.more_sources.is_empty() && self.mode == Mode::RealTime;
+        if !self.links.is_empty() {
+            // chained: in real-time mode the chain tracks the watermark and hands it down
+            let first = self.first_operator(self.mode == Mode::RealTime);
+            let tracker = self.watermark.filter(|_| !stamped);
+            return Box::new(chain::build(self.mode, first, &self.links, tracker));
+        }
+        self.first_operator(stamped)
+    }
+
+    /// Why the query must run in one partition actor, if it must (a chained aggregation keyed
+    /// otherwise than the operator before it, without an exchange): the runtime refuses a
+    /// `parallelism` above 1 with it, and takes 1 by default.
+    pub fn single_partition(&self) -> Option<String> {
+        chain::single_partition_reason(&self.links)
+    }
+
+    /// The query's first operator, its watermark stamped (taken only from what it is given).
+    fn first_operator(&self, stamped: bool) -> Box<dyn Operator> {
         match &self.operator {
             OperatorPlan::Window(c) if stamped => Box::new(WindowAggregate::new(c.clone()).with_stamped_watermark()),
             OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone())),

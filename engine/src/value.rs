@@ -86,6 +86,29 @@ impl Value {
         }
     }
 
+    /// The event time of a value in an event-time column: a TIMESTAMP itself; a window (the
+    /// `window` column of an aggregation read by a chained one) its `window_time`, the end
+    /// minus 1 µs, as Spark's `window(window, ...)` reads it (SPARK-40925); `None` otherwise.
+    pub fn event_time(&self) -> Option<Timestamp> {
+        match *self {
+            Value::Timestamp(t) => Some(t),
+            Value::Window { end, .. } => Some(end.saturating_sub(crate::time::Duration(1))),
+            _ => None,
+        }
+    }
+
+    /// The instant a watermark finalises a group key at: a TIMESTAMP key when the watermark
+    /// reaches it, a window key (a chained aggregation grouped by the upstream's `window`) when
+    /// the watermark reaches its end, as Spark compares `window.end` with the watermark for a
+    /// window-typed event-time column; `None` otherwise.
+    pub fn key_time(&self) -> Option<Timestamp> {
+        match *self {
+            Value::Timestamp(t) => Some(t),
+            Value::Window { end, .. } => Some(end),
+            _ => None,
+        }
+    }
+
     /// The text, if this is a string.
     pub fn as_str(&self) -> Option<&str> {
         match self {

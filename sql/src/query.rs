@@ -84,6 +84,7 @@ pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
                 group_by: Vec::new(),
                 having: None,
                 union: Some(union),
+                subquery: None,
             });
         }
         SetExpr::Query(_) => return Err(unsupported(query.body.as_ref(), "a parenthesized query", ONE_SELECT)),
@@ -194,12 +195,15 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
         return Err(at_select(s, *what, ONE_SELECT));
     }
-    let (from, join, union) = match union_in_from(text, s)? {
-        Some((from, union)) => (from, None, Some(union)),
-        None => {
-            let (from, join) = from_item(text, s)?;
-            (from, join, None)
-        }
+    let (from, join, union, subquery) = match union_in_from(text, s)? {
+        Some((from, union)) => (from, None, Some(union), None),
+        None => match query_in_from(text, s)? {
+            Some((from, inner)) => (from, None, None, Some(Box::new(inner))),
+            None => {
+                let (from, join) = from_item(text, s)?;
+                (from, join, None, None)
+            }
+        },
     };
     let items = s.projection.iter().map(select_item).collect::<Result<Vec<_>, _>>()?;
     let selection = s.selection.as_ref().map(lower).transpose()?;
@@ -219,7 +223,43 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
         }
     };
     let having = s.having.as_ref().map(lower).transpose()?;
-    Ok(QuerySyntax { items, from, join, selection, group_by, having, union })
+    Ok(QuerySyntax { items, from, join, selection, group_by, having, union, subquery })
+}
+
+/// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` without a join, where the inner SELECT is one
+/// query (not a union): the name the outer query reads it by (the alias; empty without one) and
+/// the inner query, for a chained aggregation (SQL.md "Chained aggregations"). `None` for any
+/// other FROM.
+fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySyntax)>, SqlError> {
+    let [relation] = s.from.as_slice() else { return Ok(None) };
+    let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
+    let SetExpr::Select(inner) = subquery.body.as_ref() else { return Ok(None) };
+    // only an aggregating SELECT, alone in FROM, is a chained aggregation: any other subquery
+    // (or one joined with something) is refused where it stands, by `from_item`
+    let grouped = matches!(&inner.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
+    if !relation.joins.is_empty() || !grouped {
+        return Ok(None);
+    }
+    if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
+        return Err(unsupported(
+            subquery.as_ref(),
+            "WITH, ORDER BY or LIMIT in the subquery",
+            "( SELECT ... GROUP BY ... )",
+        ));
+    }
+    if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+        return Err(SqlError::Unsupported {
+            pos: pos(a.name.span.start),
+            found: "column aliases on the subquery".into(),
+            allowed: "( SELECT ... ) [AS] alias (name the columns with AS inside)".into(),
+        });
+    }
+    let inner = select_query(text, inner)?;
+    let from = match alias {
+        Some(a) => FromSyntax { name: a.name.value.clone(), alias: None, pos: pos(a.name.span.start) },
+        None => FromSyntax { name: String::new(), alias: None, pos: pos(subquery.span().start) },
+    };
+    Ok(Some((from, inner)))
 }
 
 /// `FROM ( SELECT ... UNION [ALL] SELECT ... ) [AS] alias` without a join: the union and the
@@ -379,7 +419,7 @@ fn named_relation(relation: &TableFactor) -> Result<FromSyntax, SqlError> {
         TableFactor::Derived { .. } => Err(unsupported(
             relation,
             "a subquery in FROM",
-            "a source's or table's name, or ( SELECT ... UNION ALL SELECT ... ) [AS] alias (other subqueries are not implemented yet)",
+            "a source's or table's name, ( SELECT ... UNION ALL SELECT ... ) [AS] alias, or ( SELECT ... GROUP BY ... ) [AS] alias (other subqueries are not implemented yet)",
         )),
         other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's or table's name")),
     }

@@ -3,8 +3,8 @@
 //! pipeline validation binds and plans it onto the operators (`spec::sql_query`).
 //!
 //! Only the single-source form is represented: one `FROM` name, optionally joined with one more
-//! name (a stream-static join); no unions or subqueries (the front end refuses those, naming
-//! them).
+//! name (a stream-static join), a union of such queries, or an aggregating query in FROM (a
+//! chained aggregation); other subqueries are refused by the front end, which names them.
 
 use super::{Pos, Syntax, SyntaxKind};
 
@@ -26,6 +26,10 @@ pub struct QuerySyntax {
     /// The query's input is a union ([`UnionSyntax`]) that [`QuerySyntax::from`] names
     /// (the subquery's alias), not a source; `None`: it reads a source.
     pub union: Option<UnionSyntax>,
+    /// The query's input is another query that aggregates, `FROM ( SELECT ... GROUP BY ... )
+    /// [AS] alias`, which [`QuerySyntax::from`] names (the alias; empty without one): an
+    /// aggregation chained after it (SQL.md "Chained aggregations"); `None` otherwise.
+    pub subquery: Option<Box<QuerySyntax>>,
 }
 
 /// `SELECT ... FROM a UNION ALL SELECT ... FROM b [UNION ALL ...]` (SQL.md "Union"): the

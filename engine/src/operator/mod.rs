@@ -16,14 +16,18 @@
 //!
 //! The operators never read a clock and never block; the runtime calls them.
 
+mod chain;
 mod deduplicate;
 mod forward;
 mod processor;
 mod rolling;
 mod session;
 mod stream_join;
+#[cfg(test)]
+mod tests_chain;
 mod window_aggregate;
 
+pub use chain::{ChainLink, OperatorChain};
 pub use deduplicate::{Deduplicate, DeduplicateConfig};
 pub use forward::Forward;
 pub use processor::{KeyContext, Processor, ProcessorConfig, StatefulProcessor, TimeDomain};

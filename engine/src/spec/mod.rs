@@ -49,6 +49,7 @@ mod query;
 mod sink;
 mod source;
 mod sources;
+mod sql_chain;
 mod sql_join;
 mod sql_query;
 mod sql_stream_join;
@@ -74,6 +75,7 @@ pub use error::SpecError;
 pub use measure::{AGGREGATES, spark_hll_precision};
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
+pub use sql_chain::{ChainedQuery, chained_output};
 pub use sql_query::{SqlQueryPlan, plan_sql_query};
 pub use steps::{PipelineExpr, Step, schema_after};
 pub use table::{DEFAULT_TABLE_MAX_BYTES, DEFAULT_TABLE_REFRESH_US};
@@ -270,6 +272,9 @@ pub struct Pipeline {
     pub query_sql: Option<String>,
     /// `[query]`.
     pub query: QuerySpec,
+    /// Queries chained after [`Pipeline::query`], in order (an aggregation over an aggregating
+    /// SQL subquery, SEMANTICS.md "Several stateful operators (chained)"); empty otherwise.
+    pub then: Vec<ChainedQuery>,
     /// The sink's `select` (a [`Step::Project`]) over the query's output rows, run on every row
     /// just before it is written; empty without one.
     pub output_steps: Vec<Step>,
@@ -354,7 +359,7 @@ impl Pipeline {
     /// `partition_by` columns, the frontier (TIMESTAMP), the measures; deduplicate: the query's
     /// input schema.
     pub fn query_output_schema(&self) -> Vec<Field> {
-        output::output_schema(&self.query, &self.query_schema())
+        sql_chain::chained_output(&self.query, &self.query_schema(), &self.then).fields().to_vec()
     }
 
     /// What a valid pipeline may still do that its author should know, one sentence each, for the

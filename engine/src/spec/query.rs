@@ -111,6 +111,13 @@ fn window_aggregate(
         OutputMode::Append => {
             let allowed = "\"update\", \"complete\"; \"append\" needs a window and a [watermark] on its column (Spark refuses append for a streaming aggregation without watermark)";
             match (&window, watermark) {
+                // grouped by the window of a chained aggregation's upstream, on which the
+                // watermark is (SQL.md "Chained aggregations"; a TIMESTAMP key stays refused)
+                (None, Some(wm))
+                    if group_by.iter().any(|g| same_column(g, &wm.column))
+                        && schema
+                            .resolve(&wm.column)
+                            .is_some_and(|i| schema.fields()[i].data_type == DataType::Window) => {}
                 (None, _) => {
                     return Err(SpecError::new(
                         "query.output_mode",
@@ -163,7 +170,12 @@ fn window(raw: RawWindow, schema: &Schema) -> Result<WindowSpec, SpecError> {
     only_fields("query.window", "window type", kind, &present, allowed)?;
     let column =
         raw.column.ok_or_else(|| SpecError::missing("query.window.column", "the TIMESTAMP event-time column"))?;
-    timestamp_column("query.window.column", &column, schema)?;
+    // the `window` of an aggregation read by a chained one: windowed again on its window_time
+    // (Spark's `window(window, ...)`, SQL.md "Chained aggregations")
+    let upstream_window = schema.resolve(&column).is_some_and(|i| schema.fields()[i].data_type == DataType::Window);
+    if !upstream_window {
+        timestamp_column("query.window.column", &column, schema)?;
+    }
     let size = || -> Result<Duration, SpecError> {
         let s = raw
             .size

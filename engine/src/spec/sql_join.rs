@@ -223,6 +223,7 @@ pub(crate) fn resolve(
         group_by,
         having: q.having.as_ref().map(|s| output.apply(s)).transpose()?,
         union: None,
+        subquery: None,
     };
     let mut names: Vec<String> = stream.fields().iter().map(|f| f.name.clone()).collect();
     if !semi {

@@ -55,8 +55,12 @@ pub struct SqlQueryPlan {
     /// The operator: a window aggregate, or [`QuerySpec::Forward`] for a query without
     /// aggregation (each record that passes the steps is one output row).
     pub query: QuerySpec,
-    /// Steps on each output row of the operator: HAVING, then the select list.
+    /// Steps on each output row of the operator (of the last chained one, if any): HAVING,
+    /// then the select list.
     pub output_steps: Vec<Step>,
+    /// Queries chained after [`SqlQueryPlan::query`] (an aggregation over an aggregating
+    /// subquery, [`super::sql_chain`]); empty otherwise.
+    pub then: Vec<super::ChainedQuery>,
 }
 
 impl SqlQueryPlan {
@@ -70,7 +74,7 @@ impl SqlQueryPlan {
     /// The output columns, in order (after `output_steps`), given the source's schema.
     pub fn output_schema(&self, source: &Schema) -> Schema {
         let input = self.operator_input(source);
-        let out = Schema::new(output_schema(&self.query, &input));
+        let out = super::sql_chain::chained_output(&self.query, &input, &self.then);
         schema_after(&self.output_steps, &out)
     }
 }
@@ -152,6 +156,7 @@ pub fn plan_sql_query(
             watermarked_steps,
             query: QuerySpec::Forward,
             output_steps: vec![Step::Project(project)],
+            then: Vec::new(),
         });
     }
     let (projection, watermarked_steps, query, output_steps) = Aggregation::plan(Aggregation {
@@ -169,7 +174,7 @@ pub fn plan_sql_query(
         distinct_output_names(&items, list)?;
     }
     source_steps.push(Step::Project(projection));
-    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps })
+    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new() })
 }
 
 /// Refuses two output columns of one name (ignoring case), naming both with their positions:
@@ -976,6 +981,23 @@ pub(crate) fn validate_sql(
     };
     let q = front.parse_query(&text).map_err(sql_error)?;
     let output_mode = raw.output_mode.as_deref();
+    if let Some(inner) = &q.subquery {
+        let resolve_inner = |inner: &QuerySyntax| {
+            let wm = watermark.map(|w| w.column.as_str());
+            match super::sql_join::resolve(inner, source, schema, tables, wm)? {
+                None => Ok((
+                    plan_sql_query(inner, source, schema, watermark, kept, Some("append"), mode)?,
+                    None,
+                    schema.clone(),
+                )),
+                Some(j) => {
+                    let plan = plan_sql_query(&j.query, source, &j.schema, watermark, kept, Some("append"), mode)?;
+                    Ok((plan, Some((j.join, j.pushed)), j.schema))
+                }
+            }
+        };
+        return super::sql_chain::plan_chained(&q, inner, output_mode, mode, watermark, &resolve_inner);
+    }
     match super::sql_join::resolve(&q, source, schema, tables, watermark.map(|w| w.column.as_str()))? {
         None => Ok((plan_sql_query(&q, source, schema, watermark, kept, output_mode, mode)?, None)),
         Some(joined) => {

@@ -287,6 +287,7 @@ pub(crate) fn resolve(
         group_by,
         having: q.having.as_ref().map(|s| output.apply(s)).transpose()?,
         union: None,
+        subquery: None,
     };
     // the wide record: keys, side, left columns, right columns
     let n = keys.len();

@@ -395,6 +395,7 @@ fn validate_sources(
     let mut sql_output_steps = Vec::new();
     let query_sql = sql_text;
     let mut join = None;
+    let mut then = Vec::new();
     let query = match raw.query {
         Some(raw_query) if let Some(j) = stream_join.take() => {
             match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
@@ -520,6 +521,7 @@ fn validate_sources(
             }
             query_steps = plan.watermarked_steps;
             sql_output_steps = plan.output_steps;
+            then = plan.then;
             plan.query
         }
         q => {
@@ -535,8 +537,7 @@ fn validate_sources(
     };
     let clock = clock(raw.clock, &schema)?;
     let query_input = schema_after(&query_steps, &schema);
-    let query_output =
-        schema_after(&sql_output_steps, &Schema::new(super::output::output_schema(&query, &query_input)));
+    let query_output = schema_after(&sql_output_steps, &super::sql_chain::chained_output(&query, &query_input, &then));
     for (section, sink) in [("late_sink", &raw.late_sink), ("dead_letter", &raw.dead_letter)] {
         if let Some(select) = sink.as_ref().and_then(|s| s.select.as_ref()) {
             return Err(SpecError::new(
@@ -603,6 +604,7 @@ fn validate_sources(
         query_steps,
         query_sql,
         query,
+        then,
         output_steps,
         sink,
         late_sink,

@@ -240,7 +240,7 @@ impl WindowAggregate {
         // (one call of `PaneState::add`, inlined here: the per-record path of fixed windows)
         let t = match self.time_column {
             None => Timestamp(0),
-            Some(column) => match record.values[column].as_timestamp() {
+            Some(column) => match record.values[column].event_time() {
                 Some(t) => t,
                 None => return, // a null event time is rejected by the decoder; nothing to aggregate
             },

@@ -268,7 +268,7 @@ impl PaneState {
     fn add_slow(&mut self, record: &Record, t: i64, late: Option<i64>, cfg: &WindowAggregateConfig, out: &mut Output) {
         let (start, last_end) = match self.layout {
             Layout::Plain { time_key } => {
-                let kt = time_key.and_then(|i| record.values[cfg.key_columns[i]].as_timestamp());
+                let kt = time_key.and_then(|i| record.values[cfg.key_columns[i]].key_time());
                 (i64::MIN, kt.map_or(i64::MAX, |k| k.0))
             }
             Layout::Fixed(grid) => {

@@ -51,7 +51,7 @@ impl PaneState {
                     .collect::<Result<Vec<_>, _>>()?;
                 let last_end = match self.layout {
                     Layout::Plain { time_key } => {
-                        time_key.and_then(|i| snap.key.0.get(i)?.0.as_timestamp()).map_or(i64::MAX, |t| t.0)
+                        time_key.and_then(|i| snap.key.0.get(i)?.0.key_time()).map_or(i64::MAX, |t| t.0)
                     }
                     Layout::Fixed(grid) => match grid.last_end(start) {
                         e if grid.pane_start(start) == start && e > start => e,

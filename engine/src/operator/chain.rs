@@ -1,0 +1,355 @@
+//! Stateful operators chained on one thread (DESIGN.md "The operator graph": a forward edge):
+//! the output rows of stage i, after the steps between the two, are the input records of stage
+//! i + 1. The chain is itself an [`Operator`], so a partition actor runs it as it runs one.
+//!
+//! Time, as SEMANTICS.md "Several stateful operators (chained)" says (Spark's rule for several
+//! stateful operators, SPARK-40925 and SPARK-42376):
+//!
+//! - **micro-batch**: every stage gets the batch's watermarks (late input: the previous batch's;
+//!   eviction: this batch's). The rows a stage emits at the end of a batch (the windows the
+//!   eviction watermark finalised) reach the next stage in the same batch, before that stage
+//!   ends its batch.
+//! - **real-time**: each stage forwards a watermark only after emitting what that watermark
+//!   finalised: the rows a stage emits reach the next stage while the next stage still holds
+//!   the watermark forwarded before, and only then does it move on. So a downstream stage never
+//!   judges an upstream row late because of the watermark that produced it. The stages take the
+//!   watermark they are given (stamped); the chain tracks the first stage's event time when the
+//!   first stage would have ([`OperatorChain::with_tracker`]).
+//!
+//! What stages after the first drop as late, refuse, or what the steps between stages drop or
+//! fail on, is counted ([`OperatorChain::dropped_between_stages`]), never sent to the late sink
+//! or the dead letters, whose columns are the query's input (Spark counts a downstream
+//! operator's late rows in its metrics only).
+//!
+//! The snapshot holds every stage's snapshot ([`OperatorChain::snapshot`]): a header line, then
+//! each stage's bytes with their length.
+
+use std::sync::Arc;
+
+use super::{BatchContext, Mode, Operator, Output, StateError};
+use crate::steps::{Applied, CompiledSteps};
+use crate::time::Timestamp;
+use crate::value::{GroupKey, KeyValue, Record, Row};
+use crate::watermark::WatermarkTracker;
+
+/// The first bytes of a chain's snapshot (then a JSON header line and the stages' bytes).
+const MAGIC: &[u8] = b"eddy-operator-chain/1\n";
+
+/// A stage after the first: the steps its input rows go through, then the operator.
+pub struct ChainLink {
+    /// Run on each row of the stage before (the upstream query's HAVING and select list, this
+    /// stage's projection and filters); a row they drop or fail on is counted and dropped.
+    pub steps: Arc<CompiledSteps>,
+    /// The stage's operator (built stamped: its watermark comes from the chain).
+    pub operator: Box<dyn Operator>,
+    /// Where the first stage's routing key sits in this stage's group key: when every routing
+    /// column reaches this stage's key unchanged, the positions (in routing-key order), so that
+    /// a re-split across a change of `parallelism` keeps the groups of the routing keys a
+    /// partition actor owns; `None` when it does not (then the chain must run in one partition
+    /// actor, and [`Operator::retain_groups`] keeps every group of this stage).
+    pub routing_positions: Option<Vec<usize>>,
+}
+
+impl std::fmt::Debug for ChainLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainLink")
+            .field("steps", &self.steps)
+            .field("operator", &self.operator)
+            .field("routing_positions", &self.routing_positions)
+            .finish()
+    }
+}
+
+/// Stateful operators run one after the other on one thread (see the module documentation).
+#[derive(Debug)]
+pub struct OperatorChain {
+    mode: Mode,
+    first: Box<dyn Operator>,
+    links: Vec<ChainLink>,
+    /// Real-time: the first stage's event-time column and its tracker, when the watermark comes
+    /// from the records the chain sees (one source) rather than only from the one it is given.
+    tracker: Option<(usize, WatermarkTracker)>,
+    /// Real-time: the watermark each link's operator holds (the last one forwarded to it).
+    forwarded: Vec<Timestamp>,
+    /// One output buffer per link (rows of the stage before it).
+    buffers: Vec<Output>,
+    /// Rows dropped after the first stage (see the module documentation).
+    dropped: u64,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    tracker: Option<WatermarkTracker>,
+    forwarded: Vec<Timestamp>,
+    stages: Vec<usize>,
+}
+
+impl OperatorChain {
+    /// A chain of `first`, then each link in order. Every operator must be built for `mode`;
+    /// those after the first, and the first too when [`OperatorChain::with_tracker`] is used,
+    /// with a stamped watermark (they must not track event time themselves).
+    pub fn new(mode: Mode, first: Box<dyn Operator>, links: Vec<ChainLink>) -> OperatorChain {
+        let n = links.len();
+        OperatorChain {
+            mode,
+            first,
+            links,
+            tracker: None,
+            forwarded: vec![Timestamp::MIN; n],
+            buffers: (0..n).map(|_| Output::default()).collect(),
+            dropped: 0,
+        }
+    }
+
+    /// Real-time: the chain's watermark also follows the event times of column `column` of the
+    /// records it is given, `delay` behind the largest (as a single operator's own tracker:
+    /// one source).
+    pub fn with_tracker(mut self, column: usize, delay: crate::time::Duration) -> OperatorChain {
+        self.tracker = Some((column, WatermarkTracker::new(delay)));
+        self
+    }
+
+    /// Rows dropped after the first stage since this chain was built: late or refused by a
+    /// later stage, or dropped or failed by the steps between stages.
+    pub fn dropped_between_stages(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The number of stages (the first included).
+    pub fn stages(&self) -> usize {
+        1 + self.links.len()
+    }
+
+    /// The watermark the chain holds (real-time): what it was given or tracked.
+    fn tracked(&self) -> Timestamp {
+        self.tracker.map_or(Timestamp::MIN, |(_, t)| t.current())
+    }
+
+    /// Moves the rows of stage `from` (0: the first) down the chain: through link `from`'s
+    /// steps into its operator, then that operator's rows further, and so on; the last stage's
+    /// rows go to `out`. `forward`: the watermark to move every link from `from` on to once it
+    /// has taken the rows of the stage before it (real-time; `None` in micro-batch, or to leave
+    /// the watermarks as they are).
+    fn push_down(&mut self, from: usize, rows: &mut Vec<Row>, forward: Option<Timestamp>, out: &mut Output) {
+        if from == self.links.len() {
+            out.rows.append(rows);
+            return;
+        }
+        let mut moved = std::mem::take(&mut self.buffers[from]);
+        moved.clear();
+        let link = &mut self.links[from];
+        let w = self.forwarded[from];
+        for row in rows.drain(..) {
+            match link.steps.apply(Record::new(row)) {
+                Applied::Keep(record) => link.operator.on_record(&record, w, &mut moved),
+                Applied::Drop | Applied::Failed { .. } => self.dropped += 1,
+            }
+        }
+        if let Some(f) = forward
+            && f > w
+        {
+            link.operator.advance_watermark(f, &mut moved);
+            self.forwarded[from] = f;
+        }
+        self.dropped += (moved.late.len() + moved.rejected.len()) as u64;
+        let mut next = std::mem::take(&mut moved.rows);
+        self.push_down(from + 1, &mut next, forward, out);
+        moved.rows = next;
+        moved.clear();
+        self.buffers[from] = moved;
+    }
+
+    /// Micro-batch: ends the batch of every link from `from` on, in order, each after it took
+    /// the rows of the stage before it.
+    fn end_links(&mut self, from: usize, out: &mut Output) {
+        for i in from..self.links.len() {
+            let mut moved = std::mem::take(&mut self.buffers[i]);
+            moved.clear();
+            self.links[i].operator.end_batch(&mut moved);
+            self.dropped += (moved.late.len() + moved.rejected.len()) as u64;
+            let mut rows = std::mem::take(&mut moved.rows);
+            self.push_down(i + 1, &mut rows, None, out);
+            moved.rows = rows;
+            moved.clear();
+            self.buffers[i] = moved;
+        }
+    }
+
+    /// Takes the first stage's new rows out of `out` and sends them down the chain; its late
+    /// and refused records stay in `out` (they are the query's input).
+    fn push_first_rows(&mut self, out: &mut Output, start: usize, forward: Option<Timestamp>) {
+        if self.links.is_empty() {
+            return;
+        }
+        let mut rows: Vec<Row> = out.rows.drain(start..).collect();
+        self.push_down(0, &mut rows, forward, out);
+    }
+}
+
+impl Operator for OperatorChain {
+    fn begin_batch(&mut self, ctx: &BatchContext) {
+        self.first.begin_batch(ctx);
+        for l in &mut self.links {
+            l.operator.begin_batch(ctx);
+        }
+    }
+
+    fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
+        let start = out.rows.len();
+        match self.mode {
+            Mode::MicroBatch => {
+                self.first.on_record(record, watermark, out);
+                self.push_first_rows(out, start, None);
+            }
+            Mode::RealTime => {
+                // as the first stage would with its own tracker: judged against the watermark as
+                // it stood, then the record's event time counts
+                let before = watermark.max(self.tracked());
+                self.first.on_record(record, before, out);
+                let mut after = before;
+                if let Some((c, t)) = self.tracker.as_mut()
+                    && let Some(time) = record.values.get(*c).and_then(|v| v.as_timestamp())
+                {
+                    t.observe(time);
+                    after = after.max(t.current());
+                    if after > before {
+                        self.first.advance_watermark(after, out);
+                    }
+                }
+                self.push_first_rows(out, start, Some(after));
+            }
+        }
+    }
+
+    fn prefetch(&self, record: &Record) {
+        self.first.prefetch(record);
+    }
+
+    fn key_columns(&self) -> &[usize] {
+        self.first.key_columns()
+    }
+
+    fn end_batch(&mut self, out: &mut Output) {
+        let start = out.rows.len();
+        self.first.end_batch(out);
+        self.push_first_rows(out, start, None);
+        self.end_links(0, out);
+    }
+
+    fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {
+        let start = out.rows.len();
+        self.first.advance_watermark(w, out);
+        let w = w.max(self.tracked());
+        self.push_first_rows(out, start, Some(w));
+    }
+
+    fn advance_clock(&mut self, now: Timestamp, out: &mut Output) {
+        let start = out.rows.len();
+        self.first.advance_clock(now, out);
+        self.push_first_rows(out, start, None);
+        for i in 0..self.links.len() {
+            let mut moved = std::mem::take(&mut self.buffers[i]);
+            moved.clear();
+            self.links[i].operator.advance_clock(now, &mut moved);
+            let mut rows = std::mem::take(&mut moved.rows);
+            self.push_down(i + 1, &mut rows, None, out);
+            moved.rows = rows;
+            moved.clear();
+            self.buffers[i] = moved;
+        }
+    }
+
+    fn next_timer(&self) -> Option<Timestamp> {
+        std::iter::once(self.first.next_timer())
+            .chain(self.links.iter().map(|l| l.operator.next_timer()))
+            .flatten()
+            .min()
+    }
+
+    fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool {
+        self.first.wants_no_data_batch(evicted_with, next)
+            || self.links.iter().any(|l| l.operator.wants_no_data_batch(evicted_with, next))
+    }
+
+    fn state_len(&self) -> usize {
+        self.first.state_len() + self.links.iter().map(|l| l.operator.state_len()).sum::<usize>()
+    }
+
+    /// `eddy-operator-chain/1`, a JSON header line (the tracker, the forwarded watermarks, each
+    /// stage's byte length), then each stage's snapshot, first stage first.
+    fn snapshot(&self) -> Vec<u8> {
+        let stages: Vec<Vec<u8>> =
+            std::iter::once(self.first.snapshot()).chain(self.links.iter().map(|l| l.operator.snapshot())).collect();
+        let header = Header {
+            tracker: self.tracker.map(|(_, t)| t),
+            forwarded: self.forwarded.clone(),
+            stages: stages.iter().map(Vec::len).collect(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend(serde_json::to_vec(&header).unwrap_or_default());
+        bytes.push(b'\n');
+        for s in stages {
+            bytes.extend(s);
+        }
+        bytes
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.restore_keeping(bytes, &mut |_| true)
+    }
+
+    fn restore_keeping(&mut self, bytes: &[u8], keep: &mut dyn FnMut(&GroupKey) -> bool) -> Result<(), StateError> {
+        let corrupt = |why: String| StateError::Corrupt { operator: "operator_chain", why };
+        let rest = bytes.strip_prefix(MAGIC).ok_or_else(|| corrupt("not a chain's snapshot".into()))?;
+        let line = rest.iter().position(|&b| b == b'\n').ok_or_else(|| corrupt("no header line".into()))?;
+        let header: Header = serde_json::from_slice(&rest[..line]).map_err(|e| corrupt(e.to_string()))?;
+        if header.stages.len() != self.stages() || header.forwarded.len() != self.links.len() {
+            return Err(corrupt(format!(
+                "{} stages in the snapshot, {} in the query",
+                header.stages.len(),
+                self.stages()
+            )));
+        }
+        let mut body = &rest[line + 1..];
+        let mut parts = Vec::with_capacity(header.stages.len());
+        for &n in &header.stages {
+            if n > body.len() {
+                return Err(corrupt(format!("a stage of {n} bytes where {} remain", body.len())));
+            }
+            let (part, tail) = body.split_at(n);
+            parts.push(part);
+            body = tail;
+        }
+        if !body.is_empty() {
+            return Err(corrupt(format!("{} bytes after the last stage", body.len())));
+        }
+        self.first.restore_keeping(parts[0], keep)?;
+        for (link, part) in self.links.iter_mut().zip(&parts[1..]) {
+            match &link.routing_positions {
+                Some(p) => link.operator.restore_keeping(part, &mut |k| keep(&routing_key(k, p)))?,
+                None => link.operator.restore(part)?,
+            }
+        }
+        if let (Some((_, mine)), Some(theirs)) = (self.tracker.as_mut(), header.tracker) {
+            mine.merge(&theirs);
+        }
+        for (f, g) in self.forwarded.iter_mut().zip(header.forwarded) {
+            *f = (*f).max(g);
+        }
+        Ok(())
+    }
+
+    fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {
+        self.first.retain_groups(keep);
+        for link in &mut self.links {
+            if let Some(p) = &link.routing_positions {
+                link.operator.retain_groups(&mut |k| keep(&routing_key(k, p)));
+            }
+        }
+    }
+}
+
+/// The first stage's routing key inside a later stage's group key `k` (at `positions`).
+fn routing_key(k: &GroupKey, positions: &[usize]) -> GroupKey {
+    GroupKey(positions.iter().map(|&i| k.0.get(i).cloned().unwrap_or(KeyValue(crate::value::Value::Null))).collect())
+}

@@ -1,0 +1,206 @@
+//! The operator chain: rows of one stage are records of the next, in the same batch; in
+//! real-time a watermark reaches a stage only after the rows it finalised upstream; snapshots
+//! hold every stage. Expected rows are written by hand from SEMANTICS.md "Several stateful
+//! operators (chained)".
+
+use std::sync::Arc;
+
+use super::chain::{ChainLink, OperatorChain};
+use super::{BatchContext, Mode, Operator, Output, OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};
+use crate::aggregate::{AggParams, AggregateFn};
+use crate::schema::DataType;
+use crate::steps::CompiledSteps;
+use crate::time::{Duration, Timestamp};
+use crate::value::{GroupKey, KeyValue, Record, Row, Value};
+use crate::watermark::BatchWatermarks;
+use crate::window::SlidingWindows;
+
+const S: i64 = 1_000_000;
+
+/// Stage 1: count per key `k` (column 0) per tumbling 10 s window of `ts` (column 1), append;
+/// rows `[window, k, n]`. Stage 2: `sum(n)` per `window` (its column 0), append.
+fn chain(mode: Mode, tracked: bool) -> OperatorChain {
+    let count = AggregateFn::from_name("count", None, &AggParams::default()).unwrap().named("n");
+    let first = WindowAggregate::new(WindowAggregateConfig {
+        mode,
+        key_columns: vec![0],
+        window: WindowKind::Fixed { column: 1, windows: SlidingWindows::tumbling(Duration(10 * S), Duration(0)) },
+        output_mode: OutputMode::Append,
+        measures: vec![count],
+        watermark: Some((1, Duration(0))),
+    });
+    let sum = AggregateFn::from_name("sum", Some((2, DataType::Long)), &AggParams::default()).unwrap().named("total");
+    let second = WindowAggregate::new(WindowAggregateConfig {
+        mode,
+        key_columns: vec![0],
+        window: WindowKind::None,
+        output_mode: OutputMode::Append,
+        measures: vec![sum],
+        watermark: Some((0, Duration(0))),
+    })
+    .with_stamped_watermark();
+    let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
+    let link = ChainLink { steps, operator: Box::new(second), routing_positions: None };
+    let first: Box<dyn Operator> = match mode {
+        Mode::RealTime if tracked => Box::new(first.with_stamped_watermark()),
+        _ => Box::new(first),
+    };
+    let c = OperatorChain::new(mode, first, vec![link]);
+    if tracked { c.with_tracker(1, Duration(0)) } else { c }
+}
+
+fn rec(k: &str, secs: i64) -> Record {
+    Record::new(vec![Value::Str(k.into()), Value::Timestamp(Timestamp(secs * S))])
+}
+
+fn window(start: i64, end: i64) -> Value {
+    Value::Window { start: Timestamp(start * S), end: Timestamp(end * S) }
+}
+
+fn batch(c: &mut OperatorChain, id: u64, late: i64, evict: i64, records: &[Record]) -> Output {
+    let w = |s: i64| if s == i64::MIN { Timestamp::MIN } else { Timestamp(s * S) };
+    let ctx = BatchContext {
+        batch_id: id,
+        watermarks: BatchWatermarks { late: w(late), evict: w(evict) },
+        processing_time: Timestamp(0),
+    };
+    let mut out = Output::default();
+    c.begin_batch(&ctx);
+    for r in records {
+        c.on_record(r, Timestamp::MIN, &mut out);
+    }
+    c.end_batch(&mut out);
+    out
+}
+
+#[test]
+fn micro_batch_rows_a_stage_finalises_reach_the_next_stage_in_the_same_batch_and_are_not_late() {
+    let mut c = chain(Mode::MicroBatch, false);
+    let out = batch(&mut c, 0, i64::MIN, i64::MIN, &[rec("a", 1), rec("a", 2), rec("b", 3), rec("a", 12)]);
+    assert!(out.rows.is_empty());
+    // W(0) = 12 s: stage 1 finalises [0, 10) (a: 2, b: 1); stage 2 sums it and, its end below
+    // the eviction watermark, emits it in this batch
+    let out = batch(&mut c, 1, i64::MIN, 12, &[rec("c", 15)]);
+    assert_eq!(out.rows, vec![vec![window(0, 10), Value::Long(3)]]);
+    // a@5 is late for stage 1 (its window ended at 10 <= W(1) = 12 s): the query's input, kept
+    let out = batch(&mut c, 2, 12, 15, &[rec("a", 5), rec("d", 30)]);
+    assert!(out.rows.is_empty());
+    assert_eq!(out.late, vec![rec("a", 5)]);
+    let out = batch(&mut c, 3, 15, 30, &[]);
+    assert_eq!(out.rows, vec![vec![window(10, 20), Value::Long(2)]]);
+    assert_eq!(c.dropped_between_stages(), 0);
+    assert!(c.wants_no_data_batch(Timestamp(30 * S), Timestamp(31 * S)));
+}
+
+#[test]
+fn real_time_a_watermark_reaches_the_next_stage_only_after_the_rows_it_finalised() {
+    let mut c = chain(Mode::RealTime, true);
+    let mut out = Output::default();
+    for r in [rec("a", 1), rec("b", 3), rec("a", 4)] {
+        c.on_record(&r, Timestamp::MIN, &mut out);
+    }
+    assert!(out.rows.is_empty());
+    // a@12 moves W to 12 s: [0, 10) is finalised upstream, summed downstream (not late there,
+    // although its end is below 12 s), then finalised downstream by the forwarded 12 s
+    c.on_record(&rec("a", 12), Timestamp::MIN, &mut out);
+    assert_eq!(out.rows, vec![vec![window(0, 10), Value::Long(3)]]);
+    assert!(out.late.is_empty());
+    assert_eq!(c.dropped_between_stages(), 0);
+    // a watermark given from outside (several sources) goes down the chain the same way
+    out.clear();
+    c.advance_watermark(Timestamp(25 * S), &mut out);
+    assert_eq!(out.rows, vec![vec![window(10, 20), Value::Long(1)]]);
+    // a record late upstream stays the query's late input
+    out.clear();
+    c.on_record(&rec("z", 8), Timestamp::MIN, &mut out);
+    assert_eq!(out.late, vec![rec("z", 8)]);
+    assert!(out.rows.is_empty());
+}
+
+fn rows_of(c: &mut OperatorChain, records: &[Record]) -> Vec<Row> {
+    let mut out = Output::default();
+    for r in records {
+        c.on_record(r, Timestamp::MIN, &mut out);
+    }
+    out.rows
+}
+
+#[test]
+fn a_restored_chain_continues_as_the_uninterrupted_one_in_every_stage() {
+    let mut c = chain(Mode::RealTime, true);
+    // stage 1 holds [10, 20) for a and b; stage 2 holds nothing yet
+    rows_of(&mut c, &[rec("a", 1), rec("a", 11), rec("b", 13)]);
+    let bytes = c.snapshot();
+    let mut restored = chain(Mode::RealTime, true);
+    restored.restore(&bytes).unwrap();
+    let rest = [rec("c", 14), rec("a", 31)];
+    let expected = vec![vec![window(10, 20), Value::Long(3)]];
+    assert_eq!(rows_of(&mut c, &rest), expected);
+    assert_eq!(rows_of(&mut restored, &rest), expected);
+    // late in the restored one too: the watermark came back with the state
+    let mut out = Output::default();
+    restored.on_record(&rec("q", 2), Timestamp::MIN, &mut out);
+    assert_eq!(out.late.len(), 1);
+}
+
+#[test]
+fn a_snapshot_of_another_shape_or_cut_short_is_refused() {
+    let mut c = chain(Mode::MicroBatch, false);
+    batch(&mut c, 0, i64::MIN, i64::MIN, &[rec("a", 1)]);
+    let bytes = c.snapshot();
+    for bad in [&bytes[..bytes.len() - 1], &b"eddy-operator-chain/1\n{}\n"[..], &b"{\"groups\":[]}"[..]] {
+        assert!(chain(Mode::MicroBatch, false).restore(bad).is_err());
+    }
+    // a single operator's snapshot is not a chain's
+    let single = WindowAggregate::new(WindowAggregateConfig {
+        mode: Mode::MicroBatch,
+        key_columns: vec![],
+        window: WindowKind::None,
+        output_mode: OutputMode::Update,
+        measures: vec![],
+        watermark: None,
+    });
+    assert!(chain(Mode::MicroBatch, false).restore(&single.snapshot()).is_err());
+}
+
+#[test]
+fn a_resplit_keeps_in_every_stage_the_groups_of_the_routing_keys_kept() {
+    // stage 2 grouped by (k, window): the routing key k sits at position 0 of its key
+    let build = || {
+        let count = AggregateFn::from_name("count", None, &AggParams::default()).unwrap().named("n");
+        let first = WindowAggregate::new(WindowAggregateConfig {
+            mode: Mode::MicroBatch,
+            key_columns: vec![0],
+            window: WindowKind::Fixed { column: 1, windows: SlidingWindows::tumbling(Duration(10 * S), Duration(0)) },
+            output_mode: OutputMode::Append,
+            measures: vec![count],
+            watermark: Some((1, Duration(0))),
+        });
+        let sum =
+            AggregateFn::from_name("sum", Some((2, DataType::Long)), &AggParams::default()).unwrap().named("total");
+        // re-windowed by 20 s on the window's time
+        let second = WindowAggregate::new(WindowAggregateConfig {
+            mode: Mode::MicroBatch,
+            key_columns: vec![1],
+            window: WindowKind::Fixed { column: 0, windows: SlidingWindows::tumbling(Duration(20 * S), Duration(0)) },
+            output_mode: OutputMode::Append,
+            measures: vec![sum],
+            watermark: Some((0, Duration(0))),
+        });
+        let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
+        let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]) };
+        OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link])
+    };
+    let mut c = build();
+    batch(&mut c, 0, i64::MIN, i64::MIN, &[rec("a", 1), rec("b", 2), rec("a", 12)]);
+    // [0, 10) finalised: stage 2 now holds a and b in [0, 20), stage 1 a's [10, 20)
+    batch(&mut c, 1, i64::MIN, 12, &[]);
+    let bytes = c.snapshot();
+    let mut only_a = build();
+    let a = GroupKey(vec![KeyValue(Value::Str("a".into()))].into_boxed_slice());
+    only_a.restore_keeping(&bytes, &mut |k| *k == a).unwrap();
+    assert_eq!(only_a.state_len(), 2);
+    let out = batch(&mut only_a, 2, 12, 40, &[]);
+    // [10, 20) of a (1) joins a's [0, 20) (1): 2; b's group went with its routing key
+    assert_eq!(out.rows, vec![vec![window(0, 20), Value::Str("a".into()), Value::Long(2)]]);
+}

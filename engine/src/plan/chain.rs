@@ -1,0 +1,205 @@
+//! Planning of the queries chained after the first ([`Pipeline::then`]): each a stage of an
+//! [`OperatorChain`] on the partition actor's thread (a forward edge, DESIGN.md "The operator
+//! graph"), and whether the chain may be split over several partition actors without an
+//! exchange (which Eddy does not have yet).
+
+use std::sync::Arc;
+
+use super::{OperatorPlan, PlanError, col, compile_measure};
+use crate::operator::{
+    ChainLink, Forward, Mode, Operator, OperatorChain, OutputMode, SessionGap, WindowAggregate, WindowAggregateConfig,
+    WindowKind,
+};
+use crate::schema::Schema;
+use crate::spec::{self, ChainedQuery, Pipeline, QuerySpec, SessionGap as SpecGap, WindowSpec, schema_after};
+use crate::steps::CompiledSteps;
+use crate::time::Duration;
+use crate::window::SlidingWindows;
+
+/// A planned stage after the first (see [`ChainLink`]).
+#[derive(Debug, Clone)]
+pub(super) struct LinkPlan {
+    steps: Arc<CompiledSteps>,
+    operator: OperatorPlan,
+    routing_positions: Option<Vec<usize>>,
+}
+
+/// The stages after the first, and the sink's message key in the last stage's output.
+pub(super) struct Planned {
+    pub(super) links: Vec<LinkPlan>,
+    pub(super) partition_key: Vec<usize>,
+}
+
+/// Plans `p.then` after the first operator `first` (whose output follows `p.query`).
+///
+/// # Errors
+/// [`PlanError`] for a column or function that does not resolve (validation catches these
+/// first), or a chained query of a kind no chain runs (only window aggregates and projections).
+pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Result<Planned, PlanError> {
+    let mut input = p.query_schema();
+    let mut query = &p.query;
+    // the output columns of the stage before that hold the first stage's routing key, in order
+    let mut routing: Option<Vec<usize>> = match first {
+        OperatorPlan::Window(c) => {
+            let offset = usize::from(!matches!(c.window, WindowKind::None));
+            Some((0..c.key_columns.len()).map(|i| i + offset).collect())
+        }
+        _ => None,
+    };
+    let mut links = Vec::with_capacity(p.then.len());
+    let mut partition_key = Vec::new();
+    for (n, c) in p.then.iter().enumerate() {
+        let before = spec::chained_output(query, &input, &[]);
+        let stage_input = schema_after(&c.steps, &before);
+        let all = vec![true; stage_input.len()];
+        let steps = Arc::new(CompiledSteps::new(&c.steps, before.len(), &all, Vec::new()).0);
+        // where each column of the stage's input comes from, when copied as it is
+        let sources = copied_columns(&c.steps, before.len());
+        let field = format!("query.sql (chained query {})", n + 1);
+        let (operator, keys, out_routing) = match &c.query {
+            QuerySpec::WindowAggregate { group_by, window, output_mode, measures } => {
+                let cfg =
+                    window_config(&stage_input, c, group_by, window.as_ref(), *output_mode, measures, mode, &field)?;
+                let offset = usize::from(!matches!(cfg.window, WindowKind::None));
+                partition_key = (0..cfg.key_columns.len()).map(|i| i + offset).collect();
+                let keys = cfg.key_columns.clone();
+                let out = (0..keys.len()).map(|i| i + offset).collect::<Vec<_>>();
+                (OperatorPlan::Window(cfg), Some(keys), Some(out))
+            }
+            QuerySpec::Forward => {
+                partition_key = Vec::new();
+                (OperatorPlan::Forward, None, None)
+            }
+            _ => {
+                return Err(PlanError {
+                    field,
+                    why: "only window aggregates and projections run chained after another operator".into(),
+                });
+            }
+        };
+        // the routing key's positions in this stage's group key, each a copy of a routing column
+        let positions = routing.as_ref().and_then(|r| match &keys {
+            None => Some(Vec::new()),
+            Some(keys) => r
+                .iter()
+                .map(|&col| keys.iter().position(|&k| sources.get(k).copied().flatten() == Some(col)))
+                .collect::<Option<Vec<usize>>>(),
+        });
+        routing = match (&keys, &positions, &out_routing) {
+            // a projection passes the key's columns on where they are
+            (None, Some(_), _) => routing.as_ref().and_then(|r| {
+                r.iter().map(|&col| sources.iter().position(|s| *s == Some(col))).collect::<Option<Vec<_>>>()
+            }),
+            (Some(_), Some(pos), Some(out)) => Some(pos.iter().map(|&i| out[i]).collect()),
+            _ => None,
+        };
+        links.push(LinkPlan { steps, operator, routing_positions: positions });
+        input = stage_input;
+        query = &c.query;
+    }
+    Ok(Planned { links, partition_key })
+}
+
+/// For each output column of `steps` over an input of `width` columns, the input column it is
+/// an unchanged copy of (through every projection), if any.
+fn copied_columns(steps: &[spec::Step], width: usize) -> Vec<Option<usize>> {
+    let mut from: Vec<Option<usize>> = (0..width).map(Some).collect();
+    for step in steps {
+        if let spec::Step::Project(items) = step {
+            from = items
+                .iter()
+                .map(|e| match e.typed.node {
+                    crate::expr::Node::Column(i) => from.get(i).copied().flatten(),
+                    _ => None,
+                })
+                .collect();
+        }
+    }
+    from
+}
+
+/// A chained window aggregate's configuration over its input `schema`; its watermark is the
+/// chained query's (the upstream's `window`).
+#[allow(clippy::too_many_arguments)] // the parts of a chained window aggregate, each once
+fn window_config(
+    schema: &Schema,
+    c: &ChainedQuery,
+    group_by: &[String],
+    window: Option<&WindowSpec>,
+    output_mode: spec::OutputMode,
+    measures: &[spec::MeasureSpec],
+    mode: Mode,
+    field: &str,
+) -> Result<WindowAggregateConfig, PlanError> {
+    let key_columns = group_by.iter().map(|g| col(schema, g, field)).collect::<Result<Vec<_>, _>>()?;
+    let window = match window {
+        None => WindowKind::None,
+        Some(WindowSpec::Tumbling { column, size, start }) => {
+            WindowKind::Fixed { column: col(schema, column, field)?, windows: SlidingWindows::tumbling(*size, *start) }
+        }
+        Some(WindowSpec::Sliding { column, size, slide, start }) => WindowKind::Fixed {
+            column: col(schema, column, field)?,
+            windows: SlidingWindows { size: *size, slide: *slide, offset: *start },
+        },
+        Some(WindowSpec::Session { column, gap }) => WindowKind::Session {
+            column: col(schema, column, field)?,
+            gap: match gap {
+                SpecGap::Fixed(d) => SessionGap::Fixed(*d),
+                SpecGap::Column(g) => SessionGap::Column(col(schema, g, field)?),
+            },
+        },
+    };
+    let measures = measures
+        .iter()
+        .enumerate()
+        .map(|(i, m)| compile_measure(m, schema, &format!("{field}.measures[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let output_mode = match output_mode {
+        spec::OutputMode::Append => OutputMode::Append,
+        spec::OutputMode::Update => OutputMode::Update,
+        spec::OutputMode::Complete => OutputMode::Complete,
+    };
+    let watermark = Some((col(schema, &c.watermark.column, field)?, c.watermark.delay));
+    Ok(WindowAggregateConfig { mode, key_columns, window, output_mode, measures, watermark })
+}
+
+/// The chain of `first` (built for the plan, stamped in real-time mode) and the links.
+/// `tracker`: the first stage's event-time column and delay when the chain tracks the
+/// watermark from its records (real-time, one source).
+pub(super) fn build(
+    mode: Mode,
+    first: Box<dyn Operator>,
+    links: &[LinkPlan],
+    tracker: Option<(usize, Duration)>,
+) -> OperatorChain {
+    let links = links
+        .iter()
+        .map(|l| ChainLink {
+            steps: l.steps.clone(),
+            operator: match &l.operator {
+                OperatorPlan::Window(c) => Box::new(WindowAggregate::new(c.clone()).with_stamped_watermark()),
+                _ => Box::new(Forward),
+            },
+            routing_positions: l.routing_positions.clone(),
+        })
+        .collect();
+    let chain = OperatorChain::new(mode, first, links);
+    match tracker {
+        Some((c, d)) if mode == Mode::RealTime => chain.with_tracker(c, d),
+        _ => chain,
+    }
+}
+
+/// Why the chain must run in one partition actor, if it must: a stage whose group key does
+/// not hold the first stage's routing key would need its input exchanged between partition
+/// actors by its own key.
+pub(super) fn single_partition_reason(links: &[LinkPlan]) -> Option<String> {
+    links.iter().position(|l| l.routing_positions.is_none()).map(|i| {
+        format!(
+            "the aggregation chained after operator {} is not grouped by every key of the one before it, so its groups \
+             would be spread over partition actors and it needs its input exchanged between them by its own key, \
+             which Eddy does not do yet: run it with parallelism = 1",
+            i + 1
+        )
+    })
+}

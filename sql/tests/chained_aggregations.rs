@@ -1,0 +1,118 @@
+//! An aggregation over an aggregating subquery (SQL.md "Chained aggregations", SEMANTICS.md
+//! "Several stateful operators (chained)"): its planning onto two chained window aggregates,
+//! Spark's refusals, and when the chain must run in one partition actor. Expected names, types
+//! and refusals are Spark 4.3's, written by hand.
+
+use eddy_engine::DataType;
+use eddy_engine::plan::QueryPlan;
+use eddy_engine::spec::{OutputMode, Pipeline, QuerySpec, SpecError, WindowSpec};
+
+/// A micro-batch pipeline over `bids` (watermark 10 s on `ts`) whose query is `sql`, with
+/// `output_mode` if given.
+fn pipeline_with(sql: &str, output_mode: Option<&str>) -> Result<Pipeline, SpecError> {
+    let mode = output_mode.map(|m| format!("output_mode = \"{m}\"\n")).unwrap_or_default();
+    let text = format!(
+        "name = \"p\"\nmode = \"micro-batch\"\n[[source]]\nname = \"bids\"\ntype = \"files\"\npath = \"in\"\n\
+         schema = \"auction STRING, bidder STRING, price BIGINT, ts TIMESTAMP\"\n\
+         watermark = {{ column = \"ts\", delay = \"10 seconds\" }}\n\
+         [query]\nsql = \"\"\"\n{sql}\"\"\"\n{mode}[sink]\ntype = \"files\"\npath = \"out\"\n"
+    );
+    eddy_sql::parse_pipeline_str(&text)
+}
+
+fn pipeline(sql: &str) -> Pipeline {
+    pipeline_with(sql, Some("append")).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn refusal(sql: &str, output_mode: Option<&str>) -> SpecError {
+    match pipeline_with(sql, output_mode) {
+        Err(e) => e,
+        Ok(p) => panic!("{sql}: expected a refusal, got {p:?}"),
+    }
+}
+
+const Q5: &str = "SELECT window, max_by(auction, num) AS auction, max(num) AS num
+FROM (SELECT window(ts, '10 seconds', '2 seconds') AS window, auction, count(*) AS num FROM bids GROUP BY 1, 2)
+GROUP BY window";
+
+#[test]
+fn nexmark_q5_plans_a_count_per_auction_then_max_by_per_window_in_append_mode() {
+    let p = pipeline(Q5);
+    let QuerySpec::WindowAggregate { group_by, window, output_mode, .. } = &p.query else { panic!("{p:?}") };
+    assert_eq!(group_by, &["auction".to_string()]);
+    assert!(matches!(window, Some(WindowSpec::Sliding { .. })));
+    assert_eq!(*output_mode, OutputMode::Append);
+    let [then] = p.then.as_slice() else { panic!("one chained query: {:?}", p.then) };
+    let QuerySpec::WindowAggregate { group_by, window, output_mode, measures } = &then.query else { panic!() };
+    // grouped by the inner's window itself, finalised when the watermark passes its end
+    assert_eq!(group_by, &["window".to_string()]);
+    assert_eq!(window, &None);
+    assert_eq!(*output_mode, OutputMode::Append);
+    assert_eq!(then.watermark.column, "window");
+    let m: Vec<&str> = measures.iter().map(|m| m.output_name.as_str()).collect();
+    assert_eq!(m, ["max_by(auction, num)", "max(num)"]);
+    let out: Vec<(String, DataType)> = p.output_schema().into_iter().map(|f| (f.name, f.data_type)).collect();
+    let expected = [("window", DataType::Window), ("auction", DataType::String), ("num", DataType::Long)];
+    assert_eq!(out, expected.map(|(n, t)| (n.to_string(), t)));
+}
+
+#[test]
+fn a_window_of_the_inner_window_windows_its_window_time() {
+    let p = pipeline(
+        "SELECT window(window, '1 minute') AS window, auction, sum(n) AS n \
+         FROM (SELECT window(ts, '10 seconds') AS window, auction, count(*) AS n FROM bids GROUP BY 1, 2) AS w \
+         GROUP BY window(window, '1 minute'), auction",
+    );
+    let QuerySpec::WindowAggregate { window, .. } = &p.then[0].query else { panic!("{p:?}") };
+    assert!(matches!(window, Some(WindowSpec::Tumbling { column, .. }) if column == "window"), "{window:?}");
+}
+
+#[test]
+fn a_chain_keyed_by_the_inner_key_splits_over_partition_actors_and_one_keyed_by_window_alone_does_not() {
+    let by_auction = pipeline(
+        "SELECT window(window, '1 minute') AS window, auction, sum(n) AS n \
+         FROM (SELECT window(ts, '10 seconds') AS window, auction, count(*) AS n FROM bids GROUP BY 1, 2) AS w \
+         GROUP BY 1, 2",
+    );
+    assert_eq!(QueryPlan::new(&by_auction).unwrap().single_partition(), None);
+    let why = QueryPlan::new(&pipeline(Q5)).unwrap().single_partition().expect("q5 needs an exchange");
+    assert!(why.contains("exchange") && why.contains("parallelism = 1"), "{why}");
+    // eddy explain shows the chained operator on the same thread, and why it is not split
+    let text = eddy_engine::explain::explain(&pipeline(Q5));
+    assert!(text.contains("chained window aggregate, forward edge in one partition actor"), "{text}");
+    assert!(text.contains("an exchange would be needed, so parallelism 1"), "{text}");
+    let text = eddy_engine::explain::explain(&by_auction);
+    assert!(text.contains("forward edge (keyed by the operator before's key"), "{text}");
+    // a single aggregation never needs one
+    let single = pipeline("SELECT window(ts, '10 seconds') AS window, count(*) AS n FROM bids GROUP BY 1");
+    assert_eq!(QueryPlan::new(&single).unwrap().single_partition(), None);
+}
+
+#[test]
+fn spark_refuses_a_chain_outside_append_mode_and_inner_queries_that_do_not_aggregate() {
+    for mode in [None, Some("update"), Some("complete")] {
+        let e = refusal(Q5, mode);
+        assert_eq!(e.field, "query.output_mode", "{e}");
+        assert!(e.allowed.contains("append"), "{e}");
+    }
+    let e = refusal(
+        "SELECT count(*) AS n FROM (SELECT auction, ts FROM bids WHERE price > 1) GROUP BY auction",
+        Some("append"),
+    );
+    assert_eq!(e.field, "query.sql");
+    // a subquery without GROUP BY stays refused where it stands, as other subqueries
+    assert!(e.given.contains("a subquery in FROM at 1:"), "{e}");
+    let e = refusal(
+        "SELECT auction, max(n) FROM (SELECT window(ts, '10 seconds'), auction, count(*) AS n FROM bids GROUP BY 1, 2) \
+         GROUP BY auction",
+        Some("append"),
+    );
+    // the outer grouped by no window nor the inner's window: append without a window, as Spark
+    assert_eq!(e.field, "query.output_mode", "{e}");
+    let e = refusal(
+        "SELECT auction, sum(n) FROM (SELECT auction, count(*) AS n FROM bids GROUP BY window(ts, '10 seconds'), auction) \
+         GROUP BY auction",
+        Some("append"),
+    );
+    assert!(e.given.contains("no window"), "{e}");
+}
