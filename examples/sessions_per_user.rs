@@ -105,9 +105,7 @@ fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "examples/sessions-per-user.toml".to_string());
     let overrides: Result<Vec<_>, _> = args.map(|a| eddy::parse_override(&a)).collect();
-    let result = overrides
-        .and_then(|o| eddy::Job::from_file_with_in(&path, &o, &registry()))
-        .and_then(|job| job.run());
+    let result = overrides.and_then(|o| eddy::Job::from_file_with_in(&path, &o, &registry())).and_then(|job| job.run());
     match result {
         Ok(summary) => {
             println!("{summary:?}");

@@ -43,7 +43,8 @@ fn run_sessions(mode: &str, parallelism: usize) -> Vec<(String, i64, String, Str
     assert_eq!(summary.records, 25, "{mode}: every page view is read");
     assert_eq!(summary.late, 0, "{mode}: the data is in event-time order, nothing is late");
     let mut rows = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(out.path()).expect("the sink's folder").map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(out.path()).expect("the sink's folder").map(|e| e.unwrap().path()).collect();
     files.sort();
     for file in files {
         for line in std::fs::read_to_string(&file).expect("a batch file").lines() {
