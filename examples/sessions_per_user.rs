@@ -62,12 +62,11 @@ impl StatefulProcessor for Sessions {
             let Some(ts) = record.values.get(self.ts).and_then(Value::as_timestamp) else {
                 continue;
             };
-            let last = ctx.get("last").and_then(Value::as_timestamp);
-            if let Some(last) = last {
-                if ts > last.saturating_add(SESSION_GAP) {
-                    // More than 30 minutes since the last view: that session is over.
-                    Sessions::close(ctx);
-                }
+            if let Some(last) = ctx.get("last").and_then(Value::as_timestamp)
+                && ts > last.saturating_add(SESSION_GAP)
+            {
+                // More than 30 minutes since the last view: that session is over.
+                Sessions::close(ctx);
             }
             let views = ctx.get("views").and_then(Value::as_i64).unwrap_or(0) + 1;
             let first = ctx.get("first").and_then(Value::as_timestamp).map_or(ts, |f| f.min(ts));
@@ -101,6 +100,7 @@ pub fn registry() -> eddy::Registry {
 }
 
 #[allow(dead_code)] // the test includes this file for the processor, not for `main`
+#[allow(clippy::print_stdout, clippy::print_stderr)] // a command-line program: its report
 fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "examples/sessions-per-user.toml".to_string());
