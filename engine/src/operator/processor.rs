@@ -124,7 +124,9 @@ impl KeyContext<'_> {
         self.state.timers.iter().filter(|(d, _)| *d == domain).map(|&(_, t)| t).collect()
     }
 
-    /// Emits an output row (values in the order of the processor's output schema).
+    /// Emits an output row: one value per column of the processor's declared output schema, in
+    /// its order and of its types. The row is not checked against the schema: a row with fewer
+    /// values is written without the missing columns, a value of another type as it is.
     pub fn emit(&mut self, row: Row) {
         self.rows.push(row);
     }
