@@ -12,7 +12,8 @@
 //! - [`Registry`]: user code a pipeline file names, given to the job before the file is
 //!   validated ([`Job::from_file_in`], [`Job::from_toml_in`]): [`StatefulProcessor`]s for
 //!   `[query] type = "processor"` (Spark's `transformWithState`), with keyed state and timers
-//!   through a [`KeyContext`]. The `examples/fraud.rs` example is one.
+//!   through a [`KeyContext`]. The examples `examples/fraud/` (processing-time timers) and
+//!   `examples/sessions_per_user.rs` (an event-time timer) are two.
 //! - [`Error`]: what went wrong, and the exit code `eddy run` gives it ([`Error::exit_code`]).
 //!
 //! # Example

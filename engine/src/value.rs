@@ -238,7 +238,8 @@ impl Hash for Value {
 }
 
 /// One decoded input record: a value per schema column, in schema order. Columns the query does
-/// not need may be left NULL by the decoder (projection).
+/// not need may be left NULL by the decoder (projection); a stateful processor's query needs
+/// every column.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Record {
     /// The values, one per schema column.

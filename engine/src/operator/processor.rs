@@ -6,10 +6,10 @@
 //! (processing-time and event-time), and emits output rows:
 //!
 //! - real-time: [`StatefulProcessor::handle_input`] once per record, as it arrives (Spark's
-//!   real-time mode calls the handler once per row); a processing-time timer fires as the clock
-//!   passes it ([`Operator::advance_clock`], also with no further input), an event-time timer as
-//!   the watermark passes it ([`Operator::advance_watermark`]; Databricks has no event-time timers
-//!   in real-time mode).
+//!   real-time mode calls the handler once per row); a processing-time timer fires once the clock
+//!   reaches it ([`Operator::advance_clock`], also with no further input), an event-time timer
+//!   once the watermark reaches it ([`Operator::advance_watermark`]; Databricks has no event-time
+//!   timers in real-time mode).
 //! - micro-batch: `handle_input` once per key per batch with all of its records, in arrival order,
 //!   keys in key order; then the timers due at the batch's processing time and at its eviction
 //!   watermark fire (Spark runs expired timers after the batch's input).
@@ -41,7 +41,9 @@ use crate::value::{GroupKey, Record, Row, Value};
 pub enum TimeDomain {
     /// Processing time: fires once the clock (system or replay) reaches its instant.
     ProcessingTime,
-    /// Event time: fires once the watermark reaches its instant.
+    /// Event time: fires once the watermark reaches its instant (watermark >= instant). The
+    /// watermark does not move at the end of a finite input, so a timer past the last watermark
+    /// does not fire then.
     EventTime,
 }
 
@@ -122,7 +124,9 @@ impl KeyContext<'_> {
         self.state.timers.iter().filter(|(d, _)| *d == domain).map(|&(_, t)| t).collect()
     }
 
-    /// Emits an output row (values in the order of the processor's output schema).
+    /// Emits an output row: one value per column of the processor's declared output schema, in
+    /// its order and of its types. The row is not checked against the schema: a row with fewer
+    /// values is written without the missing columns, a value of another type as it is.
     pub fn emit(&mut self, row: Row) {
         self.rows.push(row);
     }
@@ -161,13 +165,15 @@ impl KeyContext<'_> {
 /// ```
 pub trait StatefulProcessor: Send {
     /// Called once, before any other call, with the schema of the records the handlers will see
-    /// (the source's columns after its `select`): resolve column names to indexes here
-    /// ([`Schema::resolve`]). The default does nothing.
+    /// (the source's columns after its `select`, every one decoded: none is left NULL as unused):
+    /// resolve column names to indexes here ([`Schema::resolve`]). The default does nothing.
     fn init(&mut self, input: &Schema) {
         let _ = input;
     }
 
-    /// `records` of `ctx`'s key: one in real-time mode, all of the batch's in micro-batch mode.
+    /// `records` of `ctx`'s key: one in real-time mode, all of the batch's in micro-batch mode
+    /// (in arrival order). Records behind the watermark are not dropped before this call: compare
+    /// their event time with [`KeyContext::watermark`] to treat them as late.
     fn handle_input(&mut self, records: &[&Record], ctx: &mut KeyContext<'_>);
 
     /// The timer of `ctx`'s key at `at` in `domain` fired (it is deleted before this call).
