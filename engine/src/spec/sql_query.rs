@@ -59,7 +59,7 @@ pub struct SqlQueryPlan {
     /// then the select list.
     pub output_steps: Vec<Step>,
     /// Queries chained after [`SqlQueryPlan::query`] (an aggregation over an aggregating
-    /// subquery, [`super::sql_chain`]); empty otherwise.
+    /// subquery: SQL.md, subqueries); empty otherwise.
     pub then: Vec<super::ChainedQuery>,
 }
 
