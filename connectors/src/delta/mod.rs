@@ -191,7 +191,7 @@ impl DeltaSink {
             )));
         }
         let partitions = snapshot.metadata().partition_columns();
-        if partitions != &self.partition_by {
+        if *partitions != self.partition_by {
             return Err(ConnectorError::Config(format!(
                 "delta sink {}: the table is partitioned by [{}], the pipeline's partition_by is [{}]",
                 self.folder.display(),
