@@ -274,7 +274,9 @@ struct PassThrough;
 impl StatefulProcessor for PassThrough {
     fn handle_input(&mut self, records: &[&Record], ctx: &mut KeyContext<'_>) {
         for r in records {
-            ctx.emit(r.values.to_vec());
+            let mut row = ctx.row_buffer(r.values.len());
+            row.extend_from_slice(&r.values);
+            ctx.emit(row);
         }
     }
 

@@ -28,7 +28,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hashbrown::HashMap;
+use std::cell::OnceCell;
+use std::hash::{Hash, Hasher};
+
+use hashbrown::{Equivalent, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::{BatchContext, Mode, Operator, Output, StateError};
@@ -50,19 +53,66 @@ pub enum TimeDomain {
 /// One key's state and timers during a handler call, and where its output rows go.
 #[derive(Debug)]
 pub struct KeyContext<'a> {
-    key: &'a GroupKey,
+    key: KeyOf<'a>,
     state: &'a mut KeyState,
-    rows: &'a mut Vec<Row>,
+    out: &'a mut Output,
     now: Timestamp,
     watermark: Timestamp,
     /// Timers registered or deleted in this call, applied to the operator's index after it.
     changes: Vec<(bool, TimeDomain, Timestamp)>,
 }
 
+/// The key of a handler call: a key already built (held in the state, or a timer's), or the
+/// key columns of the record being handled, built into a [`GroupKey`] only if the call asks for
+/// it or leaves state behind (a key without state costs no allocation).
+#[derive(Debug)]
+enum KeyOf<'a> {
+    Held(&'a GroupKey),
+    Record { record: &'a Record, columns: &'a [usize], built: OnceCell<GroupKey> },
+}
+
+impl KeyOf<'_> {
+    /// The key, owned.
+    fn to_owned_key(&self) -> GroupKey {
+        match self {
+            KeyOf::Held(key) => (*key).clone(),
+            KeyOf::Record { record, columns, built } => {
+                built.get().cloned().unwrap_or_else(|| GroupKey::of(record, columns))
+            }
+        }
+    }
+}
+
+/// A record's key columns, looked up in a map of [`GroupKey`]s without building one: hashes and
+/// compares as the `GroupKey` of those columns would (a boxed slice of [`KeyValue`]s hashes its
+/// length, then each part as its [`Value`]).
+struct RecordKey<'a> {
+    record: &'a Record,
+    columns: &'a [usize],
+}
+
+impl Hash for RecordKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.columns.len());
+        for &c in self.columns {
+            self.record.values[c].hash(state);
+        }
+    }
+}
+
+impl Equivalent<GroupKey> for RecordKey<'_> {
+    fn equivalent(&self, key: &GroupKey) -> bool {
+        key.0.len() == self.columns.len() && key.0.iter().zip(self.columns).all(|(k, &c)| k.0 == self.record.values[c])
+    }
+}
+
 impl KeyContext<'_> {
     /// The key: the values of the `partition_by` columns, in order.
     pub fn key(&self) -> &GroupKey {
-        self.key
+        match &self.key {
+            KeyOf::Held(key) => key,
+            KeyOf::Record { record, columns, built } => built.get_or_init(|| GroupKey::of(record, columns)),
+        }
     }
 
     /// Processing time now (µs): the clock in real-time mode, the batch's processing time in
@@ -128,7 +178,14 @@ impl KeyContext<'_> {
     /// its order and of its types. The row is not checked against the schema: a row with fewer
     /// values is written without the missing columns, a value of another type as it is.
     pub fn emit(&mut self, row: Row) {
-        self.rows.push(row);
+        self.out.rows.push(row);
+    }
+
+    /// An empty row with room for at least `values` values, to fill and [`KeyContext::emit`]:
+    /// the buffer of a row already written when one is kept, so emitting does not allocate per
+    /// row (a new `Vec` works as well, at the cost of an allocation).
+    pub fn row_buffer(&mut self, values: usize) -> Row {
+        self.out.row_buffer(values)
     }
 }
 
@@ -219,6 +276,8 @@ pub struct Processor {
     batch: Option<BatchContext>,
     /// Micro-batch: the batch's records by key, in arrival order.
     pending: BTreeMap<GroupKey, Vec<Record>>,
+    /// The state handed to a call for a key without state; empty between calls.
+    scratch_state: KeyState,
 }
 
 impl std::fmt::Debug for Processor {
@@ -246,46 +305,62 @@ impl Processor {
             watermark: Timestamp::MIN,
             batch: None,
             pending: BTreeMap::new(),
+            scratch_state: KeyState::default(),
         }
     }
 
     /// Runs `call` on `key`'s state, then applies its timer changes and drops the key if its
-    /// state is empty.
+    /// state is empty. The state stays in place in the map; a key without state gets the empty
+    /// scratch state, and is inserted only if the call leaves state behind.
     fn with_key(
         &mut self,
-        key: &GroupKey,
+        key: KeyOf<'_>,
         out: &mut Output,
         call: impl FnOnce(&mut dyn StatefulProcessor, &mut KeyContext<'_>),
     ) {
-        let mut state = self.keys.remove(key).unwrap_or_default();
-        let mut ctx = KeyContext {
-            key,
-            state: &mut state,
-            rows: &mut out.rows,
-            now: self.now,
-            watermark: self.watermark,
-            changes: Vec::new(),
+        let found = match &key {
+            KeyOf::Held(k) => self.keys.get_key_value_mut(*k),
+            KeyOf::Record { record, columns, .. } => self.keys.get_key_value_mut(&RecordKey { record, columns }),
         };
+        let (key, state, held) = match found {
+            Some((k, state)) => (KeyOf::Held(k), state, true),
+            None => (key, &mut self.scratch_state, false),
+        };
+        let mut ctx = KeyContext { key, state, out, now: self.now, watermark: self.watermark, changes: Vec::new() };
         call(self.user.as_mut(), &mut ctx);
-        let changes = std::mem::take(&mut ctx.changes);
-        for (added, domain, at) in changes {
+        // expired values go with the key's next call
+        let now = self.now;
+        ctx.state.values.retain(|_, (_, e)| e.is_none_or(|e| now < e));
+        let empty = ctx.state.is_empty();
+        if ctx.changes.is_empty() && held != empty {
+            return; // the common case: a key with state keeps it, a key without stays without
+        }
+        let key = ctx.key.to_owned_key();
+        for (added, domain, at) in std::mem::take(&mut ctx.changes) {
             if added {
                 self.timers.insert((domain, at, key.clone()));
             } else {
                 self.timers.remove(&(domain, at, key.clone()));
             }
         }
-        // expired values go with the key's next call
-        let now = self.now;
-        state.values.retain(|_, (_, e)| e.is_none_or(|e| now < e));
-        if !state.is_empty() {
-            self.keys.insert(key.clone(), state);
+        match (held, empty) {
+            (true, true) => {
+                self.keys.remove(&key);
+            }
+            (false, false) => {
+                let state = std::mem::take(&mut self.scratch_state);
+                self.keys.insert(key, state);
+            }
+            _ => {}
         }
     }
 
     /// Fires every timer of `domain` due at `until` (inclusive), in (instant, key) order.
     fn fire(&mut self, domain: TimeDomain, until: Timestamp, out: &mut Output) {
         loop {
+            if self.timers.is_empty() {
+                return; // the common case per record: no range lookup
+            }
             let due = self.timers.range((domain, Timestamp::MIN, GroupKey::default())..).next().cloned();
             let Some((d, at, key)) = due else { return };
             if d != domain || at > until {
@@ -300,7 +375,7 @@ impl Processor {
             if domain == TimeDomain::ProcessingTime {
                 self.now = at;
             }
-            self.with_key(&key, out, |user, ctx| user.handle_timer(domain, at, ctx));
+            self.with_key(KeyOf::Held(&key), out, |user, ctx| user.handle_timer(domain, at, ctx));
             self.now = saved;
         }
     }
@@ -324,12 +399,18 @@ impl Operator for Processor {
     }
 
     fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
-        let key = GroupKey::of(record, &self.cfg.key_columns);
         match self.cfg.mode {
-            Mode::MicroBatch => self.pending.entry(key).or_default().push(record.clone()),
+            Mode::MicroBatch => {
+                let key = GroupKey::of(record, &self.cfg.key_columns);
+                self.pending.entry(key).or_default().push(record.clone());
+            }
             Mode::RealTime => {
                 self.advance_watermark(watermark, out);
-                self.with_key(&key, out, |user, ctx| user.handle_input(&[record], ctx));
+                // out of `self` for the call, which borrows `self` whole (a move, no copy)
+                let columns = std::mem::take(&mut self.cfg.key_columns);
+                let key = KeyOf::Record { record, columns: &columns, built: OnceCell::new() };
+                self.with_key(key, out, |user, ctx| user.handle_input(&[record], ctx));
+                self.cfg.key_columns = columns;
             }
         }
     }
@@ -337,7 +418,7 @@ impl Operator for Processor {
     fn end_batch(&mut self, out: &mut Output) {
         for (key, records) in std::mem::take(&mut self.pending) {
             let refs: Vec<&Record> = records.iter().collect();
-            self.with_key(&key, out, |user, ctx| user.handle_input(&refs, ctx));
+            self.with_key(KeyOf::Held(&key), out, |user, ctx| user.handle_input(&refs, ctx));
         }
         let now = self.now;
         self.fire(TimeDomain::ProcessingTime, now, out);
