@@ -9,7 +9,8 @@
 //!   real-time mode calls the handler once per row); a processing-time timer fires once the clock
 //!   reaches it ([`Operator::advance_clock`], also with no further input), an event-time timer
 //!   once the watermark reaches it ([`Operator::advance_watermark`]; Databricks has no event-time
-//!   timers in real-time mode).
+//!   timers in real-time mode). A timer registered at or before the clock (processing time) or
+//!   the watermark (event time) fires right after the call that registered it.
 //! - micro-batch: `handle_input` once per key per batch with all of its records, in arrival order,
 //!   keys in key order; then the timers due at the batch's processing time and at its eviction
 //!   watermark fire (Spark runs expired timers after the batch's input).
@@ -278,6 +279,9 @@ pub struct Processor {
     pending: BTreeMap<GroupKey, Vec<Record>>,
     /// The state handed to a call for a key without state; empty between calls.
     scratch_state: KeyState,
+    /// A call registered a timer the clock or the watermark has already reached: it fires right
+    /// after the call (real-time) or with the batch's due timers (micro-batch).
+    due_now: bool,
 }
 
 impl std::fmt::Debug for Processor {
@@ -306,6 +310,7 @@ impl Processor {
             batch: None,
             pending: BTreeMap::new(),
             scratch_state: KeyState::default(),
+            due_now: false,
         }
     }
 
@@ -337,6 +342,11 @@ impl Processor {
         }
         let key = ctx.key.to_owned_key();
         for (added, domain, at) in std::mem::take(&mut ctx.changes) {
+            let passed = match domain {
+                TimeDomain::ProcessingTime => self.now,
+                TimeDomain::EventTime => self.watermark,
+            };
+            self.due_now |= added && at <= passed;
             if added {
                 self.timers.insert((domain, at, key.clone()));
             } else {
@@ -411,6 +421,11 @@ impl Operator for Processor {
                 let key = KeyOf::Record { record, columns: &columns, built: OnceCell::new() };
                 self.with_key(key, out, |user, ctx| user.handle_input(&[record], ctx));
                 self.cfg.key_columns = columns;
+                if std::mem::take(&mut self.due_now) {
+                    let (now, watermark) = (self.now, self.watermark);
+                    self.fire(TimeDomain::ProcessingTime, now, out);
+                    self.fire(TimeDomain::EventTime, watermark, out);
+                }
             }
         }
     }
@@ -427,6 +442,7 @@ impl Operator for Processor {
         }
         let w = self.watermark;
         self.fire(TimeDomain::EventTime, w, out);
+        self.due_now = false;
     }
 
     fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {

@@ -102,6 +102,30 @@ fn an_event_time_timer_fires_in_real_time_mode_as_the_watermark_passes_it() {
 }
 
 #[test]
+fn a_timer_registered_behind_the_watermark_or_the_clock_fires_right_after_its_call() {
+    let mut p = processor(Mode::RealTime);
+    let mut out = Output::default();
+    p.advance_clock(Timestamp(50 * S), &mut out);
+    p.advance_watermark(Timestamp(20 * S), &mut out);
+    // at the watermark, and before it
+    p.on_record(&rec("a", "etimer", 0, 20 * S), Timestamp(20 * S), &mut out);
+    assert_eq!(out.rows.len(), 1, "fired with no further watermark move");
+    assert_eq!((key_of(&out.rows[0]), out.rows[0][2].clone()), ("a".into(), Value::Timestamp(Timestamp(20 * S))));
+    p.on_record(&rec("b", "etimer", 0, 5 * S), Timestamp(20 * S), &mut out);
+    assert_eq!(out.rows.len(), 2);
+    assert_eq!(out.rows[1][1], Value::Str("timer:event".into()));
+    // a processing-time timer at the clock
+    p.on_record(&rec("c", "ptimer", 0, 50 * S), Timestamp(20 * S), &mut out);
+    assert_eq!(out.rows.len(), 3);
+    assert_eq!(out.rows[2][1], Value::Str("timer:processing".into()));
+    // ahead of both: nothing yet
+    p.on_record(&rec("d", "etimer", 0, 21 * S), Timestamp(20 * S), &mut out);
+    p.on_record(&rec("d", "ptimer", 0, 51 * S), Timestamp(20 * S), &mut out);
+    assert_eq!(out.rows.len(), 3);
+    assert_eq!(p.state_len(), 1, "the fired keys were cleared by their timers");
+}
+
+#[test]
 fn micro_batch_calls_the_handler_once_per_key_with_all_its_rows_then_due_timers() {
     let mut p = processor(Mode::MicroBatch);
     let mut out = Output::default();
