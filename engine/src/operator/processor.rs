@@ -448,13 +448,17 @@ impl Operator for Processor {
     fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {
         if w > self.watermark {
             self.watermark = w;
-            self.fire(TimeDomain::EventTime, w, out);
+            if !self.timers.is_empty() {
+                self.fire(TimeDomain::EventTime, w, out);
+            }
         }
     }
 
     fn advance_clock(&mut self, now: Timestamp, out: &mut Output) {
         if now > self.now {
-            self.fire(TimeDomain::ProcessingTime, now, out);
+            if !self.timers.is_empty() {
+                self.fire(TimeDomain::ProcessingTime, now, out);
+            }
             self.now = now;
         }
     }
