@@ -107,6 +107,8 @@ pub struct Exchange {
     abort: Arc<AtomicBool>,
     /// Set by [`Exchange::finish`]: dropping it then raises no failure.
     finished: bool,
+    /// Sends that found the peer's channel full (and received while waiting).
+    full_sends: u64,
 }
 
 /// The exchanges of `parallelism` partition actors (in partition order), routing by the hash of
@@ -124,6 +126,7 @@ pub fn exchanges(parallelism: usize, key_columns: &[usize]) -> Vec<Exchange> {
             early: Vec::new(),
             abort: abort.clone(),
             finished: false,
+            full_sends: 0,
         })
         .collect()
 }
@@ -187,6 +190,12 @@ impl Exchange {
         Ok(arrived.watermark)
     }
 
+    /// How many sends found a peer's channel full since this exchange was made (back-pressure
+    /// between partition actors; each then received from its own channel while it waited).
+    pub fn full_sends(&self) -> u64 {
+        self.full_sends
+    }
+
     /// The run ends normally (end of input): dropping this exchange is no failure.
     pub fn finish(&mut self) {
         self.finished = true;
@@ -210,6 +219,7 @@ impl Exchange {
             Err(crossbeam_channel::TrySendError::Full(m)) => m,
             Err(crossbeam_channel::TrySendError::Disconnected(_)) => return Err(gone),
         };
+        self.full_sends += 1;
         let inbox = self.inbox.clone();
         loop {
             let mut sel = Select::new();
@@ -280,5 +290,135 @@ impl Drop for Exchange {
         if !self.finished {
             self.abort.store(true, Ordering::SeqCst);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Three partition actors' chains, each on its own thread, exchange enough rows to fill the
+    //! bounded channels both ways; the rows must be those of a brute-force reference written
+    //! from the query (per 10 s window sliding by 5 s: distinct auctions, and bids).
+
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use eddy_engine::operator::{BatchContext, Operator, Output};
+    use eddy_engine::plan::QueryPlan;
+    use eddy_engine::steps::Applied;
+    use eddy_engine::value::Value;
+    use eddy_engine::watermark::BatchWatermarks;
+    use eddy_engine::{Record, Timestamp};
+
+    use super::*;
+
+    const S: i64 = 1_000_000;
+    const PARTITIONS: usize = 3;
+
+    const PIPELINE: &str = r#"
+name = "exchange-test"
+mode = "micro-batch"
+[[source]]
+name = "bids"
+type = "files"
+path = "in"
+schema = "auction BIGINT, ts TIMESTAMP"
+watermark = { column = "ts", delay = "0 seconds" }
+[query]
+sql = """
+SELECT window, count(*) AS auctions, sum(num) AS bids
+FROM (SELECT window(ts, '10 seconds', '5 seconds') AS window, auction, count(*) AS num
+      FROM bids GROUP BY 1, 2)
+GROUP BY window
+"""
+output_mode = "append"
+[sink]
+type = "stdout"
+"#;
+
+    /// Bid `i`: auction `i % 40,000` at `i` x 200 µs (24 s for 120,000 bids).
+    fn bid(i: i64) -> (i64, i64) {
+        (i % 40_000, i * 200)
+    }
+
+    #[test]
+    fn rows_crossing_full_channels_both_ways_give_the_rows_of_a_brute_force_reference() {
+        let pipeline = eddy_sql::parse_pipeline_str(PIPELINE).unwrap();
+        let plan = QueryPlan::new(&pipeline).unwrap();
+        assert_eq!(plan.exchange(), Some(1));
+        let bids: Vec<(i64, i64)> = (0..120_000).map(bid).collect();
+        // the reference: per window [start, start + 10 s) with start a multiple of 5 s
+        let mut reference: BTreeMap<i64, (BTreeSet<i64>, i64)> = BTreeMap::new();
+        for &(auction, ts) in &bids {
+            let last = ts.div_euclid(5 * S) * 5 * S;
+            for start in [last - 5 * S, last] {
+                let w = reference.entry(start).or_default();
+                w.0.insert(auction);
+                w.1 += 1;
+            }
+        }
+        let expected: BTreeSet<String> =
+            reference.iter().map(|(start, (auctions, n))| format!("{start} {} {}", auctions.len(), n)).collect();
+
+        let mut records: Vec<Vec<Record>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
+        let router = Router::new(plan.routing_columns(), PARTITIONS);
+        for &(auction, ts) in &bids {
+            let r = Record::new(vec![Value::Long(auction), Value::Timestamp(Timestamp(ts))]);
+            let r = match plan.source_steps.apply(r) {
+                Applied::Keep(r) => r,
+                _ => panic!("the source steps dropped a bid"),
+            };
+            records[router.route(&r).0].push(r);
+        }
+        let mut key = plan.new_operator();
+        let key = key.as_chain_mut().expect("a chain").exchange_key().to_vec();
+        let handles: Vec<_> = exchanges(PARTITIONS, &key)
+            .into_iter()
+            .zip(records)
+            .map(|(mut x, records)| {
+                let mut op = plan.new_operator();
+                std::thread::spawn(move || {
+                    let chain = op.as_chain_mut().unwrap();
+                    assert!(chain.split_at_exchange());
+                    let mut out = Output::default();
+                    // batch 0: every bid; batch 1: no data, the watermark past every window
+                    for (id, evict, records) in [(0, Timestamp::MIN, records), (1, Timestamp(100 * S), Vec::new())] {
+                        // late input: the batch before's eviction watermark (none before batch 1)
+                        let ctx = BatchContext {
+                            batch_id: id,
+                            watermarks: BatchWatermarks { late: Timestamp::MIN, evict },
+                            processing_time: Timestamp(0),
+                        };
+                        chain.begin_batch(&ctx);
+                        for r in &records {
+                            chain.on_record(r, Timestamp::MIN, &mut out);
+                        }
+                        chain.end_batch(&mut out);
+                        let w = x.end_batch(id, evict, chain, &mut out).unwrap();
+                        assert_eq!(w, evict);
+                        chain.end_exchanged(&mut out);
+                    }
+                    x.finish();
+                    assert!(out.late.is_empty() && out.rejected.is_empty());
+                    assert_eq!(chain.dropped_between_stages(), 0);
+                    (out.rows, x.full_sends())
+                })
+            })
+            .collect();
+        let mut got = BTreeSet::new();
+        let mut full = 0;
+        for h in handles {
+            let (rows, full_sends) = h.join().unwrap();
+            full += full_sends;
+            for row in rows {
+                let (Value::Window { start, .. }, Value::Long(auctions), Value::Long(n)) = (&row[0], &row[1], &row[2])
+                else {
+                    panic!("{row:?}")
+                };
+                assert!(got.insert(format!("{} {auctions} {n}", start.0)), "twice: {row:?}");
+            }
+        }
+        assert_eq!(got, expected);
+        // the channels did fill (each actor sends some 27,000 rows to each peer, more than a
+        // channel holds): the sends waited while receiving
+        assert!(full > 0);
     }
 }
