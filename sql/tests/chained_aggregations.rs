@@ -92,25 +92,6 @@ fn a_chain_keyed_by_the_inner_key_is_forward_and_one_keyed_by_window_alone_is_ex
 }
 
 #[test]
-fn a_stage_keyed_otherwise_behind_an_exchange_runs_the_chain_in_one_partition_actor() {
-    // the window of the windows' max per window (exchange by window), then a count over every
-    // window of a minute: keyed otherwise again, a second exchange
-    let p = pipeline(
-        "SELECT window(window, '1 minute') AS window, count(*) AS windows \
-         FROM (SELECT window, max(num) AS most \
-               FROM (SELECT window(ts, '10 seconds') AS window, auction, count(*) AS num FROM bids GROUP BY 1, 2) \
-               GROUP BY window) \
-         GROUP BY window(window, '1 minute')",
-    );
-    let plan = QueryPlan::new(&p).unwrap();
-    assert_eq!(plan.exchange(), Some(1));
-    let why = plan.single_partition().expect("a second exchange");
-    assert!(why.contains("second exchange") && why.contains("parallelism = 1"), "{why}");
-    let text = eddy_engine::explain::explain(&p);
-    assert!(text.contains("a second exchange would be needed, so parallelism 1"), "{text}");
-}
-
-#[test]
 fn spark_refuses_a_chain_outside_append_mode_and_inner_queries_that_do_not_aggregate() {
     for mode in [None, Some("update"), Some("complete")] {
         let e = refusal(Q5, mode);
