@@ -421,4 +421,25 @@ type = "stdout"
         // channel holds): the sends waited while receiving
         assert!(full > 0);
     }
+
+    #[test]
+    fn a_peer_that_stops_fails_the_exchange_instead_of_hanging_it() {
+        let plan = QueryPlan::new(&eddy_sql::parse_pipeline_str(PIPELINE).unwrap()).unwrap();
+        let mut op = plan.new_operator();
+        let chain = op.as_chain_mut().unwrap();
+        assert!(chain.split_at_exchange());
+        let mut xs = exchanges(2, &[0]);
+        // actor 1 stops (dropped without finishing) before the end of batch 0
+        drop(xs.pop());
+        let mut out = Output::default();
+        let e = xs[0].end_batch(0, Timestamp::MIN, chain, &mut out).unwrap_err();
+        assert!(matches!(e, ExchangeError::PeerGone { batch: 0, .. }), "{e}");
+        // a finished exchange raises no failure when dropped
+        let mut ys = exchanges(2, &[0]);
+        for y in &mut ys {
+            y.finish();
+        }
+        drop(ys.pop());
+        assert!(!ys[0].abort.load(Ordering::SeqCst));
+    }
 }
