@@ -2,10 +2,9 @@
 //! `tests/cases-sql`, also from the Spark oracle, and the public SQL cases of `PUBLIC_SQL_CASES`) runs end to end through `eddy run` in a copy of the case folder,
 //! with `parallelism` 1, 2 and 4, and must match `expected/` under `../shared/tools/compare.py`;
 //! and again with a checkpoint, a stop in the middle (the test-only `EDDY_TEST_STOP_AFTER`) and
-//! a restart with another `parallelism`: the same expected output. A case folder holding a file
-//! `single-partition` (its text says why: a chained aggregation keyed otherwise than the one
-//! before it, which needs an exchange Eddy does not have) runs with `parallelism` 1 only, and
-//! must be refused (exit 2, naming `parallelism`) with 2 and 4.
+//! a restart with another `parallelism`: the same expected output. Chained aggregations keyed
+//! otherwise than the one before them (`tests/cases-sql/sql-chain-*`) run over several partition
+//! actors through the exchange, and restart re-split by the exchanged stage's key.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -38,7 +37,6 @@ fn every_case_passes_through_eddy_run_with_1_2_and_4_partition_actors() {
     let mut failures = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
-        let single = is_single_partition(case);
         for parallelism in [1, 2, 4] {
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join(&name);
@@ -52,16 +50,6 @@ fn every_case_passes_through_eddy_run_with_1_2_and_4_partition_actors() {
                 .env("EDDY_LOG", "warn")
                 .output()
                 .unwrap();
-            if single && parallelism > 1 {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                if out.status.code() != Some(2) || !stderr.contains("parallelism") {
-                    failures.push(format!(
-                        "{name} (parallelism {parallelism}): a single-partition case ran or failed otherwise: exit {:?}: {stderr}",
-                        out.status.code()
-                    ));
-                }
-                continue;
-            }
             if !out.status.success() {
                 failures.push(format!(
                     "{name} (parallelism {parallelism}): exit {:?}: {}",
@@ -84,11 +72,6 @@ fn every_case_passes_through_eddy_run_with_1_2_and_4_partition_actors() {
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-}
-
-/// Whether the case runs in one partition actor only (a `single-partition` file, see above).
-fn is_single_partition(case: &std::path::Path) -> bool {
-    case.join("single-partition").is_file()
 }
 
 /// Runs `eddy run` on the case copy in `dir` with checkpoints in `dir/ck`; `stop_after`: the
@@ -126,9 +109,7 @@ fn every_case_passes_when_stopped_in_the_middle_and_restarted_with_another_paral
         let name = case.file_name().unwrap().to_string_lossy().to_string();
         let inputs = std::fs::read_dir(case.join("input")).map(|d| d.count()).unwrap_or(1) as u64;
         // Stop after the first batch, and after the middle one; restart with other parallelisms.
-        let single = is_single_partition(case);
         for (stop_after, before, after) in [(0, 1, 3), (inputs / 2, 3, 2)] {
-            let (before, after) = if single { (1, 1) } else { (before, after) };
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join(&name);
             copy_dir(case, &dir);

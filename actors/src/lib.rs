@@ -36,6 +36,7 @@
 pub mod checkpoint;
 pub mod clock;
 pub mod coordinator;
+pub mod exchange;
 pub mod foreach;
 pub mod join;
 pub mod messages;

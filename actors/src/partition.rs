@@ -5,6 +5,9 @@
 //!    fire first), then process the record with the watermark it was stamped with;
 //! 2. `Watermark` / `Tick`: move the watermark / clock;
 //! 3. `BeginBatch` / `EndBatch` (micro-batch): start a batch; emit its rows and end it at the sink;
+//!    with an exchange ([`crate::exchange`]), between the two: send the rows that reached it to
+//!    their owners, take the peers' until each peer's end-of-batch marker is in, and end the
+//!    batch of the stages after it;
 //! 4. `Barrier`: move clock and watermark to the barrier's, send the epoch's rows, snapshot
 //!    (with checkpoints: the operator notes the cut of its state ([`Operator::begin_snapshot`]);
 //!    without: acknowledge at once), end the epoch at the sink; micro-batch with checkpoints:
@@ -47,6 +50,7 @@ use eddy_engine::{Record, Row};
 use crate::checkpoint::pacer::Finished;
 use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
 use crate::clock::{Clock, deadline_of};
+use crate::exchange::Exchange;
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
 use crate::recycle::BatchReturn;
@@ -95,6 +99,9 @@ pub struct PartitionActor {
     /// actor and read by the source actor): a real-time epoch in which neither this nor the
     /// input moved is not closed by a barrier ([`crate::source`], "idle epochs").
     pub output: Arc<AtomicU64>,
+    /// Micro-batch, a chain split at an exchange ([`eddy_engine::operator::OperatorChain::split_at_exchange`]):
+    /// this actor's end of it; `None` otherwise.
+    pub exchange: Option<Exchange>,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -161,6 +168,8 @@ pub struct PartitionTask {
     written: BTreeMap<u64, u64>,
     /// The task ended (`EndOfInput`, or a peer is gone): it takes nothing more.
     ended: bool,
+    /// Micro-batch: the current batch's eviction watermark (carried across an exchange).
+    evict: Timestamp,
 }
 
 impl PartitionTask {
@@ -177,6 +186,7 @@ impl PartitionTask {
             pacer: SnapshotPacer::new(),
             written: BTreeMap::new(),
             ended: false,
+            evict: Timestamp::MIN,
         }
     }
 
@@ -271,7 +281,7 @@ impl PartitionTask {
     }
 
     fn dispatch(&mut self, msg: ToPartition) -> bool {
-        let PartitionTask { actor, out, created, current, .. } = self;
+        let PartitionTask { actor, out, created, current, evict, .. } = self;
         match msg {
             ToPartition::Data(batch) => {
                 let started = actor.metrics.enabled().then(Instant::now);
@@ -308,11 +318,26 @@ impl PartitionTask {
             ToPartition::Control(c) => match c {
                 Control::BeginBatch(ctx) => {
                     *current = ctx.batch_id;
+                    *evict = ctx.watermarks.evict;
                     actor.operator.begin_batch(&ctx);
                     true
                 }
                 Control::EndBatch { batch_id } => {
                     actor.operator.end_batch(out);
+                    if let Some(exchange) = actor.exchange.as_mut() {
+                        let exchanged = match actor.operator.as_chain_mut() {
+                            Some(chain) => exchange
+                                .end_batch(batch_id, *evict, chain, out)
+                                .map(|_| chain.end_exchanged(out))
+                                .map_err(|e| e.to_string()),
+                            None => Err("an exchange is wired to an operator that is not a chain (a bug)".into()),
+                        };
+                        if let Err(why) = exchanged {
+                            // The coordinator may be gone when the run is stopping anyway.
+                            let _ = actor.coordinator.send(ToCoordinator::Failed(why));
+                            return false;
+                        }
+                    }
                     self.report_state();
                     if !self.flush(self.current) {
                         return false;
@@ -367,6 +392,9 @@ impl PartitionTask {
                     true
                 }
                 Control::EndOfInput => {
+                    if let Some(x) = self.actor.exchange.as_mut() {
+                        x.finish();
+                    }
                     if let Some(f) = self.pacer.finish(self.actor.operator.as_mut())
                         && !self.submit(f)
                     {

@@ -256,8 +256,19 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     }
     let real_time = pipeline.mode == Mode::RealTime;
     // The default, the number of cores, is bounded as a given `parallelism` is.
-    // A chain that needs an exchange runs in one partition actor (`QueryPlan::single_partition`).
-    let single = plan.single_partition();
+    // A chain that needs a second exchange runs in one partition actor
+    // (`QueryPlan::single_partition`); so does one that needs an exchange in real-time mode,
+    // where the exchange does not run yet (micro-batch only, `crate::exchange`).
+    let exchange_at = plan.exchange();
+    let single = plan.single_partition().or_else(|| {
+        exchange_at.filter(|_| real_time).map(|i| {
+            format!(
+                "the aggregation chained after operator {i} is keyed otherwise than the one before it, so its input \
+                 is exchanged between partition actors, which runs in micro-batch mode only (not in real-time mode \
+                 yet): run it with parallelism = 1, or mode = \"micro-batch\""
+            )
+        })
+    });
     let parallelism = pipeline
         .parallelism
         .unwrap_or_else(|| match single {
@@ -473,6 +484,17 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let chain = real_time && parallelism == 1 && !opts.unchained;
     let mut chained = None;
     let mut handles = Vec::new();
+    // Micro-batch over several partition actors: a chain keyed otherwise after the exchange is
+    // split there, its rows exchanged between the actors (`crate::exchange`).
+    let mut exchanges = match exchange_at {
+        Some(_) if !real_time && parallelism > 1 => {
+            let mut probe = plan.new_operator();
+            let key = probe.as_chain_mut().map(|c| c.exchange_key().to_vec()).unwrap_or_default();
+            crate::exchange::exchanges(parallelism, &key)
+        }
+        _ => Vec::new(),
+    };
+    exchanges.reverse();
     operators.reverse();
     for partition in 0..parallelism {
         // Chained: nothing reads the actor's input; the source hands messages to its task.
@@ -495,9 +517,15 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         if let Some((name, factory)) = &foreach {
             rows = rows.with_foreach(crate::foreach::ForeachTarget::new(factory(), name, partition));
         }
+        let mut operator = operators.pop().unwrap_or_else(|| plan.new_operator());
+        let exchange = exchanges.pop();
+        if exchange.is_some() && !operator.as_chain_mut().is_some_and(|c| c.split_at_exchange()) {
+            return Err(RuntimeError::Failed("the exchange's chain cannot be split (a bug)".into()));
+        }
         let actor = PartitionActor {
             partition,
-            operator: operators.pop().unwrap_or_else(|| plan.new_operator()),
+            operator,
+            exchange,
             snapshots,
             first_epoch,
             mode: plan.mode,

@@ -41,14 +41,15 @@ fn every_suite_runs_and_reports() {
     assert_eq!(row.split('|').nth(4).map(str::trim), Some("0"), "lost column: {row}");
     // The Nexmark suite reports every query, and writes its markdown and JSON reports.
     let nexmark = text.split("## nexmark").nth(1).unwrap_or_default();
-    for q in ["q5", "q7", "q11", "q12", "rolling", "q5-sql", "q7-sql", "join-sql"] {
+    for q in ["q5", "q7", "q11", "q12", "rolling", "q5-sql", "q7-sql", "join-sql", "q5-full"] {
         assert!(nexmark.contains(&format!("| {q} | 2 |")), "no {q} row in:\n{nexmark}");
     }
     let dir = std::env::temp_dir().join("eddy-bench-smoke");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("nexmark.json")).unwrap()).unwrap();
-    // 8 queries (5 structured, q5 and q7 in SQL, the stream-stream join) x 2 parallelisms
-    assert_eq!(doc["throughput"].as_array().map(Vec::len), Some(16), "{doc}");
+    // 9 queries (5 structured, q5 and q7 in SQL, q5 in full through the exchange, the
+    // stream-stream join) x 2 parallelisms
+    assert_eq!(doc["throughput"].as_array().map(Vec::len), Some(18), "{doc}");
     let floor = doc["latency_floor"].as_array().cloned().unwrap_or_default();
     assert_eq!(floor.len(), 2, "{doc}");
     assert!(floor.iter().all(|f| f["records"] == 5_000 && f["p50_ns"].as_u64().is_some_and(|p50| f["p99_ns"].as_u64() >= Some(p50))), "{doc}");

@@ -113,15 +113,22 @@ pub fn explain(p: &Pipeline) -> String {
     text.step(operator_line(p), &operator_output);
     let mut schema = operator_output;
     // the operators chained after the first (a forward edge: same thread, one call apart)
-    let single = crate::plan::QueryPlan::new(p).ok().and_then(|q| q.single_partition());
-    for c in &p.then {
+    let planned = crate::plan::QueryPlan::new(p).ok();
+    let single = planned.as_ref().and_then(|q| q.single_partition());
+    let exchange = planned.as_ref().and_then(|q| q.exchange());
+    for (n, c) in p.then.iter().enumerate() {
         for (i, step) in c.steps.iter().enumerate() {
             schema = step.output_schema(&schema);
             let place = if i < c.upstream_steps { Place::Output } else { Place::BeforeWatermark };
             text.step(step_line(step, place), &schema);
         }
         schema = crate::spec::chained_output(&c.query, &schema, &[]);
-        text.step(chained_line(c, single.is_some()), &schema);
+        let edge = match (single.is_some(), exchange == Some(n + 1)) {
+            (true, _) => Edge::Single,
+            (false, true) => Edge::Exchange(p.mode),
+            (false, false) => Edge::Forward,
+        };
+        text.step(chained_line(c, edge), &schema);
     }
     for step in &p.output_steps {
         schema = step.output_schema(&schema);
@@ -323,17 +330,35 @@ fn operator_line(p: &Pipeline) -> String {
     }
 }
 
-/// A chained operator: its kind, key, window and measures, and the watermark it is given;
-/// `single`: the chain runs in one partition actor (it would need an exchange).
-fn chained_line(c: &crate::spec::ChainedQuery, single: bool) -> String {
+/// The edge into a chained operator, as `eddy explain` shows it.
+#[derive(Clone, Copy)]
+enum Edge {
+    /// Keyed by the key of the operator before: same partition actor, same thread.
+    Forward,
+    /// Keyed otherwise: re-keyed by hash between partition actors (in this mode).
+    Exchange(Mode),
+    /// The whole chain runs in one partition actor (a second exchange would be needed).
+    Single,
+}
+
+/// A chained operator: its kind, key, window and measures, the edge into it, and the watermark
+/// it is given.
+fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
     let watermark = format!(
         "the watermark forwarded by the operator before, on {} (late input and finalisation)",
         c.watermark.column
     );
-    let edge = if single {
-        "forward edge in one partition actor (keyed otherwise than the operator before: an exchange would be needed, so parallelism 1)"
-    } else {
-        "forward edge (keyed by the operator before's key: same partition actor)"
+    let edge = match edge {
+        Edge::Single => {
+            "forward edge in one partition actor (keyed otherwise than the operator before, behind an exchange already: a second exchange would be needed, so parallelism 1)"
+        }
+        Edge::Forward => "forward edge (keyed by the operator before's key: same partition actor)",
+        Edge::Exchange(Mode::MicroBatch) => {
+            "exchange edge (keyed otherwise than the operator before: its input rows go by the hash of its own key to the partition actor owning it, over bounded channels, aligned at the end of each micro-batch)"
+        }
+        Edge::Exchange(Mode::RealTime) => {
+            "exchange edge (keyed otherwise than the operator before; real-time mode runs no exchange yet, so parallelism 1)"
+        }
     };
     match &c.query {
         QuerySpec::WindowAggregate { group_by, window, measures, .. } => {

@@ -548,10 +548,20 @@ impl QueryPlan {
     }
 
     /// Why the query must run in one partition actor, if it must (a chained aggregation keyed
-    /// otherwise than the operator before it, without an exchange): the runtime refuses a
+    /// otherwise than the operator before it where no exchange can run: behind an exchange
+    /// already, or after an operator whose routing key does not reach it): the runtime refuses a
     /// `parallelism` above 1 with it, and takes 1 by default.
     pub fn single_partition(&self) -> Option<String> {
         chain::single_partition_reason(&self.links)
+    }
+
+    /// The operator after which a chain's rows are exchanged between partition actors (1: the
+    /// first chained after the query's operator; DESIGN.md "The operator graph"), if one is:
+    /// its group key does not hold the key the rows were routed by. The runtime then splits the
+    /// chain there ([`crate::operator::OperatorChain::split_at_exchange`]) when it runs several
+    /// partition actors.
+    pub fn exchange(&self) -> Option<usize> {
+        chain::exchange_link(&self.links).map(|i| i + 1)
     }
 
     /// The query's first operator, its watermark stamped (taken only from what it is given).

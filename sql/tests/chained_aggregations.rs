@@ -68,24 +68,27 @@ fn a_window_of_the_inner_window_windows_its_window_time() {
 }
 
 #[test]
-fn a_chain_keyed_by_the_inner_key_splits_over_partition_actors_and_one_keyed_by_window_alone_does_not() {
+fn a_chain_keyed_by_the_inner_key_is_forward_and_one_keyed_by_window_alone_is_exchanged() {
     let by_auction = pipeline(
         "SELECT window(window, '1 minute') AS window, auction, sum(n) AS n \
          FROM (SELECT window(ts, '10 seconds') AS window, auction, count(*) AS n FROM bids GROUP BY 1, 2) AS w \
          GROUP BY 1, 2",
     );
-    assert_eq!(QueryPlan::new(&by_auction).unwrap().single_partition(), None);
-    let why = QueryPlan::new(&pipeline(Q5)).unwrap().single_partition().expect("q5 needs an exchange");
-    assert!(why.contains("exchange") && why.contains("parallelism = 1"), "{why}");
-    // eddy explain shows the chained operator on the same thread, and why it is not split
+    let plan = QueryPlan::new(&by_auction).unwrap();
+    assert_eq!((plan.single_partition(), plan.exchange()), (None, None));
+    // q5's max per window is keyed by the window alone: its input is exchanged by window
+    let q5 = QueryPlan::new(&pipeline(Q5)).unwrap();
+    assert_eq!((q5.single_partition(), q5.exchange()), (None, Some(1)));
+    // eddy explain shows each edge
     let text = eddy_engine::explain::explain(&pipeline(Q5));
-    assert!(text.contains("chained window aggregate, forward edge in one partition actor"), "{text}");
-    assert!(text.contains("an exchange would be needed, so parallelism 1"), "{text}");
+    assert!(text.contains("chained window aggregate, exchange edge (keyed otherwise"), "{text}");
+    assert!(text.contains("by the hash of its own key"), "{text}");
     let text = eddy_engine::explain::explain(&by_auction);
     assert!(text.contains("forward edge (keyed by the operator before's key"), "{text}");
     // a single aggregation never needs one
     let single = pipeline("SELECT window(ts, '10 seconds') AS window, count(*) AS n FROM bids GROUP BY 1");
-    assert_eq!(QueryPlan::new(&single).unwrap().single_partition(), None);
+    let plan = QueryPlan::new(&single).unwrap();
+    assert_eq!((plan.single_partition(), plan.exchange()), (None, None));
 }
 
 #[test]

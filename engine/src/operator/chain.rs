@@ -23,6 +23,17 @@
 //!
 //! The snapshot holds every stage's snapshot ([`OperatorChain::snapshot`]): a header line, then
 //! each stage's bytes with their length.
+//!
+//! **Exchange** (DESIGN.md "The operator graph": an exchange edge): a link whose group key does
+//! not hold the routing key of the stage before it is marked [`ChainLink::exchange`]. Split there
+//! ([`OperatorChain::split_at_exchange`], when several partition actors run the chain), the
+//! chain runs the stages before the exchange as usual, but the rows reaching the exchange link
+//! go, after its steps, to an outbox ([`OperatorChain::take_exchanged`]) instead of its operator:
+//! the runtime routes each by the hash of the link's key ([`OperatorChain::exchange_key`]) to the
+//! partition actor owning it, which hands it to [`OperatorChain::on_exchanged`]; once every
+//! peer's rows of the batch are in, [`OperatorChain::end_exchanged`] ends the batch of the
+//! stages from the exchange on. The snapshot is the same either way: the exchange link's state
+//! is keyed by its own key, which a re-split routes as the runtime routes its input rows.
 
 use std::sync::Arc;
 
@@ -46,8 +57,13 @@ pub struct ChainLink {
     /// column reaches this stage's key unchanged, the positions (in routing-key order), so that
     /// a re-split across a change of `parallelism` keeps the groups of the routing keys a
     /// partition actor owns; `None` when it does not (then the chain must run in one partition
-    /// actor, and [`Operator::retain_groups`] keeps every group of this stage).
+    /// actor, and [`Operator::retain_groups`] keeps every group of this stage). An exchange
+    /// link's positions are its whole group key (`0..n`): its groups are routed by their own key.
     pub routing_positions: Option<Vec<usize>>,
+    /// Whether the edge into this stage is an exchange: its group key does not hold the routing
+    /// key of the stage before, so its input rows are re-keyed by its own key (see the module
+    /// documentation).
+    pub exchange: bool,
 }
 
 impl std::fmt::Debug for ChainLink {
@@ -56,6 +72,7 @@ impl std::fmt::Debug for ChainLink {
             .field("steps", &self.steps)
             .field("operator", &self.operator)
             .field("routing_positions", &self.routing_positions)
+            .field("exchange", &self.exchange)
             .finish()
     }
 }
@@ -75,6 +92,10 @@ pub struct OperatorChain {
     buffers: Vec<Output>,
     /// Rows dropped after the first stage (see the module documentation).
     dropped: u64,
+    /// Split at an exchange: the index of the exchange link, whose input rows go to `outbox`.
+    split: Option<usize>,
+    /// Split: the exchange link's input records (after its steps) not yet taken.
+    outbox: Vec<Record>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -98,6 +119,59 @@ impl OperatorChain {
             forwarded: vec![Timestamp::MIN; n],
             buffers: (0..n).map(|_| Output::default()).collect(),
             dropped: 0,
+            split: None,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// Whether a link's input is exchanged between partition actors (a stage keyed otherwise
+    /// than the one before it).
+    pub fn has_exchange(&self) -> bool {
+        self.links.iter().any(|l| l.exchange)
+    }
+
+    /// Splits the chain at its first exchange link (see the module documentation), for a run
+    /// over several partition actors in micro-batch mode; `false` (and nothing changes) when it
+    /// has none. From then on [`Operator::end_batch`] ends the stages before the exchange only.
+    pub fn split_at_exchange(&mut self) -> bool {
+        self.split = self.links.iter().position(|l| l.exchange);
+        self.split.is_some()
+    }
+
+    /// The columns of the exchange link's input records that key its state, in order: split,
+    /// the runtime routes each record by their hash. Empty without an exchange link.
+    pub fn exchange_key(&self) -> &[usize] {
+        self.links.iter().find(|l| l.exchange).map_or(&[], |l| l.operator.key_columns())
+    }
+
+    /// Split: takes the records that reached the exchange since the last call (in the order
+    /// they were emitted), for the runtime to route; empty when the chain is not split.
+    pub fn take_exchanged(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Split: one record routed to this partition actor across the exchange (from any peer,
+    /// itself included), given to the exchange link's operator; the rows it leads to go down
+    /// the chain, the last stage's to `out`. Does nothing when the chain is not split.
+    pub fn on_exchanged(&mut self, record: &Record, out: &mut Output) {
+        let Some(i) = self.split else { return };
+        let mut moved = std::mem::take(&mut self.buffers[i]);
+        moved.clear();
+        self.links[i].operator.on_record(record, self.forwarded[i], &mut moved);
+        self.dropped += (moved.late.len() + moved.rejected.len()) as u64;
+        let mut rows = std::mem::take(&mut moved.rows);
+        self.push_down(i + 1, &mut rows, None, out);
+        moved.rows = rows;
+        moved.clear();
+        self.buffers[i] = moved;
+    }
+
+    /// Split, micro-batch: ends the batch of the stages from the exchange on, once every
+    /// peer's records of the batch went through [`OperatorChain::on_exchanged`]. Does nothing
+    /// when the chain is not split.
+    pub fn end_exchanged(&mut self, out: &mut Output) {
+        if let Some(i) = self.split {
+            self.end_links(i, self.links.len(), out);
         }
     }
 
@@ -135,6 +209,16 @@ impl OperatorChain {
             out.rows.append(rows);
             return;
         }
+        if Some(from) == self.split {
+            let steps = &self.links[from].steps;
+            for row in rows.drain(..) {
+                match steps.apply(Record::new(row)) {
+                    Applied::Keep(record) => self.outbox.push(record),
+                    Applied::Drop | Applied::Failed { .. } => self.dropped += 1,
+                }
+            }
+            return;
+        }
         let mut moved = std::mem::take(&mut self.buffers[from]);
         moved.clear();
         let link = &mut self.links[from];
@@ -159,10 +243,10 @@ impl OperatorChain {
         self.buffers[from] = moved;
     }
 
-    /// Micro-batch: ends the batch of every link from `from` on, in order, each after it took
-    /// the rows of the stage before it.
-    fn end_links(&mut self, from: usize, out: &mut Output) {
-        for i in from..self.links.len() {
+    /// Micro-batch: ends the batch of the links `from..to`, in order, each after it took the
+    /// rows of the stage before it.
+    fn end_links(&mut self, from: usize, to: usize, out: &mut Output) {
+        for i in from..to {
             let mut moved = std::mem::take(&mut self.buffers[i]);
             moved.clear();
             self.links[i].operator.end_batch(&mut moved);
@@ -233,7 +317,8 @@ impl Operator for OperatorChain {
         let start = out.rows.len();
         self.first.end_batch(out);
         self.push_first_rows(out, start, None);
-        self.end_links(0, out);
+        // split: the stages from the exchange on end in `end_exchanged`
+        self.end_links(0, self.split.unwrap_or(self.links.len()), out);
     }
 
     fn advance_watermark(&mut self, w: Timestamp, out: &mut Output) {
@@ -248,6 +333,10 @@ impl Operator for OperatorChain {
         self.first.advance_clock(now, out);
         self.push_first_rows(out, start, None);
         for i in 0..self.links.len() {
+            if Some(i) == self.split {
+                // the stages from the exchange on move with the rows exchanged
+                break;
+            }
             let mut moved = std::mem::take(&mut self.buffers[i]);
             moved.clear();
             self.links[i].operator.advance_clock(now, &mut moved);
@@ -337,6 +426,10 @@ impl Operator for OperatorChain {
             *f = (*f).max(g);
         }
         Ok(())
+    }
+
+    fn as_chain_mut(&mut self) -> Option<&mut OperatorChain> {
+        Some(self)
     }
 
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool) {

@@ -316,6 +316,12 @@ pub trait Operator: Send + std::fmt::Debug {
     /// Drops every group (the values of the routing / `group_by` columns, in order) for which
     /// `keep` is false, with its windows, sessions, pending records and timers.
     fn retain_groups(&mut self, keep: &mut dyn FnMut(&GroupKey) -> bool);
+
+    /// The operator as an [`OperatorChain`], when it is one (the runtime splits a chain at its
+    /// exchange, [`OperatorChain::split_at_exchange`]); the default: `None`.
+    fn as_chain_mut(&mut self) -> Option<&mut OperatorChain> {
+        None
+    }
 }
 
 /// Folds a restored snapshot's watermark tracker into an operator's (see [`Operator::restore`]).

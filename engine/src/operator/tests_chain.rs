@@ -40,7 +40,8 @@ fn chain(mode: Mode, tracked: bool) -> OperatorChain {
     })
     .with_stamped_watermark();
     let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
-    let link = ChainLink { steps, operator: Box::new(second), routing_positions: None };
+    // keyed by the window alone: an exchange edge, its groups routed by their own key
+    let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]), exchange: true };
     let first: Box<dyn Operator> = match mode {
         Mode::RealTime if tracked => Box::new(first.with_stamped_watermark()),
         _ => Box::new(first),
@@ -188,7 +189,7 @@ fn a_resplit_keeps_in_every_stage_the_groups_of_the_routing_keys_kept() {
             watermark: Some((0, Duration(0))),
         });
         let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
-        let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]) };
+        let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]), exchange: false };
         OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link])
     };
     let mut c = build();
@@ -203,4 +204,62 @@ fn a_resplit_keeps_in_every_stage_the_groups_of_the_routing_keys_kept() {
     let out = batch(&mut only_a, 2, 12, 40, &[]);
     // [10, 20) of a (1) joins a's [0, 20) (1): 2; b's group went with its routing key
     assert_eq!(out.rows, vec![vec![window(0, 20), Value::Str("a".into()), Value::Long(2)]]);
+}
+
+#[test]
+fn a_chain_split_at_its_exchange_over_three_partitions_gives_the_rows_of_the_whole_chain() {
+    // the partition owning a record of stage 1 (by `k`) and one of stage 2 (by its window):
+    // any fixed functions of the keys do, as the runtime's hash does
+    let by_key = |r: &Record| match &r.values[0] {
+        Value::Str(s) => usize::from(s.as_bytes()[0]) % 3,
+        v => panic!("{v:?}"),
+    };
+    let by_window = |r: &Record| match &r.values[0] {
+        Value::Window { start, .. } => (start.0 / (10 * S)) as usize % 3,
+        v => panic!("{v:?}"),
+    };
+    let mut parts: Vec<OperatorChain> = (0..3).map(|_| chain(Mode::MicroBatch, false)).collect();
+    for p in &mut parts {
+        assert!(p.has_exchange() && p.split_at_exchange());
+        assert_eq!(p.exchange_key(), &[0]);
+    }
+    let w = |s: i64| if s == i64::MIN { Timestamp::MIN } else { Timestamp(s * S) };
+    // the batches of the unsplit chain's test above, with the rows it gives
+    let batches = [
+        (i64::MIN, i64::MIN, vec![rec("a", 1), rec("a", 2), rec("b", 3), rec("a", 12)], vec![]),
+        (i64::MIN, 12, vec![rec("c", 15)], vec![vec![window(0, 10), Value::Long(3)]]),
+        (12, 15, vec![rec("a", 5), rec("d", 30)], vec![]),
+        (15, 30, vec![], vec![vec![window(10, 20), Value::Long(2)]]),
+    ];
+    let mut late = Vec::new();
+    for (id, (l, e, records, expected)) in batches.into_iter().enumerate() {
+        let ctx = BatchContext {
+            batch_id: id as u64,
+            watermarks: BatchWatermarks { late: w(l), evict: w(e) },
+            processing_time: Timestamp(0),
+        };
+        let mut out = Output::default();
+        for p in &mut parts {
+            p.begin_batch(&ctx);
+        }
+        for r in &records {
+            parts[by_key(r)].on_record(r, Timestamp::MIN, &mut out);
+        }
+        for p in &mut parts {
+            p.end_batch(&mut out);
+        }
+        // nothing passed the exchange yet: stage 2 has not ended its batch
+        assert!(out.rows.is_empty(), "batch {id}: {:?}", out.rows);
+        let exchanged: Vec<Record> = parts.iter_mut().flat_map(OperatorChain::take_exchanged).collect();
+        for r in &exchanged {
+            parts[by_window(r)].on_exchanged(r, &mut out);
+        }
+        for p in &mut parts {
+            p.end_exchanged(&mut out);
+        }
+        assert_eq!(out.rows, expected, "batch {id}");
+        late.append(&mut out.late);
+    }
+    assert_eq!(late, vec![rec("a", 5)]);
+    assert!(parts.iter().all(|p| p.dropped_between_stages() == 0));
 }

@@ -1,7 +1,9 @@
 //! Planning of the queries chained after the first ([`Pipeline::then`]): each a stage of an
-//! [`OperatorChain`] on the partition actor's thread (a forward edge, DESIGN.md "The operator
-//! graph"), and whether the chain may be split over several partition actors without an
-//! exchange (which Eddy does not have yet).
+//! [`OperatorChain`], and the edge into it (DESIGN.md "The operator graph"): *forward* when the
+//! stage's group key holds the routing key of the stage before (the same partition actor owns
+//! every row of its groups: chained on its thread), else *exchange* (its input rows re-keyed by
+//! the hash of its own key to the partition actor owning it). One exchange per chain: a second
+//! stage keyed otherwise than the exchanged one runs the chain in one partition actor.
 
 use std::sync::Arc;
 
@@ -22,6 +24,8 @@ pub(super) struct LinkPlan {
     steps: Arc<CompiledSteps>,
     operator: OperatorPlan,
     routing_positions: Option<Vec<usize>>,
+    /// The edge into this stage is an exchange.
+    pub(super) exchange: bool,
 }
 
 /// The stages after the first, and the sink's message key in the last stage's output.
@@ -48,6 +52,7 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
     };
     let mut links = Vec::with_capacity(p.then.len());
     let mut partition_key = Vec::new();
+    let mut exchanged = false;
     for (n, c) in p.then.iter().enumerate() {
         let before = spec::chained_output(query, &input, &[]);
         let stage_input = schema_after(&c.steps, &before);
@@ -78,13 +83,20 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
             }
         };
         // the routing key's positions in this stage's group key, each a copy of a routing column
-        let positions = routing.as_ref().and_then(|r| match &keys {
+        let mut positions = routing.as_ref().and_then(|r| match &keys {
             None => Some(Vec::new()),
             Some(keys) => r
                 .iter()
                 .map(|&col| keys.iter().position(|&k| sources.get(k).copied().flatten() == Some(col)))
                 .collect::<Option<Vec<usize>>>(),
         });
+        // a keyed stage whose key does not hold the routing key: the first such stage takes its
+        // input through an exchange, keyed (and routed, and re-split) by its own whole key
+        let exchange = positions.is_none() && !exchanged && routing.is_some();
+        if let (true, Some(keys)) = (exchange, &keys) {
+            positions = Some((0..keys.len()).collect());
+            exchanged = true;
+        }
         routing = match (&keys, &positions, &out_routing) {
             // a projection passes the key's columns on where they are
             (None, Some(_), _) => routing.as_ref().and_then(|r| {
@@ -93,7 +105,7 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
             (Some(_), Some(pos), Some(out)) => Some(pos.iter().map(|&i| out[i]).collect()),
             _ => None,
         };
-        links.push(LinkPlan { steps, operator, routing_positions: positions });
+        links.push(LinkPlan { steps, operator, routing_positions: positions, exchange });
         input = stage_input;
         query = &c.query;
     }
@@ -181,6 +193,7 @@ pub(super) fn build(
                 _ => Box::new(Forward),
             },
             routing_positions: l.routing_positions.clone(),
+            exchange: l.exchange,
         })
         .collect();
     let chain = OperatorChain::new(mode, first, links);
@@ -190,16 +203,21 @@ pub(super) fn build(
     }
 }
 
-/// Why the chain must run in one partition actor, if it must: a stage whose group key does
-/// not hold the first stage's routing key would need its input exchanged between partition
-/// actors by its own key.
+/// Why the chain must run in one partition actor, if it must: a stage after the exchange whose
+/// group key does not hold the exchanged stage's key would need a second exchange, which the
+/// runtime does not run.
 pub(super) fn single_partition_reason(links: &[LinkPlan]) -> Option<String> {
     links.iter().position(|l| l.routing_positions.is_none()).map(|i| {
         format!(
-            "the aggregation chained after operator {} is not grouped by every key of the one before it, so its groups \
-             would be spread over partition actors and it needs its input exchanged between them by its own key, \
-             which Eddy does not do yet: run it with parallelism = 1",
+            "the aggregation chained after operator {} is not grouped by every key of the one before it, and its \
+             input is already behind an exchange: a second exchange between partition actors is not supported, \
+             so run it with parallelism = 1",
             i + 1
         )
     })
+}
+
+/// The index of the first link whose input is exchanged, if any.
+pub(super) fn exchange_link(links: &[LinkPlan]) -> Option<usize> {
+    links.iter().position(|l| l.exchange)
 }
