@@ -36,8 +36,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::aggregate::Aggregator;
+use crate::expr::{ScalarUdf, UserFunctions, builtin_name};
 use crate::operator::StatefulProcessor;
-use crate::schema::{Field, Schema};
+use crate::schema::{DataType, Field, Schema};
+use crate::value::Value;
 
 /// Makes one processor instance; called once per partition actor at the start of each run.
 pub type ProcessorFactory = Arc<dyn Fn() -> Box<dyn StatefulProcessor> + Send + Sync>;
@@ -90,12 +93,115 @@ impl PartialEq for RegisteredProcessor {
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
     processors: BTreeMap<String, RegisteredProcessor>,
+    functions: UserFunctions,
 }
+
+/// A registration refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// The name is a built-in function's or aggregate's: a pipeline's `name(...)` would mean
+    /// two things.
+    #[error("`{given}` is a built-in function of Spark SQL (expected a name that is not: {allowed})")]
+    BuiltinName {
+        /// The name as given.
+        given: String,
+        /// What is allowed.
+        allowed: String,
+    },
+    /// The name is not an SQL identifier (a call could not be written).
+    #[error("`{given}` is not a function name (expected {allowed})")]
+    BadName {
+        /// The name as given.
+        given: String,
+        /// What is allowed.
+        allowed: String,
+    },
+    /// The name is already registered as the other kind (scalar / aggregate).
+    #[error("`{given}` is already registered as {other} (expected one function per name)")]
+    Taken {
+        /// The name as given.
+        given: String,
+        /// What holds it: "a scalar function" or "an aggregate function".
+        other: &'static str,
+    },
+}
+
+/// What a registered function name may be.
+const FUNCTION_NAME: &str = "[A-Za-z_][A-Za-z0-9_]*, not one of Spark's functions (SQL.md)";
 
 impl Registry {
     /// An empty registry (the `eddy` command's).
     pub const fn new() -> Registry {
-        Registry { processors: BTreeMap::new() }
+        Registry { processors: BTreeMap::new(), functions: UserFunctions::new() }
+    }
+
+    /// Registers a scalar UDF (Spark's `spark.udf.register`): `name(args...)` in any SQL
+    /// expression of a pipeline (`source.filter` / `select`, `sink.select`, `[query] sql`)
+    /// calls `f` with the argument values, of the types `args` declares (each argument is
+    /// checked at validation and implicitly cast as Spark widens: INT -> BIGINT -> DOUBLE,
+    /// FLOAT -> DOUBLE, DATE -> TIMESTAMP), NULL included; `f` returns a value of type `result`
+    /// (or NULL), or a message.
+    ///
+    /// Names are matched ignoring case. Registering a name again replaces the earlier function.
+    /// A record on which `f` returns `Err`, panics (the panic is caught) or returns a value of
+    /// another type goes to the dead-letter sink with `FAILED_EXECUTE_UDF (function NAME:
+    /// MESSAGE)`; the run goes on. `f` runs on the partition actors' and source actor's
+    /// threads, once per record and call.
+    ///
+    /// # Errors
+    /// [`RegistryError::BuiltinName`] for the name of a built-in function or aggregate (`lower`,
+    /// `sum`, `window`: a UDF may not shadow one, unlike Spark's temporary functions, so that a
+    /// pipeline reads the same everywhere); [`RegistryError::BadName`] for a name that is not an
+    /// identifier; [`RegistryError::Taken`] for the name of a registered aggregate.
+    pub fn register_udf<F>(
+        &mut self,
+        name: &str,
+        args: &[DataType],
+        result: DataType,
+        f: F,
+    ) -> Result<&mut Registry, RegistryError>
+    where
+        F: Fn(&[Value]) -> Result<Value, String> + Send + Sync + 'static,
+    {
+        function_name(name)?;
+        if self.functions.aggregate(name).is_some() {
+            return Err(RegistryError::Taken { given: name.to_string(), other: "an aggregate function" });
+        }
+        self.functions.insert(ScalarUdf::new(name, args.to_vec(), result, Arc::new(f)));
+        Ok(self)
+    }
+
+    /// Registers a user aggregate (UDAF): `name(column)` in a SQL query's aggregation (GROUP
+    /// BY, `window(...)`, `session_window(...)`) and `agg = "name"` in a pipeline's `measures`
+    /// (window aggregates and rolling windows). The state is the aggregator's [`Value`],
+    /// checkpointed as the built-ins' states. A rolling window retracts a value leaving its
+    /// range where [`Aggregator::can_retract`] says so, and otherwise recomputes the measure
+    /// from the records in range at each change (as Databricks' rollingWindow does for an
+    /// aggregate without an inverse).
+    ///
+    /// Names are matched ignoring case; registering a name again replaces the earlier
+    /// aggregate. The default output column is `name(column)` with the name as registered
+    /// (lower case).
+    ///
+    /// # Errors
+    /// As [`Registry::register_udf`] (a built-in's name, not an identifier, a name registered
+    /// as a scalar function).
+    pub fn register_udaf(
+        &mut self,
+        name: &str,
+        aggregator: Arc<dyn Aggregator>,
+    ) -> Result<&mut Registry, RegistryError> {
+        function_name(name)?;
+        if self.functions.scalar(name).is_some() {
+            return Err(RegistryError::Taken { given: name.to_string(), other: "a scalar function" });
+        }
+        self.functions.insert_aggregate(name, aggregator);
+        Ok(self)
+    }
+
+    /// The registered functions (scalar and aggregate), as validation binds them.
+    pub fn functions(&self) -> &UserFunctions {
+        &self.functions
     }
 
     /// Registers the stateful processor that `[query] type = "processor"`, `name = NAME` names:
@@ -121,4 +227,18 @@ impl Registry {
     pub fn processor_names(&self) -> Vec<&str> {
         self.processors.keys().map(String::as_str).collect()
     }
+}
+
+/// A function name as [`Registry::register_udf`] takes it.
+fn function_name(name: &str) -> Result<(), RegistryError> {
+    let mut chars = name.chars();
+    let ident = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Err(RegistryError::BadName { given: name.to_string(), allowed: FUNCTION_NAME.to_string() });
+    }
+    if builtin_name(name) {
+        return Err(RegistryError::BuiltinName { given: name.to_string(), allowed: FUNCTION_NAME.to_string() });
+    }
+    Ok(())
 }

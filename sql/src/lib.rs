@@ -698,3 +698,5 @@ pub fn parse_pipeline_in(
 
 #[cfg(test)]
 mod tests_query;
+#[cfg(test)]
+mod tests_udf;

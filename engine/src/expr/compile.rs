@@ -19,6 +19,7 @@
 use std::sync::Arc;
 
 use super::functions::{ArithOp, CmpOp, Func, arith};
+use super::udf::{ScalarUdf, UdfFailure};
 use super::{EvalErrorKind, ExprError, Node, Typed};
 use crate::schema::DataType;
 use crate::value::{Record, Value};
@@ -100,7 +101,8 @@ where
 }
 
 /// A failed evaluation inside the closures: the error condition and the failing
-/// sub-expression's name. Three words, so that every closure's result stays small.
+/// sub-expression's name. Four words (the kind is two: a user function's failure is boxed),
+/// no larger than a [`Value`], so that every closure's result stays the size of the value.
 pub(crate) struct Fail {
     kind: EvalErrorKind,
     expr: Arc<str>,
@@ -631,7 +633,40 @@ fn compile(t: &Typed) -> Eval {
             })
         }
         Node::Call { func, args } => compile_call(func, args, name),
+        Node::Udf { udf, args } => compile_udf(udf, args, name),
     }
+}
+
+/// A scalar UDF's call: its one argument read in place (a column is not cloned), or its
+/// arguments' values collected; the closure runs under `catch_unwind` ([`ScalarUdf::call`]).
+fn compile_udf(udf: &Arc<ScalarUdf>, args: &[Typed], name: Arc<str>) -> Eval {
+    if let [a] = args {
+        return build1(a, UdfNode1 { udf: udf.clone(), name });
+    }
+    let udf = udf.clone();
+    let ev: Vec<Eval> = args.iter().map(compile).collect();
+    node(move |r| {
+        let v = ev.iter().map(|e| e.call(r)).collect::<Result<Vec<_>, _>>()?;
+        udf.call(&v).map_err(|u| udf_fail(u, &name))
+    })
+}
+
+/// A one-argument UDF call.
+struct UdfNode1 {
+    udf: Arc<ScalarUdf>,
+    name: Arc<str>,
+}
+
+impl Build1 for UdfNode1 {
+    fn build<A: Operand>(self, a: A) -> Eval {
+        let UdfNode1 { udf, name } = self;
+        node(move |r| a.with(r, |x| udf.call(std::slice::from_ref(x)))?.map_err(|u| udf_fail(u, &name)))
+    }
+}
+
+#[cold]
+fn udf_fail(u: UdfFailure, name: &Arc<str>) -> Fail {
+    fail(EvalErrorKind::UserFunction(Box::new(u)), name)
 }
 
 /// A function or operator: comparisons and arithmetic on their kernels, one- and two-argument
