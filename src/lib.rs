@@ -77,8 +77,9 @@ use eddy_engine::spec::{self, SpecError};
 
 pub use eddy_actors::RunSummary;
 pub use eddy_connectors::foreach::{ForeachWriter, RowView, WriterError};
+pub use eddy_engine::aggregate::Aggregator;
 pub use eddy_engine::operator::{KeyContext, StatefulProcessor, TimeDomain};
-pub use eddy_engine::registry::Registry;
+pub use eddy_engine::registry::{Registry, RegistryError};
 pub use eddy_engine::{DataType, Duration, Field, GroupKey, Record, Row, Schema, Timestamp, Value};
 
 /// What went wrong, as `eddy run` reports it (PIPELINE.md "The command").

@@ -510,7 +510,8 @@ fn is_window_call(name: &str) -> bool {
 /// Whether `s` is an aggregate call (SQL.md's aggregates, and `count_if`, planned as a count).
 fn is_aggregate(s: &Syntax) -> bool {
     matches!(&s.kind, SyntaxKind::Call { name, .. }
-        if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if"))
+        if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if")
+            || crate::expr::current_aggregate(name).is_some())
 }
 
 /// The first aggregate call in `s`, outermost first.
