@@ -2,8 +2,10 @@
 //! values of a numeric column (zero, negative and NULL values are left out, as a geometric mean
 //! of them is not defined); NULL when there is none.
 //!
-//! The state is `[sum of ln x (DOUBLE), count (BIGINT)]`, a `Value::List`, so it is checkpointed
-//! as the built-in states are. [`GeoMean`] retracts (a value leaving a rolling window subtracts
+//! The state is `[sum of ln x (DOUBLE), its compensation (DOUBLE), count (BIGINT)]`, a
+//! `Value::List`, so it is checkpointed as the built-in states are. The sum is compensated
+//! (Neumaier's two-sum), so that logarithms added and later retracted leave no visible drift: a
+//! window that holds one price again gives that price back, not a neighbour of it. [`GeoMean`] retracts (a value leaving a rolling window subtracts
 //! its logarithm), so a rolling window updates it incrementally; [`GeoMeanRescan`] is the same
 //! function without `retract`, which a rolling window recomputes from the records in range.
 
@@ -29,32 +31,44 @@ fn ln(v: &Value) -> Option<f64> {
     (x > 0.0 && x.is_finite()).then(|| x.ln())
 }
 
-/// The state's parts: (sum of logarithms, count).
-fn parts(state: &Value) -> (f64, i64) {
+/// The state's parts: (sum of logarithms, its compensation, count).
+fn parts(state: &Value) -> (f64, f64, i64) {
     match state {
         Value::List(items) => match &items[..] {
-            [Value::Double(s), Value::Long(n)] => (*s, *n),
-            _ => (0.0, 0),
+            [Value::Double(s), Value::Double(c), Value::Long(n)] => (*s, *c, *n),
+            _ => (0.0, 0.0, 0),
         },
-        _ => (0.0, 0),
+        _ => (0.0, 0.0, 0),
     }
 }
 
-fn state(sum: f64, n: i64) -> Value {
-    Value::List(vec![Value::Double(sum), Value::Long(n)].into())
+fn state(sum: f64, compensation: f64, n: i64) -> Value {
+    Value::List(vec![Value::Double(sum), Value::Double(compensation), Value::Long(n)].into())
+}
+
+/// `sum + x` with the rounding error of the addition added to `c` (Neumaier).
+fn two_sum(sum: f64, c: f64, x: f64) -> (f64, f64) {
+    let t = sum + x;
+    let lost = if sum.abs() >= x.abs() { (sum - t) + x } else { (x - t) + sum };
+    (t, c + lost)
 }
 
 fn add(s: &mut Value, input: &Value, sign: i64) {
     if let Some(l) = ln(input) {
-        let (sum, n) = parts(s);
-        *s = if n + sign == 0 { state(0.0, 0) } else { state(sum + sign as f64 * l, n + sign) };
+        let (sum, c, n) = parts(s);
+        *s = if n + sign == 0 {
+            state(0.0, 0.0, 0)
+        } else {
+            let (sum, c) = two_sum(sum, c, sign as f64 * l);
+            state(sum, c, n + sign)
+        };
     }
 }
 
 fn finish(s: &Value) -> Value {
     match parts(s) {
-        (_, 0) => Value::Null,
-        (sum, n) => Value::Double((sum / n as f64).exp()),
+        (_, _, 0) => Value::Null,
+        (sum, c, n) => Value::Double(((sum + c) / n as f64).exp()),
     }
 }
 
@@ -66,14 +80,15 @@ impl Aggregator for GeoMean {
         DataType::Double
     }
     fn zero(&self) -> Value {
-        state(0.0, 0)
+        state(0.0, 0.0, 0)
     }
     fn reduce(&self, s: &mut Value, input: &Value) {
         add(s, input, 1);
     }
     fn merge(&self, s: &mut Value, other: &Value) {
-        let ((a, m), (b, n)) = (parts(s), parts(other));
-        *s = state(a + b, m + n);
+        let ((a, ca, m), (b, cb, n)) = (parts(s), parts(other));
+        let (sum, c) = two_sum(a, ca + cb, b);
+        *s = state(sum, c, m + n);
     }
     fn finish(&self, s: &Value) -> Value {
         finish(s)
