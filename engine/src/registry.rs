@@ -1,17 +1,25 @@
 //! User code by name: what a pipeline file may refer to beyond Eddy's own operators and
-//! functions (`[query] type = "processor"`, `name = NAME`).
+//! functions: stateful processors (`[query] type = "processor"`, `name = NAME`), scalar
+//! functions (UDFs: `name(args)` in any SQL expression) and aggregate functions (UDAFs: `agg =
+//! "name"` in `measures`, `name(column)` in a SQL query's aggregation).
 //!
 //! A [`Registry`] is filled in code (through the `eddy` library's `Job`) before the pipeline is
 //! validated: validation resolves each name against it, so a pipeline naming code that is not
 //! registered is refused as any other wrong field (exit 2), and the validated pipeline holds the
-//! registered code itself ([`RegisteredProcessor`]). The `eddy` command's registry is empty.
+//! registered code itself ([`RegisteredProcessor`], the bound expressions and measures). The
+//! `eddy` command's registry is empty.
 //!
 //! # Example
 //!
+//! A processor, a UDF and a UDAF:
+//!
 //! ```
+//! use std::sync::Arc;
+//!
+//! use eddy_engine::aggregate::Aggregator;
 //! use eddy_engine::operator::{KeyContext, StatefulProcessor, TimeDomain};
-//! use eddy_engine::registry::Registry;
-//! use eddy_engine::{Record, Schema, Timestamp, Value};
+//! use eddy_engine::registry::{Registry, RegistryError};
+//! use eddy_engine::{DataType, Record, Schema, Timestamp, Value};
 //!
 //! /// Emits each key's running count of records.
 //! #[derive(Default)]
@@ -27,10 +35,54 @@
 //!     fn handle_timer(&mut self, _domain: TimeDomain, _at: Timestamp, _ctx: &mut KeyContext<'_>) {}
 //! }
 //!
+//! /// The product of a column's values (as DOUBLE): retractable while no value is zero.
+//! #[derive(Debug)]
+//! struct Product;
+//!
+//! impl Aggregator for Product {
+//!     fn name(&self) -> &str {
+//!         "product"
+//!     }
+//!     fn result_type(&self, _input: DataType) -> DataType {
+//!         DataType::Double
+//!     }
+//!     fn zero(&self) -> Value {
+//!         Value::Double(1.0)
+//!     }
+//!     fn reduce(&self, state: &mut Value, input: &Value) {
+//!         if let (Value::Double(p), Some(x)) = (&mut *state, input.as_f64()) {
+//!             *p *= x;
+//!         }
+//!     }
+//!     fn merge(&self, state: &mut Value, other: &Value) {
+//!         if let (Value::Double(p), Value::Double(q)) = (&mut *state, other) {
+//!             *p *= q;
+//!         }
+//!     }
+//!     fn finish(&self, state: &Value) -> Value {
+//!         state.clone()
+//!     }
+//! }
+//!
 //! let mut registry = Registry::new();
 //! let output = Schema::parse_ddl("user STRING, n BIGINT").expect("a valid schema");
 //! registry.register_processor("count", output, || Box::new(Count));
+//! // `cents(amount)` in a select, a filter or a SQL query: DOUBLE in (an INT or BIGINT argument
+//! // is widened to it), BIGINT out; an error sends the record to the dead-letter sink
+//! registry.register_udf("cents", &[DataType::Double], DataType::Long, |args| match args[0] {
+//!     Value::Double(x) if x < 0.0 => Err(format!("negative amount {x}")),
+//!     Value::Double(x) => Ok(Value::Long((x * 100.0).round() as i64)),
+//!     _ => Ok(Value::Null),
+//! })?;
+//! // `agg = "product"` in measures, `product(price)` in SQL
+//! registry.register_udaf("product", Arc::new(Product))?;
+//! // a built-in's name is refused
+//! let refused = registry.register_udf("lower", &[DataType::String], DataType::String, |a| Ok(a[0].clone()));
+//! assert!(matches!(refused, Err(RegistryError::BuiltinName { .. })));
 //! assert_eq!(registry.processor_names(), vec!["count"]);
+//! assert_eq!(registry.functions().scalar_names(), vec!["cents"]);
+//! assert_eq!(registry.functions().aggregate_names(), vec!["product"]);
+//! # Ok::<(), RegistryError>(())
 //! ```
 
 use std::collections::BTreeMap;

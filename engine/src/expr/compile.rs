@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use super::functions::{ArithOp, CmpOp, Func, arith};
-use super::udf::{ScalarUdf, UdfFailure};
+use super::udf::ScalarUdf;
 use super::{EvalErrorKind, ExprError, Node, Typed};
 use crate::schema::DataType;
 use crate::value::{Record, Value};
@@ -647,7 +647,7 @@ fn compile_udf(udf: &Arc<ScalarUdf>, args: &[Typed], name: Arc<str>) -> Eval {
     let ev: Vec<Eval> = args.iter().map(compile).collect();
     node(move |r| {
         let v = ev.iter().map(|e| e.call(r)).collect::<Result<Vec<_>, _>>()?;
-        udf.call(&v).map_err(|u| udf_fail(u, &name))
+        call_udf(&udf, &v, &name)
     })
 }
 
@@ -660,13 +660,23 @@ struct UdfNode1 {
 impl Build1 for UdfNode1 {
     fn build<A: Operand>(self, a: A) -> Eval {
         let UdfNode1 { udf, name } = self;
-        node(move |r| a.with(r, |x| udf.call(std::slice::from_ref(x)))?.map_err(|u| udf_fail(u, &name)))
+        node(move |r| a.with(r, |x| call_udf(&udf, std::slice::from_ref(x), &name))?)
+    }
+}
+
+/// A UDF's call on one record: the value, or its failure named `name`.
+#[inline(always)]
+fn call_udf(udf: &ScalarUdf, args: &[Value], name: &Arc<str>) -> Result<Value, Fail> {
+    match udf.run(args) {
+        Ok(Ok(v)) if udf.returns(&v) => Ok(v),
+        outcome => Err(udf_fail(udf, outcome, name)),
     }
 }
 
 #[cold]
-fn udf_fail(u: UdfFailure, name: &Arc<str>) -> Fail {
-    fail(EvalErrorKind::UserFunction(Box::new(u)), name)
+#[inline(never)]
+fn udf_fail(udf: &ScalarUdf, outcome: super::udf::Outcome, name: &Arc<str>) -> Fail {
+    fail(EvalErrorKind::UserFunction(udf.failure(outcome)), name)
 }
 
 /// A function or operator: comparisons and arithmetic on their kernels, one- and two-argument
@@ -699,7 +709,16 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
 
 #[cfg(test)]
 mod tests {
-    use super::ascii_in_case;
+    use super::{Fail, ascii_in_case};
+    use crate::value::Value;
+
+    /// A failure (a user function's included: its name and message are boxed) never makes the
+    /// per-record result larger than the value it carries on the ok path.
+    #[test]
+    fn a_failure_is_no_larger_than_a_value() {
+        assert!(std::mem::size_of::<Fail>() <= std::mem::size_of::<Value>());
+        assert_eq!(std::mem::size_of::<Result<Value, Fail>>(), std::mem::size_of::<Result<Value, ()>>());
+    }
 
     /// The word-at-a-time check against the byte-by-byte rule, for every byte value at every
     /// position of strings of 1 to 19 bytes (both sides of the 8-byte words) and both cases.

@@ -36,6 +36,8 @@ pub struct ScalarUdf {
     name: Arc<str>,
     args: Vec<DataType>,
     result: DataType,
+    /// `result`'s kind of value, checked on every call.
+    kind: Kind,
     func: ScalarFn,
 }
 
@@ -43,7 +45,7 @@ impl ScalarUdf {
     /// A UDF named `name` (kept lower case: names are matched ignoring case) taking `args` and
     /// returning `result`.
     pub fn new(name: &str, args: Vec<DataType>, result: DataType, func: ScalarFn) -> ScalarUdf {
-        ScalarUdf { name: Arc::from(name.to_ascii_lowercase()), args, result, func }
+        ScalarUdf { name: Arc::from(name.to_ascii_lowercase()), args, kind: Kind::of(result), result, func }
     }
 
     /// The name, lower case.
@@ -67,32 +69,53 @@ impl ScalarUdf {
     /// The failure's message: the closure's own `Err`, `panicked: <payload>` for a panic (the
     /// payload when it is a string), or `returned <type> where <declared> was declared` for a
     /// value of another type than the declared result.
-    #[inline]
     pub fn call(&self, args: &[Value]) -> Result<Value, UdfFailure> {
+        match self.run(args) {
+            Ok(Ok(v)) if self.kind.holds(&v) => Ok(v),
+            outcome => Err(*self.failure(outcome)),
+        }
+    }
+
+    /// The closure on `args` under [`catch_unwind`]: its own result, or the panic's payload.
+    /// The per-record path ([`ScalarUdf::call`] and the compiled call) checks the value's kind
+    /// and hands anything else to [`ScalarUdf::failure`].
+    #[inline(always)]
+    pub(super) fn run(&self, args: &[Value]) -> Outcome {
         // AssertUnwindSafe: the closure is `Fn` over shared references; a panic leaves no
         // half-updated state of Eddy's behind (the arguments are only read), and what the
         // closure itself captured is the registering program's concern, as with any panic it
         // catches.
-        match catch_unwind(AssertUnwindSafe(|| (self.func)(args))) {
-            Ok(Ok(v)) if holds(self.result, &v) => Ok(v),
-            Ok(Ok(v)) => Err(self.failure(format!("returned {} where {} was declared", kind_of(&v), self.result))),
-            Ok(Err(message)) => Err(self.failure(message)),
+        catch_unwind(AssertUnwindSafe(|| (self.func)(args)))
+    }
+
+    /// Whether `v` is of the declared result's kind (NULL always is).
+    #[inline(always)]
+    pub(super) fn returns(&self, v: &Value) -> bool {
+        self.kind.holds(v)
+    }
+
+    /// The failure an outcome of [`ScalarUdf::run`] other than a value of the declared kind is.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn failure(&self, outcome: Outcome) -> Box<UdfFailure> {
+        let message = match outcome {
+            Ok(Ok(v)) => format!("returned {} where {} was declared", kind_of(&v), self.result),
+            Ok(Err(message)) => message,
             Err(payload) => {
                 let text = payload
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a panic without a message".to_string());
-                Err(self.failure(format!("panicked: {text}")))
+                format!("panicked: {text}")
             }
-        }
-    }
-
-    #[cold]
-    fn failure(&self, message: String) -> UdfFailure {
-        UdfFailure { function: self.name.clone(), message: Arc::from(message) }
+        };
+        Box::new(UdfFailure { function: self.name.clone(), message: Arc::from(message) })
     }
 }
+
+/// What [`ScalarUdf::run`] gives: the closure's result, or a panic's payload.
+pub(super) type Outcome = std::thread::Result<Result<Value, String>>;
 
 impl fmt::Debug for ScalarUdf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,24 +150,62 @@ impl fmt::Display for UdfFailure {
     }
 }
 
-/// Whether `v` is a value of type `t` (NULL is of every type).
-fn holds(t: DataType, v: &Value) -> bool {
-    matches!(
-        (t, v),
-        (_, Value::Null)
-            | (DataType::String, Value::Str(_))
-            | (DataType::Long, Value::Long(_))
-            | (DataType::Int, Value::Int(_))
-            | (DataType::Double, Value::Double(_))
-            | (DataType::Float, Value::Float(_))
-            | (DataType::Boolean, Value::Bool(_))
-            | (DataType::Timestamp, Value::Timestamp(_))
-            | (DataType::Decimal { .. }, Value::Decimal(_))
-            | (DataType::Date, Value::Date(_))
-            | (DataType::Struct(_), Value::Struct(..))
-            | (DataType::Window, Value::Window { .. })
-            | (DataType::Array(_), Value::List(_))
-    )
+/// The kind of value a type holds: [`DataType`] without its parameters (a byte, so the check
+/// on each call is one comparison).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Str,
+    Long,
+    Int,
+    Double,
+    Float,
+    Bool,
+    Timestamp,
+    Decimal,
+    Date,
+    Struct,
+    Window,
+    List,
+}
+
+impl Kind {
+    fn of(t: DataType) -> Kind {
+        match t {
+            DataType::String => Kind::Str,
+            DataType::Long => Kind::Long,
+            DataType::Int => Kind::Int,
+            DataType::Double => Kind::Double,
+            DataType::Float => Kind::Float,
+            DataType::Boolean => Kind::Bool,
+            DataType::Timestamp => Kind::Timestamp,
+            DataType::Decimal { .. } => Kind::Decimal,
+            DataType::Date => Kind::Date,
+            DataType::Struct(_) => Kind::Struct,
+            DataType::Window => Kind::Window,
+            DataType::Array(_) => Kind::List,
+        }
+    }
+
+    /// Whether `v` is a value of this kind (NULL is of every kind).
+    #[inline(always)]
+    fn holds(self, v: &Value) -> bool {
+        let k = match v {
+            Value::Null => return true,
+            Value::Str(_) => Kind::Str,
+            Value::Long(_) => Kind::Long,
+            Value::Int(_) => Kind::Int,
+            Value::Double(_) => Kind::Double,
+            Value::Float(_) => Kind::Float,
+            Value::Bool(_) => Kind::Bool,
+            Value::Timestamp(_) => Kind::Timestamp,
+            Value::Decimal(_) => Kind::Decimal,
+            Value::Date(_) => Kind::Date,
+            Value::Struct(..) => Kind::Struct,
+            Value::Window { .. } => Kind::Window,
+            Value::List(_) => Kind::List,
+        };
+        k == self
+    }
 }
 
 /// The SQL type name of a value's kind, for messages.
