@@ -213,11 +213,11 @@ fn a_udaf_in_a_sql_session_window_merges_states_as_the_reference() {
     for (sensor, items) in &by_sensor {
         let mut session: Vec<(i64, f64)> = Vec::new();
         let mut flush = |session: &mut Vec<(i64, f64)>| {
-            if let (Some(first), Some(end)) = (session.first(), session.last().map(|l| l.0 + gap)) {
-                if end <= last {
-                    let vs: Vec<f64> = session.iter().map(|x| x.1).collect();
-                    expected.insert((sensor.clone(), iso(first.0)), (geo(&vs), vs.len(), iso(end)));
-                }
+            if let (Some(first), Some(end)) = (session.first(), session.last().map(|l| l.0 + gap))
+                && end <= last
+            {
+                let vs: Vec<f64> = session.iter().map(|x| x.1).collect();
+                expected.insert((sensor.clone(), iso(first.0)), (geo(&vs), vs.len(), iso(end)));
             }
             session.clear();
         };

@@ -229,7 +229,7 @@ fn kind_of(v: &Value) -> &'static str {
 
 /// The names of functions a call can reach without a UDF, lower case: the scalar functions
 /// [`bind`](super::bind) knows or refuses by name, Spark's aggregate functions (run or refused,
-/// [`super::aggregates`]) and the window functions of SQL queries.
+/// [`super::is_unsupported_aggregate`]) and the window functions of SQL queries.
 pub fn builtin_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     let listed = |list: &str| list.split(',').any(|n| n.trim() == lower);
