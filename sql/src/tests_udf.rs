@@ -3,7 +3,7 @@
 //! validation errors at a field and line:column. Expected values are written by hand from the
 //! functions' definitions below.
 
-use eddy_engine::expr::{Compiled, EvalErrorKind, with_user_functions};
+use eddy_engine::expr::{Compiled, EvalErrorKind};
 use eddy_engine::registry::{Registry, RegistryError};
 use eddy_engine::{DataType, Record, Schema, Value};
 
@@ -49,8 +49,7 @@ fn registry() -> Registry {
 }
 
 fn bind_with(text: &str) -> Result<Bound, SqlError> {
-    let r = registry();
-    with_user_functions(r.functions(), || bind_expression(text, &schema()))
+    bind_expression_in(text, &schema(), &registry())
 }
 
 fn eval(text: &str, values: Vec<Value>) -> Result<Value, ExprError> {

@@ -22,6 +22,8 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use super::bind::{Binder, coerce, is_null_literal, names, ty_err};
+use super::{ExprError, Node, Pos, Syntax, Typed};
 use crate::aggregate::Aggregator;
 use crate::schema::DataType;
 use crate::value::Value;
@@ -224,6 +226,41 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Struct(..) => "STRUCT",
         Value::Window { .. } => "a window",
         Value::List(_) => "ARRAY",
+    }
+}
+
+impl Binder<'_> {
+    /// A call of the scalar UDF `udf`: its arity exactly, each argument of its declared type or
+    /// widened to it (an implicit cast, as a built-in's arguments), named `name(args)` with
+    /// the name as registered (lower case).
+    pub(super) fn user_call(&self, pos: Pos, udf: Arc<ScalarUdf>, args: &[Syntax]) -> Result<Typed, ExprError> {
+        let declared = udf.args();
+        let signature = || {
+            let types: Vec<String> = declared.iter().map(ToString::to_string).collect();
+            format!("{}({})", udf.name(), types.join(", "))
+        };
+        if args.len() != declared.len() {
+            return Err(ty_err(
+                pos,
+                format!("{} with {} arguments", udf.name(), args.len()),
+                &format!("{} arguments: {}", declared.len(), signature()),
+            ));
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        for (i, (a, &to)) in args.iter().zip(declared).enumerate() {
+            let t = self.bind(a)?;
+            if t.data_type != to && !is_null_literal(&t) && super::bind::widens_to(t.data_type, to).is_none() {
+                return Err(ty_err(
+                    a.pos,
+                    format!("argument {} of {} of type {} ({})", i + 1, udf.name(), t.data_type, t.name),
+                    &format!("{to}, or a type Spark widens to it: {}", signature()),
+                ));
+            }
+            bound.push(coerce(t, to));
+        }
+        let name = format!("{}({})", udf.name(), names(&bound));
+        let data_type = udf.result();
+        Ok(Typed { node: Node::Udf { udf, args: bound }, data_type, name })
     }
 }
 
