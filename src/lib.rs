@@ -12,8 +12,11 @@
 //! - [`Registry`]: user code a pipeline file names, given to the job before the file is
 //!   validated ([`Job::from_file_in`], [`Job::from_toml_in`]): [`StatefulProcessor`]s for
 //!   `[query] type = "processor"` (Spark's `transformWithState`), with keyed state and timers
-//!   through a [`KeyContext`]. The examples `examples/fraud/` (processing-time timers) and
-//!   `examples/sessions_per_user.rs` (an event-time timer) are two.
+//!   through a [`KeyContext`]; scalar functions (UDFs, [`Registry::register_udf`]) callable in
+//!   every SQL expression; [`Aggregator`]s (UDAFs, [`Registry::register_udaf`]) usable as
+//!   measures and SQL aggregates. The examples `examples/fraud/` (processing-time timers, a UDF),
+//!   `examples/sessions_per_user.rs` (an event-time timer) and `examples/rolling_geomean/` (a
+//!   UDAF in a rolling window) show them.
 //! - [`Error`]: what went wrong, and the exit code `eddy run` gives it ([`Error::exit_code`]).
 //!
 //! # Example

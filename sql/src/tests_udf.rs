@@ -169,3 +169,70 @@ path = "out"
     assert_eq!(e.field, "source.select[1]");
     assert!(e.given.contains("at 1:1: function cents"), "{}", e.given);
 }
+
+#[test]
+fn a_user_aggregate_measure_is_resolved_by_name_and_its_mistakes_name_the_field() {
+    /// A sum of the values as DOUBLE (the aggregate's rules do not matter here, its name does).
+    #[derive(Debug)]
+    struct Total;
+    impl eddy_engine::aggregate::Aggregator for Total {
+        fn name(&self) -> &str {
+            "total"
+        }
+        fn result_type(&self, _input: DataType) -> DataType {
+            DataType::Double
+        }
+        fn zero(&self) -> Value {
+            Value::Double(0.0)
+        }
+        fn reduce(&self, state: &mut Value, input: &Value) {
+            if let (Value::Double(s), Some(x)) = (&mut *state, input.as_f64()) {
+                *s += x;
+            }
+        }
+        fn merge(&self, state: &mut Value, other: &Value) {
+            self.reduce(state, other);
+        }
+        fn finish(&self, state: &Value) -> Value {
+            state.clone()
+        }
+    }
+    let mut r = Registry::new();
+    r.register_udaf("Total", std::sync::Arc::new(Total)).unwrap();
+    // a scalar UDF may not take an aggregate's name, nor an aggregate a built-in's
+    let taken = r.register_udf("total", &[], DataType::Long, |_| Ok(Value::Null)).err();
+    assert!(matches!(taken, Some(RegistryError::Taken { .. })), "{taken:?}");
+    assert!(matches!(
+        r.register_udaf("avg", std::sync::Arc::new(Total)).err(),
+        Some(RegistryError::BuiltinName { .. })
+    ));
+    let pipeline = |measure: &str| {
+        format!(
+            r#"
+name = "p"
+[source]
+type = "files"
+path = "in"
+format = "json"
+schema = "amount DOUBLE, qty INT, card STRING, n BIGINT"
+[query]
+type = "window_aggregate"
+group_by = ["card"]
+measures = [{measure}]
+[sink]
+type = "files"
+path = "out"
+"#
+        )
+    };
+    let p = parse_pipeline_in(&pipeline(r#"{ agg = "TOTAL", column = "qty" }"#), &[], &r).unwrap();
+    let eddy_engine::spec::QuerySpec::WindowAggregate { measures, .. } = &p.query else { panic!("{:?}", p.query) };
+    assert_eq!((measures[0].output_name.as_str(), measures[0].output_type), ("total(qty)", DataType::Double));
+    let e = parse_pipeline_in(&pipeline(r#"{ agg = "totl", column = "qty" }"#), &[], &r).err().unwrap();
+    assert_eq!(e.field, "query.measures[0].agg");
+    assert!(e.allowed.ends_with("; the registered aggregates total"), "{}", e.allowed);
+    let e = parse_pipeline_in(&pipeline(r#"{ agg = "total" }"#), &[], &r).err().unwrap();
+    assert_eq!(e.field, "query.measures[0].column");
+    let e = parse_pipeline_in(&pipeline(r#"{ agg = "total", column = "qty", rsd = 0.1 }"#), &[], &r).err().unwrap();
+    assert_eq!(e.field, "query.measures[0].rsd", "{e}");
+}

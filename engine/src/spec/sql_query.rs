@@ -39,7 +39,8 @@ use crate::expr::{
 };
 use crate::schema::{Field, Schema};
 
-/// No user code: a SQL query's aggregation names Eddy's own functions only.
+/// No processor: a SQL query plans onto Eddy's own operators (its user aggregates and UDFs are
+/// those validation installed, `expr::with_user_functions`).
 static NONE: crate::registry::Registry = crate::registry::Registry::new();
 
 /// The pipeline field every error of a SQL query names.
