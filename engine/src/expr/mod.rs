@@ -45,10 +45,8 @@ pub(crate) use compile::{Dest, Fail};
 pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
 pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, UnionSyntax};
-pub use udf::{
-    ScalarFn, ScalarUdf, UdfFailure, UserFunctions, builtin_name, current_aggregate, current_aggregate_names,
-    with_user_functions,
-};
+pub use udf::{ScalarFn, ScalarUdf, UdfFailure, UserFunctions, builtin_name, with_user_functions};
+pub(crate) use udf::{current_aggregate, current_aggregate_names};
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.

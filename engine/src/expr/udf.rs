@@ -360,12 +360,12 @@ pub(super) fn current_scalar(name: &str) -> Option<Arc<ScalarUdf>> {
 }
 
 /// The user aggregate called `name` among the functions installed by [`with_user_functions`].
-pub fn current_aggregate(name: &str) -> Option<Arc<dyn Aggregator>> {
+pub(crate) fn current_aggregate(name: &str) -> Option<Arc<dyn Aggregator>> {
     CURRENT.with(|c| c.borrow().as_ref().and_then(|fs| fs.aggregate(name).cloned()))
 }
 
 /// The names of the installed user aggregates, sorted.
-pub fn current_aggregate_names() -> Vec<String> {
+pub(crate) fn current_aggregate_names() -> Vec<String> {
     CURRENT.with(|c| {
         c.borrow().as_ref().map_or_else(Vec::new, |fs| fs.aggregate_names().into_iter().map(str::to_string).collect())
     })
