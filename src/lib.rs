@@ -12,8 +12,11 @@
 //! - [`Registry`]: user code a pipeline file names, given to the job before the file is
 //!   validated ([`Job::from_file_in`], [`Job::from_toml_in`]): [`StatefulProcessor`]s for
 //!   `[query] type = "processor"` (Spark's `transformWithState`), with keyed state and timers
-//!   through a [`KeyContext`]. The examples `examples/fraud/` (processing-time timers) and
-//!   `examples/sessions_per_user.rs` (an event-time timer) are two.
+//!   through a [`KeyContext`]; scalar functions (UDFs, [`Registry::register_udf`]) callable in
+//!   every SQL expression; [`Aggregator`]s (UDAFs, [`Registry::register_udaf`]) usable as
+//!   measures and SQL aggregates. The examples `examples/fraud/` (processing-time timers, a UDF),
+//!   `examples/sessions_per_user.rs` (an event-time timer) and `examples/rolling_geomean/` (a
+//!   UDAF in a rolling window) show them.
 //! - [`Error`]: what went wrong, and the exit code `eddy run` gives it ([`Error::exit_code`]).
 //!
 //! # Example
@@ -77,8 +80,9 @@ use eddy_engine::spec::{self, SpecError};
 
 pub use eddy_actors::RunSummary;
 pub use eddy_connectors::foreach::{ForeachWriter, RowView, WriterError};
+pub use eddy_engine::aggregate::Aggregator;
 pub use eddy_engine::operator::{KeyContext, StatefulProcessor, TimeDomain};
-pub use eddy_engine::registry::Registry;
+pub use eddy_engine::registry::{Registry, RegistryError};
 pub use eddy_engine::{DataType, Duration, Field, GroupKey, Record, Row, Schema, Timestamp, Value};
 
 /// What went wrong, as `eddy run` reports it (PIPELINE.md "The command").

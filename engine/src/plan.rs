@@ -195,6 +195,12 @@ pub fn compile_measure(m: &MeasureSpec, schema: &Schema, field: &str) -> Result<
             Some((i, schema.fields()[i].data_type))
         }
     };
+    if let Some(user) = &m.user {
+        let Some((i, t)) = input else {
+            return Err(PlanError { field: format!("{field}.column"), why: "a user aggregate needs a column".into() });
+        };
+        return Ok(AggregateFn::user(user.aggregator.clone(), i, t).named(&m.output_name));
+    }
     let agg = m.agg.to_ascii_lowercase();
     let mut params = AggParams::default();
     match agg.as_str() {

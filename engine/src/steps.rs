@@ -628,7 +628,7 @@ fn columns_of(t: &Typed, out: &mut [bool]) {
             columns_of(value, out);
             list.iter().for_each(|i| columns_of(i, out));
         }
-        Node::Call { args, .. } => args.iter().for_each(|a| columns_of(a, out)),
+        Node::Call { args, .. } | Node::Udf { args, .. } => args.iter().for_each(|a| columns_of(a, out)),
     }
 }
 

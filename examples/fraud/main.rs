@@ -1,6 +1,7 @@
 //! A fraud detector written on the `eddy` library: a stateful processor registered by name,
-//! reached from a pipeline file (`[query] type = "processor"`), and a forEach sink that prints
-//! its alerts.
+//! reached from a pipeline file (`[query] type = "processor"`), a scalar UDF (`mask_card`, in
+//! the sink's `select`: the printed alerts show a card's last four digits only) and a forEach
+//! sink that prints its alerts.
 //!
 //! Per card: an alert when 3 payments over 500 arrive within 60 seconds; the card's state is
 //! cleared by a processing-time timer 10 minutes after its last payment (`processor.rs` has the
@@ -18,18 +19,45 @@
 
 use std::process::ExitCode;
 
-use eddy::{ForeachWriter, Job, Registry, RowView, Schema, TimeDomain, WriterError};
+use eddy::{DataType, ForeachWriter, Job, Registry, RowView, Schema, TimeDomain, Value, WriterError};
 
 mod processor;
 use processor::Fraud;
 
-/// The fraud processors by name.
+/// The fraud processors and the `mask_card` function by name.
 fn registry() -> Registry {
     let output = Schema::parse_ddl(processor::OUTPUT).expect("the output schema is a valid constant");
     let mut registry = Registry::new();
     registry.register_processor("fraud", output.clone(), || Box::new(Fraud::new(TimeDomain::ProcessingTime)));
     registry.register_processor("fraud_event_time", output, || Box::new(Fraud::new(TimeDomain::EventTime)));
     registry
+        .register_udf("mask_card", &[DataType::String], DataType::String, mask_card)
+        .expect("mask_card is not a built-in function's name");
+    registry
+}
+
+/// `mask_card(card STRING) -> STRING`: the card number with every digit but the last four
+/// written `*`, separators (`-`, space) kept (`4000-0000-0000-0002` -> `****-****-****-0002`);
+/// NULL stays NULL. Anything else than digits and separators is an error: the record goes to
+/// the dead-letter sink with the function's name and this message.
+fn mask_card(args: &[Value]) -> Result<Value, String> {
+    let Some(card) = args[0].as_str() else { return Ok(Value::Null) };
+    if !card.bytes().any(|b| b.is_ascii_digit()) || !card.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b' ')
+    {
+        return Err(format!("not a card number: {card:?}"));
+    }
+    let mut hide = card.bytes().filter(u8::is_ascii_digit).count().saturating_sub(4);
+    let masked: String = card
+        .chars()
+        .map(|c| match c {
+            '0'..='9' if hide > 0 => {
+                hide -= 1;
+                '*'
+            }
+            c => c,
+        })
+        .collect();
+    Ok(Value::Str(masked.into()))
 }
 
 /// Prints each alert as a JSON line (the cleared cards are not printed).

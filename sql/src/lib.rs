@@ -118,6 +118,20 @@ pub fn bind_expression(text: &str, schema: &Schema) -> Result<Bound, SqlError> {
     Ok(Bound { typed, name })
 }
 
+/// As [`bind_expression`], with the functions registered in `registry` callable (scalar UDFs;
+/// `eddy_engine::registry::Registry::register_udf`).
+///
+/// # Errors
+/// As [`bind_expression`]; a UDF's call with a wrong number or type of arguments is a
+/// [`SqlError::Bind`] at its position.
+pub fn bind_expression_in(
+    text: &str,
+    schema: &Schema,
+    registry: &eddy_engine::registry::Registry,
+) -> Result<Bound, SqlError> {
+    expr::with_user_functions(registry.functions(), || bind_expression(text, schema))
+}
+
 /// Spark SQL as Eddy reads it: the [`SqlFrontEnd`] that pipeline validation takes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SparkSql;
@@ -698,3 +712,5 @@ pub fn parse_pipeline_in(
 
 #[cfg(test)]
 mod tests_query;
+#[cfg(test)]
+mod tests_udf;

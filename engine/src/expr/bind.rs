@@ -85,6 +85,12 @@ fn wider(a: DataType, b: DataType) -> Option<DataType> {
     }
 }
 
+/// `Some(to)` when a value of type `from` is implicitly cast to `to` where `to` is expected (a
+/// UDF's declared argument): `to` is the wider of the two ([`wider`]).
+pub(super) fn widens_to(from: DataType, to: DataType) -> Option<DataType> {
+    (from == to || wider(from, to) == Some(to)).then_some(to)
+}
+
 /// An implicit cast (invisible in names); NULL literals take any type.
 pub(super) fn coerce(t: Typed, to: DataType) -> Typed {
     if t.data_type == to {
@@ -603,7 +609,9 @@ impl Typed {
     /// `between(a, l, h)`).
     fn name_arg(&self, i: usize) -> String {
         match &self.node {
-            Node::Call { args, .. } => args.get(i).map_or_else(String::new, |a| a.name.clone()),
+            Node::Call { args, .. } | Node::Udf { args, .. } => {
+                args.get(i).map_or_else(String::new, |a| a.name.clone())
+            }
             _ => String::new(),
         }
     }

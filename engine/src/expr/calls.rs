@@ -546,10 +546,36 @@ impl Binder<'_> {
                 "functions of one record's values (aggregates go in [query] measures)",
             )),
             _ if super::is_unsupported_aggregate(&lower) => Err(super::unsupported_aggregate_error(pos, &lower)),
-            _ => Err(unsupported(pos, format!("function {fname}"), SUPPORTED_FUNCTIONS)),
+            _ => match super::udf::current_scalar(&lower) {
+                Some(udf) => self.user_call(pos, udf, args),
+                None => {
+                    let users = super::udf::current_scalar_names();
+                    let allowed = if users.is_empty() {
+                        SUPPORTED_FUNCTIONS.to_string()
+                    } else {
+                        format!("{SUPPORTED_FUNCTIONS}; the registered functions {}", users.join(", "))
+                    };
+                    Err(unsupported(pos, format!("function {fname}"), &allowed))
+                }
+            },
         }
     }
 }
+
+/// Function names [`bind`](super::bind) knows and refuses with a message of their own (not
+/// listed in [`SUPPORTED_FUNCTIONS`]); a UDF may not take them either.
+pub(super) const REFUSED_BY_NAME: &[&str] = &[
+    "split",
+    "explode",
+    "explode_outer",
+    "posexplode",
+    "inline",
+    "array",
+    "map",
+    "sequence",
+    "current_timestamp",
+    "now",
+];
 
 /// A `from_unixtime` / `unix_timestamp` pattern (written at `pos`) as a [`DateFormat`]'s parts.
 fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprError> {
@@ -574,8 +600,8 @@ fn math_name(lower: &str) -> String {
     }
 }
 
-/// The functions [`bind`] knows, for error messages.
-const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, pmod, div, try_add, try_subtract, try_multiply, \
+/// The functions [`bind`](super::bind) knows, for error messages.
+pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, pmod, div, try_add, try_subtract, try_multiply, \
      try_divide, round, bround, floor, ceil, ceiling, sqrt, exp, ln, log10, log2, log, pow, power, sign, signum, greatest, \
      least, lower, upper, length, char_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \

@@ -19,6 +19,7 @@
 use std::sync::Arc;
 
 use super::functions::{ArithOp, CmpOp, Func, arith};
+use super::udf::ScalarUdf;
 use super::{EvalErrorKind, ExprError, Node, Typed};
 use crate::schema::DataType;
 use crate::value::{Record, Value};
@@ -100,7 +101,8 @@ where
 }
 
 /// A failed evaluation inside the closures: the error condition and the failing
-/// sub-expression's name. Three words, so that every closure's result stays small.
+/// sub-expression's name. Four words (the kind is two: a user function's failure is boxed),
+/// no larger than a [`Value`], so that every closure's result stays the size of the value.
 pub(crate) struct Fail {
     kind: EvalErrorKind,
     expr: Arc<str>,
@@ -631,7 +633,50 @@ fn compile(t: &Typed) -> Eval {
             })
         }
         Node::Call { func, args } => compile_call(func, args, name),
+        Node::Udf { udf, args } => compile_udf(udf, args, name),
     }
+}
+
+/// A scalar UDF's call: its one argument read in place (a column is not cloned), or its
+/// arguments' values collected; the closure runs under `catch_unwind` ([`ScalarUdf::call`]).
+fn compile_udf(udf: &Arc<ScalarUdf>, args: &[Typed], name: Arc<str>) -> Eval {
+    if let [a] = args {
+        return build1(a, UdfNode1 { udf: udf.clone(), name });
+    }
+    let udf = udf.clone();
+    let ev: Vec<Eval> = args.iter().map(compile).collect();
+    node(move |r| {
+        let v = ev.iter().map(|e| e.call(r)).collect::<Result<Vec<_>, _>>()?;
+        call_udf(&udf, &v, &name)
+    })
+}
+
+/// A one-argument UDF call.
+struct UdfNode1 {
+    udf: Arc<ScalarUdf>,
+    name: Arc<str>,
+}
+
+impl Build1 for UdfNode1 {
+    fn build<A: Operand>(self, a: A) -> Eval {
+        let UdfNode1 { udf, name } = self;
+        node(move |r| a.with(r, |x| call_udf(&udf, std::slice::from_ref(x), &name))?)
+    }
+}
+
+/// A UDF's call on one record: the value, or its failure named `name`.
+#[inline(always)]
+fn call_udf(udf: &ScalarUdf, args: &[Value], name: &Arc<str>) -> Result<Value, Fail> {
+    match udf.run(args) {
+        Ok(Ok(v)) if udf.returns(&v) => Ok(v),
+        outcome => Err(udf_fail(udf, outcome, name)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn udf_fail(udf: &ScalarUdf, outcome: super::udf::Outcome, name: &Arc<str>) -> Fail {
+    fail(EvalErrorKind::UserFunction(udf.failure(outcome)), name)
 }
 
 /// A function or operator: comparisons and arithmetic on their kernels, one- and two-argument
@@ -664,7 +709,16 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
 
 #[cfg(test)]
 mod tests {
-    use super::ascii_in_case;
+    use super::{Fail, ascii_in_case};
+    use crate::value::Value;
+
+    /// A failure (a user function's included: its name and message are boxed) never makes the
+    /// per-record result larger than the value it carries on the ok path.
+    #[test]
+    fn a_failure_is_no_larger_than_a_value() {
+        assert!(std::mem::size_of::<Fail>() <= std::mem::size_of::<Value>());
+        assert_eq!(std::mem::size_of::<Result<Value, Fail>>(), std::mem::size_of::<Result<Value, ()>>());
+    }
 
     /// The word-at-a-time check against the byte-by-byte rule, for every byte value at every
     /// position of strings of 1 to 19 bytes (both sides of the 8-byte words) and both cases.

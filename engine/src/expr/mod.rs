@@ -29,6 +29,7 @@ mod json;
 mod query;
 mod structs;
 mod text;
+mod udf;
 
 use std::fmt;
 use std::sync::Arc;
@@ -44,6 +45,8 @@ pub(crate) use compile::{Dest, Fail};
 pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
 pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, UnionSyntax};
+pub use udf::{ScalarFn, ScalarUdf, UdfFailure, UserFunctions, builtin_name, with_user_functions};
+pub(crate) use udf::{current_aggregate, current_aggregate_names};
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.
@@ -345,8 +348,11 @@ pub enum ExprError {
     },
 }
 
-/// Spark's error conditions for a failed evaluation (ANSI mode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Spark's error conditions for a failed evaluation (ANSI mode), and a user function's failure.
+///
+/// Not `Copy`: [`EvalErrorKind::UserFunction`] carries the function's name and message (a
+/// pointer: the kind stays two words, so the per-record result keeps its size).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EvalErrorKind {
     /// Division or remainder by zero.
     DivideByZero,
@@ -363,11 +369,17 @@ pub enum EvalErrorKind {
     /// A string that does not match the datetime pattern of `to_timestamp(s, pattern)` /
     /// `to_date(s, pattern)`.
     CannotParseTimestamp,
+    /// A scalar UDF returned an error, panicked or returned a value of another type than it
+    /// declared: Spark's `FAILED_EXECUTE_UDF`, with the function's name and the message.
+    UserFunction(Box<UdfFailure>),
 }
 
 impl fmt::Display for EvalErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            EvalErrorKind::UserFunction(u) => {
+                return write!(f, "FAILED_EXECUTE_UDF (function {}: {})", u.function, u.message);
+            }
             EvalErrorKind::DivideByZero => "DIVIDE_BY_ZERO",
             EvalErrorKind::ArithmeticOverflow => "ARITHMETIC_OVERFLOW",
             EvalErrorKind::CastInvalidInput => "CAST_INVALID_INPUT",
@@ -429,6 +441,13 @@ pub enum Node {
         list: Vec<Typed>,
         /// `NOT IN`.
         negated: bool,
+    },
+    /// A call of a scalar user-defined function (`expr/udf.rs`).
+    Udf {
+        /// The function as registered.
+        udf: Arc<ScalarUdf>,
+        /// Arguments, of the declared types.
+        args: Vec<Typed>,
     },
     /// Any other function or operator: a kernel over the arguments.
     Call {

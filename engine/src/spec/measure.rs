@@ -1,10 +1,10 @@
 //! `query.measures`: aggregate functions, their columns, options, output names and types.
 
-use super::MeasureSpec;
 use super::error::{SpecError, list, quote};
 use super::model::RawMeasure;
 use super::output::{measure_output_type, name_from_literals, spark_double_literal};
 use super::validate::{Min, Present, Show, duration, note, only_fields};
+use super::{MeasureSpec, UserAggregate};
 use crate::schema::{DataType, Schema};
 
 /// The aggregate functions, lower-case (`percentile_approx` is a synonym of `approx_percentile`).
@@ -59,7 +59,15 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
     let agg_given = raw.agg.clone().ok_or_else(|| SpecError::missing(format!("{at}.agg"), list(AGGREGATES)))?;
     let mut agg = agg_given.to_ascii_lowercase();
     if !AGGREGATES.contains(&agg.as_str()) {
-        return Err(SpecError::bad_str(format!("{at}.agg"), &agg_given, list(AGGREGATES)));
+        if let Some(aggregator) = crate::expr::current_aggregate(&agg) {
+            return user_measure(at, raw, schema, rolling, UserAggregate { name: agg, aggregator });
+        }
+        let mut known = list(AGGREGATES);
+        let users = crate::expr::current_aggregate_names();
+        if !users.is_empty() {
+            known = format!("{known}; the registered aggregates {}", users.join(", "));
+        }
+        return Err(SpecError::bad_str(format!("{at}.agg"), &agg_given, known));
     }
     if agg == "percentile_approx" {
         agg = "approx_percentile".into();
@@ -181,6 +189,67 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
         over,
         output_name,
         output_type,
+        user: None,
+    })
+}
+
+/// A measure of a registered user aggregate: `agg`, `column` (required: the aggregator folds
+/// one column's non-null values), `alias`, and `over` in a rolling window. Any input type; the
+/// result type is the aggregator's for it; the default name is `name(column)`.
+fn user_measure(
+    at: &str,
+    raw: RawMeasure,
+    schema: &Schema,
+    rolling: bool,
+    user: UserAggregate,
+) -> Result<MeasureSpec, SpecError> {
+    let mut present = Present::new();
+    note(&mut present, "column", &raw.column);
+    note(&mut present, "alias", &raw.alias);
+    note(&mut present, "percentage", &raw.percentage);
+    note(&mut present, "accuracy", &raw.accuracy);
+    note(&mut present, "rsd", &raw.rsd);
+    note(&mut present, "over", &raw.over);
+    let mut allowed = vec!["agg", "column", "alias"];
+    if rolling {
+        allowed.push("over");
+    }
+    let (kind, what) =
+        if raw.over.is_some() && !rolling { ("window_aggregate", "query type") } else { (&*user.name, "agg") };
+    only_fields(at, what, kind, &present, &allowed)?;
+    let column = match raw.column.as_deref() {
+        None | Some("*") => {
+            return Err(SpecError::new(
+                format!("{at}.column"),
+                raw.column.as_deref().map_or_else(|| "nothing".to_string(), quote),
+                format!("a column of the schema (a user aggregate folds one column): {}", schema.names()),
+            ));
+        }
+        Some(c) => c.to_string(),
+    };
+    let i = super::validate::column(&format!("{at}.column"), &column, schema)?;
+    let input_type = schema.fields()[i].data_type;
+    let alias = match raw.alias {
+        Some(a) if a.is_empty() => {
+            return Err(SpecError::bad_str(format!("{at}.alias"), &a, "a non-empty column name"));
+        }
+        a => a,
+    };
+    let over = raw.over.as_deref().map(|o| duration(&format!("{at}.over"), o, Min::Positive)).transpose()?;
+    let output_name = alias.clone().unwrap_or_else(|| format!("{}({column})", user.name));
+    let output_type = user.aggregator.result_type(input_type);
+    Ok(MeasureSpec {
+        agg: user.name.clone(),
+        column: Some(column),
+        alias,
+        percentages: Vec::new(),
+        percentage_is_list: false,
+        accuracy: 10_000,
+        rsd: 0.05,
+        over,
+        output_name,
+        output_type,
+        user: Some(user),
     })
 }
 

@@ -869,8 +869,34 @@ pub struct MeasureSpec {
     pub over: Option<Duration>,
     /// The output column: `alias`, else Spark's default name ([`default_measure_name`]).
     pub output_name: String,
-    /// The result type, as Spark's ([`measure_output_type`]).
+    /// The result type, as Spark's ([`measure_output_type`]); a user aggregate's own
+    /// ([`crate::aggregate::Aggregator::result_type`]).
     pub output_type: crate::schema::DataType,
+    /// The user aggregate `agg` names ([`crate::registry::Registry::register_udaf`]); `None`
+    /// for Eddy's own functions.
+    pub user: Option<UserAggregate>,
+}
+
+/// A registered user aggregate held by a [`MeasureSpec`]. Two are equal when their registered
+/// names are (an aggregator cannot be compared); a checkpoint's fingerprint sees the name.
+#[derive(Clone)]
+pub struct UserAggregate {
+    /// The name it was registered under, lower case.
+    pub name: String,
+    /// The aggregator.
+    pub aggregator: std::sync::Arc<dyn crate::aggregate::Aggregator>,
+}
+
+impl std::fmt::Debug for UserAggregate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserAggregate").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for UserAggregate {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
 }
 
 /// `[sink]`, `[late_sink]`, `[dead_letter]`: output rows as JSON lines.

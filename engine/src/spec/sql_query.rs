@@ -39,7 +39,8 @@ use crate::expr::{
 };
 use crate::schema::{Field, Schema};
 
-/// No user code: a SQL query's aggregation names Eddy's own functions only.
+/// No processor: a SQL query plans onto Eddy's own operators (its user aggregates and UDFs are
+/// those validation installed, `expr::with_user_functions`).
 static NONE: crate::registry::Registry = crate::registry::Registry::new();
 
 /// The pipeline field every error of a SQL query names.
@@ -510,7 +511,8 @@ fn is_window_call(name: &str) -> bool {
 /// Whether `s` is an aggregate call (SQL.md's aggregates, and `count_if`, planned as a count).
 fn is_aggregate(s: &Syntax) -> bool {
     matches!(&s.kind, SyntaxKind::Call { name, .. }
-        if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if"))
+        if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if")
+            || crate::expr::current_aggregate(name).is_some())
 }
 
 /// The first aggregate call in `s`, outermost first.

@@ -174,6 +174,15 @@ pub(crate) fn same_column(a: &str, b: &str) -> bool {
 /// several `[[source]]`, the first one's errors are named `source[0]...` (its `watermark = {...}`
 /// too).
 pub(crate) fn validate(
+    raw: RawPipeline,
+    front: Option<&dyn SqlFrontEnd>,
+    registry: &Registry,
+) -> Result<Pipeline, SpecError> {
+    // every expression bound below sees the registered functions (expr/udf.rs)
+    crate::expr::with_user_functions(registry.functions(), || validate_all(raw, front, registry))
+}
+
+fn validate_all(
     mut raw: RawPipeline,
     front: Option<&dyn SqlFrontEnd>,
     registry: &Registry,
