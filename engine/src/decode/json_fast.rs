@@ -42,8 +42,8 @@ use crate::value::{Record, Value};
 
 use super::json::{escape_end, token_value, unescape};
 use super::json_number::scan_number;
-use super::{MAX_DEPTH, Plan};
 use super::text::{parse_f64, parse_i64, timestamp_prefix};
+use super::{MAX_DEPTH, Plan};
 
 /// Above this many columns keys are found through a hash map rather than by comparing names.
 const LINEAR_LOOKUP_MAX: usize = 16;

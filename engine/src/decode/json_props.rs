@@ -143,7 +143,8 @@ fn timestamp_text() -> impl Strategy<Value = String> {
         Just(String::new()),
         Just("Z".to_string()),
         Just("z".to_string()),
-        (0u32..24, 0u32..60, any::<bool>()).prop_map(|(h, m, neg)| format!("{}{h:02}:{m:02}", if neg { '-' } else { '+' })),
+        (0u32..24, 0u32..60, any::<bool>())
+            .prop_map(|(h, m, neg)| format!("{}{h:02}:{m:02}", if neg { '-' } else { '+' })),
         prop::sample::select(vec!["+24:00", "+1:00", "+01", "Z ", "ZZ"]).prop_map(str::to_string),
     ];
     let digits = prop_oneof![Just(None), (0usize..=10).prop_map(Some)];
@@ -228,7 +229,8 @@ fn case() -> impl Strategy<Value = Case> {
             // Keys: schema names (maybe twice) and others, in any order.
             let names: Vec<String> =
                 fields.iter().map(|f| f.name.clone()).chain(["x".to_string(), "ü".to_string()]).collect();
-            let entry = (prop::sample::select(names), any_value(), string_column_value(), spaces(3), any::<(bool, bool)>());
+            let entry =
+                (prop::sample::select(names), any_value(), string_column_value(), spaces(3), any::<(bool, bool)>());
             (Just(cfg), prop::collection::vec(entry, 0..10), spaces(4))
         })
         .prop_map(|(cfg, entries, outer)| {
