@@ -82,9 +82,9 @@ type KeyCol = Option<(usize, Option<DataType>)>;
 /// A key as it must appear in the line, compared as little-endian words without searching for
 /// its end: `name":` (a plain column name, the key's closing quote and the colon right after
 /// it, as producers write them), or `,"name":` / `, "name":` (the same key right after the
-/// previous value's comma). 3..=16 bytes: the first 8 masked to the pattern's length, and for patterns longer
-/// than 8 the last 8 (overlapping the first word). A key with whitespace around its colon or
-/// comma is left to the scan.
+/// previous value's comma). 3..=16 bytes: the first 8 masked to the pattern's length, and for
+/// patterns longer than 8 the last 8 (overlapping the first word). A key with other whitespace
+/// around its colon or comma is left to the scan.
 #[derive(Debug, Clone, Copy)]
 struct KeyPattern {
     len: usize,
