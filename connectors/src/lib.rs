@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 use std::fmt;
+use std::sync::Arc;
 
 use eddy_engine::Record;
 
@@ -31,8 +32,8 @@ pub enum Position {
     /// A record of a file: its first line (1-based) and its last (a CSV record whose quoted
     /// field holds a newline spans several lines).
     File {
-        /// File name (without folder).
-        file: String,
+        /// File name (without folder), shared by the file's records (no copy per record).
+        file: Arc<str>,
         /// The record's first line, from 1.
         line: u64,
         /// The record's last line (`>= line`): a restart resumes after it.
@@ -60,8 +61,8 @@ pub enum Position {
     },
     /// A Kafka message.
     Kafka {
-        /// Topic.
-        topic: String,
+        /// Topic, shared by the topic's messages (no copy per message).
+        topic: Arc<str>,
         /// Partition.
         partition: i32,
         /// Offset.

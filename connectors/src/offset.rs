@@ -100,10 +100,10 @@ impl SourceOffset {
         match (offset.as_mut(), position) {
             (Some(SourceOffset::Files { done, reading }), Position::File { file: f, through: l, .. }) => {
                 match reading {
-                    Some((file, line)) if file == f => *line = *l,
+                    Some((file, line)) if file.as_str() == &**f => *line = *l,
                     _ => {
                         // Files are read one after the other: the file read before is whole.
-                        if let Some((previous, _)) = reading.replace((f.clone(), *l)) {
+                        if let Some((previous, _)) = reading.replace((f.to_string(), *l)) {
                             insert_sorted(done, previous);
                         }
                     }
@@ -116,12 +116,12 @@ impl SourceOffset {
                 insert_sorted(done, f.clone());
             }
             (Some(SourceOffset::FilesFollowed { files, .. }), Position::File { file: f, through: l, identity, .. }) => {
-                match files.binary_search_by(|e| e.file.as_str().cmp(f)) {
+                match files.binary_search_by(|e| e.file.as_str().cmp(&**f)) {
                     Ok(i) => {
                         files[i].lines = *l;
                         files[i].identity = *identity;
                     }
-                    Err(i) => files.insert(i, FollowedFile { file: f.clone(), lines: *l, identity: *identity }),
+                    Err(i) => files.insert(i, FollowedFile { file: f.to_string(), lines: *l, identity: *identity }),
                 }
             }
             (Some(SourceOffset::FilesFollowed { done, files }), Position::FileRest { file: f, .. }) => {
@@ -131,10 +131,12 @@ impl SourceOffset {
             (Some(SourceOffset::Stdin { line }), Position::Stdin { through: l, .. }) => *line = *l,
             (Some(SourceOffset::Generated { next }), Position::Generated { event }) => *next = event + 1,
             (Some(SourceOffset::Kafka(parts)), Position::Kafka { topic, partition, offset: o }) => {
-                match parts.binary_search_by(|p| (p.topic.as_str(), p.partition).cmp(&(topic.as_str(), *partition))) {
+                match parts.binary_search_by(|p| (p.topic.as_str(), p.partition).cmp(&(&**topic, *partition))) {
                     Ok(i) => parts[i].next = o + 1,
-                    Err(i) => parts
-                        .insert(i, KafkaPartitionOffset { topic: topic.clone(), partition: *partition, next: o + 1 }),
+                    Err(i) => parts.insert(
+                        i,
+                        KafkaPartitionOffset { topic: topic.to_string(), partition: *partition, next: o + 1 },
+                    ),
                 }
             }
             (_, p) => *offset = Some(SourceOffset::after(p)),
@@ -145,13 +147,13 @@ impl SourceOffset {
     pub fn after(position: &Position) -> SourceOffset {
         match position {
             Position::File { file, through, .. } => {
-                SourceOffset::Files { done: Vec::new(), reading: Some((file.clone(), *through)) }
+                SourceOffset::Files { done: Vec::new(), reading: Some((file.to_string(), *through)) }
             }
             Position::FileRest { file, .. } => SourceOffset::Files { done: vec![file.clone()], reading: None },
             Position::Stdin { through, .. } => SourceOffset::Stdin { line: *through },
             Position::Generated { event } => SourceOffset::Generated { next: event + 1 },
             Position::Kafka { topic, partition, offset } => SourceOffset::Kafka(vec![KafkaPartitionOffset {
-                topic: topic.clone(),
+                topic: topic.to_string(),
                 partition: *partition,
                 next: offset + 1,
             }]),

@@ -1,6 +1,16 @@
-//! Decode throughput: one ~100-byte JSON record to the columns a query needs, and the same
-//! record as CSV. Run: `cargo bench -p eddy-engine --bench decode`.
-//! Target (DESIGN: real-time latency budget): <= 150 ns per JSON record on the dev machine.
+//! Decode throughput: JSON records to the columns a query needs, and a record as CSV.
+//! Run: `cargo bench -p eddy-engine --bench decode`.
+//!
+//! The records (issue 27's acceptance), each in both JSON spellings, compact (`","`, `":"`)
+//! and spaced (`", "`, `": "`, as Python's `json.dumps` and `../shared/tools/peers/gen_bids.py`
+//! write):
+//! - `bids`: the Nexmark-like bid of `gen_bids.py` (~90 bytes, four columns, all needed, the
+//!   event time as `YYYY-MM-DD HH:MM:SS.fff`);
+//! - `wide`: a ~300-byte record of 12 fields of which 4 are needed;
+//! - `iso`: the earlier ~100-byte record (five columns, three needed, RFC 3339 time).
+//!
+//! Criterion reports time per record and (with `Throughput::Bytes`) bytes per second.
+//! Target (issue 27): <= 80 ns per bids record, >= 1 GB/s.
 
 /// The allocator of the `eddy` binary, so the per-record costs are those of a real run.
 #[global_allocator]
@@ -13,35 +23,61 @@ use eddy_engine::decode::{CsvDecoder, DecoderConfig, JsonDecoder};
 use eddy_engine::schema::Schema;
 use eddy_engine::time::TimeUnit;
 
-const DDL: &str = "user_id STRING, revenue DOUBLE, event_time TIMESTAMP, country STRING, ok BOOLEAN";
-const JSON: &[u8] =
+const ISO_DDL: &str = "user_id STRING, revenue DOUBLE, event_time TIMESTAMP, country STRING, ok BOOLEAN";
+const ISO: &[u8] =
     br#"{"user_id":"u12345","revenue":12.5,"event_time":"2024-01-15T10:01:00Z","country":"fr","ok":true}"#;
 const CSV_HEADER: &[u8] = b"user_id,revenue,event_time,country,ok";
 const CSV: &[u8] = b"u12345,12.5,2024-01-15T10:01:00Z,fr,true";
 
-fn config(needed: [bool; 5]) -> DecoderConfig {
+const BIDS_DDL: &str = "auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP";
+const BIDS_COMPACT: &[u8] = br#"{"auction":2385,"bidder":18870,"price":11396,"date_time":"2024-01-15 10:00:00.238"}"#;
+const BIDS_SPACED: &[u8] =
+    br#"{"auction": 2385, "bidder": 18870, "price": 11396, "date_time": "2024-01-15 10:00:00.238"}"#;
+
+const WIDE_DDL: &str = "id BIGINT, auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, \
+     date_time TIMESTAMP, extra STRING, currency STRING, quantity INT, discount DOUBLE, verified BOOLEAN";
+/// Needed: auction, price, channel, date_time.
+const WIDE_NEEDED: [bool; 12] = [false, true, false, true, true, false, true, false, false, false, false, false];
+const WIDE_COMPACT: &[u8] = br#"{"id":9182736455,"auction":2385,"bidder":18870,"price":11396,"channel":"Google","url":"https://www.nexmark.com/rsr/tmq/item.htm?query=1&channel_id=1157627904","date_time":"2024-01-15 10:00:00.238","extra":"eccfaboocmnebsmwyjqljwvtpcaewjyvyeuvyb","currency":"EUR","quantity":3,"discount":0.125,"verified":true}"#;
+const WIDE_SPACED: &[u8] = br#"{"id": 9182736455, "auction": 2385, "bidder": 18870, "price": 11396, "channel": "Google", "url": "https://www.nexmark.com/rsr/tmq/item.htm?query=1&channel_id=1157627904", "date_time": "2024-01-15 10:00:00.238", "extra": "eccfaboocmnebsmwyjqljwvtpcaewjyvyeuvyb", "currency": "EUR", "quantity": 3, "discount": 0.125, "verified": true}"#;
+
+fn config(ddl: &str, needed: &[bool], required: usize) -> DecoderConfig {
     DecoderConfig {
-        schema: Schema::parse_ddl(DDL).expect("fixed DDL"),
+        schema: Schema::parse_ddl(ddl).expect("fixed DDL"),
         needed: needed.to_vec(),
-        required: vec![2],
+        required: vec![required],
         timestamp_unit: TimeUnit::Ms,
     }
 }
 
+/// One record through `decoder`, reported per record and per byte.
+fn json_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, record: &'static [u8]) {
+    let decoded = decoder.decode(record).expect("a well-formed bench record");
+    assert!(decoded.values.iter().any(|v| !v.is_null()));
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Bytes(record.len() as u64));
+    g.bench_function(format!("{name}_{}_bytes", record.len()), |b| b.iter(|| decoder.decode(black_box(record))));
+    g.finish();
+}
+
 fn bench(c: &mut Criterion) {
+    let bids = JsonDecoder::new(config(BIDS_DDL, &[true; 4], 3));
+    json_case(c, "json_bids_compact", &bids, BIDS_COMPACT);
+    json_case(c, "json_bids_spaced", &bids, BIDS_SPACED);
+    let wide = JsonDecoder::new(config(WIDE_DDL, &WIDE_NEEDED, 6));
+    json_case(c, "json_wide_4_of_12_compact", &wide, WIDE_COMPACT);
+    json_case(c, "json_wide_4_of_12_spaced", &wide, WIDE_SPACED);
+    let three = [true, true, true, false, false];
+    let iso = JsonDecoder::new(config(ISO_DDL, &three, 2));
+    json_case(c, "json_iso_3_of_5", &iso, ISO);
+
     let mut g = c.benchmark_group("decode");
     g.throughput(Throughput::Elements(1));
-    let three = [true, true, true, false, false];
-    let json = JsonDecoder::new(config(three));
-    assert!(json.decode(JSON).is_ok());
-    g.bench_function("json_3_of_5_columns", |b| b.iter(|| json.decode(black_box(JSON))));
-    let json_all = JsonDecoder::new(config([true; 5]));
-    g.bench_function("json_all_5_columns", |b| b.iter(|| json_all.decode(black_box(JSON))));
-    let csv = CsvDecoder::new(config(three), CSV_HEADER).expect("fixed header");
+    let csv = CsvDecoder::new(config(ISO_DDL, &three, 2), CSV_HEADER).expect("fixed header");
     assert!(csv.decode(CSV).is_ok());
     g.bench_function("csv_3_of_5_columns", |b| b.iter(|| csv.decode(black_box(CSV))));
-    g.bench_function("serde_json_value_reference", |b| {
-        b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(JSON)))
+    g.bench_function("serde_json_value_reference_bids", |b| {
+        b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(BIDS_COMPACT)))
     });
     g.finish();
 }

@@ -1,5 +1,6 @@
 //! Arbitrary bytes through the JSON and CSV decoders: they must return Ok or Err, never panic,
 //! and keep their invariants (one value per column, unneeded columns null, required non-null).
+//! The JSON fast path is checked against the full parser (same records, same lines taken).
 //! JSON syntax is also checked against serde_json: a line serde_json reads as an object must
 //! not be rejected by Eddy as a syntax error, and vice versa.
 #![no_main]
@@ -71,6 +72,16 @@ fuzz_target!(|data: &[u8]| {
 
     let r = json.decode(rest);
     check(cfg, &r);
+    // One pass: the fast path takes exactly the lines the full parser accepts, with the same
+    // record (Debug texts: doubles bit for bit, NaN included), and `decode` gives the full
+    // parser's result, errors included.
+    let full = json.full_parser(rest);
+    let fast = json.fast_path(rest);
+    assert_eq!(fast.is_some(), full.is_ok(), "fast {fast:?}, full {full:?}");
+    if let (Some(a), Ok(b)) = (&fast, &full) {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+    assert_eq!(format!("{r:?}"), format!("{full:?}"));
     let syntax_error = matches!(
         r,
         Err(DecodeError::NotJson { .. }

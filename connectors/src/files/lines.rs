@@ -91,7 +91,7 @@ pub(crate) fn read_record(reader: &mut dyn BufRead, buf: &mut Vec<u8>, rules: Re
         let mut take = available.len();
         let mut ended = false;
         let mut from = 0;
-        while let Some(i) = available[from..].iter().position(|&c| c == b'\n') {
+        while let Some(i) = memchr::memchr(b'\n', &available[from..]) {
             let newline = from + i;
             if rules.csv {
                 csv = available[from..=newline].iter().fold(csv, |s, &c| s.step(c));

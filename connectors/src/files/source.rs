@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eddy_engine::spec::{DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_US, OnUnreadableFile};
@@ -23,8 +24,8 @@ use crate::{
 /// follows) while it waits for new input.
 const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Read buffer per open file (bytes).
-const READ_BUFFER: usize = 64 * 1024;
+/// Read buffer per open file (bytes): the block whose whole lines are split in place.
+const READ_BUFFER: usize = 256 * 1024;
 
 /// Reads the files of one folder as records: one [`SourceItem`] (a [`Payload::Raw`] line,
 /// without its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line
@@ -136,8 +137,10 @@ struct Followed {
 /// The file being read.
 struct OpenFile {
     name: String,
+    /// `name`, shared by the positions of its records.
+    shared_name: Arc<str>,
     path: PathBuf,
-    reader: Box<dyn BufRead + Send>,
+    reader: BufReader<Box<dyn Read + Send>>,
     gz: bool,
     id: FileId,
     /// Lines consumed (the number of the last line of the last record read).
@@ -369,12 +372,10 @@ impl FilesSource {
             file.seek(SeekFrom::Start(at))?;
         }
         let gz = name.ends_with(".gz");
-        let reader: Box<dyn BufRead + Send> = if gz {
-            Box::new(BufReader::with_capacity(READ_BUFFER, MultiGzDecoder::new(file)))
-        } else {
-            Box::new(BufReader::with_capacity(READ_BUFFER, file))
-        };
+        let content: Box<dyn Read + Send> = if gz { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
+        let reader = BufReader::with_capacity(READ_BUFFER, content);
         Ok(OpenFile {
+            shared_name: Arc::from(name.as_str()),
             name,
             path,
             reader,
@@ -462,7 +463,7 @@ impl FilesSource {
         }
         let skip_rules = RecordRules { csv: false, ..self.rules };
         while open.line < skip {
-            let chunk = match read_record(open.reader.as_mut(), &mut self.line, skip_rules) {
+            let chunk = match read_record(&mut open.reader, &mut self.line, skip_rules) {
                 Ok(c) => c,
                 Err(e) => {
                     self.unreadable(&name, &path, (open.line + 1, open.bytes), e, &[], out)?;
@@ -510,7 +511,7 @@ impl FilesSource {
             out.push(SourceItem {
                 payload: Payload::Header(header),
                 position: Position::File {
-                    file: file.name.clone(),
+                    file: Arc::clone(&file.shared_name),
                     line: file.line,
                     through: file.line,
                     identity: file.id,
@@ -519,51 +520,77 @@ impl FilesSource {
             });
         }
         while out.len() < limit {
-            let chunk: Chunk = match read_record(file.reader.as_mut(), &mut self.line, self.rules) {
-                Ok(c) => c,
-                Err(e) => {
-                    file.failed = true;
-                    let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
-                    let head = std::mem::take(&mut self.line);
-                    self.unreadable(&name, &path, at, e, &head, out)?;
-                    return Ok(true);
+            // A whole line already in the read buffer is split there, in place (`memchr`, no
+            // copy but the record's own); anything else (a line across reads, one too long, a
+            // CSV line with a quote, the end of the input, an error) takes `read_record`.
+            let buffered = file.reader.buffer();
+            let rules = self.rules;
+            let in_place = memchr::memchr(b'\n', buffered).filter(|&nl| {
+                let length = nl - usize::from(nl > 0 && buffered[nl - 1] == b'\r');
+                length as u64 <= rules.max_record_bytes
+                    && !(rules.csv && memchr::memchr(b'"', &buffered[..nl]).is_some())
+            });
+            let (chunk, line) = match in_place {
+                Some(nl) => {
+                    (Chunk { consumed: nl as u64 + 1, lines: 1, complete: true, too_large: None }, &buffered[..nl])
+                }
+                None => {
+                    let chunk = match read_record(&mut file.reader, &mut self.line, rules) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            file.failed = true;
+                            let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
+                            let head = std::mem::take(&mut self.line);
+                            self.unreadable(&name, &path, at, e, &head, out)?;
+                            return Ok(true);
+                        }
+                    };
+                    if chunk.consumed == 0 {
+                        return Ok(true);
+                    }
+                    if !chunk.complete
+                        && self.follow
+                        && !file.gz
+                        && file.size_since.elapsed() < self.partial_line_timeout
+                    {
+                        // Held: reading goes on from its first byte once more arrives (or the timeout).
+                        return Ok(true);
+                    }
+                    (chunk, self.line.as_slice())
                 }
             };
-            if chunk.consumed == 0 {
-                return Ok(true);
-            }
-            if !chunk.complete && self.follow && !file.gz && file.size_since.elapsed() < self.partial_line_timeout {
-                // Held: reading goes on from its first byte once more arrives (or the timeout).
-                return Ok(true);
-            }
             let first = file.line + 1;
             file.line += chunk.lines;
             file.bytes += chunk.consumed;
-            let text = strip_newline(&self.line);
+            let text = strip_newline(line);
             let text = if first == 1 { strip_bom(text) } else { text };
-            let position =
-                Position::File { file: file.name.clone(), line: first, through: file.line, identity: file.id };
-            if let Some(bytes) = chunk.too_large {
+            let position = Position::File {
+                file: Arc::clone(&file.shared_name),
+                line: first,
+                through: file.line,
+                identity: file.id,
+            };
+            let item = if let Some(bytes) = chunk.too_large {
                 let max = self.rules.max_record_bytes;
                 tracing::warn!(%position, bytes, max, "record longer than max_record_bytes, skipped to its end");
-                out.push(SourceItem {
+                Some(SourceItem {
                     payload: Payload::Rejected(Rejection::TooLarge { bytes, max, head: text.to_vec() }),
                     position,
                     created_ns: 0,
-                });
-                continue;
-            }
-            if is_blank(text) {
-                continue;
-            }
-            let payload = if file.header_pending {
+                })
+            } else if is_blank(text) {
+                None
+            } else if file.header_pending {
                 file.header_pending = false;
                 file.header = Some(text.to_vec());
-                Payload::Header(text.to_vec())
+                Some(SourceItem { payload: Payload::Header(text.to_vec()), position, created_ns: 0 })
             } else {
-                Payload::Raw(text.to_vec())
+                Some(SourceItem { payload: Payload::Raw(text.to_vec()), position, created_ns: 0 })
             };
-            out.push(SourceItem { payload, position, created_ns: 0 });
+            if in_place.is_some() {
+                file.reader.consume(chunk.consumed as usize);
+            }
+            out.extend(item);
         }
         Ok(false)
     }
@@ -994,7 +1021,7 @@ mod tests {
         let raw_lines = |file: &str| -> Vec<String> {
             items
                 .iter()
-                .filter(|i| matches!(&i.position, Position::File { file: f, .. } if f == file))
+                .filter(|i| matches!(&i.position, Position::File { file: f, .. } if **f == *file))
                 .map(raw)
                 .collect()
         };

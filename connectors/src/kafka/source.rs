@@ -1,6 +1,7 @@
 //! [`KafkaSource`]: a consumer polled on the source actor's thread.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::Message;
@@ -44,6 +45,8 @@ pub struct KafkaSource {
     consumer: BaseConsumer<SourceContext>,
     bootstrap_servers: String,
     topics: Vec<String>,
+    /// The topics' names, shared by their messages' positions (no string per message).
+    topic_names: Vec<Arc<str>>,
     group_id: String,
     /// Whether the consumer reads (subscribed at the first poll, or assigned by a seek).
     reading: bool,
@@ -70,6 +73,15 @@ impl std::fmt::Debug for KafkaSource {
 }
 
 impl KafkaSource {
+    /// The shared name of a subscribed topic (a new one for a topic not subscribed, which the
+    /// broker does not send).
+    fn topic_name(&self, topic: &str) -> Arc<str> {
+        match self.topic_names.iter().find(|t| ***t == *topic) {
+            Some(t) => Arc::clone(t),
+            None => Arc::from(topic),
+        }
+    }
+
     /// Connects: waits until the broker answers and every topic exists (a warning per attempt,
     /// at most `eddy.unreachable.timeout.ms`); the first poll subscribes, unless a
     /// [`Source::seek`] assigned the partitions first. `observer` hears about
@@ -123,6 +135,7 @@ impl KafkaSource {
         Ok(KafkaSource {
             consumer,
             bootstrap_servers: config.bootstrap_servers,
+            topic_names: config.topics.iter().map(|t| Arc::from(t.as_str())).collect(),
             topics: config.topics,
             group_id: config.group_id,
             reading: false,
@@ -265,7 +278,7 @@ impl Source for KafkaSource {
                     }
                     out.push(SourceItem {
                         payload: Payload::Raw(m.payload().map(<[u8]>::to_vec).unwrap_or_default()),
-                        position: Position::Kafka { topic: m.topic().to_string(), partition, offset },
+                        position: Position::Kafka { topic: self.topic_name(m.topic()), partition, offset },
                         created_ns: 0,
                     });
                     wait = Duration::ZERO;

@@ -85,10 +85,21 @@ impl JsonDecoder {
         self.decode_full(line)
     }
 
-    /// The fast path alone (tests: to check that it takes the plain lines it is meant for).
-    #[cfg(test)]
-    pub(super) fn decode_fast(&self, line: &[u8]) -> Option<Record> {
+    /// The fast path alone: `Some(record)` exactly when [`Self::full_parser`] gives
+    /// `Ok(record)`, else `None`. For checking the two paths against each other (the property
+    /// tests, the fuzz target); [`Self::decode`] is the one to call.
+    pub fn fast_path(&self, line: &[u8]) -> Option<Record> {
         json_fast::decode(&self.plan, &self.fast, line)
+    }
+
+    /// The full parser alone, without the fast path: the same result as [`Self::decode`],
+    /// slower. For checking the two paths against each other; [`Self::decode`] is the one to
+    /// call.
+    ///
+    /// # Errors
+    /// As [`Self::decode`].
+    pub fn full_parser(&self, line: &[u8]) -> Result<Record, DecodeError> {
+        self.decode_full(line)
     }
 
     /// The full parser: every line, every error (the fast path declines to [`Self::decode`]
@@ -267,37 +278,7 @@ impl<'a> Parser<'a> {
     /// Checks the escape at `i` (a backslash); returns the index after it.
     #[cold]
     fn escape(&mut self, i: usize) -> Result<usize, DecodeError> {
-        match self.b.get(i + 1) {
-            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
-            Some(b'u') => {
-                let hi = self.hex4(i + 2)?;
-                if (0xDC00..0xE000).contains(&hi) {
-                    return Err(self.err("a lone low surrogate in a \\u escape"));
-                }
-                if !(0xD800..0xDC00).contains(&hi) {
-                    return Ok(i + 6);
-                }
-                if self.b.get(i + 6) != Some(&b'\\') || self.b.get(i + 7) != Some(&b'u') {
-                    return Err(self.err("a high surrogate \\u escape not followed by a low one"));
-                }
-                let lo = self.hex4(i + 8)?;
-                if !(0xDC00..0xE000).contains(&lo) {
-                    return Err(self.err("a high surrogate \\u escape not followed by a low one"));
-                }
-                Ok(i + 12)
-            }
-            _ => Err(self.err("an invalid escape (expected \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)")),
-        }
-    }
-
-    fn hex4(&self, i: usize) -> Result<u32, DecodeError> {
-        let digits = self.b.get(i..i + 4).ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
-        let mut v = 0u32;
-        for &c in digits {
-            let d = (c as char).to_digit(16).ok_or_else(|| self.err("a \\u escape needs 4 hex digits"))?;
-            v = v * 16 + d;
-        }
-        Ok(v)
+        escape_end(self.b, i).map_err(|why| self.err(why))
     }
 
     /// A number at the cursor (JSON grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`):
@@ -483,6 +464,51 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// The index after the escape whose backslash is at `i` (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`,
+/// `\r`, `\t`, `\uXXXX`, a `\u` high surrogate only with its low one); else what is wrong.
+/// The one check of escapes, for both paths (the fast path's [`json_fast`] and [`Parser`]).
+#[cold]
+pub(super) fn escape_end(b: &[u8], i: usize) -> Result<usize, &'static str> {
+    const HEX: &str = "a \\u escape needs 4 hex digits";
+    const PAIR: &str = "a high surrogate \\u escape not followed by a low one";
+    let hex4 = |at: usize| -> Result<u32, &'static str> {
+        let digits = b.get(at..at + 4).ok_or(HEX)?;
+        digits.iter().try_fold(0u32, |v, &c| Ok(v * 16 + (c as char).to_digit(16).ok_or(HEX)?))
+    };
+    match b.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => {
+            let hi = hex4(i + 2)?;
+            if (0xDC00..0xE000).contains(&hi) {
+                return Err("a lone low surrogate in a \\u escape");
+            }
+            if !(0xD800..0xDC00).contains(&hi) {
+                return Ok(i + 6);
+            }
+            if b.get(i + 6) != Some(&b'\\') || b.get(i + 7) != Some(&b'u') {
+                return Err(PAIR);
+            }
+            let lo = hex4(i + 8)?;
+            if !(0xDC00..0xE000).contains(&lo) {
+                return Err(PAIR);
+            }
+            Ok(i + 12)
+        }
+        _ => Err("an invalid escape (expected \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)"),
+    }
+}
+
+/// The value of one whole JSON token `text` (a string with its quotes, a number, a literal) for
+/// the column `col`, by exactly the full parser's rules: the fast path hands it the values it
+/// does not convert itself (escaped strings, a number for a STRING column, `"NaN"` for a DOUBLE,
+/// a timestamp with whitespace around it, DATE and DECIMAL columns).
+///
+/// # Errors
+/// As [`JsonDecoder::decode`] for a needed column's value.
+pub(super) fn token_value(text: &str, col: &Column, plan: &Plan) -> Result<Value, DecodeError> {
+    Parser { s: text, b: text.as_bytes(), pos: 0 }.value(col, plan)
+}
+
 /// A STRING column given `true` / `false`: the literal's text (Spark copies the token's text).
 fn literal_value(col: &Column, b: bool) -> Result<Value, DecodeError> {
     match col.ty {
@@ -504,7 +530,7 @@ fn string_of_number(text: &str, integer: bool) -> Arc<str> {
 
 /// The text of a string's content whose escapes were already checked by [`Parser::string`].
 /// An escape that is somehow invalid becomes U+FFFD rather than a panic.
-fn unescape(raw: &str) -> String {
+pub(super) fn unescape(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut rest = raw;
     while let Some(i) = rest.find('\\') {

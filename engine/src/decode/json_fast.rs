@@ -1,30 +1,36 @@
-//! The JSON decoder's fast path: one pass over a well-formed, plain line, straight to the needed
-//! columns, with no intermediate token and no allocation but the record's own (its values, and a
-//! shared string per needed STRING column).
+//! The JSON decoder's fast path: one pass over the line, straight to the needed columns, with
+//! no intermediate token and no allocation but the record's own (its values, and a shared
+//! string per needed STRING column).
 //!
-//! It accepts only what it can decode exactly as the full parser ([`super::json`]) would, and
-//! declines (`None`) everything else: a backslash in a key or string, a nested object or array,
-//! a value that is not of the column's type, any syntax error, a missing required column. The
-//! full parser then decides, so results and error messages never depend on which path ran.
-//! `json_props` checks that on random and malformed input both paths agree.
+//! It takes every line the full parser ([`super::json`]) accepts, with the same record: each
+//! timestamp form of [`crate::time::parse_timestamp`], whitespace wherever JSON allows it,
+//! escapes in keys and strings, keys in any order, duplicate keys (the last wins), fields that
+//! are no needed column skipped (nested objects and arrays too) without building anything. It
+//! declines (`None`) only a line the full parser rejects, which then runs to produce the error
+//! (so results and error messages never depend on which path ran). `json_props` checks on random
+//! and malformed input that the fast path gives `Some(record)` exactly when the full parser
+//! gives `Ok(record)`.
 //!
 //! Where the time goes on a ~100-byte record, and what is done about it:
 //! - keys: producers write the columns in schema order, so the key expected next (the column
-//!   after the previous match) is compared first, with the comma before it and the colon after
-//!   it (`,"name":`, one or two masked 8-byte words) right where the previous value ended,
-//!   without searching for the key's end; then as `name":` after whitespace; any other key is
-//!   scanned and looked up;
+//!   after the previous match) is compared first, with the comma (and a space) before it and
+//!   the colon after it (`,"name":` or `, "name":`, one or two masked 8-byte words) right where
+//!   the previous value ended, without searching for the key's end; then as `name":` after
+//!   whitespace; any other key is scanned and looked up;
 //! - strings: the end is found 8 bytes per step (the classic "has zero byte" bit trick), which
 //!   also stops at non-ASCII bytes: outside strings every byte must be ASCII anyway, so checking
 //!   the strings that hold one is the line's whole UTF-8 check (an ASCII line costs no extra
 //!   pass; `str::from_utf8` on the whole ~100-byte line cost as much as a fifth of the decode),
 //!   and a STRING value is not checked a second time to become a `&str` ([`string_at`]);
-//! - timestamps: a TIMESTAMP string is parsed in place ([`timestamp_prefix`]), its closing
-//!   quote checked after it, without a scan for the quote first;
+//!   a backslash moves the scan to a byte-wise one that checks each escape ([`escaped_end`]);
+//! - timestamps: a TIMESTAMP string is parsed in place ([`timestamp_prefix`], every form), its
+//!   closing quote checked after it, without a scan for the quote first;
 //! - numbers: checked against the JSON grammar and accumulated in the same pass; Clinger's
 //!   exact fast path gives most doubles without `str::parse` ([`super::json_number`]);
 //! - values are written straight into the record's slots (no intermediate `(Value, end)`
-//!   returned through memory).
+//!   returned through memory); the rare conversions (an escaped string, a number for a STRING
+//!   column, `"NaN"` for a DOUBLE, DATE and DECIMAL columns, a timestamp with whitespace around
+//!   it) hand the value's token to the full parser's own conversion ([`general`]).
 
 use std::sync::Arc;
 
@@ -34,9 +40,10 @@ use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::{Record, Value};
 
-use super::Plan;
+use super::json::{escape_end, token_value, unescape};
 use super::json_number::scan_number;
 use super::text::{parse_f64, parse_i64, timestamp_prefix};
+use super::{MAX_DEPTH, Plan};
 
 /// Above this many columns keys are found through a hash map rather than by comparing names.
 const LINEAR_LOOKUP_MAX: usize = 16;
@@ -62,6 +69,8 @@ struct FastCol {
     key: Option<KeyPattern>,
     /// Its key with the comma before it, when it can be compared as words.
     after_comma: Option<KeyPattern>,
+    /// Its key with a comma and a space before it (`", "`, as Python's `json.dumps` writes).
+    after_comma_space: Option<KeyPattern>,
     /// Its type when it is decoded (needed or required), `None` when skipped.
     decoded: Option<DataType>,
 }
@@ -72,10 +81,10 @@ type KeyCol = Option<(usize, Option<DataType>)>;
 
 /// A key as it must appear in the line, compared as little-endian words without searching for
 /// its end: `name":` (a plain column name, the key's closing quote and the colon right after
-/// it, as producers write them), or `,"name":` (the same key right after the previous value's
-/// comma). 3..=16 bytes: the first 8 masked to the pattern's length, and for patterns longer
-/// than 8 the last 8 (overlapping the first word). A key with whitespace around its colon or
-/// comma is left to the scan.
+/// it, as producers write them), or `,"name":` / `, "name":` (the same key right after the
+/// previous value's comma). 3..=16 bytes: the first 8 masked to the pattern's length, and for
+/// patterns longer than 8 the last 8 (overlapping the first word). A key with other whitespace
+/// around its colon or comma is left to the scan.
 #[derive(Debug, Clone, Copy)]
 struct KeyPattern {
     len: usize,
@@ -96,6 +105,11 @@ impl KeyPattern {
     /// [`KeyPattern::new`]).
     fn after_comma(name: &[u8]) -> Option<KeyPattern> {
         KeyPattern::of(b",\"", name)
+    }
+
+    /// The pattern `, "name":`; `None` for names longer than 11 bytes or not plain.
+    fn after_comma_space(name: &[u8]) -> Option<KeyPattern> {
+        KeyPattern::of(b", \"", name)
     }
 
     /// The pattern `{prefix}name":`, when it fits 16 bytes and the name is plain.
@@ -161,6 +175,7 @@ impl FastKeys {
             .map(|(n, c)| FastCol {
                 key: KeyPattern::new(n),
                 after_comma: KeyPattern::after_comma(n),
+                after_comma_space: KeyPattern::after_comma_space(n),
                 decoded: c.decode.then_some(c.ty),
             })
             .collect();
@@ -178,14 +193,31 @@ impl FastKeys {
         }
     }
 
-    /// When the value just ended at `i` is followed at once by a comma and the key of column
-    /// `hint`, then at once by its colon: the index after the colon, and the column's type when
-    /// decoded.
+    /// When the value just ended at `i` is followed at once by a comma (and one space) and the
+    /// key of column `hint`, then at once by its colon: the index after the colon, and the
+    /// column's type when decoded.
     #[inline(always)]
     fn next_after_comma(&self, b: &[u8], i: usize, hint: usize) -> Option<(usize, Option<DataType>)> {
-        match self.cols.get(hint) {
-            Some(FastCol { after_comma: Some(k), decoded, .. }) if k.matches(b, i) => Some((i + k.len, *decoded)),
+        let col = self.cols.get(hint)?;
+        match col {
+            FastCol { after_comma: Some(k), decoded, .. } if k.matches(b, i) => Some((i + k.len, *decoded)),
+            FastCol { after_comma_space: Some(k), decoded, .. } if k.matches(b, i) => Some((i + k.len, *decoded)),
             _ => None,
+        }
+    }
+
+    /// The column named by the key whose content `b[start..end]` holds escapes (checked):
+    /// unescaped, then looked up as [`FastKeys::column`] does.
+    #[cold]
+    fn escaped_column(&self, b: &[u8], start: usize, end: usize, hint: usize) -> Option<usize> {
+        let name = unescape(std::str::from_utf8(&b[start..end]).ok()?);
+        let key = name.as_bytes();
+        if self.names.get(hint).is_some_and(|n| same(n, key)) {
+            return Some(hint);
+        }
+        match &self.by_name {
+            Some(m) => m.get(key).copied(),
+            None => self.names.iter().position(|n| same(n, key)),
         }
     }
 
@@ -293,6 +325,32 @@ fn non_ascii_string_end(b: &[u8], start: usize) -> Option<usize> {
     (b[z] == b'"' && std::str::from_utf8(&b[start..z]).is_ok()).then_some(z)
 }
 
+/// [`string_end`] with escapes allowed: the index of the closing quote of the string whose
+/// content starts at `i`, its escapes checked as the full parser checks them; `None` for a
+/// string the full parser refuses.
+#[inline(always)]
+fn any_string_end(b: &[u8], i: usize) -> Option<usize> {
+    string_end(b, i).or_else(|| escaped_end(b, i))
+}
+
+/// [`string_end`] for a string holding a backslash: a byte-wise scan checking each escape
+/// ([`escape_end`]), then the content checked to be UTF-8.
+#[cold]
+#[inline(never)]
+fn escaped_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    loop {
+        match *b.get(i)? {
+            b'"' => break,
+            b'\\' => i = escape_end(b, i).ok()?,
+            0..0x20 => return None,
+            _ => i += 1,
+        }
+    }
+    std::str::from_utf8(&b[start..i]).ok()?;
+    Some(i)
+}
+
 /// The index of the first byte at or after `i` that is not JSON whitespace.
 #[inline(always)]
 fn ws(b: &[u8], mut i: usize) -> usize {
@@ -312,8 +370,8 @@ fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
     (b.get(i..i + lit.len())? == lit).then_some(i + lit.len())
 }
 
-/// Skips the (scalar) value at `i` but a string; `None` for objects, arrays and anything
-/// unusual.
+/// Skips the value at `i` but a string (numbers, literals, objects and arrays); `None` when it
+/// is malformed.
 #[inline(never)]
 fn skip(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
@@ -321,6 +379,7 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
         b't' => literal(b, i, b"true"),
         b'f' => literal(b, i, b"false"),
         b'n' => literal(b, i, b"null"),
+        b'{' | b'[' => skip_nested(b, i),
         _ => None,
     }
 }
@@ -329,11 +388,89 @@ fn skip(b: &[u8], i: usize) -> Option<usize> {
 #[inline(always)]
 fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     match b.get(i) {
-        Some(b'"') => string_end(b, i + 1).map(|z| z + 1),
+        Some(b'"') => any_string_end(b, i + 1).map(|z| z + 1),
         Some(b't') => literal(b, i, b"true"),
         Some(b'f') => literal(b, i, b"false"),
         _ => skip(b, i),
     }
+}
+
+/// Skips the object or array at `i`, checking its syntax as the full parser's `skip_value`
+/// does (the same grammar, the same nesting limit of [`MAX_DEPTH`] levels with the line's own
+/// object), with an explicit stack (one bit per level: 1 = object), never by recursion.
+#[cold]
+#[inline(never)]
+fn skip_nested(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut objects = 0u128;
+    'value: loop {
+        match *b.get(i)? {
+            open @ (b'{' | b'[') => {
+                // + 1 for the top-level object of the line.
+                if depth + 2 > MAX_DEPTH {
+                    return None;
+                }
+                let object = open == b'{';
+                depth += 1;
+                if object {
+                    objects |= 1 << (depth - 1);
+                } else {
+                    objects &= !(1 << (depth - 1));
+                }
+                i = ws(b, i + 1);
+                if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
+                    i += 1;
+                    depth -= 1;
+                } else {
+                    if object {
+                        i = key_colon(b, i)?;
+                    }
+                    continue 'value;
+                }
+            }
+            b'"' => i = any_string_end(b, i + 1)? + 1,
+            b'-' | b'0'..=b'9' => i = scan_number(b, i)?.end,
+            b't' => i = literal(b, i, b"true")?,
+            b'f' => i = literal(b, i, b"false")?,
+            b'n' => i = literal(b, i, b"null")?,
+            _ => return None,
+        }
+        // After a value: close containers until a comma opens the next value.
+        loop {
+            if depth == 0 {
+                return Some(i);
+            }
+            i = ws(b, i);
+            let object = (objects >> (depth - 1)) & 1 == 1;
+            match *b.get(i)? {
+                b',' => {
+                    i = ws(b, i + 1);
+                    if object {
+                        i = key_colon(b, i)?;
+                    }
+                    continue 'value;
+                }
+                b'}' if object => {
+                    i += 1;
+                    depth -= 1;
+                }
+                b']' if !object => {
+                    i += 1;
+                    depth -= 1;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// `"key"`, whitespace, `:`, whitespace inside a skipped object: the index after them.
+fn key_colon(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let i = ws(b, any_string_end(b, i + 1)? + 1);
+    (b.get(i) == Some(&b':')).then(|| ws(b, i + 1))
 }
 
 /// A number (checked by [`scan_number`]) beyond Clinger's fast path, exactly as `str::parse`.
@@ -359,52 +496,64 @@ fn put(slot: &mut Value, v: Value) {
     }
 }
 
-/// Decodes the value at `i` for a column of type `ty` into `slot`: the index after it; `None`
-/// when the full parser must decide (a type mismatch, an escape, a number out of range, ...).
+/// Decodes the value at `i` for the column `c` of type `ty` into `slot`: the index after it;
+/// `None` when the full parser would reject it (a type mismatch, a number out of range, ...).
+/// The usual forms are converted here; the others through [`general`].
 #[inline(always)]
-fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
+fn value(b: &[u8], i: usize, c: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Option<usize> {
     match *b.get(i)? {
         b'"' => match ty {
-            DataType::String => {
-                let (content, z) = string_at(b, i + 1)?;
-                put(slot, Value::Str(Arc::from(content)));
-                Some(z + 1)
-            }
-            DataType::Timestamp => {
-                // Parsed in place: a canonical timestamp holds no quote, backslash, control or
-                // non-ASCII byte, so when its closing quote follows at once the string is
-                // exactly the timestamp (as a scan to the quote, then a parse, would find).
-                let (t, n) = timestamp_prefix(b.get(i + 1..)?)?;
-                let z = i + 1 + n;
-                if b.get(z) != Some(&b'"') {
-                    return None;
+            DataType::String => match string_at(b, i + 1) {
+                Some((content, z)) => {
+                    put(slot, Value::Str(Arc::from(content)));
+                    Some(z + 1)
                 }
-                put(slot, Value::Timestamp(t));
-                Some(z + 1)
+                None => general(b, i, c, plan, slot),
+            },
+            DataType::Timestamp => {
+                // Parsed in place: a timestamp holds no quote, backslash, control or non-ASCII
+                // byte, so when its closing quote follows at once the string is exactly the
+                // timestamp (as a scan to the quote, then a parse, would find).
+                match timestamp_prefix(b.get(i + 1..)?) {
+                    Some((t, n)) if b.get(i + 1 + n) == Some(&b'"') => {
+                        put(slot, Value::Timestamp(t));
+                        Some(i + 2 + n)
+                    }
+                    _ => general(b, i, c, plan, slot),
+                }
             }
-            _ => None,
+            _ => general(b, i, c, plan, slot),
         },
         b'-' | b'0'..=b'9' => {
             let n = scan_number(b, i)?;
             // ASCII digits, signs, dots and exponents only: always UTF-8.
             let text = &b[i..n.end];
             let v = match ty {
-                DataType::Double => Value::Double(n.exact_f64().or_else(|| slow_f64(text))?),
-                DataType::Float => Value::Float(n.exact_f64().or_else(|| slow_f64(text))? as f32),
-                DataType::Long if n.integer => Value::Long(n.small_i64().or_else(|| slow_i64(text))?),
+                DataType::Double => n.exact_f64().or_else(|| slow_f64(text)).map(Value::Double),
+                DataType::Float => n.exact_f64().or_else(|| slow_f64(text)).map(|v| Value::Float(v as f32)),
+                DataType::Long if n.integer => n.small_i64().or_else(|| slow_i64(text)).map(Value::Long),
                 DataType::Int if n.integer => {
-                    Value::Int(i32::try_from(n.small_i64().or_else(|| slow_i64(text))?).ok()?)
+                    n.small_i64().or_else(|| slow_i64(text)).and_then(|v| i32::try_from(v).ok()).map(Value::Int)
                 }
-                DataType::Timestamp if n.integer => {
-                    Value::Timestamp(Timestamp::from_integer(n.small_i64().or_else(|| slow_i64(text))?, plan.unit)?)
-                }
-                DataType::Timestamp => {
-                    Value::Timestamp(Timestamp::from_number(n.exact_f64().or_else(|| slow_f64(text))?, plan.unit)?)
-                }
-                _ => return None,
+                DataType::Timestamp if n.integer => n
+                    .small_i64()
+                    .or_else(|| slow_i64(text))
+                    .and_then(|v| Timestamp::from_integer(v, plan.unit))
+                    .map(Value::Timestamp),
+                DataType::Timestamp => n
+                    .exact_f64()
+                    .or_else(|| slow_f64(text))
+                    .and_then(|v| Timestamp::from_number(v, plan.unit))
+                    .map(Value::Timestamp),
+                _ => None,
             };
-            put(slot, v);
-            Some(n.end)
+            match v {
+                Some(v) => {
+                    put(slot, v);
+                    Some(n.end)
+                }
+                None => general(b, i, c, plan, slot),
+            }
         }
         b't' if ty == DataType::Boolean => {
             put(slot, Value::Bool(true));
@@ -418,8 +567,26 @@ fn value(b: &[u8], i: usize, ty: DataType, plan: &Plan, slot: &mut Value) -> Opt
             put(slot, Value::Null);
             literal(b, i, b"null")
         }
-        _ => None,
+        _ => general(b, i, c, plan, slot),
     }
+}
+
+/// [`value`]'s rare forms: the token at `i` (a string with its escapes checked, a number, a
+/// literal) delimited here, then converted by the full parser's own rules ([`token_value`]),
+/// into `slot`; the index after it. `None` for an object or array (a needed column cannot
+/// hold one) and for anything the full parser rejects.
+#[cold]
+#[inline(never)]
+fn general(b: &[u8], i: usize, c: usize, plan: &Plan, slot: &mut Value) -> Option<usize> {
+    let end = match *b.get(i)? {
+        b'"' => any_string_end(b, i + 1)? + 1,
+        b'{' | b'[' => return None,
+        _ => skip(b, i)?,
+    };
+    let text = std::str::from_utf8(&b[i..end]).ok()?;
+    let v = token_value(text, plan.columns.get(c)?, plan).ok()?;
+    put(slot, v);
+    Some(end)
 }
 
 /// The key whose opening quote is at `*i`: its column and type ([`KeyCol`]),
@@ -433,8 +600,15 @@ fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<KeyCol> 
         *i = after;
         return Some(Some((hint, ty)));
     }
-    let z = string_end(b, *i + 1)?;
-    let c = keys.column(b, *i + 1, z, hint).map(|c| (c, keys.cols[c].decoded));
+    let start = *i + 1;
+    let (z, c) = match string_end(b, start) {
+        Some(z) => (z, keys.column(b, start, z, hint)),
+        None => {
+            let z = escaped_end(b, start)?;
+            (z, keys.escaped_column(b, start, z, hint))
+        }
+    };
+    let c = c.map(|c| (c, keys.cols[c].decoded));
     *i = ws(b, z + 1);
     if b.get(*i) != Some(&b':') {
         return None;
@@ -443,7 +617,8 @@ fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<KeyCol> 
     Some(c)
 }
 
-/// Decodes `line` if it is plain enough (see the module documentation); `None` otherwise.
+/// Decodes `line` when the full parser accepts it, to the same record (see the module
+/// documentation); `None` otherwise.
 pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
     let b = line;
     let mut i = ws(b, 0);
@@ -464,7 +639,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             i = ws(b, i);
             match col {
                 Some((c, Some(ty))) => {
-                    i = value(b, i, ty, plan, values.get_mut(c)?)?;
+                    i = value(b, i, c, ty, plan, values.get_mut(c)?)?;
                     hint = c + 1;
                 }
                 Some((c, None)) => {

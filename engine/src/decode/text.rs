@@ -160,8 +160,9 @@ pub(crate) fn parse_f64(text: &str) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
-/// A timestamp string. The canonical form `YYYY-MM-DDTHH:MM:SS[.f]Z` takes a fast path; every
-/// other form (and every error) goes through [`crate::time::parse_timestamp`].
+/// A timestamp string. Without whitespace around it, it takes the fast path of
+/// [`timestamp_prefix`]; with it (and every error) it goes through
+/// [`crate::time::parse_timestamp`].
 pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeError> {
     if let Some(t) = fast_timestamp(text.as_bytes()) {
         return Ok(Value::Timestamp(t));
@@ -175,7 +176,7 @@ pub(crate) fn timestamp_value(col: &Column, text: &str) -> Result<Value, DecodeE
     })
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` with every field in range (seconds 00-59), else `None`.
+/// The whole of `b` as a timestamp of [`timestamp_prefix`]'s forms, else `None`.
 pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
     match timestamp_prefix(b)? {
         (t, n) if n == b.len() => Some(t),
@@ -183,10 +184,14 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
     }
 }
 
-/// The timestamp `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` (every field in range, seconds 00-59) that
-/// `b` starts with, and its length in bytes (the index after the `Z`); `None` when `b` does
-/// not start with one. What follows is not looked at: the JSON fast path parses a timestamp
-/// string in place and then checks its closing quote, without first scanning for it.
+/// The timestamp that `b` starts with, in the forms of [`crate::time::parse_timestamp`]
+/// without surrounding whitespace: `YYYY-MM-DD`, then `T`, `t` or a space, `HH:MM:SS` (seconds
+/// 00-60, a leap second read as 59 as there), an optional fraction of 1 to 9 digits (truncated
+/// to µs), then `Z`, `z`, an offset `+HH:MM` / `-HH:MM`, or nothing (UTC); and its length in
+/// bytes. `None` when `b` does not start with one. What follows is not looked at: the JSON fast
+/// path parses a timestamp string in place and then checks its closing quote, without first
+/// scanning for it; [`fast_timestamp`] checks that nothing follows. So both accept exactly the
+/// texts `parse_timestamp` accepts, with the same value (`fast_timestamp_agrees_with_parse_timestamp`).
 ///
 /// The time `HH:MM:SS` and the start of the date `YYYY-MM-` are read as little-endian words
 /// (byte `k` of the text is bits `8k..8k + 8`), each XORed with its template (`00:00:00`,
@@ -212,16 +217,17 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
     let pt = digit_pairs(template_diff(w(11), T_TIME, SEP_TIME)?);
     let at = |p: u64, k: u32| (p >> (8 * k)) as u32 & 0xff;
     let (h, mi, sec) = (at(pt, 0), at(pt, 3), at(pt, 6));
-    if h > 23 || mi > 59 || sec > 59 {
+    if h > 23 || mi > 59 || sec > 60 {
         return None;
     }
-    // The date and the `T` after it, `YYYY-MM-DDT`: the first word and the next three bytes.
+    // The date and the separator after it, `YYYY-MM-DDT`: the first word and the next three
+    // bytes.
     let date = (w(0), u32::from_le_bytes([head[8], head[9], head[10], 0]));
     let days = match LAST_DAY.with(Cell::get) {
         (cached, days) if cached == date => days,
         _ => {
             let [d1, d0, t] = [head[8], head[9], head[10]];
-            if !d1.is_ascii_digit() || !d0.is_ascii_digit() || t != b'T' {
+            if !d1.is_ascii_digit() || !d0.is_ascii_digit() || !matches!(t, b'T' | b't' | b' ') {
                 return None;
             }
             let day = (d1 - b'0') as u32 * 10 + (d0 - b'0') as u32;
@@ -230,8 +236,7 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
             days
         }
     };
-    let (frac_us, n) = match b.get(19) {
-        Some(b'Z') => (0, 20),
+    let (frac_us, k) = match b.get(19) {
         Some(b'.') => {
             let mut us = 0u32;
             let mut k = 20;
@@ -242,20 +247,43 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
                 k += 1;
             }
             let digits = k - 20;
-            if !(1..=9).contains(&digits) || b.get(k) != Some(&b'Z') {
+            if !(1..=9).contains(&digits) {
                 return None;
             }
             // Fewer than 6 digits: scaled up to microseconds (more: truncated above).
-            (us * POW10_U32[6usize.saturating_sub(digits)], k + 1)
+            (us * POW10_U32[6usize.saturating_sub(digits)], k)
         }
-        _ => return None,
+        _ => (0, 19),
     };
-    let secs = days * 86_400 + (h * 3_600 + mi * 60 + sec) as i64;
+    let (offset_s, n) = match b.get(k) {
+        Some(b'Z' | b'z') => (0, k + 1),
+        Some(&sign @ (b'+' | b'-')) => match offset(b.get(k + 1..k + 6)) {
+            Some(s) => (if sign == b'-' { -s } else { s }, k + 6),
+            // Not an offset: the caller finds the sign where the text should end.
+            None => (0, k),
+        },
+        _ => (0, k),
+    };
+    // A leap second is read as second 59 (as `parse_timestamp`).
+    let secs = days * 86_400 + (h * 3_600 + mi * 60 + sec.min(59)) as i64 - offset_s;
     Some((Timestamp(secs * 1_000_000 + frac_us as i64), n))
 }
 
+/// The seconds of an offset's `HH:MM` (hours 00-23, minutes 00-59), else `None`.
+#[inline]
+fn offset(b: Option<&[u8]>) -> Option<i64> {
+    let &[h1, h0, b':', m1, m0] = b? else {
+        return None;
+    };
+    if ![h1, h0, m1, m0].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let (h, m) = ((h1 - b'0') * 10 + h0 - b'0', (m1 - b'0') * 10 + m0 - b'0');
+    (h <= 23 && m <= 59).then_some(h as i64 * 3_600 + m as i64 * 60)
+}
+
 thread_local! {
-    /// The date text and the `T` after it (`YYYY-MM-DDT`, as [`timestamp_prefix`] reads it) of
+    /// The date text and the separator after it (`YYYY-MM-DDT`, as [`timestamp_prefix`] reads it) of
     /// the last date parsed on this thread, and its day number: the records of a stream mostly share their day.
     /// Only valid dates are remembered, so equal bytes are the same valid date. (No date's
     /// first word is 0, so the initial entry never matches.)
@@ -339,15 +367,14 @@ mod tests {
         #[test]
         fn fast_timestamp_agrees_with_parse_timestamp(
             us in -62_135_596_800_000_000i64..253_402_300_799_999_999,
-            junk in "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,10})?Z?",
+            junk in "[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,10})?([Zz]|[+-][0-9]{2}:[0-9]{2}|[+-][0-9:]{0,6})?",
         ) {
             let canonical = Timestamp(us).to_string();
             prop_assert_eq!(fast_timestamp(canonical.as_bytes()), Some(Timestamp(us)));
             prop_assert_eq!(fast_timestamp(canonical.as_bytes()), crate::time::parse_timestamp(&canonical).ok());
-            // On any text of the shape: the fast path either declines or agrees.
-            if let Some(t) = fast_timestamp(junk.as_bytes()) {
-                prop_assert_eq!(Ok(t), crate::time::parse_timestamp(&junk), "{}", junk);
-            }
+            // On every text of these shapes (each form of SEMANTICS.md "Time", in range or
+            // not): exactly what `parse_timestamp` accepts, with the same value.
+            prop_assert_eq!(fast_timestamp(junk.as_bytes()), crate::time::parse_timestamp(&junk).ok(), "{}", junk);
         }
 
         #[test]
@@ -359,25 +386,36 @@ mod tests {
     }
 
     #[test]
-    fn timestamp_prefix_reads_the_timestamp_and_stops_after_its_z() {
+    fn timestamp_prefix_reads_each_form_and_stops_after_it() {
         for (text, len) in [
             ("2024-01-15T10:01:00Z\",\"country\"", 20),
             ("2024-01-15T10:01:00.5Z\"", 22),
             ("2024-01-15T10:01:00.123456789Z\"}", 30),
             ("1970-01-01T00:00:00Z", 20),
+            ("2024-01-15 10:00:00.238\"}", 23),
+            ("2024-01-15 10:00:00\"", 19),
+            ("2024-01-15T10:01:00", 19),
+            ("2024-01-15t10:01:00z\"", 20),
+            ("2024-01-15T10:01:00+02:00\"", 25),
+            ("2024-01-15T10:01:00.25-09:30", 28),
+            ("2024-01-15T23:59:60Z", 20),
         ] {
             let want = crate::time::parse_timestamp(&text[..len]).unwrap();
             assert_eq!(timestamp_prefix(text.as_bytes()), Some((want, len)), "{text}");
         }
+        // A sign that starts no offset is left where it is (the text should have ended there).
+        let want = crate::time::parse_timestamp("2024-01-15T10:01:00").unwrap();
+        assert_eq!(timestamp_prefix(b"2024-01-15T10:01:00+2:00"), Some((want, 19)));
+        assert_eq!(timestamp_prefix(b"2024-01-15T10:01:00+24:00"), Some((want, 19)));
         for text in [
-            "2024-01-15T10:01:00",
-            "2024-01-15T10:01:00z\"",
             "2024-01-15T10:01:00.Z\"",
             "2024-01-15T10:01:00.1234567890Z",
-            "2024-01-15t10:01:00Z",
-            "2024-01-15 10:01:00Z",
-            "2024-01-15T10:01:00+00:00",
-            "2024-01-15T10:01:60Z",
+            "2024-01-15x10:01:00Z",
+            "2024-01-15T10:01:61Z",
+            "2024-01-15T24:01:00Z",
+            "2024-02-30T10:01:00Z",
+            " 2024-01-15T10:01:00Z",
+            "2024-01-15T10:01",
         ] {
             assert_eq!(timestamp_prefix(text.as_bytes()), None, "{text}");
         }
