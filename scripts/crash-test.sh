@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Crash test (checkpoints and recovery): for a window aggregate (append, micro-batch; update,
-# real-time), a rolling window (real-time), a deduplication (micro-batch) and a union of two
-# sources into a window aggregate (micro-batch), files to files
+# real-time), a rolling window (real-time), a deduplication (micro-batch), a union of two
+# sources into a window aggregate (micro-batch), a stream-stream left outer join (micro-batch) and
+# chained aggregations whose second stage crosses the exchange between partition actors
+# (micro-batch: `chain-exchange`), files to files
 # (and, named explicitly, scripts/crash/delta/*.toml: the append window aggregate into a Delta
 # table, compared batch by batch through each version's `txn`; no batch in two versions, no file
 # in the table's folder that no version references, nothing left staged),
