@@ -2,8 +2,9 @@
 //! (Spark's `transformWithState`, `StatefulProcessor`).
 //!
 //! A [`StatefulProcessor`] sees the records of one key at a time, through a [`KeyContext`] that
-//! holds the key's state (named value states, each with an optional time to live) and its timers
-//! (processing-time and event-time), and emits output rows:
+//! holds the key's state (named value, list and map states, Spark's `ValueState`, `ListState`
+//! and `MapState`, each entry with an optional time to live) and its timers (processing-time and
+//! event-time), and emits output rows:
 //!
 //! - real-time: [`StatefulProcessor::handle_input`] once per record, as it arrives (Spark's
 //!   real-time mode calls the handler once per row); a processing-time timer fires once the clock
@@ -17,8 +18,9 @@
 //!
 //! Timers of one key at one instant and kind are one timer (registering it again changes nothing).
 //! Timers fire in (instant, key) order; a timer registered while timers fire fires in the same
-//! pass when it is due. A value state with a time to live expires `ttl` after its last `set`, in
-//! processing time (as Spark's TTL); an expired value reads as absent and is dropped.
+//! pass when it is due. A state entry with a time to live (a value, a list element, a map entry)
+//! expires `ttl` after it was written, in processing time (as Spark's TTL); an expired entry reads
+//! as absent and is dropped with the key's next call.
 //!
 //! State is checkpointed with the operator's snapshot and re-split by key on restore, as every
 //! operator's ([`Operator::restore`], [`Operator::retain_groups`]).
@@ -38,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use super::{BatchContext, Mode, Operator, Output, StateError};
 use crate::schema::Schema;
 use crate::time::{Duration, Timestamp};
-use crate::value::{GroupKey, Record, Row, Value};
+use crate::value::{GroupKey, KeyValue, Record, Row, Value};
 
 /// Which clock a timer follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -147,10 +149,91 @@ impl KeyContext<'_> {
         self.state.values.remove(name);
     }
 
+    /// The live elements of the list state `name` of this key, in the order they were added
+    /// (empty when never set, cleared, or every element expired).
+    pub fn list(&self, name: &str) -> Vec<&Value> {
+        let now = self.now;
+        self.state
+            .lists
+            .get(name)
+            .map_or_else(Vec::new, |list| list.iter().filter(|(_, e)| live(*e, now)).map(|(v, _)| v).collect())
+    }
+
+    /// Appends `value` to the list state `name` of this key; the element alone expires `ttl` of
+    /// processing time after now (`None`: kept until cleared), as each element of Spark's
+    /// `ListState` has its own time to live.
+    pub fn list_append(&mut self, name: &str, value: Value, ttl: Option<Duration>) {
+        let expires = ttl.map(|d| self.now.saturating_add(d));
+        match self.state.lists.get_mut(name) {
+            Some(list) => list.push((value, expires)),
+            None => {
+                self.state.lists.insert(name.to_string(), vec![(value, expires)]);
+            }
+        }
+    }
+
+    /// Replaces the list state `name` of this key with `values`, each expiring `ttl` after now.
+    pub fn list_put(&mut self, name: &str, values: Vec<Value>, ttl: Option<Duration>) {
+        let expires = ttl.map(|d| self.now.saturating_add(d));
+        if values.is_empty() {
+            self.state.lists.remove(name);
+        } else {
+            self.state.lists.insert(name.to_string(), values.into_iter().map(|v| (v, expires)).collect());
+        }
+    }
+
+    /// Clears the list state `name` of this key.
+    pub fn list_clear(&mut self, name: &str) {
+        self.state.lists.remove(name);
+    }
+
+    /// The live value under `key` in the map state `name` of this key.
+    pub fn map_get(&self, name: &str, key: &Value) -> Option<&Value> {
+        let entry = self.state.maps.get(name)?.get(&KeyValue(key.clone()))?;
+        live(entry.1, self.now).then_some(&entry.0)
+    }
+
+    /// Puts `value` under `key` in the map state `name` of this key (replacing what was there);
+    /// the entry expires `ttl` of processing time after now (`None`: kept until removed), as
+    /// each entry of Spark's `MapState`. Keys compare as grouping keys (NaN equals NaN).
+    pub fn map_put(&mut self, name: &str, key: Value, value: Value, ttl: Option<Duration>) {
+        let expires = ttl.map(|d| self.now.saturating_add(d));
+        let map = match self.state.maps.get_mut(name) {
+            Some(map) => map,
+            None => self.state.maps.entry(name.to_string()).or_default(),
+        };
+        map.insert(KeyValue(key), (value, expires));
+    }
+
+    /// Removes `key` from the map state `name` of this key.
+    pub fn map_remove(&mut self, name: &str, key: &Value) {
+        if let Some(map) = self.state.maps.get_mut(name) {
+            map.remove(&KeyValue(key.clone()));
+            if map.is_empty() {
+                self.state.maps.remove(name);
+            }
+        }
+    }
+
+    /// The live entries of the map state `name` of this key, in key order.
+    pub fn map_entries(&self, name: &str) -> Vec<(&Value, &Value)> {
+        let now = self.now;
+        self.state.maps.get(name).map_or_else(Vec::new, |map| {
+            map.iter().filter(|(_, (_, e))| live(*e, now)).map(|(k, (v, _))| (&k.0, v)).collect()
+        })
+    }
+
+    /// Clears the map state `name` of this key.
+    pub fn map_clear(&mut self, name: &str) {
+        self.state.maps.remove(name);
+    }
+
     /// Clears every value state and deletes every timer of this key (the key is then gone from
     /// the operator's state).
     pub fn clear_all(&mut self) {
         self.state.values.clear();
+        self.state.lists.clear();
+        self.state.maps.clear();
         for (domain, at) in std::mem::take(&mut self.state.timers) {
             self.changes.push((false, domain, at));
         }
@@ -248,11 +331,66 @@ struct KeyState {
     /// Value states: name -> (value, processing-time instant it expires at).
     values: BTreeMap<String, (Value, Option<Timestamp>)>,
     timers: BTreeSet<(TimeDomain, Timestamp)>,
+    /// List states: name -> elements in order, each with the instant it expires at.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    lists: BTreeMap<String, Vec<(Value, Option<Timestamp>)>>,
+    /// Map states: name -> user key -> (value, the instant the entry expires at).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "map_states")]
+    maps: BTreeMap<String, BTreeMap<KeyValue, MapEntry>>,
+}
+
+/// A map state's entry: its value and the instant it expires at.
+type MapEntry = (Value, Option<Timestamp>);
+
+/// Map states in a snapshot: each map as a list of (user key, entry) pairs, since a snapshot's
+/// JSON objects take only strings as keys.
+mod map_states {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::MapEntry;
+    use crate::value::KeyValue;
+
+    type Maps = BTreeMap<String, BTreeMap<KeyValue, MapEntry>>;
+
+    pub(super) fn serialize<S: Serializer>(maps: &Maps, s: S) -> Result<S::Ok, S::Error> {
+        let pairs: BTreeMap<&String, Vec<(&KeyValue, &MapEntry)>> =
+            maps.iter().map(|(name, map)| (name, map.iter().collect())).collect();
+        pairs.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Maps, D::Error> {
+        let pairs: BTreeMap<String, Vec<(KeyValue, MapEntry)>> = BTreeMap::deserialize(d)?;
+        Ok(pairs.into_iter().map(|(name, entries)| (name, entries.into_iter().collect())).collect())
+    }
+}
+
+/// Whether a state entry expiring at `expires` is live at `now`.
+fn live(expires: Option<Timestamp>, now: Timestamp) -> bool {
+    expires.is_none_or(|e| now < e)
 }
 
 impl KeyState {
     fn is_empty(&self) -> bool {
-        self.values.is_empty() && self.timers.is_empty()
+        self.values.is_empty() && self.timers.is_empty() && self.lists.is_empty() && self.maps.is_empty()
+    }
+
+    /// Drops every entry expired at `now`, and the lists and maps left empty.
+    fn expire(&mut self, now: Timestamp) {
+        self.values.retain(|_, (_, e)| live(*e, now));
+        if !self.lists.is_empty() {
+            self.lists.retain(|_, list| {
+                list.retain(|(_, e)| live(*e, now));
+                !list.is_empty()
+            });
+        }
+        if !self.maps.is_empty() {
+            self.maps.retain(|_, map| {
+                map.retain(|_, (_, e)| live(*e, now));
+                !map.is_empty()
+            });
+        }
     }
 }
 
@@ -335,7 +473,7 @@ impl Processor {
         call(self.user.as_mut(), &mut ctx);
         // expired values go with the key's next call
         let now = self.now;
-        ctx.state.values.retain(|_, (_, e)| e.is_none_or(|e| now < e));
+        ctx.state.expire(now);
         let empty = ctx.state.is_empty();
         if ctx.changes.is_empty() && held != empty {
             return; // the common case: a key with state keeps it, a key without stays without

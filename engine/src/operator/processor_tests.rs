@@ -11,6 +11,15 @@ fn rec(k: &str, cmd: &str, v: i64, arg: i64) -> Record {
     Record::new(vec![Value::Str(k.into()), Value::Str(cmd.into()), Value::Long(v), Value::Long(arg)])
 }
 
+/// A command with a TTL (µs) in a fifth column; `ttl < 0`: none.
+fn rec_ttl(k: &str, cmd: &str, v: i64, arg: i64, ttl: i64) -> Record {
+    Record::new(vec![Value::Str(k.into()), Value::Str(cmd.into()), Value::Long(v), Value::Long(arg), Value::Long(ttl)])
+}
+
+fn ttl_of(r: &Record) -> Option<Duration> {
+    r.values.get(4).and_then(Value::as_i64).filter(|t| *t >= 0).map(Duration)
+}
+
 fn key_of(row: &Row) -> String {
     row[0].as_str().unwrap_or_default().to_string()
 }
@@ -41,6 +50,24 @@ impl StatefulProcessor for Commands {
                 "ptimer" => ctx.register_timer(TimeDomain::ProcessingTime, Timestamp(arg)),
                 "etimer" => ctx.register_timer(TimeDomain::EventTime, Timestamp(arg)),
                 "del" => ctx.delete_timer(TimeDomain::ProcessingTime, Timestamp(arg)),
+                // list and map states: `arg` is the map key, the fifth column (if any) the TTL
+                "lappend" => ctx.list_append("l", Value::Long(v), ttl_of(r)),
+                "lget" => {
+                    let list: Vec<String> = ctx.list("l").iter().map(|v| v.as_i64().unwrap_or(0).to_string()).collect();
+                    ctx.emit(vec![k, Value::Str("lget".into()), Value::Str(list.join(",").into())]);
+                }
+                "lput" => ctx.list_put("l", vec![Value::Long(v), Value::Long(v + 1)], ttl_of(r)),
+                "lclear" => ctx.list_clear("l"),
+                "mput" => ctx.map_put("m", Value::Long(arg), Value::Long(v), ttl_of(r)),
+                "mget" => {
+                    let x = ctx.map_get("m", &Value::Long(arg)).cloned().unwrap_or(Value::Null);
+                    ctx.emit(vec![k, Value::Str("mget".into()), x]);
+                }
+                "mdel" => ctx.map_remove("m", &Value::Long(arg)),
+                "mentries" => {
+                    let e: Vec<String> = ctx.map_entries("m").iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+                    ctx.emit(vec![k, Value::Str("mentries".into()), Value::Str(e.join(",").into())]);
+                }
                 _ => {}
             }
         }
@@ -184,6 +211,12 @@ enum Step {
     Clear { key: u8 },
     Clock { by: i64 },
     Checkpoint,
+    Append { key: u8, value: i64, ttl: Option<i64> },
+    ListGet { key: u8 },
+    ListClear { key: u8 },
+    Put { key: u8, entry: i64, value: i64, ttl: Option<i64> },
+    MapGet { key: u8, entry: i64 },
+    Remove { key: u8, entry: i64 },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -193,16 +226,35 @@ fn step() -> impl Strategy<Value = Step> {
         (0u8..4).prop_map(|key| Step::Clear { key }),
         (0i64..15).prop_map(|by| Step::Clock { by }),
         Just(Step::Checkpoint),
+        (0u8..4, -5i64..5, proptest::option::of(0i64..20)).prop_map(|(key, value, ttl)| Step::Append {
+            key,
+            value,
+            ttl
+        }),
+        (0u8..4).prop_map(|key| Step::ListGet { key }),
+        (0u8..4).prop_map(|key| Step::ListClear { key }),
+        (0u8..4, 0i64..3, -5i64..5, proptest::option::of(0i64..20)).prop_map(|(key, entry, value, ttl)| Step::Put {
+            key,
+            entry,
+            value,
+            ttl
+        }),
+        (0u8..4, 0i64..3).prop_map(|(key, entry)| Step::MapGet { key, entry }),
+        (0u8..4, 0i64..3).prop_map(|(key, entry)| Step::Remove { key, entry }),
     ]
 }
 
 proptest! {
-    /// Value state with a TTL reads as a map of (value, set instant + ttl) in which an entry is
-    /// present while now < its expiry; snapshots and restores in between change nothing.
+    /// Value, list and map states with TTLs read as reference maps of (value, written instant +
+    /// ttl) in which an entry is present while now < its expiry (per list element, per map
+    /// entry); snapshots and restores in between change nothing.
     #[test]
-    fn value_state_with_ttl_matches_a_reference_map(steps in proptest::collection::vec(step(), 1..80)) {
+    fn value_list_and_map_state_with_ttl_match_a_reference_map(steps in proptest::collection::vec(step(), 1..80)) {
         let mut p = processor(Mode::RealTime);
         let mut reference: StdMap<u8, (i64, Option<i64>)> = StdMap::new();
+        let mut lists: StdMap<u8, Vec<(i64, Option<i64>)>> = StdMap::new();
+        let mut maps: StdMap<(u8, i64), (i64, Option<i64>)> = StdMap::new();
+        let alive = |e: Option<i64>, now: i64| e.is_none_or(|e| now < e);
         let mut now = 0i64;
         let mut out = Output::default();
         p.advance_clock(Timestamp(now), &mut out);
@@ -225,6 +277,39 @@ proptest! {
                     };
                     prop_assert_eq!(&out.rows[0][2], &want, "key {} at {}", key, now);
                 }
+                Step::Append { key, value, ttl } => {
+                    lists.entry(key).or_default().push((value, ttl.map(|t| now + t)));
+                    p.on_record(&rec_ttl(&key.to_string(), "lappend", value, 0, ttl.unwrap_or(-1)), Timestamp::MIN, &mut out);
+                }
+                Step::ListGet { key } => {
+                    out.clear();
+                    p.on_record(&rec(&key.to_string(), "lget", 0, 0), Timestamp::MIN, &mut out);
+                    let want: Vec<String> = lists.get(&key).map_or_else(Vec::new, |l| {
+                        l.iter().filter(|(_, e)| alive(*e, now)).map(|(v, _)| v.to_string()).collect()
+                    });
+                    prop_assert_eq!(&out.rows[0][2], &Value::Str(want.join(",").into()), "list of {} at {}", key, now);
+                }
+                Step::ListClear { key } => {
+                    lists.remove(&key);
+                    p.on_record(&rec(&key.to_string(), "lclear", 0, 0), Timestamp::MIN, &mut out);
+                }
+                Step::Put { key, entry, value, ttl } => {
+                    maps.insert((key, entry), (value, ttl.map(|t| now + t)));
+                    p.on_record(&rec_ttl(&key.to_string(), "mput", value, entry, ttl.unwrap_or(-1)), Timestamp::MIN, &mut out);
+                }
+                Step::MapGet { key, entry } => {
+                    out.clear();
+                    p.on_record(&rec(&key.to_string(), "mget", 0, entry), Timestamp::MIN, &mut out);
+                    let want = match maps.get(&(key, entry)) {
+                        Some(&(v, e)) if alive(e, now) => Value::Long(v),
+                        _ => Value::Null,
+                    };
+                    prop_assert_eq!(&out.rows[0][2], &want, "map {} entry {} at {}", key, entry, now);
+                }
+                Step::Remove { key, entry } => {
+                    maps.remove(&(key, entry));
+                    p.on_record(&rec(&key.to_string(), "mdel", 0, entry), Timestamp::MIN, &mut out);
+                }
                 Step::Clock { by } => {
                     now += by;
                     p.advance_clock(Timestamp(now), &mut out);
@@ -240,7 +325,13 @@ proptest! {
         for key in 0u8..4 {
             p.on_record(&rec(&key.to_string(), "get", 0, 0), Timestamp::MIN, &mut out);
         }
-        let live = reference.values().filter(|(_, e)| e.is_none_or(|e| now < e)).count();
+        let live = (0u8..4)
+            .filter(|k| {
+                reference.get(k).is_some_and(|&(_, e)| alive(e, now))
+                    || lists.get(k).is_some_and(|l| l.iter().any(|&(_, e)| alive(e, now)))
+                    || maps.iter().any(|(&(mk, _), &(_, e))| mk == *k && alive(e, now))
+            })
+            .count();
         prop_assert_eq!(p.state_len(), live);
     }
 }
@@ -268,4 +359,34 @@ fn a_records_key_columns_find_the_group_key_built_from_them() {
     assert!(
         !RecordKey { record: &records[1], columns: &columns[1] }.equivalent(&GroupKey::of(&records[0], &columns[1]))
     );
+}
+
+#[test]
+fn list_put_and_map_entries_replace_and_list_in_order_and_clear_all_empties_them() {
+    let mut p = processor(Mode::RealTime);
+    let mut out = Output::default();
+    p.advance_clock(Timestamp(0), &mut out);
+    p.on_record(&rec_ttl("a", "lappend", 9, 0, -1), Timestamp::MIN, &mut out);
+    p.on_record(&rec_ttl("a", "lput", 3, 0, 10), Timestamp::MIN, &mut out);
+    p.on_record(&rec_ttl("a", "mput", 7, 2, -1), Timestamp::MIN, &mut out);
+    p.on_record(&rec_ttl("a", "mput", 5, 1, -1), Timestamp::MIN, &mut out);
+    p.on_record(&rec("a", "lget", 0, 0), Timestamp::MIN, &mut out);
+    p.on_record(&rec("a", "mentries", 0, 0), Timestamp::MIN, &mut out);
+    assert_eq!(out.rows[0][2], Value::Str("3,4".into()), "put replaces the list");
+    assert_eq!(out.rows[1][2], Value::Str("Long(1)=Long(5),Long(2)=Long(7)".into()), "entries in key order");
+    p.advance_clock(Timestamp(10), &mut out);
+    p.on_record(&rec("a", "lget", 0, 0), Timestamp::MIN, &mut out);
+    assert_eq!(out.rows[2][2], Value::Str("".into()), "the put list expired at now + ttl");
+    // a timer clears everything of the key
+    p.on_record(&rec("a", "ptimer", 0, 20), Timestamp::MIN, &mut out);
+    p.advance_clock(Timestamp(20), &mut out);
+    assert_eq!(p.state_len(), 0);
+    // the state survives a snapshot
+    p.on_record(&rec_ttl("b", "mput", 1, 0, -1), Timestamp::MIN, &mut out);
+    let bytes = p.snapshot();
+    let mut q = processor(Mode::RealTime);
+    q.restore(&bytes).unwrap();
+    out.clear();
+    q.on_record(&rec("b", "mget", 0, 0), Timestamp::MIN, &mut out);
+    assert_eq!(out.rows[0][2], Value::Long(1));
 }
