@@ -398,7 +398,7 @@ type = "stdout"
                     }
                     x.finish();
                     assert!(out.late.is_empty() && out.rejected.is_empty());
-                    assert_eq!(chain.dropped_between_stages(), 0);
+                    assert_eq!(chain.dropped_between_stages().total(), 0);
                     (out.rows, x.full_sends())
                 })
             })

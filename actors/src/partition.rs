@@ -457,6 +457,9 @@ impl PartitionTask {
         }
         m.state_keys.set(keys as f64);
         m.state_bytes.set((keys as f64 * size.bytes_per_key).round());
+        let dropped = actor.operator.dropped_between_stages();
+        m.chain_rows_late.absolute(dropped.late);
+        m.chain_rows_failed.absolute(dropped.failed);
     }
 
     /// Writes pending rows to the sink (counted in `written`, under batch / epoch `id`) and

@@ -76,6 +76,9 @@ pub const QUEUE_DEPTH: &str = "eddy_queue_depth_messages";
 /// Time the source waited on a full partition queue (histogram, seconds; label `partition`):
 /// its `_sum` is the total time spent back-pressured.
 pub const BACKPRESSURE: &str = "eddy_backpressure_seconds";
+/// Rows dropped between the stages of chained stateful operators (counter; labels `partition`,
+/// `reason`: `late` or `failed`), as Spark's per-operator `numRowsDroppedByWatermark`.
+pub const CHAIN_ROWS_DROPPED: &str = "eddy_chain_rows_dropped_total";
 /// Duration of a micro-batch or a real-time epoch, from its start to its commit (histogram, seconds).
 pub const MICRO_BATCH_DURATION: &str = "eddy_micro_batch_duration_seconds";
 
@@ -133,7 +136,7 @@ const fn def(
 }
 
 /// Every metric the runtime exports, with its description.
-pub const CATALOG: [MetricDef; 21] = [
+pub const CATALOG: [MetricDef; 22] = [
     def(RECORDS_IN, Kind::Counter, Unit::Count, &[], "Records read from the source and decoded."),
     def(RECORDS_OUT, Kind::Counter, Unit::Count, &[], "Rows written to the main sink."),
     def(RECORDS_LATE, Kind::Counter, Unit::Count, &[], "Input records dropped as late (behind the watermark)."),
@@ -237,6 +240,14 @@ pub const CATALOG: [MetricDef; 21] = [
         &[],
         "Duration of a micro-batch, or of a real-time epoch, from its start to its commit.",
     ),
+    def(
+        CHAIN_ROWS_DROPPED,
+        Kind::Counter,
+        Unit::Count,
+        &["partition", "reason"],
+        "Chained stateful operators: rows a partition actor dropped after the first stage, late at a later stage \
+         (reason late) or refused by it or failed by the expressions between stages (reason failed).",
+    ),
 ];
 
 /// The handles of one partition actor.
@@ -250,6 +261,10 @@ pub struct PartitionMetrics {
     pub queue_depth: Gauge,
     /// [`BACKPRESSURE`].
     pub backpressure: Histogram,
+    /// [`CHAIN_ROWS_DROPPED`] `reason="late"`.
+    pub chain_rows_late: Counter,
+    /// [`CHAIN_ROWS_DROPPED`] `reason="failed"`.
+    pub chain_rows_failed: Counter,
 }
 
 /// Every handle of a run; cheap to clone (handles are shared pointers, or empty when disabled).
@@ -391,6 +406,8 @@ impl Metrics {
             p.state_keys.set(0.0);
             p.state_bytes.set(0.0);
             p.queue_depth.set(0.0);
+            p.chain_rows_late.absolute(0);
+            p.chain_rows_failed.absolute(0);
         }
         handle.run_upkeep();
         (m, handle)
@@ -449,6 +466,14 @@ impl Metrics {
                         state_bytes: r.gauge(STATE_BYTES, &l),
                         queue_depth: r.gauge(QUEUE_DEPTH, &l),
                         backpressure: r.histogram(BACKPRESSURE, &l),
+                        chain_rows_late: r.counter(
+                            CHAIN_ROWS_DROPPED,
+                            &[("partition", p.to_string()), ("reason", "late".to_string())],
+                        ),
+                        chain_rows_failed: r.counter(
+                            CHAIN_ROWS_DROPPED,
+                            &[("partition", p.to_string()), ("reason", "failed".to_string())],
+                        ),
                     }
                 })
                 .collect(),

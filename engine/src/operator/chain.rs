@@ -16,10 +16,12 @@
 //!   watermark they are given (stamped); the chain tracks the first stage's event time when the
 //!   first stage would have ([`OperatorChain::with_tracker`]).
 //!
-//! What stages after the first drop as late, refuse, or what the steps between stages drop or
-//! fail on, is counted ([`OperatorChain::dropped_between_stages`]), never sent to the late sink
-//! or the dead letters, whose columns are the query's input (Spark counts a downstream
-//! operator's late rows in its metrics only).
+//! What stages after the first drop as late or refuse, and what the steps between stages fail on,
+//! is counted by reason ([`Operator::dropped_between_stages`], exported per partition actor
+//! as `eddy_chain_rows_dropped_total{reason="late"|"failed"}`), never sent to the late sink or
+//! the dead letters, whose columns are the query's input (Spark counts a downstream operator's
+//! late rows in its metrics only). Rows a filter between stages does not keep (a HAVING, an outer
+//! WHERE) are filtered, not dropped, and not counted.
 //!
 //! The snapshot holds every stage's snapshot ([`OperatorChain::snapshot`]): a header line, then
 //! each stage's bytes with their length.
@@ -37,7 +39,7 @@
 
 use std::sync::Arc;
 
-use super::{BatchContext, Mode, Operator, Output, StateError};
+use super::{BatchContext, Mode, Operator, Output, StageDrops, StateError};
 use crate::steps::{Applied, CompiledSteps};
 use crate::time::Timestamp;
 use crate::value::{GroupKey, KeyValue, Record, Row};
@@ -49,7 +51,7 @@ const MAGIC: &[u8] = b"eddy-operator-chain/1\n";
 /// A stage after the first: the steps its input rows go through, then the operator.
 pub struct ChainLink {
     /// Run on each row of the stage before (the upstream query's HAVING and select list, this
-    /// stage's projection and filters); a row they drop or fail on is counted and dropped.
+    /// stage's projection and filters); a row they fail on is counted and dropped.
     pub steps: Arc<CompiledSteps>,
     /// The stage's operator (built stamped: its watermark comes from the chain).
     pub operator: Box<dyn Operator>,
@@ -91,7 +93,7 @@ pub struct OperatorChain {
     /// One output buffer per link (rows of the stage before it).
     buffers: Vec<Output>,
     /// Rows dropped after the first stage (see the module documentation).
-    dropped: u64,
+    dropped: StageDrops,
     /// Split at an exchange: the index of the exchange link, whose input rows go to `outbox`.
     split: Option<usize>,
     /// Split: the exchange link's input records (after its steps) not yet taken.
@@ -118,7 +120,7 @@ impl OperatorChain {
             tracker: None,
             forwarded: vec![Timestamp::MIN; n],
             buffers: (0..n).map(|_| Output::default()).collect(),
-            dropped: 0,
+            dropped: StageDrops::default(),
             split: None,
             outbox: Vec::new(),
         }
@@ -158,7 +160,7 @@ impl OperatorChain {
         let mut moved = std::mem::take(&mut self.buffers[i]);
         moved.clear();
         self.links[i].operator.on_record(record, self.forwarded[i], &mut moved);
-        self.dropped += (moved.late.len() + moved.rejected.len()) as u64;
+        self.dropped.add(&moved);
         let mut rows = std::mem::take(&mut moved.rows);
         self.push_down(i + 1, &mut rows, None, out);
         moved.rows = rows;
@@ -181,12 +183,6 @@ impl OperatorChain {
     pub fn with_tracker(mut self, column: usize, delay: crate::time::Duration) -> OperatorChain {
         self.tracker = Some((column, WatermarkTracker::new(delay)));
         self
-    }
-
-    /// Rows dropped after the first stage since this chain was built: late or refused by a
-    /// later stage, or dropped or failed by the steps between stages.
-    pub fn dropped_between_stages(&self) -> u64 {
-        self.dropped
     }
 
     /// The number of stages (the first included).
@@ -214,7 +210,8 @@ impl OperatorChain {
             for row in rows.drain(..) {
                 match steps.apply(Record::new(row)) {
                     Applied::Keep(record) => self.outbox.push(record),
-                    Applied::Drop | Applied::Failed { .. } => self.dropped += 1,
+                    Applied::Drop => {}
+                    Applied::Failed { .. } => self.dropped.failed += 1,
                 }
             }
             return;
@@ -226,7 +223,8 @@ impl OperatorChain {
         for row in rows.drain(..) {
             match link.steps.apply(Record::new(row)) {
                 Applied::Keep(record) => link.operator.on_record(&record, w, &mut moved),
-                Applied::Drop | Applied::Failed { .. } => self.dropped += 1,
+                Applied::Drop => {}
+                Applied::Failed { .. } => self.dropped.failed += 1,
             }
         }
         if let Some(f) = forward
@@ -235,7 +233,7 @@ impl OperatorChain {
             link.operator.advance_watermark(f, &mut moved);
             self.forwarded[from] = f;
         }
-        self.dropped += (moved.late.len() + moved.rejected.len()) as u64;
+        self.dropped.add(&moved);
         let mut next = std::mem::take(&mut moved.rows);
         self.push_down(from + 1, &mut next, forward, out);
         moved.rows = next;
@@ -250,7 +248,7 @@ impl OperatorChain {
             let mut moved = std::mem::take(&mut self.buffers[i]);
             moved.clear();
             self.links[i].operator.end_batch(&mut moved);
-            self.dropped += (moved.late.len() + moved.rejected.len()) as u64;
+            self.dropped.add(&moved);
             let mut rows = std::mem::take(&mut moved.rows);
             self.push_down(i + 1, &mut rows, None, out);
             moved.rows = rows;
@@ -358,6 +356,12 @@ impl Operator for OperatorChain {
     fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool {
         self.first.wants_no_data_batch(evicted_with, next)
             || self.links.iter().any(|l| l.operator.wants_no_data_batch(evicted_with, next))
+    }
+
+    /// Rows dropped after the first stage since this chain was built: late at a later stage,
+    /// or refused by it or failed by the steps between stages.
+    fn dropped_between_stages(&self) -> StageDrops {
+        self.dropped
     }
 
     fn state_len(&self) -> usize {

@@ -120,6 +120,30 @@ impl Rejected {
     }
 }
 
+/// Rows a chain of stateful operators dropped after its first stage, by reason (counts since it
+/// was built).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageDrops {
+    /// Late at a later stage: behind the watermark that stage was given.
+    pub late: u64,
+    /// Refused by a later stage (an aggregate's overflow), or failed by the steps between stages
+    /// (an expression's error).
+    pub failed: u64,
+}
+
+impl StageDrops {
+    /// Both reasons together.
+    pub fn total(&self) -> u64 {
+        self.late + self.failed
+    }
+
+    /// Counts what a stage's output holds as late and refused.
+    pub fn add(&mut self, out: &Output) {
+        self.late += out.late.len() as u64;
+        self.failed += out.rejected.len() as u64;
+    }
+}
+
 /// Most emptied row buffers an [`Output`] keeps for reuse.
 pub const SPARE_ROWS: usize = 1024;
 
@@ -237,6 +261,12 @@ pub trait Operator: Send + std::fmt::Debug {
     /// Whether a micro-batch without new data must run after a batch whose eviction watermark
     /// was `evicted_with` when the next batch's would be `next` (Spark's no-data batch).
     fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool;
+
+    /// Rows dropped between the stages of a chain since it was built ([`OperatorChain`]); none
+    /// for a single operator (the default).
+    fn dropped_between_stages(&self) -> StageDrops {
+        StageDrops::default()
+    }
 
     /// Number of keys (groups, windows, dedup keys) held; for a stream-stream join, the rows it
     /// keeps (both inputs), its state's unit.

@@ -89,7 +89,7 @@ fn micro_batch_rows_a_stage_finalises_reach_the_next_stage_in_the_same_batch_and
     assert_eq!(out.late, vec![rec("a", 5)]);
     let out = batch(&mut c, 3, 15, 30, &[]);
     assert_eq!(out.rows, vec![vec![window(10, 20), Value::Long(2)]]);
-    assert_eq!(c.dropped_between_stages(), 0);
+    assert_eq!(c.dropped_between_stages().total(), 0);
     assert!(c.wants_no_data_batch(Timestamp(30 * S), Timestamp(31 * S)));
 }
 
@@ -106,7 +106,7 @@ fn real_time_a_watermark_reaches_the_next_stage_only_after_the_rows_it_finalised
     c.on_record(&rec("a", 12), Timestamp::MIN, &mut out);
     assert_eq!(out.rows, vec![vec![window(0, 10), Value::Long(3)]]);
     assert!(out.late.is_empty());
-    assert_eq!(c.dropped_between_stages(), 0);
+    assert_eq!(c.dropped_between_stages().total(), 0);
     // a watermark given from outside (several sources) goes down the chain the same way
     out.clear();
     c.advance_watermark(Timestamp(25 * S), &mut out);
@@ -261,5 +261,18 @@ fn a_chain_split_at_its_exchange_over_three_partitions_gives_the_rows_of_the_who
         late.append(&mut out.late);
     }
     assert_eq!(late, vec![rec("a", 5)]);
-    assert!(parts.iter().all(|p| p.dropped_between_stages() == 0));
+    assert!(parts.iter().all(|p| p.dropped_between_stages().total() == 0));
+}
+
+#[test]
+fn stage_drops_count_a_stage_outputs_late_and_refused_rows_by_reason() {
+    let mut drops = super::StageDrops::default();
+    let mut out = Output::default();
+    out.late.push(rec("a", 1));
+    out.late.push(rec("b", 2));
+    out.rejected.push(super::Rejected { record: rec("c", 3), reason: "ARITHMETIC_OVERFLOW in total".into() });
+    drops.add(&out);
+    drops.add(&out);
+    assert_eq!(drops, super::StageDrops { late: 4, failed: 2 });
+    assert_eq!(drops.total(), 6);
 }
