@@ -1,5 +1,5 @@
 //! Real-time golden cases (`tests/realtime/*`): rolling windows, window aggregates (update and
-//! append) and deduplication under the replay clock. Their expected output
+//! append), deduplication and a chained aggregation (re-windowed) under the replay clock. Their expected output
 //! (`expected/all.jsonl`) comes from `tests/realtime/reference.py`, a brute-force reference
 //! written from SEMANTICS.md, never from the engine. Each case runs through `eddy run` with
 //! `parallelism` 1 and 4; all rows of all epoch files must match as a multiset

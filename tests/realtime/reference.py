@@ -15,6 +15,8 @@ Scope: mode = "real-time", [clock] type = "replay", files source (JSON), queries
       each item named with AS (or a bare column); keys and the window may be given by position.
       With the source's `filter` and `select` and the sink's `select`. Expressions are those of
       EXPRESSIONS below, evaluated as SQL.md defines them.
+  sql = "SELECT items FROM (such a query, append) [AS a] GROUP BY window(window, size[, slide]), keys"
+      a chained aggregation re-windowing the inner query's rows (append), keys among its columns.
 """
 import datetime as dt
 import json
@@ -222,6 +224,60 @@ def sql_window_aggregate(p, recs, out, ts_cols):
         out.append(r)
 
 
+def sql_chain(p, recs, out, ts_cols):
+    """A chained aggregation (SQL.md "Subqueries", SEMANTICS.md "Several stateful operators"):
+    `SELECT ... FROM (inner window aggregate) [AS a] GROUP BY window(window, size), keys`, append.
+    The inner query runs as `sql_window_aggregate` (append): each of its rows is emitted once the
+    watermark passes its window's end, and reaches the outer aggregate at event time end - 1 us
+    (Spark's window_time), ahead of the watermark that closed it, so none is late there. The outer
+    window then closes once the watermark passes its own end: its row aggregates every inner row
+    whose event time it holds, and only windows ending at or before the final watermark are
+    emitted (real-time mode does not flush state at the end of the input)."""
+    m = re.fullmatch(r"\s*SELECT\s+(.*?)\s+FROM\s+\((.*)\)\s*(?:AS\s+\w+\s+)?GROUP BY\s+(.*?)\s*",
+                     p["query"]["sql"], re.S | re.I)
+    select = [named(i) for i in split_top(m.group(1))]
+    inner_p = dict(p, query={"sql": m.group(2), "output_mode": "append"})
+    inner_p.pop("sink", None)
+    inner = []
+    sql_window_aggregate(inner_p, recs, inner, set())
+    wm = p["watermark"]
+    event_times = [r[wm["column"]] for r in recs if r.get(wm["column"]) is not None]
+    final_w = max(event_times) - dur(wm["delay"]) if event_times else NEG_INF
+    window, keys = None, []
+    for g in split_top(m.group(3)):
+        w = re.fullmatch(r"window\((\w+),\s*'([^']*)'(?:,\s*'([^']*)')?\)", g)
+        if w:
+            window = (w.group(1), dur(w.group(2)), dur(w.group(3) or w.group(2)))
+        else:
+            keys.append(g)
+    col, size, slide = window
+    groups = {}
+    for r in inner:
+        t = ts(r[col]["end"]) - 1
+        first = t - (t % slide)
+        s = first - ((size - slide) // slide) * slide
+        while s <= t:
+            if s + size > t:
+                groups.setdefault((s, s + size, tuple(r[k] for k in keys)), []).append(r)
+            s += slide
+    for (s, e, key), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], json.dumps(kv[0][2]))):
+        if e > final_w:
+            continue
+        row = {}
+        for text, name in select:
+            a = re.fullmatch(r"(count|sum|min|max)\((.*)\)", text)
+            if text.startswith("window("):
+                row[name] = {"start": iso(s), "end": iso(e)}
+            elif a:
+                vals = [x[a.group(2)] for x in rows] if a.group(2) != "*" else rows
+                row[name] = agg(a.group(1), None if a.group(2) == "*" else a.group(2),
+                                [v for v in vals if v is not None] if a.group(2) != "*" else vals)
+            else:
+                row[name] = dict(zip(keys, key))[text]
+        sink_select = p.get("sink", {}).get("select")
+        out.append(project(sink_select, row, ts_cols) if sink_select else row)
+
+
 def window_aggregate(p, recs, out):
     q, wm = p["query"], p.get("watermark")
     w = q["window"]
@@ -401,7 +457,9 @@ def main():
                 rec = project(p["source"]["select"], rec, ts_cols)
             recs.append(rec)
     out = []
-    if "sql" in p["query"]:
+    if "sql" in p["query"] and re.search(r"FROM\s*\(", p["query"]["sql"], re.I):
+        sql_chain(p, recs, out, ts_cols)
+    elif "sql" in p["query"]:
         sql_window_aggregate(p, recs, out, ts_cols)
     else:
         kind = p["query"]["type"]
