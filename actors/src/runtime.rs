@@ -21,6 +21,7 @@ use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, Sink
 use crate::checkpoint::{self, Checkpointer, FolderStore, SnapshotWriter};
 use crate::clock::{Clock, ReplayClock, SystemClock};
 use crate::coordinator::{Coordinator, UnitStarts};
+use crate::messages::ToCoordinator;
 use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::server::MetricsServer;
 use crate::metrics::{Health, Metrics};
@@ -563,10 +564,23 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             chained = Some(PartitionTask::new(actor));
             continue;
         }
+        // A panic (a user aggregate's, or a bug) is reported as the run's failure (exit 1), so
+        // the coordinator stops the run instead of waiting for this actor's batch forever.
+        let report_to = coord_tx.clone();
         handles.push(
             thread::Builder::new()
                 .name(format!("eddy-partition-{partition}"))
-                .spawn(move || actor.run())
+                .spawn(move || {
+                    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| actor.run())) {
+                        let why = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic without a message".to_string());
+                        let _ = report_to
+                            .send(ToCoordinator::Failed(format!("partition actor {partition} panicked: {why}")));
+                    }
+                })
                 .map_err(|e| RuntimeError::Failed(format!("cannot start a partition actor: {e}")))?,
         );
     }
