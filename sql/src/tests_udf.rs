@@ -315,3 +315,15 @@ path = "out"
     assert_eq!(e.field, "source.select[1]");
     assert!(e.given.contains("at 1:1: aggregate function tally in a row expression"), "{e}");
 }
+
+#[test]
+fn a_built_in_name_refused_at_registration_says_what_a_name_may_be() {
+    let e = Registry::new().register_udf("Upper", &[DataType::String], DataType::String, |a| Ok(a[0].clone())).err();
+    assert_eq!(
+        e.map(|e| e.to_string()).as_deref(),
+        Some(
+            "`Upper` is a built-in function of Spark SQL (expected [A-Za-z_][A-Za-z0-9_]*, not one of Spark's \
+             functions (SQL.md))"
+        )
+    );
+}
