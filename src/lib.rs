@@ -223,6 +223,17 @@ impl Job {
         self.pipeline.output_schema()
     }
 
+    /// Checks what a run would refuse before starting anything and that parsing does not see:
+    /// the number of partition actors (a query whose chain runs in one partition actor, such as
+    /// an exchange in real-time mode, refuses `parallelism` > 1). `eddy validate` and `eddy
+    /// explain` call it; [`Job::run`] checks it too.
+    ///
+    /// # Errors
+    /// [`Error::Refused`] naming the field (exit 2).
+    pub fn check(&self) -> Result<(), Error> {
+        eddy_actors::planned_parallelism(&self.pipeline).map(|_| ()).map_err(Error::from)
+    }
+
     /// The plan as text, as `eddy explain` prints it.
     pub fn explain(&self) -> String {
         eddy_engine::explain::explain(&self.pipeline)

@@ -107,7 +107,7 @@ fn main() -> ExitCode {
     init_logs(cli.log_json);
     disable_huge_pages();
     match cli.command {
-        Command::Validate { pipeline, set } => match load(&pipeline, &set) {
+        Command::Validate { pipeline, set } => match load(&pipeline, &set).and_then(|job| job.check().map(|()| job)) {
             Ok(job) => {
                 let mut out = String::new();
                 for f in job.output_schema() {
@@ -124,7 +124,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Explain { pipeline, set } => match load(&pipeline, &set) {
+        Command::Explain { pipeline, set } => match load(&pipeline, &set).and_then(|job| job.check().map(|()| job)) {
             Ok(job) => {
                 #[allow(clippy::print_stdout)] // the command's own output
                 {

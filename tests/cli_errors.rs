@@ -393,3 +393,51 @@ fn a_processor_query_is_refused_by_the_eddy_command_which_registers_none() {
         expect_usage_error(&pipeline, &[command, "p.toml"], &["query.name", "\"fraud\"", "none is registered"]);
     }
 }
+
+/// A chained aggregation keyed otherwise than the one before it needs an exchange, which
+/// real-time mode does not run yet: `parallelism` > 1 is refused by `eddy validate` and `eddy
+/// explain` as by `eddy run`, each exiting 2 and naming the field; micro-batch mode takes it.
+#[test]
+fn an_exchange_in_real_time_mode_at_parallelism_2_is_refused_by_validate_explain_and_run() {
+    let chained = |mode: &str| {
+        format!(
+            r#"
+name = "chained"
+mode = "{mode}"
+parallelism = 2
+[source]
+type = "files"
+path = "input"
+format = "json"
+schema = "k STRING, ts TIMESTAMP, v DOUBLE"
+[watermark]
+column = "ts"
+delay = "10 seconds"
+[query]
+sql = """
+SELECT window, max_by(k, n) AS k, max(n) AS n
+FROM (SELECT window(ts, '5 seconds') AS window, k, count(*) AS n FROM source GROUP BY 1, 2)
+GROUP BY window
+"""
+output_mode = "append"
+[sink]
+type = "files"
+path = "output"
+"#
+        )
+    };
+    let tmp = setup(&chained("real-time"));
+    for command in ["validate", "explain", "run"] {
+        let out = eddy(tmp.path(), &[command, "p.toml"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("parallelism: 2: the aggregation chained after operator"), "{command}: {stderr}");
+        assert!(stderr.contains("micro-batch mode only"), "{command}: {stderr}");
+    }
+    assert!(!tmp.path().join("output").exists(), "run started nothing");
+    let tmp = setup(&chained("micro-batch"));
+    for command in ["validate", "explain"] {
+        let out = eddy(tmp.path(), &[command, "p.toml"]);
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -48,4 +48,4 @@ pub mod runtime;
 pub mod sink;
 pub mod source;
 
-pub use runtime::{RunOptions, RunSummary, RuntimeError, run_pipeline};
+pub use runtime::{RunOptions, RunSummary, RuntimeError, planned_parallelism, run_pipeline};

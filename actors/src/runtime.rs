@@ -21,6 +21,7 @@ use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, Sink
 use crate::checkpoint::{self, Checkpointer, FolderStore, SnapshotWriter};
 use crate::clock::{Clock, ReplayClock, SystemClock};
 use crate::coordinator::{Coordinator, UnitStarts};
+use crate::messages::ToCoordinator;
 use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::server::MetricsServer;
 use crate::metrics::{Health, Metrics};
@@ -243,25 +244,25 @@ fn open_source(
     })
 }
 
-/// Runs `pipeline` to its end: the input is exhausted (finite sources) or a stop was asked.
+/// The number of partition actors `pipeline` runs with, as [`run_pipeline`] decides it before
+/// starting anything (`eddy validate` and `eddy explain` check it too): its `parallelism`, or by
+/// default the number of cores (at most [`spec::MAX_PARALLELISM`]), or 1 for a query whose
+/// chain runs in one partition actor (one that would need a second exchange, or an exchange in
+/// real-time mode, where the exchange does not run yet: micro-batch only, [`crate::exchange`]).
 ///
 /// # Errors
-/// [`RuntimeError::Open`] / [`RuntimeError::Unsupported`] before anything started (exit 2 for the
-/// CLI when it is the pipeline's fault); [`RuntimeError::Failed`] when something failed while
-/// running (exit 1).
-pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
+/// [`RuntimeError::Unsupported`] when the query cannot be planned, or at `parallelism` when it
+/// is above 1 for a query whose chain runs in one partition actor (exit 2 for the CLI).
+pub fn planned_parallelism(pipeline: &Pipeline) -> Result<usize, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
-    for warning in pipeline.warnings() {
-        tracing::warn!(pipeline = %pipeline.name, "{warning}");
-    }
+    parallelism_of(pipeline, &plan)
+}
+
+/// [`planned_parallelism`] of an already built plan.
+fn parallelism_of(pipeline: &Pipeline, plan: &QueryPlan) -> Result<usize, RuntimeError> {
     let real_time = pipeline.mode == Mode::RealTime;
-    // The default, the number of cores, is bounded as a given `parallelism` is.
-    // A chain that needs a second exchange runs in one partition actor
-    // (`QueryPlan::single_partition`); so does one that needs an exchange in real-time mode,
-    // where the exchange does not run yet (micro-batch only, `crate::exchange`).
-    let exchange_at = plan.exchange();
     let single = plan.single_partition().or_else(|| {
-        exchange_at.filter(|_| real_time).map(|i| {
+        plan.exchange().filter(|_| real_time).map(|i| {
             format!(
                 "the aggregation chained after operator {i} is keyed otherwise than the one before it, so its input \
                  is exchanged between partition actors, which runs in micro-batch mode only (not in real-time mode \
@@ -276,9 +277,28 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             None => thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(spec::MAX_PARALLELISM),
         })
         .max(1);
-    if let Some(why) = single.filter(|_| parallelism > 1) {
-        return Err(RuntimeError::Unsupported { field: "parallelism".into(), why: format!("{parallelism}: {why}") });
+    match single.filter(|_| parallelism > 1) {
+        Some(why) => {
+            Err(RuntimeError::Unsupported { field: "parallelism".into(), why: format!("{parallelism}: {why}") })
+        }
+        None => Ok(parallelism),
     }
+}
+
+/// Runs `pipeline` to its end: the input is exhausted (finite sources) or a stop was asked.
+///
+/// # Errors
+/// [`RuntimeError::Open`] / [`RuntimeError::Unsupported`] before anything started (exit 2 for the
+/// CLI when it is the pipeline's fault); [`RuntimeError::Failed`] when something failed while
+/// running (exit 1).
+pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
+    let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
+    for warning in pipeline.warnings() {
+        tracing::warn!(pipeline = %pipeline.name, "{warning}");
+    }
+    let real_time = pipeline.mode == Mode::RealTime;
+    let exchange_at = plan.exchange();
+    let parallelism = parallelism_of(pipeline, &plan)?;
 
     let health = opts.health.unwrap_or_default();
     let (metrics, _server) = match &pipeline.metrics {
@@ -544,10 +564,23 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             chained = Some(PartitionTask::new(actor));
             continue;
         }
+        // A panic (a user aggregate's, or a bug) is reported as the run's failure (exit 1), so
+        // the coordinator stops the run instead of waiting for this actor's batch forever.
+        let report_to = coord_tx.clone();
         handles.push(
             thread::Builder::new()
                 .name(format!("eddy-partition-{partition}"))
-                .spawn(move || actor.run())
+                .spawn(move || {
+                    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| actor.run())) {
+                        let why = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic without a message".to_string());
+                        let _ = report_to
+                            .send(ToCoordinator::Failed(format!("partition actor {partition} panicked: {why}")));
+                    }
+                })
                 .map_err(|e| RuntimeError::Failed(format!("cannot start a partition actor: {e}")))?,
         );
     }

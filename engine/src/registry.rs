@@ -153,7 +153,7 @@ pub struct Registry {
 pub enum RegistryError {
     /// The name is a built-in function's or aggregate's: a pipeline's `name(...)` would mean
     /// two things.
-    #[error("`{given}` is a built-in function of Spark SQL (expected a name that is not: {allowed})")]
+    #[error("`{given}` is a built-in function of Spark SQL (expected {allowed})")]
     BuiltinName {
         /// The name as given.
         given: String,

@@ -236,3 +236,94 @@ path = "out"
     let e = parse_pipeline_in(&pipeline(r#"{ agg = "total", column = "qty", rsd = 0.1 }"#), &[], &r).err().unwrap();
     assert_eq!(e.field, "query.measures[0].rsd", "{e}");
 }
+
+/// A user aggregate counting its values (its rules do not matter here, its name does).
+#[derive(Debug)]
+struct Tally;
+
+impl eddy_engine::aggregate::Aggregator for Tally {
+    fn name(&self) -> &str {
+        "tally"
+    }
+    fn result_type(&self, _input: DataType) -> DataType {
+        DataType::Long
+    }
+    fn zero(&self) -> Value {
+        Value::Long(0)
+    }
+    fn reduce(&self, state: &mut Value, _input: &Value) {
+        if let Value::Long(n) = state {
+            *n += 1;
+        }
+    }
+    fn merge(&self, state: &mut Value, other: &Value) {
+        if let (Value::Long(n), Value::Long(m)) = (&mut *state, other) {
+            *n += m;
+        }
+    }
+    fn finish(&self, state: &Value) -> Value {
+        state.clone()
+    }
+}
+
+#[test]
+fn a_misspelt_aggregate_in_sql_is_an_unknown_function_and_a_user_aggregate_is_no_row_function() {
+    let mut r = registry();
+    r.register_udaf("tally", std::sync::Arc::new(Tally)).unwrap();
+    let pipeline = |select: &str, sql: &str| {
+        format!(
+            r#"
+name = "p"
+[source]
+type = "files"
+path = "in"
+format = "json"
+schema = "amount DOUBLE, qty INT, card STRING, n BIGINT"
+select = [{select}]
+[query]
+sql = "{sql}"
+[sink]
+type = "files"
+path = "out"
+"#
+        )
+    };
+    let ok =
+        parse_pipeline_in(&pipeline(r#""*""#, "SELECT card, tally(amount) AS t FROM source GROUP BY card"), &[], &r);
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    // a misspelt user aggregate, and a misspelt built-in one, over a column that is not
+    // grouped: the function is unknown (Spark's UNRESOLVED_ROUTINE comes before its
+    // MISSING_AGGREGATION), not the column
+    for (sql, name, col) in [
+        ("SELECT card, tallly(amount) AS t FROM source GROUP BY card", "tallly", 14),
+        ("SELECT card, summ(amount) AS t FROM source GROUP BY card", "summ", 14),
+        ("SELECT card, 1 + Sumsqq(qty) FROM source GROUP BY card", "Sumsqq", 18),
+    ] {
+        let e = parse_pipeline_in(&pipeline(r#""*""#, sql), &[], &r).err().unwrap();
+        assert_eq!(e.field, "query.sql", "{sql}");
+        assert!(e.given.starts_with(&format!("function {name} at 1:{col}")), "{sql}: {e}");
+        assert!(e.allowed.ends_with("; the registered functions cents, explodes, fails, liar, mask, plus"), "{e}");
+    }
+    // a registered scalar function over a column that is not grouped: that column is named
+    let e = parse_pipeline_in(&pipeline(r#""*""#, "SELECT card, cents(amount) FROM source GROUP BY card"), &[], &r)
+        .err()
+        .unwrap();
+    assert!(e.given.contains("the column \"amount\" neither grouped nor aggregated"), "{e}");
+    // a user aggregate in a row expression is named as an aggregate, as a built-in one is
+    let e =
+        parse_pipeline_in(&pipeline(r#""card", "tally(amount) AS t""#, "SELECT * FROM source"), &[], &r).err().unwrap();
+    assert_eq!(e.field, "source.select[1]");
+    assert!(e.given.contains("at 1:1: aggregate function tally in a row expression"), "{e}");
+}
+
+#[test]
+fn a_built_in_name_refused_at_registration_says_what_a_name_may_be() {
+    let e = Registry::new().register_udf("Upper", &[DataType::String], DataType::String, |a| Ok(a[0].clone())).err();
+    assert_eq!(
+        e.map(|e| e.to_string()).as_deref(),
+        Some(
+            "`Upper` is a built-in function of Spark SQL (expected [A-Za-z_][A-Za-z0-9_]*, not one of Spark's \
+             functions (SQL.md))"
+        )
+    );
+}

@@ -117,6 +117,11 @@ pub enum AggKind {
 
 /// A user-defined aggregate function (embedding API): zero, reduce, merge, finish, optional
 /// retract. State is a [`Value`] so it can be snapshotted like any other.
+///
+/// The input column's type is not checked against the aggregator: `reduce` receives the
+/// non-null values of whatever column the pipeline names, and must handle or ignore those it
+/// cannot fold. No method may panic: unlike a scalar UDF's, a panic here is not caught per
+/// record; it stops the partition actor that runs it and fails the run.
 pub trait Aggregator: Send + Sync + std::fmt::Debug {
     /// The function's name (used in the default output name `name(column)`).
     fn name(&self) -> &str;

@@ -548,15 +548,12 @@ impl Binder<'_> {
             _ if super::is_unsupported_aggregate(&lower) => Err(super::unsupported_aggregate_error(pos, &lower)),
             _ => match super::udf::current_scalar(&lower) {
                 Some(udf) => self.user_call(pos, udf, args),
-                None => {
-                    let users = super::udf::current_scalar_names();
-                    let allowed = if users.is_empty() {
-                        SUPPORTED_FUNCTIONS.to_string()
-                    } else {
-                        format!("{SUPPORTED_FUNCTIONS}; the registered functions {}", users.join(", "))
-                    };
-                    Err(unsupported(pos, format!("function {fname}"), &allowed))
-                }
+                None if super::udf::current_aggregate(&lower).is_some() => Err(unsupported(
+                    pos,
+                    format!("aggregate function {fname} in a row expression"),
+                    "functions of one record's values (aggregates go in [query] measures)",
+                )),
+                None => Err(unsupported(pos, format!("function {fname}"), &super::udf::functions_allowed())),
             },
         }
     }

@@ -46,7 +46,7 @@ pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
 pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, UnionSyntax};
 pub use udf::{ScalarFn, ScalarUdf, UdfFailure, UserFunctions, builtin_name, with_user_functions};
-pub(crate) use udf::{current_aggregate, current_aggregate_names};
+pub(crate) use udf::{current_aggregate, current_aggregate_names, functions_allowed, known_function};
 
 /// A position in the expression text: 1-based line and column (in characters), as the SQL
 /// parser reports them. `Pos::default()` (0:0) when the position is not known.

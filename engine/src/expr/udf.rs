@@ -371,6 +371,23 @@ pub(crate) fn current_aggregate_names() -> Vec<String> {
     })
 }
 
+/// Whether a call to `name` can reach a function: a built-in ([`builtin_name`]), or a scalar
+/// UDF or user aggregate installed by [`with_user_functions`].
+pub(crate) fn known_function(name: &str) -> bool {
+    builtin_name(name) || current_scalar(name).is_some() || current_aggregate(name).is_some()
+}
+
+/// The `allowed` text of an unknown function's error: the scalar functions, then the installed
+/// scalar UDFs.
+pub(crate) fn functions_allowed() -> String {
+    let users = current_scalar_names();
+    if users.is_empty() {
+        super::calls::SUPPORTED_FUNCTIONS.to_string()
+    } else {
+        format!("{}; the registered functions {}", super::calls::SUPPORTED_FUNCTIONS, users.join(", "))
+    }
+}
+
 /// The names of the installed scalar UDFs (for the message naming the known functions).
 pub(super) fn current_scalar_names() -> Vec<String> {
     CURRENT.with(|c| {

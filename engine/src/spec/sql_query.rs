@@ -457,6 +457,11 @@ impl Rewrite<'_> {
                 format!("{} (not the window of GROUP BY)", written(s)),
                 "the window(...) or session_window(...) call of GROUP BY, as written there",
             )),
+            // an unknown function (a misspelt aggregate) is named before its arguments are
+            // looked at, as Spark's UNRESOLVED_ROUTINE comes before its MISSING_AGGREGATION
+            SyntaxKind::Call { name, .. } if !crate::expr::known_function(name) => {
+                Err(at(s.pos, format!("function {name}"), crate::expr::functions_allowed()))
+            }
             _ => s.try_map_children(&mut |c| self.apply(c)),
         }
     }
