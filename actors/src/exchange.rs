@@ -109,6 +109,8 @@ pub struct Exchange {
     finished: bool,
     /// Sends that found the peer's channel full (and received while waiting).
     full_sends: u64,
+    /// Records sent to other partition actors.
+    rows_sent: u64,
 }
 
 /// The exchanges of `parallelism` partition actors (in partition order), routing by the hash of
@@ -127,6 +129,7 @@ pub fn exchanges(parallelism: usize, key_columns: &[usize]) -> Vec<Exchange> {
             abort: abort.clone(),
             finished: false,
             full_sends: 0,
+            rows_sent: 0,
         })
         .collect()
 }
@@ -166,6 +169,7 @@ impl Exchange {
             if p == self.me {
                 chain.on_exchanged(&record, out);
             } else {
+                self.rows_sent += 1;
                 outgoing[p].push(record);
             }
         }
@@ -194,6 +198,12 @@ impl Exchange {
     /// between partition actors; each then received from its own channel while it waited).
     pub fn full_sends(&self) -> u64 {
         self.full_sends
+    }
+
+    /// How many records this actor sent to other partition actors since this exchange was made
+    /// (those routed to itself stay on its thread).
+    pub fn rows_sent(&self) -> u64 {
+        self.rows_sent
     }
 
     /// The run ends normally (end of input): dropping this exchange is no failure.
@@ -399,6 +409,8 @@ type = "stdout"
                     x.finish();
                     assert!(out.late.is_empty() && out.rejected.is_empty());
                     assert_eq!(chain.dropped_between_stages().total(), 0);
+                    // three actors routing by hash: about two thirds of each one's rows go to peers
+                    assert!(x.rows_sent() > 0, "an actor sent nothing across the exchange");
                     (out.rows, x.full_sends())
                 })
             })

@@ -460,6 +460,10 @@ impl PartitionTask {
         let dropped = actor.operator.dropped_between_stages();
         m.chain_rows_late.absolute(dropped.late);
         m.chain_rows_failed.absolute(dropped.failed);
+        if let Some(x) = &actor.exchange {
+            m.exchange_rows.absolute(x.rows_sent());
+            m.exchange_full_sends.absolute(x.full_sends());
+        }
     }
 
     /// Writes pending rows to the sink (counted in `written`, under batch / epoch `id`) and

@@ -79,6 +79,11 @@ pub const BACKPRESSURE: &str = "eddy_backpressure_seconds";
 /// Rows dropped between the stages of chained stateful operators (counter; labels `partition`,
 /// `reason`: `late` or `failed`), as Spark's per-operator `numRowsDroppedByWatermark`.
 pub const CHAIN_ROWS_DROPPED: &str = "eddy_chain_rows_dropped_total";
+/// Rows a partition actor sent across the exchange to other partition actors (counter; label
+/// `partition`; `crate::exchange`).
+pub const EXCHANGE_ROWS: &str = "eddy_exchange_rows_total";
+/// Exchange sends that found the receiver's channel full (counter; label `partition`).
+pub const EXCHANGE_FULL_SENDS: &str = "eddy_exchange_full_sends_total";
 /// Duration of a micro-batch or a real-time epoch, from its start to its commit (histogram, seconds).
 pub const MICRO_BATCH_DURATION: &str = "eddy_micro_batch_duration_seconds";
 
@@ -136,7 +141,7 @@ const fn def(
 }
 
 /// Every metric the runtime exports, with its description.
-pub const CATALOG: [MetricDef; 22] = [
+pub const CATALOG: [MetricDef; 24] = [
     def(RECORDS_IN, Kind::Counter, Unit::Count, &[], "Records read from the source and decoded."),
     def(RECORDS_OUT, Kind::Counter, Unit::Count, &[], "Rows written to the main sink."),
     def(RECORDS_LATE, Kind::Counter, Unit::Count, &[], "Input records dropped as late (behind the watermark)."),
@@ -248,6 +253,21 @@ pub const CATALOG: [MetricDef; 22] = [
         "Chained stateful operators: rows a partition actor dropped after the first stage, late at a later stage \
          (reason late) or refused by it or failed by the expressions between stages (reason failed).",
     ),
+    def(
+        EXCHANGE_ROWS,
+        Kind::Counter,
+        Unit::Count,
+        &["partition"],
+        "Micro-batch exchange: rows a partition actor sent to the other partition actors.",
+    ),
+    def(
+        EXCHANGE_FULL_SENDS,
+        Kind::Counter,
+        Unit::Count,
+        &["partition"],
+        "Micro-batch exchange: sends of a partition actor that found the receiving actor's channel full \
+         (back-pressure between partition actors).",
+    ),
 ];
 
 /// The handles of one partition actor.
@@ -265,6 +285,10 @@ pub struct PartitionMetrics {
     pub chain_rows_late: Counter,
     /// [`CHAIN_ROWS_DROPPED`] `reason="failed"`.
     pub chain_rows_failed: Counter,
+    /// [`EXCHANGE_ROWS`].
+    pub exchange_rows: Counter,
+    /// [`EXCHANGE_FULL_SENDS`].
+    pub exchange_full_sends: Counter,
 }
 
 /// Every handle of a run; cheap to clone (handles are shared pointers, or empty when disabled).
@@ -408,6 +432,8 @@ impl Metrics {
             p.queue_depth.set(0.0);
             p.chain_rows_late.absolute(0);
             p.chain_rows_failed.absolute(0);
+            p.exchange_rows.absolute(0);
+            p.exchange_full_sends.absolute(0);
         }
         handle.run_upkeep();
         (m, handle)
@@ -474,6 +500,8 @@ impl Metrics {
                             CHAIN_ROWS_DROPPED,
                             &[("partition", p.to_string()), ("reason", "failed".to_string())],
                         ),
+                        exchange_rows: r.counter(EXCHANGE_ROWS, &l),
+                        exchange_full_sends: r.counter(EXCHANGE_FULL_SENDS, &l),
                     }
                 })
                 .collect(),
