@@ -3,7 +3,9 @@
 //! (SEMANTICS.md "Aggregate functions"). Spark 4 (ANSI) fails the query there, so the expected
 //! rows are written by hand.
 
-use std::path::Path;
+mod common;
+use common::json_lines;
+
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -41,21 +43,6 @@ path = "dead"
     )
 }
 
-/// Every line of every file under `dir`, parsed, in file-name order.
-fn lines(dir: &Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
-    names.sort();
-    names
-        .iter()
-        .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(String::from).collect::<Vec<_>>())
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(&l).unwrap())
-        .collect()
-}
-
 #[test]
 fn a_record_that_would_overflow_a_bigint_sum_goes_to_the_dead_letters_and_the_run_goes_on() {
     for mode in ["micro-batch", "real-time"] {
@@ -74,7 +61,7 @@ fn a_record_that_would_overflow_a_bigint_sum_goes_to_the_dead_letters_and_the_ru
 
         // The last row of each key (update mode): the refused record is in no measure.
         let mut last = std::collections::BTreeMap::new();
-        for row in lines(&dir.join("out")) {
+        for row in json_lines(&dir.join("out")) {
             assert_ne!(row["sum(V)"], json!(i64::MIN + 7), "{mode}: a wrapped sum was written");
             last.insert(row["k"].as_str().unwrap().to_string(), (row["count(1)"].clone(), row["sum(V)"].clone()));
         }
@@ -83,7 +70,7 @@ fn a_record_that_would_overflow_a_bigint_sum_goes_to_the_dead_letters_and_the_ru
                 .into();
         assert_eq!(last, expected, "{mode}");
 
-        let dead = lines(&dir.join("dead"));
+        let dead = json_lines(&dir.join("dead"));
         assert_eq!(dead.len(), 1, "{mode}: {dead:?}");
         assert_eq!(dead[0]["reason"], json!("ARITHMETIC_OVERFLOW in sum(V)"), "{mode}");
         let record: Value = serde_json::from_str(dead[0]["record"].as_str().unwrap()).unwrap();
@@ -128,7 +115,7 @@ measures = [{ agg = "sum", column = "v", alias = "life" }, { agg = "count" }]"#,
         assert_eq!(out.status.code(), Some(0), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
 
         let mut last = std::collections::BTreeMap::new();
-        for row in lines(&dir.join("out")) {
+        for row in json_lines(&dir.join("out")) {
             last.insert(row["k"].as_str().unwrap().to_string(), (row["life"].clone(), row["count(1)"].clone()));
         }
         let expected: std::collections::BTreeMap<String, (Value, Value)> =
@@ -136,7 +123,7 @@ measures = [{ agg = "sum", column = "v", alias = "life" }, { agg = "count" }]"#,
                 .into();
         assert_eq!(last, expected, "{mode}");
 
-        let dead = lines(&dir.join("dead"));
+        let dead = json_lines(&dir.join("dead"));
         assert_eq!(dead.len(), 1, "{mode}: {dead:?}");
         assert_eq!(dead[0]["reason"], json!("ARITHMETIC_OVERFLOW in life"), "{mode}");
         let record: Value = serde_json::from_str(dead[0]["record"].as_str().unwrap()).unwrap();
@@ -177,12 +164,12 @@ fn a_record_that_would_overflow_a_decimal_sum_goes_to_the_dead_letters_and_the_r
         let text: String = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
         let last_a = text.lines().rfind(|l| l.contains("\"a\"")).unwrap_or_default();
         assert!(last_a.contains(&format!(": {hundred}")), "{mode}: {last_a}");
-        let rows = lines(&dir.join("out"));
+        let rows = json_lines(&dir.join("out"));
         let count_a = rows.iter().rfind(|r| r["k"] == json!("a")).map(|r| r["count(1)"].clone());
         assert_eq!(count_a, Some(json!(100)), "{mode}");
         let b = rows.iter().rfind(|r| r["k"] == json!("b")).map(|r| r["sum(V)"].clone());
         assert_eq!(b, Some(json!(-1)), "{mode}");
-        let dead = lines(&dir.join("dead"));
+        let dead = json_lines(&dir.join("dead"));
         assert_eq!(dead.len(), 1, "{mode}: {dead:?}");
         assert_eq!(dead[0]["reason"], json!("NUMERIC_VALUE_OUT_OF_RANGE in sum(V)"), "{mode}");
     }

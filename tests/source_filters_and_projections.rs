@@ -4,26 +4,12 @@
 //! the window case was also run through the Spark oracle (`../shared/tools/spark-oracle`), which
 //! gave the same two rows.
 
-use std::path::Path;
+mod common;
+use common::json_lines_sorted;
+
 use std::process::Command;
 
-use serde_json::{Value, json};
-
-/// Every line of every file under `dir`, parsed, sorted by their text.
-fn lines(dir: &Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(String::from).collect::<Vec<_>>())
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    out.sort();
-    out.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
-}
+use serde_json::json;
 
 /// Writes `files` into `input/`, the pipeline (with `MODE` and `PARALLELISM` replaced), runs it,
 /// and returns the folder.
@@ -102,7 +88,7 @@ fn a_source_filter_and_select_feed_a_watermark_on_a_computed_column_and_the_sink
     for mode in ["micro-batch", "real-time"] {
         for parallelism in [1, 3] {
             let tmp = run(WINDOW, &files, mode, parallelism);
-            assert_eq!(lines(&tmp.path().join("out")), expected, "{mode} x{parallelism}");
+            assert_eq!(json_lines_sorted(&tmp.path().join("out")), expected, "{mode} x{parallelism}");
         }
     }
 }
@@ -162,8 +148,8 @@ fn records_whose_expressions_fail_go_to_the_dead_letters_and_every_good_record_i
     for mode in ["micro-batch", "real-time"] {
         for parallelism in [1, 2] {
             let tmp = run(FAILING, &[input], mode, parallelism);
-            assert_eq!(lines(&tmp.path().join("out")), expected_rows, "{mode} x{parallelism}");
-            let mut dead = lines(&tmp.path().join("dead"));
+            assert_eq!(json_lines_sorted(&tmp.path().join("out")), expected_rows, "{mode} x{parallelism}");
+            let mut dead = json_lines_sorted(&tmp.path().join("dead"));
             dead.sort_by_key(|v| v.to_string());
             assert_eq!(dead, expected_dead, "{mode} x{parallelism}");
         }
@@ -215,7 +201,7 @@ fn a_rolling_window_reads_the_columns_of_a_source_select() {
     for mode in ["micro-batch", "real-time"] {
         for parallelism in [1, 2] {
             let tmp = run(ROLLING, &files, mode, parallelism);
-            let mut got = lines(&tmp.path().join("out"));
+            let mut got = json_lines_sorted(&tmp.path().join("out"));
             got.sort_by_key(|v| v.to_string());
             assert_eq!(got, expected, "{mode} x{parallelism}");
         }

@@ -6,6 +6,9 @@
 //! (the geometric mean of the positive amounts; SEMANTICS.md's windows, sessions and rolling
 //! ranges), never from the engine.
 
+mod common;
+use common::json_lines;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -75,21 +78,6 @@ fn parse_iso(text: &str) -> i64 {
 
 fn input_line(r: &Reading) -> String {
     json!({"sensor": r.sensor, "value": r.value, "ts": iso(r.ts)}).to_string()
-}
-
-/// Every line of every file under `dir`, parsed.
-fn lines(dir: &Path) -> Vec<serde_json::Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
-    files.sort();
-    files
-        .iter()
-        .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(String::from).collect::<Vec<_>>())
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
 }
 
 /// Writes the input (files of 40 lines) and the pipeline into `dir`.
@@ -163,7 +151,7 @@ fn a_udaf_in_a_sql_window_aggregate_is_the_geometric_mean_of_each_window() {
             let tmp = tempfile::tempdir().unwrap();
             prepare(tmp.path(), WINDOWS, mode);
             run_in(tmp.path(), parallelism, None);
-            let rows = lines(&tmp.path().join("out"));
+            let rows = json_lines(&tmp.path().join("out"));
             let mut seen = BTreeMap::new();
             for row in &rows {
                 let key = (row["sensor"].as_str().unwrap().to_string(), row["minute"].as_str().unwrap().to_string());
@@ -236,7 +224,7 @@ fn a_udaf_in_a_sql_session_window_merges_states_as_the_reference() {
             let tmp = tempfile::tempdir().unwrap();
             prepare(tmp.path(), SESSIONS, mode);
             run_in(tmp.path(), parallelism, None);
-            let rows = lines(&tmp.path().join("out"));
+            let rows = json_lines(&tmp.path().join("out"));
             for row in &rows {
                 let key = (row["sensor"].as_str().unwrap().to_string(), row["started"].as_str().unwrap().to_string());
                 let (g, n, end) =
@@ -284,7 +272,7 @@ path = "ckpt"
 /// (micro-batch writes one row per key and batch).
 fn check_rolling(dir: &Path, what: &str, real_time: bool) {
     let rs = readings();
-    let rows = lines(&dir.join("out"));
+    let rows = json_lines(&dir.join("out"));
     let mut last: BTreeMap<(String, i64), &serde_json::Value> = BTreeMap::new();
     for row in &rows {
         let key = (row["sensor"].as_str().unwrap().to_string(), parse_iso(row["__frontier"].as_str().unwrap()));
@@ -326,9 +314,9 @@ fn udaf_states_survive_a_restart_from_a_checkpoint() {
         // stop after the second epoch / batch, then go on from its checkpoint at another
         // parallelism: the lifetime state (restored, not recomputed) must still be right
         run_in(tmp.path(), 4, Some(1));
-        let first = lines(&tmp.path().join("out")).len();
+        let first = json_lines(&tmp.path().join("out")).len();
         run_in(tmp.path(), 1, None);
-        let all = lines(&tmp.path().join("out")).len();
+        let all = json_lines(&tmp.path().join("out")).len();
         assert!(0 < first && first < all, "{mode}: the first run stopped midway ({first} of {all} rows)");
         check_rolling(tmp.path(), &format!("{mode} restarted"), mode == "real-time");
     }

@@ -10,6 +10,9 @@
 //! four characters and writes `*` for the others, and panics with `empty card number` on an
 //! empty card; `is_test(card STRING) -> BOOLEAN` is true for cards starting with `0000`.
 
+mod common;
+use common::json_lines_sorted;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -94,22 +97,6 @@ fn input_line(p: &Payment) -> String {
     json!({"card": p.card, "amount": p.amount, "ts": iso(p.ts)}).to_string()
 }
 
-/// Every line of every file under `dir`, parsed, sorted by their text.
-fn lines(dir: &Path) -> Vec<serde_json::Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(String::from).collect::<Vec<_>>())
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    out.sort();
-    out.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
-}
-
 fn sorted(mut v: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
     v.sort_by_key(|x| x.to_string());
     v
@@ -118,7 +105,7 @@ fn sorted(mut v: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
 /// The dead letters under `dir`, each with its `record` text parsed (so that the comparison does
 /// not depend on the record's spacing), sorted.
 fn dead_letters(dir: &Path) -> Vec<serde_json::Value> {
-    let parsed = lines(dir).into_iter().map(|mut d| {
+    let parsed = json_lines_sorted(dir).into_iter().map(|mut d| {
         let text = d["record"].as_str().unwrap_or_else(|| panic!("a dead letter without its record: {d}")).to_string();
         d["record"] = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         d
@@ -204,7 +191,7 @@ fn udfs_in_selects_filters_and_queries_compute_their_rules_and_failures_go_to_th
     for mode in ["micro-batch", "real-time"] {
         for parallelism in [1, 4] {
             let tmp = run(STATELESS, mode, parallelism);
-            assert_eq!(sorted(lines(&tmp.path().join("out"))), rows, "{mode} x{parallelism}");
+            assert_eq!(sorted(json_lines_sorted(&tmp.path().join("out"))), rows, "{mode} x{parallelism}");
             assert_eq!(dead_letters(&tmp.path().join("dead")), dead, "{mode} x{parallelism}");
         }
     }
@@ -261,7 +248,7 @@ fn a_udf_in_a_group_key_and_an_aggregates_input_groups_and_sums_as_the_reference
     for mode in ["micro-batch", "real-time"] {
         for parallelism in [1, 4] {
             let tmp = run(AGGREGATE, mode, parallelism);
-            assert_eq!(sorted(lines(&tmp.path().join("out"))), rows, "{mode} x{parallelism}");
+            assert_eq!(sorted(json_lines_sorted(&tmp.path().join("out"))), rows, "{mode} x{parallelism}");
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Helpers shared by the end-to-end tests.
 
+// each test binary that includes this module uses some of its helpers
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 
 /// The repository root (`../shared` sits beside it).
@@ -18,4 +21,36 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), target).unwrap();
         }
     }
+}
+
+/// The non-blank lines of every file directly under `dir` (none if it does not exist), files in
+/// name order, each parsed as JSON (a line that is not JSON fails the test, naming it).
+pub fn json_lines(dir: &Path) -> Vec<serde_json::Value> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(String::from).collect::<Vec<_>>())
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// [`json_lines`], sorted by each line's text (output whose order across files is not fixed).
+pub fn json_lines_sorted(dir: &Path) -> Vec<serde_json::Value> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(String::from).collect::<Vec<_>>())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines.sort();
+    lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
 }

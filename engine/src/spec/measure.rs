@@ -7,6 +7,19 @@ use super::validate::{Min, Present, Show, duration, note, only_fields};
 use super::{MeasureSpec, UserAggregate};
 use crate::schema::{DataType, Schema};
 
+/// The optional fields of a measure that are set, with their values (for refusing those its
+/// function does not take).
+fn fields_present(raw: &RawMeasure) -> Present {
+    let mut present = Present::new();
+    note(&mut present, "column", &raw.column);
+    note(&mut present, "alias", &raw.alias);
+    note(&mut present, "percentage", &raw.percentage);
+    note(&mut present, "accuracy", &raw.accuracy);
+    note(&mut present, "rsd", &raw.rsd);
+    note(&mut present, "over", &raw.over);
+    present
+}
+
 /// The aggregate functions, lower-case (`percentile_approx` is a synonym of `approx_percentile`).
 pub const AGGREGATES: &[&str] = &[
     "count",
@@ -72,13 +85,7 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
     if agg == "percentile_approx" {
         agg = "approx_percentile".into();
     }
-    let mut present = Present::new();
-    note(&mut present, "column", &raw.column);
-    note(&mut present, "alias", &raw.alias);
-    note(&mut present, "percentage", &raw.percentage);
-    note(&mut present, "accuracy", &raw.accuracy);
-    note(&mut present, "rsd", &raw.rsd);
-    note(&mut present, "over", &raw.over);
+    let present = fields_present(&raw);
     let mut allowed = vec!["agg", "column", "alias"];
     match agg.as_str() {
         "approx_percentile" => allowed.extend(["percentage", "accuracy"]),
@@ -203,13 +210,7 @@ fn user_measure(
     rolling: bool,
     user: UserAggregate,
 ) -> Result<MeasureSpec, SpecError> {
-    let mut present = Present::new();
-    note(&mut present, "column", &raw.column);
-    note(&mut present, "alias", &raw.alias);
-    note(&mut present, "percentage", &raw.percentage);
-    note(&mut present, "accuracy", &raw.accuracy);
-    note(&mut present, "rsd", &raw.rsd);
-    note(&mut present, "over", &raw.over);
+    let present = fields_present(&raw);
     let mut allowed = vec!["agg", "column", "alias"];
     if rolling {
         allowed.push("over");
