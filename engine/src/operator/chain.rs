@@ -36,6 +36,12 @@
 //! peer's rows of the batch are in, [`OperatorChain::end_exchanged`] ends the batch of the
 //! stages from the exchange on. The snapshot is the same either way: the exchange link's state
 //! is keyed by its own key, which a re-split routes as the runtime routes its input rows.
+//!
+//! Split in **real-time** mode, the rows reaching the exchange are taken as they are emitted,
+//! and the watermark the stage before the exchange forwards (after the rows it finalised) is
+//! noted ([`OperatorChain::exchange_watermark`]) for the runtime to send every peer after those
+//! rows; the stages from the exchange on move to the minimum over the peers' watermarks
+//! ([`OperatorChain::advance_exchanged`]). They move with the clock on this partition actor.
 
 use std::sync::Arc;
 
@@ -98,6 +104,8 @@ pub struct OperatorChain {
     split: Option<usize>,
     /// Split: the exchange link's input records (after its steps) not yet taken.
     outbox: Vec<Record>,
+    /// Split, real-time: the watermark forwarded to the exchange (after the rows it finalised).
+    at_exchange: Timestamp,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -123,6 +131,7 @@ impl OperatorChain {
             dropped: StageDrops::default(),
             split: None,
             outbox: Vec::new(),
+            at_exchange: Timestamp::MIN,
         }
     }
 
@@ -133,8 +142,9 @@ impl OperatorChain {
     }
 
     /// Splits the chain at its first exchange link (see the module documentation), for a run
-    /// over several partition actors in micro-batch mode; `false` (and nothing changes) when it
-    /// has none. From then on [`Operator::end_batch`] ends the stages before the exchange only.
+    /// over several partition actors (either mode); `false` (and nothing changes) when it has
+    /// none. From then on [`Operator::end_batch`] ends the stages before the exchange only, and
+    /// in real-time mode the watermark stops at the exchange.
     pub fn split_at_exchange(&mut self) -> bool {
         self.split = self.links.iter().position(|l| l.exchange);
         self.split.is_some()
@@ -163,6 +173,35 @@ impl OperatorChain {
         self.dropped.add(&moved);
         let mut rows = std::mem::take(&mut moved.rows);
         self.push_down(i + 1, &mut rows, None, out);
+        moved.rows = rows;
+        moved.clear();
+        self.buffers[i] = moved;
+    }
+
+    /// Split, real-time: the watermark the stage before the exchange has forwarded to it, after
+    /// the rows that watermark finalised (those are already in the outbox,
+    /// [`OperatorChain::take_exchanged`]); [`Timestamp::MIN`] before any, or when not split.
+    pub fn exchange_watermark(&self) -> Timestamp {
+        self.at_exchange
+    }
+
+    /// Split, real-time: moves the stages from the exchange on to watermark `w` (the minimum
+    /// over every partition actor's [`OperatorChain::exchange_watermark`] received so far),
+    /// each after the rows of the stage before it, the last stage's rows going to `out`. Does
+    /// nothing when `w` is not above the watermark the exchange link holds, or when the chain
+    /// is not split.
+    pub fn advance_exchanged(&mut self, w: Timestamp, out: &mut Output) {
+        let Some(i) = self.split else { return };
+        if w <= self.forwarded[i] {
+            return;
+        }
+        let mut moved = std::mem::take(&mut self.buffers[i]);
+        moved.clear();
+        self.links[i].operator.advance_watermark(w, &mut moved);
+        self.forwarded[i] = w;
+        self.dropped.add(&moved);
+        let mut rows = std::mem::take(&mut moved.rows);
+        self.push_down(i + 1, &mut rows, Some(w), out);
         moved.rows = rows;
         moved.clear();
         self.buffers[i] = moved;
@@ -213,6 +252,9 @@ impl OperatorChain {
                     Applied::Drop => {}
                     Applied::Failed { .. } => self.dropped.failed += 1,
                 }
+            }
+            if let Some(f) = forward {
+                self.at_exchange = self.at_exchange.max(f);
             }
             return;
         }
@@ -331,8 +373,9 @@ impl Operator for OperatorChain {
         self.first.advance_clock(now, out);
         self.push_first_rows(out, start, None);
         for i in 0..self.links.len() {
-            if Some(i) == self.split {
-                // the stages from the exchange on move with the rows exchanged
+            if Some(i) == self.split && self.mode == Mode::MicroBatch {
+                // the stages from the exchange on move with the rows exchanged (in real-time
+                // mode they move with this partition actor's clock)
                 break;
             }
             let mut moved = std::mem::take(&mut self.buffers[i]);

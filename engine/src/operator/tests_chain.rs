@@ -276,3 +276,53 @@ fn stage_drops_count_a_stage_outputs_late_and_refused_rows_by_reason() {
     assert_eq!(drops, super::StageDrops { late: 4, failed: 2 });
     assert_eq!(drops.total(), 6);
 }
+
+#[test]
+fn real_time_a_split_chain_moves_its_stages_after_the_exchange_to_the_minimum_of_the_peers_watermarks() {
+    // two partition actors: stage 1 by `k` (a: 0, b: 1), stage 2 by window (all to 0)
+    let mut parts: Vec<OperatorChain> = (0..2).map(|_| chain(Mode::RealTime, true)).collect();
+    for p in &mut parts {
+        assert!(p.split_at_exchange());
+        assert_eq!(p.exchange_watermark(), Timestamp::MIN);
+    }
+    let mut out = Output::default();
+    // a@1, a@4 on actor 0; b@3, then b@12 (W = 12 s) on actor 1, which finalises b's [0, 10)
+    for r in [rec("a", 1), rec("a", 4)] {
+        parts[0].on_record(&r, Timestamp::MIN, &mut out);
+    }
+    for r in [rec("b", 3), rec("b", 12)] {
+        parts[1].on_record(&r, Timestamp::MIN, &mut out);
+    }
+    assert!(out.rows.is_empty());
+    // actor 1's row of [0, 10) reached the exchange before its watermark
+    let from_1 = parts[1].take_exchanged();
+    assert_eq!(from_1, vec![Record::new(vec![window(0, 10), Value::Str("b".into()), Value::Long(1)])]);
+    assert_eq!(parts[1].exchange_watermark(), Timestamp(12 * S));
+    // actor 0 still holds W = 4 s: the minimum over both is 4 s, stage 2 emits nothing
+    assert_eq!(parts[0].exchange_watermark(), Timestamp(4 * S));
+    assert!(parts[0].take_exchanged().is_empty());
+    for r in &from_1 {
+        parts[0].on_exchanged(r, &mut out);
+    }
+    let min = parts[0].exchange_watermark().min(parts[1].exchange_watermark());
+    parts[0].advance_exchanged(min, &mut out);
+    assert!(out.rows.is_empty());
+    // the watermark 12 s reaches actor 0 (from the source): a's [0, 10) goes out before it
+    parts[0].advance_watermark(Timestamp(12 * S), &mut out);
+    let from_0 = parts[0].take_exchanged();
+    assert_eq!(from_0, vec![Record::new(vec![window(0, 10), Value::Str("a".into()), Value::Long(2)])]);
+    assert!(out.rows.is_empty(), "the stages after the exchange move only with the peers' watermarks");
+    for r in &from_0 {
+        parts[0].on_exchanged(r, &mut out);
+    }
+    let min = parts[0].exchange_watermark().min(parts[1].exchange_watermark());
+    assert_eq!(min, Timestamp(12 * S));
+    parts[0].advance_exchanged(min, &mut out);
+    // both rows of [0, 10), none late downstream: 2 + 1
+    assert_eq!(out.rows, vec![vec![window(0, 10), Value::Long(3)]]);
+    assert!(parts.iter().all(|p| p.dropped_between_stages().total() == 0));
+    // a watermark not above the one held moves nothing
+    out.clear();
+    parts[0].advance_exchanged(Timestamp(5 * S), &mut out);
+    assert!(out.rows.is_empty());
+}
