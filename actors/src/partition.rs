@@ -16,6 +16,14 @@
 //! 5. `EndOfInput`: finish the snapshot in progress, tell the sink this producer is done, and
 //!    exit.
 //!
+//! Real-time, with an exchange ([`crate::exchange::real_time`]): the actor waits on its input and
+//! on its exchange channel at once, and hands a peer's message to its stages after the exchange
+//! as it arrives. After each message it routes the rows that reached the exchange; it sends all
+//! it holds, with its watermark at the exchange, whenever its input runs empty and after a
+//! `Watermark`; at a `Barrier` it does so too, sends its marker, and takes the peers' messages
+//! until every peer's marker is in before it snapshots (aligned), then takes what peers already
+//! past the barrier sent; at `EndOfInput` it waits for every peer's end the same way.
+//!
 //! While a snapshot is in progress, the actor writes it in short steps between messages (at most
 //! half of its time, waiting for its input between steps: [`SnapshotPacer`]) and hands the
 //! finished bytes to its [`SnapshotWriter`] thread, which stores them and acknowledges the
@@ -40,17 +48,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender};
 
 use eddy_engine::Timestamp;
-use eddy_engine::operator::{Mode, Operator, Output, Rejected, prefetch_ahead};
+use eddy_engine::operator::{Mode, Operator, OperatorChain, Output, Rejected, prefetch_ahead};
 use eddy_engine::steps::{Applied, CompiledSteps, RowApplied};
 use eddy_engine::{Record, Row};
 
 use crate::checkpoint::pacer::Finished;
 use crate::checkpoint::{SnapshotPacer, SnapshotWriter};
 use crate::clock::{Clock, deadline_of};
-use crate::exchange::Exchange;
+use crate::exchange::real_time::{RealTimeExchange, ToPeer};
+use crate::exchange::{Exchange, ExchangeError};
 use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
 use crate::recycle::BatchReturn;
@@ -102,6 +111,9 @@ pub struct PartitionActor {
     /// Micro-batch, a chain split at an exchange ([`eddy_engine::operator::OperatorChain::split_at_exchange`]):
     /// this actor's end of it; `None` otherwise.
     pub exchange: Option<Exchange>,
+    /// Real-time, a chain split at an exchange: this actor's end of it
+    /// ([`crate::exchange::real_time`]); `None` otherwise.
+    pub real_time_exchange: Option<RealTimeExchange>,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -117,10 +129,24 @@ impl PartitionActor {
     /// whichever comes first ([`PartitionTask::wake_at`]).
     pub fn run(self) {
         let input = self.input.clone();
+        let peers = self.real_time_exchange.as_ref().map(|x| x.inbox().clone());
         let mut task = PartitionTask::new(self);
         loop {
             if !task.snapshot_step() {
                 return;
+            }
+            if let Some(peers) = &peers {
+                let go = match wait_either(&input, peers, task.wake_at()) {
+                    Waited::Input(Some(m)) => task.handle(m),
+                    Waited::Peer(Some(m)) => task.handle_peer(m),
+                    Waited::Input(None) | Waited::Peer(None) => return,
+                    Waited::Timeout => task.on_wake(),
+                };
+                // the input ran empty: what waits for a peer goes now
+                if !go || (input.is_empty() && !task.flush_exchange()) {
+                    return;
+                }
+                continue;
             }
             let msg = match task.wake_at() {
                 Some(deadline) => match input.recv_deadline(deadline) {
@@ -140,6 +166,52 @@ impl PartitionActor {
             if !go {
                 return;
             }
+        }
+    }
+}
+
+/// What [`wait_either`] got: a message of the input or of a peer (`None`: that channel is
+/// gone), or the deadline passed.
+enum Waited {
+    Input(Option<ToPartition>),
+    Peer(Option<ToPeer>),
+    Timeout,
+}
+
+/// Waits for a message on `input` or `peers`, until `deadline` when there is one.
+fn wait_either(input: &Receiver<ToPartition>, peers: &Receiver<ToPeer>, deadline: Option<Instant>) -> Waited {
+    let mut sel = Select::new();
+    let from_input = sel.recv(input);
+    sel.recv(peers);
+    let op = match deadline {
+        Some(d) => match sel.select_deadline(d) {
+            Ok(op) => op,
+            Err(_) => return Waited::Timeout,
+        },
+        None => sel.select(),
+    };
+    if op.index() == from_input { Waited::Input(op.recv(input).ok()) } else { Waited::Peer(op.recv(peers).ok()) }
+}
+
+/// Real-time, a chain split at an exchange: runs `f` on the actor's end of the exchange and its
+/// chain; `true` without an exchange. A failure is reported to the coordinator (`false`: the
+/// actor must stop).
+fn exchanged(
+    actor: &mut PartitionActor,
+    out: &mut Output,
+    f: impl FnOnce(&mut RealTimeExchange, &mut OperatorChain, &mut Output) -> Result<(), ExchangeError>,
+) -> bool {
+    let Some(x) = actor.real_time_exchange.as_mut() else { return true };
+    let result = match actor.operator.as_chain_mut() {
+        Some(chain) => f(x, chain, out).map_err(|e| e.to_string()),
+        None => Err("an exchange is wired to an operator that is not a chain (a bug)".into()),
+    };
+    match result {
+        Ok(()) => true,
+        Err(why) => {
+            // The coordinator may be gone when the run is stopping anyway.
+            let _ = actor.coordinator.send(ToCoordinator::Failed(why));
+            false
         }
     }
 }
@@ -251,6 +323,34 @@ impl PartitionTask {
             self.actor.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
         }
         self.actor.operator.advance_clock(now, &mut self.out);
+        if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.route(c, o)) {
+            return self.end();
+        }
+        self.flush_real_time()
+    }
+
+    /// Real-time, with an exchange: hands a peer's message to the stages after the exchange
+    /// and writes their rows; `false` once the task has ended (a failure, reported).
+    pub fn handle_peer(&mut self, msg: ToPeer) -> bool {
+        if self.ended {
+            return false;
+        }
+        if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.receive(msg, c, o)) {
+            return self.end();
+        }
+        self.flush_real_time()
+    }
+
+    /// Real-time, with an exchange: sends every peer what waits for it, with this actor's
+    /// watermark at the exchange, and writes the rows that moved; `false` once the task has
+    /// ended (a failure, reported).
+    pub fn flush_exchange(&mut self) -> bool {
+        if self.ended {
+            return false;
+        }
+        if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.flush(c, o)) {
+            return self.end();
+        }
         self.flush_real_time()
     }
 
@@ -306,6 +406,9 @@ impl PartitionTask {
                         created.resize(out.rows.len(), s.created_ns);
                     }
                 }
+                if !exchanged(actor, out, |x, c, o| x.route(c, o)) {
+                    return false;
+                }
                 if let Some(t) = started {
                     actor.metrics.stage_partition.record(t.elapsed().as_secs_f64());
                 }
@@ -349,18 +452,19 @@ impl PartitionTask {
                 }
                 Control::Watermark(w) => {
                     actor.operator.advance_watermark(w, out);
-                    true
+                    exchanged(actor, out, |x, c, o| x.flush(c, o))
                 }
                 Control::Tick(now) => {
                     actor.operator.advance_clock(now, out);
-                    true
+                    exchanged(actor, out, |x, c, o| x.route(c, o))
                 }
                 Control::Barrier { epoch, now, watermark } => {
                     if now != Timestamp::MIN {
                         actor.operator.advance_clock(now, out);
                     }
                     actor.operator.advance_watermark(watermark, out);
-                    if !self.flush(epoch) {
+                    // aligned: every peer's rows of the epoch are in before the snapshot
+                    if !exchanged(actor, out, |x, c, o| x.barrier(epoch, c, o)) || !self.flush(epoch) {
                         return false;
                     }
                     self.actor.rows.end(epoch);
@@ -389,11 +493,15 @@ impl PartitionTask {
                         return false;
                     }
                     self.current = epoch + 1;
-                    true
+                    // what peers already past the barrier sent belongs to the next epoch
+                    exchanged(&mut self.actor, &mut self.out, |x, c, o| x.resume(epoch, c, o))
                 }
                 Control::EndOfInput => {
                     if let Some(x) = self.actor.exchange.as_mut() {
                         x.finish();
+                    }
+                    if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.end(c, o)) {
+                        return false;
                     }
                     if let Some(f) = self.pacer.finish(self.actor.operator.as_mut())
                         && !self.submit(f)
@@ -461,6 +569,10 @@ impl PartitionTask {
         m.chain_rows_late.absolute(dropped.late);
         m.chain_rows_failed.absolute(dropped.failed);
         if let Some(x) = &actor.exchange {
+            m.exchange_rows.absolute(x.rows_sent());
+            m.exchange_full_sends.absolute(x.full_sends());
+        }
+        if let Some(x) = &actor.real_time_exchange {
             m.exchange_rows.absolute(x.rows_sent());
             m.exchange_full_sends.absolute(x.full_sends());
         }

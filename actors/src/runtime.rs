@@ -247,8 +247,7 @@ fn open_source(
 /// The number of partition actors `pipeline` runs with, as [`run_pipeline`] decides it before
 /// starting anything (`eddy validate` and `eddy explain` check it too): its `parallelism`, or by
 /// default the number of cores (at most [`spec::MAX_PARALLELISM`]), or 1 for a query whose
-/// chain runs in one partition actor (one that would need a second exchange, or an exchange in
-/// real-time mode, where the exchange does not run yet: micro-batch only, [`crate::exchange`]).
+/// chain runs in one partition actor (one that would need a second exchange).
 ///
 /// # Errors
 /// [`RuntimeError::Unsupported`] when the query cannot be planned, or at `parallelism` when it
@@ -260,16 +259,7 @@ pub fn planned_parallelism(pipeline: &Pipeline) -> Result<usize, RuntimeError> {
 
 /// [`planned_parallelism`] of an already built plan.
 fn parallelism_of(pipeline: &Pipeline, plan: &QueryPlan) -> Result<usize, RuntimeError> {
-    let real_time = pipeline.mode == Mode::RealTime;
-    let single = plan.single_partition().or_else(|| {
-        plan.exchange().filter(|_| real_time).map(|i| {
-            format!(
-                "the aggregation chained after operator {i} is keyed otherwise than the one before it, so its input \
-                 is exchanged between partition actors, which runs in micro-batch mode only (not in real-time mode \
-                 yet): run it with parallelism = 1, or mode = \"micro-batch\""
-            )
-        })
-    });
+    let single = plan.single_partition();
     let parallelism = pipeline
         .parallelism
         .unwrap_or_else(|| match single {
@@ -504,17 +494,26 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let chain = real_time && parallelism == 1 && !opts.unchained;
     let mut chained = None;
     let mut handles = Vec::new();
-    // Micro-batch over several partition actors: a chain keyed otherwise after the exchange is
-    // split there, its rows exchanged between the actors (`crate::exchange`).
-    let mut exchanges = match exchange_at {
-        Some(_) if !real_time && parallelism > 1 => {
+    // Over several partition actors: a chain keyed otherwise after the exchange is split there,
+    // its rows exchanged between the actors (`crate::exchange`; real-time: as they are emitted,
+    // `crate::exchange::real_time`).
+    let exchange_key = match exchange_at {
+        Some(_) if parallelism > 1 => {
             let mut probe = plan.new_operator();
-            let key = probe.as_chain_mut().map(|c| c.exchange_key().to_vec()).unwrap_or_default();
-            crate::exchange::exchanges(parallelism, &key)
+            probe.as_chain_mut().map(|c| c.exchange_key().to_vec())
         }
+        _ => None,
+    };
+    let mut exchanges = match &exchange_key {
+        Some(key) if !real_time => crate::exchange::exchanges(parallelism, key),
+        _ => Vec::new(),
+    };
+    let mut real_time_exchanges = match &exchange_key {
+        Some(key) if real_time => crate::exchange::real_time::real_time_exchanges(parallelism, key, first_epoch),
         _ => Vec::new(),
     };
     exchanges.reverse();
+    real_time_exchanges.reverse();
     operators.reverse();
     for partition in 0..parallelism {
         // Chained: nothing reads the actor's input; the source hands messages to its task.
@@ -539,13 +538,17 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         }
         let mut operator = operators.pop().unwrap_or_else(|| plan.new_operator());
         let exchange = exchanges.pop();
-        if exchange.is_some() && !operator.as_chain_mut().is_some_and(|c| c.split_at_exchange()) {
+        let real_time_exchange = real_time_exchanges.pop();
+        if (exchange.is_some() || real_time_exchange.is_some())
+            && !operator.as_chain_mut().is_some_and(|c| c.split_at_exchange())
+        {
             return Err(RuntimeError::Failed("the exchange's chain cannot be split (a bug)".into()));
         }
         let actor = PartitionActor {
             partition,
             operator,
             exchange,
+            real_time_exchange,
             snapshots,
             first_epoch,
             mode: plan.mode,

@@ -1,5 +1,5 @@
 //! The exchange between partition actors (DESIGN.md "The operator graph": an exchange edge),
-//! micro-batch mode: a chain whose stage is keyed otherwise than the one before it
+//! micro-batch mode here, real-time mode in [`real_time`]: a chain whose stage is keyed otherwise than the one before it
 //! ([`OperatorChain::split_at_exchange`]) runs the stages before the exchange for the keys its
 //! partition actor owns by the source's routing, and the stages after it for the keys it owns by
 //! the hash of the exchanged stage's key, with the same hash and key ranges as the source's
@@ -39,12 +39,14 @@ use eddy_engine::{Record, Timestamp};
 
 use crate::routing::Router;
 
+pub mod real_time;
+
 /// Capacity of each partition actor's exchange channel, in messages.
 pub const EXCHANGE_QUEUE: usize = 64;
 /// The most records in one exchange message.
 pub const EXCHANGE_CHUNK: usize = 256;
 /// How often a waiting actor checks whether a peer stopped.
-const ABORT_CHECK: Duration = Duration::from_millis(50);
+pub(crate) const ABORT_CHECK: Duration = Duration::from_millis(50);
 
 /// A message across the exchange, tagged with its micro-batch.
 #[derive(Debug)]
@@ -77,19 +79,19 @@ impl ToExchange {
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
     /// A peer stopped (its channel is gone, or it failed) before the batch was exchanged.
-    #[error("exchange of micro-batch {batch}: partition actor {peer} stopped")]
+    #[error("exchange of micro-batch / epoch {batch}: partition actor {peer} stopped")]
     PeerGone {
-        /// The micro-batch.
+        /// The micro-batch (real-time: the epoch).
         batch: u64,
         /// The peer, or this actor's own index when which peer failed is not known.
         peer: usize,
     },
     /// A message of a batch neither the current one nor the next (a bug).
-    #[error("exchange of micro-batch {batch}: a message of micro-batch {got} arrived")]
+    #[error("exchange of micro-batch / epoch {batch}: a message of micro-batch / epoch {got} arrived")]
     OutOfOrder {
-        /// The micro-batch being exchanged.
+        /// The micro-batch being exchanged (real-time: the epoch).
         batch: u64,
-        /// The batch the message named.
+        /// The batch (epoch) the message named.
         got: u64,
     },
 }
