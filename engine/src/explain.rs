@@ -357,7 +357,7 @@ fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
             "exchange edge (keyed otherwise than the operator before: its input rows go by the hash of its own key to the partition actor owning it, over bounded channels, aligned at the end of each micro-batch)"
         }
         Edge::Exchange(Mode::RealTime) => {
-            "exchange edge (keyed otherwise than the operator before; real-time mode runs no exchange yet, so parallelism 1)"
+            "exchange edge (keyed otherwise than the operator before: its input rows go by the hash of its own key to the partition actor owning it as they are emitted, over bounded channels, with each actor's watermark after its rows; barriers aligned)"
         }
     };
     match &c.query {

@@ -16,7 +16,9 @@ Scope: mode = "real-time", [clock] type = "replay", files source (JSON), queries
       With the source's `filter` and `select` and the sink's `select`. Expressions are those of
       EXPRESSIONS below, evaluated as SQL.md defines them.
   sql = "SELECT items FROM (such a query, append) [AS a] GROUP BY window(window, size[, slide]), keys"
-      a chained aggregation re-windowing the inner query's rows (append), keys among its columns.
+      a chained aggregation re-windowing the inner query's rows (append), keys among its columns;
+      or "... GROUP BY window[, keys]": grouped by the inner query's window itself (Nexmark q5's
+      shape, keyed otherwise than the inner query).
 """
 import datetime as dt
 import json
@@ -232,7 +234,9 @@ def sql_chain(p, recs, out, ts_cols):
     (Spark's window_time), ahead of the watermark that closed it, so none is late there. The outer
     window then closes once the watermark passes its own end: its row aggregates every inner row
     whose event time it holds, and only windows ending at or before the final watermark are
-    emitted (real-time mode does not flush state at the end of the input)."""
+    emitted (real-time mode does not flush state at the end of the input). Grouped by the inner
+    window column itself instead of `window(window, ...)`, each inner window is its own group
+    (its time: that window), closed the same way once the watermark passes its end."""
     m = re.fullmatch(r"\s*SELECT\s+(.*?)\s+FROM\s+\((.*)\)\s*(?:AS\s+\w+\s+)?GROUP BY\s+(.*?)\s*",
                      p["query"]["sql"], re.S | re.I)
     select = [named(i) for i in split_top(m.group(1))]
@@ -250,23 +254,31 @@ def sql_chain(p, recs, out, ts_cols):
             window = (w.group(1), dur(w.group(2)), dur(w.group(3) or w.group(2)))
         else:
             keys.append(g)
-    col, size, slide = window
     groups = {}
-    for r in inner:
-        t = ts(r[col]["end"]) - 1
-        first = t - (t % slide)
-        s = first - ((size - slide) // slide) * slide
-        while s <= t:
-            if s + size > t:
-                groups.setdefault((s, s + size, tuple(r[k] for k in keys)), []).append(r)
-            s += slide
+    if window is None:
+        # grouped by the inner window column itself: the group's window is that window
+        col = next(k for k in keys if any(isinstance(r.get(k), dict) for r in inner))
+        keys = [k for k in keys if k != col]
+        for r in inner:
+            s, e = ts(r[col]["start"]), ts(r[col]["end"])
+            groups.setdefault((s, e, tuple(r[k] for k in keys)), []).append(r)
+    else:
+        col, size, slide = window
+        for r in inner:
+            t = ts(r[col]["end"]) - 1
+            first = t - (t % slide)
+            s = first - ((size - slide) // slide) * slide
+            while s <= t:
+                if s + size > t:
+                    groups.setdefault((s, s + size, tuple(r[k] for k in keys)), []).append(r)
+                s += slide
     for (s, e, key), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], json.dumps(kv[0][2]))):
         if e > final_w:
             continue
         row = {}
         for text, name in select:
             a = re.fullmatch(r"(count|sum|min|max)\((.*)\)", text)
-            if text.startswith("window("):
+            if text.startswith("window(") or text == col:
                 row[name] = {"start": iso(s), "end": iso(e)}
             elif a:
                 vals = [x[a.group(2)] for x in rows] if a.group(2) != "*" else rows
