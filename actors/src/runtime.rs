@@ -69,6 +69,13 @@ pub struct RunOptions {
     /// thread, as at higher parallelism, instead of chained into the source actor's thread
     /// ([`crate::source::Downstream::Chained`], the default), to measure what chaining saves.
     pub unchained: bool,
+    /// Benchmarks: the planner makes the edge into the last chained aggregation an exchange
+    /// although a forward edge would do ([`QueryPlan::force_exchange`]), to measure the
+    /// exchange's own cost per record on the same query; at `parallelism` 1 there is no peer,
+    /// so it changes nothing there. The run fails with [`RuntimeError::Unsupported`] (field
+    /// `query`) when the query has no such edge. Not a pipeline field: no user sets it by
+    /// accident.
+    pub force_exchange: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -282,7 +289,15 @@ fn parallelism_of(pipeline: &Pipeline, plan: &QueryPlan) -> Result<usize, Runtim
 /// CLI when it is the pipeline's fault); [`RuntimeError::Failed`] when something failed while
 /// running (exit 1).
 pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary, RuntimeError> {
-    let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
+    let mut plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
+    if opts.force_exchange && !plan.force_exchange() {
+        return Err(RuntimeError::Unsupported {
+            field: "query".into(),
+            why: "force_exchange: no chained aggregation whose edge could be forced through an exchange (none, one \
+                  exchanged already, or one that must run in one partition actor)"
+                .into(),
+        });
+    }
     for warning in pipeline.warnings() {
         tracing::warn!(pipeline = %pipeline.name, "{warning}");
     }

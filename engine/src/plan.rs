@@ -570,6 +570,18 @@ impl QueryPlan {
         chain::exchange_link(&self.links).map(|i| i + 1)
     }
 
+    /// Benchmarks only (the runtime's `force_exchange` option; no pipeline field sets it): makes
+    /// the edge into the last chained aggregation an *exchange* although a forward edge would do
+    /// (its group key holds the routing key of the operator before), so the exchange's own cost
+    /// can be measured on one query against its forward edge. Its input rows are then re-keyed
+    /// by its whole group key, as a needed exchange's are; the rows are the same either way. A
+    /// checkpoint written so re-splits that stage by its whole key: restore it the same way.
+    /// `false` (nothing changes) when the chain already has an exchange, must run in one
+    /// partition actor, or has no chained aggregation.
+    pub fn force_exchange(&mut self) -> bool {
+        chain::force_exchange(&mut self.links)
+    }
+
     /// The query's first operator, its watermark stamped (taken only from what it is given).
     fn first_operator(&self, stamped: bool) -> Box<dyn Operator> {
         match &self.operator {

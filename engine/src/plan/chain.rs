@@ -217,6 +217,24 @@ pub(super) fn single_partition_reason(links: &[LinkPlan]) -> Option<String> {
     })
 }
 
+/// Benchmarks ([`super::QueryPlan::force_exchange`]): marks the edge into the last chained window
+/// aggregate *exchange* although its group key holds the routing key (a forward edge would do),
+/// its input then re-keyed by its own whole key as a needed exchange's is; only the projections
+/// after it follow, so no later stage's routing changes. `false` (nothing changes) when the
+/// chain already has an exchange, must run in one partition actor, or has no chained aggregate.
+pub(super) fn force_exchange(links: &mut [LinkPlan]) -> bool {
+    if exchange_link(links).is_some() || single_partition_reason(links).is_some() {
+        return false;
+    }
+    let Some(link) = links.iter_mut().rev().find(|l| matches!(l.operator, OperatorPlan::Window(_))) else {
+        return false;
+    };
+    let OperatorPlan::Window(c) = &link.operator else { return false };
+    link.routing_positions = Some((0..c.key_columns.len()).collect());
+    link.exchange = true;
+    true
+}
+
 /// The index of the first link whose input is exchanged, if any.
 pub(super) fn exchange_link(links: &[LinkPlan]) -> Option<usize> {
     links.iter().position(|l| l.exchange)
