@@ -10,6 +10,7 @@
 //! cargo run --release -p eddy-bench -- metrics      # throughput with [metrics] on vs off (loss <= 3 %)
 //! cargo run --release -p eddy-bench -- nexmark      # q5, q7, q11, q12, rolling: throughput, latency, rate sweep
 //! cargo run --release -p eddy-bench -- nexmark --query q7 --rounds 5 --throughput-only  # one query's median of 5
+//! cargo run --release -p eddy-bench -- exchange     # the exchange's cost per record: one chained query, forward edge vs forced exchange (parallelism 2)
 //! cargo run --release -p eddy-bench -- checkpoint   # 1 M keys of rolling state: stall, size, write and restore times
 //! cargo run --release -p eddy-bench --features delta -- delta  # the Delta sink: rows/s at 1 and 100 rows per commit; real-time epoch commit p50 / p99
 //! cargo run --release -p eddy-bench -- all [--smoke]
@@ -20,6 +21,7 @@
 mod checkpoint;
 #[cfg(feature = "delta")]
 mod delta;
+mod exchange;
 mod floor;
 mod kafka;
 mod nexmark;
@@ -78,6 +80,9 @@ enum Suite {
     Metrics,
     /// q5, q7, q11, q12 and the rolling query: throughput, latency, rate sweep.
     Nexmark,
+    /// The exchange's cost per record: one chained query whose keys allow a forward edge, as
+    /// planned and forced through the exchange, at parallelism 2.
+    Exchange,
     /// 1 M keys of rolling state: stall, size, write and restore times.
     Checkpoint,
     /// End to end through a real broker vs the broker floor (needs the test broker).
@@ -108,6 +113,7 @@ fn main() -> Result<()> {
         Suite::Metrics => suites::metrics(smoke),
         Suite::Nexmark => nexmark::nexmark(smoke, &nexmark_options),
         Suite::Checkpoint => checkpoint::checkpoint(smoke),
+        Suite::Exchange => exchange::exchange(smoke),
         Suite::Kafka => kafka::kafka(smoke, rounds as usize),
         #[cfg(feature = "delta")]
         Suite::Delta => delta::delta(smoke),
@@ -121,6 +127,7 @@ fn main() -> Result<()> {
             suites::slow_sink(smoke)?;
             suites::metrics(smoke)?;
             nexmark::nexmark(smoke, &nexmark_options)?;
+            exchange::exchange(smoke)?;
             checkpoint::checkpoint(smoke)
         }
     }

@@ -111,7 +111,7 @@ fn pipeline(file: &str, events: u64, rate: Option<f64>, parallelism: usize) -> R
 }
 
 /// CPU time of this process so far (user + system), in seconds.
-fn cpu_seconds() -> f64 {
+pub(crate) fn cpu_seconds() -> f64 {
     let ticks = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| {
         // Fields after the command name (which may hold spaces) start after the last ')'.
         let rest = s.rsplit_once(')')?.1;
@@ -125,7 +125,7 @@ fn cpu_seconds() -> f64 {
 
 /// The median, min and max of `xs` (not empty); the median of an even count is the mean of the
 /// two middle values.
-fn spread(xs: &[f64]) -> (f64, f64, f64) {
+pub(crate) fn spread(xs: &[f64]) -> (f64, f64, f64) {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
