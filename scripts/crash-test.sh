@@ -3,7 +3,7 @@
 # real-time), a rolling window (real-time), a deduplication (micro-batch), a union of two
 # sources into a window aggregate (micro-batch), a stream-stream left outer join (micro-batch) and
 # chained aggregations whose second stage crosses the exchange between partition actors
-# (micro-batch: `chain-exchange`), files to files
+# (micro-batch: `chain-exchange`; real-time: `chain-exchange-real-time`), files to files
 # (and, named explicitly, scripts/crash/delta/*.toml: the append window aggregate into a Delta
 # table, compared batch by batch through each version's `txn`; no batch in two versions, no file
 # in the table's folder that no version references, nothing left staged),
@@ -14,7 +14,8 @@
 #
 # With SIGNAL=TERM the runs are stopped gracefully instead (SIGTERM): each must exit 0, and the
 # output must still be identical epoch by epoch, so a stop keeps the epoch boundaries of an
-# uninterrupted run (the replay clock's real-time epochs: `rolling`, `window-update`).
+# uninterrupted run (the replay clock's real-time epochs: `rolling`, `window-update`,
+# `chain-exchange-real-time`).
 #
 # Usage: scripts/crash-test.sh [PIPELINE.toml ...]   (default: every scripts/crash/*.toml)
 # Environment: KILLS (20), FILES (40) and LINES (1500): input size; SEED (random) for the kill
