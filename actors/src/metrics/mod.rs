@@ -258,14 +258,14 @@ pub const CATALOG: [MetricDef; 24] = [
         Kind::Counter,
         Unit::Count,
         &["partition"],
-        "Micro-batch exchange: rows a partition actor sent to the other partition actors.",
+        "Exchange (micro-batch and real-time): rows a partition actor sent to the other partition actors.",
     ),
     def(
         EXCHANGE_FULL_SENDS,
         Kind::Counter,
         Unit::Count,
         &["partition"],
-        "Micro-batch exchange: sends of a partition actor that found the receiving actor's channel full \
+        "Exchange (micro-batch and real-time): sends of a partition actor that found the receiving actor's channel full \
          (back-pressure between partition actors).",
     ),
 ];
