@@ -80,6 +80,15 @@ pub enum ToSink {
         /// The records and why each was refused.
         records: Vec<eddy_engine::operator::Rejected>,
     },
+    /// Dead letters of rows a chained query could not take between its stages
+    /// ([`eddy_engine::operator::Output::dead_letters`]), already encoded: counted with the
+    /// malformed records, as [`ToSink::Rejected`].
+    ChainRejected {
+        /// Batch / epoch.
+        id: u64,
+        /// The lines (`{"reason", "source": "query.sql", "record"}` JSON objects).
+        lines: Vec<String>,
+    },
     /// Dead letters, already encoded as `{"reason", "source", "record"}` JSON objects.
     DeadLetters {
         /// Batch / epoch.

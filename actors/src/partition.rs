@@ -589,8 +589,14 @@ impl PartitionTask {
                 return false;
             }
         }
-        if !out.late.is_empty() || !out.rows.is_empty() {
+        if !out.late.is_empty() || !out.rows.is_empty() || !out.dead_letters.is_empty() {
             actor.output.fetch_add(1, Ordering::Relaxed);
+        }
+        if !out.dead_letters.is_empty() {
+            let lines = std::mem::take(&mut out.dead_letters);
+            if actor.sink.send(ToSink::ChainRejected { id, lines }).is_err() {
+                return false;
+            }
         }
         if !out.late.is_empty() {
             let records = std::mem::take(&mut out.late);

@@ -365,6 +365,26 @@ impl SinkActor {
                         }
                     }
                 }
+                ToSink::ChainRejected { id, lines } => {
+                    // counted as ToSink::Rejected's records are
+                    if let Some(c) = &self.counters {
+                        c.malformed.fetch_add(lines.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if let Some(first) = lines.first() {
+                        tracing::warn!(
+                            rows = lines.len(),
+                            first = %first,
+                            dead_letter = self.dead_letter.is_some(),
+                            "rows a chained query could not take between its aggregations (sent to the dead letters \
+                             when the pipeline has a [dead_letter])"
+                        );
+                    }
+                    if let Some(sink) = self.dead_letter.as_mut() {
+                        for l in &lines {
+                            sink.write(id, l, None).map_err(at("dead_letter"))?;
+                        }
+                    }
+                }
                 ToSink::DeadLetters { id, lines } => {
                     if let Some(sink) = self.dead_letter.as_mut() {
                         for l in &lines {

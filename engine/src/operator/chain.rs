@@ -18,9 +18,14 @@
 //!
 //! What stages after the first drop as late or refuse, and what the steps between stages fail on,
 //! is counted by reason ([`Operator::dropped_between_stages`], exported per partition actor
-//! as `eddy_chain_rows_dropped_total{reason="late"|"failed"}`), never sent to the late sink or
-//! the dead letters, whose columns are the query's input (Spark counts a downstream operator's
-//! late rows in its metrics only). Rows a filter between stages does not keep (a HAVING, an outer
+//! as `eddy_chain_rows_dropped_total{reason="late"|"failed"}`). Late rows are not sent to the
+//! late sink, whose columns are the query's input (Spark counts a downstream operator's late
+//! rows in its metrics only). A row the steps between stages fail on (an expression's error,
+//! which Spark would fail the query on) or a later stage refuses (an integer sum leaving
+//! BIGINT) goes to the dead letters as any record whose expression fails (SQL.md "Errors while
+//! evaluating"): [`Output::dead_letters`], `"source": "query.sql"`, the row as that stage's
+//! steps or operator were given it, with its column names ([`ChainLink::row_names`],
+//! [`ChainLink::record_names`]). Rows a filter between stages does not keep (a HAVING, an outer
 //! WHERE) are filtered, not dropped, and not counted.
 //!
 //! The snapshot holds every stage's snapshot ([`OperatorChain::snapshot`]): a header line, then
@@ -46,9 +51,10 @@
 use std::sync::Arc;
 
 use super::{BatchContext, Mode, Operator, Output, StageDrops, StateError};
+use crate::output::{row_to_json_line, write_string};
 use crate::steps::{Applied, CompiledSteps};
 use crate::time::Timestamp;
-use crate::value::{GroupKey, KeyValue, Record, Row};
+use crate::value::{GroupKey, KeyValue, Record, Row, Value};
 use crate::watermark::WatermarkTracker;
 
 /// The first bytes of a chain's snapshot (then a JSON header line and the stages' bytes).
@@ -72,6 +78,12 @@ pub struct ChainLink {
     /// key of the stage before, so its input rows are re-keyed by its own key (see the module
     /// documentation).
     pub exchange: bool,
+    /// The column names of the rows of the stage before (what `steps` read): a dead letter of
+    /// a row the steps fail on is written with them.
+    pub row_names: Arc<[String]>,
+    /// The column names of this stage's input records (what `steps` give `operator`): a dead
+    /// letter of a record the operator refuses is written with them.
+    pub record_names: Arc<[String]>,
 }
 
 impl std::fmt::Debug for ChainLink {
@@ -171,6 +183,7 @@ impl OperatorChain {
         moved.clear();
         self.links[i].operator.on_record(record, self.forwarded[i], &mut moved);
         self.dropped.add(&moved);
+        refused_to_dead_letters(&self.links[i].record_names, &mut moved, out);
         let mut rows = std::mem::take(&mut moved.rows);
         self.push_down(i + 1, &mut rows, None, out);
         moved.rows = rows;
@@ -200,6 +213,7 @@ impl OperatorChain {
         self.links[i].operator.advance_watermark(w, &mut moved);
         self.forwarded[i] = w;
         self.dropped.add(&moved);
+        refused_to_dead_letters(&self.links[i].record_names, &mut moved, out);
         let mut rows = std::mem::take(&mut moved.rows);
         self.push_down(i + 1, &mut rows, Some(w), out);
         moved.rows = rows;
@@ -250,7 +264,10 @@ impl OperatorChain {
                 match steps.apply(Record::new(row)) {
                     Applied::Keep(record) => self.outbox.push(record),
                     Applied::Drop => {}
-                    Applied::Failed { .. } => self.dropped.failed += 1,
+                    Applied::Failed { reason, input } => {
+                        self.dropped.failed += 1;
+                        out.dead_letters.push(dead_letter(&self.links[from].row_names, &input.values, &reason));
+                    }
                 }
             }
             if let Some(f) = forward {
@@ -266,7 +283,10 @@ impl OperatorChain {
             match link.steps.apply(Record::new(row)) {
                 Applied::Keep(record) => link.operator.on_record(&record, w, &mut moved),
                 Applied::Drop => {}
-                Applied::Failed { .. } => self.dropped.failed += 1,
+                Applied::Failed { reason, input } => {
+                    self.dropped.failed += 1;
+                    out.dead_letters.push(dead_letter(&link.row_names, &input.values, &reason));
+                }
             }
         }
         if let Some(f) = forward
@@ -276,6 +296,7 @@ impl OperatorChain {
             self.forwarded[from] = f;
         }
         self.dropped.add(&moved);
+        refused_to_dead_letters(&link.record_names, &mut moved, out);
         let mut next = std::mem::take(&mut moved.rows);
         self.push_down(from + 1, &mut next, forward, out);
         moved.rows = next;
@@ -291,6 +312,7 @@ impl OperatorChain {
             moved.clear();
             self.links[i].operator.end_batch(&mut moved);
             self.dropped.add(&moved);
+            refused_to_dead_letters(&self.links[i].record_names, &mut moved, out);
             let mut rows = std::mem::take(&mut moved.rows);
             self.push_down(i + 1, &mut rows, None, out);
             moved.rows = rows;
@@ -490,6 +512,28 @@ impl Operator for OperatorChain {
 }
 
 /// The first stage's routing key inside a later stage's group key `k` (at `positions`).
+/// The dead letter of `values` (columns `names`) that a stage after the first could not take,
+/// for `reason` (see the module documentation): `{"reason", "source": "query.sql", "record"}`,
+/// the record being the JSON line of the columns, as a string (the late sink's form).
+fn dead_letter(names: &[String], values: &[Value], reason: &str) -> String {
+    let record = row_to_json_line(names, values);
+    let mut line = String::with_capacity(record.len() + reason.len() + 48);
+    line.push_str("{\"reason\": ");
+    write_string(&mut line, reason);
+    line.push_str(", \"source\": \"query.sql\", \"record\": ");
+    write_string(&mut line, record.trim_end());
+    line.push('}');
+    line
+}
+
+/// Moves the records a stage after the first refused (`moved.rejected`, its input records,
+/// columns `names`) to `out`'s dead letters.
+fn refused_to_dead_letters(names: &[String], moved: &mut Output, out: &mut Output) {
+    for r in moved.rejected.drain(..) {
+        out.dead_letters.push(dead_letter(names, &r.record.values, &r.reason));
+    }
+}
+
 fn routing_key(k: &GroupKey, positions: &[usize]) -> GroupKey {
     GroupKey(positions.iter().map(|&i| k.0.get(i).cloned().unwrap_or(KeyValue(crate::value::Value::Null))).collect())
 }

@@ -80,7 +80,8 @@ pub enum Mode {
 }
 
 /// What an operator produces: output rows, input records dropped as late (for the metric and
-/// the `late_sink`), and input records it refused (for the `dead_letter` sink).
+/// the `late_sink`), input records it refused (for the `dead_letter` sink), and the dead
+/// letters of rows a chain's later stage could not take.
 ///
 /// The buffers of cleared rows are kept (up to [`SPARE_ROWS`]) and handed out again by
 /// [`Output::row_buffer`], so that an operator emitting a row per record does not allocate and
@@ -93,6 +94,12 @@ pub struct Output {
     pub late: Vec<Record>,
     /// Records refused whole (no measure took them), unchanged, with the reason.
     pub rejected: Vec<Rejected>,
+    /// Dead letters, encoded (`{"reason", "source": "query.sql", "record"}` JSON objects, no
+    /// newline), of rows that a stage after the first of an [`OperatorChain`] could not take:
+    /// an expression between the stages failed on the row (the row of the stage before, with
+    /// its column names), or the stage refused it (the record it was given). Written to the
+    /// dead letters and counted as malformed, as SQL.md "Errors while evaluating" says.
+    pub dead_letters: Vec<String>,
     /// Emptied row buffers, for [`Output::row_buffer`].
     spare: Vec<Row>,
 }
@@ -150,7 +157,7 @@ pub const SPARE_ROWS: usize = 1024;
 impl Output {
     /// Whether nothing was produced.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty() && self.late.is_empty() && self.rejected.is_empty()
+        self.rows.is_empty() && self.late.is_empty() && self.rejected.is_empty() && self.dead_letters.is_empty()
     }
 
     /// An empty row with room for at least `values` values: the buffer of a cleared row when
@@ -190,6 +197,9 @@ impl Output {
         }
         if !self.rejected.is_empty() {
             self.rejected.clear();
+        }
+        if !self.dead_letters.is_empty() {
+            self.dead_letters.clear();
         }
     }
 }

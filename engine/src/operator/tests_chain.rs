@@ -41,13 +41,25 @@ fn chain(mode: Mode, tracked: bool) -> OperatorChain {
     .with_stamped_watermark();
     let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
     // keyed by the window alone: an exchange edge, its groups routed by their own key
-    let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]), exchange: true };
+    let link = ChainLink {
+        steps,
+        operator: Box::new(second),
+        routing_positions: Some(vec![0]),
+        exchange: true,
+        row_names: names(&["window", "k", "n"]),
+        record_names: names(&["window", "k", "n"]),
+    };
     let first: Box<dyn Operator> = match mode {
         Mode::RealTime if tracked => Box::new(first.with_stamped_watermark()),
         _ => Box::new(first),
     };
     let c = OperatorChain::new(mode, first, vec![link]);
     if tracked { c.with_tracker(1, Duration(0)) } else { c }
+}
+
+/// Column names of a link's rows (for its dead letters).
+fn names(n: &[&str]) -> Arc<[String]> {
+    n.iter().map(|s| s.to_string()).collect()
 }
 
 fn rec(k: &str, secs: i64) -> Record {
@@ -189,7 +201,14 @@ fn a_resplit_keeps_in_every_stage_the_groups_of_the_routing_keys_kept() {
             watermark: Some((0, Duration(0))),
         });
         let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
-        let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]), exchange: false };
+        let link = ChainLink {
+            steps,
+            operator: Box::new(second),
+            routing_positions: Some(vec![0]),
+            exchange: false,
+            row_names: names(&["window", "k", "n"]),
+            record_names: names(&["window", "k", "n"]),
+        };
         OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link])
     };
     let mut c = build();

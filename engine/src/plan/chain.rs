@@ -26,6 +26,9 @@ pub(super) struct LinkPlan {
     routing_positions: Option<Vec<usize>>,
     /// The edge into this stage is an exchange.
     pub(super) exchange: bool,
+    /// The column names of the stage before's rows, and of this stage's input records.
+    row_names: Arc<[String]>,
+    record_names: Arc<[String]>,
 }
 
 /// The stages after the first, and the sink's message key in the last stage's output.
@@ -105,7 +108,9 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
             (Some(_), Some(pos), Some(out)) => Some(pos.iter().map(|&i| out[i]).collect()),
             _ => None,
         };
-        links.push(LinkPlan { steps, operator, routing_positions: positions, exchange });
+        let names = |s: &Schema| s.fields().iter().map(|f| f.name.clone()).collect::<Arc<[String]>>();
+        let (row_names, record_names) = (names(&before), names(&stage_input));
+        links.push(LinkPlan { steps, operator, routing_positions: positions, exchange, row_names, record_names });
         input = stage_input;
         query = &c.query;
     }
@@ -194,6 +199,8 @@ pub(super) fn build(
             },
             routing_positions: l.routing_positions.clone(),
             exchange: l.exchange,
+            row_names: l.row_names.clone(),
+            record_names: l.record_names.clone(),
         })
         .collect();
     let chain = OperatorChain::new(mode, first, links);
