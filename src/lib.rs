@@ -224,9 +224,9 @@ impl Job {
     }
 
     /// Checks what a run would refuse before starting anything and that parsing does not see:
-    /// the number of partition actors (a query whose chain runs in one partition actor, such as
-    /// an exchange in real-time mode, refuses `parallelism` > 1). `eddy validate` and `eddy
-    /// explain` call it; [`Job::run`] checks it too.
+    /// the number of partition actors (a query whose chain runs in one partition actor, one
+    /// that would need a second exchange between partition actors, refuses `parallelism` > 1).
+    /// `eddy validate` and `eddy explain` call it; [`Job::run`] checks it too.
     ///
     /// # Errors
     /// [`Error::Refused`] naming the field (exit 2).
