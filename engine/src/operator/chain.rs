@@ -511,7 +511,6 @@ impl Operator for OperatorChain {
     }
 }
 
-/// The first stage's routing key inside a later stage's group key `k` (at `positions`).
 /// The dead letter of `values` (columns `names`) that a stage after the first could not take,
 /// for `reason` (see the module documentation): `{"reason", "source": "query.sql", "record"}`,
 /// the record being the JSON line of the columns, as a string (the late sink's form).
@@ -534,6 +533,7 @@ fn refused_to_dead_letters(names: &[String], moved: &mut Output, out: &mut Outpu
     }
 }
 
+/// The first stage's routing key inside a later stage's group key `k` (at `positions`).
 fn routing_key(k: &GroupKey, positions: &[usize]) -> GroupKey {
     GroupKey(positions.iter().map(|&i| k.0.get(i).cloned().unwrap_or(KeyValue(crate::value::Value::Null))).collect())
 }

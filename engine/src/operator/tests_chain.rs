@@ -345,3 +345,53 @@ fn real_time_a_split_chain_moves_its_stages_after_the_exchange_to_the_minimum_of
     parts[0].advance_exchanged(Timestamp(5 * S), &mut out);
     assert!(out.rows.is_empty());
 }
+
+#[test]
+fn a_row_a_later_stage_refuses_is_a_dead_letter_with_that_stages_column_names() {
+    // stage 1: sum(v) AS total per k per tumbling 10 s window; stage 2: sum(total) per window
+    let big = 4_000_000_000_000_000_000_i64;
+    let total = AggregateFn::from_name("sum", Some((2, DataType::Long)), &AggParams::default()).unwrap().named("total");
+    let first = WindowAggregate::new(WindowAggregateConfig {
+        mode: Mode::MicroBatch,
+        key_columns: vec![0],
+        window: WindowKind::Fixed { column: 1, windows: SlidingWindows::tumbling(Duration(10 * S), Duration(0)) },
+        output_mode: OutputMode::Append,
+        measures: vec![total.clone()],
+        watermark: Some((1, Duration(0))),
+    });
+    let second = WindowAggregate::new(WindowAggregateConfig {
+        mode: Mode::MicroBatch,
+        key_columns: vec![0],
+        window: WindowKind::None,
+        output_mode: OutputMode::Append,
+        measures: vec![total],
+        watermark: Some((0, Duration(0))),
+    });
+    let link = ChainLink {
+        steps: Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0),
+        operator: Box::new(second),
+        routing_positions: Some(vec![0]),
+        exchange: true,
+        row_names: names(&["window", "k", "total"]),
+        record_names: names(&["window", "k", "total"]),
+    };
+    let mut c = OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link]);
+    let r = |k: &str, secs: i64| {
+        Record::new(vec![Value::Str(k.into()), Value::Timestamp(Timestamp(secs * S)), Value::Long(big)])
+    };
+    let out = batch(&mut c, 0, i64::MIN, i64::MIN, &[r("a", 1), r("b", 2), r("c", 3)]);
+    assert!(out.rows.is_empty() && out.dead_letters.is_empty());
+    // W = 12 s finalises [0, 10): three rows of `big` reach stage 2, whose sum takes two
+    let out = batch(&mut c, 1, i64::MIN, 12, &[]);
+    assert_eq!(out.rows, vec![vec![window(0, 10), Value::Long(2 * big)]]);
+    assert_eq!(out.dead_letters.len(), 1, "{:?}", out.dead_letters);
+    let dead: serde_json::Value = serde_json::from_str(&out.dead_letters[0]).unwrap();
+    assert_eq!(dead["reason"], "ARITHMETIC_OVERFLOW in total");
+    assert_eq!(dead["source"], "query.sql");
+    let record: serde_json::Value = serde_json::from_str(dead["record"].as_str().unwrap()).unwrap();
+    assert_eq!(record["window"], serde_json::json!({"start": "1970-01-01T00:00:00Z", "end": "1970-01-01T00:00:10Z"}));
+    assert_eq!(record["total"], big);
+    assert!(["a", "b", "c"].contains(&record["k"].as_str().unwrap()), "{record}");
+    assert!(out.rejected.is_empty(), "the refused row is not the query's input");
+    assert_eq!(c.dropped_between_stages().failed, 1);
+}
