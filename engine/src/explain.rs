@@ -344,10 +344,17 @@ enum Edge {
 /// A chained operator: its kind, key, window and measures, the edge into it, and the watermark
 /// it is given.
 fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
-    let watermark = format!(
-        "the watermark forwarded by the operator before, on {} (late input and finalisation)",
-        c.watermark.column
-    );
+    let watermark = match c.watermark_delay.0 {
+        0 => format!(
+            "the watermark forwarded by the operator before, on {} (late input and finalisation)",
+            c.watermark.column
+        ),
+        _ => format!(
+            "the watermark forwarded by the join before, held back by {} (its time range plus 1 ms, as Spark's join forwards it), on {} (late input and finalisation)",
+            duration(c.watermark_delay),
+            c.watermark.column
+        ),
+    };
     let edge = match edge {
         Edge::Single => {
             "forward edge in one partition actor (keyed otherwise than the operator before, behind an exchange already: a second exchange would be needed, so parallelism 1)"

@@ -73,6 +73,17 @@ CASES = {
     "sql-stream-join-two-keys": (f"SELECT l.id, l.lv, l.lt, r.rt\nFROM lefts l JOIN rights r\nON l.id = r.rid AND r.rv = l.lv AND {RANGE}", 2, 4),
     "sql-stream-join-on-filters": ("SELECT *\nFROM lefts l JOIN rights r\n"
     "ON l.id = r.rid AND r.rt >= l.lt AND r.rt <= l.lt + INTERVAL 20 SECONDS AND l.lv > 3 AND r.rv < 8", 10, 4),
+    # an aggregation after the join (SPARK-42376: the join forwards W - 30 s - 1 ms, so its rows
+    # are never late for the aggregation; windows end on a 20 s grid and W moves on a 5 s one, so
+    # a window's end often equals W - 30 s exactly: it closes one batch later, pinning the 1 ms)
+    "sql-stream-join-agg-inner-tumbling": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
+    f"FROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9),
+    # keyed by a right column, not the join key: the aggregation's input is exchanged
+    "sql-stream-join-agg-other-key": (f"SELECT window(r.rt, '30 seconds') AS window, r.rv % 3 AS bucket, count(*) AS pairs, max(l.lv) AS top\n"
+    f"FROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}\nWHERE l.lv > 0\nGROUP BY 1, 2\nHAVING count(*) > 1", 10, 2, 9),
+    # a left outer join (its NULL-padded rows counted too) then a sliding window
+    "sql-stream-join-agg-left-outer-sliding": (f"SELECT window(l.lt, '20 seconds', '10 seconds') AS window, l.id, count(*) AS n, count(r.rt) AS matched, min(r.rv) AS low\n"
+    f"FROM lefts l LEFT JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds', '10 seconds'), l.id", 10, 1, 9),
 }
 
 
@@ -89,7 +100,7 @@ def rows(rng, batch, side, values=10, more=0):
     return out
 
 
-def write(name, sql, seed, values=10, more=0):
+def write(name, sql, seed, values=10, more=0, batches=6):
     rng = random.Random(seed)
     case = HERE / name
     for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
@@ -97,7 +108,6 @@ def write(name, sql, seed, values=10, more=0):
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob("*.json"):
             old.unlink()
-    batches = 6
     for b in range(batches):
         for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
             lines = [json.dumps({cols[0]: k, cols[1]: ts(s), cols[2]: v}) for k, s, v in rows(rng, b, side[0], values, more)]
@@ -108,6 +118,6 @@ def write(name, sql, seed, values=10, more=0):
 
 if __name__ == "__main__":
     for i, (name, case) in enumerate(CASES.items()):
-        sql, values, more = case if isinstance(case, tuple) else (case, 10, 0)
-        write(name, sql, 1000 + i, values, more)
+        sql, *shape = case if isinstance(case, tuple) else (case,)
+        write(name, sql, 1000 + i, *shape)
         print(name)

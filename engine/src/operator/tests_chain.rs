@@ -41,7 +41,13 @@ fn chain(mode: Mode, tracked: bool) -> OperatorChain {
     .with_stamped_watermark();
     let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
     // keyed by the window alone: an exchange edge, its groups routed by their own key
-    let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]), exchange: true };
+    let link = ChainLink {
+        steps,
+        operator: Box::new(second),
+        routing_positions: Some(vec![0]),
+        exchange: true,
+        watermark_delay: Duration(0),
+    };
     let first: Box<dyn Operator> = match mode {
         Mode::RealTime if tracked => Box::new(first.with_stamped_watermark()),
         _ => Box::new(first),
@@ -189,7 +195,13 @@ fn a_resplit_keeps_in_every_stage_the_groups_of_the_routing_keys_kept() {
             watermark: Some((0, Duration(0))),
         });
         let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
-        let link = ChainLink { steps, operator: Box::new(second), routing_positions: Some(vec![0]), exchange: false };
+        let link = ChainLink {
+            steps,
+            operator: Box::new(second),
+            routing_positions: Some(vec![0]),
+            exchange: false,
+            watermark_delay: Duration(0),
+        };
         OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link])
     };
     let mut c = build();

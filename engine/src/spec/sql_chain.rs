@@ -39,6 +39,11 @@ pub struct ChainedQuery {
     /// watermark's delay; the operator judges lateness and finalises by it, with the watermark
     /// the chain forwards to it.
     pub watermark: WatermarkSpec,
+    /// How far (µs) the watermark forwarded to this operator lags the one the operator before
+    /// it was given: zero after an aggregation; after a stream-stream join, its range's
+    /// [`crate::operator::TimeRange::forwarded_watermark_delay`] (SPARK-42376), so that the
+    /// join's rows are not late here.
+    pub watermark_delay: crate::time::Duration,
 }
 
 /// The output schema of `query` over `input`, then of each chained query in turn.
@@ -124,7 +129,13 @@ pub(crate) fn plan_chained(
     wm.index = stage_input.resolve(&wm.column).ok_or_else(|| {
         SpecError::new(FIELD, format!("the subquery's window {}", quote(&wm.column)), "a window the outer query reads")
     })?;
-    let chained = ChainedQuery { steps, upstream_steps, query: outer_plan.query, watermark: wm };
+    let chained = ChainedQuery {
+        steps,
+        upstream_steps,
+        query: outer_plan.query,
+        watermark: wm,
+        watermark_delay: crate::time::Duration(0),
+    };
     Ok((
         SqlQueryPlan {
             source_steps: inner_plan.source_steps,

@@ -407,36 +407,25 @@ fn validate_sources(
     let mut then = Vec::new();
     let query = match raw.query {
         Some(raw_query) if let Some(j) = stream_join.take() => {
-            match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
-                None | Some("append") => {}
-                Some(other) => {
-                    return Err(SpecError::bad_str(
-                        "query.output_mode",
-                        other,
-                        "\"append\" for a stream-stream join (Spark: Join between two streaming DataFrames/Datasets is not supported in Update or Complete output mode, only in Append output mode)",
-                    ));
+            let aggregating = super::sql_join_aggregate::aggregates(&j).is_some();
+            super::sql_join_aggregate::check_output_mode(raw_query.output_mode.as_deref(), aggregating)?;
+            if aggregating {
+                // each side's watermark delay (the sources' in pipeline order, by side)
+                let mut delays = [Duration::ZERO; 2];
+                let source_delays = [watermark.as_ref(), more_sources.first().and_then(|s| s.watermark.as_ref())];
+                for (src, w) in source_delays.into_iter().enumerate() {
+                    delays[j.spec.sides[src]] = w.map_or(Duration::ZERO, |w| w.delay);
                 }
+                let (steps, chained) = super::sql_join_aggregate::plan_after_join(&j, mode, delays)?;
+                sql_output_steps = steps;
+                then.push(chained);
+            } else {
+                let q = &j.query;
+                let plan = super::sql_query::plan_sql_query(q, &q.from.name, &j.joined, None, &[], None, mode)?;
+                // the query's filters and its select list run on the joined rows
+                sql_output_steps =
+                    plan.source_steps.into_iter().chain(plan.watermarked_steps).chain(plan.output_steps).collect();
             }
-            let q = &j.query;
-            let aggregate = q.items.iter().find_map(|i| match i {
-                crate::expr::SelectItemSyntax::Expr { syntax, .. } => super::sql_query::first_aggregate(syntax),
-                crate::expr::SelectItemSyntax::Wildcard { .. } => None,
-            });
-            let grouped = q.group_by.first().map(|g| match g {
-                crate::expr::GroupItemSyntax::Expr(e) => e.pos,
-                crate::expr::GroupItemSyntax::Ordinal { pos, .. } => *pos,
-            });
-            if let Some(pos) = grouped.or(aggregate.map(|a| a.pos)).or(q.having.as_ref().map(|h| h.pos)) {
-                return Err(super::sql_query::at(
-                    pos,
-                    "an aggregation over a stream-stream join",
-                    "a stream-stream join without GROUP BY, HAVING or aggregates (an aggregation after a join of two sources needs chained operators, not implemented yet)",
-                ));
-            }
-            let plan = super::sql_query::plan_sql_query(q, &q.from.name, &j.joined, None, &[], None, mode)?;
-            // the query's filters and its select list run on the joined rows
-            sql_output_steps =
-                plan.source_steps.into_iter().chain(plan.watermarked_steps).chain(plan.output_steps).collect();
             QuerySpec::StreamJoin(j.spec)
         }
         Some(raw_query) if let Some((q, distinct)) = union_query => {
