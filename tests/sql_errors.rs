@@ -735,15 +735,20 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             vec!["query.sql", "a subquery in FROM at 1:16"],
         ),
         (
-            "an aggregation over a join",
+            "an aggregation after a join without a time range",
+            two_sources("SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid\nGROUP BY l.id", true, ""),
+            vec!["query.sql", "an aggregation after a stream-stream join without a time range at 3:10", "BETWEEN"],
+        ),
+        (
+            "an aggregation after a join of a source without a watermark",
             two_sources(
                 &format!(
                     "SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
                 ),
-                true,
+                false,
                 "",
             ),
-            vec!["query.sql", "an aggregation over a stream-stream join at 3:10"],
+            vec!["query.sql", "an aggregation after a stream-stream join of a source without a watermark at 3:10"],
         ),
         (
             "an outer join without a watermark on the nullable side",

@@ -298,11 +298,7 @@ fn operator_line(p: &Pipeline) -> String {
                 Some(w) => window_text(w),
                 None => "no window".to_string(),
             };
-            let mode = match output_mode {
-                OutputMode::Append => "append",
-                OutputMode::Update => "update",
-                OutputMode::Complete => "complete",
-            };
+            let mode = mode_text(*output_mode);
             format!(
                 "window aggregate: key ({key}), {window}, measures {}, output mode {mode}, {watermark}",
                 measures_text(measures)
@@ -368,15 +364,25 @@ fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
         }
     };
     match &c.query {
-        QuerySpec::WindowAggregate { group_by, window, measures, .. } => {
+        QuerySpec::WindowAggregate { group_by, window, measures, output_mode } => {
             let window = window.as_ref().map_or_else(|| "no window".to_string(), window_text);
             format!(
-                "chained window aggregate, {edge}: key ({}), {window}, measures {}, output mode append, {watermark}",
+                "chained window aggregate, {edge}: key ({}), {window}, measures {}, output mode {}, {watermark}",
                 group_by.join(", "),
-                measures_text(measures)
+                measures_text(measures),
+                mode_text(*output_mode)
             )
         }
         _ => format!("chained projection, {edge}: each row once, no state"),
+    }
+}
+
+/// An output mode as `[query] output_mode` spells it.
+fn mode_text(m: OutputMode) -> &'static str {
+    match m {
+        OutputMode::Append => "append",
+        OutputMode::Update => "update",
+        OutputMode::Complete => "complete",
     }
 }
 

@@ -48,7 +48,7 @@ watermark = {{ column = "rt", delay = "10 seconds" }}
 sql = \"\"\"
 {sql}
 \"\"\"
-output_mode = "append"
+output_mode = "{mode}"
 
 [sink]
 type = "files"
@@ -84,6 +84,13 @@ CASES = {
     # a left outer join (its NULL-padded rows counted too) then a sliding window
     "sql-stream-join-agg-left-outer-sliding": (f"SELECT window(l.lt, '20 seconds', '10 seconds') AS window, l.id, count(*) AS n, count(r.rt) AS matched, min(r.rv) AS low\n"
     f"FROM lefts l LEFT JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds', '10 seconds'), l.id", 10, 1, 9),
+    # the aggregation's own output mode after the join: update (each changed window every batch)
+    "sql-stream-join-agg-update": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
+    f"FROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9, "update"),
+    # a full outer join's rows hold the join key in either copy: the aggregation after it is
+    # always behind an exchange; a right row without a match has no left time (no window)
+    "sql-stream-join-agg-full-outer": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
+    f"FROM lefts l FULL OUTER JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9),
 }
 
 
@@ -100,7 +107,7 @@ def rows(rng, batch, side, values=10, more=0):
     return out
 
 
-def write(name, sql, seed, values=10, more=0, batches=6):
+def write(name, sql, seed, values=10, more=0, batches=6, mode="append"):
     rng = random.Random(seed)
     case = HERE / name
     for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
@@ -113,7 +120,7 @@ def write(name, sql, seed, values=10, more=0, batches=6):
             lines = [json.dumps({cols[0]: k, cols[1]: ts(s), cols[2]: v}) for k, s, v in rows(rng, b, side[0], values, more)]
             (case / "input" / side / f"{b:03d}.json").write_text("\n".join(lines) + "\n")
     (case / "expected").mkdir(exist_ok=True)
-    (case / "pipeline.toml").write_text(PIPELINE.format(name=name, sql=sql))
+    (case / "pipeline.toml").write_text(PIPELINE.format(name=name, sql=sql, mode=mode))
 
 
 if __name__ == "__main__":

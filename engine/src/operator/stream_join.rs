@@ -89,13 +89,16 @@ impl TimeRange {
     /// at or before which that input's kept rows can no longer match, derived from the ON
     /// condition: `W - upper - 1 ms` for the left input (from `r <= l + upper`) and
     /// `W + lower - 1 ms` for the right one (from `r >= l + lower`); Spark counts state
-    /// watermarks in milliseconds and moves a bound written with `<=` / `>=` by one. So the
-    /// delay is `max(0, upper + 1 ms, 1 ms - lower)`. Named difference: a strict bound (`<`,
-    /// `>`), which this range holds as the inclusive one moved by 1 µs, is delayed by 1 ms more
-    /// than Spark's (which does not move a strict bound), 999 µs in all.
+    /// watermarks in milliseconds and moves a bound written with `<=` / `>=` by one; an open
+    /// side (no such bound: `i64::MAX` / `i64::MIN` here) has no state watermark. So the delay
+    /// is `max(0, upper + 1 ms, 1 ms - lower)` over the bounds that are not open. Named
+    /// difference: a strict bound (`<`, `>`), which this range holds as the inclusive one moved
+    /// by 1 µs, is delayed by 999 µs more than Spark's (which does not move a strict bound).
     pub fn forwarded_watermark_delay(self) -> Duration {
         const MS: i64 = 1_000;
-        Duration(0i64.max(self.upper.0.saturating_add(MS)).max(MS.saturating_sub(self.lower.0)))
+        let left = (self.upper.0 < i64::MAX).then(|| self.upper.0.saturating_add(MS));
+        let right = (self.lower.0 > i64::MIN).then(|| MS.saturating_sub(self.lower.0));
+        Duration(left.into_iter().chain(right).fold(0, i64::max))
     }
 }
 

@@ -33,7 +33,8 @@ pub struct ChainedQuery {
     /// How many of [`ChainedQuery::steps`], first, are the upstream query's HAVING and select
     /// list (the rest are this query's).
     pub upstream_steps: usize,
-    /// The operator (a window aggregate in append mode).
+    /// The operator: a window aggregate, in append mode after an aggregation, in its own
+    /// output mode after a stream-stream join.
     pub query: QuerySpec,
     /// Its event-time column, in its input (the upstream's `window`), with the pipeline
     /// watermark's delay; the operator judges lateness and finalises by it, with the watermark

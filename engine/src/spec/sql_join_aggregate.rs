@@ -11,11 +11,13 @@
 //! - The watermark forwarded to the aggregate is the join's input watermark held back by the
 //!   join's range ([`crate::operator::TimeRange::forwarded_watermark_delay`]), so no joined row
 //!   is late for it.
-//! - Append mode only: Spark refuses a stream-stream join in update and complete mode (and so
-//!   the default update of an aggregation).
-//! - Stricter than Spark: the join needs a time range between the two watermarked columns (an
-//!   inner join without one forwards the input watermark in Spark and may then emit rows the
-//!   aggregation drops as late).
+//! - The aggregation's own output modes (SEMANTICS.md: "an aggregation after a join follows the
+//!   aggregation's own output modes"; Spark 4.3 runs such a query in append, update and
+//!   complete mode, the oracle shows it), default update, as any SQL aggregation; without an
+//!   aggregation a stream-stream join runs in append mode only.
+//! - Stricter than Spark: both sources need a watermark and the join a time range between
+//!   their watermarked columns (Spark also runs the aggregation without them; what its join
+//!   then forwards is not pinned by an oracle case here, so Eddy refuses it).
 
 use super::error::{SpecError, quote};
 use super::sql_chain::ChainedQuery;
@@ -44,40 +46,43 @@ pub(crate) fn aggregates(j: &ResolvedStreamJoin) -> Option<crate::expr::Pos> {
     grouped.or(aggregate.map(|a| a.pos)).or(q.having.as_ref().map(|h| h.pos))
 }
 
-/// Checks `[query] output_mode` of a stream-stream join: append (the default without an
-/// aggregation; an aggregation's default, update, is refused as Spark refuses it).
+/// Checks `[query] output_mode` of a stream-stream join without an aggregation: append, the
+/// default (an aggregation after the join has its own modes, checked when it is planned).
 ///
 /// # Errors
 /// At `query.output_mode`, with Spark's reason, for any other mode.
-pub(crate) fn check_output_mode(output_mode: Option<&str>, aggregating: bool) -> Result<(), SpecError> {
+pub(crate) fn check_output_mode(output_mode: Option<&str>) -> Result<(), SpecError> {
     match output_mode.map(str::to_ascii_lowercase).as_deref() {
-        Some("append") => Ok(()),
-        None if !aggregating => Ok(()),
-        None => Err(SpecError::new(
-            "query.output_mode",
-            "\"update\" (the default of an aggregation, here after a stream-stream join)",
-            APPEND_ONLY,
-        )),
+        None | Some("append") => Ok(()),
         Some(other) => Err(SpecError::bad_str("query.output_mode", other, APPEND_ONLY)),
     }
 }
 
 /// Plans the aggregation of `j.query` (which aggregates, see [`aggregates`]) after the join
-/// `j`: the chained window aggregate and the steps on its output rows (HAVING, the select
-/// list). `delays`: each side's watermark delay (left, right), given to the chained operator's
-/// watermark.
+/// `j`, in `output_mode` (`[query] output_mode` as written): the chained window aggregate and
+/// the steps on its output rows (HAVING, the select list). `delays`: each side's watermark
+/// delay (left, right), given to the chained operator's watermark.
 ///
 /// # Errors
-/// At `query.sql`, with the place in the SQL: a join without a time range between the two
-/// sources' watermarked columns; as [`plan_sql_query`] for the aggregation (over the joined
-/// row, in append mode), which must window one of the two watermarked columns.
+/// At `query.sql`, with the place in the SQL: a join of a source without a watermark, or
+/// without a time range between the watermarked columns; as
+/// [`plan_sql_query`] for the aggregation over the joined row (an append window must be on
+/// one of the two watermarked columns; at `query.output_mode` for a mode it cannot run in).
 pub(crate) fn plan_after_join(
     j: &ResolvedStreamJoin,
     mode: Mode,
+    output_mode: Option<&str>,
     delays: [Duration; 2],
 ) -> Result<(Vec<Step>, ChainedQuery), SpecError> {
     let q = &j.query;
     let pos = aggregates(j).unwrap_or(q.from.pos);
+    if j.spec.watermarked != [true, true] {
+        return Err(at(
+            pos,
+            "an aggregation after a stream-stream join of a source without a watermark",
+            "a watermark on both joined sources (source.watermark): the aggregation judges lateness and finalises by the watermark the join forwards",
+        ));
+    }
     let Some(range) = j.spec.range else {
         return Err(at(
             pos,
@@ -85,6 +90,7 @@ pub(crate) fn plan_after_join(
             "a join ON keys AND a time range between the two sources' watermarked columns (r.ts BETWEEN l.ts AND l.ts + INTERVAL ...): the join then forwards a watermark, held back by the range, by which the aggregation finalises its windows",
         ));
     };
+    let delay = range.forwarded_watermark_delay();
     // the sources' watermarked columns in the joined row (a left semi join's has the left's only)
     let first_joined = j.spec.keys + 1;
     let candidates: Vec<WatermarkSpec> = (0..2)
@@ -96,7 +102,7 @@ pub(crate) fn plan_after_join(
         .collect();
     let mut first_error = None;
     for wm in candidates {
-        match plan_sql_query(q, &q.from.name, &j.joined, Some(&wm), &[], Some("append"), mode) {
+        match plan_sql_query(q, &q.from.name, &j.joined, Some(&wm), &[], output_mode, mode) {
             Ok(plan) => {
                 let steps: Vec<Step> = plan.source_steps.into_iter().chain(plan.watermarked_steps).collect();
                 let stage_input = schema_after(&steps, &j.joined);
@@ -112,7 +118,7 @@ pub(crate) fn plan_after_join(
                     upstream_steps: 0,
                     query: plan.query,
                     watermark: WatermarkSpec { index, ..wm },
-                    watermark_delay: range.forwarded_watermark_delay(),
+                    watermark_delay: delay,
                 };
                 return Ok((plan.output_steps, chained));
             }

@@ -407,19 +407,19 @@ fn validate_sources(
     let mut then = Vec::new();
     let query = match raw.query {
         Some(raw_query) if let Some(j) = stream_join.take() => {
-            let aggregating = super::sql_join_aggregate::aggregates(&j).is_some();
-            super::sql_join_aggregate::check_output_mode(raw_query.output_mode.as_deref(), aggregating)?;
-            if aggregating {
+            if super::sql_join_aggregate::aggregates(&j).is_some() {
                 // each side's watermark delay (the sources' in pipeline order, by side)
                 let mut delays = [Duration::ZERO; 2];
                 let source_delays = [watermark.as_ref(), more_sources.first().and_then(|s| s.watermark.as_ref())];
                 for (src, w) in source_delays.into_iter().enumerate() {
                     delays[j.spec.sides[src]] = w.map_or(Duration::ZERO, |w| w.delay);
                 }
-                let (steps, chained) = super::sql_join_aggregate::plan_after_join(&j, mode, delays)?;
+                let (steps, chained) =
+                    super::sql_join_aggregate::plan_after_join(&j, mode, raw_query.output_mode.as_deref(), delays)?;
                 sql_output_steps = steps;
                 then.push(chained);
             } else {
+                super::sql_join_aggregate::check_output_mode(raw_query.output_mode.as_deref())?;
                 let q = &j.query;
                 let plan = super::sql_query::plan_sql_query(q, &q.from.name, &j.joined, None, &[], None, mode)?;
                 // the query's filters and its select list run on the joined rows
