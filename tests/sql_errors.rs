@@ -740,6 +740,21 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             vec!["query.sql", "an aggregation after a stream-stream join without a time range at 3:10", "BETWEEN"],
         ),
         (
+            "an aggregation after a join in complete mode",
+            two_sources(
+                &format!(
+                    "SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
+                ),
+                true,
+                "output_mode = \"complete\"",
+            ),
+            vec![
+                "query.output_mode",
+                "\"complete\"",
+                "Inner join between two streaming DataFrames/Datasets is not supported in Complete output mode",
+            ],
+        ),
+        (
             "an aggregation after a join of a source without a watermark",
             two_sources(
                 &format!(

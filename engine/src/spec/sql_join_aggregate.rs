@@ -11,10 +11,12 @@
 //! - The watermark forwarded to the aggregate is the join's input watermark held back by the
 //!   join's range ([`crate::operator::TimeRange::forwarded_watermark_delay`]), so no joined row
 //!   is late for it.
-//! - The aggregation's own output modes (SEMANTICS.md: "an aggregation after a join follows the
-//!   aggregation's own output modes"; Spark 4.3 runs such a query in append, update and
-//!   complete mode, the oracle shows it), default update, as any SQL aggregation; without an
-//!   aggregation a stream-stream join runs in append mode only.
+//! - The aggregation's output modes append and update (SEMANTICS.md: "an aggregation after a
+//!   join follows the aggregation's own output modes"), default update, as any SQL
+//!   aggregation; complete is refused as Spark 4.3 refuses it ("Inner join between two
+//!   streaming DataFrames/Datasets is not supported in Complete output mode, only in Append and
+//!   Update output modes", from the oracle). Without an aggregation a stream-stream join runs
+//!   in append mode only.
 //! - Stricter than Spark: both sources need a watermark and the join a time range between
 //!   their watermarked columns (Spark also runs the aggregation without them; what its join
 //!   then forwards is not pinned by an oracle case here, so Eddy refuses it).
@@ -26,6 +28,7 @@ use super::sql_stream_join::ResolvedStreamJoin;
 use super::steps::{Step, schema_after};
 use super::{Mode, WatermarkSpec};
 use crate::expr::{GroupItemSyntax, SelectItemSyntax};
+use crate::operator::StreamJoinType;
 use crate::time::Duration;
 
 /// What Spark says of a stream-stream join outside append mode.
@@ -67,7 +70,8 @@ pub(crate) fn check_output_mode(output_mode: Option<&str>) -> Result<(), SpecErr
 /// At `query.sql`, with the place in the SQL: a join of a source without a watermark, or
 /// without a time range between the watermarked columns; as
 /// [`plan_sql_query`] for the aggregation over the joined row (an append window must be on
-/// one of the two watermarked columns; at `query.output_mode` for a mode it cannot run in).
+/// one of the two watermarked columns). At `query.output_mode`, with Spark's reason, for
+/// complete mode.
 pub(crate) fn plan_after_join(
     j: &ResolvedStreamJoin,
     mode: Mode,
@@ -76,6 +80,22 @@ pub(crate) fn plan_after_join(
 ) -> Result<(Vec<Step>, ChainedQuery), SpecError> {
     let q = &j.query;
     let pos = aggregates(j).unwrap_or(q.from.pos);
+    if output_mode.is_some_and(|m| m.eq_ignore_ascii_case("complete")) {
+        let spark = match j.spec.join_type {
+            StreamJoinType::Inner => "Inner",
+            StreamJoinType::LeftOuter => "LeftOuter",
+            StreamJoinType::RightOuter => "RightOuter",
+            StreamJoinType::FullOuter => "FullOuter",
+            StreamJoinType::LeftSemi => "LeftSemi",
+        };
+        return Err(SpecError::new(
+            "query.output_mode",
+            "\"complete\" (an aggregation after a stream-stream join)",
+            format!(
+                "\"append\" or \"update\" (Spark: {spark} join between two streaming DataFrames/Datasets is not supported in Complete output mode, only in Append and Update output modes)"
+            ),
+        ));
+    }
     if j.spec.watermarked != [true, true] {
         return Err(at(
             pos,
