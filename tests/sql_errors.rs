@@ -755,6 +755,21 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             ],
         ),
         (
+            "an aggregation after an outer join in update mode, by default",
+            two_sources(
+                &format!(
+                    "SELECT l.id, count(*) FROM lefts l LEFT JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
+                ),
+                true,
+                "",
+            ),
+            vec![
+                "query.output_mode",
+                "\"update\" (an aggregation after a stream-stream join, the default of an aggregation)",
+                "LeftOuter join between two streaming DataFrames/Datasets is not supported in Update output mode, only in Append output mode",
+            ],
+        ),
+        (
             "an aggregation after a join of a source without a watermark",
             two_sources(
                 &format!(

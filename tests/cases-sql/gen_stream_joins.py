@@ -91,6 +91,10 @@ CASES = {
     # always behind an exchange; a right row without a match has no left time (no window)
     "sql-stream-join-agg-full-outer": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
     f"FROM lefts l FULL OUTER JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9),
+    # a left semi join then an update aggregation (Spark allows update after inner and semi
+    # joins, not after outer ones)
+    "sql-stream-join-agg-semi-update": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS n, sum(l.lv) AS lv\n"
+    f"FROM lefts l LEFT SEMI JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9, "update"),
 }
 
 

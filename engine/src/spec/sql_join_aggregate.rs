@@ -11,12 +11,14 @@
 //! - The watermark forwarded to the aggregate is the join's input watermark held back by the
 //!   join's range ([`crate::operator::TimeRange::forwarded_watermark_delay`]), so no joined row
 //!   is late for it.
-//! - The aggregation's output modes append and update (SEMANTICS.md: "an aggregation after a
-//!   join follows the aggregation's own output modes"), default update, as any SQL
-//!   aggregation; complete is refused as Spark 4.3 refuses it ("Inner join between two
+//! - Output modes, as Spark 4.3 allows them (from the oracle), with the aggregation's default,
+//!   update: after an inner or left semi join, append and update ("Inner join between two
 //!   streaming DataFrames/Datasets is not supported in Complete output mode, only in Append and
-//!   Update output modes", from the oracle). Without an aggregation a stream-stream join runs
-//!   in append mode only.
+//!   Update output modes"); after an outer join, append only ("LeftOuter join between two
+//!   streaming DataFrames/Datasets is not supported in Update output mode, only in Append
+//!   output mode"). SEMANTICS.md's "an aggregation after a join follows the aggregation's own
+//!   output modes" is wider than Spark. Without an aggregation a stream-stream join runs in
+//!   append mode only.
 //! - Stricter than Spark: both sources need a watermark and the join a time range between
 //!   their watermarked columns (Spark also runs the aggregation without them; what its join
 //!   then forwards is not pinned by an oracle case here, so Eddy refuses it).
@@ -71,7 +73,7 @@ pub(crate) fn check_output_mode(output_mode: Option<&str>) -> Result<(), SpecErr
 /// without a time range between the watermarked columns; as
 /// [`plan_sql_query`] for the aggregation over the joined row (an append window must be on
 /// one of the two watermarked columns). At `query.output_mode`, with Spark's reason, for
-/// complete mode.
+/// complete mode, and for update mode (the default included) after an outer join.
 pub(crate) fn plan_after_join(
     j: &ResolvedStreamJoin,
     mode: Mode,
@@ -80,7 +82,10 @@ pub(crate) fn plan_after_join(
 ) -> Result<(Vec<Step>, ChainedQuery), SpecError> {
     let q = &j.query;
     let pos = aggregates(j).unwrap_or(q.from.pos);
-    if output_mode.is_some_and(|m| m.eq_ignore_ascii_case("complete")) {
+    let given = output_mode.map_or_else(|| "update".to_string(), str::to_ascii_lowercase);
+    // Spark runs update mode after an inner or a left semi join, not after an outer one
+    let inner = matches!(j.spec.join_type, StreamJoinType::Inner | StreamJoinType::LeftSemi);
+    if given == "complete" || (given == "update" && !inner) {
         let spark = match j.spec.join_type {
             StreamJoinType::Inner => "Inner",
             StreamJoinType::LeftOuter => "LeftOuter",
@@ -88,11 +93,18 @@ pub(crate) fn plan_after_join(
             StreamJoinType::FullOuter => "FullOuter",
             StreamJoinType::LeftSemi => "LeftSemi",
         };
+        let (allowed, spark_allows) = if inner {
+            ("\"append\" or \"update\"", "Append and Update output modes")
+        } else {
+            ("\"append\"", "Append output mode")
+        };
+        let mode = if given == "complete" { "Complete" } else { "Update" };
+        let default = if output_mode.is_none() { ", the default of an aggregation" } else { "" };
         return Err(SpecError::new(
             "query.output_mode",
-            "\"complete\" (an aggregation after a stream-stream join)",
+            format!("{} (an aggregation after a stream-stream join{default})", quote(&given)),
             format!(
-                "\"append\" or \"update\" (Spark: {spark} join between two streaming DataFrames/Datasets is not supported in Complete output mode, only in Append and Update output modes)"
+                "{allowed} (Spark: {spark} join between two streaming DataFrames/Datasets is not supported in {mode} output mode, only in {spark_allows})"
             ),
         ));
     }
