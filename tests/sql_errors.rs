@@ -770,6 +770,26 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             ],
         ),
         (
+            "a query without an aggregation over a join subquery",
+            two_sources(
+                &format!("SELECT * FROM (SELECT l.id FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}) AS j"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "a query without an aggregation over a subquery that joins two sources at 2:"],
+        ),
+        (
+            "an aggregating join subquery under an aggregation",
+            two_sources(
+                &format!(
+                    "SELECT id, sum(n) FROM (SELECT l.id, count(*) AS n FROM lefts l JOIN rights r\nON l.id = r.rid AND {range} GROUP BY l.id) AS j\nGROUP BY id"
+                ),
+                true,
+                "output_mode = \"update\"",
+            ),
+            vec!["query.sql", "an aggregation in the subquery that joins two sources, under another aggregation at 2:"],
+        ),
+        (
             "an aggregation after a join of a source without a watermark",
             two_sources(
                 &format!(

@@ -95,6 +95,11 @@ CASES = {
     # joins, not after outer ones)
     "sql-stream-join-agg-semi-update": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS n, sum(l.lv) AS lv\n"
     f"FROM lefts l LEFT SEMI JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9, "update"),
+    # the subquery form: the join (its WHERE and select list) in FROM, the aggregation over its
+    # rows, windowed on the left time the subquery selects as it is
+    "sql-stream-join-agg-subquery": ("SELECT window(lt, '20 seconds') AS window, id, count(*) AS pairs, max(total) AS top\n"
+    f"FROM (SELECT l.id, l.lt, l.lv + r.rv AS total\n      FROM lefts l JOIN rights r ON l.id = r.rid AND {RANGE}\n      WHERE r.rv > 1) AS j\n"
+    "GROUP BY window(lt, '20 seconds'), id", 10, 2, 9),
 }
 
 

@@ -1,6 +1,7 @@
 //! An aggregation after a stream-stream join (SEMANTICS.md "Several stateful operators
 //! (chained)" and "Joins"): `SELECT window(l.lt, ...), count(*) FROM l JOIN r ON ... GROUP BY
-//! ...`. The join runs first; its rows, after the query's WHERE and the projection of the
+//! ...`, or over a subquery that joins (`FROM (SELECT ... FROM l JOIN r ON ...) [AS] j GROUP
+//! BY ...`, whose WHERE and select list then run on each joined row). The join runs first; its rows, after the query's WHERE and the projection of the
 //! aggregation's keys and measure inputs, are the input records of a window aggregate chained
 //! after it ([`ChainedQuery`]), as Spark 3.5+ runs a time-interval join followed by an
 //! aggregation (SPARK-42376).
@@ -29,7 +30,7 @@ use super::sql_query::{at, first_aggregate, plan_sql_query};
 use super::sql_stream_join::ResolvedStreamJoin;
 use super::steps::{Step, schema_after};
 use super::{Mode, WatermarkSpec};
-use crate::expr::{GroupItemSyntax, SelectItemSyntax};
+use crate::expr::{GroupItemSyntax, Node, QuerySyntax, SelectItemSyntax};
 use crate::operator::StreamJoinType;
 use crate::time::Duration;
 
@@ -39,7 +40,11 @@ const APPEND_ONLY: &str = "\"append\" for a stream-stream join (Spark: Join betw
 /// Where the query over the joined row aggregates (its first GROUP BY item, aggregate call or
 /// HAVING), if it does.
 pub(crate) fn aggregates(j: &ResolvedStreamJoin) -> Option<crate::expr::Pos> {
-    let q = &j.query;
+    aggregation_at(&j.query)
+}
+
+/// Where `q` aggregates (its first GROUP BY item, aggregate call or HAVING), if it does.
+fn aggregation_at(q: &QuerySyntax) -> Option<crate::expr::Pos> {
     let aggregate = q.items.iter().find_map(|i| match i {
         SelectItemSyntax::Expr { syntax, .. } => first_aggregate(syntax),
         SelectItemSyntax::Wildcard { .. } => None,
@@ -63,10 +68,13 @@ pub(crate) fn check_output_mode(output_mode: Option<&str>) -> Result<(), SpecErr
     }
 }
 
-/// Plans the aggregation of `j.query` (which aggregates, see [`aggregates`]) after the join
-/// `j`, in `output_mode` (`[query] output_mode` as written): the chained window aggregate and
-/// the steps on its output rows (HAVING, the select list). `delays`: each side's watermark
-/// delay (left, right), given to the chained operator's watermark.
+/// Plans the aggregation after the join `j`, in `output_mode` (`[query] output_mode` as
+/// written): that of `j.query` (which aggregates, see [`aggregates`]), or, with `outer`, the
+/// query over `j.query`'s rows (`FROM (SELECT ... FROM a JOIN b ...) [AS] alias`; `j.query`,
+/// then, must not aggregate: its WHERE and select list run on each joined row, and a column
+/// it selects as it is from a watermarked column keeps that watermark). Gives the chained
+/// window aggregate and the steps on its output rows (HAVING, the select list). `delays`:
+/// each side's watermark delay (left, right), given to the chained operator's watermark.
 ///
 /// # Errors
 /// At `query.sql`, with the place in the SQL: a join of a source without a watermark, or
@@ -76,12 +84,22 @@ pub(crate) fn check_output_mode(output_mode: Option<&str>) -> Result<(), SpecErr
 /// complete mode, and for update mode (the default included) after an outer join.
 pub(crate) fn plan_after_join(
     j: &ResolvedStreamJoin,
+    outer: Option<&QuerySyntax>,
     mode: Mode,
     output_mode: Option<&str>,
     delays: [Duration; 2],
 ) -> Result<(Vec<Step>, ChainedQuery), SpecError> {
-    let q = &j.query;
-    let pos = aggregates(j).unwrap_or(q.from.pos);
+    let q = outer.unwrap_or(&j.query);
+    let pos = aggregation_at(q).unwrap_or(q.from.pos);
+    if let Some(o) = outer
+        && aggregation_at(o).is_none()
+    {
+        return Err(at(
+            o.from.pos,
+            "a query without an aggregation over a subquery that joins two sources",
+            "the join's query itself (SELECT ... FROM a JOIN b ON ...), or an aggregation over the subquery",
+        ));
+    }
     let given = output_mode.map_or_else(|| "update".to_string(), str::to_ascii_lowercase);
     // Spark runs update mode after an inner or a left semi join, not after an outer one
     let inner = matches!(j.spec.join_type, StreamJoinType::Inner | StreamJoinType::LeftSemi);
@@ -125,18 +143,41 @@ pub(crate) fn plan_after_join(
     let delay = range.forwarded_watermark_delay();
     // the sources' watermarked columns in the joined row (a left semi join's has the left's only)
     let first_joined = j.spec.keys + 1;
-    let candidates: Vec<WatermarkSpec> = (0..2)
-        .filter_map(|s| {
-            let index = j.spec.times[s].checked_sub(first_joined)?;
-            let field = j.joined.fields().get(index)?;
-            Some(WatermarkSpec { column: field.name.clone(), index, delay: delays[s] })
+    let times: Vec<(usize, Duration)> =
+        (0..2).filter_map(|s| Some((j.spec.times[s].checked_sub(first_joined)?, delays[s]))).collect();
+    // with a subquery: its steps on the joined rows, and where its output copies each time column
+    let (before, input, copied) = match outer {
+        None => (Vec::new(), j.joined.clone(), (0..j.joined.len()).map(Some).collect()),
+        Some(_) => {
+            if let Some(at_pos) = aggregation_at(&j.query) {
+                return Err(at(
+                    at_pos,
+                    "an aggregation in the subquery that joins two sources, under another aggregation",
+                    "( SELECT ... FROM a JOIN b ON ... ) without GROUP BY, aggregated by the outer query",
+                ));
+            }
+            let inner = &j.query;
+            let plan = plan_sql_query(inner, &inner.from.name, &j.joined, None, &[], None, mode)?;
+            let steps: Vec<Step> =
+                plan.source_steps.into_iter().chain(plan.watermarked_steps).chain(plan.output_steps).collect();
+            let input = schema_after(&steps, &j.joined);
+            let copied = copied_columns(&steps, j.joined.len());
+            (steps, input, copied)
+        }
+    };
+    let candidates: Vec<WatermarkSpec> = times
+        .iter()
+        .filter_map(|&(t, delay)| {
+            let index = copied.iter().position(|c| *c == Some(t))?;
+            Some(WatermarkSpec { column: input.fields()[index].name.clone(), index, delay })
         })
         .collect();
     let mut first_error = None;
     for wm in candidates {
-        match plan_sql_query(q, &q.from.name, &j.joined, Some(&wm), &[], output_mode, mode) {
+        match plan_sql_query(q, &q.from.name, &input, Some(&wm), &[], output_mode, mode) {
             Ok(plan) => {
-                let steps: Vec<Step> = plan.source_steps.into_iter().chain(plan.watermarked_steps).collect();
+                let steps: Vec<Step> =
+                    before.iter().cloned().chain(plan.source_steps).chain(plan.watermarked_steps).collect();
                 let stage_input = schema_after(&steps, &j.joined);
                 let index = stage_input.resolve(&wm.column).ok_or_else(|| {
                     SpecError::new(
@@ -147,7 +188,8 @@ pub(crate) fn plan_after_join(
                 })?;
                 let chained = ChainedQuery {
                     steps,
-                    upstream_steps: 0,
+                    // the subquery's WHERE and select list, shown as its output
+                    upstream_steps: before.len(),
                     query: plan.query,
                     watermark: WatermarkSpec { index, ..wm },
                     watermark_delay: delay,
@@ -160,6 +202,28 @@ pub(crate) fn plan_after_join(
         }
     }
     Err(first_error.unwrap_or_else(|| {
-        at(pos, "an aggregation after a join without watermarked columns", "a window on a source's watermarked column")
+        at(
+            pos,
+            "an aggregation over a join whose rows keep no watermarked column",
+            "a subquery that selects a source's watermarked column as it is (the aggregation's event time)",
+        )
     }))
+}
+
+/// For each output column of `steps` over an input of `width` columns, the input column it is
+/// an unchanged copy of (through every projection), if any.
+fn copied_columns(steps: &[Step], width: usize) -> Vec<Option<usize>> {
+    let mut from: Vec<Option<usize>> = (0..width).map(Some).collect();
+    for step in steps {
+        if let Step::Project(items) = step {
+            from = items
+                .iter()
+                .map(|e| match e.typed.node {
+                    Node::Column(i) => from.get(i).copied().flatten(),
+                    _ => None,
+                })
+                .collect();
+        }
+    }
+    from
 }

@@ -309,12 +309,19 @@ fn validate_sources(
     }
     // a join of the two sources: each source's records are projected into the join's wide record
     let mut stream_join = None;
+    // `FROM (SELECT ... FROM a JOIN b ...) GROUP BY ...`: the join is the subquery's, and the
+    // outer query aggregates its rows
+    let mut join_outer = None;
     if by_position
         && let Some(q) = &parsed
         && q.union.is_none()
-        && q.join.is_some()
+        && let Some((q, outer)) = match &q.subquery {
+            Some(inner) if q.join.is_none() && inner.join.is_some() => Some((inner.as_ref(), Some(q))),
+            _ => q.join.is_some().then_some((q, None)),
+        }
         && let [other] = more_sources.as_mut_slice()
     {
+        join_outer = outer.cloned();
         let other_schema = schema_after(&other.steps, &other.source.schema);
         let resolved = super::sql_stream_join::resolve(
             q,
@@ -407,15 +414,20 @@ fn validate_sources(
     let mut then = Vec::new();
     let query = match raw.query {
         Some(raw_query) if let Some(j) = stream_join.take() => {
-            if super::sql_join_aggregate::aggregates(&j).is_some() {
+            if join_outer.is_some() || super::sql_join_aggregate::aggregates(&j).is_some() {
                 // each side's watermark delay (the sources' in pipeline order, by side)
                 let mut delays = [Duration::ZERO; 2];
                 let source_delays = [watermark.as_ref(), more_sources.first().and_then(|s| s.watermark.as_ref())];
                 for (src, w) in source_delays.into_iter().enumerate() {
                     delays[j.spec.sides[src]] = w.map_or(Duration::ZERO, |w| w.delay);
                 }
-                let (steps, chained) =
-                    super::sql_join_aggregate::plan_after_join(&j, mode, raw_query.output_mode.as_deref(), delays)?;
+                let (steps, chained) = super::sql_join_aggregate::plan_after_join(
+                    &j,
+                    join_outer.as_ref(),
+                    mode,
+                    raw_query.output_mode.as_deref(),
+                    delays,
+                )?;
                 sql_output_steps = steps;
                 then.push(chained);
             } else {
