@@ -674,6 +674,15 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
             vec!["query.sql", "not an equality of a source column and a table column at 1:43"],
         ),
         (
+            "a subquery that joins a table, under an aggregation",
+            sql_with(
+                "SELECT k, count(*) FROM (SELECT s.k FROM source s\nJOIN prices p ON s.k = p.k) AS j GROUP BY k",
+                "",
+                &table(""),
+            ),
+            vec!["query.sql", "a subquery in FROM that joins without aggregating, over one source at 2:"],
+        ),
+        (
             "an unknown table",
             sql_with("SELECT s.k FROM source s JOIN fx f ON s.k = f.k", "", &table("")),
             vec!["query.sql", "the unknown relation fx at 1:31", "prices (a table)"],

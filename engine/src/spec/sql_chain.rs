@@ -80,6 +80,15 @@ pub(crate) fn plan_chained(
     watermark: Option<&WatermarkSpec>,
     resolve_inner: &dyn Fn(&QuerySyntax) -> Result<InnerPlan, SpecError>,
 ) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
+    // the parser takes a subquery without GROUP BY only where it joins: over one source, that
+    // is a stream-static join, which belongs in the outer query
+    if inner.group_by.is_empty() && inner.join.is_some() {
+        return Err(at(
+            outer.from.pos,
+            "a subquery in FROM that joins without aggregating, over one source",
+            "the join in the outer query (SELECT ... FROM s JOIN t ON ... GROUP BY ...), or a subquery that joins two [[source]]s",
+        ));
+    }
     match output_mode.map(str::to_ascii_lowercase).as_deref() {
         Some("append") => {}
         given => {
