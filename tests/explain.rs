@@ -182,3 +182,36 @@ chained on the partition actor's thread:
 ";
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
+
+#[test]
+fn explain_shows_an_aggregation_after_a_stream_stream_join_its_edge_and_the_watermark_held_back() {
+    let case = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases-sql/sql-stream-join-agg-inner-tumbling/pipeline.toml"),
+    )
+    .unwrap();
+    let out = explain(&case);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tail: Vec<&str> = text.lines().skip_while(|l| !l.contains("stream-stream join")).collect();
+    let expected = [
+        "  11. stream-stream join: Inner, 1 key(s), right time - left time in [0 seconds, 30 seconds], the sources' combined watermark",
+        "    out: id STRING, lt TIMESTAMP, lv BIGINT, rid STRING, rt TIMESTAMP, rv BIGINT",
+        "  12. keys and measure inputs (query.sql): the columns as they are (nothing computed)",
+        "    out: id STRING, lt TIMESTAMP, lv BIGINT, rid STRING, rt TIMESTAMP, rv BIGINT",
+        "  13. chained window aggregate, forward edge (keyed by the operator before's key: same partition actor): key (id), tumbling window 20 seconds on lt, measures count(*) AS count(1), sum(rv) AS sum(rv), output mode append, the watermark forwarded by the join before, held back by 30001 milliseconds (its time range plus 1 ms, as Spark's join forwards it), on lt (late input and finalisation)",
+        "    out: window STRUCT<start: TIMESTAMP, end: TIMESTAMP>, id STRING, count(1) BIGINT, sum(rv) BIGINT",
+        "  14. select list (query.sql): window, id, count(1) AS pairs, sum(rv) AS rv",
+    ];
+    assert_eq!(tail.get(..expected.len()), Some(&expected[..]), "{text}");
+    // grouped by a right column instead of the join key: the aggregation's input is exchanged
+    let other = case
+        .replace("l.id, count(*)", "r.rv AS value, count(*)")
+        .replace("GROUP BY window(l.lt, '20 seconds'), l.id", "GROUP BY window(l.lt, '20 seconds'), r.rv");
+    let out = explain(&other);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("chained window aggregate, exchange edge (keyed otherwise than the operator before"),
+        "{text}"
+    );
+}

@@ -1,5 +1,8 @@
 //! Real-time golden cases (`tests/realtime/*`): rolling windows, window aggregates (update and
-//! append), deduplication and a chained aggregation (re-windowed) under the replay clock. Their expected output
+//! append), deduplication, a chained aggregation (re-windowed) and a window aggregate after a
+//! stream-stream join (`sql-rt-join-aggregate`: a joined row whose window the pipeline
+//! watermark has passed still counts, as the join holds back the watermark it forwards) under
+//! the replay clock. Their expected output
 //! (`expected/all.jsonl`) comes from `tests/realtime/reference.py`, a brute-force reference
 //! written from SEMANTICS.md, never from the engine. Each case runs through `eddy run` with
 //! `parallelism` 1 and 4; all rows of all epoch files must match as a multiset

@@ -674,6 +674,15 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
             vec!["query.sql", "not an equality of a source column and a table column at 1:43"],
         ),
         (
+            "a subquery that joins a table, under an aggregation",
+            sql_with(
+                "SELECT k, count(*) FROM (SELECT s.k FROM source s\nJOIN prices p ON s.k = p.k) AS j GROUP BY k",
+                "",
+                &table(""),
+            ),
+            vec!["query.sql", "a subquery in FROM that joins without aggregating, over one source at 2:"],
+        ),
+        (
             "an unknown table",
             sql_with("SELECT s.k FROM source s JOIN fx f ON s.k = f.k", "", &table("")),
             vec!["query.sql", "the unknown relation fx at 1:31", "prices (a table)"],
@@ -735,15 +744,70 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             vec!["query.sql", "a subquery in FROM at 1:16"],
         ),
         (
-            "an aggregation over a join",
+            "an aggregation after a join without a time range",
+            two_sources("SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid\nGROUP BY l.id", true, ""),
+            vec!["query.sql", "an aggregation after a stream-stream join without a time range at 3:10", "BETWEEN"],
+        ),
+        (
+            "an aggregation after a join in complete mode",
             two_sources(
                 &format!(
                     "SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
                 ),
                 true,
+                "output_mode = \"complete\"",
+            ),
+            vec![
+                "query.output_mode",
+                "\"complete\"",
+                "Inner join between two streaming DataFrames/Datasets is not supported in Complete output mode",
+            ],
+        ),
+        (
+            "an aggregation after an outer join in update mode, by default",
+            two_sources(
+                &format!(
+                    "SELECT l.id, count(*) FROM lefts l LEFT JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
+                ),
+                true,
                 "",
             ),
-            vec!["query.sql", "an aggregation over a stream-stream join at 3:10"],
+            vec![
+                "query.output_mode",
+                "\"update\" (an aggregation after a stream-stream join, the default of an aggregation)",
+                "LeftOuter join between two streaming DataFrames/Datasets is not supported in Update output mode, only in Append output mode",
+            ],
+        ),
+        (
+            "a query without an aggregation over a join subquery",
+            two_sources(
+                &format!("SELECT * FROM (SELECT l.id FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}) AS j"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "a query without an aggregation over a subquery that joins two sources at 2:"],
+        ),
+        (
+            "an aggregating join subquery under an aggregation",
+            two_sources(
+                &format!(
+                    "SELECT id, sum(n) FROM (SELECT l.id, count(*) AS n FROM lefts l JOIN rights r\nON l.id = r.rid AND {range} GROUP BY l.id) AS j\nGROUP BY id"
+                ),
+                true,
+                "output_mode = \"update\"",
+            ),
+            vec!["query.sql", "an aggregation in the subquery that joins two sources, under another aggregation at 2:"],
+        ),
+        (
+            "an aggregation after a join of a source without a watermark",
+            two_sources(
+                &format!(
+                    "SELECT l.id, count(*) FROM lefts l JOIN rights r\nON l.id = r.rid AND {range}\nGROUP BY l.id"
+                ),
+                false,
+                "",
+            ),
+            vec!["query.sql", "an aggregation after a stream-stream join of a source without a watermark at 3:10"],
         ),
         (
             "an outer join without a watermark on the nullable side",

@@ -298,11 +298,7 @@ fn operator_line(p: &Pipeline) -> String {
                 Some(w) => window_text(w),
                 None => "no window".to_string(),
             };
-            let mode = match output_mode {
-                OutputMode::Append => "append",
-                OutputMode::Update => "update",
-                OutputMode::Complete => "complete",
-            };
+            let mode = mode_text(*output_mode);
             format!(
                 "window aggregate: key ({key}), {window}, measures {}, output mode {mode}, {watermark}",
                 measures_text(measures)
@@ -344,10 +340,17 @@ enum Edge {
 /// A chained operator: its kind, key, window and measures, the edge into it, and the watermark
 /// it is given.
 fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
-    let watermark = format!(
-        "the watermark forwarded by the operator before, on {} (late input and finalisation)",
-        c.watermark.column
-    );
+    let watermark = match c.watermark_delay.0 {
+        0 => format!(
+            "the watermark forwarded by the operator before, on {} (late input and finalisation)",
+            c.watermark.column
+        ),
+        _ => format!(
+            "the watermark forwarded by the join before, held back by {} (its time range plus 1 ms, as Spark's join forwards it), on {} (late input and finalisation)",
+            duration(c.watermark_delay),
+            c.watermark.column
+        ),
+    };
     let edge = match edge {
         Edge::Single => {
             "forward edge in one partition actor (keyed otherwise than the operator before, behind an exchange already: a second exchange would be needed, so parallelism 1)"
@@ -361,15 +364,25 @@ fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
         }
     };
     match &c.query {
-        QuerySpec::WindowAggregate { group_by, window, measures, .. } => {
+        QuerySpec::WindowAggregate { group_by, window, measures, output_mode } => {
             let window = window.as_ref().map_or_else(|| "no window".to_string(), window_text);
             format!(
-                "chained window aggregate, {edge}: key ({}), {window}, measures {}, output mode append, {watermark}",
+                "chained window aggregate, {edge}: key ({}), {window}, measures {}, output mode {}, {watermark}",
                 group_by.join(", "),
-                measures_text(measures)
+                measures_text(measures),
+                mode_text(*output_mode)
             )
         }
         _ => format!("chained projection, {edge}: each row once, no state"),
+    }
+}
+
+/// An output mode as `[query] output_mode` spells it.
+fn mode_text(m: OutputMode) -> &'static str {
+    match m {
+        OutputMode::Append => "append",
+        OutputMode::Update => "update",
+        OutputMode::Complete => "complete",
     }
 }
 

@@ -228,8 +228,9 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
 
 /// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` without a join, where the inner SELECT is one
 /// query (not a union): the name the outer query reads it by (the alias; empty without one) and
-/// the inner query, for a chained aggregation (SQL.md "Chained aggregations"). `None` for any
-/// other FROM.
+/// the inner query, for a chained aggregation (SQL.md "Chained aggregations"); also `FROM (
+/// SELECT ... FROM a JOIN b ON ... ) [AS] alias`, a join the outer query aggregates (the engine
+/// refuses it where it reads no two sources). `None` for any other FROM.
 fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySyntax)>, SqlError> {
     let [relation] = s.from.as_slice() else { return Ok(None) };
     let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
@@ -237,7 +238,8 @@ fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySynt
     // only an aggregating SELECT, alone in FROM, is a chained aggregation: any other subquery
     // (or one joined with something) is refused where it stands, by `from_item`
     let grouped = matches!(&inner.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
-    if !relation.joins.is_empty() || !grouped {
+    let joins = matches!(inner.from.as_slice(), [one] if !one.joins.is_empty());
+    if !relation.joins.is_empty() || !(grouped || joins) {
         return Ok(None);
     }
     if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {

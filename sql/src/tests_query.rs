@@ -129,6 +129,21 @@ fn a_join_is_lowered_with_its_type_relation_and_condition() {
 }
 
 #[test]
+fn a_subquery_that_joins_is_the_from_of_the_query_over_it() {
+    let q = parse_query("SELECT id, count(*) FROM (SELECT l.id FROM a l JOIN b r ON l.k = r.k) AS j GROUP BY id")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(q.from.name, "j");
+    assert!(q.join.is_none());
+    let inner = q.subquery.expect("the subquery");
+    assert_eq!((inner.from.name.as_str(), inner.from.alias.as_deref()), ("a", Some("l")));
+    let join = inner.join.expect("the subquery's join");
+    assert_eq!((join.kind, join.right.name.as_str()), (JoinTypeSyntax::Inner, "b"));
+    assert!(inner.group_by.is_empty());
+    // a subquery that neither aggregates nor joins stays refused
+    assert_eq!(refused("SELECT a FROM (SELECT a FROM s)"), (Pos { line: 1, column: 16 }, "a subquery in FROM".into()));
+}
+
+#[test]
 fn text_that_is_not_a_query_is_a_syntax_error_with_its_position() {
     match parse_query("SELECT a\nFROM") {
         Err(SqlError::Syntax { pos, .. }) => assert_eq!(pos.line, 2),

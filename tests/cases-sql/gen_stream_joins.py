@@ -48,7 +48,7 @@ watermark = {{ column = "rt", delay = "10 seconds" }}
 sql = \"\"\"
 {sql}
 \"\"\"
-output_mode = "append"
+output_mode = "{mode}"
 
 [sink]
 type = "files"
@@ -73,6 +73,33 @@ CASES = {
     "sql-stream-join-two-keys": (f"SELECT l.id, l.lv, l.lt, r.rt\nFROM lefts l JOIN rights r\nON l.id = r.rid AND r.rv = l.lv AND {RANGE}", 2, 4),
     "sql-stream-join-on-filters": ("SELECT *\nFROM lefts l JOIN rights r\n"
     "ON l.id = r.rid AND r.rt >= l.lt AND r.rt <= l.lt + INTERVAL 20 SECONDS AND l.lv > 3 AND r.rv < 8", 10, 4),
+    # an aggregation after the join (SPARK-42376: the join forwards W - 30 s - 1 ms, so its rows
+    # are never late for the aggregation; windows end on a 20 s grid and W moves on a 5 s one, so
+    # a window's end often equals W - 30 s exactly: it closes one batch later, pinning the 1 ms)
+    "sql-stream-join-agg-inner-tumbling": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
+    f"FROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9),
+    # keyed by a right column, not the join key: the aggregation's input is exchanged
+    "sql-stream-join-agg-other-key": (f"SELECT window(r.rt, '30 seconds') AS window, r.rv % 3 AS bucket, count(*) AS pairs, max(l.lv) AS top\n"
+    f"FROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}\nWHERE l.lv > 0\nGROUP BY 1, 2\nHAVING count(*) > 1", 10, 2, 9),
+    # a left outer join (its NULL-padded rows counted too) then a sliding window
+    "sql-stream-join-agg-left-outer-sliding": (f"SELECT window(l.lt, '20 seconds', '10 seconds') AS window, l.id, count(*) AS n, count(r.rt) AS matched, min(r.rv) AS low\n"
+    f"FROM lefts l LEFT JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds', '10 seconds'), l.id", 10, 1, 9),
+    # the aggregation's own output mode after the join: update (each changed window every batch)
+    "sql-stream-join-agg-update": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
+    f"FROM lefts l JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9, "update"),
+    # a full outer join's rows hold the join key in either copy: the aggregation after it is
+    # always behind an exchange; a right row without a match has no left time (no window)
+    "sql-stream-join-agg-full-outer": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS pairs, sum(r.rv) AS rv\n"
+    f"FROM lefts l FULL OUTER JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9),
+    # a left semi join then an update aggregation (Spark allows update after inner and semi
+    # joins, not after outer ones)
+    "sql-stream-join-agg-semi-update": (f"SELECT window(l.lt, '20 seconds') AS window, l.id, count(*) AS n, sum(l.lv) AS lv\n"
+    f"FROM lefts l LEFT SEMI JOIN rights r\nON l.id = r.rid AND {RANGE}\nGROUP BY window(l.lt, '20 seconds'), l.id", 10, 2, 9, "update"),
+    # the subquery form: the join (its WHERE and select list) in FROM, the aggregation over its
+    # rows, windowed on the left time the subquery selects as it is
+    "sql-stream-join-agg-subquery": ("SELECT window(lt, '20 seconds') AS window, id, count(*) AS pairs, max(total) AS top\n"
+    f"FROM (SELECT l.id, l.lt, l.lv + r.rv AS total\n      FROM lefts l JOIN rights r ON l.id = r.rid AND {RANGE}\n      WHERE r.rv > 1) AS j\n"
+    "GROUP BY window(lt, '20 seconds'), id", 10, 2, 9),
 }
 
 
@@ -89,7 +116,7 @@ def rows(rng, batch, side, values=10, more=0):
     return out
 
 
-def write(name, sql, seed, values=10, more=0):
+def write(name, sql, seed, values=10, more=0, batches=6, mode="append"):
     rng = random.Random(seed)
     case = HERE / name
     for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
@@ -97,17 +124,16 @@ def write(name, sql, seed, values=10, more=0):
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob("*.json"):
             old.unlink()
-    batches = 6
     for b in range(batches):
         for side, cols in (("lefts", ("id", "lt", "lv")), ("rights", ("rid", "rt", "rv"))):
             lines = [json.dumps({cols[0]: k, cols[1]: ts(s), cols[2]: v}) for k, s, v in rows(rng, b, side[0], values, more)]
             (case / "input" / side / f"{b:03d}.json").write_text("\n".join(lines) + "\n")
     (case / "expected").mkdir(exist_ok=True)
-    (case / "pipeline.toml").write_text(PIPELINE.format(name=name, sql=sql))
+    (case / "pipeline.toml").write_text(PIPELINE.format(name=name, sql=sql, mode=mode))
 
 
 if __name__ == "__main__":
     for i, (name, case) in enumerate(CASES.items()):
-        sql, values, more = case if isinstance(case, tuple) else (case, 10, 0)
-        write(name, sql, 1000 + i, values, more)
+        sql, *shape = case if isinstance(case, tuple) else (case,)
+        write(name, sql, 1000 + i, *shape)
         print(name)

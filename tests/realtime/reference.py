@@ -19,6 +19,13 @@ Scope: mode = "real-time", [clock] type = "replay", files source (JSON), queries
       a chained aggregation re-windowing the inner query's rows (append), keys among its columns;
       or "... GROUP BY window[, keys]": grouped by the inner query's window itself (Nexmark q5's
       shape, keyed otherwise than the inner query).
+  sql = "SELECT items FROM a x JOIN b y ON x.k = y.k AND y.t BETWEEN x.t AND x.t + INTERVAL n SECONDS
+         GROUP BY window(x.t, size[, slide]), x.k"
+      two [[source]] tables (each with its watermark and the replay clock's column), an inner
+      stream-stream join then a window aggregate (append) over the joined rows: SEMANTICS.md
+      "Joins" and "Several stateful operators (chained)". Records arrive one file at a time,
+      alternating between the sources (first source's file 0, second's file 0, first's file 1,
+      ...), as the source actor polls them.
 """
 import datetime as dt
 import json
@@ -290,6 +297,117 @@ def sql_chain(p, recs, out, ts_cols):
         out.append(project(sink_select, row, ts_cols) if sink_select else row)
 
 
+def windows_of(t, size, slide):
+    """The [start, end) windows of size `size`, sliding by `slide` (aligned to 0), holding t."""
+    s = t - (t % slide) - ((size - slide) // slide) * slide
+    res = []
+    while s <= t:
+        if s + size > t:
+            res.append((s, s + size))
+        s += slide
+    return res
+
+
+def join_aggregate(p, files, out):
+    """An inner stream-stream join followed by a window aggregate in append mode, real-time.
+
+    W (SEMANTICS.md "Several sources", "Watermark"): each source's watermark is its largest event
+    time minus its delay, below everything before its first record; W is the smaller of the two,
+    never moves back, and a record is judged against W as it stood when it arrived (before its
+    own time counts). The join ("Joins"): at each arrival, every kept row that no future row can
+    match leaves (a left row at t once W > t + upper, a right row once W > t - lower); the record
+    is late if its event time is <= W (dropped); else it meets the other side's kept rows of its
+    key whose time difference is in [lower, upper] (a joined row per pair) and is kept. A NULL
+    key matches nothing. The aggregation after it: the join forwards W held back by its range,
+    W - max(0, upper + 1 ms, 1 ms - lower) (Spark's join output watermark, SPARK-42376), and a
+    joined row is late for a window whose end is at or before the forwarded watermark as it
+    stood when the row came (a joined row has both times > W, so none is); a window is emitted
+    once, when the forwarded watermark reaches its end, with every joined row in it. Only the
+    windows that the final forwarded watermark closes are emitted (no flush at the end)."""
+    q = p["query"]["sql"]
+    m = re.fullmatch(
+        r"\s*SELECT\s+(.*?)\s+FROM\s+(\w+)\s+(\w+)\s+(?:INNER\s+)?JOIN\s+(\w+)\s+(\w+)\s+"
+        r"ON\s+(\w+)\.(\w+)\s*=\s*(\w+)\.(\w+)\s+AND\s+(\w+)\.(\w+)\s+BETWEEN\s+(\w+)\.(\w+)"
+        r"(?:\s*-\s*INTERVAL\s+(\d+)\s+SECONDS)?\s+AND\s+\w+\.\w+(?:\s*\+\s*INTERVAL\s+(\d+)\s+SECONDS)?"
+        r"\s+GROUP BY\s+(.*?)\s*", q, re.S | re.I)
+    if not m:
+        raise SystemExit("reference: join query not covered")
+    (select, lsrc, la, rsrc, ra, k1q, k1, k2q, k2, rq, rt, lq, lt, low, up, groups) = m.groups()
+    if {k1q, k2q} != {la, ra} or rq != ra or lq != la:
+        raise SystemExit("reference: ON must be x.k = y.k AND y.t BETWEEN x.t [- ...] AND x.t [+ ...]")
+    lkey, rkey = (k1, k2) if k1q == la else (k2, k1)
+    lower, upper = -int(low or 0) * 10**6, int(up or 0) * 10**6
+    forwarded_delay = max(0, upper + 1000, 1000 - lower)
+    srcs = {s["name"].lower(): s for s in p["source"]}
+    sides = [(la, srcs[lsrc.lower()], lkey), (ra, srcs[rsrc.lower()], rkey)]
+    delays = [dur(s["watermark"]["delay"]) for _, s, _ in sides]
+    times = [s["watermark"]["column"] for _, s, _ in sides]
+    if times[0] != lt or times[1] != rt:
+        raise SystemExit("reference: the range must be on the two watermarked columns")
+    # arrival order: one file of each source in turn, in [[source]] order
+    order = []
+    for i in range(max(len(f) for f in files.values())):
+        for s in p["source"]:
+            for rec in files[s["name"]][i] if i < len(files[s["name"]]) else []:
+                order.append((0 if s is sides[0][1] else 1, rec))
+    # a qualified column selected without AS keeps its column's name
+    select = [(i, i.split(".")[1]) if re.fullmatch(r"\w+\.\w+", i) else named(i) for i in split_top(select)]
+    window, keys = None, []
+    for g in split_top(groups):
+        w = re.fullmatch(r"window\((\w+)\.(\w+),\s*'([^']*)'(?:,\s*'([^']*)')?\)", g)
+        if w:
+            window = (w.group(1), w.group(2), dur(w.group(3)), dur(w.group(4) or w.group(3)))
+        else:
+            keys.append(tuple(g.split(".")))
+    wq, wcol, size, slide = window
+    max_et = [None, None]
+    w = NEG_INF
+    kept = []  # (side, record)
+    groups_rows = {}  # (start, end, key values) -> joined rows
+    for side, rec in order:
+        if None not in max_et:
+            w = max(w, min(max_et[0] - delays[0], max_et[1] - delays[1]))
+        forwarded = NEG_INF if w == NEG_INF else w - forwarded_delay
+        kept = [(s, r) for s, r in kept if (r[times[0]] + upper if s == 0 else r[times[1]] - lower) >= w]
+        t = rec[times[side]]
+        max_et[side] = t if max_et[side] is None else max(max_et[side], t)
+        if w != NEG_INF and t <= w:
+            continue
+        key = rec[sides[side][2]]
+        for s, o in kept:
+            if s == side or key is None or o[sides[s][2]] != key:
+                continue
+            l, r = (rec, o) if side == 0 else (o, rec)
+            if not lower <= r[times[1]] - l[times[0]] <= upper:
+                continue
+            joined = {la: l, ra: r}
+            kv = tuple(joined[q][c] for q, c in keys)
+            for (ws, we) in windows_of(joined[wq][wcol], size, slide):
+                if we > forwarded:
+                    groups_rows.setdefault((ws, we, kv), []).append(joined)
+        kept.append((side, rec))
+    if None not in max_et:
+        w = max(w, min(max_et[0] - delays[0], max_et[1] - delays[1]))
+    final = NEG_INF if w == NEG_INF else w - forwarded_delay
+    for (ws, we, kv), rows in sorted(groups_rows.items(), key=lambda kv: (kv[0][0], json.dumps(kv[0][2]))):
+        if we > final:
+            continue
+        row = {}
+        for text, name in select:
+            a = re.fullmatch(r"(count|sum|min|max)\((?:(\w+)\.)?(\w+|\*)\)", text)
+            if text.startswith("window("):
+                row[name] = {"start": iso(ws), "end": iso(we)}
+            elif a and a.group(3) == "*":
+                row[name] = len(rows)
+            elif a:
+                vals = [j[a.group(2)][a.group(3)] for j in rows]
+                row[name] = agg(a.group(1), a.group(3), [v for v in vals if v is not None])
+            else:
+                q, c = text.split(".")
+                row[name] = kv[keys.index((q, c))]
+        out.append(row)
+
+
 def window_aggregate(p, recs, out):
     q, wm = p["query"], p.get("watermark")
     w = q["window"]
@@ -447,6 +565,27 @@ def main():
     with open(os.path.join(case, "pipeline.toml"), "rb") as fh:
         p = tomllib.load(fh)
     assert p.get("mode") == "real-time" and p.get("clock", {}).get("type") == "replay"
+    if isinstance(p["source"], list) and len(p["source"]) == 2:  # two [[source]]: a join
+        files = {}
+        for s in p["source"]:
+            schema = [(c.strip().split()[0], c.strip().split()[1].upper()) for c in s["schema"].split(",")]
+            folder = os.path.join(case, s["path"])
+            files[s["name"]] = []
+            for name in sorted(os.listdir(folder)):
+                batch = []
+                for line in open(os.path.join(folder, name)):
+                    if line.strip():
+                        raw = json.loads(line)
+                        batch.append({c: ts(raw[c]) if ty == "TIMESTAMP" and raw.get(c) is not None else raw.get(c)
+                                      for c, ty in schema})
+                files[s["name"]].append(batch)
+        out = []
+        join_aggregate(p, files, out)
+        os.makedirs(os.path.join(case, "expected"), exist_ok=True)
+        with open(os.path.join(case, "expected", "all.jsonl"), "w") as fh:
+            for r in out:
+                fh.write(json.dumps(r) + "\n")
+        return
     if isinstance(p["source"], list):  # [[source]]: one source, its watermark the pipeline's
         p["source"] = p["source"][0]
     if "watermark" in p["source"]:

@@ -15,6 +15,13 @@
 //!   judges an upstream row late because of the watermark that produced it. The stages take the
 //!   watermark they are given (stamped); the chain tracks the first stage's event time when the
 //!   first stage would have ([`OperatorChain::with_tracker`]).
+//! - **an edge that delays time** ([`ChainLink::watermark_delay`]): a stage that can emit rows
+//!   older than its input watermark (a stream-stream join with a time range: a row it kept may
+//!   match one arriving later) forwards a watermark held back by that delay (SPARK-42376: each
+//!   stateful operator's output watermark; [`crate::operator::TimeRange::forwarded_watermark_delay`]).
+//!   The stage after it gets, in micro-batch, the batch's two watermarks each moved back by the
+//!   delay (late input: batch N-1's, eviction: batch N's, as Spark propagates both), and in
+//!   real-time the forwarded watermark moved back by it. Delays add up along the chain.
 //!
 //! What stages after the first drop as late or refuse, and what the steps between stages fail on,
 //! is counted by reason ([`Operator::dropped_between_stages`], exported per partition actor
@@ -53,8 +60,9 @@ use std::sync::Arc;
 use super::{BatchContext, Mode, Operator, Output, StageDrops, StateError};
 use crate::output::{row_to_json_line, write_string};
 use crate::steps::{Applied, CompiledSteps};
-use crate::time::Timestamp;
+use crate::time::{Duration, Timestamp};
 use crate::value::{GroupKey, KeyValue, Record, Row, Value};
+use crate::watermark::BatchWatermarks;
 use crate::watermark::WatermarkTracker;
 
 /// The first bytes of a chain's snapshot (then a JSON header line and the stages' bytes).
@@ -84,6 +92,11 @@ pub struct ChainLink {
     /// The column names of this stage's input records (what `steps` give `operator`): a dead
     /// letter of a record the operator refuses is written with them.
     pub record_names: Arc<[String]>,
+    /// How far (µs, >= 0) the watermark this stage is given lags the one the stage before it
+    /// was given: zero after an aggregation (it never emits a row older than its watermark),
+    /// the join's [`crate::operator::TimeRange::forwarded_watermark_delay`] after a
+    /// stream-stream join (see the module documentation).
+    pub watermark_delay: Duration,
 }
 
 impl std::fmt::Debug for ChainLink {
@@ -93,6 +106,7 @@ impl std::fmt::Debug for ChainLink {
             .field("operator", &self.operator)
             .field("routing_positions", &self.routing_positions)
             .field("exchange", &self.exchange)
+            .field("watermark_delay", &self.watermark_delay)
             .finish()
     }
 }
@@ -275,6 +289,9 @@ impl OperatorChain {
             }
             return;
         }
+        // the watermark this link is given: the one forwarded to the stage before, held back by
+        // the edge's delay
+        let forward = forward.map(|f| f.saturating_sub(self.links[from].watermark_delay));
         let mut moved = std::mem::take(&mut self.buffers[from]);
         moved.clear();
         let link = &mut self.links[from];
@@ -335,8 +352,10 @@ impl OperatorChain {
 impl Operator for OperatorChain {
     fn begin_batch(&mut self, ctx: &BatchContext) {
         self.first.begin_batch(ctx);
+        let mut watermarks = ctx.watermarks;
         for l in &mut self.links {
-            l.operator.begin_batch(ctx);
+            watermarks = held_back(watermarks, l.watermark_delay);
+            l.operator.begin_batch(&BatchContext { watermarks, ..*ctx });
         }
     }
 
@@ -419,8 +438,12 @@ impl Operator for OperatorChain {
     }
 
     fn wants_no_data_batch(&self, evicted_with: Timestamp, next: Timestamp) -> bool {
+        let mut w = BatchWatermarks { late: evicted_with, evict: next };
         self.first.wants_no_data_batch(evicted_with, next)
-            || self.links.iter().any(|l| l.operator.wants_no_data_batch(evicted_with, next))
+            || self.links.iter().any(|l| {
+                w = held_back(w, l.watermark_delay);
+                l.operator.wants_no_data_batch(w.late, w.evict)
+            })
     }
 
     /// Rows dropped after the first stage since this chain was built: late at a later stage,
@@ -531,6 +554,9 @@ fn refused_to_dead_letters(names: &[String], moved: &mut Output, out: &mut Outpu
     for r in moved.rejected.drain(..) {
         out.dead_letters.push(dead_letter(names, &r.record.values, &r.reason));
     }
+/// A batch's watermarks as the stage after an edge of `delay` gets them: each held back by it.
+fn held_back(w: BatchWatermarks, delay: Duration) -> BatchWatermarks {
+    BatchWatermarks { late: w.late.saturating_sub(delay), evict: w.evict.saturating_sub(delay) }
 }
 
 /// The first stage's routing key inside a later stage's group key `k` (at `positions`).

@@ -25,6 +25,8 @@ mod session;
 mod stream_join;
 #[cfg(test)]
 mod tests_chain;
+#[cfg(test)]
+mod tests_join_chain;
 mod window_aggregate;
 
 pub use chain::{ChainLink, OperatorChain};

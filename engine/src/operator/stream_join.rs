@@ -79,6 +79,29 @@ pub struct TimeRange {
     pub upper: Duration,
 }
 
+impl TimeRange {
+    /// How far behind its input watermark W a join with this range holds the watermark it
+    /// forwards to the operator after it (µs, >= 0): no output row of the join is then late for
+    /// that operator (SEMANTICS.md "Joins": the watermark after a join is delayed by the range).
+    ///
+    /// As Spark 3.5+ (SPARK-42376, `StreamingSymmetricHashJoinExec.produceOutputWatermark`):
+    /// the forwarded watermark is the least of W and each input's state watermark, the instant
+    /// at or before which that input's kept rows can no longer match, derived from the ON
+    /// condition: `W - upper - 1 ms` for the left input (from `r <= l + upper`) and
+    /// `W + lower - 1 ms` for the right one (from `r >= l + lower`); Spark counts state
+    /// watermarks in milliseconds and moves a bound written with `<=` / `>=` by one; an open
+    /// side (no such bound: `i64::MAX` / `i64::MIN` here) has no state watermark. So the delay
+    /// is `max(0, upper + 1 ms, 1 ms - lower)` over the bounds that are not open. Named
+    /// difference: a strict bound (`<`, `>`), which this range holds as the inclusive one moved
+    /// by 1 µs, is delayed by 999 µs more than Spark's (which does not move a strict bound).
+    pub fn forwarded_watermark_delay(self) -> Duration {
+        const MS: i64 = 1_000;
+        let left = (self.upper.0 < i64::MAX).then(|| self.upper.0.saturating_add(MS));
+        let right = (self.lower.0 > i64::MIN).then(|| MS.saturating_sub(self.lower.0));
+        Duration(left.into_iter().chain(right).fold(0, i64::max))
+    }
+}
+
 /// Configuration of a [`StreamJoin`]. Index 0 is the left input, 1 the right.
 #[derive(Clone, Debug)]
 pub struct StreamJoinConfig {

@@ -48,6 +48,7 @@ fn chain(mode: Mode, tracked: bool) -> OperatorChain {
         exchange: true,
         row_names: names(&["window", "k", "n"]),
         record_names: names(&["window", "k", "n"]),
+        watermark_delay: Duration(0),
     };
     let first: Box<dyn Operator> = match mode {
         Mode::RealTime if tracked => Box::new(first.with_stamped_watermark()),
@@ -208,6 +209,7 @@ fn a_resplit_keeps_in_every_stage_the_groups_of_the_routing_keys_kept() {
             exchange: false,
             row_names: names(&["window", "k", "n"]),
             record_names: names(&["window", "k", "n"]),
+            watermark_delay: Duration(0),
         };
         OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link])
     };

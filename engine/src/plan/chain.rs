@@ -4,6 +4,13 @@
 //! every row of its groups: chained on its thread), else *exchange* (its input rows re-keyed by
 //! the hash of its own key to the partition actor owning it). One exchange per chain: a second
 //! stage keyed otherwise than the exchanged one runs the chain in one partition actor.
+//!
+//! After a stream-stream join the routing key is the join key, which a joined row holds in its
+//! left copy, its right copy, or both: an inner join's rows in both (equal), a left outer or
+//! left semi join's in the left one (a NULL-padded row has no right copy), a right outer join's
+//! in the right one; a full outer join's rows hold it in neither for sure, so the stage after
+//! it is always behind an exchange. The edge after a join delays the watermark
+//! ([`ChainedQuery::watermark_delay`]).
 
 use std::sync::Arc;
 
@@ -29,6 +36,8 @@ pub(super) struct LinkPlan {
     /// The column names of the stage before's rows, and of this stage's input records.
     row_names: Arc<[String]>,
     record_names: Arc<[String]>,
+    /// The edge's watermark delay ([`ChainedQuery::watermark_delay`]).
+    watermark_delay: Duration,
 }
 
 /// The stages after the first, and the sink's message key in the last stage's output.
@@ -45,12 +54,14 @@ pub(super) struct Planned {
 pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Result<Planned, PlanError> {
     let mut input = p.query_schema();
     let mut query = &p.query;
-    // the output columns of the stage before that hold the first stage's routing key, in order
-    let mut routing: Option<Vec<usize>> = match first {
-        OperatorPlan::Window(c) => {
+    // for each part of the first stage's routing key, in order, the output columns of the stage
+    // before that hold it (any one of them)
+    let mut routing: Option<Vec<Vec<usize>>> = match (first, &p.query) {
+        (OperatorPlan::Window(c), _) => {
             let offset = usize::from(!matches!(c.window, WindowKind::None));
-            Some((0..c.key_columns.len()).map(|i| i + offset).collect())
+            Some((0..c.key_columns.len()).map(|i| vec![i + offset]).collect())
         }
+        (OperatorPlan::StreamJoin(_), QuerySpec::StreamJoin(j)) => Some(j.routing_copies()),
         _ => None,
     };
     let mut links = Vec::with_capacity(p.then.len());
@@ -90,7 +101,9 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
             None => Some(Vec::new()),
             Some(keys) => r
                 .iter()
-                .map(|&col| keys.iter().position(|&k| sources.get(k).copied().flatten() == Some(col)))
+                .map(|cols| {
+                    keys.iter().position(|&k| sources.get(k).copied().flatten().is_some_and(|s| cols.contains(&s)))
+                })
                 .collect::<Option<Vec<usize>>>(),
         });
         // a keyed stage whose key does not hold the routing key: the first such stage takes its
@@ -103,14 +116,28 @@ pub(super) fn plan_links(p: &Pipeline, first: &OperatorPlan, mode: Mode) -> Resu
         routing = match (&keys, &positions, &out_routing) {
             // a projection passes the key's columns on where they are
             (None, Some(_), _) => routing.as_ref().and_then(|r| {
-                r.iter().map(|&col| sources.iter().position(|s| *s == Some(col))).collect::<Option<Vec<_>>>()
+                r.iter()
+                    .map(|cols| {
+                        let at: Vec<usize> =
+                            (0..sources.len()).filter(|&i| sources[i].is_some_and(|s| cols.contains(&s))).collect();
+                        (!at.is_empty()).then_some(at)
+                    })
+                    .collect::<Option<Vec<_>>>()
             }),
-            (Some(_), Some(pos), Some(out)) => Some(pos.iter().map(|&i| out[i]).collect()),
+            (Some(_), Some(pos), Some(out)) => Some(pos.iter().map(|&i| vec![out[i]]).collect()),
             _ => None,
         };
         let names = |s: &Schema| s.fields().iter().map(|f| f.name.clone()).collect::<Arc<[String]>>();
         let (row_names, record_names) = (names(&before), names(&stage_input));
-        links.push(LinkPlan { steps, operator, routing_positions: positions, exchange, row_names, record_names });
+        links.push(LinkPlan {
+            steps,
+            operator,
+            routing_positions: positions,
+            exchange,
+            row_names,
+            record_names,
+            watermark_delay: c.watermark_delay,
+        });
         input = stage_input;
         query = &c.query;
     }
@@ -201,6 +228,7 @@ pub(super) fn build(
             exchange: l.exchange,
             row_names: l.row_names.clone(),
             record_names: l.record_names.clone(),
+            watermark_delay: l.watermark_delay,
         })
         .collect();
     let chain = OperatorChain::new(mode, first, links);

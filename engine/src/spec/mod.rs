@@ -51,6 +51,7 @@ mod source;
 mod sources;
 mod sql_chain;
 mod sql_join;
+mod sql_join_aggregate;
 mod sql_query;
 mod sql_stream_join;
 mod sql_union;
@@ -724,6 +725,9 @@ pub struct StreamJoinSpec {
     /// For each pipeline source (pipeline order), the side it is: `sides[0]` is 0 when the first
     /// source is the left relation.
     pub sides: [usize; 2],
+    /// For each join key, in order, its left column and its right column in the joined row
+    /// (the right one counted after every left column).
+    pub key_columns: Vec<(usize, usize)>,
 }
 
 impl StreamJoinSpec {
@@ -736,6 +740,24 @@ impl StreamJoinSpec {
     pub fn columns(&self, s: usize) -> std::ops::Range<usize> {
         let start = self.keys + 1 + if s == 0 { 0 } else { self.widths[0] };
         start..start + self.widths[s]
+    }
+
+    /// For each join key, in order, the columns of the joined row that hold its value on every
+    /// row the join emits (the partition actor of a row is that of its join key): the left and
+    /// the right copy for an inner join, the left one for a left outer or left semi join (a
+    /// NULL-padded row has no right copy), the right one for a right outer join, none for a
+    /// full outer join (a row may hold it in either copy).
+    pub fn routing_copies(&self) -> Vec<Vec<usize>> {
+        use crate::operator::StreamJoinType as T;
+        self.key_columns
+            .iter()
+            .map(|&(l, r)| match self.join_type {
+                T::Inner => vec![l, r],
+                T::LeftOuter | T::LeftSemi => vec![l],
+                T::RightOuter => vec![r],
+                T::FullOuter => Vec::new(),
+            })
+            .collect()
     }
 
     /// The joined row's columns in the wide record (the left's then the right's, or the left's

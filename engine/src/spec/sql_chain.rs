@@ -33,12 +33,18 @@ pub struct ChainedQuery {
     /// How many of [`ChainedQuery::steps`], first, are the upstream query's HAVING and select
     /// list (the rest are this query's).
     pub upstream_steps: usize,
-    /// The operator (a window aggregate in append mode).
+    /// The operator: a window aggregate, in append mode after an aggregation, in its own
+    /// output mode after a stream-stream join.
     pub query: QuerySpec,
     /// Its event-time column, in its input (the upstream's `window`), with the pipeline
     /// watermark's delay; the operator judges lateness and finalises by it, with the watermark
     /// the chain forwards to it.
     pub watermark: WatermarkSpec,
+    /// How far (µs) the watermark forwarded to this operator lags the one the operator before
+    /// it was given: zero after an aggregation; after a stream-stream join, its range's
+    /// [`crate::operator::TimeRange::forwarded_watermark_delay`] (SPARK-42376), so that the
+    /// join's rows are not late here.
+    pub watermark_delay: crate::time::Duration,
 }
 
 /// The output schema of `query` over `input`, then of each chained query in turn.
@@ -74,6 +80,15 @@ pub(crate) fn plan_chained(
     watermark: Option<&WatermarkSpec>,
     resolve_inner: &dyn Fn(&QuerySyntax) -> Result<InnerPlan, SpecError>,
 ) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
+    // the parser takes a subquery without GROUP BY only where it joins: over one source, that
+    // is a stream-static join, which belongs in the outer query
+    if inner.group_by.is_empty() && inner.join.is_some() {
+        return Err(at(
+            outer.from.pos,
+            "a subquery in FROM that joins without aggregating, over one source",
+            "the join in the outer query (SELECT ... FROM s JOIN t ON ... GROUP BY ...), or a subquery that joins two [[source]]s",
+        ));
+    }
     match output_mode.map(str::to_ascii_lowercase).as_deref() {
         Some("append") => {}
         given => {
@@ -124,7 +139,13 @@ pub(crate) fn plan_chained(
     wm.index = stage_input.resolve(&wm.column).ok_or_else(|| {
         SpecError::new(FIELD, format!("the subquery's window {}", quote(&wm.column)), "a window the outer query reads")
     })?;
-    let chained = ChainedQuery { steps, upstream_steps, query: outer_plan.query, watermark: wm };
+    let chained = ChainedQuery {
+        steps,
+        upstream_steps,
+        query: outer_plan.query,
+        watermark: wm,
+        watermark_delay: crate::time::Duration(0),
+    };
     Ok((
         SqlQueryPlan {
             source_steps: inner_plan.source_steps,

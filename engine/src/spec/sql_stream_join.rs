@@ -364,6 +364,7 @@ pub(crate) fn resolve(
         watermarked: [times[0].is_some(), times[1].is_some()],
         range,
         sides: if order[0] == 0 { [0, 1] } else { [1, 0] },
+        key_columns: keys.clone(),
     };
     let joined = Schema::new(wide.fields()[spec.output_columns()].to_vec());
     let mut steps = [projection(0), projection(1)];

@@ -309,12 +309,19 @@ fn validate_sources(
     }
     // a join of the two sources: each source's records are projected into the join's wide record
     let mut stream_join = None;
+    // `FROM (SELECT ... FROM a JOIN b ...) GROUP BY ...`: the join is the subquery's, and the
+    // outer query aggregates its rows
+    let mut join_outer = None;
     if by_position
         && let Some(q) = &parsed
         && q.union.is_none()
-        && q.join.is_some()
+        && let Some((q, outer)) = match &q.subquery {
+            Some(inner) if q.join.is_none() && inner.join.is_some() => Some((inner.as_ref(), Some(q))),
+            _ => q.join.is_some().then_some((q, None)),
+        }
         && let [other] = more_sources.as_mut_slice()
     {
+        join_outer = outer.cloned();
         let other_schema = schema_after(&other.steps, &other.source.schema);
         let resolved = super::sql_stream_join::resolve(
             q,
@@ -407,36 +414,30 @@ fn validate_sources(
     let mut then = Vec::new();
     let query = match raw.query {
         Some(raw_query) if let Some(j) = stream_join.take() => {
-            match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
-                None | Some("append") => {}
-                Some(other) => {
-                    return Err(SpecError::bad_str(
-                        "query.output_mode",
-                        other,
-                        "\"append\" for a stream-stream join (Spark: Join between two streaming DataFrames/Datasets is not supported in Update or Complete output mode, only in Append output mode)",
-                    ));
+            if join_outer.is_some() || super::sql_join_aggregate::aggregates(&j).is_some() {
+                // each side's watermark delay (the sources' in pipeline order, by side)
+                let mut delays = [Duration::ZERO; 2];
+                let source_delays = [watermark.as_ref(), more_sources.first().and_then(|s| s.watermark.as_ref())];
+                for (src, w) in source_delays.into_iter().enumerate() {
+                    delays[j.spec.sides[src]] = w.map_or(Duration::ZERO, |w| w.delay);
                 }
+                let (steps, chained) = super::sql_join_aggregate::plan_after_join(
+                    &j,
+                    join_outer.as_ref(),
+                    mode,
+                    raw_query.output_mode.as_deref(),
+                    delays,
+                )?;
+                sql_output_steps = steps;
+                then.push(chained);
+            } else {
+                super::sql_join_aggregate::check_output_mode(raw_query.output_mode.as_deref())?;
+                let q = &j.query;
+                let plan = super::sql_query::plan_sql_query(q, &q.from.name, &j.joined, None, &[], None, mode)?;
+                // the query's filters and its select list run on the joined rows
+                sql_output_steps =
+                    plan.source_steps.into_iter().chain(plan.watermarked_steps).chain(plan.output_steps).collect();
             }
-            let q = &j.query;
-            let aggregate = q.items.iter().find_map(|i| match i {
-                crate::expr::SelectItemSyntax::Expr { syntax, .. } => super::sql_query::first_aggregate(syntax),
-                crate::expr::SelectItemSyntax::Wildcard { .. } => None,
-            });
-            let grouped = q.group_by.first().map(|g| match g {
-                crate::expr::GroupItemSyntax::Expr(e) => e.pos,
-                crate::expr::GroupItemSyntax::Ordinal { pos, .. } => *pos,
-            });
-            if let Some(pos) = grouped.or(aggregate.map(|a| a.pos)).or(q.having.as_ref().map(|h| h.pos)) {
-                return Err(super::sql_query::at(
-                    pos,
-                    "an aggregation over a stream-stream join",
-                    "a stream-stream join without GROUP BY, HAVING or aggregates (an aggregation after a join of two sources needs chained operators, not implemented yet)",
-                ));
-            }
-            let plan = super::sql_query::plan_sql_query(q, &q.from.name, &j.joined, None, &[], None, mode)?;
-            // the query's filters and its select list run on the joined rows
-            sql_output_steps =
-                plan.source_steps.into_iter().chain(plan.watermarked_steps).chain(plan.output_steps).collect();
             QuerySpec::StreamJoin(j.spec)
         }
         Some(raw_query) if let Some((q, distinct)) = union_query => {

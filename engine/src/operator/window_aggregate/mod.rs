@@ -242,7 +242,9 @@ impl WindowAggregate {
             None => Timestamp(0),
             Some(column) => match record.values[column].event_time() {
                 Some(t) => t,
-                None => return, // a null event time is rejected by the decoder; nothing to aggregate
+                // the decoder rejects a null event time; after an outer join, a row padded with
+                // NULLs for the window's side has none: in no window, as Spark's window() of NULL
+                None => return,
             },
         };
         match &self.session_gap {
