@@ -272,6 +272,9 @@ impl OperatorChain {
             out.rows.append(rows);
             return;
         }
+        // the watermark this link is given: the one forwarded to the stage before, held back by
+        // the edge's delay (across an exchange too: the peers take it as sent)
+        let forward = forward.map(|f| f.saturating_sub(self.links[from].watermark_delay));
         if Some(from) == self.split {
             let steps = &self.links[from].steps;
             for row in rows.drain(..) {
@@ -289,9 +292,6 @@ impl OperatorChain {
             }
             return;
         }
-        // the watermark this link is given: the one forwarded to the stage before, held back by
-        // the edge's delay
-        let forward = forward.map(|f| f.saturating_sub(self.links[from].watermark_delay));
         let mut moved = std::mem::take(&mut self.buffers[from]);
         moved.clear();
         let link = &mut self.links[from];
@@ -554,6 +554,8 @@ fn refused_to_dead_letters(names: &[String], moved: &mut Output, out: &mut Outpu
     for r in moved.rejected.drain(..) {
         out.dead_letters.push(dead_letter(names, &r.record.values, &r.reason));
     }
+}
+
 /// A batch's watermarks as the stage after an edge of `delay` gets them: each held back by it.
 fn held_back(w: BatchWatermarks, delay: Duration) -> BatchWatermarks {
     BatchWatermarks { late: w.late.saturating_sub(delay), evict: w.evict.saturating_sub(delay) }

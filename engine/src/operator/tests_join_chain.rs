@@ -55,6 +55,8 @@ fn chain(mode: Mode, delay: Duration) -> OperatorChain {
         // grouped by the left copy of the join key: a forward edge
         routing_positions: Some(vec![0]),
         exchange: false,
+        row_names: (0..6).map(|i| format!("c{i}")).collect(),
+        record_names: (0..6).map(|i| format!("c{i}")).collect(),
         watermark_delay: delay,
     };
     OperatorChain::new(mode, Box::new(join), vec![link])
