@@ -220,20 +220,22 @@ fn log_stalls(r: &eddy_actors::stalls::StallReport) {
         max_us = max,
         "record service time"
     );
-    for (i, s) in r.slowest.iter().take(10).enumerate() {
-        let kind = match s.kind {
-            eddy_actors::stalls::ItemKind::Record => "record",
-            eddy_actors::stalls::ItemKind::Control(k) => k,
-        };
-        tracing::info!(
-            rank = i + 1,
-            service_us = s.service_ns as f64 / 1e3,
-            kind,
-            causes = %s.causes,
-            partition = s.partition,
-            after_records = s.after_records,
-            "slow"
-        );
+    for (list, what) in [(&r.slowest, "slow"), (&r.slowest_on_core, "slow on a core")] {
+        for (i, s) in list.iter().take(10).enumerate() {
+            let kind = match s.kind {
+                eddy_actors::stalls::ItemKind::Record => "record",
+                eddy_actors::stalls::ItemKind::Control(k) => k,
+            };
+            tracing::info!(
+                rank = i + 1,
+                service_us = s.service_ns as f64 / 1e3,
+                kind,
+                causes = %s.causes,
+                partition = s.partition,
+                after_records = s.after_records,
+                "{what}"
+            );
+        }
     }
 }
 

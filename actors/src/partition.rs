@@ -36,8 +36,8 @@
 //! barrier / end of batch.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -188,7 +188,12 @@ impl PartitionTask {
         let stalls = actor.stalls.as_ref().map(|(threshold, _)| {
             let m = actor.metrics.partitions.get(actor.partition).cloned();
             let on = actor.metrics.enabled() && m.is_some();
-            StallTracer::new(actor.partition, *threshold, m.unwrap_or_else(|| Metrics::disabled(1).partitions[0].clone()), on)
+            StallTracer::new(
+                actor.partition,
+                *threshold,
+                m.unwrap_or_else(|| Metrics::disabled(1).partitions[0].clone()),
+                on,
+            )
         });
         PartitionTask {
             stalls,

@@ -67,6 +67,10 @@ pub struct StallReport {
     pub over_threshold: u64,
     /// The slowest items, slowest first (at most [`SLOWEST_KEPT`] per partition actor).
     pub slowest: Vec<SlowItem>,
+    /// The slowest items whose thread was on a core (not [`Cause::Descheduled`]): the engine's
+    /// own stalls, slowest first (at most [`SLOWEST_KEPT`] per partition actor). On a loaded
+    /// machine the waits for a core fill `slowest`; these remain.
+    pub slowest_on_core: Vec<SlowItem>,
     /// Records' service time at p50, p99, p99.9 and the maximum, in ns (0 when none).
     pub quantiles_ns: [u64; 4],
 }
@@ -78,6 +82,8 @@ impl StallReport {
         self.over_threshold += other.over_threshold;
         self.slowest.extend(other.slowest);
         self.slowest.sort_by(|a, b| b.service_ns.cmp(&a.service_ns));
+        self.slowest_on_core.extend(other.slowest_on_core);
+        self.slowest_on_core.sort_by(|a, b| b.service_ns.cmp(&a.service_ns));
         for (q, o) in self.quantiles_ns.iter_mut().zip(other.quantiles_ns) {
             *q = (*q).max(o);
         }
@@ -98,6 +104,7 @@ pub struct StallTracer {
     records: u64,
     over: u64,
     slowest: Vec<SlowItem>,
+    slowest_on_core: Vec<SlowItem>,
     /// `None` only if the histogram could not be made (never with these bounds).
     histogram: Option<hdrhistogram::Histogram<u64>>,
     metrics: PartitionMetrics,
@@ -117,6 +124,7 @@ impl StallTracer {
             records: 0,
             over: 0,
             slowest: Vec::with_capacity(SLOWEST_KEPT + 1),
+            slowest_on_core: Vec::with_capacity(SLOWEST_KEPT + 1),
             // 1 ns to 1 hour, 2 significant figures: a few KiB, allocated once.
             histogram: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 2).ok(),
             metrics,
@@ -174,7 +182,6 @@ impl StallTracer {
 
     fn commit_pending(&mut self) {
         if let Some((ns, causes)) = self.pending.take() {
-            self.records += 1;
             if let Some(h) = self.histogram.as_mut() {
                 // Only a value above the bounds fails; it is clamped to them.
                 let _ = h.record(ns.clamp(1, h.high()));
@@ -183,6 +190,7 @@ impl StallTracer {
                 self.metrics.record_service.record(ns as f64 / 1e9);
             }
             self.item(ns, ItemKind::Record, causes);
+            self.records += 1;
         }
     }
 
@@ -208,14 +216,11 @@ impl StallTracer {
                 }
             }
         }
-        let full = self.slowest.len() >= SLOWEST_KEPT;
-        if full && self.slowest.last().is_some_and(|l| l.service_ns >= ns) {
-            return;
-        }
         let item = SlowItem { service_ns: ns, kind, causes, partition: self.partition, after_records: self.records };
-        let at = self.slowest.partition_point(|s| s.service_ns >= ns);
-        self.slowest.insert(at, item);
-        self.slowest.truncate(SLOWEST_KEPT);
+        if !causes.contains(Cause::Descheduled) {
+            keep_slowest(&mut self.slowest_on_core, item.clone());
+        }
+        keep_slowest(&mut self.slowest, item);
     }
 
     /// What the tracer saw.
@@ -228,12 +233,105 @@ impl StallTracer {
             over_threshold: self.over,
             quantiles_ns: [q(0.5), q(0.99), q(0.999), max],
             slowest: self.slowest,
+            slowest_on_core: self.slowest_on_core,
         }
     }
+}
+
+/// Inserts `item` into `list` (slowest first) if it is among the [`SLOWEST_KEPT`] slowest.
+fn keep_slowest(list: &mut Vec<SlowItem>, item: SlowItem) {
+    if list.len() >= SLOWEST_KEPT && list.last().is_some_and(|l| l.service_ns >= item.service_ns) {
+        return;
+    }
+    let at = list.partition_point(|s| s.service_ns >= item.service_ns);
+    list.insert(at, item);
+    list.truncate(SLOWEST_KEPT);
 }
 
 /// The calling thread's CPU time, in ns.
 fn thread_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+
+    /// Busy for `d` on this thread (on a core, not asleep, so not descheduled on a quiet core).
+    fn spin(d: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn a_slow_record_is_kept_with_the_causes_noted_during_it() {
+        let metrics = Metrics::disabled(1).partitions[0].clone();
+        let mut t = StallTracer::new(0, Duration::from_micros(500), metrics, false);
+        t.begin_message();
+        for _ in 0..100 {
+            t.record_done();
+        }
+        stall::note(Cause::TableGrowth);
+        spin(Duration::from_millis(3));
+        t.record_done();
+        t.record_done();
+        t.flushed();
+        t.begin_message();
+        stall::note(Cause::Barrier);
+        spin(Duration::from_millis(2));
+        t.control_done("barrier");
+        let r = t.report();
+        assert_eq!(r.records, 102);
+        // (at least: on a loaded machine a fast record may wait for a core too)
+        assert!(r.over_threshold >= 2, "{:?}", r.slowest);
+        let record = r
+            .slowest
+            .iter()
+            .find(|s| s.kind == ItemKind::Record && s.causes.contains(Cause::TableGrowth))
+            .expect("the slow record");
+        assert!(record.service_ns >= 3_000_000, "{record:?}");
+        assert!(record.causes.contains(Cause::TableGrowth), "{record:?}");
+        assert!(!record.causes.contains(Cause::Barrier), "the barrier came later: {record:?}");
+        assert_eq!(record.after_records, 100);
+        let barrier = r.slowest.iter().find(|s| s.kind == ItemKind::Control("barrier")).expect("the barrier");
+        assert!(barrier.causes.contains(Cause::Barrier) && !barrier.causes.contains(Cause::TableGrowth));
+        assert!(r.quantiles_ns[3] >= 3_000_000 && r.quantiles_ns[0] < 3_000_000, "{:?}", r.quantiles_ns);
+    }
+
+    #[test]
+    fn the_sink_write_counts_into_the_last_record_of_its_message() {
+        let metrics = Metrics::disabled(1).partitions[0].clone();
+        let mut t = StallTracer::new(0, Duration::from_micros(500), metrics, false);
+        t.begin_message();
+        t.record_done();
+        stall::note(Cause::SinkWrite);
+        spin(Duration::from_millis(2));
+        t.flushed();
+        let r = t.report();
+        assert_eq!((r.records, r.over_threshold), (1, 1));
+        assert_eq!(r.slowest[0].kind, ItemKind::Record);
+        assert!(r.slowest[0].service_ns >= 2_000_000);
+        assert!(r.slowest[0].causes.contains(Cause::SinkWrite), "{:?}", r.slowest[0]);
+    }
+
+    #[test]
+    fn reports_merge_slowest_first() {
+        let item = |ns| SlowItem {
+            service_ns: ns,
+            kind: ItemKind::Record,
+            causes: Causes::NONE,
+            partition: 0,
+            after_records: 0,
+        };
+        let mut a =
+            StallReport { records: 2, over_threshold: 2, slowest: vec![item(9), item(3)], ..StallReport::default() };
+        let b = StallReport { records: 1, over_threshold: 1, slowest: vec![item(5)], ..StallReport::default() };
+        a.merge(b);
+        assert_eq!((a.records, a.over_threshold), (3, 3));
+        assert_eq!(a.slowest.iter().map(|s| s.service_ns).collect::<Vec<_>>(), vec![9, 5, 3]);
+    }
 }

@@ -538,10 +538,7 @@ impl Metrics {
                             .map(|c| c.name())
                             .chain(["unattributed"])
                             .map(|cause| {
-                                r.counter(
-                                    SLOW_RECORDS,
-                                    &[("partition", p.to_string()), ("cause", cause.to_string())],
-                                )
+                                r.counter(SLOW_RECORDS, &[("partition", p.to_string()), ("cause", cause.to_string())])
                             })
                             .collect(),
                     }

@@ -31,9 +31,9 @@ use super::measure::{Range, finish, fold};
 use super::plan::Plan;
 use super::records::{Cell, Records};
 use crate::aggregate::AggState;
-use crate::operator::window_aggregate::key::InlineKey;
 use crate::operator::key_table::KeyTable;
 use crate::operator::paged::Paged;
+use crate::operator::window_aggregate::key::InlineKey;
 use crate::operator::{Output, PREFETCH_DISTANCE};
 use crate::time::Timestamp;
 use crate::value::{Record, Row, Value};
@@ -219,14 +219,14 @@ impl Compact {
     fn find(&self, hash: u64, record: &Record) -> Option<u32> {
         let (slots, columns) = (&self.slots, &*self.columns);
         self.table.find(hash, |i| {
-                let s = &slots[i as usize];
-                s.inline.matches(record, columns).unwrap_or_else(|| match columns.split_first() {
-                    None => true,
-                    Some((&c, more)) => {
-                        s.first == record.values[c] && s.rest.iter().zip(more).all(|(k, &c)| *k == record.values[c])
-                    }
-                })
+            let s = &slots[i as usize];
+            s.inline.matches(record, columns).unwrap_or_else(|| match columns.split_first() {
+                None => true,
+                Some((&c, more)) => {
+                    s.first == record.values[c] && s.rest.iter().zip(more).all(|(k, &c)| *k == record.values[c])
+                }
             })
+        })
     }
 
     /// Adds the key of `record` (absent), with empty states; returns its slot.

@@ -1,7 +1,6 @@
 //! Interned partition keys: a slab of per-key states, found by the hash of a record's key
 //! columns without building a [`GroupKey`] per record.
 
-
 use super::measure::Range;
 use super::records::Records;
 use crate::aggregate::AggState;
@@ -119,12 +118,12 @@ impl Keys {
     pub(super) fn find(&self, hash: u64, record: &Record, columns: &[usize]) -> Option<u32> {
         let slots = &self.slots;
         self.table.find(hash, |i| {
-                slots[i as usize].as_ref().is_some_and(|s| {
-                    s.inline.matches(record, columns).unwrap_or_else(|| {
-                        s.key.len() == columns.len() && s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c])
-                    })
+            slots[i as usize].as_ref().is_some_and(|s| {
+                s.inline.matches(record, columns).unwrap_or_else(|| {
+                    s.key.len() == columns.len() && s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c])
                 })
             })
+        })
     }
 
     /// The slot of the first key of the table hashed `hash` (the key of a record with that hash,
@@ -201,8 +200,9 @@ impl Keys {
     pub(super) fn insert_or_replace(&mut self, state: KeyState) -> (u32, Option<KeyState>) {
         let next = self.free.last().copied().unwrap_or(self.slots.len() as u32);
         let slots = &self.slots;
-        let (i, added) =
-            self.table.find_or_insert(state.hash, next, |i| slots[i as usize].as_ref().is_some_and(|s| s.key == state.key));
+        let (i, added) = self
+            .table
+            .find_or_insert(state.hash, next, |i| slots[i as usize].as_ref().is_some_and(|s| s.key == state.key));
         if !added {
             return (i, self.slots[i as usize].replace(state));
         }
