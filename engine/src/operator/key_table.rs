@@ -47,13 +47,14 @@ fn rehash(e: &Entry) -> u64 {
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyTable {
-    shards: Box<[HashTable<Entry>]>,
+    /// Indexed by [`shard`] (an array: no bounds check).
+    shards: Box<[HashTable<Entry>; SHARDS]>,
     len: usize,
 }
 
 impl Default for KeyTable {
     fn default() -> KeyTable {
-        KeyTable { shards: (0..SHARDS).map(|_| HashTable::new()).collect(), len: 0 }
+        KeyTable { shards: Box::new(std::array::from_fn(|_| HashTable::new())), len: 0 }
     }
 }
 

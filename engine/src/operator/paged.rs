@@ -83,13 +83,14 @@ impl<T> Paged<T> {
     /// The element of slot `i` (stride 1), if pushed.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
-        self.run(i).and_then(<[T]>::first)
+        self.blocks.get(i >> SHIFT).and_then(|b| b.get((i & (BLOCK_SLOTS - 1)) * self.stride))
     }
 
     /// The element of slot `i` (stride 1), if pushed.
     #[inline]
     pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.run_mut(i).and_then(<[T]>::first_mut)
+        let stride = self.stride;
+        self.blocks.get_mut(i >> SHIFT).and_then(|b| b.get_mut((i & (BLOCK_SLOTS - 1)) * stride))
     }
 
     /// Every element, in slot order.
@@ -117,6 +118,19 @@ impl<T> Paged<T> {
         let blocks = (self.slots + n).div_ceil(BLOCK_SLOTS);
         while self.blocks.len() < blocks {
             self.blocks.push(Vec::with_capacity(BLOCK_SLOTS * self.stride));
+        }
+    }
+
+    /// Starts loading slot `i`'s run (a hint: reads nothing; a slot not pushed loads nothing or
+    /// memory in vain).
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        if self.stride == 0 {
+            return;
+        }
+        if let Some(b) = self.blocks.get(i >> SHIFT) {
+            let p = b.as_ptr().wrapping_add((i & (BLOCK_SLOTS - 1)) * self.stride);
+            crate::prefetch::lines(p, self.stride * std::mem::size_of::<T>());
         }
     }
 

@@ -322,15 +322,9 @@ impl Compact {
     #[inline]
     fn prefetch_slot(&self, i: u32) {
         let i = i as usize;
-        if let Some(s) = self.slots.get(i) {
-            crate::prefetch::lines(s, std::mem::size_of::<Slot>());
-        }
-        if let Some(a) = self.aggs.run(i).and_then(<[AggState]>::first) {
-            crate::prefetch::lines(a, self.aggs_per_key * std::mem::size_of::<AggState>());
-        }
-        if let Some(q) = self.deques.run(i).and_then(<[VecDeque<(i64, Cell)>]>::first) {
-            crate::prefetch::lines(q, self.deques_per_key * std::mem::size_of::<VecDeque<(i64, Cell)>>());
-        }
+        self.slots.prefetch(i);
+        self.aggs.prefetch(i);
+        self.deques.prefetch(i);
     }
 
     /// A record (event time `t`, hashed `hash`) arrives visible at frontier `f`: it enters the

@@ -136,9 +136,7 @@ impl Keys {
     /// Starts loading the state in slot `i` (its first lines: the fields read per record).
     #[inline]
     pub(super) fn prefetch_slot(&self, i: u32) {
-        if let Some(st) = self.slots.get(i as usize) {
-            crate::prefetch::lines(st, std::mem::size_of::<Option<KeyState>>());
-        }
+        self.slots.prefetch(i as usize);
     }
 
     /// Second step of a prefetch, once slot `i` is loaded ([`Keys::prefetch_slot`]): starts
