@@ -138,6 +138,7 @@ pub struct Job {
     pipeline: spec::Pipeline,
     foreach: BTreeMap<String, eddy_connectors::foreach::ForeachFactory>,
     stop_after: Option<u64>,
+    trace_stalls: Option<std::time::Duration>,
     stop: Stopper,
 }
 
@@ -209,7 +210,7 @@ impl Job {
     }
 
     fn new(pipeline: spec::Pipeline) -> Job {
-        Job { pipeline, foreach: BTreeMap::new(), stop_after: None, stop: Stopper(Arc::default()) }
+        Job { pipeline, foreach: BTreeMap::new(), stop_after: None, trace_stalls: None, stop: Stopper(Arc::default()) }
     }
 
     /// The pipeline's `name`.
@@ -257,6 +258,15 @@ impl Job {
         self
     }
 
+    /// Turns the stall tracer on ([`eddy_actors::stalls`]): every record's service time on the
+    /// thread that does its work is measured, and the items slower than `threshold` are kept
+    /// with what they waited on, in [`RunSummary::stalls`] (and, with `[metrics]`, in
+    /// `eddy_record_service_seconds` / `eddy_slow_records_total`). Off by default.
+    pub fn trace_stalls(mut self, threshold: std::time::Duration) -> Job {
+        self.trace_stalls = Some(threshold);
+        self
+    }
+
     /// A [`Stopper`] of the run this job will start, to hand to a signal handler before it
     /// starts: a stop asked before the run starts stops it at its first chance.
     pub fn stopper(&self) -> Stopper {
@@ -269,6 +279,7 @@ impl Job {
             counters: Some(counters),
             stop_after: self.stop_after,
             foreach: self.foreach,
+            trace_stalls: self.trace_stalls,
             ..RunOptions::default()
         };
         (self.pipeline, opts)

@@ -51,6 +51,13 @@ enum Command {
         /// Do not show a progress bar even when stderr is a terminal.
         #[arg(long)]
         no_progress: bool,
+        /// Trace stalls: measure every record's service time on the thread that does its work
+        /// and log, at the end, the records (and the work between them) slower than MICROS µs,
+        /// with what they waited on (a table growing, a barrier, the sink's write, the thread
+        /// descheduled, ...). With `[metrics]` also exported as `eddy_record_service_seconds`
+        /// and `eddy_slow_records_total`. Off by default.
+        #[arg(long, value_name = "MICROS")]
+        trace_stalls: Option<u64>,
     },
     /// Check a pipeline file and print its plan: each step in order with its output columns,
     /// the partition key and the thread each step runs on (exit 2 on a wrong file, as validate).
@@ -137,7 +144,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Run { pipeline, set, no_progress } => {
+        Command::Run { pipeline, set, no_progress, trace_stalls } => {
             let job = match load(&pipeline, &set) {
                 Ok(job) => job,
                 Err(e) => {
@@ -149,6 +156,10 @@ fn main() -> ExitCode {
             // SIGTERM would) once batch / epoch k is committed, so tests restart at a known point.
             let job = match std::env::var("EDDY_TEST_STOP_AFTER").ok().and_then(|v| v.parse().ok()) {
                 Some(k) => job.stop_after(k),
+                None => job,
+            };
+            let job = match trace_stalls {
+                Some(us) => job.trace_stalls(Duration::from_micros(us)),
                 None => job,
             };
             if let Err(e) = install_signals(job.stopper()) {
@@ -179,6 +190,9 @@ fn main() -> ExitCode {
                         parallelism = s.parallelism,
                         "done"
                     );
+                    if let Some(r) = &s.stalls {
+                        log_stalls(r);
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(e @ eddy::Error::Failed(_)) => {
@@ -190,6 +204,37 @@ fn main() -> ExitCode {
                     ExitCode::from(e.exit_code())
                 }
             }
+        }
+    }
+}
+
+/// Logs what the stall tracer saw (`--trace-stalls`): the distribution, then the slowest items.
+fn log_stalls(r: &eddy_actors::stalls::StallReport) {
+    let [p50, p99, p999, max] = r.quantiles_ns.map(|ns| ns as f64 / 1e3);
+    tracing::info!(
+        records = r.records,
+        over_threshold = r.over_threshold,
+        p50_us = p50,
+        p99_us = p99,
+        p999_us = p999,
+        max_us = max,
+        "record service time"
+    );
+    for (list, what) in [(&r.slowest, "slow"), (&r.slowest_on_core, "slow on a core")] {
+        for (i, s) in list.iter().take(10).enumerate() {
+            let kind = match s.kind {
+                eddy_actors::stalls::ItemKind::Record => "record",
+                eddy_actors::stalls::ItemKind::Control(k) => k,
+            };
+            tracing::info!(
+                rank = i + 1,
+                service_us = s.service_ns as f64 / 1e3,
+                kind,
+                causes = %s.causes,
+                partition = s.partition,
+                after_records = s.after_records,
+                "{what}"
+            );
         }
     }
 }

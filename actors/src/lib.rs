@@ -28,6 +28,9 @@
 //! - **metrics** ([`metrics`]): every Prometheus metric, and the `/metrics`, `/healthz`,
 //!   `/readyz` endpoint of `[metrics] listen`.
 //!
+//! - **stall tracing** ([`stalls`], off by default): each record's service time and the slowest
+//!   records with what they waited on.
+//!
 //! Every queue is bounded: a slow sink blocks the partition actors writing to it, which slow the
 //! source.
 //! Nothing here reads the time except through [`clock::Clock`].
@@ -47,5 +50,6 @@ pub mod routing;
 pub mod runtime;
 pub mod sink;
 pub mod source;
+pub mod stalls;
 
 pub use runtime::{RunOptions, RunSummary, RuntimeError, planned_parallelism, run_pipeline};

@@ -49,6 +49,20 @@ pub enum Control {
     EndOfInput,
 }
 
+impl Control {
+    /// The message's name in reports (`barrier`, `watermark`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Control::BeginBatch(_) => "begin batch",
+            Control::EndBatch { .. } => "end batch",
+            Control::Watermark(_) => "watermark",
+            Control::Tick(_) => "tick",
+            Control::Barrier { .. } => "barrier",
+            Control::EndOfInput => "end of input",
+        }
+    }
+}
+
 /// What a partition actor receives.
 #[derive(Debug)]
 pub enum ToPartition {

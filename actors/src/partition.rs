@@ -44,8 +44,8 @@
 //! barrier / end of batch.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender};
@@ -64,6 +64,11 @@ use crate::messages::{Control, ToCoordinator, ToPartition, ToSink};
 use crate::metrics::{Metrics, micros_to_seconds};
 use crate::recycle::BatchReturn;
 use crate::sink::RowWriter;
+use crate::stalls::{StallReport, StallTracer};
+
+/// Rows fired by one move of the clock from which the stall tracer calls it a timer burst
+/// ([`eddy_engine::stall::Cause::TimerBurst`]).
+const TIMER_BURST_ROWS: usize = 256;
 
 /// How often the bytes-per-key of the state estimate is re-measured by serialising the state.
 const STATE_BYTES_EVERY: Duration = Duration::from_secs(60);
@@ -114,6 +119,9 @@ pub struct PartitionActor {
     /// Real-time, a chain split at an exchange: this actor's end of it
     /// ([`crate::exchange::real_time`]); `None` otherwise.
     pub real_time_exchange: Option<RealTimeExchange>,
+    /// The stall tracer's threshold and where its report goes at the end
+    /// ([`crate::RunOptions::trace_stalls`]); `None`: no tracer.
+    pub stalls: Option<(Duration, Arc<Mutex<StallReport>>)>,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -242,12 +250,25 @@ pub struct PartitionTask {
     ended: bool,
     /// Micro-batch: the current batch's eviction watermark (carried across an exchange).
     evict: Timestamp,
+    /// The stall tracer, when on.
+    stalls: Option<StallTracer>,
 }
 
 impl PartitionTask {
     /// The task of `actor` (its `input` is not read here: the driver hands the messages over).
     pub fn new(actor: PartitionActor) -> PartitionTask {
+        let stalls = actor.stalls.as_ref().map(|(threshold, _)| {
+            let m = actor.metrics.partitions.get(actor.partition).cloned();
+            let on = actor.metrics.enabled() && m.is_some();
+            StallTracer::new(
+                actor.partition,
+                *threshold,
+                m.unwrap_or_else(|| Metrics::disabled(1).partitions[0].clone()),
+                on,
+            )
+        });
         PartitionTask {
+            stalls,
             current: actor.first_epoch,
             wall: actor.clock.is_wall_clock() && actor.mode == Mode::RealTime,
             actor,
@@ -322,11 +343,18 @@ impl PartitionTask {
         if self.actor.metrics.enabled() {
             self.actor.metrics.timer_lag.record(micros_to_seconds(now.0.saturating_sub(due.0).max(0)));
         }
+        if let Some(t) = self.stalls.as_mut() {
+            t.begin_message();
+        }
         self.actor.operator.advance_clock(now, &mut self.out);
         if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.route(c, o)) {
             return self.end();
         }
-        self.flush_real_time()
+        let go = self.flush_real_time();
+        if let Some(t) = self.stalls.as_mut() {
+            t.control_done("timers");
+        }
+        go
     }
 
     /// Real-time, with an exchange: hands a peer's message to the stages after the exchange
@@ -335,10 +363,17 @@ impl PartitionTask {
         if self.ended {
             return false;
         }
+        if let Some(t) = self.stalls.as_mut() {
+            t.begin_message();
+        }
         if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.receive(msg, c, o)) {
             return self.end();
         }
-        self.flush_real_time()
+        let go = self.flush_real_time();
+        if let Some(t) = self.stalls.as_mut() {
+            t.control_done("exchange");
+        }
+        go
     }
 
     /// Real-time, with an exchange: sends every peer what waits for it, with this actor's
@@ -360,35 +395,61 @@ impl PartitionTask {
         if self.ended {
             return false;
         }
+        let kind = match &msg {
+            ToPartition::Data(_) => None,
+            ToPartition::Control(c) => Some(c.kind()),
+        };
+        if let Some(t) = self.stalls.as_mut() {
+            t.begin_message();
+        }
         let go = self.dispatch(msg);
         if !go {
             return self.end();
         }
-        self.flush_real_time()
+        let go = self.flush_real_time();
+        if let Some(t) = self.stalls.as_mut() {
+            match kind {
+                None => t.flushed(),
+                Some(kind) => t.control_done(kind),
+            }
+        }
+        go
     }
 
     fn end(&mut self) -> bool {
         self.ended = true;
+        if let (Some(t), Some((_, report))) = (self.stalls.take(), self.actor.stalls.as_ref())
+            && let Ok(mut r) = report.lock()
+        {
+            r.merge(t.report());
+        }
         false
     }
 
     /// Real-time: writes the rows produced so far; `false` when the sink failed.
     fn flush_real_time(&mut self) -> bool {
-        if self.actor.mode == Mode::RealTime && !self.out.is_empty() && !self.flush(self.current) {
-            return self.end();
+        if self.actor.mode == Mode::RealTime && !self.out.is_empty() {
+            eddy_engine::stall::note(eddy_engine::stall::Cause::SinkWrite);
+            if !self.flush(self.current) {
+                return self.end();
+            }
         }
         true
     }
 
     fn dispatch(&mut self, msg: ToPartition) -> bool {
-        let PartitionTask { actor, out, created, current, evict, .. } = self;
+        let PartitionTask { actor, out, created, current, evict, stalls, .. } = self;
         match msg {
             ToPartition::Data(batch) => {
                 let started = actor.metrics.enabled().then(Instant::now);
                 for (i, s) in batch.iter().enumerate() {
                     prefetch_ahead(actor.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
                     if actor.mode == Mode::RealTime {
+                        let before = out.rows.len();
                         actor.operator.advance_clock(s.now, out);
+                        if out.rows.len() - before >= TIMER_BURST_ROWS {
+                            eddy_engine::stall::note(eddy_engine::stall::Cause::TimerBurst);
+                        }
                     }
                     let before = out.rows.len();
                     if actor.query_steps.is_empty() {
@@ -404,6 +465,9 @@ impl PartitionTask {
                     if s.created_ns != 0 && out.rows.len() > before {
                         created.resize(before, 0);
                         created.resize(out.rows.len(), s.created_ns);
+                    }
+                    if let Some(t) = stalls.as_mut() {
+                        t.record_done();
                     }
                 }
                 if !exchanged(actor, out, |x, c, o| x.route(c, o)) {
@@ -426,6 +490,7 @@ impl PartitionTask {
                     true
                 }
                 Control::EndBatch { batch_id } => {
+                    eddy_engine::stall::note(eddy_engine::stall::Cause::Barrier);
                     actor.operator.end_batch(out);
                     if let Some(exchange) = actor.exchange.as_mut() {
                         let exchanged = match actor.operator.as_chain_mut() {
@@ -459,6 +524,7 @@ impl PartitionTask {
                     exchanged(actor, out, |x, c, o| x.route(c, o))
                 }
                 Control::Barrier { epoch, now, watermark } => {
+                    eddy_engine::stall::note(eddy_engine::stall::Cause::Barrier);
                     if now != Timestamp::MIN {
                         actor.operator.advance_clock(now, out);
                     }

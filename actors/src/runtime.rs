@@ -76,6 +76,11 @@ pub struct RunOptions {
     /// `query`) when the query has no such edge. Not a pipeline field: no user sets it by
     /// accident.
     pub force_exchange: bool,
+    /// The stall tracer ([`crate::stalls`], issue 28): each record's service time on its
+    /// partition's thread, and the items slower than this threshold with their causes, in
+    /// [`RunSummary::stalls`] and, with `[metrics]`, as `eddy_record_service_seconds` and
+    /// `eddy_slow_records_total`. `None` (the default): no tracer, nothing measured.
+    pub trace_stalls: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -99,6 +104,8 @@ pub struct RunSummary {
     pub committed: u64,
     /// Number of partition actors.
     pub parallelism: usize,
+    /// With [`RunOptions::trace_stalls`]: what the stall tracers of every partition actor saw.
+    pub stalls: Option<crate::stalls::StallReport>,
 }
 
 /// Errors of a run.
@@ -507,6 +514,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let output = Arc::new(AtomicU64::new(0));
     // One partition in real-time mode: its work runs on the source actor's thread.
     let chain = real_time && parallelism == 1 && !opts.unchained;
+    let stall_report = Arc::new(std::sync::Mutex::new(crate::stalls::StallReport::default()));
     let mut chained = None;
     let mut handles = Vec::new();
     // Over several partition actors: a chain keyed otherwise after the exchange is split there,
@@ -577,6 +585,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             metrics: metrics.clone(),
             returns: Some(returns.clone()),
             output: output.clone(),
+            stalls: opts.trace_stalls.map(|t| (t, stall_report.clone())),
         };
         if chain {
             chained = Some(PartitionTask::new(actor));
@@ -701,6 +710,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         rows: report.rows,
         committed: report.committed,
         parallelism,
+        stalls: opts.trace_stalls.map(|_| std::mem::take(&mut *stall_report.lock().unwrap_or_else(|p| p.into_inner()))),
     })
 }
 

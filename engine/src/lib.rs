@@ -53,6 +53,7 @@ mod prefetch;
 pub mod registry;
 pub mod schema;
 pub mod spec;
+pub mod stall;
 pub mod steps;
 pub mod time;
 pub mod value;

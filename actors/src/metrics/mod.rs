@@ -84,6 +84,14 @@ pub const CHAIN_ROWS_DROPPED: &str = "eddy_chain_rows_dropped_total";
 pub const EXCHANGE_ROWS: &str = "eddy_exchange_rows_total";
 /// Exchange sends that found the receiver's channel full (counter; label `partition`).
 pub const EXCHANGE_FULL_SENDS: &str = "eddy_exchange_full_sends_total";
+/// With the stall tracer on ([`crate::stalls`]): a record's service time on the thread that does
+/// its work, from the end of the previous record's work to the end of its own, the sink's write
+/// of its rows included (histogram, seconds; label `partition`; one record in 4 is sampled).
+pub const RECORD_SERVICE: &str = "eddy_record_service_seconds";
+/// With the stall tracer on: records (and work between records) slower than the tracer's
+/// threshold, per cause noted during them (counter; labels `partition`, `cause`: the names of
+/// [`eddy_engine::stall::Cause`], or `unattributed`).
+pub const SLOW_RECORDS: &str = "eddy_slow_records_total";
 /// Duration of a micro-batch or a real-time epoch, from its start to its commit (histogram, seconds).
 pub const MICRO_BATCH_DURATION: &str = "eddy_micro_batch_duration_seconds";
 
@@ -141,7 +149,7 @@ const fn def(
 }
 
 /// Every metric the runtime exports, with its description.
-pub const CATALOG: [MetricDef; 24] = [
+pub const CATALOG: [MetricDef; 26] = [
     def(RECORDS_IN, Kind::Counter, Unit::Count, &[], "Records read from the source and decoded."),
     def(RECORDS_OUT, Kind::Counter, Unit::Count, &[], "Rows written to the main sink."),
     def(RECORDS_LATE, Kind::Counter, Unit::Count, &[], "Input records dropped as late (behind the watermark)."),
@@ -268,6 +276,23 @@ pub const CATALOG: [MetricDef; 24] = [
         "Exchange (micro-batch and real-time): sends of a partition actor that found the receiving actor's channel full \
          (back-pressure between partition actors).",
     ),
+    def(
+        RECORD_SERVICE,
+        Kind::Histogram,
+        Unit::Seconds,
+        &["partition"],
+        "Stall tracer on (eddy run --trace-stalls): a record's service time on the thread that does its work, the \
+         sink's write of its rows included; one record in 4 is sampled (no samples with the tracer off).",
+    ),
+    def(
+        SLOW_RECORDS,
+        Kind::Counter,
+        Unit::Count,
+        &["partition", "cause"],
+        "Stall tracer on: records, and work between records, slower than the tracer's threshold, per cause noted \
+         during them (table_growth, buffer_growth, timer_rebuild, timer_burst, barrier, sink_write, descheduled, \
+         unattributed).",
+    ),
 ];
 
 /// The handles of one partition actor.
@@ -289,6 +314,11 @@ pub struct PartitionMetrics {
     pub exchange_rows: Counter,
     /// [`EXCHANGE_FULL_SENDS`].
     pub exchange_full_sends: Counter,
+    /// [`RECORD_SERVICE`].
+    pub record_service: Histogram,
+    /// [`SLOW_RECORDS`], one per [`eddy_engine::stall::Cause::ALL`] in its order, then
+    /// `unattributed`.
+    pub slow_records: Box<[Counter]>,
 }
 
 /// Every handle of a run; cheap to clone (handles are shared pointers, or empty when disabled).
@@ -502,6 +532,15 @@ impl Metrics {
                         ),
                         exchange_rows: r.counter(EXCHANGE_ROWS, &l),
                         exchange_full_sends: r.counter(EXCHANGE_FULL_SENDS, &l),
+                        record_service: r.histogram(RECORD_SERVICE, &l),
+                        slow_records: eddy_engine::stall::Cause::ALL
+                            .iter()
+                            .map(|c| c.name())
+                            .chain(["unattributed"])
+                            .map(|cause| {
+                                r.counter(SLOW_RECORDS, &[("partition", p.to_string()), ("cause", cause.to_string())])
+                            })
+                            .collect(),
                     }
                 })
                 .collect(),

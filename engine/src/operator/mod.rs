@@ -19,6 +19,8 @@
 mod chain;
 mod deduplicate;
 mod forward;
+pub(crate) mod key_table;
+pub(crate) mod paged;
 mod processor;
 mod rolling;
 mod session;

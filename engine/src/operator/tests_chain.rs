@@ -375,7 +375,8 @@ fn a_row_a_later_stage_refuses_is_a_dead_letter_with_that_stages_column_names() 
         routing_positions: Some(vec![0]),
         exchange: true,
         row_names: names(&["window", "k", "total"]),
-        record_names: names(&["window", "k", "total"]),        watermark_delay: Duration(0),
+        record_names: names(&["window", "k", "total"]),
+        watermark_delay: Duration(0),
     };
     let mut c = OperatorChain::new(Mode::MicroBatch, Box::new(first), vec![link]);
     let r = |k: &str, secs: i64| {

@@ -25,14 +25,14 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
-use hashbrown::HashTable;
-
 use super::fifo::Fifo;
 use super::keys::{KeyState, Keys};
 use super::measure::{Range, finish, fold};
 use super::plan::Plan;
 use super::records::{Cell, Records};
 use crate::aggregate::AggState;
+use crate::operator::key_table::KeyTable;
+use crate::operator::paged::Paged;
 use crate::operator::window_aggregate::key::InlineKey;
 use crate::operator::{Output, PREFETCH_DISTANCE};
 use crate::time::Timestamp;
@@ -107,16 +107,18 @@ pub(super) struct Demote;
 pub(super) struct Compact {
     /// Indexes of the `partition_by` columns.
     columns: Box<[usize]>,
-    table: HashTable<u32>,
-    slots: Vec<Slot>,
+    /// Keys by hash, and their slots, states and deques in blocks: adding a key never moves many
+    /// (issue 28, [`KeyTable`], [`Paged`]).
+    table: KeyTable,
+    slots: Paged<Slot>,
     free: Vec<u32>,
     /// Per key, `aggs_per_key` states: the retractable bounded measures', then the lifetime ones.
-    aggs: Vec<AggState>,
+    aggs: Paged<AggState>,
     aggs_per_key: usize,
     /// The measure (index into the plan's) of each of a key's aggs.
     agg_measures: Box<[usize]>,
     /// Per key, `deques_per_key` monotonic deques `(event time, value)` of the bounded min / max.
-    deques: Vec<VecDeque<(i64, Cell)>>,
+    deques: Paged<VecDeque<(i64, Cell)>>,
     deques_per_key: usize,
     /// Per measure of the plan, in output order.
     places: Box<[Place]>,
@@ -187,13 +189,13 @@ impl Compact {
         Some(Compact {
             sum_aggs,
             columns: columns.into(),
-            table: HashTable::new(),
-            slots: Vec::new(),
+            table: KeyTable::default(),
+            slots: Paged::default(),
             free: Vec::new(),
-            aggs: Vec::new(),
+            aggs: Paged::with_stride(aggs + plan.lifetime.len()),
             aggs_per_key: aggs + plan.lifetime.len(),
             agg_measures: agg_measures.into(),
-            deques: Vec::new(),
+            deques: Paged::with_stride(deques),
             deques_per_key: deques,
             places: places.into(),
             bounded_places: bounded_places.into(),
@@ -216,17 +218,15 @@ impl Compact {
     #[inline]
     fn find(&self, hash: u64, record: &Record) -> Option<u32> {
         let (slots, columns) = (&self.slots, &*self.columns);
-        self.table
-            .find(hash, |&i| {
-                let s = &slots[i as usize];
-                s.inline.matches(record, columns).unwrap_or_else(|| match columns.split_first() {
-                    None => true,
-                    Some((&c, more)) => {
-                        s.first == record.values[c] && s.rest.iter().zip(more).all(|(k, &c)| *k == record.values[c])
-                    }
-                })
+        self.table.find(hash, |i| {
+            let s = &slots[i as usize];
+            s.inline.matches(record, columns).unwrap_or_else(|| match columns.split_first() {
+                None => true,
+                Some((&c, more)) => {
+                    s.first == record.values[c] && s.rest.iter().zip(more).all(|(k, &c)| *k == record.values[c])
+                }
             })
-            .copied()
+        })
     }
 
     /// Adds the key of `record` (absent), with empty states; returns its slot.
@@ -246,21 +246,19 @@ impl Compact {
         let i = match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = slot;
-                let a = i as usize * self.aggs_per_key;
                 for k in 0..self.aggs_per_key {
-                    self.aggs[a + k] = plan.measures[self.agg_measures[k]].func.new_state();
+                    *self.aggs.at_mut(i as usize, k) = plan.measures[self.agg_measures[k]].func.new_state();
                 }
                 i
             }
             None => {
                 self.slots.push(slot);
-                self.aggs.extend(self.agg_measures.iter().map(|&mi| plan.measures[mi].func.new_state()));
-                self.deques.extend((0..self.deques_per_key).map(|_| VecDeque::new()));
+                self.aggs.push_run(self.agg_measures.iter().map(|&mi| plan.measures[mi].func.new_state()));
+                self.deques.push_run((0..self.deques_per_key).map(|_| VecDeque::new()));
                 (self.slots.len() - 1) as u32
             }
         };
-        let slots = &self.slots;
-        self.table.insert_unique(hash, i, |&j| slots[j as usize].hash);
+        self.table.insert(hash, i);
         i
     }
 
@@ -271,11 +269,8 @@ impl Compact {
         s.live = false;
         s.first = Value::Null;
         s.rest = Box::default();
-        if let Ok(e) = self.table.find_entry(hash, |&j| j == i) {
-            e.remove();
-        }
-        let q = i as usize * self.deques_per_key;
-        for dq in &mut self.deques[q..q + self.deques_per_key] {
+        self.table.remove(hash, i);
+        for dq in self.deques.run_mut(i as usize).into_iter().flatten() {
             dq.clear();
         }
         self.free.push(i);
@@ -289,7 +284,7 @@ impl Compact {
     /// (every row clones it). Changes nothing observable: a stale hint only loads memory in vain.
     #[inline]
     pub(super) fn prefetch(&self, hash: u64) {
-        let slot = self.table.iter_hash(hash).next().copied();
+        let slot = self.table.first_hashed(hash);
         if let Some(i) = slot {
             self.prefetch_slot(i);
         }
@@ -318,8 +313,7 @@ impl Compact {
             // The reference counts sit just before the bytes.
             crate::prefetch::line(s.as_ptr().wrapping_sub(16));
         }
-        let q = i * self.deques_per_key;
-        for dq in self.deques.get(q..q + self.deques_per_key).unwrap_or_default() {
+        for dq in self.deques.run(i).unwrap_or_default() {
             super::records::prefetch_ends(dq);
         }
     }
@@ -328,15 +322,9 @@ impl Compact {
     #[inline]
     fn prefetch_slot(&self, i: u32) {
         let i = i as usize;
-        if let Some(s) = self.slots.get(i) {
-            crate::prefetch::lines(s, std::mem::size_of::<Slot>());
-        }
-        if let Some(a) = self.aggs.get(i * self.aggs_per_key) {
-            crate::prefetch::lines(a, self.aggs_per_key * std::mem::size_of::<AggState>());
-        }
-        if let Some(q) = self.deques.get(i * self.deques_per_key) {
-            crate::prefetch::lines(q, self.deques_per_key * std::mem::size_of::<VecDeque<(i64, Cell)>>());
-        }
+        self.slots.prefetch(i);
+        self.aggs.prefetch(i);
+        self.deques.prefetch(i);
     }
 
     /// A record (event time `t`, hashed `hash`) arrives visible at frontier `f`: it enters the
@@ -368,20 +356,19 @@ impl Compact {
             None => self.insert(plan, hash, record),
         };
         let cell = plan.lanes.first().map_or(Cell::Null, |&(c, ty)| Cell::of(&record.values[c], ty));
-        let a = i as usize * self.aggs_per_key;
+        let slot = i as usize;
         for (l, &mi) in plan.lifetime.iter().enumerate() {
-            fold(&plan.measures[mi], &mut self.aggs[a + self.lifetime_aggs[l]], &cell, 1);
+            fold(&plan.measures[mi], self.aggs.at_mut(slot, self.lifetime_aggs[l]), &cell, 1);
         }
         let mut changed = !plan.lifetime.is_empty();
         if self.d.is_some_and(|d| t > f.0.saturating_sub(d)) {
-            let q = i as usize * self.deques_per_key;
             for (b, &mi) in plan.bounded.iter().enumerate() {
                 let m = &plan.measures[mi];
                 match self.bounded_places[b] {
-                    Place::Agg(k) => fold(m, &mut self.aggs[a + k], &cell, 1),
+                    Place::Agg(k) => fold(m, self.aggs.at_mut(slot, k), &cell, 1),
                     Place::Deque(k, max) => {
                         if !cell.is_null() {
-                            let dq = &mut self.deques[q + k];
+                            let dq = self.deques.at_mut(slot, k);
                             // Candidates the new value dominates can never be the extreme again.
                             while let Some((_, back)) = dq.back() {
                                 let o = back.cmp(&cell, m.ty);
@@ -422,10 +409,9 @@ impl Compact {
         let Some(&(c, ty)) = plan.lanes.first() else { return false };
         let Some(v) = Cell::of(&record.values[c], ty).as_int() else { return false };
         let in_range = self.d.is_some_and(|d| t > f.0.saturating_sub(d));
-        let a = i as usize * self.aggs_per_key;
         self.sum_aggs.iter().any(|&(k, lifetime)| {
             (lifetime || in_range)
-                && !plan.measures[self.agg_measures[k]].func.sum_fits([&self.aggs[a + k]], &Value::Long(v))
+                && !plan.measures[self.agg_measures[k]].func.sum_fits([self.aggs.at(i as usize, k)], &Value::Long(v))
         })
     }
 
@@ -466,13 +452,11 @@ impl Compact {
             while self.next_leave() == Some(at) {
                 let Some(e) = self.pop_next() else { break };
                 let i = e.slot as usize;
-                let a = i * self.aggs_per_key;
-                let q = i * self.deques_per_key;
                 for (b, &mi) in plan.bounded.iter().enumerate() {
                     match self.bounded_places[b] {
-                        Place::Agg(k) => fold(&plan.measures[mi], &mut self.aggs[a + k], &e.cell, -1),
+                        Place::Agg(k) => fold(&plan.measures[mi], self.aggs.at_mut(i, k), &e.cell, -1),
                         Place::Deque(k, _) => {
-                            let dq = &mut self.deques[q + k];
+                            let dq = self.deques.at_mut(i, k);
                             while dq.front().is_some_and(|(t, _)| *t <= limit) {
                                 dq.pop_front();
                             }
@@ -507,13 +491,12 @@ impl Compact {
             row.extend(s.rest.iter().cloned());
         }
         row.push(Value::Timestamp(frontier));
-        let a = i as usize * self.aggs_per_key;
-        let q = i as usize * self.deques_per_key;
+        let slot = i as usize;
         for (m, place) in plan.measures.iter().zip(self.places.iter()) {
             row.push(match *place {
-                Place::Agg(k) => finish(m, &self.aggs[a + k]),
+                Place::Agg(k) => finish(m, self.aggs.at(slot, k)),
                 Place::Deque(k, _) => {
-                    self.deques[q + k].front().map_or(Value::Null, |(_, c)| c.value(m.ty).into_owned())
+                    self.deques.at(slot, k).front().map_or(Value::Null, |(_, c)| c.value(m.ty).into_owned())
                 }
             });
         }
@@ -547,9 +530,8 @@ impl Compact {
                 std::iter::once(s.first.clone()).chain(s.rest.iter().cloned()).collect()
             };
             let mut st: KeyState = plan.key_with(key, s.hash, Records::new(lanes), visible);
-            let a = i * self.aggs_per_key;
             for (l, &k) in self.lifetime_aggs.iter().enumerate() {
-                st.lifetime[l] = self.aggs[a + k].clone();
+                st.lifetime[l] = self.aggs.at(i, k).clone();
             }
             plan.rebuild_ranges(&mut st);
             st.timer = plan.next_event(&st).0;

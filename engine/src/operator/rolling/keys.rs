@@ -1,11 +1,11 @@
 //! Interned partition keys: a slab of per-key states, found by the hash of a record's key
 //! columns without building a [`GroupKey`] per record.
 
-use hashbrown::HashTable;
-
 use super::measure::Range;
 use super::records::Records;
 use crate::aggregate::AggState;
+use crate::operator::key_table::KeyTable;
+use crate::operator::paged::Paged;
 use crate::operator::window_aggregate::key::{InlineKey, combine, hash_value};
 use crate::time::Timestamp;
 use crate::value::{GroupKey, KeyValue, Record, Value};
@@ -54,11 +54,12 @@ impl KeyState {
 }
 
 /// The keys: a slab of states (indexes are stable while a key lives; freed slots are reused) and
-/// a hash table of slab indexes.
+/// a hash table of slab indexes. Both grow without moving much at once (issue 28): the slab in
+/// blocks ([`Paged`]), the table a shard at a time ([`KeyTable`]).
 #[derive(Debug)]
 pub(super) struct Keys {
-    table: HashTable<u32>,
-    pub(super) slots: Vec<Option<KeyState>>,
+    table: KeyTable,
+    pub(super) slots: Paged<Option<KeyState>>,
     free: Vec<u32>,
     hasher: ahash::RandomState,
 }
@@ -66,8 +67,8 @@ pub(super) struct Keys {
 impl Keys {
     pub(super) fn new() -> Keys {
         Keys {
-            table: HashTable::new(),
-            slots: Vec::new(),
+            table: KeyTable::default(),
+            slots: Paged::default(),
             free: Vec::new(),
             hasher: ahash::RandomState::with_seeds(SEEDS[0], SEEDS[1], SEEDS[2], SEEDS[3]),
         }
@@ -79,14 +80,13 @@ impl Keys {
     pub(super) fn from_slots(slots: Vec<Option<KeyState>>, free: Vec<u32>) -> Keys {
         let mut keys = Keys::new();
         let live = slots.iter().flatten().count();
-        let mut table: HashTable<u32> = HashTable::with_capacity(live);
+        keys.table.reserve(live);
         for (i, st) in slots.iter().enumerate() {
             if let Some(st) = st {
-                table.insert_unique(st.hash, i as u32, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
+                keys.table.insert(st.hash, i as u32);
             }
         }
-        keys.table = table;
-        keys.slots = slots;
+        keys.slots = slots.into_iter().collect();
         keys.free = free;
         keys
     }
@@ -117,30 +117,26 @@ impl Keys {
     #[inline]
     pub(super) fn find(&self, hash: u64, record: &Record, columns: &[usize]) -> Option<u32> {
         let slots = &self.slots;
-        self.table
-            .find(hash, |&i| {
-                slots[i as usize].as_ref().is_some_and(|s| {
-                    s.inline.matches(record, columns).unwrap_or_else(|| {
-                        s.key.len() == columns.len() && s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c])
-                    })
+        self.table.find(hash, |i| {
+            slots[i as usize].as_ref().is_some_and(|s| {
+                s.inline.matches(record, columns).unwrap_or_else(|| {
+                    s.key.len() == columns.len() && s.key.iter().zip(columns).all(|(k, &c)| *k == record.values[c])
                 })
             })
-            .copied()
+        })
     }
 
     /// The slot of the first key of the table hashed `hash` (the key of a record with that hash,
     /// unless two keys share it): reads the table only.
     #[inline]
     pub(super) fn slot_hashed(&self, hash: u64) -> Option<u32> {
-        self.table.iter_hash(hash).next().copied()
+        self.table.first_hashed(hash)
     }
 
     /// Starts loading the state in slot `i` (its first lines: the fields read per record).
     #[inline]
     pub(super) fn prefetch_slot(&self, i: u32) {
-        if let Some(st) = self.slots.get(i as usize) {
-            crate::prefetch::lines(st, std::mem::size_of::<Option<KeyState>>());
-        }
+        self.slots.prefetch(i as usize);
     }
 
     /// Second step of a prefetch, once slot `i` is loaded ([`Keys::prefetch_slot`]): starts
@@ -187,15 +183,13 @@ impl Keys {
                 (self.slots.len() - 1) as u32
             }
         };
-        let slots = &self.slots;
-        self.table.insert_unique(hash, i, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
+        self.table.insert(hash, i);
         i
     }
 
     /// Room for `n` more keys.
     pub(super) fn reserve(&mut self, n: usize) {
-        let slots = &self.slots;
-        self.table.reserve(n, |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash));
+        self.table.reserve(n);
         self.slots.reserve(n.saturating_sub(self.free.len()));
     }
 
@@ -204,35 +198,24 @@ impl Keys {
     pub(super) fn insert_or_replace(&mut self, state: KeyState) -> (u32, Option<KeyState>) {
         let next = self.free.last().copied().unwrap_or(self.slots.len() as u32);
         let slots = &self.slots;
-        match self.table.entry(
-            state.hash,
-            |&i| slots[i as usize].as_ref().is_some_and(|s| s.key == state.key),
-            |&j| slots[j as usize].as_ref().map_or(0, |s| s.hash),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(e) => {
-                let i = *e.get();
-                (i, self.slots[i as usize].replace(state))
-            }
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                // The table is grown (if need be) before the entry is made, while the slab still
-                // holds every key it points to; the new slot is filled right after.
-                e.insert(next);
-                if self.free.pop().is_none() {
-                    self.slots.push(Some(state));
-                } else {
-                    self.slots[next as usize] = Some(state);
-                }
-                (next, None)
-            }
+        let (i, added) = self
+            .table
+            .find_or_insert(state.hash, next, |i| slots[i as usize].as_ref().is_some_and(|s| s.key == state.key));
+        if !added {
+            return (i, self.slots[i as usize].replace(state));
         }
+        if self.free.pop().is_none() {
+            self.slots.push(Some(state));
+        } else {
+            self.slots[next as usize] = Some(state);
+        }
+        (next, None)
     }
 
     /// Removes the key in slot `i`.
     pub(super) fn remove(&mut self, i: u32) -> Option<KeyState> {
         let st = self.slots.get_mut(i as usize)?.take()?;
-        if let Ok(e) = self.table.find_entry(st.hash, |&j| j == i) {
-            e.remove();
-        }
+        self.table.remove(st.hash, i);
         self.free.push(i);
         Some(st)
     }

@@ -75,6 +75,9 @@ impl Timers {
     /// `at`).
     #[inline]
     pub(super) fn push(&mut self, at: Timestamp, slot: u32) {
+        if self.heap.len() == self.heap.capacity() && self.heap.len() >= 1024 {
+            crate::stall::note(crate::stall::Cause::BufferGrowth);
+        }
         self.heap.push(Reverse((at, slot)));
     }
 
@@ -195,6 +198,7 @@ impl Timers {
     /// One heap entry per key with a timer (the queues keep their entries: still valid, or
     /// stale and dropped in time).
     pub(super) fn rebuild(&mut self, keys: &Keys) {
+        crate::stall::note(crate::stall::Cause::TimerRebuild);
         let entries: Vec<Reverse<(Timestamp, u32)>> =
             keys.live().filter_map(|(i, s)| s.timer.map(|at| Reverse((at, i)))).collect();
         self.heap = BinaryHeap::from(entries);

@@ -268,6 +268,7 @@ impl<T: Default> Groups<T> {
             }
             None => {
                 let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 groups per operator");
+                crate::stall::note_vec_growth(&self.slots);
                 self.slots.push(Slot { inline, data: T::default(), hash, key: Some(key) });
                 s
             }

@@ -104,6 +104,7 @@ impl SlotTable {
 
     #[cold]
     fn grow(&mut self) {
+        crate::stall::note(crate::stall::Cause::TableGrowth);
         let cap = (self.buckets.len() * 2).max(16);
         let old = std::mem::replace(&mut self.buckets, vec![EMPTY; cap]);
         for e in old.into_iter().filter(|&e| e != EMPTY) {

@@ -108,7 +108,7 @@ impl RollingWindow {
     pub(super) fn step_incremental(&mut self, budget: usize) -> Option<Vec<u8>> {
         let s = self.snap.as_deref_mut()?;
         let stop = s.cursor.saturating_add(budget.max(1)).min(s.end);
-        for st in self.keys.slots[s.cursor..stop].iter_mut().flatten() {
+        for st in self.keys.slots.iter_slots_mut(s.cursor, stop).flatten() {
             s.write(st);
         }
         s.cursor = stop;
