@@ -6,9 +6,8 @@
 //! due before it, its steps and operator, and, for the last record of a data message, the
 //! sink's write of the message's rows (the hand-over to the sink). The work between messages
 //! (a barrier, a watermark, a tick, timers fired by the wall clock, a peer's rows across the
-//! exchange) is traced as an item of its
-//! own, labelled by kind, not as a record's. One clock read per record, and one read of the
-//! thread's CPU time per message (to tell a record whose thread waited for a core from one the
+//! exchange) is traced as an item of its own, labelled by kind, not as a record's. One clock
+//! read per record, and one read of the thread's CPU time per message (to tell a record whose thread waited for a core from one the
 //! engine made slow: its message took more wall time than CPU time), so it is cheap enough to
 //! leave on, but off by default ([`crate::RunOptions::trace_stalls`], `eddy run --trace-stalls`).
 //!
@@ -82,9 +81,9 @@ impl StallReport {
         self.records += other.records;
         self.over_threshold += other.over_threshold;
         self.slowest.extend(other.slowest);
-        self.slowest.sort_by(|a, b| b.service_ns.cmp(&a.service_ns));
+        self.slowest.sort_by_key(|s| std::cmp::Reverse(s.service_ns));
         self.slowest_on_core.extend(other.slowest_on_core);
-        self.slowest_on_core.sort_by(|a, b| b.service_ns.cmp(&a.service_ns));
+        self.slowest_on_core.sort_by_key(|s| std::cmp::Reverse(s.service_ns));
         for (q, o) in self.quantiles_ns.iter_mut().zip(other.quantiles_ns) {
             *q = (*q).max(o);
         }

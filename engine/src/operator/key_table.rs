@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn finds_inserts_and_removes_as_a_map_would() {
         // keys 0..n with slot = key; hashes collide on purpose for multiples of 97 (same hash)
-        let hash = |k: u64| if k % 97 == 0 { 42 } else { mix(k) };
+        let hash = |k: u64| if k.is_multiple_of(97) { 42 } else { mix(k) };
         let mut t = KeyTable::default();
         let mut reference: HashMap<u64, u32> = HashMap::new();
         for k in 0..20_000u64 {
