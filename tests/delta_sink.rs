@@ -331,6 +331,8 @@ fn late_sink_and_dead_letter_as_delta_tables_hold_the_rows_files_sinks_get() {
 struct Moto {
     child: std::process::Child,
     endpoint: String,
+    /// The `moto_server` command.
+    server: PathBuf,
 }
 
 impl Moto {
@@ -347,7 +349,7 @@ impl Moto {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}") };
+        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}"), server };
         let started = std::time::Instant::now();
         loop {
             match http_request(port, "PUT /eddy HTTP/1.1") {
@@ -373,6 +375,16 @@ impl Moto {
             ("AWS_SECRET_ACCESS_KEY", "testing".into()),
             ("AWS_ALLOW_HTTP", "true".into()),
         ]
+    }
+
+    /// Copies object `from` to `to` in the bucket `eddy` (boto3, which moto's venv has).
+    fn copy(&self, from: &str, to: &str) {
+        let python = self.server.parent().unwrap().join("python");
+        let script = "import sys, boto3\n\
+                      s3 = boto3.client('s3')\n\
+                      s3.copy_object(Bucket='eddy', Key=sys.argv[2], CopySource={'Bucket': 'eddy', 'Key': sys.argv[1]})\n";
+        let out = Command::new(python).arg("-c").arg(script).arg(from).arg(to).envs(self.env()).output().unwrap();
+        assert!(out.status.success(), "copying {from} to {to}: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// The same as object_store's S3 options (for a sink opened in this process, whose
@@ -558,7 +570,8 @@ fn s3_crash_points_a_batch_is_never_written_twice_and_an_uncommitted_one_leaves_
     assert_eq!(rolled["txns"], serde_json::json!([[0, app, 0], [1, app, 1]]), "{rolled}");
     assert_only_log_and_referenced_files(&rolled);
 
-    // the source replays batch 1 once more (its offsets were not saved): no second version
+    // the source replays batch 1 once more (its offsets were not saved): no second version, no
+    // file uploaded
     prepare_rows(&mut sink, 1, &["c"]);
     sink.commit(1).unwrap();
     let replayed = read("replayed");
@@ -566,6 +579,40 @@ fn s3_crash_points_a_batch_is_never_written_twice_and_an_uncommitted_one_leaves_
     assert_eq!(
         users_and_totals(&dir.path().join("replayed")),
         [("a".to_string(), 0.0), ("b".to_string(), 1.0), ("c".to_string(), 10.0)]
+    );
+
+    // a crash between batch 2's commit and the removal of its marker (the marker put back):
+    // the files it lists are the table's now, and stay
+    let (marker, kept_marker) = ("crash/_eddy_staging/batch-000002.json", "elsewhere/batch-000002.json");
+    prepare_rows(&mut sink, 2, &["d"]);
+    moto.copy(marker, kept_marker);
+    sink.commit(2).unwrap();
+    moto.copy(kept_marker, marker);
+    drop(sink);
+    let mut sink = open();
+    sink.use_application_id(&app);
+    assert_eq!(sink.recover(Some(2)).unwrap(), 1);
+    let kept = read("kept");
+    assert_only_log_and_referenced_files(&kept);
+    assert_eq!(kept["version"], 2);
+    // the same marker met by a run without checkpoint (an application id of its own), which
+    // settles every marker at its first prepare
+    moto.copy(kept_marker, marker);
+    drop(sink);
+    let mut fresh = open();
+    prepare_rows(&mut fresh, 0, &["e"]);
+    fresh.commit(0).unwrap();
+    let after = read("without-checkpoint");
+    assert_only_log_and_referenced_files(&after);
+    assert_eq!(
+        users_and_totals(&dir.path().join("without-checkpoint")),
+        [
+            ("a".to_string(), 0.0),
+            ("b".to_string(), 1.0),
+            ("c".to_string(), 10.0),
+            ("d".to_string(), 20.0),
+            ("e".to_string(), 0.0)
+        ]
     );
 }
 

@@ -309,6 +309,15 @@ impl DeltaSink {
         if let Some(v) = self.committed_txn {
             return Ok(v);
         }
+        let app_id = self.app_id.clone();
+        let version = self.txn_version_of(&app_id)?;
+        self.committed_txn = Some(version);
+        Ok(version)
+    }
+
+    /// The newest `txn` version of application id `app_id` in the log (`None`: none, or no
+    /// table).
+    fn txn_version_of(&mut self, app_id: &str) -> Result<Option<i64>, ConnectorError> {
         self.load_table()?;
         let version = match &self.table {
             None => None,
@@ -316,11 +325,10 @@ impl DeltaSink {
                 let snapshot = table.snapshot().map_err(|e| self.external("reading the log", e))?;
                 let log_store = table.log_store();
                 self.runtime
-                    .block_on(snapshot.transaction_version(log_store.as_ref(), &self.app_id))
+                    .block_on(snapshot.transaction_version(log_store.as_ref(), app_id))
                     .map_err(|e| self.external("reading the application transactions", e))?
             }
         };
-        self.committed_txn = Some(version);
         Ok(version)
     }
 
@@ -361,15 +369,27 @@ impl DeltaSink {
         Ok(out)
     }
 
-    /// Removes staged batch `batch_id` with its files (none is fine).
-    fn discard(&self, batch_id: u64) -> Result<(), ConnectorError> {
-        if let Location::Store(store) = &self.location {
-            return self
-                .runtime
-                .block_on(store.discard(batch_id))
-                .map_err(|e| self.external(&format!("discarding batch {batch_id}"), e));
-        }
-        self.discard_local(batch_id)
+    /// Removes staged batch `batch_id` with its files (none is fine). On an object store the
+    /// files are at their final keys: those of a batch whose version is in the log (its
+    /// marker's application id has a `txn` at or past the batch: a crash between the commit and
+    /// the marker's removal) are the table's and stay; only the marker goes. (A marker is
+    /// written only for a batch not in the log yet, so its files are the ones committed.)
+    fn discard(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
+        let Location::Store(store) = &self.location else { return self.discard_local(batch_id) };
+        let what = format!("discarding batch {batch_id}");
+        let Some(marker) = self.runtime.block_on(store.read_marker(batch_id)).map_err(|e| self.external(&what, e))?
+        else {
+            return Ok(());
+        };
+        let committed = self.txn_version_of(&marker.app_id)?.is_some_and(|v| v >= batch_id as i64);
+        let Location::Store(store) = &self.location else { unreachable!("matched above") };
+        let removed = self.runtime.block_on(async {
+            if !committed {
+                store.remove_files(batch_id, &marker).await?;
+            }
+            store.remove_marker(batch_id).await
+        });
+        removed.map_err(|e| self.external(&what, e))
     }
 
     /// Removes the local staging folder of `batch_id` (none is fine).
@@ -520,7 +540,7 @@ impl DeltaSink {
     fn stage_in_store(&self, store: &store::Store, batch_id: u64, adds: Vec<Add>) -> Result<(), ConnectorError> {
         let dir = self.staged(batch_id);
         let files = store::files_under(&dir).map_err(io_err(format!("delta sink: listing {}", dir.display())))?;
-        let marker = store::Marker { files, adds };
+        let marker = store::Marker { app_id: self.app_id.clone(), files, adds };
         let staged = self.runtime.block_on(async {
             store.put_marker(batch_id, &marker).await?;
             store.upload(&dir, &marker.files).await
@@ -642,6 +662,11 @@ impl Sink for DeltaSink {
         }
         let batches: Vec<RecordBatch> = open.decoded.into_iter().filter(|b| b.num_rows() > 0).collect();
         if batches.is_empty() {
+            return Ok(());
+        }
+        if matches!(self.location, Location::Store(_)) && self.committed_txn()?.is_some_and(|v| v >= batch_id as i64) {
+            // replayed and already in the log: nothing is uploaded, so a marker is only ever
+            // written for a batch not yet in the log (what [`DeltaSink::discard`] relies on)
             return Ok(());
         }
         // a replayed batch starts from a clean staging folder (and without its earlier files)

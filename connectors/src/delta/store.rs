@@ -112,8 +112,10 @@ pub(super) struct Store {
     files: Arc<dyn ObjectStore>,
 }
 
-/// A staged batch's marker: its data files (keys relative to the table) and their `add` actions.
+/// A staged batch's marker: the application id of the run that staged it, its data files (keys
+/// relative to the table) and their `add` actions.
 pub(super) struct Marker {
+    pub app_id: String,
     pub files: Vec<String>,
     pub adds: Vec<Add>,
 }
@@ -154,7 +156,7 @@ impl Store {
 
     /// Writes the marker of `batch_id` (replacing an older one).
     pub async fn put_marker(&self, batch_id: u64, marker: &Marker) -> Result<(), String> {
-        let body = serde_json::to_vec(&json!({ "files": marker.files, "adds": marker.adds }))
+        let body = serde_json::to_vec(&json!({ "app_id": marker.app_id, "files": marker.files, "adds": marker.adds }))
             .map_err(|e| format!("encoding the marker of batch {batch_id}: {e}"))?;
         self.files
             .put(&Self::marker(batch_id), PutPayload::from(body))
@@ -173,9 +175,10 @@ impl Store {
         };
         let damaged = |e: &dyn std::fmt::Display| format!("{path} is damaged: {e}");
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| damaged(&e))?;
+        let app_id = serde_json::from_value(value["app_id"].clone()).map_err(|e| damaged(&e))?;
         let files = serde_json::from_value(value["files"].clone()).map_err(|e| damaged(&e))?;
         let adds = serde_json::from_value(value["adds"].clone()).map_err(|e| damaged(&e))?;
-        Ok(Some(Marker { files, adds }))
+        Ok(Some(Marker { app_id, files, adds }))
     }
 
     /// Removes the marker of `batch_id` (none is fine).
@@ -183,16 +186,14 @@ impl Store {
         remove(self.files.as_ref(), &Self::marker(batch_id)).await
     }
 
-    /// Removes the data files the marker of `batch_id` lists (those already gone are fine), then
-    /// the marker: a batch that will not be committed leaves nothing behind.
-    pub async fn discard(&self, batch_id: u64) -> Result<(), String> {
-        if let Some(marker) = self.read_marker(batch_id).await? {
-            for f in &marker.files {
-                let key = Path::parse(f).map_err(|e| format!("the marker of batch {batch_id} lists {f:?}: {e}"))?;
-                remove(self.files.as_ref(), &key).await?;
-            }
+    /// Removes the data files `marker` (of `batch_id`) lists; those already gone are fine. With
+    /// the marker removed after them, a batch that will not be committed leaves nothing behind.
+    pub async fn remove_files(&self, batch_id: u64, marker: &Marker) -> Result<(), String> {
+        for f in &marker.files {
+            let key = Path::parse(f).map_err(|e| format!("the marker of batch {batch_id} lists {f:?}: {e}"))?;
+            remove(self.files.as_ref(), &key).await?;
         }
-        self.remove_marker(batch_id).await
+        Ok(())
     }
 
     /// Uploads each file of `files` (paths relative to `local`) to the same key relative to the
