@@ -47,8 +47,9 @@ kafka_install=$!
 # The Delta sink (the cargo feature `delta`: README.md "Delta Lake tables") is built and tested
 # unless EDDY_TEST_DELTA=0: its dependencies (delta-rs, arrow, parquet, object_store, rustls; about
 # 210 crates) about double the crates to build, so only the binaries that use it are built with
-# it: the sink's unit tests, tests/delta_sink.rs and the `eddy` binary the crash tests run (on a
-# fresh 2-core machine its build adds about 15 minutes of CPU, bench/results/delta.md "Build").
+# it: the sink's unit tests, tests/delta_sink.rs and the `eddy` binary the crash tests run. Its
+# build adds about 1100 CPU seconds, about 10 minutes on 2 quiet cores, and its tests about 1.5
+# minutes (bench/results/delta-build.md).
 # Its independent readers, delta-rs's Python binding with pyarrow (pinned, a venv of their own)
 # and pyspark (the Spark oracle's venv), and the S3 server of the s3:// tests (moto, pinned, a
 # venv of its own), install in the background while the workspace compiles.
@@ -66,8 +67,8 @@ if [ "$test_delta" != 0 ]; then
       python3 -m venv "$delta_venv"
       "$delta_venv/bin/pip" install -q "deltalake==1.6.6" "pyarrow==26.0.1"
     fi
-    # moto's S3 server answers a PutObject with If-None-Match: * (the conditional put of each
-    # version's log file) as S3 does from 5.0 on.
+    # moto 5.2.5's S3 server answers a PutObject with If-None-Match: * on an existing key with
+    # 412, as S3 does (the conditional put of each version's log file).
     moto_venv="$HOME/.cache/moto-venv"
     if ! "$moto_venv/bin/python" -c 'import moto; assert moto.__version__ == "5.2.5"' 2>/dev/null; then
       python3 -m venv "$moto_venv"

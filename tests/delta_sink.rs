@@ -15,7 +15,6 @@
 //! Bad input (a sink path that cannot be a folder, a folder holding a table of other columns,
 //! update mode) exits 2 naming the field and writes nothing.
 
-#[allow(dead_code)] // the helpers this file does not use
 mod common;
 
 use std::path::{Path, PathBuf};

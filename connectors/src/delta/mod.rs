@@ -23,7 +23,7 @@
 //! a restart finds its `txn` version in the log and is not written twice, and a new checkpoint
 //! (batch numbers from 0 again) has a new id. Without a checkpoint each run has its own id.
 //!
-//! On an object store (`s3://bucket/prefix`, [`store`]), where nothing can be renamed, the same
+//! On an object store (`s3://bucket/prefix`), where nothing can be renamed, the same
 //! protocol keeps a marker per staged batch instead of a staging folder: [`Sink::prepare`] writes
 //! the Parquet files into a local temporary folder, then the marker
 //! `<table>/_eddy_staging/batch-<N>.json` listing the files and their `add` actions, then uploads
