@@ -171,7 +171,7 @@ impl DeltaSink {
     /// endpoint, ...), then `options` (object_store's S3 configuration keys, such as
     /// `aws_endpoint_url`, `aws_allow_http`: for a program that does not configure the store by
     /// the environment; `eddy run` passes none). The table's log is read at once: an
-    /// unreachable store fails here, after its retries (each logged; about 8 seconds for a
+    /// unreachable store fails here, after its retries (each logged; 2 to 8 seconds for a
     /// refused connection).
     ///
     /// # Errors

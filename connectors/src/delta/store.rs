@@ -37,9 +37,10 @@ use url::Url;
 const STAGING: &str = "_eddy_staging";
 
 /// Retries of one request to the store whose connection fails or that answers with a server
-/// error (5xx, 429), with exponential backoff from 250 ms up to 4 s; object_store logs each one
-/// (`info`, "backing off for ... seconds, retry i of n"). An unreachable endpoint so fails its
-/// request after about 8 seconds, and at most [`RETRY_TIMEOUT`].
+/// error (5xx, 429), with randomised exponential backoff from 250 ms up to 4 s; object_store logs
+/// each one (`info`, "backing off for ... seconds, retry i of n"). A refused connection so fails
+/// its request after 2 to 8 seconds (2.3 s measured); no retry starts once [`RETRY_TIMEOUT`]
+/// has passed since the first attempt.
 const MAX_RETRIES: usize = 5;
 /// The most time one request and its retries may take.
 const RETRY_TIMEOUT: Duration = Duration::from_secs(30);
