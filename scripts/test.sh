@@ -48,7 +48,7 @@ kafka_install=$!
 # unless EDDY_TEST_DELTA=0: its dependencies (delta-rs, arrow, parquet, object_store, rustls; about
 # 210 crates) about double the crates to build, so only the binaries that use it are built with
 # it: the sink's unit tests, tests/delta_sink.rs and the `eddy` binary the crash tests run. Its
-# build adds about 1100 CPU seconds, about 10 minutes on 2 quiet cores, and its tests about 1.5
+# build adds at most about 1100 CPU seconds, 10 minutes on 2 quiet cores, and its tests about 2
 # minutes (bench/results/delta-build.md).
 # Its independent readers, delta-rs's Python binding with pyarrow (pinned, a venv of their own)
 # and pyspark (the Spark oracle's venv), and the S3 server of the s3:// tests (moto, pinned, a
