@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every check CI runs: format, lints, docs, tests.
 # Usage: scripts/test.sh          (from anywhere; ../shared must sit beside the repository)
+#        EDDY_TEST_DELTA=0 scripts/test.sh   (skips the Delta sink's build and tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -23,9 +24,10 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
-# A Java runtime for pyspark (with EDDY_TEST_DELTA=1: tests/delta_sink.rs reads Delta tables'
-# Parquet files with it).
-if [ "${EDDY_TEST_DELTA:-0}" = 1 ] && ! command -v java >/dev/null; then need+=(openjdk-17-jre-headless); fi
+# The Delta sink's build and tests run unless EDDY_TEST_DELTA=0.
+test_delta=${EDDY_TEST_DELTA:-1}
+# A Java runtime for pyspark (tests/delta_sink.rs reads Delta tables' Parquet files with it).
+if [ "$test_delta" != 0 ] && ! command -v java >/dev/null; then need+=(openjdk-17-jre-headless); fi
 # Prometheus and promtool for tests/prometheus (the package starts no service here; the test
 # starts `prometheus` by hand on a loopback port).
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
@@ -43,16 +45,20 @@ nice -n 19 ../shared/tools/kafka/install >"$kafka_log" 2>&1 &
 kafka_install=$!
 
 # The Delta sink (the cargo feature `delta`: README.md "Delta Lake tables") is built and tested
-# with EDDY_TEST_DELTA=1: its dependencies (delta-rs, arrow, parquet, object_store, rustls; about
+# unless EDDY_TEST_DELTA=0: its dependencies (delta-rs, arrow, parquet, object_store, rustls; about
 # 210 crates) about double the crates to build, so only the binaries that use it are built with
-# it: the sink's unit tests, tests/delta_sink.rs and the `eddy` binary the crash tests run. Off by
-# default until its build time on a fresh 2-core machine is measured within CI's budget.
+# it: the sink's unit tests, tests/delta_sink.rs and the `eddy` binary the crash tests run. Its
+# build adds at most about 1100 CPU seconds, 10 minutes on 2 quiet cores, and its tests about 2
+# minutes (bench/results/delta-build.md).
 # Its independent readers, delta-rs's Python binding with pyarrow (pinned, a venv of their own)
-# and pyspark (the Spark oracle's venv), install in the background while the workspace compiles.
+# and pyspark (the Spark oracle's venv), and the S3 server of the s3:// tests (moto, pinned, a
+# venv of its own), install in the background while the workspace compiles.
 delta=()
-if [ "${EDDY_TEST_DELTA:-0}" = 1 ]; then
+if [ "$test_delta" != 0 ]; then
   delta=(--features delta)
-  say "Delta table readers (deltalake, pyarrow; pyspark): installing in the background"
+  # the sink's unit tests (and the eddy library's), tests/delta_sink.rs and the eddy binary
+  delta_tests=(-p eddy-connectors -p eddy --features delta --lib --test delta_sink)
+  say "Delta table readers (deltalake, pyarrow; pyspark) and S3 server (moto): installing in the background"
   readers_log=$(mktemp)
   (
     set -e
@@ -60,6 +66,13 @@ if [ "${EDDY_TEST_DELTA:-0}" = 1 ]; then
     if ! "$delta_venv/bin/python" -c 'import deltalake as d, pyarrow as p; assert (d.__version__, p.__version__) == ("1.6.6", "26.0.1")' 2>/dev/null; then
       python3 -m venv "$delta_venv"
       "$delta_venv/bin/pip" install -q "deltalake==1.6.6" "pyarrow==26.0.1"
+    fi
+    # moto 5.2.5's S3 server answers a PutObject with If-None-Match: * on an existing key with
+    # 412, as S3 does (the conditional put of each version's log file).
+    moto_venv="$HOME/.cache/moto-venv"
+    if ! "$moto_venv/bin/python" -c 'import moto; assert moto.__version__ == "5.2.5"' 2>/dev/null; then
+      python3 -m venv "$moto_venv"
+      "$moto_venv/bin/pip" install -q "moto[s3,server]==5.2.5"
     fi
     ../shared/tools/spark-oracle/setup.sh
   ) >"$readers_log" 2>&1 &
@@ -74,16 +87,25 @@ cargo fmt --all -- --check
 
 say "cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets -- -D warnings
+if [ ${#delta[@]} -gt 0 ]; then
+  # the Delta sink's code and tests too (checking its dependencies: about 130 CPU seconds)
+  cargo clippy -p eddy-connectors -p eddy-actors -p eddy -p eddy-bench --features delta --all-targets -- -D warnings
+fi
 
 say "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+if [ ${#delta[@]} -gt 0 ]; then
+  RUSTDOCFLAGS="-D warnings" cargo doc -p eddy-connectors -p eddy-actors -p eddy --features delta --no-deps -q
+fi
 
 say "cargo test (building; the Kafka broker install goes on meanwhile)"
 cargo test --workspace --no-run -q
 if [ ${#delta[@]} -gt 0 ]; then
   say "cargo test --features delta (building the Delta sink's tests and the eddy binary with it)"
-  cargo test -p eddy-connectors --features delta --lib --no-run -q
-  cargo test -p eddy --features delta --test delta_sink --no-run -q
+  # One cargo command for both packages, here and below: their dependencies' features are then
+  # resolved once, so each dependency is built once (two commands built parquet, arrow and
+  # most of delta-rs twice, with slightly different feature sets).
+  cargo test "${delta_tests[@]}" --no-run -q
 fi
 
 say "Kafka test broker: waiting for the install"
@@ -98,18 +120,17 @@ say "cargo test"
 cargo test --workspace
 
 if [ ${#delta[@]} -gt 0 ]; then
-  say "Delta table readers: waiting for the install"
+  say "Delta table readers and S3 server: waiting for the install"
   if ! wait "$readers_install"; then
     echo "scripts/test.sh: the Delta table readers could not be installed:" >&2
     cat "$readers_log" >&2
     exit 1
   fi
-  say "cargo test --features delta (the Delta sink: its unit tests; tables read back by delta-rs and Spark)"
-  cargo test -p eddy-connectors --features delta --lib
-  cargo test -p eddy --features delta --test delta_sink
+  say "cargo test --features delta (the Delta sink: its unit tests; tables in folders and on S3 (moto) read back by delta-rs and Spark)"
+  cargo test "${delta_tests[@]}"
 fi
 
-# Every crash test runs the same binary (with the Delta sink under EDDY_TEST_DELTA=1), already
+# Every crash test runs the same binary (with the Delta sink unless EDDY_TEST_DELTA=0), already
 # built by the tests.
 cargo build -q --bin eddy "${delta[@]}"
 export EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"

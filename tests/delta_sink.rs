@@ -15,7 +15,6 @@
 //! Bad input (a sink path that cannot be a folder, a folder holding a table of other columns,
 //! update mode) exits 2 naming the field and writes nothing.
 
-#[allow(dead_code)] // the helpers this file does not use
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -318,4 +317,409 @@ fn late_sink_and_dead_letter_as_delta_tables_hold_the_rows_files_sinks_get() {
             "{side}: one version, the batch with rows: {summary}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables on an S3-compatible object store (`sink.path = "s3://bucket/prefix"`): a real S3 server,
+// moto's (`moto_server`, from PyPI: `scripts/test.sh` installs it into `~/.cache/moto-venv`, or
+// `MOTO_SERVER` names the command), started by each test on a free loopback port. moto answers
+// a PutObject with `If-None-Match: *` on an existing key with 412, as S3 does: the conditional
+// put of each version's log file.
+
+/// A `moto_server` on a free loopback port, stopped when dropped.
+struct Moto {
+    child: std::process::Child,
+    endpoint: String,
+    /// The `moto_server` command.
+    server: PathBuf,
+}
+
+impl Moto {
+    /// Starts the server and creates the bucket `eddy`.
+    fn start() -> Moto {
+        let server = std::env::var_os("MOTO_SERVER").map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/moto-venv/bin/moto_server")
+        });
+        assert!(server.exists(), "{} missing: scripts/test.sh installs it (or set MOTO_SERVER)", server.display());
+        let port = free_port();
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}"), server };
+        let started = std::time::Instant::now();
+        loop {
+            match http_request(port, "PUT /eddy HTTP/1.1") {
+                Some(status) => {
+                    assert!(status.contains(" 200"), "creating the bucket: {status}");
+                    break;
+                }
+                None if started.elapsed() < std::time::Duration::from_secs(60) => {
+                    std::thread::sleep(std::time::Duration::from_millis(200))
+                }
+                None => panic!("moto_server did not answer on port {port} within 60 s"),
+            }
+        }
+        moto
+    }
+
+    /// The `AWS_*` variables that point a client at this server.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+
+    /// Copies object `from` to `to` in the bucket `eddy` (boto3, which moto's venv has).
+    fn copy(&self, from: &str, to: &str) {
+        let python = self.server.parent().unwrap().join("python");
+        let script = "import sys, boto3\n\
+                      s3 = boto3.client('s3')\n\
+                      s3.copy_object(Bucket='eddy', Key=sys.argv[2], CopySource={'Bucket': 'eddy', 'Key': sys.argv[1]})\n";
+        let out = Command::new(python).arg("-c").arg(script).arg(from).arg(to).envs(self.env()).output().unwrap();
+        assert!(out.status.success(), "copying {from} to {to}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// The same as object_store's S3 options (for a sink opened in this process, whose
+    /// environment the tests leave alone).
+    fn options(&self) -> std::collections::HashMap<String, String> {
+        self.env().into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nothing listens on (as the kernel hands out: free a moment ago).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Sends `request_line` (no body) to the loopback port; the response's status line, or `None`
+/// when nothing answers.
+fn http_request(port: u16, request_line: &str) -> Option<String> {
+    use std::io::{BufRead, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(stream, "{request_line}\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut status = String::new();
+    std::io::BufReader::new(stream).read_line(&mut status).ok()?;
+    (!status.is_empty()).then_some(status)
+}
+
+/// The overrides of a run over `input` with its checkpoint in `ck` into the table at `url`.
+fn s3_sets(input: &Path, ck: &Path, url: &str) -> Vec<String> {
+    vec![
+        format!("source.path={}", input.display()),
+        "source.max_files_per_trigger=1".to_string(),
+        format!("checkpoint.path={}", ck.display()),
+        format!("sink.path={url}"),
+    ]
+}
+
+/// `eddy run` of `example` with these overrides and extra environment variables.
+fn run_with_env(example: &str, sets: &[String], env: &[(&str, String)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_eddy"));
+    cmd.arg("run").arg("--no-progress");
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    cmd.arg(common::root().join("examples/delta").join(example)).env("EDDY_LOG", "info").envs(env.iter().cloned());
+    cmd.output().unwrap()
+}
+
+/// `read_table.py` on the s3:// table `url` (rows into `out`): its summary.
+fn read_s3_table(moto: &Moto, url: &str, out: &Path) -> Value {
+    let python = venv_python("DELTA_READER_PYTHON", "delta-reader-venv");
+    let read = Command::new(&python)
+        .arg(common::root().join("tests/delta/read_table.py"))
+        .arg(url)
+        .arg(out)
+        .envs(moto.env())
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{url}: {}", String::from_utf8_lossy(&read.stderr));
+    serde_json::from_slice(&read.stdout).unwrap()
+}
+
+/// Every object under the table is a version of its log or a data file its newest version
+/// references: no marker, no file of an uncommitted or replayed batch.
+fn assert_only_log_and_referenced_files(summary: &Value) {
+    let objects: Vec<&str> = summary["objects"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
+    let referenced: Vec<&str> = summary["referenced"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
+    let data: Vec<&str> = objects.iter().copied().filter(|o| !o.starts_with("_delta_log/")).collect();
+    assert_eq!(data, referenced, "objects besides the log: {summary}");
+    let versions = summary["version"].as_i64().unwrap() + 1;
+    let log: Vec<String> = objects.iter().filter(|o| o.starts_with("_delta_log/")).map(|o| o.to_string()).collect();
+    let expected: Vec<String> = (0..versions).map(|v| format!("_delta_log/{v:020}.json")).collect();
+    assert_eq!(log, expected, "one commit file per version: {summary}");
+}
+
+#[test]
+fn an_s3_table_written_by_eddy_run_reads_back_through_delta_rs_as_the_files_sink_rows_and_a_rerun_adds_nothing() {
+    let moto = Moto::start();
+    let (example, name) = EXAMPLES[0];
+    let dir = tempfile::tempdir().unwrap();
+    let input = split_input(dir.path());
+    let url = "s3://eddy/tables/tumbling";
+    let s = s3_sets(&input, &dir.path().join("ck"), url);
+    let out = run_with_env(example, &s, &moto.env());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run(example, &sets(&input, &dir.path().join("ck-files"), &dir.path().join("files"), true));
+
+    let summary = read_s3_table(&moto, url, &dir.path().join("read"));
+    compare_all(&dir.path().join("files"), &dir.path().join("read"));
+    let batches = batches_with_rows(&dir.path().join("files"));
+    assert!(batches.len() >= 2, "{batches:?}");
+    let app_id = std::fs::read_to_string(dir.path().join("ck").join(name).join("application-id")).unwrap();
+    let expected: Vec<Value> =
+        batches.iter().enumerate().map(|(v, &b)| serde_json::json!([v, app_id.trim(), b])).collect();
+    assert_eq!(summary["txns"].as_array().unwrap(), &expected, "one version per batch with rows: {summary}");
+    assert_only_log_and_referenced_files(&summary);
+
+    // a restart from the finished checkpoint: every batch's version is in the log, none is written again
+    let out = run_with_env(example, &s, &moto.env());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read_s3_table(&moto, url, &dir.path().join("read-again")), summary);
+}
+
+/// The sink's columns for the in-process tests (the tumbling example's output).
+fn sink_columns() -> Vec<eddy_engine::schema::Field> {
+    use eddy_engine::schema::{DataType, Field};
+    vec![
+        Field { name: "window".into(), data_type: DataType::Window },
+        Field { name: "user_id".into(), data_type: DataType::String },
+        Field { name: "total".into(), data_type: DataType::Double },
+    ]
+}
+
+/// Writes one row per user into batch `id` of `sink` and prepares it.
+fn prepare_rows(sink: &mut dyn eddy_connectors::Sink, id: u64, users: &[&str]) {
+    for (i, u) in users.iter().enumerate() {
+        let row = serde_json::json!({
+            "window": {"start": "2024-01-15T10:00:00Z", "end": "2024-01-15T10:05:00Z"},
+            "user_id": u,
+            "total": (id * 10 + i as u64) as f64,
+        });
+        sink.write(id, &row.to_string(), None).unwrap();
+    }
+    sink.prepare(id).unwrap();
+}
+
+/// The rows `read_table.py` wrote into `dir`, as (user_id, total), sorted.
+fn users_and_totals(dir: &Path) -> Vec<(String, f64)> {
+    let mut rows: Vec<(String, f64)> = common::json_lines(dir)
+        .iter()
+        .map(|r| (r["user_id"].as_str().unwrap().to_string(), r["total"].as_f64().unwrap()))
+        .collect();
+    rows.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    rows
+}
+
+/// The epoch protocol's crash points on an object store, with the sink as the runtime drives it
+/// (`prepare`, the checkpoint, `commit`; after a restart `recover` with the checkpoint's batch):
+/// a crash after prepare whose checkpoint did not complete leaves no file; one whose checkpoint
+/// did is rolled forward into one version; a batch replayed after its version is in the log is
+/// not written again, and its files are removed.
+#[test]
+fn s3_crash_points_a_batch_is_never_written_twice_and_an_uncommitted_one_leaves_no_file() {
+    use eddy_connectors::Sink;
+    use eddy_connectors::delta::{DeltaSink, DeltaWrite};
+    let moto = Moto::start();
+    let url = "s3://eddy/crash";
+    let open = || DeltaSink::new_in_store(url, &moto.options(), &sink_columns(), &[], DeltaWrite::Append).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let read = |name: &str| read_s3_table(&moto, url, &dir.path().join(name));
+
+    let mut sink = open();
+    let app = sink.application_id().to_string();
+    prepare_rows(&mut sink, 0, &["a", "b"]);
+    sink.commit(0).unwrap();
+    // batch 1 prepared (files uploaded, marker written), then a crash before its checkpoint
+    prepare_rows(&mut sink, 1, &["c"]);
+    let staged = read("staged");
+    assert_eq!(staged["version"], 0);
+    assert!(staged["objects"].as_array().unwrap().iter().any(|o| o.as_str().unwrap().starts_with("_eddy_staging/")));
+    drop(sink);
+
+    let mut sink = open();
+    sink.use_application_id(&app);
+    assert_eq!(sink.recover(Some(0)).unwrap(), 1, "batch 1 settled");
+    let after = read("after-discard");
+    assert_only_log_and_referenced_files(&after);
+    assert_eq!(users_and_totals(&dir.path().join("after-discard")), [("a".to_string(), 0.0), ("b".to_string(), 1.0)]);
+
+    // batch 1 replayed and prepared, its checkpoint written, then a crash before its commit
+    prepare_rows(&mut sink, 1, &["c"]);
+    drop(sink);
+    let mut sink = open();
+    sink.use_application_id(&app);
+    assert_eq!(sink.recover(Some(1)).unwrap(), 1);
+    let rolled = read("rolled");
+    assert_eq!(rolled["txns"], serde_json::json!([[0, app, 0], [1, app, 1]]), "{rolled}");
+    assert_only_log_and_referenced_files(&rolled);
+
+    // the source replays batch 1 once more (its offsets were not saved): no second version, no
+    // file uploaded
+    prepare_rows(&mut sink, 1, &["c"]);
+    sink.commit(1).unwrap();
+    let replayed = read("replayed");
+    assert_eq!(replayed, rolled, "batch 1 written once");
+    assert_eq!(
+        users_and_totals(&dir.path().join("replayed")),
+        [("a".to_string(), 0.0), ("b".to_string(), 1.0), ("c".to_string(), 10.0)]
+    );
+
+    // a crash between batch 2's commit and the removal of its marker (the marker put back):
+    // the files it lists are the table's now, and stay
+    let (marker, kept_marker) = ("crash/_eddy_staging/batch-000002.json", "elsewhere/batch-000002.json");
+    prepare_rows(&mut sink, 2, &["d"]);
+    moto.copy(marker, kept_marker);
+    sink.commit(2).unwrap();
+    moto.copy(kept_marker, marker);
+    drop(sink);
+    let mut sink = open();
+    sink.use_application_id(&app);
+    assert_eq!(sink.recover(Some(2)).unwrap(), 1);
+    let kept = read("kept");
+    assert_only_log_and_referenced_files(&kept);
+    assert_eq!(kept["version"], 2);
+    // the same marker met by a run without checkpoint (an application id of its own), which
+    // settles every marker at its first prepare
+    moto.copy(kept_marker, marker);
+    drop(sink);
+    let mut fresh = open();
+    prepare_rows(&mut fresh, 0, &["e"]);
+    fresh.commit(0).unwrap();
+    let after = read("without-checkpoint");
+    assert_only_log_and_referenced_files(&after);
+    assert_eq!(
+        users_and_totals(&dir.path().join("without-checkpoint")),
+        [
+            ("a".to_string(), 0.0),
+            ("b".to_string(), 1.0),
+            ("c".to_string(), 10.0),
+            ("d".to_string(), 20.0),
+            ("e".to_string(), 0.0)
+        ]
+    );
+}
+
+/// Two writers that both read the table at version 0: the second's commit of version 1 finds
+/// the first's log file there (the conditional put, `If-None-Match: *`, is refused) and lands
+/// as version 2; no version is overwritten, so both batches stay in the table.
+#[test]
+fn s3_two_writers_never_overwrite_a_version() {
+    use eddy_connectors::Sink;
+    use eddy_connectors::delta::{DeltaSink, DeltaWrite};
+    let moto = Moto::start();
+    let url = "s3://eddy/two-writers";
+    let open = || DeltaSink::new_in_store(url, &moto.options(), &sink_columns(), &[], DeltaWrite::Append).unwrap();
+    let mut first = open();
+    prepare_rows(&mut first, 0, &["a"]);
+    first.commit(0).unwrap();
+    let mut second = open(); // reads version 0
+    prepare_rows(&mut first, 1, &["b"]);
+    first.commit(1).unwrap(); // version 1
+    prepare_rows(&mut second, 7, &["z"]);
+    second.commit(7).unwrap(); // tries version 1, refused, commits version 2
+    let dir = tempfile::tempdir().unwrap();
+    let summary = read_s3_table(&moto, url, dir.path());
+    let (a, b) = (first.application_id(), second.application_id());
+    assert_eq!(summary["txns"], serde_json::json!([[0, a, 0], [1, a, 1], [2, b, 7]]), "{summary}");
+    assert_only_log_and_referenced_files(&summary);
+    assert_eq!(
+        users_and_totals(dir.path()),
+        [("a".to_string(), 0.0), ("b".to_string(), 10.0), ("z".to_string(), 70.0)]
+    );
+}
+
+#[test]
+fn an_unreachable_s3_endpoint_is_retried_then_exits_1_within_a_bound_naming_the_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = split_input(dir.path());
+    let s = s3_sets(&input, &dir.path().join("ck"), "s3://eddy/nowhere");
+    let env = [
+        ("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", free_port())),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", "testing".into()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+    ];
+    let started = std::time::Instant::now();
+    let out = run_with_env(EXAMPLES[0].0, &s, &env);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // object_store logs each retry; the error names the field, the URL and the retries
+    assert!(stderr.contains("retry 1 of 5") && stderr.contains("retry 5 of 5"), "{stderr}");
+    assert!(
+        stderr.contains("sink.path") && stderr.contains("s3://eddy/nowhere") && stderr.contains("retries"),
+        "{stderr}"
+    );
+    // five backoffs of at most 0.25, 0.5, 1, 2, 4 s, and object_store's own 30 s bound
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
+
+/// `eddy run` into an s3:// table killed (SIGKILL) at several instants, restarted from its
+/// checkpoint each time, then run to the end: the table holds exactly the rows of the files
+/// sink's uninterrupted run, one version per batch with rows (no batch twice), and no object
+/// besides the log and the files it references.
+#[test]
+fn s3_sigkill_at_several_instants_with_restarts_gives_the_uninterrupted_runs_table() {
+    let moto = Moto::start();
+    let (example, _) = EXAMPLES[0];
+    let dir = tempfile::tempdir().unwrap();
+    // the examples' 400 records in 20 files of 20: 20 batches with input
+    let text = std::fs::read_to_string(common::root().join("examples/data/revenue/events.jsonl")).unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    for (i, chunk) in text.lines().collect::<Vec<_>>().chunks(20).enumerate() {
+        std::fs::write(input.join(format!("{i:03}.jsonl")), chunk.join("\n") + "\n").unwrap();
+    }
+    let url = "s3://eddy/killed";
+    let s = s3_sets(&input, &dir.path().join("ck"), url);
+    let mut killed = 0;
+    for delay_ms in [400, 900, 1400, 1900, 2400, 2900] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_eddy"));
+        cmd.arg("run").arg("--no-progress");
+        for x in &s {
+            cmd.arg("--set").arg(x);
+        }
+        let mut child = cmd
+            .arg(common::root().join("examples/delta").join(example))
+            .env("EDDY_LOG", "warn")
+            .envs(moto.env())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            killed += 1;
+        }
+        child.wait().unwrap();
+    }
+    assert!(killed >= 2, "the runs are killed mid-way ({killed} of 6 were)");
+    let out = run_with_env(example, &s, &moto.env());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run(example, &sets(&input, &dir.path().join("ck-files"), &dir.path().join("files"), true));
+
+    let summary = read_s3_table(&moto, url, &dir.path().join("read"));
+    compare_all(&dir.path().join("files"), &dir.path().join("read"));
+    let batches = batches_with_rows(&dir.path().join("files"));
+    let txn_batches: Vec<i64> = summary["txns"].as_array().unwrap().iter().map(|t| t[2].as_i64().unwrap()).collect();
+    assert_eq!(txn_batches, batches, "one version per batch with rows, in order, none twice: {summary}");
+    assert_only_log_and_referenced_files(&summary);
 }

@@ -160,9 +160,16 @@ fn open_sink(
         SinkSpec::Delta { path, partition_by } => {
             use eddy_connectors::delta::{DeltaSink, DeltaWrite};
             let write = if complete { DeltaWrite::Complete } else { DeltaWrite::Append };
-            DeltaSink::new(path, columns, partition_by, write)
-                .map(|s| Box::new(s) as Box<dyn Sink>)
-                .map_err(|e| RuntimeError::Open { field: format!("{field}.path"), why: e.to_string() })
+            let opened = match (eddy_engine::spec::url_scheme(path), path.to_str()) {
+                (Some(_), Some(url)) => DeltaSink::new_in_store(url, &Default::default(), columns, partition_by, write),
+                _ => DeltaSink::new(path, columns, partition_by, write),
+            };
+            opened.map(|s| Box::new(s) as Box<dyn Sink>).map_err(|e| match e {
+                // a store that cannot be reached (after its retries) or read is a failure while
+                // running (exit 1), not the pipeline's fault
+                ConnectorError::External(why) => RuntimeError::Failed(format!("{field}.path: {why}")),
+                other => RuntimeError::Open { field: format!("{field}.path"), why: other.to_string() },
+            })
         }
         #[cfg(not(feature = "delta"))]
         SinkSpec::Delta { .. } => {

@@ -23,13 +23,24 @@
 //! a restart finds its `txn` version in the log and is not written twice, and a new checkpoint
 //! (batch numbers from 0 again) has a new id. Without a checkpoint each run has its own id.
 //!
+//! On an object store (`s3://bucket/prefix`), where nothing can be renamed, the same
+//! protocol keeps a marker per staged batch instead of a staging folder: [`Sink::prepare`] writes
+//! the Parquet files into a local temporary folder, then the marker
+//! `<table>/_eddy_staging/batch-<N>.json` listing the files and their `add` actions, then uploads
+//! the files to their final keys in the table; [`Sink::commit`] commits the version (its log file
+//! written with a conditional put, so no other writer's version is ever overwritten) and removes
+//! the marker; [`Sink::recover`] rolls a batch the checkpoint covers forward from its marker,
+//! and removes the files of any other by its marker's list. A batch not in the log is therefore
+//! never referenced, and leaves no file behind once settled.
+//!
 //! The table belongs to the pipeline: another writer committing to it between the sink's reads
 //! and commits is not expected (delta-rs retries a conflicting commit, and would then append the
 //! batch after the other writer's version).
 
 pub mod schema;
+mod store;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,8 +76,22 @@ pub enum DeltaWrite {
     Complete,
 }
 
-/// Writes a pipeline's rows to the Delta Lake table in one folder (see the module's doc).
+/// Where a table is.
+enum Location {
+    /// A local folder (absolute): staging folder, renames.
+    Folder(PathBuf),
+    /// An object store: markers, conditional puts.
+    Store(store::Store),
+}
+
+/// Writes a pipeline's rows to the Delta Lake table in one folder or at one object-store URL
+/// (see the module's doc).
 pub struct DeltaSink {
+    location: Location,
+    /// The folder or URL, for messages.
+    shown: String,
+    /// The folder of the staging folder (a local table) or the local temporary folder the
+    /// Parquet files are written in before their upload (an object-store table).
     folder: PathBuf,
     schema: SchemaRef,
     partition_by: Vec<String>,
@@ -87,12 +112,21 @@ pub struct DeltaSink {
 impl std::fmt::Debug for DeltaSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeltaSink")
-            .field("folder", &self.folder)
+            .field("location", &self.shown)
             .field("partition_by", &self.partition_by)
             .field("write", &self.write)
             .field("app_id", &self.app_id)
             .field("open", &self.open.keys().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+impl Drop for DeltaSink {
+    fn drop(&mut self) {
+        // an object-store table's local temporary folder (staged batches are uploaded at once)
+        if matches!(self.location, Location::Store(_)) {
+            let _ = fs::remove_dir_all(&self.folder);
+        }
     }
 }
 
@@ -125,11 +159,54 @@ impl DeltaSink {
             what: format!("delta sink: resolving {}", folder.display()),
             source,
         })?;
+        let shown = folder.display().to_string();
+        DeltaSink::open(Location::Folder(folder.clone()), shown, folder, columns, partition_by, write)
+    }
+
+    /// A sink into the Delta table at the object-store URL `url` (`s3://bucket/prefix`; the
+    /// table is created by the first version) for rows of `columns`, partitioned by
+    /// `partition_by`, with a fresh application id. The store's endpoint, region and credentials
+    /// come from the `AWS_*` environment variables (`AWS_ENDPOINT_URL`, `AWS_REGION`,
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP` for a plain-HTTP
+    /// endpoint, ...), then `options` (object_store's S3 configuration keys, such as
+    /// `aws_endpoint_url`, `aws_allow_http`: for a program that does not configure the store by
+    /// the environment; `eddy run` passes none). The table's log is read at once: an
+    /// unreachable store fails here, after its retries (each logged; 2 to 8 seconds for a
+    /// refused connection).
+    ///
+    /// # Errors
+    /// [`ConnectorError::Config`] when the URL is not one or the store cannot be configured
+    /// from the environment, or the table there has another schema or partitioning;
+    /// [`ConnectorError::External`] when the store cannot be reached or read (after its
+    /// retries), or the async runtime cannot start.
+    pub fn new_in_store(
+        url: &str,
+        options: &HashMap<String, String>,
+        columns: &[Field],
+        partition_by: &[String],
+        write: DeltaWrite,
+    ) -> Result<DeltaSink, ConnectorError> {
+        let store =
+            store::Store::open(url, options).map_err(|e| ConnectorError::Config(format!("delta sink {url}: {e}")))?;
+        let temp = std::env::temp_dir().join(format!("eddy-delta-{}", uuid::Uuid::new_v4()));
+        DeltaSink::open(Location::Store(store), url.to_string(), temp, columns, partition_by, write)
+    }
+
+    fn open(
+        location: Location,
+        shown: String,
+        folder: PathBuf,
+        columns: &[Field],
+        partition_by: &[String],
+        write: DeltaWrite,
+    ) -> Result<DeltaSink, ConnectorError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| ConnectorError::External(format!("delta sink: cannot start its async runtime: {e}")))?;
         let mut sink = DeltaSink {
+            location,
+            shown,
             folder,
             schema: Arc::new(schema::arrow_schema(columns)),
             partition_by: partition_by.to_vec(),
@@ -152,23 +229,48 @@ impl DeltaSink {
     }
 
     fn external(&self, what: &str, e: impl std::fmt::Display) -> ConnectorError {
-        ConnectorError::External(format!("delta sink {}: {what}: {e}", self.folder.display()))
+        ConnectorError::External(format!("delta sink {}: {what}: {e}", self.shown))
     }
 
     fn url(&self) -> Result<url::Url, ConnectorError> {
-        url::Url::from_directory_path(&self.folder)
-            .map_err(|()| self.external("the folder is no absolute path", self.folder.display()))
+        match &self.location {
+            Location::Folder(folder) => url::Url::from_directory_path(folder)
+                .map_err(|()| self.external("the folder is no absolute path", folder.display())),
+            Location::Store(store) => Ok(store.url.clone()),
+        }
     }
 
     /// Loads the table if its log exists (`self.table` stays `None` otherwise).
     fn load_table(&mut self) -> Result<(), ConnectorError> {
-        if self.table.is_some() || !self.folder.join("_delta_log").is_dir() {
+        if self.table.is_some() {
+            return Ok(());
+        }
+        let exists = match &self.location {
+            Location::Folder(folder) => folder.join("_delta_log").is_dir(),
+            Location::Store(store) => self
+                .runtime
+                .block_on(store.log_store.is_delta_table_location())
+                .map_err(|e| self.external("reading the table's log", e))?,
+        };
+        if !exists {
             return Ok(());
         }
         let url = self.url()?;
+        let log_store = match &self.location {
+            Location::Folder(_) => None,
+            Location::Store(store) => Some(store.log_store.clone()),
+        };
         let loaded = self
             .runtime
-            .block_on(async { DeltaTableBuilder::from_url(url)?.load().await })
+            .block_on(async {
+                match log_store {
+                    None => DeltaTableBuilder::from_url(url)?.load().await,
+                    Some(log_store) => {
+                        let mut table = DeltaTable::new(log_store);
+                        table.load().await.map(|()| table)
+                    }
+                }
+            })
             .map_err(|e| self.external("reading the table's log", e))?;
         self.table = Some(loaded);
         Ok(())
@@ -185,7 +287,7 @@ impl DeltaSink {
         if names(&ours) != names(theirs.as_ref()) {
             return Err(ConnectorError::Config(format!(
                 "delta sink {}: the table's columns are [{}], the pipeline's rows have [{}]",
-                self.folder.display(),
+                self.shown,
                 names(theirs.as_ref()).join(", "),
                 names(&ours).join(", ")
             )));
@@ -194,7 +296,7 @@ impl DeltaSink {
         if *partitions != self.partition_by {
             return Err(ConnectorError::Config(format!(
                 "delta sink {}: the table is partitioned by [{}], the pipeline's partition_by is [{}]",
-                self.folder.display(),
+                self.shown,
                 partitions.join(", "),
                 self.partition_by.join(", ")
             )));
@@ -207,6 +309,15 @@ impl DeltaSink {
         if let Some(v) = self.committed_txn {
             return Ok(v);
         }
+        let app_id = self.app_id.clone();
+        let version = self.txn_version_of(&app_id)?;
+        self.committed_txn = Some(version);
+        Ok(version)
+    }
+
+    /// The newest `txn` version of application id `app_id` in the log (`None`: none, or no
+    /// table).
+    fn txn_version_of(&mut self, app_id: &str) -> Result<Option<i64>, ConnectorError> {
         self.load_table()?;
         let version = match &self.table {
             None => None,
@@ -214,11 +325,10 @@ impl DeltaSink {
                 let snapshot = table.snapshot().map_err(|e| self.external("reading the log", e))?;
                 let log_store = table.log_store();
                 self.runtime
-                    .block_on(snapshot.transaction_version(log_store.as_ref(), &self.app_id))
+                    .block_on(snapshot.transaction_version(log_store.as_ref(), app_id))
                     .map_err(|e| self.external("reading the application transactions", e))?
             }
         };
-        self.committed_txn = Some(version);
         Ok(version)
     }
 
@@ -231,8 +341,14 @@ impl DeltaSink {
     }
 
     /// The staged batches: those with an `adds.json` (prepared) and those without (a prepare
-    /// cut short), in batch order.
+    /// cut short), in batch order. On an object store, each batch with a marker (which lists
+    /// its files even when its prepare was cut short).
     fn staged_batches(&self) -> Result<Vec<(u64, bool)>, ConnectorError> {
+        if let Location::Store(store) = &self.location {
+            let ids =
+                self.runtime.block_on(store.staged()).map_err(|e| self.external("listing the staged batches", e))?;
+            return Ok(ids.into_iter().map(|id| (id, true)).collect());
+        }
         let staging = self.staging();
         let entries = match fs::read_dir(&staging) {
             Ok(e) => e,
@@ -253,7 +369,31 @@ impl DeltaSink {
         Ok(out)
     }
 
-    fn discard(&self, batch_id: u64) -> Result<(), ConnectorError> {
+    /// Removes staged batch `batch_id` with its files (none is fine). On an object store the
+    /// files are at their final keys: those of a batch whose version is in the log (its
+    /// marker's application id has a `txn` at or past the batch: a crash between the commit and
+    /// the marker's removal) are the table's and stay; only the marker goes. (A marker is
+    /// written only for a batch not in the log yet, so its files are the ones committed.)
+    fn discard(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
+        let Location::Store(store) = &self.location else { return self.discard_local(batch_id) };
+        let what = format!("discarding batch {batch_id}");
+        let Some(marker) = self.runtime.block_on(store.read_marker(batch_id)).map_err(|e| self.external(&what, e))?
+        else {
+            return Ok(());
+        };
+        let committed = self.txn_version_of(&marker.app_id)?.is_some_and(|v| v >= batch_id as i64);
+        let Location::Store(store) = &self.location else { unreachable!("matched above") };
+        let removed = self.runtime.block_on(async {
+            if !committed {
+                store.remove_files(batch_id, &marker).await?;
+            }
+            store.remove_marker(batch_id).await
+        });
+        removed.map_err(|e| self.external(&what, e))
+    }
+
+    /// Removes the local staging folder of `batch_id` (none is fine).
+    fn discard_local(&self, batch_id: u64) -> Result<(), ConnectorError> {
         let dir = self.staged(batch_id);
         match fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),
@@ -296,13 +436,17 @@ impl DeltaSink {
 
     /// Commits staged batch `batch_id` whose `add` actions are `adds`: moves its files into place,
     /// then commits one version with them and its `txn`.
+    /// On an object store the files are in place already: the version is committed, then the
+    /// marker removed.
     fn commit_staged(&mut self, batch_id: u64, adds: Vec<Add>) -> Result<(), ConnectorError> {
-        let dir = self.staged(batch_id);
-        let mut moved_into = Vec::new();
-        move_files(&dir, &self.folder, Path::new(""), &mut moved_into)
-            .map_err(io_err(format!("delta sink: moving the files of {} into the table", dir.display())))?;
-        for d in moved_into {
-            sync_dir(&d).map_err(io_err(format!("delta sink: syncing {}", d.display())))?;
+        if let Location::Folder(folder) = &self.location {
+            let dir = self.staged(batch_id);
+            let mut moved_into = Vec::new();
+            move_files(&dir, folder, Path::new(""), &mut moved_into)
+                .map_err(io_err(format!("delta sink: moving the files of {} into the table", dir.display())))?;
+            for d in moved_into {
+                sync_dir(&d).map_err(io_err(format!("delta sink: syncing {}", d.display())))?;
+            }
         }
         let txn = Transaction::new(&self.app_id, batch_id as i64);
         let properties = CommitProperties::default().with_application_transaction(txn);
@@ -314,8 +458,11 @@ impl DeltaSink {
                 let columns: StructType =
                     self.schema.as_ref().try_into_kernel().map_err(|e| self.external("mapping the schema", e))?;
                 let url = self.url()?;
-                let create = CreateBuilder::new()
-                    .with_location(url.as_str())
+                let mut create = CreateBuilder::new().with_location(url.as_str());
+                if let Location::Store(store) = &self.location {
+                    create = create.with_log_store(store.log_store.clone());
+                }
+                let create = create
                     .with_columns(columns.fields().cloned())
                     .with_partition_columns(self.partition_by.clone())
                     .with_actions(actions)
@@ -345,10 +492,63 @@ impl DeltaSink {
         };
         let table = committed.map_err(|e| self.external(&format!("committing batch {batch_id}"), e))?;
         self.table = Some(table);
-        let log = self.folder.join("_delta_log");
-        sync_dir(&log).map_err(io_err(format!("delta sink: syncing {}", log.display())))?;
         self.committed_txn = Some(Some(batch_id as i64));
-        self.discard(batch_id)
+        match &self.location {
+            Location::Folder(folder) => {
+                let log = folder.join("_delta_log");
+                sync_dir(&log).map_err(io_err(format!("delta sink: syncing {}", log.display())))?;
+                self.discard_local(batch_id)
+            }
+            Location::Store(store) => self
+                .runtime
+                .block_on(store.remove_marker(batch_id))
+                .map_err(|e| self.external(&format!("batch {batch_id} committed, then"), e)),
+        }
+    }
+
+    /// The `add` actions of staged batch `batch_id`; `None` when it is not staged (no rows, or
+    /// committed and settled already).
+    fn staged_adds(&self, batch_id: u64) -> Result<Option<Vec<Add>>, ConnectorError> {
+        match &self.location {
+            Location::Folder(_) => {
+                Ok(if self.staged(batch_id).join(ADDS).is_file() { Some(self.read_adds(batch_id)?) } else { None })
+            }
+            Location::Store(store) => Ok(self
+                .runtime
+                .block_on(store.read_marker(batch_id))
+                .map_err(|e| self.external(&format!("batch {batch_id}"), e))?
+                .map(|m| m.adds)),
+        }
+    }
+
+    /// Writes the staged files and `adds.json` of `batch_id` into the table's staging folder.
+    fn stage_local(&self, batch_id: u64, adds: &[Add]) -> Result<(), ConnectorError> {
+        let dir = self.staged(batch_id);
+        let json = serde_json::to_vec(adds).map_err(|e| self.external("encoding the add actions", e))?;
+        let tmp = dir.join(".adds.json.tmp");
+        fs::write(&tmp, json).map_err(io_err(format!("delta sink: writing {}", tmp.display())))?;
+        sync_tree(&dir).map_err(io_err(format!("delta sink: syncing {}", dir.display())))?;
+        fs::rename(&tmp, dir.join(ADDS))
+            .map_err(io_err(format!("delta sink: writing {}", dir.join(ADDS).display())))?;
+        sync_dir(&dir).map_err(io_err(format!("delta sink: syncing {}", dir.display())))?;
+        let staging = self.staging();
+        sync_dir(&staging).map_err(io_err(format!("delta sink: syncing {}", staging.display())))
+    }
+
+    /// Stages `batch_id` on the object store: its marker listing the files written in the local
+    /// folder, then the files at their keys; the local folder is removed.
+    fn stage_in_store(&self, store: &store::Store, batch_id: u64, adds: Vec<Add>) -> Result<(), ConnectorError> {
+        let dir = self.staged(batch_id);
+        let files = store::files_under(&dir).map_err(io_err(format!("delta sink: listing {}", dir.display())))?;
+        let marker = store::Marker { app_id: self.app_id.clone(), files, adds };
+        let staged = self.runtime.block_on(async {
+            store.put_marker(batch_id, &marker).await?;
+            store.upload(&dir, &marker.files).await
+        });
+        // the local copy goes either way (a failed upload is retried by a replay of the batch)
+        let removed = self.discard_local(batch_id);
+        staged.map_err(|e| self.external(&format!("staging batch {batch_id}"), e))?;
+        removed
     }
 
     fn read_adds(&self, batch_id: u64) -> Result<Vec<Add>, ConnectorError> {
@@ -464,34 +664,33 @@ impl Sink for DeltaSink {
         if batches.is_empty() {
             return Ok(());
         }
-        // a replayed batch starts from a clean staging folder
+        if matches!(self.location, Location::Store(_)) && self.committed_txn()?.is_some_and(|v| v >= batch_id as i64) {
+            // replayed and already in the log: nothing is uploaded, so a marker is only ever
+            // written for a batch not yet in the log (what [`DeltaSink::discard`] relies on)
+            return Ok(());
+        }
+        // a replayed batch starts from a clean staging folder (and without its earlier files)
         self.discard(batch_id)?;
+        self.discard_local(batch_id)?;
         let adds = self.write_files(batch_id, batches)?;
-        let dir = self.staged(batch_id);
-        let json = serde_json::to_vec(&adds).map_err(|e| self.external("encoding the add actions", e))?;
-        let tmp = dir.join(".adds.json.tmp");
-        fs::write(&tmp, json).map_err(io_err(format!("delta sink: writing {}", tmp.display())))?;
-        sync_tree(&dir).map_err(io_err(format!("delta sink: syncing {}", dir.display())))?;
-        fs::rename(&tmp, dir.join(ADDS))
-            .map_err(io_err(format!("delta sink: writing {}", dir.join(ADDS).display())))?;
-        sync_dir(&dir).map_err(io_err(format!("delta sink: syncing {}", dir.display())))?;
-        let staging = self.staging();
-        sync_dir(&staging).map_err(io_err(format!("delta sink: syncing {}", staging.display())))?;
-        Ok(())
+        match &self.location {
+            Location::Folder(_) => self.stage_local(batch_id, &adds),
+            Location::Store(store) => self.stage_in_store(store, batch_id, adds),
+        }
     }
 
     fn commit(&mut self, batch_id: u64) -> Result<(), ConnectorError> {
-        if !self.staged(batch_id).join(ADDS).is_file() {
+        let Some(adds) = self.staged_adds(batch_id)? else {
             // no row: no version (a batch can also be prepared and committed with rows still
             // arriving only when the runtime is wrong; they would stay open and fail the next
             // prepare of this id)
             return Ok(());
-        }
+        };
         if self.committed_txn()?.is_some_and(|v| v >= batch_id as i64) {
-            // replayed and already in the log: written once only
+            // replayed and already in the log: written once only (on an object store, the
+            // replay's files are removed by the marker's list)
             return self.discard(batch_id);
         }
-        let adds = self.read_adds(batch_id)?;
         self.commit_staged(batch_id, adds)
     }
 
@@ -510,10 +709,9 @@ impl Sink for DeltaSink {
             if done || !prepared || committed.is_none_or(|c| id > c) {
                 // in the log already, or never prepared whole, or its checkpoint never completed
                 self.discard(id)?;
-            } else {
-                let adds = self.read_adds(id)?;
+            } else if let Some(adds) = self.staged_adds(id)? {
                 self.commit_staged(id, adds)?;
-                tracing::info!(batch = id, table = %self.folder.display(), "delta sink: rolled a prepared batch forward");
+                tracing::info!(batch = id, table = %self.shown, "delta sink: rolled a prepared batch forward");
             }
             settled += 1;
         }

@@ -47,6 +47,7 @@ mod paths;
 mod processor;
 mod query;
 mod sink;
+pub use sink::url_scheme;
 mod source;
 mod sources;
 mod sql_chain;
@@ -339,8 +340,11 @@ impl Pipeline {
             fix(&mut t.path);
         }
         for sink in [Some(&mut self.sink), self.late_sink.as_mut(), self.dead_letter.as_mut()].into_iter().flatten() {
-            if let SinkSpec::Files { path } | SinkSpec::Delta { path, .. } = sink {
-                fix(path);
+            match sink {
+                SinkSpec::Files { path } => fix(path),
+                // an object-store URL is no folder
+                SinkSpec::Delta { path, .. } if url_scheme(path).is_none() => fix(path),
+                _ => {}
             }
         }
         if let Some(c) = &mut self.checkpoint {
@@ -947,10 +951,13 @@ pub enum SinkSpec {
         exactly_once: bool,
     },
     /// `type = "delta"`: a Delta Lake table in the folder `path` (created with the table on the
-    /// first write), one table version per micro-batch / epoch with rows (PIPELINE.md "Delta Lake
-    /// sink"). Refused for the `update` output mode, as Spark's Delta sink refuses it.
+    /// first write) or at the object-store URL `path` (`s3://bucket/prefix`), one table version
+    /// per micro-batch / epoch with rows (PIPELINE.md "Delta Lake sink"). Refused for the
+    /// `update` output mode, as Spark's Delta sink refuses it.
     Delta {
-        /// The table's folder (relative to the pipeline file after [`Pipeline::resolve_paths`]).
+        /// The table's folder (relative to the pipeline file after [`Pipeline::resolve_paths`]),
+        /// or its `s3://bucket/prefix` URL as written ([`url_scheme`] tells which; a URL is never
+        /// resolved against the pipeline file's folder).
         path: PathBuf,
         /// `partition_by`: columns of the sink's rows (as Spark's `partitionBy`), distinct, in
         /// their column's spelling; default none.

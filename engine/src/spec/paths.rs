@@ -83,10 +83,11 @@ pub(crate) fn check_output_folders(pipeline: &Pipeline, base: Option<&Path>) -> 
     Ok(())
 }
 
-/// `path` joined to `base` when relative and `base` is known.
+/// `path` joined to `base` when relative and `base` is known (an object-store URL is left as it
+/// is: it is compared with the other URLs only, as text).
 fn resolve(path: &Path, base: Option<&Path>) -> PathBuf {
     match base {
-        Some(base) if path.is_relative() => base.join(path),
+        Some(base) if path.is_relative() && super::url_scheme(path).is_none() => base.join(path),
         _ => path.to_path_buf(),
     }
 }

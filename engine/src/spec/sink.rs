@@ -1,6 +1,6 @@
 //! `[sink]`, `[late_sink]`, `[dead_letter]` validation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::error::{SpecError, list};
 use super::model::RawSink;
@@ -71,21 +71,23 @@ pub(crate) fn sink_spec(
                 raw.path,
                 "a folder path for the Delta table (relative to the pipeline file)",
             )?;
-            // PIPELINE.md allows an object-store URL; the sink writes local folders only so far
-            // (its staging and commit rely on renames within one file system). A URL is refused
-            // rather than read as a relative folder named `s3:`.
-            if let Some((scheme, _)) = path.split_once("://")
-                && !scheme.is_empty()
-                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-            {
-                return Err(SpecError::bad_str(
-                    format!("{section}.path"),
-                    &path,
-                    format!(
-                        "a local folder path (object-store URLs such as s3://, gs://, az:// are not supported yet; \
-                         {scheme}:// given)"
-                    ),
-                ));
+            // PIPELINE.md allows an object-store URL: `s3://bucket/prefix` (an S3-compatible
+            // store, configured by the AWS_* environment variables) is one; another scheme is
+            // refused rather than read as a relative folder named `gs:`.
+            if let Some(scheme) = url_scheme(Path::new(&path)) {
+                let rest = &path[scheme.len() + 3..];
+                let bucket = rest.split('/').next().unwrap_or("");
+                if scheme != "s3" || bucket.is_empty() {
+                    return Err(SpecError::bad_str(
+                        format!("{section}.path"),
+                        &path,
+                        format!(
+                            "a local folder path, or s3://bucket/prefix (an S3-compatible object store; \
+                             other URLs such as gs://, az://, file:// are not supported; {scheme}://{} given)",
+                            if bucket.is_empty() { " without a bucket" } else { "" }
+                        ),
+                    ));
+                }
             }
             let partition_by = raw.partition_by.unwrap_or_default();
             let partition_by =
@@ -218,4 +220,15 @@ pub(crate) fn kafka_columns(key_list: &[String], output: &Schema, columns_from: 
         }
     }
     Ok(())
+}
+
+/// The scheme of `path` when it is a URL, `scheme://...` (a scheme of ASCII letters, digits and
+/// `+-.`, starting with a letter), as a Delta sink's `path` may be (PIPELINE.md "Delta Lake
+/// sink": `s3://bucket/prefix`); `None` for a folder path (`out/a:b` is a folder).
+pub fn url_scheme(path: &Path) -> Option<&str> {
+    let (scheme, _) = path.to_str()?.split_once("://")?;
+    let mut chars = scheme.chars();
+    (chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+    .then_some(scheme)
 }

@@ -308,20 +308,41 @@ fn delta_sink_takes_a_path_and_output_partition_columns() {
 }
 
 #[test]
-fn delta_sink_refuses_an_object_store_url_rather_than_making_a_folder_of_it() {
-    for url in ["s3://bucket/table", "gs://b/t", "az://c/t", "file:///tmp/t"] {
+fn delta_sink_takes_an_s3_url_as_written_and_refuses_other_urls_rather_than_making_a_folder_of_them() {
+    let p = ok(&["sink.type=delta", "sink.path=s3://bucket/tables/t", "query.output_mode=append"]);
+    assert_eq!(p.sink, SinkSpec::Delta { path: "s3://bucket/tables/t".into(), partition_by: vec![] });
+    let p = ok(&["late_sink.type=delta", "late_sink.path=s3://b"]);
+    assert_eq!(p.late_sink, Some(SinkSpec::Delta { path: "s3://b".into(), partition_by: vec![] }));
+    for url in ["gs://b/t", "az://c/t", "file:///tmp/t", "s3:///no-bucket", "S3+x://b/t"] {
         let set = format!("sink.path={url}");
         let e = err(&["sink.type=delta", &set, "query.output_mode=append"]);
         assert_eq!(e.field, "sink.path", "{url}");
-        assert!(e.allowed.contains("object-store URLs") && e.allowed.contains("not supported yet"), "{e}");
+        assert!(e.allowed.contains("s3://bucket/prefix") && e.allowed.contains("not supported"), "{e}");
     }
-    let e = err(&["late_sink.type=delta", "late_sink.path=s3://b/late"]);
+    let e = err(&["late_sink.type=delta", "late_sink.path=gs://b/late"]);
     assert_eq!(e.field, "late_sink.path");
     // a folder whose name holds a colon is still a folder
     assert_eq!(
         ok(&["sink.type=delta", "sink.path=out/a:b", "query.output_mode=append"]).sink,
         SinkSpec::Delta { path: "out/a:b".into(), partition_by: vec![] }
     );
+    assert_eq!(url_scheme(Path::new("s3://b/t")), Some("s3"));
+    assert_eq!(url_scheme(Path::new("out/a:b")), None);
+    assert_eq!(url_scheme(Path::new("1x://b")), None);
+}
+
+#[test]
+fn an_s3_url_is_not_joined_to_the_pipeline_folder_and_a_local_path_is() {
+    let mut p = ok(&[
+        "sink.type=delta",
+        "sink.path=s3://bucket/t",
+        "query.output_mode=append",
+        "late_sink.type=delta",
+        "late_sink.path=late",
+    ]);
+    p.resolve_paths(Path::new("/base"));
+    assert_eq!(p.sink, SinkSpec::Delta { path: "s3://bucket/t".into(), partition_by: vec![] });
+    assert_eq!(p.late_sink, Some(SinkSpec::Delta { path: "/base/late".into(), partition_by: vec![] }));
 }
 
 #[test]
