@@ -196,3 +196,117 @@ fn several_sources_stopped_after_every_epoch_and_restarted_write_the_epochs_of_a
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `2024-03-01T12:00:00Z` plus `us` microseconds (under an hour), as RFC 3339.
+fn at_noon(us: i64) -> String {
+    let (s, frac) = (us / 1_000_000, us % 1_000_000);
+    format!("2024-03-01T12:{:02}:{:02}.{frac:06}Z", s / 60, s % 60)
+}
+
+/// Two sources whose files are longer than one poll of the source actor (4096 items), so a
+/// barrier cuts polls that ended at their item limit, joined by a stream-stream join without an
+/// aggregation; the larger of the sources' watermarks (`watermark_policy = "max"`), so which
+/// source's records come first decides which are late. Stopped after every epoch and restarted,
+/// each epoch file holds the rows of the uninterrupted run's.
+#[test]
+fn a_join_of_two_sources_whose_polls_a_barrier_cuts_restarts_with_the_rows_of_an_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("case");
+    // a fixed pseudo-random sequence (xorshift), so the input is the same on every run
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    for side in ["lefts", "rights"] {
+        let dir = case.join("input").join(side);
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in 0..2i64 {
+            let mut text = String::new();
+            for i in 0..5000i64 {
+                let at = 10_000_000 + (file * 5000 + i) * 10_000;
+                // event time up to 2 s before and 0.5 s after the replay clock's
+                let t = at - 2_000_000 + next(2_500_000) as i64;
+                let key = format!("k{}", next(20));
+                text.push_str(&if side == "lefts" {
+                    format!(
+                        "{{\"id\": \"{key}\", \"lt\": \"{}\", \"lv\": {i}, \"at\": \"{}\"}}\n",
+                        at_noon(t),
+                        at_noon(at)
+                    )
+                } else {
+                    format!(
+                        "{{\"at\": \"{}\", \"rid\": \"{key}\", \"rt\": \"{}\", \"rv\": {i}}}\n",
+                        at_noon(at),
+                        at_noon(t)
+                    )
+                });
+            }
+            std::fs::write(dir.join(format!("{file:03}.json")), text).unwrap();
+        }
+    }
+    std::fs::write(
+        case.join("pipeline.toml"),
+        r#"name = "rt-join-long-polls"
+mode = "real-time"
+trigger = "10 seconds"
+watermark_policy = "max"
+
+[clock]
+type = "replay"
+column = "at"
+
+[[source]]
+name = "lefts"
+type = "files"
+path = "input/lefts"
+format = "json"
+schema = "id STRING, lt TIMESTAMP, lv BIGINT, at TIMESTAMP"
+watermark = { column = "lt", delay = "1 second" }
+
+[[source]]
+name = "rights"
+type = "files"
+path = "input/rights"
+format = "json"
+schema = "at TIMESTAMP, rid STRING, rt TIMESTAMP, rv BIGINT"
+watermark = { column = "rt", delay = "1 second" }
+
+[query]
+sql = """
+SELECT l.id, l.lv, r.rv
+FROM lefts l JOIN rights r
+ON l.id = r.rid AND r.rt BETWEEN l.lt - INTERVAL 1 SECONDS AND l.lt + INTERVAL 1 SECONDS
+"""
+output_mode = "append"
+
+[sink]
+type = "files"
+path = "output"
+"#,
+    )
+    .unwrap();
+    let whole = tmp.path().join("whole");
+    copy_dir(&case, &whole);
+    let out = run(&whole, 2, None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let uninterrupted = epoch_rows(&whole.join("output"));
+    let rows: usize = uninterrupted.iter().map(|(_, r)| r.len()).sum();
+    let last = uninterrupted.last().map_or(0, |(e, _)| *e);
+    assert!(last >= 5 && rows >= 100, "rows up to epoch {last}, {rows} rows: too few");
+    let mut failures = Vec::new();
+    for stop_after in 0..last {
+        let dir = tmp.path().join(format!("stop-{stop_after}"));
+        copy_dir(&case, &dir);
+        let first = run(&dir, 1, Some(stop_after));
+        let second = run(&dir, 2, None);
+        assert!(first.status.success() && second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+        let restarted = epoch_rows(&dir.join("output"));
+        if restarted != uninterrupted {
+            failures.push(format!("stop after epoch {stop_after}: the epochs differ from the uninterrupted run's"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
