@@ -37,8 +37,9 @@
 //! source whose poll it cut and how many items of that poll were left, when the poll ended at its
 //! item limit), and a restart reads that rest first, then goes on in turn: the records interleave
 //! as in the uninterrupted run, so the same records are late and the same pairs of a
-//! stream-stream join meet. A poll that gives nothing but the end of a file (read to its last
-//! line by the poll before) is no turn. A files source with `max_files_per_trigger` above 1 does
+//! stream-stream join meet. A restored source's first poll that gives nothing but the end of the
+//! file it was reading (its offset keeps that file at the last line read, not as read whole) is
+//! no turn. A files source with `max_files_per_trigger` above 1 does
 //! not keep its place in a group of files in its offset, so a restart in the middle of a group
 //! may interleave differently. A checkpoint written before the turn was kept restarts at the
 //! first source.
@@ -887,6 +888,8 @@ impl SourceActor {
         let mut offsets: Vec<Option<SourceOffset>> =
             (0..n).map(|k| if track { self.offset_of(k) } else { None }).collect();
         let mut done = vec![false; n];
+        // After a restore: the sources not polled since (see the round-robin below).
+        let mut unpolled = vec![self.resume.is_some() && n > 1; n];
         // Epochs up to the restored checkpoint's are committed.
         let mut committed: Option<u64> = self.resume.as_ref().map(|(e, _)| *e);
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
@@ -960,6 +963,11 @@ impl SourceActor {
             // latency from this poll.
             let poll_ns = if metrics_on || self.stamp_polls { eddy_connectors::monotonic_ns() } else { 0 };
             let polled_items = items.len();
+            // A restored source's offset names the last file it gave records of at its last line
+            // read (not as read whole), so its first poll may only reach that file's end: the
+            // uninterrupted run reached it in the poll before.
+            let only_resumed_end =
+                std::mem::take(&mut unpolled[self.active]) && poll == Poll::BatchBoundary && polled_items == 0;
             polled_since_barrier |= polled_items > 0;
             // The processing time of every record of this poll: they were ingested together, and
             // one clock read per poll instead of per record saves ~10 % of the source's CPU.
@@ -1105,12 +1113,12 @@ impl SourceActor {
                     break;
                 }
             }
-            // Several sources: the next one that is not exhausted, round-robin. A poll that only
-            // reached the source's own boundary (the end of a file read to its last line by the
-            // poll before, as a restart resuming at that line does) is no turn: the same source
-            // is polled again, so the records interleave alike with and without a restart.
+            // Several sources: the next one that is not exhausted, round-robin. A restored
+            // source's first poll that only reached the end of the file it was reading is no
+            // turn (the same source is polled again), so the records interleave as in the
+            // uninterrupted run.
             if n > 1
-                && !(poll == Poll::BatchBoundary && polled_items == 0)
+                && !only_resumed_end
                 && let Some(next) = (1..=n).map(|i| (self.active + i) % n).find(|k| !done[*k])
             {
                 self.switch_to(next);
