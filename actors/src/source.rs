@@ -31,6 +31,19 @@
 //!   run still exits 0: every epoch whose boundary was reached is committed. A sink without
 //!   exactly-once (Kafka) then holds that epoch's rows twice, as after a crash.
 //!
+//! Several sources in real-time mode: the source actor polls them in turn, one poll each, so
+//! the records of a poll stay together and the sources' records interleave by poll. With
+//! checkpoints, a barrier keeps where the turn stood ([`DriverState::RealTimeSources`]: the
+//! source whose poll it cut and how many items of that poll were left, when the poll ended at its
+//! item limit), and a restart reads that rest first, then goes on in turn: the records interleave
+//! as in the uninterrupted run, so the same records are late and the same pairs of a
+//! stream-stream join meet. A restored source's first poll that gives nothing but the end of the
+//! file it was reading (its offset keeps that file at the last line read, not as read whole) is
+//! no turn. A files source with `max_files_per_trigger` above 1 does
+//! not keep its place in a group of files in its offset, so a restart in the middle of a group
+//! may interleave differently. A checkpoint written before the turn was kept restarts at the
+//! first source.
+//!
 //! Micro-batch: a batch is one source unit (`max_files_per_trigger` files) or what arrived during
 //! the trigger interval; the watermarks and processing time of a batch come from
 //! [`eddy_engine::driver::MicroBatchSequencer`]; the next batch starts once the previous is
@@ -733,6 +746,29 @@ impl SourceActor {
             .collect()
     }
 
+    /// Real-time, several sources, after a restore: polls the active source for the `rest`
+    /// items left of the poll the checkpoint's barrier cut (each poll up to what is still
+    /// missing, a CSV header not counted: the resumed file gives its header again), so the
+    /// polls after it are cut where the uninterrupted run's were. Ends early when the source
+    /// has nothing more at hand (its [`Poll`] other than [`Poll::Data`] is returned).
+    fn poll_rest(
+        &mut self,
+        items: &mut Vec<SourceItem>,
+        rest: u64,
+        timeout: std::time::Duration,
+    ) -> Result<Poll, SourceError> {
+        let rest = usize::try_from(rest).unwrap_or(usize::MAX).min(POLL_MAX);
+        loop {
+            let before = items.len();
+            let counted = items.iter().filter(|it| !is_header(it)).count();
+            let poll = self.source.poll(items, rest - counted, timeout)?;
+            let counted = items.iter().filter(|it| !is_header(it)).count();
+            if poll != Poll::Data || counted >= rest || items.len() == before {
+                return Ok(poll);
+            }
+        }
+    }
+
     /// Real-time: takes the commits the coordinator reported; with `wait_for`, blocks until that
     /// epoch is committed (a chained partition's snapshot in progress is completed first: only
     /// this thread can complete it). `Err` on a stop from the coordinator (a failure elsewhere).
@@ -767,6 +803,8 @@ impl SourceActor {
 
     /// The barrier closing `epoch` at processing time `now`: to every partition actor, the
     /// source's position to the coordinator (with checkpoints), the epoch's end to the sink.
+    /// `turn`: several sources, the source a restart reads first and the items of its first
+    /// poll ([`DriverState::RealTimeSources`]); ignored with one source.
     #[allow(clippy::too_many_arguments)]
     fn barrier(
         &self,
@@ -774,7 +812,7 @@ impl SourceActor {
         now: Timestamp,
         (watermark, max_event_time): (Timestamp, Option<Timestamp>),
         next_boundary: Option<Timestamp>,
-        (offsets, more_sources): (&[Option<SourceOffset>], Vec<SavedSource>),
+        (offsets, more_sources, turn): (&[Option<SourceOffset>], Vec<SavedSource>, Turn),
         dead: &mut Vec<String>,
         committed: &mut Option<u64>,
     ) -> Result<(), SourceError> {
@@ -782,10 +820,18 @@ impl SourceActor {
         self.take_commits(committed, epoch.checked_sub(MAX_EPOCHS_IN_FLIGHT))?;
         self.broadcast(Control::Barrier { epoch, now, watermark })?;
         if self.checkpoint.is_some() {
-            let driver = DriverState::RealTime {
-                now: now.0,
-                max_event_time: max_event_time.map(|t| t.0),
-                next_boundary: next_boundary.map(|t| t.0),
+            let (now, max_event_time, next_boundary) = (now.0, max_event_time.map(|t| t.0), next_boundary.map(|t| t.0));
+            // One source keeps the state older versions wrote (and read).
+            let driver = if self.inputs.len() > 1 {
+                DriverState::RealTimeSources {
+                    now,
+                    max_event_time,
+                    next_boundary,
+                    next_source: turn.next_source as u32,
+                    rest_of_poll: turn.rest_of_poll,
+                }
+            } else {
+                DriverState::RealTime { now, max_event_time, next_boundary }
             };
             self.source_at(epoch, offsets.first().cloned().flatten(), driver, more_sources)?;
         }
@@ -798,9 +844,33 @@ impl SourceActor {
         let trigger = self.trigger.0.max(1);
         let mut epoch: u64 = 0;
         let mut next_boundary: Option<Timestamp> = None;
-        if let Some((last, DriverState::RealTime { now, max_event_time, next_boundary: nb })) = &self.resume {
+        // Several sources: the rest of the poll a restored checkpoint's barrier cut (0: none).
+        let mut rest_of_poll: u64 = 0;
+        let mut turn: Option<(usize, u64)> = None;
+        let resumed = match &self.resume {
+            Some((last, DriverState::RealTime { now, max_event_time, next_boundary })) => {
+                Some((*last, *now, *max_event_time, *next_boundary))
+            }
+            Some((
+                last,
+                DriverState::RealTimeSources { now, max_event_time, next_boundary, next_source, rest_of_poll: r },
+            )) => {
+                turn = Some((*next_source as usize, *r));
+                Some((*last, *now, *max_event_time, *next_boundary))
+            }
+            _ => None,
+        };
+        // The round-robin goes on where the barrier left it (a checkpoint without it, or with a
+        // source index the pipeline no longer has, starts at the first source).
+        if let Some((k, r)) = turn
+            && k < self.inputs.len()
+        {
+            self.switch_to(k);
+            rest_of_poll = r;
+        }
+        if let Some((last, now, max_event_time, nb)) = resumed {
             epoch = last + 1;
-            clock.resume(Timestamp(*now), max_event_time.map(Timestamp));
+            clock.resume(Timestamp(now), max_event_time.map(Timestamp));
             for (i, t) in self.resume_sources.iter().enumerate() {
                 if let Some(t) = t {
                     clock.sources_mut().observe_time(i + 1, Timestamp(*t));
@@ -818,6 +888,8 @@ impl SourceActor {
         let mut offsets: Vec<Option<SourceOffset>> =
             (0..n).map(|k| if track { self.offset_of(k) } else { None }).collect();
         let mut done = vec![false; n];
+        // After a restore: the sources not polled since (see the round-robin below).
+        let mut unpolled = vec![self.resume.is_some() && n > 1; n];
         // Epochs up to the restored checkpoint's are committed.
         let mut committed: Option<u64> = self.resume.as_ref().map(|(e, _)| *e);
         let mut buffers: Vec<Vec<Stamped>> = (0..self.partitions.len()).map(|_| Vec::new()).collect();
@@ -874,13 +946,28 @@ impl SourceActor {
                 j.refresh(Instant::now());
             }
             self.spares.take_returned(self.source.as_mut());
-            let poll = self.source.poll(&mut items, POLL_MAX, timeout)?;
+            let poll = if rest_of_poll > 0 {
+                // the rest of the poll a restored checkpoint's barrier cut, as the uninterrupted
+                // run read it (a CSV header the resumed file gives again is not counted)
+                self.poll_rest(&mut items, std::mem::take(&mut rest_of_poll), timeout)?
+            } else {
+                self.source.poll(&mut items, POLL_MAX, timeout)?
+            };
+            // Several sources: the headers of this poll, and those routed past, give the rest of
+            // the poll when a barrier cuts it.
+            let headers_in_poll = if n > 1 { items.iter().filter(|it| is_header(it)).count() } else { 0 };
+            let mut headers_past = 0;
             let metrics_on = self.metrics.enabled();
             let polled = metrics_on.then(Instant::now);
             // With metrics or a latency recorder, records without a creation instant count their
             // latency from this poll.
             let poll_ns = if metrics_on || self.stamp_polls { eddy_connectors::monotonic_ns() } else { 0 };
             let polled_items = items.len();
+            // A restored source's offset names the last file it gave records of at its last line
+            // read (not as read whole), so its first poll may only reach that file's end: the
+            // uninterrupted run reached it in the poll before.
+            let only_resumed_end =
+                std::mem::take(&mut unpolled[self.active]) && poll == Poll::BatchBoundary && polled_items == 0;
             polled_since_barrier |= polled_items > 0;
             // The processing time of every record of this poll: they were ingested together, and
             // one clock read per poll instead of per record saves ~10 % of the source's CPU.
@@ -894,6 +981,7 @@ impl SourceActor {
                 let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
                 // A CSV header is no record: it moves no offset (a resumed source gives it again).
                 let header = matches!(payload, Payload::Header(_));
+                headers_past += usize::from(header);
                 let record = if pre {
                     // the dead letters of the items so far, in the epoch they belong to
                     while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
@@ -928,7 +1016,16 @@ impl SourceActor {
                         if let Some(m) = self.active.checked_sub(1).and_then(|i| more.get_mut(i)) {
                             m.max_event_time = active_before.map(|t| t.0);
                         }
-                        self.barrier(epoch, at, w, next_boundary, (&offsets, more), &mut dead, &mut committed)?;
+                        // A restart reads this record and the rest of this poll first: a poll
+                        // that ended at its `max` again up to there (CSV headers not counted); one
+                        // that ended at the source's own boundary (a file's end) to it again.
+                        let rest = if poll == Poll::Data && n > 1 {
+                            ((polled_items - i) - (headers_in_poll - headers_past)) as u64
+                        } else {
+                            0
+                        };
+                        let turn = Turn { next_source: self.active, rest_of_poll: rest };
+                        self.barrier(epoch, at, w, next_boundary, (&offsets, more, turn), &mut dead, &mut committed)?;
                         if self.stop_after == Some(epoch) {
                             self.counters.records.fetch_add(routed, Ordering::Relaxed);
                             return self.take_commits(&mut committed, Some(epoch));
@@ -990,7 +1087,10 @@ impl SourceActor {
                     if polled_since_barrier || output != output_at_barrier {
                         let w = (clock.watermark(), clock.max_event_time());
                         let more = self.saved_sources(&offsets, clock.sources());
-                        self.barrier(epoch, now, w, None, (&offsets, more), &mut dead, &mut committed)?;
+                        // this source's poll is done: the next one in turn (an exhausted one
+                        // gives nothing and is passed)
+                        let turn = Turn { next_source: (self.active + 1) % n, rest_of_poll: 0 };
+                        self.barrier(epoch, now, w, None, (&offsets, more, turn), &mut dead, &mut committed)?;
                         if self.stop_after == Some(epoch) {
                             return self.take_commits(&mut committed, Some(epoch));
                         }
@@ -1013,8 +1113,12 @@ impl SourceActor {
                     break;
                 }
             }
-            // several sources: the next one that is not exhausted, round-robin
+            // Several sources: the next one that is not exhausted, round-robin. A restored
+            // source's first poll that only reached the end of the file it was reading is no
+            // turn (the same source is polled again), so the records interleave as in the
+            // uninterrupted run.
             if n > 1
+                && !only_resumed_end
                 && let Some(next) = (1..=n).map(|i| (self.active + i) % n).find(|k| !done[*k])
             {
                 self.switch_to(next);
@@ -1050,7 +1154,9 @@ impl SourceActor {
         let nb = if replay { next_boundary } else { None };
         let w = (clock.watermark(), clock.max_event_time());
         let more = self.saved_sources(&offsets, clock.sources());
-        self.barrier(epoch, now, w, nb, (&offsets, more), &mut dead, &mut committed)?;
+        // the loop ends before polling the source in turn (or with every source exhausted)
+        let turn = Turn { next_source: self.active, rest_of_poll: 0 };
+        self.barrier(epoch, now, w, nb, (&offsets, more, turn), &mut dead, &mut committed)?;
         self.report(&mut reported, Some(clock.watermark()), Some(now));
         Ok(())
     }
@@ -1349,6 +1455,23 @@ impl SourceActor {
         }
         Ok(moved)
     }
+}
+
+/// Several sources in real-time mode: where the round-robin stands at a barrier (kept in the
+/// checkpoint as [`DriverState::RealTimeSources`]).
+#[derive(Clone, Copy, Debug)]
+struct Turn {
+    /// The source a restart reads first.
+    next_source: usize,
+    /// The items its first poll gives (a CSV header not counted), when the poll the barrier
+    /// cut ended at its `max`; 0: a whole poll (one that ended at the source's own boundary).
+    rest_of_poll: u64,
+}
+
+/// Whether a polled item is a CSV header (no record, and no offset: a resumed file gives it
+/// again).
+fn is_header(item: &SourceItem) -> bool {
+    matches!(item.payload, Payload::Header(_))
 }
 
 /// A dead letter: `{"reason": ..., "source": <position>, "record": <raw text>}` (PIPELINE.md).

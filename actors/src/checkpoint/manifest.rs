@@ -414,6 +414,26 @@ mod enums {
             /// (decides Spark's no-data batch).
             last_moved: Option<[i64; 2]>,
         },
+        /// Real-time mode with several sources: [`DriverState::RealTime`]'s fields and where the
+        /// source actor's round-robin over the sources stood at the barrier, so a restart reads
+        /// the sources' records interleaved as the uninterrupted run did. Added last and no
+        /// larger than [`DriverState::MicroBatch`], so manifests written before it keep their
+        /// layout (they restore with the round-robin at the first source).
+        RealTimeSources {
+            /// As [`DriverState::RealTime`]'s `now`.
+            now: i64,
+            /// As [`DriverState::RealTime`]'s `max_event_time`.
+            max_event_time: Option<i64>,
+            /// As [`DriverState::RealTime`]'s `next_boundary`.
+            next_boundary: Option<i64>,
+            /// The source (index in pipeline order) a restart reads first.
+            next_source: u32,
+            /// How many items (records, malformed or rejected input; a CSV header not counted)
+            /// the first poll of `next_source` gives: the rest of the poll the barrier cut, when
+            /// that poll ended at its item limit. 0: a whole poll (the cut poll ended at the
+            /// source's own boundary, a file's end, which the resumed source reaches again).
+            rest_of_poll: u64,
+        },
     }
 }
 

@@ -431,3 +431,44 @@ fn the_application_id_is_created_with_the_checkpoint_and_kept_by_later_runs() {
     let e = ck.application_id().unwrap_err();
     assert!(e.to_string().contains("application-id"), "{e}");
 }
+
+#[test]
+fn a_manifest_keeps_where_the_round_robin_over_several_sources_stood() {
+    let plan = plan();
+    let dir = tempfile::tempdir().unwrap();
+    let ck = checkpointer(dir.path(), 3);
+    let ops = fresh(&plan, 1);
+    let snapshots = vec![ck.write_snapshot(1, 0, 1, &ops[0].snapshot()).unwrap()];
+    let driver = DriverState::RealTimeSources {
+        now: 5,
+        max_event_time: Some(7),
+        next_boundary: Some(10),
+        next_source: 1,
+        rest_of_poll: 3,
+    };
+    let m = Manifest {
+        pipeline: "ck-test".into(),
+        epoch: 1,
+        fingerprint: ck.fingerprint().to_vec(),
+        parallelism: 1,
+        snapshots,
+        source: Some(SavedOffset::Files { done: vec!["x.json".into()], reading: None }),
+        driver: driver.clone(),
+        more_sources: Vec::new(),
+    };
+    ck.commit(&m).unwrap();
+    let r = restored(&ck, 1).unwrap().expect("the checkpoint");
+    assert_eq!(r.manifest.driver, driver);
+}
+
+#[test]
+fn the_archived_driver_state_keeps_the_size_it_had_before_the_round_robin_variant() {
+    // The variant added last is no larger than `MicroBatch`, so manifests written before it
+    // (whose `Manifest` layout includes this size) keep their layout.
+    assert_eq!(std::mem::size_of::<manifest::ArchivedDriverState>(), DRIVER_STATE_ARCHIVED_BYTES);
+}
+
+/// `size_of::<ArchivedDriverState>()` of the manifests written before
+/// `DriverState::RealTimeSources` existed: its largest variant, `MicroBatch` (the tag padded to
+/// 8, four 8-byte integers, an archived `Option<i64>` of 16 and an `Option<[i64; 2]>` of 24).
+const DRIVER_STATE_ARCHIVED_BYTES: usize = 80;
