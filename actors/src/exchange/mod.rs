@@ -306,80 +306,32 @@ impl Drop for Exchange {
 }
 
 #[cfg(test)]
+mod test_support;
+
+#[cfg(test)]
 mod tests {
     //! Three partition actors' chains, each on its own thread, exchange enough rows to fill the
     //! bounded channels both ways; the rows must be those of a brute-force reference written
     //! from the query (per 10 s window sliding by 5 s: distinct auctions, and bids).
 
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeSet;
 
+    use eddy_engine::Timestamp;
     use eddy_engine::operator::{BatchContext, Operator, Output};
-    use eddy_engine::plan::QueryPlan;
-    use eddy_engine::steps::Applied;
     use eddy_engine::value::Value;
     use eddy_engine::watermark::BatchWatermarks;
-    use eddy_engine::{Record, Timestamp};
 
+    use super::test_support::{PARTITIONS, S, bid, expected, plan as test_plan, routed};
     use super::*;
-
-    const S: i64 = 1_000_000;
-    const PARTITIONS: usize = 3;
-
-    const PIPELINE: &str = r#"
-name = "exchange-test"
-mode = "micro-batch"
-[[source]]
-name = "bids"
-type = "files"
-path = "in"
-schema = "auction BIGINT, ts TIMESTAMP"
-watermark = { column = "ts", delay = "0 seconds" }
-[query]
-sql = """
-SELECT window, count(*) AS auctions, sum(num) AS bids
-FROM (SELECT window(ts, '10 seconds', '5 seconds') AS window, auction, count(*) AS num
-      FROM bids GROUP BY 1, 2)
-GROUP BY window
-"""
-output_mode = "append"
-[sink]
-type = "stdout"
-"#;
-
-    /// Bid `i`: auction `i % 40,000` at `i` x 200 µs (24 s for 120,000 bids).
-    fn bid(i: i64) -> (i64, i64) {
-        (i % 40_000, i * 200)
-    }
 
     #[test]
     fn rows_crossing_full_channels_both_ways_give_the_rows_of_a_brute_force_reference() {
-        let pipeline = eddy_sql::parse_pipeline_str(PIPELINE).unwrap();
-        let plan = QueryPlan::new(&pipeline).unwrap();
+        let plan = test_plan("micro-batch");
         assert_eq!(plan.exchange(), Some(1));
         let bids: Vec<(i64, i64)> = (0..120_000).map(bid).collect();
-        // the reference: per window [start, start + 10 s) with start a multiple of 5 s
-        let mut reference: BTreeMap<i64, (BTreeSet<i64>, i64)> = BTreeMap::new();
-        for &(auction, ts) in &bids {
-            let last = ts.div_euclid(5 * S) * 5 * S;
-            for start in [last - 5 * S, last] {
-                let w = reference.entry(start).or_default();
-                w.0.insert(auction);
-                w.1 += 1;
-            }
-        }
-        let expected: BTreeSet<String> =
-            reference.iter().map(|(start, (auctions, n))| format!("{start} {} {}", auctions.len(), n)).collect();
+        let expected = expected(&bids);
 
-        let mut records: Vec<Vec<Record>> = (0..PARTITIONS).map(|_| Vec::new()).collect();
-        let router = Router::new(plan.routing_columns(), PARTITIONS);
-        for &(auction, ts) in &bids {
-            let r = Record::new(vec![Value::Long(auction), Value::Timestamp(Timestamp(ts))]);
-            let r = match plan.source_steps.apply(r) {
-                Applied::Keep(r) => r,
-                _ => panic!("the source steps dropped a bid"),
-            };
-            records[router.route(&r).0].push(r);
-        }
+        let records = routed(&plan, &bids);
         let mut key = plan.new_operator();
         let key = key.as_chain_mut().expect("a chain").exchange_key().to_vec();
         let handles: Vec<_> = exchanges(PARTITIONS, &key)
@@ -438,7 +390,7 @@ type = "stdout"
 
     #[test]
     fn a_peer_that_stops_fails_the_exchange_instead_of_hanging_it() {
-        let plan = QueryPlan::new(&eddy_sql::parse_pipeline_str(PIPELINE).unwrap()).unwrap();
+        let plan = test_plan("micro-batch");
         let mut op = plan.new_operator();
         let chain = op.as_chain_mut().unwrap();
         assert!(chain.split_at_exchange());
