@@ -314,14 +314,11 @@ mod tests {
     //! bounded channels both ways; the rows must be those of a brute-force reference written
     //! from the query (per 10 s window sliding by 5 s: distinct auctions, and bids).
 
-    use std::collections::BTreeSet;
-
     use eddy_engine::Timestamp;
     use eddy_engine::operator::{BatchContext, Operator, Output};
-    use eddy_engine::value::Value;
     use eddy_engine::watermark::BatchWatermarks;
 
-    use super::test_support::{PARTITIONS, S, bid, expected, plan as test_plan, routed};
+    use super::test_support::{PARTITIONS, S, bid, expected, joined, plan as test_plan, routed};
     use super::*;
 
     #[test]
@@ -369,19 +366,7 @@ mod tests {
                 })
             })
             .collect();
-        let mut got = BTreeSet::new();
-        let mut full = 0;
-        for h in handles {
-            let (rows, full_sends) = h.join().unwrap();
-            full += full_sends;
-            for row in rows {
-                let (Value::Window { start, .. }, Value::Long(auctions), Value::Long(n)) = (&row[0], &row[1], &row[2])
-                else {
-                    panic!("{row:?}")
-                };
-                assert!(got.insert(format!("{} {auctions} {n}", start.0)), "twice: {row:?}");
-            }
-        }
+        let (got, full) = joined(handles);
         assert_eq!(got, expected);
         // the channels did fill (each actor sends some 27,000 rows to each peer, more than a
         // channel holds): the sends waited while receiving

@@ -391,8 +391,6 @@ mod tests {
     //! the rows must be those of a brute-force reference written from the query (per 10 s window
     //! sliding by 5 s: distinct auctions, and bids), each once, none dropped downstream.
 
-    use std::collections::BTreeSet;
-
     use eddy_engine::Record;
     use eddy_engine::operator::{Operator, Output};
     use eddy_engine::plan::QueryPlan;
@@ -401,7 +399,7 @@ mod tests {
 
     use super::*;
 
-    use super::super::test_support::{PARTITIONS, S, bid, expected, plan as test_plan, routed};
+    use super::super::test_support::{PARTITIONS, S, bid, expected, joined, plan as test_plan, routed};
     /// Barriers each actor passes, after each quarter of its own records.
     const EPOCHS: u64 = 4;
 
@@ -452,19 +450,7 @@ mod tests {
                 })
             })
             .collect();
-        let mut got = BTreeSet::new();
-        let mut full = 0;
-        for h in handles {
-            let (rows, full_sends) = h.join().unwrap();
-            full += full_sends;
-            for row in rows {
-                let (Value::Window { start, .. }, Value::Long(auctions), Value::Long(n)) = (&row[0], &row[1], &row[2])
-                else {
-                    panic!("{row:?}")
-                };
-                assert!(got.insert(format!("{} {auctions} {n}", start.0)), "twice: {row:?}");
-            }
-        }
+        let (got, full) = joined(handles);
         assert_eq!(got, expected);
         // the channels did fill: the sends waited while receiving
         assert!(full > 0);

@@ -79,3 +79,22 @@ pub(super) fn routed(plan: &QueryPlan, bids: &[(i64, i64)]) -> Vec<Vec<Record>> 
     }
     records
 }
+
+/// The rows the partition actors' threads returned (each with its count of full sends), as
+/// [`expected`] writes them, each checked to come once; and the full sends of all.
+pub(super) fn joined(handles: Vec<std::thread::JoinHandle<(Vec<eddy_engine::Row>, u64)>>) -> (BTreeSet<String>, u64) {
+    let mut got = BTreeSet::new();
+    let mut full = 0;
+    for h in handles {
+        let (rows, full_sends) = h.join().unwrap();
+        full += full_sends;
+        for row in rows {
+            let (Value::Window { start, .. }, Value::Long(auctions), Value::Long(n)) = (&row[0], &row[1], &row[2])
+            else {
+                panic!("{row:?}")
+            };
+            assert!(got.insert(format!("{} {auctions} {n}", start.0)), "twice: {row:?}");
+        }
+    }
+    (got, full)
+}
