@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{copy_dir, root};
+use common::{compare_all, copy_dir, root};
 
 fn run(dir: &Path, parallelism: usize, stop_after: Option<u64>) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_eddy"));
@@ -103,19 +103,8 @@ fn real_time_cases_stopped_after_an_epoch_and_restarted_with_another_parallelism
                 continue;
             }
             let output = dir.join("output");
-            std::fs::create_dir_all(&output).unwrap();
-            let cmp = Command::new("python3")
-                .arg(root().join("../shared/tools/compare.py"))
-                .arg(dir.join("expected"))
-                .arg(&output)
-                .arg("--all")
-                .output()
-                .unwrap();
-            if !cmp.status.success() {
-                failures.push(format!(
-                    "{name} stop after {stop_after}, parallelism {before} -> {after}:\n{}",
-                    String::from_utf8_lossy(&cmp.stdout)
-                ));
+            if let Err(report) = compare_all(&dir.join("expected"), &output) {
+                failures.push(format!("{name} stop after {stop_after}, parallelism {before} -> {after}:\n{}", report));
             }
         }
     }
@@ -178,19 +167,8 @@ fn several_sources_stopped_after_every_epoch_and_restarted_write_the_epochs_of_a
                 ));
             }
             let output = dir.join("output");
-            std::fs::create_dir_all(&output).unwrap();
-            let cmp = Command::new("python3")
-                .arg(root().join("../shared/tools/compare.py"))
-                .arg(dir.join("expected"))
-                .arg(&output)
-                .arg("--all")
-                .output()
-                .unwrap();
-            if !cmp.status.success() {
-                failures.push(format!(
-                    "{name} stop after epoch {stop_after} against the expected rows:\n{}",
-                    String::from_utf8_lossy(&cmp.stdout)
-                ));
+            if let Err(report) = compare_all(&dir.join("expected"), &output) {
+                failures.push(format!("{name} stop after epoch {stop_after} against the expected rows:\n{}", report));
             }
         }
     }

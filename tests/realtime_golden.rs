@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{copy_dir, root};
+use common::{compare_all, copy_dir, root};
 
 fn sorted_lines(dir: &Path) -> Vec<(String, Vec<String>)> {
     let mut files: Vec<PathBuf> =
@@ -57,16 +57,8 @@ fn real_time_cases_match_the_brute_force_reference_with_1_and_4_partition_actors
                 continue;
             }
             let output = dir.join("output");
-            std::fs::create_dir_all(&output).unwrap();
-            let cmp = Command::new("python3")
-                .arg(root().join("../shared/tools/compare.py"))
-                .arg(dir.join("expected"))
-                .arg(&output)
-                .arg("--all")
-                .output()
-                .unwrap();
-            if !cmp.status.success() {
-                failures.push(format!("{name} p={parallelism}:\n{}", String::from_utf8_lossy(&cmp.stdout)));
+            if let Err(report) = compare_all(&dir.join("expected"), &output) {
+                failures.push(format!("{name} p={parallelism}:\n{}", report));
             }
             outputs.push(sorted_lines(&output));
         }

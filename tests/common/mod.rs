@@ -54,3 +54,21 @@ pub fn json_lines_sorted(dir: &Path) -> Vec<serde_json::Value> {
     lines.sort();
     lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
 }
+
+/// Compares the rows under `output` (created if absent: no rows) with those under `expected`
+/// with ../shared/tools/compare.py in `--all` mode (every row, batch by batch); `Err` with its
+/// report when they differ.
+pub fn compare_all(expected: &Path, output: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(output).unwrap();
+    let cmp = std::process::Command::new("python3")
+        .arg(root().join("../shared/tools/compare.py"))
+        .arg(expected)
+        .arg(output)
+        .arg("--all")
+        .output()
+        .unwrap();
+    match cmp.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&cmp.stdout).into_owned()),
+    }
+}
