@@ -680,17 +680,19 @@ fn s3_sigkill_at_several_instants_with_restarts_gives_the_uninterrupted_runs_tab
     let moto = Moto::start();
     let (example, _) = EXAMPLES[0];
     let dir = tempfile::tempdir().unwrap();
-    // the examples' 400 records in 20 files of 20: 20 batches with input
+    // the examples' 400 records in 80 files of 5: 80 batches with input, so that the run takes
+    // several seconds (a commit on the store each) and the kills below land mid-run however fast
+    // the machine
     let text = std::fs::read_to_string(common::root().join("examples/data/revenue/events.jsonl")).unwrap();
     let input = dir.path().join("in");
     std::fs::create_dir_all(&input).unwrap();
-    for (i, chunk) in text.lines().collect::<Vec<_>>().chunks(20).enumerate() {
+    for (i, chunk) in text.lines().collect::<Vec<_>>().chunks(5).enumerate() {
         std::fs::write(input.join(format!("{i:03}.jsonl")), chunk.join("\n") + "\n").unwrap();
     }
     let url = "s3://eddy/killed";
     let s = s3_sets(&input, &dir.path().join("ck"), url);
     let mut killed = 0;
-    for delay_ms in [400, 900, 1400, 1900, 2400, 2900] {
+    for delay_ms in [300, 500, 700, 900, 1100, 1300] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_eddy"));
         cmd.arg("run").arg("--no-progress");
         for x in &s {
