@@ -32,7 +32,7 @@ case "$signal" in KILL | TERM) ;; *) echo "crash-test.sh: SIGNAL must be KILL or
 RANDOM=$seed
 min_delay_ms=30
 spread=12
-if [ "$signal" = TERM ]; then min_delay_ms=200; spread=40; fi
+if [ "$signal" = TERM ]; then min_delay_ms=10; spread=40; fi
 if [ -z "${EDDY:-}" ]; then
   cargo build -q --bin eddy
   EDDY="${CARGO_TARGET_DIR:-target}/debug/eddy"
@@ -79,7 +79,7 @@ for p in "${pipelines[@]}"; do
   for i in $(seq 1 "$kills"); do
     # A random instant within the first twelfth of an uninterrupted run (at least 30 ms): each
     # run makes a little progress past its checkpoint, so the 20 kills land while input remains.
-    # SIGTERM: at least 200 ms (not before the signal handlers are installed), then within a
+    # SIGTERM: once the signal handler is installed (below), at least 10 ms, then within a
     # fortieth, as a stopped run keeps all its progress.
     delay_ms=$(( min_delay_ms + RANDOM % (took_ms / spread + 1) ))
     # The binary itself in the background (not a subshell), so the kill reaches it.
@@ -87,6 +87,17 @@ for p in "${pipelines[@]}"; do
     EDDY_LOG=error "$EDDY" run "$crash/pipeline.toml" --no-progress $(inputs "$crash/pipeline.toml") \
       --set "parallelism=$(( 1 + RANDOM % 3 ))" &
     pid=$!
+    # SIGTERM: first wait (up to 10 s) until the process catches it (bit 15 of its SigCgt mask):
+    # a SIGTERM before the handler is installed ends the run with the default action (exit 143),
+    # and on a loaded machine a start takes longer than any fixed delay.
+    if [ "$signal" = TERM ]; then
+      for _ in $(seq 1 1000); do
+        caught=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || break
+        [ -z "$caught" ] && break
+        if (( (16#$caught >> 14) & 1 )); then break; fi
+        sleep 0.01
+      done
+    fi
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
     if kill -s "$signal" "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
     status=0
