@@ -18,7 +18,7 @@ use eddy_engine::decode::{CsvDecoder, Decoder, JsonDecoder};
 use eddy_engine::plan::QueryPlan;
 use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, SinkSpec, SourceKind};
 
-use crate::checkpoint::{self, Checkpointer, FolderStore, SnapshotWriter};
+use crate::checkpoint::{self, Checkpointer, SnapshotWriter};
 use crate::clock::{Clock, ReplayClock, SystemClock};
 use crate::coordinator::{Coordinator, UnitStarts};
 use crate::messages::ToCoordinator;
@@ -731,11 +731,11 @@ fn restore_checkpoint(
     router: &Router,
 ) -> Result<(Checkpointer, Option<checkpoint::Restored>), RuntimeError> {
     let folder = spec.path.join(&pipeline.name);
-    let store = FolderStore::open(&folder).map_err(|e| match e {
+    let store = checkpoint::store::open_store(&folder, true).map_err(|e| match e {
         checkpoint::CheckpointError::Locked { .. } => RuntimeError::Failed(e.to_string()),
         e => RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() },
     })?;
-    let ck = Checkpointer::new(Arc::new(store), &pipeline.name, checkpoint::manifest::fingerprint(pipeline), spec.keep);
+    let ck = Checkpointer::new(store, &pipeline.name, checkpoint::manifest::fingerprint(pipeline), spec.keep);
     let new_operator = || plan.new_operator();
     match checkpoint::restore(&ck, parallelism, &new_operator, router) {
         Ok(r) => Ok((ck, r)),

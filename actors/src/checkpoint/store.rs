@@ -47,6 +47,16 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
     /// [`CheckpointError::Io`] when the store cannot be listed.
     fn list(&self) -> Result<Vec<String>, CheckpointError>;
 
+    /// Stores `bytes` under `name` only if no blob has that name yet, atomically: of two
+    /// processes racing to create `name`, exactly one succeeds. Returns whether this call
+    /// created it (`false`: the blob existed, and is left as it was). Used for the blobs that
+    /// several processes sharing one pipeline's store agree on first come, first served (the
+    /// query's fingerprint, issue 26).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the blob.
+    fn put_if_absent(&self, name: &str, bytes: &[u8]) -> Result<bool, CheckpointError>;
+
     /// Deletes `name` (nothing when absent).
     ///
     /// # Errors
@@ -55,6 +65,19 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
 
     /// Where the store is, for messages (a folder path, a URL).
     fn location(&self) -> String;
+}
+
+/// Opens the store at `location` (`<checkpoint.path>/<pipeline>[/<sub-folder>]`): a local
+/// folder, locked for this process when `exclusive` ([`FolderStore::open`]), shared otherwise
+/// ([`FolderStore::open_shared`]).
+///
+/// # Errors
+/// As [`FolderStore::open`] / [`FolderStore::open_shared`].
+pub fn open_store(location: &Path, exclusive: bool) -> Result<std::sync::Arc<dyn CheckpointStore>, CheckpointError> {
+    Ok(match exclusive {
+        true => std::sync::Arc::new(FolderStore::open(location)?),
+        false => std::sync::Arc::new(FolderStore::open_shared(location)?),
+    })
 }
 
 /// A blob being written ([`CheckpointStore::create`]).
@@ -80,8 +103,8 @@ pub trait BlobWriter: Send {
 #[derive(Debug)]
 pub struct FolderStore {
     folder: PathBuf,
-    /// Holds the lock.
-    _lock: File,
+    /// Holds the lock (`None`: a shared store, [`FolderStore::open_shared`]).
+    _lock: Option<File>,
 }
 
 impl FolderStore {
@@ -108,7 +131,27 @@ impl FolderStore {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(io(format!("locking {}", lock_path.display()), e)),
         }
-        let store = FolderStore { folder: folder.to_path_buf(), _lock: lock };
+        let store = FolderStore { folder: folder.to_path_buf(), _lock: Some(lock) };
+        store.remove_leftovers()?;
+        Ok(store)
+    }
+
+    /// Opens (creating it when missing) the store in `folder` without locking it: for a folder
+    /// that several processes share, each writing only blobs of its own or creating blobs with
+    /// [`CheckpointStore::put_if_absent`] (the group-level blobs of several instances, issue
+    /// 26). Leftover temporaries are not removed (another process may be writing them).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] naming the folder when it cannot be created.
+    pub fn open_shared(folder: &Path) -> Result<FolderStore, CheckpointError> {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| io(format!("creating the checkpoint folder {}", folder.display()), e))?;
+        Ok(FolderStore { folder: folder.to_path_buf(), _lock: None })
+    }
+
+    /// Removes the temporary files of interrupted writes (a locked store's own).
+    fn remove_leftovers(&self) -> Result<(), CheckpointError> {
+        let folder = &self.folder;
         for entry in std::fs::read_dir(folder).map_err(|e| io(format!("listing {}", folder.display()), e))?.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') && name.ends_with(".tmp") {
@@ -116,7 +159,7 @@ impl FolderStore {
                     .map_err(|e| io(format!("removing the leftover {}", entry.path().display()), e))?;
             }
         }
-        Ok(store)
+        Ok(())
     }
 
     /// The folder.
@@ -205,6 +248,28 @@ impl CheckpointStore for FolderStore {
         Ok(names)
     }
 
+    /// Writes a uniquely named temporary, then hard-links it to `name`: the link fails when
+    /// `name` exists, so of racing processes exactly one creates it.
+    fn put_if_absent(&self, name: &str, bytes: &[u8]) -> Result<bool, CheckpointError> {
+        let target = self.folder.join(name);
+        let tmp = self.folder.join(format!(".{name}.{}.{}.tmp", std::process::id(), uuid::Uuid::new_v4().simple()));
+        let written = File::create(&tmp).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io(format!("writing {}", tmp.display()), e));
+        }
+        let linked = std::fs::hard_link(&tmp, &target);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => sync_folder(&self.folder).map(|()| true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(io(format!("creating {}", target.display()), e)),
+        }
+    }
+
     fn delete(&self, name: &str) -> Result<(), CheckpointError> {
         let path = self.folder.join(name);
         match std::fs::remove_file(&path) {
@@ -247,6 +312,19 @@ mod tests {
         s.delete("a").unwrap();
         s.delete("a").unwrap();
         assert!(matches!(s.get("a"), Err(CheckpointError::Missing { .. })));
+    }
+
+    #[test]
+    fn put_if_absent_creates_once_and_leaves_the_first_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = FolderStore::open_shared(dir.path()).unwrap();
+        let b = FolderStore::open_shared(dir.path()).unwrap();
+        assert!(a.put_if_absent("fingerprint", b"one").unwrap());
+        assert!(!b.put_if_absent("fingerprint", b"two").unwrap());
+        assert_eq!(b.get("fingerprint").unwrap(), b"one");
+        assert_eq!(a.list().unwrap(), vec!["fingerprint".to_string()], "no temporary left visible");
+        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(leftovers, 1, "temporaries removed");
     }
 
     #[test]
