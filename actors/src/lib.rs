@@ -41,6 +41,7 @@ pub mod clock;
 pub mod coordinator;
 pub mod exchange;
 pub mod foreach;
+pub mod group;
 pub mod join;
 pub mod messages;
 pub mod metrics;

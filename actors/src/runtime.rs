@@ -81,6 +81,10 @@ pub struct RunOptions {
     /// [`RunSummary::stalls`] and, with `[metrics]`, as `eddy_record_service_seconds` and
     /// `eddy_slow_records_total`. `None` (the default): no tracer, nothing measured.
     pub trace_stalls: Option<std::time::Duration>,
+    /// One run of a shared Kafka group ([`crate::group`], issue 26): set by the group's driver,
+    /// never by a caller of [`run_pipeline`] (which starts the driver for a pipeline with
+    /// `[source] shared_group`).
+    pub group: Option<crate::group::GroupRun>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -247,7 +251,7 @@ fn open_source(
                     .with_needed_columns(needed),
             )
         }
-        SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties } => {
+        SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, .. } => {
             let config = KafkaSourceConfig {
                 bootstrap_servers: bootstrap_servers.clone(),
                 topics: topics.clone(),
@@ -275,6 +279,11 @@ fn open_source(
 /// is above 1 for a query whose chain runs in one partition actor (exit 2 for the CLI).
 pub fn planned_parallelism(pipeline: &Pipeline) -> Result<usize, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
+    if crate::group::is_shared(pipeline) {
+        // one partition actor per assigned input partition, however many the group assigns
+        crate::group::check(pipeline, &plan)?;
+        return Ok(1);
+    }
     parallelism_of(pipeline, &plan)
 }
 
@@ -317,11 +326,20 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     }
     let real_time = pipeline.mode == Mode::RealTime;
     let exchange_at = plan.exchange();
-    let parallelism = parallelism_of(pipeline, &plan)?;
+    if opts.group.is_none() && crate::group::is_shared(pipeline) {
+        return crate::group::run_shared_group(pipeline, opts);
+    }
+    let mut group = opts.group;
+    let parallelism = match &group {
+        Some(g) => g.partitions.len(),
+        None => parallelism_of(pipeline, &plan)?,
+    };
 
     let health = opts.health.unwrap_or_default();
-    let (metrics, _server) = match &pipeline.metrics {
-        Some(m) => {
+    let (metrics, _server) = match (&pipeline.metrics, &group) {
+        // a shared group's driver serves the endpoint across its runs
+        (_, Some(g)) => (g.metrics.clone(), None),
+        (Some(m), None) => {
             let names: Vec<String> = std::iter::once(pipeline.source_name.clone())
                 .chain(pipeline.more_sources.iter().map(|s| s.name.clone()))
                 .collect();
@@ -335,7 +353,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             })?;
             (metrics, Some(server))
         }
-        None => (Metrics::disabled(parallelism), None),
+        (None, None) => (Metrics::disabled(parallelism), None),
     };
     let stop = opts.stop.unwrap_or_default();
     let frontier_delay = match &pipeline.query {
@@ -457,9 +475,16 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let router = Router::new(plan.routing_columns(), parallelism);
     // the restored largest event time of each source after the first
     let mut resume_sources: Vec<Option<i64>> = Vec::new();
+    let by_input = group.as_mut().map(|g| std::mem::take(&mut g.routing));
     let (checkpointer, mut operators, resume) = match &pipeline.checkpoint {
         Some(c) => {
-            let (ck, restored) = restore_checkpoint(pipeline, c, parallelism, &plan, &router)?;
+            let (ck, restored) = match group.take() {
+                Some(g) => {
+                    let restored = g.manifest.map(|manifest| checkpoint::Restored { manifest, operators: g.operators });
+                    (g.checkpointer, restored)
+                }
+                None => restore_checkpoint(pipeline, c, parallelism, &plan, &router)?,
+            };
             let committed = restored.as_ref().map(|r| r.manifest.epoch);
             // the checkpoint's application id, for the sinks that mark their commits (Delta)
             let mut sinks = std::iter::once(&pipeline.sink).chain(&pipeline.late_sink).chain(&pipeline.dead_letter);
@@ -687,6 +712,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         units,
         frontier_delay,
         output,
+        by_input,
     };
     let source_result = thread::Builder::new()
         .name("eddy-source".into())

@@ -163,6 +163,9 @@ pub struct SourceActor {
     /// A SQL query's stream-static join ([`crate::join`]), run on each record after the clock
     /// and the watermark have seen it, before routing; `None` without one.
     pub join: Option<TableJoin>,
+    /// A shared Kafka group's run ([`crate::group`]): records go to the partition actor of the
+    /// input partition they came from, not by key range.
+    pub by_input: Option<crate::group::InputRouting>,
     /// Every source of the pipeline, in its order (PIPELINE.md "Several sources"): `None` at
     /// [`SourceActor::active`], whose connector, decoder and steps are [`SourceActor::source`],
     /// [`SourceActor::decoder`] and the plan's `source_steps`; the others parked. One source:
@@ -338,10 +341,21 @@ impl SourceActor {
         Ok(())
     }
 
+    /// The partition actor of `record`, read at `position`: its input partition's in a shared
+    /// group's run, else its key range's.
+    #[inline]
+    fn actor_of(&mut self, record: &Record, position: &Position) -> usize {
+        match self.by_input.as_mut() {
+            Some(r) => r.actor_of(record, position, &self.metrics),
+            None => self.router.route(record).0,
+        }
+    }
+
     /// Appends `s` to the buffer of partition actor `p` (a spare buffer when it has none), and
     /// sends the buffer once it holds [`BATCH`] records. Inlined: it runs per record, and the
     /// call cost as much as its body.
     #[inline(always)]
+
     fn route(&mut self, buffers: &mut [Vec<Stamped>], p: usize, s: Stamped) -> Result<(), SourceError> {
         let buf = &mut buffers[p];
         if buf.capacity() == 0 {
@@ -498,10 +512,18 @@ impl SourceActor {
         let mut dead_at = Vec::new();
         let pre = self.decode_with_steps(&mut items, &mut decoded, &mut StepsBatch::default(), &mut dead_at, last_log);
         dead.extend(dead_at.into_iter().map(|(_, d)| d));
+        if let Some(r) = self.by_input.as_mut() {
+            r.batch.clear();
+        }
         for (i, item) in items.into_iter().enumerate() {
             let position = self.join.is_some().then(|| item.position.clone());
+            let input = self.by_input.is_some().then(|| item.position.clone());
             let record = if pre { decoded[i].take() } else { self.decode(item, dead, last_log) };
             if let Some(r) = record {
+                if let (Some(routing), Some(at)) = (self.by_input.as_mut(), input) {
+                    let actor = routing.actor_of(&r, &at, &self.metrics);
+                    routing.batch.push(actor);
+                }
                 records.push(r);
                 if let (Some(j), Some(p)) = (self.join.as_mut(), position) {
                     j.positions.push(p);
@@ -1049,13 +1071,13 @@ impl SourceActor {
                     // 0..n joined records, each stamped as the record they were made of
                     self.join_record(record, &position, &mut joined, &mut dead, &mut last_log);
                     for record in joined.drain(..) {
-                        let p = self.router.route(&record).0;
+                        let p = self.actor_of(&record, &position);
                         let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                         self.route(&mut buffers, p, s)?;
                     }
                     continue;
                 }
-                let p = self.router.route(&record).0;
+                let p = self.actor_of(&record, &position);
                 let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                 self.route(&mut buffers, p, s)?;
             }
@@ -1412,13 +1434,19 @@ impl SourceActor {
                 let at = positions.get(i).cloned().unwrap_or(Position::Generated { event: i as u64 });
                 self.join_record(record, &at, &mut joined, dead, &mut last_log);
                 for record in joined.drain(..) {
-                    let p = self.router.route(&record).0;
+                    let p = match &self.by_input {
+                        Some(r) => r.batch_actor(i),
+                        None => self.router.route(&record).0,
+                    };
                     let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
                     self.route(&mut buffers, p, s)?;
                 }
                 continue;
             }
-            let p = self.router.route(&record).0;
+            let p = match &self.by_input {
+                Some(r) => r.batch_actor(i),
+                None => self.router.route(&record).0,
+            };
             let s = Stamped { record, now: ctx.processing_time, watermark: ctx.watermarks.late, created_ns: 0 };
             self.route(&mut buffers, p, s)?;
         }

@@ -26,6 +26,7 @@
 pub mod envelope;
 pub mod manifest;
 pub mod pacer;
+pub mod partitioned;
 pub mod pipeline_fields;
 pub mod restore;
 pub mod store;
@@ -150,6 +151,9 @@ pub struct Checkpointer {
     pipeline: String,
     fingerprint: Vec<FingerprintField>,
     keep: usize,
+    /// A shared group's run ([`partitioned`]): partition actor `i`'s snapshots and a manifest of
+    /// its own go to the checkpoints of the input partition it holds, `partitions[i]`.
+    partitions: Option<Arc<[partitioned::PartitionCheckpoint]>>,
 }
 
 impl Checkpointer {
@@ -161,7 +165,7 @@ impl Checkpointer {
         fingerprint: Vec<FingerprintField>,
         keep: usize,
     ) -> Checkpointer {
-        Checkpointer { store, pipeline: pipeline.to_string(), fingerprint, keep: keep.max(1) }
+        Checkpointer { store, pipeline: pipeline.to_string(), fingerprint, keep: keep.max(1), partitions: None }
     }
 
     /// The store.
@@ -193,6 +197,9 @@ impl Checkpointer {
         parallelism: u32,
         state: &[u8],
     ) -> Result<SnapshotMeta, CheckpointError> {
+        if let Some(parts) = &self.partitions {
+            return partitioned::write_snapshot(parts, epoch, partition, state);
+        }
         let prefix = SnapshotFile::prefix(epoch, partition, parallelism);
         let (bytes, crc32) = self.write_file(&snapshot_name(epoch, partition), Kind::Snapshot, &[&prefix, state])?;
         Ok(SnapshotMeta { partition, bytes, crc32 })
@@ -229,6 +236,9 @@ impl Checkpointer {
     /// [`CheckpointError::Io`] when the store fails (the checkpoint is then not complete unless
     /// the manifest itself was stored).
     pub fn commit(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
+        if let Some(parts) = &self.partitions {
+            return partitioned::commit(parts, manifest);
+        }
         let payload = rkyv::to_bytes::<rancor::Error>(manifest)
             .map_err(|e| CheckpointError::Encode { what: manifest_name(manifest.epoch), why: e.to_string() })?;
         self.write_file(&manifest_name(manifest.epoch), Kind::Manifest, &[&payload])?;

@@ -71,6 +71,17 @@ pub const CHECKPOINT_FAILURES: &str = "eddy_checkpoint_failures_total";
 /// Kafka consumer lag per source partition (gauge, records; `source_partition="<topic>/<partition>"`,
 /// reported about once a second by [`kafka::KafkaReporter`]; `"none"` at 0 without a Kafka source).
 pub const KAFKA_CONSUMER_LAG: &str = "eddy_kafka_consumer_lag_records";
+/// Input partitions assigned to this process in a shared Kafka group (gauge; issue 26).
+pub const KAFKA_ASSIGNED_PARTITIONS: &str = "eddy_kafka_assigned_partitions";
+/// Changes of this process's assignment in a shared Kafka group applied (counter; issue 26).
+pub const KAFKA_REBALANCES: &str = "eddy_kafka_rebalances_total";
+/// Time to restore the state of the partitions a shared group's run starts with (histogram,
+/// seconds; issue 26): from the assignment to the run reading them.
+pub const PARTITION_RESTORE: &str = "eddy_partition_restore_seconds";
+/// Records of a shared Kafka group whose query key the Kafka default partitioner puts in another
+/// partition than the one they came from (counter; issue 26): the input is not partitioned by
+/// the query's key.
+pub const KAFKA_MISROUTED: &str = "eddy_kafka_misrouted_records_total";
 /// Messages waiting in a partition actor's input queue (gauge; label `partition`).
 pub const QUEUE_DEPTH: &str = "eddy_queue_depth_messages";
 /// Time the source waited on a full partition queue (histogram, seconds; label `partition`):
@@ -149,7 +160,7 @@ const fn def(
 }
 
 /// Every metric the runtime exports, with its description.
-pub const CATALOG: [MetricDef; 26] = [
+pub const CATALOG: [MetricDef; 30] = [
     def(RECORDS_IN, Kind::Counter, Unit::Count, &[], "Records read from the source and decoded."),
     def(RECORDS_OUT, Kind::Counter, Unit::Count, &[], "Rows written to the main sink."),
     def(RECORDS_LATE, Kind::Counter, Unit::Count, &[], "Input records dropped as late (behind the watermark)."),
@@ -237,6 +248,28 @@ pub const CATALOG: [MetricDef; 26] = [
         Unit::Count,
         &["source_partition"],
         "Kafka consumer lag in records per source partition (source_partition=\"none\" without a Kafka source).",
+    ),
+    def(
+        KAFKA_ASSIGNED_PARTITIONS,
+        Kind::Gauge,
+        Unit::Count,
+        &[],
+        "Input partitions this process holds in a shared Kafka consumer group.",
+    ),
+    def(KAFKA_REBALANCES, Kind::Counter, Unit::Count, &[], "Assignment changes of a shared Kafka consumer group applied."),
+    def(
+        PARTITION_RESTORE,
+        Kind::Histogram,
+        Unit::Seconds,
+        &[],
+        "Time to restore the assigned partitions' state before a shared group's run reads them.",
+    ),
+    def(
+        KAFKA_MISROUTED,
+        Kind::Counter,
+        Unit::Count,
+        &[],
+        "Records whose query key Kafka's default partitioner puts in another partition than theirs.",
     ),
     def(QUEUE_DEPTH, Kind::Gauge, Unit::Count, &["partition"], "Messages waiting in a partition actor's input queue."),
     def(
@@ -366,6 +399,14 @@ pub struct Metrics {
     pub checkpoint_failures: Counter,
     /// [`MICRO_BATCH_DURATION`].
     pub micro_batch_duration: Histogram,
+    /// [`KAFKA_ASSIGNED_PARTITIONS`].
+    pub kafka_assigned_partitions: Gauge,
+    /// [`KAFKA_REBALANCES`].
+    pub kafka_rebalances: Counter,
+    /// [`PARTITION_RESTORE`].
+    pub partition_restore: Histogram,
+    /// [`KAFKA_MISROUTED`].
+    pub kafka_misrouted: Counter,
     /// One per partition actor, by index.
     pub partitions: Vec<PartitionMetrics>,
     /// A pipeline of several sources: [`RECORDS_IN`] and [`RECORDS_MALFORMED`] of each source
@@ -447,13 +488,15 @@ impl Metrics {
             &m.records_malformed,
             &m.files_unreadable,
             &m.checkpoint_failures,
+            &m.kafka_rebalances,
+            &m.kafka_misrouted,
         ]
         .into_iter()
         .chain(m.sources.iter().flat_map(|s| [&s.records_in, &s.records_malformed]))
         {
             c.absolute(0);
         }
-        for g in [&m.watermark, &m.rolling_frontier, &m.watermark_lag, &m.checkpoint_size, &m.checkpoint_age] {
+        for g in [&m.kafka_assigned_partitions, &m.watermark, &m.rolling_frontier, &m.watermark_lag, &m.checkpoint_size, &m.checkpoint_age] {
             g.set(0.0);
         }
         for p in &m.partitions {
@@ -514,6 +557,10 @@ impl Metrics {
             checkpoint_age: r.gauge(CHECKPOINT_AGE, &[]),
             checkpoint_failures: r.counter(CHECKPOINT_FAILURES, &[]),
             micro_batch_duration: r.histogram(MICRO_BATCH_DURATION, &[]),
+            kafka_assigned_partitions: r.gauge(KAFKA_ASSIGNED_PARTITIONS, &[]),
+            kafka_rebalances: r.counter(KAFKA_REBALANCES, &[]),
+            partition_restore: r.histogram(PARTITION_RESTORE, &[]),
+            kafka_misrouted: r.counter(KAFKA_MISROUTED, &[]),
             partitions: (0..partitions)
                 .map(|p| {
                     let l = [("partition", p.to_string())];

@@ -2,7 +2,8 @@
 //! and delivery reports kept for the source / sink thread to act on.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
@@ -88,9 +89,46 @@ pub(crate) struct SourceContext {
     /// offsets); a partition without one starts as `starting_offsets` says.
     pub positions: Mutex<Positions>,
     last_warn: Mutex<Option<Instant>>,
+    /// A shared group ([`crate::kafka::KafkaGroup`]): rebalances that change the assignment are
+    /// not applied in the callback but kept here for the group's owner, which first checkpoints
+    /// (issue 26). `None`: a consumer of its own, which assigns in the callback.
+    pub group: Option<Mutex<GroupEvents>>,
+}
+
+/// A change of a shared group's assignment, as the group protocol asked it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupChange {
+    /// These partitions are given to this process (not yet assigned: the owner restores their
+    /// state, then assigns them at their checkpointed offsets).
+    Assigned(Vec<(String, i32)>),
+    /// These partitions leave this process (still assigned: the owner checkpoints them, then
+    /// releases them). `lost`: the group took them already (the session expired), so another
+    /// process may own them now.
+    Revoked {
+        /// The partitions.
+        partitions: Vec<(String, i32)>,
+        /// Whether librdkafka reports the assignment lost.
+        lost: bool,
+    },
+}
+
+/// Deferred rebalances of a shared group, and the flag that tells the running pipeline to end
+/// its epoch.
+#[derive(Debug, Default)]
+pub(crate) struct GroupEvents {
+    pub pending: Vec<GroupChange>,
+    /// Set when a change is kept (the running pipeline's stop flag for a rebalance).
+    pub wake: Option<Arc<AtomicBool>>,
+    /// The group's owner is leaving: changes are applied in the callback, as without a group.
+    pub closing: bool,
 }
 
 impl SourceContext {
+    /// A context; `group`: of a consumer in a shared group ([`SourceContext::group`]).
+    pub fn new(group: bool) -> SourceContext {
+        SourceContext { group: group.then(Default::default), ..SourceContext::default() }
+    }
+
     /// The positions, locked. A poisoned lock means a callback panicked (a bug); the map is
     /// still usable.
     pub fn positions(&self) -> std::sync::MutexGuard<'_, Positions> {
@@ -160,11 +198,38 @@ impl ConsumerContext for SourceContext {
     /// assigned partition that has a position ([`SourceContext::positions`]): a restarted run
     /// resumes where its checkpoint says, and a partition revoked and given back resumes after
     /// the last message handed out, whatever the group committed.
+    ///
+    /// In a shared group ([`SourceContext::group`]) a non-empty assignment or revocation is
+    /// deferred instead: kept as a [`GroupChange`] for the group's owner, which applies it
+    /// (`incremental_assign` / `incremental_unassign`, allowed outside the callback) once the
+    /// state of the partitions concerned is checkpointed or restored; meanwhile librdkafka holds
+    /// the group's rebalance, and the revoked partitions stay this process's.
     fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
         let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
         let parts = |tpl: &TopicPartitionList| -> Vec<(String, i32)> {
             tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect()
         };
+        if let Some(group) = &self.group
+            && tpl.count() > 0
+            && !group.lock().unwrap_or_else(|p| p.into_inner()).closing
+        {
+            let change = match err {
+                RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Some(GroupChange::Assigned(parts(tpl))),
+                RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                    Some(GroupChange::Revoked { partitions: parts(tpl), lost: consumer.assignment_lost() })
+                }
+                _ => None,
+            };
+            if let Some(change) = change {
+                tracing::info!(?change, "Kafka group rebalance: deferred until the partitions' state is checkpointed / restored");
+                let mut g = group.lock().unwrap_or_else(|p| p.into_inner());
+                g.pending.push(change);
+                if let Some(wake) = &g.wake {
+                    wake.store(true, Ordering::SeqCst);
+                }
+                return;
+            }
+        }
         let named = |parts: &[(String, i32)]| -> String {
             parts.iter().map(|(t, p)| format!("{t}/{p}")).collect::<Vec<_>>().join(",")
         };

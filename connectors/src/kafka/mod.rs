@@ -48,6 +48,7 @@
 //!   source logs a line per retry at start and one every 5 s while the broker is down.
 
 mod context;
+mod group;
 mod sink;
 mod source;
 #[cfg(test)]
@@ -63,6 +64,7 @@ use rdkafka::config::ClientConfig;
 use crate::ConnectorError;
 
 pub use sink::{EPOCH_HEADER, KafkaSink, KafkaSinkConfig};
+pub use group::{GroupChange, KafkaGroup, partition_for_key};
 pub use source::{KafkaSource, KafkaSourceConfig};
 
 /// librdkafka settings of the source before `properties`: latency first (`fetch.wait.max.ms`,

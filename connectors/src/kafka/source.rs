@@ -42,7 +42,10 @@ pub struct KafkaSourceConfig {
 /// this run), else as `starting_offsets` says. A resumed run reads every partition by assignment
 /// ([`Source::seek`]).
 pub struct KafkaSource {
-    consumer: BaseConsumer<SourceContext>,
+    consumer: Arc<BaseConsumer<SourceContext>>,
+    /// Reading a shared group's assignment ([`crate::kafka::KafkaGroup::source`]): the group
+    /// subscribed and assigns; [`Source::seek`] only sets positions.
+    shared: bool,
     bootstrap_servers: String,
     topics: Vec<String>,
     /// The topics' names, shared by their messages' positions (no string per message).
@@ -72,6 +75,60 @@ impl std::fmt::Debug for KafkaSource {
     }
 }
 
+/// `eddy.resume`: whether resumed partitions are fetched from their start.
+pub(crate) fn resume_from_beginning(properties: &BTreeMap<String, String>) -> Result<bool, ConnectorError> {
+    match properties.get(RESUME_KEY).map(|v| v.trim()) {
+        None | Some("offset") => Ok(false),
+        Some("beginning") => Ok(true),
+        Some(other) => Err(ConnectorError::Config(format!(
+            "\"{RESUME_KEY}\": {other:?} is not allowed (expected \"offset\" or \"beginning\")"
+        ))),
+    }
+}
+
+/// Creates the consumer of `config` and waits until the broker answers and every topic exists
+/// (a warning per attempt, at most `eddy.unreachable.timeout.ms`). `group`: a consumer shared by
+/// several Eddy processes ([`crate::kafka::KafkaGroup`]): cooperative-sticky assignment (unless
+/// `properties` set `partition.assignment.strategy`), and rebalances deferred to the group's owner.
+///
+/// # Errors
+/// As [`KafkaSource::new`].
+pub(crate) fn connect(
+    config: &KafkaSourceConfig,
+    observer: &dyn KafkaObserver,
+    stop: &dyn Fn() -> bool,
+    group: bool,
+) -> Result<BaseConsumer<SourceContext>, ConnectorError> {
+    let (mut client, unreachable_timeout) =
+        client_config(&config.bootstrap_servers, SOURCE_DEFAULTS, &config.properties)?;
+    resume_from_beginning(&config.properties)?;
+    client.set("group.id", &config.group_id);
+    if !config.properties.contains_key("auto.offset.reset") {
+        let reset = match config.starting_offsets {
+            StartingOffsets::Earliest => "earliest",
+            StartingOffsets::Latest => "latest",
+        };
+        client.set("auto.offset.reset", reset);
+    }
+    if group && !config.properties.contains_key("partition.assignment.strategy") {
+        client.set("partition.assignment.strategy", "cooperative-sticky");
+    }
+    let context = SourceContext::new(group);
+    let consumer: BaseConsumer<SourceContext> = client
+        .create_with_context(context)
+        .map_err(|e| ConnectorError::Config(format!("librdkafka refused the settings: {e}")))?;
+    wait_for_topics(consumer.client(), "source", &config.bootstrap_servers, &config.topics, unreachable_timeout, stop)?;
+    observer.connected(true);
+    tracing::info!(
+        bootstrap_servers = %config.bootstrap_servers,
+        topics = %config.topics.join(","),
+        group_id = %config.group_id,
+        shared_group = group,
+        "Kafka source connected"
+    );
+    Ok(consumer)
+}
+
 impl KafkaSource {
     /// The shared name of a subscribed topic (a new one for a topic not subscribed, which the
     /// broker does not send).
@@ -95,50 +152,31 @@ impl KafkaSource {
         observer: Box<dyn KafkaObserver>,
         stop: &dyn Fn() -> bool,
     ) -> Result<KafkaSource, ConnectorError> {
-        let (mut client, unreachable_timeout) =
-            client_config(&config.bootstrap_servers, SOURCE_DEFAULTS, &config.properties)?;
-        let resume_from_beginning = match config.properties.get(RESUME_KEY).map(|v| v.trim()) {
-            None | Some("offset") => false,
-            Some("beginning") => true,
-            Some(other) => {
-                return Err(ConnectorError::Config(format!(
-                    "\"{RESUME_KEY}\": {other:?} is not allowed (expected \"offset\" or \"beginning\")"
-                )));
-            }
-        };
-        client.set("group.id", &config.group_id);
-        if !config.properties.contains_key("auto.offset.reset") {
-            let reset = match config.starting_offsets {
-                StartingOffsets::Earliest => "earliest",
-                StartingOffsets::Latest => "latest",
-            };
-            client.set("auto.offset.reset", reset);
-        }
-        let consumer: BaseConsumer<SourceContext> = client
-            .create_with_context(SourceContext::default())
-            .map_err(|e| ConnectorError::Config(format!("librdkafka refused the settings: {e}")))?;
-        wait_for_topics(
-            consumer.client(),
-            "source",
-            &config.bootstrap_servers,
-            &config.topics,
-            unreachable_timeout,
-            stop,
-        )?;
-        observer.connected(true);
-        tracing::info!(
-            bootstrap_servers = %config.bootstrap_servers,
-            topics = %config.topics.join(","),
-            group_id = %config.group_id,
-            "Kafka source connected"
-        );
-        Ok(KafkaSource {
+        let consumer = connect(&config, &*observer, stop, false)?;
+        Ok(KafkaSource::over(Arc::new(consumer), config, observer, false))
+    }
+
+    /// A source reading what `consumer` is assigned; `shared`: the consumer belongs to a
+    /// [`crate::kafka::KafkaGroup`], which subscribed and assigns.
+    pub(crate) fn over(
+        consumer: Arc<BaseConsumer<SourceContext>>,
+        config: KafkaSourceConfig,
+        observer: Box<dyn KafkaObserver>,
+        shared: bool,
+    ) -> KafkaSource {
+        // `connect` checked both settings.
+        let unreachable_timeout = client_config(&config.bootstrap_servers, SOURCE_DEFAULTS, &config.properties)
+            .map(|(_, t)| t)
+            .unwrap_or(super::DEFAULT_UNREACHABLE_TIMEOUT);
+        let resume_from_beginning = resume_from_beginning(&config.properties).unwrap_or(false);
+        KafkaSource {
             consumer,
+            shared,
             bootstrap_servers: config.bootstrap_servers,
             topic_names: config.topics.iter().map(|t| Arc::from(t.as_str())).collect(),
             topics: config.topics,
             group_id: config.group_id,
-            reading: false,
+            reading: shared,
             resume_from_beginning,
             skipped: 0,
             starting_offsets: config.starting_offsets,
@@ -147,7 +185,7 @@ impl KafkaSource {
             last_down_log: Instant::now(),
             last_error_log: None,
             observer,
-        })
+        }
     }
 
     /// The next offset to read of every partition read so far (or resumed by
@@ -349,6 +387,10 @@ impl Source for KafkaSource {
             for p in parts {
                 positions.entry(p.topic.clone()).or_default().insert(p.partition, p.next);
             }
+        }
+        if self.shared {
+            // The group assigned the partitions at these offsets already.
+            return Ok(());
         }
         // Every partition of the topics, by assignment rather than through the group: a run
         // killed without leaving its group would otherwise wait until the broker expires its

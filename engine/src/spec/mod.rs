@@ -587,6 +587,12 @@ pub enum SourceKind {
         starting_offsets: StartingOffsets,
         /// `properties`: extra librdkafka settings (numbers and booleans written as strings).
         properties: BTreeMap<String, String>,
+        /// `shared_group`: default false. True: several `eddy run` processes share the consumer
+        /// group (issue 26, README "Running several instances"): Kafka's group protocol
+        /// (cooperative-sticky) spreads the input partitions over them, each assigned partition
+        /// has a partition actor of its own, and state, offsets and checkpoints are kept per
+        /// input partition, so they move with it on a rebalance.
+        shared_group: bool,
     },
     /// `type = "nexmark"`: the Nexmark generator, emitting the rows of one table.
     Nexmark {

@@ -72,6 +72,7 @@ pub(crate) struct RawSource {
     pub group_id: Option<String>,
     pub starting_offsets: Option<String>,
     pub properties: Option<BTreeMap<String, toml::Value>>,
+    pub shared_group: Option<bool>,
     // nexmark
     pub table: Option<String>,
     pub events: Option<i64>,

@@ -36,6 +36,7 @@ const KAFKA_SOURCE_FIELDS: &[&str] = &[
     "group_id",
     "starting_offsets",
     "properties",
+    "shared_group",
     "format",
     "schema",
     "timestamp_unit",
@@ -81,6 +82,7 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
     note(&mut present, "group_id", &raw.group_id);
     note(&mut present, "starting_offsets", &raw.starting_offsets);
     note(&mut present, "properties", &raw.properties);
+    note(&mut present, "shared_group", &raw.shared_group);
     note(&mut present, "table", &raw.table);
     note(&mut present, "events", &raw.events);
     note(&mut present, "rate", &raw.rate);
@@ -227,7 +229,8 @@ pub(crate) fn source(raw: Option<RawSource>, pipeline_name: &str) -> Result<Sour
                 },
             };
             let properties = properties("source.properties", raw.properties)?;
-            SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties }
+            let shared_group = raw.shared_group.unwrap_or(false);
+            SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, shared_group }
         }
     };
     let max_record_bytes = match raw.max_record_bytes {

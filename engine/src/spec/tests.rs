@@ -127,6 +127,7 @@ fn pipeline_md_example_parses() {
             group_id: "rolling-revenue".into(),
             starting_offsets: StartingOffsets::Earliest,
             properties: Default::default(),
+            shared_group: false,
         }
     );
     assert_eq!(

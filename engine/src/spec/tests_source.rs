@@ -135,6 +135,7 @@ fn kafka_source_defaults_and_rules() {
             group_id: "t".into(),
             starting_offsets: StartingOffsets::Latest,
             properties: Default::default(),
+            shared_group: false,
         }
     );
     let p = kafka("topics = [\"a\", \"b\"]\nproperties = { \"fetch.min.bytes\" = 1, \"enable.idempotence\" = true, \"client.id\" = \"x\" }").unwrap();
