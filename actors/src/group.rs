@@ -39,8 +39,8 @@ use eddy_engine::value::Value;
 
 use crate::checkpoint::partitioned::{self, PartitionCheckpoint, folder_name};
 use crate::checkpoint::{self, CheckpointError, CheckpointStore, Checkpointer, FingerprintField, Manifest};
-use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::Metrics;
+use crate::metrics::kafka::KafkaReporter;
 use crate::metrics::server::MetricsServer;
 use crate::routing::Router;
 use crate::runtime::{RunOptions, RunSummary, RuntimeError, run_pipeline};
@@ -68,7 +68,10 @@ pub fn is_shared(pipeline: &Pipeline) -> bool {
 pub fn check(pipeline: &Pipeline, plan: &QueryPlan) -> Result<(), RuntimeError> {
     let refuse = |field: &str, why: &str| Err(RuntimeError::Unsupported { field: field.into(), why: why.into() });
     if !pipeline.more_sources.is_empty() {
-        return refuse("source.shared_group", "a pipeline of several sources cannot share its consumer group (one Kafka source only)");
+        return refuse(
+            "source.shared_group",
+            "a pipeline of several sources cannot share its consumer group (one Kafka source only)",
+        );
     }
     if pipeline.checkpoint.is_none() {
         return refuse(
@@ -88,9 +91,11 @@ pub fn check(pipeline: &Pipeline, plan: &QueryPlan) -> Result<(), RuntimeError> 
             "with source.shared_group every stateful step must be keyed by the input's partition key, with no exchange between partition actors (state stays with its input partition); re-key the input into a topic first (README \"Running several instances\")",
         );
     }
-    for (field, sink) in
-        [("sink", Some(&pipeline.sink)), ("late_sink", pipeline.late_sink.as_ref()), ("dead_letter", pipeline.dead_letter.as_ref())]
-    {
+    for (field, sink) in [
+        ("sink", Some(&pipeline.sink)),
+        ("late_sink", pipeline.late_sink.as_ref()),
+        ("dead_letter", pipeline.dead_letter.as_ref()),
+    ] {
         if let Some(SinkSpec::Files { .. } | SinkSpec::Delta { .. }) = sink {
             return refuse(
                 &format!("{field}.type"),
@@ -215,12 +220,19 @@ impl std::fmt::Debug for GroupRun {
 pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<RunSummary, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
     check(pipeline, &plan)?;
-    let SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, .. } = &pipeline.source.kind
+    let SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, .. } =
+        &pipeline.source.kind
     else {
-        return Err(RuntimeError::Unsupported { field: "source.shared_group".into(), why: "a kafka source only".into() });
+        return Err(RuntimeError::Unsupported {
+            field: "source.shared_group".into(),
+            why: "a kafka source only".into(),
+        });
     };
     let Some(ck_spec) = &pipeline.checkpoint else {
-        return Err(RuntimeError::Unsupported { field: "checkpoint".into(), why: "required with source.shared_group".into() });
+        return Err(RuntimeError::Unsupported {
+            field: "checkpoint".into(),
+            why: "required with source.shared_group".into(),
+        });
     };
     let stop = opts.stop.take().unwrap_or_default();
     let health = opts.health.take().unwrap_or_default();
@@ -280,7 +292,9 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
     health.set_sources_connected(false);
     while !stop_now() {
         let changes = if group.assigned().is_empty() && owned.is_empty() {
-            group.wait_for_changes(Duration::from_secs(1), &stop_now).map_err(|e| RuntimeError::Failed(e.to_string()))?
+            group
+                .wait_for_changes(Duration::from_secs(1), &stop_now)
+                .map_err(|e| RuntimeError::Failed(e.to_string()))?
         } else {
             group.take_changes()
         };
@@ -305,7 +319,10 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
                         let folder = base.join(folder_name(&p.0, p.1));
                         let store = open_partition_store(&folder, &stop_now)?;
                         let ck = Checkpointer::new(store, &pipeline.name, fingerprint.clone(), ck_spec.keep);
-                        owned.insert(p.clone(), PartitionCheckpoint { topic: p.0.clone(), partition: p.1, checkpointer: ck });
+                        owned.insert(
+                            p.clone(),
+                            PartitionCheckpoint { topic: p.0.clone(), partition: p.1, checkpointer: ck },
+                        );
                         new.push(p.clone());
                     }
                 }

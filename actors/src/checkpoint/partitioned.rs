@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 use eddy_engine::operator::Operator;
 
-use super::{CheckpointError, CheckpointStore, Checkpointer, DriverState, FingerprintField, Manifest, SavedOffset, SnapshotMeta};
+use super::{
+    CheckpointError, CheckpointStore, Checkpointer, DriverState, FingerprintField, Manifest, SavedOffset, SnapshotMeta,
+};
 use crate::routing::Router;
 
 /// The checkpoints of one input partition.
@@ -53,13 +55,7 @@ impl Checkpointer {
         partitions: Vec<PartitionCheckpoint>,
     ) -> Checkpointer {
         let keep = partitions.first().map_or(1, |p| p.checkpointer.keep);
-        Checkpointer {
-            store,
-            pipeline: pipeline.to_string(),
-            fingerprint,
-            keep,
-            partitions: Some(partitions.into()),
-        }
+        Checkpointer { store, pipeline: pipeline.to_string(), fingerprint, keep, partitions: Some(partitions.into()) }
     }
 }
 
@@ -82,12 +78,11 @@ pub(super) fn write_snapshot(
 /// offset only.
 pub(super) fn commit(parts: &[PartitionCheckpoint], manifest: &Manifest) -> Result<(), CheckpointError> {
     for (i, part) in parts.iter().enumerate() {
-        let snapshot = manifest.snapshots.iter().find(|s| s.partition as usize == i).ok_or_else(|| {
-            CheckpointError::Encode {
+        let snapshot =
+            manifest.snapshots.iter().find(|s| s.partition as usize == i).ok_or_else(|| CheckpointError::Encode {
                 what: super::manifest_name(manifest.epoch),
                 why: format!("no snapshot of partition actor {i} (a bug)"),
-            }
-        })?;
+            })?;
         let own = Manifest {
             pipeline: manifest.pipeline.clone(),
             epoch: manifest.epoch,
@@ -155,7 +150,14 @@ pub fn merge(manifests: Vec<Manifest>, parallelism: usize) -> Option<Manifest> {
     let lowest = manifests.iter().min_by_key(|m| watermark_of(&m.driver)).cloned()?;
     let driver = match lowest.driver {
         DriverState::MicroBatch { late, evict, last_processing_time, max_event_time, last_moved, .. } => {
-            DriverState::MicroBatch { next_batch: epoch + 1, late, evict, last_processing_time, max_event_time, last_moved }
+            DriverState::MicroBatch {
+                next_batch: epoch + 1,
+                late,
+                evict,
+                last_processing_time,
+                max_event_time,
+                last_moved,
+            }
         }
         other => other,
     };

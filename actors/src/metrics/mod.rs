@@ -256,7 +256,13 @@ pub const CATALOG: [MetricDef; 30] = [
         &[],
         "Input partitions this process holds in a shared Kafka consumer group.",
     ),
-    def(KAFKA_REBALANCES, Kind::Counter, Unit::Count, &[], "Assignment changes of a shared Kafka consumer group applied."),
+    def(
+        KAFKA_REBALANCES,
+        Kind::Counter,
+        Unit::Count,
+        &[],
+        "Assignment changes of a shared Kafka consumer group applied.",
+    ),
     def(
         PARTITION_RESTORE,
         Kind::Histogram,
@@ -496,7 +502,14 @@ impl Metrics {
         {
             c.absolute(0);
         }
-        for g in [&m.kafka_assigned_partitions, &m.watermark, &m.rolling_frontier, &m.watermark_lag, &m.checkpoint_size, &m.checkpoint_age] {
+        for g in [
+            &m.kafka_assigned_partitions,
+            &m.watermark,
+            &m.rolling_frontier,
+            &m.watermark_lag,
+            &m.checkpoint_size,
+            &m.checkpoint_age,
+        ] {
             g.set(0.0);
         }
         for p in &m.partitions {

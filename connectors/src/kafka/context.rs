@@ -221,7 +221,10 @@ impl ConsumerContext for SourceContext {
                 _ => None,
             };
             if let Some(change) = change {
-                tracing::info!(?change, "Kafka group rebalance: deferred until the partitions' state is checkpointed / restored");
+                tracing::info!(
+                    ?change,
+                    "Kafka group rebalance: deferred until the partitions' state is checkpointed / restored"
+                );
                 let mut g = group.lock().unwrap_or_else(|p| p.into_inner());
                 g.pending.push(change);
                 if let Some(wake) = &g.wake {

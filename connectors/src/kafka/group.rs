@@ -21,8 +21,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use eddy_engine::spec::StartingOffsets;
 
-use super::context::SourceContext;
 pub use super::context::GroupChange;
+use super::context::SourceContext;
 use super::source::{connect, resume_from_beginning};
 use super::{KafkaObserver, KafkaSource, KafkaSourceConfig};
 use crate::ConnectorError;
@@ -132,12 +132,18 @@ impl KafkaGroup {
                     use rdkafka::Message;
                     // Nothing is assigned, so this is not expected; the message is not lost:
                     // its partition is read from its checkpoint when assigned.
-                    tracing::warn!(topic = m.topic(), partition = m.partition(), "Kafka group: a message with nothing assigned, ignored");
+                    tracing::warn!(
+                        topic = m.topic(),
+                        partition = m.partition(),
+                        "Kafka group: a message with nothing assigned, ignored"
+                    );
                 }
                 Some(Err(e)) if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::Fatal) => {
                     return Err(ConnectorError::External(format!("Kafka source: fatal consumer error: {e}")));
                 }
-                Some(Err(e)) => tracing::debug!(error = %e, "Kafka group: consumer error while waiting for an assignment"),
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "Kafka group: consumer error while waiting for an assignment")
+                }
                 None => {}
             }
         }
@@ -175,7 +181,11 @@ impl KafkaGroup {
     ///
     /// # Errors
     /// [`ConnectorError::External`] when librdkafka refuses.
-    pub fn assign(&mut self, partitions: &[(String, i32)], next: &BTreeMap<(String, i32), i64>) -> Result<(), ConnectorError> {
+    pub fn assign(
+        &mut self,
+        partitions: &[(String, i32)],
+        next: &BTreeMap<(String, i32), i64>,
+    ) -> Result<(), ConnectorError> {
         let start = match self.config.starting_offsets {
             StartingOffsets::Earliest => Offset::Beginning,
             StartingOffsets::Latest => Offset::End,
@@ -216,7 +226,11 @@ impl KafkaGroup {
     ///
     /// # Errors
     /// [`ConnectorError::External`] when a partition cannot be moved.
-    pub fn rewind(&mut self, partitions: &[(String, i32)], next: &BTreeMap<(String, i32), i64>) -> Result<(), ConnectorError> {
+    pub fn rewind(
+        &mut self,
+        partitions: &[(String, i32)],
+        next: &BTreeMap<(String, i32), i64>,
+    ) -> Result<(), ConnectorError> {
         for (t, p) in partitions {
             let target = next.get(&(t.clone(), *p)).copied();
             let at = {
@@ -241,9 +255,9 @@ impl KafkaGroup {
                     }
                 }
             };
-            self.consumer
-                .seek(t, *p, at, Duration::from_secs(10))
-                .map_err(|e| ConnectorError::External(format!("Kafka group: cannot move {t}/{p} back to {at:?}: {e}")))?;
+            self.consumer.seek(t, *p, at, Duration::from_secs(10)).map_err(|e| {
+                ConnectorError::External(format!("Kafka group: cannot move {t}/{p} back to {at:?}: {e}"))
+            })?;
             tracing::info!(topic = %t, partition = p, to = ?at, "Kafka partition moved back to its checkpoint");
         }
         Ok(())

@@ -63,8 +63,8 @@ use rdkafka::config::ClientConfig;
 
 use crate::ConnectorError;
 
-pub use sink::{EPOCH_HEADER, KafkaSink, KafkaSinkConfig};
 pub use group::{GroupChange, KafkaGroup, partition_for_key};
+pub use sink::{EPOCH_HEADER, KafkaSink, KafkaSinkConfig};
 pub use source::{KafkaSource, KafkaSourceConfig};
 
 /// librdkafka settings of the source before `properties`: latency first (`fetch.wait.max.ms`,
@@ -85,9 +85,12 @@ pub const SOURCE_DEFAULTS: &[(&str, &str)] = &[
 
 /// librdkafka settings of the sink before `properties`: `linger.ms` 5 (measured: module docs), no
 /// Nagle, idempotent (retries keep order and add no duplicates), acknowledged by all in-sync
-/// replicas.
+/// replicas, and keyed messages partitioned as the Java client does (`murmur2_random`, Kafka's
+/// default partitioner, as Spark's and Kafka Streams' producers): a topic re-keyed by Eddy is
+/// partitioned as a shared group's partition-aligned state expects ([`partition_for_key`]).
 pub const SINK_DEFAULTS: &[(&str, &str)] = &[
     ("linger.ms", "5"),
+    ("partitioner", "murmur2_random"),
     ("socket.nagle.disable", "true"),
     ("enable.idempotence", "true"),
     ("acks", "all"),
