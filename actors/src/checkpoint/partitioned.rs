@@ -183,3 +183,118 @@ fn watermark_of(driver: &DriverState) -> (i64, i64) {
         DriverState::MicroBatch { evict, max_event_time, .. } => (*evict, max_event_time.unwrap_or(i64::MIN)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::manifest::SavedKafkaOffset;
+    use crate::checkpoint::store::FolderStore;
+    use eddy_engine::plan::QueryPlan;
+    use eddy_engine::value::Value;
+    use eddy_engine::{Record, Timestamp};
+
+    const PIPELINE: &str = r#"
+name = "group-test"
+mode = "real-time"
+[source]
+type = "files"
+path = "in"
+schema = "k STRING, v BIGINT, ts TIMESTAMP"
+[query]
+type = "rolling_window"
+partition_by = ["k"]
+order_by = "ts"
+measures = [{ agg = "count", column = "v", alias = "n" }]
+[sink]
+type = "stdout"
+"#;
+
+    fn kafka(parts: &[(i32, i64)]) -> SavedOffset {
+        SavedOffset::Kafka(
+            parts.iter().map(|&(partition, next)| SavedKafkaOffset { topic: "t".into(), partition, next }).collect(),
+        )
+    }
+
+    fn manifest(epoch: u64, source: SavedOffset, max_event_time: Option<i64>) -> Manifest {
+        Manifest {
+            pipeline: "group-test".into(),
+            epoch,
+            fingerprint: Vec::new(),
+            parallelism: 1,
+            snapshots: Vec::new(),
+            source: Some(source),
+            driver: DriverState::RealTime { now: epoch as i64, max_event_time, next_boundary: None },
+            more_sources: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_partition_gets_its_state_and_offset_and_a_restore_merges_them() {
+        let p = eddy_engine::spec::parse_pipeline_str(PIPELINE).unwrap();
+        let plan = QueryPlan::new(&p).unwrap();
+        let fingerprint = super::super::manifest::fingerprint(&p);
+        let dir = tempfile::tempdir().unwrap();
+        let part = |n: i32| PartitionCheckpoint {
+            topic: "t".into(),
+            partition: n,
+            checkpointer: Checkpointer::new(
+                Arc::new(FolderStore::open(&dir.path().join(folder_name("t", n))).unwrap()),
+                "group-test",
+                fingerprint.clone(),
+                2,
+            ),
+        };
+        let parts = vec![part(3), part(6)];
+        let shared = Arc::new(FolderStore::open_shared(dir.path()).unwrap());
+        let ck = Checkpointer::per_partition(shared, "group-test", fingerprint.clone(), parts.clone());
+        // actor 0 holds partition 3 (keys a, b), actor 1 partition 6 (key c)
+        let mut ops: Vec<Box<dyn Operator>> = vec![plan.new_operator(), plan.new_operator()];
+        let mut out = eddy_engine::operator::Output::default();
+        let rec =
+            |k: &str, t: i64| Record::new(vec![Value::Str(k.into()), Value::Long(1), Value::Timestamp(Timestamp(t))]);
+        for (actor, k, t) in [(0, "a", 1), (0, "b", 2), (1, "c", 3), (0, "a", 4)] {
+            ops[actor].on_record(&rec(k, t), Timestamp::MIN, &mut out);
+        }
+        let snapshots =
+            ops.iter().enumerate().map(|(i, op)| ck.write_snapshot(4, i as u32, 2, &op.snapshot()).unwrap()).collect();
+        let m = Manifest {
+            pipeline: "group-test".into(),
+            epoch: 4,
+            fingerprint: fingerprint.clone(),
+            parallelism: 2,
+            snapshots,
+            source: Some(kafka(&[(3, 10), (6, 20)])),
+            driver: DriverState::RealTime { now: 9, max_event_time: Some(4), next_boundary: None },
+            more_sources: Vec::new(),
+        };
+        ck.commit(&m).unwrap();
+
+        // each partition's folder has its own manifest with its own offset only
+        let own = parts[1].checkpointer.load_manifest(4).unwrap();
+        assert_eq!(own.parallelism, 1);
+        assert_eq!(own.source, Some(kafka(&[(6, 20)])));
+        // a process that is assigned partition 6 alone restores key c only
+        let router = Router::new(plan.routing_columns(), 1);
+        let new_operator = || plan.new_operator();
+        let (alone, merged) = restore(&parts[1..], &new_operator, &router).unwrap();
+        assert_eq!(alone.len(), 1);
+        assert_eq!(alone[0].state_len(), 1, "key c only");
+        assert_eq!(merged.unwrap().source, Some(kafka(&[(6, 20)])));
+        // both, in a new process: each actor its partition's keys, offsets of both
+        let (both, merged) = restore(&parts, &new_operator, &router).unwrap();
+        assert_eq!(both.iter().map(|o| o.state_len()).collect::<Vec<_>>(), vec![2, 1]);
+        let merged = merged.unwrap();
+        assert_eq!((merged.epoch, merged.parallelism), (4, 2));
+        assert_eq!(merged.source, Some(kafka(&[(3, 10), (6, 20)])));
+    }
+
+    #[test]
+    fn merge_takes_every_offset_the_largest_epoch_and_the_lowest_watermark() {
+        let merged =
+            merge(vec![manifest(7, kafka(&[(0, 5)]), Some(100)), manifest(12, kafka(&[(1, 9)]), Some(40))], 2).unwrap();
+        assert_eq!(merged.epoch, 12);
+        assert_eq!(merged.source, Some(kafka(&[(0, 5), (1, 9)])));
+        assert_eq!(merged.driver, DriverState::RealTime { now: 12, max_event_time: Some(40), next_boundary: None });
+        assert!(merge(Vec::new(), 2).is_none());
+    }
+}
