@@ -85,7 +85,7 @@ pub fn check(pipeline: &Pipeline, plan: &QueryPlan) -> Result<(), RuntimeError> 
             "not allowed with source.shared_group: each assigned input partition has a partition actor of its own",
         );
     }
-    if plan.exchange().is_some() || plan.single_partition().is_some() || plan.more_sources.len() > 0 {
+    if plan.exchange().is_some() || plan.single_partition().is_some() || !plan.more_sources.is_empty() {
         return refuse(
             "query",
             "with source.shared_group every stateful step must be keyed by the input's partition key, with no exchange between partition actors (state stays with its input partition); re-key the input into a topic first (README \"Running several instances\")",

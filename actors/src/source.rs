@@ -355,7 +355,6 @@ impl SourceActor {
     /// sends the buffer once it holds [`BATCH`] records. Inlined: it runs per record, and the
     /// call cost as much as its body.
     #[inline(always)]
-
     fn route(&mut self, buffers: &mut [Vec<Stamped>], p: usize, s: Stamped) -> Result<(), SourceError> {
         let buf = &mut buffers[p];
         if buf.capacity() == 0 {

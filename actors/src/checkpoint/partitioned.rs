@@ -109,17 +109,20 @@ fn own_offset(offset: &SavedOffset, topic: &str, partition: i32) -> Option<Saved
     }
 }
 
-/// Restores each of `parts` from its newest usable checkpoint ([`super::restore`] with one
+/// What [`restore`] gives: one operator per partition, in order, and the merged manifest.
+pub type RestoredPartitions = (Vec<Box<dyn Operator>>, Option<Manifest>);
+
+/// Restores each of `parts` from its newest usable checkpoint ([`super::restore()`] with one
 /// actor): one operator per partition, in order (a new one for a partition without checkpoint),
 /// and the merged manifest ([`merge`]; `None` when no partition had one).
 ///
 /// # Errors
-/// As [`super::restore`], for the first partition that fails.
+/// As [`super::restore()`], for the first partition that fails.
 pub fn restore(
     parts: &[PartitionCheckpoint],
     new_operator: &(dyn Fn() -> Box<dyn Operator> + Sync),
     router: &Router,
-) -> Result<(Vec<Box<dyn Operator>>, Option<Manifest>), CheckpointError> {
+) -> Result<RestoredPartitions, CheckpointError> {
     let mut operators = Vec::with_capacity(parts.len());
     let mut manifests = Vec::new();
     for part in parts {
