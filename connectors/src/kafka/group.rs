@@ -64,6 +64,12 @@ impl KafkaGroup {
         Ok(KafkaGroup { consumer: Arc::new(consumer), config, assigned: BTreeSet::new(), resume_from_beginning })
     }
 
+    /// Whether the group runs the cooperative protocol (cooperative-sticky, the default); an
+    /// eager one revokes every partition at each rebalance.
+    fn cooperative(&self) -> bool {
+        matches!(self.consumer.rebalance_protocol(), rdkafka::consumer::RebalanceProtocol::Cooperative)
+    }
+
     /// The partitions assigned now, sorted.
     pub fn assigned(&self) -> Vec<(String, i32)> {
         self.assigned.iter().cloned().collect()
@@ -168,9 +174,13 @@ impl KafkaGroup {
                 }
             }
         }
-        self.consumer
-            .incremental_unassign(&tpl)
-            .map_err(|e| ConnectorError::External(format!("Kafka group: cannot release {}: {e}", named(partitions))))?;
+        // An eager protocol (a `partition.assignment.strategy` other than cooperative-sticky)
+        // revokes everything at each rebalance: the whole assignment goes.
+        let result = match self.cooperative() {
+            true => self.consumer.incremental_unassign(&tpl),
+            false => self.consumer.unassign(),
+        };
+        result.map_err(|e| ConnectorError::External(format!("Kafka group: cannot release {}: {e}", named(partitions))))?;
         tracing::info!(partitions = %named(partitions), "Kafka partitions released");
         Ok(())
     }
@@ -205,10 +215,27 @@ impl KafkaGroup {
                     .map_err(|e| ConnectorError::External(format!("Kafka group: partition {t}/{p}: {e}")))?;
             }
         }
-        self.consumer
-            .incremental_assign(&tpl)
-            .map_err(|e| ConnectorError::External(format!("Kafka group: cannot assign {}: {e}", named(partitions))))?;
         self.assigned.extend(partitions.iter().cloned());
+        let result = match self.cooperative() {
+            true => self.consumer.incremental_assign(&tpl),
+            // eager: the whole assignment at once (what was assigned was revoked before)
+            false => {
+                let positions = self.consumer.context().positions();
+                let mut all = tpl.clone();
+                for (t, p) in self.assigned.iter().filter(|p| !partitions.contains(p)) {
+                    let at = match positions.get(t).and_then(|m| m.get(p)) {
+                        Some(&n) if !self.resume_from_beginning => Offset::Offset(n),
+                        Some(_) => Offset::Beginning,
+                        None => start,
+                    };
+                    all.add_partition_offset(t, *p, at)
+                        .map_err(|e| ConnectorError::External(format!("Kafka group: partition {t}/{p}: {e}")))?;
+                }
+                drop(positions);
+                self.consumer.assign(&all)
+            }
+        };
+        result.map_err(|e| ConnectorError::External(format!("Kafka group: cannot assign {}: {e}", named(partitions))))?;
         let resumed: Vec<String> =
             next.iter().filter(|(k, _)| partitions.contains(k)).map(|((t, p), n)| format!("{t}/{p}@{n}")).collect();
         tracing::info!(
