@@ -476,6 +476,7 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
             ms(took)
         );
     }
+    group_partition_restore(&p, &plan, op.as_ref(), keys)?;
     println!();
 
     // Stall.
@@ -563,6 +564,63 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
 }
 
 /// A fresh folder under the system's temporary folder.
+/// The state of one input partition of a shared Kafka group (issue 26): the same operator,
+/// checkpointed through [`Checkpointer::per_partition`] into its partition's folder, then
+/// restored as a process does when the partition is assigned to it
+/// ([`eddy_actors::checkpoint::partitioned::restore`]: read, check, restore, merge the
+/// manifest). Three restores; median and range.
+fn group_partition_restore(p: &eddy_engine::spec::Pipeline, plan: &QueryPlan, op: &dyn Operator, keys: u64) -> Result<()> {
+    use eddy_actors::checkpoint::partitioned::{self, PartitionCheckpoint, folder_name};
+    let dir = tempfile_dir()?;
+    let fingerprint = eddy_actors::checkpoint::manifest::fingerprint(p);
+    let part = PartitionCheckpoint {
+        topic: "bench".into(),
+        partition: 3,
+        checkpointer: Checkpointer::new(
+            Arc::new(FolderStore::open(&dir.join(folder_name("bench", 3))).context("partition folder")?),
+            "bench-checkpoint",
+            fingerprint.clone(),
+            2,
+        ),
+    };
+    let shared = Arc::new(FolderStore::open_shared(&dir).context("shared folder")?);
+    let ck = Checkpointer::per_partition(shared, "bench-checkpoint", fingerprint.clone(), vec![part.clone()]);
+    let meta = ck.write_snapshot(7, 0, 1, &op.snapshot()).context("writing the partition's snapshot")?;
+    let bytes = meta.bytes;
+    ck.commit(&Manifest {
+        pipeline: "bench-checkpoint".into(),
+        epoch: 7,
+        fingerprint,
+        parallelism: 1,
+        snapshots: vec![meta],
+        source: Some(eddy_actors::checkpoint::SavedOffset::Kafka(vec![
+            eddy_actors::checkpoint::manifest::SavedKafkaOffset { topic: "bench".into(), partition: 3, next: 1_000 },
+        ])),
+        driver: DriverState::RealTime { now: keys as i64, max_event_time: None, next_boundary: None },
+        more_sources: Vec::new(),
+    })
+    .context("writing the partition's manifest")?;
+    let router = Router::new(plan.routing_columns(), 1);
+    let new_operator = || plan.new_operator();
+    let mut took = Vec::new();
+    for _ in 0..3 {
+        let r = Instant::now();
+        let (ops, manifest) = partitioned::restore(std::slice::from_ref(&part), &new_operator, &router)?;
+        took.push(r.elapsed());
+        let held: usize = ops.iter().map(|o| o.state_len()).sum();
+        anyhow::ensure!(held == op.state_len(), "restored {held} keys of {}", op.state_len());
+        anyhow::ensure!(manifest.is_some_and(|m| m.epoch == 7), "the partition's manifest");
+    }
+    took.sort();
+    println!(
+        "| shared group: one input partition restored on assignment (median of 3; range {}-{} ms) | {keys} | {bytes} | {} |",
+        ms(took[0]),
+        ms(took[2]),
+        ms(took[1])
+    );
+    Ok(())
+}
+
 fn tempfile_dir() -> Result<std::path::PathBuf> {
     let dir = std::env::temp_dir().join(format!("eddy-bench-checkpoint-{}", std::process::id()));
     if dir.exists() {
