@@ -41,7 +41,6 @@ use crate::checkpoint::partitioned::{self, PartitionCheckpoint, folder_name};
 use crate::checkpoint::{self, CheckpointError, CheckpointStore, Checkpointer, FingerprintField, Manifest};
 use crate::metrics::Metrics;
 use crate::metrics::kafka::KafkaReporter;
-use crate::metrics::server::MetricsServer;
 use crate::routing::Router;
 use crate::runtime::{RunOptions, RunSummary, RuntimeError, run_pipeline};
 
@@ -266,20 +265,7 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
     }
     // One series per partition actor (labelled by actor), as many as the topics' partitions.
     let most = counts.iter().map(|(_, n)| *n as usize).sum::<usize>().max(1);
-    let (metrics, _server) = match &pipeline.metrics {
-        Some(m) => {
-            let (metrics, handle) = Metrics::with_sources(&pipeline.name, most, &[]);
-            let metrics = match &opts.metrics_switch {
-                Some(switch) => metrics.with_switch(switch.clone()),
-                None => metrics,
-            };
-            let server = MetricsServer::start(m.listen, Some(handle), health.clone()).map_err(|e| {
-                RuntimeError::Open { field: "metrics.listen".into(), why: format!("{}: {e}", m.listen) }
-            })?;
-            (metrics, Some(server))
-        }
-        None => (Metrics::disabled(most), None),
-    };
+    let (metrics, _server) = crate::runtime::serve_metrics(pipeline, most, &[], opts.metrics_switch.as_ref(), &health)?;
     let reporter = KafkaReporter::new(health.clone(), metrics.clone());
     let key_columns = plan.routing_columns();
     let key_names: Vec<String> =

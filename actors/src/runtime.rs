@@ -339,21 +339,12 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let (metrics, _server) = match (&pipeline.metrics, &group) {
         // a shared group's driver serves the endpoint across its runs
         (_, Some(g)) => (g.metrics.clone(), None),
-        (Some(m), None) => {
+        (_, None) => {
             let names: Vec<String> = std::iter::once(pipeline.source_name.clone())
                 .chain(pipeline.more_sources.iter().map(|s| s.name.clone()))
                 .collect();
-            let (metrics, handle) = Metrics::with_sources(&pipeline.name, parallelism, &names);
-            let metrics = match &opts.metrics_switch {
-                Some(switch) => metrics.with_switch(switch.clone()),
-                None => metrics,
-            };
-            let server = MetricsServer::start(m.listen, Some(handle), health.clone()).map_err(|e| {
-                RuntimeError::Open { field: "metrics.listen".into(), why: format!("{}: {e}", m.listen) }
-            })?;
-            (metrics, Some(server))
+            serve_metrics(pipeline, parallelism, &names, opts.metrics_switch.as_ref(), &health)?
         }
-        (None, None) => (Metrics::disabled(parallelism), None),
     };
     let stop = opts.stop.unwrap_or_default();
     let frontier_delay = match &pipeline.query {
@@ -745,6 +736,30 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         parallelism,
         stalls: opts.trace_stalls.map(|_| std::mem::take(&mut *stall_report.lock().unwrap_or_else(|p| p.into_inner()))),
     })
+}
+
+/// The metrics of `pipeline`'s `partitions` partition actors and `sources` (names, in pipeline
+/// order), and its `[metrics]` endpoint serving them and `health`; disabled handles without
+/// `[metrics]`. `switch`: [`RunOptions::metrics_switch`].
+///
+/// # Errors
+/// [`RuntimeError::Open`] at `metrics.listen` when the endpoint cannot listen.
+pub(crate) fn serve_metrics(
+    pipeline: &Pipeline,
+    partitions: usize,
+    sources: &[String],
+    switch: Option<&Arc<AtomicBool>>,
+    health: &Arc<Health>,
+) -> Result<(Metrics, Option<MetricsServer>), RuntimeError> {
+    let Some(m) = &pipeline.metrics else { return Ok((Metrics::disabled(partitions), None)) };
+    let (metrics, handle) = Metrics::with_sources(&pipeline.name, partitions, sources);
+    let metrics = match switch {
+        Some(switch) => metrics.with_switch(switch.clone()),
+        None => metrics,
+    };
+    let server = MetricsServer::start(m.listen, Some(handle), health.clone())
+        .map_err(|e| RuntimeError::Open { field: "metrics.listen".into(), why: format!("{}: {e}", m.listen) })?;
+    Ok((metrics, Some(server)))
 }
 
 /// Opens the pipeline's checkpoint store (`<checkpoint.path>/<name>/`) and restores the newest

@@ -569,7 +569,12 @@ pub fn checkpoint(smoke: bool) -> Result<()> {
 /// restored as a process does when the partition is assigned to it
 /// ([`eddy_actors::checkpoint::partitioned::restore`]: read, check, restore, merge the
 /// manifest). Three restores; median and range.
-fn group_partition_restore(p: &eddy_engine::spec::Pipeline, plan: &QueryPlan, op: &dyn Operator, keys: u64) -> Result<()> {
+fn group_partition_restore(
+    p: &eddy_engine::spec::Pipeline,
+    plan: &QueryPlan,
+    op: &dyn Operator,
+    keys: u64,
+) -> Result<()> {
     use eddy_actors::checkpoint::partitioned::{self, PartitionCheckpoint, folder_name};
     let dir = tempfile_dir()?;
     let fingerprint = eddy_actors::checkpoint::manifest::fingerprint(p);

@@ -16,9 +16,9 @@ fn every_name_is_unique_prefixed_and_carries_its_unit() {
         assert!(d.name.starts_with("eddy_"), "{}", d.name);
         let unit_suffix = match d.kind {
             Kind::Counter => d.name.ends_with("_total"),
-            Kind::Gauge | Kind::Histogram => {
-                ["_seconds", "_bytes", "_records", "_keys", "_messages", "_partitions"].iter().any(|s| d.name.ends_with(s))
-            }
+            Kind::Gauge | Kind::Histogram => ["_seconds", "_bytes", "_records", "_keys", "_messages", "_partitions"]
+                .iter()
+                .any(|s| d.name.ends_with(s)),
         };
         assert!(unit_suffix, "{} does not end with its unit", d.name);
         assert_eq!(d.kind == Kind::Counter, d.name.ends_with("_total"), "{}", d.name);

@@ -180,7 +180,8 @@ impl KafkaGroup {
             true => self.consumer.incremental_unassign(&tpl),
             false => self.consumer.unassign(),
         };
-        result.map_err(|e| ConnectorError::External(format!("Kafka group: cannot release {}: {e}", named(partitions))))?;
+        result
+            .map_err(|e| ConnectorError::External(format!("Kafka group: cannot release {}: {e}", named(partitions))))?;
         tracing::info!(partitions = %named(partitions), "Kafka partitions released");
         Ok(())
     }
@@ -235,7 +236,8 @@ impl KafkaGroup {
                 self.consumer.assign(&all)
             }
         };
-        result.map_err(|e| ConnectorError::External(format!("Kafka group: cannot assign {}: {e}", named(partitions))))?;
+        result
+            .map_err(|e| ConnectorError::External(format!("Kafka group: cannot assign {}: {e}", named(partitions))))?;
         let resumed: Vec<String> =
             next.iter().filter(|(k, _)| partitions.contains(k)).map(|((t, p), n)| format!("{t}/{p}@{n}")).collect();
         tracing::info!(
