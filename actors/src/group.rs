@@ -317,7 +317,7 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
                 GroupChange::Assigned(partitions) => {
                     for p in partitions {
                         let folder = base.join(folder_name(&p.0, p.1));
-                        let store = open_partition_store(&folder, &group, &stop_now)?;
+                        let store = open_partition_store(&folder, &stop_now)?;
                         let ck = Checkpointer::new(store, &pipeline.name, fingerprint.clone(), ck_spec.keep);
                         owned.insert(
                             p.clone(),
@@ -440,11 +440,8 @@ fn check_fingerprint(shared: &dyn CheckpointStore, fingerprint: &[FingerprintFie
 
 /// Opens (and locks) a newly assigned partition's checkpoint folder, waiting while its previous
 /// owner still holds it (at most [`LOCKED_FOR_AT_MOST`]).
-/// The first time it waits, it ends librdkafka's rebalance step ([`KafkaGroup::acknowledge`]), so
-/// that the group goes on and the previous owner can be asked to revoke the partition.
 fn open_partition_store(
     folder: &std::path::Path,
-    group: &KafkaGroup,
     stop: &dyn Fn() -> bool,
 ) -> Result<Arc<dyn CheckpointStore>, RuntimeError> {
     let since = Instant::now();
@@ -453,9 +450,6 @@ fn open_partition_store(
         match checkpoint::store::open_store(folder, true) {
             Ok(s) => return Ok(s),
             Err(CheckpointError::Locked { folder }) if since.elapsed() < LOCKED_FOR_AT_MOST && !stop() => {
-                if last_log.is_none() {
-                    group.acknowledge().map_err(|e| RuntimeError::Failed(e.to_string()))?;
-                }
                 if last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
                     last_log = Some(Instant::now());
                     tracing::warn!(%folder, "an assigned partition's checkpoint folder is still held by its previous owner; waiting");

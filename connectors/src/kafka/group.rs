@@ -149,21 +149,6 @@ impl KafkaGroup {
         }
     }
 
-    /// Ends the rebalance step librdkafka waits on after a deferred [`GroupChange::Assigned`]
-    /// (an empty `incremental_assign`), assigning nothing yet: the partitions are assigned later
-    /// by [`KafkaGroup::assign`] (allowed outside the callback). For a partition whose previous
-    /// owner still holds its state: without this, the group's rebalance stays open, so that
-    /// owner is never asked to revoke it (a broker that hands out a partition before its owner
-    /// rejoined the group, as tansu 0.6.0 does, leads there).
-    ///
-    /// # Errors
-    /// [`ConnectorError::External`] when librdkafka refuses.
-    pub fn acknowledge(&self) -> Result<(), ConnectorError> {
-        self.consumer
-            .incremental_assign(&TopicPartitionList::new())
-            .map_err(|e| ConnectorError::External(format!("Kafka group: cannot end the rebalance step: {e}")))
-    }
-
     /// Releases `partitions` (revoked, and checkpointed by the caller): unassigns them and
     /// forgets their positions.
     ///
