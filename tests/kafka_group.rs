@@ -1,21 +1,24 @@
 //! Several `eddy run` processes in one Kafka consumer group (`[source] shared_group = true`,
 //! issue 26), on a real broker.
 //!
-//! - Three processes of each of two pipelines (a rolling window with lifetime count and sum per
-//!   key, one row per record; a tumbling window aggregate in update mode), joining one after the
-//!   other while the input (8 partitions, 40 keys, partitioned by Kafka's default partitioner
-//!   over the key the Kafka sink writes, `{"k": "u3"}`) is produced at a steady rate: the final
+//! - Two processes of each of two pipelines (a rolling window with lifetime count and sum per
+//!   key, one row per record; a tumbling window aggregate in update mode), the second joining
+//!   while the input (8 partitions, 40 keys, partitioned by Kafka's default partitioner over
+//!   the key the Kafka sink writes, `{"k": "u3"}`) is produced at a steady rate: the final
 //!   per-key results equal a brute-force count over the input, with no row twice (graceful
 //!   rebalances checkpoint before they hand a partition over). Then one process of each is
-//!   killed with SIGKILL mid-run: the survivors hold all 8 partitions within the session timeout
-//!   (plus a margin for a loaded machine); a fourth joins and gets partitions; the final results
+//!   killed with SIGKILL mid-run: the survivor holds all 8 partitions within the session timeout
+//!   (plus a margin for a loaded machine); another joins and gets partitions; the final results
 //!   still equal the brute-force count and a single-process run's. Nothing is lost (every
 //!   rolling row `n = 1..count` of every key is there, with its running sum); rows are repeated
 //!   only for keys of the killed process's partitions, one contiguous run of `n` per key (what
-//!   it wrote after its partitions' last checkpoints, read again by their next owners).
+//!   it wrote after its partitions' last checkpoints, read again by their next owner).
 //!   Epochs are not compared one by one as scripts/crash-test-kafka.sh does: each process
 //!   numbers its own epochs (from the largest it restored), so an epoch number names no one cut
 //!   of the input across processes; the rows are compared per key instead.
+//! - The same with three processes, then a fourth (issue 26's acceptance), is `#[ignore]`d: the
+//!   test broker, tansu 0.6.0, does not run the group protocol as Kafka does with three members
+//!   (see the test's doc comment).
 //! - Bad input: a second process with the pipeline's name and checkpoint path but another query
 //!   exits 2 naming the change; `eddy validate` refuses `shared_group` with a files sink,
 //!   without a checkpoint and with `parallelism`.
@@ -86,7 +89,14 @@ impl Query {
 
 /// A pipeline file running `query` from `input` to `output`: one of a shared group whose
 /// checkpoints are under `checkpoint` (Some), or a plain single process (None).
-fn pipeline(dir: &Path, name: &str, query: Query, bootstrap: &str, topics: (&str, &str), checkpoint: Option<&Path>) -> PathBuf {
+fn pipeline(
+    dir: &Path,
+    name: &str,
+    query: Query,
+    bootstrap: &str,
+    topics: (&str, &str),
+    checkpoint: Option<&Path>,
+) -> PathBuf {
     let (input, output) = topics;
     let group = match checkpoint {
         // The test broker needs `eddy.resume` (connectors/src/kafka/mod.rs); a short session
@@ -432,11 +442,14 @@ fn share_kill_and_join(processes: usize) {
 
     let all: Vec<String> = first.iter().chain(&second).cloned().collect();
     let mut group_finals = Vec::new();
+    let mut repeated = 0;
     for ((q, ps), killed) in queries.iter().zip(procs.iter_mut()).zip(&killed_partitions) {
         let want = expected(*q, &all);
         let got = wait_for_results(&broker, *q, &format!("out-{}", q.name()), &want, ps);
         if *q == Query::Rolling {
-            for (k, ns) in repeats(&got, &want) {
+            let twice = repeats(&got, &want);
+            repeated = twice.values().map(Vec::len).sum::<usize>();
+            for (k, ns) in twice {
                 let p = partition_of[&k];
                 assert!(
                     killed.contains(&(p as i32)),
@@ -476,6 +489,7 @@ fn share_kill_and_join(processes: usize) {
     }
     eprintln!(
         "kafka_group, {processes} processes: all joined at {joined:?}, first half checked at {first_half:?}; \
+         {repeated} rolling rows repeated after the kill; \
          partitions moved {moved_after_kill:?} after the kill, {moved_to_new:?} after one more started; \
          group checked at {group_done:?}, single process at {:?}",
         t0.elapsed()
@@ -495,9 +509,11 @@ fn two_processes_share_the_partitions_survive_a_kill_and_a_join_with_the_single_
 /// metadata of their previous join (before they were assigned anything), so the cooperative
 /// assignor hands a third member partitions that another still owns and reads; the group then
 /// settles with a partition claimed twice and the new claimant waits for its state until it
-/// fails (`LOCKED_FOR_AT_MOST`). A broker that waits for every member's JoinGroup (Apache Kafka)
-/// does not do this; with two members the leader's own view is the whole truth, hence the
-/// two-process test above.
+/// fails (`LOCKED_FOR_AT_MOST`, 60 s). A broker that waits for every member's JoinGroup (Apache
+/// Kafka) does not do this; with two members the leader's own view is the whole truth, hence the
+/// two-process test above. Run it with `--ignored` once the test broker runs the group protocol
+/// as Kafka does (seen with librdkafka's `debug = "cgrp"`: the leader's assignor lists a member
+/// "with 0 owned partition(s)" that owns four and rejoins 300 ms later).
 #[test]
 #[ignore = "tansu 0.6.0 assigns a third member partitions another still owns (see the doc comment)"]
 fn three_processes_share_the_partitions_survive_a_kill_and_a_fourth_with_the_single_process_results() {
