@@ -318,6 +318,13 @@ fn wait_spread(what: &str, procs: &mut [Eddy], timeout: Duration) {
     }
 }
 
+/// A process's count of records whose key Eddy's partitioner puts in another partition than
+/// the one they came from (the counter is exported from the start, at 0).
+fn misrouted_records(p: &Eddy) -> f64 {
+    p.metric("eddy_kafka_misrouted_records_total")
+        .unwrap_or_else(|| panic!("no eddy_kafka_misrouted_records_total at {}:\n{}", p.metrics, p.log()))
+}
+
 /// The partitions of the last run a process's log announces ("in/0,in/5").
 fn last_partitions(log: &str) -> BTreeSet<i32> {
     let plain = strip_ansi(log);
@@ -420,7 +427,7 @@ fn share_kill_and_join(processes: usize) {
     let mut misrouted = 0.0;
     for ps in procs.iter_mut() {
         let victim = ps.remove(1);
-        misrouted += victim.metric("eddy_kafka_misrouted_records_total").unwrap_or(0.0);
+        misrouted += misrouted_records(&victim);
         killed_partitions.push(last_partitions(&victim.kill()));
     }
     let killed_at = Instant::now();
@@ -464,7 +471,7 @@ fn share_kill_and_join(processes: usize) {
         }
         group_finals.push(finals(&got));
         for p in ps.iter() {
-            misrouted += p.metric("eddy_kafka_misrouted_records_total").unwrap_or(0.0);
+            misrouted += misrouted_records(p);
         }
     }
     assert_eq!(misrouted, 0.0, "records Eddy's partitioner would put elsewhere than librdkafka's murmur2_random");
