@@ -303,6 +303,14 @@ impl Eddy {
         }
     }
 
+    /// SIGKILL (kill -9: no drain, no checkpoint, no leaving the group), then reaps it: its log.
+    pub fn kill(mut self) -> String {
+        let mut child = self.child.take().expect("running");
+        let _ = Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
+        let _ = wait_child(&mut child, Duration::from_secs(30));
+        self.log()
+    }
+
     /// SIGTERM (drain, commit, exit), then waits at most 60 s: (status, log).
     pub fn terminate(mut self) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("running");
