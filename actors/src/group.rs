@@ -303,7 +303,9 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
                 GroupChange::Assigned(partitions) => {
                     for p in partitions {
                         let folder = base.join(folder_name(&p.0, p.1));
-                        let store = open_partition_store(&folder, &stop_now)?;
+                        let Some(store) = open_partition_store(&folder, &stop_now)? else {
+                            break; // stopped while waiting: nothing of it was read
+                        };
                         let ck = Checkpointer::new(store, &pipeline.name, fingerprint.clone(), ck_spec.keep);
                         owned.insert(
                             p.clone(),
@@ -316,6 +318,9 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
         }
         if !changes.is_empty() {
             metrics.kafka_rebalances.increment(changes.len() as u64);
+        }
+        if stop_now() {
+            break;
         }
         if owned.is_empty() {
             metrics.kafka_assigned_partitions.set(0.0);
@@ -395,6 +400,9 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
         total.committed += summary.committed;
         total.parallelism = summary.parallelism;
     }
+    // The partitions' folders first (their last checkpoint is written): their next owners may
+    // lock them as soon as this process has left the group.
+    drop(owned);
     group.leave();
     tracing::info!(runs, "shared group: stopped");
     Ok(total)
@@ -425,17 +433,18 @@ fn check_fingerprint(shared: &dyn CheckpointStore, fingerprint: &[FingerprintFie
 }
 
 /// Opens (and locks) a newly assigned partition's checkpoint folder, waiting while its previous
-/// owner still holds it (at most [`LOCKED_FOR_AT_MOST`]).
+/// owner still holds it (at most [`LOCKED_FOR_AT_MOST`]); `None` when `stop()` holds first.
 fn open_partition_store(
     folder: &std::path::Path,
     stop: &dyn Fn() -> bool,
-) -> Result<Arc<dyn CheckpointStore>, RuntimeError> {
+) -> Result<Option<Arc<dyn CheckpointStore>>, RuntimeError> {
     let since = Instant::now();
     let mut last_log = None::<Instant>;
     loop {
         match checkpoint::store::open_store(folder, true) {
-            Ok(s) => return Ok(s),
-            Err(CheckpointError::Locked { folder }) if since.elapsed() < LOCKED_FOR_AT_MOST && !stop() => {
+            Ok(s) => return Ok(Some(s)),
+            Err(CheckpointError::Locked { .. }) if stop() => return Ok(None),
+            Err(CheckpointError::Locked { folder }) if since.elapsed() < LOCKED_FOR_AT_MOST => {
                 if last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
                     last_log = Some(Instant::now());
                     tracing::warn!(%folder, "an assigned partition's checkpoint folder is still held by its previous owner; waiting");
