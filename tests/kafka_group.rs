@@ -16,9 +16,17 @@
 //!   Epochs are not compared one by one as scripts/crash-test-kafka.sh does: each process
 //!   numbers its own epochs (from the largest it restored), so an epoch number names no one cut
 //!   of the input across processes; the rows are compared per key instead.
-//! - The same with three processes, then a fourth (issue 26's acceptance), is `#[ignore]`d: the
-//!   test broker, tansu 0.6.0, does not run the group protocol as Kafka does with three members
-//!   (see the test's doc comment).
+//! - The same with three processes, then a fourth (issue 26's acceptance). The test broker,
+//!   tansu 0.6.0, runs the group protocol otherwise than Kafka in three ways the tests work
+//!   around (README "Running several instances"): with three members the pipelines use an eager
+//!   assignment strategy (`roundrobin`: tansu gives the leader the other members' metadata of
+//!   their first join, so a cooperative assignor sees no partition as owned; with two, the
+//!   default cooperative-sticky, whose leader's own view is the whole truth); the process killed is not the group's
+//!   leader (tansu keeps a dead leader); and with three processes the fourth joins once the
+//!   killed one's session is over, without waiting for its partitions to move first (tansu
+//!   drops an expired member without a new generation for the others, so its partitions move
+//!   at the next join; with two the survivor, the leader, rejoins, which the two-process test
+//!   checks).
 //! - Bad input: a second process with the pipeline's name and checkpoint path but another query
 //!   exits 2 naming the change; `eddy validate` refuses `shared_group` with a files sink,
 //!   without a checkpoint and with `parallelism`.
@@ -88,8 +96,18 @@ impl Query {
     }
 }
 
+/// The group's assignment strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Strategy {
+    /// The default: cooperative-sticky.
+    CooperativeSticky,
+    /// An eager one, `roundrobin`: what tansu 0.6.0 needs with three members or more (the
+    /// module documentation).
+    RoundRobin,
+}
+
 /// A pipeline file running `query` from `input` to `output`: one of a shared group whose
-/// checkpoints are under `checkpoint` (Some), or a plain single process (None).
+/// checkpoints are under `checkpoint` (Some) with `strategy`, or a plain single process (None).
 fn pipeline(
     dir: &Path,
     name: &str,
@@ -97,17 +115,19 @@ fn pipeline(
     bootstrap: &str,
     topics: (&str, &str),
     checkpoint: Option<&Path>,
+    strategy: Strategy,
 ) -> PathBuf {
     let (input, output) = topics;
     let group = match checkpoint {
-        // The test broker needs `eddy.resume` (connectors/src/kafka/mod.rs) and an eager
-        // assignment strategy (README "Running several instances": tansu 0.6.0 answers the
-        // leader's JoinGroup with the other members' metadata of their first join, so a
-        // cooperative assignor sees no partition as owned); a short session timeout moves a
-        // killed process's partitions soon.
+        // The test broker needs `eddy.resume` (connectors/src/kafka/mod.rs); a short session
+        // timeout moves a killed process's partitions soon.
         Some(_) => format!(
-            "shared_group = true\nproperties = {{ \"eddy.resume\" = \"beginning\", \"session.timeout.ms\" = \"{}\", \"heartbeat.interval.ms\" = \"500\", \"partition.assignment.strategy\" = \"roundrobin\" }}\n",
-            SESSION_TIMEOUT.as_millis()
+            "shared_group = true\nproperties = {{ \"eddy.resume\" = \"beginning\", \"session.timeout.ms\" = \"{}\", \"heartbeat.interval.ms\" = \"500\"{} }}\n",
+            SESSION_TIMEOUT.as_millis(),
+            match strategy {
+                Strategy::CooperativeSticky => "",
+                Strategy::RoundRobin => ", \"partition.assignment.strategy\" = \"roundrobin\"",
+            }
         ),
         None => String::new(),
     };
@@ -359,6 +379,8 @@ fn strip_ansi(s: &str) -> String {
 /// The scenario with `processes` processes of each pipeline at first, then one killed and
 /// one more started (the module documentation).
 fn share_kill_and_join(processes: usize) {
+    // cooperative-sticky with two processes; tansu needs an eager strategy with more
+    let strategy = if processes == 2 { Strategy::CooperativeSticky } else { Strategy::RoundRobin };
     let t0 = Instant::now();
     let broker = Broker::start();
     let tmp = tempfile::tempdir().unwrap();
@@ -376,6 +398,7 @@ fn share_kill_and_join(processes: usize) {
             &broker.bootstrap(),
             ("in", &format!("out-{}", q.name())),
             Some(&ck),
+            strategy,
         );
         paths.push(group);
     }
@@ -496,7 +519,8 @@ fn share_kill_and_join(processes: usize) {
     // A single process over the same input: the same final results.
     for (q, group) in queries.iter().zip(&group_finals) {
         let topic = format!("single-{}", q.name());
-        let path = pipeline(tmp.path(), &topic, *q, &broker.bootstrap(), ("in", &topic), None);
+        let path =
+            pipeline(tmp.path(), &topic, *q, &broker.bootstrap(), ("in", &topic), None, Strategy::CooperativeSticky);
         let mut single = start(&path);
         single.wait_consumed(all.len(), LONG);
         let got = wait_for_results(&broker, *q, &topic, group, std::slice::from_mut(&mut single));
@@ -524,18 +548,9 @@ fn two_processes_share_the_partitions_survive_a_kill_and_a_join_with_the_single_
     share_kill_and_join(2);
 }
 
-/// Issue 26's acceptance: three processes, one killed, a fourth. Not run by default: the test
-/// broker (tansu 0.6.0) answers the group leader's JoinGroup at once, with the other members'
-/// metadata of their previous join (before they were assigned anything), so the cooperative
-/// assignor hands a third member partitions that another still owns and reads; the group then
-/// settles with a partition claimed twice and the new claimant waits for its state until it
-/// fails (`LOCKED_FOR_AT_MOST`, 60 s). A broker that waits for every member's JoinGroup (Apache
-/// Kafka) does not do this; with two members the leader's own view is the whole truth, hence the
-/// two-process test above. Run it with `--ignored` once the test broker runs the group protocol
-/// as Kafka does (seen with librdkafka's `debug = "cgrp"`: the leader's assignor lists a member
-/// "with 0 owned partition(s)" that owns four and rejoins 300 ms later).
+/// Issue 26's acceptance: three processes, one killed, a fourth (the module documentation says
+/// what the test broker changes in it).
 #[test]
-#[ignore = "tansu 0.6.0 assigns a third member partitions another still owns (see the doc comment)"]
 fn three_processes_share_the_partitions_survive_a_kill_and_a_fourth_with_the_single_process_results() {
     if !broker_or_skip("kafka_group") {
         return;
@@ -556,8 +571,24 @@ fn a_process_running_another_query_in_the_shared_checkpoint_folder_exits_2_namin
     let other = tmp.path().join("other");
     std::fs::create_dir(&other).unwrap();
     // One pipeline name and checkpoint path, two queries.
-    let first = pipeline(tmp.path(), "same", Query::Rolling, &broker.bootstrap(), ("in", "out"), Some(&ck));
-    let second = pipeline(&other, "same", Query::Window, &broker.bootstrap(), ("in", "out"), Some(&ck));
+    let first = pipeline(
+        tmp.path(),
+        "same",
+        Query::Rolling,
+        &broker.bootstrap(),
+        ("in", "out"),
+        Some(&ck),
+        Strategy::CooperativeSticky,
+    );
+    let second = pipeline(
+        &other,
+        "same",
+        Query::Window,
+        &broker.bootstrap(),
+        ("in", "out"),
+        Some(&ck),
+        Strategy::CooperativeSticky,
+    );
     let mut running = vec![start(&first)];
     wait_spread("the first process", &mut running, LONG);
 
@@ -582,7 +613,15 @@ fn a_process_running_another_query_in_the_shared_checkpoint_folder_exits_2_namin
 fn validate_refuses_a_shared_group_with_a_files_sink_without_a_checkpoint_or_with_parallelism() {
     let tmp = tempfile::tempdir().unwrap();
     let ck = tmp.path().join("ck");
-    let good = pipeline(tmp.path(), "good", Query::Rolling, "127.0.0.1:9", ("in", "out"), Some(&ck));
+    let good = pipeline(
+        tmp.path(),
+        "good",
+        Query::Rolling,
+        "127.0.0.1:9",
+        ("in", "out"),
+        Some(&ck),
+        Strategy::CooperativeSticky,
+    );
     let validate = |path: &Path| {
         let out = Command::new(env!("CARGO_BIN_EXE_eddy")).arg("validate").arg(path).output().expect("eddy validate");
         (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout))
