@@ -732,7 +732,11 @@ fn restore_checkpoint(
 ) -> Result<(Checkpointer, Option<checkpoint::Restored>), RuntimeError> {
     let folder = spec.path.join(&pipeline.name);
     let store = checkpoint::store::open_store(&folder, true).map_err(|e| match e {
-        checkpoint::CheckpointError::Locked { .. } => RuntimeError::Failed(e.to_string()),
+        // held by another process, or an object store that stays unreachable: not the file's fault
+        checkpoint::CheckpointError::Locked { .. } | checkpoint::CheckpointError::Unreachable { .. } => {
+            RuntimeError::Failed(e.to_string())
+        }
+        // a location that cannot be a store (an unsupported URL, `s3://` without the feature)
         e => RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() },
     })?;
     let ck = Checkpointer::new(store, &pipeline.name, checkpoint::manifest::fingerprint(pipeline), spec.keep);
