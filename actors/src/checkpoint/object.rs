@@ -207,7 +207,7 @@ impl Shared {
                         what: format!("{what} {object_url}"),
                         attempts,
                         waited_ms: waited.as_millis() as u64,
-                        why: e.to_string(),
+                        why: with_causes(&e),
                     });
                 }
                 let pause = backoff.min(self.unreachable_timeout - waited);
@@ -215,7 +215,7 @@ impl Shared {
                     store = %self.url,
                     object = %object_url,
                     attempt = attempts,
-                    error = %e,
+                    error = %with_causes(&e),
                     "checkpoint store: {what} failed; retrying in {} ms (giving up {} s after the first failure; {UNREACHABLE_TIMEOUT_VAR})",
                     pause.as_millis(),
                     self.unreachable_timeout.as_secs_f64(),
@@ -225,6 +225,22 @@ impl Shared {
             }
         })
     }
+}
+
+/// `e`'s message followed by those of its causes not already in it, `: ` between them (the
+/// refused connection under object_store's "error sending request").
+fn with_causes(e: &object_store::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// Whether retrying may change `e`'s outcome: a failure to reach the store or a server error
