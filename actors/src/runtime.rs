@@ -318,6 +318,12 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let real_time = pipeline.mode == Mode::RealTime;
     let exchange_at = plan.exchange();
     let parallelism = parallelism_of(pipeline, &plan)?;
+    // A checkpoint location this build cannot use (`s3://` without the `s3` feature, another
+    // URL) is refused before anything starts; the store itself is opened with the restore.
+    if let Some(c) = &pipeline.checkpoint {
+        checkpoint::store::check_location(&c.path.join(&pipeline.name))
+            .map_err(|e| RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() })?;
+    }
 
     let health = opts.health.unwrap_or_default();
     let (metrics, _server) = match &pipeline.metrics {

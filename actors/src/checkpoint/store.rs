@@ -84,17 +84,36 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
 /// `s3` feature, or one that cannot be configured; as [`FolderStore::open`] /
 /// [`FolderStore::open_shared`] for a folder.
 pub fn open_store(location: &Path, exclusive: bool) -> Result<std::sync::Arc<dyn CheckpointStore>, CheckpointError> {
-    let text = location.to_string_lossy();
-    if let Some((scheme, _)) = text.split_once("://")
-        && !scheme.is_empty()
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-    {
-        return open_url(&text, scheme);
+    if let Some((url, scheme)) = url_of(location) {
+        return open_url(&url, &scheme);
     }
     Ok(match exclusive {
         true => std::sync::Arc::new(FolderStore::open(location)?),
         false => std::sync::Arc::new(FolderStore::open_shared(location)?),
     })
+}
+
+/// Checks that [`open_store`] can open a store at `location` without opening it: nothing is
+/// created or requested, so a run can refuse a location it cannot use before it starts anything
+/// (a folder always passes here; its errors show when it is opened).
+///
+/// # Errors
+/// As [`open_store`] for a URL: [`CheckpointError::BadLocation`].
+pub fn check_location(location: &Path) -> Result<(), CheckpointError> {
+    match url_of(location) {
+        Some((url, scheme)) => open_url(&url, &scheme).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// `location` as a URL and its scheme, when it is one (`scheme://...`, a scheme of ASCII letters,
+/// digits, `+`, `-`, `.`).
+fn url_of(location: &Path) -> Option<(String, String)> {
+    let text = location.to_str()?;
+    let (scheme, _) = text.split_once("://")?;
+    let is_scheme =
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    is_scheme.then(|| (text.to_string(), scheme.to_string()))
 }
 
 /// The store at the URL `url` (of scheme `scheme`), as [`open_store`].
