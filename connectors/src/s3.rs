@@ -1,6 +1,6 @@
 //! S3-compatible object stores (`s3://bucket/prefix`) configured from the environment, one
 //! convention for every part of Eddy that writes to one: the Delta sink's `s3://` tables
-//! ([`crate::delta`], with the `delta` feature) and `s3://` checkpoints (eddy-actors' `s3`
+//! (`crate::delta`, with the `delta` feature) and `s3://` checkpoints (eddy-actors' `s3`
 //! feature).
 //!
 //! The store is object_store's own S3 client ([`AmazonS3Builder::from_env`]): the endpoint,
