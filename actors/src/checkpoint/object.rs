@@ -277,7 +277,14 @@ impl CheckpointStore for ObjectCheckpointStore {
         let s = &self.shared;
         let prefix = (!s.prefix.as_ref().is_empty()).then_some(&s.prefix);
         let listed = s.run("listing", &format!("{}/", s.url), || s.store.list_with_delimiter(prefix))?;
-        Ok(listed.objects.iter().filter_map(|o| o.location.filename().map(str::to_string)).collect())
+        // only the objects one level below the prefix (not a "folder" marker `prefix/` itself)
+        let depth = s.prefix.parts_count() + 1;
+        Ok(listed
+            .objects
+            .iter()
+            .filter(|o| o.location.parts_count() == depth)
+            .filter_map(|o| o.location.filename().map(str::to_string))
+            .collect())
     }
 
     /// A conditional PUT (`If-None-Match: *`). Should an attempt fail after the server
