@@ -4,7 +4,7 @@
 //! PutObject with `If-None-Match: *` on an existing key with 412, as S3 does.
 //!
 //! Shared by eddy-actors' unit tests of its object store (included with `#[path]`) and the
-//! end-to-end tests (`tests/checkpoint_s3.rs`).
+//! end-to-end tests (`tests/checkpoint_s3.rs`, `tests/delta_sink.rs`).
 
 // each test binary that includes this module uses some of its helpers
 #![allow(dead_code)]
@@ -19,6 +19,8 @@ pub struct Moto {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub endpoint: String,
+    /// The `moto_server` command.
+    server: PathBuf,
 }
 
 /// The `moto_server` command: `MOTO_SERVER`, or scripts/test.sh's venv.
@@ -29,8 +31,18 @@ fn server() -> PathBuf {
 }
 
 impl Moto {
-    /// Starts the server and creates the bucket `eddy`; `None` when moto is not installed and
-    /// the variable `CI` is unset, after printing why the test `test` is skipped.
+    /// Starts the server and creates the bucket `eddy`.
+    ///
+    /// # Panics
+    /// When moto is not installed, or does not answer within 60 s.
+    pub fn start() -> Moto {
+        let server = server();
+        assert!(server.exists(), "{} missing: scripts/test.sh installs it (or set MOTO_SERVER)", server.display());
+        Moto::start_at(server)
+    }
+
+    /// [`Moto::start`]; `None` when moto is not installed and the variable `CI` is unset, after
+    /// printing why the test `test` is skipped.
     ///
     /// # Panics
     /// When moto is missing under `CI` (set to anything), or does not answer within 60 s.
@@ -52,6 +64,11 @@ impl Moto {
             }
             return None;
         }
+        Some(Moto::start_at(server))
+    }
+
+    /// Starts `server` on a free port and creates the bucket `eddy`.
+    fn start_at(server: PathBuf) -> Moto {
         let port = free_port();
         let child = Command::new(&server)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -59,18 +76,28 @@ impl Moto {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", server.display()));
-        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}") };
+        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}"), server };
         let started = Instant::now();
         loop {
             match http_request(port, "PUT /eddy HTTP/1.1") {
                 Some(status) => {
                     assert!(status.contains(" 200"), "creating the bucket: {status}");
-                    return Some(moto);
+                    return moto;
                 }
                 None if started.elapsed() < Duration::from_secs(60) => std::thread::sleep(Duration::from_millis(200)),
                 None => panic!("moto_server did not answer on port {port} within 60 s"),
             }
         }
+    }
+
+    /// Copies object `from` to `to` in the bucket `eddy` (boto3, which moto's venv has).
+    pub fn copy(&self, from: &str, to: &str) {
+        let python = self.server.parent().unwrap().join("python");
+        let script = "import sys, boto3\n\
+                      s3 = boto3.client('s3')\n\
+                      s3.copy_object(Bucket='eddy', Key=sys.argv[2], CopySource={'Bucket': 'eddy', 'Key': sys.argv[1]})\n";
+        let out = Command::new(python).arg("-c").arg(script).arg(from).arg(to).envs(self.env()).output().unwrap();
+        assert!(out.status.success(), "copying {from} to {to}: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// The `AWS_*` variables that point a client at this server.
