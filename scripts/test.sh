@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every check CI runs: format, lints, docs, tests.
 # Usage: scripts/test.sh          (from anywhere; ../shared must sit beside the repository)
-#        EDDY_TEST_DELTA=0 scripts/test.sh   (skips the Delta sink's build and tests)
+#        EDDY_TEST_DELTA=0 scripts/test.sh   (skips the Delta sink's build and tests, and those of
+#                                             S3 checkpoints, which share its object_store build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -56,8 +57,11 @@ kafka_install=$!
 delta=()
 if [ "$test_delta" != 0 ]; then
   delta=(--features delta)
-  # the sink's unit tests (and the eddy library's), tests/delta_sink.rs and the eddy binary
-  delta_tests=(-p eddy-connectors -p eddy --features delta --lib --test delta_sink)
+  # the sink's unit tests (and the eddy library's), tests/delta_sink.rs and the eddy binary; and
+  # checkpoints on S3 (the feature `s3`, which `delta` turns on, reusing its object_store build):
+  # the object store's unit tests (eddy-actors', about 10 s for all of them) and
+  # tests/checkpoint_s3.rs, both against moto
+  delta_tests=(-p eddy-connectors -p eddy-actors -p eddy --features delta --lib --test delta_sink --test checkpoint_s3)
   say "Delta table readers (deltalake, pyarrow; pyspark) and S3 server (moto): installing in the background"
   readers_log=$(mktemp)
   (
@@ -126,7 +130,7 @@ if [ ${#delta[@]} -gt 0 ]; then
     cat "$readers_log" >&2
     exit 1
   fi
-  say "cargo test --features delta (the Delta sink: its unit tests; tables in folders and on S3 (moto) read back by delta-rs and Spark)"
+  say "cargo test --features delta (the Delta sink: its unit tests; tables in folders and on S3 (moto) read back by delta-rs and Spark; checkpoints on S3)"
   cargo test "${delta_tests[@]}"
 fi
 

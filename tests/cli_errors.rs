@@ -438,3 +438,15 @@ path = "output"
         }
     }
 }
+
+/// An `s3://` checkpoint path in a build without the `s3` feature: exit 2 at `checkpoint.path`,
+/// saying how to build one that has it (tests/checkpoint_s3.rs runs such paths with it).
+#[cfg(not(feature = "s3"))]
+#[test]
+fn an_s3_checkpoint_path_without_the_s3_feature_is_refused_naming_the_feature() {
+    expect_usage_error(
+        GOOD,
+        &["run", "p.toml", "--no-progress", "--set", "checkpoint.path=s3://bucket/ck"],
+        &["checkpoint.path", "s3://bucket/ck/errors", "built without the s3 feature", "--features s3"],
+    );
+}

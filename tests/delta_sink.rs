@@ -16,10 +16,13 @@
 //! update mode) exits 2 naming the field and writes nothing.
 
 mod common;
+#[path = "common/moto.rs"]
+mod moto;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use moto::Moto;
 use serde_json::Value;
 
 /// The example pipelines (under `examples/delta/`) and their `name` (the checkpoint's folder).
@@ -322,100 +325,9 @@ fn late_sink_and_dead_letter_as_delta_tables_hold_the_rows_files_sinks_get() {
 // ---------------------------------------------------------------------------------------------
 // Tables on an S3-compatible object store (`sink.path = "s3://bucket/prefix"`): a real S3 server,
 // moto's (`moto_server`, from PyPI: `scripts/test.sh` installs it into `~/.cache/moto-venv`, or
-// `MOTO_SERVER` names the command), started by each test on a free loopback port. moto answers
-// a PutObject with `If-None-Match: *` on an existing key with 412, as S3 does: the conditional
-// put of each version's log file.
-
-/// A `moto_server` on a free loopback port, stopped when dropped.
-struct Moto {
-    child: std::process::Child,
-    endpoint: String,
-    /// The `moto_server` command.
-    server: PathBuf,
-}
-
-impl Moto {
-    /// Starts the server and creates the bucket `eddy`.
-    fn start() -> Moto {
-        let server = std::env::var_os("MOTO_SERVER").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/moto-venv/bin/moto_server")
-        });
-        assert!(server.exists(), "{} missing: scripts/test.sh installs it (or set MOTO_SERVER)", server.display());
-        let port = free_port();
-        let child = Command::new(&server)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let moto = Moto { child, endpoint: format!("http://127.0.0.1:{port}"), server };
-        let started = std::time::Instant::now();
-        loop {
-            match http_request(port, "PUT /eddy HTTP/1.1") {
-                Some(status) => {
-                    assert!(status.contains(" 200"), "creating the bucket: {status}");
-                    break;
-                }
-                None if started.elapsed() < std::time::Duration::from_secs(60) => {
-                    std::thread::sleep(std::time::Duration::from_millis(200))
-                }
-                None => panic!("moto_server did not answer on port {port} within 60 s"),
-            }
-        }
-        moto
-    }
-
-    /// The `AWS_*` variables that point a client at this server.
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
-            ("AWS_REGION", "us-east-1".into()),
-            ("AWS_ACCESS_KEY_ID", "testing".into()),
-            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
-            ("AWS_ALLOW_HTTP", "true".into()),
-        ]
-    }
-
-    /// Copies object `from` to `to` in the bucket `eddy` (boto3, which moto's venv has).
-    fn copy(&self, from: &str, to: &str) {
-        let python = self.server.parent().unwrap().join("python");
-        let script = "import sys, boto3\n\
-                      s3 = boto3.client('s3')\n\
-                      s3.copy_object(Bucket='eddy', Key=sys.argv[2], CopySource={'Bucket': 'eddy', 'Key': sys.argv[1]})\n";
-        let out = Command::new(python).arg("-c").arg(script).arg(from).arg(to).envs(self.env()).output().unwrap();
-        assert!(out.status.success(), "copying {from} to {to}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    /// The same as object_store's S3 options (for a sink opened in this process, whose
-    /// environment the tests leave alone).
-    fn options(&self) -> std::collections::HashMap<String, String> {
-        self.env().into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A loopback port nothing listens on (as the kernel hands out: free a moment ago).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Sends `request_line` (no body) to the loopback port; the response's status line, or `None`
-/// when nothing answers.
-fn http_request(port: u16, request_line: &str) -> Option<String> {
-    use std::io::{BufRead, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(stream, "{request_line}\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut status = String::new();
-    std::io::BufReader::new(stream).read_line(&mut status).ok()?;
-    (!status.is_empty()).then_some(status)
-}
+// `MOTO_SERVER` names the command), started by each test on a free loopback port
+// (`tests/common/moto.rs`). moto answers a PutObject with `If-None-Match: *` on an existing key
+// with 412, as S3 does: the conditional put of each version's log file.
 
 /// The overrides of a run over `input` with its checkpoint in `ck` into the table at `url`.
 fn s3_sets(input: &Path, ck: &Path, url: &str) -> Vec<String> {
@@ -649,13 +561,7 @@ fn an_unreachable_s3_endpoint_is_retried_then_exits_1_within_a_bound_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let input = split_input(dir.path());
     let s = s3_sets(&input, &dir.path().join("ck"), "s3://eddy/nowhere");
-    let env = [
-        ("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", free_port())),
-        ("AWS_REGION", "us-east-1".into()),
-        ("AWS_ACCESS_KEY_ID", "testing".into()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
-        ("AWS_ALLOW_HTTP", "true".into()),
-    ];
+    let env = moto::env_for(&format!("http://127.0.0.1:{}", moto::free_port()));
     let started = std::time::Instant::now();
     let out = run_with_env(EXAMPLES[0].0, &s, &env);
     let took = started.elapsed();

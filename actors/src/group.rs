@@ -239,8 +239,10 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
 
     // The shared folder, and the query every process of it must run.
     let base = ck_spec.path.join(&pipeline.name);
-    let shared = checkpoint::store::open_store(&base, false)
-        .map_err(|e| RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() })?;
+    let shared = checkpoint::store::open_store(&base, false).map_err(|e| match e {
+        e @ CheckpointError::Unreachable { .. } => RuntimeError::Failed(e.to_string()),
+        e => RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() },
+    })?;
     let fingerprint = checkpoint::manifest::fingerprint(pipeline);
     check_fingerprint(shared.as_ref(), &fingerprint)?;
 

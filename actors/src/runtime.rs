@@ -326,6 +326,12 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     }
     let real_time = pipeline.mode == Mode::RealTime;
     let exchange_at = plan.exchange();
+    // A checkpoint location this build cannot use (`s3://` without the `s3` feature, another
+    // URL) is refused before anything starts; the store itself is opened with the restore.
+    if let Some(c) = &pipeline.checkpoint {
+        checkpoint::store::check_location(&c.path.join(&pipeline.name))
+            .map_err(|e| RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() })?;
+    }
     if opts.group.is_none() && crate::group::is_shared(pipeline) {
         return crate::group::run_shared_group(pipeline, opts);
     }
@@ -773,7 +779,11 @@ fn restore_checkpoint(
 ) -> Result<(Checkpointer, Option<checkpoint::Restored>), RuntimeError> {
     let folder = spec.path.join(&pipeline.name);
     let store = checkpoint::store::open_store(&folder, true).map_err(|e| match e {
-        checkpoint::CheckpointError::Locked { .. } => RuntimeError::Failed(e.to_string()),
+        // held by another process, or an object store that stays unreachable: not the file's fault
+        checkpoint::CheckpointError::Locked { .. } | checkpoint::CheckpointError::Unreachable { .. } => {
+            RuntimeError::Failed(e.to_string())
+        }
+        // a location that cannot be a store (an unsupported URL, `s3://` without the feature)
         e => RuntimeError::Open { field: "checkpoint.path".into(), why: e.to_string() },
     })?;
     let ck = Checkpointer::new(store, &pipeline.name, checkpoint::manifest::fingerprint(pipeline), spec.keep);

@@ -18,6 +18,8 @@ pub mod foreach;
 pub mod kafka;
 pub mod nexmark;
 pub mod offset;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod stdio;
 
 pub use files::{FilesSink, FilesSource};

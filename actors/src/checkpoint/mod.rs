@@ -3,7 +3,9 @@
 //! checkpoint left off (SEMANTICS.md "Determinism and restarts").
 //!
 //! - **Store** ([`store`]): a flat namespace of immutable blobs per pipeline
-//!   (`<checkpoint.path>/<name>/`), a folder here ([`FolderStore`]), object storage later.
+//!   (`<checkpoint.path>/<name>/`): a folder ([`FolderStore`]) or, with the `s3` feature, a
+//!   prefix in S3-compatible object storage (`object::ObjectCheckpointStore`,
+//!   `s3://bucket/prefix`).
 //!   Per epoch `e`: `snapshot-<e>-<partition>` (one per partition actor), then
 //!   `manifest-<e>`, written last, durably and atomically (fsync, rename, fsync of the folder):
 //!   a crash leaves the old checkpoint or the new one, never half of one.
@@ -25,6 +27,10 @@
 
 pub mod envelope;
 pub mod manifest;
+#[cfg(feature = "s3")]
+pub mod object;
+#[cfg(all(test, feature = "s3"))]
+mod object_tests;
 pub mod pacer;
 pub mod partitioned;
 pub mod pipeline_fields;
@@ -58,6 +64,34 @@ pub enum CheckpointError {
         /// The failure.
         #[source]
         source: std::io::Error,
+    },
+    /// The store's location cannot be used: an unsupported URL, an `s3://` URL in a build
+    /// without the `s3` feature, or object-store settings that do not parse (exit 2, at
+    /// `checkpoint.path`).
+    #[error("{location}: {why}")]
+    BadLocation {
+        /// The location (`<checkpoint.path>/<pipeline>[/<sub>]`).
+        location: String,
+        /// What is wrong, and what is expected.
+        why: String,
+    },
+    /// The object store stayed unreachable (or kept failing) past its bound (exit 1).
+    #[error(
+        "the checkpoint store {location} is unreachable: {what} failed {attempts} times over {waited_ms} ms \
+         (last error: {why}); check the endpoint and the network, or set EDDY_CHECKPOINT_UNREACHABLE_TIMEOUT_MS \
+         to wait longer"
+    )]
+    Unreachable {
+        /// The store's URL.
+        location: String,
+        /// The operation and its object's URL.
+        what: String,
+        /// Attempts made.
+        attempts: u32,
+        /// Milliseconds from the first failed attempt to giving up.
+        waited_ms: u64,
+        /// The last attempt's error.
+        why: String,
     },
     /// Another process holds the checkpoint folder.
     #[error("the checkpoint folder {folder} is in use by another process (another eddy running this pipeline?)")]

@@ -9,8 +9,9 @@ use super::CheckpointError;
 
 /// A flat store of named, immutable blobs, one store per pipeline. Names are ASCII without `/`.
 ///
-/// Object storage can back it: [`CheckpointStore::create`] maps to a multipart upload completed
-/// by [`BlobWriter::commit`] (atomic there), `list` to a listing.
+/// Object storage can back it (the `s3` feature's `object::ObjectCheckpointStore`): a blob is
+/// one object, uploaded by [`BlobWriter::commit`] in one PUT or a multipart upload (atomic
+/// either way), `list` a listing of one level under the store's prefix.
 pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
     /// Starts writing blob `name`, front to back in chunks; nothing is visible under `name`
     /// until [`BlobWriter::commit`], which replaces an existing blob durably and atomically (after
@@ -67,16 +68,73 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
     fn location(&self) -> String;
 }
 
-/// Opens the store at `location` (`<checkpoint.path>/<pipeline>[/<sub-folder>]`): a local
-/// folder, locked for this process when `exclusive` ([`FolderStore::open`]), shared otherwise
-/// ([`FolderStore::open_shared`]).
+/// Opens the store at `location` (`<checkpoint.path>/<pipeline>[/<sub-folder>]`):
+/// - `s3://bucket/prefix...`: a prefix in S3-compatible object storage (the `s3` feature's
+///   `ObjectCheckpointStore`), configured by the `AWS_*` environment variables, giving up on an
+///   unreachable store after `EDDY_CHECKPOINT_UNREACHABLE_TIMEOUT_MS` (default 30 s). Object
+///   storage has no lock: `exclusive` is not enforced there, so the caller must make sure no
+///   two processes write one store (issue 26's group protocol gives each partition's sub-store
+///   to one process);
+/// - another URL (`scheme://...`): refused;
+/// - otherwise a local folder, locked for this process when `exclusive` ([`FolderStore::open`]),
+///   shared otherwise ([`FolderStore::open_shared`]).
 ///
 /// # Errors
-/// As [`FolderStore::open`] / [`FolderStore::open_shared`].
+/// [`CheckpointError::BadLocation`] for an unsupported URL, an `s3://` URL in a build without the
+/// `s3` feature, or one that cannot be configured; as [`FolderStore::open`] /
+/// [`FolderStore::open_shared`] for a folder.
 pub fn open_store(location: &Path, exclusive: bool) -> Result<std::sync::Arc<dyn CheckpointStore>, CheckpointError> {
+    if let Some((url, scheme)) = url_of(location) {
+        return open_url(&url, &scheme);
+    }
     Ok(match exclusive {
         true => std::sync::Arc::new(FolderStore::open(location)?),
         false => std::sync::Arc::new(FolderStore::open_shared(location)?),
+    })
+}
+
+/// Checks that [`open_store`] can open a store at `location` without opening it: nothing is
+/// created or requested, so a run can refuse a location it cannot use before it starts anything
+/// (a folder always passes here; its errors show when it is opened).
+///
+/// # Errors
+/// As [`open_store`] for a URL: [`CheckpointError::BadLocation`].
+pub fn check_location(location: &Path) -> Result<(), CheckpointError> {
+    match url_of(location) {
+        Some((url, scheme)) => open_url(&url, &scheme).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// `location` as a URL and its scheme, when it is one (`scheme://...`, a scheme of ASCII letters,
+/// digits, `+`, `-`, `.`).
+fn url_of(location: &Path) -> Option<(String, String)> {
+    let text = location.to_str()?;
+    let (scheme, _) = text.split_once("://")?;
+    let is_scheme =
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    is_scheme.then(|| (text.to_string(), scheme.to_string()))
+}
+
+/// The store at the URL `url` (of scheme `scheme`), as [`open_store`].
+fn open_url(url: &str, scheme: &str) -> Result<std::sync::Arc<dyn CheckpointStore>, CheckpointError> {
+    if scheme != "s3" {
+        return Err(CheckpointError::BadLocation {
+            location: url.to_string(),
+            why: format!("{scheme}:// is not supported; expected a folder path or s3://bucket/prefix"),
+        });
+    }
+    #[cfg(feature = "s3")]
+    {
+        let options = super::object::ObjectStoreOptions::from_env(url)?;
+        Ok(std::sync::Arc::new(super::object::ObjectCheckpointStore::open_s3(url, options)?))
+    }
+    #[cfg(not(feature = "s3"))]
+    Err(CheckpointError::BadLocation {
+        location: url.to_string(),
+        why: "checkpoints in object storage need the s3 feature, and this eddy was built without the s3 feature; \
+              build with --features s3"
+            .into(),
     })
 }
 

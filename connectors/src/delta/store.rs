@@ -4,7 +4,7 @@
 //! delta-rs finds the object store and the log store of a table URL in two process-wide
 //! registries, one entry per scheme ([`object_store_factories`], [`logstore_factories`]); only
 //! `file://` and `memory://` are there by default. [`register_s3`] adds `s3://`: object_store's
-//! own S3 client ([`AmazonS3Builder::from_env`]: endpoint, region and credentials from the
+//! own S3 client ([`crate::s3::builder_from_env`]: endpoint, region and credentials from the
 //! `AWS_*` environment variables, e.g. `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`) and delta-rs's default log store, which writes
 //! each version's log file with a conditional put (`PutMode::Create`: `If-None-Match: *` on S3),
@@ -27,7 +27,6 @@ use deltalake_core::logstore::{
     object_store_factories,
 };
 use deltalake_core::{DeltaResult, DeltaTableError};
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
 use object_store::path::Path;
 use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 use serde_json::{Value, json};
@@ -64,16 +63,8 @@ struct S3Stores;
 
 impl ObjectStoreFactory for S3Stores {
     fn parse_url_opts(&self, url: &Url, config: &StorageConfig) -> DeltaResult<(ObjectStoreRef, Path)> {
-        let mut builder = AmazonS3Builder::from_env()
-            .with_url(url.as_str())
-            .with_conditional_put(S3ConditionalPut::ETagMatch)
-            .with_retry(retry_config());
         // options given with the table (none from the sink; a library user may pass some)
-        for (key, value) in &config.raw {
-            if let Ok(key) = key.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
-                builder = builder.with_config(key, value);
-            }
-        }
+        let builder = crate::s3::builder_from_env(url.as_str(), retry_config(), &config.raw);
         let store = builder.build()?;
         let path = Path::from_url_path(url.path())?;
         Ok((Arc::new(store), path))

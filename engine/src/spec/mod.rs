@@ -347,7 +347,9 @@ impl Pipeline {
                 _ => {}
             }
         }
-        if let Some(c) = &mut self.checkpoint {
+        if let Some(c) = &mut self.checkpoint
+            && url_scheme(&c.path).is_none()
+        {
             fix(&mut c.path);
         }
     }

@@ -71,24 +71,8 @@ pub(crate) fn sink_spec(
                 raw.path,
                 "a folder path for the Delta table (relative to the pipeline file)",
             )?;
-            // PIPELINE.md allows an object-store URL: `s3://bucket/prefix` (an S3-compatible
-            // store, configured by the AWS_* environment variables) is one; another scheme is
-            // refused rather than read as a relative folder named `gs:`.
-            if let Some(scheme) = url_scheme(Path::new(&path)) {
-                let rest = &path[scheme.len() + 3..];
-                let bucket = rest.split('/').next().unwrap_or("");
-                if scheme != "s3" || bucket.is_empty() {
-                    return Err(SpecError::bad_str(
-                        format!("{section}.path"),
-                        &path,
-                        format!(
-                            "a local folder path, or s3://bucket/prefix (an S3-compatible object store; \
-                             other URLs such as gs://, az://, file:// are not supported; {scheme}://{} given)",
-                            if bucket.is_empty() { " without a bucket" } else { "" }
-                        ),
-                    ));
-                }
-            }
+            // PIPELINE.md allows an object-store URL: `s3://bucket/prefix`.
+            check_object_store_url(&format!("{section}.path"), &path)?;
             let partition_by = raw.partition_by.unwrap_or_default();
             let partition_by =
                 resolve_columns(&format!("{section}.partition_by"), partition_by, key_columns, key_what)?;
@@ -218,6 +202,30 @@ pub(crate) fn kafka_columns(key_list: &[String], output: &Schema, columns_from: 
                 "either a `key` column (the message key as it is) or a `key` list (the JSON of its columns), not both",
             ));
         }
+    }
+    Ok(())
+}
+
+/// Refuses a `path` (of `field`) that is a URL other than `s3://bucket[/prefix]` (an
+/// S3-compatible store, configured by the `AWS_*` environment variables), rather than reading it
+/// as a relative folder named `gs:`; a folder path passes.
+///
+/// # Errors
+/// A [`SpecError`] at `field` for another scheme or a URL without a bucket.
+pub(crate) fn check_object_store_url(field: &str, path: &str) -> Result<(), SpecError> {
+    let Some(scheme) = url_scheme(Path::new(path)) else { return Ok(()) };
+    let rest = &path[scheme.len() + 3..];
+    let bucket = rest.split('/').next().unwrap_or("");
+    if scheme != "s3" || bucket.is_empty() {
+        return Err(SpecError::bad_str(
+            field,
+            path,
+            format!(
+                "a local folder path, or s3://bucket/prefix (an S3-compatible object store; \
+                 other URLs such as gs://, az://, file:// are not supported; {scheme}://{} given)",
+                if bucket.is_empty() { " without a bucket" } else { "" }
+            ),
+        ));
     }
     Ok(())
 }

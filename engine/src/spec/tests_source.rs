@@ -386,6 +386,21 @@ fn checkpoint_keep_is_at_least_one() {
 }
 
 #[test]
+fn checkpoint_path_may_be_an_s3_url_and_is_not_made_relative() {
+    let mut p = ok(&["checkpoint.path=s3://bucket/checkpoints"]);
+    p.resolve_paths(std::path::Path::new("/pipelines"));
+    assert_eq!(p.checkpoint.unwrap().path, std::path::PathBuf::from("s3://bucket/checkpoints"));
+    let mut p = ok(&["checkpoint.path=ck"]);
+    p.resolve_paths(std::path::Path::new("/pipelines"));
+    assert_eq!(p.checkpoint.unwrap().path, std::path::PathBuf::from("/pipelines/ck"));
+    for bad in ["gs://bucket/ck", "s3:///ck", "file:///tmp/ck"] {
+        let e = err(&[&format!("checkpoint.path={bad}")]);
+        assert_eq!(e.field, "checkpoint.path", "{bad}");
+        assert!(e.to_string().contains("s3://bucket/prefix"), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn metrics_listen_is_a_socket_address() {
     let text = format!("{BASE}\n[metrics]\n");
     assert_eq!(parse_pipeline_str(&text).unwrap().metrics.unwrap().listen.to_string(), "127.0.0.1:9464");

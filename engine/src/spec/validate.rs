@@ -670,7 +670,9 @@ fn clock(raw: Option<RawClock>, schema: &Schema) -> Result<ClockSpec, SpecError>
 }
 
 fn checkpoint(raw: RawCheckpoint) -> Result<CheckpointSpec, SpecError> {
-    let path = non_empty("checkpoint.path", raw.path, "a folder path (relative to the pipeline file)")?;
+    let path =
+        non_empty("checkpoint.path", raw.path, "a folder path (relative to the pipeline file), or s3://bucket/prefix")?;
+    super::sink::check_object_store_url("checkpoint.path", &path)?;
     let keep = match raw.keep {
         None => 3,
         Some(k) if k >= 1 => k as usize,
