@@ -7,9 +7,12 @@
 //!   checkpoint is in the bucket, and nothing of it on the local disk;
 //! - a store that cannot be reached ends the run with exit 1 after the bound
 //!   (`EDDY_CHECKPOINT_UNREACHABLE_TIMEOUT_MS`), naming the store, with a warning per attempt;
-//! - a malformed bound is exit 2 at `checkpoint.path`.
+//! - a malformed bound is exit 2 at `checkpoint.path`;
+//! - a shared Kafka group (issue 26) moves partitions between processes through its checkpoint
+//!   on S3 (with the real test broker, `tests/kafka_common`).
 
 mod common;
+mod kafka_common;
 #[path = "common/moto.rs"]
 mod moto;
 
@@ -190,4 +193,115 @@ fn a_malformed_unreachable_bound_is_a_usage_error_at_checkpoint_path() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("checkpoint.path") && err.contains("EDDY_CHECKPOINT_UNREACHABLE_TIMEOUT_MS"), "{err}");
+}
+
+/// A shared Kafka group (issue 26) whose checkpoint is on S3: one process reads every input
+/// partition, a second joins mid-run (the first checkpoints the partitions that move to S3, the
+/// second restores them from there), then both stop; every key's final lifetime count and sum
+/// equal the input's, no row is written twice, and each input partition has its own folder of
+/// manifests in the bucket, beside the query's fingerprint.
+#[test]
+fn a_shared_group_moves_partitions_through_an_s3_checkpoint() {
+    if !kafka_common::broker_or_skip("a_shared_group_moves_partitions_through_an_s3_checkpoint") {
+        return;
+    }
+    let Some(moto) = Moto::start_or_skip("a_shared_group_moves_partitions_through_an_s3_checkpoint") else { return };
+    let broker = kafka_common::Broker::start();
+    broker.create_topic("in", 4);
+    broker.create_topic("out", 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let pipeline = tmp.path().join("group.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "name = \"s3-group\"\nmode = \"real-time\"\n\
+             [source]\ntype = \"kafka\"\nbootstrap_servers = \"{b}\"\ntopic = \"in\"\nstarting_offsets = \"earliest\"\n\
+             format = \"json\"\nschema = \"k STRING, v BIGINT, ts TIMESTAMP\"\nshared_group = true\n\
+             properties = {{ \"eddy.resume\" = \"beginning\", \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }}\n\
+             [query]\ntype = \"rolling_window\"\npartition_by = [\"k\"]\norder_by = \"ts\"\nfrontier = {{ delay = \"0 seconds\" }}\n\
+             measures = [{{ agg = \"count\", column = \"v\", alias = \"n\" }}, {{ agg = \"sum\", column = \"v\", alias = \"total\" }}]\n\
+             [sink]\ntype = \"kafka\"\nbootstrap_servers = \"{b}\"\ntopic = \"out\"\n\
+             [checkpoint]\npath = \"s3://eddy/groups\"\n",
+            b = broker.bootstrap()
+        ),
+    )
+    .unwrap();
+    let start = |i: usize| {
+        Command::new(env!("CARGO_BIN_EXE_eddy"))
+            .args(["run", "--no-progress"])
+            .arg(&pipeline)
+            .env("EDDY_LOG", "info")
+            .envs(moto.env())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(tmp.path().join(format!("p{i}.log"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let record =
+        |i: usize| format!("{{\"k\": \"u{}\", \"v\": {}, \"ts\": \"2024-05-01T00:00:{:02}Z\"}}", i % 12, i % 7, i / 50);
+    let rows = |want: usize| {
+        let started = std::time::Instant::now();
+        loop {
+            let got = broker.consume("out", Some(want + 1), 3.0);
+            if got.len() >= want || started.elapsed() > std::time::Duration::from_secs(90) {
+                return got;
+            }
+        }
+    };
+    let mut first = start(1);
+    broker.produce("in", &(0..600).map(record).collect::<Vec<_>>(), Some("k"));
+    assert_eq!(rows(600).len(), 600, "the first process's rows");
+    let mut second = start(2);
+    // the second joins (the group moves partitions to it) while more input arrives
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    broker.produce("in", &(600..1200).map(record).collect::<Vec<_>>(), Some("k"));
+    let out = rows(1200);
+    for p in [&mut first, &mut second] {
+        // SIGTERM: the process checkpoints, leaves the group and exits 0
+        let killed = Command::new("kill").args(["-TERM", &p.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+    }
+    for (i, p) in [&mut first, &mut second].into_iter().enumerate() {
+        let status = p.wait().unwrap();
+        assert!(status.success(), "process {} exited {status}", i + 1);
+    }
+    let logs: Vec<String> =
+        (1..=2).map(|i| std::fs::read_to_string(tmp.path().join(format!("p{i}.log"))).unwrap()).collect();
+    assert!(
+        logs[1].contains("shared group: a run over the assigned partitions starts"),
+        "the second process got partitions:\n{}",
+        logs[1]
+    );
+    let mut want: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for i in 0..1200 {
+        let e = want.entry(format!("u{}", i % 12)).or_default();
+        e.0 += 1;
+        e.1 += (i % 7) as i64;
+    }
+    let mut finals: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for m in &out {
+        let v: serde_json::Value = serde_json::from_str(m.value.as_deref().unwrap()).unwrap();
+        let (k, n, total) =
+            (v["k"].as_str().unwrap().to_string(), v["n"].as_i64().unwrap(), v["total"].as_i64().unwrap());
+        assert!(seen.insert((k.clone(), n)), "row n = {n} of {k} written twice (no process was killed)");
+        let f = finals.entry(k).or_default();
+        *f = (*f).max((n, total));
+    }
+    assert_eq!(finals, want, "final per-key count and sum; logs:\n{}", logs.join("\n-----\n"));
+    let store = ObjectCheckpointStore::open_s3(
+        "s3://eddy/groups/s3-group",
+        ObjectStoreOptions { s3: moto.options(), ..ObjectStoreOptions::default() },
+    )
+    .unwrap();
+    assert!(store.get("group-fingerprint").is_ok(), "the query's fingerprint in the shared prefix");
+    for p in 0..4 {
+        let part = ObjectCheckpointStore::open_s3(
+            &format!("s3://eddy/groups/s3-group/partition-in-{p:05}"),
+            ObjectStoreOptions { s3: moto.options(), ..ObjectStoreOptions::default() },
+        )
+        .unwrap();
+        let names = part.list().unwrap();
+        assert!(names.iter().any(|n| n.starts_with("manifest-")), "partition {p}'s manifests: {names:?}");
+    }
 }
