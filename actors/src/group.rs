@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use eddy_connectors::Position;
-use eddy_connectors::kafka::{GroupChange, KafkaGroup, KafkaSourceConfig, partition_for_key};
+use eddy_connectors::kafka::{GroupChange, KafkaGroup, partition_for_key};
 use eddy_engine::Record;
 use eddy_engine::operator::Operator;
 use eddy_engine::output::RowFormat;
@@ -219,14 +219,13 @@ impl std::fmt::Debug for GroupRun {
 pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<RunSummary, RuntimeError> {
     let plan = QueryPlan::new(pipeline).map_err(|e| RuntimeError::Unsupported { field: e.field, why: e.why })?;
     check(pipeline, &plan)?;
-    let SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, .. } =
-        &pipeline.source.kind
-    else {
+    let Some(config) = crate::runtime::kafka_config(&pipeline.source.kind) else {
         return Err(RuntimeError::Unsupported {
             field: "source.shared_group".into(),
             why: "a kafka source only".into(),
         });
     };
+    let topics = config.topics.clone();
     let Some(ck_spec) = &pipeline.checkpoint else {
         return Err(RuntimeError::Unsupported {
             field: "checkpoint".into(),
@@ -246,13 +245,6 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
     let fingerprint = checkpoint::manifest::fingerprint(pipeline);
     check_fingerprint(shared.as_ref(), &fingerprint)?;
 
-    let config = KafkaSourceConfig {
-        bootstrap_servers: bootstrap_servers.clone(),
-        topics: topics.clone(),
-        group_id: group_id.clone(),
-        starting_offsets: *starting_offsets,
-        properties: properties.clone(),
-    };
     let stop_now = {
         let stop = stop.clone();
         move || stop.load(Ordering::SeqCst)
@@ -262,7 +254,7 @@ pub fn run_shared_group(pipeline: &Pipeline, mut opts: RunOptions) -> Result<Run
         other => RuntimeError::Failed(other.to_string()),
     })?;
     let mut counts = Vec::new();
-    for t in topics {
+    for t in &topics {
         counts.push((t.clone(), group.partition_count(t).map_err(|e| RuntimeError::Failed(e.to_string()))?));
     }
     // One series per partition actor (labelled by actor), as many as the topics' partitions.

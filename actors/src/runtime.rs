@@ -251,14 +251,8 @@ fn open_source(
                     .with_needed_columns(needed),
             )
         }
-        SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, .. } => {
-            let config = KafkaSourceConfig {
-                bootstrap_servers: bootstrap_servers.clone(),
-                topics: topics.clone(),
-                group_id: group_id.clone(),
-                starting_offsets: *starting_offsets,
-                properties: properties.clone(),
-            };
+        SourceKind::Kafka { .. } => {
+            let config = kafka_config(&spec.kind).ok_or_else(|| RuntimeError::Failed("not a kafka source".into()))?;
             let reporter = KafkaReporter::new(health.clone(), metrics.clone());
             let stop = stop.clone();
             Box::new(
@@ -267,6 +261,22 @@ fn open_source(
             )
         }
     })
+}
+
+/// The Kafka source settings of `kind` (`None`: not a kafka source).
+pub(crate) fn kafka_config(kind: &SourceKind) -> Option<KafkaSourceConfig> {
+    match kind {
+        SourceKind::Kafka { bootstrap_servers, topics, group_id, starting_offsets, properties, .. } => {
+            Some(KafkaSourceConfig {
+                bootstrap_servers: bootstrap_servers.clone(),
+                topics: topics.clone(),
+                group_id: group_id.clone(),
+                starting_offsets: *starting_offsets,
+                properties: properties.clone(),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The number of partition actors `pipeline` runs with, as [`run_pipeline`] decides it before

@@ -64,6 +64,20 @@ impl KafkaGroup {
         Ok(KafkaGroup { consumer: Arc::new(consumer), config, assigned: BTreeSet::new(), resume_from_beginning })
     }
 
+    /// Where to fetch a partition whose next offset is `next` (`None`: unknown, so as
+    /// `starting_offsets` says); with `eddy.resume = "beginning"`, from its start (the messages
+    /// before `next` are skipped by the source).
+    fn fetch_from(&self, next: Option<i64>) -> Offset {
+        match next {
+            Some(_) if self.resume_from_beginning => Offset::Beginning,
+            Some(n) => Offset::Offset(n),
+            None => match self.config.starting_offsets {
+                StartingOffsets::Earliest => Offset::Beginning,
+                StartingOffsets::Latest => Offset::End,
+            },
+        }
+    }
+
     /// Whether the group runs the cooperative protocol (cooperative-sticky, the default); an
     /// eager one revokes every partition at each rebalance.
     fn cooperative(&self) -> bool {
@@ -197,21 +211,15 @@ impl KafkaGroup {
         partitions: &[(String, i32)],
         next: &BTreeMap<(String, i32), i64>,
     ) -> Result<(), ConnectorError> {
-        let start = match self.config.starting_offsets {
-            StartingOffsets::Earliest => Offset::Beginning,
-            StartingOffsets::Latest => Offset::End,
-        };
         let mut tpl = TopicPartitionList::new();
         {
             let mut positions = self.consumer.context().positions();
             for (t, p) in partitions {
-                let at = match next.get(&(t.clone(), *p)) {
-                    Some(&n) => {
-                        positions.entry(t.clone()).or_default().insert(*p, n);
-                        if self.resume_from_beginning { Offset::Beginning } else { Offset::Offset(n) }
-                    }
-                    None => start,
-                };
+                let n = next.get(&(t.clone(), *p)).copied();
+                if let Some(n) = n {
+                    positions.entry(t.clone()).or_default().insert(*p, n);
+                }
+                let at = self.fetch_from(n);
                 tpl.add_partition_offset(t, *p, at)
                     .map_err(|e| ConnectorError::External(format!("Kafka group: partition {t}/{p}: {e}")))?;
             }
@@ -224,11 +232,7 @@ impl KafkaGroup {
                 let positions = self.consumer.context().positions();
                 let mut all = tpl.clone();
                 for (t, p) in self.assigned.iter().filter(|p| !partitions.contains(p)) {
-                    let at = match positions.get(t).and_then(|m| m.get(p)) {
-                        Some(&n) if !self.resume_from_beginning => Offset::Offset(n),
-                        Some(_) => Offset::Beginning,
-                        None => start,
-                    };
+                    let at = self.fetch_from(positions.get(t).and_then(|m| m.get(p)).copied());
                     all.add_partition_offset(t, *p, at)
                         .map_err(|e| ConnectorError::External(format!("Kafka group: partition {t}/{p}: {e}")))?;
                 }
@@ -271,18 +275,14 @@ impl KafkaGroup {
                 match target {
                     Some(n) => {
                         positions.entry(t.clone()).or_default().insert(*p, n);
-                        if self.resume_from_beginning { Offset::Beginning } else { Offset::Offset(n) }
                     }
                     None => {
                         if let Some(m) = positions.get_mut(t) {
                             m.remove(p);
                         }
-                        match self.config.starting_offsets {
-                            StartingOffsets::Earliest => Offset::Beginning,
-                            StartingOffsets::Latest => Offset::End,
-                        }
                     }
                 }
+                self.fetch_from(target)
             };
             self.consumer.seek(t, *p, at, Duration::from_secs(10)).map_err(|e| {
                 ConnectorError::External(format!("Kafka group: cannot move {t}/{p} back to {at:?}: {e}"))
