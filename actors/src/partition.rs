@@ -70,6 +70,13 @@ use crate::stalls::{StallReport, StallTracer};
 /// ([`eddy_engine::stall::Cause::TimerBurst`]).
 const TIMER_BURST_ROWS: usize = 256;
 
+/// Real-time, no exchange: rows pending from which a partition actor writes them to the sink
+/// before the rest of its batch (one batch is up to 256 records, which may give a few hundred
+/// rows). Bounds the sink work charged to one record: the 60-second stall trace of issue 28
+/// found records that carried 200-280 µs of formatting for a whole batch's rows
+/// (bench/results/latency-stalls.md).
+const FLUSH_EVERY_ROWS: usize = 64;
+
 /// How often the bytes-per-key of the state estimate is re-measured by serialising the state.
 const STATE_BYTES_EVERY: Duration = Duration::from_secs(60);
 
@@ -438,10 +445,14 @@ impl PartitionTask {
     }
 
     fn dispatch(&mut self, msg: ToPartition) -> bool {
-        let PartitionTask { actor, out, created, current, evict, stalls, .. } = self;
+        let PartitionTask { actor, out, created, current, evict, stalls, written, scratch, .. } = self;
         match msg {
             ToPartition::Data(batch) => {
                 let started = actor.metrics.enabled().then(Instant::now);
+                // Real-time without an exchange: rows go to the sink part-way through a batch,
+                // so that no record waits for the rows of the whole batch to be written.
+                let flush_every =
+                    (actor.mode == Mode::RealTime && actor.real_time_exchange.is_none()).then_some(FLUSH_EVERY_ROWS);
                 for (i, s) in batch.iter().enumerate() {
                     prefetch_ahead(actor.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
                     if actor.mode == Mode::RealTime {
@@ -465,6 +476,12 @@ impl PartitionTask {
                     if s.created_ns != 0 && out.rows.len() > before {
                         created.resize(before, 0);
                         created.resize(out.rows.len(), s.created_ns);
+                    }
+                    if flush_every.is_some_and(|n| out.rows.len() >= n) {
+                        eddy_engine::stall::note(eddy_engine::stall::Cause::SinkWrite);
+                        if !flush_output(actor, out, created, written, scratch, *current) {
+                            return false;
+                        }
                     }
                     if let Some(t) = stalls.as_mut() {
                         t.record_done();
@@ -649,45 +666,59 @@ impl PartitionTask {
     /// coordinator) or is gone.
     fn flush(&mut self, id: u64) -> bool {
         let PartitionTask { actor, out, created, written, scratch, .. } = self;
-        if !actor.output_steps.is_empty() && !out.rows.is_empty() {
-            let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch);
-            if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, rows: true, records: refused }).is_err() {
-                return false;
-            }
-        }
-        if !out.late.is_empty() || !out.rows.is_empty() || !out.dead_letters.is_empty() {
-            actor.output.fetch_add(1, Ordering::Relaxed);
-        }
-        if !out.dead_letters.is_empty() {
-            let lines = std::mem::take(&mut out.dead_letters);
-            if actor.sink.send(ToSink::ChainRejected { id, lines }).is_err() {
-                return false;
-            }
-        }
-        if !out.late.is_empty() {
-            let records = std::mem::take(&mut out.late);
-            if actor.sink.send(ToSink::Late { id, records }).is_err() {
-                return false;
-            }
-        }
-        if !out.rejected.is_empty() {
-            let records = std::mem::take(&mut out.rejected);
-            if actor.sink.send(ToSink::Rejected { id, rows: false, records }).is_err() {
-                return false;
-            }
-        }
-        if !out.rows.is_empty() {
-            if let Err(e) = actor.rows.write(id, &out.rows, created) {
-                // The coordinator may be gone when the run is stopping anyway.
-                let _ = actor.coordinator.send(ToCoordinator::Failed(format!("sink: {e}")));
-                return false;
-            }
-            *written.entry(id).or_default() += out.rows.len() as u64;
-            out.clear_rows();
-            created.clear();
-        }
-        true
+        flush_output(actor, out, created, written, scratch, id)
     }
+}
+
+/// Hands what `out` holds of batch / epoch `id` to the sink actor: the output steps run on the
+/// rows, then dead letters, late and rejected records, then the rows (written through the row
+/// writer, counted in `written`); `false` when the sink or the coordinator is gone.
+fn flush_output(
+    actor: &mut PartitionActor,
+    out: &mut Output,
+    created: &mut Vec<u64>,
+    written: &mut BTreeMap<u64, u64>,
+    scratch: &mut Row,
+    id: u64,
+) -> bool {
+    if !actor.output_steps.is_empty() && !out.rows.is_empty() {
+        let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch);
+        if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, rows: true, records: refused }).is_err() {
+            return false;
+        }
+    }
+    if !out.late.is_empty() || !out.rows.is_empty() || !out.dead_letters.is_empty() {
+        actor.output.fetch_add(1, Ordering::Relaxed);
+    }
+    if !out.dead_letters.is_empty() {
+        let lines = std::mem::take(&mut out.dead_letters);
+        if actor.sink.send(ToSink::ChainRejected { id, lines }).is_err() {
+            return false;
+        }
+    }
+    if !out.late.is_empty() {
+        let records = std::mem::take(&mut out.late);
+        if actor.sink.send(ToSink::Late { id, records }).is_err() {
+            return false;
+        }
+    }
+    if !out.rejected.is_empty() {
+        let records = std::mem::take(&mut out.rejected);
+        if actor.sink.send(ToSink::Rejected { id, rows: false, records }).is_err() {
+            return false;
+        }
+    }
+    if !out.rows.is_empty() {
+        if let Err(e) = actor.rows.write(id, &out.rows, created) {
+            // The coordinator may be gone when the run is stopping anyway.
+            let _ = actor.coordinator.send(ToCoordinator::Failed(format!("sink: {e}")));
+            return false;
+        }
+        *written.entry(id).or_default() += out.rows.len() as u64;
+        out.clear_rows();
+        created.clear();
+    }
+    true
 }
 
 /// Runs the sink's `select` on `rows` in place (SEMANTICS.md "Source filters and projections":

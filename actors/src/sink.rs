@@ -201,6 +201,7 @@ impl RowWriter {
                     rec.record_ns(eddy_connectors::monotonic_ns().saturating_sub(c));
                 }
             }
+            sink.written()?;
         }
         if let Some(t) = started {
             self.metrics.records_out.increment(rows.len() as u64);
@@ -341,6 +342,7 @@ impl SinkActor {
                             let l = row_to_json_line(names, &r.values);
                             sink.write(id, l.trim_end(), None).map_err(at("late_sink"))?;
                         }
+                        sink.written().map_err(at("late_sink"))?;
                     }
                 }
                 ToSink::Rejected { id, rows, records } => {
@@ -363,6 +365,7 @@ impl SinkActor {
                         for r in &records {
                             sink.write(id, &rejected_line(names, source, r), None).map_err(at("dead_letter"))?;
                         }
+                        sink.written().map_err(at("dead_letter"))?;
                     }
                 }
                 ToSink::ChainRejected { id, lines } => {
@@ -383,6 +386,7 @@ impl SinkActor {
                         for l in &lines {
                             sink.write(id, l, None).map_err(at("dead_letter"))?;
                         }
+                        sink.written().map_err(at("dead_letter"))?;
                     }
                 }
                 ToSink::DeadLetters { id, lines } => {
@@ -390,6 +394,7 @@ impl SinkActor {
                         for l in &lines {
                             sink.write(id, l, None).map_err(at("dead_letter"))?;
                         }
+                        sink.written().map_err(at("dead_letter"))?;
                     }
                 }
                 ToSink::End { id, rows } => {

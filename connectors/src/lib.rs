@@ -275,6 +275,18 @@ pub trait Sink: Send {
     /// A [`ConnectorError`] when the row cannot be written.
     fn write(&mut self, batch_id: u64, line: &str, key: Option<&str>) -> Result<(), ConnectorError>;
 
+    /// The rows of one hand-over were written (one [`Sink::write`] each): a sink that shows rows
+    /// as they come (stdout in real-time mode) makes them visible here, once per hand-over
+    /// rather than once per row. The runtime hands rows over as it produces them (real-time: at
+    /// most a few dozen at a time), so a reader still sees each row when it is made. Default:
+    /// nothing to do.
+    ///
+    /// # Errors
+    /// A [`ConnectorError`] when the rows cannot be made visible.
+    fn written(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
     /// Makes batch / epoch `batch_id` visible: every row written for it is durable and visible
     /// to readers, atomically where the sink can (files: rename). A batch with no row leaves no
     /// trace (no file).

@@ -245,8 +245,8 @@ impl Source for StdinSource {
 
 /// Writes output rows to standard output (or any writer), one JSON object and a newline each.
 ///
-/// With `flush_each_row` (real-time mode) every row is flushed as it is written, so a reader sees
-/// it at once; otherwise rows are buffered (64 KiB) and flushed at [`Sink::commit`]. The batch id
+/// With `flush_each_row` (real-time mode) the rows of each hand-over are flushed together
+/// ([`Sink::written`]), so a reader sees them as soon as they are made; otherwise rows are buffered (64 KiB) and flushed at [`Sink::commit`]. The batch id
 /// and key are ignored: stdout has neither files nor keys.
 pub struct StdoutSink {
     out: BufWriter<Box<dyn Write + Send>>,
@@ -279,18 +279,23 @@ impl StdoutSink {
 }
 
 impl Sink for StdoutSink {
-    /// Writes `line` and a newline; flushes when `flush_each_row`.
+    /// Writes `line` and a newline (buffered until [`Sink::written`] or [`Sink::commit`]).
     ///
     /// # Errors
     /// [`ConnectorError::Io`] when stdout cannot be written (e.g. a closed pipe).
     fn write(&mut self, _batch_id: u64, line: &str, _key: Option<&str>) -> Result<(), ConnectorError> {
         let io = |source| ConnectorError::Io { what: "writing standard output".into(), source };
         self.out.write_all(line.as_bytes()).map_err(io)?;
-        self.out.write_all(b"\n").map_err(io)?;
-        if self.flush_each_row {
-            self.flush()?;
-        }
-        Ok(())
+        self.out.write_all(b"\n").map_err(io)
+    }
+
+    /// Flushes the rows written so far when `flush_each_row` (real-time mode): one write to
+    /// standard output per hand-over, not one per row.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Io`] when stdout cannot be written.
+    fn written(&mut self) -> Result<(), ConnectorError> {
+        if self.flush_each_row { self.flush() } else { Ok(()) }
     }
 
     /// Flushes every row written so far.
@@ -491,9 +496,12 @@ mod tests {
         let seen = Shared::default();
         let mut sink = StdoutSink::with_writer(Box::new(seen.clone()), true);
         sink.write(0, "{\"a\":1}", Some("k")).unwrap();
+        sink.written().unwrap();
         assert_eq!(seen.text(), "{\"a\":1}\n");
         sink.write(1, "{\"a\":2}", None).unwrap();
-        assert_eq!(seen.text(), "{\"a\":1}\n{\"a\":2}\n");
+        sink.write(1, "{\"a\":3}", None).unwrap();
+        sink.written().unwrap();
+        assert_eq!(seen.text(), "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
     }
 
     /// A writer whose reader has gone.
@@ -511,7 +519,7 @@ mod tests {
     #[test]
     fn a_closed_pipe_is_an_error() {
         let mut sink = StdoutSink::with_writer(Box::new(ClosedPipe), true);
-        let err = sink.write(0, "{}", None).unwrap_err();
+        let err = sink.write(0, "{}", None).and_then(|()| sink.written()).unwrap_err();
         assert!(err.to_string().contains("standard output"), "{err}");
     }
 }
