@@ -79,9 +79,12 @@ impl JsonDecoder {
     /// [`DecodeError::OutOfRange`], [`DecodeError::BadTimestamp`] for a needed column's value;
     /// [`DecodeError::NullRequired`] when a required column is null or missing.
     pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
-        let mut record = Record::default();
-        self.decode_into(line, &mut record)?;
-        Ok(record)
+        // Exactly as long as its capacity: becomes the record's boxed slice without reallocating.
+        let mut values = self.plan.empty_values();
+        if json_fast::decode(&self.plan, &self.fast, line, &mut values).is_some() {
+            return Ok(Record { values: values.into_boxed_slice() });
+        }
+        self.decode_full(line)
     }
 
     /// [`Self::decode`] into `record`: its values are overwritten in place when it has
@@ -110,9 +113,9 @@ impl JsonDecoder {
     /// `Ok(record)`, else `None`. For checking the two paths against each other (the property
     /// tests, the fuzz target); [`Self::decode`] is the one to call.
     pub fn fast_path(&self, line: &[u8]) -> Option<Record> {
-        let mut record = Record::default();
-        self.plan.reset(&mut record);
-        json_fast::decode(&self.plan, &self.fast, line, &mut record.values).map(|()| record)
+        let mut values = self.plan.empty_values();
+        json_fast::decode(&self.plan, &self.fast, line, &mut values)
+            .map(|()| Record { values: values.into_boxed_slice() })
     }
 
     /// The full parser alone, without the fast path: the same result as [`Self::decode`],
