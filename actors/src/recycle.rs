@@ -1,27 +1,36 @@
 //! Recycling of data batches: the partition actors hand each processed batch back to the source
-//! actor, which reuses its buffer for a later batch and gives its records to the source
-//! ([`Source::recycle`]) to be overwritten instead of allocated anew.
+//! actor, which reuses its buffer for a later batch and its records for later records: a
+//! source that makes records itself gets them ([`Source::recycle`]: Nexmark overwrites their
+//! values), else the source actor keeps them for the decoder, which overwrites their values in
+//! place ([`Decoder::decode_into`]). The raw lines the decoder is done with go back to the
+//! source too ([`Source::recycle_lines`]: the files source refills them with the next lines).
 //!
 //! Without it, every record is allocated on the source's thread and freed on a partition
-//! actor's (a cross-thread free in the allocator), and every batch buffer too. With it, a
-//! generator such as Nexmark's allocates only until its free list is stocked.
+//! actor's (a cross-thread free in the allocator), and every batch buffer and raw line too.
+//! With it, records of fixed-size columns (numbers, timestamps) and their lines cost no
+//! allocation once the free lists are stocked (a STRING column still allocates its shared
+//! string).
 //!
 //! Bounds: the return channel holds at most [`return_capacity`] batches (each of at most 256
 //! records: 81 batches, 20,736 records, with one partition actor; 146 with two) and is only
 //! ever `try_send`-ed to: when it is full, or the source actor is gone, the partition actor
 //! drops the batch itself, as it would without recycling, and never waits. The
-//! source actor keeps at most that many spare buffers, and the source its own bounded free list
-//! (Nexmark: 16,384 records).
+//! source actor keeps at most that many spare buffers, at most [`FREE_RECORDS`] records for
+//! the decoder and at most [`LINES_HELD`] raw lines between two polls; the source its own
+//! bounded free lists (Nexmark: 16,384 records; files: 4,096 lines).
 //!
 //! Safety of reuse: a batch is handed back only after every record of it was processed;
 //! operators only borrow records (`Operator::on_record(&Record, ..)`), so whatever they keep
 //! (late records sent to the sink actor, deduplication or rolling-window state) is their own
-//! clone, never the batch's record.
+//! clone, never the batch's record. A raw line is handed back once decoded; a dead letter
+//! copies what it keeps of it.
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use eddy_connectors::Source;
 use eddy_engine::Record;
+#[cfg(doc)]
+use eddy_engine::decode::Decoder;
 
 use crate::messages::Stamped;
 
@@ -33,15 +42,24 @@ pub fn return_capacity(parallelism: usize, partition_queue: usize, poll_max: usi
     parallelism * partition_queue + poll_max / batch.max(1) + parallelism
 }
 
+/// At most this many records handed back are kept for the decoder to overwrite (those of its
+/// width only): what the return channel holds with one partition actor, less a few batches.
+pub const FREE_RECORDS: usize = 16_384;
+
+/// At most this many raw lines are held between two polls, to go back to the source
+/// ([`Source::recycle_lines`]): one real-time poll's worth (`source::POLL_MAX`); a larger
+/// micro-batch drops the rest as it decodes them.
+pub const LINES_HELD: usize = 4096;
+
 /// A bounded return channel of `capacity` batches: the partition actors' end (clone it for each)
-/// and the source actor's. `records`: whether the records go back too ([`Source::recycles_records`]);
-/// if not, the partition actors drop them and hand back the emptied buffers only.
+/// and the source actor's. `records`: whether the records go back too (when the source reuses
+/// them, [`Source::recycles_records`], or the decoder can: the records the partition actors
+/// get are the decoder's own, not joined ones); if not, the partition actors drop them and hand
+/// back the emptied buffers only.
 pub fn channel(capacity: usize, records: bool) -> (BatchReturn, Spares) {
     let (tx, rx) = bounded(capacity);
-    (
-        BatchReturn { tx, records },
-        Spares { rx: Some(rx), max_buffers: capacity, buffers: Vec::new(), scratch: Vec::new() },
-    )
+    let spares = Spares { rx: Some(rx), max_buffers: capacity, ..Spares::default() };
+    (BatchReturn { tx, records }, spares)
 }
 
 /// A partition actor's end of the return channel.
@@ -64,7 +82,8 @@ impl BatchReturn {
     }
 }
 
-/// The source actor's end of the return channel: the batch buffers handed back, ready for reuse.
+/// The source actor's end of the return channel: the batch buffers handed back, ready for reuse,
+/// the records kept for the decoder, and the raw lines decoded since the last poll.
 #[derive(Debug, Default)]
 pub struct Spares {
     rx: Option<Receiver<Vec<Stamped>>>,
@@ -73,31 +92,83 @@ pub struct Spares {
     buffers: Vec<Vec<Stamped>>,
     /// The records of one returned batch, on their way to the source.
     scratch: Vec<Record>,
+    /// Records for the decoder to overwrite (at most [`FREE_RECORDS`], all of the decoder's
+    /// width when they were kept).
+    records: Vec<Record>,
+    /// Raw lines decoded since the last poll, to go back to the source (at most
+    /// [`LINES_HELD`]).
+    lines: Vec<Vec<u8>>,
 }
 
 impl Spares {
-    /// No recycling: every buffer is allocated, nothing is handed back.
+    /// No recycling: every buffer, record and line is allocated, nothing is handed back.
     pub fn none() -> Spares {
         Spares::default()
     }
 
-    /// Takes the batches handed back so far: their records go to `source` ([`Source::recycle`];
-    /// what it leaves is dropped here), their buffers to the spares (up to the bound; the rest
-    /// is dropped).
-    pub fn take_returned(&mut self, source: &mut dyn Source) {
+    /// Takes the batches handed back so far: their records go to `source` when it reuses them
+    /// ([`Source::recycle`]; what it leaves is dropped here), else those of `width` values (the
+    /// decoder's records, `None`: no decoder) to the decoder's free list (up to
+    /// [`FREE_RECORDS`]; the rest is dropped), their buffers to the spares (up to the bound; the
+    /// rest is dropped). The raw lines decoded since the last call go back to `source`
+    /// ([`Source::recycle_lines`]). Call before each poll.
+    pub fn take_returned(&mut self, source: &mut dyn Source, width: Option<usize>) {
         let Some(rx) = &self.rx else {
             return;
         };
+        if !self.lines.is_empty() {
+            source.recycle_lines(&mut self.lines);
+            self.lines.clear();
+        }
+        let to_source = source.recycles_records();
         // At most a channel's worth: the partition actors may keep handing batches back.
         for mut batch in rx.try_iter().take(self.max_buffers) {
             if !batch.is_empty() {
-                self.scratch.extend(batch.drain(..).map(|s| s.record));
-                source.recycle(&mut self.scratch);
-                self.scratch.clear();
+                if to_source {
+                    self.scratch.extend(batch.drain(..).map(|s| s.record));
+                    source.recycle(&mut self.scratch);
+                    self.scratch.clear();
+                } else if let Some(width) = width {
+                    let room = FREE_RECORDS.saturating_sub(self.records.len());
+                    if batch.len() <= room && batch.iter().all(|s| s.record.values.len() == width) {
+                        // The usual case: the whole batch fits, moved over at once (the loop
+                        // below would take exactly these, one by one).
+                        self.records.extend(batch.drain(..).map(|s| s.record));
+                    } else {
+                        let fits = batch.drain(..).map(|s| s.record).filter(|r| r.values.len() == width);
+                        self.records.extend(fits.take(room));
+                    }
+                }
+                // What was not taken is dropped here.
+                batch.clear();
             }
             if self.buffers.len() < self.max_buffers {
                 self.buffers.push(batch);
             }
+        }
+    }
+
+    /// A record for the decoder to overwrite ([`Decoder::decode_into`]): one handed back, or
+    /// an empty one (which the decoder replaces by a new record).
+    #[inline]
+    pub fn record(&mut self) -> Record {
+        self.records.pop().unwrap_or_default()
+    }
+
+    /// Gives back a record taken with [`Spares::record`] and not used (its line was malformed).
+    #[inline]
+    pub fn unused_record(&mut self, record: Record) {
+        if self.rx.is_some() && self.records.len() < FREE_RECORDS {
+            self.records.push(record);
+        }
+    }
+
+    /// A raw line the decoder is done with: held until the next [`Spares::take_returned`]
+    /// hands it back to the source (dropped past [`LINES_HELD`], or without recycling).
+    #[inline]
+    pub fn decoded_line(&mut self, line: Vec<u8>) {
+        if self.rx.is_some() && self.lines.len() < LINES_HELD {
+            self.lines.push(line);
         }
     }
 
@@ -121,10 +192,12 @@ mod tests {
 
     use super::*;
 
-    /// A source that keeps every record handed back (and says whether it reuses them).
+    /// A source that keeps every record handed back (and says whether it reuses them), and
+    /// every line.
     struct Keeping {
         reuses: bool,
         kept: Vec<Record>,
+        lines: Vec<Vec<u8>>,
     }
 
     impl Source for Keeping {
@@ -138,6 +211,10 @@ mod tests {
 
         fn recycle(&mut self, records: &mut Vec<Record>) {
             self.kept.append(records);
+        }
+
+        fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
+            self.lines.append(lines);
         }
     }
 
@@ -159,12 +236,12 @@ mod tests {
     #[test]
     fn returned_records_reach_the_source_and_buffers_are_reused() {
         let (back, mut spares) = channel(4, true);
-        let mut source = Keeping { reuses: true, kept: Vec::new() };
+        let mut source = Keeping { reuses: true, kept: Vec::new(), lines: Vec::new() };
         let b = batch(0, 3);
         let at = b.as_ptr();
         back.give_back(b);
         back.give_back(batch(3, 2));
-        spares.take_returned(&mut source);
+        spares.take_returned(&mut source, None);
         assert_eq!(longs(&source.kept), vec![0, 1, 2, 3, 4]);
         assert_eq!(spares.spare_buffers(), 2);
         let reused: Vec<_> = (0..2).map(|_| spares.buffer(256)).collect();
@@ -175,11 +252,61 @@ mod tests {
     }
 
     #[test]
+    fn records_the_source_does_not_reuse_go_to_the_decoder_if_of_its_width() {
+        let (back, mut spares) = channel(4, true);
+        let mut source = Keeping { reuses: false, kept: Vec::new(), lines: Vec::new() };
+        let mut b = batch(0, 3);
+        // Another width (a record made by a projection, say): not kept.
+        b[1].record = Record::new(vec![Value::Long(1), Value::Null]);
+        back.give_back(b);
+        spares.take_returned(&mut source, Some(1));
+        assert!(source.kept.is_empty());
+        let mut got = vec![spares.record(), spares.record()];
+        got.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(longs(&got), vec![0, 2]);
+        // None left: an empty record, for the decoder to replace.
+        assert_eq!(spares.record(), Record::default());
+        // Without a decoder, nothing is kept.
+        back.give_back(batch(5, 2));
+        spares.take_returned(&mut source, None);
+        assert_eq!(spares.record(), Record::default());
+        assert_eq!(spares.spare_buffers(), 2);
+    }
+
+    #[test]
+    fn the_decoders_records_are_bounded() {
+        let (back, mut spares) = channel(100, true);
+        let mut source = Keeping { reuses: false, kept: Vec::new(), lines: Vec::new() };
+        for _ in 0..FREE_RECORDS / 256 + 2 {
+            back.give_back(batch(0, 256));
+        }
+        spares.take_returned(&mut source, Some(1));
+        assert_eq!(spares.records.len(), FREE_RECORDS);
+        spares.unused_record(Record::new(vec![Value::Null]));
+        assert_eq!(spares.records.len(), FREE_RECORDS);
+    }
+
+    #[test]
+    fn decoded_lines_go_back_to_the_source_before_the_next_poll_bounded() {
+        let (_back, mut spares) = channel(4, false);
+        let mut source = Keeping { reuses: false, kept: Vec::new(), lines: Vec::new() };
+        for i in 0..LINES_HELD + 3 {
+            spares.decoded_line(i.to_string().into_bytes());
+        }
+        spares.take_returned(&mut source, Some(1));
+        assert_eq!(source.lines.len(), LINES_HELD);
+        assert_eq!(source.lines[0], b"0");
+        // Handed back once only.
+        spares.take_returned(&mut source, Some(1));
+        assert_eq!(source.lines.len(), LINES_HELD);
+    }
+
+    #[test]
     fn without_record_reuse_only_emptied_buffers_go_back() {
         let (back, mut spares) = channel(4, false);
-        let mut source = Keeping { reuses: false, kept: Vec::new() };
+        let mut source = Keeping { reuses: false, kept: Vec::new(), lines: Vec::new() };
         back.give_back(batch(0, 3));
-        spares.take_returned(&mut source);
+        spares.take_returned(&mut source, None);
         assert!(source.kept.is_empty());
         assert_eq!(spares.spare_buffers(), 1);
     }
@@ -191,8 +318,8 @@ mod tests {
             // Never blocks, though nobody takes the batches.
             back.give_back(batch(10 * i, 1));
         }
-        let mut source = Keeping { reuses: true, kept: Vec::new() };
-        spares.take_returned(&mut source);
+        let mut source = Keeping { reuses: true, kept: Vec::new(), lines: Vec::new() };
+        spares.take_returned(&mut source, None);
         // Only the first two fitted.
         assert_eq!(longs(&source.kept), vec![0, 10]);
         assert!(spares.spare_buffers() <= 2);
@@ -208,7 +335,10 @@ mod tests {
     #[test]
     fn without_a_channel_nothing_comes_back_and_buffers_are_new() {
         let mut spares = Spares::none();
-        spares.take_returned(&mut Keeping { reuses: true, kept: Vec::new() });
+        spares.take_returned(&mut Keeping { reuses: true, kept: Vec::new(), lines: Vec::new() }, Some(1));
+        spares.decoded_line(b"x".to_vec());
+        spares.unused_record(Record::new(vec![Value::Null]));
+        assert_eq!(spares.record(), Record::default());
         assert_eq!(spares.spare_buffers(), 0);
         assert_eq!(spares.buffer(8).capacity(), 8);
     }

@@ -543,11 +543,13 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
     let (commands_tx, commands_rx) = bounded(1024);
     let (coord_tx, coord_rx) = bounded(1024);
     let (to_source_tx, to_source_rx) = bounded(1024);
-    // Processed batches go back to the source actor for reuse; records too when the source
-    // reuses them (at most `return_capacity` batches in the channel).
+    // Processed batches go back to the source actor for reuse (at most `return_capacity` batches
+    // in the channel); records too when the source reuses them, or when they are the decoder's
+    // own (no join: a joined record is made by the join, of another width), for the decoder to
+    // overwrite.
     let capacity =
         recycle::return_capacity(parallelism, PARTITION_QUEUE, crate::source::POLL_MAX, crate::source::BATCH);
-    let (returns, spares) = recycle::channel(capacity, source.recycles_records());
+    let (returns, spares) = recycle::channel(capacity, source.recycles_records() || join.is_none());
     let mut partition_txs = Vec::with_capacity(parallelism);
     // Flushes of rows / late records by any partition actor (idle epochs, `crate::source`).
     let output = Arc::new(AtomicU64::new(0));

@@ -517,7 +517,14 @@ impl SourceActor {
         for (i, item) in items.into_iter().enumerate() {
             let position = self.join.is_some().then(|| item.position.clone());
             let input = self.by_input.is_some().then(|| item.position.clone());
-            let record = if pre { decoded[i].take() } else { self.decode(item, dead, last_log) };
+            let record = if pre {
+                if let Payload::Raw(line) = item.payload {
+                    self.spares.decoded_line(line);
+                }
+                decoded[i].take()
+            } else {
+                self.decode(item, dead, last_log)
+            };
             if let Some(r) = record {
                 if let (Some(routing), Some(at)) = (self.by_input.as_mut(), input) {
                     let actor = routing.actor_of(&r, &at, &self.metrics);
@@ -597,12 +604,16 @@ impl SourceActor {
         match payload {
             Payload::Record(r) if self.plan.source_steps.is_empty() => Some(r),
             Payload::Raw(bytes) if self.plan.source_steps.is_empty() => {
-                self.decode_raw(&bytes, position, dead, last_log)
+                let r = self.decode_raw(&bytes, position, dead, last_log);
+                self.spares.decoded_line(bytes);
+                r
             }
             Payload::Record(r) => self.apply_steps(r, None, position, dead, last_log),
             Payload::Raw(bytes) => {
-                let r = self.decode_raw(&bytes, position, dead, last_log)?;
-                self.apply_steps(r, Some(&bytes), position, dead, last_log)
+                let r = self.decode_raw(&bytes, position, dead, last_log);
+                let r = r.and_then(|r| self.apply_steps(r, Some(&bytes), position, dead, last_log));
+                self.spares.decoded_line(bytes);
+                r
             }
             Payload::Header(header) => {
                 self.set_header(&header, position);
@@ -688,9 +699,13 @@ impl SourceActor {
         last_log: &mut Option<Instant>,
     ) -> Option<Record> {
         let decoder = self.decoder.as_ref()?;
-        match decoder.decode(bytes) {
-            Ok(r) => Some(r),
+        // A record handed back by the partition actors, overwritten (no allocation), when one is
+        // at hand (`crate::recycle`).
+        let mut record = self.spares.record();
+        match decoder.decode_into(bytes, &mut record) {
+            Ok(()) => Some(record),
             Err(e) => {
+                self.spares.unused_record(record);
                 self.counters.malformed.fetch_add(1, Ordering::Relaxed);
                 let reason = e.to_string();
                 if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
@@ -966,7 +981,7 @@ impl SourceActor {
             if let Some(j) = self.join.as_mut() {
                 j.refresh(Instant::now());
             }
-            self.spares.take_returned(self.source.as_mut());
+            self.spares.take_returned(self.source.as_mut(), self.decoder.as_ref().map(Decoder::width));
             let poll = if rest_of_poll > 0 {
                 // the rest of the poll a restored checkpoint's barrier cut, as the uninterrupted
                 // run read it (a CSV header the resumed file gives again is not counted)
@@ -1007,6 +1022,9 @@ impl SourceActor {
                     // the dead letters of the items so far, in the epoch they belong to
                     while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
                         dead.push(d);
+                    }
+                    if let Payload::Raw(line) = payload {
+                        self.spares.decoded_line(line);
                     }
                     decoded[i].take()
                 } else {
@@ -1212,7 +1230,7 @@ impl SourceActor {
             let wait = trigger
                 .saturating_sub(batch_started.elapsed())
                 .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
-            self.spares.take_returned(self.source.as_mut());
+            self.spares.take_returned(self.source.as_mut(), self.decoder.as_ref().map(Decoder::width));
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
             let cut = match poll {
                 Poll::BatchBoundary => true,
@@ -1330,7 +1348,7 @@ impl SourceActor {
                     let wait = trigger
                         .saturating_sub(batch_started.elapsed())
                         .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 / n as u64 } else { 1 }));
-                    self.spares.take_returned(self.source.as_mut());
+                    self.spares.take_returned(self.source.as_mut(), self.decoder.as_ref().map(Decoder::width));
                     match self.source.poll(&mut items, POLL_MAX, wait)? {
                         Poll::BatchBoundary => break,
                         Poll::Exhausted => {

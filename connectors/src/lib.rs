@@ -260,6 +260,17 @@ pub trait Source: Send {
     fn recycle(&mut self, records: &mut Vec<Record>) {
         let _ = records;
     }
+
+    /// Raw lines the runtime is done with: the bytes of [`Payload::Raw`] items this source
+    /// emitted, already decoded (what is kept of them, a dead letter's text, was copied). The
+    /// source may move any of them out of `lines` to refill them in a later [`Source::poll`]
+    /// (`clear`, then the next line's bytes) instead of allocating a buffer per line; it must
+    /// keep at most a bounded number, and should not keep buffers much larger than its usual
+    /// line. What it leaves in `lines` is dropped by the caller. Called on the source's own
+    /// thread, between polls. Default: takes nothing (the lines are dropped, as without it).
+    fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
+        let _ = lines;
+    }
 }
 
 /// The wait that finishes a [`Sink::prepare_begin`]: returns once the rows it covers are

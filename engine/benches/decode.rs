@@ -9,6 +9,9 @@
 //! - `wide`: a ~300-byte record of 12 fields of which 4 are needed;
 //! - `iso`: the earlier ~100-byte record (five columns, three needed, RFC 3339 time).
 //!
+//! `recycled`: the same record decoded into one record over and over (`decode_into`), as the
+//! runtime decodes into the records the partition actors hand back: no allocation.
+//!
 //! Criterion reports time per record and (with `Throughput::Bytes`) bytes per second.
 //! Target (issue 27): <= 80 ns per bids record, >= 1 GB/s.
 
@@ -60,10 +63,23 @@ fn json_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, record: &'sta
     g.finish();
 }
 
+/// One record through `decoder` into the same record each time (`decode_into`, as the runtime
+/// decodes into records the partition actors handed back): no allocation of the values.
+fn json_recycled_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, record: &'static [u8]) {
+    let mut recycled = decoder.decode(record).expect("a well-formed bench record");
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Bytes(record.len() as u64));
+    g.bench_function(format!("{name}_{}_bytes", record.len()), |b| {
+        b.iter(|| decoder.decode_into(black_box(record), black_box(&mut recycled)))
+    });
+    g.finish();
+}
+
 fn bench(c: &mut Criterion) {
     let bids = JsonDecoder::new(config(BIDS_DDL, &[true; 4], 3));
     json_case(c, "json_bids_compact", &bids, BIDS_COMPACT);
     json_case(c, "json_bids_spaced", &bids, BIDS_SPACED);
+    json_recycled_case(c, "json_bids_spaced_recycled", &bids, BIDS_SPACED);
     let wide = JsonDecoder::new(config(WIDE_DDL, &WIDE_NEEDED, 6));
     json_case(c, "json_wide_4_of_12_compact", &wide, WIDE_COMPACT);
     json_case(c, "json_wide_4_of_12_spaced", &wide, WIDE_SPACED);

@@ -27,6 +27,15 @@ const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 /// Read buffer per open file (bytes): the block whose whole lines are split in place.
 const READ_BUFFER: usize = 256 * 1024;
 
+/// At most this many line buffers handed back ([`Source::recycle_lines`]) are kept for reuse:
+/// a poll's worth (the source actor polls 4,096 items at a time).
+const SPARE_LINES: usize = 4096;
+
+/// A line buffer handed back is kept only up to this capacity (bytes), so the spares hold at
+/// most `SPARE_LINES` x 4 KiB = 16 MiB whatever the lines were; a longer line gets a buffer of
+/// its own.
+const SPARE_LINE_CAPACITY: usize = 4096;
+
 /// Reads the files of one folder as records: one [`SourceItem`] (a [`Payload::Raw`] line,
 /// without its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line
 /// numbers).
@@ -85,6 +94,9 @@ pub struct FilesSource {
     files_in_group: usize,
     exhausted: bool,
     line: Vec<u8>,
+    /// Buffers of lines already decoded ([`Source::recycle_lines`]), refilled with the next
+    /// lines (at most [`SPARE_LINES`], each of at most [`SPARE_LINE_CAPACITY`] bytes).
+    spare_lines: Vec<Vec<u8>>,
     /// The files finished for good (read to their end without `follow`, `.gz`, or unreadable; by
     /// this run, or before the checkpoint it resumed from).
     done: BTreeSet<String>,
@@ -238,6 +250,7 @@ impl FilesSource {
             files_in_group: 0,
             exhausted: false,
             line: Vec::new(),
+            spare_lines: Vec::new(),
             done: BTreeSet::new(),
             resume: BTreeMap::new(),
             followed: BTreeMap::new(),
@@ -585,7 +598,11 @@ impl FilesSource {
                 file.header = Some(text.to_vec());
                 Some(SourceItem { payload: Payload::Header(text.to_vec()), position, created_ns: 0 })
             } else {
-                Some(SourceItem { payload: Payload::Raw(text.to_vec()), position, created_ns: 0 })
+                // A buffer handed back refilled (no allocation), else a new one.
+                let mut raw = self.spare_lines.pop().unwrap_or_default();
+                raw.clear();
+                raw.extend_from_slice(text);
+                Some(SourceItem { payload: Payload::Raw(raw), position, created_ns: 0 })
             };
             if in_place.is_some() {
                 file.reader.consume(chunk.consumed as usize);
@@ -687,6 +704,22 @@ impl Source for FilesSource {
                 None => RESCAN_INTERVAL,
             };
             std::thread::sleep(wait);
+        }
+    }
+
+    /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines are copied into them.
+    fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
+        let room = SPARE_LINES.saturating_sub(self.spare_lines.len());
+        if lines.len() <= room && lines.iter().all(|l| l.capacity() <= SPARE_LINE_CAPACITY) {
+            // The usual case: all of them, moved over at once (the poll before took every spare:
+            // the two lists are swapped, nothing is copied).
+            if self.spare_lines.is_empty() {
+                std::mem::swap(&mut self.spare_lines, lines);
+            } else {
+                self.spare_lines.append(lines);
+            }
+        } else {
+            self.spare_lines.extend(lines.drain(..).filter(|l| l.capacity() <= SPARE_LINE_CAPACITY).take(room));
         }
     }
 
@@ -1188,6 +1221,43 @@ mod tests {
         assert_eq!(end, Poll::Exhausted);
         let rest: Vec<String> = (4..=10).map(|i| i.to_string()).collect();
         assert_eq!(batches, vec![rest]);
+    }
+
+    #[test]
+    fn line_buffers_handed_back_are_refilled_with_the_next_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        // The first three lines longer than the next: refilled without growing.
+        let text = format!("{}\n{}\n{}\nxxxx\nxxxxx\nxxxxxx\n", "a".repeat(20), "b".repeat(20), "c".repeat(20));
+        write(dir.path(), "a.json", &text);
+        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
+        let mut lines: Vec<Vec<u8>> = out
+            .drain(..)
+            .map(|item| match item.payload {
+                Payload::Raw(b) => b,
+                other => panic!("expected a raw line, got {other:?}"),
+            })
+            .collect();
+        // One too large to keep: dropped, not reused.
+        lines.push(Vec::with_capacity(SPARE_LINE_CAPACITY + 1));
+        let mut kept: Vec<*const u8> = lines[..3].iter().map(|l| l.as_ptr()).collect();
+        s.recycle_lines(&mut lines);
+        assert_eq!(s.spare_lines.len(), 3);
+        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
+        assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["xxxx", "xxxxx", "xxxxxx"]);
+        // The same three buffers, refilled.
+        let mut refilled: Vec<*const u8> = out
+            .iter()
+            .map(|item| match &item.payload {
+                Payload::Raw(b) => b.as_ptr(),
+                other => panic!("expected a raw line, got {other:?}"),
+            })
+            .collect();
+        kept.sort();
+        refilled.sort();
+        assert_eq!(refilled, kept);
+        assert!(s.spare_lines.is_empty());
     }
 
     #[test]

@@ -124,18 +124,43 @@ impl CsvDecoder {
     /// empty or missing; [`DecodeError::BadHeader`] for every line while the header cannot be
     /// used ([`CsvDecoder::set_header`]).
     pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
+        let mut values = self.plan.empty_values();
+        self.fill(line, &mut values)?;
+        Ok(Record { values: values.into_boxed_slice() })
+    }
+
+    /// [`Self::decode`] into `record`: its values are overwritten in place when it has
+    /// [`Self::width`] values (no allocation but the shared strings of STRING columns), else it
+    /// is replaced by a new record. On success `record` is exactly what [`Self::decode`]
+    /// returns; on an error it holds some record of no meaning, still fit for the next call.
+    ///
+    /// # Errors
+    /// As [`Self::decode`].
+    pub fn decode_into(&self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
+        self.plan.reset(record);
+        self.fill(line, &mut record.values)
+    }
+
+    /// Decodes `line` into `values` ([`Plan::width`] values, all null).
+    #[inline(always)]
+    fn fill(&self, line: &[u8], values: &mut [Value]) -> Result<(), DecodeError> {
         if let Some(e) = &self.header_error {
             return Err(e.clone());
         }
         let text = strip_line_end(utf8(line)?);
-        let mut values = self.plan.empty_values();
         for_each_field(text, |idx, f| {
             if let Some(&Some(c)) = self.targets.get(idx) {
                 values[c] = field_value(&self.plan.columns[c], &f, &self.plan)?;
             }
             Ok(())
         })?;
-        self.plan.finish(values)
+        self.plan.check_required(values)
+    }
+
+    /// Values per record: one per schema column, then the spare slots
+    /// ([`Self::with_spare_columns`]).
+    pub fn width(&self) -> usize {
+        self.plan.width()
     }
 }
 

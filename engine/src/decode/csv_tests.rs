@@ -27,6 +27,41 @@ fn columns_are_matched_by_header_name() {
 
 /// A header spelling a schema column in another case still names it (a `K` header column is
 /// the schema's `k`), as Spark resolves names ignoring case; an exact spelling wins.
+/// A recycled record (its previous values still in it, a spare slot written) is overwritten to
+/// exactly what a new one would hold; after a malformed line it is still fit for the next one.
+#[test]
+fn decoding_into_a_recycled_record_gives_the_fresh_decode() {
+    let d = CsvDecoder::new(
+        DecoderConfig {
+            required: vec![2],
+            ..DecoderConfig::all_columns(Schema::parse_ddl("a BIGINT, b STRING, ts TIMESTAMP").unwrap())
+        },
+        b"ts,a,b",
+    )
+    .unwrap()
+    .with_spare_columns(1);
+    let mut record = Record::default();
+    for line in [
+        "2024-01-15 10:00:00,7,x",
+        ",8,y",
+        "2024-01-15 10:00:01,9",
+        "2024-01-15 10:00:02,,\"q\"\"\"",
+        "2024-01-15 10:00:03,x,z",
+    ] {
+        record.values.iter_mut().for_each(|v| *v = s("stale"));
+        let fresh = d.decode(line.as_bytes());
+        match d.decode_into(line.as_bytes(), &mut record) {
+            Ok(()) => assert_eq!(Ok(&record), fresh.as_ref(), "{line}"),
+            Err(e) => assert_eq!(Err(e), fresh, "{line}"),
+        }
+        assert_eq!(record.values.len(), 4);
+    }
+    // A record of another width is replaced.
+    let mut other = Record::new(vec![Value::Long(1)]);
+    d.decode_into(b"2024-01-15 10:00:00,7,x", &mut other).unwrap();
+    assert_eq!(other, d.decode(b"2024-01-15 10:00:00,7,x").unwrap());
+}
+
 #[test]
 fn header_names_match_the_schema_ignoring_case() {
     let d = dec("k BIGINT, code STRING, id INT", "EXTRA,Code,ID,K");

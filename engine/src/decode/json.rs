@@ -79,17 +79,43 @@ impl JsonDecoder {
     /// [`DecodeError::OutOfRange`], [`DecodeError::BadTimestamp`] for a needed column's value;
     /// [`DecodeError::NullRequired`] when a required column is null or missing.
     pub fn decode(&self, line: &[u8]) -> Result<Record, DecodeError> {
-        if let Some(record) = json_fast::decode(&self.plan, &self.fast, line) {
-            return Ok(record);
+        // Exactly as long as its capacity: becomes the record's boxed slice without reallocating.
+        let mut values = self.plan.empty_values();
+        if json_fast::decode(&self.plan, &self.fast, line, &mut values).is_some() {
+            return Ok(Record { values: values.into_boxed_slice() });
         }
         self.decode_full(line)
+    }
+
+    /// [`Self::decode`] into `record`: its values are overwritten in place when it has
+    /// [`Self::width`] values (no allocation but the shared strings of STRING columns), else it
+    /// is replaced by a new record. On success `record` is exactly what [`Self::decode`]
+    /// returns; on an error it holds some record of no meaning, still fit for the next call.
+    ///
+    /// # Errors
+    /// As [`Self::decode`].
+    pub fn decode_into(&self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
+        self.plan.reset(record);
+        if json_fast::decode(&self.plan, &self.fast, line, &mut record.values).is_some() {
+            return Ok(());
+        }
+        *record = self.decode_full(line)?;
+        Ok(())
+    }
+
+    /// Values per record: one per schema column, then the spare slots
+    /// ([`Self::with_spare_columns`]).
+    pub fn width(&self) -> usize {
+        self.plan.width()
     }
 
     /// The fast path alone: `Some(record)` exactly when [`Self::full_parser`] gives
     /// `Ok(record)`, else `None`. For checking the two paths against each other (the property
     /// tests, the fuzz target); [`Self::decode`] is the one to call.
     pub fn fast_path(&self, line: &[u8]) -> Option<Record> {
-        json_fast::decode(&self.plan, &self.fast, line)
+        let mut values = self.plan.empty_values();
+        json_fast::decode(&self.plan, &self.fast, line, &mut values)
+            .map(|()| Record { values: values.into_boxed_slice() })
     }
 
     /// The full parser alone, without the fast path: the same result as [`Self::decode`],

@@ -38,7 +38,7 @@ use ahash::AHashMap;
 
 use crate::schema::DataType;
 use crate::time::Timestamp;
-use crate::value::{Record, Value};
+use crate::value::Value;
 
 use super::json::{escape_end, token_value, unescape};
 use super::json_number::scan_number;
@@ -617,17 +617,15 @@ fn key(keys: &FastKeys, b: &[u8], i: &mut usize, hint: usize) -> Option<KeyCol> 
     Some(c)
 }
 
-/// Decodes `line` when the full parser accepts it, to the same record (see the module
-/// documentation); `None` otherwise.
-pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record> {
+/// Decodes `line` into `values` (of [`Plan::width`] values, all null: [`Plan::reset`]) when
+/// the full parser accepts it, to the same record (see the module documentation); `None`
+/// otherwise, `values` then holding whatever was decoded before the fast path declined.
+pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8], values: &mut [Value]) -> Option<()> {
     let b = line;
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    // Exactly as long as its capacity: becomes the record's boxed slice without reallocating.
-    let mut values = Vec::with_capacity(plan.width());
-    values.resize_with(plan.width(), || Value::Null);
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;
@@ -678,7 +676,7 @@ pub(super) fn decode(plan: &Plan, keys: &FastKeys, line: &[u8]) -> Option<Record
             return None;
         }
     }
-    Some(Record { values: values.into_boxed_slice() })
+    Some(())
 }
 
 #[cfg(test)]

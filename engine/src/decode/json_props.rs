@@ -417,6 +417,30 @@ proptest! {
         fast_agrees(&cfg, &damaged)?;
     }
 
+    /// A recycled record (its previous values still in it, the spare slots written by the source
+    /// steps) is overwritten to exactly what a new one would hold, for accepted and rejected
+    /// lines alike, and stays fit for the next line after an error.
+    #[test]
+    fn decoding_into_a_recycled_record_gives_the_fresh_decode(
+        c in case(), at in any::<prop::sample::Index>(), byte in prop::sample::select(b"{}[]\",:\\ 0-.eatn".to_vec()), spare in 0usize..3,
+    ) {
+        let d = JsonDecoder::new(c.cfg.clone()).with_spare_columns(spare);
+        let mut damaged = c.line.clone().into_bytes();
+        let i = at.index(damaged.len() + 1);
+        damaged.insert(i, byte);
+        let mut record = Record::default();
+        for line in [c.line.as_bytes(), &damaged, b"{}", c.line.as_bytes()] {
+            // What the record's previous use left in every slot.
+            record.values.iter_mut().for_each(|v| *v = Value::Str("stale".into()));
+            let fresh = d.decode(line);
+            match d.decode_into(line, &mut record) {
+                Ok(()) => prop_assert_eq!(format!("{:?}", Ok::<_, DecodeError>(&record)), format!("{:?}", fresh.as_ref())),
+                Err(e) => prop_assert_eq!(Err::<Record, _>(e), fresh),
+            }
+            prop_assert_eq!(record.values.len(), d.width());
+        }
+    }
+
     #[test]
     fn fast_path_agrees_on_arbitrary_text(s in "[{}\\[\\]\",:\\\\ 0-9a-zé.eE+-]{0,60}") {
         let cfg = DecoderConfig::all_columns(Schema::parse_ddl("a STRING, b BIGINT, c DOUBLE, d TIMESTAMP, e BOOLEAN").unwrap());

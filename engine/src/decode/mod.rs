@@ -206,6 +206,31 @@ impl Decoder {
         }
     }
 
+    /// Decodes one line into `record`, overwriting its values in place when it has
+    /// [`Decoder::width`] values (no allocation for columns of fixed size: a recycled record),
+    /// else replacing it with a new record. On success `record` is exactly what
+    /// [`Decoder::decode`] returns; on an error it holds some record of no meaning, still
+    /// fit for the next call.
+    ///
+    /// # Errors
+    /// As [`Decoder::decode`].
+    pub fn decode_into(&self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
+        match self {
+            Decoder::Json(d) => d.decode_into(line, record),
+            Decoder::Csv(d) => d.decode_into(line, record),
+        }
+    }
+
+    /// Values per record: one per schema column, then the spare slots
+    /// (`with_spare_columns`). A record of this width is overwritten in place by
+    /// [`Decoder::decode_into`].
+    pub fn width(&self) -> usize {
+        match self {
+            Decoder::Json(d) => d.width(),
+            Decoder::Csv(d) => d.width(),
+        }
+    }
+
     /// The format decoded.
     pub fn format(&self) -> Format {
         match self {
@@ -274,14 +299,59 @@ impl Plan {
         v
     }
 
-    /// Checks the required columns and wraps the values.
-    pub(crate) fn finish(&self, values: Vec<Value>) -> Result<Record, DecodeError> {
+    /// Makes `record` a record of nulls of [`Plan::width`] values: in place when it has that
+    /// width already (the values of its previous use dropped; no allocation), else replaced by
+    /// a new one.
+    #[inline(always)]
+    pub(crate) fn reset(&self, record: &mut Record) {
+        if record.values.len() == self.width() {
+            record.values.iter_mut().for_each(clear);
+        } else {
+            self.new_values(record);
+        }
+    }
+
+    /// [`Plan::reset`] of a record of another width (a new one: [`Record::default`]).
+    #[cold]
+    #[inline(never)]
+    fn new_values(&self, record: &mut Record) {
+        record.values = self.empty_values().into_boxed_slice();
+    }
+
+    /// Checks that the required columns are non-null.
+    pub(crate) fn check_required(&self, values: &[Value]) -> Result<(), DecodeError> {
         for &r in self.required.iter() {
             if values[r].is_null() {
                 return Err(DecodeError::NullRequired { column: self.columns[r].name.to_string() });
             }
         }
+        Ok(())
+    }
+
+    /// Checks the required columns and wraps the values.
+    pub(crate) fn finish(&self, values: Vec<Value>) -> Result<Record, DecodeError> {
+        self.check_required(&values)?;
         Ok(Record { values: values.into_boxed_slice() })
+    }
+}
+
+/// Sets `v` to null, calling the drop glue only for a value that owns a shared allocation (a
+/// recycled record's values are mostly numbers and timestamps: a store each, no call). The
+/// match lists every variant, so a new one must be placed on one side or the other.
+#[inline(always)]
+fn clear(v: &mut Value) {
+    match v {
+        Value::Str(_) | Value::Struct(..) | Value::List(_) => *v = Value::Null,
+        Value::Null
+        | Value::Bool(_)
+        | Value::Int(_)
+        | Value::Long(_)
+        | Value::Float(_)
+        | Value::Double(_)
+        | Value::Timestamp(_)
+        | Value::Decimal(_)
+        | Value::Date(_)
+        | Value::Window { .. } => std::mem::forget(std::mem::replace(v, Value::Null)),
     }
 }
 
