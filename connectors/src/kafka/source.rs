@@ -291,9 +291,11 @@ impl KafkaSource {
         }
         Ok(())
     }
-    /// Polls the consumer queue without waiting until it has nothing more: events are served by
-    /// the context's callbacks; a message (of a partition whose fetch queue is not forwarded) is
-    /// taken as [`KafkaSource::take_batch`] takes one.
+
+    /// Serves the consumer queue without waiting, one poll per operation it holds: events go to
+    /// the context's callbacks (rebalances, statistics, errors); a message there (of a partition
+    /// whose fetch queue is not forwarded, [`super::fetch`]) is taken as
+    /// [`KafkaSource::take_batch`] takes one, with a lock of the positions of its own.
     fn serve_consumer_queue(
         &mut self,
         out: &mut Vec<SourceItem>,
@@ -425,7 +427,9 @@ impl KafkaSource {
 }
 
 impl Source for KafkaSource {
-    /// Appends up to `max` messages, waiting at most `timeout` for the first. A message without
+    /// Appends up to `max` messages, waiting at most `timeout` for the first; they are read in
+    /// batches from the source's fetch queue ([`super::fetch`]), the consumer queue's events
+    /// served before each batch and at least every 100 ms of a wait. A message without
     /// value (a tombstone) is an empty payload. Transport errors are not returned: librdkafka
     /// reconnects, and the source fails only once the broker stayed unreachable past
     /// `eddy.unreachable.timeout.ms`.
