@@ -428,7 +428,7 @@ impl KafkaSource {
 
 impl Source for KafkaSource {
     /// Appends up to `max` messages, waiting at most `timeout` for the first; they are read in
-    /// batches from the source's fetch queue ([`super::fetch`]), the consumer queue's events
+    /// batches from the source's fetch queue (`kafka/fetch.rs`), the consumer queue's events
     /// served before each batch and at least every 100 ms of a wait. A message without
     /// value (a tombstone) is an empty payload. Transport errors are not returned: librdkafka
     /// reconnects, and the source fails only once the broker stayed unreachable past
