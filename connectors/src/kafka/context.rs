@@ -16,6 +16,8 @@ use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 
+use super::fetch::FetchQueue;
+
 /// Whether an error says the path to the broker is broken (retried by librdkafka).
 pub(crate) fn is_transport(e: &KafkaError) -> bool {
     matches!(
@@ -93,6 +95,9 @@ pub(crate) struct SourceContext {
     /// not applied in the callback but kept here for the group's owner, which first checkpoints
     /// (issue 26). `None`: a consumer of its own, which assigns in the callback.
     pub group: Option<Mutex<GroupEvents>>,
+    /// Where the assigned partitions' messages go, read in batches by the source
+    /// ([`super::fetch`]); every partition is forwarded to it before it is assigned.
+    pub fetch: FetchQueue,
 }
 
 /// A change of a shared group's assignment, as the group protocol asked it.
@@ -255,6 +260,7 @@ impl ConsumerContext for SourceContext {
                         }
                     }
                 }
+                self.fetch.forward(consumer.client().native_ptr(), assigned.iter().map(|(t, p)| (t.as_str(), *p)));
                 let result = if cooperative { consumer.incremental_assign(tpl) } else { consumer.assign(tpl) };
                 match result {
                     Ok(()) => tracing::info!(

@@ -16,20 +16,20 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use eddy_engine::spec::StartingOffsets;
 
 pub use super::context::GroupChange;
-use super::context::SourceContext;
+use super::fetch::FetchingConsumer;
 use super::source::{connect, resume_from_beginning};
 use super::{KafkaObserver, KafkaSource, KafkaSourceConfig};
 use crate::ConnectorError;
 
 /// A consumer subscribed to its topics in a group shared with other Eddy processes.
 pub struct KafkaGroup {
-    consumer: Arc<BaseConsumer<SourceContext>>,
+    consumer: Arc<FetchingConsumer>,
     config: KafkaSourceConfig,
     /// The partitions assigned now (changes applied).
     assigned: BTreeSet<(String, i32)>,
@@ -225,6 +225,11 @@ impl KafkaGroup {
             }
         }
         self.assigned.extend(partitions.iter().cloned());
+        // Every assigned partition (an eager protocol assigns them all again), forwarded first.
+        self.consumer
+            .context()
+            .fetch
+            .forward(self.consumer.native(), self.assigned.iter().map(|(t, p)| (t.as_str(), *p)));
         let result = match self.cooperative() {
             true => self.consumer.incremental_assign(&tpl),
             // eager: the whole assignment at once (what was assigned was revoked before)

@@ -5,7 +5,9 @@
 //!   subscribed to `topic` / `topics` with `group_id`. Auto-commit and the offset store are off:
 //!   the source tracks the next offset of every partition itself ([`KafkaSource::positions`]),
 //!   for the checkpoint to persist (PIPELINE.md: "offsets are stored in the checkpoint, not
-//!   auto-committed"). Messages are handed over undecoded ([`crate::Payload::Raw`]); a tombstone
+//!   auto-committed"). Messages are read in batches from a queue of their own, apart from the
+//!   consumer's events (`fetch.rs`: each partition's fetch queue forwarded there before it is
+//!   assigned), and handed over undecoded ([`crate::Payload::Raw`]); a tombstone
 //!   (no value) is an empty payload, which the decoder refuses, so it becomes a dead letter with
 //!   its `topic/partition@offset`.
 //! - [`KafkaSink`]: a `BaseProducer`, idempotent, one JSON row per message, the message key from
@@ -48,6 +50,7 @@
 //!   source logs a line per retry at start and one every 5 s while the broker is down.
 
 mod context;
+mod fetch;
 mod group;
 mod sink;
 mod source;

@@ -6,11 +6,14 @@ use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 
 use eddy_engine::spec::StartingOffsets;
 
 use super::context::{SourceContext, is_transport};
+use super::fetch::{Fetched, FetchingConsumer, MessageBuf, REFRESH_EVERY};
 use super::{KafkaObserver, RESUME_KEY, SOURCE_DEFAULTS, UNREACHABLE_TIMEOUT_KEY, client_config, wait_for_topics};
 use crate::{ConnectorError, KafkaPartitionOffset, Payload, Poll, Position, Source, SourceItem, SourceOffset};
 
@@ -42,7 +45,7 @@ pub struct KafkaSourceConfig {
 /// this run), else as `starting_offsets` says. A resumed run reads every partition by assignment
 /// ([`Source::seek`]).
 pub struct KafkaSource {
-    consumer: Arc<BaseConsumer<SourceContext>>,
+    consumer: Arc<FetchingConsumer>,
     /// Reading a shared group's assignment ([`crate::kafka::KafkaGroup::source`]): the group
     /// subscribed and assigns; [`Source::seek`] only sets positions.
     shared: bool,
@@ -64,6 +67,22 @@ pub struct KafkaSource {
     last_down_log: Instant,
     last_error_log: Option<Instant>,
     observer: Box<dyn KafkaObserver>,
+    /// The pointer array of the batches read from the fetch queue.
+    buf: MessageBuf,
+    /// The partitions of the batch being read, with their next offsets (read from the context's
+    /// positions at their first message, written back at the end of the batch).
+    slots: Vec<Slot>,
+    /// When to forward the partitions' fetch queues again ([`super::fetch::FetchQueue::refresh`]).
+    next_refresh: Instant,
+}
+
+/// A partition of the batch being read: its topic (index into `topic_names`) and next offset.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    topic: usize,
+    partition: i32,
+    /// The next offset to read; `None`: no position yet (every message is new).
+    next: Option<i64>,
 }
 
 impl std::fmt::Debug for KafkaSource {
@@ -98,7 +117,7 @@ pub(crate) fn connect(
     observer: &dyn KafkaObserver,
     stop: &dyn Fn() -> bool,
     group: bool,
-) -> Result<BaseConsumer<SourceContext>, ConnectorError> {
+) -> Result<FetchingConsumer, ConnectorError> {
     let (mut client, unreachable_timeout) =
         client_config(&config.bootstrap_servers, SOURCE_DEFAULTS, &config.properties)?;
     resume_from_beginning(&config.properties)?;
@@ -126,16 +145,19 @@ pub(crate) fn connect(
         shared_group = group,
         "Kafka source connected"
     );
-    Ok(consumer)
+    Ok(FetchingConsumer::new(consumer))
 }
 
 impl KafkaSource {
-    /// The shared name of a subscribed topic (a new one for a topic not subscribed, which the
-    /// broker does not send).
-    fn topic_name(&self, topic: &str) -> Arc<str> {
-        match self.topic_names.iter().find(|t| ***t == *topic) {
-            Some(t) => Arc::clone(t),
-            None => Arc::from(topic),
+    /// The index in `topic_names` of `topic` (a topic not subscribed, which the broker does not
+    /// send, is added).
+    fn topic_index(topic_names: &mut Vec<Arc<str>>, topic: &str) -> usize {
+        match topic_names.iter().position(|t| **t == *topic) {
+            Some(k) => k,
+            None => {
+                topic_names.push(Arc::from(topic));
+                topic_names.len() - 1
+            }
         }
     }
 
@@ -159,7 +181,7 @@ impl KafkaSource {
     /// A source reading what `consumer` is assigned; `shared`: the consumer belongs to a
     /// [`crate::kafka::KafkaGroup`], which subscribed and assigns.
     pub(crate) fn over(
-        consumer: Arc<BaseConsumer<SourceContext>>,
+        consumer: Arc<FetchingConsumer>,
         config: KafkaSourceConfig,
         observer: Box<dyn KafkaObserver>,
         shared: bool,
@@ -185,6 +207,9 @@ impl KafkaSource {
             last_down_log: Instant::now(),
             last_error_log: None,
             observer,
+            buf: MessageBuf::default(),
+            slots: Vec::new(),
+            next_refresh: Instant::now(),
         }
     }
 
@@ -266,10 +291,145 @@ impl KafkaSource {
         }
         Ok(())
     }
+
+    /// Serves the consumer queue without waiting, one poll per operation it holds: events go to
+    /// the context's callbacks (rebalances, statistics, errors); a message there (of a partition
+    /// whose fetch queue is not forwarded, [`super::fetch`]) is taken as
+    /// [`KafkaSource::take_batch`] takes one, with a lock of the positions of its own.
+    fn serve_consumer_queue(
+        &mut self,
+        out: &mut Vec<SourceItem>,
+        start: usize,
+        max: usize,
+    ) -> Result<(), ConnectorError> {
+        let consumer = Arc::clone(&self.consumer);
+        // A poll serves one event at most (it gives nothing back for one): as many polls as
+        // there are operations waiting, and no more than that many (a bound: events keep coming).
+        let waiting = consumer.context().fetch.events_waiting().min(1024);
+        for _ in 0..waiting {
+            if out.len() - start >= max {
+                break;
+            }
+            match consumer.poll(Duration::ZERO) {
+                None => {}
+                Some(Ok(m)) => {
+                    let topic = Self::topic_index(&mut self.topic_names, m.topic());
+                    let (partition, offset) = (m.partition(), m.offset());
+                    let mut positions = consumer.context().positions();
+                    let parts = positions.entry(self.topic_names[topic].to_string()).or_default();
+                    // A message before the position is covered already (resumed from the
+                    // beginning, or served again by the broker): skipped.
+                    if parts.get(&partition).is_some_and(|&next| offset < next) {
+                        self.skipped += 1;
+                        continue;
+                    }
+                    parts.insert(partition, offset + 1);
+                    out.push(SourceItem {
+                        payload: Payload::Raw(m.payload().map(<[u8]>::to_vec).unwrap_or_default()),
+                        position: Position::Kafka { topic: Arc::clone(&self.topic_names[topic]), partition, offset },
+                        created_ns: 0,
+                    });
+                }
+                Some(Err(e)) => self.consumer_error(&e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes up to `room` messages of the fetch queue into `out`, waiting at most `wait` for the
+    /// first. Each partition's next offset is read from the context's positions at its first
+    /// message and written back once at the end (one lock per batch, integers per message); a
+    /// message before its partition's position is skipped.
+    fn take_batch(&mut self, out: &mut Vec<SourceItem>, room: usize, wait: Duration) -> Result<(), ConnectorError> {
+        let consumer = Arc::clone(&self.consumer);
+        let context = consumer.context();
+        let topic_names = &mut self.topic_names;
+        let slots = &mut self.slots;
+        let skipped = &mut self.skipped;
+        slots.clear();
+        let mut positions = None;
+        let mut errors: Vec<KafkaError> = Vec::new();
+        let (mut last_rkt, mut topic, mut hint) = (0usize, 0usize, 0usize);
+        context.fetch.consume(&mut self.buf, room, wait, |m: &Fetched<'_>| {
+            if m.err != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR {
+                errors.push(KafkaError::MessageConsumption(RDKafkaErrorCode::from(m.err)));
+                return;
+            }
+            if m.rkt != last_rkt || last_rkt == 0 {
+                last_rkt = m.rkt;
+                topic = Self::topic_index(topic_names, m.topic());
+            }
+            if !slots.get(hint).is_some_and(|s| s.topic == topic && s.partition == m.partition) {
+                hint = match slots.iter().position(|s| s.topic == topic && s.partition == m.partition) {
+                    Some(k) => k,
+                    None => {
+                        let positions = positions.get_or_insert_with(|| context.positions());
+                        let next = positions.get(&*topic_names[topic]).and_then(|p| p.get(&m.partition)).copied();
+                        slots.push(Slot { topic, partition: m.partition, next });
+                        slots.len() - 1
+                    }
+                };
+            }
+            let slot = &mut slots[hint];
+            // A message before the position is covered already (resumed from the beginning, or
+            // served again by the broker): skipped.
+            if slot.next.is_some_and(|next| m.offset < next) {
+                *skipped += 1;
+                return;
+            }
+            slot.next = Some(m.offset + 1);
+            out.push(SourceItem {
+                payload: Payload::Raw(m.payload.to_vec()),
+                position: Position::Kafka {
+                    topic: Arc::clone(&topic_names[topic]),
+                    partition: m.partition,
+                    offset: m.offset,
+                },
+                created_ns: 0,
+            });
+        });
+        if let Some(mut positions) = positions {
+            for s in slots.iter() {
+                let Some(next) = s.next else { continue };
+                match positions.get_mut(&*self.topic_names[s.topic]) {
+                    Some(parts) => {
+                        parts.insert(s.partition, next);
+                    }
+                    None => {
+                        positions.insert(self.topic_names[s.topic].to_string(), [(s.partition, next)].into());
+                    }
+                }
+            }
+        }
+        for e in &errors {
+            self.consumer_error(e)?;
+        }
+        Ok(())
+    }
+
+    /// A consumer error: a transport error is librdkafka's to retry (logged at debug), a fatal
+    /// one ends the run; others are informational in librdkafka, which retries (a warning at
+    /// most once a second).
+    ///
+    /// # Errors
+    /// [`ConnectorError::External`] for a fatal error.
+    fn consumer_error(&mut self, e: &KafkaError) -> Result<(), ConnectorError> {
+        if is_transport(e) {
+            tracing::debug!(error = %e, "Kafka consumer transport error (librdkafka reconnects)");
+        } else if e.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal) {
+            return Err(ConnectorError::External(format!("Kafka source: fatal consumer error: {e}")));
+        } else if self.last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            self.last_error_log = Some(Instant::now());
+            tracing::warn!(error = %e, "Kafka consumer error (at most one such line a second)");
+        }
+        Ok(())
+    }
 }
 
 impl Source for KafkaSource {
-    /// Appends up to `max` messages, waiting at most `timeout` for the first. A message without
+    /// Appends up to `max` messages, waiting at most `timeout` for the first; they are read in
+    /// batches from the source's fetch queue (`kafka/fetch.rs`), the consumer queue's events
+    /// served before each batch and at least every 100 ms of a wait. A message without
     /// value (a tombstone) is an empty payload. Transport errors are not returned: librdkafka
     /// reconnects, and the source fails only once the broker stayed unreachable past
     /// `eddy.unreachable.timeout.ms`.
@@ -284,64 +444,26 @@ impl Source for KafkaSource {
         }
         let start = out.len();
         let deadline = Instant::now() + timeout;
-        let mut wait = timeout;
-        while out.len() - start < max {
-            match self.consumer.poll(wait) {
-                None => {
-                    if out.len() > start || Instant::now() >= deadline {
-                        break;
-                    }
-                    wait = deadline.saturating_duration_since(Instant::now());
-                }
-                Some(Ok(m)) => {
-                    let (partition, offset) = (m.partition(), m.offset());
-                    {
-                        // Kept in the context, for the rebalance callback; one uncontended lock.
-                        let mut positions = self.consumer.context().positions();
-                        match positions.get_mut(m.topic()) {
-                            Some(parts) => {
-                                // A message before the position is covered already (resumed
-                                // from the beginning, or served again by the broker): skipped.
-                                if parts.get(&partition).is_some_and(|&next| offset < next) {
-                                    self.skipped += 1;
-                                    wait = Duration::ZERO;
-                                    continue;
-                                }
-                                parts.insert(partition, offset + 1);
-                            }
-                            None => {
-                                positions.insert(m.topic().to_string(), [(partition, offset + 1)].into());
-                            }
-                        }
-                    }
-                    out.push(SourceItem {
-                        payload: Payload::Raw(m.payload().map(<[u8]>::to_vec).unwrap_or_default()),
-                        position: Position::Kafka { topic: self.topic_name(m.topic()), partition, offset },
-                        created_ns: 0,
-                    });
-                    wait = Duration::ZERO;
-                }
-                Some(Err(e)) if is_transport(&e) => {
-                    tracing::debug!(error = %e, "Kafka consumer transport error (librdkafka reconnects)");
-                    if out.len() > start || Instant::now() >= deadline {
-                        break;
-                    }
-                    wait = deadline.saturating_duration_since(Instant::now());
-                }
-                Some(Err(e)) if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::Fatal) => {
-                    return Err(ConnectorError::External(format!("Kafka source: fatal consumer error: {e}")));
-                }
-                Some(Err(e)) => {
-                    // Consumer errors are informational in librdkafka (it retries) unless fatal.
-                    if self.last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-                        self.last_error_log = Some(Instant::now());
-                        tracing::warn!(error = %e, "Kafka consumer error (at most one such line a second)");
-                    }
-                    if out.len() > start || Instant::now() >= deadline {
-                        break;
-                    }
-                    wait = deadline.saturating_duration_since(Instant::now());
-                }
+        loop {
+            // Events (rebalances, statistics, errors), and any message that came to the consumer
+            // queue rather than to the fetch queue; served at least every REFRESH_EVERY.
+            self.serve_consumer_queue(out, start, max)?;
+            let now = Instant::now();
+            if now >= self.next_refresh {
+                self.consumer.context().fetch.refresh(self.consumer.native());
+                self.next_refresh = now + REFRESH_EVERY;
+            }
+            let room = max.saturating_sub(out.len() - start);
+            if room == 0 {
+                break;
+            }
+            let wait = match out.len() > start {
+                true => Duration::ZERO,
+                false => deadline.saturating_duration_since(now).min(REFRESH_EVERY),
+            };
+            self.take_batch(out, room, wait)?;
+            if out.len() > start || Instant::now() >= deadline {
+                break;
             }
         }
         if self.skipped > 0 {
@@ -422,6 +544,9 @@ impl Source for KafkaSource {
             }
         }
         self.reading = true;
+        let partitions: Vec<(String, i32)> =
+            assignment.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect();
+        self.consumer.context().fetch.forward(self.consumer.native(), partitions.iter().map(|(t, p)| (t.as_str(), *p)));
         self.consumer.assign(&assignment).map_err(|e| {
             ConnectorError::External(format!("Kafka source: cannot assign the partitions to resume: {e}"))
         })?;
