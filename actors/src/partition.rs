@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender, TryRecvError};
 
 use eddy_engine::Timestamp;
 use eddy_engine::operator::{Mode, Operator, OperatorChain, Output, Rejected, prefetch_ahead};
@@ -129,6 +129,9 @@ pub struct PartitionActor {
     /// The stall tracer's threshold and where its report goes at the end
     /// ([`crate::RunOptions::trace_stalls`]); `None`: no tracer.
     pub stalls: Option<(Duration, Arc<Mutex<StallReport>>)>,
+    /// How long an empty input is polled before the actor blocks on it
+    /// ([`crate::RunOptions::spin_wait`]); `None`: it blocks at once.
+    pub spin_wait: Option<Duration>,
 }
 
 /// The state-size estimate: bytes per key of the last serialised state, and when it was measured.
@@ -144,6 +147,7 @@ impl PartitionActor {
     /// whichever comes first ([`PartitionTask::wake_at`]).
     pub fn run(self) {
         let input = self.input.clone();
+        let spin = self.spin_wait;
         let peers = self.real_time_exchange.as_ref().map(|x| x.inbox().clone());
         let mut task = PartitionTask::new(self);
         loop {
@@ -163,7 +167,9 @@ impl PartitionActor {
                 }
                 continue;
             }
-            let msg = match task.wake_at() {
+            let msg = match spin.and_then(|d| spin_for(&input, d)) {
+                Some(m) => Some(m),
+                None => match task.wake_at() {
                 Some(deadline) => match input.recv_deadline(deadline) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => None,
@@ -173,6 +179,7 @@ impl PartitionActor {
                     Ok(m) => Some(m),
                     Err(_) => return,
                 },
+                },
             };
             let go = match msg {
                 Some(m) => task.handle(m),
@@ -181,6 +188,24 @@ impl PartitionActor {
             if !go {
                 return;
             }
+        }
+    }
+}
+
+/// Polls `input` for up to `spin`, on the core: the message if one came (`None`: none came, or
+/// the channel is gone; the blocking receive after it tells which).
+fn spin_for(input: &Receiver<ToPartition>, spin: Duration) -> Option<ToPartition> {
+    let until = Instant::now() + spin;
+    loop {
+        for _ in 0..64 {
+            match input.try_recv() {
+                Ok(m) => return Some(m),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        if Instant::now() >= until {
+            return None;
         }
     }
 }

@@ -81,6 +81,13 @@ pub struct RunOptions {
     /// [`RunSummary::stalls`] and, with `[metrics]`, as `eddy_record_service_seconds` and
     /// `eddy_slow_records_total`. `None` (the default): no tracer, nothing measured.
     pub trace_stalls: Option<std::time::Duration>,
+    /// Benchmarks (issue 28, part 3): a partition actor on a thread of its own whose input is
+    /// empty polls it for this long, spinning on its core, before it blocks on the channel (which
+    /// parks the thread after a few microseconds of crossbeam's own back-off). `None` (the
+    /// default): it blocks at once. It spends the core while it spins, so it is not a pipeline
+    /// field: `eddy-bench latency` measures it against the blocking receive in one run
+    /// (bench/results/latency-stalls.md).
+    pub spin_wait: Option<std::time::Duration>,
     /// One run of a shared Kafka group ([`crate::group`], issue 26): set by the group's driver,
     /// never by a caller of [`run_pipeline`] (which starts the driver for a pipeline with
     /// `[source] shared_group`).
@@ -627,6 +634,7 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             returns: Some(returns.clone()),
             output: output.clone(),
             stalls: opts.trace_stalls.map(|t| (t, stall_report.clone())),
+            spin_wait: opts.spin_wait,
         };
         if chain {
             chained = Some(PartitionTask::new(actor));

@@ -16,9 +16,14 @@
 //! An engine's latency run is compared with the floor measured in the same run, so a machine
 //! whose tail moves between runs shows it on both sides.
 
+use std::time::Duration;
+
 use anyhow::{Result, anyhow};
 use crossbeam_channel::bounded;
 use hdrhistogram::Histogram;
+
+use eddy_actors::metrics::Metrics;
+use eddy_actors::stalls::{StallReport, StallTracer};
 
 use eddy_connectors::monotonic_ns;
 use eddy_connectors::nexmark::wait_until;
@@ -126,6 +131,82 @@ pub(crate) fn suite(smoke: bool) -> Result<()> {
         "\n`1 thread`: how late a thread pacing the instants reached each; `2 threads`: each instant \
          handed over a bounded channel to a thread blocked on it, measured at its arrival.\n"
     );
+    Ok(())
+}
+
+/// Records per second of the stall floor: the rate of `bench/configs/stalls-rolling-60s.toml`.
+const STALL_RATE: f64 = 100_000.0;
+
+/// The stall tracer's threshold in the stall floor, as `eddy run --trace-stalls 200`.
+const STALL_THRESHOLD: Duration = Duration::from_micros(200);
+
+/// Random updates of [`STALL_TABLE`] per record: about a microsecond of work on this machine,
+/// near a chained rolling-window record's median service time.
+const STALL_WORK: usize = 48;
+
+/// Slots of the table the stall floor's records update (1 MiB of `u64`: beyond L1, within L2).
+const STALL_TABLE: usize = 1 << 17;
+
+/// The stall tracer over paced fixed work with no engine: `records` records at `rate` per
+/// second, grouped into messages as a chained source polls them (every record due when the
+/// previous message ended, at least one), each record [`STALL_WORK`] random updates of a 1 MiB
+/// table (no allocation, no system call), traced by the engine's own [`StallTracer`] with
+/// `threshold`. What it reports over the threshold is the machine's doing: interrupts, the
+/// hypervisor, a neighbour's cache and memory traffic; an engine run of the same rate and length
+/// is judged beside it.
+pub(crate) fn stall_floor(rate: f64, records: u64, threshold: Duration) -> StallReport {
+    let metrics = Metrics::disabled(1).partitions[0].clone();
+    let mut tracer = StallTracer::new(0, threshold, metrics, false);
+    let mut table = vec![0u64; STALL_TABLE];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let start = monotonic_ns();
+    let mut next = 0;
+    while next < records {
+        wait_until(start + (next as f64 * 1e9 / rate) as u64);
+        let due = (monotonic_ns().saturating_sub(start) as f64 * rate / 1e9) as u64 + 1;
+        let end = due.clamp(next + 1, records);
+        tracer.begin_message();
+        for _ in next..end {
+            for _ in 0..STALL_WORK {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                table[x as usize & (STALL_TABLE - 1)] += x;
+            }
+            tracer.record_done();
+        }
+        tracer.flushed();
+        next = end;
+    }
+    std::hint::black_box(&table);
+    tracer.report()
+}
+
+/// The `stall-floor` suite: [`stall_floor`] for 60 s at 100,000 records/s (smoke: 2,000
+/// records), printed as `eddy run --trace-stalls` prints an engine run: quantiles, items over
+/// the threshold, the slowest ten and the slowest ten on a core.
+///
+/// # Errors
+/// None today; a `Result` as every suite.
+pub(crate) fn stall_suite(smoke: bool) -> Result<()> {
+    let records = if smoke { 2_000 } else { (STALL_RATE * 60.0) as u64 };
+    let r = stall_floor(STALL_RATE, records, STALL_THRESHOLD);
+    println!("## stall floor: paced fixed work with no engine, traced (bench/src/floor.rs)\n");
+    let [p50, p99, p999, max] = r.quantiles_ns.map(us);
+    println!(
+        "{} records at {STALL_RATE:.0}/s, threshold {} µs: p50 {p50} µs, p99 {p99}, p99.9 {p999}, max {max}; \
+         {} items over the threshold\n",
+        r.records,
+        STALL_THRESHOLD.as_micros(),
+        r.over_threshold
+    );
+    for (title, list) in [("slowest", &r.slowest), ("slowest on a core", &r.slowest_on_core)] {
+        println!("| {title} | service µs | causes | after records |\n|---|---|---|---|");
+        for (rank, s) in list.iter().take(10).enumerate() {
+            println!("| {} | {} | {} | {} |", rank + 1, us(s.service_ns), s.causes, s.after_records);
+        }
+        println!();
+    }
     Ok(())
 }
 

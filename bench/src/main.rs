@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p eddy-bench -- latency      # Nexmark 100k rec/s, rolling 10 s sum per bidder, beside the machine's floor; draws bench/results/latency.svg
 //! cargo run --release -p eddy-bench -- floor        # the machine's latency floor: the same pacing with no engine (1 thread; 1 hand-off)
+//! cargo run --release -p eddy-bench -- stall-floor  # the stall tracer over 60 s of paced fixed work, no engine: the slow items the machine alone makes (not in `all`)
 //! cargo run --release -p eddy-bench -- throughput   # sliding 10 s / 2 s count per auction, parallelism 1 and 2
 //! cargo run --release -p eddy-bench -- timers       # rolling expiry rows vs their due instant (system clock)
 //! cargo run --release -p eddy-bench -- slow-sink    # a sink taking 1 ms per row: peak RSS, nothing lost
@@ -70,6 +71,9 @@ enum Suite {
     Latency,
     /// The machine's latency floor alone: the same open-loop pacing with no engine.
     Floor,
+    /// The stall tracer's floor: 60 s of paced fixed work with no engine, traced as
+    /// `eddy run --trace-stalls 200` traces records (issue 28).
+    StallFloor,
     /// Sliding 10 s / 2 s count per auction as fast as generated, parallelism 1 and 2.
     Throughput,
     /// Rolling expiry rows against their due instant (system clock).
@@ -107,6 +111,7 @@ fn main() -> Result<()> {
     match suite {
         Suite::Latency => suites::latency(smoke),
         Suite::Floor => floor::suite(smoke),
+        Suite::StallFloor => floor::stall_suite(smoke),
         Suite::Throughput => suites::throughput(smoke),
         Suite::Timers => suites::timers(smoke),
         Suite::SlowSink => suites::slow_sink(smoke),

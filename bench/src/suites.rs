@@ -133,9 +133,17 @@ pub fn latency(smoke: bool) -> Result<()> {
     let mut runs = Vec::new();
     let mut waits = Vec::new();
     // Parallelism 1 runs chained (the partition's work on the source's thread) unless unchained.
-    let paths =
-        [(1, false, "parallelism 1 (chained)"), (1, true, "parallelism 1, unchained"), (2, false, "parallelism 2")];
-    for (parallelism, unchained, label) in paths {
+    // At parallelism 2, the partition actors' wait for input as built (block at once: crossbeam
+    // spins and yields a few µs, then parks) against polling first for 50 or 500 µs (issue 28,
+    // part 3; `RunOptions::spin_wait`).
+    let paths = [
+        (1, false, None, "parallelism 1 (chained)"),
+        (1, true, None, "parallelism 1, unchained"),
+        (2, false, None, "parallelism 2"),
+        (2, false, Some(Duration::from_micros(50)), "parallelism 2, spin 50 µs"),
+        (2, false, Some(Duration::from_micros(500)), "parallelism 2, spin 500 µs"),
+    ];
+    for (parallelism, unchained, spin_wait, label) in paths {
         let text = nexmark_pipeline("", events, Some(rate), parallelism, &query);
         let p = parse_pipeline_str(&text).context("bench pipeline")?;
         let h = histogram();
@@ -145,6 +153,7 @@ pub fn latency(smoke: bool) -> Result<()> {
             sink_override: Some(Box::new(sink)),
             latency: Some(Arc::new(HdrRecorder(h.clone()))),
             unchained,
+            spin_wait,
             ..RunOptions::default()
         };
         let sampler = crate::sched::Sampler::start();
