@@ -170,15 +170,15 @@ impl PartitionActor {
             let msg = match spin.and_then(|d| spin_for(&input, d)) {
                 Some(m) => Some(m),
                 None => match task.wake_at() {
-                Some(deadline) => match input.recv_deadline(deadline) {
-                    Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                },
-                None => match input.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => return,
-                },
+                    Some(deadline) => match input.recv_deadline(deadline) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    },
+                    None => match input.recv() {
+                        Ok(m) => Some(m),
+                        Err(_) => return,
+                    },
                 },
             };
             let go = match msg {

@@ -134,6 +134,55 @@ pub(crate) fn suite(smoke: bool) -> Result<()> {
     Ok(())
 }
 
+/// The timers' floor: what waking for a timer costs on this machine with no engine. A pacing
+/// thread sends `records` records at `rate` per second (sleeping between them, as the `timers`
+/// suite's source) over a bounded channel to a second thread, which keeps each record's due
+/// instant `delay` later in a queue and waits on the channel until the earliest
+/// (`recv_deadline`, as a partition actor waits for its next timer); at each wake it records
+/// how late it woke for every due instant passed (ns).
+pub(crate) fn timer_floor(rate: f64, records: u64, delay: Duration) -> Result<Histogram<u64>> {
+    let (tx, rx) = bounded::<u64>(QUEUE);
+    let delay_ns = delay.as_nanos() as u64;
+    let waiter = std::thread::Builder::new().name("floor-timers".into()).spawn(move || {
+        let mut h = new_histogram();
+        let mut due = std::collections::VecDeque::<u64>::new();
+        let mut open = true;
+        while open || !due.is_empty() {
+            let got = match due.front() {
+                Some(&at) => {
+                    let ahead = at.saturating_sub(monotonic_ns());
+                    rx.recv_deadline(std::time::Instant::now() + Duration::from_nanos(ahead))
+                        .map_err(|e| e.is_disconnected())
+                }
+                None => rx.recv().map_err(|_| true),
+            };
+            match got {
+                Ok(sent) => due.push_back(sent + delay_ns),
+                Err(gone) => open &= !gone,
+            }
+            let now = monotonic_ns();
+            while due.front().is_some_and(|&at| at <= now) {
+                let at = due.pop_front().unwrap_or(now);
+                h.saturating_record(now - at + 1);
+            }
+        }
+        h
+    })?;
+    let start = monotonic_ns();
+    for i in 0..records {
+        let at = start + (i as f64 * 1e9 / rate) as u64;
+        let now = monotonic_ns();
+        if at > now {
+            std::thread::sleep(Duration::from_nanos(at - now));
+        }
+        if tx.send(monotonic_ns()).is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    waiter.join().map_err(|_| anyhow!("timer floor thread panicked"))
+}
+
 /// Records per second of the stall floor: the rate of `bench/configs/stalls-rolling-60s.toml`.
 const STALL_RATE: f64 = 100_000.0;
 

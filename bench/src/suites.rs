@@ -314,12 +314,26 @@ pub fn timers(smoke: bool) -> Result<()> {
         },
     )?;
     let h = lag.lock().map_err(|_| anyhow::anyhow!("histogram lock"))?;
+    // The same instants waited for with no engine, right after (the machine's floor).
+    let floor = crate::floor::timer_floor(rate, (rate * seconds) as u64, Duration::from_millis(200))?;
     println!("## timers: rolling 200 ms sum per key, {rate} records/s on the system clock for {seconds} s\n");
-    println!("Write time minus the row's frontier (its due instant), in µs (wall clock, µs resolution):\n");
-    println!("| rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
-    println!("|---|---|---|---|---|---|");
+    println!("Write time minus the row's frontier (its due instant), in µs (wall clock, µs resolution);");
+    println!("the floor: a thread waiting for the same due instants on a channel with no engine");
+    println!("(bench/src/floor.rs, `timer_floor`), how late it woke, in µs:\n");
+    println!("| path | rows | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs |");
+    println!("|---|---|---|---|---|---|---|");
+    let q = |p: f64| floor.value_at_quantile(p) / 1000;
     println!(
-        "| {} | {} | {} | {} | {} | {} |\n",
+        "| floor | {} | {} | {} | {} | {} | {} |",
+        floor.len(),
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        q(0.999),
+        floor.max() / 1000
+    );
+    println!(
+        "| eddy | {} | {} | {} | {} | {} | {} |\n",
         rows.load(Ordering::Relaxed),
         h.value_at_quantile(0.5),
         h.value_at_quantile(0.9),

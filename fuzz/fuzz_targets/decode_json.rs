@@ -2,7 +2,9 @@
 //! and keep their invariants (one value per column, unneeded columns null, required non-null).
 //! The JSON fast path is checked against the full parser (same records, same lines taken).
 //! JSON syntax is also checked against serde_json: a line serde_json reads as an object must
-//! not be rejected by Eddy as a syntax error, and vice versa.
+//! not be rejected by Eddy as a syntax error, and vice versa. The recycling path the runtime
+//! takes (`decode_into`, a record reused from earlier inputs, stale values and all) must give
+//! exactly what `decode` gives, errors included.
 #![no_main]
 
 use eddy_engine::decode::{CsvDecoder, DecodeError, DecoderConfig, JsonDecoder};
@@ -10,7 +12,29 @@ use eddy_engine::schema::Schema;
 use eddy_engine::time::TimeUnit;
 use eddy_engine::value::Record;
 use libfuzzer_sys::fuzz_target;
+use std::cell::RefCell;
 use std::sync::OnceLock;
+
+thread_local! {
+    /// The records `decode_into` reuses (JSON, CSV): whatever the previous inputs left in them.
+    static RECYCLED: RefCell<(Record, Record)> =
+        RefCell::new((Record { values: Box::new([]) }, Record { values: Box::new([]) }));
+}
+
+/// `decode_into` on a recycled record against `decode`'s result `r` for the same line: the same
+/// record (Debug texts) or the same error.
+fn check_recycled(r: &Result<Record, DecodeError>, into: impl FnOnce(&mut Record) -> Result<(), DecodeError>, json: bool) {
+    RECYCLED.with(|cell| {
+        let mut pair = cell.borrow_mut();
+        let record = if json { &mut pair.0 } else { &mut pair.1 };
+        let got = into(record);
+        match (r, got) {
+            (Ok(a), Ok(())) => assert_eq!(format!("{a:?}"), format!("{record:?}"), "decode_into differs"),
+            (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "decode_into's error differs"),
+            (a, b) => panic!("decode {a:?}, decode_into {b:?}"),
+        }
+    });
+}
 
 const DDL: &str = "s STRING, l BIGINT, i INT, d DOUBLE, f FLOAT, b BOOLEAN, ts TIMESTAMP, u STRING";
 
@@ -72,6 +96,7 @@ fuzz_target!(|data: &[u8]| {
 
     let r = json.decode(rest);
     check(cfg, &r);
+    check_recycled(&r, |rec| json.decode_into(rest, rec), true);
     // One pass: the fast path takes exactly the lines the full parser accepts, with the same
     // record (Debug texts: doubles bit for bit, NaN included), and `decode` gives the full
     // parser's result, errors included.
@@ -106,7 +131,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    check(cfg, &csv_fixed.decode(rest));
+    let c = csv_fixed.decode(rest);
+    check(cfg, &c);
+    check_recycled(&c, |rec| csv_fixed.decode_into(rest, rec), false);
     if let Some(nl) = rest.iter().position(|&c| c == b'\n') {
         if let Ok(csv) = CsvDecoder::new(cfg.clone(), &rest[..nl]) {
             check(cfg, &csv.decode(&rest[nl + 1..]));
