@@ -220,7 +220,8 @@ pub(crate) fn stall_floor(rate: f64, records: u64, threshold: Duration) -> Stall
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                table[x as usize & (STALL_TABLE - 1)] += x;
+                let slot = &mut table[x as usize & (STALL_TABLE - 1)];
+                *slot = slot.wrapping_add(x);
             }
             tracer.record_done();
         }
@@ -280,5 +281,29 @@ mod tests {
         let [f, _] = machine_floor(20_000.0, 1_000).expect("floor runs");
         assert_eq!(f.records, 1_000);
         assert!(t0.elapsed() >= std::time::Duration::from_micros(2 * 49_950), "both paths paced");
+    }
+
+    #[test]
+    fn the_stall_floor_traces_every_record_and_names_no_engine_cause() {
+        let r = stall_floor(50_000.0, 2_000, Duration::from_micros(1));
+        assert_eq!(r.records, 2_000);
+        // (a 1 µs threshold: some of 2,000 records of ~1 µs exceed it on any machine)
+        assert!(r.over_threshold > 0 && !r.slowest.is_empty());
+        for s in &r.slowest {
+            let causes = s.causes.to_string();
+            assert!(causes == "unattributed" || causes == "descheduled", "no engine ran, yet: {causes}");
+        }
+    }
+
+    #[test]
+    fn the_timer_floor_wakes_for_every_due_instant_and_not_before_it() {
+        // 500 records at 10,000/s, each due 5 ms after it was sent: every one is measured once,
+        // none woke before its instant (a lateness of at least the 1 ns added), and the run
+        // lasts at least the schedule plus the delay.
+        let t0 = std::time::Instant::now();
+        let h = timer_floor(10_000.0, 500, Duration::from_millis(5)).expect("timer floor runs");
+        assert_eq!(h.len(), 500);
+        assert!(h.min() >= 1);
+        assert!(t0.elapsed() >= Duration::from_micros(49_900 + 5_000));
     }
 }

@@ -35,6 +35,21 @@ fn every_suite_runs_and_reports() {
     ] {
         assert!(latency.contains(row), "no `{row}` row in:\n{latency}");
     }
+    // Spinning before blocking changes when the partition actors wake, not what they write.
+    let rows_of = |label: &str| {
+        latency
+            .lines()
+            .find(|l| l.starts_with(&format!("| eddy, {label} |")))
+            .and_then(|l| l.split('|').nth(3).map(|c| c.trim().to_owned()))
+            .unwrap_or_else(|| panic!("no `{label}` row in:\n{latency}"))
+    };
+    let plain = rows_of("parallelism 2");
+    assert!(plain.parse::<u64>().is_ok_and(|n| n > 0), "rows: {plain}");
+    assert_eq!(rows_of("parallelism 2, spin 50 µs"), plain);
+    assert_eq!(rows_of("parallelism 2, spin 500 µs"), plain);
+    // The timers suite reports the machine's timer floor beside the engine.
+    let timers = text.split("## timers").nth(1).unwrap_or_default();
+    assert!(timers.contains("| floor | ") && timers.contains("| eddy | "), "{timers}");
     // The slow-sink suite asserts nothing was lost; its table shows 0 lost.
     let slow = text.split("## slow sink").nth(1).unwrap_or_default();
     let row = slow.lines().find(|l| l.starts_with("| 500 ")).unwrap_or_default();
