@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Runs "$@" and prints the CPU seconds (user + system) of it and of every descendant, polled
-# every 0.2 s (a descendant killed at the end is counted up to its last poll).
-"$@" > run.log 2>&1 &
-root=$!
-declare -A last
-while kill -0 $root 2>/dev/null; do
-  for p in $(pstree -p -T $root 2>/dev/null | grep -o '([0-9]*)' | tr -d '()'); do
-    t=$(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null) && [ -n "$t" ] && last[$p]=$t
-  done
-  sleep 0.2
-done
-wait $root
-sum=0; for p in "${!last[@]}"; do sum=$((sum + ${last[$p]})); done
-echo "cpu_s=$(echo "scale=2; $sum/100" | bc) $(grep -v WARN run.log | tail -1)"
+# Runs "$@" (its output to run.log) and prints the CPU seconds (user + system) of it and of every
+# descendant, then the last line of run.log that is not a warning. Exact, not polled: the runner
+# makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so a descendant whose parent
+# exits without waiting for it (a JVM left behind by its launcher) is handed to the runner, and the
+# runner reaps every descendant before reading its children's rusage, which then holds them all.
+python3 - "$@" <<'PY'
+import ctypes, os, resource, subprocess, sys
+PR_SET_CHILD_SUBREAPER = 36
+if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    sys.exit("cpu_of_tree: prctl(PR_SET_CHILD_SUBREAPER) failed")
+with open("run.log", "wb") as log:
+    root = subprocess.Popen(sys.argv[1:], stdout=log, stderr=subprocess.STDOUT)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+lines = [l for l in open("run.log", errors="replace").read().splitlines() if "WARN" not in l]
+print(f"cpu_s={u.ru_utime + u.ru_stime:.2f} {lines[-1] if lines else ''}")
+PY
