@@ -3,7 +3,8 @@
 //! source that makes records itself gets them ([`Source::recycle`]: Nexmark overwrites their
 //! values), else the source actor keeps them for the decoder, which overwrites their values in
 //! place ([`Decoder::decode_into`]). The raw lines the decoder is done with go back to the
-//! source too ([`Source::recycle_lines`]: the files source refills them with the next lines).
+//! source too ([`Source::recycle_lines`]: the files and Kafka sources refill them with the next
+//! lines / messages).
 //!
 //! Without it, every record is allocated on the source's thread and freed on a partition
 //! actor's (a cross-thread free in the allocator), and every batch buffer and raw line too.
@@ -17,7 +18,7 @@
 //! drops the batch itself, as it would without recycling, and never waits. The
 //! source actor keeps at most that many spare buffers, at most [`FREE_RECORDS`] records for
 //! the decoder and at most [`LINES_HELD`] raw lines between two polls; the source its own
-//! bounded free lists (Nexmark: 16,384 records; files: 4,096 lines).
+//! bounded free lists (Nexmark: 16,384 records; files and Kafka: 4,096 lines each).
 //!
 //! Safety of reuse: a batch is handed back only after every record of it was processed;
 //! operators only borrow records (`Operator::on_record(&Record, ..)`), so whatever they keep

@@ -20,6 +20,7 @@ pub mod nexmark;
 pub mod offset;
 #[cfg(feature = "s3")]
 pub mod s3;
+mod spare;
 pub mod stdio;
 
 pub use files::{FilesSink, FilesSource};

@@ -15,6 +15,7 @@ use flate2::read::MultiGzDecoder;
 
 use super::lines::{Chunk, RecordRules, read_record};
 use super::{is_blank, is_hidden, strip_bom, strip_newline};
+use crate::spare::SpareLines;
 use crate::{
     ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source,
     SourceItem, SourceOffset,
@@ -26,15 +27,6 @@ const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Read buffer per open file (bytes): the block whose whole lines are split in place.
 const READ_BUFFER: usize = 256 * 1024;
-
-/// At most this many line buffers handed back ([`Source::recycle_lines`]) are kept for reuse:
-/// a poll's worth (the source actor polls 4,096 items at a time).
-const SPARE_LINES: usize = 4096;
-
-/// A line buffer handed back is kept only up to this capacity (bytes), so the spares hold at
-/// most `SPARE_LINES` x 4 KiB = 16 MiB whatever the lines were; a longer line gets a buffer of
-/// its own.
-const SPARE_LINE_CAPACITY: usize = 4096;
 
 /// Reads the files of one folder as records: one [`SourceItem`] (a [`Payload::Raw`] line,
 /// without its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line
@@ -95,8 +87,8 @@ pub struct FilesSource {
     exhausted: bool,
     line: Vec<u8>,
     /// Buffers of lines already decoded ([`Source::recycle_lines`]), refilled with the next
-    /// lines (at most [`SPARE_LINES`], each of at most [`SPARE_LINE_CAPACITY`] bytes).
-    spare_lines: Vec<Vec<u8>>,
+    /// lines.
+    spare_lines: SpareLines,
     /// The files finished for good (read to their end without `follow`, `.gz`, or unreadable; by
     /// this run, or before the checkpoint it resumed from).
     done: BTreeSet<String>,
@@ -250,7 +242,7 @@ impl FilesSource {
             files_in_group: 0,
             exhausted: false,
             line: Vec::new(),
-            spare_lines: Vec::new(),
+            spare_lines: SpareLines::default(),
             done: BTreeSet::new(),
             resume: BTreeMap::new(),
             followed: BTreeMap::new(),
@@ -599,9 +591,7 @@ impl FilesSource {
                 Some(SourceItem { payload: Payload::Header(text.to_vec()), position, created_ns: 0 })
             } else {
                 // A buffer handed back refilled (no allocation), else a new one.
-                let mut raw = self.spare_lines.pop().unwrap_or_default();
-                raw.clear();
-                raw.extend_from_slice(text);
+                let raw = self.spare_lines.filled(text);
                 Some(SourceItem { payload: Payload::Raw(raw), position, created_ns: 0 })
             };
             if in_place.is_some() {
@@ -709,18 +699,7 @@ impl Source for FilesSource {
 
     /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines are copied into them.
     fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
-        let room = SPARE_LINES.saturating_sub(self.spare_lines.len());
-        if lines.len() <= room && lines.iter().all(|l| l.capacity() <= SPARE_LINE_CAPACITY) {
-            // The usual case: all of them, moved over at once (the poll before took every spare:
-            // the two lists are swapped, nothing is copied).
-            if self.spare_lines.is_empty() {
-                std::mem::swap(&mut self.spare_lines, lines);
-            } else {
-                self.spare_lines.append(lines);
-            }
-        } else {
-            self.spare_lines.extend(lines.drain(..).filter(|l| l.capacity() <= SPARE_LINE_CAPACITY).take(room));
-        }
+        self.spare_lines.keep(lines);
     }
 
     /// Without `follow`: the files read whole, and the file being read with its lines read so
@@ -802,6 +781,7 @@ mod tests {
 
     use super::*;
     use crate::REJECTED_HEAD_BYTES;
+    use crate::spare::SPARE_LINE_CAPACITY;
 
     const LONG: Duration = Duration::from_secs(5);
 
@@ -1257,7 +1237,7 @@ mod tests {
         kept.sort();
         refilled.sort();
         assert_eq!(refilled, kept);
-        assert!(s.spare_lines.is_empty());
+        assert_eq!(s.spare_lines.len(), 0);
     }
 
     #[test]

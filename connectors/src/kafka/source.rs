@@ -15,6 +15,7 @@ use eddy_engine::spec::StartingOffsets;
 use super::context::{SourceContext, is_transport};
 use super::fetch::{Fetched, FetchingConsumer, MessageBuf, REFRESH_EVERY};
 use super::{KafkaObserver, RESUME_KEY, SOURCE_DEFAULTS, UNREACHABLE_TIMEOUT_KEY, client_config, wait_for_topics};
+use crate::spare::SpareLines;
 use crate::{ConnectorError, KafkaPartitionOffset, Payload, Poll, Position, Source, SourceItem, SourceOffset};
 
 /// How often the source logs while the broker stays unreachable.
@@ -74,6 +75,9 @@ pub struct KafkaSource {
     slots: Vec<Slot>,
     /// When to forward the partitions' fetch queues again ([`super::fetch::FetchQueue::refresh`]).
     next_refresh: Instant,
+    /// Payload buffers the runtime handed back ([`Source::recycle_lines`]): each message's value
+    /// is copied into one (no allocation per message while they last).
+    spare_lines: SpareLines,
 }
 
 /// A partition of the batch being read: its topic (index into `topic_names`) and next offset.
@@ -210,6 +214,7 @@ impl KafkaSource {
             buf: MessageBuf::default(),
             slots: Vec::new(),
             next_refresh: Instant::now(),
+            spare_lines: SpareLines::default(),
         }
     }
 
@@ -325,7 +330,7 @@ impl KafkaSource {
                     }
                     parts.insert(partition, offset + 1);
                     out.push(SourceItem {
-                        payload: Payload::Raw(m.payload().map(<[u8]>::to_vec).unwrap_or_default()),
+                        payload: Payload::Raw(self.spare_lines.filled(m.payload().unwrap_or_default())),
                         position: Position::Kafka { topic: Arc::clone(&self.topic_names[topic]), partition, offset },
                         created_ns: 0,
                     });
@@ -337,7 +342,7 @@ impl KafkaSource {
     }
 
     /// Takes up to `room` messages of the fetch queue into `out`, waiting at most `wait` for the
-    /// first. Each partition's next offset is read from the context's positions at its first
+    /// first; each payload is copied into a buffer handed back by the runtime when there is one. Each partition's next offset is read from the context's positions at its first
     /// message and written back once at the end (one lock per batch, integers per message); a
     /// message before its partition's position is skipped.
     fn take_batch(&mut self, out: &mut Vec<SourceItem>, room: usize, wait: Duration) -> Result<(), ConnectorError> {
@@ -346,6 +351,7 @@ impl KafkaSource {
         let topic_names = &mut self.topic_names;
         let slots = &mut self.slots;
         let skipped = &mut self.skipped;
+        let spare_lines = &mut self.spare_lines;
         slots.clear();
         let mut positions = None;
         let mut errors: Vec<KafkaError> = Vec::new();
@@ -379,7 +385,7 @@ impl KafkaSource {
             }
             slot.next = Some(m.offset + 1);
             out.push(SourceItem {
-                payload: Payload::Raw(m.payload.to_vec()),
+                payload: Payload::Raw(spare_lines.filled(m.payload)),
                 position: Position::Kafka {
                     topic: Arc::clone(&topic_names[topic]),
                     partition: m.partition,
@@ -578,5 +584,11 @@ impl Source for KafkaSource {
             Ok(()) => tracing::debug!(paused = full, "Kafka source back-pressure"),
             Err(e) => tracing::warn!(error = %e, paused = full, "Kafka source: pause / resume failed"),
         }
+    }
+
+    /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next messages' values are copied
+    /// into them.
+    fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
+        self.spare_lines.keep(lines);
     }
 }

@@ -116,6 +116,63 @@ fn a_tombstone_is_an_empty_payload_with_its_offset() {
 }
 
 #[test]
+fn payload_buffers_handed_back_are_refilled_with_the_next_messages() {
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("again", 1, 1).unwrap();
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &boot).create().unwrap();
+    // The first three longer than the next: refilled without growing; the last a tombstone.
+    let values = ["a".repeat(20), "b".repeat(20), "c".repeat(20), "xxxx".into(), "xxxxx".into()];
+    for v in &values {
+        producer.send(BaseRecord::<str, str>::to("again").payload(v)).unwrap();
+    }
+    producer.send(BaseRecord::<str, str>::to("again").key("gone")).unwrap();
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let mut source = KafkaSource::new(source_config(&boot, "again"), Box::new(NoObserver), &|| false).unwrap();
+    let mut out = Vec::new();
+    read_up_to(&mut source, &mut out, 3);
+    let mut lines: Vec<Vec<u8>> = out
+        .drain(..)
+        .map(|item| match item.payload {
+            Payload::Raw(b) => b,
+            other => panic!("raw expected, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let mut kept: Vec<*const u8> = lines.iter().map(|l| l.as_ptr()).collect();
+    source.recycle_lines(&mut lines);
+    assert!(lines.is_empty(), "every buffer kept");
+    read_up_to(&mut source, &mut out, 3);
+    let got: Vec<(&[u8], String)> = out
+        .iter()
+        .map(|item| match &item.payload {
+            Payload::Raw(b) => (b.as_slice(), item.position.to_string()),
+            other => panic!("raw expected, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (&b"xxxx"[..], "again/0@3".to_string()),
+            (&b"xxxxx"[..], "again/0@4".to_string()),
+            (&b""[..], "again/0@5".to_string())
+        ]
+    );
+    // The same three buffers, refilled.
+    let mut refilled: Vec<*const u8> = out
+        .iter()
+        .map(|item| match &item.payload {
+            Payload::Raw(b) => b.as_ptr(),
+            other => panic!("raw expected, got {other:?}"),
+        })
+        .collect();
+    kept.sort();
+    refilled.sort();
+    assert_eq!(refilled, kept);
+    assert_eq!(source.positions(), BTreeMap::from([(("again".to_string(), 0), 6)]));
+}
+
+#[test]
 fn unreachable_broker_at_start_fails_after_the_configured_time() {
     // A port nobody listens on: bind, read the port, close.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
