@@ -698,7 +698,7 @@ impl SourceActor {
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) -> Option<Record> {
-        let decoder = self.decoder.as_ref()?;
+        let decoder = self.decoder.as_mut()?;
         // A record handed back by the partition actors, overwritten (no allocation), when one is
         // at hand (`crate::recycle`).
         let mut record = self.spares.record();

@@ -11,6 +11,9 @@
 //!
 //! `recycled`: the same record decoded into one record over and over (`decode_into`), as the
 //! runtime decodes into the records the partition actors hand back: no allocation.
+//! `stream`: 1,024 different bids (other numbers and times, the same layout) decoded in turn
+//! into one record with one decoder (`decode_into`, as the runtime reads a stream): the layout
+//! path, which the decoder learns from the first line (`json_layout`).
 //!
 //! Criterion reports time per record and (with `Throughput::Bytes`) bytes per second.
 //! Target (issue 27): <= 80 ns per bids record, >= 1 GB/s.
@@ -66,6 +69,7 @@ fn json_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, record: &'sta
 /// One record through `decoder` into the same record each time (`decode_into`, as the runtime
 /// decodes into records the partition actors handed back): no allocation of the values.
 fn json_recycled_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, record: &'static [u8]) {
+    let mut decoder = decoder.clone();
     let mut recycled = decoder.decode(record).expect("a well-formed bench record");
     let mut g = c.benchmark_group("decode");
     g.throughput(Throughput::Bytes(record.len() as u64));
@@ -75,8 +79,59 @@ fn json_recycled_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, reco
     g.finish();
 }
 
+/// 1,024 bids of `gen_bids.py`'s layout with other values: auctions, bidders and prices of 1 to
+/// 6 digits, times 0 to 999 ms apart from 2024-01-15 10:00:00 (a fixed linear congruential
+/// sequence, so every run decodes the same lines).
+fn bid_stream(spaced: bool) -> Vec<Vec<u8>> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % n
+    };
+    let mut ms = 0u64;
+    (0..1024)
+        .map(|_| {
+            ms += next(1000);
+            let digits = 1 + next(6) as u32;
+            let (auction, bidder, price) = (next(10u64.pow(digits)), next(20_000), next(100_000));
+            let (s, m, f) = (ms / 1000 % 60, ms / 60_000 % 60, ms % 1000);
+            let time = format!("2024-01-15 10:{m:02}:{s:02}.{f:03}");
+            let line = if spaced {
+                format!(r#"{{"auction": {auction}, "bidder": {bidder}, "price": {price}, "date_time": "{time}"}}"#)
+            } else {
+                format!(r#"{{"auction":{auction},"bidder":{bidder},"price":{price},"date_time":"{time}"}}"#)
+            };
+            line.into_bytes()
+        })
+        .collect()
+}
+
+/// The lines of `lines` in turn through one decoder into one record (`decode_into`); reported
+/// per record and per byte (the lines' mean length).
+fn json_stream_case(c: &mut Criterion, name: &str, decoder: &JsonDecoder, lines: &[Vec<u8>]) {
+    let mut decoder = decoder.clone();
+    let mut record = decoder.decode(&lines[0]).expect("a well-formed bench record");
+    for line in lines {
+        decoder.decode_into(line, &mut record).expect("a well-formed bench record");
+    }
+    assert!(decoder.layout_hits() >= lines.len() as u64 - 1, "the layout path reads the stream");
+    let mean = lines.iter().map(Vec::len).sum::<usize>() / lines.len();
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Bytes(mean as u64));
+    let mut k = 0;
+    g.bench_function(format!("{name}_{mean}_bytes"), |b| {
+        b.iter(|| {
+            k = (k + 1) % lines.len();
+            decoder.decode_into(black_box(&lines[k]), black_box(&mut record))
+        })
+    });
+    g.finish();
+}
+
 fn bench(c: &mut Criterion) {
     let bids = JsonDecoder::new(config(BIDS_DDL, &[true; 4], 3));
+    json_stream_case(c, "json_bids_spaced_stream", &bids, &bid_stream(true));
+    json_stream_case(c, "json_bids_compact_stream", &bids, &bid_stream(false));
     json_case(c, "json_bids_compact", &bids, BIDS_COMPACT);
     json_case(c, "json_bids_spaced", &bids, BIDS_SPACED);
     json_recycled_case(c, "json_bids_spaced_recycled", &bids, BIDS_SPACED);

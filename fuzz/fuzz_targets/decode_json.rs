@@ -4,7 +4,10 @@
 //! JSON syntax is also checked against serde_json: a line serde_json reads as an object must
 //! not be rejected by Eddy as a syntax error, and vice versa. The recycling path the runtime
 //! takes (`decode_into`, a record reused from earlier inputs, stale values and all) must give
-//! exactly what `decode` gives, errors included.
+//! exactly what `decode` gives, errors included. The layout path (`decode_into` keeps the
+//! layout of a line it read and reads lines of the same layout by comparing the bytes between
+//! their values): the input's first line is read, then its second, then its first again, by one
+//! decoder, each against the stateless `decode` of the same line.
 #![no_main]
 
 use eddy_engine::decode::{CsvDecoder, DecodeError, DecoderConfig, JsonDecoder};
@@ -96,7 +99,17 @@ fuzz_target!(|data: &[u8]| {
 
     let r = json.decode(rest);
     check(cfg, &r);
-    check_recycled(&r, |rec| json.decode_into(rest, rec), true);
+    let mut learner = json.clone();
+    check_recycled(&r, |rec| learner.decode_into(rest, rec), true);
+    // The layout path: the first line learned, then the second line read with its layout.
+    if let Some(nl) = rest.iter().position(|&c| c == b'\n') {
+        let (first, second) = (&rest[..nl], &rest[nl + 1..]);
+        let mut learner = json.clone();
+        for line in [first, second, first] {
+            let r = json.decode(line);
+            check_recycled(&r, |rec| learner.decode_into(line, rec), true);
+        }
+    }
     // One pass: the fast path takes exactly the lines the full parser accepts, with the same
     // record (Debug texts: doubles bit for bit, NaN included), and `decode` gives the full
     // parser's result, errors included.

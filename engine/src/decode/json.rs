@@ -16,6 +16,7 @@ use crate::schema::DataType;
 use crate::value::{Record, Value};
 
 use super::json_fast::{self, FastKeys};
+use super::json_layout::Learning;
 use super::text::{fraction_value, integer_value, string_value, wrong};
 use super::{Column, DecodeError, DecoderConfig, MAX_DEPTH, Plan, quote, utf8};
 
@@ -44,6 +45,8 @@ pub struct JsonDecoder {
     fast: FastKeys,
     /// For wide schemas: column name -> index.
     by_name: Option<AHashMap<Box<str>, usize>>,
+    /// The layout of the lines [`Self::decode_into`] reads ([`super::json_layout`]).
+    learning: Learning,
 }
 
 impl JsonDecoder {
@@ -57,7 +60,7 @@ impl JsonDecoder {
         let by_name = (plan.columns.len() > LINEAR_LOOKUP_MAX)
             .then(|| plan.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect());
         let fast = FastKeys::new(&plan);
-        JsonDecoder { plan, fast, by_name }
+        JsonDecoder { plan, fast, by_name, learning: Learning::default() }
     }
 
     /// The same decoder, its records with `n` NULL slots after the schema's columns: room for
@@ -92,11 +95,24 @@ impl JsonDecoder {
     /// is replaced by a new record. On success `record` is exactly what [`Self::decode`]
     /// returns; on an error it holds some record of no meaning, still fit for the next call.
     ///
+    /// The decoder keeps the layout of the lines it reads (the bytes between their values) and
+    /// reads a line with the same layout by comparing those bytes, without looking keys up
+    /// ([`super::json_layout`]); any other line takes the fast path, then the full parser, as
+    /// [`Self::decode`]. The result is the same either way.
+    ///
     /// # Errors
     /// As [`Self::decode`].
-    pub fn decode_into(&self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
+    pub fn decode_into(&mut self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
         self.plan.reset(record);
+        if self.learning.has_layout() {
+            if self.learning.read(&self.plan, line, &mut record.values).is_some() {
+                return Ok(());
+            }
+            // Some values of the line may be written: the fast path needs nulls.
+            self.plan.reset(record);
+        }
         if json_fast::decode(&self.plan, &self.fast, line, &mut record.values).is_some() {
+            self.learning.missed(&self.fast, line);
             return Ok(());
         }
         *record = self.decode_full(line)?;
@@ -107,6 +123,12 @@ impl JsonDecoder {
     /// ([`Self::with_spare_columns`]).
     pub fn width(&self) -> usize {
         self.plan.width()
+    }
+
+    /// Lines the layout kept by [`Self::decode_into`] matched since it was learned (for tests and
+    /// benchmarks: whether the layout path ran).
+    pub fn layout_hits(&self) -> u64 {
+        self.learning.hits()
     }
 
     /// The fast path alone: `Some(record)` exactly when [`Self::full_parser`] gives

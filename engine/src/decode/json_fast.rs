@@ -41,7 +41,7 @@ use crate::time::Timestamp;
 use crate::value::Value;
 
 use super::json::{escape_end, token_value, unescape};
-use super::json_number::scan_number;
+use super::json_number::{Num, scan_number};
 use super::text::{parse_f64, parse_i64, timestamp_prefix};
 use super::{MAX_DEPTH, Plan};
 
@@ -221,6 +221,11 @@ impl FastKeys {
         }
     }
 
+    /// [`FastKeys::column`] with the column's type when decoded ([`KeyCol`]).
+    pub(super) fn column_of(&self, b: &[u8], start: usize, end: usize, hint: usize) -> KeyCol {
+        self.column(b, start, end, hint).map(|c| (c, self.cols[c].decoded))
+    }
+
     /// The column named by the key `b[start..end]` (bytes of a key without escapes); `hint`
     /// (the column after the previous match) is tried first, as the full parser does. A key of
     /// up to 16 bytes is compared as two words.
@@ -256,7 +261,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// The 8 bytes at `i` as a little-endian word, when there are 8.
 #[inline(always)]
-fn word(b: &[u8], i: usize) -> Option<u64> {
+pub(super) fn word(b: &[u8], i: usize) -> Option<u64> {
     // Two comparisons (`i <= len`, then 8 left), no overflow check of `i + 8`.
     Some(u64::from_le_bytes(*b.get(i..)?.first_chunk::<8>()?))
 }
@@ -268,7 +273,7 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 /// passes here (or is a key equal to a column name), so this is the line's whole UTF-8 check: an
 /// ASCII string costs nothing more than finding its end.
 #[inline(always)]
-fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     let start = i;
     while let Some(w) = word(b, i) {
         let quote = w ^ (ONES * b'"' as u64);
@@ -306,7 +311,7 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
 /// cost about as much as the rest of a short string's decode).
 #[inline(always)]
 #[allow(unsafe_code)]
-fn string_at(b: &[u8], i: usize) -> Option<(&str, usize)> {
+pub(super) fn string_at(b: &[u8], i: usize) -> Option<(&str, usize)> {
     let z = string_end(b, i)?;
     let content = &b[i..z];
     debug_assert!(std::str::from_utf8(content).is_ok(), "string_end accepted invalid UTF-8");
@@ -329,7 +334,7 @@ fn non_ascii_string_end(b: &[u8], start: usize) -> Option<usize> {
 /// content starts at `i`, its escapes checked as the full parser checks them; `None` for a
 /// string the full parser refuses.
 #[inline(always)]
-fn any_string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(super) fn any_string_end(b: &[u8], i: usize) -> Option<usize> {
     string_end(b, i).or_else(|| escaped_end(b, i))
 }
 
@@ -353,7 +358,7 @@ fn escaped_end(b: &[u8], start: usize) -> Option<usize> {
 
 /// The index of the first byte at or after `i` that is not JSON whitespace.
 #[inline(always)]
-fn ws(b: &[u8], mut i: usize) -> usize {
+pub(super) fn ws(b: &[u8], mut i: usize) -> usize {
     // Usually none: one comparison (every whitespace byte is <= b' ').
     if b.get(i).is_some_and(|&c| c > b' ') {
         return i;
@@ -488,7 +493,7 @@ fn slow_i64(text: &[u8]) -> Option<i64> {
 
 /// Stores `v` in `slot` (usually still null: then nothing is dropped).
 #[inline(always)]
-fn put(slot: &mut Value, v: Value) {
+pub(super) fn put(slot: &mut Value, v: Value) {
     let old = std::mem::replace(slot, v);
     if old.is_null() {
         // Nothing to drop: skips the call to the drop glue.
@@ -526,28 +531,7 @@ fn value(b: &[u8], i: usize, c: usize, ty: DataType, plan: &Plan, slot: &mut Val
         },
         b'-' | b'0'..=b'9' => {
             let n = scan_number(b, i)?;
-            // ASCII digits, signs, dots and exponents only: always UTF-8.
-            let text = &b[i..n.end];
-            let v = match ty {
-                DataType::Double => n.exact_f64().or_else(|| slow_f64(text)).map(Value::Double),
-                DataType::Float => n.exact_f64().or_else(|| slow_f64(text)).map(|v| Value::Float(v as f32)),
-                DataType::Long if n.integer => n.small_i64().or_else(|| slow_i64(text)).map(Value::Long),
-                DataType::Int if n.integer => {
-                    n.small_i64().or_else(|| slow_i64(text)).and_then(|v| i32::try_from(v).ok()).map(Value::Int)
-                }
-                DataType::Timestamp if n.integer => n
-                    .small_i64()
-                    .or_else(|| slow_i64(text))
-                    .and_then(|v| Timestamp::from_integer(v, plan.unit))
-                    .map(Value::Timestamp),
-                DataType::Timestamp => n
-                    .exact_f64()
-                    .or_else(|| slow_f64(text))
-                    .and_then(|v| Timestamp::from_number(v, plan.unit))
-                    .map(Value::Timestamp),
-                _ => None,
-            };
-            match v {
+            match number_value(&n, &b[i..n.end], ty, plan) {
                 Some(v) => {
                     put(slot, v);
                     Some(n.end)
@@ -568,6 +552,31 @@ fn value(b: &[u8], i: usize, c: usize, ty: DataType, plan: &Plan, slot: &mut Val
             literal(b, i, b"null")
         }
         _ => general(b, i, c, plan, slot),
+    }
+}
+
+/// The number `n` (its text `text`) as a value of a column of type `ty`, when the usual
+/// conversions give one; `None` for the rest, which [`general`] decides.
+#[inline(always)]
+pub(super) fn number_value(n: &Num, text: &[u8], ty: DataType, plan: &Plan) -> Option<Value> {
+    match ty {
+        DataType::Double => n.exact_f64().or_else(|| slow_f64(text)).map(Value::Double),
+        DataType::Float => n.exact_f64().or_else(|| slow_f64(text)).map(|v| Value::Float(v as f32)),
+        DataType::Long if n.integer => n.small_i64().or_else(|| slow_i64(text)).map(Value::Long),
+        DataType::Int if n.integer => {
+            n.small_i64().or_else(|| slow_i64(text)).and_then(|v| i32::try_from(v).ok()).map(Value::Int)
+        }
+        DataType::Timestamp if n.integer => n
+            .small_i64()
+            .or_else(|| slow_i64(text))
+            .and_then(|v| Timestamp::from_integer(v, plan.unit))
+            .map(Value::Timestamp),
+        DataType::Timestamp => n
+            .exact_f64()
+            .or_else(|| slow_f64(text))
+            .and_then(|v| Timestamp::from_number(v, plan.unit))
+            .map(Value::Timestamp),
+        _ => None,
     }
 }
 

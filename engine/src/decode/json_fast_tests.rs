@@ -124,3 +124,22 @@ proptest! {
         prop_assert_eq!(scan_number(short.as_bytes(), 0).and_then(|n| n.small_i64()), Some(x % 1_000_000_000_000_000_000));
     }
 }
+
+proptest::proptest! {
+    /// The word-at-a-time integer read of `scan_number` gives what the byte-wise scan gives, for
+    /// numbers of every length with every kind of byte after them (and at the line's end).
+    #[test]
+    fn scan_number_agrees_with_the_bytewise_scan(
+        digits in "-?[0-9]{0,10}", after in proptest::sample::select(b" ,}.eE0x\"-+".to_vec()), tail in 0usize..10, cut in proptest::bool::ANY,
+    ) {
+        let mut text = digits.into_bytes();
+        if !cut {
+            text.push(after);
+            text.extend(std::iter::repeat_n(b'1', tail));
+        }
+        proptest::prop_assert_eq!(scan_number(&text, 0), super::super::json_number::scan_number_bytewise(&text, 0));
+        let mut padded = b"  ".to_vec();
+        padded.extend_from_slice(&text);
+        proptest::prop_assert_eq!(scan_number(&padded, 2), super::super::json_number::scan_number_bytewise(&padded, 2));
+    }
+}

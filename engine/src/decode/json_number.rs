@@ -1,6 +1,8 @@
 //! JSON numbers for the fast path ([`super::json_fast`]): checked against the grammar and
 //! accumulated in one pass, with Clinger's exact fast path to a double.
 
+use super::json_fast::word;
+
 /// Powers of ten exact in a double.
 const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
@@ -56,8 +58,55 @@ impl Num {
 
 /// The number at `i` by the JSON grammar `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`,
 /// not followed by a digit (so `01` is refused); `None` when there is none.
+///
+/// An integer of 1 to 7 digits with 8 bytes readable from its first digit (most numbers of a
+/// record: ids, counts, prices) is read as one word ([`integer_word`]); the rest byte by byte
+/// ([`scan_number_bytewise`], which gives the same `Num` for those too).
 #[inline(always)]
 pub(super) fn scan_number(b: &[u8], i: usize) -> Option<Num> {
+    let neg = b.get(i) == Some(&b'-');
+    let j = i + neg as usize;
+    if let Some(w) = word(b, j)
+        && let Some((k, mantissa)) = integer_word(w)
+    {
+        return Some(Num { end: j + k, integer: true, neg, mantissa, digits: k, exp: 0 });
+    }
+    scan_number_bytewise(b, i)
+}
+
+/// The integer that the 8 bytes `w` (little-endian: the first byte lowest) start with, when it
+/// has 1 to 7 digits and no fraction or exponent follows (the byte after it is not `.`, `e`,
+/// `E`): its length and value. `None` otherwise, for the byte-wise scan to decide (a leading
+/// zero followed by a digit included: the grammar refuses it).
+///
+/// SWAR: a byte is a digit when XOR `'0'` leaves 0..=9, which adding 0x76 keeps below 0x80
+/// (carries only move upwards, so the lowest byte flagged is exact); the digits are shifted to
+/// the word's high bytes (zeros below them are leading zeros), and three multiplications
+/// combine pairs, then quads, then the eight (as in Lemire's "Parsing series of integers with
+/// SIMD", the 8-digit step).
+#[inline(always)]
+fn integer_word(w: u64) -> Option<(usize, u64)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (ONES * b'0' as u64);
+    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
+    let k = (not_digit.trailing_zeros() / 8) as usize;
+    if k == 0 || k == 8 {
+        return None;
+    }
+    let after = (w >> (8 * k)) as u8;
+    if after == b'.' || after | 0x20 == b'e' || (k > 1 && w as u8 == b'0') {
+        return None;
+    }
+    let d = (x & ((1u64 << (8 * k)) - 1)) << (8 * (8 - k));
+    let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff;
+    let d = (d.wrapping_mul(10_000) + (d >> 32)) & 0xffff_ffff;
+    Some((k, d))
+}
+
+/// [`scan_number`] byte by byte: every number of the grammar.
+#[inline(never)]
+pub(super) fn scan_number_bytewise(b: &[u8], i: usize) -> Option<Num> {
     let neg = b.get(i) == Some(&b'-');
     let mut j = i + neg as usize;
     let (mut mantissa, mut exp) = (0u64, 0i32);

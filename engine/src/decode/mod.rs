@@ -30,6 +30,7 @@
 mod csv;
 mod json;
 mod json_fast;
+mod json_layout;
 mod json_number;
 mod text;
 
@@ -214,7 +215,7 @@ impl Decoder {
     ///
     /// # Errors
     /// As [`Decoder::decode`].
-    pub fn decode_into(&self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
+    pub fn decode_into(&mut self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
         match self {
             Decoder::Json(d) => d.decode_into(line, record),
             Decoder::Csv(d) => d.decode_into(line, record),
