@@ -2,6 +2,7 @@
 //! accumulated in one pass, with Clinger's exact fast path to a double.
 
 use super::json_fast::word;
+use super::text::leading_digits;
 
 /// Powers of ten exact in a double.
 const POW10: [f64; 23] = [
@@ -76,20 +77,11 @@ pub(super) fn scan_number(b: &[u8], i: usize) -> Option<Num> {
 
 /// The integer that the 8 bytes `w` (little-endian: the first byte lowest) start with, when it
 /// has 1 to 7 digits and no fraction or exponent follows (the byte after it is not `.`, `e`,
-/// `E`): its length and value. `None` otherwise, for the byte-wise scan to decide (a leading
-/// zero followed by a digit included: the grammar refuses it).
-///
-/// SWAR: a byte is a digit when XOR `'0'` leaves 0..=9, which adding 0x76 keeps below 0x80
-/// (carries only move upwards, so the lowest byte flagged is exact); the digits are shifted to
-/// the word's high bytes (zeros below them are leading zeros), and three multiplications
-/// combine pairs, then quads, then the eight (as in Lemire's "Parsing series of integers with
-/// SIMD", the 8-digit step).
+/// `E`): its length and value ([`leading_digits`]). `None` otherwise, for the byte-wise scan to
+/// decide (a leading zero followed by a digit included: the grammar refuses it).
 #[inline(always)]
 fn integer_word(w: u64) -> Option<(usize, u64)> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let x = w ^ (ONES * b'0' as u64);
-    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
-    let k = (not_digit.trailing_zeros() / 8) as usize;
+    let (k, v) = leading_digits(w);
     if k == 0 || k == 8 {
         return None;
     }
@@ -97,11 +89,7 @@ fn integer_word(w: u64) -> Option<(usize, u64)> {
     if after == b'.' || after | 0x20 == b'e' || (k > 1 && w as u8 == b'0') {
         return None;
     }
-    let d = (x & ((1u64 << (8 * k)) - 1)) << (8 * (8 - k));
-    let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff;
-    let d = (d.wrapping_mul(10_000) + (d >> 32)) & 0xffff_ffff;
-    Some((k, d))
+    Some((k, v))
 }
 
 /// [`scan_number`] byte by byte: every number of the grammar.

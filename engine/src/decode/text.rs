@@ -237,6 +237,10 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
         }
     };
     let (frac_us, k) = match b.get(19) {
+        // 1 to 6 digits (the usual ms and µs): one word.
+        Some(b'.') if let (digits @ 1..=6, us) = leading_digits(word_from(b, 20)) => {
+            (us as u32 * POW10_U32[6 - digits], 20 + digits)
+        }
         Some(b'.') => {
             let mut us = 0u32;
             let mut k = 20;
@@ -315,6 +319,45 @@ fn day_number(a: u64, day: u32) -> Option<i64> {
     Some(days as i64 - (719_468 + 146_097))
 }
 
+/// The 8 bytes of `b` from `i` as a little-endian word, zero bytes past the end of `b` (a
+/// timestamp's fraction: often among the last bytes of a line); `i <= b.len()`, and `b` of at
+/// least 8 bytes (else 0).
+#[inline(always)]
+fn word_from(b: &[u8], i: usize) -> u64 {
+    match b.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        Some(w) => u64::from_le_bytes(*w),
+        // The last 8 bytes, shifted so that byte `i` is the lowest.
+        None => match b.last_chunk::<8>() {
+            Some(w) => u64::from_le_bytes(*w).checked_shr(8 * (i + 8 - b.len()) as u32).unwrap_or(0),
+            None => 0,
+        },
+    }
+}
+
+/// The digits that the 8 bytes `w` (little-endian: the first byte lowest) start with: how many
+/// (0 to 8) and their value.
+///
+/// SWAR: a byte is a digit when XOR `'0'` leaves 0..=9, which adding 0x76 keeps below 0x80
+/// (carries only move upwards, so the lowest byte flagged is exact); the digits are shifted to
+/// the word's high bytes (zeros below them are leading zeros), and three multiplications
+/// combine pairs, then quads, then the eight (the 8-digit step of Lemire's "Parsing series of
+/// integers with SIMD").
+#[inline(always)]
+pub(crate) fn leading_digits(w: u64) -> (usize, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (ONES * b'0' as u64);
+    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
+    let k = (not_digit.trailing_zeros() / 8) as usize;
+    if k == 0 {
+        return (0, 0);
+    }
+    // The shift also drops the bytes after the digits.
+    let d = x << (8 * (8 - k));
+    let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff;
+    (k, (d.wrapping_mul(10_000) + (d >> 32)) & 0xffff_ffff)
+}
+
 /// `w` XOR `template` when every byte of `w` is a digit where the template has `0` and the
 /// template's byte where `sep` selects it (0xff per byte): then each byte of the result is a
 /// digit's value (0-9), or 0 at the separators. `None` otherwise.
@@ -364,6 +407,19 @@ mod tests {
     use super::*;
 
     proptest! {
+        /// The word-at-a-time digit read against a byte loop, on digits followed by any byte.
+        #[test]
+        fn leading_digits_reads_the_digits_a_word_starts_with(
+            digits in "[0-9]{0,8}", rest in prop::collection::vec(any::<u8>(), 8),
+        ) {
+            let mut w = [0u8; 8];
+            let bytes: Vec<u8> = digits.bytes().chain(rest).take(8).collect();
+            w.copy_from_slice(&bytes);
+            let k = w.iter().take_while(|c| c.is_ascii_digit()).count();
+            let v = w[..k].iter().fold(0u64, |v, &c| v * 10 + (c - b'0') as u64);
+            prop_assert_eq!(leading_digits(u64::from_le_bytes(w)), (k, v));
+        }
+
         #[test]
         fn fast_timestamp_agrees_with_parse_timestamp(
             us in -62_135_596_800_000_000i64..253_402_300_799_999_999,
