@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use eddy_engine::spec::{DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_US, OnUnreadableFile};
 use flate2::read::MultiGzDecoder;
 
-use super::lines::{Chunk, RecordRules, read_record};
+use super::lines::{RecordRules, read_record};
 use super::{is_blank, is_hidden, strip_bom, strip_newline};
 use crate::spare::SpareLines;
 use crate::{
@@ -525,45 +525,30 @@ impl FilesSource {
             });
         }
         while out.len() < limit {
-            // A whole line already in the read buffer is split there, in place (`memchr`, no
-            // copy but the record's own); anything else (a line across reads, one too long, a
-            // CSV line with a quote, the end of the input, an error) takes `read_record`.
-            let buffered = file.reader.buffer();
-            let rules = self.rules;
-            let in_place = memchr::memchr(b'\n', buffered).filter(|&nl| {
-                let length = nl - usize::from(nl > 0 && buffered[nl - 1] == b'\r');
-                length as u64 <= rules.max_record_bytes
-                    && !(rules.csv && memchr::memchr(b'"', &buffered[..nl]).is_some())
-            });
-            let (chunk, line) = match in_place {
-                Some(nl) => {
-                    (Chunk { consumed: nl as u64 + 1, lines: 1, complete: true, too_large: None }, &buffered[..nl])
-                }
-                None => {
-                    let chunk = match read_record(&mut file.reader, &mut self.line, rules) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            file.failed = true;
-                            let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
-                            let head = std::mem::take(&mut self.line);
-                            self.unreadable(&name, &path, at, e, &head, out)?;
-                            return Ok(true);
-                        }
-                    };
-                    if chunk.consumed == 0 {
-                        return Ok(true);
-                    }
-                    if !chunk.complete
-                        && self.follow
-                        && !file.gz
-                        && file.size_since.elapsed() < self.partial_line_timeout
-                    {
-                        // Held: reading goes on from its first byte once more arrives (or the timeout).
-                        return Ok(true);
-                    }
-                    (chunk, self.line.as_slice())
+            // Whole lines already in the read buffer are split there, in place (no copy but the
+            // records' own); anything else (a line across reads, one too long, a CSV line with
+            // a quote, the end of the input, an error) takes `read_record`, one record.
+            if split_buffered(file, &mut self.spare_lines, self.rules, out, limit) > 0 {
+                continue;
+            }
+            let chunk = match read_record(&mut file.reader, &mut self.line, self.rules) {
+                Ok(c) => c,
+                Err(e) => {
+                    file.failed = true;
+                    let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
+                    let head = std::mem::take(&mut self.line);
+                    self.unreadable(&name, &path, at, e, &head, out)?;
+                    return Ok(true);
                 }
             };
+            if chunk.consumed == 0 {
+                return Ok(true);
+            }
+            if !chunk.complete && self.follow && !file.gz && file.size_since.elapsed() < self.partial_line_timeout {
+                // Held: reading goes on from its first byte once more arrives (or the timeout).
+                return Ok(true);
+            }
+            let line = self.line.as_slice();
             let first = file.line + 1;
             file.line += chunk.lines;
             file.bytes += chunk.consumed;
@@ -594,9 +579,6 @@ impl FilesSource {
                 let raw = self.spare_lines.filled(text);
                 Some(SourceItem { payload: Payload::Raw(raw), position, created_ns: 0 })
             };
-            if in_place.is_some() {
-                file.reader.consume(chunk.consumed as usize);
-            }
             out.extend(item);
         }
         Ok(false)
@@ -621,6 +603,60 @@ impl FilesSource {
             self.done.insert(c.name);
         }
     }
+}
+
+/// Splits the whole lines at the start of `file`'s read buffer into `out` (until `out` holds
+/// `limit` items), in place: each line's bytes are copied once, into a buffer of `spare` (a
+/// header: a buffer of its own); the bytes are consumed from the buffer once, after the last.
+/// Stops at the first line that is not whole in the buffer, longer than
+/// `rules.max_record_bytes`, or (CSV) holding a quote: `read_record` reads those. Returns the
+/// lines taken (blank ones included, which make no item); 0 when the buffer does not start with
+/// such a line. The same records, positions and counts as `read_record` gives for these lines:
+/// the fast path of [`FilesSource::poll`], run per record.
+fn split_buffered(
+    file: &mut OpenFile,
+    spare: &mut SpareLines,
+    rules: RecordRules,
+    out: &mut Vec<SourceItem>,
+    limit: usize,
+) -> usize {
+    let buffered = file.reader.buffer();
+    let mut used = 0;
+    let mut lines = 0;
+    while out.len() < limit {
+        let rest = &buffered[used..];
+        let Some(nl) = memchr::memchr(b'\n', rest) else { break };
+        let line = &rest[..nl];
+        let text = line.strip_suffix(b"\r").unwrap_or(line);
+        if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', line).is_some()) {
+            break;
+        }
+        used += nl + 1;
+        lines += 1;
+        file.line += 1;
+        file.bytes += nl as u64 + 1;
+        let text = if file.line == 1 { strip_bom(text) } else { text };
+        if is_blank(text) {
+            continue;
+        }
+        let position = Position::File {
+            file: Arc::clone(&file.shared_name),
+            line: file.line,
+            through: file.line,
+            identity: file.id,
+        };
+        let payload = if file.header_pending {
+            file.header_pending = false;
+            file.header = Some(text.to_vec());
+            Payload::Header(text.to_vec())
+        } else {
+            // A buffer handed back refilled (no allocation), else a new one.
+            Payload::Raw(spare.filled(text))
+        };
+        out.push(SourceItem { payload, position, created_ns: 0 });
+    }
+    file.reader.consume(used);
+    lines
 }
 
 impl Source for FilesSource {
