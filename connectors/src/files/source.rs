@@ -14,7 +14,7 @@ use eddy_engine::spec::{DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_U
 use flate2::read::MultiGzDecoder;
 
 use super::lines::{RecordRules, read_record};
-use super::{is_blank, is_hidden, strip_bom, strip_newline};
+use super::{NewlineFinder, is_blank, is_hidden, strip_bom, strip_newline};
 use crate::spare::SpareLines;
 use crate::{
     ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source,
@@ -101,6 +101,8 @@ pub struct FilesSource {
     followed: BTreeMap<String, Followed>,
     /// Whether the offset counts lines per file ([`SourceOffset::FilesFollowed`]).
     counts_lines: bool,
+    /// The `\n` search of [`split_buffered`].
+    newlines: NewlineFinder,
 }
 
 /// The identity of a file's content (device and inode; `None` off Unix): another one under the
@@ -247,6 +249,7 @@ impl FilesSource {
             resume: BTreeMap::new(),
             followed: BTreeMap::new(),
             counts_lines: follow,
+            newlines: NewlineFinder::new(),
         })
     }
 
@@ -528,7 +531,7 @@ impl FilesSource {
             // Whole lines already in the read buffer are split there, in place (no copy but the
             // records' own); anything else (a line across reads, one too long, a CSV line with
             // a quote, the end of the input, an error) takes `read_record`, one record.
-            if split_buffered(file, &mut self.spare_lines, self.rules, out, limit) > 0 {
+            if split_buffered(file, &mut self.spare_lines, (self.rules, self.newlines), out, limit) > 0 {
                 continue;
             }
             let chunk = match read_record(&mut file.reader, &mut self.line, self.rules) {
@@ -616,7 +619,7 @@ impl FilesSource {
 fn split_buffered(
     file: &mut OpenFile,
     spare: &mut SpareLines,
-    rules: RecordRules,
+    (rules, newlines): (RecordRules, NewlineFinder),
     out: &mut Vec<SourceItem>,
     limit: usize,
 ) -> usize {
@@ -625,7 +628,7 @@ fn split_buffered(
     let mut lines = 0;
     while out.len() < limit {
         let rest = &buffered[used..];
-        let Some(nl) = memchr::memchr(b'\n', rest) else { break };
+        let Some(nl) = newlines.find(rest) else { break };
         let line = &rest[..nl];
         let text = line.strip_suffix(b"\r").unwrap_or(line);
         if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', line).is_some()) {
