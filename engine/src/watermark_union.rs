@@ -145,9 +145,7 @@ impl UnionWatermark {
         if !self.single {
             return self.stamp_several(input, record, now);
         }
-        if self.start.is_none() && now != Timestamp::MIN {
-            self.start = Some(now);
-        }
+        // (`start` is not kept: it only matters to sources with `idle_timeout`)
         if let Some((c, tr)) = self.sources[input].watermark.as_mut() {
             self.combined = self.combined.max(tr.current());
             if let Some(t) = record.values[*c].as_timestamp() {
