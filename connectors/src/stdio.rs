@@ -124,7 +124,7 @@ impl StdinSource {
                     let rejection = Rejection::TooLarge { bytes, max: self.max_record_bytes, head };
                     let position = Position::Stdin { line, through };
                     tracing::warn!(%position, bytes, "record longer than max_record_bytes, skipped to its end");
-                    out.push(SourceItem { payload: Payload::Rejected(rejection), position, created_ns: 0 });
+                    out.push(SourceItem { payload: Payload::Rejected(Box::new(rejection)), position, created_ns: 0 });
                 }
                 Ok(false)
             }

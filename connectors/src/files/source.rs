@@ -363,7 +363,7 @@ impl FilesSource {
             "unreadable file{hint}: the lines before the failure were read, the rest goes to the dead letters");
         let head = head[..head.len().min(REJECTED_HEAD_BYTES)].to_vec();
         out.push(SourceItem {
-            payload: Payload::Rejected(Rejection::UnreadableFile { error: error.to_string(), head }),
+            payload: Payload::Rejected(Box::new(Rejection::UnreadableFile { error: error.to_string(), head })),
             position: Position::FileRest { file: name.to_string(), line, byte },
             created_ns: 0,
         });
@@ -567,7 +567,7 @@ impl FilesSource {
                 let max = self.rules.max_record_bytes;
                 tracing::warn!(%position, bytes, max, "record longer than max_record_bytes, skipped to its end");
                 Some(SourceItem {
-                    payload: Payload::Rejected(Rejection::TooLarge { bytes, max, head: text.to_vec() }),
+                    payload: Payload::Rejected(Box::new(Rejection::TooLarge { bytes, max, head: text.to_vec() })),
                     position,
                     created_ns: 0,
                 })
@@ -1058,8 +1058,10 @@ mod tests {
                 break;
             }
         }
-        let rejected: Vec<&SourceItem> =
-            items.iter().filter(|i| matches!(i.payload, Payload::Rejected(Rejection::UnreadableFile { .. }))).collect();
+        let rejected: Vec<&SourceItem> = items
+            .iter()
+            .filter(|i| matches!(&i.payload, Payload::Rejected(r) if matches!(**r, Rejection::UnreadableFile { .. })))
+            .collect();
         let files_of = |items: &[&SourceItem]| -> Vec<String> {
             items
                 .iter()
@@ -1106,9 +1108,8 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.len(), 3);
-        let Payload::Rejected(Rejection::TooLarge { bytes, max, head }) = &out[1].payload else {
-            panic!("{:?}", out[1].payload)
-        };
+        let Payload::Rejected(rejection) = &out[1].payload else { panic!("{:?}", out[1].payload) };
+        let Rejection::TooLarge { bytes, max, head } = &**rejection else { panic!("{rejection:?}") };
         assert_eq!((*bytes, *max, head.as_slice()), (long.len() as u64, 1000, &long.as_bytes()[..REJECTED_HEAD_BYTES]));
         assert_eq!(out[1].position.to_string(), "a.json:2");
         assert_eq!(raw(&out[2]), "{\"a\":2}");
