@@ -438,6 +438,7 @@ impl SourceActor {
             let record = match &mut item.payload {
                 Payload::Record(r) => Some(std::mem::replace(r, Record::new(Vec::new()))),
                 Payload::Raw(bytes) => self.decode_raw(bytes, &item.position, &mut one, last_log),
+                Payload::Line(line) => self.decode_raw(line.bytes(), &item.position, &mut one, last_log),
                 Payload::Header(header) => {
                     self.set_header(header, &item.position);
                     None
@@ -465,9 +466,9 @@ impl SourceActor {
                 }
                 Applied::Failed { reason, input } => {
                     let json;
-                    let text = match &item.payload {
-                        Payload::Raw(raw) => raw.as_slice(),
-                        _ => {
+                    let text = match item.payload.raw_bytes() {
+                        Some(raw) => raw,
+                        None => {
                             json = row_to_json_line(&self.plan.decoded_names(), &input.values);
                             json.trim_end().as_bytes()
                         }
@@ -605,6 +606,9 @@ impl SourceActor {
     ) -> Option<Record> {
         match payload {
             Payload::Record(r) if self.plan.source_steps.is_empty() => Some(r),
+            Payload::Line(line) if self.plan.source_steps.is_empty() => {
+                self.decode_raw(line.bytes(), position, dead, last_log)
+            }
             Payload::Raw(bytes) if self.plan.source_steps.is_empty() => {
                 let r = self.decode_raw(&bytes, position, dead, last_log);
                 self.spares.decoded_line(bytes);
@@ -616,6 +620,11 @@ impl SourceActor {
                 let r = r.and_then(|r| self.apply_steps(r, Some(&bytes), position, dead, last_log));
                 self.spares.decoded_line(bytes);
                 r
+            }
+            Payload::Line(line) => {
+                let bytes = line.bytes();
+                let r = self.decode_raw(bytes, position, dead, last_log);
+                r.and_then(|r| self.apply_steps(r, Some(bytes), position, dead, last_log))
             }
             Payload::Header(header) => {
                 self.set_header(&header, position);

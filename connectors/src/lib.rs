@@ -97,6 +97,10 @@ impl fmt::Display for Position {
 pub enum Payload {
     /// Undecoded bytes: one JSON object or one CSV line (no trailing newline).
     Raw(Vec<u8>),
+    /// Undecoded bytes as [`Payload::Raw`], held in a read block shared with the other lines of
+    /// that block (the files source: no copy and no buffer per line). Decoded exactly as
+    /// [`Payload::Raw`].
+    Line(SharedLine),
     /// A record already in the source's schema (generators).
     Record(Record),
     /// A CSV header line (without its newline; a leading UTF-8 byte order mark removed): the
@@ -110,6 +114,60 @@ pub enum Payload {
     /// Boxed: rare, and twice the size of the other variants, it would make every item larger
     /// (items are moved per record).
     Rejected(Box<Rejection>),
+}
+
+impl Payload {
+    /// The undecoded bytes of a [`Payload::Raw`] or [`Payload::Line`]; `None` for the others.
+    #[inline]
+    pub fn raw_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Payload::Raw(bytes) => Some(bytes),
+            Payload::Line(line) => Some(line.bytes()),
+            Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => None,
+        }
+    }
+}
+
+/// One line of a read block that several lines share ([`Payload::Line`]): the block and the
+/// line's byte range in it, half-open `[start, end)`. Cloning it clones the block's `Arc`, not
+/// the bytes; the block is freed with its last line.
+#[derive(Clone)]
+pub struct SharedLine {
+    block: Arc<Vec<u8>>,
+    start: u32,
+    end: u32,
+}
+
+impl SharedLine {
+    /// Line `range` (bytes, half-open) of `block`.
+    ///
+    /// # Panics
+    /// When `range` is not within `block` or ends past `u32::MAX` (blocks are read buffers, of
+    /// 256 KiB for the files source).
+    #[inline]
+    pub fn new(block: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> SharedLine {
+        assert!(
+            range.start <= range.end && range.end <= block.len(),
+            "line {range:?} out of a block of {}",
+            block.len()
+        );
+        let start = u32::try_from(range.start).expect("a read block is smaller than 4 GiB");
+        let end = u32::try_from(range.end).expect("a read block is smaller than 4 GiB");
+        SharedLine { block, start, end }
+    }
+
+    /// The line's bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        &self.block[self.start as usize..self.end as usize]
+    }
+}
+
+impl fmt::Debug for SharedLine {
+    /// As the bytes of a [`Payload::Raw`] (the block is not shown).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.bytes().fmt(f)
+    }
 }
 
 /// Why the source rejected some input ([`Payload::Rejected`]).

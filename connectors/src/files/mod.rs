@@ -5,6 +5,7 @@
 //! Source: Spark's file source (`maxFilesPerTrigger`; files whose name starts with `.` or `_` are
 //! hidden) and file sink (a batch's output appears at once or not at all).
 
+mod block;
 pub(crate) mod lines;
 mod sink;
 mod source;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,24 +13,26 @@ use std::time::{Duration, Instant};
 use eddy_engine::spec::{DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_US, OnUnreadableFile};
 use flate2::read::MultiGzDecoder;
 
+use super::block::BlockReader;
 use super::lines::{RecordRules, read_record};
 use super::{NewlineFinder, is_blank, is_hidden, strip_bom, strip_newline};
 use crate::spare::SpareLines;
 use crate::{
-    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source,
-    SourceItem, SourceOffset,
+    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, SharedLine,
+    Source, SourceItem, SourceOffset,
 };
 
 /// How often a following source lists its folder again (and looks at the sizes of the files it
 /// follows) while it waits for new input.
 const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Read buffer per open file (bytes): the block whose whole lines are split in place.
+/// Read block per open file (bytes): its whole lines are split in place and share it
+/// ([`Payload::Line`]).
 const READ_BUFFER: usize = 256 * 1024;
 
-/// Reads the files of one folder as records: one [`SourceItem`] (a [`Payload::Raw`] line,
-/// without its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line
-/// numbers).
+/// Reads the files of one folder as records: one [`SourceItem`] (a line without its `\n` /
+/// `\r\n`: a [`Payload::Line`] sharing its read block, or a [`Payload::Raw`] for a line read
+/// alone) per non-blank line, at [`Position::File`] (file name, 1-based line numbers).
 ///
 /// - Files are read in name order (byte order of the names); names starting with `.` or `_`,
 ///   and sub-folders, are ignored (Spark's file source hides them too). A name ending in `.gz`
@@ -146,7 +148,7 @@ struct OpenFile {
     /// `name`, shared by the positions of its records.
     shared_name: Arc<str>,
     path: PathBuf,
-    reader: BufReader<Box<dyn Read + Send>>,
+    reader: BlockReader,
     gz: bool,
     id: FileId,
     /// Lines consumed (the number of the last line of the last record read).
@@ -381,7 +383,7 @@ impl FilesSource {
         }
         let gz = name.ends_with(".gz");
         let content: Box<dyn Read + Send> = if gz { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
-        let reader = BufReader::with_capacity(READ_BUFFER, content);
+        let reader = BlockReader::new(content, READ_BUFFER);
         Ok(OpenFile {
             shared_name: Arc::from(name.as_str()),
             name,
@@ -531,7 +533,7 @@ impl FilesSource {
             // Whole lines already in the read buffer are split there, in place (no copy but the
             // records' own); anything else (a line across reads, one too long, a CSV line with
             // a quote, the end of the input, an error) takes `read_record`, one record.
-            if split_buffered(file, &mut self.spare_lines, (self.rules, self.newlines), out, limit) > 0 {
+            if split_buffered(file, (self.rules, self.newlines), out, limit) > 0 {
                 continue;
             }
             let chunk = match read_record(&mut file.reader, &mut self.line, self.rules) {
@@ -609,21 +611,23 @@ impl FilesSource {
 }
 
 /// Splits the whole lines at the start of `file`'s read buffer into `out` (until `out` holds
-/// `limit` items), in place: each line's bytes are copied once, into a buffer of `spare` (a
-/// header: a buffer of its own); the bytes are consumed from the buffer once, after the last.
-/// Stops at the first line that is not whole in the buffer, longer than
-/// `rules.max_record_bytes`, or (CSV) holding a quote: `read_record` reads those. Returns the
-/// lines taken (blank ones included, which make no item); 0 when the buffer does not start with
-/// such a line. The same records, positions and counts as `read_record` gives for these lines:
-/// the fast path of [`FilesSource::poll`], run per record.
+/// `limit` items), in place: each line's item refers to the read block ([`Payload::Line`]: no
+/// copy and no buffer per line; a header gets a buffer of its own); the bytes are consumed from
+/// the buffer once, after the last. Stops at the first line
+/// that is not whole in the buffer, longer than `rules.max_record_bytes`, or (CSV) holding a
+/// quote: `read_record` reads those. Returns the lines taken (blank ones included, which make
+/// no item); 0 when the buffer does not start with such a line. The same records, positions and
+/// counts as `read_record` gives for these lines: the fast path of [`FilesSource::poll`], run
+/// per record.
 fn split_buffered(
     file: &mut OpenFile,
-    spare: &mut SpareLines,
     (rules, newlines): (RecordRules, NewlineFinder),
     out: &mut Vec<SourceItem>,
     limit: usize,
 ) -> usize {
     let buffered = file.reader.buffer();
+    // Where `buffered` starts in the block its lines share.
+    let base = file.reader.position();
     let mut used = 0;
     let mut lines = 0;
     while out.len() < limit {
@@ -634,11 +638,15 @@ fn split_buffered(
         if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', line).is_some()) {
             break;
         }
+        // `text` in `buffered`: from `start`, without the line terminator.
+        let mut start = used;
+        let end = used + text.len();
         used += nl + 1;
         lines += 1;
         file.line += 1;
         file.bytes += nl as u64 + 1;
         let text = if file.line == 1 { strip_bom(text) } else { text };
+        start += (end - start) - text.len();
         if is_blank(text) {
             continue;
         }
@@ -653,8 +661,7 @@ fn split_buffered(
             file.header = Some(text.to_vec());
             Payload::Header(text.to_vec())
         } else {
-            // A buffer handed back refilled (no allocation), else a new one.
-            Payload::Raw(spare.filled(text))
+            Payload::Line(SharedLine::new(Arc::clone(file.reader.block()), base + start..base + end))
         };
         out.push(SourceItem { payload, position, created_ns: 0 });
     }
@@ -736,7 +743,9 @@ impl Source for FilesSource {
         }
     }
 
-    /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines are copied into them.
+    /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines read one at a time
+    /// (a file's first line, one across two read blocks, ...: [`Payload::Raw`]) are copied into
+    /// them. Lines whole in a read block share the block instead ([`Payload::Line`]).
     fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
         self.spare_lines.keep(lines);
     }
@@ -839,6 +848,7 @@ mod tests {
     fn raw(item: &SourceItem) -> String {
         match &item.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
+            Payload::Line(l) => String::from_utf8(l.bytes().to_vec()).unwrap(),
             Payload::Header(b) => format!("header: {}", String::from_utf8(b.clone()).unwrap()),
             Payload::Rejected(r) => format!("rejected: {}", r.reason()),
             Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
@@ -1244,14 +1254,14 @@ mod tests {
     }
 
     #[test]
-    fn line_buffers_handed_back_are_refilled_with_the_next_lines() {
+    fn lines_of_a_read_block_share_it_and_buffers_handed_back_are_refilled_with_lines_read_alone() {
         let dir = tempfile::tempdir().unwrap();
-        // The first three lines longer than the next: refilled without growing.
-        let text = format!("{}\n{}\n{}\nxxxx\nxxxxx\nxxxxxx\n", "a".repeat(20), "b".repeat(20), "c".repeat(20));
-        write(dir.path(), "a.json", &text);
+        // A first line is read alone (the read buffer is empty), as a last line without newline.
+        write(dir.path(), "a.json", &"a".repeat(20));
+        write(dir.path(), "b.json", "xxxx\n{\"i\":1}\n{\"i\":2}\n");
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
+        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::BatchBoundary);
         let mut lines: Vec<Vec<u8>> = out
             .drain(..)
             .map(|item| match item.payload {
@@ -1259,25 +1269,23 @@ mod tests {
                 other => panic!("expected a raw line, got {other:?}"),
             })
             .collect();
+        assert_eq!(lines, vec!["a".repeat(20).into_bytes()]);
         // One too large to keep: dropped, not reused.
         lines.push(Vec::with_capacity(SPARE_LINE_CAPACITY + 1));
-        let mut kept: Vec<*const u8> = lines[..3].iter().map(|l| l.as_ptr()).collect();
+        let kept = lines[0].as_ptr();
         s.recycle_lines(&mut lines);
-        assert_eq!(s.spare_lines.len(), 3);
-        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
-        assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["xxxx", "xxxxx", "xxxxxx"]);
-        // The same three buffers, refilled.
-        let mut refilled: Vec<*const u8> = out
-            .iter()
-            .map(|item| match &item.payload {
-                Payload::Raw(b) => b.as_ptr(),
-                other => panic!("expected a raw line, got {other:?}"),
-            })
-            .collect();
-        kept.sort();
-        refilled.sort();
-        assert_eq!(refilled, kept);
+        assert_eq!(s.spare_lines.len(), 1);
+        assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["xxxx", "{\"i\":1}", "{\"i\":2}"]);
+        // The buffer handed back, refilled; the lines after it in one block, without copies.
+        let Payload::Raw(first) = &out[0].payload else { panic!("{:?}", out[0].payload) };
+        assert_eq!(first.as_ptr(), kept);
         assert_eq!(s.spare_lines.len(), 0);
+        let at = |i: usize| match &out[i].payload {
+            Payload::Line(l) => l.bytes().as_ptr() as usize,
+            other => panic!("expected a shared line, got {other:?}"),
+        };
+        assert_eq!(at(2) - at(1), "{\"i\":1}\n".len());
     }
 
     #[test]
