@@ -423,3 +423,25 @@ pub fn monotonic_ns() -> u64 {
     static START: OnceLock<std::time::Instant> = OnceLock::new();
     START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_line_is_its_range_of_the_block_and_decodes_as_raw_bytes() {
+        let block = Arc::new(b"{\"a\":1}\n{\"b\":2}\n".to_vec());
+        let line = SharedLine::new(Arc::clone(&block), 8..15);
+        assert_eq!(line.bytes(), b"{\"b\":2}");
+        assert_eq!(format!("{line:?}"), format!("{:?}", b"{\"b\":2}"));
+        assert_eq!(Payload::Line(line).raw_bytes(), Some(b"{\"b\":2}".as_slice()));
+        assert_eq!(Payload::Raw(b"x".to_vec()).raw_bytes(), Some(b"x".as_slice()));
+        assert_eq!(Payload::Header(b"a,b".to_vec()).raw_bytes(), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of a block")]
+    fn a_line_past_its_block_is_refused() {
+        let _ = SharedLine::new(Arc::new(vec![0; 4]), 2..5);
+    }
+}

@@ -231,6 +231,26 @@ mod tests {
     }
 
     #[test]
+    fn stamp_is_update_then_observe() {
+        let one = UnionWatermark::single(Some((0, WatermarkTracker::new(Duration::from_secs(2)))));
+        let idle = two(WatermarkPolicy::Min, Some(Duration::from_secs(5)));
+        let none = UnionWatermark::single(None);
+        for start in [one, idle, none] {
+            let (mut stamped, mut stepped) = (start.clone(), start);
+            let times = [3, 1, 7, 7, 2, 10, 9, 30, 4];
+            for (i, secs) in times.into_iter().enumerate() {
+                let input = i % stamped.sources().len();
+                let now = Timestamp(i as i64 * 1_000_000);
+                let expected = stepped.update(now);
+                stepped.observe(input, &at(secs), now);
+                assert_eq!(stamped.stamp(input, &at(secs), now), expected, "record {i}");
+                assert_eq!(stamped.at(now), stepped.at(now), "record {i}");
+                assert_eq!(stamped.max_event_time(input), stepped.max_event_time(input));
+            }
+        }
+    }
+
+    #[test]
     fn min_policy_waits_for_the_slowest_source_and_for_a_source_without_records() {
         let mut u = two(WatermarkPolicy::Min, None);
         u.observe(0, &at(10), Timestamp(0));
