@@ -438,6 +438,7 @@ impl SourceActor {
             let record = match &mut item.payload {
                 Payload::Record(r) => Some(std::mem::replace(r, Record::new(Vec::new()))),
                 Payload::Raw(bytes) => self.decode_raw(bytes, &item.position, &mut one, last_log),
+                Payload::Line(line) => self.decode_raw(line.bytes(), &item.position, &mut one, last_log),
                 Payload::Header(header) => {
                     self.set_header(header, &item.position);
                     None
@@ -465,9 +466,9 @@ impl SourceActor {
                 }
                 Applied::Failed { reason, input } => {
                     let json;
-                    let text = match &item.payload {
-                        Payload::Raw(raw) => raw.as_slice(),
-                        _ => {
+                    let text = match item.payload.raw_bytes() {
+                        Some(raw) => raw,
+                        None => {
                             json = row_to_json_line(&self.plan.decoded_names(), &input.values);
                             json.trim_end().as_bytes()
                         }
@@ -593,7 +594,9 @@ impl SourceActor {
     }
 
     /// Decodes a payload read at `position`: a record as it is, raw bytes by the decoder.
-    #[inline]
+    /// Inlined into the loops that call it per item (the call and the payload's move cost as
+    /// much as its own work); the rare cases (steps, headers, rejections) are calls.
+    #[inline(always)]
     fn decode_at(
         &mut self,
         payload: Payload,
@@ -603,6 +606,9 @@ impl SourceActor {
     ) -> Option<Record> {
         match payload {
             Payload::Record(r) if self.plan.source_steps.is_empty() => Some(r),
+            Payload::Line(line) if self.plan.source_steps.is_empty() => {
+                self.decode_raw(line.bytes(), position, dead, last_log)
+            }
             Payload::Raw(bytes) if self.plan.source_steps.is_empty() => {
                 let r = self.decode_raw(&bytes, position, dead, last_log);
                 self.spares.decoded_line(bytes);
@@ -614,6 +620,11 @@ impl SourceActor {
                 let r = r.and_then(|r| self.apply_steps(r, Some(&bytes), position, dead, last_log));
                 self.spares.decoded_line(bytes);
                 r
+            }
+            Payload::Line(line) => {
+                let bytes = line.bytes();
+                let r = self.decode_raw(bytes, position, dead, last_log);
+                r.and_then(|r| self.apply_steps(r, Some(bytes), position, dead, last_log))
             }
             Payload::Header(header) => {
                 self.set_header(&header, position);
@@ -688,9 +699,10 @@ impl SourceActor {
         }
     }
 
-    /// Decodes raw bytes read at `position` (kept out of [`SourceActor::decode_at`], which runs
-    /// per record, so a generator's records pass without a call).
-    #[inline(never)]
+    /// Decodes raw bytes read at `position` into a record handed back by the partition actors
+    /// when one is at hand (`crate::recycle`), else a new one. Inlined (it runs per record); a
+    /// failure is handled out of line ([`SourceActor::decode_failed`]).
+    #[inline(always)]
     fn decode_raw(
         &mut self,
         bytes: &[u8],
@@ -699,27 +711,42 @@ impl SourceActor {
         last_log: &mut Option<Instant>,
     ) -> Option<Record> {
         let decoder = self.decoder.as_mut()?;
-        // A record handed back by the partition actors, overwritten (no allocation), when one is
-        // at hand (`crate::recycle`).
         let mut record = self.spares.record();
         match decoder.decode_into(bytes, &mut record) {
             Ok(()) => Some(record),
             Err(e) => {
-                self.spares.unused_record(record);
-                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-                let reason = e.to_string();
-                if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
-                    if self.dead_letter {
-                        tracing::warn!(position = %position, %reason, "malformed record sent to the dead letters (at most one such line a second)");
-                    } else {
-                        tracing::warn!(position = %position, %reason, "malformed record dropped: the pipeline has no [dead_letter] (at most one such line a second)");
-                    }
-                    *last_log = Some(Instant::now());
-                }
-                dead.push(dead_letter(&reason, position, bytes));
+                self.decode_failed(record, &e, bytes, position, dead, last_log);
                 None
             }
         }
+    }
+
+    /// A record the decoder refused (`error`; `record`: the buffer it was decoded into, kept
+    /// for reuse): counted as malformed, logged at most once a second, its dead letter added to
+    /// `dead`.
+    #[inline(never)]
+    #[cold]
+    fn decode_failed(
+        &mut self,
+        record: Record,
+        error: &eddy_engine::decode::DecodeError,
+        bytes: &[u8],
+        position: &Position,
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) {
+        self.spares.unused_record(record);
+        self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+        let reason = error.to_string();
+        if last_log.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+            if self.dead_letter {
+                tracing::warn!(position = %position, %reason, "malformed record sent to the dead letters (at most one such line a second)");
+            } else {
+                tracing::warn!(position = %position, %reason, "malformed record dropped: the pipeline has no [dead_letter] (at most one such line a second)");
+            }
+            *last_log = Some(Instant::now());
+        }
+        dead.push(dead_letter(&reason, position, bytes));
     }
 
     /// With checkpoints: tells the coordinator where the source stands at the end of `id`.

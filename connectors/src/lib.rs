@@ -97,6 +97,10 @@ impl fmt::Display for Position {
 pub enum Payload {
     /// Undecoded bytes: one JSON object or one CSV line (no trailing newline).
     Raw(Vec<u8>),
+    /// Undecoded bytes as [`Payload::Raw`], held in a read block shared with the other lines of
+    /// that block (the files source: no copy and no buffer per line). Decoded exactly as
+    /// [`Payload::Raw`].
+    Line(SharedLine),
     /// A record already in the source's schema (generators).
     Record(Record),
     /// A CSV header line (without its newline; a leading UTF-8 byte order mark removed): the
@@ -107,7 +111,63 @@ pub enum Payload {
     Header(Vec<u8>),
     /// Input the source could not make a record of: the runtime counts it and writes it to the
     /// dead letters (`{"reason", "source", "record"}`, as a record that cannot be decoded).
-    Rejected(Rejection),
+    /// Boxed: rare, and twice the size of the other variants, it would make every item larger
+    /// (items are moved per record).
+    Rejected(Box<Rejection>),
+}
+
+impl Payload {
+    /// The undecoded bytes of a [`Payload::Raw`] or [`Payload::Line`]; `None` for the others.
+    #[inline]
+    pub fn raw_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Payload::Raw(bytes) => Some(bytes),
+            Payload::Line(line) => Some(line.bytes()),
+            Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => None,
+        }
+    }
+}
+
+/// One line of a read block that several lines share ([`Payload::Line`]): the block and the
+/// line's byte range in it, half-open `[start, end)`. Cloning it clones the block's `Arc`, not
+/// the bytes; the block is freed with its last line.
+#[derive(Clone)]
+pub struct SharedLine {
+    block: Arc<Vec<u8>>,
+    start: u32,
+    end: u32,
+}
+
+impl SharedLine {
+    /// Line `range` (bytes, half-open) of `block`.
+    ///
+    /// # Panics
+    /// When `range` is not within `block` or ends past `u32::MAX` (blocks are read buffers, of
+    /// 256 KiB for the files source).
+    #[inline]
+    pub fn new(block: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> SharedLine {
+        assert!(
+            range.start <= range.end && range.end <= block.len(),
+            "line {range:?} out of a block of {}",
+            block.len()
+        );
+        let start = u32::try_from(range.start).expect("a read block is smaller than 4 GiB");
+        let end = u32::try_from(range.end).expect("a read block is smaller than 4 GiB");
+        SharedLine { block, start, end }
+    }
+
+    /// The line's bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        &self.block[self.start as usize..self.end as usize]
+    }
+}
+
+impl fmt::Debug for SharedLine {
+    /// As the bytes of a [`Payload::Raw`] (the block is not shown).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.bytes().fmt(f)
+    }
 }
 
 /// Why the source rejected some input ([`Payload::Rejected`]).
@@ -362,4 +422,26 @@ pub fn monotonic_ns() -> u64 {
     use std::sync::OnceLock;
     static START: OnceLock<std::time::Instant> = OnceLock::new();
     START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_line_is_its_range_of_the_block_and_decodes_as_raw_bytes() {
+        let block = Arc::new(b"{\"a\":1}\n{\"b\":2}\n".to_vec());
+        let line = SharedLine::new(Arc::clone(&block), 8..15);
+        assert_eq!(line.bytes(), b"{\"b\":2}");
+        assert_eq!(format!("{line:?}"), format!("{:?}", b"{\"b\":2}"));
+        assert_eq!(Payload::Line(line).raw_bytes(), Some(b"{\"b\":2}".as_slice()));
+        assert_eq!(Payload::Raw(b"x".to_vec()).raw_bytes(), Some(b"x".as_slice()));
+        assert_eq!(Payload::Header(b"a,b".to_vec()).raw_bytes(), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of a block")]
+    fn a_line_past_its_block_is_refused() {
+        let _ = SharedLine::new(Arc::new(vec![0; 4]), 2..5);
+    }
 }

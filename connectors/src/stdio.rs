@@ -124,7 +124,7 @@ impl StdinSource {
                     let rejection = Rejection::TooLarge { bytes, max: self.max_record_bytes, head };
                     let position = Position::Stdin { line, through };
                     tracing::warn!(%position, bytes, "record longer than max_record_bytes, skipped to its end");
-                    out.push(SourceItem { payload: Payload::Rejected(rejection), position, created_ns: 0 });
+                    out.push(SourceItem { payload: Payload::Rejected(Box::new(rejection)), position, created_ns: 0 });
                 }
                 Ok(false)
             }
@@ -322,7 +322,7 @@ mod tests {
                 Payload::Raw(b) => (i.position.to_string(), String::from_utf8(b.clone()).unwrap()),
                 Payload::Header(b) => (i.position.to_string(), format!("header: {}", String::from_utf8_lossy(b))),
                 Payload::Rejected(r) => (i.position.to_string(), format!("rejected: {}", r.reason())),
-                Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
+                Payload::Line(_) | Payload::Record(_) => panic!("expected a raw line, got {:?}", i.payload),
             })
             .collect()
     }

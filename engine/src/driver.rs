@@ -261,8 +261,7 @@ impl RealTimeClock {
             None => system_now,
         };
         self.now = self.now.max(t);
-        let watermark = self.watermark.update(self.now);
-        self.watermark.observe(input, record, self.now);
+        let watermark = self.watermark.stamp(input, record, self.now);
         RecordStamp { now: self.now, watermark }
     }
 

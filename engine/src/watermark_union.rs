@@ -66,12 +66,16 @@ pub struct UnionWatermark {
     /// The first processing time seen (idle sources that never delivered count from here).
     start: Option<Timestamp>,
     combined: Timestamp,
+    /// One source without `idle_timeout`: the combination is that source's own watermark, kept
+    /// monotone ([`UnionWatermark::stamp`] takes a short path, no loop over the sources).
+    single: bool,
 }
 
 impl UnionWatermark {
     /// The watermark of `sources` (in the pipeline's source order) under `policy`.
     pub fn new(sources: Vec<SourceWatermark>, policy: WatermarkPolicy) -> UnionWatermark {
-        UnionWatermark { policy, sources, start: None, combined: Timestamp::MIN }
+        let single = sources.len() == 1 && sources[0].idle_timeout.is_none();
+        UnionWatermark { policy, sources, start: None, combined: Timestamp::MIN, single }
     }
 
     /// One source with this watermark (column, tracker) and no `idle_timeout`.
@@ -128,11 +132,42 @@ impl UnionWatermark {
         self.combined
     }
 
+    /// [`UnionWatermark::update`] at processing time `now`, then [`UnionWatermark::observe`] of
+    /// `record` of source `input`: the combined watermark as it stood before the record's event
+    /// time counted (what a real-time record is stamped with), then the record counted. One
+    /// source without `idle_timeout` takes a short path, inlined in the caller's loop (it runs
+    /// per record).
+    ///
+    /// # Panics
+    /// As [`UnionWatermark::observe`].
+    #[inline(always)]
+    pub fn stamp(&mut self, input: usize, record: &Record, now: Timestamp) -> Timestamp {
+        if !self.single {
+            return self.stamp_several(input, record, now);
+        }
+        // (`start` is not kept: it only matters to sources with `idle_timeout`)
+        if let Some((c, tr)) = self.sources[input].watermark.as_mut() {
+            self.combined = self.combined.max(tr.current());
+            if let Some(t) = record.values[*c].as_timestamp() {
+                tr.observe(t);
+            }
+        }
+        self.combined
+    }
+
+    /// [`UnionWatermark::stamp`] of several sources (or one with `idle_timeout`).
+    #[inline(never)]
+    fn stamp_several(&mut self, input: usize, record: &Record, now: Timestamp) -> Timestamp {
+        let watermark = self.update(now);
+        self.observe(input, record, now);
+        watermark
+    }
+
     /// The combined watermark at processing time `now`, without keeping it (the value
     /// [`UnionWatermark::update`] would return).
     #[inline]
     pub fn at(&self, now: Timestamp) -> Timestamp {
-        if self.sources.len() == 1 && self.sources[0].idle_timeout.is_none() {
+        if self.single {
             // one source: its own watermark (monotone already)
             return match &self.sources[0].watermark {
                 Some((_, tr)) => self.combined.max(tr.current()),
@@ -193,6 +228,26 @@ mod tests {
     fn two(policy: WatermarkPolicy, idle: Option<Duration>) -> UnionWatermark {
         let w = || Some((0, WatermarkTracker::new(Duration::ZERO)));
         UnionWatermark::new(vec![SourceWatermark::new(w(), None), SourceWatermark::new(w(), idle)], policy)
+    }
+
+    #[test]
+    fn stamp_is_update_then_observe() {
+        let one = UnionWatermark::single(Some((0, WatermarkTracker::new(Duration::from_secs(2)))));
+        let idle = two(WatermarkPolicy::Min, Some(Duration::from_secs(5)));
+        let none = UnionWatermark::single(None);
+        for start in [one, idle, none] {
+            let (mut stamped, mut stepped) = (start.clone(), start);
+            let times = [3, 1, 7, 7, 2, 10, 9, 30, 4];
+            for (i, secs) in times.into_iter().enumerate() {
+                let input = i % stamped.sources().len();
+                let now = Timestamp(i as i64 * 1_000_000);
+                let expected = stepped.update(now);
+                stepped.observe(input, &at(secs), now);
+                assert_eq!(stamped.stamp(input, &at(secs), now), expected, "record {i}");
+                assert_eq!(stamped.at(now), stepped.at(now), "record {i}");
+                assert_eq!(stamped.max_event_time(input), stepped.max_event_time(input));
+            }
+        }
     }
 
     #[test]

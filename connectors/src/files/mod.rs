@@ -5,6 +5,7 @@
 //! Source: Spark's file source (`maxFilesPerTrigger`; files whose name starts with `.` or `_` are
 //! hidden) and file sink (a batch's output appears at once or not at all).
 
+mod block;
 pub(crate) mod lines;
 mod sink;
 mod source;
@@ -19,6 +20,37 @@ pub use table::{TableVersion, TableWatch, read_table, table_version};
 /// `_SUCCESS`, `_spark_metadata`).
 fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
+}
+
+/// Finds the next `\n` of a read block, per line of the files source's fast path: on x86_64,
+/// `memchr`'s SSE2 search (every x86_64 CPU has SSE2), inlined into the caller's loop; elsewhere
+/// `memchr::memchr`. For lines of ~100 bytes the inlined search costs about half the
+/// instructions of `memchr::memchr`, whose run-time dispatch (to AVX2) is a call through a
+/// function pointer and two more calls per line.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewlineFinder {
+    #[cfg(target_arch = "x86_64")]
+    sse2: Option<memchr::arch::x86_64::sse2::memchr::One>,
+}
+
+impl NewlineFinder {
+    /// A finder of `\n`.
+    pub(crate) fn new() -> NewlineFinder {
+        NewlineFinder {
+            #[cfg(target_arch = "x86_64")]
+            sse2: memchr::arch::x86_64::sse2::memchr::One::new(b'\n'),
+        }
+    }
+
+    /// The index of the first `\n` of `haystack`, if any.
+    #[inline(always)]
+    pub(crate) fn find(&self, haystack: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(one) = &self.sse2 {
+            return one.find(haystack);
+        }
+        memchr::memchr(b'\n', haystack)
+    }
 }
 
 /// Whether a line (without its terminator) holds nothing but ASCII white space. Such lines are

@@ -410,6 +410,7 @@ mod tests {
             .iter()
             .map(|i| match &i.payload {
                 Payload::Raw(b) => b.as_slice(),
+                Payload::Line(l) => l.bytes(),
                 Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => &[],
             })
             .collect();

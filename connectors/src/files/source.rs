@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,24 +13,26 @@ use std::time::{Duration, Instant};
 use eddy_engine::spec::{DEFAULT_MAX_RECORD_BYTES, DEFAULT_PARTIAL_LINE_TIMEOUT_US, OnUnreadableFile};
 use flate2::read::MultiGzDecoder;
 
-use super::lines::{Chunk, RecordRules, read_record};
-use super::{is_blank, is_hidden, strip_bom, strip_newline};
+use super::block::BlockReader;
+use super::lines::{RecordRules, read_record};
+use super::{NewlineFinder, is_blank, is_hidden, strip_bom, strip_newline};
 use crate::spare::SpareLines;
 use crate::{
-    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, Source,
-    SourceItem, SourceOffset,
+    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, SharedLine,
+    Source, SourceItem, SourceOffset,
 };
 
 /// How often a following source lists its folder again (and looks at the sizes of the files it
 /// follows) while it waits for new input.
 const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Read buffer per open file (bytes): the block whose whole lines are split in place.
+/// Read block per open file (bytes): its whole lines are split in place and share it
+/// ([`Payload::Line`]).
 const READ_BUFFER: usize = 256 * 1024;
 
-/// Reads the files of one folder as records: one [`SourceItem`] (a [`Payload::Raw`] line,
-/// without its `\n` / `\r\n`) per non-blank line, at [`Position::File`] (file name, 1-based line
-/// numbers).
+/// Reads the files of one folder as records: one [`SourceItem`] (a line without its `\n` /
+/// `\r\n`: a [`Payload::Line`] sharing its read block, or a [`Payload::Raw`] for a line read
+/// alone) per non-blank line, at [`Position::File`] (file name, 1-based line numbers).
 ///
 /// - Files are read in name order (byte order of the names); names starting with `.` or `_`,
 ///   and sub-folders, are ignored (Spark's file source hides them too). A name ending in `.gz`
@@ -101,6 +103,8 @@ pub struct FilesSource {
     followed: BTreeMap<String, Followed>,
     /// Whether the offset counts lines per file ([`SourceOffset::FilesFollowed`]).
     counts_lines: bool,
+    /// The `\n` search of [`split_buffered`].
+    newlines: NewlineFinder,
 }
 
 /// The identity of a file's content (device and inode; `None` off Unix): another one under the
@@ -144,7 +148,7 @@ struct OpenFile {
     /// `name`, shared by the positions of its records.
     shared_name: Arc<str>,
     path: PathBuf,
-    reader: BufReader<Box<dyn Read + Send>>,
+    reader: BlockReader,
     gz: bool,
     id: FileId,
     /// Lines consumed (the number of the last line of the last record read).
@@ -247,6 +251,7 @@ impl FilesSource {
             resume: BTreeMap::new(),
             followed: BTreeMap::new(),
             counts_lines: follow,
+            newlines: NewlineFinder::new(),
         })
     }
 
@@ -360,7 +365,7 @@ impl FilesSource {
             "unreadable file{hint}: the lines before the failure were read, the rest goes to the dead letters");
         let head = head[..head.len().min(REJECTED_HEAD_BYTES)].to_vec();
         out.push(SourceItem {
-            payload: Payload::Rejected(Rejection::UnreadableFile { error: error.to_string(), head }),
+            payload: Payload::Rejected(Box::new(Rejection::UnreadableFile { error: error.to_string(), head })),
             position: Position::FileRest { file: name.to_string(), line, byte },
             created_ns: 0,
         });
@@ -378,7 +383,7 @@ impl FilesSource {
         }
         let gz = name.ends_with(".gz");
         let content: Box<dyn Read + Send> = if gz { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
-        let reader = BufReader::with_capacity(READ_BUFFER, content);
+        let reader = BlockReader::new(content, READ_BUFFER);
         Ok(OpenFile {
             shared_name: Arc::from(name.as_str()),
             name,
@@ -525,45 +530,30 @@ impl FilesSource {
             });
         }
         while out.len() < limit {
-            // A whole line already in the read buffer is split there, in place (`memchr`, no
-            // copy but the record's own); anything else (a line across reads, one too long, a
-            // CSV line with a quote, the end of the input, an error) takes `read_record`.
-            let buffered = file.reader.buffer();
-            let rules = self.rules;
-            let in_place = memchr::memchr(b'\n', buffered).filter(|&nl| {
-                let length = nl - usize::from(nl > 0 && buffered[nl - 1] == b'\r');
-                length as u64 <= rules.max_record_bytes
-                    && !(rules.csv && memchr::memchr(b'"', &buffered[..nl]).is_some())
-            });
-            let (chunk, line) = match in_place {
-                Some(nl) => {
-                    (Chunk { consumed: nl as u64 + 1, lines: 1, complete: true, too_large: None }, &buffered[..nl])
-                }
-                None => {
-                    let chunk = match read_record(&mut file.reader, &mut self.line, rules) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            file.failed = true;
-                            let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
-                            let head = std::mem::take(&mut self.line);
-                            self.unreadable(&name, &path, at, e, &head, out)?;
-                            return Ok(true);
-                        }
-                    };
-                    if chunk.consumed == 0 {
-                        return Ok(true);
-                    }
-                    if !chunk.complete
-                        && self.follow
-                        && !file.gz
-                        && file.size_since.elapsed() < self.partial_line_timeout
-                    {
-                        // Held: reading goes on from its first byte once more arrives (or the timeout).
-                        return Ok(true);
-                    }
-                    (chunk, self.line.as_slice())
+            // Whole lines already in the read buffer are split there, in place (no copy but the
+            // records' own); anything else (a line across reads, one too long, a CSV line with
+            // a quote, the end of the input, an error) takes `read_record`, one record.
+            if split_buffered(file, (self.rules, self.newlines), out, limit) > 0 {
+                continue;
+            }
+            let chunk = match read_record(&mut file.reader, &mut self.line, self.rules) {
+                Ok(c) => c,
+                Err(e) => {
+                    file.failed = true;
+                    let (name, path, at) = (file.name.clone(), file.path.clone(), (file.line + 1, file.bytes));
+                    let head = std::mem::take(&mut self.line);
+                    self.unreadable(&name, &path, at, e, &head, out)?;
+                    return Ok(true);
                 }
             };
+            if chunk.consumed == 0 {
+                return Ok(true);
+            }
+            if !chunk.complete && self.follow && !file.gz && file.size_since.elapsed() < self.partial_line_timeout {
+                // Held: reading goes on from its first byte once more arrives (or the timeout).
+                return Ok(true);
+            }
+            let line = self.line.as_slice();
             let first = file.line + 1;
             file.line += chunk.lines;
             file.bytes += chunk.consumed;
@@ -579,7 +569,7 @@ impl FilesSource {
                 let max = self.rules.max_record_bytes;
                 tracing::warn!(%position, bytes, max, "record longer than max_record_bytes, skipped to its end");
                 Some(SourceItem {
-                    payload: Payload::Rejected(Rejection::TooLarge { bytes, max, head: text.to_vec() }),
+                    payload: Payload::Rejected(Box::new(Rejection::TooLarge { bytes, max, head: text.to_vec() })),
                     position,
                     created_ns: 0,
                 })
@@ -594,9 +584,6 @@ impl FilesSource {
                 let raw = self.spare_lines.filled(text);
                 Some(SourceItem { payload: Payload::Raw(raw), position, created_ns: 0 })
             };
-            if in_place.is_some() {
-                file.reader.consume(chunk.consumed as usize);
-            }
             out.extend(item);
         }
         Ok(false)
@@ -621,6 +608,65 @@ impl FilesSource {
             self.done.insert(c.name);
         }
     }
+}
+
+/// Splits the whole lines at the start of `file`'s read buffer into `out` (until `out` holds
+/// `limit` items), in place: each line's item refers to the read block ([`Payload::Line`]: no
+/// copy and no buffer per line; a header gets a buffer of its own); the bytes are consumed from
+/// the buffer once, after the last. Stops at the first line
+/// that is not whole in the buffer, longer than `rules.max_record_bytes`, or (CSV) holding a
+/// quote: `read_record` reads those. Returns the lines taken (blank ones included, which make
+/// no item); 0 when the buffer does not start with such a line. The same records, positions and
+/// counts as `read_record` gives for these lines: the fast path of [`FilesSource::poll`], run
+/// per record.
+fn split_buffered(
+    file: &mut OpenFile,
+    (rules, newlines): (RecordRules, NewlineFinder),
+    out: &mut Vec<SourceItem>,
+    limit: usize,
+) -> usize {
+    let buffered = file.reader.buffer();
+    // Where `buffered` starts in the block its lines share.
+    let base = file.reader.position();
+    let mut used = 0;
+    let mut lines = 0;
+    while out.len() < limit {
+        let rest = &buffered[used..];
+        let Some(nl) = newlines.find(rest) else { break };
+        let line = &rest[..nl];
+        let text = line.strip_suffix(b"\r").unwrap_or(line);
+        if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', line).is_some()) {
+            break;
+        }
+        // `text` in `buffered`: from `start`, without the line terminator.
+        let mut start = used;
+        let end = used + text.len();
+        used += nl + 1;
+        lines += 1;
+        file.line += 1;
+        file.bytes += nl as u64 + 1;
+        let text = if file.line == 1 { strip_bom(text) } else { text };
+        start += (end - start) - text.len();
+        if is_blank(text) {
+            continue;
+        }
+        let position = Position::File {
+            file: Arc::clone(&file.shared_name),
+            line: file.line,
+            through: file.line,
+            identity: file.id,
+        };
+        let payload = if file.header_pending {
+            file.header_pending = false;
+            file.header = Some(text.to_vec());
+            Payload::Header(text.to_vec())
+        } else {
+            Payload::Line(SharedLine::new(Arc::clone(file.reader.block()), base + start..base + end))
+        };
+        out.push(SourceItem { payload, position, created_ns: 0 });
+    }
+    file.reader.consume(used);
+    lines
 }
 
 impl Source for FilesSource {
@@ -697,7 +743,9 @@ impl Source for FilesSource {
         }
     }
 
-    /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines are copied into them.
+    /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines read one at a time
+    /// (a file's first line, one across two read blocks, ...: [`Payload::Raw`]) are copied into
+    /// them. Lines whole in a read block share the block instead ([`Payload::Line`]).
     fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
         self.spare_lines.keep(lines);
     }
@@ -800,6 +848,7 @@ mod tests {
     fn raw(item: &SourceItem) -> String {
         match &item.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
+            Payload::Line(l) => String::from_utf8(l.bytes().to_vec()).unwrap(),
             Payload::Header(b) => format!("header: {}", String::from_utf8(b.clone()).unwrap()),
             Payload::Rejected(r) => format!("rejected: {}", r.reason()),
             Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
@@ -1019,8 +1068,10 @@ mod tests {
                 break;
             }
         }
-        let rejected: Vec<&SourceItem> =
-            items.iter().filter(|i| matches!(i.payload, Payload::Rejected(Rejection::UnreadableFile { .. }))).collect();
+        let rejected: Vec<&SourceItem> = items
+            .iter()
+            .filter(|i| matches!(&i.payload, Payload::Rejected(r) if matches!(**r, Rejection::UnreadableFile { .. })))
+            .collect();
         let files_of = |items: &[&SourceItem]| -> Vec<String> {
             items
                 .iter()
@@ -1067,9 +1118,8 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.len(), 3);
-        let Payload::Rejected(Rejection::TooLarge { bytes, max, head }) = &out[1].payload else {
-            panic!("{:?}", out[1].payload)
-        };
+        let Payload::Rejected(rejection) = &out[1].payload else { panic!("{:?}", out[1].payload) };
+        let Rejection::TooLarge { bytes, max, head } = &**rejection else { panic!("{rejection:?}") };
         assert_eq!((*bytes, *max, head.as_slice()), (long.len() as u64, 1000, &long.as_bytes()[..REJECTED_HEAD_BYTES]));
         assert_eq!(out[1].position.to_string(), "a.json:2");
         assert_eq!(raw(&out[2]), "{\"a\":2}");
@@ -1204,14 +1254,14 @@ mod tests {
     }
 
     #[test]
-    fn line_buffers_handed_back_are_refilled_with_the_next_lines() {
+    fn lines_of_a_read_block_share_it_and_buffers_handed_back_are_refilled_with_lines_read_alone() {
         let dir = tempfile::tempdir().unwrap();
-        // The first three lines longer than the next: refilled without growing.
-        let text = format!("{}\n{}\n{}\nxxxx\nxxxxx\nxxxxxx\n", "a".repeat(20), "b".repeat(20), "c".repeat(20));
-        write(dir.path(), "a.json", &text);
+        // A first line is read alone (the read buffer is empty), as a last line without newline.
+        write(dir.path(), "a.json", &"a".repeat(20));
+        write(dir.path(), "b.json", "xxxx\n{\"i\":1}\n{\"i\":2}\n");
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
+        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::BatchBoundary);
         let mut lines: Vec<Vec<u8>> = out
             .drain(..)
             .map(|item| match item.payload {
@@ -1219,25 +1269,23 @@ mod tests {
                 other => panic!("expected a raw line, got {other:?}"),
             })
             .collect();
+        assert_eq!(lines, vec!["a".repeat(20).into_bytes()]);
         // One too large to keep: dropped, not reused.
         lines.push(Vec::with_capacity(SPARE_LINE_CAPACITY + 1));
-        let mut kept: Vec<*const u8> = lines[..3].iter().map(|l| l.as_ptr()).collect();
+        let kept = lines[0].as_ptr();
         s.recycle_lines(&mut lines);
-        assert_eq!(s.spare_lines.len(), 3);
-        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
-        assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["xxxx", "xxxxx", "xxxxxx"]);
-        // The same three buffers, refilled.
-        let mut refilled: Vec<*const u8> = out
-            .iter()
-            .map(|item| match &item.payload {
-                Payload::Raw(b) => b.as_ptr(),
-                other => panic!("expected a raw line, got {other:?}"),
-            })
-            .collect();
-        kept.sort();
-        refilled.sort();
-        assert_eq!(refilled, kept);
+        assert_eq!(s.spare_lines.len(), 1);
+        assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["xxxx", "{\"i\":1}", "{\"i\":2}"]);
+        // The buffer handed back, refilled; the lines after it in one block, without copies.
+        let Payload::Raw(first) = &out[0].payload else { panic!("{:?}", out[0].payload) };
+        assert_eq!(first.as_ptr(), kept);
         assert_eq!(s.spare_lines.len(), 0);
+        let at = |i: usize| match &out[i].payload {
+            Payload::Line(l) => l.bytes().as_ptr() as usize,
+            other => panic!("expected a shared line, got {other:?}"),
+        };
+        assert_eq!(at(2) - at(1), "{\"i\":1}\n".len());
     }
 
     #[test]

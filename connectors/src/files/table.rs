@@ -93,6 +93,9 @@ pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), Conne
                 Payload::Raw(line) => {
                     records.push(decoder.decode(&line).map_err(|e| bad(&item.position, e.to_string()))?)
                 }
+                Payload::Line(line) => {
+                    records.push(decoder.decode(line.bytes()).map_err(|e| bad(&item.position, e.to_string()))?)
+                }
                 Payload::Record(r) => records.push(r),
                 Payload::Header(h) => {
                     if let Decoder::Csv(d) = &mut decoder {
