@@ -1,5 +1,7 @@
-//! The JSON-lines decoder: one hand-written pass over the bytes. Plain lines take the fast path
-//! of [`super::json_fast`] first; this full parser decides every other line.
+//! The JSON-lines decoder: one hand-written pass over the bytes. A line with the layout of the
+//! lines before it takes the layout path of [`super::json_layout`] ([`JsonDecoder::decode_into`]
+//! only), other plain lines the fast path of [`super::json_fast`]; this full parser decides
+//! every other line. All three give the same record.
 //!
 //! Keys are matched against the schema by bytes (unescaped only when they hold a backslash);
 //! values of columns the query does not need are skipped without being built (objects and arrays

@@ -112,7 +112,7 @@ enum Kind {
     Str,
     /// `true` or `false` into a BOOLEAN column.
     Bool,
-    /// `null` for a decoded column (left null).
+    /// `null` for a decoded column.
     Null,
     /// A number of a key whose value is not decoded.
     SkipNumber,
@@ -267,7 +267,12 @@ impl Layout {
                     end
                 }
                 Kind::Null => match json_literal(b, i)? {
-                    (None, end) => end,
+                    // Written, not left: an earlier occurrence of the key may have set it (the
+                    // last one wins).
+                    (None, end) => {
+                        put(values.get_mut(step.column)?, Value::Null);
+                        end
+                    }
                     _ => return None,
                 },
                 Kind::SkipNumber => scan_number(b, i)?.end,

@@ -24,7 +24,9 @@
 //! A column listed in [`DecoderConfig::required`] (the event-time column) that is null or
 //! missing makes the record malformed: "null event time column ts".
 //!
-//! The JSON decoder is a single pass over the bytes ([`JsonDecoder`]); the CSV decoder follows
+//! The JSON decoder is a single pass over the bytes ([`JsonDecoder`]; [`Decoder::decode_into`]
+//! also keeps the layout of the lines it reads, the bytes between their values, and reads a line
+//! of the same layout by comparing those bytes, with the same result); the CSV decoder follows
 //! RFC 4180 ([`CsvDecoder`]). Both validate UTF-8 first.
 
 mod csv;
@@ -212,6 +214,10 @@ impl Decoder {
     /// else replacing it with a new record. On success `record` is exactly what
     /// [`Decoder::decode`] returns; on an error it holds some record of no meaning, still
     /// fit for the next call.
+    ///
+    /// `&mut`: a JSON decoder keeps the layout of the lines it reads and reads the next line of
+    /// that layout without looking its keys up ([`JsonDecoder::decode_into`]); the result is the
+    /// same as [`Decoder::decode`]'s, whatever lines came before.
     ///
     /// # Errors
     /// As [`Decoder::decode`].
