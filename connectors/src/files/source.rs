@@ -650,12 +650,6 @@ fn split_buffered(
         if is_blank(text) {
             continue;
         }
-        let position = Position::File {
-            file: Arc::clone(&file.shared_name),
-            line: file.line,
-            through: file.line,
-            identity: file.id,
-        };
         let payload = if file.header_pending {
             file.header_pending = false;
             file.header = Some(text.to_vec());
@@ -663,7 +657,16 @@ fn split_buffered(
         } else {
             Payload::Line(SharedLine::new(Arc::clone(file.reader.block()), base + start..base + end))
         };
-        out.push(SourceItem { payload, position, created_ns: 0 });
+        out.push(SourceItem {
+            payload,
+            position: Position::File {
+                file: Arc::clone(&file.shared_name),
+                line: file.line,
+                through: file.line,
+                identity: file.id,
+            },
+            created_ns: 0,
+        });
     }
     file.reader.consume(used);
     lines
