@@ -8,7 +8,8 @@ use std::sync::Arc;
 /// block is filled by one `read_to_end` of at most `capacity` bytes (so as full as the input
 /// allows), and is shared ([`BlockReader::block`]) by the lines given out of it. A block still
 /// shared when the next one is read is left to its lines (a new one is allocated); one no line
-/// holds any more is refilled.
+/// holds any more is refilled. A block filled less than half (the end of the input) is shrunk
+/// to its bytes, so lines held long keep no more memory than their bytes' blocks.
 ///
 /// A read error after some bytes of a block were read is returned once those bytes are
 /// consumed, as `BufReader` returns it (the bytes before an error are read first).
@@ -85,6 +86,11 @@ impl BufRead for BlockReader {
                 }
                 self.pending = Some(e);
             }
+            // A block less than half full (the end of a file) keeps only its bytes: its lines may
+            // hold it long (a micro-batch of many small files), the next block is a new one.
+            if block.len() < block.capacity() / 2 {
+                block.shrink_to_fit();
+            }
         }
         Ok(&self.block[self.pos..])
     }
@@ -137,6 +143,13 @@ mod tests {
         assert_eq!(Arc::as_ptr(r.block()), second, "a block nothing holds is refilled");
         r.consume(20);
         assert!(r.fill_buf().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_block_filled_less_than_half_keeps_only_its_bytes() {
+        let mut r = BlockReader::new(Box::new(Steps { data: b"abc\n".to_vec(), at: 0, step: 7, fail: false }), 4096);
+        assert_eq!(r.fill_buf().unwrap(), b"abc\n");
+        assert!(r.block().capacity() < 4096 / 2, "capacity {}", r.block().capacity());
     }
 
     #[test]

@@ -530,9 +530,9 @@ impl FilesSource {
             });
         }
         while out.len() < limit {
-            // Whole lines already in the read buffer are split there, in place (no copy but the
-            // records' own); anything else (a line across reads, one too long, a CSV line with
-            // a quote, the end of the input, an error) takes `read_record`, one record.
+            // Whole lines already in the read buffer are split there, in place (no copy: their
+            // items share the block); anything else (a line across reads, one too long, a CSV
+            // line with a quote, the end of the input, an error) takes `read_record`, one record.
             if split_buffered(file, (self.rules, self.newlines), out, limit) > 0 {
                 continue;
             }
@@ -613,12 +613,11 @@ impl FilesSource {
 /// Splits the whole lines at the start of `file`'s read buffer into `out` (until `out` holds
 /// `limit` items), in place: each line's item refers to the read block ([`Payload::Line`]: no
 /// copy and no buffer per line; a header gets a buffer of its own); the bytes are consumed from
-/// the buffer once, after the last. Stops at the first line
-/// that is not whole in the buffer, longer than `rules.max_record_bytes`, or (CSV) holding a
-/// quote: `read_record` reads those. Returns the lines taken (blank ones included, which make
-/// no item); 0 when the buffer does not start with such a line. The same records, positions and
-/// counts as `read_record` gives for these lines: the fast path of [`FilesSource::poll`], run
-/// per record.
+/// the buffer once, after the last. Stops at the first line that is not whole in the buffer,
+/// longer than `rules.max_record_bytes`, or (CSV) holding a quote: `read_record` reads those.
+/// Returns the lines taken (blank ones included, which make no item); 0 when the buffer does
+/// not start with such a line. The same records, positions and counts as `read_record` gives
+/// for these lines: the fast path of [`FilesSource::poll`], run per record.
 fn split_buffered(
     file: &mut OpenFile,
     (rules, newlines): (RecordRules, NewlineFinder),
@@ -650,12 +649,6 @@ fn split_buffered(
         if is_blank(text) {
             continue;
         }
-        let position = Position::File {
-            file: Arc::clone(&file.shared_name),
-            line: file.line,
-            through: file.line,
-            identity: file.id,
-        };
         let payload = if file.header_pending {
             file.header_pending = false;
             file.header = Some(text.to_vec());
@@ -663,7 +656,16 @@ fn split_buffered(
         } else {
             Payload::Line(SharedLine::new(Arc::clone(file.reader.block()), base + start..base + end))
         };
-        out.push(SourceItem { payload, position, created_ns: 0 });
+        out.push(SourceItem {
+            payload,
+            position: Position::File {
+                file: Arc::clone(&file.shared_name),
+                line: file.line,
+                through: file.line,
+                identity: file.id,
+            },
+            created_ns: 0,
+        });
     }
     file.reader.consume(used);
     lines
