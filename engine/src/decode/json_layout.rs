@@ -18,8 +18,9 @@
 //! string value ends at its closing quote, which the next literal starts with. Property tests
 //! (`json_props`) decode lines learned then damaged against the stateless decoder.
 //!
-//! Cost on the Nexmark bids record (four columns, spaced JSON): the fast path spent ~985
-//! instructions per record on it; bench/results/decode.md has the numbers of this path.
+//! Cost on the Nexmark bids record (four columns, spaced JSON), `decode_into` inclusive under
+//! callgrind in the q7 file run: 1,075 instructions per record on the fast path, 720 on this
+//! one with the word-wide integer and fraction reads (bench/results/decode.md, 2026-12-03).
 
 use std::sync::Arc;
 
