@@ -170,6 +170,14 @@ struct OpenFile {
     failed: bool,
 }
 
+impl OpenFile {
+    /// The position of the record that is line `line` of this file (one line).
+    #[inline(always)]
+    fn at(&self, line: u64) -> Position {
+        Position::File { file: Arc::clone(&self.shared_name), line, through: line, identity: self.id }
+    }
+}
+
 impl fmt::Debug for FilesSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FilesSource")
@@ -518,16 +526,7 @@ impl FilesSource {
             return Ok(false);
         }
         if let Some(header) = file.give_header.take() {
-            out.push(SourceItem {
-                payload: Payload::Header(header),
-                position: Position::File {
-                    file: Arc::clone(&file.shared_name),
-                    line: file.line,
-                    through: file.line,
-                    identity: file.id,
-                },
-                created_ns: 0,
-            });
+            out.push(SourceItem { payload: Payload::Header(header), position: file.at(file.line), created_ns: 0 });
         }
         while out.len() < limit {
             // Whole lines already in the read buffer are split there, in place (no copy: their
@@ -656,16 +655,7 @@ fn split_buffered(
         } else {
             Payload::Line(SharedLine::new(Arc::clone(file.reader.block()), base + start..base + end))
         };
-        out.push(SourceItem {
-            payload,
-            position: Position::File {
-                file: Arc::clone(&file.shared_name),
-                line: file.line,
-                through: file.line,
-                identity: file.id,
-            },
-            created_ns: 0,
-        });
+        out.push(SourceItem { payload, position: file.at(file.line), created_ns: 0 });
     }
     file.reader.consume(used);
     lines

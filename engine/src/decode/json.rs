@@ -99,7 +99,7 @@ impl JsonDecoder {
     ///
     /// The decoder keeps the layout of the lines it reads (the bytes between their values) and
     /// reads a line with the same layout by comparing those bytes, without looking keys up
-    /// ([`super::json_layout`]); any other line takes the fast path, then the full parser, as
+    /// (the module `json_layout`); any other line takes the fast path, then the full parser, as
     /// [`Self::decode`]. The result is the same either way.
     ///
     /// # Errors
