@@ -107,7 +107,7 @@ impl JsonDecoder {
     pub fn decode_into(&mut self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
         self.plan.reset(record);
         if self.learning.has_layout() {
-            if self.learning.read(&self.plan, line, &mut record.values).is_some() {
+            if self.learning.read(&self.plan, line, record).is_some() {
                 return Ok(());
             }
             // Some values of the line may be written: the fast path needs nulls.
@@ -127,8 +127,8 @@ impl JsonDecoder {
         self.plan.width()
     }
 
-    /// Lines the layout kept by [`Self::decode_into`] matched since it was learned (for tests and
-    /// benchmarks: whether the layout path ran).
+    /// Lines [`Self::decode_into`] read by the layout path since the decoder was made (for
+    /// tests and benchmarks: whether the layout path ran).
     pub fn layout_hits(&self) -> u64 {
         self.learning.hits()
     }

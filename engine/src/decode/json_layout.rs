@@ -7,7 +7,7 @@
 //! A line whose layout differs in any byte, or one of whose values has another form (a `null`
 //! where the learned line had a number, an escaped string, a fraction in a BIGINT column), is not decoded here: the caller resets the
 //! record and gives the line to the fast path ([`super::json_fast`]), which decides it as
-//! before, and may learn its layout for the next lines ([`Learning`]).
+//! before, and may learn its layout for the next lines ([`Learning`], which keeps up to four).
 //!
 //! Why the same record as the fast path: a line matches a layout only when every byte outside
 //! its values equals the learned line's, so it holds the same keys, in the same order, with the
@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use crate::schema::DataType;
-use crate::value::Value;
+use crate::value::{Record, Value};
 
 use super::Plan;
 use super::json_fast::{FastKeys, any_string_end, number_value, put, string_at, string_end, word, ws};
@@ -293,46 +293,90 @@ impl Layout {
     }
 }
 
-/// The layout kept by a decoder, and when to learn another: right after a line the layout did
-/// not match, unless the layouts learned lately matched few lines (a stream whose lines vary),
-/// then after twice as many lines each time, up to [`MAX_WAIT`].
+/// The layouts kept by a decoder (up to [`MAX_LAYOUTS`]: a stream whose lines come in a few
+/// layouts, such as an optional field present or not, reads each on this path), and when to
+/// learn another: right after a line no layout matched, unless the layouts learned lately
+/// matched few lines (a stream whose lines vary), then after twice as many lines each time, up
+/// to [`MAX_WAIT`].
 #[derive(Debug, Clone, Default)]
 pub(super) struct Learning {
-    /// Boxed: a decoder stays small (the layout's end literal alone is ~90 bytes).
-    layout: Option<Box<Layout>>,
-    /// Lines the current layout matched.
-    hits: u64,
+    layouts: Vec<Kept>,
+    /// The layout tried first: the one that matched last.
+    last: usize,
+    /// Lines read by the layout path, in all (for tests and benchmarks).
+    read: u64,
     /// Lines to let pass before learning again.
     wait: u32,
-    /// The wait after the next learning when the layout learned matches few lines.
+    /// The wait after the next learning when the layout learned replaces one that matched few
+    /// lines.
     backoff: u32,
 }
+
+/// A layout and the lines it matched (halved at each learning, so that a layout which stopped
+/// matching is the one replaced).
+#[derive(Debug, Clone)]
+struct Kept {
+    layout: Box<Layout>,
+    hits: u64,
+}
+
+/// Most layouts a decoder keeps; each line no layout matches costs one failed comparison per
+/// layout kept (usually within its first few words).
+const MAX_LAYOUTS: usize = 4;
 
 /// The longest wait between two learnings of a stream whose lines vary.
 const MAX_WAIT: u32 = 1024;
 
-/// Lines a layout must match to be worth learning again at once when it stops matching.
+/// Lines a layout must have matched to be replaced without lengthening the wait.
 const WORTHWHILE: u64 = 16;
 
 impl Learning {
     /// Whether a layout is kept ([`Learning::read`] can match).
     #[inline(always)]
     pub(super) fn has_layout(&self) -> bool {
-        self.layout.is_some()
+        !self.layouts.is_empty()
     }
 
-    /// Decodes `b` into `values` (all null) with the layout kept, when it matches: `Some(())`
-    /// with the fast path's record. `None` otherwise; `values` must then be reset.
+    /// Decodes `b` into `record` (all null, of the plan's width) with a layout kept, the one
+    /// that matched last tried first: `Some(())` with the fast path's record. `None` when none
+    /// matches; `record` must then be reset.
     #[inline(always)]
-    pub(super) fn read(&mut self, plan: &Plan, b: &[u8], values: &mut [Value]) -> Option<()> {
-        let layout = self.layout.as_ref()?;
-        layout.read(plan, b, values)?;
-        self.hits += 1;
-        Some(())
+    pub(super) fn read(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
+        let kept = self.layouts.get_mut(self.last)?;
+        if kept.layout.read(plan, b, &mut record.values).is_some() {
+            kept.hits += 1;
+            self.read += 1;
+            return Some(());
+        }
+        if self.layouts.len() == 1 {
+            return None;
+        }
+        self.read_others(plan, b, record)
     }
 
-    /// After the fast path accepted `b`, which the layout kept did not match: learns its
-    /// layout, or counts down to the next learning.
+    /// [`Learning::read`] with the layouts other than the last one that matched.
+    ///
+    /// The layout tried before may have written some values: those of the keys it matched
+    /// before failing. A layout that matches writes them again (it matches every byte of the
+    /// line outside the values, those keys included, which name the same columns after the same
+    /// keys), so no reset is needed between attempts.
+    #[cold]
+    #[inline(never)]
+    fn read_others(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
+        for (at, kept) in self.layouts.iter_mut().enumerate() {
+            if at != self.last && kept.layout.read(plan, b, &mut record.values).is_some() {
+                kept.hits += 1;
+                self.last = at;
+                self.read += 1;
+                return Some(());
+            }
+        }
+        None
+    }
+
+    /// After the fast path accepted `b`, which no layout kept matched: learns its layout (kept
+    /// beside the others, or in place of the one that matched fewest lines lately), or counts
+    /// down to the next learning.
     #[cold]
     #[inline(never)]
     pub(super) fn missed(&mut self, keys: &FastKeys, b: &[u8]) {
@@ -340,16 +384,30 @@ impl Learning {
             self.wait -= 1;
             return;
         }
-        // The first learning is at once (`wait` starts at 0); a layout that matched few lines,
-        // or none learned, doubles the wait before the next.
-        self.backoff = if self.hits >= WORTHWHILE { 0 } else { (self.backoff * 2).clamp(1, MAX_WAIT) };
+        let grow = |backoff: u32| (backoff * 2).clamp(1, MAX_WAIT);
+        let Some(layout) = Layout::learn(keys, b).map(Box::new) else {
+            self.backoff = grow(self.backoff);
+            self.wait = self.backoff;
+            return;
+        };
+        let kept = Kept { layout, hits: 0 };
+        if self.layouts.len() < MAX_LAYOUTS {
+            self.layouts.push(kept);
+            self.last = self.layouts.len() - 1;
+            self.backoff = 0;
+        } else {
+            let (at, fewest) =
+                self.layouts.iter().enumerate().min_by_key(|(_, k)| k.hits).map_or((0, 0), |(i, k)| (i, k.hits));
+            self.backoff = if fewest >= WORTHWHILE { 0 } else { grow(self.backoff) };
+            self.layouts[at] = kept;
+            self.last = at;
+        }
+        self.layouts.iter_mut().for_each(|k| k.hits /= 2);
         self.wait = self.backoff;
-        self.layout = Layout::learn(keys, b).map(Box::new);
-        self.hits = 0;
     }
 
-    /// Lines the current layout matched (for tests and the benchmark).
+    /// Lines read by the layout path since the decoder was made (for tests and benchmarks).
     pub(super) fn hits(&self) -> u64 {
-        self.hits
+        self.read
     }
 }
