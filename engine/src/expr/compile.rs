@@ -11,7 +11,13 @@
 //! - the closures return a small error ([`Fail`]); [`Compiled::eval`] turns it into
 //!   [`ExprError::Eval`] only when a record fails;
 //! - a batch of records ([`Compiled::eval_batch`], the source steps' path) runs each node's
-//!   closure in a loop over the batch, its values written straight into the records.
+//!   closure in a loop over the batch, its values written straight into the records;
+//! - a column compared with a constant (DOUBLE, BIGINT, INT, TIMESTAMP), a DOUBLE column plus,
+//!   minus or times a constant, `ts ± INTERVAL` and `lower` / `upper` of a column have a batch
+//!   kernel whose common case is inlined into the loop ([`node_fast`]);
+//! - a sub-expression that reads no column and calls no user function is evaluated once, when
+//!   compiled (Spark's constant folding): `v >= 0` on a DOUBLE compares with `0.0`, not with a
+//!   cast made per record.
 //!
 //! The rest (`CASE`, `IN`, `coalesce`, functions of two or more arguments) call their operands'
 //! closures and [`Func::apply`] on the values.
@@ -63,6 +69,54 @@ where
     let f = Arc::new(f);
     let one: One = f.clone();
     Eval { one, batch: Box::new(move |records, dest, fails| over_batch(&*f, records, dest, fails)) }
+}
+
+/// [`node`] whose batch form has a fast case inlined into its loop: `fast` gives a record's
+/// value when it can without failing (a column of the expected type against a constant, or
+/// NULL); a record it gives `None` for (another type, NaN, an overflow, an error) goes to `f`,
+/// out of line. The one-record form is `f` alone. `fast` must agree with `f` wherever it gives
+/// a value (the property test `fast_kernels_agree_with_the_general_closures` checks the
+/// kernels built here).
+fn node_fast<F, G>(f: F, fast: G) -> Eval
+where
+    F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
+    G: Fn(&[Value]) -> Option<Value> + Send + Sync + 'static,
+{
+    let one: One = Arc::new(f);
+    let slow = one.clone();
+    let batch: Batch = Box::new(move |records, dest, fails| match dest {
+        Dest::Column(k) => {
+            for (i, r) in records.iter_mut().enumerate() {
+                let v = match fast(&r.values) {
+                    Some(v) => v,
+                    None => match slow(&r.values) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            fails.push((i as u32, e));
+                            continue;
+                        }
+                    },
+                };
+                if let Some(slot) = r.values.get_mut(k) {
+                    *slot = v;
+                }
+            }
+        }
+        Dest::Holds(out) => {
+            let holds = records.iter().enumerate().map(|(i, r)| match fast(&r.values) {
+                Some(v) => matches!(v, Value::Bool(true)),
+                None => match slow(&r.values) {
+                    Ok(v) => matches!(v, Value::Bool(true)),
+                    Err(e) => {
+                        fails.push((i as u32, e));
+                        false
+                    }
+                },
+            });
+            out.extend(holds);
+        }
+    });
+    Eval { one, batch }
 }
 
 /// `f` on every record of `records`, its values to `dest`, its failures (record index, error) to
@@ -193,6 +247,16 @@ const NULL: Value = Value::Null;
 trait Operand: Send + Sync + 'static {
     /// `f` of the operand's value on record `r`.
     fn with<T>(&self, r: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail>;
+
+    /// The column, when the operand is one (for a batch kernel of its own: [`node_fast`]).
+    fn column(&self) -> Option<usize> {
+        None
+    }
+
+    /// The constant, when the operand is one.
+    fn literal(&self) -> Option<&Value> {
+        None
+    }
 }
 
 /// A column of the record.
@@ -203,6 +267,10 @@ impl Operand for Col {
     fn with<T>(&self, r: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail> {
         Ok(f(r.get(self.0).unwrap_or(&NULL)))
     }
+
+    fn column(&self) -> Option<usize> {
+        Some(self.0)
+    }
 }
 
 /// A constant.
@@ -212,6 +280,10 @@ impl Operand for Lit {
     #[inline(always)]
     fn with<T>(&self, _: &[Value], f: impl FnOnce(&Value) -> T) -> Result<T, Fail> {
         Ok(f(&self.0))
+    }
+
+    fn literal(&self) -> Option<&Value> {
+        Some(&self.0)
     }
 }
 
@@ -237,7 +309,38 @@ fn operand(t: &Typed) -> AnyOperand {
     match &t.node {
         Node::Column(i) => AnyOperand::Col(*i),
         Node::Literal(v) => AnyOperand::Lit(v.clone()),
-        _ => AnyOperand::Sub(compile(t)),
+        _ => match folded(t) {
+            Some(v) => AnyOperand::Lit(v),
+            None => AnyOperand::Sub(compile(t)),
+        },
+    }
+}
+
+/// The value of `t` when it reads no column and calls no user function (every built-in
+/// function is deterministic), evaluated once here: Spark's constant folding, so that
+/// `v >= 0` on a DOUBLE `v` compares with the literal `0.0`, not with a cast of `0` made
+/// per record. `None` for a literal (already one), for an expression of the record, and for
+/// a constant whose evaluation fails (`1 / 0`), which then fails on every record as before.
+fn folded(t: &Typed) -> Option<Value> {
+    if matches!(t.node, Node::Literal(_)) || !is_constant(t) {
+        return None;
+    }
+    compile_node(t).call(&[]).ok()
+}
+
+/// Whether `t` reads no column and calls no user function.
+fn is_constant(t: &Typed) -> bool {
+    match &t.node {
+        Node::Literal(_) => true,
+        Node::Column(_) | Node::Udf { .. } => false,
+        Node::Cast { input, .. } => is_constant(input),
+        Node::And(a, b) | Node::Or(a, b) => is_constant(a) && is_constant(b),
+        Node::Case { branches, otherwise } => {
+            branches.iter().all(|(c, v)| is_constant(c) && is_constant(v))
+                && otherwise.as_deref().is_none_or(is_constant)
+        }
+        Node::Coalesce(args) | Node::Call { args, .. } => args.iter().all(is_constant),
+        Node::In { value, list, .. } => is_constant(value) && list.iter().all(is_constant),
     }
 }
 
@@ -285,18 +388,98 @@ struct CompareNode {
 impl Build2 for CompareNode {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let CompareNode { op, negated } = self;
-        if negated {
-            return node(move |r| {
-                a.with(r, |x| {
-                    b.with(r, |y| match compare(op, x, y) {
-                        Value::Bool(v) => Value::Bool(!v),
-                        v => v,
-                    })
-                })?
-            });
+        let fast = match (a.column(), b.literal()) {
+            (Some(c), Some(lit)) => Bound::of(lit).map(|q| (c, q)),
+            _ => None,
+        };
+        let general = move |r: &[Value]| {
+            a.with(r, |x| {
+                b.with(r, |y| match compare(op, x, y) {
+                    Value::Bool(v) => Value::Bool(v != negated),
+                    v => v,
+                })
+            })?
+        };
+        let Some((c, q)) = fast else { return node(general) };
+        match q {
+            Bound::Double(q) => node_fast(general, move |r| {
+                compare_in_place(op, negated, at(r, c), q, |x| match x {
+                    Value::Double(p) if !p.is_nan() => Some(*p),
+                    _ => None,
+                })
+            }),
+            Bound::Long(q) => node_fast(general, move |r| {
+                compare_in_place(op, negated, at(r, c), q, |x| match x {
+                    Value::Long(p) => Some(*p),
+                    _ => None,
+                })
+            }),
+            Bound::Int(q) => node_fast(general, move |r| {
+                compare_in_place(op, negated, at(r, c), q, |x| match x {
+                    Value::Int(p) => Some(*p),
+                    _ => None,
+                })
+            }),
+            Bound::Timestamp(q) => node_fast(general, move |r| {
+                compare_in_place(op, negated, at(r, c), q, |x| match x {
+                    Value::Timestamp(p) => Some(p.0),
+                    _ => None,
+                })
+            }),
         }
-        node(move |r| a.with(r, |x| b.with(r, |y| compare(op, x, y)))?)
     }
+}
+
+/// Column `c` of record `r` (NULL past its end).
+#[inline(always)]
+fn at(r: &[Value], c: usize) -> &Value {
+    r.get(c).unwrap_or(&NULL)
+}
+
+/// The constant of a `column op constant` comparison whose batch kernel compares in place: a
+/// type ordered without [`Value::total_cmp`] (DOUBLE other than NaN, BIGINT, INT, TIMESTAMP).
+#[derive(Clone, Copy)]
+enum Bound {
+    Double(f64),
+    Long(i64),
+    Int(i32),
+    Timestamp(i64),
+}
+
+impl Bound {
+    fn of(v: &Value) -> Option<Bound> {
+        Some(match *v {
+            Value::Double(q) if !q.is_nan() => Bound::Double(q),
+            Value::Long(q) => Bound::Long(q),
+            Value::Int(q) => Bound::Int(q),
+            Value::Timestamp(q) => Bound::Timestamp(q.0),
+            _ => return None,
+        })
+    }
+}
+
+/// `x op q` (`negated`: its negation) when `x` is `get`'s type: NULL for NULL, `None` for any
+/// other value (the general closure's case).
+#[inline(always)]
+fn compare_in_place<T: PartialOrd>(
+    op: CmpOp,
+    negated: bool,
+    x: &Value,
+    q: T,
+    get: impl FnOnce(&Value) -> Option<T>,
+) -> Option<Value> {
+    if x.is_null() {
+        return Some(Value::Null);
+    }
+    let p = get(x)?;
+    let holds = match op {
+        CmpOp::Eq => p == q,
+        CmpOp::Lt => p < q,
+        CmpOp::LtEq => p <= q,
+        CmpOp::Gt => p > q,
+        CmpOp::GtEq => p >= q,
+    };
+    Some(Value::Bool(holds != negated))
 }
 
 #[inline(always)]
@@ -330,7 +513,11 @@ struct ArithNode {
 impl Build2 for ArithNode {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let ArithNode { op, try_, name } = self;
-        node(move |r| {
+        let fast = match (a.column(), b.literal(), op) {
+            (Some(c), Some(&Value::Double(q)), ArithOp::Add | ArithOp::Sub | ArithOp::Mul) => Some((c, q)),
+            _ => None,
+        };
+        let general = move |r: &[Value]| {
             a.with(r, |x| {
                 b.with(r, |y| {
                     if let (Value::Double(p), Value::Double(q)) = (x, y) {
@@ -351,6 +538,17 @@ impl Build2 for ArithNode {
                     }
                 })
             })??
+        };
+        let Some((c, q)) = fast else { return node(general) };
+        // a DOUBLE column and a DOUBLE constant (`v * 1.2`: the DECIMAL literal folded to DOUBLE)
+        node_fast(general, move |r| match at(r, c) {
+            Value::Double(p) => Some(Value::Double(match op {
+                ArithOp::Add => p + q,
+                ArithOp::Sub => p - q,
+                _ => p * q,
+            })),
+            Value::Null => Some(Value::Null),
+            _ => None,
         })
     }
 }
@@ -412,7 +610,8 @@ impl Build1 for CallNode1 {
         let CallNode1 { func, name } = self;
         if let Func::AddMicros(d) = func {
             // `ts ± INTERVAL`: the most common computed timestamp
-            return node(move |r| {
+            let column = a.column();
+            let general = move |r: &[Value]| {
                 a.with(r, |x| match x {
                     Value::Timestamp(t) => match t.0.checked_add(d) {
                         Some(t) => Ok(Value::Timestamp(crate::Timestamp(t))),
@@ -420,6 +619,13 @@ impl Build1 for CallNode1 {
                     },
                     _ => Ok(Value::Null),
                 })?
+            };
+            let Some(c) = column else { return node(general) };
+            // an overflow goes to the general closure, which fails
+            return node_fast(general, move |r| match at(r, c) {
+                Value::Timestamp(t) => t.0.checked_add(d).map(|t| Value::Timestamp(crate::Timestamp(t))),
+                Value::Null => Some(Value::Null),
+                _ => None,
             });
         }
         match func {
@@ -448,12 +654,19 @@ impl Build1 for CallNode1 {
         if let Func::Lower | Func::Upper = func {
             // a key or a code is mostly already in the wanted case: the same shared text then
             let upper = matches!(func, Func::Upper);
-            return node(move |r| {
+            let column = a.column();
+            let general = move |r: &[Value]| {
                 a.with(r, |x| match x {
                     Value::Null => Ok(Value::Null),
                     Value::Str(s) if ascii_in_case(s, upper) => Ok(x.clone()),
                     _ => func.apply(std::slice::from_ref(x)).map_err(|k| fail(k, &name)),
                 })?
+            };
+            let Some(c) = column else { return node(general) };
+            return node_fast(general, move |r| match at(r, c) {
+                Value::Null => Some(Value::Null),
+                x @ Value::Str(s) if ascii_in_case(s, upper) => Some(x.clone()),
+                _ => None,
             });
         }
         let strict = func.null_intolerant();
@@ -523,6 +736,14 @@ impl Build1 for CastNode {
 }
 
 fn compile(t: &Typed) -> Eval {
+    match folded(t) {
+        Some(v) => node(move |_| Ok(v.clone())),
+        None => compile_node(t),
+    }
+}
+
+/// [`compile`] without folding `t` itself (its operands are folded).
+fn compile_node(t: &Typed) -> Eval {
     let name: Arc<str> = Arc::from(t.name.as_str());
     match &t.node {
         Node::Literal(v) => {
@@ -709,8 +930,140 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
 
 #[cfg(test)]
 mod tests {
-    use super::{Fail, ascii_in_case};
-    use crate::value::Value;
+    use super::{Compiled, Dest, Fail, ascii_in_case};
+    use crate::Timestamp;
+    use crate::expr::{BinaryOp, Literal, Pos, Syntax, SyntaxKind, bind};
+    use crate::schema::Schema;
+    use crate::value::{Record, Value};
+    use proptest::prelude::*;
+
+    fn syn(kind: SyntaxKind) -> Syntax {
+        Syntax { kind, pos: Pos::default() }
+    }
+    fn col(name: &str) -> Syntax {
+        syn(SyntaxKind::Column(vec![name.into()]))
+    }
+    fn lit(l: Literal) -> Syntax {
+        syn(SyntaxKind::Literal(l))
+    }
+    fn bin(op: BinaryOp, l: Syntax, r: Syntax) -> Syntax {
+        syn(SyntaxKind::Binary { op, left: Box::new(l), right: Box::new(r) })
+    }
+    fn call(name: &str, args: Vec<Syntax>) -> Syntax {
+        syn(SyntaxKind::Call { name: name.into(), args })
+    }
+
+    /// `d DOUBLE, l BIGINT, i INT, t TIMESTAMP, s STRING`.
+    fn schema() -> Schema {
+        Schema::parse_ddl("d DOUBLE, l BIGINT, i INT, t TIMESTAMP, s STRING").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Every shape with a batch kernel of its own (a column against a constant, the constant
+    /// folded where it is a cast), and shapes next to them that have none.
+    fn kernel_shapes() -> Vec<Syntax> {
+        use BinaryOp::*;
+        let hour = || lit(Literal::Interval { micros: 3_600_000_000, text: "INTERVAL '1' HOUR".into() });
+        let mut shapes = Vec::new();
+        for op in [Eq, NotEq, Lt, LtEq, Gt, GtEq] {
+            shapes.push(bin(op, col("d"), lit(Literal::Double(0.5))));
+            shapes.push(bin(op, col("d"), lit(Literal::Integer(0))));
+            shapes.push(bin(op, col("d"), lit(Literal::Double(f64::NAN))));
+            shapes.push(bin(op, col("l"), lit(Literal::Long(7))));
+            shapes.push(bin(op, col("i"), lit(Literal::Integer(-3))));
+            shapes.push(bin(op, col("l"), lit(Literal::Integer(5))));
+            shapes.push(bin(op, col("t"), lit(Literal::Timestamp("2024-01-15 10:00:00".into()))));
+            shapes.push(bin(op, col("s"), lit(Literal::String("k".into()))));
+        }
+        for op in [Plus, Minus, Multiply] {
+            shapes.push(bin(op, col("d"), lit(Literal::Decimal("1.2".into()))));
+            shapes.push(bin(op, col("d"), lit(Literal::Double(-0.0))));
+            shapes.push(bin(op, col("l"), lit(Literal::Integer(3))));
+        }
+        shapes.push(bin(Plus, col("t"), hour()));
+        shapes.push(bin(Minus, col("t"), hour()));
+        shapes.push(call("lower", vec![col("s")]));
+        shapes.push(call("upper", vec![col("s")]));
+        // constants that fold, and one that fails on every record (not folded)
+        shapes.push(bin(Gt, col("d"), bin(Plus, lit(Literal::Integer(1)), lit(Literal::Decimal("0.5".into())))));
+        shapes.push(bin(Plus, col("l"), bin(Divide, lit(Literal::Integer(1)), lit(Literal::Integer(0)))));
+        shapes
+    }
+
+    fn value_of(kind: u8, x: i64, text: &str) -> Value {
+        match kind % 12 {
+            0 => Value::Null,
+            1 => Value::Double(f64::NAN),
+            2 => Value::Double(x as f64 / 7.0),
+            3 => Value::Double(if x % 2 == 0 { f64::INFINITY } else { f64::NEG_INFINITY }),
+            4 => Value::Long(x),
+            5 => Value::Long(if x % 2 == 0 { i64::MAX - (x & 3) } else { i64::MIN + (x & 3) }),
+            6 => Value::Int(x as i32),
+            7 => Value::Timestamp(Timestamp(x)),
+            8 => Value::Timestamp(Timestamp(i64::MAX - (x & 0xffff))),
+            9 => Value::Str(text.into()),
+            10 => Value::Double(0.5),
+            _ => Value::Long(7),
+        }
+    }
+
+    proptest! {
+        /// A batch ([`Compiled::eval_batch`], each kernel's fast case inlined, the rest sent to
+        /// the general closure) gives every record what [`Compiled::eval_raw`] gives it alone:
+        /// the same value in its column, the same TRUE / not TRUE for a filter, the same
+        /// failures at the same indexes. Columns hold values of their type, NULL, NaN, the
+        /// extremes, and values of other types (which only the general closure handles).
+        #[test]
+        fn fast_kernels_agree_with_the_general_closures(
+            rows in proptest::collection::vec(
+                (proptest::collection::vec((any::<u8>(), any::<i64>()), 5), "[a-zA-Z0-9é ]{0,12}"),
+                1..40,
+            ),
+        ) {
+            let schema = schema();
+            let records: Vec<Record> = rows
+                .iter()
+                .map(|(cols, text)| {
+                    let mut values: Vec<Value> = cols.iter().map(|&(k, x)| value_of(k, x, text)).collect();
+                    values.push(Value::Null); // the slot a batch writes into
+                    Record::new(values)
+                })
+                .collect();
+            for shape in kernel_shapes() {
+                let typed = bind(&shape, &schema).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+                let c = Compiled::new(&typed);
+                let one: Vec<Result<Value, String>> = records
+                    .iter()
+                    .map(|r| c.eval_raw(&r.values).map_err(|f| format!("{:?}", super::ExprError::from(f))))
+                    .collect();
+                let mut batch = records.clone();
+                let mut fails = Vec::new();
+                c.eval_batch(&mut batch, Dest::Column(5), &mut fails);
+                let failed: Vec<(u32, String)> =
+                    fails.into_iter().map(|(i, f)| (i, format!("{:?}", super::ExprError::from(f)))).collect();
+                let expected_fails: Vec<(u32, String)> = one
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| r.as_ref().err().map(|e| (i as u32, e.clone())))
+                    .collect();
+                prop_assert_eq!(&failed, &expected_fails, "{}", typed.name);
+                for (i, r) in one.iter().enumerate() {
+                    if let Ok(v) = r {
+                        let got = &batch[i].values[5];
+                        // NaN equals NaN here, as in Spark's ordering
+                        prop_assert!(got.total_cmp(v).is_eq() && std::mem::discriminant(got) == std::mem::discriminant(v),
+                            "{}: record {}: batch {:?}, alone {:?}", typed.name, i, got, v);
+                    }
+                }
+                let mut holds = Vec::new();
+                let mut fails = Vec::new();
+                let mut again = records.clone();
+                c.eval_batch(&mut again, Dest::Holds(&mut holds), &mut fails);
+                let expected: Vec<bool> = one.iter().map(|r| matches!(r, Ok(Value::Bool(true)))).collect();
+                prop_assert_eq!(holds, expected, "{}", typed.name);
+                prop_assert_eq!(fails.len(), expected_fails.len());
+            }
+        }
+    }
 
     /// A failure (a user function's included: its name and message are boxed) never makes the
     /// per-record result larger than the value it carries on the ok path.
