@@ -137,6 +137,7 @@ pub fn plan_sql_query(
         ));
     }
     let group = group_keys(q, &items, schema, &unqualify)?;
+    let having = having.map(|h| having_aliases(&h, &items, &group));
     let aggregated = !group.is_empty()
         || items.iter().any(|i| first_aggregate(&i.syntax).is_some())
         || having.as_ref().is_some_and(|h| first_aggregate(h).is_some());
@@ -607,6 +608,35 @@ pub(super) fn expand_items(q: &QuerySyntax, schema: &Schema, qualifier: &str) ->
         }
     }
     Ok(items)
+}
+
+/// HAVING with its references to select aliases replaced by the aliased expression, as Spark
+/// resolves them (`SELECT k, count(*) AS c ... HAVING c > 1`): a name outside an aggregate
+/// that is a select alias and not a GROUP BY column is the alias (a grouped source column of
+/// that name wins); inside an aggregate a name is always the source's column.
+fn having_aliases(s: &Syntax, items: &[Item], group: &[Key]) -> Syntax {
+    if is_aggregate(s) {
+        return s.clone();
+    }
+    if let SyntaxKind::Column(parts) = &s.kind {
+        let grouped = group.iter().any(|k| {
+            matches!(k, Key::Expr(e) if matches!(&e.kind, SyntaxKind::Column(key) if key.len() == 1
+                && same_column(&key[0], &parts[0])))
+        });
+        let aliased = items.iter().find(|i| i.alias.as_deref().is_some_and(|a| same_column(a, &parts[0])));
+        if let (false, Some(item)) = (grouped, aliased) {
+            // `w.start` where `w` is an alias: the field of the aliased expression
+            return parts[1..].iter().fold(item.syntax.clone(), |e, field| Syntax {
+                kind: SyntaxKind::Field { expr: Box::new(e), field: field.clone() },
+                pos: s.pos,
+            });
+        }
+        return s.clone();
+    }
+    match s.try_map_children::<std::convert::Infallible>(&mut |c| Ok(having_aliases(c, items, group))) {
+        Ok(s) => s,
+        Err(never) => match never {},
+    }
 }
 
 /// GROUP BY items as keys: positions and select aliases replaced by the select item's
