@@ -264,6 +264,11 @@ fn spark_refusals_name_the_construct_and_its_position() {
             "SELECT user_id, count(*) FROM payments GROUP BY user_id HAVING price > 1",
             "\"price\" neither grouped nor aggregated (MISSING_AGGREGATION) at 1:64",
         ),
+        (
+            "SELECT user_id, count(*) FROM payments GROUP BY user_id HAVING nope > 1",
+            "the unknown column \"nope\" at 1:64",
+        ),
+        ("SELECT user_id, nope FROM payments GROUP BY user_id", "the unknown column \"nope\" at 1:17"),
     ];
     let wrong: Vec<String> = cases
         .iter()

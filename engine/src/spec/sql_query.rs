@@ -448,6 +448,14 @@ impl Rewrite<'_> {
             return Ok(column(name, s.pos));
         }
         match &s.kind {
+            // a name the source lacks is unknown (Spark's UNRESOLVED_COLUMN), not ungrouped
+            SyntaxKind::Column(parts) if self.schema.resolve(&parts[0]).is_none() => {
+                Err(sql_error(ExprError::UnknownColumn {
+                    pos: s.pos,
+                    given: parts.join("."),
+                    allowed: self.schema.names(),
+                }))
+            }
             SyntaxKind::Column(parts) => Err(at(
                 s.pos,
                 format!("the column {} neither grouped nor aggregated (MISSING_AGGREGATION)", quote(&parts.join("."))),
