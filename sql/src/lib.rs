@@ -363,7 +363,29 @@ fn interval_text(n: i64, unit: &str) -> String {
 }
 
 /// Lowers one sqlparser expression into the engine's syntax tree.
+///
+/// sqlparser gives some nodes no span (a lambda `x -> x`, an empty tuple `()`): an error
+/// at such a node takes the position of the nearest enclosing expression that has one.
 fn lower(e: &Expr) -> Result<Syntax, SqlError> {
+    lower_node(e).map_err(|err| err.at_least_at(pos(e.span().start)))
+}
+
+impl SqlError {
+    /// This error, placed at `fallback` if it has no position (line 0: a node without span).
+    pub(crate) fn at_least_at(self, fallback: Pos) -> SqlError {
+        match self {
+            SqlError::Syntax { pos, found, allowed } if pos.line == 0 => {
+                SqlError::Syntax { pos: fallback, found, allowed }
+            }
+            SqlError::Unsupported { pos, found, allowed } if pos.line == 0 => {
+                SqlError::Unsupported { pos: fallback, found, allowed }
+            }
+            other => other,
+        }
+    }
+}
+
+fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
     Ok(match e {
         Expr::Nested(inner) => lower(inner)?,
         Expr::Identifier(id) => {

@@ -216,7 +216,12 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
                     "GROUP BY expressions, window(...), session_window(...), positions",
                 ));
             }
-            exprs.iter().map(group_item).collect::<Result<Vec<_>, _>>()?
+            // an item without a position (`GROUP BY ()`) is placed at GROUP
+            let group_at = || keyword_after(text, &[Keyword::GROUP], s.select_token.0.span.end);
+            exprs
+                .iter()
+                .map(|e| group_item(e).map_err(|err| err.at_least_at(group_at())))
+                .collect::<Result<Vec<_>, _>>()?
         }
         GroupByExpr::All(_) => {
             return Err(at_select(s, "GROUP BY ALL", "GROUP BY expressions or positions"));
