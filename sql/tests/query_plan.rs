@@ -317,6 +317,19 @@ fn having_reads_select_aliases_as_spark() {
 }
 
 #[test]
+fn a_query_without_aggregation_takes_append_or_update_only() {
+    let sql = "SELECT user_id, amount FROM payments WHERE amount > 0";
+    for mode in ["append", "Update"] {
+        assert!(plan_with(sql, Some(mode)).is_ok(), "{mode}");
+    }
+    // Spark refuses complete mode without a streaming aggregation; a misspelt mode is no mode
+    for (mode, given) in [("complete", "\"complete\" (a query without aggregation)"), ("bogus", "\"bogus\"")] {
+        let e = plan_with(sql, Some(mode)).err().unwrap_or_else(|| panic!("{mode} was accepted"));
+        assert_eq!((e.field.as_str(), e.given.as_str()), ("query.output_mode", given), "{e}");
+    }
+}
+
+#[test]
 fn output_modes_follow_the_structured_query_rules() {
     let e = plan_with("SELECT user_id, count(*) FROM payments GROUP BY user_id", Some("append"))
         .err()

@@ -149,6 +149,7 @@ pub fn plan_sql_query(
         if let Some(h) = &having {
             return Err(at(h.pos, "HAVING without GROUP BY or aggregates", "HAVING in an aggregation (use WHERE)"));
         }
+        check_forward_output_mode(output_mode)?;
         let watermarked_steps = after.iter().map(|c| filter(c, schema)).collect::<Result<Vec<_>, _>>()?;
         let project: Vec<PipelineExpr> =
             items.iter().map(|i| project(&i.syntax, i.alias.as_deref(), schema)).collect::<Result<_, _>>()?;
@@ -177,6 +178,29 @@ pub fn plan_sql_query(
     }
     source_steps.push(Step::Project(projection));
     Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new() })
+}
+
+/// `[query] output_mode` of a query without aggregation, read ignoring case as for an
+/// aggregation: `append` or `update` (each row is emitted once either way, as Spark); `complete`
+/// is refused as Spark refuses it without a streaming aggregation, and any other value as no
+/// output mode.
+///
+/// # Errors
+/// At `query.output_mode`.
+fn check_forward_output_mode(output_mode: Option<&str>) -> Result<(), SpecError> {
+    match output_mode.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("append" | "update") => Ok(()),
+        Some("complete") => Err(SpecError::new(
+            "query.output_mode",
+            format!("{} (a query without aggregation)", quote(output_mode.unwrap_or_default())),
+            "\"append\", \"update\" (Spark refuses complete mode without a streaming aggregation)",
+        )),
+        Some(_) => Err(SpecError::new(
+            "query.output_mode",
+            quote(output_mode.unwrap_or_default()),
+            "\"append\", \"update\", \"complete\" (complete with an aggregation)",
+        )),
+    }
 }
 
 /// Refuses two output columns of one name (ignoring case), naming both with their positions:
