@@ -225,6 +225,16 @@ fn boxed(e: &Expr) -> Result<Box<Syntax>, SqlError> {
     lower(e).map(Box::new)
 }
 
+/// A DOUBLE literal (`digits`, as `written`): one beyond DOUBLE's range (`1e999`, which
+/// parses as infinity) is refused, as Spark refuses it (INVALID_NUMERIC_LITERAL_RANGE).
+fn double(digits: &str, written: &str) -> Result<Literal, String> {
+    match digits.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(Literal::Double(v)),
+        Ok(_) => Err(format!("{written} (outside the range of DOUBLE: INVALID_NUMERIC_LITERAL_RANGE)")),
+        Err(_) => Err(written.to_string()),
+    }
+}
+
 /// A number written with Spark's suffixes, which the tokenizer reads as an identifier:
 /// `1L` (BIGINT), `1.5D` / `1e3D` (DOUBLE). `Y`, `S`, `F` and `BD` are refused.
 fn suffixed_number(text: &str) -> Option<Result<Literal, String>> {
@@ -244,7 +254,7 @@ fn suffixed_number(text: &str) -> Option<Result<Literal, String>> {
         && numeric(n)
         && !upper.ends_with("BD")
     {
-        return Some(n.parse().map(Literal::Double).map_err(|_| text.to_string()));
+        return Some(double(n, text));
     }
     if ["Y", "S", "F", "BD"].iter().any(|s| upper.strip_suffix(s).is_some_and(numeric)) {
         return Some(Err(format!("the literal {text} (TINYINT, SMALLINT, FLOAT and DECIMAL suffixes)")));
@@ -257,7 +267,7 @@ fn number(text: &str, long: bool) -> Result<Literal, String> {
         return text.parse().map(Literal::Long).map_err(|_| text.to_string());
     }
     if text.contains(['e', 'E']) {
-        return text.parse().map(Literal::Double).map_err(|_| text.to_string());
+        return double(text, text);
     }
     if text.contains('.') {
         return Ok(Literal::Decimal(text.to_string()));

@@ -49,6 +49,19 @@ fn infix_div_and_spark_literal_suffixes_parse() {
 }
 
 #[test]
+fn a_double_literal_beyond_the_double_range_is_refused_as_spark() {
+    for text in ["1e999 < price", "-1e999 < price"] {
+        match parse_expression(text) {
+            Err(SqlError::Unsupported { found, .. }) => {
+                assert!(found.contains("INVALID_NUMERIC_LITERAL_RANGE"), "{text}: {found}")
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert_eq!(eval("1e-999 < price", row(2.0, 7, "a")), Ok(Value::Bool(true)));
+}
+
+#[test]
 fn three_valued_logic_as_spark() {
     let r = || vec![Value::Null, Value::Int(1), Value::Null, Value::Null, Value::Null];
     assert_eq!(eval("price > 1 AND false", r()), Ok(Value::Bool(false)));
