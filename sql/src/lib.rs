@@ -33,8 +33,9 @@ use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
 };
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError, ParserOptions};
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer, Word};
 
 /// Errors of parsing and binding an expression: where in the text (line:column), what was
 /// found and what is allowed.
@@ -85,8 +86,7 @@ pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
     let options = ParserOptions::new().with_unescape(false);
-    let mut parser =
-        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let mut parser = Parser::new(&dialect).with_options(options).with_tokens_with_locations(tokens(text)?);
     let item = parser.parse_select_item().map_err(|e| parse_error(e, text))?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
@@ -159,6 +159,38 @@ impl SqlError {
 
 fn pos(l: sqlparser::tokenizer::Location) -> Pos {
     Pos { line: l.line, column: l.column }
+}
+
+/// The tokens of `text` for the parser (literals raw: Spark's own unescaping keeps `\%` and `\_`
+/// for LIKE, [`spark_unescape`]), with Spark's DOUBLE suffix after an exponent joined back:
+/// sqlparser reads `1e3D` as the number `1e3` then the word `D`, an implicit alias (`SELECT
+/// 1e3D` would name its column `D`, and `1e3D < x` would not parse), where Spark reads one
+/// DOUBLE literal, as it reads `1.5D` ([`suffixed_number`]).
+pub(crate) fn tokens(text: &str) -> Result<Vec<TokenWithSpan>, SqlError> {
+    let mut tokens = Tokenizer::new(&dialect::SparkDialect, text)
+        .with_unescape(false)
+        .tokenize_with_location()
+        .map_err(|e| parse_error(ParserError::from(e), text))?;
+    let mut i = 0;
+    while i + 1 < tokens.len() {
+        let joined = match (&tokens[i].token, &tokens[i + 1].token) {
+            (Token::Number(n, false), Token::Word(w))
+                if n.contains(['e', 'E'])
+                    && w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("d")
+                    && tokens[i + 1].span.start == tokens[i].span.end =>
+            {
+                Some(Word { value: format!("{n}{}", w.value), quote_style: None, keyword: Keyword::NoKeyword })
+            }
+            _ => None,
+        };
+        if let Some(word) = joined {
+            let span = Span::new(tokens[i].span.start, tokens[i + 1].span.end);
+            tokens.splice(i..i + 2, [TokenWithSpan::new(Token::Word(word), span)]);
+        }
+        i += 1;
+    }
+    Ok(tokens)
 }
 
 /// sqlparser's messages end with "at Line: L, Column: C"; the position is taken from there

@@ -33,8 +33,7 @@ const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] 
 pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     let dialect = dialect::SparkDialect;
     let options = ParserOptions::new().with_unescape(false);
-    let mut parser =
-        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let mut parser = Parser::new(&dialect).with_options(options).with_tokens_with_locations(super::tokens(text)?);
     let query = parser.parse_query().map_err(|e| parse_error(e, text))?;
     while parser.peek_token().token == Token::SemiColon {
         parser.next_token();
