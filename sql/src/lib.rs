@@ -33,8 +33,9 @@ use sqlparser::ast::{
     self, BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, SelectItem,
     Spanned, UnaryOperator, Value,
 };
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError, ParserOptions};
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer, Word};
 
 /// Errors of parsing and binding an expression: where in the text (line:column), what was
 /// found and what is allowed.
@@ -85,8 +86,7 @@ pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
     let options = ParserOptions::new().with_unescape(false);
-    let mut parser =
-        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let mut parser = Parser::new(&dialect).with_options(options).with_tokens_with_locations(tokens(text)?);
     let item = parser.parse_select_item().map_err(|e| parse_error(e, text))?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
@@ -161,6 +161,38 @@ fn pos(l: sqlparser::tokenizer::Location) -> Pos {
     Pos { line: l.line, column: l.column }
 }
 
+/// The tokens of `text` for the parser (literals raw: Spark's own unescaping keeps `\%` and `\_`
+/// for LIKE, [`spark_unescape`]), with Spark's DOUBLE suffix after an exponent joined back:
+/// sqlparser reads `1e3D` as the number `1e3` then the word `D`, an implicit alias (`SELECT
+/// 1e3D` would name its column `D`, and `1e3D < x` would not parse), where Spark reads one
+/// DOUBLE literal, as it reads `1.5D` ([`suffixed_number`]).
+pub(crate) fn tokens(text: &str) -> Result<Vec<TokenWithSpan>, SqlError> {
+    let mut tokens = Tokenizer::new(&dialect::SparkDialect, text)
+        .with_unescape(false)
+        .tokenize_with_location()
+        .map_err(|e| parse_error(ParserError::from(e), text))?;
+    let mut i = 0;
+    while i + 1 < tokens.len() {
+        let joined = match (&tokens[i].token, &tokens[i + 1].token) {
+            (Token::Number(n, false), Token::Word(w))
+                if n.contains(['e', 'E'])
+                    && w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("d")
+                    && tokens[i + 1].span.start == tokens[i].span.end =>
+            {
+                Some(Word { value: format!("{n}{}", w.value), quote_style: None, keyword: Keyword::NoKeyword })
+            }
+            _ => None,
+        };
+        if let Some(word) = joined {
+            let span = Span::new(tokens[i].span.start, tokens[i + 1].span.end);
+            tokens.splice(i..i + 2, [TokenWithSpan::new(Token::Word(word), span)]);
+        }
+        i += 1;
+    }
+    Ok(tokens)
+}
+
 /// sqlparser's messages end with "at Line: L, Column: C"; the position is taken from there
 /// (the end of the text when the parser ran out of input).
 fn parse_error(e: ParserError, text: &str) -> SqlError {
@@ -225,6 +257,16 @@ fn boxed(e: &Expr) -> Result<Box<Syntax>, SqlError> {
     lower(e).map(Box::new)
 }
 
+/// A DOUBLE literal (`digits`, as `written`): one beyond DOUBLE's range (`1e999`, which
+/// parses as infinity) is refused, as Spark refuses it (INVALID_NUMERIC_LITERAL_RANGE).
+fn double(digits: &str, written: &str) -> Result<Literal, String> {
+    match digits.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(Literal::Double(v)),
+        Ok(_) => Err(format!("{written} (outside the range of DOUBLE: INVALID_NUMERIC_LITERAL_RANGE)")),
+        Err(_) => Err(written.to_string()),
+    }
+}
+
 /// A number written with Spark's suffixes, which the tokenizer reads as an identifier:
 /// `1L` (BIGINT), `1.5D` / `1e3D` (DOUBLE). `Y`, `S`, `F` and `BD` are refused.
 fn suffixed_number(text: &str) -> Option<Result<Literal, String>> {
@@ -244,7 +286,7 @@ fn suffixed_number(text: &str) -> Option<Result<Literal, String>> {
         && numeric(n)
         && !upper.ends_with("BD")
     {
-        return Some(n.parse().map(Literal::Double).map_err(|_| text.to_string()));
+        return Some(double(n, text));
     }
     if ["Y", "S", "F", "BD"].iter().any(|s| upper.strip_suffix(s).is_some_and(numeric)) {
         return Some(Err(format!("the literal {text} (TINYINT, SMALLINT, FLOAT and DECIMAL suffixes)")));
@@ -257,7 +299,7 @@ fn number(text: &str, long: bool) -> Result<Literal, String> {
         return text.parse().map(Literal::Long).map_err(|_| text.to_string());
     }
     if text.contains(['e', 'E']) {
-        return text.parse().map(Literal::Double).map_err(|_| text.to_string());
+        return double(text, text);
     }
     if text.contains('.') {
         return Ok(Literal::Decimal(text.to_string()));
@@ -363,7 +405,29 @@ fn interval_text(n: i64, unit: &str) -> String {
 }
 
 /// Lowers one sqlparser expression into the engine's syntax tree.
+///
+/// sqlparser gives some nodes no span (a lambda `x -> x`, an empty tuple `()`): an error
+/// at such a node takes the position of the nearest enclosing expression that has one.
 fn lower(e: &Expr) -> Result<Syntax, SqlError> {
+    lower_node(e).map_err(|err| err.at_least_at(pos(e.span().start)))
+}
+
+impl SqlError {
+    /// This error, placed at `fallback` if it has no position (line 0: a node without span).
+    pub(crate) fn at_least_at(self, fallback: Pos) -> SqlError {
+        match self {
+            SqlError::Syntax { pos, found, allowed } if pos.line == 0 => {
+                SqlError::Syntax { pos: fallback, found, allowed }
+            }
+            SqlError::Unsupported { pos, found, allowed } if pos.line == 0 => {
+                SqlError::Unsupported { pos: fallback, found, allowed }
+            }
+            other => other,
+        }
+    }
+}
+
+fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
     Ok(match e {
         Expr::Nested(inner) => lower(inner)?,
         Expr::Identifier(id) => {

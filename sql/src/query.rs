@@ -33,8 +33,7 @@ const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] 
 pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     let dialect = dialect::SparkDialect;
     let options = ParserOptions::new().with_unescape(false);
-    let mut parser =
-        Parser::new(&dialect).with_options(options).try_with_sql(text).map_err(|e| parse_error(e, text))?;
+    let mut parser = Parser::new(&dialect).with_options(options).with_tokens_with_locations(super::tokens(text)?);
     let query = parser.parse_query().map_err(|e| parse_error(e, text))?;
     while parser.peek_token().token == Token::SemiColon {
         parser.next_token();
@@ -216,7 +215,12 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
                     "GROUP BY expressions, window(...), session_window(...), positions",
                 ));
             }
-            exprs.iter().map(group_item).collect::<Result<Vec<_>, _>>()?
+            // an item without a position (`GROUP BY ()`) is placed at GROUP
+            let group_at = || keyword_after(text, &[Keyword::GROUP], s.select_token.0.span.end);
+            exprs
+                .iter()
+                .map(|e| group_item(e).map_err(|err| err.at_least_at(group_at())))
+                .collect::<Result<Vec<_>, _>>()?
         }
         GroupByExpr::All(_) => {
             return Err(at_select(s, "GROUP BY ALL", "GROUP BY expressions or positions"));

@@ -49,6 +49,31 @@ fn infix_div_and_spark_literal_suffixes_parse() {
 }
 
 #[test]
+fn a_double_suffix_after_an_exponent_is_one_literal() {
+    // sqlparser splits `1e3D` into `1e3` and the alias `D`; Spark reads one DOUBLE literal
+    assert_eq!(eval("price * 1e3D", row(2.0, 7, "a")), Ok(Value::Double(2000.0)));
+    assert_eq!(eval("1.5e3d > price", row(2.0, 7, "a")), Ok(Value::Bool(true)));
+    let b = bind_expression("1e3D", &schema()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.name, "1000.0");
+    // a space before the D leaves it an alias
+    let b = bind_expression("1e3 D", &schema()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.name, "D");
+}
+
+#[test]
+fn a_double_literal_beyond_the_double_range_is_refused_as_spark() {
+    for text in ["1e999 < price", "-1e999D < price"] {
+        match parse_expression(text) {
+            Err(SqlError::Unsupported { found, .. }) => {
+                assert!(found.contains("INVALID_NUMERIC_LITERAL_RANGE"), "{text}: {found}")
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert_eq!(eval("1e-999 < price", row(2.0, 7, "a")), Ok(Value::Bool(true)));
+}
+
+#[test]
 fn three_valued_logic_as_spark() {
     let r = || vec![Value::Null, Value::Int(1), Value::Null, Value::Null, Value::Null];
     assert_eq!(eval("price > 1 AND false", r()), Ok(Value::Bool(false)));

@@ -144,6 +144,29 @@ fn a_subquery_that_joins_is_the_from_of_the_query_over_it() {
 }
 
 #[test]
+fn a_construct_the_parser_gives_no_position_is_refused_where_its_expression_is() {
+    // sqlparser gives a lambda and an empty tuple no span: the error is placed at the enclosing
+    // expression (or GROUP), never at 0:0
+    let cases: &[(&str, Pos, &str)] = &[
+        ("SELECT transform(a, x -> x) FROM s", Pos { line: 1, column: 8 }, "x -> x"),
+        ("SELECT a FROM s\nWHERE 1 = exists(b, x -> x > 1)", Pos { line: 2, column: 11 }, "x -> x > 1"),
+        ("SELECT count(*) FROM s GROUP BY ()", Pos { line: 1, column: 24 }, "()"),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(text, at, name)| {
+            let (pos, found) = refused(text);
+            (pos != *at || !found.contains(name)).then(|| format!("{text}: {found} at {pos} (expected {name} at {at})"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    match parse_expression("lambda(x -> x)") {
+        Err(SqlError::Unsupported { pos, .. }) => assert_eq!(pos, Pos { line: 1, column: 1 }),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn text_that_is_not_a_query_is_a_syntax_error_with_its_position() {
     match parse_query("SELECT a\nFROM") {
         Err(SqlError::Syntax { pos, .. }) => assert_eq!(pos.line, 2),

@@ -260,6 +260,15 @@ fn spark_refusals_name_the_construct_and_its_position() {
         ("SELECT nope FROM payments", "the unknown column \"nope\" at 1:8"),
         ("SELECT max_by(user_id) FROM payments", "max_by(user_id) (not two arguments) at 1:8"),
         ("SELECT user_id FROM payments HAVING amount > 1", "HAVING without GROUP BY or aggregates at 1:37"),
+        (
+            "SELECT user_id, count(*) FROM payments GROUP BY user_id HAVING price > 1",
+            "\"price\" neither grouped nor aggregated (MISSING_AGGREGATION) at 1:64",
+        ),
+        (
+            "SELECT user_id, count(*) FROM payments GROUP BY user_id HAVING nope > 1",
+            "the unknown column \"nope\" at 1:64",
+        ),
+        ("SELECT user_id, nope FROM payments GROUP BY user_id", "the unknown column \"nope\" at 1:17"),
     ];
     let wrong: Vec<String> = cases
         .iter()
@@ -269,6 +278,55 @@ fn spark_refusals_name_the_construct_and_its_position() {
         })
         .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn having_reads_select_aliases_as_spark() {
+    // Spark resolves a HAVING name outside an aggregate to a select alias unless it is a
+    // grouped column (checked on Spark 4.3): `amount` is the alias outside sum(...) and the
+    // source's column inside max(...)
+    let p = plan(
+        "SELECT user_id, count(*) AS n, sum(amount) AS amount FROM payments GROUP BY user_id \
+         HAVING n > 1 AND amount > 10 AND max(amount) > 5",
+    );
+    let QuerySpec::WindowAggregate { measures, .. } = &p.query else { panic!("{p:?}") };
+    let m: Vec<&str> = measures.iter().map(|m| m.output_name.as_str()).collect();
+    assert_eq!(m, ["count(1)", "sum(amount)", "max(amount)"]);
+    assert!(
+        matches!(&p.output_steps[0], Step::Filter(f)
+            if f.typed.name == "(((count(1) > 1) AND (sum(amount) > 10)) AND (max(amount) > 5))"),
+        "{:?}",
+        p.output_steps[0]
+    );
+    // a grouped column wins over an alias of its name
+    let p = plan("SELECT upper(user_id) AS user_id, count(*) FROM payments GROUP BY user_id HAVING user_id = 'a'");
+    assert!(
+        matches!(&p.output_steps[0], Step::Filter(f) if f.typed.name == "(user_id = a)"),
+        "{:?}",
+        p.output_steps[0]
+    );
+    // a field of an aliased window
+    let p = plan_with(
+        "SELECT window(ts, '1 minute') AS w, count(*) AS n FROM payments GROUP BY w \
+         HAVING w.start > TIMESTAMP '2024-01-15 10:00:00' AND n > 1",
+        Some("append"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(&p.output_steps[0], Step::Filter(_)), "{:?}", p.output_steps[0]);
+    assert_eq!(output(&p), names(&[("w", DataType::Window), ("n", DataType::Long)]));
+}
+
+#[test]
+fn a_query_without_aggregation_takes_append_or_update_only() {
+    let sql = "SELECT user_id, amount FROM payments WHERE amount > 0";
+    for mode in ["append", "Update"] {
+        assert!(plan_with(sql, Some(mode)).is_ok(), "{mode}");
+    }
+    // Spark refuses complete mode without a streaming aggregation; a misspelt mode is no mode
+    for (mode, given) in [("complete", "\"complete\" (a query without aggregation)"), ("bogus", "\"bogus\"")] {
+        let e = plan_with(sql, Some(mode)).err().unwrap_or_else(|| panic!("{mode} was accepted"));
+        assert_eq!((e.field.as_str(), e.given.as_str()), ("query.output_mode", given), "{e}");
+    }
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! `checkpoint.path` holds one sub-folder per pipeline name, so a sink folder inside it can be
 //! another pipeline's checkpoint folder. A folder inside another output's folder is refused too:
 //! a reader of the outer folder (Spark's file source lists it recursively) would find the
-//! inner output's files in it.
+//! inner output's files in it. A sink may not write into the folder a files source or a table
+//! reads either (it would read the sink's batches back as input).
 //!
 //! Paths are compared as resolved: relative paths joined to the pipeline file's folder when it is
 //! known, then walked as the kernel walks it: every symbolic link followed, also a link to a
@@ -19,7 +20,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::error::{SpecError, quote};
-use super::{Pipeline, SinkSpec};
+use super::{Pipeline, SinkSpec, SourceKind};
 
 const ALLOWED: &str = "a folder of its own: each files sink and the checkpoint write into their own folder, not \
                        the same as another output's, nor inside it, nor holding it";
@@ -77,6 +78,40 @@ pub(crate) fn check_output_folders(pipeline: &Pipeline, base: Option<&Path>) -> 
                     quote(&earlier.written.display().to_string())
                 ),
                 ALLOWED,
+            ));
+        }
+    }
+    check_input_folders(pipeline, base, &folders)
+}
+
+/// Refuses a sink whose folder is one a files source or a table reads: the source would read
+/// the sink's committed batches as new input, batch after batch (a finite run never ends), and
+/// a table would change with every batch. A sink folder inside or around an input folder is
+/// fine: neither lists sub-folders.
+fn check_input_folders(pipeline: &Pipeline, base: Option<&Path>, outputs: &[Folder<'_>]) -> Result<(), SpecError> {
+    let several = !pipeline.more_sources.is_empty();
+    let sources = std::iter::once(&pipeline.source).chain(pipeline.more_sources.iter().map(|u| &u.source));
+    let inputs = sources
+        .enumerate()
+        .filter_map(|(i, source)| match &source.kind {
+            SourceKind::Files { path, .. } => {
+                Some((if several { format!("source[{i}].path") } else { "source.path".to_string() }, path))
+            }
+            _ => None,
+        })
+        .chain(pipeline.tables.iter().enumerate().map(|(i, t)| (format!("table[{i}].path"), &t.path)));
+    for (field, written) in inputs {
+        let compared = resolved(&resolve(written, base));
+        let sink = outputs.iter().find(|o| o.field != "checkpoint.path" && o.compared == compared);
+        if let Some(sink) = sink {
+            return Err(SpecError::new(
+                sink.field,
+                format!(
+                    "{} (the folder {field} {} reads: the sink's output would be read back as input)",
+                    quote(&sink.written.display().to_string()),
+                    quote(&written.display().to_string())
+                ),
+                "a folder that no source or table reads",
             ));
         }
     }
@@ -215,6 +250,18 @@ path = "{}"
             sink.display(),
             dead_letter.display()
         )
+    }
+
+    #[test]
+    fn a_sink_in_the_folder_the_source_reads_is_refused() {
+        // the files source would read each committed batch back as input: a run without end
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(Path::new("./in/"), Path::new("dead"))).unwrap_err();
+        assert_eq!(e.field, "sink.path", "{e}");
+        assert!(e.given.contains("the folder source.path \"in\" reads"), "{e}");
+        let e = crate::spec::parse_pipeline_str(&pipeline_text(Path::new("out"), Path::new("x/../in"))).unwrap_err();
+        assert_eq!(e.field, "dead_letter.path", "{e}");
+        // the source does not list sub-folders: one inside its folder is fine
+        assert!(crate::spec::parse_pipeline_str(&pipeline_text(Path::new("in/out"), Path::new("dead"))).is_ok());
     }
 
     #[cfg(unix)]

@@ -137,6 +137,7 @@ pub fn plan_sql_query(
         ));
     }
     let group = group_keys(q, &items, schema, &unqualify)?;
+    let having = having.map(|h| having_aliases(&h, &items, &group));
     let aggregated = !group.is_empty()
         || items.iter().any(|i| first_aggregate(&i.syntax).is_some())
         || having.as_ref().is_some_and(|h| first_aggregate(h).is_some());
@@ -148,6 +149,7 @@ pub fn plan_sql_query(
         if let Some(h) = &having {
             return Err(at(h.pos, "HAVING without GROUP BY or aggregates", "HAVING in an aggregation (use WHERE)"));
         }
+        check_forward_output_mode(output_mode)?;
         let watermarked_steps = after.iter().map(|c| filter(c, schema)).collect::<Result<Vec<_>, _>>()?;
         let project: Vec<PipelineExpr> =
             items.iter().map(|i| project(&i.syntax, i.alias.as_deref(), schema)).collect::<Result<_, _>>()?;
@@ -176,6 +178,29 @@ pub fn plan_sql_query(
     }
     source_steps.push(Step::Project(projection));
     Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new() })
+}
+
+/// `[query] output_mode` of a query without aggregation, read ignoring case as for an
+/// aggregation: `append` or `update` (each row is emitted once either way, as Spark); `complete`
+/// is refused as Spark refuses it without a streaming aggregation, and any other value as no
+/// output mode.
+///
+/// # Errors
+/// At `query.output_mode`.
+fn check_forward_output_mode(output_mode: Option<&str>) -> Result<(), SpecError> {
+    match output_mode.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("append" | "update") => Ok(()),
+        Some("complete") => Err(SpecError::new(
+            "query.output_mode",
+            format!("{} (a query without aggregation)", quote(output_mode.unwrap_or_default())),
+            "\"append\", \"update\" (Spark refuses complete mode without a streaming aggregation)",
+        )),
+        Some(_) => Err(SpecError::new(
+            "query.output_mode",
+            quote(output_mode.unwrap_or_default()),
+            "\"append\", \"update\", \"complete\" (complete with an aggregation)",
+        )),
+    }
 }
 
 /// Refuses two output columns of one name (ignoring case), naming both with their positions:
@@ -447,6 +472,14 @@ impl Rewrite<'_> {
             return Ok(column(name, s.pos));
         }
         match &s.kind {
+            // a name the source lacks is unknown (Spark's UNRESOLVED_COLUMN), not ungrouped
+            SyntaxKind::Column(parts) if self.schema.resolve(&parts[0]).is_none() => {
+                Err(sql_error(ExprError::UnknownColumn {
+                    pos: s.pos,
+                    given: parts.join("."),
+                    allowed: self.schema.names(),
+                }))
+            }
             SyntaxKind::Column(parts) => Err(at(
                 s.pos,
                 format!("the column {} neither grouped nor aggregated (MISSING_AGGREGATION)", quote(&parts.join("."))),
@@ -607,6 +640,35 @@ pub(super) fn expand_items(q: &QuerySyntax, schema: &Schema, qualifier: &str) ->
         }
     }
     Ok(items)
+}
+
+/// HAVING with its references to select aliases replaced by the aliased expression, as Spark
+/// resolves them (`SELECT k, count(*) AS c ... HAVING c > 1`): a name outside an aggregate
+/// that is a select alias and not a GROUP BY column is the alias (a grouped source column of
+/// that name wins); inside an aggregate a name is always the source's column.
+fn having_aliases(s: &Syntax, items: &[Item], group: &[Key]) -> Syntax {
+    if is_aggregate(s) {
+        return s.clone();
+    }
+    if let SyntaxKind::Column(parts) = &s.kind {
+        let grouped = group.iter().any(|k| {
+            matches!(k, Key::Expr(e) if matches!(&e.kind, SyntaxKind::Column(key) if key.len() == 1
+                && same_column(&key[0], &parts[0])))
+        });
+        let aliased = items.iter().find(|i| i.alias.as_deref().is_some_and(|a| same_column(a, &parts[0])));
+        if let (false, Some(item)) = (grouped, aliased) {
+            // `w.start` where `w` is an alias: the field of the aliased expression
+            return parts[1..].iter().fold(item.syntax.clone(), |e, field| Syntax {
+                kind: SyntaxKind::Field { expr: Box::new(e), field: field.clone() },
+                pos: s.pos,
+            });
+        }
+        return s.clone();
+    }
+    match s.try_map_children::<std::convert::Infallible>(&mut |c| Ok(having_aliases(c, items, group))) {
+        Ok(s) => s,
+        Err(never) => match never {},
+    }
 }
 
 /// GROUP BY items as keys: positions and select aliases replaced by the select item's
