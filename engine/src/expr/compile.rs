@@ -328,7 +328,9 @@ fn folded(t: &Typed) -> Option<Value> {
     compile_node(t).call(&[]).ok()
 }
 
-/// Whether `t` reads no column and calls no user function.
+/// Whether `t` reads no column and calls no user function. Every built-in function is
+/// deterministic today (`current_timestamp()` is refused when bound); one that is not (a clock,
+/// a random number) must make this false, or it would be evaluated once for the whole run.
 fn is_constant(t: &Typed) -> bool {
     match &t.node {
         Node::Literal(_) => true,
