@@ -12,6 +12,20 @@ fn refused(text: &str) -> (Pos, String) {
     }
 }
 
+/// Each query of `cases` is refused at its position, naming its construct; all that are not are
+/// listed in the panic.
+fn assert_refused_where_named(cases: &[(&str, Pos, &str)]) {
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(text, at, name)| {
+            let (pos, found) = refused(text);
+            (pos != *at || !found.contains(name))
+                .then(|| format!("{text:?}: {found} at {pos} (expected {name} at {at})"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 #[test]
 fn a_query_keeps_its_clauses_with_positions() {
     let q = parse_query("SELECT window(ts, '30 seconds') AS w, p.user_id, count(*)\nFROM payments p\nWHERE amount > 0\nGROUP BY 1, user_id\nHAVING count(*) > 1;")
@@ -63,14 +77,7 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
         ("SELECT a FROM s INTERSECT SELECT a FROM t", Pos { line: 1, column: 17 }, "INTERSECT"),
         ("SELECT a FROM s; SELECT b FROM s", Pos { line: 1, column: 18 }, "several statements"),
     ];
-    let wrong: Vec<String> = cases
-        .iter()
-        .filter_map(|(text, at, name)| {
-            let (pos, found) = refused(text);
-            (pos != *at || !found.contains(name)).then(|| format!("{text}: {found} at {pos} (expected {name} at {at})"))
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_refused_where_named(cases);
 }
 
 #[test]
@@ -88,15 +95,7 @@ fn distinct_joins_and_set_operations_are_refused_at_their_keyword() {
         ),
         ("SELECT a FROM s\n  LEFT JOIN t ON s.a = t.a\n  JOIN u ON s.a = u.a", Pos { line: 3, column: 3 }, "JOIN"),
     ];
-    let wrong: Vec<String> = cases
-        .iter()
-        .filter_map(|(text, at, name)| {
-            let (pos, found) = refused(text);
-            (pos != *at || !found.contains(name))
-                .then(|| format!("{text:?}: {found} at {pos} (expected {name} at {at})"))
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_refused_where_named(cases);
 }
 
 #[test]
@@ -152,14 +151,7 @@ fn a_construct_the_parser_gives_no_position_is_refused_where_its_expression_is()
         ("SELECT a FROM s\nWHERE 1 = exists(b, x -> x > 1)", Pos { line: 2, column: 11 }, "x -> x > 1"),
         ("SELECT count(*) FROM s GROUP BY ()", Pos { line: 1, column: 24 }, "()"),
     ];
-    let wrong: Vec<String> = cases
-        .iter()
-        .filter_map(|(text, at, name)| {
-            let (pos, found) = refused(text);
-            (pos != *at || !found.contains(name)).then(|| format!("{text}: {found} at {pos} (expected {name} at {at})"))
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_refused_where_named(cases);
     match parse_expression("lambda(x -> x)") {
         Err(SqlError::Unsupported { pos, .. }) => assert_eq!(pos, Pos { line: 1, column: 1 }),
         other => panic!("{other:?}"),
