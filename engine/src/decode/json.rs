@@ -403,7 +403,8 @@ impl<'a> Parser<'a> {
                 let (start, integer) = self.number()?;
                 let text = &self.s[start..self.pos];
                 match col.ty {
-                    DataType::String => Ok(Value::Str(string_of_number(text, integer))),
+                    // its text as written (`-0`, `1.50`, `1e2`), as Spark 4.3 gives it
+                    DataType::String => Ok(Value::Str(Arc::from(text))),
                     DataType::Boolean => Err(wrong(col, text, "a number, not true or false")),
                     _ if integer => integer_value(col, text, plan.unit),
                     _ => fraction_value(col, text, plan.unit),
@@ -420,6 +421,13 @@ impl<'a> Parser<'a> {
             Some(b'n') => {
                 self.literal(b"null")?;
                 Ok(Value::Null)
+            }
+            Some(b'{' | b'[') if col.ty == DataType::String => {
+                // Spark (4.x) gives a STRING column the value's JSON text as written: its
+                // bytes from the bracket to the matching one, whitespace and escapes kept
+                let start = self.pos;
+                self.skip_value()?;
+                Ok(Value::Str(Arc::from(&self.s[start..self.pos])))
             }
             Some(b'{' | b'[') => Err(wrong(col, &self.s[self.pos..], "a nested object or array")),
             _ => Err(self.err("expected a value (a string, number, object, array, true, false or null)")),
@@ -565,16 +573,6 @@ fn literal_value(col: &Column, b: bool) -> Result<Value, DecodeError> {
         DataType::Boolean => Ok(Value::Bool(b)),
         DataType::String => Ok(Value::Str(Arc::from(if b { "true" } else { "false" }))),
         _ => Err(wrong(col, if b { "true" } else { "false" }, "a boolean")),
-    }
-}
-
-/// A STRING column given a number: its text, integers normalised as Jackson writes them
-/// (`-0` -> `0`); fractions as written (Jackson would print Java's `Double.toString`, e.g.
-/// `1.0E10`: a documented difference).
-fn string_of_number(text: &str, integer: bool) -> Arc<str> {
-    match super::text::parse_i64(text) {
-        Some(n) if integer => Arc::from(n.to_string()),
-        _ => Arc::from(text),
     }
 }
 

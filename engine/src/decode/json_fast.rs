@@ -582,13 +582,19 @@ pub(super) fn number_value(n: &Num, text: &[u8], ty: DataType, plan: &Plan) -> O
 
 /// [`value`]'s rare forms: the token at `i` (a string with its escapes checked, a number, a
 /// literal) delimited here, then converted by the full parser's own rules ([`token_value`]),
-/// into `slot`; the index after it. `None` for an object or array (a needed column cannot
-/// hold one) and for anything the full parser rejects.
+/// into `slot`; the index after it. An object or array is the text of a STRING column, as
+/// written (the full parser's rule); `None` for one in any other column and for anything the
+/// full parser rejects.
 #[cold]
 #[inline(never)]
 fn general(b: &[u8], i: usize, c: usize, plan: &Plan, slot: &mut Value) -> Option<usize> {
     let end = match *b.get(i)? {
         b'"' => any_string_end(b, i + 1)? + 1,
+        b'{' | b'[' if plan.columns.get(c)?.ty == DataType::String => {
+            let end = skip_nested(b, i)?;
+            put(slot, Value::Str(Arc::from(std::str::from_utf8(&b[i..end]).ok()?)));
+            return Some(end);
+        }
         b'{' | b'[' => return None,
         _ => skip(b, i)?,
     };

@@ -69,6 +69,9 @@ fn convert(ty: DataType, j: &J, unit: TimeUnit) -> Result<Value, ()> {
         (DataType::String, J::String(s)) => Value::Str(Arc::from(s.as_str())),
         (DataType::String, J::Number(n)) => Value::Str(Arc::from(n.to_string())),
         (DataType::String, J::Bool(b)) => Value::Str(Arc::from(b.to_string())),
+        // the value's text as written: the cases write a nested value as serde_json prints it
+        // (no fractions in it, whose text serde_json could change)
+        (DataType::String, j @ (J::Array(_) | J::Object(_))) => Value::Str(Arc::from(j.to_string())),
         (DataType::Long, J::Number(n)) if n.is_i64() => Value::Long(n.as_i64().ok_or(())?),
         (DataType::Int, J::Number(n)) if n.is_i64() => {
             Value::Int(i32::try_from(n.as_i64().ok_or(())?).map_err(|_| ())?)

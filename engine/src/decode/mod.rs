@@ -13,7 +13,7 @@
 //!
 //! | column type | accepted JSON | malformed |
 //! |---|---|---|
-//! | STRING | a string; a number or `true` / `false` as its JSON text (Spark copies the token's text) | an object or array (Spark would copy its JSON text: Eddy refuses it) |
+//! | STRING | a string; a number, `true` / `false`, an object or an array as its JSON text exactly as written (`-0`, `1.50`, `{ "a": [1] }`: Spark 4.3 copies the value's text) | a malformed nested value |
 //! | BIGINT / INT | an integer without fraction or exponent, in range | `12.5`, `1e3`, `"12"`, overflow |
 //! | DOUBLE / FLOAT | any JSON number (`12`, `1.5e3`; beyond the range: ±infinity as Jackson gives); the strings `"NaN"`, `"Infinity"`, `"+Infinity"`, `"+INF"`, `"-Infinity"`, `"-INF"` (Spark's `allowNonNumericNumbers`) | other strings, the bare literals `NaN` / `Infinity` (not JSON) |
 //! | BOOLEAN | `true`, `false` | anything else, `"true"` included |
