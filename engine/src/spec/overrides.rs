@@ -51,7 +51,17 @@ fn parse_value(value: &str) -> toml::Value {
     }
 }
 
-/// Sets `field` to `value` in `table`, creating missing tables on the way. Returns the path set.
+/// An empty value for a missing key on the way: an array when an index follows it
+/// (`sink.select[0]` on a sink without `select`), else a table.
+fn container_for(next: Option<&Step>) -> toml::Value {
+    match next {
+        Some(Step::Index(_)) => toml::Value::Array(Vec::new()),
+        _ => toml::Value::Table(toml::Table::new()),
+    }
+}
+
+/// Sets `field` to `value` in `table`, creating missing tables (and arrays, before an index) on
+/// the way; an index one past an array's end appends to it. Returns the path set.
 pub(crate) fn apply(table: &mut toml::Table, field: &str, value: &str) -> Result<Vec<Step>, SpecError> {
     let steps = parse_field(field)?;
     let new = parse_value(value);
@@ -71,7 +81,7 @@ pub(crate) fn apply(table: &mut toml::Table, field: &str, value: &str) -> Result
             table.insert(first.clone(), new);
             return Ok(steps);
         }
-        table.entry(first.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        table.entry(first.clone()).or_insert_with(|| container_for(steps.get(1)))
     };
     for (i, step) in steps.iter().enumerate().skip(1) {
         let last = i + 1 == steps.len();
@@ -85,17 +95,23 @@ pub(crate) fn apply(table: &mut toml::Table, field: &str, value: &str) -> Result
                     t.insert(k.clone(), new);
                     return Ok(steps);
                 }
-                cur = t.entry(k.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                cur = t.entry(k.clone()).or_insert_with(|| container_for(steps.get(i + 1)));
             }
             Step::Index(idx) => {
                 let len = match cur.as_array() {
                     Some(a) => a.len(),
                     None => return Err(through(i, cur, "an array")),
                 };
-                if *idx >= len {
-                    return Err(through(i + 1, cur, &format!("an index below {len}")));
+                if *idx > len {
+                    return Err(through(i + 1, cur, &format!("an index up to {len} ({len} appends)")));
                 }
                 let a = cur.as_array_mut().expect("checked above");
+                if *idx == len {
+                    a.push(if last { new.clone() } else { container_for(steps.get(i + 1)) });
+                    if last {
+                        return Ok(steps);
+                    }
+                }
                 if last {
                     a[*idx] = new;
                     return Ok(steps);
@@ -142,6 +158,24 @@ mod tests {
         assert_eq!(t["q"]["m"][1]["x"].as_integer(), Some(7));
         apply(&mut t, "a", "2").unwrap();
         assert_eq!(t["a"].as_integer(), Some(2));
+    }
+
+    #[test]
+    fn apply_creates_a_missing_array_and_appends_one_past_its_end() {
+        // a sink without `select`: `--set sink.select[0]=...` gives it one
+        let mut t: toml::Table = "[sink]\ntype = \"stdout\"\n[q]\nm = [{ x = 1 }]\n".parse().unwrap();
+        apply(&mut t, "sink.select[0]", "id").unwrap();
+        apply(&mut t, "sink.select[1]", "v * 2 AS v2").unwrap();
+        let select: Vec<&str> = t["sink"]["select"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+        assert_eq!(select, ["id", "v * 2 AS v2"]);
+        apply(&mut t, "q.m[1].x", "2").unwrap();
+        assert_eq!(t["q"]["m"][1]["x"].as_integer(), Some(2));
+        apply(&mut t, "new[0].k", "v").unwrap();
+        assert_eq!(t["new"][0]["k"].as_str(), Some("v"));
+        // past the end by more than one: refused, naming the index
+        let e = apply(&mut t, "sink.select[5]", "x").unwrap_err();
+        assert_eq!(e.field, "sink.select[5]");
+        assert!(e.allowed.contains("an index up to 2"), "{e}");
     }
 
     #[test]

@@ -108,6 +108,8 @@ fn shape_error(
         }
         let fields = rest.split_once("expected ").map(|(_, f)| f).unwrap_or("no fields here");
         let fields = fields.strip_prefix("one of ").unwrap_or(fields).replace('`', "");
+        // the key several `[[source]]` tables are moved to is not one a user writes
+        let fields = fields.split(", ").filter(|f| *f != SOURCE_LIST).collect::<Vec<_>>().join(", ");
         let given = lookup(root, &steps).map(render).unwrap_or_else(|| "a value".into());
         match typed_fields(root, &steps[..steps.len() - 1]) {
             Some((what, kind, fields)) => (format!("{given}, not a field of {what} {}", quote(kind)), list(fields)),

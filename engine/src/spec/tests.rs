@@ -237,6 +237,8 @@ fn unknown_top_level_field_is_named_with_its_position() {
     let e = err_text(&format!("paralelism = 4\n{BASE}"));
     assert_eq!((e.field.as_str(), e.given.as_str()), ("paralelism", "4, an unknown field (line 1, column 1)"));
     assert!(e.allowed.contains("parallelism") && e.allowed.contains("late_sink"), "{e}");
+    // the internal key of several `[[source]]` tables is not offered
+    assert!(e.allowed.contains("source") && !e.allowed.contains("source_list"), "{e}");
 }
 
 #[test]
