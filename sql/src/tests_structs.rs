@@ -1,7 +1,7 @@
 //! STRUCT, JSON and DATE expressions: names, types and values written by hand from Spark 4.3's
 //! answers (the oracle's python, ANSI on, session time zone UTC) for the same text.
 
-use eddy_engine::expr::{Compiled, ExprError};
+use eddy_engine::expr::{Compiled, EvalErrorKind, ExprError};
 use eddy_engine::schema::StructType;
 use eddy_engine::{DataType, Field, Record, Schema, Timestamp, Value};
 
@@ -195,4 +195,27 @@ fn current_timestamp_is_refused_naming_why() {
             other => panic!("{text}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn a_string_result_over_16_mib_fails_the_record_before_it_is_built() {
+    let too_long = |text: &str| match eval(text) {
+        Err(ExprError::Eval { kind, .. }) => assert_eq!(kind, EvalErrorKind::StringTooLong, "{text}"),
+        other => panic!("{text}: {other:?}"),
+    };
+    // Each of these would need gigabytes (or far more) if built.
+    too_long("lpad(b, 2147483647, 'ab')");
+    too_long("rpad(b, 2147483647, '€')");
+    too_long("replace(lpad(b, 16000000, 'x'), 'x', lpad('', 1000, 'y'))");
+    too_long(&format!("regexp_replace(lpad(b, 16000000, 'x'), 'x', '{}')", "y".repeat(1000)));
+    // at the limit and below it, built as Spark builds it
+    let limit = 16 * 1024 * 1024;
+    match eval(&format!("lpad(b, {limit}, 'y')")) {
+        Ok(Value::Str(s)) => assert!(s.len() == limit && s.ends_with("yx"), "{}", s.len()),
+        other => panic!("{other:?}"),
+    }
+    too_long(&format!("lpad(b, {}, 'y')", limit + 1));
+    assert_eq!(text("rpad(b, 4, 'ab')"), "xaba");
+    assert_eq!(text("replace('aXa', 'a', 'bb')"), "bbXbb");
+    assert_eq!(text("regexp_replace('aXa', 'a', 'bb')"), "bbXbb");
 }

@@ -379,10 +379,14 @@ impl Func {
             Func::Trim => return st(s(0).trim_matches(' ').to_string()),
             Func::LTrim => return st(s(0).trim_start_matches(' ').to_string()),
             Func::RTrim => return st(s(0).trim_end_matches(' ').to_string()),
-            Func::Lpad | Func::Rpad => return st(pad(s(0), n(1), s(2), matches!(self, Func::Lpad))),
+            Func::Lpad | Func::Rpad => return st(pad(s(0), n(1), s(2), matches!(self, Func::Lpad))?),
             Func::Replace => {
                 if s(1).is_empty() {
                     return st(s(0).to_string());
+                }
+                if s(2).len() > s(1).len() {
+                    let grows = (s(2).len() - s(1).len()) as u64;
+                    within_string_limit((s(0).len() as u64).saturating_add(grows * s(0).matches(s(1)).count() as u64))?;
                 }
                 return st(s(0).replace(s(1), s(2)));
             }
@@ -402,7 +406,14 @@ impl Func {
             Func::StartsWith => Value::Bool(s(0).starts_with(s(1))),
             Func::EndsWith => Value::Bool(s(0).ends_with(s(1))),
             Func::Contains => Value::Bool(s(0).contains(s(1))),
-            Func::RegexpReplace(re) => return st(re.replace_all(s(0), regex::NoExpand(s(2))).into_owned()),
+            Func::RegexpReplace(re) => {
+                // at most one match per position (and one at the end), each replaced whole
+                let (len, with) = (s(0).len() as u64, s(2).len() as u64);
+                if len.saturating_add((len + 1).saturating_mul(with)) > MAX_STRING_BYTES {
+                    within_string_limit(len.saturating_add(re.find_iter(s(0)).count() as u64 * with))?;
+                }
+                return st(re.replace_all(s(0), regex::NoExpand(s(2))).into_owned());
+            }
             Func::RegexpExtract(re, group) => {
                 let found = re.captures(s(0)).and_then(|c| c.get(*group)).map_or("", |m| m.as_str());
                 return st(found.to_string());
@@ -648,13 +659,29 @@ pub(crate) fn substring(s: &str, pos: i64, len: i64) -> &str {
     &s[byte(start)..byte(end)]
 }
 
-fn pad(s: &str, len: i64, pad: &str, left: bool) -> String {
+/// The longest string an expression may build, in bytes: as a source's default
+/// `max_record_bytes` (16 MiB). Spark's bound is the JVM's (a 2 GiB array, and before that the
+/// executor's heap: `lpad(s, 2147483647)` fails the task with an out-of-memory error); Eddy
+/// fails the record instead ([`EvalErrorKind::StringTooLong`]) before allocating, so one
+/// expression cannot exhaust the daemon's memory.
+pub(crate) const MAX_STRING_BYTES: u64 = crate::spec::DEFAULT_MAX_RECORD_BYTES;
+
+/// `Ok` when a string of `bytes` bytes may be built.
+fn within_string_limit(bytes: u64) -> Result<(), EvalErrorKind> {
+    if bytes > MAX_STRING_BYTES { Err(EvalErrorKind::StringTooLong) } else { Ok(()) }
+}
+
+fn pad(s: &str, len: i64, pad: &str, left: bool) -> Result<String, EvalErrorKind> {
     let n = s.chars().count() as i64;
     if len <= n || pad.is_empty() {
-        return substring(s, 1, len).to_string();
+        return Ok(substring(s, 1, len).to_string());
     }
+    // each fill character is at least one byte
+    within_string_limit((s.len() as u64).saturating_add((len - n) as u64))?;
     let fill: String = pad.chars().cycle().take((len - n) as usize).collect();
-    if left { fill + s } else { s.to_string() + &fill }
+    let out = if left { fill + s } else { s.to_string() + &fill };
+    within_string_limit(out.len() as u64)?;
+    Ok(out)
 }
 
 /// Spark's `initcap`: lower case, then the first character and each one after a space upper.

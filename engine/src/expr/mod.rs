@@ -369,6 +369,9 @@ pub enum EvalErrorKind {
     /// A string that does not match the datetime pattern of `to_timestamp(s, pattern)` /
     /// `to_date(s, pattern)`.
     CannotParseTimestamp,
+    /// A string result longer than 16 MiB (`lpad(s, 2147483647)`): Eddy's own condition, where
+    /// Spark's task fails with an out-of-memory error. Checked before the string is built.
+    StringTooLong,
     /// A scalar UDF returned an error, panicked or returned a value of another type than it
     /// declared: Spark's `FAILED_EXECUTE_UDF`, with the function's name and the message.
     UserFunction(Box<UdfFailure>),
@@ -387,6 +390,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
             EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
             EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
+            EvalErrorKind::StringTooLong => "STRING_TOO_LONG (a string result over 16 MiB)",
         })
     }
 }
