@@ -105,6 +105,12 @@ pub struct PartitionActor {
     /// (after the source actor's watermark has seen it); records on which they fail go to the
     /// dead letters.
     pub query_steps: Arc<CompiledSteps>,
+    /// Whether an expression this actor runs calls `current_timestamp()`
+    /// ([`eddy_engine::plan::QueryPlan::reads_processing_time_after_sources`]): the actor then
+    /// sets the processing time before it evaluates ([`eddy_engine::expr::set_processing_time`]):
+    /// the batch's in micro-batch mode; in real-time mode the instant each record, tick or timer
+    /// is processed at, each output row keeping the instant it was made at.
+    pub reads_processing_time: bool,
     /// Acknowledgements.
     pub coordinator: Sender<ToCoordinator>,
     /// Metric handles (no-ops without `[metrics]`).
@@ -284,6 +290,34 @@ pub struct PartitionTask {
     evict: Timestamp,
     /// The stall tracer, when on.
     stalls: Option<StallTracer>,
+    /// Where `current_timestamp()` is read: the processing time now and of the rows not yet
+    /// written; `None` when no expression of the actor reads it.
+    row_clock: Option<RowClock>,
+}
+
+/// The processing time of output rows, for `current_timestamp()` in the query's select list,
+/// HAVING and the sink's `select` (SQL.md "time"): every row of a micro-batch is made at the
+/// batch's processing time; in real-time mode a row is made at the instant the record, tick or
+/// timer that made it was processed at, which under the replay clock is a function of the
+/// input alone, so output stays deterministic however rows are grouped for writing.
+#[derive(Debug, Default)]
+struct RowClock {
+    /// The processing time of the message being handled.
+    now: Timestamp,
+    /// Real-time: the instant of each row of `Output::rows` made before `now` was set
+    /// (shorter than the rows: the rest were made at `now`).
+    times: Vec<Timestamp>,
+}
+
+impl RowClock {
+    /// The processing time moves to `t`: rows made so far keep the instant before it.
+    fn move_to(&mut self, rows: usize, t: Timestamp) {
+        if self.times.len() < rows {
+            self.times.resize(rows, self.now);
+        }
+        self.now = t;
+        eddy_engine::expr::set_processing_time(t);
+    }
 }
 
 impl PartitionTask {
@@ -303,6 +337,7 @@ impl PartitionTask {
             stalls,
             current: actor.first_epoch,
             wall: actor.clock.is_wall_clock() && actor.mode == Mode::RealTime,
+            row_clock: actor.reads_processing_time.then(RowClock::default),
             actor,
             out: Output::default(),
             created: Vec::new(),
@@ -377,6 +412,9 @@ impl PartitionTask {
         }
         if let Some(t) = self.stalls.as_mut() {
             t.begin_message();
+        }
+        if let Some(c) = self.row_clock.as_mut() {
+            c.move_to(self.out.rows.len(), now);
         }
         self.actor.operator.advance_clock(now, &mut self.out);
         if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.route(c, o)) {
@@ -470,7 +508,7 @@ impl PartitionTask {
     }
 
     fn dispatch(&mut self, msg: ToPartition) -> bool {
-        let PartitionTask { actor, out, created, current, evict, stalls, written, scratch, .. } = self;
+        let PartitionTask { actor, out, created, current, evict, stalls, written, scratch, row_clock, .. } = self;
         match msg {
             ToPartition::Data(batch) => {
                 let started = actor.metrics.enabled().then(Instant::now);
@@ -478,9 +516,17 @@ impl PartitionTask {
                 // so that no record waits for the rows of the whole batch to be written.
                 let flush_every =
                     (actor.mode == Mode::RealTime && actor.real_time_exchange.is_none()).then_some(FLUSH_EVERY_ROWS);
+                if let Some(c) = row_clock.as_ref() {
+                    // micro-batch: the batch's processing time (another task on this thread may
+                    // have set another since its BeginBatch)
+                    eddy_engine::expr::set_processing_time(c.now);
+                }
                 for (i, s) in batch.iter().enumerate() {
                     prefetch_ahead(actor.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
                     if actor.mode == Mode::RealTime {
+                        if let Some(c) = row_clock.as_mut() {
+                            c.move_to(out.rows.len(), s.now);
+                        }
                         let before = out.rows.len();
                         actor.operator.advance_clock(s.now, out);
                         if out.rows.len() - before >= TIMER_BURST_ROWS {
@@ -504,7 +550,7 @@ impl PartitionTask {
                     }
                     if flush_every.is_some_and(|n| out.rows.len() >= n) {
                         eddy_engine::stall::note(eddy_engine::stall::Cause::SinkWrite);
-                        if !flush_output(actor, out, created, written, scratch, *current) {
+                        if !flush_output(actor, out, created, written, scratch, row_clock.as_mut(), *current) {
                             return false;
                         }
                     }
@@ -526,6 +572,9 @@ impl PartitionTask {
             }
             ToPartition::Control(c) => match c {
                 Control::BeginBatch(ctx) => {
+                    if let Some(c) = row_clock.as_mut() {
+                        c.move_to(out.rows.len(), ctx.processing_time);
+                    }
                     *current = ctx.batch_id;
                     *evict = ctx.watermarks.evict;
                     actor.operator.begin_batch(&ctx);
@@ -533,6 +582,9 @@ impl PartitionTask {
                 }
                 Control::EndBatch { batch_id } => {
                     eddy_engine::stall::note(eddy_engine::stall::Cause::Barrier);
+                    if let Some(c) = row_clock.as_ref() {
+                        eddy_engine::expr::set_processing_time(c.now);
+                    }
                     actor.operator.end_batch(out);
                     if let Some(exchange) = actor.exchange.as_mut() {
                         let exchanged = match actor.operator.as_chain_mut() {
@@ -562,12 +614,18 @@ impl PartitionTask {
                     exchanged(actor, out, |x, c, o| x.flush(c, o))
                 }
                 Control::Tick(now) => {
+                    if let Some(c) = row_clock.as_mut() {
+                        c.move_to(out.rows.len(), now);
+                    }
                     actor.operator.advance_clock(now, out);
                     exchanged(actor, out, |x, c, o| x.route(c, o))
                 }
                 Control::Barrier { epoch, now, watermark } => {
                     eddy_engine::stall::note(eddy_engine::stall::Cause::Barrier);
                     if now != Timestamp::MIN {
+                        if let Some(c) = row_clock.as_mut() {
+                            c.move_to(out.rows.len(), now);
+                        }
                         actor.operator.advance_clock(now, out);
                     }
                     actor.operator.advance_watermark(watermark, out);
@@ -690,24 +748,30 @@ impl PartitionTask {
     /// sends late records to the sink actor; `false` when the sink failed (reported to the
     /// coordinator) or is gone.
     fn flush(&mut self, id: u64) -> bool {
-        let PartitionTask { actor, out, created, written, scratch, .. } = self;
-        flush_output(actor, out, created, written, scratch, id)
+        let PartitionTask { actor, out, created, written, scratch, row_clock, .. } = self;
+        flush_output(actor, out, created, written, scratch, row_clock.as_mut(), id)
     }
 }
 
 /// Hands what `out` holds of batch / epoch `id` to the sink actor: the output steps run on the
-/// rows, then dead letters, late and rejected records, then the rows (written through the row
-/// writer, counted in `written`); `false` when the sink or the coordinator is gone.
+/// rows (each at its processing time, from `row_clock`, when they read it), then dead letters,
+/// late and rejected records, then the rows (written through the row writer, counted in
+/// `written`); `false` when the sink or the coordinator is gone.
 fn flush_output(
     actor: &mut PartitionActor,
     out: &mut Output,
     created: &mut Vec<u64>,
     written: &mut BTreeMap<u64, u64>,
     scratch: &mut Row,
+    row_clock: Option<&mut RowClock>,
     id: u64,
 ) -> bool {
     if !actor.output_steps.is_empty() && !out.rows.is_empty() {
-        let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch);
+        let times = row_clock.as_deref().map(|c| (c.times.as_slice(), c.now));
+        let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch, times);
+        if let Some(c) = row_clock.as_deref() {
+            eddy_engine::expr::set_processing_time(c.now);
+        }
         if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, rows: true, records: refused }).is_err() {
             return false;
         }
@@ -743,18 +807,24 @@ fn flush_output(
         out.clear_rows();
         created.clear();
     }
+    if let Some(c) = row_clock {
+        c.times.clear();
+    }
     true
 }
 
 /// Runs the sink's `select` on `rows` in place (SEMANTICS.md "Source filters and projections":
 /// rows of every output mode); returns the rows on which it failed, as they were, with the
 /// reason. `created` (creation instants, aligned with `rows` when as long) follows the rows kept;
-/// when shorter it is cleared (those rows' latency goes unmeasured).
+/// when shorter it is cleared (those rows' latency goes unmeasured). `times`: when the steps
+/// read the processing time, each row's instant (rows past the slice: the second member), set
+/// before the row's steps run.
 fn apply_output_steps(
     steps: &CompiledSteps,
     rows: &mut Vec<Row>,
     created: &mut Vec<u64>,
     scratch: &mut Row,
+    times: Option<(&[Timestamp], Timestamp)>,
 ) -> Vec<Rejected> {
     let aligned = created.len() >= rows.len();
     if !aligned {
@@ -763,6 +833,9 @@ fn apply_output_steps(
     let mut refused = Vec::new();
     let mut kept = 0;
     for i in 0..rows.len() {
+        if let Some((times, now)) = times {
+            eddy_engine::expr::set_processing_time(times.get(i).copied().unwrap_or(now));
+        }
         let mut row = std::mem::take(&mut rows[i]);
         match steps.apply_row(&mut row, scratch) {
             RowApplied::Keep => {

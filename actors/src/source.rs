@@ -504,9 +504,13 @@ impl SourceActor {
     fn decode_batch(
         &mut self,
         mut items: Vec<SourceItem>,
+        now: Timestamp,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) -> Vec<Record> {
+        // the source steps' `current_timestamp()`: the batch's processing time (system clock;
+        // validation refuses it there under the replay clock)
+        eddy_engine::expr::set_processing_time(now);
         let mut records = Vec::with_capacity(items.len());
         let mut decoded = Vec::new();
         let mut dead_at = Vec::new();
@@ -1035,6 +1039,10 @@ impl SourceActor {
             // The processing time of every record of this poll: they were ingested together, and
             // one clock read per poll instead of per record saves ~10 % of the source's CPU.
             let system_now = if replay { Timestamp::MIN } else { self.clock.now() };
+            if !replay {
+                // the source steps' `current_timestamp()` (refused there under the replay clock)
+                eddy_engine::expr::set_processing_time(system_now);
+            }
             // Records routed in this poll, added to the shared counter once per poll.
             let mut routed: u64 = 0;
             let pre = self.decode_with_steps(&mut items, &mut decoded, &mut steps_batch, &mut dead_at, &mut last_log);
@@ -1274,8 +1282,9 @@ impl SourceActor {
                     j.refresh(cut_at);
                 }
                 let items = std::mem::take(&mut pending);
-                let records = self.decode_batch(items, &mut dead, &mut last_log);
-                last_moved = Some(self.run_batch(&mut seq, records, &mut dead, Some(cut_at))?);
+                let now = self.clock.now();
+                let records = self.decode_batch(items, now, &mut dead, &mut last_log);
+                last_moved = Some(self.run_batch(&mut seq, records, now, &mut dead, Some(cut_at))?);
                 batch_started = Instant::now();
             } else if poll == Poll::Idle
                 && pending.is_empty()
@@ -1283,15 +1292,16 @@ impl SourceActor {
                 && self.plan.wants_no_data_batch(before, after)
             {
                 // A trigger found no new input and the last batch moved W: Spark's no-data batch.
-                last_moved = Some(self.run_batch(&mut seq, Vec::new(), &mut dead, None)?);
+                last_moved = Some(self.run_batch(&mut seq, Vec::new(), self.clock.now(), &mut dead, None)?);
                 last_moved = last_moved.filter(|(b, a)| a > b);
             }
             self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
         }
         if self.stop.load(Ordering::Relaxed) && !pending.is_empty() {
             let items = std::mem::take(&mut pending);
-            let records = self.decode_batch(items, &mut dead, &mut last_log);
-            last_moved = Some(self.run_batch(&mut seq, records, &mut dead, None)?);
+            let now = self.clock.now();
+            let records = self.decode_batch(items, now, &mut dead, &mut last_log);
+            last_moved = Some(self.run_batch(&mut seq, records, now, &mut dead, None)?);
         }
         let stopped = self.stop.load(Ordering::Relaxed);
         if (stopped && self.checkpoint.is_some()) || (!exhausted && !stopped) {
@@ -1323,7 +1333,7 @@ impl SourceActor {
                 if let Some((before, after)) = last_moved
                     && self.plan.wants_no_data_batch(before, after)
                 {
-                    self.run_batch(seq, Vec::new(), dead, None)?;
+                    self.run_batch(seq, Vec::new(), self.clock.now(), dead, None)?;
                 }
             }
         }
@@ -1387,7 +1397,7 @@ impl SourceActor {
                     }
                 }
                 if !items.is_empty() {
-                    let records = self.decode_batch(items, &mut dead, &mut last_log);
+                    let records = self.decode_batch(items, self.clock.now(), &mut dead, &mut last_log);
                     // counted here, so the metrics name the source they came from
                     self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
                     self.report(&mut reported, None, None);
@@ -1404,7 +1414,7 @@ impl SourceActor {
                 && self.plan.wants_no_data_batch(before, after)
             {
                 // no source had new input and the last batch moved W: Spark's no-data batch
-                last_moved = Some(self.run_batch(&mut seq, Vec::new(), &mut dead, None)?);
+                last_moved = Some(self.run_batch(&mut seq, Vec::new(), self.clock.now(), &mut dead, None)?);
                 last_moved = last_moved.filter(|(b, a)| a > b);
             }
             self.report(&mut reported, Some(seq.watermarks().late), Some(seq.last_processing_time()));
@@ -1446,10 +1456,11 @@ impl SourceActor {
         &mut self,
         seq: &mut eddy_engine::driver::MicroBatchSequencer,
         records: Vec<Record>,
+        system_now: Timestamp,
         dead: &mut Vec<String>,
         cut_at: Option<Instant>,
     ) -> Result<(Timestamp, Timestamp), SourceError> {
-        let ctx = seq.begin(&records, self.clock.now());
+        let ctx = seq.begin(&records, system_now);
         seq.observe(&records);
         self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
         let moved = self.run_ctx(seq, ctx, records, dead)?;

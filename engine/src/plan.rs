@@ -221,6 +221,16 @@ pub fn compile_measure(m: &MeasureSpec, schema: &Schema, field: &str) -> Result<
 }
 
 impl QueryPlan {
+    /// Whether an expression that runs in a partition actor (a SQL query's filters after the
+    /// watermark, a chained operator's steps, the query's select list and the sink's `select`)
+    /// calls `current_timestamp()`: the partition actor then sets the processing time before
+    /// each record and each timer in real-time mode.
+    pub fn reads_processing_time_after_sources(&self) -> bool {
+        self.query_steps.reads_processing_time()
+            || self.output_steps.reads_processing_time()
+            || self.links.iter().any(chain::LinkPlan::reads_processing_time)
+    }
+
     /// Plans `p`.
     ///
     /// # Errors

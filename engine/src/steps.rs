@@ -120,6 +120,8 @@ pub struct CompiledSteps {
     /// Columns of the steps' output that must not be NULL (event time, replay clock), with
     /// their names for the reason.
     required: Vec<(usize, String)>,
+    /// Whether an expression calls `current_timestamp()` ([`Typed::reads_processing_time`]).
+    reads_processing_time: bool,
 }
 
 impl fmt::Debug for CompiledSteps {
@@ -229,7 +231,14 @@ impl CompiledSteps {
         }
         compiled.reverse();
         need.resize(input_width, false);
-        (CompiledSteps { steps: compiled, required }, need)
+        let reads_processing_time = steps.iter().any(Step::reads_processing_time);
+        (CompiledSteps { steps: compiled, required, reads_processing_time }, need)
+    }
+
+    /// Whether an expression of the steps calls `current_timestamp()`: whoever runs them sets
+    /// the processing time first ([`crate::expr::set_processing_time`]).
+    pub fn reads_processing_time(&self) -> bool {
+        self.reads_processing_time
     }
 
     /// How many NULL slots after its columns a record given to [`CompiledSteps::apply`] should

@@ -188,13 +188,31 @@ fn hash_is_sparks_murmur3_hash() {
 }
 
 #[test]
-fn current_timestamp_is_refused_naming_why() {
-    for (text, why) in [("current_timestamp()", "processing time"), ("now()", "processing time")] {
-        match bind_expression(text, &schema()) {
-            Err(SqlError::Bind(ExprError::Unsupported { found, .. })) => assert!(found.contains(why), "{found}"),
-            other => panic!("{text}: {other:?}"),
-        }
+fn current_timestamp_reads_the_processing_time_each_evaluation_and_is_named_as_spark_names_it() {
+    // Spark 4.3 names `now()` as `now()` and `current_timestamp()`, `current_timestamp` and
+    // `CURRENT_TIMESTAMP()` as `current_timestamp()`, all of type TIMESTAMP
+    for (text, name) in [
+        ("now()", "now()"),
+        ("current_timestamp()", "current_timestamp()"),
+        ("current_timestamp", "current_timestamp()"),
+        ("CURRENT_TIMESTAMP()", "current_timestamp()"),
+    ] {
+        let b = bound(text);
+        assert_eq!((b.name.as_str(), b.typed.data_type), (name, DataType::Timestamp), "{text}");
+        assert!(b.typed.reads_processing_time(), "{text}");
     }
+    assert!(!bound("t + INTERVAL 1 HOUR").typed.reads_processing_time());
+    // compiled once, evaluated at two processing times: never folded into a constant
+    let age = Compiled::new(&bound("unix_seconds(current_timestamp()) - unix_seconds(t)").typed);
+    let ten = Compiled::new(&bound("date_trunc('HOUR', now() + INTERVAL 1 HOUR)").typed);
+    eddy_engine::expr::set_processing_time(Timestamp(T_2024_01_15_10 + 60_000_000));
+    assert_eq!(age.eval(&row()), Ok(Value::Long(60)));
+    assert_eq!(ten.eval(&row()), Ok(Value::Timestamp(Timestamp(T_2024_01_15_10 + 3_600_000_000))));
+    eddy_engine::expr::set_processing_time(Timestamp(T_2024_01_15_10 + 3_600_000_000));
+    assert_eq!(age.eval(&row()), Ok(Value::Long(3_600)));
+    assert_eq!(ten.eval(&row()), Ok(Value::Timestamp(Timestamp(T_2024_01_15_10 + 7_200_000_000))));
+    // arguments are refused as Spark refuses them
+    assert!(bind_expression("current_timestamp(1)", &schema()).is_err());
 }
 
 #[test]

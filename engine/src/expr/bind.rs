@@ -19,7 +19,7 @@ use crate::value::Value;
 /// # Errors
 /// [`ExprError::UnknownColumn`] for a name not in the schema; [`ExprError::Type`] for operands
 /// Spark's ANSI rules refuse (`true + 1`, `CAST(ts AS BOOLEAN)`); [`ExprError::Unsupported`]
-/// for what Spark has and Eddy does not implement (`current_timestamp()`, unknown functions),
+/// for what Spark has and Eddy does not implement (`split`, which returns an ARRAY; unknown functions),
 /// each naming the construct and its position. A name `a.b` is the field `b` of the struct (or
 /// window) column `a`, as Spark resolves it.
 pub fn bind(syntax: &Syntax, schema: &Schema) -> Result<Typed, ExprError> {
@@ -591,6 +591,24 @@ impl Binder<'_> {
 }
 
 impl Typed {
+    /// Whether the expression calls `current_timestamp()` / `now()` anywhere: its value then
+    /// depends on when it is evaluated ([`super::processing_time`]), not on the record alone.
+    pub fn reads_processing_time(&self) -> bool {
+        let any = |v: &[Typed]| v.iter().any(Typed::reads_processing_time);
+        match &self.node {
+            Node::Literal(_) | Node::Column(_) => false,
+            Node::Call { func: Func::CurrentTimestamp, .. } => true,
+            Node::Cast { input, .. } => input.reads_processing_time(),
+            Node::And(a, b) | Node::Or(a, b) => a.reads_processing_time() || b.reads_processing_time(),
+            Node::Case { branches, otherwise } => {
+                branches.iter().any(|(c, v)| c.reads_processing_time() || v.reads_processing_time())
+                    || otherwise.as_deref().is_some_and(Typed::reads_processing_time)
+            }
+            Node::In { value, list, .. } => value.reads_processing_time() || any(list),
+            Node::Coalesce(args) | Node::Udf { args, .. } | Node::Call { args, .. } => any(args),
+        }
+    }
+
     /// The output column name of this expression selected without `AS`: its name, except that
     /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`) and a
     /// field of a column is named as the field (`window.start` is `start`, `s.a` is `a`).

@@ -519,11 +519,11 @@ impl Binder<'_> {
                 };
                 Err(unsupported(pos, what, "split_part(s, delimiter, n) for the n-th field of a delimited string"))
             }
-            "current_timestamp" | "now" => Err(unsupported(
-                pos,
-                format!("{lower}() (the processing time is not yet reachable from an expression)"),
-                "an event-time column, or a replay clock's column",
-            )),
+            // Spark names both by the name as called: `current_timestamp()`, `now()`
+            "current_timestamp" | "now" => {
+                arity(0..=0)?;
+                Ok(call(Func::CurrentTimestamp, Vec::new(), DataType::Timestamp, format!("{lower}()")))
+            }
             "hash" => {
                 arity(1..=64)?;
                 let a = bound(self)?;
@@ -561,18 +561,8 @@ impl Binder<'_> {
 
 /// Function names [`bind`](super::bind) knows and refuses with a message of their own (not
 /// listed in [`SUPPORTED_FUNCTIONS`]); a UDF may not take them either.
-pub(super) const REFUSED_BY_NAME: &[&str] = &[
-    "split",
-    "explode",
-    "explode_outer",
-    "posexplode",
-    "inline",
-    "array",
-    "map",
-    "sequence",
-    "current_timestamp",
-    "now",
-];
+pub(super) const REFUSED_BY_NAME: &[&str] =
+    &["split", "explode", "explode_outer", "posexplode", "inline", "array", "map", "sequence"];
 
 /// A `from_unixtime` / `unix_timestamp` pattern (written at `pos`) as a [`DateFormat`]'s parts.
 fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprError> {
@@ -604,7 +594,7 @@ pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif,
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
      unix_millis, unix_micros, unix_timestamp, from_unixtime, timestamp_seconds, timestamp_millis, timestamp_micros, \
-     date_trunc, date_format, to_date, to_timestamp, try_to_timestamp, struct, named_struct, to_json, get_json_object, \
+     date_trunc, date_format, to_date, to_timestamp, try_to_timestamp, current_timestamp, now, struct, named_struct, to_json, get_json_object, \
      window_time, hash";
 
 /// A Java regular expression that Rust's `regex` reads the same way; refused otherwise

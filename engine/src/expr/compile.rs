@@ -328,9 +328,10 @@ fn folded(t: &Typed) -> Option<Value> {
     compile_node(t).call(&[]).ok()
 }
 
-/// Whether `t` reads no column and calls no user function. Every built-in function is
-/// deterministic today (`current_timestamp()` is refused when bound); one that is not (a clock,
-/// a random number) must make this false, or it would be evaluated once for the whole run.
+/// Whether `t` reads no column, calls no user function and does not read the clock
+/// (`current_timestamp()` changes from batch to batch; a function added later that is not
+/// deterministic, such as a random number, must make this false too, or it would be evaluated
+/// once for the whole run).
 fn is_constant(t: &Typed) -> bool {
     match &t.node {
         Node::Literal(_) => true,
@@ -341,6 +342,7 @@ fn is_constant(t: &Typed) -> bool {
             branches.iter().all(|(c, v)| is_constant(c) && is_constant(v))
                 && otherwise.as_deref().is_none_or(is_constant)
         }
+        Node::Call { func: Func::CurrentTimestamp, .. } => false,
         Node::Coalesce(args) | Node::Call { args, .. } => args.iter().all(is_constant),
         Node::In { value, list, .. } => is_constant(value) && list.iter().all(is_constant),
     }

@@ -129,6 +129,8 @@ pub enum Func {
     TimeField(TimeField),
     /// `unix_seconds` / `unix_millis` / `unix_micros`: µs divided (flooring) by this.
     UnixTime(i64),
+    /// `current_timestamp()` / `now()`: the processing time ([`super::processing_time`]).
+    CurrentTimestamp,
     /// `unix_timestamp`: µs divided by 1 000 000, truncating toward zero (Spark's
     /// `UnixTimestamp` divides as Java does: 1969-12-31 23:59:59.5 is 0, where `unix_seconds`
     /// floors to -1).
@@ -499,6 +501,7 @@ impl Func {
                 })
             }
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
+            Func::CurrentTimestamp => Value::Timestamp(super::processing_time()),
             Func::UnixTimestamp => Value::Long(n(0) / 1_000_000),
             Func::FromUnix(per) => Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(ArithmeticOverflow)?)),
             Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit).ok_or(ArithmeticOverflow)?)),

@@ -141,6 +141,17 @@ pub enum GroupItemSyntax {
 }
 
 impl Syntax {
+    /// The position of the first call of `current_timestamp()` / `now()` in the expression
+    /// (depth first, as written), if any.
+    pub fn processing_time_call(&self) -> Option<super::Pos> {
+        if let SyntaxKind::Call { name, .. } = &self.kind
+            && (name.eq_ignore_ascii_case("current_timestamp") || name.eq_ignore_ascii_case("now"))
+        {
+            return Some(self.pos);
+        }
+        self.children().into_iter().find_map(Syntax::processing_time_call)
+    }
+
     /// The direct sub-expressions, in the order they are written.
     pub fn children(&self) -> Vec<&Syntax> {
         match &self.kind {

@@ -40,6 +40,13 @@ pub(super) struct LinkPlan {
     watermark_delay: Duration,
 }
 
+impl LinkPlan {
+    /// Whether the stage's steps call `current_timestamp()`.
+    pub(super) fn reads_processing_time(&self) -> bool {
+        self.steps.reads_processing_time()
+    }
+}
+
 /// The stages after the first, and the sink's message key in the last stage's output.
 pub(super) struct Planned {
     pub(super) links: Vec<LinkPlan>,

@@ -141,3 +141,52 @@ pub(crate) fn expr_error(field: &str, text: &str, e: ExprError) -> SpecError {
     };
     SpecError::new(field, format!("{} at {pos}: {found}", quote(text)), allowed)
 }
+
+/// Under a replay clock, refuses `current_timestamp()` in the steps that run at the source
+/// (`steps`: a source's `filter` / `select`, and a SQL query's computed group keys and
+/// aggregate inputs). PIPELINE.md "Replay clock" moves the clock to a record's column value
+/// before the record is processed, but that column is one of the source steps' outputs: while
+/// they run, the record's processing time is not known yet (and in micro-batch mode a batch's
+/// processing time is the largest value of its records, known once they are all read). The
+/// contract is silent on this; Eddy refuses rather than pick an instant quietly.
+/// `texts`: the fields' SQL text (`source.filter`, `source.select[i]`, `query.sql`), to give
+/// the line:column of the call.
+///
+/// # Errors
+/// A [`SpecError`] at the field of the first step that calls it.
+pub(crate) fn processing_time_at_source(
+    steps: &[Step],
+    texts: &[(String, String)],
+    front: Option<&dyn SqlFrontEnd>,
+) -> Result<(), SpecError> {
+    let first = steps.iter().find_map(|s| match s {
+        Step::Filter(e) => e.typed.reads_processing_time().then_some(e),
+        Step::Project(items) => items.iter().find(|e| e.typed.reads_processing_time()),
+    });
+    let Some(e) = first else { return Ok(()) };
+    let text = texts.iter().find(|(f, _)| *f == e.field).map(|(_, t)| t.as_str());
+    let pos = match (text, front) {
+        (Some(text), Some(front)) if e.field == "query.sql" => front.parse_query(text).ok().and_then(|q| {
+            let group = q.group_by.iter().filter_map(|g| match g {
+                expr::GroupItemSyntax::Expr(s) => Some(s),
+                _ => None,
+            });
+            let items = q.items.iter().filter_map(|i| match i {
+                expr::SelectItemSyntax::Expr { syntax, .. } => Some(syntax),
+                _ => None,
+            });
+            group.chain(items).find_map(expr::Syntax::processing_time_call)
+        }),
+        (Some(text), Some(front)) => front.parse_expression(text).ok().and_then(|p| p.syntax.processing_time_call()),
+        _ => None,
+    };
+    let at = pos.map(|p| format!(" at {p}")).unwrap_or_default();
+    Err(SpecError::new(
+        e.field.clone(),
+        format!(
+            "{}{at}: current_timestamp() (or now()) in a step that runs at the source, under the replay clock (the clock moves to a record's clock column only after the source's steps have made the record)",
+            quote(text.unwrap_or(&e.typed.name))
+        ),
+        "current_timestamp() in a SQL query's WHERE, its select list outside aggregates or HAVING, or the sink's select (they run where the replay clock has reached the record); or the system clock",
+    ))
+}

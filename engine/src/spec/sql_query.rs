@@ -9,7 +9,7 @@
 //!    computing the group keys and the measure inputs and keeping the window's, the
 //!    watermark's and the later conjuncts' columns under their own names;
 //! 2. `watermarked_steps`, after the watermark and before the operator: the WHERE conjuncts
-//!    that mention the watermark column;
+//!    that mention the watermark column or call `current_timestamp()`;
 //! 3. the operator: the structured [`QuerySpec::WindowAggregate`] over the projection (group
 //!    keys named by Spark's name of their expression, measures by Spark's name of their call),
 //!    or [`QuerySpec::Forward`]: a query without aggregation emits each record once;
@@ -143,7 +143,7 @@ pub fn plan_sql_query(
         || having.as_ref().is_some_and(|h| first_aggregate(h).is_some());
     let wm = watermark.map(|w| w.column.as_str());
     let (before, after): (Vec<Syntax>, Vec<Syntax>) =
-        selection.map(conjuncts).unwrap_or_default().into_iter().partition(|c| !wm.is_some_and(|w| mentions(c, w)));
+        selection.map(conjuncts).unwrap_or_default().into_iter().partition(|c| !runs_after_watermark(c, wm));
     let mut source_steps = before.iter().map(|c| filter(c, schema)).collect::<Result<Vec<_>, _>>()?;
     if !aggregated {
         if let Some(h) = &having {
@@ -593,6 +593,15 @@ pub(super) fn columns_of(s: &Syntax) -> Vec<String> {
     }
     walk(s, &mut out);
     out
+}
+
+/// Whether a WHERE conjunct runs after the watermark, in the partition actor: it mentions the
+/// watermark column (`wm`), or it calls `current_timestamp()`, which there reads the batch's
+/// processing time (micro-batch) or the instant the record is processed at (real-time), under
+/// the replay clock too (before the watermark, at the source, the replay clock has not yet
+/// moved to the record).
+fn runs_after_watermark(c: &Syntax, wm: Option<&str>) -> bool {
+    wm.is_some_and(|w| mentions(c, w)) || c.processing_time_call().is_some()
 }
 
 fn mentions(s: &Syntax, column: &str) -> bool {

@@ -43,6 +43,14 @@ pub enum Step {
 }
 
 impl Step {
+    /// Whether an expression of the step calls `current_timestamp()`.
+    pub fn reads_processing_time(&self) -> bool {
+        match self {
+            Step::Filter(e) => e.typed.reads_processing_time(),
+            Step::Project(items) => items.iter().any(|e| e.typed.reads_processing_time()),
+        }
+    }
+
     /// The schema of the step's output, given its input's.
     pub fn output_schema(&self, input: &Schema) -> Schema {
         match self {

@@ -546,6 +546,22 @@ fn validate_sources(
         }
     };
     let clock = clock(raw.clock, &schema)?;
+    if matches!(clock, ClockSpec::Replay { .. }) {
+        let mut texts: Vec<(String, String)> = Vec::new();
+        texts.extend(filter.iter().map(|f| ("source.filter".to_string(), f.clone())));
+        for (i, item) in select.iter().flatten().enumerate() {
+            texts.push((format!("source.select[{i}]"), item.clone()));
+        }
+        texts.extend(query_sql.iter().map(|q| ("query.sql".to_string(), q.clone())));
+        super::exprs::processing_time_at_source(&source_steps, &texts, front)?;
+        for s in &more_sources {
+            super::exprs::processing_time_at_source(&s.steps, &texts, front)?;
+        }
+        if let Some(j) = &join {
+            // a stream-static join and its steps run on the source actor too
+            super::exprs::processing_time_at_source(&j.steps, &texts, front)?;
+        }
+    }
     let query_input = schema_after(&query_steps, &schema);
     let query_output = schema_after(&sql_output_steps, &super::sql_chain::chained_output(&query, &query_input, &then));
     for (section, sink) in [("late_sink", &raw.late_sink), ("dead_letter", &raw.dead_letter)] {
