@@ -309,3 +309,41 @@ fn under_the_replay_clock_current_timestamp_before_the_clock_moves_is_refused_wi
     let out = eddy(tmp.path(), &["validate", "p.toml"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn stopped_after_a_checkpoint_and_restarted_at_another_parallelism_the_rows_are_the_same() {
+    let files = input();
+    for (mode, real_time) in [("micro-batch", false), ("real-time", true)] {
+        let times = processing_times(&files, real_time);
+        let mut expected = Vec::new();
+        for (f, file) in files.iter().enumerate() {
+            for (r, now) in file.iter().zip(&times[f]) {
+                if r.ts > now - 15 * SECOND {
+                    expected.push(json!({"k": r.k, "v": r.v, "seen_at": iso(*now), "lag_us": 0}));
+                }
+            }
+        }
+        let expected = sorted(expected);
+        for stop_after in [0, 1] {
+            let tmp = tempfile::tempdir().unwrap();
+            write_input(tmp.path(), &files);
+            // real-time: an epoch every 20 s of replay time
+            let p = pipeline(mode, 1, REPLAY, FILTERED, FILTERED_SINK)
+                .replace("[source]\n", "trigger = \"20 seconds\"\n[checkpoint]\npath = \"ck\"\n[source]\n");
+            std::fs::write(tmp.path().join("p.toml"), p).unwrap();
+            let first = Command::new(env!("CARGO_BIN_EXE_eddy"))
+                .args(["run", "p.toml", "--no-progress"])
+                .current_dir(tmp.path())
+                .env("EDDY_LOG", "error")
+                .env("EDDY_TEST_STOP_AFTER", stop_after.to_string())
+                .output()
+                .unwrap();
+            assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+            let part = json_lines(&tmp.path().join("out")).len();
+            assert!(part < expected.len(), "{mode}: the first run stopped before the end ({part} rows)");
+            let again = eddy(tmp.path(), &["run", "p.toml", "--no-progress", "--set", "parallelism=4"]);
+            assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+            assert_eq!(sorted(json_lines(&tmp.path().join("out"))), expected, "{mode}, stopped after {stop_after}");
+        }
+    }
+}
