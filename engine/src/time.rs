@@ -241,6 +241,17 @@ pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// A year as Spark writes it in every timestamp and date text (Java's `yyyy`,
+/// `SignStyle.EXCEEDS_PAD`): at least four digits, and a `+` once it has more than four
+/// (`+10000-01-01T00:00:00.000Z`, as Spark 4.3's JSON writer, `to_json` and `CAST(t AS STRING)`).
+pub(crate) struct Year(pub(crate) i64);
+
+impl fmt::Display for Year {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 > 9999 { write!(f, "+{}", self.0) } else { write!(f, "{:04}", self.0) }
+    }
+}
+
 /// The date of a day count since 1970-01-01 (inverse of [`days_from_civil`]).
 pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -474,7 +485,7 @@ impl fmt::Display for Timestamp {
         let days = secs.div_euclid(SECS_PER_DAY);
         let sod = secs.rem_euclid(SECS_PER_DAY);
         let (y, m, d) = civil_from_days(days);
-        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60)?;
+        write!(f, "{}-{m:02}-{d:02}T{:02}:{:02}:{:02}", Year(y), sod / 3600, sod % 3600 / 60, sod % 60)?;
         if frac != 0 {
             let mut s = format!("{frac:06}");
             while s.ends_with('0') {
@@ -534,7 +545,9 @@ mod tests {
         let frac = t.0.rem_euclid(US_PER_SEC);
         let sod = secs.rem_euclid(SECS_PER_DAY);
         let (y, m, d) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
-        let mut s = format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60);
+        // a year past 9999 with its sign, as Java's `yyyy` (and Spark) writes it
+        let year = if y > 9999 { format!("+{y}") } else { format!("{y:04}") };
+        let mut s = format!("{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60);
         if frac != 0 {
             s.push_str(format!(".{frac:06}").trim_end_matches('0'));
         }

@@ -237,3 +237,22 @@ fn a_string_result_over_16_mib_fails_the_record_before_it_is_built() {
     assert_eq!(text("replace('aXa', 'a', 'bb')"), "bbXbb");
     assert_eq!(text("regexp_replace('aXa', 'a', 'bb')"), "bbXbb");
 }
+
+#[test]
+fn years_past_9999_are_written_with_a_plus_as_spark_writes_them() {
+    // Spark 4.3 (the oracle's pyspark): CAST to STRING, to_json and the JSON writer all give
+    // `+10000-01-01...`; the year before keeps its four digits
+    assert_eq!(text("CAST(timestamp_seconds(253402300800) AS STRING)"), "+10000-01-01 00:00:00");
+    assert_eq!(text("CAST(timestamp_seconds(253402300799) AS STRING)"), "9999-12-31 23:59:59");
+    assert_eq!(text("CAST(CAST(timestamp_seconds(253402300800) AS DATE) AS STRING)"), "+10000-01-01");
+    assert_eq!(
+        text(
+            "to_json(named_struct('t', timestamp_seconds(253402300800), 'd', CAST(timestamp_seconds(253402300800) AS DATE)))"
+        ),
+        r#"{"t":"+10000-01-01T00:00:00.000Z","d":"+10000-01-01"}"#
+    );
+    assert_eq!(text("date_format(timestamp_seconds(253402300800), 'yyyy-MM-dd')"), "+10000-01-01");
+    // the output writer (SEMANTICS.md "Output timestamps"), as Spark's JSON writer
+    assert_eq!(Timestamp(253_402_300_800_000_000).to_string(), "+10000-01-01T00:00:00Z");
+    assert_eq!(Timestamp(253_402_300_799_000_000).to_string(), "9999-12-31T23:59:59Z");
+}

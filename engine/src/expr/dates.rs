@@ -12,7 +12,7 @@ const US_PER_DAY: i64 = 86_400_000_000;
 /// Appends a date (days since 1970-01-01) as Spark writes it: `yyyy-MM-dd`.
 pub fn write_date(out: &mut String, days: i32) {
     let (y, m, d) = civil_from_days(i64::from(days));
-    let _ = write!(out, "{y:04}-{m:02}-{d:02}"); // writing to a String cannot fail
+    let _ = write!(out, "{}-{m:02}-{d:02}", crate::time::Year(y)); // writing to a String cannot fail
 }
 
 /// A date as text: `yyyy-MM-dd`.

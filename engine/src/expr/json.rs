@@ -38,7 +38,7 @@ fn write_json(out: &mut String, v: &Value) {
         Value::Decimal(d) => out.push_str(&d.to_json_string()),
         Value::Timestamp(t) => {
             let (y, mo, d, h, mi, s, us) = civil(t.0);
-            let _ = write!(out, "\"{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z\"", us / 1000);
+            let _ = write!(out, "\"{}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z\"", crate::time::Year(y), us / 1000);
         }
         Value::Date(d) => {
             out.push('"');

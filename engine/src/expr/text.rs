@@ -120,7 +120,7 @@ pub(crate) fn micros_of_date(y: i64, m: u32, d: u32) -> Option<i64> {
 /// Spark's `CAST(ts AS STRING)`: `yyyy-MM-dd HH:mm:ss` and the fraction without trailing zeros.
 pub(crate) fn timestamp_string(us: i64) -> String {
     let (y, mo, d, h, mi, s, frac) = civil(us);
-    let mut out = format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}");
+    let mut out = format!("{}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}", crate::time::Year(y));
     if frac > 0 {
         let f = format!("{frac:06}");
         out.push('.');
@@ -137,9 +137,7 @@ pub(crate) fn format_timestamp(us: i64, pattern: &[FormatPart]) -> String {
     let mut out = String::with_capacity(20);
     for p in pattern {
         let _ = match p {
-            // Java's `yyyy` (SignStyle.EXCEEDS_PAD): a sign once the year exceeds four digits
-            FormatPart::Year if y > 9999 => write!(out, "+{y}"),
-            FormatPart::Year => write!(out, "{y:04}"),
+            FormatPart::Year => write!(out, "{}", crate::time::Year(y)),
             FormatPart::Month => write!(out, "{mo:02}"),
             FormatPart::Day => write!(out, "{d:02}"),
             FormatPart::Hour => write!(out, "{h:02}"),
