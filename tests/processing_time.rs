@@ -172,20 +172,26 @@ FROM source
 WHERE ts > current_timestamp() - INTERVAL 15 SECONDS AND v >= 0""""#;
 const FILTERED_SINK: &str = r#"select = ["k", "v", "seen_at", "unix_micros(now()) - unix_micros(seen_at) AS lag_us"]"#;
 
+/// The rows of [`FILTERED`] with [`FILTERED_SINK`]: each record whose event time is within 15 s
+/// before its processing time, with that time; the sink's `now()` is the same instant.
+fn filtered_expected(files: &[Vec<Rec>], real_time: bool) -> Vec<Value> {
+    let times = processing_times(files, real_time);
+    let mut expected = Vec::new();
+    for (file, times) in files.iter().zip(&times) {
+        for (r, now) in file.iter().zip(times) {
+            if r.ts > now - 15 * SECOND {
+                expected.push(json!({"k": r.k, "v": r.v, "seen_at": iso(*now), "lag_us": 0}));
+            }
+        }
+    }
+    sorted(expected)
+}
+
 #[test]
 fn under_the_replay_clock_where_select_and_sink_select_read_the_records_processing_time() {
     let files = input();
     for (mode, real_time) in [("real-time", true), ("micro-batch", false)] {
-        let times = processing_times(&files, real_time);
-        let mut expected = Vec::new();
-        for (f, file) in files.iter().enumerate() {
-            for (r, now) in file.iter().zip(&times[f]) {
-                if r.ts > now - 15 * SECOND {
-                    expected.push(json!({"k": r.k, "v": r.v, "seen_at": iso(*now), "lag_us": 0}));
-                }
-            }
-        }
-        let expected = sorted(expected);
+        let expected = filtered_expected(&files, real_time);
         assert!(expected.len() >= 5 && expected.len() < 110, "{mode}: a filter that keeps some: {}", expected.len());
         for parallelism in [1, 4] {
             let got = run(&pipeline(mode, parallelism, REPLAY, FILTERED, FILTERED_SINK), &files);
@@ -314,16 +320,7 @@ fn under_the_replay_clock_current_timestamp_before_the_clock_moves_is_refused_wi
 fn stopped_after_a_checkpoint_and_restarted_at_another_parallelism_the_rows_are_the_same() {
     let files = input();
     for (mode, real_time) in [("micro-batch", false), ("real-time", true)] {
-        let times = processing_times(&files, real_time);
-        let mut expected = Vec::new();
-        for (f, file) in files.iter().enumerate() {
-            for (r, now) in file.iter().zip(&times[f]) {
-                if r.ts > now - 15 * SECOND {
-                    expected.push(json!({"k": r.k, "v": r.v, "seen_at": iso(*now), "lag_us": 0}));
-                }
-            }
-        }
-        let expected = sorted(expected);
+        let expected = filtered_expected(&files, real_time);
         for stop_after in [0, 1] {
             let tmp = tempfile::tempdir().unwrap();
             write_input(tmp.path(), &files);
