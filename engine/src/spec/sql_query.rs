@@ -110,6 +110,7 @@ pub fn plan_sql_query(
     let qualifier = q.from.alias.clone().unwrap_or_else(|| q.from.name.clone());
     let unqualify = |s: &Syntax| unqualified(s, &qualifier);
     let items = expand_items(q, schema, &qualifier)?;
+    let items = super::sql_lateral::resolve(items, schema, &qualifier)?;
     let items: Vec<Item> = items.into_iter().map(|i| Item { syntax: unqualify(&i.syntax), ..i }).collect();
     let selection = q.selection.as_ref().map(unqualify);
     let having = q.having.as_ref().map(unqualify);
@@ -530,7 +531,7 @@ pub(super) fn sql_error(e: ExprError) -> SpecError {
 
 /// The expression as written, for messages (Spark's name where it binds in no schema: the
 /// function and its arguments' shapes).
-fn written(s: &Syntax) -> String {
+pub(super) fn written(s: &Syntax) -> String {
     match &s.kind {
         SyntaxKind::Column(parts) => parts.join("."),
         SyntaxKind::Call { name, args } => {
@@ -547,7 +548,7 @@ fn is_window_call(name: &str) -> bool {
 }
 
 /// Whether `s` is an aggregate call (SQL.md's aggregates, and `count_if`, planned as a count).
-fn is_aggregate(s: &Syntax) -> bool {
+pub(super) fn is_aggregate(s: &Syntax) -> bool {
     matches!(&s.kind, SyntaxKind::Call { name, .. }
         if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if")
             || crate::expr::current_aggregate(name).is_some())
@@ -692,6 +693,7 @@ fn group_keys(
                         format!("a position from 1 to {} (the select list's length)", items.len()),
                     ));
                 };
+                lateral_in_group_by(*pos, &format!("GROUP BY position {position}"), item)?;
                 if let Some(agg) = first_aggregate(&item.syntax) {
                     return Err(at(
                         *pos,
@@ -708,10 +710,16 @@ fn group_keys(
                 let e = unqualify(e);
                 match &e.kind {
                     // a select alias that is not a source column (spark.sql.groupByAliases)
-                    SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_none() => items
+                    SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_none() => match items
                         .iter()
                         .find(|i| i.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&parts[0])))
-                        .map_or(e.clone(), |i| i.syntax.clone()),
+                    {
+                        Some(item) => {
+                            lateral_in_group_by(e.pos, &format!("GROUP BY {}", parts[0]), item)?;
+                            item.syntax.clone()
+                        }
+                        None => e.clone(),
+                    },
                     _ => e,
                 }
             }
@@ -729,6 +737,22 @@ fn group_keys(
         });
     }
     Ok(keys)
+}
+
+/// Refuses a GROUP BY alias or position (`group`, as written, at `pos`) that names a select
+/// item holding a lateral column alias reference, as Spark 4.3 refuses it.
+fn lateral_in_group_by(pos: Pos, group: &str, item: &Item) -> Result<(), SpecError> {
+    match super::sql_lateral::first_reference(&item.syntax) {
+        Some(reference) => Err(at(
+            pos,
+            format!(
+                "{group}, a select item that reads the lateral column alias at {} (LATERAL_COLUMN_ALIAS_IN_GROUP_BY)",
+                reference.pos
+            ),
+            "GROUP BY the expression itself, written over the source's columns, as Spark",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A GROUP BY window: the structured window, whether it is a session window, and a computed
