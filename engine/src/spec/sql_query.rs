@@ -364,6 +364,19 @@ impl Aggregation<'_> {
             measures: Some(measures.iter().map(|m| m.raw.clone()).collect()),
             ..RawQuery::default()
         };
+        // the select list and HAVING against GROUP BY first, as Spark's analyzer comes before
+        // its output mode checks: `SELECT window(ts, ...) ... GROUP BY id` in append mode is a
+        // select item not in GROUP BY, not an append without a window (the measures' names are
+        // not known yet and play no part in these checks)
+        let check = Rewrite {
+            keys: &key_names,
+            window: window.as_ref().map(|(_, call, session)| (*call, *session)),
+            measures: measures.iter().map(|m| (&m.call, "")).collect(),
+            schema,
+        };
+        for e in self.items.iter().map(|i| &i.syntax).chain(self.having.as_ref()) {
+            check.apply(e)?;
+        }
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
         let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &NONE).map_err(|e| {
             if e.field == "query.output_mode" {
@@ -486,11 +499,18 @@ impl Rewrite<'_> {
                 format!("the column {} neither grouped nor aggregated (MISSING_AGGREGATION)", quote(&parts.join("."))),
                 "a GROUP BY expression, an aggregate of it, or an expression over those (add it to GROUP BY, or use any_value), as Spark",
             )),
-            SyntaxKind::Call { name, .. } if is_window_call(name) => Err(at(
-                s.pos,
-                format!("{} (not the window of GROUP BY)", written(s)),
-                "the window(...) or session_window(...) call of GROUP BY, as written there",
-            )),
+            SyntaxKind::Call { name, .. } if is_window_call(name) => Err(match self.window {
+                Some(_) => at(
+                    s.pos,
+                    format!("{} (not the window of GROUP BY)", written(s)),
+                    "the window(...) or session_window(...) call of GROUP BY, as written there",
+                ),
+                None => at(
+                    s.pos,
+                    format!("{} in the select list, not in GROUP BY (MISSING_AGGREGATION)", written(s)),
+                    "GROUP BY the window (GROUP BY window(...), other keys) to aggregate per window, as Spark",
+                ),
+            }),
             // an unknown function (a misspelt aggregate) is named before its arguments are
             // looked at, as Spark's UNRESOLVED_ROUTINE comes before its MISSING_AGGREGATION
             SyntaxKind::Call { name, .. } if !crate::expr::known_function(name) => {
