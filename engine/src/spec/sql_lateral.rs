@@ -1,10 +1,10 @@
 //! Lateral column aliases in a select list (SQL.md "Queries"), as Spark 3.4+ resolves them by
-//! default (`spark.sql.lateralColumnAlias.enableImplicitResolution`, SPARK-27561; in aggregating
-//! queries SPARK-41631): an item may name the alias of an earlier item of the same list,
-//! `SELECT price * qty AS gross, gross * 0.2 AS tax`.
+//! default (`spark.sql.lateralColumnAlias.enableImplicitResolution`, SPARK-27561: SPARK-41630 on
+//! a projection, SPARK-41631 on an aggregation): an item may name the alias of an earlier item of
+//! the same list, `SELECT price * qty AS gross, gross * 0.2 AS tax`.
 //!
-//! Spark's rules, each checked against Spark 4.3 (golden cases `sql-lateral-alias` and
-//! `sql-lateral-alias-aggregate`):
+//! Spark's rules, each checked on Spark 4.3 with the oracle (the golden cases `sql-lateral-alias`
+//! and `sql-lateral-alias-aggregate` pin what it accepts):
 //! - a column of the input of that name wins: the alias is used only where the name resolves to
 //!   no input column (`qty * 10 AS qty, qty + 1` reads the source's `qty`);
 //! - only an earlier item's alias is visible (a later one is an unknown column), and two earlier
@@ -15,7 +15,8 @@
 //!   a group key), but a reference inside an aggregate call is refused
 //!   (`LATERAL_COLUMN_ALIAS_IN_AGGREGATE_FUNC`), and so is a GROUP BY alias or position that
 //!   names an item holding one (`LATERAL_COLUMN_ALIAS_IN_GROUP_BY`);
-//! - WHERE and GROUP BY expressions do not see the aliases (HAVING reads select aliases anyway).
+//! - WHERE does not see the aliases, nor does an expression in GROUP BY (a whole GROUP BY name may
+//!   still be a select alias, `spark.sql.groupByAliases`; HAVING reads select aliases anyway).
 //!
 //! The reference is replaced by the earlier item's expression in a
 //! [`SyntaxKind::LateralAlias`] node, which binds as that expression and carries Spark's name for

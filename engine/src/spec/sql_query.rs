@@ -22,7 +22,8 @@
 //! is its measure; any other column reference outside an aggregate is refused
 //! (`MISSING_AGGREGATION`). GROUP BY takes expressions, 1-based positions in the select list
 //! (`spark.sql.groupByOrdinal`) and select aliases (`spark.sql.groupByAliases`), both on by
-//! default in Spark.
+//! default in Spark. A select item may read the alias of an earlier item (a lateral column
+//! alias, `sql_lateral`), replaced by that item's expression before anything else.
 
 use std::fmt::Display;
 
@@ -93,7 +94,9 @@ impl SqlQueryPlan {
 /// not run (named, with the supported ones), an unknown column, a type error, a column
 /// neither grouped nor aggregated, an aggregate or a window call in WHERE, an aggregate in GROUP
 /// BY, nested aggregates, a window whose time argument is not a column, a GROUP BY position out
-/// of range, two output columns of one name (ignoring case); at
+/// of range, two output columns of one name (ignoring case), a lateral column alias that two
+/// earlier items define, that stands inside an aggregate call or that GROUP BY names through an
+/// alias or a position; at
 /// `query.output_mode` for a mode the query cannot run in.
 pub fn plan_sql_query(
     q: &QuerySyntax,
