@@ -158,3 +158,39 @@ fn spark_refusals_of_lateral_aliases_name_the_reference_and_its_position() {
         .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+#[test]
+fn each_select_of_a_union_reads_its_own_lateral_aliases() {
+    let text = r#"name = "u"
+mode = "micro-batch"
+[[source]]
+name = "a"
+type = "files"
+path = "in_a"
+schema = "k STRING, v BIGINT, ts TIMESTAMP"
+
+[[source]]
+name = "b"
+type = "files"
+path = "in_b"
+schema = "k STRING, v BIGINT, ts TIMESTAMP"
+
+[query]
+sql = """
+SELECT v * 2 AS twice, twice + 1 AS next, k FROM a
+UNION ALL
+SELECT v AS w, w * 10, upper(k) FROM b
+"""
+
+[sink]
+type = "files"
+path = "out"
+"#;
+    let p = eddy_sql::parse_pipeline_str(text).unwrap_or_else(|e| panic!("{e}"));
+    // the first SELECT's names; the second's `w * 10` reads its own alias `w`
+    let out: Vec<(String, DataType)> = p.query_output_schema().iter().map(|f| (f.name.clone(), f.data_type)).collect();
+    assert_eq!(out, names(&[("twice", DataType::Long), ("next", DataType::Long), ("k", DataType::String)]));
+    // an alias of the other SELECT is not visible
+    let e = eddy_sql::parse_pipeline_str(&text.replace("w * 10", "twice * 10")).err();
+    assert!(e.as_ref().is_some_and(|e| e.given.contains("the unknown column \"twice\"")), "{e:?}");
+}
