@@ -81,6 +81,11 @@ fn a_bare_reference_and_a_field_of_an_aliased_struct_are_named_as_written() {
     let got: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(got, ["s", "Q", "(lateralAliasReference(n) + 1)", "twice", "st2"]);
     assert_eq!(out[1].1, DataType::Double);
+    let p = plan("SELECT price AS p, p AS p2, P + 1 AS p3 FROM payments");
+    assert_eq!(select_list(&p), ["price", "lateralAliasReference(p)", "(lateralAliasReference(P) + 1)"]);
+    // a bare reference is named, but defines no alias (Spark: `q` below is an unknown column)
+    let e = plan_with("SELECT named_struct('q', price) AS s, s.q, q + 1 AS q1 FROM payments").err();
+    assert!(e.as_ref().is_some_and(|e| e.given.contains("the unknown column \"q\" at 1:44")), "{e:?}");
     // struct(alias): the field is named as the reference (Spark: {"twice": ...})
     let DataType::Struct(st2) = out[4].1 else { panic!("{out:?}") };
     assert_eq!(st2.fields().iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["twice"]);

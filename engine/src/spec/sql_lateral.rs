@@ -38,9 +38,12 @@ use crate::schema::Schema;
 /// (`AMBIGUOUS_LATERAL_COLUMN_ALIAS`), a reference inside an aggregate call
 /// (`LATERAL_COLUMN_ALIAS_IN_AGGREGATE_FUNC`).
 pub(super) fn resolve(items: Vec<Item>, schema: &Schema, qualifier: &str) -> Result<Vec<Item>, SpecError> {
+    // the earlier items with their aliases as written: a bare reference's name is no alias
+    let mut earlier: Vec<Item> = Vec::with_capacity(items.len());
     let mut out: Vec<Item> = Vec::with_capacity(items.len());
     for item in items {
-        let syntax = substitute(&item.syntax, &out, schema, qualifier, None)?;
+        let syntax = substitute(&item.syntax, &earlier, schema, qualifier, None)?;
+        earlier.push(Item { syntax: syntax.clone(), alias: item.alias.clone() });
         // a bare reference is named as written (Spark: `GROSS`, `p` for `s.p`)
         let alias = item.alias.or_else(|| match (&item.syntax.kind, &syntax.kind) {
             (SyntaxKind::Column(_), SyntaxKind::LateralAlias { name, .. }) => Some(name.clone()),
