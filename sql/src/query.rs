@@ -306,10 +306,17 @@ fn at_select(s: &Select, found: impl Into<String>, allowed: &str) -> SqlError {
 fn from_item(text: &str, s: &Select) -> Result<(FromSyntax, Option<JoinSyntax>), SqlError> {
     let [relation] = s.from.as_slice() else {
         return Err(match s.from.get(1) {
-            None => SqlError::Syntax {
-                pos: pos(s.select_token.0.span.start),
-                found: "a SELECT without FROM".into(),
-                allowed: ONE_SELECT.into(),
+            None => match from_read_as_a_name(text, s) {
+                Some(at) => SqlError::Syntax {
+                    pos: at,
+                    found: "FROM where an operand is expected (the expression before it is incomplete)".into(),
+                    allowed: "an expression before FROM".into(),
+                },
+                None => SqlError::Syntax {
+                    pos: pos(s.select_token.0.span.start),
+                    found: "a SELECT without FROM".into(),
+                    allowed: ONE_SELECT.into(),
+                },
             },
             Some(second) => unsupported(
                 &second.relation,
@@ -331,6 +338,24 @@ fn from_item(text: &str, s: &Select) -> Result<(FromSyntax, Option<JoinSyntax>),
         }
     };
     Ok((from, join))
+}
+
+/// Where an unquoted `FROM` stands in the select list of `s`, a SELECT without FROM: sqlparser
+/// reads the keyword as a column name where an operand is missing (`SELECT n + FROM source` is
+/// `n + from AS source`), so the query's real mistake is the operand missing there.
+fn from_read_as_a_name(text: &str, s: &Select) -> Option<Pos> {
+    let start = s.select_token.0.span.start;
+    let end = s.projection.last()?.span().end;
+    let inside =
+        |l: Location| (l.line, l.column) > (start.line, start.column) && (l.line, l.column) < (end.line, end.column);
+    let tokens = Tokenizer::new(&dialect::SparkDialect, text).tokenize_with_location().ok()?;
+    tokens
+        .iter()
+        .find(|t| {
+            inside(t.span.start)
+                && matches!(&t.token, Token::Word(w) if w.keyword == Keyword::FROM && w.quote_style.is_none())
+        })
+        .map(|t| pos(t.span.start))
 }
 
 /// One `JOIN name [[AS] alias] ON condition`, its type as written.

@@ -168,6 +168,27 @@ fn text_that_is_not_a_query_is_a_syntax_error_with_its_position() {
 }
 
 #[test]
+fn a_missing_operand_before_from_is_a_syntax_error_where_the_operand_is_missing() {
+    // sqlparser reads `n + FROM source` as `n + from AS source`, a SELECT without FROM
+    for (text, at) in [
+        ("SELECT n + FROM source", Pos { line: 1, column: 12 }),
+        ("SELECT k, n *\nFROM source WHERE k > 1", Pos { line: 2, column: 1 }),
+        ("SELECT a FROM s UNION ALL SELECT b - FROM t", Pos { line: 1, column: 38 }),
+    ] {
+        match parse_query(text) {
+            Err(SqlError::Syntax { pos, found, .. }) => {
+                assert_eq!(pos, at, "{text}: {found}");
+                assert!(found.contains("FROM where an operand is expected"), "{text}: {found}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    // a quoted `from` is a column's name: the SELECT has no FROM
+    let e = parse_query("SELECT n + `from` AS m");
+    assert!(matches!(&e, Err(SqlError::Syntax { found, .. }) if found.contains("without FROM")), "{e:?}");
+}
+
+#[test]
 fn a_union_is_lowered_into_its_selects_at_the_top_and_in_from() {
     let q =
         parse_query("SELECT a, b FROM s WHERE a > 1\nUNION ALL SELECT c, d FROM t").unwrap_or_else(|e| panic!("{e}"));

@@ -342,6 +342,23 @@ fn output_modes_follow_the_structured_query_rules() {
     assert!(e.given.contains("session window"), "{e}");
 }
 
+#[test]
+fn a_selected_window_missing_from_group_by_is_named_before_the_output_mode() {
+    // in append mode the output mode is wrong too (no window in GROUP BY), but the select item is
+    // the mistake: Spark's analyzer names it first (MISSING_AGGREGATION)
+    for mode in [Some("append"), None] {
+        let e = plan_with("SELECT window(ts, '10 seconds'), user_id, count(*)\nFROM payments GROUP BY user_id", mode)
+            .err()
+            .unwrap_or_else(|| panic!("{mode:?}: a window not in GROUP BY was accepted"));
+        assert_eq!(e.field, "query.sql", "{mode:?}: {e}");
+        assert!(
+            e.given
+                .contains("window(ts, '10 seconds') in the select list, not in GROUP BY (MISSING_AGGREGATION) at 1:8"),
+            "{mode:?}: {e}"
+        );
+    }
+}
+
 fn pipeline(query: &str) -> Result<eddy_engine::spec::Pipeline, SpecError> {
     let text = format!(
         "name = \"p\"\nmode = \"micro-batch\"\n[[source]]\nname = \"payments\"\ntype = \"files\"\npath = \"in\"\n\

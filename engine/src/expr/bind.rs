@@ -228,6 +228,10 @@ impl Binder<'_> {
                 let t = self.bind(expr)?;
                 self.get_field(pos, t, field)
             }
+            SyntaxKind::LateralAlias { expr, name } => {
+                let t = self.bind(expr)?;
+                Ok(Typed { name: format!("lateralAliasReference({name})"), ..t })
+            }
             SyntaxKind::Alias { alias, .. } => Err(unsupported(
                 pos,
                 format!("`AS {alias}` inside an expression"),

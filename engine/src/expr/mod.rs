@@ -287,6 +287,16 @@ pub enum SyntaxKind {
         /// The name after `AS`.
         alias: String,
     },
+    /// A reference to the alias of an earlier select item (Spark's lateral column alias, SQL.md
+    /// "Queries"), put here by the planner in place of the written name: binds as `expr` (the
+    /// aliased item's expression), named `lateralAliasReference(name)` inside a larger
+    /// expression, as Spark 4.3 names it (`(lateralAliasReference(gross) * 2)`).
+    LateralAlias {
+        /// The aliased expression (a field of it for `alias.field`).
+        expr: Box<Syntax>,
+        /// The last part of the reference as written (`gross`, `p` of `s.p`).
+        name: String,
+    },
     /// A function call `name(args)`; the name as written (matched ignoring case).
     Call {
         /// Function name.

@@ -160,7 +160,8 @@ impl Syntax {
             | SyntaxKind::Positive(e)
             | SyntaxKind::Not(e)
             | SyntaxKind::Field { expr: e, .. }
-            | SyntaxKind::Alias { expr: e, .. } => vec![e],
+            | SyntaxKind::Alias { expr: e, .. }
+            | SyntaxKind::LateralAlias { expr: e, .. } => vec![e],
             SyntaxKind::IsNull { expr, .. } | SyntaxKind::IsBool { expr, .. } | SyntaxKind::Cast { expr, .. } => {
                 vec![expr]
             }
@@ -192,6 +193,7 @@ impl Syntax {
             SyntaxKind::Not(e) => SyntaxKind::Not(b(e)?),
             SyntaxKind::Field { expr, field } => SyntaxKind::Field { expr: b(expr)?, field: field.clone() },
             SyntaxKind::Alias { expr, alias } => SyntaxKind::Alias { expr: b(expr)?, alias: alias.clone() },
+            SyntaxKind::LateralAlias { expr, name } => SyntaxKind::LateralAlias { expr: b(expr)?, name: name.clone() },
             SyntaxKind::Binary { op, left, right } => SyntaxKind::Binary { op: *op, left: b(left)?, right: b(right)? },
             SyntaxKind::IsNull { expr, negated } => SyntaxKind::IsNull { expr: b(expr)?, negated: *negated },
             SyntaxKind::IsBool { expr, value, negated } => {

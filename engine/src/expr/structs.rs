@@ -92,6 +92,12 @@ impl Binder<'_> {
                             let shown = format!("{} AS {alias}", v.name);
                             (v, alias.clone(), shown)
                         }
+                        // a lateral column alias: the field is named as the reference, as Spark
+                        SyntaxKind::LateralAlias { name, .. } => {
+                            let v = self.bind(a)?;
+                            let shown = v.name.clone();
+                            (v, name.clone(), shown)
+                        }
                         _ => {
                             let v = self.bind(a)?;
                             let field = self.field_name(&v).unwrap_or_else(|| format!("col{}", k + 1));

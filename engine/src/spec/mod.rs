@@ -53,6 +53,7 @@ mod sources;
 mod sql_chain;
 mod sql_join;
 mod sql_join_aggregate;
+mod sql_lateral;
 mod sql_query;
 mod sql_stream_join;
 mod sql_union;

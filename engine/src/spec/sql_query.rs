@@ -22,7 +22,8 @@
 //! is its measure; any other column reference outside an aggregate is refused
 //! (`MISSING_AGGREGATION`). GROUP BY takes expressions, 1-based positions in the select list
 //! (`spark.sql.groupByOrdinal`) and select aliases (`spark.sql.groupByAliases`), both on by
-//! default in Spark.
+//! default in Spark. A select item may read the alias of an earlier item (a lateral column
+//! alias, `sql_lateral`), replaced by that item's expression before anything else.
 
 use std::fmt::Display;
 
@@ -93,7 +94,9 @@ impl SqlQueryPlan {
 /// not run (named, with the supported ones), an unknown column, a type error, a column
 /// neither grouped nor aggregated, an aggregate or a window call in WHERE, an aggregate in GROUP
 /// BY, nested aggregates, a window whose time argument is not a column, a GROUP BY position out
-/// of range, two output columns of one name (ignoring case); at
+/// of range, two output columns of one name (ignoring case), a lateral column alias that two
+/// earlier items define, that stands inside an aggregate call or that GROUP BY names through an
+/// alias or a position; at
 /// `query.output_mode` for a mode the query cannot run in.
 pub fn plan_sql_query(
     q: &QuerySyntax,
@@ -110,6 +113,7 @@ pub fn plan_sql_query(
     let qualifier = q.from.alias.clone().unwrap_or_else(|| q.from.name.clone());
     let unqualify = |s: &Syntax| unqualified(s, &qualifier);
     let items = expand_items(q, schema, &qualifier)?;
+    let items = super::sql_lateral::resolve(items, schema, &qualifier)?;
     let items: Vec<Item> = items.into_iter().map(|i| Item { syntax: unqualify(&i.syntax), ..i }).collect();
     let selection = q.selection.as_ref().map(unqualify);
     let having = q.having.as_ref().map(unqualify);
@@ -363,6 +367,19 @@ impl Aggregation<'_> {
             measures: Some(measures.iter().map(|m| m.raw.clone()).collect()),
             ..RawQuery::default()
         };
+        // the select list and HAVING against GROUP BY first, as Spark's analyzer comes before
+        // its output mode checks: `SELECT window(ts, ...) ... GROUP BY id` in append mode is a
+        // select item not in GROUP BY, not an append without a window (the measures' names are
+        // not known yet and play no part in these checks)
+        let check = Rewrite {
+            keys: &key_names,
+            window: window.as_ref().map(|(_, call, session)| (*call, *session)),
+            measures: measures.iter().map(|m| (&m.call, "")).collect(),
+            schema,
+        };
+        for e in self.items.iter().map(|i| &i.syntax).chain(self.having.as_ref()) {
+            check.apply(e)?;
+        }
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
         let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &NONE).map_err(|e| {
             if e.field == "query.output_mode" {
@@ -485,11 +502,18 @@ impl Rewrite<'_> {
                 format!("the column {} neither grouped nor aggregated (MISSING_AGGREGATION)", quote(&parts.join("."))),
                 "a GROUP BY expression, an aggregate of it, or an expression over those (add it to GROUP BY, or use any_value), as Spark",
             )),
-            SyntaxKind::Call { name, .. } if is_window_call(name) => Err(at(
-                s.pos,
-                format!("{} (not the window of GROUP BY)", written(s)),
-                "the window(...) or session_window(...) call of GROUP BY, as written there",
-            )),
+            SyntaxKind::Call { name, .. } if is_window_call(name) => Err(match self.window {
+                Some(_) => at(
+                    s.pos,
+                    format!("{} (not the window of GROUP BY)", written(s)),
+                    "the window(...) or session_window(...) call of GROUP BY, as written there",
+                ),
+                None => at(
+                    s.pos,
+                    format!("{} in the select list, not in GROUP BY (MISSING_AGGREGATION)", written(s)),
+                    "GROUP BY the window (GROUP BY window(...), other keys) to aggregate per window, as Spark",
+                ),
+            }),
             // an unknown function (a misspelt aggregate) is named before its arguments are
             // looked at, as Spark's UNRESOLVED_ROUTINE comes before its MISSING_AGGREGATION
             SyntaxKind::Call { name, .. } if !crate::expr::known_function(name) => {
@@ -530,7 +554,7 @@ pub(super) fn sql_error(e: ExprError) -> SpecError {
 
 /// The expression as written, for messages (Spark's name where it binds in no schema: the
 /// function and its arguments' shapes).
-fn written(s: &Syntax) -> String {
+pub(super) fn written(s: &Syntax) -> String {
     match &s.kind {
         SyntaxKind::Column(parts) => parts.join("."),
         SyntaxKind::Call { name, args } => {
@@ -547,7 +571,7 @@ fn is_window_call(name: &str) -> bool {
 }
 
 /// Whether `s` is an aggregate call (SQL.md's aggregates, and `count_if`, planned as a count).
-fn is_aggregate(s: &Syntax) -> bool {
+pub(super) fn is_aggregate(s: &Syntax) -> bool {
     matches!(&s.kind, SyntaxKind::Call { name, .. }
         if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if")
             || crate::expr::current_aggregate(name).is_some())
@@ -701,6 +725,7 @@ fn group_keys(
                         format!("a position from 1 to {} (the select list's length)", items.len()),
                     ));
                 };
+                lateral_in_group_by(*pos, &format!("GROUP BY position {position}"), item)?;
                 if let Some(agg) = first_aggregate(&item.syntax) {
                     return Err(at(
                         *pos,
@@ -717,10 +742,16 @@ fn group_keys(
                 let e = unqualify(e);
                 match &e.kind {
                     // a select alias that is not a source column (spark.sql.groupByAliases)
-                    SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_none() => items
+                    SyntaxKind::Column(parts) if parts.len() == 1 && schema.resolve(&parts[0]).is_none() => match items
                         .iter()
                         .find(|i| i.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&parts[0])))
-                        .map_or(e.clone(), |i| i.syntax.clone()),
+                    {
+                        Some(item) => {
+                            lateral_in_group_by(e.pos, &format!("GROUP BY {}", parts[0]), item)?;
+                            item.syntax.clone()
+                        }
+                        None => e.clone(),
+                    },
                     _ => e,
                 }
             }
@@ -738,6 +769,22 @@ fn group_keys(
         });
     }
     Ok(keys)
+}
+
+/// Refuses a GROUP BY alias or position (`group`, as written, at `pos`) that names a select
+/// item holding a lateral column alias reference, as Spark 4.3 refuses it.
+fn lateral_in_group_by(pos: Pos, group: &str, item: &Item) -> Result<(), SpecError> {
+    match super::sql_lateral::first_reference(&item.syntax) {
+        Some(reference) => Err(at(
+            pos,
+            format!(
+                "{group}, a select item that reads the lateral column alias at {} (LATERAL_COLUMN_ALIAS_IN_GROUP_BY)",
+                reference.pos
+            ),
+            "GROUP BY the expression itself, written over the source's columns, as Spark",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A GROUP BY window: the structured window, whether it is a session window, and a computed

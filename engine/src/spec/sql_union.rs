@@ -76,7 +76,7 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
         if let Some(w) = &branch.selection {
             steps.push(filter(&unqualified(w, &qualifier), schema)?);
         }
-        let items = expand_items(branch, schema, &qualifier)?;
+        let items = super::sql_lateral::resolve(expand_items(branch, schema, &qualifier)?, schema, &qualifier)?;
         let list = items
             .iter()
             .map(|item| project(&unqualified(&item.syntax, &qualifier), item.alias.as_deref(), schema))
