@@ -344,3 +344,125 @@ fn stopped_after_a_checkpoint_and_restarted_at_another_parallelism_the_rows_are_
         }
     }
 }
+
+/// Window start (µs) of `ts` in tumbling windows of `size` µs.
+fn window_start(ts: i64, size: i64) -> i64 {
+    ts.div_euclid(size) * size
+}
+
+#[test]
+fn real_time_rows_the_watermark_finalises_carry_the_instant_it_moved_at_any_parallelism() {
+    // SEMANTICS.md: real-time append emits a window's row when W >= its end; a record whose
+    // window end <= W (as W stood when it arrived) is late. W = the largest event time so far
+    // - 5 s, moved by each record once it counts; the row is made when W moved, at the clock
+    // of the record that moved it, whichever partition actor holds the window.
+    let files = input();
+    let size = 10 * SECOND;
+    let delay = 5 * SECOND;
+    let mut clock = i64::MIN;
+    let mut max_event = i64::MIN;
+    let mut open: BTreeMap<(i64, &str), i64> = BTreeMap::new();
+    let mut expected = Vec::new();
+    for r in files.iter().flatten() {
+        clock = clock.max(r.arrival);
+        let w_before = max_event.saturating_sub(delay);
+        let start = window_start(r.ts, size);
+        if max_event == i64::MIN || start + size > w_before {
+            *open.entry((start, r.k)).or_default() += 1;
+        }
+        max_event = max_event.max(r.ts);
+        let w = max_event - delay;
+        let due: Vec<(i64, &str)> = open.keys().filter(|(s, _)| s + size <= w).copied().collect();
+        for key in due {
+            let n = open.remove(&key).unwrap();
+            expected.push(json!({"start": iso(key.0), "k": key.1, "n": n, "at": iso(clock)}));
+        }
+    }
+    let expected = sorted(expected);
+    assert!(expected.len() > 20, "{}", expected.len());
+    let query = r#"sql = "SELECT window(ts, '10 seconds') AS w, k, count(*) AS n, current_timestamp() AS at FROM source GROUP BY 1, 2"
+output_mode = "append""#;
+    let sink = r#"select = ["w.start AS start", "k", "n", "at"]"#;
+    for parallelism in [1, 2, 4] {
+        let p = pipeline("real-time", parallelism, REPLAY, query, sink)
+            .replace("[query]", "[watermark]\ncolumn = \"ts\"\ndelay = \"5 seconds\"\n[query]");
+        assert_eq!(run(&p, &files), expected, "x{parallelism}");
+    }
+}
+
+#[test]
+fn a_rolling_windows_timer_rows_are_made_at_the_timers_instant() {
+    // a record leaving the 20-second range makes a row whose frontier is exactly when it left
+    // (SEMANTICS.md "Rolling window"); frontier = processing time - delay
+    let files = input();
+    let query = r#"type = "rolling_window"
+partition_by = ["k"]
+order_by = "ts"
+frontier = { delay = "3 seconds" }
+measures = [{ agg = "count", alias = "n", over = "20 seconds" }]"#;
+    let sink =
+        r#"select = ["k", "__frontier", "n", "current_timestamp() - INTERVAL 3 SECONDS = __frontier AS at_frontier"]"#;
+    let mut outputs = Vec::new();
+    for parallelism in [1, 4] {
+        let rows = run(&pipeline("real-time", parallelism, REPLAY, query, sink), &files);
+        assert!(rows.len() > 120, "x{parallelism}: {} rows", rows.len());
+        // rows a timer made: the count fell (a record left its range) or the key emptied
+        assert!(rows.iter().any(|r| r["n"] == json!(0)), "x{parallelism}: no key emptied");
+        for r in &rows {
+            assert_eq!(r["at_frontier"], json!(true), "x{parallelism}: {r}");
+        }
+        outputs.push(rows);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+}
+
+#[test]
+fn a_micro_batch_over_two_sources_has_one_processing_time() {
+    let files = input();
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, part) in [("a", &files[..2]), ("b", &files[2..])] {
+        let dir = tmp.path().join(name);
+        write_input(&dir, part);
+    }
+    let p = r#"
+name = "two-sources"
+mode = "micro-batch"
+parallelism = 2
+[[source]]
+name = "a"
+type = "files"
+path = "a/input"
+max_files_per_trigger = 2
+format = "json"
+schema = "k STRING, v BIGINT, arrival TIMESTAMP, ts TIMESTAMP"
+select = ["k", "v", "current_timestamp() AS pt"]
+[[source]]
+name = "b"
+type = "files"
+path = "b/input"
+format = "json"
+schema = "k STRING, v BIGINT, arrival TIMESTAMP, ts TIMESTAMP"
+select = ["k", "v", "now() AS pt"]
+[query]
+sql = "SELECT k, v, pt, current_timestamp() AS q FROM (SELECT * FROM a UNION ALL SELECT * FROM b) u"
+[sink]
+type = "files"
+path = "out"
+select = ["k", "pt", "q", "now() AS s"]
+"#;
+    std::fs::write(tmp.path().join("p.toml"), p).unwrap();
+    let out = eddy(tmp.path(), &["run", "p.toml", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut rows = 0;
+    for f in std::fs::read_dir(tmp.path().join("out")).unwrap().flatten() {
+        let lines: Vec<Value> =
+            std::fs::read_to_string(f.path()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        rows += lines.len();
+        // every row of the batch, from either source, at one instant, the query's and the sink's
+        let first = &lines[0]["pt"];
+        for r in &lines {
+            assert!(r["pt"] == *first && r["q"] == *first && r["s"] == *first, "{f:?}: {r} vs {first}");
+        }
+    }
+    assert_eq!(rows, 120);
+}

@@ -30,8 +30,15 @@ pub enum Control {
         /// The batch number.
         batch_id: u64,
     },
-    /// Real-time: the global watermark moved (sent at most once per data flush).
-    Watermark(Timestamp),
+    /// Real-time: the global watermark moved (sent at most once per data flush; when an
+    /// expression after the source reads the processing time, each time it moves).
+    Watermark {
+        /// The watermark.
+        watermark: Timestamp,
+        /// The processing time at which it took this value: that of the record that moved it
+        /// (the rows it finalises are made then, for `current_timestamp()`).
+        at: Timestamp,
+    },
     /// Real-time: processing time moved (replay clock between records, or a wall-clock tick).
     Tick(Timestamp),
     /// Real-time: checkpoint barrier closing `epoch`. The actor first moves its clock to `now`
@@ -55,7 +62,7 @@ impl Control {
         match self {
             Control::BeginBatch(_) => "begin batch",
             Control::EndBatch { .. } => "end batch",
-            Control::Watermark(_) => "watermark",
+            Control::Watermark { .. } => "watermark",
             Control::Tick(_) => "tick",
             Control::Barrier { .. } => "barrier",
             Control::EndOfInput => "end of input",

@@ -320,6 +320,29 @@ impl RowClock {
     }
 }
 
+/// Real-time: moves the operator's processing time to `now`, firing its timers due by then.
+/// When an expression reads the processing time (`row_clock`), the timers fire one due instant
+/// at a time and each row a timer makes is made at that instant (PIPELINE.md "Replay clock":
+/// the clock moves to a record's value "firing every timer due up to that instant first"; a
+/// rolling window's row then has `current_timestamp()` - delay = its frontier), whatever the
+/// record that moved the clock; the record's own rows are made at `now`.
+fn advance_clock(operator: &mut dyn Operator, row_clock: Option<&mut RowClock>, out: &mut Output, now: Timestamp) {
+    if let Some(c) = row_clock {
+        let mut fired = Timestamp::MIN;
+        while let Some(due) = operator.next_timer() {
+            // (`due <= fired`: a timer set again at an instant already passed: fired below)
+            if due > now || due <= fired {
+                break;
+            }
+            c.move_to(out.rows.len(), due.max(c.now));
+            operator.advance_clock(due, out);
+            fired = due;
+        }
+        c.move_to(out.rows.len(), now);
+    }
+    operator.advance_clock(now, out);
+}
+
 impl PartitionTask {
     /// The task of `actor` (its `input` is not read here: the driver hands the messages over).
     pub fn new(actor: PartitionActor) -> PartitionTask {
@@ -413,10 +436,7 @@ impl PartitionTask {
         if let Some(t) = self.stalls.as_mut() {
             t.begin_message();
         }
-        if let Some(c) = self.row_clock.as_mut() {
-            c.move_to(self.out.rows.len(), now);
-        }
-        self.actor.operator.advance_clock(now, &mut self.out);
+        advance_clock(self.actor.operator.as_mut(), self.row_clock.as_mut(), &mut self.out, now);
         if !exchanged(&mut self.actor, &mut self.out, |x, c, o| x.route(c, o)) {
             return self.end();
         }
@@ -524,11 +544,8 @@ impl PartitionTask {
                 for (i, s) in batch.iter().enumerate() {
                     prefetch_ahead(actor.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
                     if actor.mode == Mode::RealTime {
-                        if let Some(c) = row_clock.as_mut() {
-                            c.move_to(out.rows.len(), s.now);
-                        }
                         let before = out.rows.len();
-                        actor.operator.advance_clock(s.now, out);
+                        advance_clock(actor.operator.as_mut(), row_clock.as_mut(), out, s.now);
                         if out.rows.len() - before >= TIMER_BURST_ROWS {
                             eddy_engine::stall::note(eddy_engine::stall::Cause::TimerBurst);
                         }
@@ -609,24 +626,22 @@ impl PartitionTask {
                     self.actor.sink.send(ToSink::End { id: batch_id, rows: ended(&mut self.written, batch_id) }).is_ok()
                         && (self.actor.snapshots.is_none() || self.begin_snapshot(batch_id))
                 }
-                Control::Watermark(w) => {
-                    actor.operator.advance_watermark(w, out);
+                Control::Watermark { watermark, at } => {
+                    // the rows it finalises are made when it moved (the record that moved it)
+                    if let Some(c) = row_clock.as_mut() {
+                        c.move_to(out.rows.len(), at);
+                    }
+                    actor.operator.advance_watermark(watermark, out);
                     exchanged(actor, out, |x, c, o| x.flush(c, o))
                 }
                 Control::Tick(now) => {
-                    if let Some(c) = row_clock.as_mut() {
-                        c.move_to(out.rows.len(), now);
-                    }
-                    actor.operator.advance_clock(now, out);
+                    advance_clock(actor.operator.as_mut(), row_clock.as_mut(), out, now);
                     exchanged(actor, out, |x, c, o| x.route(c, o))
                 }
                 Control::Barrier { epoch, now, watermark } => {
                     eddy_engine::stall::note(eddy_engine::stall::Cause::Barrier);
                     if now != Timestamp::MIN {
-                        if let Some(c) = row_clock.as_mut() {
-                            c.move_to(out.rows.len(), now);
-                        }
-                        actor.operator.advance_clock(now, out);
+                        advance_clock(actor.operator.as_mut(), row_clock.as_mut(), out, now);
                     }
                     actor.operator.advance_watermark(watermark, out);
                     // aligned: every peer's rows of the epoch are in before the snapshot

@@ -964,6 +964,12 @@ impl SourceActor {
         let mut dead = Vec::new();
         let mut last_log = None;
         let mut last_w = Timestamp::MIN;
+        // With several partition actors and an expression after the source that reads the
+        // processing time, the watermark goes out each time it moves, with the processing time
+        // of the record that moved it: an actor that did not see that record finalises the same
+        // rows at the same instant as the actor that did (and as one actor alone would), so
+        // `current_timestamp()` does not depend on the parallelism.
+        let per_move = self.partitions.len() > 1 && self.plan.reads_processing_time_after_sources();
         let mut reported = Reported::new();
         let mut exhausted = false;
         let mut joined: Vec<Record> = Vec::new();
@@ -1127,11 +1133,20 @@ impl SourceActor {
                         let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                         self.route(&mut buffers, p, s)?;
                     }
-                    continue;
+                } else {
+                    let p = self.actor_of(&record, &position);
+                    let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
+                    self.route(&mut buffers, p, s)?;
                 }
-                let p = self.actor_of(&record, &position);
-                let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
-                self.route(&mut buffers, p, s)?;
+                if per_move {
+                    let w = clock.watermark();
+                    if w > last_w {
+                        // behind the record that moved it
+                        self.flush(&mut buffers)?;
+                        self.broadcast(Control::Watermark { watermark: w, at: stamp.now })?;
+                        last_w = w;
+                    }
+                }
             }
             self.counters.records.fetch_add(routed, Ordering::Relaxed);
             self.flush(&mut buffers)?;
@@ -1149,7 +1164,7 @@ impl SourceActor {
             }
             let w = clock.watermark();
             if w > last_w && self.partitions.len() > 1 {
-                self.broadcast(Control::Watermark(w))?;
+                self.broadcast(Control::Watermark { watermark: w, at: clock.now() })?;
                 last_w = w;
             }
             if !replay && let Some(b) = next_boundary {
@@ -1373,6 +1388,9 @@ impl SourceActor {
         let mut reported = Reported::new();
         while !self.stop.load(Ordering::Relaxed) {
             let batch_started = Instant::now();
+            // the batch's processing time with the system clock: its start (SEMANTICS.md), one
+            // instant for every source's steps and the query (`current_timestamp()`)
+            let batch_now = self.clock.now();
             let mut parts: Vec<(usize, Vec<Record>)> = Vec::new();
             for (k, done) in exhausted.iter_mut().enumerate() {
                 if *done {
@@ -1397,7 +1415,7 @@ impl SourceActor {
                     }
                 }
                 if !items.is_empty() {
-                    let records = self.decode_batch(items, self.clock.now(), &mut dead, &mut last_log);
+                    let records = self.decode_batch(items, batch_now, &mut dead, &mut last_log);
                     // counted here, so the metrics name the source they came from
                     self.counters.records.fetch_add(records.len() as u64, Ordering::Relaxed);
                     self.report(&mut reported, None, None);
@@ -1406,7 +1424,7 @@ impl SourceActor {
             }
             if !parts.is_empty() {
                 let cut_at = Instant::now();
-                last_moved = Some(self.run_union_batch(&mut seq, parts, &mut dead)?);
+                last_moved = Some(self.run_union_batch(&mut seq, parts, batch_now, &mut dead)?);
                 self.metrics.stage_source.record(cut_at.elapsed().as_secs_f64());
             } else if exhausted.iter().all(|e| *e) {
                 break;
@@ -1432,6 +1450,7 @@ impl SourceActor {
         &mut self,
         seq: &mut eddy_engine::driver::MicroBatchSequencer,
         parts: Vec<(usize, Vec<Record>)>,
+        system_now: Timestamp,
         dead: &mut Vec<String>,
     ) -> Result<(Timestamp, Timestamp), SourceError> {
         let mut records = Vec::with_capacity(parts.iter().map(|(_, r)| r.len()).sum());
@@ -1442,7 +1461,7 @@ impl SourceActor {
             });
             match replay_max {
                 Some(t) => seq.begin_at(t),
-                None => seq.begin_at(self.clock.now()),
+                None => seq.begin_at(system_now),
             }
         };
         for (k, part) in parts {

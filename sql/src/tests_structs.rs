@@ -233,6 +233,21 @@ fn a_string_result_over_16_mib_fails_the_record_before_it_is_built() {
         other => panic!("{other:?}"),
     }
     too_long(&format!("lpad(b, {}, 'y')", limit + 1));
+    // what a replacement takes away counts: 'a' -> 'b' keeps 9,000,000 bytes, and 'a' -> 'bb'
+    // over 8,388,608 gives exactly the limit
+    let replaced = |text: &str| match eval(text) {
+        Ok(Value::Str(s)) => s.len(),
+        other => panic!("{text}: {other:?}"),
+    };
+    assert_eq!(replaced("regexp_replace(rpad('', 9000000, 'a'), 'a', 'b')"), 9_000_000);
+    assert_eq!(replaced("regexp_replace(rpad('', 8388608, 'a'), 'a', 'bb')"), limit);
+    too_long("regexp_replace(rpad('', 8388609, 'a'), 'a', 'bb')");
+    assert_eq!(replaced("replace(rpad('', 8388608, 'a'), 'a', 'bb')"), limit);
+    // concatenations too
+    too_long("concat(lpad(b, 16777216, 'a'), b)");
+    too_long("lpad(b, 16777216, 'a') || b");
+    too_long("concat_ws(',', lpad(b, 8388608, 'a'), lpad(b, 8388608, 'a'))");
+    assert_eq!(replaced("concat_ws(',', lpad(b, 8388607, 'a'), lpad(b, 8388608, 'a'))"), limit);
     assert_eq!(text("rpad(b, 4, 'ab')"), "xaba");
     assert_eq!(text("replace('aXa', 'a', 'bb')"), "bbXbb");
     assert_eq!(text("regexp_replace('aXa', 'a', 'bb')"), "bbXbb");

@@ -19,11 +19,16 @@ impl Binder<'_> {
             if n.contains(&args.len()) {
                 Ok(())
             } else {
-                Err(ty_err(
-                    pos,
-                    format!("{lower} with {} arguments", args.len()),
-                    &format!("{} to {} arguments", n.start(), n.end()),
-                ))
+                let count = |k: usize| match k {
+                    0 => "no arguments".to_string(),
+                    1 => "1 argument".to_string(),
+                    k => format!("{k} arguments"),
+                };
+                let allowed = match (*n.start(), *n.end()) {
+                    (a, b) if a == b => count(a),
+                    (a, b) => format!("{a} to {b} arguments"),
+                };
+                Err(ty_err(pos, format!("{lower} with {}", count(args.len())), &allowed))
             }
         };
         let bound = |this: &Self| args.iter().map(|a| this.bind(a)).collect::<Result<Vec<_>, _>>();

@@ -370,12 +370,17 @@ impl Func {
             },
             Func::Length => Value::Int(s(0).chars().count() as i32),
             Func::Substring => return st(substring(s(0), n(1), n(2)).to_string()),
-            Func::Concat => return st(a.iter().map(|v| v.as_str().unwrap_or("")).collect()),
+            Func::Concat => {
+                within_string_limit(a.iter().map(|v| v.as_str().map_or(0, |x| x.len() as u64)).sum())?;
+                return st(a.iter().map(|v| v.as_str().unwrap_or("")).collect());
+            }
             Func::ConcatWs => {
                 if a[0].is_null() {
                     return Ok(Value::Null);
                 }
                 let parts: Vec<&str> = a[1..].iter().filter_map(Value::as_str).collect();
+                let seps = parts.len().saturating_sub(1) as u64 * s(0).len() as u64;
+                within_string_limit(parts.iter().map(|p| p.len() as u64).sum::<u64>().saturating_add(seps))?;
                 return st(parts.join(s(0)));
             }
             Func::Trim => return st(s(0).trim_matches(' ').to_string()),
@@ -409,10 +414,13 @@ impl Func {
             Func::EndsWith => Value::Bool(s(0).ends_with(s(1))),
             Func::Contains => Value::Bool(s(0).contains(s(1))),
             Func::RegexpReplace(re) => {
-                // at most one match per position (and one at the end), each replaced whole
+                // at most one match per position (and one at the end), each replaced whole: the
+                // result is the text less what matched plus one replacement per match
                 let (len, with) = (s(0).len() as u64, s(2).len() as u64);
                 if len.saturating_add((len + 1).saturating_mul(with)) > MAX_STRING_BYTES {
-                    within_string_limit(len.saturating_add(re.find_iter(s(0)).count() as u64 * with))?;
+                    let (matches, matched) =
+                        re.find_iter(s(0)).fold((0u64, 0u64), |(n, b), m| (n + 1, b + m.len() as u64));
+                    within_string_limit((len - matched).saturating_add(matches.saturating_mul(with)))?;
                 }
                 return st(re.replace_all(s(0), regex::NoExpand(s(2))).into_owned());
             }

@@ -164,19 +164,15 @@ pub(crate) fn processing_time_at_source(
         Step::Project(items) => items.iter().find(|e| e.typed.reads_processing_time()),
     });
     let Some(e) = first else { return Ok(()) };
-    let text = texts.iter().find(|(f, _)| *f == e.field).map(|(_, t)| t.as_str());
+    // a SQL query's steps are named `query.sql` (`query.sql UNION` in a branch of a union)
+    let text = texts
+        .iter()
+        .find(|(f, _)| *f == e.field || (f == "query.sql" && e.field.starts_with("query.sql")))
+        .map(|(_, t)| t.as_str());
     let pos = match (text, front) {
-        (Some(text), Some(front)) if e.field == "query.sql" => front.parse_query(text).ok().and_then(|q| {
-            let group = q.group_by.iter().filter_map(|g| match g {
-                expr::GroupItemSyntax::Expr(s) => Some(s),
-                _ => None,
-            });
-            let items = q.items.iter().filter_map(|i| match i {
-                expr::SelectItemSyntax::Expr { syntax, .. } => Some(syntax),
-                _ => None,
-            });
-            group.chain(items).find_map(expr::Syntax::processing_time_call)
-        }),
+        (Some(text), Some(front)) if e.field.starts_with("query.sql") => {
+            front.parse_query(text).ok().and_then(|q| processing_time_in_query(&q))
+        }
         (Some(text), Some(front)) => front.parse_expression(text).ok().and_then(|p| p.syntax.processing_time_call()),
         _ => None,
     };
@@ -187,6 +183,41 @@ pub(crate) fn processing_time_at_source(
             "{}{at}: current_timestamp() (or now()) in a step that runs at the source, under the replay clock (the clock moves to a record's clock column only after the source's steps have made the record)",
             quote(text.unwrap_or(&e.typed.name))
         ),
-        "current_timestamp() in a SQL query's WHERE, its select list outside aggregates or HAVING, or the sink's select (they run where the replay clock has reached the record); or the system clock",
+        "current_timestamp() in a single-source SQL query's WHERE, a query's select list outside aggregates or HAVING, or the sink's select (they run where the replay clock has reached the record); or the system clock",
     ))
+}
+
+/// Where a SQL query calls `current_timestamp()` in a step that runs at the source, for the
+/// message of [`processing_time_at_source`]: first in GROUP BY, then inside an aggregate's
+/// arguments, then in WHERE and JOIN ... ON (a union's branches, a stream-stream join's sides),
+/// then in a union branch or a subquery, then anywhere in the select list.
+fn processing_time_in_query(q: &expr::QuerySyntax) -> Option<expr::Pos> {
+    fn in_aggregate(s: &expr::Syntax) -> Option<expr::Pos> {
+        if super::sql_query::is_aggregate(s) {
+            return s.children().into_iter().find_map(expr::Syntax::processing_time_call);
+        }
+        s.children().into_iter().find_map(in_aggregate)
+    }
+    let items: Vec<&expr::Syntax> = q
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            expr::SelectItemSyntax::Expr { syntax, .. } => Some(syntax),
+            _ => None,
+        })
+        .chain(q.having.as_ref())
+        .collect();
+    let group = q.group_by.iter().filter_map(|g| match g {
+        expr::GroupItemSyntax::Expr(s) => Some(s),
+        _ => None,
+    });
+    group
+        .into_iter()
+        .find_map(expr::Syntax::processing_time_call)
+        .or_else(|| items.iter().find_map(|s| in_aggregate(s)))
+        .or_else(|| q.selection.as_ref().and_then(expr::Syntax::processing_time_call))
+        .or_else(|| q.join.as_ref().and_then(|j| j.on.as_ref()).and_then(expr::Syntax::processing_time_call))
+        .or_else(|| q.union.as_ref().and_then(|u| u.branches.iter().find_map(processing_time_in_query)))
+        .or_else(|| q.subquery.as_deref().and_then(processing_time_in_query))
+        .or_else(|| items.iter().find_map(|s| s.processing_time_call()))
 }
