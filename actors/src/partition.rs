@@ -345,7 +345,12 @@ fn advance_clock(operator: &mut dyn Operator, row_clock: Option<&mut RowClock>, 
 
 impl PartitionTask {
     /// The task of `actor` (its `input` is not read here: the driver hands the messages over).
-    pub fn new(actor: PartitionActor) -> PartitionTask {
+    pub fn new(mut actor: PartitionActor) -> PartitionTask {
+        if actor.reads_processing_time
+            && let Some(x) = actor.real_time_exchange.as_mut()
+        {
+            x.time_rows();
+        }
         let stalls = actor.stalls.as_ref().map(|(threshold, _)| {
             let m = actor.metrics.partitions.get(actor.partition).cloned();
             let on = actor.metrics.enabled() && m.is_some();
@@ -778,9 +783,18 @@ fn flush_output(
     created: &mut Vec<u64>,
     written: &mut BTreeMap<u64, u64>,
     scratch: &mut Row,
-    row_clock: Option<&mut RowClock>,
+    mut row_clock: Option<&mut RowClock>,
     id: u64,
 ) -> bool {
+    if let (Some(c), Some(x)) = (row_clock.as_deref_mut(), actor.real_time_exchange.as_mut()) {
+        // rows the stages after a real-time exchange made when the minimum watermark moved
+        for (start, end, at) in x.take_stamps() {
+            if c.times.len() < end {
+                c.times.resize(end, c.now);
+            }
+            c.times[start..end].fill(at);
+        }
+    }
     if !actor.output_steps.is_empty() && !out.rows.is_empty() {
         let times = row_clock.as_deref().map(|c| (c.times.as_slice(), c.now));
         let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch, times);

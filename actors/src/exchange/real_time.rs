@@ -68,6 +68,10 @@ pub enum ToPeer {
         /// The sender's watermark at the exchange once these records are in
         /// ([`Timestamp::MIN`]: no news).
         watermark: Timestamp,
+        /// The processing time at which the sender's watermark at the exchange took that value
+        /// (kept when an expression reads the processing time, [`RealTimeExchange::time_rows`];
+        /// [`Timestamp::MIN`] otherwise).
+        at: Timestamp,
     },
     /// The sender has sent everything of `epoch` (it is at the barrier closing it).
     Barrier {
@@ -105,6 +109,15 @@ pub struct RealTimeExchange {
     early: Vec<ToPeer>,
     /// Each partition actor's last watermark at the exchange (this one's: the last it sent).
     last: Vec<Timestamp>,
+    /// Whether rows keep the instant they were made at ([`RealTimeExchange::time_rows`]).
+    timed: bool,
+    /// Timed: the instant each actor's last watermark at the exchange took its value.
+    last_at: Vec<Timestamp>,
+    /// Timed: this actor's watermark at the exchange as last noted, and when it took it.
+    noted: (Timestamp, Timestamp),
+    /// Timed: rows `start..end` of the output made at an instant other than the actor's
+    /// clock (by the stages after the exchange, when the minimum watermark moved).
+    stamps: Vec<(usize, usize, Timestamp)>,
     /// Barrier markers of `epoch` received.
     barriers: usize,
     /// End markers received.
@@ -133,6 +146,10 @@ pub fn real_time_exchanges(parallelism: usize, key_columns: &[usize], first_epoc
             epoch: first_epoch,
             early: Vec::new(),
             last: vec![Timestamp::MIN; parallelism],
+            timed: false,
+            last_at: vec![Timestamp::MIN; parallelism],
+            noted: (Timestamp::MIN, Timestamp::MIN),
+            stamps: Vec::new(),
             barriers: 0,
             ends: 0,
             abort: abort.clone(),
@@ -157,6 +174,14 @@ impl RealTimeExchange {
     /// # Errors
     /// [`ExchangeError::PeerGone`] when a peer stopped.
     pub fn route(&mut self, chain: &mut OperatorChain, out: &mut Output) -> Result<(), ExchangeError> {
+        if self.timed {
+            // the actor's clock (`eddy_engine::expr::processing_time`) as it stands after what
+            // moved the watermark: the record that moved it, or the watermark's own instant
+            let w = chain.exchange_watermark();
+            if w > self.noted.0 {
+                self.noted = (w, eddy_engine::expr::processing_time());
+            }
+        }
         for record in chain.take_exchanged() {
             let p = self.router.route(&record).0;
             if p == self.me {
@@ -166,7 +191,13 @@ impl RealTimeExchange {
             self.outgoing[p].push(record);
             if self.outgoing[p].len() >= EXCHANGE_CHUNK {
                 let records = std::mem::take(&mut self.outgoing[p]);
-                let msg = ToPeer::Rows { epoch: self.epoch, from: self.me, records, watermark: Timestamp::MIN };
+                let msg = ToPeer::Rows {
+                    epoch: self.epoch,
+                    from: self.me,
+                    records,
+                    watermark: Timestamp::MIN,
+                    at: Timestamp::MIN,
+                };
                 self.send(p, msg, chain, out)?;
             }
         }
@@ -188,11 +219,12 @@ impl RealTimeExchange {
                 continue;
             }
             let records = std::mem::take(&mut self.outgoing[p]);
-            let watermark = if moved { w } else { Timestamp::MIN };
-            self.send(p, ToPeer::Rows { epoch: self.epoch, from: self.me, records, watermark }, chain, out)?;
+            let (watermark, at) = if moved { (w, self.noted.1) } else { (Timestamp::MIN, Timestamp::MIN) };
+            self.send(p, ToPeer::Rows { epoch: self.epoch, from: self.me, records, watermark, at }, chain, out)?;
         }
         if moved {
             self.last[self.me] = w;
+            self.last_at[self.me] = self.noted.1;
             self.advance(chain, out);
         }
         Ok(())
@@ -214,7 +246,7 @@ impl RealTimeExchange {
             return Err(ExchangeError::OutOfOrder { batch: self.epoch, got: epoch });
         }
         match m {
-            ToPeer::Rows { from, records, watermark, .. } => {
+            ToPeer::Rows { from, records, watermark, at, .. } => {
                 for r in &records {
                     chain.on_exchanged(r, out);
                 }
@@ -222,6 +254,7 @@ impl RealTimeExchange {
                     && watermark > *last
                 {
                     *last = watermark;
+                    self.last_at[from] = at;
                     self.advance(chain, out);
                 }
             }
@@ -298,11 +331,40 @@ impl RealTimeExchange {
         self.rows_sent
     }
 
+    /// Timed (an expression after the exchange reads the processing time, SQL.md's
+    /// `current_timestamp()`): the rows the stages after the exchange make when the minimum
+    /// watermark moves are made at the instant it moved: the latest of the instants at which the
+    /// actors holding the minimum took it (every actor sees the same watermark moves, each at
+    /// the clock of the record that moved it, so this is the instant one actor alone would make
+    /// them at, whatever the parallelism).
+    pub fn time_rows(&mut self) {
+        self.timed = true;
+    }
+
+    /// Timed: the output rows made at another instant than the actor's clock since the last
+    /// call, as `(start, end, instant)` over the output's rows.
+    pub fn take_stamps(&mut self) -> Vec<(usize, usize, Timestamp)> {
+        std::mem::take(&mut self.stamps)
+    }
+
     /// Moves the stages after the exchange to the minimum of every actor's last watermark.
     fn advance(&mut self, chain: &mut OperatorChain, out: &mut Output) {
-        if let Some(&w) = self.last.iter().min() {
+        let Some(&w) = self.last.iter().min() else { return };
+        if !self.timed {
             chain.advance_exchanged(w, out);
+            return;
         }
+        let at = (0..self.last.len()).filter(|&i| self.last[i] == w).map(|i| self.last_at[i]).max();
+        let at = at.unwrap_or(Timestamp::MIN);
+        // the stages' own expressions (between the exchange and the output) read it too
+        let now = eddy_engine::expr::processing_time();
+        eddy_engine::expr::set_processing_time(at);
+        let before = out.rows.len();
+        chain.advance_exchanged(w, out);
+        if out.rows.len() > before {
+            self.stamps.push((before, out.rows.len(), at));
+        }
+        eddy_engine::expr::set_processing_time(now);
     }
 
     /// Waits for one message from a peer and handles it; fails when a peer stopped.
@@ -477,7 +539,7 @@ mod tests {
             c1.advance_watermark(Timestamp(20 * S), &mut out);
             let records = c1.take_exchanged();
             assert_eq!(records.len(), 2, "the bid's two sliding windows");
-            let msg = ToPeer::Rows { epoch: 1, from: 1, records, watermark: Timestamp::MIN };
+            let msg = ToPeer::Rows { epoch: 1, from: 1, records, watermark: Timestamp::MIN, at: Timestamp::MIN };
             b[0].send(0, msg, c1, &mut out).unwrap();
             // actor 2 reaches the barrier of epoch 0 after that
             b[1].send(0, ToPeer::Barrier { epoch: 0 }, c1, &mut out).unwrap();
@@ -492,7 +554,8 @@ mod tests {
         }
         // a message of an epoch already closed is a bug, not taken silently
         let c0 = ops[0].as_chain_mut().unwrap();
-        let stale = ToPeer::Rows { epoch: 0, from: 1, records: Vec::new(), watermark: Timestamp::MIN };
+        let stale =
+            ToPeer::Rows { epoch: 0, from: 1, records: Vec::new(), watermark: Timestamp::MIN, at: Timestamp::MIN };
         assert!(matches!(xs[0].receive(stale, c0, &mut out), Err(ExchangeError::OutOfOrder { .. })));
         // a peer that stops fails the barrier instead of hanging it
         drop(xs.pop());
