@@ -155,16 +155,15 @@ where
 }
 
 /// A failed evaluation inside the closures: the error condition and the failing
-/// sub-expression's name. Four words (the kind is two: a user function's failure is boxed),
-/// no larger than a [`Value`], so that every closure's result stays the size of the value.
-pub(crate) struct Fail {
-    kind: EvalErrorKind,
-    expr: Arc<str>,
-}
+/// sub-expression's name, boxed (failures are the rare path), so that a closure's result is no
+/// larger than the [`Value`] it carries on the ok path (the box takes a niche of the value's
+/// tag; a test holds it).
+pub(crate) struct Fail(Box<(EvalErrorKind, Arc<str>)>);
 
 impl From<Fail> for ExprError {
     fn from(f: Fail) -> ExprError {
-        ExprError::Eval { kind: f.kind, expr: f.expr }
+        let (kind, expr) = *f.0;
+        ExprError::Eval { kind, expr }
     }
 }
 
@@ -233,8 +232,9 @@ impl Compiled {
     }
 }
 
+#[cold]
 fn fail(kind: EvalErrorKind, name: &Arc<str>) -> Fail {
-    Fail { kind, expr: name.clone() }
+    Fail(Box::new((kind, name.clone())))
 }
 
 /// The value read for a column index past the record's end.
@@ -1069,8 +1069,8 @@ mod tests {
         }
     }
 
-    /// A failure (a user function's included: its name and message are boxed) never makes the
-    /// per-record result larger than the value it carries on the ok path.
+    /// A failure (boxed: the kind and the failing expression's name) never makes the per-record
+    /// result larger than the value it carries on the ok path.
     #[test]
     fn a_failure_is_no_larger_than_a_value() {
         assert!(std::mem::size_of::<Fail>() <= std::mem::size_of::<Value>());
