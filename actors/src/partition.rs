@@ -326,21 +326,31 @@ impl RowClock {
 /// the clock moves to a record's value "firing every timer due up to that instant first"; a
 /// rolling window's row then has `current_timestamp()` - delay = its frontier), whatever the
 /// record that moved the clock; the record's own rows are made at `now`.
+///
+/// Inlined where the clock moves (once per record): without `row_clock` it is the operator's
+/// own call; the timers one instant at a time are [`step_timers`], out of line.
+#[inline]
 fn advance_clock(operator: &mut dyn Operator, row_clock: Option<&mut RowClock>, out: &mut Output, now: Timestamp) {
     if let Some(c) = row_clock {
-        let mut fired = Timestamp::MIN;
-        while let Some(due) = operator.next_timer() {
-            // (`due <= fired`: a timer set again at an instant already passed: fired below)
-            if due > now || due <= fired {
-                break;
-            }
-            c.move_to(out.rows.len(), due.max(c.now));
-            operator.advance_clock(due, out);
-            fired = due;
-        }
-        c.move_to(out.rows.len(), now);
+        step_timers(operator, c, out, now);
     }
     operator.advance_clock(now, out);
+}
+
+/// [`advance_clock`]'s timers due by `now`, each fired at its own instant, `c` then at `now`.
+#[inline(never)]
+fn step_timers(operator: &mut dyn Operator, c: &mut RowClock, out: &mut Output, now: Timestamp) {
+    let mut fired = Timestamp::MIN;
+    while let Some(due) = operator.next_timer() {
+        // (`due <= fired`: a timer set again at an instant already passed: fired below)
+        if due > now || due <= fired {
+            break;
+        }
+        c.move_to(out.rows.len(), due.max(c.now));
+        operator.advance_clock(due, out);
+        fired = due;
+    }
+    c.move_to(out.rows.len(), now);
 }
 
 impl PartitionTask {

@@ -34,7 +34,7 @@ const MIN_ADJUSTED_SCALE: u32 = 6;
 ///
 /// [`Value`]: crate::value::Value
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-#[repr(packed(8))]
+#[repr(C, packed(8))]
 pub struct Decimal {
     /// The digits as an integer.
     pub unscaled: i128,
