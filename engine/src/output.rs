@@ -2,9 +2,10 @@
 //! order of the output schema; timestamps as RFC 3339 UTC with `Z`; windows as
 //! `{"start": ts, "end": ts}`; decimals as exact JSON numbers with their scale's digits (`1.50`
 //! for DECIMAL(3, 2); `1.0E-7` below 10^-6, as Spark's `to_json`); dates as `"2024-01-15"`;
-//! other structs as nested objects with their null fields left out (as Spark's JSON writer,
-//! `ignoreNullFields`); doubles as JSON numbers, NaN and infinities as the strings
-//! `"NaN"`, `"Infinity"`, `"-Infinity"`; NULL as `null`.
+//! other structs as nested objects with every field, a null one as `null` (as the Spark oracle
+//! writes a row's structs, and as PIPELINE.md "null as null" says of a row's columns; `to_json`,
+//! which leaves null fields out as Spark's does, is `expr::json`); doubles as JSON numbers, NaN
+//! and infinities as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`; NULL as `null`.
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -42,12 +43,10 @@ pub fn write_value(out: &mut String, v: &Value) {
         }
         Value::Struct(ty, fields) => {
             out.push('{');
-            let mut first = true;
-            for (f, v) in ty.fields().iter().zip(fields.iter()).filter(|(_, v)| !v.is_null()) {
-                if !first {
+            for (i, (f, v)) in ty.fields().iter().zip(fields.iter()).enumerate() {
+                if i > 0 {
                     out.push_str(", ");
                 }
-                first = false;
                 write_string(out, &f.name);
                 out.push_str(": ");
                 write_value(out, v);
@@ -271,7 +270,7 @@ mod tests {
     }
 
     #[test]
-    fn structs_are_nested_objects_without_their_null_fields_and_dates_are_quoted() {
+    fn structs_are_nested_objects_with_their_null_fields_and_dates_are_quoted() {
         use crate::schema::{DataType, Field, StructType};
         let inner = StructType::new(vec![Field { name: "x".into(), data_type: DataType::Double }]);
         let ty = StructType::new(vec![
@@ -292,8 +291,8 @@ mod tests {
         );
         let mut out = String::new();
         write_row(&mut out, &["s".to_string(), "k".to_string()], &[v, Value::Date(-1)]);
-        // Spark's JSON sink leaves null fields out of a struct (ignoreNullFields)
-        assert_eq!(out, r#"{"s": {"a": 1, "d": "2024-01-15", "s": {"x": 1.5}}, "k": "1969-12-31"}"#);
+        // a null field is written, as the oracle writes it (tests/cases-sql/sql-struct-null-fields)
+        assert_eq!(out, r#"{"s": {"a": 1, "n": null, "d": "2024-01-15", "s": {"x": 1.5}}, "k": "1969-12-31"}"#);
     }
 
     #[test]

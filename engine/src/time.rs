@@ -243,12 +243,18 @@ pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// A year as Spark writes it in every timestamp and date text (Java's `yyyy`,
 /// `SignStyle.EXCEEDS_PAD`): at least four digits, and a `+` once it has more than four
-/// (`+10000-01-01T00:00:00.000Z`, as Spark 4.3's JSON writer, `to_json` and `CAST(t AS STRING)`).
+/// (`+10000-01-01T00:00:00.000Z`, as Spark 4.3's JSON writer, `to_json` and `CAST(t AS STRING)`),
+/// and before year 0 a `-` and four digits at least (`-0001-01-01 00:00:00`, as Spark's
+/// `CAST(t AS STRING)`: the proleptic year, Java's `uuuu`).
 pub(crate) struct Year(pub(crate) i64);
 
 impl fmt::Display for Year {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 > 9999 { write!(f, "+{}", self.0) } else { write!(f, "{:04}", self.0) }
+        match self.0 {
+            y if y > 9999 => write!(f, "+{y}"),
+            y if y < 0 => write!(f, "-{:04}", y.unsigned_abs()),
+            y => write!(f, "{y:04}"),
+        }
     }
 }
 
@@ -278,24 +284,41 @@ pub(crate) fn days_in_month(y: i64, m: u32) -> u32 {
 
 /// Parses an input timestamp: RFC 3339 (`2024-01-15T10:01:00Z`, `+02:00` offsets, a fraction of
 /// up to 9 digits, truncated to µs) or `YYYY-MM-DD HH:MM:SS[.ffffff]` (UTC). A `T` or a space may
-/// separate date and time; without an offset the time is UTC. Years 0000 to 9999.
+/// separate date and time; without an offset the time is UTC. The year is four digits, or, as
+/// Spark 4.3's JSON and CSV readers take it, a sign (`+` / `-`) and four to six digits, or five
+/// or six digits without a sign (`+10000-01-01T00:00:00Z`, as Eddy and Spark write years past
+/// 9999; `-0001-01-01 00:00:00`), within the range of a [`Timestamp`].
 ///
 /// # Errors
 /// [`TimeError::BadTimestamp`] when the text is not one of these forms or a field is out of range.
 pub fn parse_timestamp(s: &str) -> Result<Timestamp, TimeError> {
     let bad = |why: &'static str| TimeError::BadTimestamp { given: truncate(s), why };
     let b = s.trim().as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+    /// The number the digits of `b[r]` spell (all digits, at least one), else `None`.
+    fn num_in(b: &[u8], r: std::ops::Range<usize>) -> Option<i64> {
         let part = b.get(r)?;
         if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
             return None;
         }
         Some(part.iter().fold(0i64, |a, &c| a * 10 + (c - b'0') as i64))
-    };
+    }
+    // The year: its sign and digits up to the `-` before the month.
+    let negative = b.first() == Some(&b'-');
+    let signed = usize::from(negative || b.first() == Some(&b'+'));
+    let digits = b[signed..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(4..=6).contains(&digits) {
+        return Err(bad("date must be YYYY-MM-DD"));
+    }
+    let year_len = signed + digits;
+    let y = num_in(b, signed..year_len).map(|y| if negative { -y } else { y });
+    // From here on the text is read as if its year took the usual four bytes: bytes 0-3 of the
+    // view are not read again.
+    let b = &b[year_len - 4..];
+    let num = |r: std::ops::Range<usize>| num_in(b, r);
     if b.len() < 19 {
         return Err(bad("too short"));
     }
-    let (Some(y), Some(mo), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+    let (Some(y), Some(mo), Some(d)) = (y, num(5..7), num(8..10)) else {
         return Err(bad("date must be YYYY-MM-DD"));
     };
     if b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
@@ -346,8 +369,10 @@ pub fn parse_timestamp(s: &str) -> Result<Timestamp, TimeError> {
         }
     }
     let days = days_from_civil(y, mo as u32, d as u32);
-    let secs = days * SECS_PER_DAY + h * 3600 + mi * 60 + sec.min(59) - offset_s;
-    Ok(Timestamp(secs * US_PER_SEC + frac_us))
+    // In i128: six-digit years reach past the i64 microseconds (Spark refuses those too).
+    let secs = i128::from(days * SECS_PER_DAY + h * 3600 + mi * 60 + sec.min(59) - offset_s);
+    let us = secs * i128::from(US_PER_SEC) + i128::from(frac_us);
+    i64::try_from(us).map(Timestamp).map_err(|_| bad("out of the range of a timestamp"))
 }
 
 fn truncate(s: &str) -> String {
@@ -546,12 +571,61 @@ mod tests {
         let sod = secs.rem_euclid(SECS_PER_DAY);
         let (y, m, d) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
         // a year past 9999 with its sign, as Java's `yyyy` (and Spark) writes it
-        let year = if y > 9999 { format!("+{y}") } else { format!("{y:04}") };
+        let year = if y > 9999 {
+            format!("+{y}")
+        } else if y < 0 {
+            format!("-{:04}", -y)
+        } else {
+            format!("{y:04}")
+        };
         let mut s = format!("{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60);
         if frac != 0 {
             s.push_str(format!(".{frac:06}").trim_end_matches('0'));
         }
         s + "Z"
+    }
+
+    /// What Spark 4.3's JSON reader (schema `ts TIMESTAMP`, DROPMALFORMED) made of each text,
+    /// as `unix_micros(ts)`, or `None` where it dropped the line (pyspark, the oracle's venv).
+    #[test]
+    fn signed_and_long_years_are_read_as_spark_reads_them() {
+        let spark: [(&str, Option<i64>); 20] = [
+            ("+10000-01-01T00:00:00Z", Some(253_402_300_800_000_000)),
+            ("10000-01-01T00:00:00Z", Some(253_402_300_800_000_000)),
+            ("+2024-01-15T10:00:00Z", Some(1_705_312_800_000_000)),
+            ("+10000-01-01 00:00:00", Some(253_402_300_800_000_000)),
+            ("-0001-01-01T00:00:00Z", Some(-62_198_755_200_000_000)),
+            ("+002024-01-15T10:00:00Z", Some(1_705_312_800_000_000)),
+            ("02024-01-15T10:00:00Z", Some(1_705_312_800_000_000)),
+            ("+0024-01-15T10:00:00Z", Some(-61_408_591_200_000_000)),
+            ("024-01-15T10:00:00Z", None),
+            ("+24-01-15T10:00:00Z", None),
+            ("1000000-01-01T00:00:00Z", None),
+            ("+294247-01-01T00:00:00Z", Some(9_223_371_244_800_000_000)),
+            ("+294248-01-01T00:00:00Z", None),
+            ("-290308-12-22T00:00:00Z", Some(-9_223_372_022_400_000_000)),
+            ("-290309-01-01T00:00:00Z", None),
+            ("+10000-01-01T00:00:00.5+02:00", Some(253_402_293_600_500_000)),
+            ("-0000-01-01T00:00:00Z", Some(-62_167_219_200_000_000)),
+            ("+ 2024-01-15T10:00:00Z", None),
+            ("++2024-01-15T10:00:00Z", None),
+            ("+10400-02-29T00:00:00Z", Some(266_030_179_200_000_000)),
+        ];
+        for (text, want) in spark {
+            assert_eq!(parse_timestamp(text).ok().map(|t| t.0), want, "{text}");
+        }
+        assert!(parse_timestamp("+10001-02-29T00:00:00Z").is_err(), "not a leap year");
+    }
+
+    #[test]
+    fn years_are_written_as_spark_writes_them() {
+        // CAST(t AS STRING) in Spark 4.3 (the oracle's pyspark): -0001-01-01 00:00:00,
+        // +10000-01-01 00:00:00, 0024-01-15 10:00:00
+        assert_eq!(Year(-1).to_string(), "-0001");
+        assert_eq!(Year(-290_308).to_string(), "-290308");
+        assert_eq!(Year(10_000).to_string(), "+10000");
+        assert_eq!(Year(24).to_string(), "0024");
+        assert_eq!(Year(0).to_string(), "0000");
     }
 
     #[test]

@@ -191,7 +191,9 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
 /// bytes. `None` when `b` does not start with one. What follows is not looked at: the JSON fast
 /// path parses a timestamp string in place and then checks its closing quote, without first
 /// scanning for it; [`fast_timestamp`] checks that nothing follows. So both accept exactly the
-/// texts `parse_timestamp` accepts, with the same value (`fast_timestamp_agrees_with_parse_timestamp`).
+/// texts with a four-digit year that `parse_timestamp` accepts, with the same value
+/// (`fast_timestamp_agrees_with_parse_timestamp`); a signed or longer year (`+10000-...`) is
+/// left to `parse_timestamp`, on the decoders' full path.
 ///
 /// The time `HH:MM:SS` and the start of the date `YYYY-MM-` are read as little-endian words
 /// (byte `k` of the text is bits `8k..8k + 8`), each XORed with its template (`00:00:00`,

@@ -87,6 +87,23 @@ pub(crate) fn apply(table: &mut toml::Table, field: &str, value: &str) -> Result
         let last = i + 1 == steps.len();
         match step {
             Step::Key(k) => {
+                if let Some(a) = cur.as_array() {
+                    // `[[source]]` tables: one is picked by its index, `source[0].path`
+                    let at = path_string(&steps[..i]);
+                    let rest: Vec<String> = steps[i..]
+                        .iter()
+                        .map(|s| match s {
+                            Step::Key(k) => format!(".{k}"),
+                            Step::Index(n) => format!("[{n}]"),
+                        })
+                        .collect();
+                    let what = format!(
+                        "a table; {at} is an array of {} tables here, so name one by its index: --set {at}[0]{}=...",
+                        a.len(),
+                        rest.concat()
+                    );
+                    return Err(through(i, cur, &what));
+                }
                 if !cur.is_table() {
                     return Err(through(i, cur, "a table"));
                 }
@@ -126,6 +143,17 @@ pub(crate) fn apply(table: &mut toml::Table, field: &str, value: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_through_an_array_of_tables_says_to_name_one_by_index() {
+        let mut t: toml::Table = toml::from_str("[[source]]\nname = \"a\"\n[[source]]\nname = \"b\"\n").unwrap();
+        let e = apply(&mut t, "source.path", "in/").unwrap_err();
+        assert_eq!(e.field, "source");
+        assert!(e.allowed.contains("--set source[0].path=..."), "{}", e.allowed);
+        assert!(e.allowed.contains("array of 2 tables"), "{}", e.allowed);
+        apply(&mut t, "source[1].path", "in/").unwrap();
+        assert_eq!(t["source"][1]["path"].as_str(), Some("in/"));
+    }
 
     #[test]
     fn set_arg_splits_at_first_equals() {
