@@ -175,10 +175,10 @@ fn udfs_in_selects_filters_and_queries_compute_their_rules_and_failures_go_to_th
         match cents(p.amount) {
             // the query's select list runs on its output rows (as a sink's select does,
             // SEMANTICS.md "Source filters and projections"): the row as it came out of the
-            // source's select
+            // source's select, labelled with the query's field
             Err(m) => dead.push(json!({
                 "reason": format!("FAILED_EXECUTE_UDF (function cents: {m}) in \"cents(amount)\""),
-                "source": "sink.select",
+                "source": "query.sql",
                 "record": json!({"masked": mask(&p.card), "card": p.card, "amount": p.amount, "ts": iso(p.ts)}),
             })),
             Ok(c) => rows.push(json!({"masked": mask(&p.card), "amount_cents": c, "plus_one": c + 1, "ts": iso(p.ts)})),

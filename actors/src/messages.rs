@@ -90,14 +90,16 @@ pub enum ToSink {
         /// The records.
         records: Vec<Record>,
     },
-    /// Records the operator refused (e.g. `ARITHMETIC_OVERFLOW in sum(v)`), or output rows whose
-    /// sink `select` failed: dead letters, which the sink actor encodes with the query's input
+    /// Records the operator refused (e.g. `ARITHMETIC_OVERFLOW in sum(v)`), or output rows on
+    /// which the output steps failed: dead letters, which the sink actor encodes with the query's input
     /// column names (its output column names for rows).
     Rejected {
         /// Batch / epoch.
         id: u64,
-        /// Whether these are output rows (the sink's `select` failed on them).
-        rows: bool,
+        /// For output rows on which the output steps failed (a SQL query's HAVING or select
+        /// list, the sink's `select`), the field of the step that failed on each, in the order of
+        /// `records` (`query.sql`, `sink.select`); empty for records the operator refused.
+        fields: Vec<std::sync::Arc<str>>,
         /// The records and why each was refused.
         records: Vec<eddy_engine::operator::Rejected>,
     },

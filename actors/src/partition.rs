@@ -807,11 +807,11 @@ fn flush_output(
     }
     if !actor.output_steps.is_empty() && !out.rows.is_empty() {
         let times = row_clock.as_deref().map(|c| (c.times.as_slice(), c.now));
-        let refused = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch, times);
+        let (refused, fields) = apply_output_steps(&actor.output_steps, &mut out.rows, created, scratch, times);
         if let Some(c) = row_clock.as_deref() {
             eddy_engine::expr::set_processing_time(c.now);
         }
-        if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, rows: true, records: refused }).is_err() {
+        if !refused.is_empty() && actor.sink.send(ToSink::Rejected { id, fields, records: refused }).is_err() {
             return false;
         }
     }
@@ -832,7 +832,7 @@ fn flush_output(
     }
     if !out.rejected.is_empty() {
         let records = std::mem::take(&mut out.rejected);
-        if actor.sink.send(ToSink::Rejected { id, rows: false, records }).is_err() {
+        if actor.sink.send(ToSink::Rejected { id, fields: Vec::new(), records }).is_err() {
             return false;
         }
     }
@@ -852,9 +852,10 @@ fn flush_output(
     true
 }
 
-/// Runs the sink's `select` on `rows` in place (SEMANTICS.md "Source filters and projections":
-/// rows of every output mode); returns the rows on which it failed, as they were, with the
-/// reason. `created` (creation instants, aligned with `rows` when as long) follows the rows kept;
+/// Runs the output steps (a SQL query's HAVING and select list, then the sink's `select`) on
+/// `rows` in place (SEMANTICS.md "Source filters and projections": rows of every output mode);
+/// returns the rows on which they failed, as they were, with the reason, and beside them the
+/// field of the step that failed on each. `created` (creation instants, aligned with `rows` when as long) follows the rows kept;
 /// when shorter it is cleared (those rows' latency goes unmeasured). `times`: when the steps
 /// read the processing time, each row's instant (rows past the slice: the second member), set
 /// before the row's steps run.
@@ -864,12 +865,13 @@ fn apply_output_steps(
     created: &mut Vec<u64>,
     scratch: &mut Row,
     times: Option<(&[Timestamp], Timestamp)>,
-) -> Vec<Rejected> {
+) -> (Vec<Rejected>, Vec<Arc<str>>) {
     let aligned = created.len() >= rows.len();
     if !aligned {
         created.clear();
     }
     let mut refused = Vec::new();
+    let mut fields = Vec::new();
     let mut kept = 0;
     for i in 0..rows.len() {
         if let Some((times, now)) = times {
@@ -885,14 +887,17 @@ fn apply_output_steps(
                 kept += 1;
             }
             RowApplied::Drop => {}
-            RowApplied::Failed(reason) => refused.push(Rejected { record: Record::new(row), reason }),
+            RowApplied::Failed(reason, field) => {
+                refused.push(Rejected { record: Record::new(row), reason });
+                fields.push(field);
+            }
         }
     }
     rows.truncate(kept);
     if aligned {
         created.truncate(kept);
     }
-    refused
+    (refused, fields)
 }
 
 /// Rows written for `id`, forgotten once reported with its end.

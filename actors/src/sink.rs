@@ -220,8 +220,9 @@ impl RowWriter {
 
 /// The dead letter of a record the operator refused: `{"reason": ..., "source": "query",
 /// "record": ...}` as a malformed record's (PIPELINE.md), the record being the JSON line of its
-/// columns (the late sink's form), as a string; an output row whose sink `select` failed has
-/// `"source": "sink.select"` and the row before the select.
+/// columns (the late sink's form), as a string; an output row on which an output step failed
+/// has the field of that step (`"source": "query.sql"` for a SQL query's HAVING or select list,
+/// `"sink.select"` for the sink's) and the row before the output steps.
 fn rejected_line(names: &[String], source: &str, r: &eddy_engine::operator::Rejected) -> String {
     let record = row_to_json_line(names, &r.record.values);
     let mut line = String::with_capacity(record.len() + r.reason.len() + 48);
@@ -345,7 +346,7 @@ impl SinkActor {
                         sink.written().map_err(at("late_sink"))?;
                     }
                 }
-                ToSink::Rejected { id, rows, records } => {
+                ToSink::Rejected { id, fields, records } => {
                     // Counted with the malformed records (`eddy_records_malformed_total`, the run's
                     // `malformed=`), as SQL.md counts a record whose expression fails.
                     if let Some(c) = &self.counters {
@@ -360,9 +361,11 @@ impl SinkActor {
                         );
                     }
                     if let Some(sink) = self.dead_letter.as_mut() {
-                        let (names, source) =
-                            if rows { (&self.query_output_names, "sink.select") } else { (&self.input_names, "query") };
-                        for r in &records {
+                        // output rows carry the field of the step that failed; the operator's
+                        // refusals are the query's
+                        let names = if fields.is_empty() { &self.input_names } else { &self.query_output_names };
+                        for (i, r) in records.iter().enumerate() {
+                            let source = fields.get(i).map_or("query", |f| &**f);
                             sink.write(id, &rejected_line(names, source, r), None).map_err(at("dead_letter"))?;
                         }
                         sink.written().map_err(at("dead_letter"))?;

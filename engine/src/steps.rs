@@ -8,6 +8,7 @@
 //! can neither cost time nor fail a record.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::expr::{Compiled, Dest, ExprError, Fail, Node, Typed};
 use crate::spec::Step;
@@ -38,8 +39,10 @@ pub enum RowApplied {
     Keep,
     /// A filter did not hold (false or NULL); the row is as it was given.
     Drop,
-    /// An expression failed (as [`Applied::Failed`]); the row is as it was given.
-    Failed(String),
+    /// An expression failed (as [`Applied::Failed`]): the reason, and the pipeline field the
+    /// failing step was written in (`query.sql`, `sink.select`; [`CompiledSteps::new`]); the
+    /// row is as it was given.
+    Failed(String, Arc<str>),
 }
 
 enum Compiled1 {
@@ -122,6 +125,9 @@ pub struct CompiledSteps {
     required: Vec<(usize, String)>,
     /// Whether an expression calls `current_timestamp()` ([`Typed::reads_processing_time`]).
     reads_processing_time: bool,
+    /// Per compiled step, the pipeline field it was written in, without an item's index
+    /// (`query.sql`, `sink.select`): what a row's failure is labelled with.
+    fields: Vec<Arc<str>>,
 }
 
 impl fmt::Debug for CompiledSteps {
@@ -152,7 +158,9 @@ impl CompiledSteps {
             need[r] = true;
         }
         let mut compiled = Vec::with_capacity(steps.len());
+        let mut fields: Vec<Arc<str>> = Vec::with_capacity(steps.len());
         for (k, step) in steps.iter().enumerate().rev() {
+            let field = step_field(step);
             let width = if k == 0 { input_width } else { width_after(&steps[..k], input_width) };
             let mut before = vec![false; width];
             match step {
@@ -164,6 +172,7 @@ impl CompiledSteps {
                         }
                     }
                     compiled.push(Compiled1::Filter(Compiled::new(&e.typed)));
+                    fields.push(field);
                 }
                 Step::Project(items) => {
                     let mut out = Vec::with_capacity(items.len());
@@ -224,15 +233,17 @@ impl CompiledSteps {
                     // its own index, or not read later, as many as the input has) is left out
                     if !identity {
                         compiled.push(Compiled1::Project(Projection { items: out, moves, in_place, row_in_place }));
+                        fields.push(field);
                     }
                 }
             }
             need = before;
         }
         compiled.reverse();
+        fields.reverse();
         need.resize(input_width, false);
         let reads_processing_time = steps.iter().any(Step::reads_processing_time);
-        (CompiledSteps { steps: compiled, required, reads_processing_time }, need)
+        (CompiledSteps { steps: compiled, required, reads_processing_time, fields }, need)
     }
 
     /// Whether an expression of the steps calls `current_timestamp()`: whoever runs them sets
@@ -271,11 +282,18 @@ impl CompiledSteps {
     /// when it keeps the input's columns as they are); a filter alone allocates nothing. The
     /// last projection moves its plain columns out of the record instead of copying them, once
     /// nothing can fail any more.
-    pub fn apply(&self, mut input: Record) -> Applied {
+    pub fn apply(&self, input: Record) -> Applied {
+        self.apply_at(input).0
+    }
+
+    /// [`CompiledSteps::apply`], and the index of the step it stopped at (a filter that did not
+    /// hold or the step that failed; the last step when it kept the record).
+    fn apply_at(&self, mut input: Record) -> (Applied, usize) {
         let mut current: Option<Record> = None;
         // the width of `input` as given, once a projection wrote into its spare slots
         let mut filled: Option<usize> = None;
-        for step in &self.steps {
+        let last = self.steps.len().saturating_sub(1);
+        for (at, step) in self.steps.iter().enumerate() {
             if let Compiled1::Project(p) = step
                 && p.in_place > 0
                 && current.is_none()
@@ -285,7 +303,7 @@ impl CompiledSteps {
                     let v = match &p.items[k] {
                         Item::Computed(c) => match c.eval_raw(&input.values) {
                             Ok(v) => v,
-                            Err(e) => return failed(reason(&e.into()), input, Some(p.in_place)),
+                            Err(e) => return (failed(reason(&e.into()), input, Some(p.in_place)), at),
                         },
                         _ => Value::Null,
                     };
@@ -298,22 +316,22 @@ impl CompiledSteps {
             match step {
                 Compiled1::Filter(c) => match c.eval_raw(&record.values) {
                     Ok(Value::Bool(true)) => {}
-                    Ok(_) => return Applied::Drop,
-                    Err(e) => return failed(reason(&e.into()), input, filled),
+                    Ok(_) => return (Applied::Drop, at),
+                    Err(e) => return (failed(reason(&e.into()), input, filled), at),
                 },
                 Compiled1::Project(p) => {
                     let mut values = Vec::with_capacity(p.items.len());
                     if let Err(reason) = p.compute(&record.values, &mut values, p.moves) {
-                        return failed(reason, input, filled);
+                        return (failed(reason, input, filled), at);
                     }
                     if p.moves {
                         // the last step: check what must not be NULL before the record is taken apart
                         if let Some(name) = self.null_required(|i| p.output_value(i, &record.values, &values)) {
-                            return failed(format!("null event time column {name}"), input, filled);
+                            return (failed(format!("null event time column {name}"), input, filled), at);
                         }
                         let mut source = current.take().unwrap_or(input);
                         p.take_moved(&mut source.values, &mut values);
-                        return Applied::Keep(Record::new(values));
+                        return (Applied::Keep(Record::new(values)), at);
                     }
                     current = Some(Record::new(values));
                 }
@@ -321,9 +339,14 @@ impl CompiledSteps {
         }
         let record = current.as_ref().unwrap_or(&input);
         if let Some(name) = self.null_required(|i| record.values.get(i)) {
-            return failed(format!("null event time column {name}"), input, filled);
+            return (failed(format!("null event time column {name}"), input, filled), last);
         }
-        Applied::Keep(current.unwrap_or(input))
+        (Applied::Keep(current.unwrap_or(input)), last)
+    }
+
+    /// The field of step `at` (the last one past the end), `""` without steps.
+    fn field(&self, at: usize) -> Arc<str> {
+        self.fields.get(at).or(self.fields.last()).cloned().unwrap_or_else(|| Arc::from(""))
     }
 
     /// [`CompiledSteps::apply`] on a batch of records at once: the records the steps keep stay
@@ -455,18 +478,20 @@ impl CompiledSteps {
             _ => return self.apply_row_as_record(row),
         };
         let filters = projection.map_or(&self.steps[..], |(_, f)| f);
-        for step in filters {
+        for (at, step) in filters.iter().enumerate() {
             if let Compiled1::Filter(c) = step {
                 match c.eval_raw(row) {
                     Ok(Value::Bool(true)) => {}
                     Ok(_) => return RowApplied::Drop,
-                    Err(e) => return RowApplied::Failed(reason(&e.into())),
+                    Err(e) => return RowApplied::Failed(reason(&e.into()), self.field(at)),
                 }
             }
         }
+        // the projection, or the null check after the filters: the last step's
+        let last = self.field(usize::MAX);
         let Some((p, _)) = projection else {
             return match self.null_required(|i| row.get(i)) {
-                Some(name) => RowApplied::Failed(format!("null event time column {name}")),
+                Some(name) => RowApplied::Failed(format!("null event time column {name}"), last),
                 None => RowApplied::Keep,
             };
         };
@@ -481,7 +506,7 @@ impl CompiledSteps {
                         Ok(v) => scratch.push(v),
                         Err(e) => {
                             scratch.clear();
-                            return RowApplied::Failed(reason(&e.into()));
+                            return RowApplied::Failed(reason(&e.into()), last);
                         }
                     }
                 }
@@ -498,12 +523,12 @@ impl CompiledSteps {
         scratch.clear();
         if let Err(reason) = p.compute(row, scratch, true) {
             scratch.clear();
-            return RowApplied::Failed(reason);
+            return RowApplied::Failed(reason, last);
         }
         if let Some(name) = self.null_required(|i| p.output_value(i, row, scratch)) {
             let reason = format!("null event time column {name}");
             scratch.clear();
-            return RowApplied::Failed(reason);
+            return RowApplied::Failed(reason, last);
         }
         p.take_moved(row, scratch);
         std::mem::swap(row, scratch);
@@ -512,15 +537,15 @@ impl CompiledSteps {
     }
 
     fn apply_row_as_record(&self, row: &mut Vec<Value>) -> RowApplied {
-        match self.apply(Record::new(std::mem::take(row))) {
-            Applied::Keep(r) => {
+        match self.apply_at(Record::new(std::mem::take(row))) {
+            (Applied::Keep(r), _) => {
                 *row = r.values.into_vec();
                 RowApplied::Keep
             }
-            Applied::Drop => RowApplied::Drop,
-            Applied::Failed { reason, input } => {
+            (Applied::Drop, _) => RowApplied::Drop,
+            (Applied::Failed { reason, input }, at) => {
                 *row = input.values.into_vec();
-                RowApplied::Failed(reason)
+                RowApplied::Failed(reason, self.field(at))
             }
         }
     }
@@ -600,6 +625,17 @@ fn failed(reason: String, mut input: Record, filled: Option<usize>) -> Applied {
 
 fn reason(e: &ExprError) -> String {
     e.to_string()
+}
+
+/// The pipeline field `step` was written in, without an item's index: `sink.select` for
+/// `sink.select[2]`, `query.sql` as it is.
+fn step_field(step: &Step) -> Arc<str> {
+    let field = match step {
+        Step::Filter(e) => Some(&e.field),
+        Step::Project(items) => items.first().map(|e| &e.field),
+    };
+    let field = field.map_or("", |f| f.split('[').next().unwrap_or(f));
+    Arc::from(field)
 }
 
 fn width_after(steps: &[Step], input_width: usize) -> usize {
@@ -880,12 +916,66 @@ mod tests {
                     assert_eq!(row, rec(a, b).values.into_vec());
                 }
                 Applied::Failed { reason, input } => {
-                    assert_eq!(got, RowApplied::Failed(reason));
+                    assert_eq!(got, RowApplied::Failed(reason, "t".into()));
                     assert_eq!(row, input.values.into_vec());
                 }
             }
             assert!(scratch.is_empty());
         }
+    }
+
+    /// A row's failure names the field of the step that failed: a SQL query's HAVING or select
+    /// list (`query.sql`), or the sink's `select` after them (`sink.select`, an item's index
+    /// left out), on both of `apply_row`'s paths.
+    #[test]
+    fn a_failed_row_names_the_field_of_the_step_that_failed() {
+        let s = schema();
+        let at = |field: &str, e: PipelineExpr| PipelineExpr { field: field.into(), ..e };
+        let having = Step::Filter(at(
+            "query.sql",
+            expr(&bin(BinaryOp::Gt, bin(BinaryOp::Divide, int(10), col("a")), int(1)), &s, "h"),
+        ));
+        let select = |field: &str| {
+            Step::Project(vec![
+                at(field, expr(&col("a"), &s, "a")),
+                at(field, expr(&bin(BinaryOp::Divide, int(100), col("b")), &s, "q")),
+            ])
+        };
+        let label = |steps: &[Step], a: i64, b: i64| {
+            let (c, _) = CompiledSteps::new(steps, 3, &[true; 3], vec![]);
+            let mut row = rec(a, b).values.into_vec();
+            match c.apply_row(&mut row, &mut Vec::new()) {
+                RowApplied::Failed(_, field) => field.to_string(),
+                other => format!("{other:?}"),
+            }
+        };
+        // filters then one projection (the fast path)
+        let sql_only = [having.clone(), select("query.sql")];
+        assert_eq!(label(&sql_only, 0, 1), "query.sql");
+        assert_eq!(label(&sql_only, 1, 0), "query.sql");
+        // the sink's select after the SQL's: two projections, the record path
+        let out = Schema::parse_ddl("a BIGINT, q DOUBLE").unwrap();
+        let sink_after = [
+            having.clone(),
+            select("query.sql"),
+            Step::Project(vec![
+                at("sink.select[0]", expr(&col("a"), &out, "a")),
+                at("sink.select[1]", expr(&col("q"), &out, "q")),
+                at(
+                    "sink.select[2]",
+                    expr(&bin(BinaryOp::Divide, int(7), bin(BinaryOp::Minus, col("a"), int(5))), &out, "r"),
+                ),
+            ]),
+        ];
+        assert_eq!(label(&sink_after, 0, 1), "query.sql");
+        assert_eq!(label(&sink_after, 1, 0), "query.sql");
+        assert_eq!(label(&sink_after, 5, 1), "sink.select");
+        assert_eq!(label(&sink_after, -20, 1), "Drop");
+        let sink_only = [Step::Project(vec![
+            at("sink.select[0]", expr(&col("a"), &s, "a")),
+            at("sink.select[1]", expr(&bin(BinaryOp::Divide, int(100), col("b")), &s, "q")),
+        ])];
+        assert_eq!(label(&sink_only, 1, 0), "sink.select");
     }
 
     /// A row's columns kept where they are and computed ones written over, after, or (the row
@@ -915,7 +1005,10 @@ mod tests {
         assert_eq!(row, vec![Value::Long(3), Value::Double(0.75)]);
         // a failure leaves the row as it came
         let mut row = rec(3, 0).values.into_vec();
-        assert_eq!(c.apply_row(&mut row, &mut scratch), RowApplied::Failed("DIVIDE_BY_ZERO in \"(a / b)\"".into()));
+        assert_eq!(
+            c.apply_row(&mut row, &mut scratch),
+            RowApplied::Failed("DIVIDE_BY_ZERO in \"(a / b)\"".into(), "t".into())
+        );
         assert_eq!(row, rec(3, 0).values.into_vec());
     }
 }
