@@ -280,7 +280,13 @@ impl Moments {
     }
 
     /// The sum of squared deviations from the mean, `M2 = S2 - S1^2 / n` (in double-double, so
-    /// a large mean does not cancel the spread away), clamped at 0; `None` when `n = 0`.
+    /// a large mean does not cancel the spread away); `None` when `n = 0`.
+    ///
+    /// A result within the computation's own rounding (at most `n * 2^-104 * S2`, with a margin:
+    /// `n * 2^-100 * S2`) is 0: it cannot be told from 0, and `n` equal values would otherwise
+    /// leave a residue of ~1e-34 whose square root is a standard deviation of ~1e-17 where Spark's
+    /// update (Welford's, whose deltas are exactly 0 there) gives 0.0, so that
+    /// `HAVING stddev(x) = 0` would not hold for a constant `x`.
     fn m2(&self) -> Option<f64> {
         if self.n <= 0 {
             return None;
@@ -291,7 +297,8 @@ impl Moments {
         let mut m2 = self.s2;
         m2.add(self.s1.mul(self.s1).div_f64(self.n as f64).neg());
         let v = m2.value();
-        Some(if v < 0.0 { 0.0 } else { v })
+        let noise = self.s2.hi.abs() * self.n as f64 * (-100f64).exp2();
+        Some(if v <= noise { 0.0 } else { v })
     }
 
     /// Population variance (`var_pop`): `None` for n = 0, 0.0 for n = 1 (finite input).
@@ -372,6 +379,25 @@ mod tests {
         assert!((got - expected).abs() <= expected.abs() * 1e-15, "got {got}, exact {expected}");
         // A plain f64 sum drifts on the same sequence (so the test has teeth).
         assert!((naive - expected).abs() > expected.abs() * 1e-6, "naive {naive} vs {expected}");
+    }
+
+    /// Equal values have no spread: 0.0 exactly, as Spark's Welford update gives (three 0.1s
+    /// and three 19.99s left ~1e-34 of double-double rounding, a stddev of ~1e-17, before the
+    /// noise floor of `m2`); a spread of a few ulps is still seen.
+    #[test]
+    fn equal_values_have_a_variance_of_exactly_zero() {
+        for x in [0.1, 19.99, -3.7e-5, 1e9 + 0.1, 123_456.789, 1.0 / 3.0] {
+            for n in [2, 3, 7, 1000] {
+                let mut m = Moments::default();
+                (0..n).for_each(|_| m.add(x, 1));
+                assert_eq!(m.var_samp(), Some(0.0), "{n} x {x}");
+                assert_eq!(m.var_pop(), Some(0.0), "{n} x {x}");
+            }
+        }
+        let mut m = Moments::default();
+        [0.1, 0.1, 0.1 + 1e-9].iter().for_each(|&x| m.add(x, 1));
+        let want = 2.0 / 3.0 * 1e-18 / 2.0; // M2 = (2/3) * d^2 for two at x and one at x + d
+        assert!((m.var_samp().unwrap() - want).abs() < want * 1e-6, "{:?}", m.var_samp());
     }
 
     /// Adds few + many, removes many; returns (state, reference var_pop of the few, the largest
