@@ -399,6 +399,17 @@ impl<'a> Parser<'a> {
                     if escaped { Cow::Owned(unescape(&self.s[a..z])) } else { Cow::Borrowed(&self.s[a..z]) };
                 string_value(col, &text, raw)
             }
+            Some(b'N' | b'I' | b'+' | b'-') if let Some((x, n)) = non_numeric(&self.b[self.pos..]) => {
+                let text = &self.s[self.pos..self.pos + n];
+                self.pos += n;
+                match col.ty {
+                    DataType::Double => Ok(Value::Double(x)),
+                    DataType::Float => Ok(Value::Float(x as f32)),
+                    // the token's text, as Spark 4.3 gives a STRING column
+                    DataType::String => Ok(Value::Str(Arc::from(text))),
+                    _ => Err(wrong(col, text, "NaN or an infinity, which only a DOUBLE, FLOAT or STRING column takes")),
+                }
+            }
             Some(b'-' | b'0'..=b'9') => {
                 let (start, integer) = self.number()?;
                 let text = &self.s[start..self.pos];
@@ -468,6 +479,9 @@ impl<'a> Parser<'a> {
                 Some(b'"') => {
                     self.string()?;
                 }
+                Some(b'N' | b'I' | b'+' | b'-') if let Some((_, n)) = non_numeric(&self.b[self.pos..]) => {
+                    self.pos += n;
+                }
                 Some(b'-' | b'0'..=b'9') => {
                     self.number()?;
                 }
@@ -520,6 +534,22 @@ impl<'a> Parser<'a> {
         self.ws();
         Ok(())
     }
+}
+
+/// The non-numeric numbers Spark's JSON reader takes by default (`allowNonNumericNumbers`,
+/// Jackson's `ALLOW_NON_NUMERIC_NUMBERS`) at the start of `b`: `NaN`, `Infinity`, `+Infinity`,
+/// `-Infinity`, `+INF`, `-INF`, spelt so (checked with Spark 4.3: `INF`, `nan`, `-NaN` are
+/// malformed); their value and length.
+fn non_numeric(b: &[u8]) -> Option<(f64, usize)> {
+    const TOKENS: [(&[u8], f64); 6] = [
+        (b"NaN", f64::NAN),
+        (b"Infinity", f64::INFINITY),
+        (b"+Infinity", f64::INFINITY),
+        (b"-Infinity", f64::NEG_INFINITY),
+        (b"+INF", f64::INFINITY),
+        (b"-INF", f64::NEG_INFINITY),
+    ];
+    TOKENS.iter().find(|(t, _)| b.starts_with(t)).map(|&(t, x)| (x, t.len()))
 }
 
 /// The index after the escape whose backslash is at `i` (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`,

@@ -17,7 +17,7 @@
 //! | BIGINT / INT | an integer without fraction or exponent, in range | `12.5`, `1e3`, `"12"`, overflow |
 //! | DOUBLE / FLOAT | any JSON number (`12`, `1.5e3`; beyond the range: ±infinity as Jackson gives); the strings `"NaN"`, `"Infinity"`, `"+Infinity"`, `"+INF"`, `"-Infinity"`, `"-INF"` (Spark's `allowNonNumericNumbers`) | other strings, the bare literals `NaN` / `Infinity` (not JSON) |
 //! | BOOLEAN | `true`, `false` | anything else, `"true"` included |
-//! | TIMESTAMP | a string in RFC 3339 or `YYYY-MM-DD HH:MM:SS[.ffffff]` (see [`crate::time::parse_timestamp`]); a number in [`DecoderConfig::timestamp_unit`] (an integer exactly, a fraction rounded to µs) | an unparsable string, a number out of the i64 µs range |
+//! | TIMESTAMP | a string in RFC 3339 or `YYYY-MM-DD HH:MM:SS[.ffffff]`, or another form Spark's readers take (`2024-01-15`, `2024-1-5 1:2:3`, a `+0100` zone; see [`crate::time::parse_timestamp`]); a number in [`DecoderConfig::timestamp_unit`] (an integer exactly, a fraction rounded to µs) | an unparsable string, a number out of the i64 µs range |
 //!
 //! `null` is null for every type. Duplicate keys: the **last** occurrence wins (as Spark, which
 //! writes each field into the row as it reads it), and every occurrence must be well typed.

@@ -184,16 +184,17 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
     }
 }
 
-/// The timestamp that `b` starts with, in the forms of [`crate::time::parse_timestamp`]
+/// The timestamp that `b` starts with, in the forms of [`crate::time::parse_timestamp_strict`]
 /// without surrounding whitespace: `YYYY-MM-DD`, then `T`, `t` or a space, `HH:MM:SS` (seconds
 /// 00-60, a leap second read as 59 as there), an optional fraction of 1 to 9 digits (truncated
 /// to µs), then `Z`, `z`, an offset `+HH:MM` / `-HH:MM`, or nothing (UTC); and its length in
 /// bytes. `None` when `b` does not start with one. What follows is not looked at: the JSON fast
 /// path parses a timestamp string in place and then checks its closing quote, without first
 /// scanning for it; [`fast_timestamp`] checks that nothing follows. So both accept exactly the
-/// texts with a four-digit year that `parse_timestamp` accepts, with the same value
-/// (`fast_timestamp_agrees_with_parse_timestamp`); a signed or longer year (`+10000-...`) is
-/// left to `parse_timestamp`, on the decoders' full path.
+/// texts with a four-digit year that `parse_timestamp_strict` accepts, with the same value
+/// (`fast_timestamp_agrees_with_parse_timestamp`); a signed or longer year (`+10000-...`) and
+/// Spark's other forms (`2024-01-15`, `2024-1-5 1:2:3`, a `+0100` zone) are left to
+/// [`crate::time::parse_timestamp`], on the decoders' full path.
 ///
 /// The time `HH:MM:SS` and the start of the date `YYYY-MM-` are read as little-endian words
 /// (byte `k` of the text is bits `8k..8k + 8`), each XORed with its template (`00:00:00`,
@@ -429,10 +430,10 @@ mod tests {
         ) {
             let canonical = Timestamp(us).to_string();
             prop_assert_eq!(fast_timestamp(canonical.as_bytes()), Some(Timestamp(us)));
-            prop_assert_eq!(fast_timestamp(canonical.as_bytes()), crate::time::parse_timestamp(&canonical).ok());
+            prop_assert_eq!(fast_timestamp(canonical.as_bytes()), crate::time::parse_timestamp_strict(&canonical).ok());
             // On every text of these shapes (each form of SEMANTICS.md "Time", in range or
-            // not): exactly what `parse_timestamp` accepts, with the same value.
-            prop_assert_eq!(fast_timestamp(junk.as_bytes()), crate::time::parse_timestamp(&junk).ok(), "{}", junk);
+            // not): exactly what `parse_timestamp_strict` accepts, with the same value.
+            prop_assert_eq!(fast_timestamp(junk.as_bytes()), crate::time::parse_timestamp_strict(&junk).ok(), "{}", junk);
         }
 
         #[test]
@@ -458,11 +459,11 @@ mod tests {
             ("2024-01-15T10:01:00.25-09:30", 28),
             ("2024-01-15T23:59:60Z", 20),
         ] {
-            let want = crate::time::parse_timestamp(&text[..len]).unwrap();
+            let want = crate::time::parse_timestamp_strict(&text[..len]).unwrap();
             assert_eq!(timestamp_prefix(text.as_bytes()), Some((want, len)), "{text}");
         }
         // A sign that starts no offset is left where it is (the text should have ended there).
-        let want = crate::time::parse_timestamp("2024-01-15T10:01:00").unwrap();
+        let want = crate::time::parse_timestamp_strict("2024-01-15T10:01:00").unwrap();
         assert_eq!(timestamp_prefix(b"2024-01-15T10:01:00+2:00"), Some((want, 19)));
         assert_eq!(timestamp_prefix(b"2024-01-15T10:01:00+24:00"), Some((want, 19)));
         for text in [
@@ -494,12 +495,12 @@ mod tests {
                         }
                     }
                     let s = std::str::from_utf8(&text).unwrap();
-                    let want = crate::time::parse_timestamp(s).ok();
+                    let want = crate::time::parse_timestamp_strict(s).ok();
                     assert_eq!(fast_timestamp(&text), want, "{s}");
                     // The same date again (remembered), with another time of day.
                     text[11] = b'0';
                     let again = std::str::from_utf8(&text).unwrap();
-                    assert_eq!(fast_timestamp(&text), crate::time::parse_timestamp(again).ok(), "{again}");
+                    assert_eq!(fast_timestamp(&text), crate::time::parse_timestamp_strict(again).ok(), "{again}");
                     text[11] = b'1';
                 }
             }

@@ -6,7 +6,7 @@ use super::{ExprError, Pos, Syntax, SyntaxKind};
 
 /// The aggregate functions a `[query] sql` runs (SEMANTICS.md "Aggregate functions" and SQL.md
 /// "Queries"), for messages; `count_if(c)` is planned as `count(if(c, 1, NULL))`.
-pub const SUPPORTED_AGGREGATES: &str = "count, count_if, sum, avg (mean), min, max, stddev (stddev_samp), stddev_pop, \
+pub const SUPPORTED_AGGREGATES: &str = "count, count_if, sum, avg (mean), min, max, stddev (std, stddev_samp), stddev_pop, \
      variance (var_samp), var_pop, approx_count_distinct, approx_percentile (percentile_approx), max_by, min_by, \
      first (first_value), last (last_value), any_value";
 
@@ -23,7 +23,6 @@ const UNSUPPORTED: &[(&str, Option<&str>)] = &[
     ("percentile_cont", Some("approx_percentile(x, p) gives an approximate percentile")),
     ("percentile_disc", Some("approx_percentile(x, p) gives an approximate percentile")),
     ("mode", None),
-    ("std", Some("stddev(x) is the same function")),
     ("try_sum", Some("sum(x): an overflowing sum sends the record to the dead-letter sink")),
     ("try_avg", Some("avg(x) is computed in DOUBLE (DECIMAL for DECIMAL input)")),
     ("bool_and", Some("min(c) is false when any c is false (false < true)")),

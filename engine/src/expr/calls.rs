@@ -580,6 +580,84 @@ fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprE
     })
 }
 
+/// `p` with Java's meaning of the escapes where it differs from Rust's `regex`: `\d`, `\w`,
+/// `\s` and their negations are ASCII classes in Java (`[0-9]`, `[a-zA-Z_0-9]`,
+/// `[ \t\n\x0B\f\r]`), Unicode ones in `regex`; `\Q...\E` quotes its text. Outside a bracket
+/// class each becomes a class of its own, inside one its ranges (a negated one a nested class,
+/// which `regex` reads as a union, as Java does). Every other escape is kept as written, and an
+/// escaped backslash is not read as the start of an escape.
+fn java_classes(p: &str) -> String {
+    const DIGIT: &str = "0-9";
+    const WORD: &str = "0-9A-Za-z_";
+    const SPACE: &str = "\\t\\n\\x0B\\x0C\\r ";
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut depth = 0usize; // open bracket classes
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(n) = chars.next() else {
+                    out.push('\\');
+                    break;
+                };
+                let class = match n {
+                    'd' | 'D' => Some(DIGIT),
+                    'w' | 'W' => Some(WORD),
+                    's' | 'S' => Some(SPACE),
+                    _ => None,
+                };
+                match class {
+                    Some(ranges) => {
+                        let negated = n.is_ascii_uppercase();
+                        if depth > 0 && !negated {
+                            out.push_str(ranges);
+                        } else {
+                            out.push_str(if negated { "[^" } else { "[" });
+                            out.push_str(ranges);
+                            out.push(']');
+                        }
+                    }
+                    None if n == 'Q' => {
+                        // quoted up to `\E` (or the end)
+                        let mut quoted = String::new();
+                        while let Some(q) = chars.next() {
+                            if q == '\\' && chars.peek() == Some(&'E') {
+                                chars.next();
+                                break;
+                            }
+                            quoted.push(q);
+                        }
+                        out.push_str(&regex::escape(&quoted));
+                    }
+                    None => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                }
+            }
+            '[' => {
+                depth += 1;
+                out.push('[');
+                // a `]` first in a class (after `^`) is a literal, in Java as in `regex`
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.peek() == Some(&']') {
+                    out.push_str("\\]");
+                    chars.next();
+                }
+            }
+            ']' if depth > 0 => {
+                depth -= 1;
+                out.push(']');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Spark's default pattern of `from_unixtime` and `unix_timestamp` (part of their output names).
 const DEFAULT_UNIX_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
 
@@ -602,14 +680,45 @@ pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif,
      date_trunc, date_format, to_date, to_timestamp, try_to_timestamp, current_timestamp, now, struct, named_struct, to_json, get_json_object, \
      window_time, hash";
 
-/// A Java regular expression that Rust's `regex` reads the same way; refused otherwise
-/// (backreferences, lookaround and possessive quantifiers do not compile).
+/// A Java regular expression, as Spark runs it (`java.util.regex`), compiled by Rust's `regex`
+/// after [`java_classes`]; refused where `regex` cannot read it (backreferences, lookaround and
+/// possessive quantifiers do not compile).
 pub(super) fn java_regex(pos: Pos, p: &str) -> Result<Arc<Regex>, ExprError> {
-    Regex::new(p).map(Arc::new).map_err(|e| {
+    Regex::new(&java_classes(p)).map(Arc::new).map_err(|e| {
         unsupported(
             pos,
             format!("the regular expression '{p}' ({})", e.to_string().lines().last().unwrap_or("")),
             "regular expressions without backreferences or lookaround",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Java's classes are ASCII (Spark 4.3, batch `RLIKE` / `regexp_extract`: `été` is not
+    /// `^\w+$`, Arabic-Indic digits are not `\d`, a no-break space is not `\s`).
+    #[test]
+    fn regex_classes_are_javas_ascii_ones() {
+        let m = |p: &str, s: &str| java_regex(Pos::default(), p).unwrap().is_match(s);
+        assert!(!m(r"^\w+$", "été"));
+        assert!(m(r"^\w+$", "abc_19"));
+        assert!(!m(r"\d", "٣٤"));
+        assert!(m(r"^\d+$", "0123456789"));
+        assert!(!m(r"^\s+$", "\u{a0}\u{2003}"));
+        assert!(m(r"^\s+$", " \t\n\r\u{b}\u{c}"));
+        assert!(m(r"^\W$", "é"));
+        assert!(m(r"^\D\S$", "x!"));
+        // inside a class, negated inside a class, and an escaped backslash before a `d`
+        assert!(m(r"^[\w-]+$", "a-b_c"));
+        assert!(!m(r"^[\w-]+$", "a-é"));
+        assert!(m(r"^[a\D]+$", "a!b"));
+        assert!(!m(r"^[a\D]+$", "a1"));
+        assert!(m(r"^\\d$", r"\d"));
+        // \Q...\E quotes
+        assert!(m(r"^\Qa.b\E$", "a.b"));
+        assert!(!m(r"^\Qa.b\E$", "axb"));
+        assert_eq!(java_classes(r"x\.y\b"), r"x\.y\b");
+    }
 }

@@ -89,7 +89,8 @@ pub(crate) fn parse_cast_date(s: &str) -> Option<i32> {
 }
 
 /// Parses `s` with a datetime pattern of [`FormatPart`]s (Spark's `yyyy`, `MM`, `dd`, `HH`,
-/// `mm`, `ss`, `SSS` and literal text): each field takes exactly its width in digits, the
+/// `mm`, `ss`, `SSS` and literal text): each field takes exactly its width in digits (`SSS` one
+/// to three, a fraction of a second as Spark parses it: `.1` is 100 ms, `.12` 120 ms), the
 /// whole text must be consumed; fields not in the pattern are 1970-01-01 00:00:00. The instant
 /// in µs, or `None` when the text does not match or a field is out of range (Spark's
 /// CANNOT_PARSE_TIMESTAMP).
@@ -113,7 +114,11 @@ pub(crate) fn parse_with_pattern(s: &str, pattern: &[FormatPart]) -> Option<i64>
             FormatPart::Hour => h = take(&mut i, 2)?,
             FormatPart::Minute => mi = take(&mut i, 2)?,
             FormatPart::Second => sec = take(&mut i, 2)?,
-            FormatPart::Millis => ms = take(&mut i, 3)?,
+            FormatPart::Millis => {
+                // one to three digits, as Spark parses a fraction (`.1` is 100 ms)
+                let n = b[i.min(b.len())..].iter().take(3).take_while(|c| c.is_ascii_digit()).count().max(1);
+                ms = take(&mut i, n)? * 10i64.pow(3 - n as u32);
+            }
             FormatPart::Text(t) => {
                 if !s[i..].starts_with(t.as_str()) {
                     return None;
@@ -166,5 +171,10 @@ mod tests {
         assert_eq!(p("2024-01-15 10:00", "yyyy-MM-dd HH:mm:ss"), None);
         assert_eq!(p("2024-01-15 25:00", "yyyy-MM-dd HH:mm"), None);
         assert_eq!(p("2024-01-15x", "yyyy-MM-dd"), None);
+        // a fraction of one or two digits (Spark 4.3: 2024-01-15 10:00:00.1 for `.1`)
+        assert_eq!(p("2024-01-15 10:00:00.1", "yyyy-MM-dd HH:mm:ss.SSS").as_deref(), Some("2024-01-15 10:00:00.1"));
+        assert_eq!(p("2024-01-15 10:00:00.12", "yyyy-MM-dd HH:mm:ss.SSS").as_deref(), Some("2024-01-15 10:00:00.12"));
+        assert_eq!(p("2024-01-15 10:00:00.", "yyyy-MM-dd HH:mm:ss.SSS"), None);
+        assert_eq!(p("2024-01-15 10:00:00.1234", "yyyy-MM-dd HH:mm:ss.SSS"), None);
     }
 }

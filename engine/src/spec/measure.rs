@@ -29,6 +29,7 @@ pub const AGGREGATES: &[&str] = &[
     "min",
     "max",
     "stddev",
+    "std",
     "stddev_samp",
     "stddev_pop",
     "variance",
@@ -173,7 +174,14 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
         }
     };
     let over = raw.over.as_deref().map(|o| duration(&format!("{at}.over"), o, Min::Positive)).transpose()?;
-    let default_name = name_from_literals(&agg, column.as_deref(), &literals, percentage_is_list, accuracy);
+    let mut default_name = name_from_literals(&agg, column.as_deref(), &literals, percentage_is_list, accuracy);
+    let called = agg_given.to_ascii_lowercase();
+    if raw.sql
+        && matches!(called.as_str(), "mean" | "approx_percentile")
+        && let Some(open) = default_name.find('(')
+    {
+        default_name.replace_range(..open, &called);
+    }
     let output_name = alias.clone().unwrap_or(default_name);
     let output_type = match input_type {
         None => DataType::Long,

@@ -167,6 +167,11 @@ pub(crate) struct RawMeasure {
     pub accuracy: Option<i64>,
     pub rsd: Option<f64>,
     pub over: Option<String>,
+    /// Written in a SQL query: the default output name keeps the function as called, as Spark
+    /// SQL names it (`mean(d)`, `approx_percentile(v, 0.5, 100)`); the DataFrame API, which
+    /// structured queries follow, names it by the function (`avg(d)`, `percentile_approx(...)`).
+    #[serde(skip)]
+    pub sql: bool,
 }
 
 /// `[sink]`, `[late_sink]`, `[dead_letter]`: the fields of every sink type.

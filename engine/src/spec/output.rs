@@ -113,7 +113,7 @@ pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool)
             let (precision, scale) = crate::decimal::avg_type(input.decimal()?);
             Some(DataType::Decimal { precision, scale })
         }
-        "avg" | "mean" | "stddev" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp" | "var_pop" => {
+        "avg" | "mean" | "stddev" | "std" | "stddev_samp" | "stddev_pop" | "variance" | "var_samp" | "var_pop" => {
             input.is_numeric().then_some(DataType::Double)
         }
         "max_by" | "min_by" => crate::aggregate::by_value_type(input),

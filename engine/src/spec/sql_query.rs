@@ -883,7 +883,7 @@ fn collect_measures(
     }
     let usage = |what: &str| at(s.pos, format!("{} ({what})", written(s)), aggregate_usage(&agg));
     let Some(input) = args.first() else { return Err(usage("no argument")) };
-    let mut raw = RawMeasure { agg: Some(agg.clone()), ..RawMeasure::default() };
+    let mut raw = RawMeasure { agg: Some(agg.clone()), sql: true, ..RawMeasure::default() };
     let counts_rows = agg == "count" && matches!(&input.kind, SyntaxKind::Literal(l) if *l != Literal::Null);
     let by = matches!(agg.as_str(), "max_by" | "min_by");
     if by {
