@@ -78,7 +78,12 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             sql("SELECT nope FROM source"),
             vec!["query.sql", "unknown column \"nope\" at 1:8", "k, ts, v, n, t2"],
         ),
-        ("arithmetic on a string", sql("SELECT k + 1 FROM source"), vec!["query.sql", "STRING", "at 1:8", "BIGINT"]),
+        // (a string beside a number is cast, as Spark's ANSI coercion: `k + 1` is BIGINT)
+        (
+            "arithmetic on a boolean",
+            sql("SELECT (v > 1) + 1 FROM source"),
+            vec!["query.sql", "BOOLEAN", "at 1:9", "BIGINT"],
+        ),
         ("timestamp minus timestamp", sql("SELECT ts - ts AS d FROM source"), vec!["query.sql", "TIMESTAMP", "at 1:8"]),
         (
             "a WHERE that is not boolean",

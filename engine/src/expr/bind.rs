@@ -85,6 +85,41 @@ fn wider(a: DataType, b: DataType) -> Option<DataType> {
     }
 }
 
+/// [`wider`], and a STRING meeting another type promoted as Spark 4.3's ANSI coercion promotes
+/// strings where values meet in one result (checked with pyspark: `coalesce(s, i)` and
+/// `i + '5'` are BIGINT, `coalesce(ts, '2024-01-01')` and `if(c, ts, '...')` TIMESTAMP): to
+/// BIGINT beside an integer, DOUBLE beside a FLOAT, DOUBLE or DECIMAL, otherwise to the other
+/// type. The string is then cast as `CAST` casts, so a text that does not read fails the record
+/// (to the dead letters), where Spark fails the query.
+fn wider_or_string(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType as T;
+    match (a, b) {
+        (T::String, T::String) => Some(T::String),
+        (T::String, other) | (other, T::String) => match other {
+            T::Int | T::Long => Some(T::Long),
+            T::Float | T::Double | T::Decimal { .. } => Some(T::Double),
+            T::Boolean | T::Date | T::Timestamp => Some(other),
+            _ => None,
+        },
+        _ => wider(a, b),
+    }
+}
+
+/// The operands of an arithmetic operator with a STRING one beside a number cast as Spark's
+/// ANSI coercion casts it ([`wider_or_string`]: `i + '5'` is BIGINT, `d * '2'` DOUBLE); other
+/// operands unchanged.
+fn promote_string_operand(l: Typed, r: Typed) -> (Typed, Typed) {
+    let numeric = |t: DataType| rank(t).is_some() || matches!(t, DataType::Decimal { .. });
+    match (l.data_type, r.data_type) {
+        (DataType::String, other) | (other, DataType::String) if numeric(other) => {
+            let to = wider_or_string(DataType::String, other).unwrap_or(DataType::Double);
+            let promote = |t: Typed| if t.data_type == DataType::String { coerce(t, to) } else { t };
+            (promote(l), promote(r))
+        }
+        _ => (l, r),
+    }
+}
+
 /// `Some(to)` when a value of type `from` is implicitly cast to `to` where `to` is expected (a
 /// UDF's declared argument): `to` is the wider of the two ([`wider`]).
 pub(super) fn widens_to(from: DataType, to: DataType) -> Option<DataType> {
@@ -111,18 +146,19 @@ pub(super) fn coerce(t: Typed, to: DataType) -> Typed {
 }
 
 /// The common type of values that meet in one result (CASE branches, coalesce, IN lists):
-/// equal types, or numbers widened; NULL literals take the others' type.
+/// equal types, numbers widened, a string promoted ([`wider_or_string`]); NULL literals take the
+/// others' type.
 pub(super) fn common_type(pos: Pos, items: &[Typed], what: &str) -> Result<DataType, ExprError> {
     let mut ty: Option<DataType> = None;
     for t in items.iter().filter(|t| !is_null_literal(t)) {
         ty = Some(match ty {
             None => t.data_type,
             Some(a) if a == t.data_type => a,
-            Some(a) => wider(a, t.data_type).ok_or_else(|| {
+            Some(a) => wider_or_string(a, t.data_type).ok_or_else(|| {
                 ty_err(
                     pos,
                     format!("{what} of types {a} and {} ({})", t.data_type, t.name),
-                    "one type, or numbers (widened)",
+                    "one type, numbers (widened), or a string with a number, boolean, date or timestamp (the string cast to it)",
                 )
             })?,
         });
@@ -426,6 +462,7 @@ impl Binder<'_> {
         r: Typed,
         name: String,
     ) -> Result<Typed, ExprError> {
+        let (l, r) = promote_string_operand(l, r);
         self.numeric(pos, &l, "arithmetic")?;
         self.numeric(pos, &r, "arithmetic")?;
         if let Some(t) = self.decimal_arith(Some(op), try_, &l, &r, &name) {
@@ -441,6 +478,7 @@ impl Binder<'_> {
     }
 
     pub(super) fn divide(&self, pos: Pos, try_: bool, l: Typed, r: Typed, name: String) -> Result<Typed, ExprError> {
+        let (l, r) = promote_string_operand(l, r);
         self.numeric(pos, &l, "/")?;
         self.numeric(pos, &r, "/")?;
         if let Some(t) = self.decimal_arith(None, try_, &l, &r, &name) {
