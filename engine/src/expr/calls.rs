@@ -291,17 +291,16 @@ impl Binder<'_> {
                 let s = self.string(pos, self.bind(&args[0])?, &lower)?;
                 let re = java_regex(args[1].pos, &lit_str(1)?)?;
                 let rep = lit_str(2)?;
-                if rep.contains(['$', '\\']) {
-                    return Err(unsupported(
-                        args[2].pos,
-                        "a replacement with `$` or `\\`",
-                        "a literal replacement text",
-                    ));
-                }
+                let template = match rep.contains(['$', '\\']) {
+                    true => Some(java_replacement(&rep, &re).map_err(|why| {
+                        ty_err(args[2].pos, format!("regexp_replace's replacement '{rep}' ({why})"), "a replacement as Java's Matcher.replaceAll reads it: $n or ${name} for a group, \\$ and \\\\ for the characters")
+                    })?),
+                    false => None,
+                };
                 // Spark fills in the start position: `regexp_replace(s, re, rep, 1)`
                 let a = vec![s, self.bind(&args[1])?, self.bind(&args[2])?];
                 let name = format!("{lower}({}, 1)", names(&a));
-                Ok(call(Func::RegexpReplace(re), a, DataType::String, name))
+                Ok(call(Func::RegexpReplace(re, template), a, DataType::String, name))
             }
             "regexp_extract" => {
                 arity(2..=3)?;
@@ -580,6 +579,53 @@ fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprE
     })
 }
 
+/// A replacement of Java's `Matcher.replaceAll` (which Spark's `regexp_replace` calls) as a
+/// `regex` template: `$n` is group `n` (after the first digit, further digits while the number
+/// stays a group of `re`), `${name}` a named group, `\\c` the character `c`, anything else
+/// itself (a `$` of the text doubled, as `regex` writes it). `Err` where Java throws: a `$`
+/// without a group, a group `re` does not have, a `\\` at the end.
+fn java_replacement(rep: &str, re: &Regex) -> Result<Arc<str>, String> {
+    let groups = re.captures_len() - 1;
+    let mut out = String::with_capacity(rep.len() + 8);
+    let mut chars = rep.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('$') => out.push_str("$$"),
+                Some(n) => out.push(n),
+                None => return Err("a \\ at the end".into()),
+            },
+            '$' => match chars.next() {
+                Some('{') => {
+                    let name: String = chars.by_ref().take_while(|&n| n != '}').collect();
+                    if !re.capture_names().flatten().any(|n| n == name) {
+                        return Err(format!("no group named {name}"));
+                    }
+                    out.push_str(&format!("${{{name}}}"));
+                }
+                Some(d) if d.is_ascii_digit() => {
+                    let mut n = d.to_digit(10).unwrap_or(0) as usize;
+                    if n > groups {
+                        return Err(format!("no group {n}"));
+                    }
+                    while let Some(next) = chars.peek().and_then(|c| c.to_digit(10)) {
+                        let more = n * 10 + next as usize;
+                        if more > groups {
+                            break;
+                        }
+                        n = more;
+                        chars.next();
+                    }
+                    out.push_str(&format!("${{{n}}}"));
+                }
+                _ => return Err("a $ not followed by a group number or {name}".into()),
+            },
+            c => out.push(c),
+        }
+    }
+    Ok(Arc::from(out))
+}
+
 /// `p` with Java's meaning of the escapes where it differs from Rust's `regex`: `\d`, `\w`,
 /// `\s` and their negations are ASCII classes in Java (`[0-9]`, `[a-zA-Z_0-9]`,
 /// `[ \t\n\x0B\f\r]`), Unicode ones in `regex`; `\Q...\E` quotes its text. Outside a bracket
@@ -720,5 +766,24 @@ mod tests {
         assert!(m(r"^\Qa.b\E$", "a.b"));
         assert!(!m(r"^\Qa.b\E$", "axb"));
         assert_eq!(java_classes(r"x\.y\b"), r"x\.y\b");
+    }
+
+    /// Java's `Matcher.replaceAll` replacements (Spark 4.3, batch `regexp_replace`: `xabx` with
+    /// `(a)(b)` and `$2$1` is `xbax`).
+    #[test]
+    fn replacements_name_groups_as_java_does() {
+        let re = |p: &str| java_regex(Pos::default(), p).unwrap();
+        let apply = |p: &str, rep: &str, s: &str| {
+            let r = re(p);
+            let t = java_replacement(rep, &r).unwrap();
+            r.replace_all(s, &*t).into_owned()
+        };
+        assert_eq!(apply("(a)(b)", "$2$1", "xabx"), "xbax");
+        assert_eq!(apply("(a)", "$10", "xax"), "xa0x"); // group 1, then 0: there is no group 10
+        assert_eq!(apply("(?<g>a)", "<${g}>", "xax"), "x<a>x");
+        assert_eq!(apply("a", r"\$1\\", "xax"), r"x$1\x");
+        for bad in ["$2", "$x", "$", r"x\", "${nope}"] {
+            assert!(java_replacement(bad, &re("(a)")).is_err(), "{bad}");
+        }
     }
 }

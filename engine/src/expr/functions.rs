@@ -86,8 +86,9 @@ pub enum Func {
     EndsWith,
     /// `contains`.
     Contains,
-    /// `regexp_replace(s, re, literal replacement)`.
-    RegexpReplace(Arc<Regex>),
+    /// `regexp_replace(s, re, replacement)`: the replacement as a `regex` template when it
+    /// names groups or escapes (Java's `$1`, `${name}`, `\$`), else literal.
+    RegexpReplace(Arc<Regex>, Option<Arc<str>>),
     /// `regexp_extract(s, re, group)`.
     RegexpExtract(Arc<Regex>, usize),
     /// `right(s, n)` (`left` is a substring).
@@ -413,16 +414,25 @@ impl Func {
             Func::StartsWith => Value::Bool(s(0).starts_with(s(1))),
             Func::EndsWith => Value::Bool(s(0).ends_with(s(1))),
             Func::Contains => Value::Bool(s(0).contains(s(1))),
-            Func::RegexpReplace(re) => {
+            Func::RegexpReplace(re, template) => {
                 // at most one match per position (and one at the end), each replaced whole: the
-                // result is the text less what matched plus one replacement per match
-                let (len, with) = (s(0).len() as u64, s(2).len() as u64);
+                // result is the text less what matched plus one replacement per match, which is
+                // at most the template's text plus each group it names (each no longer than the
+                // text)
+                let len = s(0).len() as u64;
+                let with = match template {
+                    None => s(2).len() as u64,
+                    Some(t) => (t.len() as u64).saturating_add((t.matches("${").count() as u64).saturating_mul(len)),
+                };
                 if len.saturating_add((len + 1).saturating_mul(with)) > MAX_STRING_BYTES {
                     let (matches, matched) =
                         re.find_iter(s(0)).fold((0u64, 0u64), |(n, b), m| (n + 1, b + m.len() as u64));
                     within_string_limit((len - matched).saturating_add(matches.saturating_mul(with)))?;
                 }
-                return st(re.replace_all(s(0), regex::NoExpand(s(2))).into_owned());
+                return st(match template {
+                    None => re.replace_all(s(0), regex::NoExpand(s(2))).into_owned(),
+                    Some(t) => re.replace_all(s(0), &**t).into_owned(),
+                });
             }
             Func::RegexpExtract(re, group) => {
                 let found = re.captures(s(0)).and_then(|c| c.get(*group)).map_or("", |m| m.as_str());
