@@ -355,7 +355,7 @@ impl SinkActor {
                     if let Some(first) = records.first() {
                         tracing::warn!(
                             records = records.len(),
-                            reason = %first.reason,
+                            first_reason = %first.reason,
                             dead_letter = self.dead_letter.is_some(),
                             "records refused by the query (sent to the dead letters when the pipeline has a [dead_letter])"
                         );
