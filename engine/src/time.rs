@@ -296,41 +296,25 @@ pub fn parse_timestamp(s: &str) -> Result<Timestamp, TimeError> {
 
 /// Parses an input timestamp: RFC 3339 (`2024-01-15T10:01:00Z`, `+02:00` offsets, a fraction of
 /// up to 9 digits, truncated to µs) or `YYYY-MM-DD HH:MM:SS[.ffffff]` (UTC). A `T` or a space may
-/// separate date and time; without an offset the time is UTC. The year is four digits, or, as
-/// Spark 4.3's JSON and CSV readers take it, a sign (`+` / `-`) and four to six digits, or five
-/// or six digits without a sign (`+10000-01-01T00:00:00Z`, as Eddy and Spark write years past
-/// 9999; `-0001-01-01 00:00:00`), within the range of a [`Timestamp`].
+/// separate date and time; without an offset the time is UTC. Years 0000 to 9999 (a signed or
+/// longer year is one of [`parse_timestamp`]'s other forms).
 ///
 /// # Errors
 /// [`TimeError::BadTimestamp`] when the text is not one of these forms or a field is out of range.
 pub fn parse_timestamp_strict(s: &str) -> Result<Timestamp, TimeError> {
     let bad = |why: &'static str| TimeError::BadTimestamp { given: truncate(s), why };
     let b = s.trim().as_bytes();
-    /// The number the digits of `b[r]` spell (all digits, at least one), else `None`.
-    fn num_in(b: &[u8], r: std::ops::Range<usize>) -> Option<i64> {
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let part = b.get(r)?;
         if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
             return None;
         }
         Some(part.iter().fold(0i64, |a, &c| a * 10 + (c - b'0') as i64))
-    }
-    // The year: its sign and digits up to the `-` before the month.
-    let negative = b.first() == Some(&b'-');
-    let signed = usize::from(negative || b.first() == Some(&b'+'));
-    let digits = b[signed..].iter().take_while(|c| c.is_ascii_digit()).count();
-    if !(4..=6).contains(&digits) {
-        return Err(bad("date must be YYYY-MM-DD"));
-    }
-    let year_len = signed + digits;
-    let y = num_in(b, signed..year_len).map(|y| if negative { -y } else { y });
-    // From here on the text is read as if its year took the usual four bytes: bytes 0-3 of the
-    // view are not read again.
-    let b = &b[year_len - 4..];
-    let num = |r: std::ops::Range<usize>| num_in(b, r);
+    };
     if b.len() < 19 {
         return Err(bad("too short"));
     }
-    let (Some(y), Some(mo), Some(d)) = (y, num(5..7), num(8..10)) else {
+    let (Some(y), Some(mo), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
         return Err(bad("date must be YYYY-MM-DD"));
     };
     if b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
@@ -381,10 +365,8 @@ pub fn parse_timestamp_strict(s: &str) -> Result<Timestamp, TimeError> {
         }
     }
     let days = days_from_civil(y, mo as u32, d as u32);
-    // In i128: six-digit years reach past the i64 microseconds (Spark refuses those too).
-    let secs = i128::from(days * SECS_PER_DAY + h * 3600 + mi * 60 + sec.min(59) - offset_s);
-    let us = secs * i128::from(US_PER_SEC) + i128::from(frac_us);
-    i64::try_from(us).map(Timestamp).map_err(|_| bad("out of the range of a timestamp"))
+    let secs = days * SECS_PER_DAY + h * 3600 + mi * 60 + sec.min(59) - offset_s;
+    Ok(Timestamp(secs * US_PER_SEC + frac_us))
 }
 
 fn truncate(s: &str) -> String {
