@@ -19,9 +19,6 @@
 //!
 //! ## Where validation and Spark 4.3 differ (pyspark checked)
 //!
-//! - `append` without a window is refused, although Spark accepts it when `group_by` holds the
-//!   watermarked column (`groupBy("ts")` with a watermark on `ts`); SEMANTICS.md defines append
-//!   by window end only.
 //! - `sum` / `avg` / the stddev and variance family / `approx_percentile` of a STRING column,
 //!   and `sum` / `avg` of a TIMESTAMP column, are refused; Spark 4.3 accepts them by an implicit
 //!   cast to DOUBLE (a non-numeric string then fails the query; a timestamp counts as seconds).

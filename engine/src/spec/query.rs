@@ -109,15 +109,17 @@ fn window_aggregate(
             ));
         }
         OutputMode::Append => {
-            let allowed = "\"update\", \"complete\"; \"append\" needs a window and a [watermark] on its column (Spark refuses append for a streaming aggregation without watermark)";
+            let allowed = "\"update\", \"complete\"; \"append\" needs a window, or the watermark's column among the group_by columns, and a [watermark] on it (Spark refuses append for a streaming aggregation without watermark)";
             match (&window, watermark) {
-                // grouped by the window of a chained aggregation's upstream, on which the
-                // watermark is (SQL.md "Chained aggregations"; a TIMESTAMP key stays refused)
+                // grouped by the watermark's column: a TIMESTAMP key is final once the watermark
+                // reaches it, as Spark evicts a key with `ts <= watermark`; the window of a
+                // chained aggregation's upstream once the watermark reaches its end (SQL.md
+                // "Chained aggregations")
                 (None, Some(wm))
                     if group_by.iter().any(|g| same_column(g, &wm.column))
-                        && schema
-                            .resolve(&wm.column)
-                            .is_some_and(|i| schema.fields()[i].data_type == DataType::Window) => {}
+                        && schema.resolve(&wm.column).is_some_and(|i| {
+                            matches!(schema.fields()[i].data_type, DataType::Window | DataType::Timestamp)
+                        }) => {}
                 (None, _) => {
                     return Err(SpecError::new(
                         "query.output_mode",

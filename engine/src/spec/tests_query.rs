@@ -196,6 +196,22 @@ fn append_needs_a_window_and_a_watermark_on_its_column() {
     assert_eq!((e.field.as_str(), e.given.as_str()), ("query.output_mode", "\"append\" (without a window)"));
 }
 
+/// Spark accepts append for an aggregation grouped by the watermarked column without a window
+/// (`groupBy("ts", "k")`, a key final once `ts <= watermark`); another TIMESTAMP key is no
+/// event time and stays refused.
+#[test]
+fn append_grouped_by_the_watermark_column_needs_no_window() {
+    let by_ts = BASE.replace(
+        "window = { type = \"tumbling\", column = \"ts\", size = \"10 seconds\" }\n",
+        "output_mode = \"append\"\n",
+    );
+    let ok = by_ts.replace("group_by = [\"k\"]", "group_by = [\"ts\", \"k\"]");
+    assert!(parse_pipeline_str(&ok).is_ok(), "{:?}", parse_pipeline_str(&ok).err());
+    let other = ok.replace("column = \"ts\"\ndelay", "column = \"at\"\ndelay");
+    let e = parse_pipeline_str(&other).unwrap_err();
+    assert_eq!((e.field.as_str(), e.given.as_str()), ("query.output_mode", "\"append\" (without a window)"));
+}
+
 #[test]
 fn plain_aggregation_has_no_window_column() {
     let text = BASE.replace("window = { type = \"tumbling\", column = \"ts\", size = \"10 seconds\" }\n", "");
