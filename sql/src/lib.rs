@@ -25,7 +25,7 @@ use std::path::Path;
 use eddy_engine::Schema;
 pub use eddy_engine::expr::Parsed;
 use eddy_engine::expr::{
-    self, BinaryOp, ExprError, LikeKind, Literal, Pos, QuerySyntax, SqlFrontEnd, Syntax, SyntaxKind, Typed,
+    self, BinaryOp, ExprError, LikeKind, Literal, Pos, QuerySyntax, SqlFrontEnd, Syntax, SyntaxKind, TrimSide, Typed,
 };
 use eddy_engine::spec::{self, Pipeline, SpecError};
 pub use query::parse_query;
@@ -527,7 +527,9 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
             },
             UnaryOperator::Plus => node(SyntaxKind::Positive(boxed(expr)?), e),
             UnaryOperator::Not | UnaryOperator::BangNot => node(SyntaxKind::Not(boxed(expr)?), e),
-            other => return Err(unsupported(e, format!("the operator {other}"), "-, +, NOT")),
+            // `~n`: a call of `~`, which no function name written without backticks can be
+            UnaryOperator::BitwiseNot => node(SyntaxKind::Call { name: "~".into(), args: vec![lower(expr)?] }, e),
+            other => return Err(unsupported(e, format!("the operator {other}"), "-, +, ~, NOT")),
         },
         Expr::BinaryOp { left, op, right } => {
             let op = match op {
@@ -547,11 +549,14 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                 BinaryOperator::And => BinaryOp::And,
                 BinaryOperator::Or => BinaryOp::Or,
                 BinaryOperator::StringConcat => BinaryOp::Concat,
+                BinaryOperator::BitwiseAnd => BinaryOp::BitAnd,
+                BinaryOperator::BitwiseOr => BinaryOp::BitOr,
+                BinaryOperator::BitwiseXor | BinaryOperator::PGBitwiseXor => BinaryOp::BitXor,
                 other => {
                     return Err(unsupported(
                         e,
                         format!("the operator {other}"),
-                        "+ - * / % div = == <> != < <= > >= <=> AND OR ||",
+                        "+ - * / % div = == <> != < <= > >= <=> AND OR || & | ^",
                     ));
                 }
             };
@@ -574,14 +579,35 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
             },
             e,
         ),
-        Expr::Like { negated, any: false, expr, pattern, escape_char: None } => node(
-            SyntaxKind::Like { kind: LikeKind::Like, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
-            e,
-        ),
-        Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => node(
-            SyntaxKind::Like { kind: LikeKind::ILike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
-            e,
-        ),
+        Expr::Like { negated, any: false, expr, pattern, escape_char }
+        | Expr::ILike { negated, any: false, expr, pattern, escape_char } => {
+            let ilike = matches!(e, Expr::ILike { .. });
+            let kind = match escape_char.as_deref() {
+                None if ilike => LikeKind::ILike,
+                None => LikeKind::Like,
+                Some(c) => {
+                    let one = match c {
+                        Expr::Value(v) => match &v.value {
+                            Value::SingleQuotedString(t) => {
+                                let mut chars = t.chars();
+                                chars.next().filter(|_| chars.next().is_none())
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    let Some(one) = one else {
+                        return Err(unsupported(
+                            c,
+                            format!("the ESCAPE {c}"),
+                            "ESCAPE followed by one character in quotes",
+                        ));
+                    };
+                    if ilike { LikeKind::ILikeEscape(one) } else { LikeKind::LikeEscape(one) }
+                }
+            };
+            node(SyntaxKind::Like { kind, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated }, e)
+        }
         Expr::RLike { negated, expr, pattern, .. } => node(
             SyntaxKind::Like { kind: LikeKind::RLike, expr: boxed(expr)?, pattern: boxed(pattern)?, negated: *negated },
             e,
@@ -619,6 +645,23 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
         }
         Expr::Trim { trim_where: None, trim_what: None, expr, trim_characters: None } => {
             node(SyntaxKind::Call { name: "trim".into(), args: vec![lower(expr)?] }, e)
+        }
+        Expr::Trim { trim_where, trim_what, expr, trim_characters: None } => {
+            let side = match trim_where {
+                Some(ast::TrimWhereField::Leading) => TrimSide::Leading,
+                Some(ast::TrimWhereField::Trailing) => TrimSide::Trailing,
+                _ => TrimSide::Both,
+            };
+            node(SyntaxKind::Trim { side, expr: boxed(expr)?, chars: trim_what.as_deref().map(boxed).transpose()? }, e)
+        }
+        // `POSITION(sub IN s)` is Spark's `locate(sub, s)` (and named so)
+        Expr::Position { expr, r#in } => {
+            node(SyntaxKind::Call { name: "locate".into(), args: vec![lower(expr)?, lower(r#in)?] }, e)
+        }
+        // `EXTRACT(field FROM x)`: a call of `extract` with the field as written
+        Expr::Extract { field, syntax: ast::ExtractSyntax::From, expr } => {
+            let field = node(SyntaxKind::Literal(Literal::String(field.to_string())), e);
+            node(SyntaxKind::Call { name: "extract".into(), args: vec![field, lower(expr)?] }, e)
         }
         Expr::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }
         | Expr::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
@@ -720,6 +763,8 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_builtins;
 
 /// Parses and validates a pipeline file's text with its SQL expression fields read as Spark SQL
 /// ([`eddy_engine::spec::parse_pipeline_with`] with [`SparkSql`]).

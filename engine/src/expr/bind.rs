@@ -7,7 +7,7 @@ use std::sync::Arc;
 use regex::Regex;
 
 use super::calls::java_regex;
-use super::functions::{ArithOp, CmpOp, Func};
+use super::functions::{ArithOp, BitOp, CmpOp, Func};
 use super::text::java_double;
 use super::{BinaryOp, ExprError, LikeKind, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
 use crate::schema::{DataType, Schema};
@@ -243,6 +243,7 @@ impl Binder<'_> {
             SyntaxKind::Case { operand, branches, otherwise } => {
                 self.case(pos, operand.as_deref(), branches, otherwise.as_deref())
             }
+            SyntaxKind::Trim { side, expr, chars } => self.trim(pos, *side, expr, chars.as_deref()),
             SyntaxKind::Cast { expr, to, try_cast } => {
                 // a DECIMAL literal cast to a floating type or STRING: the literal as written, cast once
                 if let SyntaxKind::Literal(Literal::Decimal(text)) = &expr.kind
@@ -369,6 +370,13 @@ impl Binder<'_> {
     }
 
     pub(super) fn binary(&self, pos: Pos, op: BinaryOp, ls: &Syntax, rs: &Syntax) -> Result<Typed, ExprError> {
+        // INTERVAL + timestamp: Spark reads (and names) it as timestamp + INTERVAL
+        if let SyntaxKind::Literal(Literal::Interval { .. }) = &ls.kind
+            && op == BinaryOp::Plus
+            && !matches!(rs.kind, SyntaxKind::Literal(Literal::Interval { .. }))
+        {
+            return self.binary(pos, op, rs, ls);
+        }
         // timestamp ± INTERVAL
         if let SyntaxKind::Literal(Literal::Interval { micros, text }) = &rs.kind
             && matches!(op, BinaryOp::Plus | BinaryOp::Minus)
@@ -393,6 +401,10 @@ impl Binder<'_> {
                 (l, r)
             }
         };
+        // DATE ± days: Spark's date_add / date_sub (and named so)
+        if l.data_type == DataType::Date && matches!(op, BinaryOp::Plus | BinaryOp::Minus) {
+            return self.date_add(pos, op == BinaryOp::Minus, l, r);
+        }
         let sym = match op {
             BinaryOp::Plus => "+",
             BinaryOp::Minus => "-",
@@ -444,6 +456,15 @@ impl Binder<'_> {
                     (format!("({} OR {})", l.name, r.name), Node::Or(Box::new(l), Box::new(r)))
                 };
                 Ok(Typed { node, data_type: DataType::Boolean, name })
+            }
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => {
+                let (bop, sym) = match op {
+                    BinaryOp::BitAnd => (BitOp::And, "&"),
+                    BinaryOp::BitOr => (BitOp::Or, "|"),
+                    _ => (BitOp::Xor, "^"),
+                };
+                let name = format!("({} {sym} {})", l.name, r.name);
+                self.bitwise(pos, bop, vec![l, r], name)
             }
             BinaryOp::Concat => {
                 let args = vec![coerce(l, DataType::String), coerce(r, DataType::String)];
@@ -540,19 +561,34 @@ impl Binder<'_> {
                 "LIKE / RLIKE with a constant pattern",
             ));
         };
-        match kind {
-            LikeKind::Like | LikeKind::ILike => {
-                let mut re = String::from(if kind == LikeKind::ILike { "(?s)(?i)^" } else { "(?s)^" });
+        let (ilike, escape) = match kind {
+            LikeKind::Like => (false, None),
+            LikeKind::ILike => (true, None),
+            LikeKind::LikeEscape(c) => (false, Some(c)),
+            LikeKind::ILikeEscape(c) => (true, Some(c)),
+            LikeKind::RLike => {
+                let re = java_regex(pattern.pos, p)?;
+                let name = format!("RLIKE({}, {p})", e.name);
+                return Ok(call(Func::RLike(re), vec![e], DataType::Boolean, name));
+            }
+        };
+        {
+            {
+                let esc = escape.unwrap_or('\\');
+                let mut re = String::from(if ilike { "(?s)(?i)^" } else { "(?s)^" });
                 let mut chars = p.chars();
                 while let Some(c) = chars.next() {
                     match c {
-                        '\\' => match chars.next() {
-                            Some(n @ ('_' | '%' | '\\')) => re.push_str(&regex::escape(&n.to_string())),
+                        // Spark's StringUtils.escapeLikeRegex: the escape character before `_`,
+                        // `%` or itself makes that character literal; before anything else, or
+                        // at the end, it is an error
+                        c if c == esc => match chars.next() {
+                            Some(n) if n == '_' || n == '%' || n == esc => re.push_str(&regex::escape(&n.to_string())),
                             _ => {
                                 return Err(ty_err(
                                     pattern.pos,
                                     format!("LIKE pattern '{p}'"),
-                                    "an escape `\\` followed by _, % or \\",
+                                    &format!("an escape `{esc}` followed by _, % or {esc}"),
                                 ));
                             }
                         },
@@ -564,17 +600,13 @@ impl Binder<'_> {
                 re.push('$');
                 let compiled = Regex::new(&re)
                     .map_err(|e| ty_err(pattern.pos, format!("LIKE pattern '{p}': {e}"), "a LIKE pattern"))?;
-                let name = if kind == LikeKind::ILike {
-                    format!("ilike({}, {p})", e.name)
-                } else {
-                    format!("{} LIKE {p}", e.name)
+                let name = match (ilike, escape) {
+                    // Spark leaves an ILIKE's escape out of its name
+                    (true, _) => format!("ilike({}, {p})", e.name),
+                    (false, None) => format!("{} LIKE {p}", e.name),
+                    (false, Some(c)) => format!("{} LIKE {p} ESCAPE '{c}'", e.name),
                 };
                 Ok(call(Func::Like(Arc::new(compiled)), vec![e], DataType::Boolean, name))
-            }
-            LikeKind::RLike => {
-                let re = java_regex(pattern.pos, p)?;
-                let name = format!("RLIKE({}, {p})", e.name);
-                Ok(call(Func::RLike(re), vec![e], DataType::Boolean, name))
             }
         }
     }

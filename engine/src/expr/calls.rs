@@ -159,6 +159,13 @@ impl Binder<'_> {
                 let name = format!("{}({})", math_name(&lower), x.name);
                 Ok(call(Func::Math1(m), vec![coerce(x, DataType::Double)], DataType::Double, name))
             }
+            // `log(x)`: the natural logarithm, named `LOG(E(), x)` as Spark names it
+            "log" if args.len() == 1 => {
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, "log")?;
+                let name = format!("LOG(E(), {})", x.name);
+                Ok(call(Func::Math1(Math1::Ln), vec![coerce(x, DataType::Double)], DataType::Double, name))
+            }
             "log" | "pow" | "power" => {
                 arity(2..=2)?;
                 let a = bound(self)?;
@@ -483,7 +490,7 @@ impl Binder<'_> {
             // TIMESTAMP, a DATE's midnight or a STRING parsed with the pattern (`yyyy-MM-dd
             // HH:mm:ss` by default; CANNOT_PARSE_TIMESTAMP under ANSI where it does not parse);
             // `unix_timestamp()` is the current time
-            "unix_timestamp" => {
+            "unix_timestamp" | "to_unix_timestamp" => {
                 if args.is_empty() {
                     return Err(unsupported(
                         pos,
@@ -494,7 +501,7 @@ impl Binder<'_> {
                 arity(1..=2)?;
                 let x = self.bind(&args[0])?;
                 let p = if args.len() == 2 { lit_str(1)? } else { DEFAULT_UNIX_PATTERN.to_string() };
-                let name = format!("unix_timestamp({}, {p})", x.name);
+                let name = format!("{lower}({}, {p})", x.name);
                 let t = match x.data_type {
                     DataType::Timestamp | DataType::Date => coerce(x, DataType::Timestamp),
                     DataType::String => {
@@ -544,6 +551,7 @@ impl Binder<'_> {
                 let name = named("hash", &a);
                 Ok(call(Func::Hash, a, DataType::Int, name))
             }
+            _ if let Some(t) = self.more_call(pos, &lower, args)? => Ok(t),
             _ if crate::spec::AGGREGATES.contains(&lower.as_str()) || lower == "count_if" => Err(unsupported(
                 pos,
                 format!("aggregate function {fname} in a row expression"),
@@ -724,7 +732,13 @@ pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif,
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
      unix_millis, unix_micros, unix_timestamp, from_unixtime, timestamp_seconds, timestamp_millis, timestamp_micros, \
      date_trunc, date_format, to_date, to_timestamp, try_to_timestamp, current_timestamp, now, struct, named_struct, to_json, get_json_object, \
-     window_time, hash";
+     window_time, hash, ucase, lcase, len, octet_length, bit_length, ascii, chr, char, repeat, translate, btrim, \
+     position, sha1, crc32, base64, hex, regexp_like, regexp_count, regexp_substr, isnull, isnotnull, nvl2, decode, \
+     isnan, nanvl, pi, e, cbrt, sin, cos, tan, cot, asin, acos, atan, atan2, sinh, cosh, tanh, degrees, radians, \
+     log1p, expm1, rint, hypot, shiftleft, shiftright, dayofyear, weekofyear, quarter, extract, date_part, date_add, \
+     dateadd, date_sub, datediff, date_diff, add_months, last_day, make_date, unix_date, date_from_unix_date, string, \
+     int, bigint, double, float, boolean, date, timestamp, equal_null, zeroifnull, negative, positive, factorial, \
+     to_unix_timestamp";
 
 /// A Java regular expression, as Spark runs it (`java.util.regex`), compiled by Rust's `regex`
 /// after [`java_classes`]; refused where `regex` cannot read it (backreferences, lookaround and

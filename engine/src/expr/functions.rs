@@ -194,6 +194,71 @@ pub enum Func {
     /// `to_date(x[, pattern])`: a STRING parsed (as `CAST(s AS DATE)` without a pattern), the
     /// date of a TIMESTAMP, a DATE as is.
     ToDate(Option<DateFormat>),
+    /// A DOUBLE function of two DOUBLE arguments.
+    Math2(Math2),
+    /// `factorial(n)`: BIGINT for 0 <= n <= 20, NULL otherwise.
+    Factorial,
+    /// `extract(SECOND FROM ts)`: the seconds with their µs, DECIMAL(8, 6).
+    SecondWithFraction,
+    /// `isnan(x)`: false for NULL (null-aware, as Spark's `IsNaN`).
+    IsNan,
+    /// `nanvl(x, y)`: `y` where `x` is NaN, else `x`; NULL where `x` is (null-aware, as Spark's
+    /// `NaNvl`, which reads `y` only for a NaN).
+    Nanvl,
+    /// Bitwise operators and shifts on INT / BIGINT operands of one type (the shift count an
+    /// INT, masked to the width as Java masks it).
+    Bit(BitOp),
+    /// `date_add(d, n)` / `date_sub` (`sub`): a DATE moved by INT days.
+    DateAdd {
+        /// `date_sub`.
+        sub: bool,
+    },
+    /// `datediff(end, start)`: `end - start` in days (INT).
+    DateDiff,
+    /// `add_months(d, n)`: as `LocalDate.plusMonths`, the day clamped to the month's last.
+    AddMonths,
+    /// `last_day(d)`: the last day of the date's month.
+    LastDay,
+    /// `make_date(y, m, d)`: DATETIME_FIELD_OUT_OF_BOUNDS for a date that does not exist.
+    MakeDate,
+    /// `unix_date(d)`: days since 1970-01-01 (INT).
+    UnixDate,
+    /// `date_from_unix_date(n)`: the DATE `n` days after 1970-01-01.
+    DateFromUnixDate,
+    /// `TRIM([side] chars FROM s)` / `btrim(s, chars)`: every character of `chars` removed from
+    /// the start (`leading`) and / or the end (`trailing`) of `s`, as `[s, chars]`.
+    TrimChars {
+        /// Trims the start.
+        leading: bool,
+        /// Trims the end.
+        trailing: bool,
+    },
+    /// `octet_length` (bytes of the UTF-8 text, INT).
+    OctetLength,
+    /// `bit_length` (8 times the bytes).
+    BitLength,
+    /// `ascii(s)`: the code point of the first character, 0 for an empty string.
+    Ascii,
+    /// `chr(n)` / `char(n)`: the character `n mod 256` (Latin-1), empty for a negative `n`.
+    Chr,
+    /// `repeat(s, n)`: `s` `n` times (empty for `n <= 0`).
+    Repeat,
+    /// `translate(s, from, to)`: each character of `from` replaced by the one at its position in
+    /// `to`, or removed where `to` is shorter; the first occurrence in `from` counts.
+    Translate,
+    /// `sha1` (lowercase hex).
+    Sha1,
+    /// `crc32` (BIGINT).
+    Crc32,
+    /// `base64` of the UTF-8 bytes (padded, one line).
+    Base64,
+    /// `hex`: an INT / BIGINT as upper-case hex of its 64-bit two's complement, a STRING as
+    /// upper-case hex of its bytes.
+    Hex,
+    /// `regexp_count(s, re)`: the matches (INT).
+    RegexpCount(Arc<Regex>),
+    /// `regexp_substr(s, re)`: the first match, NULL where none.
+    RegexpSubstr(Arc<Regex>),
     /// `to_timestamp(x[, pattern])` / `try_to_timestamp`: a STRING parsed (as
     /// `CAST(s AS TIMESTAMP)` without a pattern), a DATE's midnight, a TIMESTAMP as is.
     ToTimestamp {
@@ -269,6 +334,64 @@ pub enum Math1 {
     Log2,
     /// `sign` / `signum`.
     Sign,
+    /// `cbrt`.
+    Cbrt,
+    /// `sin`.
+    Sin,
+    /// `cos`.
+    Cos,
+    /// `tan`.
+    Tan,
+    /// `cot` (1 / tan).
+    Cot,
+    /// `asin` (NaN outside [-1, 1]).
+    Asin,
+    /// `acos` (NaN outside [-1, 1]).
+    Acos,
+    /// `atan`.
+    Atan,
+    /// `sinh`.
+    Sinh,
+    /// `cosh`.
+    Cosh,
+    /// `tanh`.
+    Tanh,
+    /// `degrees`.
+    Degrees,
+    /// `radians`.
+    Radians,
+    /// `log1p` (NULL at or below -1).
+    Log1p,
+    /// `expm1`.
+    Expm1,
+    /// `rint` (to the nearest integer, ties to even, as Java's `Math.rint`).
+    Rint,
+}
+
+/// DOUBLE functions of two DOUBLE arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Math2 {
+    /// `atan2(y, x)`.
+    Atan2,
+    /// `hypot(a, b)`.
+    Hypot,
+}
+
+/// Bitwise operations of [`Func::Bit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitOp {
+    /// `&`
+    And,
+    /// `|`
+    Or,
+    /// `^`
+    Xor,
+    /// `~` (one operand)
+    Not,
+    /// `shiftleft(n, k)`
+    ShiftLeft,
+    /// `shiftright(n, k)` (arithmetic)
+    ShiftRight,
 }
 
 /// Fields of a timestamp.
@@ -288,6 +411,15 @@ pub enum TimeField {
     Minute,
     /// `second`.
     Second,
+    /// `dayofyear` (1 to 366).
+    DayOfYear,
+    /// `weekofyear`: the ISO 8601 week (weeks start on Monday; week 1 holds the year's first
+    /// Thursday).
+    WeekOfYear,
+    /// `quarter` (1 to 4).
+    Quarter,
+    /// `extract(DAYOFWEEK_ISO FROM ts)`: 1 = Monday .. 7 = Sunday.
+    DayOfWeekIso,
 }
 
 /// Units of `date_trunc`.
@@ -317,6 +449,8 @@ impl Func {
                 | Func::MakeStruct(_)
                 | Func::Hash
                 | Func::Locate
+                | Func::IsNan
+                | Func::Nanvl
         )
     }
 
@@ -485,8 +619,117 @@ impl Func {
                     Math1::Log10 => log(x.log10()),
                     Math1::Log2 => log(x.ln() / std::f64::consts::LN_2),
                     Math1::Sign => Value::Double(if x.is_nan() || x == 0.0 { x } else { x.signum() }),
+                    Math1::Cbrt => Value::Double(x.cbrt()),
+                    Math1::Sin => Value::Double(x.sin()),
+                    Math1::Cos => Value::Double(x.cos()),
+                    Math1::Tan => Value::Double(x.tan()),
+                    Math1::Cot => Value::Double(1.0 / x.tan()),
+                    Math1::Asin => Value::Double(x.asin()),
+                    Math1::Acos => Value::Double(x.acos()),
+                    Math1::Atan => Value::Double(x.atan()),
+                    Math1::Sinh => Value::Double(x.sinh()),
+                    Math1::Cosh => Value::Double(x.cosh()),
+                    Math1::Tanh => Value::Double(x.tanh()),
+                    Math1::Degrees => Value::Double(x.to_degrees()),
+                    Math1::Radians => Value::Double(x.to_radians()),
+                    Math1::Log1p => {
+                        if x <= -1.0 {
+                            Value::Null
+                        } else {
+                            Value::Double(x.ln_1p())
+                        }
+                    }
+                    Math1::Expm1 => Value::Double(x.exp_m1()),
+                    Math1::Rint => Value::Double(x.round_ties_even()),
                 }
             }
+            Func::Math2(m) => Value::Double(match m {
+                Math2::Atan2 => f(0).atan2(f(1)),
+                Math2::Hypot => f(0).hypot(f(1)),
+            }),
+            Func::Factorial => match n(0) {
+                k @ 0..=20 => Value::Long((1..=k).product()),
+                _ => Value::Null,
+            },
+            Func::SecondWithFraction => {
+                let us = n(0).rem_euclid(60_000_000);
+                Value::Decimal(crate::decimal::Decimal::new(us as i128, 6))
+            }
+            Func::IsNan => Value::Bool(match a[0] {
+                Value::Double(x) => x.is_nan(),
+                Value::Float(x) => x.is_nan(),
+                _ => false,
+            }),
+            Func::Nanvl => match a[0] {
+                Value::Double(x) if x.is_nan() => a[1].clone(),
+                Value::Float(x) if x.is_nan() => a[1].clone(),
+                _ => a[0].clone(),
+            },
+            Func::Bit(op) => bitwise(*op, a)?,
+            Func::DateAdd { sub } => {
+                let d = date(&a[0]);
+                let k = n(1) as i32;
+                let moved = if *sub { d.checked_sub(k) } else { d.checked_add(k) };
+                Value::Date(moved.ok_or(ArithmeticOverflow)?)
+            }
+            Func::DateDiff => Value::Int(date(&a[0]).wrapping_sub(date(&a[1]))),
+            Func::AddMonths => Value::Date(add_months(date(&a[0]), n(1)).ok_or(ArithmeticOverflow)?),
+            Func::LastDay => {
+                let (y, m, _) = crate::time::civil_from_days(date(&a[0]) as i64);
+                Value::Date(crate::time::days_from_civil(y, m, month_days(y, m)) as i32)
+            }
+            Func::MakeDate => {
+                let (y, m, d) = (n(0), n(1), n(2));
+                let valid =
+                    (1..=9999).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= month_days(y, m as u32) as i64;
+                if !valid {
+                    return Err(EvalErrorKind::DatetimeFieldOutOfBounds);
+                }
+                Value::Date(crate::time::days_from_civil(y, m as u32, d as u32) as i32)
+            }
+            Func::UnixDate => Value::Int(date(&a[0])),
+            Func::DateFromUnixDate => Value::Date(n(0) as i32),
+            Func::TrimChars { leading, trailing } => {
+                let set = s(1);
+                let mut t = s(0);
+                if *leading {
+                    t = t.trim_start_matches(|c| set.contains(c));
+                }
+                if *trailing {
+                    t = t.trim_end_matches(|c| set.contains(c));
+                }
+                return st(t.to_string());
+            }
+            Func::OctetLength => Value::Int(s(0).len() as i32),
+            Func::BitLength => Value::Int((s(0).len() as i32).wrapping_mul(8)),
+            Func::Ascii => Value::Int(s(0).chars().next().map_or(0, |c| c as i32)),
+            Func::Chr => {
+                let k = n(0);
+                return st(if k < 0 { String::new() } else { char::from((k & 0xFF) as u8).to_string() });
+            }
+            Func::Repeat => {
+                let k = n(1).max(0) as u64;
+                within_string_limit((s(0).len() as u64).saturating_mul(k))?;
+                return st(s(0).repeat(k as usize));
+            }
+            Func::Translate => return st(translate(s(0), s(1), s(2))),
+            Func::Sha1 => return st(hex(&sha1::Sha1::digest(s(0).as_bytes()))),
+            Func::Crc32 => Value::Long(crc32fast::hash(s(0).as_bytes()) as i64),
+            Func::Base64 => {
+                use base64::Engine as _;
+                return st(base64::engine::general_purpose::STANDARD.encode(s(0).as_bytes()));
+            }
+            Func::Hex => {
+                return st(match a[0] {
+                    Value::Int(_) | Value::Long(_) => format!("{:X}", n(0) as u64),
+                    _ => hex(s(0).as_bytes()).to_ascii_uppercase(),
+                });
+            }
+            Func::RegexpCount(re) => Value::Int(re.find_iter(s(0)).count() as i32),
+            Func::RegexpSubstr(re) => match re.find(s(0)) {
+                Some(m) => return st(m.as_str().to_string()),
+                None => Value::Null,
+            },
             Func::Log => {
                 if f(0) <= 0.0 || f(1) <= 0.0 {
                     Value::Null
@@ -516,6 +759,10 @@ impl Func {
                     TimeField::Hour => h as i32,
                     TimeField::Minute => mi as i32,
                     TimeField::Second => sec as i32,
+                    TimeField::DayOfYear => (text::epoch_day(us) - crate::time::days_from_civil(y, 1, 1)) as i32 + 1,
+                    TimeField::WeekOfYear => iso_week(text::epoch_day(us)),
+                    TimeField::Quarter => (mo as i32 - 1) / 3 + 1,
+                    TimeField::DayOfWeekIso => (text::epoch_day(us) + 3).rem_euclid(7) as i32 + 1,
                 })
             }
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
@@ -976,4 +1223,93 @@ mod tests {
         }
         assert!(answered > 100_000, "the fast path answered {answered} times");
     }
+}
+
+/// The day number of a DATE argument (a TIMESTAMP or STRING is cast to DATE by the binder).
+fn date(v: &Value) -> i32 {
+    match v {
+        Value::Date(d) => *d,
+        _ => 0,
+    }
+}
+
+/// Days in month `m` of year `y` (proleptic Gregorian).
+fn month_days(y: i64, m: u32) -> u32 {
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// `d` plus `months` as Java's `LocalDate.plusMonths`: the day kept, or the month's last
+/// where the month is shorter; `None` outside the DATE range.
+fn add_months(d: i32, months: i64) -> Option<i32> {
+    let (y, m, day) = crate::time::civil_from_days(d as i64);
+    let total = y.checked_mul(12)?.checked_add(m as i64 - 1)?.checked_add(months)?;
+    let (y, m) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
+    let days = crate::time::days_from_civil(y, m, day.min(month_days(y, m)));
+    i32::try_from(days).ok()
+}
+
+/// The ISO 8601 week of the day `day` (days since the epoch): weeks start on Monday and week 1
+/// is the one holding the year's first Thursday.
+fn iso_week(day: i64) -> i32 {
+    let weekday = (day + 3).rem_euclid(7); // 0 = Monday
+    let thursday = day - weekday + 3; // the Thursday of the same week decides its year
+    let (y, _, _) = crate::time::civil_from_days(thursday);
+    ((thursday - crate::time::days_from_civil(y, 1, 1)) / 7 + 1) as i32
+}
+
+/// Spark's `translate`: each character of `from` maps to the one at its position in `to` (or
+/// to nothing where `to` is shorter), the first occurrence in `from` winning.
+fn translate(s: &str, from: &str, to: &str) -> String {
+    let to: Vec<char> = to.chars().collect();
+    let mut map: Vec<(char, Option<char>)> = Vec::new();
+    for (i, c) in from.chars().enumerate() {
+        if !map.iter().any(|(k, _)| *k == c) {
+            map.push((c, to.get(i).copied()));
+        }
+    }
+    s.chars()
+        .filter_map(|c| match map.iter().find(|(k, _)| *k == c) {
+            Some((_, r)) => *r,
+            None => Some(c),
+        })
+        .collect()
+}
+
+/// [`Func::Bit`] on INT or BIGINT operands (both of one type; a shift count is an INT).
+fn bitwise(op: BitOp, a: &[Value]) -> Result<Value, EvalErrorKind> {
+    let count = |i: usize| a.get(i).and_then(Value::as_i64).unwrap_or(0) as u32;
+    Ok(match (a[0].clone(), a.get(1).cloned()) {
+        (Value::Int(x), other) => {
+            let y = match other {
+                Some(Value::Int(y)) => y,
+                _ => 0,
+            };
+            Value::Int(match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+                BitOp::Not => !x,
+                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
+                BitOp::ShiftRight => x.wrapping_shr(count(1)),
+            })
+        }
+        (x, other) => {
+            let x = x.as_i64().unwrap_or(0);
+            let y = other.as_ref().and_then(Value::as_i64).unwrap_or(0);
+            Value::Long(match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+                BitOp::Not => !x,
+                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
+                BitOp::ShiftRight => x.wrapping_shr(count(1)),
+            })
+        }
+    })
 }

@@ -19,6 +19,7 @@
 mod aggregates;
 mod bind;
 mod calls;
+mod calls_more;
 mod cast;
 mod compile;
 mod dates;
@@ -173,6 +174,12 @@ pub enum BinaryOp {
     Or,
     /// `||` (string concatenation)
     Concat,
+    /// `&` (bitwise and of integers)
+    BitAnd,
+    /// `|` (bitwise or)
+    BitOr,
+    /// `^` (bitwise exclusive or)
+    BitXor,
 }
 
 /// Pattern matching operators.
@@ -184,6 +191,21 @@ pub enum LikeKind {
     ILike,
     /// `RLIKE` / `REGEXP` (a regular expression found anywhere in the text).
     RLike,
+    /// `LIKE ... ESCAPE 'c'`: `c` in place of `\\` as the escape.
+    LikeEscape(char),
+    /// `ILIKE ... ESCAPE 'c'`.
+    ILikeEscape(char),
+}
+
+/// The side `TRIM(side chars FROM s)` trims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimSide {
+    /// `BOTH` (the default).
+    Both,
+    /// `LEADING`.
+    Leading,
+    /// `TRAILING`.
+    Trailing,
 }
 
 /// The node kinds of [`Syntax`].
@@ -254,6 +276,16 @@ pub enum SyntaxKind {
         pattern: Box<Syntax>,
         /// `NOT LIKE`.
         negated: bool,
+    },
+    /// `TRIM([BOTH | LEADING | TRAILING] [chars] FROM s)`: the characters of `chars` (spaces
+    /// when absent) removed from the side(s) of `s`.
+    Trim {
+        /// Which side.
+        side: TrimSide,
+        /// The text.
+        expr: Box<Syntax>,
+        /// The characters to remove.
+        chars: Option<Box<Syntax>>,
     },
     /// `CASE [operand] WHEN ... THEN ... [ELSE ...] END`.
     Case {
@@ -382,6 +414,9 @@ pub enum EvalErrorKind {
     /// A string that does not match the datetime pattern of `to_timestamp(s, pattern)` /
     /// `to_date(s, pattern)`.
     CannotParseTimestamp,
+    /// A date field out of its range (`make_date(2024, 2, 30)`), Spark's
+    /// DATETIME_FIELD_OUT_OF_BOUNDS under ANSI.
+    DatetimeFieldOutOfBounds,
     /// A string result longer than 16 MiB (`lpad(s, 2147483647)`): Eddy's own condition, where
     /// Spark's task fails with an out-of-memory error. Checked before the string is built.
     StringTooLong,
@@ -403,6 +438,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::InvalidIndexOfZero => "INVALID_INDEX_OF_ZERO",
             EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
             EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
+            EvalErrorKind::DatetimeFieldOutOfBounds => "DATETIME_FIELD_OUT_OF_BOUNDS",
             EvalErrorKind::StringTooLong => "STRING_TOO_LONG (a string result over 16 MiB)",
         })
     }

@@ -169,6 +169,7 @@ impl Syntax {
             SyntaxKind::Between { expr, low, high, .. } => vec![expr, low, high],
             SyntaxKind::InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
             SyntaxKind::Like { expr, pattern, .. } => vec![expr, pattern],
+            SyntaxKind::Trim { expr, chars, .. } => std::iter::once(&**expr).chain(chars.as_deref()).collect(),
             SyntaxKind::Case { operand, branches, otherwise } => operand
                 .iter()
                 .map(|o| &**o)
@@ -209,6 +210,9 @@ impl Syntax {
             },
             SyntaxKind::Like { kind, expr, pattern, negated } => {
                 SyntaxKind::Like { kind: *kind, expr: b(expr)?, pattern: b(pattern)?, negated: *negated }
+            }
+            SyntaxKind::Trim { side, expr, chars } => {
+                SyntaxKind::Trim { side: *side, expr: b(expr)?, chars: chars.as_deref().map(&mut b).transpose()? }
             }
             SyntaxKind::Case { operand, branches, otherwise } => SyntaxKind::Case {
                 operand: operand.as_deref().map(&mut b).transpose()?,

@@ -1,0 +1,481 @@
+//! Spark built-in functions beyond SQL.md's table that streaming jobs commonly call: aliases
+//! (`ucase`, `len`, `isnull`, `nvl2`, `position`, `decode`, the cast functions `int(x)` ...),
+//! date arithmetic (`date_add`, `datediff`, `add_months`, `DATE ± n`), date parts (`extract`,
+//! `date_part`, `dayofyear`, `weekofyear`, `quarter`), trigonometry and other DOUBLE functions,
+//! bitwise operators, `TRIM(... FROM ...)` and a few string functions. Names, result types and
+//! null handling are Spark 4.3's (pyspark batch `selectExpr`, checked by the oracle case
+//! `tests/cases-sql/sql-more-builtins`), with one difference: `EXTRACT(quarter FROM ts)` is
+//! named with the field upper case (`extract(QUARTER FROM ts)`), because the SQL parser
+//! upper-cases the keyword where Spark keeps it as written.
+
+use std::sync::Arc;
+
+use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
+use super::calls::java_regex;
+use super::functions::{BitOp, Func, Math1, Math2, TimeField};
+use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, TrimSide, Typed};
+use crate::schema::DataType;
+use crate::value::Value;
+
+/// The date part a field name of `extract` / `date_part` reads (Spark's aliases), and its
+/// result type.
+fn date_part(field: &str) -> Option<(TimeField, DataType)> {
+    let f = match field.to_ascii_uppercase().as_str() {
+        "YEAR" | "Y" | "YEARS" | "YR" | "YRS" => TimeField::Year,
+        "QUARTER" | "QTR" => TimeField::Quarter,
+        "MONTH" | "MON" | "MONS" | "MONTHS" => TimeField::Month,
+        "WEEK" | "W" | "WEEKS" => TimeField::WeekOfYear,
+        "DAY" | "D" | "DAYS" => TimeField::Day,
+        "DAYOFWEEK" | "DOW" => TimeField::DayOfWeek,
+        "DAYOFWEEK_ISO" | "DOW_ISO" => TimeField::DayOfWeekIso,
+        "DOY" => TimeField::DayOfYear,
+        "HOUR" | "H" | "HOURS" | "HR" | "HRS" => TimeField::Hour,
+        "MINUTE" | "M" | "MIN" | "MINS" | "MINUTES" => TimeField::Minute,
+        "SECOND" | "S" | "SEC" | "SECONDS" | "SECS" => {
+            return Some((TimeField::Second, DataType::Decimal { precision: 8, scale: 6 }));
+        }
+        _ => return None,
+    };
+    Some((f, DataType::Int))
+}
+
+impl Binder<'_> {
+    /// A call of one of the functions of this module (`lower` is the name in lower case); `None` for any
+    /// other name.
+    pub(super) fn more_call(&self, pos: Pos, lower: &str, args: &[Syntax]) -> Result<Option<Typed>, ExprError> {
+        let arity = |n: std::ops::RangeInclusive<usize>| -> Result<(), ExprError> {
+            if n.contains(&args.len()) {
+                return Ok(());
+            }
+            let allowed = if n.start() == n.end() {
+                format!("{} arguments", n.start())
+            } else {
+                format!("{} to {} arguments", n.start(), n.end())
+            };
+            Err(ty_err(pos, format!("{lower} with {} arguments", args.len()), &allowed))
+        };
+        let bound = || args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>, _>>();
+        let named = |a: &[Typed]| format!("{lower}({})", names(a));
+        let lit_str = |i: usize| -> Result<String, ExprError> {
+            match &args[i].kind {
+                SyntaxKind::Literal(Literal::String(s)) => Ok(s.clone()),
+                _ => Err(unsupported(
+                    args[i].pos,
+                    format!("a non-constant argument {} of {lower}", i + 1),
+                    "a string literal",
+                )),
+            }
+        };
+        let t = match lower {
+            // aliases named as called
+            "ucase" | "lcase" | "len" => {
+                arity(1..=1)?;
+                let a = vec![self.string(pos, self.bind(&args[0])?, lower)?];
+                let (func, ty) = match lower {
+                    "ucase" => (Func::Upper, DataType::String),
+                    "lcase" => (Func::Lower, DataType::String),
+                    _ => (Func::Length, DataType::Int),
+                };
+                call(func, a.clone(), ty, named(&a))
+            }
+            "octet_length" | "bit_length" | "ascii" | "sha1" | "crc32" | "base64" => {
+                arity(1..=1)?;
+                let a = vec![self.string(pos, self.bind(&args[0])?, lower)?];
+                let (func, ty) = match lower {
+                    "octet_length" => (Func::OctetLength, DataType::Int),
+                    "bit_length" => (Func::BitLength, DataType::Int),
+                    "ascii" => (Func::Ascii, DataType::Int),
+                    "sha1" => (Func::Sha1, DataType::String),
+                    "crc32" => (Func::Crc32, DataType::Long),
+                    _ => (Func::Base64, DataType::String),
+                };
+                call(func, a.clone(), ty, named(&a))
+            }
+            "chr" | "char" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                if !matches!(x.data_type, DataType::Int | DataType::Long) && !is_null_literal(&x) {
+                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "INT, BIGINT"));
+                }
+                let name = named(std::slice::from_ref(&x));
+                call(Func::Chr, vec![coerce(x, DataType::Long)], DataType::String, name)
+            }
+            "hex" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                if !matches!(x.data_type, DataType::Int | DataType::Long | DataType::String) && !is_null_literal(&x) {
+                    return Err(ty_err(pos, format!("hex of {} ({})", x.data_type, x.name), "INT, BIGINT, STRING"));
+                }
+                let name = named(std::slice::from_ref(&x));
+                call(Func::Hex, vec![x], DataType::String, name)
+            }
+            "repeat" => {
+                arity(2..=2)?;
+                let s = self.string(pos, self.bind(&args[0])?, lower)?;
+                let k = self.integer(pos, self.bind(&args[1])?, lower)?;
+                let a = vec![s, k];
+                call(Func::Repeat, a.clone(), DataType::String, named(&a))
+            }
+            "translate" => {
+                arity(3..=3)?;
+                let a = bound()?.into_iter().map(|x| self.string(pos, x, lower)).collect::<Result<Vec<_>, _>>()?;
+                call(Func::Translate, a.clone(), DataType::String, named(&a))
+            }
+            "btrim" => {
+                arity(1..=2)?;
+                let a = bound()?.into_iter().map(|x| self.string(pos, x, lower)).collect::<Result<Vec<_>, _>>()?;
+                let name = named(&a);
+                let mut a = a;
+                if a.len() == 1 {
+                    a.push(literal(Value::Str(Arc::from(" ")), DataType::String, " ".into()));
+                }
+                call(Func::TrimChars { leading: true, trailing: true }, a, DataType::String, name)
+            }
+            // `position(sub, s[, pos])`: `locate`, named as called (POSITION(sub IN s) is lowered
+            // to `locate`)
+            "position" => {
+                arity(2..=3)?;
+                let sub = self.string(pos, self.bind(&args[0])?, lower)?;
+                let s = self.string(pos, self.bind(&args[1])?, lower)?;
+                let p = match args.get(2) {
+                    Some(p) => self.integer(pos, self.bind(p)?, lower)?,
+                    None => literal(Value::Int(1), DataType::Int, "1".into()),
+                };
+                let name = format!("position({}, {}, {})", sub.name, s.name, p.name);
+                call(Func::Locate, vec![s, sub, p], DataType::Int, name)
+            }
+            "regexp_like" | "regexp_count" | "regexp_substr" => {
+                arity(2..=2)?;
+                let s = self.string(pos, self.bind(&args[0])?, lower)?;
+                let re = java_regex(args[1].pos, &lit_str(1)?)?;
+                let p = self.bind(&args[1])?;
+                let (func, ty, name) = match lower {
+                    "regexp_like" => {
+                        (Func::RLike(re), DataType::Boolean, format!("REGEXP_LIKE({}, {})", s.name, p.name))
+                    }
+                    "regexp_count" => (Func::RegexpCount(re), DataType::Int, named(&[s.clone(), p])),
+                    _ => (Func::RegexpSubstr(re), DataType::String, named(&[s.clone(), p])),
+                };
+                call(func, vec![s], ty, name)
+            }
+            "isnull" | "isnotnull" => {
+                arity(1..=1)?;
+                let e = self.bind(&args[0])?;
+                let negated = lower == "isnotnull";
+                let name = format!("({} IS {}NULL)", e.name, if negated { "NOT " } else { "" });
+                call(Func::IsNull { negated }, vec![e], DataType::Boolean, name)
+            }
+            "nvl2" => {
+                arity(3..=3)?;
+                let a = bound()?;
+                let ty = common_type(pos, &a[1..], "nvl2")?;
+                let name = named(&a);
+                let present =
+                    call(Func::IsNull { negated: true }, vec![a[0].clone()], DataType::Boolean, String::new());
+                let node = Node::Case {
+                    branches: vec![(present, coerce(a[1].clone(), ty))],
+                    otherwise: Some(Box::new(coerce(a[2].clone(), ty))),
+                };
+                Typed { node, data_type: ty, name }
+            }
+            // Spark's `decode(x, search, result, ..., [default])`: a CASE of null-safe equalities
+            "decode" => {
+                if args.len() < 3 {
+                    return Err(ty_err(pos, format!("decode with {} arguments", args.len()), "3 or more arguments"));
+                }
+                let a = bound()?;
+                let name = named(&a);
+                let results: Vec<Typed> =
+                    a[1..].chunks(2).map(|c| if c.len() == 2 { c[1].clone() } else { c[0].clone() }).collect();
+                let ty = common_type(pos, &results, "decode results")?;
+                let mut branches = Vec::new();
+                for pair in a[1..].chunks_exact(2) {
+                    let (l, r) = self.comparable(pos, a[0].clone(), pair[0].clone(), "decode")?;
+                    let eq = call(Func::NullSafeEq, vec![l, r], DataType::Boolean, String::new());
+                    branches.push((eq, coerce(pair[1].clone(), ty)));
+                }
+                let otherwise = (a.len() % 2 == 0).then(|| Box::new(coerce(a[a.len() - 1].clone(), ty)));
+                Typed { node: Node::Case { branches, otherwise }, data_type: ty, name }
+            }
+            "equal_null" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                let name = named(&a);
+                let (l, r) = self.comparable(pos, a[0].clone(), a[1].clone(), lower)?;
+                call(Func::NullSafeEq, vec![l, r], DataType::Boolean, name)
+            }
+            "zeroifnull" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, lower)?;
+                let name = named(std::slice::from_ref(&x));
+                let ty = if is_null_literal(&x) { DataType::Int } else { x.data_type };
+                let zero = coerce(literal(Value::Int(0), DataType::Int, "0".into()), ty);
+                Typed { node: Node::Coalesce(vec![coerce(x, ty), zero]), data_type: ty, name }
+            }
+            "negative" | "positive" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, lower)?;
+                if lower == "positive" {
+                    Typed { name: format!("(+ {})", x.name), ..x }
+                } else {
+                    let name = named(std::slice::from_ref(&x));
+                    call(Func::Negate, vec![x.clone()], x.data_type, name)
+                }
+            }
+            "factorial" => {
+                arity(1..=1)?;
+                let x = self.integer(pos, self.bind(&args[0])?, lower)?;
+                let name = named(std::slice::from_ref(&x));
+                call(Func::Factorial, vec![x], DataType::Long, name)
+            }
+            "isnan" | "nanvl" => {
+                arity(if lower == "isnan" { 1..=1 } else { 2..=2 })?;
+                let a = bound()?;
+                for x in &a {
+                    self.numeric(pos, x, lower)?;
+                }
+                let name = named(&a);
+                let a: Vec<Typed> = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();
+                if lower == "isnan" {
+                    call(Func::IsNan, a, DataType::Boolean, name)
+                } else {
+                    call(Func::Nanvl, a, DataType::Double, name)
+                }
+            }
+            "pi" | "e" => {
+                arity(0..=0)?;
+                let v = if lower == "pi" { std::f64::consts::PI } else { std::f64::consts::E };
+                literal(Value::Double(v), DataType::Double, format!("{}()", lower.to_ascii_uppercase()))
+            }
+            "cbrt" | "sin" | "cos" | "tan" | "cot" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
+            | "degrees" | "radians" | "log1p" | "expm1" | "rint" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                self.numeric(pos, &x, lower)?;
+                let m = match lower {
+                    "cbrt" => Math1::Cbrt,
+                    "sin" => Math1::Sin,
+                    "cos" => Math1::Cos,
+                    "tan" => Math1::Tan,
+                    "cot" => Math1::Cot,
+                    "asin" => Math1::Asin,
+                    "acos" => Math1::Acos,
+                    "atan" => Math1::Atan,
+                    "sinh" => Math1::Sinh,
+                    "cosh" => Math1::Cosh,
+                    "tanh" => Math1::Tanh,
+                    "degrees" => Math1::Degrees,
+                    "radians" => Math1::Radians,
+                    "log1p" => Math1::Log1p,
+                    "expm1" => Math1::Expm1,
+                    _ => Math1::Rint,
+                };
+                // Spark names these upper case, `rint` as written
+                let fname = if lower == "rint" { "rint".to_string() } else { lower.to_ascii_uppercase() };
+                let name = format!("{fname}({})", x.name);
+                call(Func::Math1(m), vec![coerce(x, DataType::Double)], DataType::Double, name)
+            }
+            "atan2" | "hypot" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                for x in &a {
+                    self.numeric(pos, x, lower)?;
+                }
+                let name = format!("{}({})", lower.to_ascii_uppercase(), names(&a));
+                let m = if lower == "atan2" { Math2::Atan2 } else { Math2::Hypot };
+                let a = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();
+                call(Func::Math2(m), a, DataType::Double, name)
+            }
+            "shiftleft" | "shiftright" | "~" => {
+                arity(if lower == "~" { 1..=1 } else { 2..=2 })?;
+                let a = bound()?;
+                let (op, name) = match lower {
+                    "~" => (BitOp::Not, format!("~{}", a[0].name)),
+                    "shiftleft" => (BitOp::ShiftLeft, named(&a)),
+                    _ => (BitOp::ShiftRight, named(&a)),
+                };
+                self.bitwise(pos, op, a, name)?
+            }
+            "dayofyear" | "weekofyear" | "quarter" => {
+                arity(1..=1)?;
+                let t = self.date_or_time(pos, self.bind(&args[0])?, lower)?;
+                let name = named(std::slice::from_ref(&t));
+                let f = match lower {
+                    "dayofyear" => TimeField::DayOfYear,
+                    "weekofyear" => TimeField::WeekOfYear,
+                    _ => TimeField::Quarter,
+                };
+                call(Func::TimeField(f), vec![coerce(t, DataType::Timestamp)], DataType::Int, name)
+            }
+            // `extract(field FROM x)` (lowered from the syntax) and `date_part('field', x)`
+            "extract" | "date_part" => {
+                arity(2..=2)?;
+                let field = lit_str(0)?;
+                let Some((f, ty)) = date_part(&field) else {
+                    return Err(ty_err(
+                        args[0].pos,
+                        format!("{lower} field {field}"),
+                        "YEAR, QUARTER, MONTH, WEEK, DAY, DAYOFWEEK, DAYOFWEEK_ISO, DOY, HOUR, MINUTE, SECOND",
+                    ));
+                };
+                let t = self.date_or_time(pos, self.bind(&args[1])?, lower)?;
+                let name = if lower == "extract" {
+                    format!("extract({field} FROM {})", t.name)
+                } else {
+                    format!("date_part({field}, {})", t.name)
+                };
+                let t = coerce(t, DataType::Timestamp);
+                // SECOND: with its fraction, DECIMAL(8, 6), as Spark's SecondWithFraction
+                let func = if f == TimeField::Second { Func::SecondWithFraction } else { Func::TimeField(f) };
+                call(func, vec![t], ty, name)
+            }
+            "date_add" | "dateadd" | "date_sub" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                let mut t = self.date_add(pos, lower == "date_sub", a[0].clone(), a[1].clone())?;
+                if lower == "date_sub" {
+                    t.name = named(&a);
+                }
+                t
+            }
+            "datediff" | "date_diff" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                let name = named(&a);
+                let end = self.date_arg(pos, a[0].clone(), lower)?;
+                let start = self.date_arg(pos, a[1].clone(), lower)?;
+                call(Func::DateDiff, vec![end, start], DataType::Int, name)
+            }
+            "add_months" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                let name = named(&a);
+                let d = self.date_arg(pos, a[0].clone(), lower)?;
+                let k = self.integer(pos, a[1].clone(), lower)?;
+                call(Func::AddMonths, vec![d, k], DataType::Date, name)
+            }
+            "last_day" | "unix_date" => {
+                arity(1..=1)?;
+                let a = bound()?;
+                let name = named(&a);
+                let d = self.date_arg(pos, a[0].clone(), lower)?;
+                let (func, ty) =
+                    if lower == "last_day" { (Func::LastDay, DataType::Date) } else { (Func::UnixDate, DataType::Int) };
+                call(func, vec![d], ty, name)
+            }
+            "make_date" => {
+                arity(3..=3)?;
+                let a = bound()?;
+                let name = named(&a);
+                let a = a.into_iter().map(|x| self.integer(pos, x, lower)).collect::<Result<Vec<_>, _>>()?;
+                call(Func::MakeDate, a, DataType::Date, name)
+            }
+            "date_from_unix_date" => {
+                arity(1..=1)?;
+                let x = self.integer(pos, self.bind(&args[0])?, lower)?;
+                let name = named(std::slice::from_ref(&x));
+                call(Func::DateFromUnixDate, vec![x], DataType::Date, name)
+            }
+            // the cast functions: `int(x)` is CAST(x AS INT), named as its argument
+            "string" | "int" | "bigint" | "double" | "float" | "boolean" | "date" | "timestamp" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                let to = match lower {
+                    "string" => DataType::String,
+                    "int" => DataType::Int,
+                    "bigint" => DataType::Long,
+                    "double" => DataType::Double,
+                    "float" => DataType::Float,
+                    "boolean" => DataType::Boolean,
+                    "date" => DataType::Date,
+                    _ => DataType::Timestamp,
+                };
+                let name = x.name.clone();
+                Typed { name, ..self.cast(pos, x, to, false)? }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(t))
+    }
+
+    /// `TRIM([side] [chars] FROM s)`: without characters `trim` / `ltrim` / `rtrim` (and named
+    /// so, as Spark), with them `TRIM(BOTH chars FROM s)` and its like.
+    pub(super) fn trim(
+        &self,
+        pos: Pos,
+        side: TrimSide,
+        expr: &Syntax,
+        chars: Option<&Syntax>,
+    ) -> Result<Typed, ExprError> {
+        let s = self.string(pos, self.bind(expr)?, "TRIM")?;
+        let (leading, trailing, word, plain) = match side {
+            TrimSide::Both => (true, true, "BOTH", Func::Trim),
+            TrimSide::Leading => (true, false, "LEADING", Func::LTrim),
+            TrimSide::Trailing => (false, true, "TRAILING", Func::RTrim),
+        };
+        let Some(chars) = chars else {
+            let fname = match side {
+                TrimSide::Both => "trim",
+                TrimSide::Leading => "ltrim",
+                TrimSide::Trailing => "rtrim",
+            };
+            let name = format!("{fname}({})", s.name);
+            return Ok(call(plain, vec![s], DataType::String, name));
+        };
+        let c = self.string(pos, self.bind(chars)?, "TRIM")?;
+        let name = format!("TRIM({word} {} FROM {})", c.name, s.name);
+        Ok(call(Func::TrimChars { leading, trailing }, vec![s, c], DataType::String, name))
+    }
+
+    /// `d + n` / `date_add(d, n)` (`sub`: `d - n` / `date_sub`), named `date_add(d, n)` /
+    /// `date_sub(d, n)` as Spark names both spellings.
+    pub(super) fn date_add(&self, pos: Pos, sub: bool, d: Typed, k: Typed) -> Result<Typed, ExprError> {
+        let what = if sub { "date_sub" } else { "date_add" };
+        let name = format!("{what}({}, {})", d.name, k.name);
+        let d = self.date_arg(pos, d, what)?;
+        if !matches!(k.data_type, DataType::Int | DataType::Long) && !is_null_literal(&k) {
+            return Err(ty_err(pos, format!("{what} of {} days ({})", k.data_type, k.name), "INT"));
+        }
+        let k = coerce(k, DataType::Int);
+        Ok(call(Func::DateAdd { sub }, vec![d, k], DataType::Date, name))
+    }
+
+    /// `&`, `|`, `^` (two operands of one integral type, widened), `~` (one), `shiftleft` /
+    /// `shiftright` (an INT or BIGINT and an INT count).
+    pub(super) fn bitwise(&self, pos: Pos, op: BitOp, a: Vec<Typed>, name: String) -> Result<Typed, ExprError> {
+        let integral = |t: &Typed| matches!(t.data_type, DataType::Int | DataType::Long) || is_null_literal(t);
+        if let Some(bad) = a.iter().find(|t| !integral(t)) {
+            return Err(ty_err(pos, format!("{name} of {} ({})", bad.data_type, bad.name), "INT, BIGINT"));
+        }
+        let (ty, a) = match op {
+            BitOp::ShiftLeft | BitOp::ShiftRight => {
+                let ty = if a[0].data_type == DataType::Long { DataType::Long } else { DataType::Int };
+                let count = self.integer(pos, a[1].clone(), "shift")?;
+                (ty, vec![coerce(a[0].clone(), ty), count])
+            }
+            _ => {
+                let ty = if a.iter().any(|t| t.data_type == DataType::Long) { DataType::Long } else { DataType::Int };
+                (ty, a.into_iter().map(|t| coerce(t, ty)).collect())
+            }
+        };
+        Ok(call(Func::Bit(op), a, ty, name))
+    }
+
+    /// A DATE argument: a DATE, or a TIMESTAMP / STRING cast to DATE (as Spark casts them).
+    fn date_arg(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if !matches!(t.data_type, DataType::Date | DataType::Timestamp | DataType::String) && !is_null_literal(&t) {
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "DATE, TIMESTAMP, STRING"));
+        }
+        Ok(coerce(t, DataType::Date))
+    }
+
+    /// A TIMESTAMP or DATE argument of a date part.
+    fn date_or_time(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if !matches!(t.data_type, DataType::Date | DataType::Timestamp) && !is_null_literal(&t) {
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "TIMESTAMP, DATE"));
+        }
+        Ok(t)
+    }
+}
