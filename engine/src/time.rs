@@ -329,7 +329,8 @@ pub fn parse_timestamp_strict(s: &str) -> Result<Timestamp, TimeError> {
     if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo as u32) as i64 {
         return Err(bad("date out of range"));
     }
-    if h > 23 || mi > 59 || sec > 60 {
+    // second 60 (a leap second) is refused, as Spark's readers and CAST refuse it
+    if h > 23 || mi > 59 || sec > 59 {
         return Err(bad("time out of range"));
     }
     let mut i = 19;
@@ -365,7 +366,7 @@ pub fn parse_timestamp_strict(s: &str) -> Result<Timestamp, TimeError> {
         }
     }
     let days = days_from_civil(y, mo as u32, d as u32);
-    let secs = days * SECS_PER_DAY + h * 3600 + mi * 60 + sec.min(59) - offset_s;
+    let secs = days * SECS_PER_DAY + h * 3600 + mi * 60 + sec - offset_s;
     Ok(Timestamp(secs * US_PER_SEC + frac_us))
 }
 
@@ -581,6 +582,20 @@ mod tests {
 
     /// What Spark 4.3's JSON reader (schema `ts TIMESTAMP`, DROPMALFORMED) made of each text,
     /// as `unix_micros(ts)`, or `None` where it dropped the line (pyspark, the oracle's venv).
+    /// Second 60 is no second: Spark 4.3's JSON reader gives NULL (the record is malformed) and
+    /// `try_cast` NULL for `2024-01-15T10:00:60Z`, `2024-01-15 10:00:60` and `23:59:60`; 59.5 is
+    /// read.
+    #[test]
+    fn a_leap_second_is_refused_as_spark_refuses_it() {
+        for text in
+            ["2024-01-15T10:00:60Z", "2024-01-15 10:00:60", "2024-01-15T23:59:60Z", "2024-01-15T23:59:60.5+01:00"]
+        {
+            assert!(parse_timestamp(text).is_err(), "{text}");
+            assert!(parse_timestamp_strict(text).is_err(), "{text}");
+        }
+        assert_eq!(parse_timestamp("2024-01-15T10:00:59.5Z").map(|t| t.0), Ok(1_705_312_859_500_000));
+    }
+
     #[test]
     fn signed_and_long_years_are_read_as_spark_reads_them() {
         let spark: [(&str, Option<i64>); 20] = [
