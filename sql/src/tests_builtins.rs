@@ -47,6 +47,18 @@ fn edge_values_are_sparks() {
     assert_eq!(one("weekofyear(DATE '2021-01-03')"), Value::Int(53));
     assert_eq!(one("weekofyear(DATE '2020-12-31')"), Value::Int(53));
     assert_eq!(one("weekofyear(DATE '2024-12-30')"), Value::Int(1));
+    // timestampadd clamps months; timestampdiff counts whole units toward zero, months as
+    // Java's LocalDateTime.until (the time of day decides whether the last month is whole)
+    let ts = |t: &str| one(&format!("TIMESTAMP '{t}'"));
+    assert_eq!(one("timestampadd(MONTH, 1, TIMESTAMP '2024-01-31 10:00:00')"), ts("2024-02-29 10:00:00"));
+    assert_eq!(one("timestampadd(YEAR, -1, TIMESTAMP '2024-02-29 23:59:59.5')"), ts("2023-02-28 23:59:59.5"));
+    let diff = |u: &str, a: &str, b: &str| one(&format!("timestampdiff({u}, TIMESTAMP '{a}', TIMESTAMP '{b}')"));
+    assert_eq!(diff("MONTH", "2024-01-31 10:00:00", "2024-02-29 11:00:00"), Value::Long(0));
+    assert_eq!(diff("MONTH", "2024-03-31 10:00:00", "2024-02-29 11:00:00"), Value::Long(0));
+    assert_eq!(diff("YEAR", "2020-02-29 00:00:00", "2024-02-28 00:00:00"), Value::Long(3));
+    assert_eq!(diff("DAY", "2024-01-02 09:00:00", "2024-01-01 10:00:00"), Value::Long(0));
+    assert_eq!(one("next_day(DATE '2024-03-04', 'MO')"), one("DATE '2024-03-11'"));
+    assert_eq!(one("trunc(DATE '2024-02-28', 'WEEK')"), one("DATE '2024-02-26'"));
     // decode compares null-safely
     assert_eq!(one("decode(NULL, NULL, 'a', 'b')"), s("a"));
     assert_eq!(one("decode(n, 4, 'four')"), Value::Null);

@@ -1,6 +1,7 @@
 //! Spark built-in functions beyond SQL.md's table that streaming jobs commonly call: aliases
 //! (`ucase`, `len`, `isnull`, `nvl2`, `position`, `decode`, the cast functions `int(x)` ...),
-//! date arithmetic (`date_add`, `datediff`, `add_months`, `DATE ± n`), date parts (`extract`,
+//! date arithmetic (`date_add`, `datediff`, `add_months`, `DATE ± n`, `timestampadd`,
+//! `timestampdiff`, `trunc`, `next_day`, `current_date`), date parts (`extract`,
 //! `date_part`, `dayofyear`, `weekofyear`, `quarter`), trigonometry and other DOUBLE functions,
 //! bitwise operators, `TRIM(... FROM ...)` and a few string functions. Names, result types and
 //! null handling are Spark 4.3's (pyspark batch `selectExpr`, checked by the oracle case
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
 use super::calls::java_regex;
-use super::functions::{BitOp, Func, Math1, Math2, TimeField};
+use super::functions::{BitOp, Func, Math1, Math2, TimeField, TimeStep, TruncUnit};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, TrimSide, Typed};
 use crate::schema::DataType;
 use crate::value::Value;
@@ -229,6 +230,104 @@ impl Binder<'_> {
                 let x = self.integer(pos, self.bind(&args[0])?, lower)?;
                 let name = named(std::slice::from_ref(&x));
                 call(Func::Factorial, vec![x], DataType::Long, name)
+            }
+            // the processing time's date (`current_timestamp()` cast to DATE)
+            "current_date" | "curdate" => {
+                arity(0..=0)?;
+                let now = call(Func::CurrentTimestamp, Vec::new(), DataType::Timestamp, String::new());
+                Typed { name: format!("{lower}()"), ..coerce(now, DataType::Date) }
+            }
+            // `trunc(date, unit)`: the date truncated to its year, quarter, month or week
+            "trunc" => {
+                arity(2..=2)?;
+                let d = self.date_arg(pos, self.bind(&args[0])?, lower)?;
+                let unit = lit_str(1)?;
+                let u = match unit.to_ascii_uppercase().as_str() {
+                    "YEAR" | "YYYY" | "YY" => TruncUnit::Year,
+                    "QUARTER" => TruncUnit::Quarter,
+                    "MONTH" | "MM" | "MON" => TruncUnit::Month,
+                    "WEEK" => TruncUnit::Week,
+                    _ => {
+                        return Err(ty_err(
+                            args[1].pos,
+                            format!("trunc unit '{unit}' (Spark gives NULL for it)"),
+                            "YEAR, YYYY, YY, QUARTER, MONTH, MM, MON, WEEK",
+                        ));
+                    }
+                };
+                let name = format!("trunc({}, {unit})", d.name);
+                let midnight = coerce(d, DataType::Timestamp);
+                let t = call(Func::DateTrunc(u), vec![midnight], DataType::Timestamp, String::new());
+                Typed { name, ..coerce(t, DataType::Date) }
+            }
+            // `next_day(d, 'Mon')`: the first date after `d` on that day of the week
+            "next_day" => {
+                arity(2..=2)?;
+                let d = self.date_arg(pos, self.bind(&args[0])?, lower)?;
+                let day = lit_str(1)?;
+                let weekday = match day.to_ascii_uppercase().as_str() {
+                    "MO" | "MON" | "MONDAY" => 0,
+                    "TU" | "TUE" | "TUESDAY" => 1,
+                    "WE" | "WED" | "WEDNESDAY" => 2,
+                    "TH" | "THU" | "THURSDAY" => 3,
+                    "FR" | "FRI" | "FRIDAY" => 4,
+                    "SA" | "SAT" | "SATURDAY" => 5,
+                    "SU" | "SUN" | "SUNDAY" => 6,
+                    _ => {
+                        return Err(ty_err(
+                            args[1].pos,
+                            format!("next_day's day of the week '{day}' (Spark's ILLEGAL_DAY_OF_WEEK)"),
+                            "MO, MON, MONDAY, TU, TUE, TUESDAY, ... SU, SUN, SUNDAY",
+                        ));
+                    }
+                };
+                let name = format!("next_day({}, {day})", d.name);
+                call(Func::NextDay(weekday), vec![d], DataType::Date, name)
+            }
+            // `timestampadd(unit, n, ts)` / `timestampdiff(unit, start, end)`, the unit a keyword
+            "timestampadd" | "timestampdiff" => {
+                arity(3..=3)?;
+                let unit = match &args[0].kind {
+                    SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].to_ascii_uppercase(),
+                    SyntaxKind::Literal(Literal::String(u)) => u.to_ascii_uppercase(),
+                    _ => String::new(),
+                };
+                let step = match unit.as_str() {
+                    "MICROSECOND" => TimeStep::Micros(1),
+                    "MILLISECOND" => TimeStep::Micros(1_000),
+                    "SECOND" => TimeStep::Micros(1_000_000),
+                    "MINUTE" => TimeStep::Micros(60_000_000),
+                    "HOUR" => TimeStep::Micros(3_600_000_000),
+                    "DAY" | "DAYOFYEAR" => TimeStep::Micros(86_400_000_000),
+                    "WEEK" => TimeStep::Micros(7 * 86_400_000_000),
+                    "MONTH" => TimeStep::Months(1),
+                    "QUARTER" => TimeStep::Months(3),
+                    "YEAR" => TimeStep::Months(12),
+                    _ => {
+                        return Err(ty_err(
+                            args[0].pos,
+                            format!("{lower} unit {unit}"),
+                            "YEAR, QUARTER, MONTH, WEEK, DAY, DAYOFYEAR, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND",
+                        ));
+                    }
+                };
+                let a: Vec<Typed> = args[1..].iter().map(|x| self.bind(x)).collect::<Result<_, _>>()?;
+                let name = format!("{lower}({unit}, {})", names(&a));
+                if lower == "timestampadd" {
+                    let k = match a[0].data_type {
+                        DataType::Int | DataType::Long => coerce(a[0].clone(), DataType::Long),
+                        _ if is_null_literal(&a[0]) => coerce(a[0].clone(), DataType::Long),
+                        other => {
+                            return Err(ty_err(pos, format!("timestampadd of {other} ({})", a[0].name), "INT, BIGINT"));
+                        }
+                    };
+                    let t = self.timestamp_arg(pos, a[1].clone(), lower)?;
+                    call(Func::TimestampAdd(step), vec![k, t], DataType::Timestamp, name)
+                } else {
+                    let start = self.timestamp_arg(pos, a[0].clone(), lower)?;
+                    let end = self.timestamp_arg(pos, a[1].clone(), lower)?;
+                    call(Func::TimestampDiff(step), vec![start, end], DataType::Long, name)
+                }
             }
             "isnan" | "nanvl" => {
                 arity(if lower == "isnan" { 1..=1 } else { 2..=2 })?;
@@ -469,6 +568,11 @@ impl Binder<'_> {
             return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "DATE, TIMESTAMP, STRING"));
         }
         Ok(coerce(t, DataType::Date))
+    }
+
+    /// A TIMESTAMP argument: a TIMESTAMP, or a DATE's midnight.
+    fn timestamp_arg(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        self.date_or_time(pos, t, what).map(|t| coerce(t, DataType::Timestamp))
     }
 
     /// A TIMESTAMP or DATE argument of a date part.

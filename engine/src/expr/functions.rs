@@ -196,6 +196,14 @@ pub enum Func {
     ToDate(Option<DateFormat>),
     /// A DOUBLE function of two DOUBLE arguments.
     Math2(Math2),
+    /// `next_day(d, day)`: the first date after `d` on this day of the week (0 = Monday).
+    NextDay(u8),
+    /// `timestampadd(unit, n, ts)` as `[n, ts]`: months added as `LocalDateTime.plusMonths`
+    /// (the day clamped to the month's last), a fixed unit as that many µs.
+    TimestampAdd(TimeStep),
+    /// `timestampdiff(unit, start, end)`: whole units from `start` to `end`, toward zero, as
+    /// Java's `ChronoUnit.between` on UTC date-times (months: the days and times compared).
+    TimestampDiff(TimeStep),
     /// `factorial(n)`: BIGINT for 0 <= n <= 20, NULL otherwise.
     Factorial,
     /// `extract(SECOND FROM ts)`: the seconds with their µs, DECIMAL(8, 6).
@@ -375,6 +383,15 @@ pub enum Math2 {
     Atan2,
     /// `hypot(a, b)`.
     Hypot,
+}
+
+/// A unit of `timestampadd` / `timestampdiff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeStep {
+    /// A fixed length in µs (microsecond to week).
+    Micros(i64),
+    /// Months (1 month, 3 a quarter, 12 a year).
+    Months(i64),
 }
 
 /// Bitwise operations of [`Func::Bit`].
@@ -646,6 +663,26 @@ impl Func {
             Func::Math2(m) => Value::Double(match m {
                 Math2::Atan2 => f(0).atan2(f(1)),
                 Math2::Hypot => f(0).hypot(f(1)),
+            }),
+            Func::NextDay(weekday) => {
+                let d = date(&a[0]);
+                let today = (d as i64 + 3).rem_euclid(7); // 0 = Monday
+                let ahead = (*weekday as i64 - today - 1).rem_euclid(7) + 1;
+                Value::Date(i32::try_from(d as i64 + ahead).map_err(|_| ArithmeticOverflow)?)
+            }
+            Func::TimestampAdd(step) => {
+                let (k, us) = (n(0), n(1));
+                let t = match *step {
+                    TimeStep::Micros(per) => k.checked_mul(per).and_then(|d| us.checked_add(d)),
+                    TimeStep::Months(per) => add_months_micros(us, k.checked_mul(per).ok_or(ArithmeticOverflow)?),
+                };
+                Value::Timestamp(Timestamp(t.ok_or(ArithmeticOverflow)?))
+            }
+            Func::TimestampDiff(step) => Value::Long(match *step {
+                TimeStep::Micros(per) => {
+                    i64::try_from((n(1) as i128 - n(0) as i128) / per as i128).map_err(|_| ArithmeticOverflow)?
+                }
+                TimeStep::Months(per) => months_between_whole(n(0), n(1)) / per,
             }),
             Func::Factorial => match n(0) {
                 k @ 0..=20 => Value::Long((1..=k).product()),
@@ -1127,6 +1164,123 @@ fn locate(s: &str, sub: &str, pos: i64) -> i32 {
     }
 }
 
+/// The day number of a DATE argument (a TIMESTAMP or STRING is cast to DATE by the binder).
+fn date(v: &Value) -> i32 {
+    match v {
+        Value::Date(d) => *d,
+        _ => 0,
+    }
+}
+
+/// Days in month `m` of year `y` (proleptic Gregorian).
+fn month_days(y: i64, m: u32) -> u32 {
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// `d` plus `months` as Java's `LocalDate.plusMonths`: the day kept, or the month's last
+/// where the month is shorter; `None` outside the DATE range.
+fn add_months(d: i32, months: i64) -> Option<i32> {
+    let (y, m, day) = crate::time::civil_from_days(d as i64);
+    let total = y.checked_mul(12)?.checked_add(m as i64 - 1)?.checked_add(months)?;
+    let (y, m) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
+    let days = crate::time::days_from_civil(y, m, day.min(month_days(y, m)));
+    i32::try_from(days).ok()
+}
+
+/// The ISO 8601 week of the day `day` (days since the epoch): weeks start on Monday and week 1
+/// is the one holding the year's first Thursday.
+fn iso_week(day: i64) -> i32 {
+    let weekday = (day + 3).rem_euclid(7); // 0 = Monday
+    let thursday = day - weekday + 3; // the Thursday of the same week decides its year
+    let (y, _, _) = crate::time::civil_from_days(thursday);
+    ((thursday - crate::time::days_from_civil(y, 1, 1)) / 7 + 1) as i32
+}
+
+/// Spark's `translate`: each character of `from` maps to the one at its position in `to` (or
+/// to nothing where `to` is shorter), the first occurrence in `from` winning.
+fn translate(s: &str, from: &str, to: &str) -> String {
+    let to: Vec<char> = to.chars().collect();
+    let mut map: Vec<(char, Option<char>)> = Vec::new();
+    for (i, c) in from.chars().enumerate() {
+        if !map.iter().any(|(k, _)| *k == c) {
+            map.push((c, to.get(i).copied()));
+        }
+    }
+    s.chars()
+        .filter_map(|c| match map.iter().find(|(k, _)| *k == c) {
+            Some((_, r)) => *r,
+            None => Some(c),
+        })
+        .collect()
+}
+
+/// [`Func::Bit`] on INT or BIGINT operands (both of one type; a shift count is an INT).
+fn bitwise(op: BitOp, a: &[Value]) -> Result<Value, EvalErrorKind> {
+    let count = |i: usize| a.get(i).and_then(Value::as_i64).unwrap_or(0) as u32;
+    Ok(match (a[0].clone(), a.get(1).cloned()) {
+        (Value::Int(x), other) => {
+            let y = match other {
+                Some(Value::Int(y)) => y,
+                _ => 0,
+            };
+            Value::Int(match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+                BitOp::Not => !x,
+                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
+                BitOp::ShiftRight => x.wrapping_shr(count(1)),
+            })
+        }
+        (x, other) => {
+            let x = x.as_i64().unwrap_or(0);
+            let y = other.as_ref().and_then(Value::as_i64).unwrap_or(0);
+            Value::Long(match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+                BitOp::Not => !x,
+                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
+                BitOp::ShiftRight => x.wrapping_shr(count(1)),
+            })
+        }
+    })
+}
+
+/// `us` plus `months` as `LocalDateTime.plusMonths` in UTC: the date moved (its day clamped to
+/// the month's last), the time of day kept; `None` outside the TIMESTAMP range.
+fn add_months_micros(us: i64, months: i64) -> Option<i64> {
+    const DAY: i64 = 86_400_000_000;
+    let (day, time) = (us.div_euclid(DAY), us.rem_euclid(DAY));
+    let moved = add_months(i32::try_from(day).ok()?, months)?;
+    (moved as i64).checked_mul(DAY)?.checked_add(time)
+}
+
+/// Whole months from `start` to `end` (µs, UTC), toward zero, as Java's
+/// `LocalDateTime.until(end, MONTHS)`: the end date moved a day toward the start when its time
+/// of day has not yet reached the start's, then `(month * 32 + day)` compared.
+fn months_between_whole(start: i64, end: i64) -> i64 {
+    const DAY: i64 = 86_400_000_000;
+    let (d1, t1) = (start.div_euclid(DAY), start.rem_euclid(DAY));
+    let (mut d2, t2) = (end.div_euclid(DAY), end.rem_euclid(DAY));
+    if d2 > d1 && t2 < t1 {
+        d2 -= 1;
+    } else if d2 < d1 && t2 > t1 {
+        d2 += 1;
+    }
+    let packed = |d: i64| {
+        let (y, m, day) = crate::time::civil_from_days(d);
+        (y * 12 + m as i64 - 1) * 32 + day as i64
+    };
+    (packed(d2) - packed(d1)) / 32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1223,93 +1377,4 @@ mod tests {
         }
         assert!(answered > 100_000, "the fast path answered {answered} times");
     }
-}
-
-/// The day number of a DATE argument (a TIMESTAMP or STRING is cast to DATE by the binder).
-fn date(v: &Value) -> i32 {
-    match v {
-        Value::Date(d) => *d,
-        _ => 0,
-    }
-}
-
-/// Days in month `m` of year `y` (proleptic Gregorian).
-fn month_days(y: i64, m: u32) -> u32 {
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    match m {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// `d` plus `months` as Java's `LocalDate.plusMonths`: the day kept, or the month's last
-/// where the month is shorter; `None` outside the DATE range.
-fn add_months(d: i32, months: i64) -> Option<i32> {
-    let (y, m, day) = crate::time::civil_from_days(d as i64);
-    let total = y.checked_mul(12)?.checked_add(m as i64 - 1)?.checked_add(months)?;
-    let (y, m) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
-    let days = crate::time::days_from_civil(y, m, day.min(month_days(y, m)));
-    i32::try_from(days).ok()
-}
-
-/// The ISO 8601 week of the day `day` (days since the epoch): weeks start on Monday and week 1
-/// is the one holding the year's first Thursday.
-fn iso_week(day: i64) -> i32 {
-    let weekday = (day + 3).rem_euclid(7); // 0 = Monday
-    let thursday = day - weekday + 3; // the Thursday of the same week decides its year
-    let (y, _, _) = crate::time::civil_from_days(thursday);
-    ((thursday - crate::time::days_from_civil(y, 1, 1)) / 7 + 1) as i32
-}
-
-/// Spark's `translate`: each character of `from` maps to the one at its position in `to` (or
-/// to nothing where `to` is shorter), the first occurrence in `from` winning.
-fn translate(s: &str, from: &str, to: &str) -> String {
-    let to: Vec<char> = to.chars().collect();
-    let mut map: Vec<(char, Option<char>)> = Vec::new();
-    for (i, c) in from.chars().enumerate() {
-        if !map.iter().any(|(k, _)| *k == c) {
-            map.push((c, to.get(i).copied()));
-        }
-    }
-    s.chars()
-        .filter_map(|c| match map.iter().find(|(k, _)| *k == c) {
-            Some((_, r)) => *r,
-            None => Some(c),
-        })
-        .collect()
-}
-
-/// [`Func::Bit`] on INT or BIGINT operands (both of one type; a shift count is an INT).
-fn bitwise(op: BitOp, a: &[Value]) -> Result<Value, EvalErrorKind> {
-    let count = |i: usize| a.get(i).and_then(Value::as_i64).unwrap_or(0) as u32;
-    Ok(match (a[0].clone(), a.get(1).cloned()) {
-        (Value::Int(x), other) => {
-            let y = match other {
-                Some(Value::Int(y)) => y,
-                _ => 0,
-            };
-            Value::Int(match op {
-                BitOp::And => x & y,
-                BitOp::Or => x | y,
-                BitOp::Xor => x ^ y,
-                BitOp::Not => !x,
-                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
-                BitOp::ShiftRight => x.wrapping_shr(count(1)),
-            })
-        }
-        (x, other) => {
-            let x = x.as_i64().unwrap_or(0);
-            let y = other.as_ref().and_then(Value::as_i64).unwrap_or(0);
-            Value::Long(match op {
-                BitOp::And => x & y,
-                BitOp::Or => x | y,
-                BitOp::Xor => x ^ y,
-                BitOp::Not => !x,
-                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
-                BitOp::ShiftRight => x.wrapping_shr(count(1)),
-            })
-        }
-    })
 }
