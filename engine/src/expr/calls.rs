@@ -738,7 +738,8 @@ pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif,
      log1p, expm1, rint, hypot, shiftleft, shiftright, dayofyear, weekofyear, quarter, extract, date_part, date_add, \
      dateadd, date_sub, datediff, date_diff, add_months, last_day, make_date, unix_date, date_from_unix_date, string, \
      int, bigint, double, float, boolean, date, timestamp, equal_null, zeroifnull, negative, positive, factorial, \
-     to_unix_timestamp, current_date, curdate, trunc, next_day, timestampadd, timestampdiff";
+     to_unix_timestamp, current_date, curdate, trunc, next_day, timestampadd, timestampdiff, from_utc_timestamp, \
+     to_utc_timestamp";
 
 /// A Java regular expression, as Spark runs it (`java.util.regex`), compiled by Rust's `regex`
 /// after [`java_classes`]; refused where `regex` cannot read it (backreferences, lookaround and

@@ -260,6 +260,42 @@ impl Binder<'_> {
                 let t = call(Func::DateTrunc(u), vec![midnight], DataType::Timestamp, String::new());
                 Typed { name, ..coerce(t, DataType::Date) }
             }
+            // `from_utc_timestamp(ts, zone)` / `to_utc_timestamp(ts, zone)` (zones.rs)
+            "from_utc_timestamp" | "to_utc_timestamp" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                let name = named(&a);
+                let t = match a[0].data_type {
+                    DataType::Timestamp | DataType::Date | DataType::String => {
+                        coerce(a[0].clone(), DataType::Timestamp)
+                    }
+                    _ if is_null_literal(&a[0]) => coerce(a[0].clone(), DataType::Timestamp),
+                    other => {
+                        return Err(ty_err(
+                            pos,
+                            format!("{lower} of {other} ({})", a[0].name),
+                            "TIMESTAMP, DATE, STRING",
+                        ));
+                    }
+                };
+                let z = self.string(pos, a[1].clone(), lower)?;
+                let zone = match &args[1].kind {
+                    SyntaxKind::Literal(Literal::String(text)) => Some(super::zones::Zone::parse(text).ok_or_else(|| {
+                        ty_err(
+                            args[1].pos,
+                            format!("the time zone '{text}' (Spark's INVALID_TIMEZONE)"),
+                            "a region id such as 'Europe/Paris' (case matters), an offset such as '+08:00' or 'GMT+1', 'UTC', or one of Java's short ids ('PST', 'EST', 'CST', ...)",
+                        )
+                    })?),
+                    _ => None,
+                };
+                call(
+                    Func::ShiftZone { to_utc: lower == "to_utc_timestamp", zone },
+                    vec![t, z],
+                    DataType::Timestamp,
+                    name,
+                )
+            }
             // `next_day(d, 'Mon')`: the first date after `d` on that day of the week
             "next_day" => {
                 arity(2..=2)?;

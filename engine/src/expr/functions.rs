@@ -196,6 +196,15 @@ pub enum Func {
     ToDate(Option<DateFormat>),
     /// A DOUBLE function of two DOUBLE arguments.
     Math2(Math2),
+    /// `from_utc_timestamp(ts, zone)` (`to_utc`: false) / `to_utc_timestamp(ts, zone)` as
+    /// `[ts, zone]`: the zone parsed at binding when it is a literal, else per row
+    /// (INVALID_TIMEZONE where it names none).
+    ShiftZone {
+        /// `to_utc_timestamp`.
+        to_utc: bool,
+        /// The zone of a literal argument.
+        zone: Option<super::zones::Zone>,
+    },
     /// `next_day(d, day)`: the first date after `d` on this day of the week (0 = Monday).
     NextDay(u8),
     /// `timestampadd(unit, n, ts)` as `[n, ts]`: months added as `LocalDateTime.plusMonths`
@@ -664,6 +673,15 @@ impl Func {
                 Math2::Atan2 => f(0).atan2(f(1)),
                 Math2::Hypot => f(0).hypot(f(1)),
             }),
+            Func::ShiftZone { to_utc, zone } => {
+                let zone = match zone {
+                    Some(z) => *z,
+                    None => super::zones::Zone::parse(s(1)).ok_or(EvalErrorKind::InvalidTimezone)?,
+                };
+                let us = n(0);
+                let shifted = if *to_utc { zone.to_utc(us) } else { zone.from_utc(us) };
+                Value::Timestamp(Timestamp(shifted.ok_or(ArithmeticOverflow)?))
+            }
             Func::NextDay(weekday) => {
                 let d = date(&a[0]);
                 let today = (d as i64 + 3).rem_euclid(7); // 0 = Monday

@@ -32,6 +32,7 @@ mod query;
 mod structs;
 mod text;
 mod udf;
+mod zones;
 
 use std::fmt;
 use std::sync::Arc;
@@ -417,6 +418,9 @@ pub enum EvalErrorKind {
     /// A date field out of its range (`make_date(2024, 2, 30)`), Spark's
     /// DATETIME_FIELD_OUT_OF_BOUNDS under ANSI.
     DatetimeFieldOutOfBounds,
+    /// A time zone argument that names no zone (`from_utc_timestamp(ts, 'Nowhere/City')`),
+    /// Spark's INVALID_TIMEZONE.
+    InvalidTimezone,
     /// A string result longer than 16 MiB (`lpad(s, 2147483647)`): Eddy's own condition, where
     /// Spark's task fails with an out-of-memory error. Checked before the string is built.
     StringTooLong,
@@ -439,6 +443,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
             EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
             EvalErrorKind::DatetimeFieldOutOfBounds => "DATETIME_FIELD_OUT_OF_BOUNDS",
+            EvalErrorKind::InvalidTimezone => "INVALID_TIMEZONE",
             EvalErrorKind::StringTooLong => "STRING_TOO_LONG (a string result over 16 MiB)",
         })
     }

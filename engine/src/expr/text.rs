@@ -311,7 +311,7 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
 /// (Java's `ZoneId.of` for these forms): nothing, `Z`, `UTC`, `GMT` or `UT` alone or followed by
 /// an offset, or an offset: a sign and `h`, `hh`, `hhmm`, `hh:mm`, `hhmmss` or `hh:mm:ss`, at
 /// most 18 hours. `None` for anything else (region ids such as `Europe/Paris` included).
-fn zone_offset(z: &str) -> Option<i64> {
+pub(super) fn zone_offset(z: &str) -> Option<i64> {
     if z.is_empty() || z == "Z" {
         return Some(0);
     }
