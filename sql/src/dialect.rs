@@ -105,6 +105,13 @@ impl Dialect for SparkDialect {
         DatabricksDialect.supports_struct_literal()
     }
 
+    // `TRIM(LEADING FROM s)`: a side without characters (Spark's `ltrim(s)`); the parser reads
+    // it only where this is on (`trim(s, chars)`, which it also reads then, is refused when
+    // lowered)
+    fn supports_comma_separated_trim(&self) -> bool {
+        true
+    }
+
     fn supports_nested_comments(&self) -> bool {
         DatabricksDialect.supports_nested_comments()
     }

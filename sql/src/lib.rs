@@ -83,6 +83,7 @@ pub struct Bound {
 /// Spark SQL that Eddy does not implement (subqueries, window functions, `*`, DECIMAL
 /// literals where refused, subscripts `a[0]`, ...).
 pub fn parse_expression(text: &str) -> Result<Parsed, SqlError> {
+    let _source = Source::set(text);
     let dialect = dialect::SparkDialect;
     // literals raw: Spark's own unescaping keeps `\%` and `\_` for LIKE ([`spark_unescape`])
     let options = ParserOptions::new().with_unescape(false);
@@ -251,6 +252,58 @@ fn filter_rewrite(name: &str, args: &FunctionArguments, condition: &Expr) -> Str
 
 fn node(kind: SyntaxKind, at: &impl Spanned) -> Syntax {
     Syntax { kind, pos: pos(at.span().start) }
+}
+
+thread_local! {
+    /// The SQL text being lowered, for the few names that keep text as written.
+    static SOURCE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The SQL text being lowered on this thread while it lives ([`SOURCE`]; the text before it
+/// comes back when it is dropped, so a parse inside a parse is safe).
+struct Source(String);
+
+impl Source {
+    fn set(text: &str) -> Source {
+        Source(SOURCE.with(|s| s.replace(text.to_string())))
+    }
+
+    /// The field of `EXTRACT(field FROM x)` as written in the text being lowered: the word
+    /// before the `FROM` that precedes `x` (`x` is the operand, whose position the parser
+    /// keeps).
+    fn field_of_extract(x: &Expr) -> Option<String> {
+        let start = x.span().start;
+        SOURCE.with(|s| {
+            let s = s.borrow();
+            let before = s.get(..byte_at(&s, start)?)?.trim_end();
+            let cut = before.len().checked_sub(4)?;
+            if !before.get(cut..)?.eq_ignore_ascii_case("FROM") {
+                return None;
+            }
+            let word = before[..cut].trim_end().rsplit(|c: char| c == '(' || c.is_whitespace()).next()?;
+            (!word.is_empty()).then(|| word.to_string())
+        })
+    }
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        let before = std::mem::take(&mut self.0);
+        SOURCE.with(|s| s.replace(before));
+    }
+}
+
+/// The byte offset of a parser location (1-based line and character column) in `text`.
+fn byte_at(text: &str, at: sqlparser::tokenizer::Location) -> Option<usize> {
+    let mut offset = 0;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if n as u64 + 1 == at.line {
+            let col = at.column.checked_sub(1)? as usize;
+            return Some(offset + line.char_indices().nth(col).map_or(line.len(), |(i, _)| i));
+        }
+        offset += line.len();
+    }
+    None
 }
 
 fn boxed(e: &Expr) -> Result<Box<Syntax>, SqlError> {
@@ -658,9 +711,11 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
         Expr::Position { expr, r#in } => {
             node(SyntaxKind::Call { name: "locate".into(), args: vec![lower(expr)?, lower(r#in)?] }, e)
         }
-        // `EXTRACT(field FROM x)`: a call of `extract` with the field as written
+        // `EXTRACT(field FROM x)`: a call of `extract` with the field as written (the parser
+        // upper-cases it; Spark's name keeps the text)
         Expr::Extract { field, syntax: ast::ExtractSyntax::From, expr } => {
-            let field = node(SyntaxKind::Literal(Literal::String(field.to_string())), e);
+            let written = Source::field_of_extract(expr).unwrap_or_else(|| field.to_string());
+            let field = node(SyntaxKind::Literal(Literal::String(written)), e);
             node(SyntaxKind::Call { name: "extract".into(), args: vec![field, lower(expr)?] }, e)
         }
         Expr::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }

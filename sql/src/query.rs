@@ -31,6 +31,7 @@ const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] 
 /// subquery other than a union, a second join, EXCEPT, INTERSECT or a second statement, at its
 /// position.
 pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
+    let _source = super::Source::set(text);
     let dialect = dialect::SparkDialect;
     let options = ParserOptions::new().with_unescape(false);
     let mut parser = Parser::new(&dialect).with_options(options).with_tokens_with_locations(super::tokens(text)?);

@@ -72,7 +72,6 @@ fn errors_are_sparks_conditions() {
         err("make_date(2024, 2, 30)").as_deref(),
         Some(r#"DATETIME_FIELD_OUT_OF_BOUNDS in "make_date(2024, 2, 30)""#)
     );
-    assert!(err("date_add(DATE '2024-01-01', 2147483647)").is_some());
     // the escape at the end of a pattern, an escape of more than one character: refused
     let bind_err = |t: &str| bind_expression(t, &schema()).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(bind_err("s LIKE 'a!' ESCAPE '!'").contains("an escape `!` followed by _, % or !"));
@@ -98,4 +97,41 @@ fn like_escape_and_names_are_sparks() {
     assert_eq!(name("int('5')"), "5");
     assert_eq!(name("d - 1"), "date_sub(d, 1)");
     assert_eq!(name("log(n)"), "LOG(E(), n)");
+    // EXTRACT keeps its field as written (the parser upper-cases it; Spark does not)
+    assert_eq!(name("extract(year FROM d)"), "extract(year FROM d)");
+    assert_eq!(name("EXTRACT(Quarter from ts) + 1"), "(extract(Quarter FROM ts) + 1)");
+}
+
+/// Result types and Java's regex iteration where they differ from the obvious (Spark 4.3,
+/// pyspark `typeof` and values).
+#[test]
+fn types_and_regex_iteration_are_sparks() {
+    let ty = |t: &str| {
+        bind_expression(t, &schema()).map(|b| b.typed.data_type.to_string()).unwrap_or_else(|e| panic!("{t}: {e}"))
+    };
+    // decode without a default: its NULL default is a STRING, which takes part in the type
+    assert_eq!(ty("decode(n, 5, n)"), "BIGINT");
+    assert_eq!(ty("decode(n, 5, 1.5)"), "DOUBLE");
+    assert_eq!(ty("decode(n, 5, 'a')"), "STRING");
+    assert_eq!(ty("decode(n, 5, 1, 0)"), "INT");
+    assert_eq!(ty("zeroifnull(1.5)"), "DECIMAL(11,1)");
+    assert_eq!(ty("zeroifnull(n)"), "INT");
+    assert_eq!(ty("negative(NULL)"), "DOUBLE");
+    assert_eq!(ty("nanvl(CAST(1 AS FLOAT), CAST(2 AS FLOAT))"), "FLOAT");
+    // Spark refuses a BIGINT day count and unix_date of a TIMESTAMP
+    assert!(bind_expression("date_add(d, 2147483648)", &schema()).is_err());
+    assert!(bind_expression("unix_date(ts)", &schema()).is_err());
+    let s = |x: &str| Value::Str(x.into());
+    let row = |x: &str| vec![s(x), Value::Null, Value::Null, Value::Null];
+    // an empty match right after a non-empty one counts, as Java's Matcher.find finds it
+    assert_eq!(eval("regexp_count(s, 'x*')", row(" xxhixx ")), Ok(Value::Int(7)));
+    assert_eq!(eval("regexp_count(s, '')", row("abc")), Ok(Value::Int(4)));
+    // an empty first match is NULL
+    assert_eq!(eval("regexp_substr(s, 'x*')", row(" xxhixx ")), Ok(Value::Null));
+    assert_eq!(eval("regexp_substr(s, 'x+')", row(" xxhixx ")), Ok(s("xx")));
+    // atan2 of -0.0 is that of +0.0 (Spark adds 0.0 to both)
+    assert_eq!(eval("atan2(-0.0D, -1.0D)", row("")), Ok(Value::Double(std::f64::consts::PI)));
+    // date_add wraps around the INT day numbers; make_date takes years beyond 9999
+    assert_eq!(one("date_add(DATE '2024-01-01', 2147483647)"), one("DATE '-5877587-06-21'"));
+    assert_eq!(one("make_date(-1, 1, 1)"), one("DATE '-0001-01-01'"));
 }

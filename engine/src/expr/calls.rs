@@ -671,6 +671,26 @@ fn java_classes(p: &str) -> String {
                             out.push(']');
                         }
                     }
+                    // Java's POSIX classes `\p{Alpha}` ... are ASCII ones (Rust's `\p{Alpha}` is
+                    // Unicode): written as the ASCII classes of `regex`
+                    None if (n == 'p' || n == 'P') && chars.peek() == Some(&'{') => {
+                        let name: String = chars.clone().skip(1).take_while(|&c| c != '}').collect();
+                        match posix_class(&name) {
+                            Some(class) => {
+                                chars.nth(name.len() + 1); // the `{name}`
+                                let negation = if n == 'P' { "^" } else { "" };
+                                if depth > 0 {
+                                    out.push_str(&format!("[:{negation}{class}:]"));
+                                } else {
+                                    out.push_str(&format!("[[:{negation}{class}:]]"));
+                                }
+                            }
+                            None => {
+                                out.push('\\');
+                                out.push(n);
+                            }
+                        }
+                    }
                     None if n == 'Q' => {
                         // quoted up to `\E` (or the end)
                         let mut quoted = String::new();
@@ -692,6 +712,12 @@ fn java_classes(p: &str) -> String {
             '[' => {
                 depth += 1;
                 out.push('[');
+                // `[:alpha:]` is no POSIX class in Java but a set of characters (a nested one
+                // inside a class): the colon escaped, so that `regex` reads it so too
+                if chars.peek() == Some(&':') {
+                    out.push_str("\\:");
+                    chars.next();
+                }
                 // a `]` first in a class (after `^`) is a literal, in Java as in `regex`
                 if chars.peek() == Some(&'^') {
                     out.push('^');
@@ -710,6 +736,27 @@ fn java_classes(p: &str) -> String {
         }
     }
     out
+}
+
+/// The ASCII class of `regex` for one of Java's POSIX class names (`\p{Alpha}`), which Java
+/// defines over US-ASCII only.
+fn posix_class(java: &str) -> Option<&'static str> {
+    Some(match java {
+        "Lower" => "lower",
+        "Upper" => "upper",
+        "ASCII" => "ascii",
+        "Alpha" => "alpha",
+        "Digit" => "digit",
+        "Alnum" => "alnum",
+        "Punct" => "punct",
+        "Graph" => "graph",
+        "Print" => "print",
+        "Blank" => "blank",
+        "Cntrl" => "cntrl",
+        "XDigit" => "xdigit",
+        "Space" => "space",
+        _ => return None,
+    })
 }
 
 /// Spark's default pattern of `from_unixtime` and `unix_timestamp` (part of their output names).
@@ -777,6 +824,14 @@ mod tests {
         assert!(m(r"^[a\D]+$", "a!b"));
         assert!(!m(r"^[a\D]+$", "a1"));
         assert!(m(r"^\\d$", r"\d"));
+        // Java's POSIX classes are ASCII; `[:alpha:]` is a set of characters there
+        assert!(!m(r"^\p{Alpha}+$", "Ünï"));
+        assert!(m(r"^\p{Alpha}+$", "abcXYZ"));
+        assert!(m(r"^\P{Digit}+$", "ab"));
+        assert!(m(r"^[\p{Digit}x]+$", "1x2"));
+        assert!(m(r"^[[:alpha:]]+$", "ahl:p"));
+        assert!(!m(r"[[:alpha:]]", "bcd"));
+        assert!(m(r"\p{L}", "é")); // a Unicode category stays Unicode
         // \Q...\E quotes
         assert!(m(r"^\Qa.b\E$", "a.b"));
         assert!(!m(r"^\Qa.b\E$", "axb"));

@@ -5,9 +5,7 @@
 //! `date_part`, `dayofyear`, `weekofyear`, `quarter`), trigonometry and other DOUBLE functions,
 //! bitwise operators, `TRIM(... FROM ...)` and a few string functions. Names, result types and
 //! null handling are Spark 4.3's (pyspark batch `selectExpr`, checked by the oracle case
-//! `tests/cases-sql/sql-more-builtins`), with one difference: `EXTRACT(quarter FROM ts)` is
-//! named with the field upper case (`extract(QUARTER FROM ts)`), because the SQL parser
-//! upper-cases the keyword where Spark keeps it as written.
+//! `tests/cases-sql/sql-more-builtins`).
 
 use std::sync::Arc;
 
@@ -186,8 +184,17 @@ impl Binder<'_> {
                 }
                 let a = bound()?;
                 let name = named(&a);
-                let results: Vec<Typed> =
+                let mut results: Vec<Typed> =
                     a[1..].chunks(2).map(|c| if c.len() == 2 { c[1].clone() } else { c[0].clone() }).collect();
+                if a.len() % 2 == 1 {
+                    // no default: Spark's is a NULL of type STRING, which takes part in the
+                    // result's type (`decode(n, 5, n)` is BIGINT, `decode(n, 5, 1.5)` DOUBLE)
+                    let null = literal(Value::Null, DataType::String, "NULL".into());
+                    results.push(Typed {
+                        node: Node::Cast { input: Box::new(null.clone()), try_cast: false, implicit: true },
+                        ..null
+                    });
+                }
                 let ty = common_type(pos, &results, "decode results")?;
                 let mut branches = Vec::new();
                 for pair in a[1..].chunks_exact(2) {
@@ -210,14 +217,19 @@ impl Binder<'_> {
                 let x = self.bind(&args[0])?;
                 self.numeric(pos, &x, lower)?;
                 let name = named(std::slice::from_ref(&x));
-                let ty = if is_null_literal(&x) { DataType::Int } else { x.data_type };
-                let zero = coerce(literal(Value::Int(0), DataType::Int, "0".into()), ty);
+                // Spark's nvl(x, 0): the common type of x and the INT 0 (DECIMAL(p, s) widens to
+                // hold an INT, a FLOAT becomes DOUBLE)
+                let zero = literal(Value::Int(0), DataType::Int, "0".into());
+                let ty = common_type(pos, &[x.clone(), zero.clone()], lower)?;
+                let zero = coerce(zero, ty);
                 Typed { node: Node::Coalesce(vec![coerce(x, ty), zero]), data_type: ty, name }
             }
             "negative" | "positive" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
                 self.numeric(pos, &x, lower)?;
+                // a NULL literal is a DOUBLE here, as Spark types it
+                let x = if is_null_literal(&x) { coerce(x, DataType::Double) } else { x };
                 if lower == "positive" {
                     Typed { name: format!("(+ {})", x.name), ..x }
                 } else {
@@ -372,11 +384,14 @@ impl Binder<'_> {
                     self.numeric(pos, x, lower)?;
                 }
                 let name = named(&a);
-                let a: Vec<Typed> = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();
+                // FLOAT when every argument is (Spark's common type), else DOUBLE
+                let ty =
+                    if a.iter().all(|x| x.data_type == DataType::Float) { DataType::Float } else { DataType::Double };
+                let a: Vec<Typed> = a.into_iter().map(|x| coerce(x, ty)).collect();
                 if lower == "isnan" {
                     call(Func::IsNan, a, DataType::Boolean, name)
                 } else {
-                    call(Func::Nanvl, a, DataType::Double, name)
+                    call(Func::Nanvl, a, ty, name)
                 }
             }
             "pi" | "e" => {
@@ -495,6 +510,9 @@ impl Binder<'_> {
                 arity(1..=1)?;
                 let a = bound()?;
                 let name = named(&a);
+                if lower == "unix_date" && a[0].data_type != DataType::Date && !is_null_literal(&a[0]) {
+                    return Err(ty_err(pos, format!("unix_date of {} ({})", a[0].data_type, a[0].name), "DATE"));
+                }
                 let d = self.date_arg(pos, a[0].clone(), lower)?;
                 let (func, ty) =
                     if lower == "last_day" { (Func::LastDay, DataType::Date) } else { (Func::UnixDate, DataType::Int) };
@@ -570,7 +588,7 @@ impl Binder<'_> {
         let what = if sub { "date_sub" } else { "date_add" };
         let name = format!("{what}({}, {})", d.name, k.name);
         let d = self.date_arg(pos, d, what)?;
-        if !matches!(k.data_type, DataType::Int | DataType::Long) && !is_null_literal(&k) {
+        if k.data_type != DataType::Int && !is_null_literal(&k) {
             return Err(ty_err(pos, format!("{what} of {} days ({})", k.data_type, k.name), "INT"));
         }
         let k = coerce(k, DataType::Int);

@@ -670,7 +670,8 @@ impl Func {
                 }
             }
             Func::Math2(m) => Value::Double(match m {
-                Math2::Atan2 => f(0).atan2(f(1)),
+                // Spark adds 0.0 to both, so that -0.0 is +0.0 (atan2(-0.0, -1) is +pi there)
+                Math2::Atan2 => (f(0) + 0.0).atan2(f(1) + 0.0),
                 Math2::Hypot => f(0).hypot(f(1)),
             }),
             Func::ShiftZone { to_utc, zone } => {
@@ -679,7 +680,7 @@ impl Func {
                     None => super::zones::Zone::parse(s(1)).ok_or(EvalErrorKind::InvalidTimezone)?,
                 };
                 let us = n(0);
-                let shifted = if *to_utc { zone.to_utc(us) } else { zone.from_utc(us) };
+                let shifted = if *to_utc { zone.instant_at_wall_clock(us) } else { zone.wall_clock_at(us) };
                 Value::Timestamp(Timestamp(shifted.ok_or(ArithmeticOverflow)?))
             }
             Func::NextDay(weekday) => {
@@ -724,8 +725,8 @@ impl Func {
             Func::DateAdd { sub } => {
                 let d = date(&a[0]);
                 let k = n(1) as i32;
-                let moved = if *sub { d.checked_sub(k) } else { d.checked_add(k) };
-                Value::Date(moved.ok_or(ArithmeticOverflow)?)
+                // wrapping, as Spark's `start + days` on its INT day numbers
+                Value::Date(if *sub { d.wrapping_sub(k) } else { d.wrapping_add(k) })
             }
             Func::DateDiff => Value::Int(date(&a[0]).wrapping_sub(date(&a[1]))),
             Func::AddMonths => Value::Date(add_months(date(&a[0]), n(1)).ok_or(ArithmeticOverflow)?),
@@ -735,12 +736,13 @@ impl Func {
             }
             Func::MakeDate => {
                 let (y, m, d) = (n(0), n(1), n(2));
-                let valid =
-                    (1..=9999).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= month_days(y, m as u32) as i64;
-                if !valid {
+                // any year of Java's LocalDate whose day number fits an INT, as Spark
+                let valid = (1..=12).contains(&m) && d >= 1 && d <= month_days(y, m as u32) as i64;
+                if !valid || y.abs() > 999_999_999 {
                     return Err(EvalErrorKind::DatetimeFieldOutOfBounds);
                 }
-                Value::Date(crate::time::days_from_civil(y, m as u32, d as u32) as i32)
+                let days = crate::time::days_from_civil(y, m as u32, d as u32);
+                Value::Date(i32::try_from(days).map_err(|_| ArithmeticOverflow)?)
             }
             Func::UnixDate => Value::Int(date(&a[0])),
             Func::DateFromUnixDate => Value::Date(n(0) as i32),
@@ -780,10 +782,11 @@ impl Func {
                     _ => hex(s(0).as_bytes()).to_ascii_uppercase(),
                 });
             }
-            Func::RegexpCount(re) => Value::Int(re.find_iter(s(0)).count() as i32),
+            Func::RegexpCount(re) => Value::Int(java_find_count(re, s(0))),
+            // an empty first match is NULL, as Spark's RegExpSubStr gives it
             Func::RegexpSubstr(re) => match re.find(s(0)) {
-                Some(m) => return st(m.as_str().to_string()),
-                None => Value::Null,
+                Some(m) if !m.is_empty() => return st(m.as_str().to_string()),
+                _ => Value::Null,
             },
             Func::Log => {
                 if f(0) <= 0.0 || f(1) <= 0.0 {
@@ -1188,6 +1191,23 @@ fn date(v: &Value) -> i32 {
         Value::Date(d) => *d,
         _ => 0,
     }
+}
+
+/// The matches of `re` in `s` as Java's `Matcher.find` finds them one after another (Spark's
+/// `regexp_count`): after a match the search goes on where it ended, and after an empty one a
+/// character later, so an empty match right after a non-empty one counts (`x*` finds 7 matches
+/// in ` xxhixx `, where `find_iter` finds 5). Java steps over UTF-16 code units: between the
+/// two halves of a character beyond the BMP it may find one more empty match, which this does
+/// not count.
+fn java_find_count(re: &Regex, s: &str) -> i32 {
+    let mut count = 0i32;
+    let mut at = 0;
+    while at <= s.len() {
+        let Some(m) = re.find_at(s, at) else { break };
+        count = count.saturating_add(1);
+        at = if m.is_empty() { m.end() + s[m.end()..].chars().next().map_or(1, char::len_utf8) } else { m.end() };
+    }
+    count
 }
 
 /// Days in month `m` of year `y` (proleptic Gregorian).

@@ -76,7 +76,7 @@ impl Zone {
 
     /// `from_utc_timestamp`: the wall-clock time in this zone at the instant `us`, as a
     /// timestamp (µs); `None` outside the TIMESTAMP range.
-    pub fn from_utc(&self, us: i64) -> Option<i64> {
+    pub fn wall_clock_at(&self, us: i64) -> Option<i64> {
         us.checked_add(self.offset_at(us)?.checked_mul(US_PER_SEC)?)
     }
 
@@ -84,7 +84,7 @@ impl Zone {
     /// `ZonedDateTime.ofLocal` resolves it: in an overlap (clocks set back) the earlier instant,
     /// in a gap (clocks set forward) the time moved forward by the gap, which is the offset from
     /// before the gap applied.
-    pub fn to_utc(&self, us: i64) -> Option<i64> {
+    pub fn instant_at_wall_clock(&self, us: i64) -> Option<i64> {
         let offset = match self {
             Zone::Fixed(s) => *s,
             Zone::Region(tz) => {
@@ -173,8 +173,8 @@ mod tests {
         for (zone, want) in cases {
             let z = Zone::parse(zone).unwrap_or_else(|| panic!("{zone}"));
             for (at, (from, to)) in times.iter().zip(want) {
-                assert_eq!(z.from_utc(t(at)), Some(t(from)), "from_utc_timestamp({at}, {zone})");
-                assert_eq!(z.to_utc(t(at)), Some(t(to)), "to_utc_timestamp({at}, {zone})");
+                assert_eq!(z.wall_clock_at(t(at)), Some(t(from)), "from_utc_timestamp({at}, {zone})");
+                assert_eq!(z.instant_at_wall_clock(t(at)), Some(t(to)), "to_utc_timestamp({at}, {zone})");
             }
         }
         for ok in ["UTC", "GMT", "Z", "+08:00", "GMT+1", "UTC-03:00", "EST5EDT", "US/Pacific", "PST", "AET", "BST"] {
