@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::EvalErrorKind::{self, CastInvalidInput, CastOverflow};
+use super::EvalErrorKind::{self, ArithmeticOverflow, CastInvalidInput, CastOverflow};
 use super::dates::{date_of_micros, date_string, micros_of_day, parse_cast_date};
 use super::text::{java_double, java_float, parse_cast_timestamp, timestamp_string, trim_spark};
 use crate::schema::DataType;
@@ -71,7 +71,7 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
             _ => Err(CastInvalidInput),
         },
         (T::Date, T::Timestamp) => |v| match v {
-            Value::Date(d) => Ok(Value::Timestamp(Timestamp(micros_of_day(*d)))),
+            Value::Date(d) => micros_of_day(*d).map(|us| Value::Timestamp(Timestamp(us))).ok_or(ArithmeticOverflow),
             _ => Err(CastInvalidInput),
         },
         (T::Timestamp, T::Date) => |v| Ok(Value::Date(date_of_micros(ts(v)))),

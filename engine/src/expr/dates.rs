@@ -28,9 +28,11 @@ pub(crate) fn date_of_micros(us: i64) -> i32 {
     us.div_euclid(US_PER_DAY) as i32
 }
 
-/// Midnight (UTC) of a date in µs: Spark's `CAST(date AS TIMESTAMP)`.
-pub(crate) fn micros_of_day(days: i32) -> i64 {
-    i64::from(days) * US_PER_DAY
+/// Midnight (UTC) of a date in µs: Spark's `CAST(date AS TIMESTAMP)`; `None` for a date whose
+/// midnight is before the first instant a TIMESTAMP holds (Spark's `daysToMicros` overflows
+/// there: the date of `Timestamp::MIN` is one such).
+pub(crate) fn micros_of_day(days: i32) -> Option<i64> {
+    i64::from(days).checked_mul(US_PER_DAY)
 }
 
 /// `CAST(s AS DATE)` as Spark's `stringToDate`: trimmed, `[+-]yyyy`, `yyyy-[m]m`,

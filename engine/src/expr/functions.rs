@@ -877,7 +877,7 @@ impl Func {
                     (Value::Str(x), Some(DateFormat(parts))) => {
                         parse_with_pattern(x, parts).ok_or(EvalErrorKind::CannotParseTimestamp)
                     }
-                    (Value::Date(d), _) => Ok(micros_of_day(*d)),
+                    (Value::Date(d), _) => micros_of_day(*d).ok_or(ArithmeticOverflow),
                     (v, _) => Ok(v.as_i64().unwrap_or(0)),
                 };
                 match parsed {
