@@ -15,22 +15,7 @@ use crate::value::Value;
 impl Binder<'_> {
     pub(super) fn call(&self, pos: Pos, fname: &str, args: &[Syntax]) -> Result<Typed, ExprError> {
         let lower = fname.to_ascii_lowercase();
-        let arity = |n: std::ops::RangeInclusive<usize>| -> Result<(), ExprError> {
-            if n.contains(&args.len()) {
-                Ok(())
-            } else {
-                let count = |k: usize| match k {
-                    0 => "no arguments".to_string(),
-                    1 => "1 argument".to_string(),
-                    k => format!("{k} arguments"),
-                };
-                let allowed = match (*n.start(), *n.end()) {
-                    (a, b) if a == b => count(a),
-                    (a, b) => format!("{a} to {b} arguments"),
-                };
-                Err(ty_err(pos, format!("{lower} with {}", count(args.len())), &allowed))
-            }
-        };
+        let arity = |n: std::ops::RangeInclusive<usize>| check_arity(pos, &lower, args, n);
         let bound = |this: &Self| args.iter().map(|a| this.bind(a)).collect::<Result<Vec<_>, _>>();
         let lit_int = |i: usize| -> Result<i64, ExprError> {
             match &args[i].kind {
@@ -42,16 +27,7 @@ impl Binder<'_> {
                 )),
             }
         };
-        let lit_str = |i: usize| -> Result<String, ExprError> {
-            match &args[i].kind {
-                SyntaxKind::Literal(Literal::String(s)) => Ok(s.clone()),
-                _ => Err(unsupported(
-                    args[i].pos,
-                    format!("a non-constant argument {} of {lower}", i + 1),
-                    "a string literal",
-                )),
-            }
-        };
+        let lit_str = |i: usize| string_literal_arg(&lower, args, i);
         let named = |n: &str, a: &[Typed]| format!("{n}({})", names(a));
         match lower.as_str() {
             "if" => {
@@ -568,6 +544,38 @@ impl Binder<'_> {
                 None => Err(unsupported(pos, format!("function {fname}"), &super::udf::functions_allowed())),
             },
         }
+    }
+}
+
+/// `Ok` when a call of `lower` at `pos` has a number of arguments in `n`; else the error that
+/// says how many it takes.
+pub(super) fn check_arity(
+    pos: Pos,
+    lower: &str,
+    args: &[Syntax],
+    n: std::ops::RangeInclusive<usize>,
+) -> Result<(), ExprError> {
+    if n.contains(&args.len()) {
+        return Ok(());
+    }
+    let count = |k: usize| match k {
+        0 => "no arguments".to_string(),
+        1 => "1 argument".to_string(),
+        k => format!("{k} arguments"),
+    };
+    let allowed = match (*n.start(), *n.end()) {
+        (a, b) if a == b => count(a),
+        (a, b) => format!("{a} to {b} arguments"),
+    };
+    Err(ty_err(pos, format!("{lower} with {}", count(args.len())), &allowed))
+}
+
+/// The text of argument `i` of a call of `lower`, which must be a string literal (a pattern, a
+/// unit, a zone name).
+pub(super) fn string_literal_arg(lower: &str, args: &[Syntax], i: usize) -> Result<String, ExprError> {
+    match &args[i].kind {
+        SyntaxKind::Literal(Literal::String(s)) => Ok(s.clone()),
+        _ => Err(unsupported(args[i].pos, format!("a non-constant argument {} of {lower}", i + 1), "a string literal")),
     }
 }
 

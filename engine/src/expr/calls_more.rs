@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
-use super::calls::java_regex;
+use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err};
+use super::calls::{check_arity, java_regex, string_literal_arg};
 use super::functions::{BitOp, Func, Math1, Math2, TimeField, TimeStep, TruncUnit};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, TrimSide, Typed};
 use crate::schema::DataType;
@@ -42,29 +42,10 @@ impl Binder<'_> {
     /// A call of one of the functions of this module (`lower` is the name in lower case); `None` for any
     /// other name.
     pub(super) fn more_call(&self, pos: Pos, lower: &str, args: &[Syntax]) -> Result<Option<Typed>, ExprError> {
-        let arity = |n: std::ops::RangeInclusive<usize>| -> Result<(), ExprError> {
-            if n.contains(&args.len()) {
-                return Ok(());
-            }
-            let allowed = if n.start() == n.end() {
-                format!("{} arguments", n.start())
-            } else {
-                format!("{} to {} arguments", n.start(), n.end())
-            };
-            Err(ty_err(pos, format!("{lower} with {} arguments", args.len()), &allowed))
-        };
+        let arity = |n: std::ops::RangeInclusive<usize>| check_arity(pos, lower, args, n);
         let bound = || args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>, _>>();
         let named = |a: &[Typed]| format!("{lower}({})", names(a));
-        let lit_str = |i: usize| -> Result<String, ExprError> {
-            match &args[i].kind {
-                SyntaxKind::Literal(Literal::String(s)) => Ok(s.clone()),
-                _ => Err(unsupported(
-                    args[i].pos,
-                    format!("a non-constant argument {} of {lower}", i + 1),
-                    "a string literal",
-                )),
-            }
-        };
+        let lit_str = |i: usize| string_literal_arg(lower, args, i);
         let t = match lower {
             // aliases named as called
             "ucase" | "lcase" | "len" => {

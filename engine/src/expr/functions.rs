@@ -1258,37 +1258,24 @@ fn translate(s: &str, from: &str, to: &str) -> String {
         .collect()
 }
 
-/// [`Func::Bit`] on INT or BIGINT operands (both of one type; a shift count is an INT).
+/// [`Func::Bit`] on INT or BIGINT operands (both of one type; a shift count is an INT): computed
+/// on the sign-extended values, which gives the INT result for `& | ^ ~`; a shift of an INT is
+/// an INT's (its count masked to 5 bits, as Java masks it).
 fn bitwise(op: BitOp, a: &[Value]) -> Result<Value, EvalErrorKind> {
-    let count = |i: usize| a.get(i).and_then(Value::as_i64).unwrap_or(0) as u32;
-    Ok(match (a[0].clone(), a.get(1).cloned()) {
-        (Value::Int(x), other) => {
-            let y = match other {
-                Some(Value::Int(y)) => y,
-                _ => 0,
-            };
-            Value::Int(match op {
-                BitOp::And => x & y,
-                BitOp::Or => x | y,
-                BitOp::Xor => x ^ y,
-                BitOp::Not => !x,
-                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
-                BitOp::ShiftRight => x.wrapping_shr(count(1)),
-            })
-        }
-        (x, other) => {
-            let x = x.as_i64().unwrap_or(0);
-            let y = other.as_ref().and_then(Value::as_i64).unwrap_or(0);
-            Value::Long(match op {
-                BitOp::And => x & y,
-                BitOp::Or => x | y,
-                BitOp::Xor => x ^ y,
-                BitOp::Not => !x,
-                BitOp::ShiftLeft => x.wrapping_shl(count(1)),
-                BitOp::ShiftRight => x.wrapping_shr(count(1)),
-            })
-        }
-    })
+    let int = matches!(a[0], Value::Int(_));
+    let x = a[0].as_i64().unwrap_or(0);
+    let y = a.get(1).and_then(Value::as_i64).unwrap_or(0);
+    let r = match op {
+        BitOp::And => x & y,
+        BitOp::Or => x | y,
+        BitOp::Xor => x ^ y,
+        BitOp::Not => !x,
+        BitOp::ShiftLeft if int => (x as i32).wrapping_shl(y as u32) as i64,
+        BitOp::ShiftRight if int => (x as i32).wrapping_shr(y as u32) as i64,
+        BitOp::ShiftLeft => x.wrapping_shl(y as u32),
+        BitOp::ShiftRight => x.wrapping_shr(y as u32),
+    };
+    Ok(if int { Value::Int(r as i32) } else { Value::Long(r) })
 }
 
 /// `us` plus `months` as `LocalDateTime.plusMonths` in UTC: the date moved (its day clamped to
