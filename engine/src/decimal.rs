@@ -28,13 +28,14 @@ const MIN_ADJUSTED_SCALE: u32 = 6;
 /// stored; `|unscaled| < 10^38` for every value the engine makes. Equality and order are by
 /// numeric value (`1.50` equals `1.5`), as Spark compares decimals of different scales.
 ///
-/// Aligned to 8 bytes, not to `i128`'s 16, so that it takes 24 bytes and a [`Value`] 32, not 48:
-/// every record's values are a third smaller (a test holds the size). Its fields are read by
-/// value; a reference to `unscaled` would be unaligned, and the compiler refuses one.
+/// Aligned to 4 bytes, not to `i128`'s 16, so that it takes 20 bytes and fits in a [`Value`]
+/// beside the value's tag: a `Value` is 24 bytes, where a 16-byte aligned `i128` made it 48 and
+/// an 8-byte aligned one 32 (a test holds the size). Its fields are read by value; a reference
+/// to `unscaled` would be unaligned, and the compiler refuses one.
 ///
 /// [`Value`]: crate::value::Value
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-#[repr(C, packed(8))]
+#[repr(C, packed(4))]
 pub struct Decimal {
     /// The digits as an integer.
     pub unscaled: i128,
