@@ -23,8 +23,11 @@ pub(crate) const HOT_BYTES: usize = 128;
 const PREFETCH_STAGES: usize = 4;
 const _: () = assert!(PREFETCH_STAGES.is_power_of_two());
 
-/// Hashes remembered by [`Groups::prefetch_record`] (a power of two).
+/// Prefetches remembered by [`Groups::prefetch_record`] and not yet looked up (a power of two,
+/// more than [`PREFETCH_STAGES`] plus the records a loop prefetches ahead,
+/// [`crate::operator::PREFETCH_DISTANCE`]).
 const RECENT: usize = 16;
+const _: () = assert!(RECENT.is_power_of_two() && RECENT > PREFETCH_STAGES + crate::operator::PREFETCH_DISTANCE);
 
 /// One group: its key (`None` while the slot is free) and its payload. The inline key and the
 /// payload's first fields share the slot's first [`HOT_BYTES`] (the per-record path).
@@ -42,14 +45,19 @@ pub(crate) struct Slot<T> {
 #[derive(Debug)]
 pub(crate) struct Groups<T> {
     table: SlotTable,
-    /// `(address of the record's values, hash)` of the last [`PREFETCH_STAGES`] prefetched
-    /// records, oldest at `ring_at`: the second stage of [`Groups::prefetch`].
-    ring: [Cell<(usize, u64)>; PREFETCH_STAGES],
-    ring_at: Cell<usize>,
-    /// Recently prefetched records, at [`recent_index`] of the address of their values: the
-    /// lookup of a record reuses the hash its prefetch computed and the slot its second stage
-    /// found ([`Groups::find_prefetched`]).
+    /// What the prefetches of records not yet looked up learnt, in the order they were made
+    /// (prefetch `s` at `s % RECENT`): the lookup of a record reuses the hash its prefetch
+    /// computed and the slot its second stage found ([`Groups::find_prefetched`]). Records are
+    /// looked up in the order they were prefetched, so a record's entry is the oldest one left
+    /// or close to it. (An index by the address of the record's values instead put records of
+    /// a regular allocation stride on the same entries: half the lookups of the tumbling
+    /// benchmark found their entry overwritten.)
     recent: [Cell<Recent>; RECENT],
+    /// Prefetches made so far: the sequence number of the next.
+    prefetched: Cell<usize>,
+    /// Sequence number of the oldest entry of `recent` not yet looked up (entries older than
+    /// `prefetched - RECENT` are overwritten: never below that).
+    looked_up: Cell<usize>,
     /// `(hash, slot)` of the group [`Groups::find`] found last (slot `u32::MAX`: none), tried
     /// before the table: consecutive records often share their key (a hot key, an aggregate
     /// without `group_by`). Always a live slot: [`Groups::remove`] forgets it.
@@ -70,9 +78,9 @@ impl<T: Default> Default for Groups<T> {
         Groups {
             seed: hasher.hash_one(0x5eed_u64),
             table: SlotTable::default(),
-            ring: Default::default(),
-            ring_at: Cell::new(0),
             recent: Default::default(),
+            prefetched: Cell::new(0),
+            looked_up: Cell::new(0),
             last: Cell::new((0, u32::MAX)),
             slots: Vec::new(),
             free: Vec::new(),
@@ -111,11 +119,10 @@ impl Default for Recent {
     }
 }
 
-/// The entry of [`Groups::recent`] for a record whose values are at `addr` (records are
-/// allocations of at least 16 bytes, and consecutive ones land on distinct entries).
-#[inline]
-fn recent_index(addr: usize) -> usize {
-    ((addr >> 4) ^ (addr >> 12)) & (RECENT - 1)
+/// The entry of [`Groups::recent`] for prefetch number `s`.
+#[inline(always)]
+fn recent_index(s: usize) -> usize {
+    s & (RECENT - 1)
 }
 
 impl<T: Default> Groups<T> {
@@ -155,55 +162,65 @@ impl<T: Default> Groups<T> {
     pub(crate) fn prefetch_record(&self, record: &Record, cols: &[usize]) {
         let hash = self.hash_record(record, cols);
         let addr = record.values.as_ptr() as usize;
-        self.recent[recent_index(addr)].set(Recent { addr, hash, slot: u32::MAX });
-        self.prefetch(addr, hash);
+        let s = self.prefetched.get();
+        self.recent[recent_index(s)].set(Recent { addr, hash, slot: u32::MAX });
+        self.prefetched.set(s + 1);
+        if s + 1 - self.looked_up.get() > RECENT {
+            // the oldest entry was overwritten: its record was never looked up
+            self.looked_up.set(s + 1 - RECENT);
+        }
+        self.prefetch(s, hash);
     }
 
-    /// Software prefetch for a record whose values are at `addr`, hashed `hash`, that comes
+    /// Software prefetch for the record of prefetch number `s`, hashed `hash`, that comes
     /// soon (see [`crate::operator::Operator::prefetch`]), in two stages so that no cache miss of
     /// the lookup waits on another: this call starts loading the table bucket of `hash`, and
-    /// looks up the hash of the record given [`PREFETCH_STAGES`] calls ago (its bucket loaded
-    /// by now) to start loading the first [`HOT_BYTES`] of its group's slot, remembering that
-    /// slot for [`Groups::find_prefetched`]. Reads the table, never a slot.
+    /// looks up the hash of the record prefetched [`PREFETCH_STAGES`] calls ago (its bucket
+    /// loaded by now) to start loading the first [`HOT_BYTES`] of its group's slot, remembering
+    /// that slot for [`Groups::find_prefetched`]. Reads the table, never a slot.
     #[inline(always)]
-    fn prefetch(&self, addr: usize, hash: u64) {
+    fn prefetch(&self, s: usize, hash: u64) {
         self.table.prefetch(hash);
-        // (`PREFETCH_STAGES` is a power of two: the mask keeps the index in bounds)
-        let at = self.ring_at.get() & (PREFETCH_STAGES - 1);
-        let (earlier_addr, earlier) = self.ring[at].replace((addr, hash));
-        self.ring_at.set(at + 1);
-        if let Some(s) = self.table.candidates(earlier).next()
-            && let Some(slot) = self.slots.get(s as usize)
+        let Some(earlier) = s.checked_sub(PREFETCH_STAGES) else { return };
+        // (entry `earlier` is still there: `RECENT > PREFETCH_STAGES`)
+        let entry = &self.recent[recent_index(earlier)];
+        let mut e = entry.get();
+        if let Some(c) = self.table.candidates(e.hash).next()
+            && let Some(slot) = self.slots.get(c as usize)
         {
             crate::prefetch::lines(slot, std::mem::size_of::<Slot<T>>().min(HOT_BYTES));
-            let entry = &self.recent[recent_index(earlier_addr)];
-            let mut e = entry.get();
-            if e.addr == earlier_addr && e.hash == earlier {
-                e.slot = s;
-                entry.set(e);
-            }
+            e.slot = c;
+            entry.set(e);
         }
     }
 
     /// The slot of `record`'s group if it exists, from what its prefetch learnt: the slot the
     /// prefetch found, when it holds `record`'s key (no table lookup), else a lookup under the
-    /// hash the prefetch computed, else under `record`'s hash. A slot found is right (slots are
-    /// matched by key, a free slot matches nothing, and a key has one slot); `None` is not
-    /// final (the remembered hash may be that of another record once at the same address):
-    /// retry with [`Groups::find_or_insert`] under [`Groups::hash_record`].
+    /// hash the prefetch computed, else (no prefetch of a record at this address waits) under
+    /// `record`'s hash. The entries from the oldest not looked up to `record`'s are dropped:
+    /// their records were never looked up. A slot found is right (slots are matched by key, a
+    /// free slot matches nothing, and a key has one slot); `None` is not final (the remembered
+    /// hash may be that of another record once at the same address): retry with
+    /// [`Groups::find_or_insert`] under [`Groups::hash_record`].
     #[inline(always)]
     pub(crate) fn find_prefetched(&self, record: &Record, cols: &[usize]) -> Option<u32> {
         let addr = record.values.as_ptr() as usize;
-        let e = self.recent[recent_index(addr)].get();
-        if e.addr != addr {
-            return self.find(self.hash_record(record, cols), record, cols);
+        let end = self.prefetched.get();
+        let mut s = self.looked_up.get();
+        while s < end {
+            let e = self.recent[recent_index(s)].get();
+            s += 1;
+            if e.addr == addr {
+                self.looked_up.set(s);
+                if let Some(slot) = self.slots.get(e.slot as usize)
+                    && slot_matches(slot, record, cols)
+                {
+                    return Some(e.slot);
+                }
+                return self.find(e.hash, record, cols);
+            }
         }
-        if let Some(slot) = self.slots.get(e.slot as usize)
-            && slot_matches(slot, record, cols)
-        {
-            return Some(e.slot);
-        }
-        self.find(e.hash, record, cols)
+        self.find(self.hash_record(record, cols), record, cols)
     }
 
     /// [`Groups::find_or_insert`] from what `record`'s prefetch learnt
@@ -380,6 +397,11 @@ mod tests {
         Record::new(vec![Value::Str(k.into()), Value::Double(x)])
     }
 
+    /// The entry of the last prefetch.
+    fn last_prefetch<T: Default>(g: &Groups<T>) -> Recent {
+        g.recent[recent_index(g.prefetched.get() - 1)].get()
+    }
+
     #[test]
     fn a_stale_prefetch_never_misplaces_a_group() {
         let mut g: Groups<u32> = Groups::default();
@@ -388,22 +410,65 @@ mod tests {
         let mut r = rec("a", 0.0);
         g.prefetch_record(&r, &cols);
         assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sa, false));
-        // the same allocation now holds another key: what the prefetch remembered is stale
+        // prefetched, then the same allocation holds another key before its lookup: what the
+        // prefetch remembered is stale
+        g.prefetch_record(&r, &cols);
         r.values[0] = Value::Str("b".into());
-        let addr = r.values.as_ptr() as usize;
-        assert_ne!(g.recent[recent_index(addr)].get().hash, g.hash_record(&r, &cols), "the remembered hash is stale");
-        assert_eq!(g.find_prefetched(&r, &cols), None);
+        assert_ne!(last_prefetch(&g).hash, g.hash_record(&r, &cols), "the remembered hash is stale");
         let (sb, new) = g.find_or_insert_prefetched(&r, &cols);
         assert!(new);
         assert_ne!(sb, sa);
         // created under its own hash: found from a record built apart, and found again (not
-        // created twice) through the stale prefetch
+        // created twice) through another stale prefetch
         assert_eq!(g.find(g.hash_record(&rec("b", 1.0), &cols), &rec("b", 1.0), &cols), Some(sb));
+        r.values[0] = Value::Str("a".into());
+        g.prefetch_record(&r, &cols);
+        r.values[0] = Value::Str("b".into());
         assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sb, false));
-        // back to the first key: the stale prefetch still leads to the right group
+        // back to the first key, prefetched as the second: still the first key's group
+        g.prefetch_record(&r, &cols);
         r.values[0] = Value::Str("a".into());
         assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sa, false));
+        // and without a prefetch
+        assert_eq!(g.find_or_insert_prefetched(&r, &cols), (sa, false));
         assert_eq!(g.len(), 2);
+    }
+
+    #[test]
+    fn records_find_their_own_prefetch_in_prefetch_order() {
+        let mut g: Groups<u32> = Groups::default();
+        let cols = [0usize];
+        let recs: Vec<Record> = (0..40).map(|i| rec(&format!("k{}", i % 7), 0.0)).collect();
+        let slots: Vec<u32> = recs.iter().map(|r| g.find_or_insert(g.hash_record(r, &cols), r, &cols).0).collect();
+        // as `prefetch_ahead` runs a batch: record i + 8 prefetched before record i is looked
+        // up, the first 8 never prefetched; records 20 and 21 prefetched but never looked up
+        let distance = crate::operator::PREFETCH_DISTANCE;
+        for i in 0..recs.len() {
+            if let Some(r) = recs.get(i + distance) {
+                g.prefetch_record(r, &cols);
+            }
+            if i == 20 || i == 21 {
+                continue;
+            }
+            let before = g.looked_up.get();
+            assert_eq!(g.find_prefetched(&recs[i], &cols), Some(slots[i]));
+            if i >= distance {
+                // its own entry, found: it and the ones before it are done
+                assert!(g.looked_up.get() > before, "record {i} found no prefetch");
+                assert_eq!(g.recent[recent_index(g.looked_up.get() - 1)].get().addr, recs[i].values.as_ptr() as usize);
+            } else {
+                assert_eq!(g.looked_up.get(), before, "record {i} was never prefetched");
+            }
+        }
+        assert_eq!(g.looked_up.get(), g.prefetched.get());
+        // once the second stage ran (after `PREFETCH_STAGES` more prefetches), the entry holds
+        // the record's slot
+        for r in &recs[..=PREFETCH_STAGES] {
+            g.prefetch_record(r, &cols);
+        }
+        let first = g.recent[recent_index(g.looked_up.get())].get();
+        assert_eq!(first.addr, recs[0].values.as_ptr() as usize);
+        assert_eq!(first.slot, slots[0]);
     }
 
     #[test]
@@ -412,32 +477,26 @@ mod tests {
         let cols = [0usize];
         let a = rec("a", 0.0);
         let (sa, _) = g.find_or_insert(g.hash_record(&a, &cols), &a, &cols);
-        // Records whose entry in `recent` is not a's (which entry a record takes depends on
-        // where it was allocated: the ones that would share a's are kept aside, alive).
-        let a_entry = recent_index(a.values.as_ptr() as usize);
-        let (mut others, mut aside) = (Vec::new(), Vec::new());
-        for i in 0.. {
-            if others.len() == PREFETCH_STAGES {
-                break;
+        let others: Vec<Record> = (0..PREFETCH_STAGES).map(|i| rec(&format!("o{i}"), 0.0)).collect();
+        let prefetch_a = |g: &Groups<u32>| {
+            g.prefetch_record(&a, &cols);
+            let at = recent_index(g.prefetched.get() - 1);
+            for o in &others {
+                g.prefetch_record(o, &cols); // the last one runs the second stage for `a`
             }
-            let o = rec(&format!("o{i}"), 0.0);
-            if recent_index(o.values.as_ptr() as usize) == a_entry {
-                aside.push(o);
-            } else {
-                others.push(o);
-            }
-        }
-        g.prefetch_record(&a, &cols);
-        for o in &others {
-            g.prefetch_record(o, &cols); // the last one runs the second stage for `a`
-        }
-        let addr = a.values.as_ptr() as usize;
-        assert_eq!(g.recent[recent_index(addr)].get().slot, sa, "the second stage remembered a's slot");
+            g.recent[at].get().slot
+        };
+        assert_eq!(prefetch_a(&g), sa, "the second stage remembered a's slot");
         assert_eq!(g.find_prefetched(&a, &cols), Some(sa));
         // removed: the remembered slot matches nothing, though it still holds a's payload
+        assert_eq!(prefetch_a(&g), sa);
         g.remove(sa);
         assert_eq!(g.find_prefetched(&a, &cols), None);
-        // reused by another key: still not a's
+        // a back (in the freed slot), remembered, removed again, and the slot reused by
+        // another key: the remembered slot holds b, not a
+        assert_eq!(g.find_or_insert(g.hash_record(&a, &cols), &a, &cols), (sa, true));
+        assert_eq!(prefetch_a(&g), sa);
+        g.remove(sa);
         let b = rec("b", 0.0);
         let (sb, new) = g.find_or_insert(g.hash_record(&b, &cols), &b, &cols);
         assert!(new);
@@ -445,10 +504,11 @@ mod tests {
         assert_eq!(g.find_prefetched(&a, &cols), None);
         // a record never prefetched is looked up under its own hash
         assert_eq!(g.find_prefetched(&rec("b", 1.0), &cols), Some(sb));
-        // a back under a new slot: found through the remembered hash, not the stale slot
+        // a back under a new slot: found through the remembered hash
         let (sa2, new) = g.find_or_insert(g.hash_record(&a, &cols), &a, &cols);
         assert!(new);
         assert_ne!(sa2, sb);
+        g.prefetch_record(&a, &cols);
         assert_eq!(g.find_prefetched(&a, &cols), Some(sa2));
     }
 
