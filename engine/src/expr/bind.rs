@@ -296,7 +296,22 @@ impl Binder<'_> {
         Ok(coerce(t, DataType::Boolean))
     }
 
+    /// An argument read as STRING: a STRING, or a value of another atomic type cast to one
+    /// implicitly, as Spark's ANSI type coercion casts the arguments of its string functions
+    /// (`upper(n)` is `upper(CAST(n AS STRING))`, still named `upper(n)`; Spark 4.3's
+    /// `ImplicitCastInputTypes`). A STRUCT or a window is refused.
     pub(super) fn string(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if matches!(t.data_type, DataType::Struct(_) | DataType::Window) {
+            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "STRING"));
+        }
+        Ok(coerce(t, DataType::String))
+    }
+
+    /// An argument taken as STRING only, with no implicit cast: the BINARY argument of `md5`,
+    /// `sha1`, `sha2`, `crc32` and `base64` (Eddy has no BINARY type: a STRING is read as its
+    /// UTF-8 bytes, as Spark casts a STRING to BINARY; Spark refuses the other types there), and
+    /// the document of `get_json_object`, which Spark does not cast either.
+    pub(super) fn string_only(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
         if t.data_type != DataType::String && !is_null_literal(&t) {
             return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "STRING"));
         }

@@ -163,7 +163,9 @@ impl Binder<'_> {
             "lower" | "upper" | "length" | "char_length" | "trim" | "ltrim" | "rtrim" | "initcap" | "reverse"
             | "md5" => {
                 arity(1..=1)?;
-                let a = vec![self.string(pos, self.bind(&args[0])?, &lower)?];
+                let x = self.bind(&args[0])?;
+                let a =
+                    vec![if lower == "md5" { self.string_only(pos, x, &lower)? } else { self.string(pos, x, &lower)? }];
                 let (func, ty) = match lower.as_str() {
                     "lower" => (Func::Lower, DataType::String),
                     "upper" => (Func::Upper, DataType::String),
@@ -304,7 +306,7 @@ impl Binder<'_> {
             }
             "sha2" => {
                 arity(2..=2)?;
-                let s = self.string(pos, self.bind(&args[0])?, "sha2")?;
+                let s = self.string_only(pos, self.bind(&args[0])?, "sha2")?;
                 let bits = lit_int(1)?;
                 let bits = match bits {
                     0 | 256 => 256,

@@ -60,7 +60,9 @@ impl Binder<'_> {
             }
             "octet_length" | "bit_length" | "ascii" | "sha1" | "crc32" | "base64" => {
                 arity(1..=1)?;
-                let a = vec![self.string(pos, self.bind(&args[0])?, lower)?];
+                let x = self.bind(&args[0])?;
+                let binary = matches!(lower, "sha1" | "crc32" | "base64");
+                let a = vec![if binary { self.string_only(pos, x, lower)? } else { self.string(pos, x, lower)? }];
                 let (func, ty) = match lower {
                     "octet_length" => (Func::OctetLength, DataType::Int),
                     "bit_length" => (Func::BitLength, DataType::Int),

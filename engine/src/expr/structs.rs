@@ -149,7 +149,7 @@ impl Binder<'_> {
             }
             "get_json_object" => {
                 arity(2)?;
-                let s = self.string(pos, self.bind(&args[0])?, "get_json_object")?;
+                let s = self.string_only(pos, self.bind(&args[0])?, "get_json_object")?;
                 let SyntaxKind::Literal(Literal::String(p)) = &args[1].kind else {
                     return Err(unsupported(
                         args[1].pos,
