@@ -141,3 +141,30 @@ fn types_and_regex_iteration_are_sparks() {
     assert_eq!(one("date_add(DATE '2024-01-01', 2147483647)"), one("DATE '-5877587-06-21'"));
     assert_eq!(one("make_date(-1, 1, 1)"), one("DATE '-0001-01-01'"));
 }
+
+#[test]
+fn implicit_casts_are_sparks_and_only_where_spark_casts() {
+    let s = |x: &str| Value::Str(x.into());
+    // string functions cast their other atomic arguments to STRING, named without the cast
+    assert_eq!(one("upper(n)"), s("5"));
+    assert_eq!(name("upper(n)"), "upper(n)");
+    assert_eq!(one("lpad(d, 12, '*')"), s("**2024-02-28"));
+    assert_eq!(one("length(true)"), Value::Int(4));
+    // date parts read a string as a DATE, time parts as a TIMESTAMP
+    assert_eq!(one("year('2024-01-01T23:30:00Z')"), Value::Int(2024));
+    assert_eq!(one("hour('2024-01-01')"), Value::Int(0));
+    assert_eq!(name("extract(HOUR FROM '2024-01-01 10:00:00')"), "extract(HOUR FROM 2024-01-01 10:00:00)");
+    // a string that is no date fails as the cast fails
+    let err = eval("month(s)", vec![s("nope"), Value::Null, Value::Null, Value::Null]).unwrap_err();
+    assert!(err.to_string().contains("CAST_INVALID_INPUT"), "{err}");
+    // where Spark takes BINARY or STRING only, or no string, other types stay refused
+    let schema = schema();
+    for text in ["md5(n)", "sha1(n)", "sha2(n, 256)", "crc32(d)", "base64(n)", "get_json_object(n, '$')"] {
+        let e = bind_expression(text, &schema).err().unwrap_or_else(|| panic!("{text} was accepted"));
+        assert!(e.to_string().contains("allowed: STRING"), "{text}: {e}");
+    }
+    for text in ["year(n)", "hour(n)", "unix_seconds('2024-01-01 00:00:00')", "unix_millis(d)", "date_trunc('HOUR', n)"]
+    {
+        assert!(bind_expression(text, &schema).is_err(), "{text} was accepted");
+    }
+}

@@ -321,10 +321,16 @@ impl Binder<'_> {
                 arity(1..=1)?;
                 let t = self.bind(&args[0])?;
                 // a DATE is its midnight (Spark casts it to TIMESTAMP; unix_* take TIMESTAMP only)
-                let date_ok = t.data_type == DataType::Date && !lower.starts_with("unix_");
-                if t.data_type != DataType::Timestamp && !date_ok && !is_null_literal(&t) {
-                    return Err(ty_err(pos, format!("{lower} of {} ({})", t.data_type, t.name), "TIMESTAMP, DATE"));
-                }
+                let t = if lower.starts_with("unix_") {
+                    if t.data_type != DataType::Timestamp && !is_null_literal(&t) {
+                        return Err(ty_err(pos, format!("{lower} of {} ({})", t.data_type, t.name), "TIMESTAMP"));
+                    }
+                    t
+                } else {
+                    let time_field = matches!(lower.as_str(), "hour" | "minute" | "second");
+                    let string_as = if time_field { DataType::Timestamp } else { DataType::Date };
+                    self.date_or_time(pos, t, &lower, string_as)?
+                };
                 let name = named(&lower, std::slice::from_ref(&t));
                 let t = coerce(t, DataType::Timestamp);
                 let (func, ty) = match lower.as_str() {
@@ -377,20 +383,14 @@ impl Binder<'_> {
                         ));
                     }
                 };
-                let t = self.bind(&args[1])?;
-                if !matches!(t.data_type, DataType::Timestamp | DataType::Date) {
-                    return Err(ty_err(pos, format!("date_trunc of {}", t.data_type), "TIMESTAMP, DATE"));
-                }
+                let t = self.date_or_time(pos, self.bind(&args[1])?, "date_trunc", DataType::Timestamp)?;
                 let name = format!("date_trunc({unit}, {})", t.name);
                 let t = coerce(t, DataType::Timestamp);
                 Ok(call(Func::DateTrunc(u), vec![t], DataType::Timestamp, name))
             }
             "date_format" => {
                 arity(2..=2)?;
-                let t = self.bind(&args[0])?;
-                if !matches!(t.data_type, DataType::Timestamp | DataType::Date) {
-                    return Err(ty_err(pos, format!("date_format of {}", t.data_type), "TIMESTAMP, DATE"));
-                }
+                let t = self.date_or_time(pos, self.bind(&args[0])?, "date_format", DataType::Timestamp)?;
                 let p = lit_str(1)?;
                 let parts = parse_format(&p).ok_or_else(|| {
                     unsupported(

@@ -433,7 +433,7 @@ impl Binder<'_> {
             }
             "dayofyear" | "weekofyear" | "quarter" => {
                 arity(1..=1)?;
-                let t = self.date_or_time(pos, self.bind(&args[0])?, lower)?;
+                let t = self.date_or_time(pos, self.bind(&args[0])?, lower, DataType::Date)?;
                 let name = named(std::slice::from_ref(&t));
                 let f = match lower {
                     "dayofyear" => TimeField::DayOfYear,
@@ -453,7 +453,9 @@ impl Binder<'_> {
                         "YEAR, QUARTER, MONTH, WEEK, DAY, DAYOFWEEK, DAYOFWEEK_ISO, DOY, HOUR, MINUTE, SECOND",
                     ));
                 };
-                let t = self.date_or_time(pos, self.bind(&args[1])?, lower)?;
+                let time_field = matches!(f, TimeField::Hour | TimeField::Minute | TimeField::Second);
+                let string_as = if time_field { DataType::Timestamp } else { DataType::Date };
+                let t = self.date_or_time(pos, self.bind(&args[1])?, lower, string_as)?;
                 let name = if lower == "extract" {
                     format!("extract({field} FROM {})", t.name)
                 } else {
@@ -607,16 +609,22 @@ impl Binder<'_> {
         Ok(coerce(t, DataType::Date))
     }
 
-    /// A TIMESTAMP argument: a TIMESTAMP, or a DATE's midnight.
+    /// A TIMESTAMP argument: a TIMESTAMP, a DATE's midnight, or a STRING cast to TIMESTAMP.
     fn timestamp_arg(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
-        self.date_or_time(pos, t, what).map(|t| coerce(t, DataType::Timestamp))
+        self.date_or_time(pos, t, what, DataType::Timestamp).map(|t| coerce(t, DataType::Timestamp))
     }
 
-    /// A TIMESTAMP or DATE argument of a date part.
-    fn date_or_time(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
-        if !matches!(t.data_type, DataType::Date | DataType::Timestamp) && !is_null_literal(&t) {
-            return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "TIMESTAMP, DATE"));
+    /// A TIMESTAMP or DATE argument of a date part; a STRING is cast to `string_as` implicitly,
+    /// as Spark casts it: to DATE for a date field (`year`, `month`, `dayofyear`, ... take a
+    /// DATE in Spark), to TIMESTAMP for a time field (`hour`, `minute`, `second`) and for the
+    /// functions of a TIMESTAMP (`date_trunc`, `date_format`, `timestampadd`). A string that
+    /// is no date fails as `CAST` fails (CAST_INVALID_INPUT).
+    pub(super) fn date_or_time(&self, pos: Pos, t: Typed, what: &str, string_as: DataType) -> Result<Typed, ExprError> {
+        match t.data_type {
+            DataType::Date | DataType::Timestamp => Ok(t),
+            DataType::String => Ok(coerce(t, string_as)),
+            _ if is_null_literal(&t) => Ok(t),
+            other => Err(ty_err(pos, format!("{what} of {other} ({})", t.name), "TIMESTAMP, DATE, STRING")),
         }
-        Ok(t)
     }
 }
