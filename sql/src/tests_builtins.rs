@@ -168,3 +168,19 @@ fn implicit_casts_are_sparks_and_only_where_spark_casts() {
         assert!(bind_expression(text, &schema).is_err(), "{text} was accepted");
     }
 }
+
+#[test]
+fn math_functions_read_a_string_as_a_double() {
+    assert_eq!(one("sqrt('4')"), Value::Double(2.0));
+    assert_eq!(name("sqrt('4')"), "SQRT(4)");
+    assert_eq!(one("floor('2.5')"), Value::Long(2));
+    assert_eq!(one("abs('-5')"), Value::Double(5.0));
+    assert_eq!(one("chr('65')"), Value::Str("A".into()));
+    // an implicit cast is not a column's own cast: positive(s) keeps its name
+    let b = bind_expression("positive(s)", &schema()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.typed.output_name(), "(+ s)");
+    let err = eval("sqrt(s)", vec![Value::Str("x".into()), Value::Null, Value::Null, Value::Null]).unwrap_err();
+    assert!(err.to_string().contains("CAST_INVALID_INPUT"), "{err}");
+    assert!(bind_expression("sqrt(d)", &schema()).is_err());
+    assert!(bind_expression("abs(true)", &schema()).is_err());
+}

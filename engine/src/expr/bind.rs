@@ -289,6 +289,15 @@ impl Binder<'_> {
         Ok(())
     }
 
+    /// A numeric argument of a math function: a number, or a STRING cast to DOUBLE implicitly
+    /// as Spark casts it there (`sqrt('4')` is `SQRT(4)`, `abs('5')` a DOUBLE; a string that is
+    /// no number fails as `CAST` fails, CAST_INVALID_INPUT).
+    pub(super) fn numeric_arg(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        let t = if t.data_type == DataType::String { coerce(t, DataType::Double) } else { t };
+        self.numeric(pos, &t, what)?;
+        Ok(t)
+    }
+
     pub(super) fn boolean(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
         if t.data_type != DataType::Boolean && !is_null_literal(&t) {
             return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "BOOLEAN"));
@@ -699,14 +708,16 @@ impl Typed {
     }
 
     /// The output column name of this expression selected without `AS`: its name, except that
-    /// casts of a column are named as the column (Spark's `ResolveAliases` for `Cast`) and a
-    /// field of a column is named as the field (`window.start` is `start`, `s.a` is `a`).
+    /// casts of a column written in the query are named as the column (Spark's `ResolveAliases`
+    /// for `Cast`) and a field of a column is named as the field (`window.start` is `start`,
+    /// `s.a` is `a`). An implicit cast keeps its own name (`positive(s)` of a STRING `s` is
+    /// the implicit cast of `s` to DOUBLE, named `(+ s)`).
     pub fn output_name(&self) -> &str {
         if let Some(field) = super::structs::nested_output_name(self) {
             return field;
         }
         let mut t = self;
-        while let Node::Cast { input, .. } = &t.node {
+        while let Node::Cast { input, implicit: false, .. } = &t.node {
             t = input;
         }
         if matches!(t.node, Node::Column(_)) { &t.name } else { &self.name }

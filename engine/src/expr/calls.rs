@@ -62,8 +62,7 @@ impl Binder<'_> {
             }
             "abs" => {
                 arity(1..=1)?;
-                let a = bound(self)?;
-                self.numeric(pos, &a[0], "abs")?;
+                let a = vec![self.numeric_arg(pos, self.bind(&args[0])?, "abs")?];
                 Ok(call(Func::Abs, a.clone(), a[0].data_type, named("abs", &a)))
             }
             "mod" | "pmod" | "try_add" | "try_subtract" | "try_multiply" => {
@@ -93,8 +92,7 @@ impl Binder<'_> {
             }
             "round" | "bround" => {
                 arity(1..=2)?;
-                let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, &lower)?;
+                let x = self.numeric_arg(pos, self.bind(&args[0])?, &lower)?;
                 let scale = if args.len() == 2 { lit_int(1)? } else { 0 };
                 let name = format!("{lower}({}, {scale})", x.name);
                 if x.data_type.decimal().is_some() {
@@ -106,8 +104,7 @@ impl Binder<'_> {
             }
             "floor" | "ceil" | "ceiling" => {
                 arity(1..=1)?;
-                let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, &lower)?;
+                let x = self.numeric_arg(pos, self.bind(&args[0])?, &lower)?;
                 if x.data_type.decimal().is_some() {
                     let name = format!("{}({})", math_name(&lower), x.name);
                     let mode = if lower == "floor" { Rounding::Floor } else { Rounding::Ceil };
@@ -122,8 +119,7 @@ impl Binder<'_> {
             }
             "sqrt" | "exp" | "ln" | "log10" | "log2" | "sign" | "signum" => {
                 arity(1..=1)?;
-                let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, &lower)?;
+                let x = self.numeric_arg(pos, self.bind(&args[0])?, &lower)?;
                 let m = match lower.as_str() {
                     "sqrt" => Math1::Sqrt,
                     "exp" => Math1::Exp,
@@ -137,16 +133,16 @@ impl Binder<'_> {
             }
             // `log(x)`: the natural logarithm, named `LOG(E(), x)` as Spark names it
             "log" if args.len() == 1 => {
-                let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, "log")?;
+                let x = self.numeric_arg(pos, self.bind(&args[0])?, "log")?;
                 let name = format!("LOG(E(), {})", x.name);
                 Ok(call(Func::Math1(Math1::Ln), vec![coerce(x, DataType::Double)], DataType::Double, name))
             }
             "log" | "pow" | "power" => {
                 arity(2..=2)?;
-                let a = bound(self)?;
-                self.numeric(pos, &a[0], &lower)?;
-                self.numeric(pos, &a[1], &lower)?;
+                let a = bound(self)?
+                    .into_iter()
+                    .map(|x| self.numeric_arg(pos, x, &lower))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let name = format!("{}({})", math_name(&lower), names(&a));
                 let func = if lower == "log" { Func::Log } else { Func::Pow };
                 let a = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();

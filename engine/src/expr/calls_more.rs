@@ -76,8 +76,9 @@ impl Binder<'_> {
             "chr" | "char" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
-                if !matches!(x.data_type, DataType::Int | DataType::Long) && !is_null_literal(&x) {
-                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "INT, BIGINT"));
+                // a STRING is cast to BIGINT implicitly, as Spark casts it (`chr('65')`)
+                if !matches!(x.data_type, DataType::Int | DataType::Long | DataType::String) && !is_null_literal(&x) {
+                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "INT, BIGINT, STRING"));
                 }
                 let name = named(std::slice::from_ref(&x));
                 call(Func::Chr, vec![coerce(x, DataType::Long)], DataType::String, name)
@@ -209,8 +210,7 @@ impl Binder<'_> {
             }
             "negative" | "positive" => {
                 arity(1..=1)?;
-                let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, lower)?;
+                let x = self.numeric_arg(pos, self.bind(&args[0])?, lower)?;
                 // a NULL literal is a DOUBLE here, as Spark types it
                 let x = if is_null_literal(&x) { coerce(x, DataType::Double) } else { x };
                 if lower == "positive" {
@@ -362,10 +362,7 @@ impl Binder<'_> {
             }
             "isnan" | "nanvl" => {
                 arity(if lower == "isnan" { 1..=1 } else { 2..=2 })?;
-                let a = bound()?;
-                for x in &a {
-                    self.numeric(pos, x, lower)?;
-                }
+                let a = bound()?.into_iter().map(|x| self.numeric_arg(pos, x, lower)).collect::<Result<Vec<_>, _>>()?;
                 let name = named(&a);
                 // FLOAT when every argument is (Spark's common type), else DOUBLE
                 let ty =
@@ -385,8 +382,7 @@ impl Binder<'_> {
             "cbrt" | "sin" | "cos" | "tan" | "cot" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
             | "degrees" | "radians" | "log1p" | "expm1" | "rint" => {
                 arity(1..=1)?;
-                let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, lower)?;
+                let x = self.numeric_arg(pos, self.bind(&args[0])?, lower)?;
                 let m = match lower {
                     "cbrt" => Math1::Cbrt,
                     "sin" => Math1::Sin,
@@ -412,10 +408,7 @@ impl Binder<'_> {
             }
             "atan2" | "hypot" => {
                 arity(2..=2)?;
-                let a = bound()?;
-                for x in &a {
-                    self.numeric(pos, x, lower)?;
-                }
+                let a = bound()?.into_iter().map(|x| self.numeric_arg(pos, x, lower)).collect::<Result<Vec<_>, _>>()?;
                 let name = format!("{}({})", lower.to_ascii_uppercase(), names(&a));
                 let m = if lower == "atan2" { Math2::Atan2 } else { Math2::Hypot };
                 let a = a.into_iter().map(|x| coerce(x, DataType::Double)).collect();
