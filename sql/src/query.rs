@@ -223,8 +223,33 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
                 .map(|e| group_item(e).map_err(|err| err.at_least_at(group_at())))
                 .collect::<Result<Vec<_>, _>>()?
         }
-        GroupByExpr::All(_) => {
-            return Err(at_select(s, "GROUP BY ALL", "GROUP BY expressions or positions"));
+        // Spark's GROUP BY ALL: by every select item that calls no aggregate function, as if
+        // written by position (none: one group)
+        GroupByExpr::All(modifiers) => {
+            if !modifiers.is_empty() {
+                return Err(unsupported(
+                    &s.select_token.0,
+                    "GROUP BY ALL ... WITH ROLLUP / CUBE / TOTALS",
+                    "GROUP BY ALL, GROUP BY expressions or positions",
+                ));
+            }
+            let mut keys = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    SelectItemSyntax::Wildcard { pos, .. } => {
+                        return Err(SqlError::Unsupported {
+                            pos: *pos,
+                            found: "* with GROUP BY ALL".into(),
+                            allowed: "the columns named one by one".into(),
+                        });
+                    }
+                    SelectItemSyntax::Expr { syntax, .. } if !eddy_engine::spec::contains_aggregate(syntax) => {
+                        keys.push(GroupItemSyntax::Ordinal { position: i as i64 + 1, pos: syntax.pos });
+                    }
+                    SelectItemSyntax::Expr { .. } => {}
+                }
+            }
+            keys
         }
     };
     let having = s.having.as_ref().map(lower).transpose()?;

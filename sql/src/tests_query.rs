@@ -209,3 +209,27 @@ fn a_union_is_lowered_into_its_selects_at_the_top_and_in_from() {
     assert_eq!(u.branches.len(), 3);
     assert_eq!(q.group_by.len(), 1);
 }
+
+#[test]
+fn group_by_all_groups_by_every_item_without_an_aggregate() {
+    let q = parse_query(
+        "SELECT window(ts, '1 minute') AS w, upper(u), count(*), sum(x) / count(*) AS avg_x, 'k'\nFROM s GROUP BY ALL",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let positions: Vec<i64> = q
+        .group_by
+        .iter()
+        .map(|g| match g {
+            GroupItemSyntax::Ordinal { position, .. } => *position,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // the window, upper(u) and the literal; not count(*) nor the expression over aggregates
+    assert_eq!(positions, vec![1, 2, 5]);
+    // only aggregates: one group
+    assert!(parse_query("SELECT count(*) FROM s GROUP BY ALL").unwrap_or_else(|e| panic!("{e}")).group_by.is_empty());
+    assert_refused_where_named(&[
+        ("SELECT *, count(*) FROM s GROUP BY ALL", Pos { line: 1, column: 8 }, "* with GROUP BY ALL"),
+        ("SELECT a, count(*) FROM s GROUP BY ALL WITH ROLLUP", Pos { line: 1, column: 1 }, "WITH ROLLUP"),
+    ]);
+}

@@ -73,6 +73,13 @@ use std::path::{Path, PathBuf};
 
 pub use error::SpecError;
 pub use measure::{AGGREGATES, spark_hll_precision};
+
+/// Whether `s` calls an aggregate function anywhere (SQL.md's aggregates, `count_if`, and the
+/// user's aggregate functions registered for this run): the select items `GROUP BY ALL` leaves
+/// out of the grouping, as Spark's.
+pub fn contains_aggregate(s: &crate::expr::Syntax) -> bool {
+    sql_query::first_aggregate(s).is_some()
+}
 pub use output::{default_measure_name, measure_output_type, spark_double_literal};
 pub use overrides::parse_set_arg;
 pub use sql_chain::{ChainedQuery, chained_output};

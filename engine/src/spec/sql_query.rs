@@ -578,7 +578,7 @@ pub(super) fn is_aggregate(s: &Syntax) -> bool {
 }
 
 /// The first aggregate call in `s`, outermost first.
-pub(super) fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
+pub(crate) fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
     if is_aggregate(s) {
         return Some(s);
     }
