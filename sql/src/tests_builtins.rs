@@ -176,6 +176,8 @@ fn math_functions_read_a_string_as_a_double() {
     assert_eq!(one("floor('2.5')"), Value::Long(2));
     assert_eq!(one("abs('-5')"), Value::Double(5.0));
     assert_eq!(one("chr('65')"), Value::Str("A".into()));
+    // zeroifnull is nvl(x, 0): a STRING takes the common type with the INT, BIGINT
+    assert_eq!(one("zeroifnull('5')"), Value::Long(5));
     // an implicit cast is not a column's own cast: positive(s) keeps its name
     let b = bind_expression("positive(s)", &schema()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(b.typed.output_name(), "(+ s)");

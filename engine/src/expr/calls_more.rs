@@ -199,7 +199,10 @@ impl Binder<'_> {
             "zeroifnull" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
-                self.numeric(pos, &x, lower)?;
+                // (a STRING takes the common type with the INT 0, BIGINT, as Spark's nvl)
+                if x.data_type != DataType::String {
+                    self.numeric(pos, &x, lower)?;
+                }
                 let name = named(std::slice::from_ref(&x));
                 // Spark's nvl(x, 0): the common type of x and the INT 0 (DECIMAL(p, s) widens to
                 // hold an INT, a FLOAT becomes DOUBLE)
