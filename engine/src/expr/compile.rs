@@ -309,23 +309,28 @@ fn operand(t: &Typed) -> AnyOperand {
     match &t.node {
         Node::Column(i) => AnyOperand::Col(*i),
         Node::Literal(v) => AnyOperand::Lit(v.clone()),
-        _ => match folded(t) {
-            Some(v) => AnyOperand::Lit(v),
-            None => AnyOperand::Sub(compile(t)),
+        _ => match compile_folding(t) {
+            Ok(v) => AnyOperand::Lit(v),
+            Err(e) => AnyOperand::Sub(e),
         },
     }
 }
 
-/// The value of `t` when it reads no column and calls no user function (every built-in
-/// function is deterministic), evaluated once here: Spark's constant folding, so that
-/// `v >= 0` on a DOUBLE `v` compares with the literal `0.0`, not with a cast of `0` made
-/// per record. `None` for a literal (already one), for an expression of the record, and for
-/// a constant whose evaluation fails (`1 / 0`), which then fails on every record as before.
-fn folded(t: &Typed) -> Option<Value> {
-    if matches!(t.node, Node::Literal(_)) || !is_constant(t) {
-        return None;
+/// `t` compiled, or its value when it reads no column and calls no user function (every
+/// built-in function is deterministic), evaluated once here: Spark's constant folding, so that
+/// `v >= 0` on a DOUBLE `v` compares with the literal `0.0`, not with a cast of `0` made per
+/// record. A constant whose evaluation fails (`1 / 0`) stays compiled: it fails on every record
+/// as before. Each node is compiled once, so that a constant that fails inside another is not
+/// compiled again for each attempt above it (which made nested failing constants exponential:
+/// a 226-byte expression of `-`, `~` and `&` took minutes, found by the `sql_expression` fuzz
+/// target).
+fn compile_folding(t: &Typed) -> Result<Value, Eval> {
+    let constant = !matches!(t.node, Node::Literal(_)) && is_constant(t);
+    let eval = compile_node(t);
+    if constant && let Ok(v) = eval.call(&[]) {
+        return Ok(v);
     }
-    compile_node(t).call(&[]).ok()
+    Err(eval)
 }
 
 /// Whether `t` reads no column, calls no user function and does not read the clock
@@ -740,14 +745,22 @@ impl Build1 for CastNode {
 }
 
 fn compile(t: &Typed) -> Eval {
-    match folded(t) {
-        Some(v) => node(move |_| Ok(v.clone())),
-        None => compile_node(t),
+    match compile_folding(t) {
+        Ok(v) => node(move |_| Ok(v.clone())),
+        Err(e) => e,
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`compile_node`] on this thread (a test counts them).
+    static NODES_COMPILED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// [`compile`] without folding `t` itself (its operands are folded).
 fn compile_node(t: &Typed) -> Eval {
+    #[cfg(test)]
+    NODES_COMPILED.with(|n| n.set(n.get() + 1));
     let name: Arc<str> = Arc::from(t.name.as_str());
     match &t.node {
         Node::Literal(v) => {
@@ -1106,5 +1119,27 @@ mod tests {
             assert!(!ascii_in_case(&s, false));
             assert!(!ascii_in_case(&s, true));
         }
+    }
+
+    /// Each node is compiled once, folded or not: a constant that fails (here an overflow) inside
+    /// other constants was compiled again for every attempt to fold one above it, exponential in
+    /// the depth (a 226-byte expression found by the fuzz target took minutes).
+    #[test]
+    fn nested_constants_that_fail_are_compiled_once_per_node() {
+        let mut e = bin(BinaryOp::Plus, lit(Literal::Long(i64::MAX)), lit(Literal::Integer(1)));
+        let depth = 12;
+        for k in 0..depth {
+            e = bin(if k % 2 == 0 { BinaryOp::Minus } else { BinaryOp::Multiply }, e, lit(Literal::Integer(3)));
+            e = bin(BinaryOp::Minus, lit(Literal::Integer(k)), e);
+        }
+        let typed = bind(&e, &schema()).unwrap_or_else(|err| panic!("{err}"));
+        super::NODES_COMPILED.with(|n| n.set(0));
+        let c = Compiled::new(&typed);
+        let nodes = super::NODES_COMPILED.with(|n| n.get());
+        // the binary nodes (2 per level and the innermost), their casts, no more
+        assert!(nodes <= 8 * depth as usize, "{nodes} nodes compiled");
+        // and the result is the innermost overflow, on every record
+        let r = Record::new(vec![Value::Null, Value::Long(1), Value::Null, Value::Null, Value::Null]);
+        assert!(c.eval(&r).unwrap_err().to_string().contains("ARITHMETIC_OVERFLOW"));
     }
 }
