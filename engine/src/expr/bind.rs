@@ -185,14 +185,12 @@ impl Binder<'_> {
                 Ok(Typed { node: Node::Column(i), data_type: f.data_type, name: name.clone() })
             }
             SyntaxKind::Negate(e) => {
-                let e = self.bind(e)?;
-                self.numeric(pos, &e, "unary -")?;
+                let e = self.numeric_arg(pos, self.bind(e)?, "unary -")?;
                 let name = format!("(- {})", e.name);
                 Ok(call(Func::Negate, vec![e.clone()], e.data_type, name))
             }
             SyntaxKind::Positive(e) => {
-                let e = self.bind(e)?;
-                self.numeric(pos, &e, "unary +")?;
+                let e = self.numeric_arg(pos, self.bind(e)?, "unary +")?;
                 Ok(Typed { name: format!("(+ {})", e.name), ..e })
             }
             SyntaxKind::Not(e) => {
@@ -327,9 +325,12 @@ impl Binder<'_> {
         Ok(coerce(t, DataType::String))
     }
 
+    /// An INT argument (a position, a length, a count): an INT, a BIGINT narrowed, or a STRING
+    /// cast to INT implicitly, as Spark casts it (`repeat('ab', '3')`; a string that is no
+    /// number fails as `CAST` fails).
     pub(super) fn integer(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
         if !matches!(t.data_type, DataType::Int) && !is_null_literal(&t) {
-            if t.data_type == DataType::Long {
+            if matches!(t.data_type, DataType::Long | DataType::String) {
                 return Ok(coerce(t, DataType::Int));
             }
             return Err(ty_err(pos, format!("{what} of {} ({})", t.data_type, t.name), "INT"));

@@ -156,8 +156,8 @@ impl Binder<'_> {
                 let a = a.into_iter().map(|x| coerce(x, ty)).collect();
                 Ok(call(Func::Extreme { greatest: lower == "greatest" }, a, ty, name))
             }
-            "lower" | "upper" | "length" | "char_length" | "trim" | "ltrim" | "rtrim" | "initcap" | "reverse"
-            | "md5" => {
+            "lower" | "upper" | "length" | "char_length" | "character_length" | "trim" | "ltrim" | "rtrim"
+            | "initcap" | "reverse" | "md5" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
                 let a =
@@ -165,7 +165,7 @@ impl Binder<'_> {
                 let (func, ty) = match lower.as_str() {
                     "lower" => (Func::Lower, DataType::String),
                     "upper" => (Func::Upper, DataType::String),
-                    "length" | "char_length" => (Func::Length, DataType::Int),
+                    "length" | "char_length" | "character_length" => (Func::Length, DataType::Int),
                     "trim" => (Func::Trim, DataType::String),
                     "ltrim" => (Func::LTrim, DataType::String),
                     "rtrim" => (Func::RTrim, DataType::String),
@@ -780,7 +780,7 @@ fn math_name(lower: &str) -> String {
 /// The functions [`bind`](super::bind) knows, for error messages.
 pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif, abs, mod, pmod, div, try_add, try_subtract, try_multiply, \
      try_divide, round, bround, floor, ceil, ceiling, sqrt, exp, ln, log10, log2, log, pow, power, sign, signum, greatest, \
-     least, lower, upper, length, char_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
+     least, lower, upper, length, char_length, character_length, trim, ltrim, rtrim, initcap, reverse, md5, sha2, substring, substr, left, \
      right, concat, concat_ws, lpad, rpad, replace, instr, locate, startswith, endswith, contains, split_part, \
      regexp_replace, regexp_extract, year, month, day, dayofmonth, dayofweek, hour, minute, second, unix_seconds, \
      unix_millis, unix_micros, unix_timestamp, from_unixtime, timestamp_seconds, timestamp_millis, timestamp_micros, \

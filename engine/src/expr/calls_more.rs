@@ -76,9 +76,14 @@ impl Binder<'_> {
             "chr" | "char" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
-                // a STRING is cast to BIGINT implicitly, as Spark casts it (`chr('65')`)
-                if !matches!(x.data_type, DataType::Int | DataType::Long | DataType::String) && !is_null_literal(&x) {
-                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "INT, BIGINT, STRING"));
+                // a STRING or a fractional number is cast to BIGINT implicitly, as Spark casts
+                // it (`chr('65')`, `chr(65.9)`)
+                let castable = matches!(
+                    x.data_type,
+                    DataType::Int | DataType::Long | DataType::String | DataType::Double | DataType::Float
+                ) || x.data_type.decimal().is_some();
+                if !castable && !is_null_literal(&x) {
+                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "a number, STRING"));
                 }
                 let name = named(std::slice::from_ref(&x));
                 call(Func::Chr, vec![coerce(x, DataType::Long)], DataType::String, name)
