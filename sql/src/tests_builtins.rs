@@ -186,3 +186,56 @@ fn math_functions_read_a_string_as_a_double() {
     assert!(bind_expression("sqrt(d)", &schema()).is_err());
     assert!(bind_expression("abs(true)", &schema()).is_err());
 }
+
+#[test]
+fn string_and_math_builtins_of_spark_4_give_sparks_edge_values() {
+    let s = |x: &str| Value::Str(x.into());
+    // substring_index finds overlapping occurrences, byte by byte, from either end
+    assert_eq!(one("substring_index('aaa', 'aa', 2)"), s("a"));
+    assert_eq!(one("substring_index('aaa', 'aa', -2)"), s("a"));
+    assert_eq!(one("substring_index('a.b.c', '.', 5)"), s("a.b.c"));
+    assert_eq!(one("substring_index('a.b.c', '.', -5)"), s("a.b.c"));
+    assert_eq!(one("substring_index('.a', '.', 1)"), s(""));
+    assert_eq!(one("substring_index('a.', '.', -1)"), s(""));
+    assert_eq!(one("substring_index('a.b', '', 1)"), s(""));
+    // find_in_set: an empty item matches an empty string; a comma in the needle never matches
+    assert_eq!(one("find_in_set('', 'a,,b')"), Value::Int(2));
+    assert_eq!(one("find_in_set('', '')"), Value::Int(1));
+    assert_eq!(one("find_in_set('b,', 'a,b,c')"), Value::Int(0));
+    // levenshtein counts characters; over the threshold (any negative one) it is -1
+    assert_eq!(one("levenshtein('kitten', 'sitting')"), Value::Int(3));
+    assert_eq!(one("levenshtein('kitten', 'sitting', 3)"), Value::Int(3));
+    assert_eq!(one("levenshtein('kitten', 'sitting', 2)"), Value::Int(-1));
+    assert_eq!(one("levenshtein('', '', -1)"), Value::Int(-1));
+    assert_eq!(one("levenshtein('héllo', 'hello')"), Value::Int(1));
+    assert_eq!(one("levenshtein('a', 'b', NULL)"), Value::Null);
+    // bit_count of an INT counts the bits of the BIGINT it widens to; bin is two's complement
+    assert_eq!(one("bit_count(-1)"), Value::Int(64));
+    assert_eq!(one("bit_count(true)"), Value::Int(1));
+    assert_eq!(one("bin(CAST(-5 AS INT))"), s(&format!("{}011", "1".repeat(61))));
+    assert_eq!(one("bin('12')"), s("1100"));
+    // counts of string functions take a fractional number, truncated
+    assert_eq!(one("space(2.9)"), s("  "));
+    assert_eq!(one("space(-2.9)"), s(""));
+    assert_eq!(one("repeat('ab', 2.7)"), s("abab"));
+    assert_eq!(one("weekday(DATE '2024-01-01')"), Value::Int(0));
+    assert_eq!(one("weekday('2024-03-31')"), Value::Int(6));
+    assert_eq!(one("nullifzero(0)"), Value::Null);
+    assert_eq!(one("nullifzero('0')"), Value::Null);
+    assert_eq!(one("try_mod(-7, 3)"), Value::Int(-1));
+    assert_eq!(one("try_mod(7, 0)"), Value::Null);
+    assert_eq!(one("try_to_date('2024-13-01')"), Value::Null);
+    assert_eq!(one("try_to_date('01/02/2024', 'MM/dd/yyyy')"), one("DATE '2024-01-02'"));
+    assert_eq!(one("atanh(1.0)"), Value::Double(f64::INFINITY));
+    assert_eq!(one("asinh(-1e200)"), Value::Double(-461.2101657793691));
+    assert_eq!(one("csc(0)"), Value::Double(f64::INFINITY));
+    // names as Spark gives them
+    assert_eq!(name("asinh(1e-10)"), "ASINH(1.0E-10)");
+    assert_eq!(name("substring_index(s, '.', 2)"), "substring_index(s, ., 2)");
+    assert_eq!(name("sha(s)"), "sha(s)");
+    assert_eq!(name("try_to_date(s)"), "try_to_date(s)");
+    // what Spark refuses: bit_count of a DOUBLE or STRING, a fractional day count
+    for refused in ["bit_count(1.5)", "bit_count('7')", "date_add(d, 1.5)"] {
+        assert!(bind_expression(refused, &schema()).is_err(), "{refused} was accepted");
+    }
+}

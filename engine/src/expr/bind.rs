@@ -338,6 +338,19 @@ impl Binder<'_> {
         Ok(coerce(t, DataType::Int))
     }
 
+    /// A count or position of a string function (`substring`, `left`, `repeat`, `lpad`,
+    /// `split_part`, `space`, ...): [`Binder::integer`], and a DOUBLE, FLOAT or DECIMAL cast
+    /// to INT implicitly (truncating; out of INT's range fails as the cast does), as Spark
+    /// casts the INT arguments of these functions (`repeat('ab', 2.7)` is `abab`). The date
+    /// functions' day and month counts take no fractional number (`date_add(d, 1.5)` is an
+    /// error in Spark) and keep [`Binder::integer`].
+    pub(super) fn count_arg(&self, pos: Pos, t: Typed, what: &str) -> Result<Typed, ExprError> {
+        if matches!(t.data_type, DataType::Double | DataType::Float) || t.data_type.decimal().is_some() {
+            return Ok(coerce(t, DataType::Int));
+        }
+        self.integer(pos, t, what)
+    }
+
     pub(super) fn literal(&self, pos: Pos, l: &Literal) -> Result<Typed, ExprError> {
         Ok(match l {
             Literal::Null => literal(Value::Null, DataType::String, "NULL".into()),

@@ -65,7 +65,7 @@ impl Binder<'_> {
                 let a = vec![self.numeric_arg(pos, self.bind(&args[0])?, "abs")?];
                 Ok(call(Func::Abs, a.clone(), a[0].data_type, named("abs", &a)))
             }
-            "mod" | "pmod" | "try_add" | "try_subtract" | "try_multiply" => {
+            "mod" | "pmod" | "try_add" | "try_subtract" | "try_multiply" | "try_mod" => {
                 arity(2..=2)?;
                 let a = bound(self)?;
                 let (op, try_) = match lower.as_str() {
@@ -73,6 +73,7 @@ impl Binder<'_> {
                     "pmod" => (ArithOp::Pmod, false),
                     "try_add" => (ArithOp::Add, true),
                     "try_subtract" => (ArithOp::Sub, true),
+                    "try_mod" => (ArithOp::Rem, true),
                     _ => (ArithOp::Mul, true),
                 };
                 let name = named(&lower, &a);
@@ -179,13 +180,13 @@ impl Binder<'_> {
             "substring" | "substr" | "left" => {
                 arity(if lower == "left" { 2..=2 } else { 2..=3 })?;
                 let s = self.string(pos, self.bind(&args[0])?, &lower)?;
-                let p = self.integer(pos, self.bind(&args[1])?, &lower)?;
+                let p = self.count_arg(pos, self.bind(&args[1])?, &lower)?;
                 let (a, name) = if lower == "left" {
                     let name = format!("left({}, {})", s.name, p.name);
                     (vec![s, literal(Value::Int(1), DataType::Int, "1".into()), p], name)
                 } else {
                     let l = match args.get(2) {
-                        Some(l) => self.integer(pos, self.bind(l)?, &lower)?,
+                        Some(l) => self.count_arg(pos, self.bind(l)?, &lower)?,
                         None => literal(Value::Int(i32::MAX), DataType::Int, i32::MAX.to_string()),
                     };
                     let name = format!("{lower}({}, {}, {})", s.name, p.name, l.name);
@@ -211,7 +212,7 @@ impl Binder<'_> {
             "lpad" | "rpad" => {
                 arity(2..=3)?;
                 let s = self.string(pos, self.bind(&args[0])?, &lower)?;
-                let n = self.integer(pos, self.bind(&args[1])?, &lower)?;
+                let n = self.count_arg(pos, self.bind(&args[1])?, &lower)?;
                 let p = match args.get(2) {
                     Some(p) => self.string(pos, self.bind(p)?, &lower)?,
                     None => literal(Value::Str(Arc::from(" ")), DataType::String, " ".into()),
@@ -233,7 +234,7 @@ impl Binder<'_> {
             "locate" if args.len() == 3 => {
                 let sub = self.string(pos, self.bind(&args[0])?, &lower)?;
                 let s = self.string(pos, self.bind(&args[1])?, &lower)?;
-                let p = self.integer(pos, self.bind(&args[2])?, &lower)?;
+                let p = self.count_arg(pos, self.bind(&args[2])?, &lower)?;
                 let name = format!("locate({}, {}, {})", sub.name, s.name, p.name);
                 Ok(call(Func::Locate, vec![s, sub, p], DataType::Int, name))
             }
@@ -253,7 +254,7 @@ impl Binder<'_> {
             "right" => {
                 arity(2..=2)?;
                 let s = self.string(pos, self.bind(&args[0])?, "right")?;
-                let n = self.integer(pos, self.bind(&args[1])?, "right")?;
+                let n = self.count_arg(pos, self.bind(&args[1])?, "right")?;
                 let a = vec![s, n];
                 let name = named("right", &a);
                 Ok(call(Func::Right, a, DataType::String, name))
@@ -262,7 +263,7 @@ impl Binder<'_> {
                 arity(3..=3)?;
                 let s = self.string(pos, self.bind(&args[0])?, "split_part")?;
                 let d = self.string(pos, self.bind(&args[1])?, "split_part")?;
-                let n = self.integer(pos, self.bind(&args[2])?, "split_part")?;
+                let n = self.count_arg(pos, self.bind(&args[2])?, "split_part")?;
                 let a = vec![s, d, n];
                 let name = named("split_part", &a);
                 Ok(call(Func::SplitPart, a, DataType::String, name))
@@ -402,7 +403,7 @@ impl Binder<'_> {
             "struct" | "named_struct" | "to_json" | "get_json_object" | "window_time" => {
                 self.struct_call(pos, &lower, args)
             }
-            "to_date" | "to_timestamp" | "try_to_timestamp" => {
+            "to_date" | "try_to_date" | "to_timestamp" | "try_to_timestamp" => {
                 arity(1..=2)?;
                 let x = self.bind(&args[0])?;
                 let x = match x.data_type {
@@ -431,8 +432,8 @@ impl Binder<'_> {
                     shown.push(p.clone());
                 }
                 let name = format!("{lower}({})", shown.join(", "));
-                let (func, ty) = if lower == "to_date" {
-                    (Func::ToDate(pattern), DataType::Date)
+                let (func, ty) = if lower.ends_with("to_date") {
+                    (Func::ToDate { pattern, try_: lower == "try_to_date" }, DataType::Date)
                 } else {
                     (Func::ToTimestamp { pattern, try_: lower == "try_to_timestamp" }, DataType::Timestamp)
                 };
@@ -792,7 +793,8 @@ pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif,
      dateadd, date_sub, datediff, date_diff, add_months, last_day, make_date, unix_date, date_from_unix_date, string, \
      int, bigint, double, float, boolean, date, timestamp, equal_null, zeroifnull, negative, positive, factorial, \
      to_unix_timestamp, current_date, curdate, trunc, next_day, timestampadd, timestampdiff, from_utc_timestamp, \
-     to_utc_timestamp";
+     to_utc_timestamp, asinh, acosh, atanh, sec, csc, weekday, nullifzero, substring_index, space, find_in_set, \
+     levenshtein, bit_count, bin, sha, try_mod, try_to_date";
 
 /// A Java regular expression, as Spark runs it (`java.util.regex`), compiled by Rust's `regex`
 /// after [`java_classes`]; refused where `regex` cannot read it (backreferences, lookaround and

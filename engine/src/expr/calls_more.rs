@@ -58,16 +58,16 @@ impl Binder<'_> {
                 };
                 call(func, a.clone(), ty, named(&a))
             }
-            "octet_length" | "bit_length" | "ascii" | "sha1" | "crc32" | "base64" => {
+            "octet_length" | "bit_length" | "ascii" | "sha1" | "sha" | "crc32" | "base64" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
-                let binary = matches!(lower, "sha1" | "crc32" | "base64");
+                let binary = matches!(lower, "sha1" | "sha" | "crc32" | "base64");
                 let a = vec![if binary { self.string_only(pos, x, lower)? } else { self.string(pos, x, lower)? }];
                 let (func, ty) = match lower {
                     "octet_length" => (Func::OctetLength, DataType::Int),
                     "bit_length" => (Func::BitLength, DataType::Int),
                     "ascii" => (Func::Ascii, DataType::Int),
-                    "sha1" => (Func::Sha1, DataType::String),
+                    "sha1" | "sha" => (Func::Sha1, DataType::String),
                     "crc32" => (Func::Crc32, DataType::Long),
                     _ => (Func::Base64, DataType::String),
                 };
@@ -88,6 +88,74 @@ impl Binder<'_> {
                 let name = named(std::slice::from_ref(&x));
                 call(Func::Chr, vec![coerce(x, DataType::Long)], DataType::String, name)
             }
+            // `nullif(x, 0)`, named as called (Spark 4's NullIfZero)
+            "nullifzero" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                let name = named(std::slice::from_ref(&x));
+                let zero = literal(Value::Int(0), DataType::Int, "0".into());
+                let eq = self.compare(pos, super::functions::CmpOp::Eq, x.clone(), zero)?;
+                let ty = x.data_type;
+                let node = Node::Case {
+                    branches: vec![(eq, literal(Value::Null, ty, "NULL".into()))],
+                    otherwise: Some(Box::new(x)),
+                };
+                Typed { node, data_type: ty, name }
+            }
+            "substring_index" => {
+                arity(3..=3)?;
+                let s = self.string(pos, self.bind(&args[0])?, lower)?;
+                let d = self.string(pos, self.bind(&args[1])?, lower)?;
+                let k = self.count_arg(pos, self.bind(&args[2])?, lower)?;
+                let a = vec![s, d, k];
+                call(Func::SubstringIndex, a.clone(), DataType::String, named(&a))
+            }
+            "space" => {
+                arity(1..=1)?;
+                let a = vec![self.count_arg(pos, self.bind(&args[0])?, lower)?];
+                call(Func::Space, a.clone(), DataType::String, named(&a))
+            }
+            "find_in_set" => {
+                arity(2..=2)?;
+                let a = bound()?.into_iter().map(|x| self.string(pos, x, lower)).collect::<Result<Vec<_>, _>>()?;
+                call(Func::FindInSet, a.clone(), DataType::Int, named(&a))
+            }
+            "levenshtein" => {
+                arity(2..=3)?;
+                let mut a = Vec::with_capacity(3);
+                for (i, x) in bound()?.into_iter().enumerate() {
+                    a.push(if i < 2 { self.string(pos, x, lower)? } else { self.count_arg(pos, x, lower)? });
+                }
+                call(Func::Levenshtein, a.clone(), DataType::Int, named(&a))
+            }
+            "bit_count" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                if !matches!(x.data_type, DataType::Int | DataType::Long | DataType::Boolean) && !is_null_literal(&x) {
+                    return Err(ty_err(
+                        pos,
+                        format!("bit_count of {} ({})", x.data_type, x.name),
+                        "INT, BIGINT, BOOLEAN",
+                    ));
+                }
+                let name = named(std::slice::from_ref(&x));
+                let x = if x.data_type == DataType::Boolean { x } else { coerce(x, DataType::Long) };
+                call(Func::BitCount, vec![x], DataType::Int, name)
+            }
+            "bin" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                // a STRING or a fractional number is cast to BIGINT implicitly, as Spark casts it
+                let castable = matches!(
+                    x.data_type,
+                    DataType::Int | DataType::Long | DataType::String | DataType::Double | DataType::Float
+                ) || x.data_type.decimal().is_some();
+                if !castable && !is_null_literal(&x) {
+                    return Err(ty_err(pos, format!("bin of {} ({})", x.data_type, x.name), "a number, STRING"));
+                }
+                let name = named(std::slice::from_ref(&x));
+                call(Func::Bin, vec![coerce(x, DataType::Long)], DataType::String, name)
+            }
             "hex" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
@@ -100,7 +168,7 @@ impl Binder<'_> {
             "repeat" => {
                 arity(2..=2)?;
                 let s = self.string(pos, self.bind(&args[0])?, lower)?;
-                let k = self.integer(pos, self.bind(&args[1])?, lower)?;
+                let k = self.count_arg(pos, self.bind(&args[1])?, lower)?;
                 let a = vec![s, k];
                 call(Func::Repeat, a.clone(), DataType::String, named(&a))
             }
@@ -126,7 +194,7 @@ impl Binder<'_> {
                 let sub = self.string(pos, self.bind(&args[0])?, lower)?;
                 let s = self.string(pos, self.bind(&args[1])?, lower)?;
                 let p = match args.get(2) {
-                    Some(p) => self.integer(pos, self.bind(p)?, lower)?,
+                    Some(p) => self.count_arg(pos, self.bind(p)?, lower)?,
                     None => literal(Value::Int(1), DataType::Int, "1".into()),
                 };
                 let name = format!("position({}, {}, {})", sub.name, s.name, p.name);
@@ -388,7 +456,7 @@ impl Binder<'_> {
                 literal(Value::Double(v), DataType::Double, format!("{}()", lower.to_ascii_uppercase()))
             }
             "cbrt" | "sin" | "cos" | "tan" | "cot" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
-            | "degrees" | "radians" | "log1p" | "expm1" | "rint" => {
+            | "degrees" | "radians" | "log1p" | "expm1" | "rint" | "asinh" | "acosh" | "atanh" | "sec" | "csc" => {
                 arity(1..=1)?;
                 let x = self.numeric_arg(pos, self.bind(&args[0])?, lower)?;
                 let m = match lower {
@@ -407,6 +475,11 @@ impl Binder<'_> {
                     "radians" => Math1::Radians,
                     "log1p" => Math1::Log1p,
                     "expm1" => Math1::Expm1,
+                    "asinh" => Math1::Asinh,
+                    "acosh" => Math1::Acosh,
+                    "atanh" => Math1::Atanh,
+                    "sec" => Math1::Sec,
+                    "csc" => Math1::Csc,
                     _ => Math1::Rint,
                 };
                 // Spark names these upper case, `rint` as written
@@ -432,13 +505,14 @@ impl Binder<'_> {
                 };
                 self.bitwise(pos, op, a, name)?
             }
-            "dayofyear" | "weekofyear" | "quarter" => {
+            "dayofyear" | "weekofyear" | "quarter" | "weekday" => {
                 arity(1..=1)?;
                 let t = self.date_or_time(pos, self.bind(&args[0])?, lower, DataType::Date)?;
                 let name = named(std::slice::from_ref(&t));
                 let f = match lower {
                     "dayofyear" => TimeField::DayOfYear,
                     "weekofyear" => TimeField::WeekOfYear,
+                    "weekday" => TimeField::Weekday,
                     _ => TimeField::Quarter,
                 };
                 call(Func::TimeField(f), vec![coerce(t, DataType::Timestamp)], DataType::Int, name)

@@ -193,7 +193,12 @@ pub enum Func {
     GetJsonObject(Arc<[PathStep]>),
     /// `to_date(x[, pattern])`: a STRING parsed (as `CAST(s AS DATE)` without a pattern), the
     /// date of a TIMESTAMP, a DATE as is.
-    ToDate(Option<DateFormat>),
+    ToDate {
+        /// The pattern (`to_date(s, 'MM/dd/yyyy')`); none: as `CAST(s AS DATE)`.
+        pattern: Option<DateFormat>,
+        /// `try_to_date`: NULL instead of a parse error.
+        try_: bool,
+    },
     /// A DOUBLE function of two DOUBLE arguments.
     Math2(Math2),
     /// `from_utc_timestamp(ts, zone)` (`to_utc`: false) / `to_utc_timestamp(ts, zone)` as
@@ -284,6 +289,25 @@ pub enum Func {
         /// `try_to_timestamp`: NULL instead of an error.
         try_: bool,
     },
+    /// `substring_index(s, delim, count)`: `s` before the `count`-th `delim` from the left
+    /// (`count > 0`) or after the `-count`-th from the right; occurrences may overlap and are
+    /// found byte by byte, as Spark's `UTF8String.subStringIndex`. Empty for an empty `delim`
+    /// or a `count` of 0; all of `s` when there are fewer occurrences.
+    SubstringIndex,
+    /// `space(n)`: `n` spaces (none for `n <= 0`).
+    Space,
+    /// `find_in_set(x, list)`: the 1-based position of `x` among the comma-separated items of
+    /// `list`, 0 when absent or when `x` contains a comma.
+    FindInSet,
+    /// `levenshtein(a, b[, threshold])`: the edit distance in characters; with a threshold, -1
+    /// when the distance exceeds it.
+    Levenshtein,
+    /// `bit_count(x)`: the bits set in an INT or BIGINT as a BIGINT (Java's `Long.bitCount` of
+    /// the widened value: 64 for -1), 1 or 0 for a BOOLEAN.
+    BitCount,
+    /// `bin(x)`: a BIGINT in base 2, two's complement for a negative one (Java's
+    /// `Long.toBinaryString`).
+    Bin,
 }
 
 /// A parsed `date_format` pattern.
@@ -383,6 +407,16 @@ pub enum Math1 {
     Expm1,
     /// `rint` (to the nearest integer, ties to even, as Java's `Math.rint`).
     Rint,
+    /// `asinh`.
+    Asinh,
+    /// `acosh` (NaN below 1).
+    Acosh,
+    /// `atanh` (NaN outside [-1, 1], infinite at -1 and 1).
+    Atanh,
+    /// `sec` (1 / cos).
+    Sec,
+    /// `csc` (1 / sin).
+    Csc,
 }
 
 /// DOUBLE functions of two DOUBLE arguments.
@@ -446,6 +480,8 @@ pub enum TimeField {
     Quarter,
     /// `extract(DAYOFWEEK_ISO FROM ts)`: 1 = Monday .. 7 = Sunday.
     DayOfWeekIso,
+    /// `weekday`: 0 for Monday to 6 for Sunday.
+    Weekday,
 }
 
 /// Units of `date_trunc`.
@@ -667,6 +703,11 @@ impl Func {
                     }
                     Math1::Expm1 => Value::Double(x.exp_m1()),
                     Math1::Rint => Value::Double(x.round_ties_even()),
+                    Math1::Asinh => Value::Double(x.asinh()),
+                    Math1::Acosh => Value::Double(x.acosh()),
+                    Math1::Atanh => Value::Double(x.atanh()),
+                    Math1::Sec => Value::Double(1.0 / x.cos()),
+                    Math1::Csc => Value::Double(1.0 / x.sin()),
                 }
             }
             Func::Math2(m) => Value::Double(match m {
@@ -821,6 +862,7 @@ impl Func {
                     TimeField::WeekOfYear => iso_week(text::epoch_day(us)),
                     TimeField::Quarter => (mo as i32 - 1) / 3 + 1,
                     TimeField::DayOfWeekIso => (text::epoch_day(us) + 3).rem_euclid(7) as i32 + 1,
+                    TimeField::Weekday => (text::epoch_day(us) + 3).rem_euclid(7) as i32,
                 })
             }
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
@@ -862,15 +904,47 @@ impl Func {
                 Some(text) => return st(text),
                 None => Value::Null,
             },
-            Func::ToDate(pattern) => match (&a[0], pattern) {
-                (Value::Str(x), None) => Value::Date(parse_cast_date(x).ok_or(EvalErrorKind::CastInvalidInput)?),
-                (Value::Str(x), Some(DateFormat(parts))) => {
-                    let us = parse_with_pattern(x, parts).ok_or(EvalErrorKind::CannotParseTimestamp)?;
-                    Value::Date(date_of_micros(us))
+            Func::ToDate { pattern, try_ } => {
+                let parsed = match (&a[0], pattern) {
+                    (Value::Str(x), None) => parse_cast_date(x).ok_or(EvalErrorKind::CastInvalidInput),
+                    (Value::Str(x), Some(DateFormat(parts))) => {
+                        parse_with_pattern(x, parts).map(date_of_micros).ok_or(EvalErrorKind::CannotParseTimestamp)
+                    }
+                    (Value::Timestamp(t), _) => Ok(date_of_micros(t.0)),
+                    (v, _) => return Ok(v.clone()),
+                };
+                match parsed {
+                    Ok(d) => Value::Date(d),
+                    Err(_) if *try_ => Value::Null,
+                    Err(e) => return Err(e),
                 }
-                (Value::Timestamp(t), _) => Value::Date(date_of_micros(t.0)),
-                (v, _) => v.clone(),
-            },
+            }
+            Func::SubstringIndex => return st(substring_index(s(0), s(1), n(2)).to_string()),
+            Func::Space => {
+                let k = n(0).max(0) as u64;
+                within_string_limit(k)?;
+                return st(" ".repeat(k as usize));
+            }
+            Func::FindInSet => {
+                let x = s(0);
+                Value::Int(if x.contains(',') {
+                    0
+                } else {
+                    s(1).split(',').position(|i| i == x).map_or(0, |p| p as i32 + 1)
+                })
+            }
+            Func::Levenshtein => {
+                let d = levenshtein(s(0), s(1));
+                match a.get(2) {
+                    Some(t) if d > t.as_i64().unwrap_or(0) => Value::Int(-1),
+                    _ => Value::Int(d as i32),
+                }
+            }
+            Func::BitCount => Value::Int(match a[0] {
+                Value::Bool(b) => b as i32,
+                _ => n(0).count_ones() as i32,
+            }),
+            Func::Bin => return st(format!("{:b}", n(0))),
             Func::ToTimestamp { pattern, try_ } => {
                 let parsed = match (&a[0], pattern) {
                     (Value::Str(x), None) => parse_cast_timestamp(x).ok_or(EvalErrorKind::CastInvalidInput),
@@ -1304,6 +1378,55 @@ fn months_between_whole(start: i64, end: i64) -> i64 {
         (y * 12 + m as i64 - 1) * 32 + day as i64
     };
     (packed(d2) - packed(d1)) / 32
+}
+
+/// Spark's `UTF8String.subStringIndex` (see [`Func::SubstringIndex`]).
+fn substring_index<'a>(s: &'a str, delim: &str, count: i64) -> &'a str {
+    let (b, d) = (s.as_bytes(), delim.as_bytes());
+    if d.is_empty() || count == 0 {
+        return "";
+    }
+    let at = |i: usize| b.get(i..i + d.len()) == Some(d);
+    if count > 0 {
+        let mut found = 0;
+        for i in 0..b.len() {
+            if at(i) {
+                found += 1;
+                if found == count {
+                    // a match of whole characters: `i` is on a character boundary
+                    return s.get(..i).unwrap_or(s);
+                }
+            }
+        }
+    } else {
+        let mut found = 0;
+        for i in (0..b.len()).rev() {
+            if at(i) {
+                found += 1;
+                if found == -count {
+                    return s.get(i + d.len()..).unwrap_or(s);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The edit distance between `a` and `b` in characters (insertions, deletions and
+/// substitutions of one character each), as Spark's `UTF8String.levenshteinDistance`.
+fn levenshtein(a: &str, b: &str) -> i64 {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<i64> = (0..=b.len() as i64).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i as i64 + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + i64::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
