@@ -239,3 +239,62 @@ fn string_and_math_builtins_of_spark_4_give_sparks_edge_values() {
         assert!(bind_expression(refused, &schema()).is_err(), "{refused} was accepted");
     }
 }
+
+#[test]
+fn conv_format_number_width_bucket_and_make_timestamp_give_sparks_edge_values() {
+    let s = |x: &str| Value::Str(x.into());
+    // conv: unsigned 64 bits, two's complement for a negative input, signed for a negative base
+    assert_eq!(one("conv('-ff', 16, 10)"), s("18446744073709551361"));
+    assert_eq!(one("conv('-ff', 16, -10)"), s("-255"));
+    assert_eq!(one("conv('ffffffffffffffff', 16, -10)"), s("-1"));
+    assert_eq!(one("conv('-8000000000000001', 16, 10)"), s("18446744073709551615"));
+    assert_eq!(one("conv('  12x', 10, 10)"), s("12"));
+    assert_eq!(one("conv('x', 10, 10)"), s("0"));
+    assert_eq!(one("conv('-', 10, 10)"), s("0"));
+    assert_eq!(one("conv(' ', 10, 10)"), Value::Null);
+    assert_eq!(one("conv('10', 1, 10)"), Value::Null);
+    assert_eq!(one("conv('255', 10, 16)"), s("FF"));
+    assert!(eval("conv('18446744073709551616', 10, 16)", vec![Value::Null; 4]).is_err(), "64-bit overflow");
+    // format_number rounds half-even (the exact value of a DOUBLE), groups by three
+    assert_eq!(one("format_number(2.5, 0)"), s("2"));
+    assert_eq!(one("format_number(3.5, 0)"), s("4"));
+    assert_eq!(one("format_number(0.125, 2)"), s("0.12"));
+    assert_eq!(one("format_number(-1234.5, 0)"), s("-1,234"));
+    assert_eq!(one("format_number(-0.4, 0)"), s("-0"));
+    assert_eq!(one("format_number(1e20, 1)"), s("100,000,000,000,000,000,000.0"));
+    assert_eq!(one("format_number(CAST(0.1 AS FLOAT), 10)"), s("0.1000000015"));
+    assert_eq!(one("format_number(CAST(-9.995 AS DECIMAL(4, 3)), 2)"), s("-10.00"));
+    assert_eq!(one("format_number(1.005, 2)"), s("1.00"));
+    assert_eq!(one("format_number(CAST(12345 AS BIGINT), 2)"), s("12,345.00"));
+    assert_eq!(one("format_number(1.5, -1)"), Value::Null);
+    assert!(bind_expression("format_number(1.5, '#,##0.0')", &schema()).is_err(), "a pattern is refused");
+    // width_bucket: either direction, 0 and n + 1 outside, NULL for degenerate bounds
+    assert_eq!(one("width_bucket(5.3, 0.2, 10.6, 5)"), Value::Long(3));
+    assert_eq!(one("width_bucket(5, 10, 0, 5)"), Value::Long(3));
+    assert_eq!(one("width_bucket(10, 0, 10, 5)"), Value::Long(6));
+    assert_eq!(one("width_bucket(-1, 0, 10, 5)"), Value::Long(0));
+    assert_eq!(one("width_bucket(1e308, -1e308, 1e308, 10)"), Value::Long(11));
+    assert_eq!(one("width_bucket(5, 0, 0, 3)"), Value::Null);
+    assert_eq!(one("width_bucket(5, 0, 10, 0)"), Value::Null);
+    assert_eq!(one("width_bucket(5, 0, 10, 2.5)"), Value::Long(2));
+    // make_timestamp: 60 whole seconds is the next minute, a fraction past it or a bad field fails
+    let ts = |t: &str| one(&format!("TIMESTAMP '{t}'"));
+    assert_eq!(one("make_timestamp(2024, 12, 31, 23, 59, 60)"), ts("2025-01-01 00:00:00"));
+    assert_eq!(one("make_timestamp(2024, 2, 29, 10, 30, 59.9999999)"), ts("2024-02-29 10:31:00"));
+    assert_eq!(one("make_timestamp(2024, 2, 29, 10, 30, '45.5')"), ts("2024-02-29 10:30:45.5"));
+    assert_eq!(one("make_timestamp(2024, 2, 29, 10, 30, 45, '+02:00')"), ts("2024-02-29 08:30:45"));
+    assert_eq!(one("make_timestamp(2024, 3, 10, 2, 30, 0, 'America/New_York')"), ts("2024-03-10 07:30:00"));
+    assert_eq!(one("try_make_timestamp(2024, 2, 30, 10, 30, 45)"), Value::Null);
+    for failing in [
+        "make_timestamp(2024, 2, 30, 10, 30, 45)",
+        "make_timestamp(2024, 2, 29, 24, 0, 0)",
+        "make_timestamp(2024, 2, 29, 10, 30, 60.5)",
+        "make_timestamp(2024, 2, 29, 10, 30, -0.5)",
+        "make_timestamp(2024, 13, 1, 0, 0, 0)",
+        "make_timestamp(300000, 1, 1, 0, 0, 0)",
+    ] {
+        assert!(eval(failing, vec![Value::Null; 4]).is_err(), "{failing} did not fail");
+    }
+    assert_eq!(name("make_timestamp(2024, 2, 29, 10, 30, 45.5)"), "make_timestamp(2024, 2, 29, 10, 30, 45.5)");
+    assert_eq!(name("conv(s, 16, 10)"), "conv(s, 16, 10)");
+}

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err};
+use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
 use super::calls::{check_arity, java_regex, string_literal_arg};
 use super::functions::{BitOp, Func, Math1, Math2, TimeField, TimeStep, TruncUnit};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, TrimSide, Typed};
@@ -155,6 +155,87 @@ impl Binder<'_> {
                 }
                 let name = named(std::slice::from_ref(&x));
                 call(Func::Bin, vec![coerce(x, DataType::Long)], DataType::String, name)
+            }
+            "width_bucket" => {
+                arity(4..=4)?;
+                let a = bound()?;
+                let name = named(&a);
+                let mut typed = Vec::with_capacity(4);
+                for (i, x) in a.into_iter().enumerate() {
+                    let x = self.numeric_arg(pos, x, lower)?;
+                    typed.push(coerce(x, if i < 3 { DataType::Double } else { DataType::Long }));
+                }
+                call(Func::WidthBucket, typed, DataType::Long, name)
+            }
+            "make_timestamp" | "try_make_timestamp" => {
+                arity(6..=7)?;
+                let a = bound()?;
+                let name = named(&a);
+                let mut typed = Vec::with_capacity(6);
+                for x in a[..5].iter() {
+                    typed.push(self.integer(pos, x.clone(), lower)?);
+                }
+                let sec = a[5].clone();
+                let castable = matches!(
+                    sec.data_type,
+                    DataType::Int | DataType::Long | DataType::Double | DataType::Float | DataType::String
+                ) || sec.data_type.decimal().is_some()
+                    || is_null_literal(&sec);
+                if !castable {
+                    return Err(ty_err(
+                        pos,
+                        format!("{lower} seconds of {} ({})", sec.data_type, sec.name),
+                        "DECIMAL(16, 6), a number, STRING",
+                    ));
+                }
+                typed.push(coerce(sec, DataType::Decimal { precision: 16, scale: 6 }));
+                let wall = call(
+                    Func::MakeTimestamp { try_: lower == "try_make_timestamp" },
+                    typed,
+                    DataType::Timestamp,
+                    String::new(),
+                );
+                match args.get(6) {
+                    None => Typed { name, ..wall },
+                    Some(z) => {
+                        let zone = match &z.kind {
+                            SyntaxKind::Literal(Literal::String(text)) => Some(super::zones::Zone::parse(text).ok_or_else(|| {
+                                ty_err(
+                                    z.pos,
+                                    format!("the time zone '{text}' (Spark's INVALID_TIMEZONE)"),
+                                    "a region id such as 'Europe/Paris' (case matters), an offset such as '+08:00' or 'GMT+1', 'UTC', or one of Java's short ids ('PST', 'EST', 'CST', ...)",
+                                )
+                            })?),
+                            _ => None,
+                        };
+                        let zone_name = self.string(pos, a[6].clone(), lower)?;
+                        call(Func::ShiftZone { to_utc: true, zone }, vec![wall, zone_name], DataType::Timestamp, name)
+                    }
+                }
+            }
+            "conv" => {
+                arity(3..=3)?;
+                let a = bound()?;
+                let name = named(&a);
+                let num = self.string(pos, a[0].clone(), lower)?;
+                let from = self.integer(pos, a[1].clone(), lower)?;
+                let to = self.integer(pos, a[2].clone(), lower)?;
+                call(Func::Conv, vec![num, from, to], DataType::String, name)
+            }
+            "format_number" => {
+                arity(2..=2)?;
+                let a = bound()?;
+                let name = named(&a);
+                let x = self.numeric_arg(pos, a[0].clone(), lower)?;
+                if !matches!(a[1].data_type, DataType::Int | DataType::Long) && !is_null_literal(&a[1]) {
+                    return Err(unsupported(
+                        args[1].pos,
+                        format!("format_number's second argument {} ({})", a[1].name, a[1].data_type),
+                        "a number of decimal places (INT); a DecimalFormat pattern is not supported",
+                    ));
+                }
+                let d = coerce(a[1].clone(), DataType::Int);
+                call(Func::FormatNumber, vec![x, d], DataType::String, name)
             }
             "hex" => {
                 arity(1..=1)?;

@@ -308,6 +308,28 @@ pub enum Func {
     /// `bin(x)`: a BIGINT in base 2, two's complement for a negative one (Java's
     /// `Long.toBinaryString`).
     Bin,
+    /// `width_bucket(v, min, max, n)`: the bucket of `v` among `n` equal ones from `min` to
+    /// `max` (either way round), 0 before the first and `n + 1` after the last; NULL for
+    /// `n <= 0` or `n` = BIGINT's maximum, `min = max`, or a NaN or infinite bound (Spark's
+    /// `WidthBucket`).
+    WidthBucket,
+    /// `make_timestamp(year, month, day, hour, minute, second)` as a wall-clock time in µs,
+    /// the second a DECIMAL(16, 6) in [0, 60] (60 only whole: the next minute); a field out of
+    /// range fails (DATETIME_FIELD_OUT_OF_BOUNDS) or, `try_make_timestamp`, is NULL. With a
+    /// time zone the binder shifts the result to UTC ([`Func::ShiftZone`]).
+    MakeTimestamp {
+        /// `try_make_timestamp`.
+        try_: bool,
+    },
+    /// `conv(num, from_base, to_base)`: the digits of `num` (trimmed, an optional `-`, read up
+    /// to the first that is no digit of `from_base`) as an unsigned 64-bit number written in
+    /// `to_base`, upper case; a negative `to_base` writes it signed. NULL for an empty `num`
+    /// or a base outside 2..=36; more than 64 bits fail (ARITHMETIC_OVERFLOW), as Spark's
+    /// `NumberConverter` with ANSI on.
+    Conv,
+    /// `format_number(x, d)`: `x` rounded half-even to `d` decimals with `,` between groups
+    /// of three digits, as Java's `DecimalFormat("#,###.00")`; NULL for `d < 0`.
+    FormatNumber,
 }
 
 /// A parsed `date_format` pattern.
@@ -919,6 +941,29 @@ impl Func {
                     Err(e) => return Err(e),
                 }
             }
+            Func::WidthBucket => match width_bucket(f(0), f(1), f(2), n(3)) {
+                Some(b) => Value::Long(b),
+                None => Value::Null,
+            },
+            Func::MakeTimestamp { try_ } => match make_timestamp(a) {
+                Ok(us) => Value::Timestamp(Timestamp(us)),
+                Err(_) if *try_ => Value::Null,
+                Err(e) => return Err(e),
+            },
+            Func::Conv => {
+                return Ok(match conv(s(0), n(1), n(2))? {
+                    Some(x) => Value::Str(Arc::from(x)),
+                    None => Value::Null,
+                });
+            }
+            Func::FormatNumber => {
+                let d = n(1);
+                if d < 0 {
+                    return Ok(Value::Null);
+                }
+                within_string_limit(d as u64)?;
+                return st(format_number(&a[0], d as usize));
+            }
             Func::SubstringIndex => return st(substring_index(s(0), s(1), n(2)).to_string()),
             Func::Space => {
                 let k = n(0).max(0) as u64;
@@ -1427,6 +1472,142 @@ fn levenshtein(a: &str, b: &str) -> i64 {
         }
     }
     row[b.len()]
+}
+
+/// Spark's `WidthBucket.computeBucketNumber` (see [`Func::WidthBucket`]).
+fn width_bucket(v: f64, min: f64, max: f64, n: i64) -> Option<i64> {
+    let bad = |x: f64| !x.is_finite();
+    if n <= 0 || n == i64::MAX || v.is_nan() || bad(min) || bad(max) || min == max {
+        return None;
+    }
+    let (lower, upper) = (min.min(max), min.max(max));
+    Some(if min < max {
+        if v < lower {
+            0
+        } else if v >= upper {
+            n + 1
+        } else {
+            (n as f64 * (v - lower) / (max - min)) as i64 + 1
+        }
+    } else if v > upper {
+        0
+    } else if v <= lower {
+        n + 1
+    } else {
+        (n as f64 * (upper - v) / (min - max)) as i64 + 1
+    })
+}
+
+/// [`Func::MakeTimestamp`] of `[year, month, day, hour, minute, second]`.
+fn make_timestamp(a: &[Value]) -> Result<i64, EvalErrorKind> {
+    use EvalErrorKind::DatetimeFieldOutOfBounds;
+    let n = |i: usize| a[i].as_i64().unwrap_or(0);
+    let (y, mo, d, h, mi) = (n(0), n(1), n(2), n(3), n(4));
+    let sec = match &a[5] {
+        Value::Decimal(x) => {
+            x.rescale(16, 6, crate::decimal::Rounding::HalfUp).map_err(|_| ArithmeticOverflow)?.unscaled
+        }
+        _ => return Err(DatetimeFieldOutOfBounds),
+    };
+    let valid = y.abs() <= 999_999_999
+        && (1..=12).contains(&mo)
+        && d >= 1
+        && d <= month_days(y, mo as u32) as i64
+        && (0..24).contains(&h)
+        && (0..60).contains(&mi)
+        && (0..=60_000_000).contains(&sec);
+    if !valid {
+        return Err(DatetimeFieldOutOfBounds);
+    }
+    let days = crate::time::days_from_civil(y, mo as u32, d as u32);
+    let us = sec as i64 + (h * 3_600 + mi * 60) * 1_000_000;
+    days.checked_mul(86_400_000_000).and_then(|x| x.checked_add(us)).ok_or(ArithmeticOverflow)
+}
+
+/// Spark's `NumberConverter.convert` (see [`Func::Conv`]); `None` for NULL.
+fn conv(num: &str, from: i64, to: i64) -> Result<Option<String>, EvalErrorKind> {
+    let num = num.trim_matches(' ');
+    if !(2..=36).contains(&from) || !(2..=36).contains(&to.abs()) || num.is_empty() {
+        return Ok(None);
+    }
+    let (mut negative, digits) = match num.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, num),
+    };
+    let mut v: u64 = 0;
+    for c in digits.chars() {
+        let Some(digit) = c.to_digit(36).filter(|&x| (x as i64) < from) else { break };
+        v = v.checked_mul(from as u64).and_then(|x| x.checked_add(digit as u64)).ok_or(ArithmeticOverflow)?;
+    }
+    if negative && to > 0 {
+        // the two's complement; a value beyond BIGINT's range becomes all ones
+        v = if v > i64::MAX as u64 { u64::MAX } else { (v as i64).wrapping_neg() as u64 };
+    }
+    if to < 0 && (v as i64) < 0 {
+        v = (v as i64).wrapping_neg() as u64;
+        negative = true;
+    }
+    let radix = to.unsigned_abs();
+    let mut out = Vec::new();
+    loop {
+        out.push(std::char::from_digit((v % radix) as u32, radix as u32).unwrap_or('0').to_ascii_uppercase());
+        v /= radix;
+        if v == 0 {
+            break;
+        }
+    }
+    if negative && to < 0 {
+        out.push('-');
+    }
+    Ok(Some(out.iter().rev().collect()))
+}
+
+/// [`Func::FormatNumber`] of a number to `d` decimals.
+fn format_number(x: &Value, d: usize) -> String {
+    let plain = match x {
+        Value::Double(v) if v.is_infinite() => return if *v < 0.0 { "-∞".into() } else { "∞".into() },
+        Value::Double(v) => return group_thousands(&format!("{v:.d$}")),
+        Value::Float(v) => return group_thousands(&format!("{:.d$}", *v as f64)),
+        Value::Decimal(v) => {
+            let (scale, negative) = (v.scale as usize, v.unscaled < 0);
+            let mut u = v.unscaled.unsigned_abs();
+            let mut kept = scale;
+            if d < scale {
+                let unit = 10u128.pow((scale - d) as u32);
+                let (q, r) = (u / unit, u % unit);
+                u = if r > unit / 2 || (r == unit / 2 && q % 2 == 1) { q + 1 } else { q };
+                kept = d;
+            }
+            let digits = format!("{u:0>width$}", width = kept + 1);
+            let (int, frac) = digits.split_at(digits.len() - kept);
+            let sign = if negative { "-" } else { "" };
+            format!("{sign}{int}.{frac}{}", "0".repeat(d - kept))
+        }
+        other => format!("{}.{}", other.as_i64().unwrap_or(0), "0".repeat(d)),
+    };
+    group_thousands(plain.trim_end_matches('.'))
+}
+
+/// `1234567.5` as `1,234,567.5`: a comma between groups of three digits of the integer part.
+fn group_thousands(plain: &str) -> String {
+    let (sign, rest) = match plain.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", plain),
+    };
+    let (int, frac) = rest.split_at(rest.find('.').unwrap_or(rest.len()));
+    if !int.bytes().all(|b| b.is_ascii_digit()) {
+        return plain.to_string(); // NaN, inf
+    }
+    let mut out = String::with_capacity(plain.len() + int.len() / 3);
+    out.push_str(sign);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out.push_str(frac);
+    out
 }
 
 #[cfg(test)]
