@@ -297,4 +297,12 @@ fn conv_format_number_width_bucket_and_make_timestamp_give_sparks_edge_values() 
     }
     assert_eq!(name("make_timestamp(2024, 2, 29, 10, 30, 45.5)"), "make_timestamp(2024, 2, 29, 10, 30, 45.5)");
     assert_eq!(name("conv(s, 16, 10)"), "conv(s, 16, 10)");
+    // months_between: whole months between month ends and on equal days, else over 31 days
+    assert_eq!(
+        one("months_between(TIMESTAMP '2024-01-31 00:00:00', TIMESTAMP '2024-02-29 00:00:00')"),
+        Value::Double(-1.0)
+    );
+    assert_eq!(one("months_between(DATE '1997-02-28', DATE '1996-10-30')"), Value::Double(3.93548387));
+    assert_eq!(one("months_between(DATE '1997-02-28', DATE '1996-10-30', false)"), Value::Double(3.935483870967742));
+    assert_eq!(name("months_between(d, ts)"), "months_between(d, ts, true)");
 }

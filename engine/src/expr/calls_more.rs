@@ -213,6 +213,18 @@ impl Binder<'_> {
                     }
                 }
             }
+            "months_between" => {
+                arity(2..=3)?;
+                let mut a = bound()?;
+                if a.len() == 2 {
+                    a.push(literal(Value::Bool(true), DataType::Boolean, "true".into()));
+                }
+                let name = named(&a);
+                let t1 = self.timestamp_arg(pos, a[0].clone(), lower)?;
+                let t2 = self.timestamp_arg(pos, a[1].clone(), lower)?;
+                let round_off = self.boolean(pos, a[2].clone(), lower)?;
+                call(Func::MonthsBetween, vec![t1, t2, round_off], DataType::Double, name)
+            }
             "conv" => {
                 arity(3..=3)?;
                 let a = bound()?;

@@ -330,6 +330,11 @@ pub enum Func {
     /// `format_number(x, d)`: `x` rounded half-even to `d` decimals with `,` between groups
     /// of three digits, as Java's `DecimalFormat("#,###.00")`; NULL for `d < 0`.
     FormatNumber,
+    /// `months_between(t1, t2[, round_off])`: whole months from `t2` to `t1`, plus the rest
+    /// as days and seconds over 31-day months, unless both are the same day of the month or
+    /// both the last day of one; `round_off` (the default) rounds to 8 decimals (Spark's
+    /// `DateTimeUtils.monthsBetween`, which follows Hive).
+    MonthsBetween,
 }
 
 /// A parsed `date_format` pattern.
@@ -963,6 +968,16 @@ impl Func {
                 }
                 within_string_limit(d as u64)?;
                 return st(format_number(&a[0], d as usize));
+            }
+            Func::MonthsBetween => {
+                let diff = months_between(n(0), n(1));
+                if !matches!(a[2], Value::Bool(true)) {
+                    return Ok(Value::Double(diff));
+                }
+                // Java's Math.round: ties toward positive infinity
+                let x = diff * 1e8;
+                let floor = x.floor();
+                Value::Double(if x - floor >= 0.5 { floor + 1.0 } else { floor } / 1e8)
             }
             Func::SubstringIndex => return st(substring_index(s(0), s(1), n(2)).to_string()),
             Func::Space => {
@@ -1608,6 +1623,25 @@ fn group_thousands(plain: &str) -> String {
     }
     out.push_str(frac);
     out
+}
+
+/// [`Func::MonthsBetween`] of two timestamps (µs), before rounding.
+fn months_between(t1: i64, t2: i64) -> f64 {
+    const DAY: i64 = 86_400_000_000;
+    let split = |t: i64| {
+        let days = t.div_euclid(DAY);
+        let (y, m, d) = crate::time::civil_from_days(days);
+        let last = d == month_days(y, m);
+        (y * 12 + m as i64, d as i64, last, t.rem_euclid(DAY) / 1_000_000)
+    };
+    let (months1, day1, last1, secs1) = split(t1);
+    let (months2, day2, last2, secs2) = split(t2);
+    let whole = (months1 - months2) as f64;
+    if day1 == day2 || (last1 && last2) {
+        return whole;
+    }
+    let seconds = (day1 - day2) * 86_400 + secs1 - secs2;
+    whole + seconds as f64 / (31 * 86_400) as f64
 }
 
 #[cfg(test)]
