@@ -306,3 +306,23 @@ fn conv_format_number_width_bucket_and_make_timestamp_give_sparks_edge_values() 
     assert_eq!(one("months_between(DATE '1997-02-28', DATE '1996-10-30', false)"), Value::Double(3.935483870967742));
     assert_eq!(name("months_between(d, ts)"), "months_between(d, ts, true)");
 }
+
+#[test]
+fn like_takes_a_pattern_computed_per_record() {
+    let row = |s: &str| vec![Value::Str(s.into()), Value::Int(5), Value::Date(19781), Value::Null];
+    // the pattern is the record's own column: each record compiles (or finds cached) its own
+    assert_eq!(eval("'abc' LIKE s", row("a%")), Ok(Value::Bool(true)));
+    assert_eq!(eval("'abc' LIKE s", row("b%")), Ok(Value::Bool(false)));
+    assert_eq!(eval("'abc' LIKE s", row("a%")), Ok(Value::Bool(true)));
+    assert_eq!(eval("'ABC' ILIKE s", row("a_c")), Ok(Value::Bool(true)));
+    assert_eq!(eval("'a%c' LIKE s ESCAPE '!'", row("a!%c")), Ok(Value::Bool(true)));
+    assert_eq!(eval("'abc' LIKE s ESCAPE '!'", row("a!%c")), Ok(Value::Bool(false)));
+    assert_eq!(eval("'abc' LIKE s", vec![Value::Null; 4]), Ok(Value::Null));
+    // an escape at the end fails the record, as Spark's INVALID_FORMAT.ESC_AT_THE_END
+    let e = eval("'abc' LIKE concat(s, '\\\\')", row("a")).expect_err("a trailing escape");
+    assert!(e.to_string().contains("INVALID_FORMAT"), "{e}");
+    assert_eq!(name("s LIKE concat('a', '%')"), "s LIKE concat(a, %)");
+    assert_eq!(name("s ILIKE upper(s)"), "ilike(s, upper(s))");
+    // RLIKE keeps a constant pattern
+    assert!(bind_expression("'a' RLIKE s", &schema()).is_err());
+}

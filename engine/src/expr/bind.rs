@@ -592,61 +592,42 @@ impl Binder<'_> {
 
     pub(super) fn like(&self, pos: Pos, kind: LikeKind, expr: &Syntax, pattern: &Syntax) -> Result<Typed, ExprError> {
         let e = self.string(pos, self.bind(expr)?, "LIKE")?;
-        let SyntaxKind::Literal(Literal::String(p)) = &pattern.kind else {
-            return Err(unsupported(
-                pattern.pos,
-                "a pattern that is not a string literal",
-                "LIKE / RLIKE with a constant pattern",
-            ));
-        };
         let (ilike, escape) = match kind {
             LikeKind::Like => (false, None),
             LikeKind::ILike => (true, None),
             LikeKind::LikeEscape(c) => (false, Some(c)),
             LikeKind::ILikeEscape(c) => (true, Some(c)),
             LikeKind::RLike => {
+                let SyntaxKind::Literal(Literal::String(p)) = &pattern.kind else {
+                    return Err(unsupported(
+                        pattern.pos,
+                        "an RLIKE pattern that is not a string literal",
+                        "RLIKE with a constant pattern (LIKE and ILIKE take any STRING expression)",
+                    ));
+                };
                 let re = java_regex(pattern.pos, p)?;
                 let name = format!("RLIKE({}, {p})", e.name);
                 return Ok(call(Func::RLike(re), vec![e], DataType::Boolean, name));
             }
         };
-        {
-            {
-                let esc = escape.unwrap_or('\\');
-                let mut re = String::from(if ilike { "(?s)(?i)^" } else { "(?s)^" });
-                let mut chars = p.chars();
-                while let Some(c) = chars.next() {
-                    match c {
-                        // Spark's StringUtils.escapeLikeRegex: the escape character before `_`,
-                        // `%` or itself makes that character literal; before anything else, or
-                        // at the end, it is an error
-                        c if c == esc => match chars.next() {
-                            Some(n) if n == '_' || n == '%' || n == esc => re.push_str(&regex::escape(&n.to_string())),
-                            _ => {
-                                return Err(ty_err(
-                                    pattern.pos,
-                                    format!("LIKE pattern '{p}'"),
-                                    &format!("an escape `{esc}` followed by _, % or {esc}"),
-                                ));
-                            }
-                        },
-                        '_' => re.push('.'),
-                        '%' => re.push_str(".*"),
-                        c => re.push_str(&regex::escape(&c.to_string())),
-                    }
-                }
-                re.push('$');
-                let compiled = Regex::new(&re)
-                    .map_err(|e| ty_err(pattern.pos, format!("LIKE pattern '{p}': {e}"), "a LIKE pattern"))?;
-                let name = match (ilike, escape) {
-                    // Spark leaves an ILIKE's escape out of its name
-                    (true, _) => format!("ilike({}, {p})", e.name),
-                    (false, None) => format!("{} LIKE {p}", e.name),
-                    (false, Some(c)) => format!("{} LIKE {p} ESCAPE '{c}'", e.name),
-                };
-                Ok(call(Func::Like(Arc::new(compiled)), vec![e], DataType::Boolean, name))
-            }
-        }
+        let esc = escape.unwrap_or('\\');
+        let subject = e.name.clone();
+        let name = move |p: &str| match (ilike, escape) {
+            // Spark leaves an ILIKE's escape out of its name
+            (true, _) => format!("ilike({subject}, {p})"),
+            (false, None) => format!("{subject} LIKE {p}"),
+            (false, Some(c)) => format!("{subject} LIKE {p} ESCAPE '{c}'"),
+        };
+        let SyntaxKind::Literal(Literal::String(p)) = &pattern.kind else {
+            // a pattern computed per record (a column, a concatenation): compiled per record
+            // through a small cache, as Spark's `Like` does for a pattern that is not foldable
+            let p = self.string(pattern.pos, self.bind(pattern)?, "LIKE")?;
+            let name = name(&p.name);
+            return Ok(call(Func::LikeDynamic { ilike, escape: esc }, vec![e, p], DataType::Boolean, name));
+        };
+        let compiled = like_regex(p, ilike, esc)
+            .map_err(|allowed| ty_err(pattern.pos, format!("LIKE pattern '{p}'"), &allowed))?;
+        Ok(call(Func::Like(Arc::new(compiled)), vec![e], DataType::Boolean, name(p)))
     }
 
     pub(super) fn case(
@@ -747,4 +728,26 @@ impl Typed {
             _ => String::new(),
         }
     }
+}
+
+/// A LIKE pattern as an anchored regular expression: `_` any one character, `%` any run,
+/// `esc` before `_`, `%` or itself that character literally (Spark's
+/// `StringUtils.escapeLikeRegex`); `ilike` ignores case. `Err`: what is allowed, for an escape
+/// before anything else or at the end (Spark's INVALID_FORMAT).
+pub(crate) fn like_regex(p: &str, ilike: bool, esc: char) -> Result<Regex, String> {
+    let mut re = String::from(if ilike { "(?s)(?i)^" } else { "(?s)^" });
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c == esc => match chars.next() {
+                Some(n) if n == '_' || n == '%' || n == esc => re.push_str(&regex::escape(&n.to_string())),
+                _ => return Err(format!("an escape `{esc}` followed by _, % or {esc}")),
+            },
+            '_' => re.push('.'),
+            '%' => re.push_str(".*"),
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    re.push('$');
+    Regex::new(&re).map_err(|e| format!("a LIKE pattern ({e})"))
 }

@@ -49,6 +49,15 @@ pub enum Func {
     Like(Arc<Regex>),
     /// `RLIKE` with a constant pattern.
     RLike(Arc<Regex>),
+    /// `LIKE` / `ILIKE` with a pattern computed per record (the second argument), compiled
+    /// per distinct pattern through a small per-thread cache; a bad escape fails the record
+    /// (INVALID_FORMAT).
+    LikeDynamic {
+        /// `ILIKE`.
+        ilike: bool,
+        /// The escape character (`\\` unless `ESCAPE 'c'`).
+        escape: char,
+    },
     /// `lower`.
     Lower,
     /// `upper`.
@@ -582,6 +591,7 @@ impl Func {
             Func::Not => Value::Bool(!matches!(a[0], Value::Bool(true))),
             Func::IsNull { negated } => Value::Bool(a[0].is_null() != *negated),
             Func::Like(re) | Func::RLike(re) => Value::Bool(re.is_match(s(0))),
+            Func::LikeDynamic { ilike, escape } => Value::Bool(like_dynamic(s(1), *ilike, *escape)?.is_match(s(0))),
             // An ASCII string with no letter to change is its own result: the same shared
             // string, not a copy (no allocation per record for keys already in that case).
             Func::Lower => match &a[0] {
@@ -1642,6 +1652,28 @@ fn months_between(t1: i64, t2: i64) -> f64 {
     }
     let seconds = (day1 - day2) * 86_400 + secs1 - secs2;
     whole + seconds as f64 / (31 * 86_400) as f64
+}
+
+/// The compiled regular expression of a LIKE pattern ([`Func::LikeDynamic`]), from a
+/// per-thread cache of up to 256 patterns (emptied when full).
+fn like_dynamic(pattern: &str, ilike: bool, escape: char) -> Result<Arc<Regex>, EvalErrorKind> {
+    type Cache = std::collections::HashMap<(Box<str>, bool, char), Arc<Regex>>;
+    thread_local! {
+        static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(Cache::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (Box::<str>::from(pattern), ilike, escape);
+        if let Some(re) = cache.get(&key) {
+            return Ok(re.clone());
+        }
+        let re = Arc::new(super::bind::like_regex(pattern, ilike, escape).map_err(|_| EvalErrorKind::InvalidFormat)?);
+        if cache.len() >= 256 {
+            cache.clear();
+        }
+        cache.insert(key, re.clone());
+        Ok(re)
+    })
 }
 
 #[cfg(test)]

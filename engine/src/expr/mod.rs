@@ -421,6 +421,10 @@ pub enum EvalErrorKind {
     /// A time zone argument that names no zone (`from_utc_timestamp(ts, 'Nowhere/City')`),
     /// Spark's INVALID_TIMEZONE.
     InvalidTimezone,
+    /// A LIKE pattern computed per record with an escape character before anything but `_`,
+    /// `%` or itself, or at the end: Spark's INVALID_FORMAT (ESC_IN_THE_MIDDLE /
+    /// ESC_AT_THE_END).
+    InvalidFormat,
     /// A string result longer than 16 MiB (`lpad(s, 2147483647)`): Eddy's own condition, where
     /// Spark's task fails with an out-of-memory error. Checked before the string is built.
     StringTooLong,
@@ -444,6 +448,7 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
             EvalErrorKind::DatetimeFieldOutOfBounds => "DATETIME_FIELD_OUT_OF_BOUNDS",
             EvalErrorKind::InvalidTimezone => "INVALID_TIMEZONE",
+            EvalErrorKind::InvalidFormat => "INVALID_FORMAT",
             EvalErrorKind::StringTooLong => "STRING_TOO_LONG (a string result over 16 MiB)",
         })
     }
