@@ -326,3 +326,34 @@ fn like_takes_a_pattern_computed_per_record() {
     // RLIKE keeps a constant pattern
     assert!(bind_expression("'a' RLIKE s", &schema()).is_err());
 }
+
+#[test]
+fn a_helpers_differential_against_spark_found_these() {
+    let s = |x: &str| Value::Str(x.into());
+    let null_n = vec![Value::Str("abc".into()), Value::Null, Value::Date(19781), Value::Null];
+    // a null-intolerant call stops at a NULL first argument: the second one's error is never raised
+    assert_eq!(eval("n + (1 / 0)", null_n.clone()), Ok(Value::Null));
+    assert_eq!(eval("n = CAST(s AS INT)", null_n.clone()), Ok(Value::Null));
+    assert_eq!(eval("substring(CAST(n AS STRING), 1 / 0)", null_n.clone()), Ok(Value::Null));
+    assert_eq!(eval("repeat(CAST(n AS STRING), 1e20)", null_n.clone()), Ok(Value::Null));
+    // ... but a function that reads NULLs evaluates every argument
+    assert!(eval("concat(CAST(n AS STRING), CAST(1 / 0 AS STRING))", null_n).is_err());
+    // a STRING against an integral number compares as a BIGINT
+    assert_eq!(one("'2147483648' > n"), Value::Bool(true));
+    assert_eq!(one("nullifzero('2147483648')"), s("2147483648"));
+    // a try_ function's implicit casts are inside its try
+    assert_eq!(one("try_mod(s, 3)"), Value::Null);
+    assert_eq!(one("try_add(s, 1)"), Value::Null);
+    assert_eq!(one("try_divide(s, 2)"), Value::Null);
+    assert_eq!(one("try_mod('7', 3)"), Value::Long(1));
+    // a DECIMAL of more than 18 digits goes to INT through its DOUBLE, as Spark's roundToInt
+    assert_eq!(one("CAST(CAST(0.999999999999999999 AS DECIMAL(38, 18)) AS INT)"), Value::Int(1));
+    assert_eq!(one("CAST(CAST(0.99 AS DECIMAL(12, 2)) AS INT)"), Value::Int(0));
+    assert_eq!(one("repeat('a', CAST(0.999999999999999999 AS DECIMAL(38, 18)))"), s("a"));
+    assert!(eval("CAST(CAST(2147483647.9999999999 AS DECIMAL(20, 10)) AS INT)", vec![Value::Null; 4]).is_err());
+    // asinh and acosh of the largest doubles stay finite
+    let Value::Double(x) = one("asinh(-1.7976931348623157e308)") else { panic!("not a DOUBLE") };
+    assert!((x + 710.4758600739439).abs() < 1e-12, "{x}");
+    let Value::Double(x) = one("acosh(1e308)") else { panic!("not a DOUBLE") };
+    assert!((x - 709.889355822726).abs() < 1e-12, "{x}");
+}

@@ -564,7 +564,11 @@ impl Binder<'_> {
             w
         } else {
             match (a, b) {
-                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) => x,
+                // an integral number compares as a BIGINT with a STRING, a fractional one as a
+                // DOUBLE (`'2147483648' > i` is true, not an invalid INT), as Spark's ANSI coercion
+                (T::String, x) | (x, T::String) if x != T::Window && !matches!(x, T::Array(_) | T::Struct(_)) => {
+                    wider_or_string(a, b).unwrap_or(x)
+                }
                 _ => {
                     return Err(ty_err(
                         pos,

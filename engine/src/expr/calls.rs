@@ -77,7 +77,8 @@ impl Binder<'_> {
                     _ => (ArithOp::Mul, true),
                 };
                 let name = named(&lower, &a);
-                self.arith(pos, op, try_, a[0].clone(), a[1].clone(), name)
+                let t = self.arith(pos, op, try_, a[0].clone(), a[1].clone(), name)?;
+                Ok(if try_ { tolerant_operands(t) } else { t })
             }
             "div" => {
                 arity(2..=2)?;
@@ -89,7 +90,7 @@ impl Binder<'_> {
                 arity(2..=2)?;
                 let a = bound(self)?;
                 let name = named("try_divide", &a);
-                self.divide(pos, true, a[0].clone(), a[1].clone(), name)
+                self.divide(pos, true, a[0].clone(), a[1].clone(), name).map(tolerant_operands)
             }
             "round" | "bround" => {
                 arity(1..=2)?;
@@ -808,6 +809,22 @@ pub(super) fn java_regex(pos: Pos, p: &str) -> Result<Arc<Regex>, ExprError> {
             "regular expressions without backreferences or lookaround",
         )
     })
+}
+
+/// A `try_` arithmetic function with the implicit casts into its operands made `try_cast`s:
+/// Spark evaluates the whole call, casts included, under `TryEval`, so `try_mod(s, 3)` of a
+/// STRING `s` that is no number is NULL, not CAST_INVALID_INPUT.
+fn tolerant_operands(mut t: Typed) -> Typed {
+    fn soften(t: &mut Typed) {
+        if let Node::Cast { input, try_cast, implicit: true } = &mut t.node {
+            *try_cast = true;
+            soften(input);
+        }
+    }
+    if let Node::Call { args, .. } = &mut t.node {
+        args.iter_mut().for_each(soften);
+    }
+    t
 }
 
 #[cfg(test)]

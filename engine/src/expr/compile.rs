@@ -403,6 +403,11 @@ impl Build2 for CompareNode {
         };
         let general = move |r: &[Value]| {
             a.with(r, |x| {
+                if x.is_null() {
+                    // Spark's null-intolerant operators skip the second operand (and whatever
+                    // error it would raise) after a NULL first one
+                    return Ok(Value::Null);
+                }
                 b.with(r, |y| match compare(op, x, y) {
                     Value::Bool(v) => Value::Bool(v != negated),
                     v => v,
@@ -528,6 +533,9 @@ impl Build2 for ArithNode {
         };
         let general = move |r: &[Value]| {
             a.with(r, |x| {
+                if x.is_null() {
+                    return Ok(Ok(Value::Null));
+                }
                 b.with(r, |y| {
                     if let (Value::Double(p), Value::Double(q)) = (x, y) {
                         match op {
@@ -573,6 +581,9 @@ impl Build2 for DivideNode {
         let DivideNode { try_, name } = self;
         node(move |r| {
             a.with(r, |x| {
+                if x.is_null() {
+                    return Ok(Ok(Value::Null));
+                }
                 b.with(r, |y| {
                     let (Some(p), Some(q)) = (x.as_f64(), y.as_f64()) else { return Ok(Value::Null) };
                     if q == 0.0 {
@@ -595,8 +606,12 @@ impl Build2 for CallNode2 {
     fn build<A: Operand, B: Operand>(self, a: A, b: B) -> Eval {
         let CallNode2 { func, name } = self;
         let strict = func.null_intolerant();
+        let stops = func.stops_at_null();
         node(move |r| {
             a.with(r, |x| {
+                if stops && x.is_null() {
+                    return Ok(Ok(Value::Null));
+                }
                 b.with(r, |y| {
                     if strict && (x.is_null() || y.is_null()) {
                         return Ok(Value::Null);
@@ -933,9 +948,19 @@ fn compile_call(func: &Func, args: &[Typed], name: Arc<str>) -> Eval {
         _ => {
             let f = func.clone();
             let strict = f.null_intolerant();
+            let stops = f.stops_at_null();
             let ev: Vec<Eval> = args.iter().map(compile).collect();
             node(move |r| {
-                let v = ev.iter().map(|e| e.call(r)).collect::<Result<Vec<_>, _>>()?;
+                // in order; a null-intolerant function stops at the first NULL, as Spark's
+                // generated code does (a later argument's error is never raised)
+                let mut v = Vec::with_capacity(ev.len());
+                for e in &ev {
+                    let x = e.call(r)?;
+                    if stops && x.is_null() {
+                        return Ok(Value::Null);
+                    }
+                    v.push(x);
+                }
                 if strict && v.iter().any(Value::is_null) {
                     return Ok(Value::Null);
                 }

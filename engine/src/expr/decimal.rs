@@ -246,6 +246,16 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
     Some(match to {
         T::String => Arc::new(move |v| Ok(Value::Str(Arc::from(d(v)?.to_string())))),
         T::Long => Arc::new(move |v| i64::try_from(d(v)?.trunc()).map(Value::Long).map_err(|_| CastOverflow)),
+        // Spark's Decimal.roundToInt: a DECIMAL of more than 18 digits (held as a BigDecimal)
+        // goes through its DOUBLE (0.999999999999999999 is 1), a shorter one truncates exactly
+        T::Int if from.decimal().is_some_and(|(p, _)| p > 18) => Arc::new(move |v| {
+            let x = d(v)?.to_f64();
+            if x.floor() <= i32::MAX as f64 && x.ceil() >= i32::MIN as f64 {
+                Ok(Value::Int(x as i32))
+            } else {
+                Err(CastOverflow)
+            }
+        }),
         T::Int => Arc::new(move |v| i32::try_from(d(v)?.trunc()).map(Value::Int).map_err(|_| CastOverflow)),
         T::Double => Arc::new(move |v| Ok(Value::Double(d(v)?.to_f64()))),
         T::Float => Arc::new(move |v| Ok(Value::Float(d(v)?.to_string().parse::<f32>().unwrap_or(f32::NAN)))),

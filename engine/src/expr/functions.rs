@@ -536,6 +536,15 @@ pub enum TruncUnit {
 }
 
 impl Func {
+    /// Whether a NULL argument stops the evaluation of the arguments after it (the call is
+    /// NULL, and a later argument's error is never raised): Spark's generated code for its
+    /// null-intolerant unary to n-ary expressions evaluates a child only after the ones before
+    /// it were not NULL. `concat` (Spark's `Concat` evaluates every child first) and the
+    /// functions that read NULLs evaluate every argument.
+    pub(crate) fn stops_at_null(&self) -> bool {
+        self.null_intolerant() && !matches!(self, Func::Concat)
+    }
+
     /// Whether a NULL argument gives NULL without calling [`Func::apply`].
     pub(crate) fn null_intolerant(&self) -> bool {
         !matches!(
@@ -740,7 +749,12 @@ impl Func {
                     }
                     Math1::Expm1 => Value::Double(x.exp_m1()),
                     Math1::Rint => Value::Double(x.round_ties_even()),
+                    // past 1e300, x + sqrt(x² ± 1) overflows: ln(2x) as ln 2 + ln x
+                    Math1::Asinh if x.abs() > 1e300 => {
+                        Value::Double((std::f64::consts::LN_2 + x.abs().ln()).copysign(x))
+                    }
                     Math1::Asinh => Value::Double(x.asinh()),
+                    Math1::Acosh if x > 1e300 => Value::Double(std::f64::consts::LN_2 + x.ln()),
                     Math1::Acosh => Value::Double(x.acosh()),
                     Math1::Atanh => Value::Double(x.atanh()),
                     Math1::Sec => Value::Double(1.0 / x.cos()),
