@@ -357,3 +357,38 @@ fn a_helpers_differential_against_spark_found_these() {
     let Value::Double(x) = one("acosh(1e308)") else { panic!("not a DOUBLE") };
     assert!((x - 709.889355822726).abs() < 1e-12, "{x}");
 }
+
+#[test]
+fn datetime_patterns_take_sparks_letters() {
+    let s = |x: &str| Value::Str(x.into());
+    let ts = |t: &str| one(&format!("TIMESTAMP '{t}'"));
+    let fmt = |t: &str, p: &str| one(&format!("date_format(TIMESTAMP '{t}', '{p}')"));
+    assert_eq!(fmt("2024-11-05 03:04:05.123456", "M/d/yy H:m:s"), s("11/5/24 3:4:5"));
+    assert_eq!(fmt("2024-11-05 13:04:05", "hh:mm a"), s("01:04 PM"));
+    assert_eq!(fmt("2024-11-05 00:04:05", "h:mm a"), s("12:04 AM"));
+    assert_eq!(fmt("2024-11-05 12:04:05", "h:mm a"), s("12:04 PM"));
+    assert_eq!(fmt("2024-11-05 03:04:05.123456", "yyyy-MM-dd HH:mm:ss.SSSSSS"), s("2024-11-05 03:04:05.123456"));
+    assert_eq!(fmt("2024-11-05 03:04:05.123456", "ss.S"), s("05.1"));
+    assert_eq!(fmt("2024-02-29 10:30:00", "MMM d, yyyy"), s("Feb 29, 2024"));
+    assert_eq!(fmt("2024-02-29 10:30:00", "MMMM dd y"), s("February 29 2024"));
+    assert_eq!(one("date_format(TIMESTAMP '2024-02-29 10:30:00', \"yyyy 'at' HH ''\")"), s("2024 at 10 '"));
+    let parse = |x: &str, p: &str| eval(&format!("to_timestamp('{x}', '{p}')"), vec![Value::Null; 4]);
+    assert_eq!(parse("2/9/24 3:04:05", "M/d/yy H:m:s"), Ok(ts("2024-02-09 03:04:05")));
+    assert_eq!(parse("12/31/99 23:04:05", "M/d/yy H:m:s"), Ok(ts("2099-12-31 23:04:05")));
+    assert_eq!(parse("feb 9, 2024", "MMM d, yyyy"), Ok(ts("2024-02-09 00:00:00")));
+    assert_eq!(parse("FEBRUARY 09 2024", "MMMM dd yyyy"), Ok(ts("2024-02-09 00:00:00")));
+    assert_eq!(parse("01:04 PM", "hh:mm a"), Ok(ts("1970-01-01 13:04:00")));
+    assert_eq!(parse("12:04 am", "hh:mm a"), Ok(ts("1970-01-01 00:04:00")));
+    assert_eq!(parse("02:04", "hh:mm"), Ok(ts("1970-01-01 02:04:00")));
+    assert_eq!(parse("2024-001-5", "yyyy-M-d"), Ok(ts("2024-01-05 00:00:00")));
+    assert_eq!(parse("2024-11-05 03:04:05.12", "yyyy-MM-dd HH:mm:ss.SSSSSS"), Ok(ts("2024-11-05 03:04:05.12")));
+    for (x, p) in [
+        ("13:04 PM", "hh:mm a"),
+        ("2024-11-05 03:04:05.1234567", "yyyy-MM-dd HH:mm:ss.SSSSSS"),
+        ("05.11.2024", "dd.MM.yy"),
+    ] {
+        assert!(parse(x, p).is_err(), "{x} as {p} parsed");
+    }
+    // letters Spark reads that Eddy does not are refused when the query is checked
+    assert!(bind_expression("date_format(ts, 'EEE')", &schema()).is_err());
+}

@@ -394,7 +394,7 @@ impl Binder<'_> {
                     unsupported(
                         args[1].pos,
                         format!("the date_format pattern '{p}'"),
-                        "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+                        "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators",
                     )
                 })?;
                 let name = format!("date_format({}, {p})", t.name);
@@ -422,7 +422,7 @@ impl Binder<'_> {
                             unsupported(
                                 args[1].pos,
                                 format!("the datetime pattern '{p}'"),
-                                "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+                                "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators",
                             )
                         })?;
                         Some(DateFormat(parts.into()))
@@ -590,7 +590,7 @@ fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprE
         unsupported(
             pos,
             format!("the datetime pattern '{p}'"),
-            "patterns of yyyy, MM, dd, HH, mm, ss, SSS and separators",
+            "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators",
         )
     })
 }

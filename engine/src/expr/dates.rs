@@ -97,9 +97,12 @@ pub(crate) fn parse_cast_date(s: &str) -> Option<i32> {
 /// in µs, or `None` when the text does not match or a field is out of range (Spark's
 /// CANNOT_PARSE_TIMESTAMP).
 pub(crate) fn parse_with_pattern(s: &str, pattern: &[FormatPart]) -> Option<i64> {
+    use super::text::{Field, MONTHS};
     let b = s.as_bytes();
     let mut i = 0;
-    let (mut y, mut mo, mut d, mut h, mut mi, mut sec, mut ms) = (1970i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
+    let (mut y, mut mo, mut d, mut h, mut mi, mut sec, mut us) = (1970i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
+    // a 12-hour clock's hour and whether `a` read PM
+    let (mut h12, mut pm): (Option<i64>, Option<bool>) = (None, None);
     let take = |i: &mut usize, width: usize| -> Option<i64> {
         let field = b.get(*i..*i + width)?;
         if !field.iter().all(u8::is_ascii_digit) {
@@ -108,36 +111,86 @@ pub(crate) fn parse_with_pattern(s: &str, pattern: &[FormatPart]) -> Option<i64>
         *i += width;
         std::str::from_utf8(field).ok()?.parse().ok()
     };
+    // one digit or more (a field of one letter), at most 9
+    let digits = |i: usize| b[i.min(b.len())..].iter().take(9).take_while(|c| c.is_ascii_digit()).count().max(1);
     for p in pattern {
         match p {
             FormatPart::Year => y = take(&mut i, 4)?,
+            FormatPart::Year2 => y = 2000 + take(&mut i, 2)?,
             FormatPart::Month => mo = take(&mut i, 2)?,
             FormatPart::Day => d = take(&mut i, 2)?,
             FormatPart::Hour => h = take(&mut i, 2)?,
+            FormatPart::Hour12 => h12 = Some(take(&mut i, 2)?),
             FormatPart::Minute => mi = take(&mut i, 2)?,
             FormatPart::Second => sec = take(&mut i, 2)?,
-            FormatPart::Millis => {
-                // one to three digits, as Spark parses a fraction (`.1` is 100 ms)
-                let n = b[i.min(b.len())..].iter().take(3).take_while(|c| c.is_ascii_digit()).count().max(1);
-                ms = take(&mut i, n)? * 10i64.pow(3 - n as u32);
+            FormatPart::Short(field) => {
+                let n = digits(i);
+                let v = take(&mut i, n)?;
+                match field {
+                    Field::Month => mo = v,
+                    Field::Day => d = v,
+                    Field::Hour => h = v,
+                    Field::Hour12 => h12 = Some(v),
+                    Field::Minute => mi = v,
+                    Field::Second => sec = v,
+                }
+            }
+            FormatPart::MonthName { full } => {
+                let rest = s.get(i..)?;
+                let (k, len) = MONTHS.iter().enumerate().find_map(|(k, name)| {
+                    let name = if *full { *name } else { &name[..3] };
+                    let head = rest.get(..name.len())?;
+                    head.eq_ignore_ascii_case(name).then_some((k, name.len()))
+                })?;
+                mo = k as i64 + 1;
+                i += len;
+            }
+            FormatPart::AmPm => {
+                let head = s.get(i..i + 2)?;
+                pm = Some(if head.eq_ignore_ascii_case("PM") {
+                    true
+                } else if head.eq_ignore_ascii_case("AM") {
+                    false
+                } else {
+                    return None;
+                });
+                i += 2;
+            }
+            FormatPart::Fraction(n) => {
+                // one to n digits, as Spark parses a fraction (`.1` is 100 ms)
+                let k = b[i.min(b.len())..].iter().take(*n as usize).take_while(|c| c.is_ascii_digit()).count().max(1);
+                us = take(&mut i, k)? * 10i64.pow(6 - k as u32);
             }
             FormatPart::Text(t) => {
-                if !s[i..].starts_with(t.as_str()) {
+                if !s.get(i..)?.starts_with(t.as_str()) {
                     return None;
                 }
                 i += t.len();
             }
         }
     }
+    if let Some(c) = h12 {
+        // the hour of a 12-hour clock: 1 to 12 with `a`, 12 AM being 0
+        match pm {
+            Some(pm) if (1..=12).contains(&c) => h = c % 12 + if pm { 12 } else { 0 },
+            None if (0..=12).contains(&c) => h = c % 12,
+            _ => return None,
+        }
+    } else if pm.is_some() {
+        // `a` beside a 24-hour `H`: the hour must agree with it
+        if pm != Some(h >= 12) {
+            return None;
+        }
+    }
     if i != b.len() || !(1..=12).contains(&mo) || d < 1 || d > i64::from(days_in_month(y, mo as u32)) {
         return None;
     }
-    if h > 23 || mi > 59 || sec > 59 {
+    if h > 23 || mi > 59 || sec > 59 || y.abs() > 999_999_999 {
         return None;
     }
     let days = days_from_civil(y, mo as u32, d as u32);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec;
-    secs.checked_mul(1_000_000)?.checked_add(ms * 1000)
+    let secs = days.checked_mul(86_400)? + h * 3600 + mi * 60 + sec;
+    secs.checked_mul(1_000_000)?.checked_add(us)
 }
 
 #[cfg(test)]

@@ -129,77 +129,174 @@ pub(crate) fn timestamp_string(us: i64) -> String {
     out
 }
 
-/// `date_format(ts, pattern)` for the patterns built of `yyyy`, `MM`, `dd`, `HH`, `mm`, `ss`,
-/// `SSS` and literal separators (`-`, `:`, ` `, `/`, `.`, `T` quoted as `'T'`). `None` for a
-/// pattern with other letters.
+/// `date_format(ts, pattern)` for the patterns [`parse_format`] reads.
 pub(crate) fn format_timestamp(us: i64, pattern: &[FormatPart]) -> String {
     let (y, mo, d, h, mi, s, frac) = civil(us);
+    let h12 = if h % 12 == 0 { 12 } else { h % 12 };
     let mut out = String::with_capacity(20);
     for p in pattern {
         let _ = match p {
             FormatPart::Year => write!(out, "{}", crate::time::Year(y)),
+            FormatPart::Year2 => write!(out, "{:02}", y.rem_euclid(100)),
             FormatPart::Month => write!(out, "{mo:02}"),
             FormatPart::Day => write!(out, "{d:02}"),
             FormatPart::Hour => write!(out, "{h:02}"),
+            FormatPart::Hour12 => write!(out, "{h12:02}"),
             FormatPart::Minute => write!(out, "{mi:02}"),
             FormatPart::Second => write!(out, "{s:02}"),
-            FormatPart::Millis => write!(out, "{:03}", frac / 1000),
+            FormatPart::Short(field) => write!(
+                out,
+                "{}",
+                match field {
+                    Field::Month => mo,
+                    Field::Day => d,
+                    Field::Hour => h,
+                    Field::Hour12 => h12,
+                    Field::Minute => mi,
+                    Field::Second => s,
+                }
+            ),
+            FormatPart::MonthName { full } => {
+                let name = MONTHS[(mo - 1) as usize];
+                out.write_str(if *full { name } else { &name[..3] })
+            }
+            FormatPart::AmPm => out.write_str(if h < 12 { "AM" } else { "PM" }),
+            FormatPart::Fraction(n) => out.write_str(&format!("{frac:06}")[..*n as usize]),
             FormatPart::Text(t) => out.write_str(t),
         };
     }
     out
 }
 
-/// One part of a `date_format` pattern.
+/// The English month names, as Java's formatter writes them (`MMMM`; `MMM` their first three
+/// letters).
+pub(crate) const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// One part of a datetime pattern (Spark's `date_format`, `to_timestamp`, `to_date`,
+/// `unix_timestamp`, `from_unixtime`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum FormatPart {
+    /// `yyyy` (and `y`): the year, four digits written; read as digits.
     Year,
+    /// `yy`: two digits, read as a year from 2000 to 2099.
+    Year2,
+    /// `MM`: two digits.
     Month,
+    /// `dd`.
     Day,
+    /// `HH` (0 to 23).
     Hour,
+    /// `hh`: the hour of a 12-hour clock (1 to 12).
+    Hour12,
+    /// `mm`.
     Minute,
+    /// `ss`.
     Second,
-    Millis,
+    /// A field of one letter (`M`, `d`, `H`, `h`, `m`, `s`): written without padding, read
+    /// as one digit or more.
+    Short(Field),
+    /// `MMM` (`Jan`) / `MMMM` (`January`); read ignoring case.
+    MonthName {
+        /// `MMMM`.
+        full: bool,
+    },
+    /// `a`: `AM` / `PM`; read ignoring case.
+    AmPm,
+    /// `S` to `SSSSSS`: the first n digits of the fraction of a second; read as 1 to n digits.
+    Fraction(u8),
+    /// A separator, or text quoted in `'...'`.
     Text(String),
 }
 
-/// Parses a `date_format` pattern into parts; `None` for letters other than the supported ones.
+/// A field of a [`FormatPart::Short`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Field {
+    Month,
+    Day,
+    Hour,
+    Hour12,
+    Minute,
+    Second,
+}
+
+/// Parses a datetime pattern into parts: `y`, `yy`, `yyyy`; `M`, `MM`, `MMM`, `MMMM`; `d`,
+/// `dd`; `H`, `HH`, `h`, `hh`; `m`, `mm`; `s`, `ss`; `S` to `SSSSSS`; `a`; text in single
+/// quotes (`''` a quote); any other character but a letter as itself. `None` for other
+/// letters or runs (`E`, `yyyyy`).
 pub(crate) fn parse_format(pattern: &str) -> Option<Vec<FormatPart>> {
     let mut parts = Vec::new();
-    let mut rest = pattern;
-    while !rest.is_empty() {
-        let (part, len) = if rest.starts_with("yyyy") {
-            (FormatPart::Year, 4)
-        } else if rest.starts_with("MM") {
-            (FormatPart::Month, 2)
-        } else if rest.starts_with("dd") {
-            (FormatPart::Day, 2)
-        } else if rest.starts_with("HH") {
-            (FormatPart::Hour, 2)
-        } else if rest.starts_with("mm") {
-            (FormatPart::Minute, 2)
-        } else if rest.starts_with("ss") {
-            (FormatPart::Second, 2)
-        } else if rest.starts_with("SSS") {
-            (FormatPart::Millis, 3)
-        } else if rest.starts_with("'T'") {
-            (FormatPart::Text("T".into()), 3)
-        } else {
-            let c = rest.chars().next()?;
-            if c.is_ascii_alphabetic() || c == '\'' {
-                return None;
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' {
+            // quoted text up to the next lone quote; '' is a quote, inside or alone
+            let mut text = String::new();
+            let mut j = i + 1;
+            if chars.get(j) == Some(&'\'') {
+                parts.push(FormatPart::Text("'".into()));
+                i += 2;
+                continue;
             }
-            (FormatPart::Text(c.to_string()), c.len_utf8())
-        };
-        // a run of one letter longer than the supported width (`yyyyy`) is another pattern
-        if let Some(next) = rest[len..].chars().next()
-            && !matches!(part, FormatPart::Text(_))
-            && rest.starts_with(next)
-        {
-            return None;
+            loop {
+                match chars.get(j) {
+                    None => return None,
+                    Some('\'') if chars.get(j + 1) == Some(&'\'') => {
+                        text.push('\'');
+                        j += 2;
+                    }
+                    Some('\'') => break,
+                    Some(&x) => {
+                        text.push(x);
+                        j += 1;
+                    }
+                }
+            }
+            parts.push(FormatPart::Text(text));
+            i = j + 1;
+            continue;
         }
+        if !c.is_ascii_alphabetic() {
+            parts.push(FormatPart::Text(c.to_string()));
+            i += 1;
+            continue;
+        }
+        let run = chars[i..].iter().take_while(|&&x| x == c).count();
+        let part = match (c, run) {
+            ('y', 1 | 4) => FormatPart::Year,
+            ('y', 2) => FormatPart::Year2,
+            ('M', 1) => FormatPart::Short(Field::Month),
+            ('M', 2) => FormatPart::Month,
+            ('M', 3 | 4) => FormatPart::MonthName { full: run == 4 },
+            ('d', 1) => FormatPart::Short(Field::Day),
+            ('d', 2) => FormatPart::Day,
+            ('H', 1) => FormatPart::Short(Field::Hour),
+            ('H', 2) => FormatPart::Hour,
+            ('h', 1) => FormatPart::Short(Field::Hour12),
+            ('h', 2) => FormatPart::Hour12,
+            ('m', 1) => FormatPart::Short(Field::Minute),
+            ('m', 2) => FormatPart::Minute,
+            ('s', 1) => FormatPart::Short(Field::Second),
+            ('s', 2) => FormatPart::Second,
+            ('S', 1..=6) => FormatPart::Fraction(run as u8),
+            ('a', 1) => FormatPart::AmPm,
+            _ => return None,
+        };
         parts.push(part);
-        rest = &rest[len..];
+        i += run;
     }
     Some(parts)
 }
