@@ -305,6 +305,11 @@ fn conv_format_number_width_bucket_and_make_timestamp_give_sparks_edge_values() 
     assert_eq!(one("months_between(DATE '1997-02-28', DATE '1996-10-30')"), Value::Double(3.93548387));
     assert_eq!(one("months_between(DATE '1997-02-28', DATE '1996-10-30', false)"), Value::Double(3.935483870967742));
     assert_eq!(name("months_between(d, ts)"), "months_between(d, ts, true)");
+    // typeof: Spark's simpleString, without evaluating its argument
+    assert_eq!(one("typeof(CAST(1 AS DECIMAL(6, 2)) * 2)"), s("decimal(8,2)"));
+    assert_eq!(one("typeof(named_struct('a', n, 'w', struct(d)))"), s("struct<a:int,w:struct<d:date>>"));
+    assert_eq!(one("typeof(NULL)"), s("void"));
+    assert_eq!(one("typeof(1 / 0)"), s("double"));
 }
 
 #[test]

@@ -796,7 +796,7 @@ pub(super) const SUPPORTED_FUNCTIONS: &str = "if, coalesce, nvl, ifnull, nullif,
      to_unix_timestamp, current_date, curdate, trunc, next_day, timestampadd, timestampdiff, from_utc_timestamp, \
      to_utc_timestamp, asinh, acosh, atanh, sec, csc, weekday, nullifzero, substring_index, space, find_in_set, \
      levenshtein, bit_count, bin, sha, try_mod, try_to_date, width_bucket, make_timestamp, try_make_timestamp, conv, \
-     format_number, months_between";
+     format_number, months_between, typeof";
 
 /// A Java regular expression, as Spark runs it (`java.util.regex`), compiled by Rust's `regex`
 /// after [`java_classes`]; refused where `regex` cannot read it (backreferences, lookaround and

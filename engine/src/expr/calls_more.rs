@@ -38,6 +38,41 @@ fn date_part(field: &str) -> Option<(TimeField, DataType)> {
     Some((f, DataType::Int))
 }
 
+/// A type as Spark's `DataType.simpleString` writes it (`int`, `decimal(10,2)`,
+/// `struct<a:int,b:string>`), for `typeof`.
+fn simple_string(t: DataType) -> String {
+    use crate::schema::ArrayOf;
+    match t {
+        DataType::String => "string".into(),
+        DataType::Long => "bigint".into(),
+        DataType::Int => "int".into(),
+        DataType::Double => "double".into(),
+        DataType::Float => "float".into(),
+        DataType::Boolean => "boolean".into(),
+        DataType::Timestamp => "timestamp".into(),
+        DataType::Date => "date".into(),
+        DataType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        DataType::Window => "struct<start:timestamp,end:timestamp>".into(),
+        DataType::Struct(s) => {
+            let fields: Vec<String> =
+                s.fields().iter().map(|f| format!("{}:{}", f.name, simple_string(f.data_type))).collect();
+            format!("struct<{}>", fields.join(","))
+        }
+        DataType::Array(a) => {
+            let inner = match a {
+                ArrayOf::Long => DataType::Long,
+                ArrayOf::Int => DataType::Int,
+                ArrayOf::Double => DataType::Double,
+                ArrayOf::Float => DataType::Float,
+                ArrayOf::Timestamp => DataType::Timestamp,
+                ArrayOf::String => DataType::String,
+                ArrayOf::Boolean => DataType::Boolean,
+            };
+            format!("array<{}>", simple_string(inner))
+        }
+    }
+}
+
 impl Binder<'_> {
     /// A call of one of the functions of this module (`lower` is the name in lower case); `None` for any
     /// other name.
@@ -224,6 +259,13 @@ impl Binder<'_> {
                 let t2 = self.timestamp_arg(pos, a[1].clone(), lower)?;
                 let round_off = self.boolean(pos, a[2].clone(), lower)?;
                 call(Func::MonthsBetween, vec![t1, t2, round_off], DataType::Double, name)
+            }
+            // the argument's type as Spark's `simpleString` writes it; the argument is not evaluated
+            "typeof" => {
+                arity(1..=1)?;
+                let x = self.bind(&args[0])?;
+                let text = if is_null_literal(&x) { "void".to_string() } else { simple_string(x.data_type) };
+                literal(Value::Str(Arc::from(text.as_str())), DataType::String, named(std::slice::from_ref(&x)))
             }
             "conv" => {
                 arity(3..=3)?;
