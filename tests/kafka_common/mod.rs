@@ -307,7 +307,9 @@ impl Eddy {
     pub fn kill(mut self) -> String {
         let mut child = self.child.take().expect("running");
         let _ = Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
-        let _ = wait_child(&mut child, Duration::from_secs(30));
+        if wait_child(&mut child, Duration::from_secs(30)).is_none() {
+            panic!("eddy did not exit within 30 s of SIGKILL; its log:\n{}", self.log());
+        }
         self.log()
     }
 
@@ -315,28 +317,34 @@ impl Eddy {
     pub fn terminate(mut self) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("running");
         let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-        let status = wait_child(&mut child, Duration::from_secs(60));
-        (status, self.log())
+        match wait_child(&mut child, Duration::from_secs(60)) {
+            Some(status) => (status, self.log()),
+            None => panic!("eddy did not exit within 60 s of SIGTERM; its log:\n{}", self.log()),
+        }
     }
 
     /// Waits for it to exit by itself, at most `timeout`: (status, log).
     pub fn wait(mut self, timeout: Duration) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("running");
-        let status = wait_child(&mut child, timeout);
-        (status, self.log())
+        match wait_child(&mut child, timeout) {
+            Some(status) => (status, self.log()),
+            None => panic!("eddy did not exit within {timeout:?}; its log:\n{}", self.log()),
+        }
     }
 }
 
-fn wait_child(child: &mut Child, timeout: Duration) -> ExitStatus {
+/// Its exit status, or `None` when it did not exit within `timeout` (it is then killed and
+/// reaped, so that the caller can show its log).
+fn wait_child(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
     let started = Instant::now();
     loop {
         if let Ok(Some(s)) = child.try_wait() {
-            return s;
+            return Some(s);
         }
         if started.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("eddy did not exit within {timeout:?}");
+            return None;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
