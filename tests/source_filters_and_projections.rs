@@ -207,3 +207,66 @@ fn a_rolling_window_reads_the_columns_of_a_source_select() {
         }
     }
 }
+
+const REARRANGING: &str = r#"
+name = "rearranging-select"
+mode = "MODE"
+parallelism = PARALLELISM
+[source]
+type = "files"
+path = "input"
+format = "json"
+schema = "id STRING, amount BIGINT, qty BIGINT, ts STRING"
+filter = "id <> 'skip'"
+select = ["ts AS raw_ts", "id", "amount / qty AS amount", "CAST(ts AS TIMESTAMP) AS event_time", "id AS again", "qty * 2 AS qty2"]
+[query]
+type = "deduplicate"
+columns = ["id"]
+[dead_letter]
+type = "files"
+path = "dead"
+[sink]
+type = "files"
+path = "out"
+"#;
+
+/// A source `select` that moves the input's columns (`ts` first, `id` twice), replaces one by a
+/// computed column of the same name (`amount`) and adds others: the records are rearranged in
+/// place (the decoder leaves a slot per item), and a record whose expression fails, or one the
+/// filter drops, is the input as it came.
+#[test]
+fn a_select_that_rearranges_the_columns_keeps_good_records_and_sends_failures_as_they_came() {
+    let input = concat!(
+        r#"{"id": "1", "amount": 10, "qty": 2, "ts": "2024-01-15 10:00:01"}"#,
+        "\n",
+        r#"{"id": "2", "amount": 3, "qty": 0, "ts": "2024-01-15 10:00:02"}"#,
+        "\n",
+        r#"{"id": "skip", "amount": 1, "qty": 1, "ts": "2024-01-15 10:00:03"}"#,
+        "\n",
+        r#"{"id": "3", "amount": 9, "qty": 3, "ts": "yesterday"}"#,
+        "\n",
+        r#"{"id": "5", "amount": 5, "qty": null, "ts": "2024-01-15 10:00:05"}"#,
+        "\n"
+    );
+    let expected_rows = vec![
+        json!({"raw_ts": "2024-01-15 10:00:01", "id": "1", "amount": 5.0, "event_time": "2024-01-15T10:00:01Z", "again": "1", "qty2": 4}),
+        json!({"raw_ts": "2024-01-15 10:00:05", "id": "5", "amount": null, "event_time": "2024-01-15T10:00:05Z", "again": "5", "qty2": null}),
+    ];
+    let line = |n: usize| input.lines().nth(n - 1).unwrap().to_string();
+    let mut expected_dead = vec![
+        json!({"reason": "DIVIDE_BY_ZERO in \"(amount / qty)\"", "source": "000.json:2", "record": line(2)}),
+        json!({"reason": "CAST_INVALID_INPUT in \"CAST(ts AS TIMESTAMP)\"", "source": "000.json:4", "record": line(4)}),
+    ];
+    expected_dead.sort_by_key(|v| v.to_string());
+    for mode in ["micro-batch", "real-time"] {
+        for parallelism in [1, 2] {
+            let tmp = run(REARRANGING, &[input], mode, parallelism);
+            let mut rows = json_lines_sorted(&tmp.path().join("out"));
+            rows.sort_by_key(|v| v["id"].to_string());
+            assert_eq!(rows, expected_rows, "{mode} x{parallelism}");
+            let mut dead = json_lines_sorted(&tmp.path().join("dead"));
+            dead.sort_by_key(|v| v.to_string());
+            assert_eq!(dead, expected_dead, "{mode} x{parallelism}");
+        }
+    }
+}

@@ -18,7 +18,9 @@
 //! source actor runs them), then through the same tumbling operator: the difference from
 //! `tumbling_sum_count` in the same run is the steps' cost per record (target <= 15 ns, issue
 //! "SQL expressions"; bench/results/sql-expressions.md). The filter keeps every record, so the
-//! operator's work is the same.
+//! operator's work is the same. `tumbling_sum_count_filter_select_replace` computes the same
+//! columns but replaces `v` by `v * 1.2 AS v` and keeps the raw `v` last: a `select` whose
+//! input columns are not in their places, which rearranges each record.
 //!
 //! `forward` and `processor_pass_through` run the same records through the stateless operator
 //! of a query without aggregation ([`Forward`]: each record one row) and through a custom
@@ -244,17 +246,20 @@ fn run(c: &mut Criterion, w: &Workload) {
 /// and `computed`, every output column read afterwards (as when the query or the sink reads
 /// them). The filters chosen hold for every record.
 fn source_steps(filter: &str, computed: &[&str]) -> CompiledSteps {
+    let items: Vec<&str> = ["key", "ts", "v"].iter().chain(computed).copied().collect();
+    source_steps_of(filter, &items)
+}
+
+/// Source steps over the benchmark's records: `filter`, then a `select` of `items` (the
+/// operator reads its first three as `key`, `ts` and `v`), every output column read afterwards.
+fn source_steps_of(filter: &str, items: &[&str]) -> CompiledSteps {
     let schema = Schema::parse_ddl("key STRING, ts TIMESTAMP, v DOUBLE").unwrap_or_else(|e| panic!("{e}"));
     let bind = |field: &str, text: &str, schema: &Schema| {
         let b = eddy_sql::bind_expression(text, schema).unwrap_or_else(|e| panic!("{text}: {e}"));
         PipelineExpr { field: field.into(), typed: b.typed, name: b.name }
     };
-    let items: Vec<PipelineExpr> = ["key", "ts", "v"]
-        .iter()
-        .chain(computed)
-        .enumerate()
-        .map(|(i, text)| bind(&format!("source.select[{i}]"), text, &schema))
-        .collect();
+    let items: Vec<PipelineExpr> =
+        items.iter().enumerate().map(|(i, text)| bind(&format!("source.select[{i}]"), text, &schema)).collect();
     let width = items.len();
     let steps = vec![Step::Filter(bind("source.filter", filter, &schema)), Step::Project(items)];
     CompiledSteps::new(&steps, 3, &vec![true; width], Vec::new()).0
@@ -302,6 +307,13 @@ fn benches(c: &mut Criterion) {
     run(c, &plain);
     run(c, &Workload { name: "tumbling_sum_count_filter_select3", steps: Some(&three), ..plain });
     run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", steps: Some(&heavy), ..plain });
+    // the same three computed columns, with `v` replaced by a computed one of the same name:
+    // the input's columns are no longer in place, so the projection rearranges each record
+    let replace = source_steps_of(
+        "v >= 0",
+        &["key", "ts", "v * 1.2 AS v", "lower(key) AS key_lc", "ts + INTERVAL 1 HOUR AS ts_local", "v AS v_raw"],
+    );
+    run(c, &Workload { name: "tumbling_sum_count_filter_select_replace", steps: Some(&replace), ..plain });
     run(c, &Workload { name: "forward", make: &|| Box::new(Forward), ..plain });
     run(
         c,

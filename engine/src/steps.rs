@@ -66,6 +66,12 @@ struct Projection {
     /// items, in order. [`CompiledSteps::apply_row`] then computes those and writes them into
     /// the row, leaving the other columns where they are. `None`: not so.
     row_in_place: Option<Vec<usize>>,
+    /// For the first projection of the steps when it is not in place (`in_place` is 0: the
+    /// input's columns reordered, dropped, or replaced by computed ones) and has at least as
+    /// many items as the input has columns: how [`CompiledSteps::apply_batch`] rearranges
+    /// records with room for every item (spare NULL slots after the input's columns, as for
+    /// `in_place`) in place, with no new record and one pass per expression. `None`: not so.
+    permute: Option<Rearrange>,
 }
 
 impl Projection {
@@ -115,6 +121,104 @@ enum Item {
     Column { index: usize, last: bool },
     /// Any other expression.
     Computed(Compiled),
+}
+
+/// How a projection rearranges a record of its input's `width` columns and spare NULL slots
+/// (one slot per item in all) into its output, in place ([`Projection::permute`]): the input
+/// columns that stay where they are are not touched; computed items whose slot is a spare one
+/// are written there over the whole batch; the other computed items are computed apart over
+/// the batch, and the input columns that move are saved before any slot is written.
+#[derive(Debug)]
+struct Rearrange {
+    width: usize,
+    /// Per item, where its output value comes from.
+    outs: Vec<Out>,
+    /// Input columns saved before the writes (index, whether to copy it: it also stays in
+    /// place), in the order of [`Out::Saved`]'s indexes.
+    saved: Vec<(usize, bool)>,
+    /// The slots written after the computation, in order, each from a saved column (`clone`:
+    /// a later write reads it too), a value computed apart, or NULL.
+    writes: Vec<(usize, Write)>,
+}
+
+/// Where output column `i` of a [`Rearrange`] comes from.
+#[derive(Debug, Clone, Copy)]
+enum Out {
+    /// The input column at index `i`, left where it is.
+    InPlace,
+    /// Computed straight into spare slot `i`.
+    Direct,
+    /// Computed apart: the `k`th vector of values computed apart.
+    Apart(usize),
+    /// The input column at this index (moved or copied there).
+    Column(usize),
+    /// NULL (not read later).
+    Null,
+}
+
+/// One write of a [`Rearrange`].
+#[derive(Debug, Clone, Copy)]
+enum Write {
+    Saved { at: usize, clone: bool },
+    Apart(usize),
+    Null,
+}
+
+impl Rearrange {
+    /// The plan for `items` over an input of `width` columns (`items.len() >= width`).
+    fn new(items: &[Item], width: usize) -> Rearrange {
+        let in_place = |i: usize| matches!(items.get(i), Some(Item::Column { index, .. }) if *index == i);
+        let mut outs = Vec::with_capacity(items.len());
+        let mut saved: Vec<(usize, bool)> = Vec::new();
+        let mut writes = Vec::new();
+        let mut apart = 0;
+        for (i, item) in items.iter().enumerate() {
+            outs.push(match item {
+                Item::Column { index, .. } if *index == i => Out::InPlace,
+                Item::Column { index, .. } => {
+                    let at = match saved.iter().position(|(s, _)| s == index) {
+                        Some(at) => at,
+                        None => {
+                            saved.push((*index, in_place(*index)));
+                            saved.len() - 1
+                        }
+                    };
+                    writes.push((i, Write::Saved { at, clone: false }));
+                    Out::Column(*index)
+                }
+                Item::Computed(_) if i >= width => Out::Direct,
+                Item::Computed(_) => {
+                    writes.push((i, Write::Apart(apart)));
+                    apart += 1;
+                    Out::Apart(apart - 1)
+                }
+                Item::Unread => {
+                    writes.push((i, Write::Null));
+                    Out::Null
+                }
+            });
+        }
+        // a saved column read by several writes is copied by all of them but the last
+        let mut seen = vec![false; saved.len()];
+        for (_, w) in writes.iter_mut().rev() {
+            if let Write::Saved { at, clone } = w {
+                *clone = seen[*at];
+                seen[*at] = true;
+            }
+        }
+        Rearrange { width, outs, saved, writes }
+    }
+
+    /// Output column `i` of record `at` of a batch before the writes: `values` is the
+    /// record's (its direct items written), `apart` the values computed apart. `None`: NULL.
+    fn output<'a>(&self, i: usize, values: &'a [Value], apart: &'a [Vec<Value>], at: usize) -> Option<&'a Value> {
+        match *self.outs.get(i)? {
+            Out::InPlace | Out::Direct => values.get(i),
+            Out::Apart(k) => apart.get(k)?.get(at),
+            Out::Column(index) => values.get(index),
+            Out::Null => None,
+        }
+    }
 }
 
 /// Compiled steps: [`CompiledSteps::apply`] runs them in order.
@@ -231,8 +335,15 @@ impl CompiledSteps {
                         });
                     // a projection that keeps the record as it is (every item the input column at
                     // its own index, or not read later, as many as the input has) is left out
+                    let permute = (first && in_place == 0 && out.len() >= width).then(|| Rearrange::new(&out, width));
                     if !identity {
-                        compiled.push(Compiled1::Project(Projection { items: out, moves, in_place, row_in_place }));
+                        compiled.push(Compiled1::Project(Projection {
+                            items: out,
+                            moves,
+                            in_place,
+                            row_in_place,
+                            permute,
+                        }));
                         fields.push(field);
                     }
                 }
@@ -261,7 +372,9 @@ impl CompiledSteps {
         self.steps
             .iter()
             .find_map(|s| match s {
-                Compiled1::Project(p) => Some(if p.in_place > 0 { p.items.len() - p.in_place } else { 0 }),
+                Compiled1::Project(p) if p.in_place > 0 => Some(p.items.len() - p.in_place),
+                Compiled1::Project(Projection { permute: Some(r), items, .. }) => Some(items.len() - r.width),
+                Compiled1::Project(_) => Some(0),
                 Compiled1::Filter(_) => None,
             })
             .unwrap_or(0)
@@ -368,7 +481,7 @@ impl CompiledSteps {
         mut rejected: impl FnMut(usize, Applied),
     ) {
         let (filters, projection) = match self.steps.split_last() {
-            Some((Compiled1::Project(p), filters)) if p.in_place > 0 => (filters, Some(p)),
+            Some((Compiled1::Project(p), filters)) if p.in_place > 0 || p.permute.is_some() => (filters, Some(p)),
             _ => (&self.steps[..], None),
         };
         let batchable = filters.iter().all(|s| matches!(s, Compiled1::Filter(_)))
@@ -388,7 +501,7 @@ impl CompiledSteps {
             }
             return;
         }
-        let BatchScratch { holds, fails, origin, spare } = scratch;
+        let BatchScratch { holds, fails, origin, spare, columns, row, bad } = scratch;
         origin.clear();
         origin.extend(0..records.len() as u32);
         let mut out: Vec<(u32, Applied)> = Vec::new();
@@ -416,6 +529,30 @@ impl CompiledSteps {
                 },
                 &mut out,
             );
+        }
+        if let Some(p) = projection
+            && p.permute.is_some()
+        {
+            self.permute_batch(p, records, fails, columns, row, bad);
+            if !bad.is_empty() {
+                let mut rejects = bad.drain(..).peekable();
+                keep_where(
+                    records,
+                    spare,
+                    origin,
+                    |i, r| match rejects.next_if(|(at, _)| *at as usize == i) {
+                        // a record rejected is as given
+                        Some((_, reason)) => Err(Applied::Failed { reason, input: r }),
+                        None => Ok(r),
+                    },
+                    &mut out,
+                );
+            }
+            out.sort_by_key(|(i, _)| *i);
+            for (i, a) in out {
+                rejected(i as usize, a);
+            }
+            return;
         }
         if let Some(p) = projection {
             fails.clear();
@@ -461,6 +598,81 @@ impl CompiledSteps {
         out.sort_by_key(|(i, _)| *i);
         for (i, a) in out {
             rejected(i as usize, a);
+        }
+    }
+
+    /// The batch form of a projection that rearranges the records in place
+    /// ([`Projection::permute`]; every record has a slot per item): its computed items over
+    /// the batch, into their spare slots or apart (`columns`), then each record's moving
+    /// columns saved (in `row`) and its slots written as the plan says. A record an expression
+    /// failed on, or whose output would hold a NULL where `required` forbids one, is left as it
+    /// was given (its spare slots NULL again) and pushed to `bad` (index in `records`, reason:
+    /// its first failure), in record order.
+    fn permute_batch(
+        &self,
+        p: &Projection,
+        records: &mut [Record],
+        fails: &mut Vec<(u32, Fail)>,
+        columns: &mut Vec<Vec<Value>>,
+        row: &mut Vec<Value>,
+        bad: &mut Vec<(u32, String)>,
+    ) {
+        fails.clear();
+        bad.clear();
+        let Some(plan) = &p.permute else { return };
+        let mut n = 0;
+        for (k, (item, out)) in p.items.iter().zip(&plan.outs).enumerate() {
+            let Item::Computed(c) = item else { continue };
+            let before = fails.len();
+            match out {
+                Out::Direct => c.eval_batch(records, Dest::Column(k), fails),
+                _ => {
+                    if columns.len() == n {
+                        columns.push(Vec::new());
+                    }
+                    columns[n].clear();
+                    c.eval_batch(records, Dest::Values(&mut columns[n]), fails);
+                    n += 1;
+                }
+            }
+            if fails.len() > before && before > 0 {
+                // in record order, the first failure of each record first
+                fails.sort_by_key(|(at, _)| *at);
+            }
+        }
+        let apart = &mut columns[..n];
+        let mut failures = fails.drain(..).peekable();
+        for (i, r) in records.iter_mut().enumerate() {
+            let reject = match failures.next_if(|(at, _)| *at as usize == i) {
+                Some((_, e)) => {
+                    while failures.next_if(|(at, _)| *at as usize == i).is_some() {}
+                    Some(reason(&e.into()))
+                }
+                None => self
+                    .null_required(|k| plan.output(k, &r.values, apart, i))
+                    .map(|name| format!("null event time column {name}")),
+            };
+            if let Some(reason) = reject {
+                r.values.iter_mut().skip(plan.width).for_each(|v| *v = Value::Null);
+                bad.push((i as u32, reason));
+                continue;
+            }
+            row.clear();
+            for &(index, clone) in &plan.saved {
+                let v = r.values.get_mut(index);
+                row.push(if clone { v.map(|v| v.clone()) } else { v.map(std::mem::take) }.unwrap_or_default());
+            }
+            for &(slot, write) in &plan.writes {
+                let v = match write {
+                    Write::Saved { at, clone: false } => row.get_mut(at).map(std::mem::take),
+                    Write::Saved { at, clone: true } => row.get(at).cloned(),
+                    Write::Apart(k) => apart.get_mut(k).and_then(|c| c.get_mut(i)).map(std::mem::take),
+                    Write::Null => None,
+                };
+                if let Some(s) = r.values.get_mut(slot) {
+                    *s = v.unwrap_or_default();
+                }
+            }
         }
     }
 
@@ -572,6 +784,13 @@ pub struct BatchScratch {
     origin: Vec<u32>,
     /// The other buffer of records when a step removes some.
     spare: Vec<Record>,
+    /// A projection that rearranges the records in place: its computed items' values over the
+    /// batch, one vector per item.
+    columns: Vec<Vec<Value>>,
+    /// A record's values while they are rearranged.
+    row: Vec<Value>,
+    /// The records such a projection rejects, with the reason.
+    bad: Vec<(u32, String)>,
 }
 
 impl BatchScratch {
@@ -821,9 +1040,33 @@ mod tests {
             c.apply(spare(3, 0)),
             Applied::Failed { reason: "DIVIDE_BY_ZERO in \"(10 / b)\"".into(), input: spare(3, 0) }
         );
-        // a projection that reorders the input's columns has no spare slots
-        let reorder = vec![Step::Project(vec![expr(&col("b"), &s, "b"), expr(&col("a"), &s, "a")])];
-        assert_eq!(CompiledSteps::new(&reorder, 3, &[true; 2], vec![]).0.spare_columns(), 0);
+        // a projection narrower than the input has no spare slots; one that reorders the
+        // input's columns among computed ones has a slot for each item past the input's width
+        let narrower = vec![Step::Project(vec![expr(&col("b"), &s, "b"), expr(&col("a"), &s, "a")])];
+        assert_eq!(CompiledSteps::new(&narrower, 3, &[true; 2], vec![]).0.spare_columns(), 0);
+        let reorder = vec![Step::Project(vec![
+            expr(&col("b"), &s, "b"),
+            expr(&bin(BinaryOp::Multiply, col("a"), int(2)), &s, "twice"),
+            expr(&col("a"), &s, "a"),
+            expr(&col("c"), &s, "c"),
+        ])];
+        let (c, _) = CompiledSteps::new(&reorder, 3, &[true; 4], vec![]);
+        assert_eq!(c.spare_columns(), 1);
+        let mut batch = vec![spare(3, 4).values.into_vec(), spare(5, 6).values.into_vec()]
+            .into_iter()
+            .map(|mut v| {
+                v.truncate(4);
+                Record::new(v)
+            })
+            .collect::<Vec<_>>();
+        let given: Vec<*const Value> = batch.iter().map(|r| r.values.as_ptr()).collect();
+        c.apply_batch(&mut batch, &mut BatchScratch::default(), |i, a| panic!("record {i} rejected: {a:?}"));
+        let row = |b: i64, a: i64| {
+            Record::new(vec![Value::Long(b), Value::Long(a * 2), Value::Long(a), Value::Str("x".into())])
+        };
+        assert_eq!(batch, vec![row(4, 3), row(6, 5)]);
+        // rearranged in place: the records' values were not allocated again
+        assert_eq!(batch.iter().map(|r| r.values.as_ptr()).collect::<Vec<_>>(), given);
     }
 
     /// Required columns: (output index, name).
@@ -831,7 +1074,8 @@ mod tests {
 
     /// Step lists over `a BIGINT, b BIGINT, c STRING` for [`batch_gives_what_records_give`]:
     /// filters that drop and fail, a projection in place whose computed columns fail, a required
-    /// column that can be NULL, and a reordering projection (not batchable: record by record).
+    /// column that can be NULL, a projection narrower than the input (not batchable: record by
+    /// record), and projections that rearrange the records in place.
     fn batch_shapes() -> Vec<(Vec<Step>, usize, Required)> {
         let s = schema();
         let in_place = |extra: Vec<PipelineExpr>| {
@@ -858,6 +1102,29 @@ mod tests {
             ),
             (vec![Step::Filter(gt(col("b"), 0))], 3, vec![(0, "a".into())]),
             (vec![Step::Filter(gt(col("a"), 0)), Step::Project(vec![expr(&col("b"), &s, "b"), q()])], 2, vec![]),
+            // projections that rearrange the records in place: the input's columns reordered
+            // among computed ones (`q` written into its spare slot, then `r` fails or is a
+            // NULL where one is not allowed on the same record), a column selected twice
+            // (copied, then moved), every column replaced by a computed one
+            (
+                vec![
+                    Step::Filter(gt(col("a"), -3)),
+                    Step::Project(vec![expr(&col("c"), &s, "c"), twice(), expr(&col("b"), &s, "b"), q(), r()]),
+                ],
+                5,
+                vec![(4, "r".into())],
+            ),
+            (
+                vec![Step::Project(vec![
+                    expr(&col("b"), &s, "b1"),
+                    r(),
+                    expr(&col("a"), &s, "a"),
+                    expr(&col("b"), &s, "b2"),
+                ])],
+                4,
+                vec![],
+            ),
+            (vec![Step::Filter(gt(col("b"), -2)), Step::Project(vec![twice(), q(), r()])], 3, vec![(2, "r".into())]),
         ]
     }
 
@@ -866,7 +1133,7 @@ mod tests {
         /// and rejects the others with what `apply` makes of them, at their index.
         #[test]
         fn batch_gives_what_records_give(
-            shape in 0usize..4,
+            shape in 0usize..7,
             rows in proptest::collection::vec((proptest::option::of(-3i64..3), proptest::option::of(-2i64..2)), 0..40),
         ) {
             let (steps, width, required) = &batch_shapes()[shape];

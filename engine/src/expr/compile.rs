@@ -59,6 +59,9 @@ pub(crate) enum Dest<'a> {
     /// Whether the value is TRUE, one per record, pushed in order (a filter); a record whose
     /// evaluation failed pushes `false`.
     Holds(&'a mut Vec<bool>),
+    /// The value, one per record, pushed in order (a column computed apart from the records);
+    /// a record whose evaluation failed pushes NULL.
+    Values(&'a mut Vec<Value>),
 }
 
 /// Builds the node of closure `f`: `f` itself for one record, and `f` in a loop for a batch.
@@ -102,6 +105,19 @@ where
                 }
             }
         }
+        Dest::Values(out) => {
+            out.reserve(records.len());
+            for (i, r) in records.iter().enumerate() {
+                let v = match fast(&r.values) {
+                    Some(v) => v,
+                    None => slow(&r.values).unwrap_or_else(|e| {
+                        fails.push((i as u32, e));
+                        Value::Null
+                    }),
+                };
+                out.push(v);
+            }
+        }
         Dest::Holds(out) => {
             let holds = records.iter().enumerate().map(|(i, r)| match fast(&r.values) {
                 Some(v) => matches!(v, Value::Bool(true)),
@@ -137,6 +153,15 @@ where
                     }
                     Err(e) => fails.push((i as u32, e)),
                 }
+            }
+        }
+        Dest::Values(out) => {
+            out.reserve(records.len());
+            for (i, r) in records.iter().enumerate() {
+                out.push(f(&r.values).unwrap_or_else(|e| {
+                    fails.push((i as u32, e));
+                    Value::Null
+                }));
             }
         }
         Dest::Holds(out) => {
@@ -1051,8 +1076,8 @@ mod tests {
     proptest! {
         /// A batch ([`Compiled::eval_batch`], each kernel's fast case inlined, the rest sent to
         /// the general closure) gives every record what [`Compiled::eval_raw`] gives it alone:
-        /// the same value in its column, the same TRUE / not TRUE for a filter, the same
-        /// failures at the same indexes. Columns hold values of their type, NULL, NaN, the
+        /// the same value in its column or in a vector apart (NULL where it failed), the same
+        /// TRUE / not TRUE for a filter, the same failures at the same indexes. Columns hold values of their type, NULL, NaN, the
         /// extremes, and values of other types (which only the general closure handles).
         #[test]
         fn fast_kernels_agree_with_the_general_closures(
@@ -1103,6 +1128,17 @@ mod tests {
                 let expected: Vec<bool> = one.iter().map(|r| matches!(r, Ok(Value::Bool(true)))).collect();
                 prop_assert_eq!(holds, expected, "{}", typed.name);
                 prop_assert_eq!(fails.len(), expected_fails.len());
+                let mut apart = Vec::new();
+                let mut fails = Vec::new();
+                c.eval_batch(&mut records.clone(), Dest::Values(&mut apart), &mut fails);
+                prop_assert_eq!(apart.len(), records.len());
+                prop_assert_eq!(fails.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+                    expected_fails.iter().map(|(i, _)| *i).collect::<Vec<_>>());
+                for (i, r) in one.iter().enumerate() {
+                    let want = r.as_ref().unwrap_or(&Value::Null);
+                    prop_assert!(apart[i].total_cmp(want).is_eq() && std::mem::discriminant(&apart[i]) == std::mem::discriminant(want),
+                        "{}: record {}: apart {:?}, alone {:?}", typed.name, i, apart[i], r);
+                }
             }
         }
     }
