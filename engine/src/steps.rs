@@ -67,10 +67,12 @@ struct Projection {
     /// the row, leaving the other columns where they are. `None`: not so.
     row_in_place: Option<Vec<usize>>,
     /// For the first projection of the steps when it is not in place (`in_place` is 0: the
-    /// input's columns reordered, dropped, or replaced by computed ones) and has at least as
-    /// many items as the input has columns: how [`CompiledSteps::apply_batch`] rearranges
-    /// records with room for every item (spare NULL slots after the input's columns, as for
-    /// `in_place`) in place, with no new record and one pass per expression. `None`: not so.
+    /// input's columns reordered, dropped, or replaced by computed ones): how
+    /// [`CompiledSteps::apply_batch`] rearranges records in place, with one pass per
+    /// expression. A record has room for every item (spare NULL slots after the input's
+    /// columns, as for `in_place`, when there are more items than input columns) and is
+    /// rearranged with no new record; with fewer items than input columns, it is then cut to
+    /// their number (the allocator shrinks the values where they are). `None`: not so.
     permute: Option<Rearrange>,
 }
 
@@ -124,7 +126,8 @@ enum Item {
 }
 
 /// How a projection rearranges a record of its input's `width` columns and spare NULL slots
-/// (one slot per item in all) into its output, in place ([`Projection::permute`]): the input
+/// (as many slots as the items or the input's columns, whichever is more) into its output, in
+/// place ([`Projection::permute`]): the input
 /// columns that stay where they are are not touched; computed items whose slot is a spare one
 /// are written there over the whole batch; the other computed items are computed apart over
 /// the batch, and the input columns that move are saved before any slot is written.
@@ -165,7 +168,7 @@ enum Write {
 }
 
 impl Rearrange {
-    /// The plan for `items` over an input of `width` columns (`items.len() >= width`).
+    /// The plan for `items` over an input of `width` columns.
     fn new(items: &[Item], width: usize) -> Rearrange {
         let in_place = |i: usize| matches!(items.get(i), Some(Item::Column { index, .. }) if *index == i);
         let mut outs = Vec::with_capacity(items.len());
@@ -335,7 +338,7 @@ impl CompiledSteps {
                         });
                     // a projection that keeps the record as it is (every item the input column at
                     // its own index, or not read later, as many as the input has) is left out
-                    let permute = (first && in_place == 0 && out.len() >= width).then(|| Rearrange::new(&out, width));
+                    let permute = (first && in_place == 0).then(|| Rearrange::new(&out, width));
                     if !identity {
                         compiled.push(Compiled1::Project(Projection {
                             items: out,
@@ -373,7 +376,9 @@ impl CompiledSteps {
             .iter()
             .find_map(|s| match s {
                 Compiled1::Project(p) if p.in_place > 0 => Some(p.items.len() - p.in_place),
-                Compiled1::Project(Projection { permute: Some(r), items, .. }) => Some(items.len() - r.width),
+                Compiled1::Project(Projection { permute: Some(r), items, .. }) => {
+                    Some(items.len().saturating_sub(r.width))
+                }
                 Compiled1::Project(_) => Some(0),
                 Compiled1::Filter(_) => None,
             })
@@ -485,7 +490,10 @@ impl CompiledSteps {
             _ => (&self.steps[..], None),
         };
         let batchable = filters.iter().all(|s| matches!(s, Compiled1::Filter(_)))
-            && projection.is_none_or(|p| records.iter().all(|r| r.values.len() == p.items.len()));
+            && projection.is_none_or(|p| {
+                let slots = p.permute.as_ref().map_or(p.items.len(), |r| r.width.max(p.items.len()));
+                records.iter().all(|r| r.values.len() == slots)
+            });
         if !batchable {
             let given = std::mem::replace(records, std::mem::take(&mut scratch.spare));
             records.clear();
@@ -602,9 +610,10 @@ impl CompiledSteps {
     }
 
     /// The batch form of a projection that rearranges the records in place
-    /// ([`Projection::permute`]; every record has a slot per item): its computed items over
-    /// the batch, into their spare slots or apart (`columns`), then each record's moving
-    /// columns saved (in `row`) and its slots written as the plan says. A record an expression
+    /// ([`Projection::permute`]; every record has a slot per item or per input column, whichever
+    /// is more): its computed items over the batch, into their spare slots or apart
+    /// (`columns`), then each record's moving columns saved (in `row`), its slots written as the
+    /// plan says, and its values cut to the items' number if there are more. A record an expression
     /// failed on, or whose output would hold a NULL where `required` forbids one, is left as it
     /// was given (its spare slots NULL again) and pushed to `bad` (index in `records`, reason:
     /// its first failure), in record order.
@@ -672,6 +681,12 @@ impl CompiledSteps {
                 if let Some(s) = r.values.get_mut(slot) {
                     *s = v.unwrap_or_default();
                 }
+            }
+            if plan.outs.len() < r.values.len() {
+                // fewer items than input columns: the input's last ones dropped
+                let mut values = std::mem::take(&mut r.values).into_vec();
+                values.truncate(plan.outs.len());
+                r.values = values.into_boxed_slice();
             }
         }
     }
@@ -1074,8 +1089,8 @@ mod tests {
 
     /// Step lists over `a BIGINT, b BIGINT, c STRING` for [`batch_gives_what_records_give`]:
     /// filters that drop and fail, a projection in place whose computed columns fail, a required
-    /// column that can be NULL, a projection narrower than the input (not batchable: record by
-    /// record), and projections that rearrange the records in place.
+    /// column that can be NULL, and projections that rearrange the records in place (narrower
+    /// than the input, as wide, wider).
     fn batch_shapes() -> Vec<(Vec<Step>, usize, Required)> {
         let s = schema();
         let in_place = |extra: Vec<PipelineExpr>| {
@@ -1125,6 +1140,8 @@ mod tests {
                 vec![],
             ),
             (vec![Step::Filter(gt(col("b"), -2)), Step::Project(vec![twice(), q(), r()])], 3, vec![(2, "r".into())]),
+            // narrower: the last input column first, `a` and `b` dropped after `twice` read `a`
+            (vec![Step::Project(vec![expr(&col("c"), &s, "c"), twice()])], 2, vec![(1, "twice".into())]),
         ]
     }
 
@@ -1133,7 +1150,7 @@ mod tests {
         /// and rejects the others with what `apply` makes of them, at their index.
         #[test]
         fn batch_gives_what_records_give(
-            shape in 0usize..7,
+            shape in 0usize..8,
             rows in proptest::collection::vec((proptest::option::of(-3i64..3), proptest::option::of(-2i64..2)), 0..40),
         ) {
             let (steps, width, required) = &batch_shapes()[shape];
