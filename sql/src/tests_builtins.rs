@@ -328,8 +328,37 @@ fn like_takes_a_pattern_computed_per_record() {
     assert!(e.to_string().contains("INVALID_FORMAT"), "{e}");
     assert_eq!(name("s LIKE concat('a', '%')"), "s LIKE concat(a, %)");
     assert_eq!(name("s ILIKE upper(s)"), "ilike(s, upper(s))");
-    // RLIKE keeps a constant pattern
-    assert!(bind_expression("'a' RLIKE s", &schema()).is_err());
+}
+
+#[test]
+fn rlike_takes_a_pattern_computed_per_record_and_agrees_with_the_constant_one() {
+    let row = |s: &str| vec![Value::Str(s.into()), Value::Int(5), Value::Date(19781), Value::Null];
+    // each pattern per record gives what the same pattern as a constant gives (the constant
+    // form's classes and anchors were checked against Spark: `regex_classes_are_javas_ascii_ones`)
+    let patterns = [r"^a", r"b", r"^\w+$", r"\d{2}", r"[[:alpha:]]", r"(?i)ABC", r"c$", r"^$", r"é", r"\s"];
+    let subjects = ["abc", "ab12", "été", "", "a b", "ABC", "9"];
+    let mut matched = 0;
+    for p in patterns {
+        // as a SQL string literal: a backslash escaped, as Spark reads it
+        let literal = p.replace('\\', "\\\\");
+        for subject in subjects {
+            let constant = eval(&format!("'{subject}' RLIKE '{literal}'"), vec![Value::Null; 4]);
+            assert_eq!(eval(&format!("'{subject}' RLIKE s"), row(p)), constant, "{subject} RLIKE {p}");
+            assert_eq!(eval(&format!("regexp_like('{subject}', s)"), row(p)), constant, "{subject} {p}");
+            matched += usize::from(constant == Ok(Value::Bool(true)));
+        }
+    }
+    // both outcomes were met
+    assert!((10..60).contains(&matched), "{matched}");
+    assert_eq!(eval("'abc' RLIKE s", vec![Value::Null; 4]), Ok(Value::Null));
+    assert_eq!(eval("s RLIKE CAST(NULL AS STRING)", row("a")), Ok(Value::Null));
+    // a pattern Rust's regex cannot read fails the record (a backreference)
+    let e = eval("'aa' RLIKE s", row("(a)\\1")).expect_err("a backreference");
+    assert!(e.to_string().contains("INVALID_FORMAT"), "{e}");
+    assert_eq!(name("'a' RLIKE s"), "RLIKE(a, s)");
+    assert_eq!(name("s REGEXP concat('^', s)"), "RLIKE(s, concat(^, s))");
+    assert_eq!(name("regexp_like(s, upper(s))"), "REGEXP_LIKE(s, upper(s))");
+    assert_eq!(name("regexp_like(s, 'a+')"), "REGEXP_LIKE(s, a+)");
 }
 
 #[test]

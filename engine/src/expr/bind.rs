@@ -603,11 +603,10 @@ impl Binder<'_> {
             LikeKind::ILikeEscape(c) => (true, Some(c)),
             LikeKind::RLike => {
                 let SyntaxKind::Literal(Literal::String(p)) = &pattern.kind else {
-                    return Err(unsupported(
-                        pattern.pos,
-                        "an RLIKE pattern that is not a string literal",
-                        "RLIKE with a constant pattern (LIKE and ILIKE take any STRING expression)",
-                    ));
+                    // a pattern computed per record: compiled per record through a small cache
+                    let p = self.string(pattern.pos, self.bind(pattern)?, "RLIKE")?;
+                    let name = format!("RLIKE({}, {})", e.name, p.name);
+                    return Ok(call(Func::RLikeDynamic, vec![e, p], DataType::Boolean, name));
                 };
                 let re = java_regex(pattern.pos, p)?;
                 let name = format!("RLIKE({}, {p})", e.name);

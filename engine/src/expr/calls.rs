@@ -648,7 +648,7 @@ fn java_replacement(rep: &str, re: &Regex) -> Result<Arc<str>, String> {
 /// class each becomes a class of its own, inside one its ranges (a negated one a nested class,
 /// which `regex` reads as a union, as Java does). Every other escape is kept as written, and an
 /// escaped backslash is not read as the start of an escape.
-fn java_classes(p: &str) -> String {
+pub(super) fn java_classes(p: &str) -> String {
     const DIGIT: &str = "0-9";
     const WORD: &str = "0-9A-Za-z_";
     const SPACE: &str = "\\t\\n\\x0B\\x0C\\r ";

@@ -335,6 +335,14 @@ impl Binder<'_> {
                 let name = format!("position({}, {}, {})", sub.name, s.name, p.name);
                 call(Func::Locate, vec![s, sub, p], DataType::Int, name)
             }
+            "regexp_like" if !matches!(args.get(1).map(|a| &a.kind), Some(SyntaxKind::Literal(_)) | None) => {
+                // a pattern computed per record ([`Func::RLikeDynamic`])
+                arity(2..=2)?;
+                let s = self.string(pos, self.bind(&args[0])?, lower)?;
+                let p = self.string(args[1].pos, self.bind(&args[1])?, lower)?;
+                let name = format!("REGEXP_LIKE({}, {})", s.name, p.name);
+                call(Func::RLikeDynamic, vec![s, p], DataType::Boolean, name)
+            }
             "regexp_like" | "regexp_count" | "regexp_substr" => {
                 arity(2..=2)?;
                 let s = self.string(pos, self.bind(&args[0])?, lower)?;

@@ -58,6 +58,11 @@ pub enum Func {
         /// The escape character (`\\` unless `ESCAPE 'c'`).
         escape: char,
     },
+    /// `RLIKE` / `regexp_like` with a pattern computed per record (the second argument): a Java
+    /// regular expression as for [`Func::RLike`], compiled per distinct pattern through a small
+    /// per-thread cache; a pattern Rust's `regex` cannot read fails the record
+    /// (INVALID_FORMAT).
+    RLikeDynamic,
     /// `lower`.
     Lower,
     /// `upper`.
@@ -601,6 +606,7 @@ impl Func {
             Func::IsNull { negated } => Value::Bool(a[0].is_null() != *negated),
             Func::Like(re) | Func::RLike(re) => Value::Bool(re.is_match(s(0))),
             Func::LikeDynamic { ilike, escape } => Value::Bool(like_dynamic(s(1), *ilike, *escape)?.is_match(s(0))),
+            Func::RLikeDynamic => Value::Bool(rlike_dynamic(s(1))?.is_match(s(0))),
             // An ASCII string with no letter to change is its own result: the same shared
             // string, not a copy (no allocation per record for keys already in that case).
             Func::Lower => match &a[0] {
@@ -1686,6 +1692,27 @@ fn like_dynamic(pattern: &str, ilike: bool, escape: char) -> Result<Arc<Regex>, 
             cache.clear();
         }
         cache.insert(key, re.clone());
+        Ok(re)
+    })
+}
+
+/// The compiled Java regular expression of an `RLIKE` pattern ([`Func::RLikeDynamic`]), from a
+/// per-thread cache of up to 256 patterns (emptied when full).
+fn rlike_dynamic(pattern: &str) -> Result<Arc<Regex>, EvalErrorKind> {
+    type Cache = std::collections::HashMap<Box<str>, Arc<Regex>>;
+    thread_local! {
+        static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(Cache::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(re) = cache.get(pattern) {
+            return Ok(re.clone());
+        }
+        let re = Arc::new(Regex::new(&super::calls::java_classes(pattern)).map_err(|_| EvalErrorKind::InvalidFormat)?);
+        if cache.len() >= 256 {
+            cache.clear();
+        }
+        cache.insert(Box::from(pattern), re.clone());
         Ok(re)
     })
 }
