@@ -66,9 +66,9 @@ struct Projection {
     /// items, in order. [`CompiledSteps::apply_row`] then computes those and writes them into
     /// the row, leaving the other columns where they are. `None`: not so.
     row_in_place: Option<Vec<usize>>,
-    /// For the first projection of the steps when it is not in place (`in_place` is 0: the
-    /// input's columns reordered, dropped, or replaced by computed ones): how
-    /// [`CompiledSteps::apply_batch`] rearranges records in place, with one pass per
+    /// For the first projection of the steps when it is also the last step and is not in place
+    /// (`in_place` is 0: the input's columns reordered, dropped, or replaced by computed ones):
+    /// how [`CompiledSteps::apply_batch`] rearranges records in place, with one pass per
     /// expression. A record has room for every item (spare NULL slots after the input's
     /// columns, as for `in_place`, when there are more items than input columns) and is
     /// rearranged with no new record; with fewer items than input columns, it is then cut to
@@ -137,7 +137,7 @@ struct Rearrange {
     /// Per item, where its output value comes from.
     outs: Vec<Out>,
     /// Input columns saved before the writes (index, whether to copy it: it also stays in
-    /// place), in the order of [`Out::Saved`]'s indexes.
+    /// place), in the order of [`Write::Saved`]'s `at`.
     saved: Vec<(usize, bool)>,
     /// The slots written after the computation, in order, each from a saved column (`clone`:
     /// a later write reads it too), a value computed apart, or NULL.
@@ -338,7 +338,8 @@ impl CompiledSteps {
                         });
                     // a projection that keeps the record as it is (every item the input column at
                     // its own index, or not read later, as many as the input has) is left out
-                    let permute = (first && in_place == 0).then(|| Rearrange::new(&out, width));
+                    // (the batch runs it as the last step only: no spare slots otherwise)
+                    let permute = (first && moves && in_place == 0).then(|| Rearrange::new(&out, width));
                     if !identity {
                         compiled.push(Compiled1::Project(Projection {
                             items: out,
@@ -367,10 +368,12 @@ impl CompiledSteps {
     }
 
     /// How many NULL slots after its columns a record given to [`CompiledSteps::apply`] should
-    /// have: the first projection then writes its computed columns there, in place, with no
-    /// new record (the source's decoder allocates them: `JsonDecoder::with_spare_columns`). 0
-    /// when the first projection is not the input's columns in place followed by computed ones.
-    /// A record without the slots is projected as any other.
+    /// have: the first projection then writes its output there, in place, with no new record
+    /// (the source's decoder allocates them: `JsonDecoder::with_spare_columns`). One slot per
+    /// item past the input's width: the first projection's computed columns after the input's
+    /// columns in place, or its items rearranged in place; 0 when the first
+    /// projection has no more items than the input has columns, or there is none. A record
+    /// without the slots is projected as any other.
     pub fn spare_columns(&self) -> usize {
         self.steps
             .iter()
@@ -473,12 +476,15 @@ impl CompiledSteps {
     /// ([`Applied::Drop`], or [`Applied::Failed`] with the record as it was given), in index
     /// order.
     ///
-    /// Filters followed by a projection in place (the source steps' shape, on records with
-    /// [`CompiledSteps::spare_columns`] slots, as the decoders leave them) run expression by
-    /// expression over the whole batch ([`Compiled`]'s batch form: one indirect call per
-    /// expression node and batch instead of per record); a filter that holds for every record
-    /// moves nothing. Any other shape runs record by record through `apply`. `scratch` is kept
-    /// from batch to batch so that, once grown, a batch allocates nothing.
+    /// Filters followed by at most one projection, the first one (the source steps' shape, on
+    /// records with [`CompiledSteps::spare_columns`] slots, as the decoders leave them), run
+    /// expression by expression over the whole batch ([`Compiled`]'s batch form: one indirect
+    /// call per expression node and batch instead of per record); a filter that holds for every
+    /// record moves nothing, and the projection writes into each record in place (computed
+    /// columns after the input's, or the record rearranged).
+    /// Any other shape, or a batch with a record of another width, runs record by record through
+    /// `apply`.
+    /// `scratch` is kept from batch to batch so that, once grown, a batch allocates nothing.
     pub fn apply_batch(
         &self,
         records: &mut Vec<Record>,
@@ -1090,9 +1096,12 @@ mod tests {
     /// Step lists over `a BIGINT, b BIGINT, c STRING` for [`batch_gives_what_records_give`]:
     /// filters that drop and fail, a projection in place whose computed columns fail, a required
     /// column that can be NULL, and projections that rearrange the records in place (narrower
-    /// than the input, as wide, wider).
-    fn batch_shapes() -> Vec<(Vec<Step>, usize, Required)> {
+    /// than the input, as wide, wider; columns kept in place, copied, moved, not read later;
+    /// required ones computed or moved), each with the output columns read later.
+    fn batch_shapes() -> Vec<(Vec<Step>, Vec<bool>, Required)> {
         let s = schema();
+        // every output column read later
+        let all = |n: usize| vec![true; n];
         let in_place = |extra: Vec<PipelineExpr>| {
             let mut items = vec![expr(&col("a"), &s, "a"), expr(&col("b"), &s, "b"), expr(&col("c"), &s, "c")];
             items.extend(extra);
@@ -1103,7 +1112,7 @@ mod tests {
         let q = || expr(&bin(BinaryOp::Divide, int(10), col("b")), &s, "q");
         let r = || expr(&bin(BinaryOp::Divide, col("b"), col("a")), &s, "r");
         vec![
-            (vec![Step::Filter(gt(col("a"), -2)), in_place(vec![twice(), q()])], 5, vec![]),
+            (vec![Step::Filter(gt(col("a"), -2)), in_place(vec![twice(), q()])], all(5), vec![]),
             // a filter that fails (b = 0), then two filters, then two computed columns that can
             // fail on the same record; `twice` required (NULL when `a` is)
             (
@@ -1112,11 +1121,11 @@ mod tests {
                     Step::Filter(gt(col("a"), -3)),
                     in_place(vec![q(), r(), twice()]),
                 ],
-                6,
+                all(6),
                 vec![(5, "twice".into())],
             ),
-            (vec![Step::Filter(gt(col("b"), 0))], 3, vec![(0, "a".into())]),
-            (vec![Step::Filter(gt(col("a"), 0)), Step::Project(vec![expr(&col("b"), &s, "b"), q()])], 2, vec![]),
+            (vec![Step::Filter(gt(col("b"), 0))], all(3), vec![(0, "a".into())]),
+            (vec![Step::Filter(gt(col("a"), 0)), Step::Project(vec![expr(&col("b"), &s, "b"), q()])], all(2), vec![]),
             // projections that rearrange the records in place: the input's columns reordered
             // among computed ones (`q` written into its spare slot, then `r` fails or is a
             // NULL where one is not allowed on the same record), a column selected twice
@@ -1126,7 +1135,7 @@ mod tests {
                     Step::Filter(gt(col("a"), -3)),
                     Step::Project(vec![expr(&col("c"), &s, "c"), twice(), expr(&col("b"), &s, "b"), q(), r()]),
                 ],
-                5,
+                all(5),
                 vec![(4, "r".into())],
             ),
             (
@@ -1136,12 +1145,53 @@ mod tests {
                     expr(&col("a"), &s, "a"),
                     expr(&col("b"), &s, "b2"),
                 ])],
-                4,
+                all(4),
                 vec![],
             ),
-            (vec![Step::Filter(gt(col("b"), -2)), Step::Project(vec![twice(), q(), r()])], 3, vec![(2, "r".into())]),
+            (
+                vec![Step::Filter(gt(col("b"), -2)), Step::Project(vec![twice(), q(), r()])],
+                all(3),
+                vec![(2, "r".into())],
+            ),
             // narrower: the last input column first, `a` and `b` dropped after `twice` read `a`
-            (vec![Step::Project(vec![expr(&col("c"), &s, "c"), twice()])], 2, vec![(1, "twice".into())]),
+            (vec![Step::Project(vec![expr(&col("c"), &s, "c"), twice()])], all(2), vec![(1, "twice".into())]),
+            // after a filter that fails: the input's columns in place, `c` and `a` copied from
+            // their places, the copy of `a` required
+            (
+                vec![
+                    Step::Filter(gt(bin(BinaryOp::Divide, int(10), col("b")), -100)),
+                    Step::Project(vec![
+                        expr(&col("a"), &s, "a"),
+                        expr(&col("b"), &s, "b"),
+                        expr(&col("c"), &s, "c"),
+                        expr(&col("c"), &s, "c2"),
+                        expr(&col("a"), &s, "a2"),
+                    ]),
+                ],
+                all(5),
+                vec![(4, "a2".into())],
+            ),
+            // an item not read later (`c`, NULL in its own slot), `a` moved and required
+            (
+                vec![Step::Project(vec![
+                    twice(),
+                    expr(&col("b"), &s, "b"),
+                    expr(&col("c"), &s, "c"),
+                    expr(&col("a"), &s, "a"),
+                    q(),
+                ])],
+                vec![true, true, false, true, true],
+                vec![(3, "a".into())],
+            ),
+            // narrower after a filter that fails: `b` and `a` swapped, `a` required
+            (
+                vec![
+                    Step::Filter(gt(bin(BinaryOp::Divide, int(10), col("b")), -100)),
+                    Step::Project(vec![expr(&col("b"), &s, "b"), expr(&col("a"), &s, "a")]),
+                ],
+                all(2),
+                vec![(1, "a".into())],
+            ),
         ]
     }
 
@@ -1150,11 +1200,11 @@ mod tests {
         /// and rejects the others with what `apply` makes of them, at their index.
         #[test]
         fn batch_gives_what_records_give(
-            shape in 0usize..8,
+            shape in 0usize..11,
             rows in proptest::collection::vec((proptest::option::of(-3i64..3), proptest::option::of(-2i64..2)), 0..40),
         ) {
-            let (steps, width, required) = &batch_shapes()[shape];
-            let (c, _) = CompiledSteps::new(steps, 3, &vec![true; *width], required.clone());
+            let (steps, needed, required) = &batch_shapes()[shape];
+            let (c, _) = CompiledSteps::new(steps, 3, needed, required.clone());
             let make = |(a, b): &(Option<i64>, Option<i64>)| {
                 let mut v = vec![a.map_or(Value::Null, Value::Long), b.map_or(Value::Null, Value::Long), Value::Str("x".into())];
                 v.resize(3 + c.spare_columns(), Value::Null);
