@@ -562,13 +562,7 @@ impl CompiledSteps {
                     &mut out,
                 );
             }
-            out.sort_by_key(|(i, _)| *i);
-            for (i, a) in out {
-                rejected(i as usize, a);
-            }
-            return;
-        }
-        if let Some(p) = projection {
+        } else if let Some(p) = projection {
             fails.clear();
             for (k, item) in p.items.iter().enumerate().skip(p.in_place) {
                 if let Item::Computed(c) = item {
@@ -596,7 +590,8 @@ impl CompiledSteps {
                 );
             }
         }
-        if !self.required.is_empty() {
+        // (a rearranging projection checked the required columns itself)
+        if !self.required.is_empty() && projection.is_none_or(|p| p.permute.is_none()) {
             let filled = projection.map(|p| p.in_place);
             keep_where(
                 records,
