@@ -96,6 +96,9 @@ pub struct Spares {
     /// Records for the decoder to overwrite (at most [`FREE_RECORDS`], all of the decoder's
     /// width when they were kept).
     records: Vec<Record>,
+    /// Records of the narrow width handed back (at most [`FREE_RECORDS`]): those a source
+    /// `select` with fewer items than the decoder's columns moved its values into.
+    narrow: Vec<Record>,
     /// Raw lines decoded since the last poll, to go back to the source (at most
     /// [`LINES_HELD`]).
     lines: Vec<Vec<u8>>,
@@ -109,11 +112,13 @@ impl Spares {
 
     /// Takes the batches handed back so far: their records go to `source` when it reuses them
     /// ([`Source::recycle`]; what it leaves is dropped here), else those of `width` values (the
-    /// decoder's records, `None`: no decoder) to the decoder's free list (up to
-    /// [`FREE_RECORDS`]; the rest is dropped), their buffers to the spares (up to the bound; the
+    /// decoder's records, `None`: no decoder) to the decoder's free list and those of `narrow`
+    /// values (a source `select`'s narrower records: [`eddy_engine::steps::CompiledSteps::narrows_to`]) to
+    /// [`Spares::narrow_records`] (each up to [`FREE_RECORDS`]; the rest is dropped), their
+    /// buffers to the spares (up to the bound; the
     /// rest is dropped). The raw lines decoded since the last call go back to `source`
     /// ([`Source::recycle_lines`]). Call before each poll.
-    pub fn take_returned(&mut self, source: &mut dyn Source, width: Option<usize>) {
+    pub fn take_returned(&mut self, source: &mut dyn Source, width: Option<usize>, narrow: Option<usize>) {
         let Some(rx) = &self.rx else {
             return;
         };
@@ -136,8 +141,14 @@ impl Spares {
                         // below would take exactly these, one by one).
                         self.records.extend(batch.drain(..).map(|s| s.record));
                     } else {
-                        let fits = batch.drain(..).map(|s| s.record).filter(|r| r.values.len() == width);
-                        self.records.extend(fits.take(room));
+                        for Stamped { record, .. } in batch.drain(..) {
+                            let len = record.values.len();
+                            if len == width && self.records.len() < FREE_RECORDS {
+                                self.records.push(record);
+                            } else if Some(len) == narrow && self.narrow.len() < FREE_RECORDS {
+                                self.narrow.push(record);
+                            }
+                        }
                     }
                 }
                 // What was not taken is dropped here.
@@ -156,7 +167,14 @@ impl Spares {
         self.records.pop().unwrap_or_default()
     }
 
-    /// Gives back a record taken with [`Spares::record`] and not used (its line was malformed).
+    /// The narrower records of a source `select` handed back (see [`Spares::take_returned`]),
+    /// for [`eddy_engine::steps::BatchScratch::narrow_records`]; the caller takes what it uses.
+    pub fn narrow_records(&mut self) -> &mut Vec<Record> {
+        &mut self.narrow
+    }
+
+    /// Gives back a record taken with [`Spares::record`] and not used (its line was malformed),
+    /// or one of the decoder's width whose values moved to a narrower record.
     #[inline]
     pub fn unused_record(&mut self, record: Record) {
         if self.rx.is_some() && self.records.len() < FREE_RECORDS {
@@ -242,7 +260,7 @@ mod tests {
         let at = b.as_ptr();
         back.give_back(b);
         back.give_back(batch(3, 2));
-        spares.take_returned(&mut source, None);
+        spares.take_returned(&mut source, None, None);
         assert_eq!(longs(&source.kept), vec![0, 1, 2, 3, 4]);
         assert_eq!(spares.spare_buffers(), 2);
         let reused: Vec<_> = (0..2).map(|_| spares.buffer(256)).collect();
@@ -260,7 +278,7 @@ mod tests {
         // Another width (a record made by a projection, say): not kept.
         b[1].record = Record::new(vec![Value::Long(1), Value::Null]);
         back.give_back(b);
-        spares.take_returned(&mut source, Some(1));
+        spares.take_returned(&mut source, Some(1), None);
         assert!(source.kept.is_empty());
         let mut got = vec![spares.record(), spares.record()];
         got.sort_by_key(|r| format!("{r:?}"));
@@ -269,9 +287,33 @@ mod tests {
         assert_eq!(spares.record(), Record::default());
         // Without a decoder, nothing is kept.
         back.give_back(batch(5, 2));
-        spares.take_returned(&mut source, None);
+        spares.take_returned(&mut source, None, None);
         assert_eq!(spares.record(), Record::default());
         assert_eq!(spares.spare_buffers(), 2);
+    }
+
+    #[test]
+    fn records_of_the_narrow_width_are_kept_apart_for_the_steps() {
+        let (back, mut spares) = channel(4, true);
+        let mut source = Keeping { reuses: false, kept: Vec::new(), lines: Vec::new() };
+        let mut b = batch(0, 4);
+        // the decoder's width is 1; a source select cuts records to 2 values
+        b[1].record = Record::new(vec![Value::Long(1), Value::Null]);
+        b[2].record = Record::new(vec![Value::Long(2), Value::Null, Value::Null]);
+        back.give_back(b);
+        spares.take_returned(&mut source, Some(1), Some(2));
+        assert_eq!(longs(spares.narrow_records()), vec![1]);
+        let mut got = vec![spares.record(), spares.record()];
+        got.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(longs(&got), vec![0, 3]);
+        assert_eq!(spares.record(), Record::default());
+        // Without a narrow width, none is kept.
+        back.give_back(vec![Stamped {
+            record: Record::new(vec![Value::Long(5), Value::Null]),
+            ..batch(0, 1).remove(0)
+        }]);
+        spares.take_returned(&mut source, Some(1), None);
+        assert_eq!(longs(spares.narrow_records()), vec![1]);
     }
 
     #[test]
@@ -281,7 +323,7 @@ mod tests {
         for _ in 0..FREE_RECORDS / 256 + 2 {
             back.give_back(batch(0, 256));
         }
-        spares.take_returned(&mut source, Some(1));
+        spares.take_returned(&mut source, Some(1), None);
         assert_eq!(spares.records.len(), FREE_RECORDS);
         spares.unused_record(Record::new(vec![Value::Null]));
         assert_eq!(spares.records.len(), FREE_RECORDS);
@@ -294,11 +336,11 @@ mod tests {
         for i in 0..LINES_HELD + 3 {
             spares.decoded_line(i.to_string().into_bytes());
         }
-        spares.take_returned(&mut source, Some(1));
+        spares.take_returned(&mut source, Some(1), None);
         assert_eq!(source.lines.len(), LINES_HELD);
         assert_eq!(source.lines[0], b"0");
         // Handed back once only.
-        spares.take_returned(&mut source, Some(1));
+        spares.take_returned(&mut source, Some(1), None);
         assert_eq!(source.lines.len(), LINES_HELD);
     }
 
@@ -307,7 +349,7 @@ mod tests {
         let (back, mut spares) = channel(4, false);
         let mut source = Keeping { reuses: false, kept: Vec::new(), lines: Vec::new() };
         back.give_back(batch(0, 3));
-        spares.take_returned(&mut source, None);
+        spares.take_returned(&mut source, None, None);
         assert!(source.kept.is_empty());
         assert_eq!(spares.spare_buffers(), 1);
     }
@@ -320,7 +362,7 @@ mod tests {
             back.give_back(batch(10 * i, 1));
         }
         let mut source = Keeping { reuses: true, kept: Vec::new(), lines: Vec::new() };
-        spares.take_returned(&mut source, None);
+        spares.take_returned(&mut source, None, None);
         // Only the first two fitted.
         assert_eq!(longs(&source.kept), vec![0, 10]);
         assert!(spares.spare_buffers() <= 2);
@@ -336,7 +378,7 @@ mod tests {
     #[test]
     fn without_a_channel_nothing_comes_back_and_buffers_are_new() {
         let mut spares = Spares::none();
-        spares.take_returned(&mut Keeping { reuses: true, kept: Vec::new(), lines: Vec::new() }, Some(1));
+        spares.take_returned(&mut Keeping { reuses: true, kept: Vec::new(), lines: Vec::new() }, Some(1), None);
         spares.decoded_line(b"x".to_vec());
         spares.unused_record(Record::new(vec![Value::Null]));
         assert_eq!(spares.record(), Record::default());

@@ -64,7 +64,7 @@ use eddy_engine::decode::Decoder;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::{row_to_json_line, write_string};
 use eddy_engine::plan::QueryPlan;
-use eddy_engine::steps::{Applied, BatchScratch};
+use eddy_engine::steps::{Applied, BatchScratch, NARROW_KEPT};
 use eddy_engine::time::align_down;
 use eddy_engine::{Duration, Record, Timestamp};
 
@@ -408,6 +408,12 @@ impl SourceActor {
         }
     }
 
+    /// [`Spares::take_returned`] with the decoder's width and the source steps' narrower one.
+    fn take_returned(&mut self) {
+        let width = self.decoder.as_ref().map(Decoder::width);
+        self.spares.take_returned(self.source.as_mut(), width, self.plan.source_steps.narrows_to());
+    }
+
     /// With source steps: decodes `items` (what one poll gave, or a micro-batch) and runs the
     /// steps on their records as one batch ([`CompiledSteps::apply_batch`]: one pass per
     /// expression over the batch instead of every expression per record). `decoded[i]` is item
@@ -458,8 +464,17 @@ impl SourceActor {
             }
         }
         let steps = self.plan.source_steps.clone();
+        // A `select` narrower than the decoder's records moves their values into the narrower
+        // records handed back, and gives the decoder's back (no record allocated or shrunk).
+        let narrow = batch.scratch.narrow_records();
+        let room = NARROW_KEPT.saturating_sub(narrow.len());
+        let back = self.spares.narrow_records();
+        narrow.extend(back.drain(back.len().saturating_sub(room)..));
         let mut rejected = Vec::new();
         steps.apply_batch(&mut batch.records, &mut batch.scratch, |k, a| rejected.push((k, a)));
+        for emptied in batch.scratch.emptied() {
+            self.spares.unused_record(emptied);
+        }
         for (k, applied) in rejected {
             let item = &items[batch.at[k]];
             match applied {
@@ -1021,7 +1036,7 @@ impl SourceActor {
             if let Some(j) = self.join.as_mut() {
                 j.refresh(Instant::now());
             }
-            self.spares.take_returned(self.source.as_mut(), self.decoder.as_ref().map(Decoder::width));
+            self.take_returned();
             let poll = if rest_of_poll > 0 {
                 // the rest of the poll a restored checkpoint's barrier cut, as the uninterrupted
                 // run read it (a CSV header the resumed file gives again is not counted)
@@ -1283,7 +1298,7 @@ impl SourceActor {
             let wait = trigger
                 .saturating_sub(batch_started.elapsed())
                 .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
-            self.spares.take_returned(self.source.as_mut(), self.decoder.as_ref().map(Decoder::width));
+            self.take_returned();
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
             let cut = match poll {
                 Poll::BatchBoundary => true,
@@ -1406,7 +1421,7 @@ impl SourceActor {
                     let wait = trigger
                         .saturating_sub(batch_started.elapsed())
                         .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 / n as u64 } else { 1 }));
-                    self.spares.take_returned(self.source.as_mut(), self.decoder.as_ref().map(Decoder::width));
+                    self.take_returned();
                     match self.source.poll(&mut items, POLL_MAX, wait)? {
                         Poll::BatchBoundary => break,
                         Poll::Exhausted => {

@@ -388,6 +388,18 @@ impl CompiledSteps {
             .unwrap_or(0)
     }
 
+    /// The width of the records [`CompiledSteps::apply_batch`] leaves when its `select` has
+    /// fewer items than the records have columns (it moves their values into records of that
+    /// width: [`BatchScratch::narrow_records`]); `None` when it cuts no record.
+    pub fn narrows_to(&self) -> Option<usize> {
+        match self.steps.last() {
+            Some(Compiled1::Project(Projection { permute: Some(r), items, .. })) if items.len() < r.width => {
+                Some(items.len())
+            }
+            _ => None,
+        }
+    }
+
     /// Whether no step does anything per record (there were none, or only projections that
     /// keep the record as it is); required columns may remain to check.
     pub fn has_no_steps(&self) -> bool {
@@ -515,7 +527,7 @@ impl CompiledSteps {
             }
             return;
         }
-        let BatchScratch { holds, fails, origin, spare, columns, row, bad } = scratch;
+        let BatchScratch { holds, fails, origin, spare, rearranging } = scratch;
         origin.clear();
         origin.extend(0..records.len() as u32);
         let mut out: Vec<(u32, Applied)> = Vec::new();
@@ -547,9 +559,9 @@ impl CompiledSteps {
         if let Some(p) = projection
             && p.permute.is_some()
         {
-            self.permute_batch(p, records, fails, columns, row, bad);
-            if !bad.is_empty() {
-                let mut rejects = bad.drain(..).peekable();
+            self.permute_batch(p, records, fails, rearranging);
+            if !rearranging.bad.is_empty() {
+                let mut rejects = rearranging.bad.drain(..).peekable();
                 keep_where(
                     records,
                     spare,
@@ -614,19 +626,19 @@ impl CompiledSteps {
     /// ([`Projection::permute`]; every record has a slot per item or per input column, whichever
     /// is more): its computed items over the batch, into their spare slots or apart
     /// (`columns`), then each record's moving columns saved (in `row`), its slots written as the
-    /// plan says, and its values cut to the items' number if there are more. A record an expression
-    /// failed on, or whose output would hold a NULL where `required` forbids one, is left as it
-    /// was given (its spare slots NULL again) and pushed to `bad` (index in `records`, reason:
-    /// its first failure), in record order.
+    /// plan says, and its values cut to the items' number if there are more (moved into a
+    /// record of that width from `narrow`, the record given going to `emptied`). A record an
+    /// expression failed on, or whose output would hold a NULL where `required` forbids one, is
+    /// left as it was given (its spare slots NULL again) and pushed to `bad` (index in
+    /// `records`, reason: its first failure), in record order.
     fn permute_batch(
         &self,
         p: &Projection,
         records: &mut [Record],
         fails: &mut Vec<(u32, Fail)>,
-        columns: &mut Vec<Vec<Value>>,
-        row: &mut Vec<Value>,
-        bad: &mut Vec<(u32, String)>,
+        scratch: &mut Rearranging,
     ) {
+        let Rearranging { columns, row, bad, narrow, emptied } = scratch;
         fails.clear();
         bad.clear();
         let Some(plan) = &p.permute else { return };
@@ -684,10 +696,21 @@ impl CompiledSteps {
                 }
             }
             if plan.outs.len() < r.values.len() {
-                // fewer items than input columns: the input's last ones dropped
-                let mut values = std::mem::take(&mut r.values).into_vec();
-                values.truncate(plan.outs.len());
-                r.values = values.into_boxed_slice();
+                // fewer items than input columns: the first ones moved to a record of that
+                // width, the record given (all NULL then) kept for the decoder
+                let width = plan.outs.len();
+                let mut cut = loop {
+                    match narrow.pop() {
+                        Some(n) if n.values.len() == width => break n,
+                        Some(_) => continue,
+                        None => break Record::new(std::iter::repeat_with(Value::default).take(width).collect()),
+                    }
+                };
+                for (to, from) in cut.values.iter_mut().zip(r.values.iter_mut()) {
+                    *to = std::mem::take(from);
+                }
+                r.values[width..].iter_mut().for_each(|v| *v = Value::Null);
+                emptied.push(std::mem::replace(r, cut));
             }
         }
     }
@@ -800,20 +823,50 @@ pub struct BatchScratch {
     origin: Vec<u32>,
     /// The other buffer of records when a step removes some.
     spare: Vec<Record>,
-    /// A projection that rearranges the records in place: its computed items' values over the
-    /// batch, one vector per item.
+    rearranging: Rearranging,
+}
+
+/// The buffers of a projection that rearranges the records in place.
+#[derive(Default)]
+struct Rearranging {
+    /// Its computed items' values over the batch, one vector per item.
     columns: Vec<Vec<Value>>,
     /// A record's values while they are rearranged.
     row: Vec<Value>,
-    /// The records such a projection rejects, with the reason.
+    /// The records it rejects, with the reason.
     bad: Vec<(u32, String)>,
+    /// Records to take the values of a record cut to fewer columns (used when of the width cut
+    /// to): [`BatchScratch::narrow_records`].
+    narrow: Vec<Record>,
+    /// The records whose values moved to narrower ones: [`BatchScratch::emptied`].
+    emptied: Vec<Record>,
 }
+
+/// Most records [`BatchScratch::narrow_records`] is meant to hold (its callers' bound).
+pub const NARROW_KEPT: usize = 4_096;
 
 impl BatchScratch {
     /// After [`CompiledSteps::apply_batch`]: the index in the batch as given of each record
     /// kept, in the order of the records kept.
     pub fn kept(&self) -> &[u32] {
         &self.origin
+    }
+
+    /// Records for a `select` with fewer items than the records have values to move each kept
+    /// record's values into, so that the record it was given keeps its buffer (the decoder's,
+    /// which [`BatchScratch::emptied`] hands back) and no record is shrunk or allocated. The
+    /// caller adds the records of earlier batches that came back (the source actor: those the
+    /// partitions handed back), up to [`NARROW_KEPT`]. One of another width than the
+    /// `select`'s is dropped when reached; a new record is made when none is left.
+    pub fn narrow_records(&mut self) -> &mut Vec<Record> {
+        &mut self.rearranging.narrow
+    }
+
+    /// After [`CompiledSteps::apply_batch`]: the records given whose values moved into narrower
+    /// ones ([`BatchScratch::narrow_records`]), each of its width as given and all NULL, for
+    /// the decoder to reuse; taken out of the scratch.
+    pub fn emptied(&mut self) -> std::vec::Drain<'_, Record> {
+        self.rearranging.emptied.drain(..)
     }
 }
 
@@ -1214,7 +1267,8 @@ mod tests {
                 }
             }
             let mut scratch = BatchScratch::default();
-            // twice, so that the second batch runs on grown buffers
+            // twice, so that the second batch runs on grown buffers, and with the first one's
+            // records handed back for a narrower select to reuse
             for _ in 0..2 {
                 let mut batch: Vec<Record> = rows.iter().map(make).collect();
                 let mut rejected = Vec::new();
@@ -1223,6 +1277,19 @@ mod tests {
                 let kept: Vec<usize> = (0..rows.len()).filter(|i| !rejected.iter().any(|(r, _)| r == i)).collect();
                 proptest::prop_assert_eq!(scratch.kept().iter().map(|&i| i as usize).collect::<Vec<_>>(), kept);
                 proptest::prop_assert_eq!(&rejected, &expected_rejected);
+                // a narrower select gives back each kept record as given, emptied
+                let emptied: Vec<Record> = scratch.emptied().collect();
+                let cut = if c.narrows_to().is_some() { batch.len() } else { 0 };
+                proptest::prop_assert_eq!(emptied.len(), cut);
+                let null = make(&(None, None));
+                proptest::prop_assert!(emptied.iter().all(|r| r.values.len() == null.values.len() && r.values.iter().all(Value::is_null)));
+                if let Some(width) = c.narrows_to() {
+                    proptest::prop_assert!(batch.iter().all(|r| r.values.len() == width));
+                }
+                // as the source actor hands them back: the kept records, and one of another
+                // width (taken first)
+                scratch.narrow_records().append(&mut batch);
+                scratch.narrow_records().push(Record::new(vec![Value::Long(7); 5]));
             }
         }
     }

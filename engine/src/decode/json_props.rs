@@ -426,13 +426,21 @@ proptest! {
     #[test]
     fn decoding_into_a_recycled_record_gives_the_fresh_decode(
         c in case(), at in any::<prop::sample::Index>(), byte in prop::sample::select(b"{}[]\",:\\ 0-.eatn".to_vec()), spare in 0usize..3,
+        cuts in prop::collection::vec(prop::option::of(0usize..8), 4),
     ) {
         let mut d = JsonDecoder::new(c.cfg.clone()).with_spare_columns(spare);
         let mut damaged = c.line.clone().into_bytes();
         let i = at.index(damaged.len() + 1);
         damaged.insert(i, byte);
         let mut record = Record::default();
-        for line in [c.line.as_bytes(), &damaged, b"{}", c.line.as_bytes()] {
+        for (line, cut) in [c.line.as_bytes(), &damaged, b"{}", c.line.as_bytes()].into_iter().zip(cuts) {
+            // A record handed back may have another width: cut by a source `select`, made
+            // wider by one, or empty.
+            if let Some(width) = cut {
+                let mut values = std::mem::take(&mut record.values).into_vec();
+                values.resize_with(width, || Value::Null);
+                record.values = values.into_boxed_slice();
+            }
             // What the record's previous use left in every slot.
             record.values.iter_mut().for_each(|v| *v = Value::Str("stale".into()));
             let fresh = d.decode(line);
