@@ -113,11 +113,11 @@ impl Spares {
     /// Takes the batches handed back so far: their records go to `source` when it reuses them
     /// ([`Source::recycle`]; what it leaves is dropped here), else those of `width` values (the
     /// decoder's records, `None`: no decoder) to the decoder's free list and those of `narrow`
-    /// values (a source `select`'s narrower records: [`eddy_engine::steps::CompiledSteps::narrows_to`]) to
-    /// [`Spares::narrow_records`] (each up to [`FREE_RECORDS`]; the rest is dropped), their
-    /// buffers to the spares (up to the bound; the
-    /// rest is dropped). The raw lines decoded since the last call go back to `source`
-    /// ([`Source::recycle_lines`]). Call before each poll.
+    /// values (a source `select`'s narrower records:
+    /// [`eddy_engine::steps::CompiledSteps::narrows_to`]) to [`Spares::narrow_records`] (each
+    /// up to [`FREE_RECORDS`]; the rest is dropped), their buffers to the spares (up to the
+    /// bound; the rest is dropped). The raw lines decoded since the last call go back to
+    /// `source` ([`Source::recycle_lines`]). Call before each poll.
     pub fn take_returned(&mut self, source: &mut dyn Source, width: Option<usize>, narrow: Option<usize>) {
         let Some(rx) = &self.rx else {
             return;
