@@ -472,8 +472,17 @@ impl SourceActor {
         narrow.extend(back.drain(back.len().saturating_sub(room)..));
         let mut rejected = Vec::new();
         steps.apply_batch(&mut batch.records, &mut batch.scratch, |k, a| rejected.push((k, a)));
-        for emptied in batch.scratch.emptied() {
-            self.spares.unused_record(emptied);
+        // the records a narrower `select` emptied: to the decoder, or (the source's own
+        // records, `Payload::Record`) back to the source, as the partitions' go
+        if self.decoder.is_some() {
+            for record in batch.scratch.emptied() {
+                self.spares.unused_record(record);
+            }
+        } else {
+            let mut back: Vec<Record> = batch.scratch.emptied().collect();
+            if !back.is_empty() {
+                self.source.recycle(&mut back);
+            }
         }
         for (k, applied) in rejected {
             let item = &items[batch.at[k]];
