@@ -697,7 +697,7 @@ impl CompiledSteps {
             }
             if plan.outs.len() < r.values.len() {
                 // fewer items than input columns: the first ones moved to a record of that
-                // width, the record given (all NULL then) kept for the decoder
+                // width, the record given (all NULL then) kept for reuse
                 let width = plan.outs.len();
                 let mut cut = loop {
                     match narrow.pop() {
@@ -852,19 +852,19 @@ impl BatchScratch {
         &self.origin
     }
 
-    /// Records for a `select` with fewer items than the records have values to move each kept
-    /// record's values into, so that the record it was given keeps its buffer (the decoder's,
-    /// which [`BatchScratch::emptied`] hands back) and no record is shrunk or allocated. The
-    /// caller adds the records of earlier batches that came back (the source actor: those the
-    /// partitions handed back), up to [`NARROW_KEPT`]. One of another width than the
-    /// `select`'s is dropped when reached; a new record is made when none is left.
+    /// The records into which a `select` with fewer items than the records have values moves
+    /// each kept record's values, so that the record given keeps its buffer (the decoder's or
+    /// the source's, which [`BatchScratch::emptied`] hands back) and no record is shrunk or
+    /// allocated. The caller adds the records of earlier batches that came back (the source
+    /// actor: those the partitions handed back), up to [`NARROW_KEPT`]. One of another width
+    /// than the `select`'s is dropped when reached; a new record is made when none is left.
     pub fn narrow_records(&mut self) -> &mut Vec<Record> {
         &mut self.rearranging.narrow
     }
 
     /// After [`CompiledSteps::apply_batch`]: the records given whose values moved into narrower
     /// ones ([`BatchScratch::narrow_records`]), each of its width as given and all NULL, for
-    /// the decoder to reuse; taken out of the scratch.
+    /// the decoder (or the source that made them) to reuse; taken out of the scratch.
     pub fn emptied(&mut self) -> std::vec::Drain<'_, Record> {
         self.rearranging.emptied.drain(..)
     }
