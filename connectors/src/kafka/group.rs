@@ -10,6 +10,12 @@
 //! offsets their restored checkpoints give. librdkafka keeps the group's rebalance open until
 //! then (the cooperative protocol waits for the member that revokes); heartbeats go on in its
 //! own thread, and `max.poll.interval.ms` (default 300 s) bounds the whole pause.
+//!
+//! Leaving ([`KafkaGroup::leave`], or a drop) unsubscribes and serves the group protocol until
+//! nothing is subscribed or assigned, before the consumer closes: librdkafka 2.12 may drop an
+//! `assign` / `unassign` call made while a consumer closes (a rebalance event queued before the
+//! close and answered after the group sub-system terminated: librdkafka issue 4884), which then
+//! waits forever, so the close must find no rebalance event left to answer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -27,6 +33,11 @@ use super::source::{connect, resume_from_beginning};
 use super::{KafkaObserver, KafkaSource, KafkaSourceConfig};
 use crate::ConnectorError;
 
+/// The longest a leaving member serves the group protocol before its consumer closes
+/// ([`KafkaGroup::leave`]): a revocation is answered at once, but an unsubscription waits for a
+/// rebalance under way to finish (the test broker holds a join about 3 s).
+const LEAVE_WITHIN: Duration = Duration::from_secs(30);
+
 /// A consumer subscribed to its topics in a group shared with other Eddy processes.
 pub struct KafkaGroup {
     consumer: Arc<FetchingConsumer>,
@@ -34,6 +45,10 @@ pub struct KafkaGroup {
     /// The partitions assigned now (changes applied).
     assigned: BTreeSet<(String, i32)>,
     resume_from_beginning: bool,
+    /// Changes handed out ([`KafkaGroup::take_changes`]) and not yet applied by
+    /// [`KafkaGroup::release`] / [`KafkaGroup::assign`]: librdkafka waits for their answer, which
+    /// leaving gives (a stop may come between a change and its application).
+    unanswered: Vec<GroupChange>,
 }
 
 impl std::fmt::Debug for KafkaGroup {
@@ -61,7 +76,13 @@ impl KafkaGroup {
         })?;
         tracing::info!(topics = %config.topics.join(","), group_id = %config.group_id, "Kafka source joined its shared group");
         let resume_from_beginning = resume_from_beginning(&config.properties)?;
-        Ok(KafkaGroup { consumer: Arc::new(consumer), config, assigned: BTreeSet::new(), resume_from_beginning })
+        Ok(KafkaGroup {
+            consumer: Arc::new(consumer),
+            config,
+            assigned: BTreeSet::new(),
+            resume_from_beginning,
+            unanswered: Vec::new(),
+        })
     }
 
     /// Where to fetch a partition whose next offset is `next` (`None`: unknown, so as
@@ -116,8 +137,16 @@ impl KafkaGroup {
         }
     }
 
-    /// The changes kept since the last call, oldest first.
-    pub fn take_changes(&self) -> Vec<GroupChange> {
+    /// The changes kept since the last call, oldest first. Each waits for its
+    /// [`KafkaGroup::release`] / [`KafkaGroup::assign`] (or for leaving the group).
+    pub fn take_changes(&mut self) -> Vec<GroupChange> {
+        let changes = self.take_pending();
+        self.unanswered.extend(changes.iter().cloned());
+        changes
+    }
+
+    /// The changes the callback kept, taken out of the context.
+    fn take_pending(&self) -> Vec<GroupChange> {
         match &self.consumer.context().group {
             Some(g) => std::mem::take(&mut g.lock().unwrap_or_else(|p| p.into_inner()).pending),
             None => Vec::new(),
@@ -196,6 +225,9 @@ impl KafkaGroup {
         };
         result
             .map_err(|e| ConnectorError::External(format!("Kafka group: cannot release {}: {e}", named(partitions))))?;
+        self.unanswered.retain(|c| {
+            !matches!(c, GroupChange::Revoked { partitions: revoked, .. } if revoked.iter().all(|p| partitions.contains(p)))
+        });
         tracing::info!(partitions = %named(partitions), "Kafka partitions released");
         Ok(())
     }
@@ -247,6 +279,8 @@ impl KafkaGroup {
         };
         result
             .map_err(|e| ConnectorError::External(format!("Kafka group: cannot assign {}: {e}", named(partitions))))?;
+        self.unanswered
+            .retain(|c| !matches!(c, GroupChange::Assigned(given) if given.iter().all(|p| partitions.contains(p))));
         let resumed: Vec<String> =
             next.iter().filter(|(k, _)| partitions.contains(k)).map(|((t, p), n)| format!("{t}/{p}@{n}")).collect();
         tracing::info!(
@@ -297,19 +331,100 @@ impl KafkaGroup {
         Ok(())
     }
 
-    /// Leaves the group: from now on the callback applies rebalances itself (closing the
-    /// consumer revokes everything, and nothing is left to checkpoint), then the consumer closes.
+    /// Leaves the group, then the consumer closes (once the sources over it are dropped too): the
+    /// module documentation; a drop does the same.
     pub fn leave(self) {
+        tracing::info!(group_id = %self.config.group_id, "Kafka source leaves its shared group");
+        drop(self);
+    }
+
+    /// Leaves the group before the consumer closes, so that the close finds no rebalance event to
+    /// answer (module documentation): from now on the callback applies rebalances itself (nothing
+    /// is left to checkpoint); the changes librdkafka still waits for are answered; then the
+    /// consumer unsubscribes, and the group protocol is served until nothing is subscribed or
+    /// assigned and every event queued by then is served, at most [`LEAVE_WITHIN`].
+    ///
+    /// Every call here reaches librdkafka's group sub-system while it still runs (the consumer
+    /// is not closing yet), so each gets its answer.
+    fn unsubscribe_and_settle(&mut self) {
         if let Some(g) = &self.consumer.context().group {
             g.lock().unwrap_or_else(|p| p.into_inner()).closing = true;
         }
-        tracing::info!(group_id = %self.config.group_id, "Kafka source leaves its shared group");
-        drop(self);
+        let mut waiting = std::mem::take(&mut self.unanswered);
+        waiting.extend(self.take_pending());
+        let cooperative = self.cooperative();
+        for change in &waiting {
+            let result = match change {
+                // Assigned to leave at once: the revocation that unsubscribing starts takes them
+                // back (it revokes what the group gave, so they must be assigned first).
+                GroupChange::Assigned(partitions) => {
+                    let mut tpl = TopicPartitionList::new();
+                    for (t, p) in partitions {
+                        tpl.add_partition(t, *p);
+                    }
+                    match cooperative {
+                        true => self.consumer.incremental_assign(&tpl),
+                        false => self.consumer.assign(&tpl),
+                    }
+                }
+                GroupChange::Revoked { partitions, .. } => {
+                    let mut tpl = TopicPartitionList::new();
+                    for (t, p) in partitions {
+                        tpl.add_partition(t, *p);
+                    }
+                    match cooperative {
+                        true => self.consumer.incremental_unassign(&tpl),
+                        false => self.consumer.unassign(),
+                    }
+                }
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = %e, ?change, "Kafka group: answering a rebalance before leaving failed");
+            }
+        }
+        self.assigned.clear();
+        self.consumer.unsubscribe();
+        let deadline = Instant::now() + LEAVE_WITHIN;
+        loop {
+            // Serves one event (a rebalance: applied by the callback) or waits up to 50 ms; a
+            // message (of a partition being revoked) is dropped, its partition is not read on.
+            let _ = self.consumer.poll(Duration::from_millis(50));
+            // The unsubscription is applied once the subscription reads empty (librdkafka defers
+            // it while a rebalance is under way); the revocation it starts is queued by then, as
+            // is every rebalance event before it: serving as many events as wait now serves them
+            // all (each poll serves at least one, in queue order; logs and statistics go on
+            // arriving behind them).
+            let unsubscribed = self.consumer.subscription().is_ok_and(|s| s.count() == 0);
+            if unsubscribed {
+                for _ in 0..self.consumer.context().fetch.events_waiting() {
+                    let _ = self.consumer.poll(Duration::ZERO);
+                }
+                if self.consumer.assignment().is_ok_and(|a| a.count() == 0) {
+                    return;
+                }
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    group_id = %self.config.group_id,
+                    unsubscribed,
+                    "Kafka group: still subscribed or assigned {LEAVE_WITHIN:?} after leaving; the consumer closes anyway"
+                );
+                return;
+            }
+        }
     }
 
     /// A source reading the partitions assigned now, for one pipeline run.
     pub fn source(&self, observer: Box<dyn KafkaObserver>) -> KafkaSource {
         KafkaSource::over(self.consumer.clone(), self.config.clone(), observer, true)
+    }
+}
+
+impl Drop for KafkaGroup {
+    /// Leaves the group (`KafkaGroup::unsubscribe_and_settle`), also when the owner returns early
+    /// with an error: a consumer closed with rebalances deferred and not answered never closes.
+    fn drop(&mut self) {
+        self.unsubscribe_and_settle();
     }
 }
 

@@ -694,3 +694,54 @@ fn partitions_released_and_assigned_again_at_once_are_read_on_exactly_once_in_or
     assert_eq!(last, BTreeMap::from([(0, 499), (1, 499)]));
     group.leave();
 }
+
+#[test]
+fn a_member_leaving_with_a_rebalance_queued_and_not_served_leaves_and_closes_promptly() {
+    // A consumer closing with a rebalance event still queued answered it after librdkafka's group
+    // sub-system had terminated, and that `unassign` waited forever (librdkafka issue 4884; one
+    // process of tests/kafka_group.rs did not exit). Leaving serves the queue before the close.
+    let cluster = MockCluster::new(1).unwrap();
+    let boot = cluster.bootstrap_servers();
+    cluster.create_topic("leave", 4, 1).unwrap();
+    let mut config = source_config(&boot, "leave");
+    for (k, v) in [
+        ("partition.assignment.strategy", "roundrobin"),
+        ("heartbeat.interval.ms", "100"),
+        ("session.timeout.ms", "6000"),
+    ] {
+        config.properties.insert(k.into(), v.into());
+    }
+    let mut members = [
+        KafkaGroup::join(config.clone(), &NoObserver, &|| false).unwrap(),
+        KafkaGroup::join(config, &NoObserver, &|| false).unwrap(),
+    ];
+    // Both serve the group, applying each change at once, until each holds partitions.
+    let started = Instant::now();
+    let mut out = Vec::new();
+    while members.iter().any(|m| m.assigned().is_empty()) {
+        assert!(started.elapsed() < Duration::from_secs(30), "{members:?}");
+        for m in members.iter_mut() {
+            let changes = match m.assigned().is_empty() {
+                true => m.wait_for_changes(Duration::from_millis(100), &|| false).unwrap(),
+                false => {
+                    // as a run's source: its polls serve the events (rebalances are deferred)
+                    m.source(Box::new(NoObserver)).poll(&mut out, 10, Duration::from_millis(100)).unwrap();
+                    m.take_changes()
+                }
+            };
+            for change in changes {
+                match change {
+                    GroupChange::Assigned(p) => m.assign(&p, &BTreeMap::new()).unwrap(),
+                    GroupChange::Revoked { partitions, .. } => m.release(&partitions).unwrap(),
+                }
+            }
+        }
+    }
+    let [first, second] = members;
+    // The first leaves; the second's next heartbeat queues a revocation nobody serves.
+    first.leave();
+    std::thread::sleep(Duration::from_millis(500));
+    let left = Instant::now();
+    second.leave();
+    assert!(left.elapsed() < Duration::from_secs(20), "leaving took {:?}", left.elapsed());
+}
