@@ -204,9 +204,8 @@ impl KafkaGroup {
     /// # Errors
     /// [`ConnectorError::External`] when librdkafka refuses.
     pub fn release(&mut self, partitions: &[(String, i32)]) -> Result<(), ConnectorError> {
-        let mut tpl = TopicPartitionList::new();
+        let tpl = listed(partitions);
         for (t, p) in partitions {
-            tpl.add_partition(t, *p);
             self.assigned.remove(&(t.clone(), *p));
         }
         {
@@ -357,26 +356,14 @@ impl KafkaGroup {
             let result = match change {
                 // Assigned to leave at once: the revocation that unsubscribing starts takes them
                 // back (it revokes what the group gave, so they must be assigned first).
-                GroupChange::Assigned(partitions) => {
-                    let mut tpl = TopicPartitionList::new();
-                    for (t, p) in partitions {
-                        tpl.add_partition(t, *p);
-                    }
-                    match cooperative {
-                        true => self.consumer.incremental_assign(&tpl),
-                        false => self.consumer.assign(&tpl),
-                    }
-                }
-                GroupChange::Revoked { partitions, .. } => {
-                    let mut tpl = TopicPartitionList::new();
-                    for (t, p) in partitions {
-                        tpl.add_partition(t, *p);
-                    }
-                    match cooperative {
-                        true => self.consumer.incremental_unassign(&tpl),
-                        false => self.consumer.unassign(),
-                    }
-                }
+                GroupChange::Assigned(partitions) => match cooperative {
+                    true => self.consumer.incremental_assign(&listed(partitions)),
+                    false => self.consumer.assign(&listed(partitions)),
+                },
+                GroupChange::Revoked { partitions, .. } => match cooperative {
+                    true => self.consumer.incremental_unassign(&listed(partitions)),
+                    false => self.consumer.unassign(),
+                },
             };
             if let Err(e) = result {
                 tracing::warn!(error = %e, ?change, "Kafka group: answering a rebalance before leaving failed");
@@ -426,6 +413,15 @@ impl Drop for KafkaGroup {
     fn drop(&mut self) {
         self.unsubscribe_and_settle();
     }
+}
+
+/// `partitions` as librdkafka's list (no offsets).
+fn listed(partitions: &[(String, i32)]) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    for (t, p) in partitions {
+        tpl.add_partition(t, *p);
+    }
+    tpl
 }
 
 /// `topic/partition,...`, for logs and errors.
