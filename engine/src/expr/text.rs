@@ -418,6 +418,10 @@ pub(super) fn zone_offset(z: &str) -> Option<i64> {
     }
     let negative = offset.starts_with('-');
     let body = offset.strip_prefix(['+', '-'])?;
+    // every form is ASCII digits and colons; the slicing below needs byte = char boundaries
+    if !body.is_ascii() {
+        return None;
+    }
     let parts: Vec<&str> = body.split(':').collect();
     let two =
         |t: &str| -> Option<i64> { (t.len() == 2 && t.bytes().all(|c| c.is_ascii_digit())).then(|| t.parse().ok())? };
@@ -473,6 +477,11 @@ mod tests {
         assert_eq!(t("2024-01-15T10:01Z"), None);
         assert_eq!(t("2024-02-30"), None);
         assert_eq!(t("x"), None);
+        // an offset of four bytes holding a character of several (a proptest found it slicing
+        // inside the character): refused, not a panic
+        assert_eq!(t("2024-01-15 10:00:00+1\u{e03a}"), None);
+        assert_eq!(zone_offset("+1\u{e03a}"), None);
+        assert_eq!(zone_offset("+é12"), None);
     }
 
     /// What Spark 4.3 made of each text, as `unix_micros(try_cast(s AS TIMESTAMP))` (its JSON
