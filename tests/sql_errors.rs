@@ -86,6 +86,21 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
         ),
         ("timestamp minus timestamp", sql("SELECT ts - ts AS d FROM source"), vec!["query.sql", "TIMESTAMP", "at 1:8"]),
         (
+            "a day name in a pattern that parses text",
+            sql("SELECT date_format(ts, 'EEE') AS day,\n  to_timestamp(k, 'EEE yyyy-MM-dd') AS t FROM source"),
+            vec![
+                "query.sql",
+                "a day name (E) in the pattern 'EEE yyyy-MM-dd' of to_timestamp",
+                "at 2:19",
+                "date_format",
+            ],
+        ),
+        (
+            "five day-name letters",
+            sql("SELECT date_format(ts, 'EEEEE') FROM source"),
+            vec!["query.sql", "'EEEEE'", "at 1:24"],
+        ),
+        (
             "a WHERE that is not boolean",
             sql("SELECT k FROM source WHERE v"),
             vec!["query.sql", "of type DOUBLE at 1:28", "a BOOLEAN condition"],

@@ -31,6 +31,10 @@ fn goldens() -> Vec<PathBuf> {
     paths
 }
 
+/// Spark's condition for a datetime pattern it refuses (a day name where text is parsed, five
+/// day-name letters, `u`): raised at run time, before any row is read.
+const PATTERN_CONDITION: &str = "INCONSISTENT_BEHAVIOR_CROSS_VERSION.DATETIME_PATTERN_RECOGNITION";
+
 fn spark_type(t: DataType) -> String {
     match t {
         DataType::Int => "int",
@@ -171,6 +175,11 @@ fn check_corpus(file: &str, text: &str) {
             }
             Some(_) => {
                 let class = case["class"].as_str().unwrap_or("");
+                // A pattern Spark cannot use fails when its formatter is built, whatever the
+                // row: no query with it runs, and Eddy refuses it when it binds.
+                if class.starts_with(PATTERN_CONDITION) && bound.is_err() {
+                    continue;
+                }
                 let Ok(b) = bound else {
                     failures.push(format!(
                         "{expr}: Eddy refuses it: {}",

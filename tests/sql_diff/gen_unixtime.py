@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Corpus of Spark's epoch-seconds functions (SQL.md "time"): `from_unixtime(seconds[, pattern])`
-and `unix_timestamp(ts | date | string[, pattern])`, with their neighbours `unix_seconds`,
+and `unix_timestamp(ts | date | string[, pattern])`, day names in `date_format`, with their neighbours `unix_seconds`,
 `timestamp_seconds`, over hand-picked rows (the epoch, before 1970, a leap day, the last second
 of year 9999, fractions of a second that floor, nulls), evaluated once by Apache Spark (ANSI on,
 session time zone UTC) into the golden-file format of gen.py, which
@@ -55,6 +55,7 @@ ROWS = [
 
 PATTERNS = ["yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd", "HH:mm", "yyyy/MM/dd HH:mm:ss", "yyyy-MM-dd HH:mm:ss.SSS",
             "MM/dd/yyyy", "yyyy-MM-dd''T''HH:mm"]
+DAY_PATTERNS = ["E", "EE", "EEE", "EEEE", "yyyy-MM-dd E", "EEEE, MMMM d, yyyy", "EEE HH:mm a"]
 # seconds: columns and expressions that stay within years 1 to 294247 (secs * 2 passes 9999)
 SECONDS = ["secs", "small", "secs + 1", "CAST(small AS BIGINT) * 60", "secs * 2", "unix_seconds(t)",
            "CAST(small AS BIGINT) - 86400", "x", "n"]
@@ -87,6 +88,17 @@ EXPRS = (
         "from_unixtime(s)",
         "from_unixtime(CAST(x AS DECIMAL(20, 3)))",
         "from_unixtime(CAST(x AS FLOAT))",
+    ]
+    # day names: written by date_format and from_unixtime (E to EEEE), refused beyond EEEE and in
+    # a pattern that parses
+    + [f"date_format(t, '{p}')" for p in DAY_PATTERNS]
+    + [
+        "date_format(d, 'EEE')",
+        "date_format(t, '''E'' EEEE')",
+        "from_unixtime(secs, 'EEEE yyyy-MM-dd')",
+        "date_format(t, 'EEEEE')",
+        "to_timestamp(s, 'EEE yyyy-MM-dd HH:mm:ss')",
+        "unix_timestamp(s, 'E yyyy')",
     ]
 )
 

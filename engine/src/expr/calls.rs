@@ -6,7 +6,7 @@ use regex::Regex;
 
 use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
 use super::functions::{ArithOp, CmpOp, DateFormat, Func, Math1, TimeField, TruncUnit};
-use super::text::parse_format;
+use super::text::{FormatPart, PATTERN_LETTERS, parse_format};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
 use crate::decimal::Rounding;
 use crate::schema::DataType;
@@ -390,13 +390,7 @@ impl Binder<'_> {
                 arity(2..=2)?;
                 let t = self.date_or_time(pos, self.bind(&args[0])?, "date_format", DataType::Timestamp)?;
                 let p = lit_str(1)?;
-                let parts = parse_format(&p).ok_or_else(|| {
-                    unsupported(
-                        args[1].pos,
-                        format!("the date_format pattern '{p}'"),
-                        "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators",
-                    )
-                })?;
+                let parts = datetime_pattern(args[1].pos, &p, "date_format", false)?;
                 let name = format!("date_format({}, {p})", t.name);
                 let t = coerce(t, DataType::Timestamp);
                 Ok(call(Func::DateFormat(DateFormat(parts.into())), vec![t], DataType::String, name))
@@ -418,13 +412,7 @@ impl Binder<'_> {
                     None => None,
                     Some(_) => {
                         let p = lit_str(1)?;
-                        let parts = parse_format(&p).ok_or_else(|| {
-                            unsupported(
-                                args[1].pos,
-                                format!("the datetime pattern '{p}'"),
-                                "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators",
-                            )
-                        })?;
+                        let parts = datetime_pattern(args[1].pos, &p, &lower, true)?;
                         Some(DateFormat(parts.into()))
                     }
                 };
@@ -456,7 +444,7 @@ impl Binder<'_> {
                     ));
                 }
                 let p = if args.len() == 2 { lit_str(1)? } else { DEFAULT_UNIX_PATTERN.to_string() };
-                let parts = unix_pattern(args.get(1).map_or(pos, |a| a.pos), &p)?;
+                let parts = datetime_pattern(args.get(1).map_or(pos, |a| a.pos), &p, "from_unixtime", false)?;
                 let name = format!("from_unixtime({}, {p})", x.name);
                 let t =
                     call(Func::FromUnix(1_000_000), vec![coerce(x, DataType::Long)], DataType::Timestamp, name.clone());
@@ -481,7 +469,7 @@ impl Binder<'_> {
                 let t = match x.data_type {
                     DataType::Timestamp | DataType::Date => coerce(x, DataType::Timestamp),
                     DataType::String => {
-                        let parts = unix_pattern(args.get(1).map_or(pos, |a| a.pos), &p)?;
+                        let parts = datetime_pattern(args.get(1).map_or(pos, |a| a.pos), &p, &lower, true)?;
                         let pattern = Some(DateFormat(parts.into()));
                         call(Func::ToTimestamp { pattern, try_: false }, vec![x], DataType::Timestamp, name.clone())
                     }
@@ -584,15 +572,20 @@ pub(super) fn string_literal_arg(lower: &str, args: &[Syntax], i: usize) -> Resu
 pub(super) const REFUSED_BY_NAME: &[&str] =
     &["split", "explode", "explode_outer", "posexplode", "inline", "array", "map", "sequence"];
 
-/// A `from_unixtime` / `unix_timestamp` pattern (written at `pos`) as a [`DateFormat`]'s parts.
-fn unix_pattern(pos: Pos, p: &str) -> Result<Vec<super::text::FormatPart>, ExprError> {
-    parse_format(p).ok_or_else(|| {
-        unsupported(
+/// The datetime pattern `p` of function `func` (written at `pos`) as a [`DateFormat`]'s parts.
+/// `reading`: `func` parses text with it (`to_timestamp`, `to_date`, `unix_timestamp`), where
+/// day names are refused as Spark 3 and later refuse them (DATETIME_PATTERN_RECOGNITION).
+fn datetime_pattern(pos: Pos, p: &str, func: &str, reading: bool) -> Result<Vec<FormatPart>, ExprError> {
+    let parts = parse_format(p)
+        .ok_or_else(|| unsupported(pos, format!("the datetime pattern '{p}' of {func}"), PATTERN_LETTERS))?;
+    if reading && !parts.iter().all(FormatPart::reads) {
+        return Err(unsupported(
             pos,
-            format!("the datetime pattern '{p}'"),
-            "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators",
-        )
-    })
+            format!("a day name (E) in the pattern '{p}' of {func}, which parses text (Spark refuses it there too)"),
+            "day names in date_format and from_unixtime only",
+        ));
+    }
+    Ok(parts)
 }
 
 /// A replacement of Java's `Matcher.replaceAll` (which Spark's `regexp_replace` calls) as a

@@ -161,6 +161,8 @@ pub(crate) fn parse_with_pattern(s: &str, pattern: &[FormatPart]) -> Option<i64>
                 let k = b[i.min(b.len())..].iter().take(*n as usize).take_while(|c| c.is_ascii_digit()).count().max(1);
                 us = take(&mut i, k)? * 10i64.pow(6 - k as u32);
             }
+            // refused when the pattern is bound (`FormatPart::reads`)
+            FormatPart::DayName { .. } => return None,
             FormatPart::Text(t) => {
                 if !s.get(i..)?.starts_with(t.as_str()) {
                     return None;

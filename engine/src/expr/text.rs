@@ -160,6 +160,11 @@ pub(crate) fn format_timestamp(us: i64, pattern: &[FormatPart]) -> String {
                 let name = MONTHS[(mo - 1) as usize];
                 out.write_str(if *full { name } else { &name[..3] })
             }
+            FormatPart::DayName { full } => {
+                // 1970-01-01 was a Thursday: day 0 is index 3 of a week from Monday
+                let name = DAYS[(epoch_day(us) + 3).rem_euclid(7) as usize];
+                out.write_str(if *full { name } else { &name[..3] })
+            }
             FormatPart::AmPm => out.write_str(if h < 12 { "AM" } else { "PM" }),
             FormatPart::Fraction(n) => out.write_str(&format!("{frac:06}")[..*n as usize]),
             FormatPart::Text(t) => out.write_str(t),
@@ -184,6 +189,13 @@ pub(crate) const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
+
+/// The English day names from Monday, as Java's formatter writes them (`EEEE`; `E` to `EEE`
+/// their first three letters).
+pub(crate) const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+
+/// The pattern letters [`parse_format`] takes, as a refusal lists them.
+pub(crate) const PATTERN_LETTERS: &str = "patterns of y, yy, yyyy, M, MM, MMM, MMMM, d, dd, E to EEEE (formatting only), H, HH, h, hh, m, mm, s, ss, S to SSSSSS, a, quoted text and separators";
 
 /// One part of a datetime pattern (Spark's `date_format`, `to_timestamp`, `to_date`,
 /// `unix_timestamp`, `from_unixtime`).
@@ -213,6 +225,13 @@ pub(crate) enum FormatPart {
         /// `MMMM`.
         full: bool,
     },
+    /// `E`, `EE`, `EEE` (`Mon`) / `EEEE` (`Monday`): the day of the week, written only. Spark 3
+    /// and later refuse day names in a pattern that parses (its DATETIME_PATTERN_RECOGNITION
+    /// error), and so does Eddy ([`FormatPart::reads`]).
+    DayName {
+        /// `EEEE`.
+        full: bool,
+    },
     /// `a`: `AM` / `PM`; read ignoring case.
     AmPm,
     /// `S` to `SSSSSS`: the first n digits of the fraction of a second; read as 1 to n digits.
@@ -232,10 +251,19 @@ pub(crate) enum Field {
     Second,
 }
 
+impl FormatPart {
+    /// Whether a pattern that parses text (`to_timestamp`, `to_date`, `unix_timestamp`) may hold
+    /// this part: every part but [`FormatPart::DayName`].
+    pub(crate) fn reads(&self) -> bool {
+        !matches!(self, FormatPart::DayName { .. })
+    }
+}
+
 /// Parses a datetime pattern into parts: `y`, `yy`, `yyyy`; `M`, `MM`, `MMM`, `MMMM`; `d`,
-/// `dd`; `H`, `HH`, `h`, `hh`; `m`, `mm`; `s`, `ss`; `S` to `SSSSSS`; `a`; text in single
-/// quotes (`''` a quote); any other character but a letter as itself. `None` for other
-/// letters or runs (`E`, `yyyyy`).
+/// `dd`; `E` to `EEEE`; `H`, `HH`, `h`, `hh`; `m`, `mm`; `s`, `ss`; `S` to `SSSSSS`; `a`; text
+/// in single quotes (`''` a quote); any other character but a letter as itself. `None` for
+/// other letters or runs (`u`, `EEEEE`, `yyyyy`), as Spark 4.3 refuses `u` and five day-name
+/// letters.
 pub(crate) fn parse_format(pattern: &str) -> Option<Vec<FormatPart>> {
     let mut parts = Vec::new();
     let chars: Vec<char> = pattern.chars().collect();
@@ -283,6 +311,7 @@ pub(crate) fn parse_format(pattern: &str) -> Option<Vec<FormatPart>> {
             ('M', 3 | 4) => FormatPart::MonthName { full: run == 4 },
             ('d', 1) => FormatPart::Short(Field::Day),
             ('d', 2) => FormatPart::Day,
+            ('E', 1..=4) => FormatPart::DayName { full: run == 4 },
             ('H', 1) => FormatPart::Short(Field::Hour),
             ('H', 2) => FormatPart::Hour,
             ('h', 1) => FormatPart::Short(Field::Hour12),
