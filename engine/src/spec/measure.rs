@@ -174,7 +174,8 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
         }
     };
     let over = raw.over.as_deref().map(|o| duration(&format!("{at}.over"), o, Min::Positive)).transpose()?;
-    let mut default_name = name_from_literals(&agg, column.as_deref(), &literals, percentage_is_list, accuracy);
+    let named = raw.named_as.as_deref().or(column.as_deref());
+    let mut default_name = name_from_literals(&agg, named, &literals, percentage_is_list, accuracy);
     let called = agg_given.to_ascii_lowercase();
     if raw.sql
         && matches!(called.as_str(), "mean" | "approx_percentile")

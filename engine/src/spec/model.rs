@@ -172,6 +172,11 @@ pub(crate) struct RawMeasure {
     /// structured queries follow, names it by the function (`avg(d)`, `percentile_approx(...)`).
     #[serde(skip)]
     pub sql: bool,
+    /// Written in a SQL query over a computed input whose column is named otherwise than Spark
+    /// names the input (the name was another column's): the input's name in the default output
+    /// name (`sum(s.a)` for `sum(s.a)` read from column `s.a#2`).
+    #[serde(skip)]
+    pub named_as: Option<String>,
 }
 
 /// `[sink]`, `[late_sink]`, `[dead_letter]`: the fields of every sink type.

@@ -314,10 +314,10 @@ impl Aggregation<'_> {
                         }
                         _ => None,
                     };
-                    let name = name.unwrap_or_else(|| typed.output_name().to_string());
-                    if !projection.iter().any(|(n, _)| same_column(n, &name)) {
-                        projection.push((name.clone(), e.clone()));
-                    }
+                    let name = match name {
+                        Some(name) => name,
+                        None => computed_column(&mut projection, schema, &typed.name, e),
+                    };
                     if !key_names.iter().any(|(n, _)| same_column(n, &name)) {
                         key_names.push((name, e));
                     }
@@ -406,15 +406,86 @@ impl Aggregation<'_> {
             let h = rewrite.apply(h)?;
             output_steps.push(filter(&h, &out_schema)?);
         }
+        let renamed = renamed_columns(&projection, schema);
         let mut list = Vec::with_capacity(self.items.len());
         for item in self.items {
             let e = rewrite.apply(&item.syntax)?;
-            let alias = item.alias.clone().or_else(|| rewrite.window_name(&item.syntax));
-            list.push(project(&e, alias.as_deref(), &out_schema)?);
+            let alias = item
+                .alias
+                .clone()
+                .or_else(|| rewrite.window_name(&item.syntax))
+                .or_else(|| rewrite.key_name(&item.syntax));
+            let mut projected = project(&e, alias.as_deref(), &out_schema)?;
+            if alias.is_none() {
+                projected.name = spark_named(&projected.name, &renamed);
+            }
+            list.push(projected);
         }
         output_steps.push(Step::Project(list));
         Ok((projected, watermarked, query, output_steps))
     }
+}
+
+/// The projection's column that holds the computed expression `e` (not a source column read
+/// as itself) for the operator, which finds its columns by name: the column already computing
+/// `e`, else a new one named `spark_name` (Spark's name of `e` inside another expression: its
+/// `Typed::name`, `CAST(d AS INT)`) or, where a source column or another expression has that
+/// name, `spark_name#2` (`#3`, ...). Not its name selected alone (`Typed::output_name`, `d`):
+/// a GROUP BY key under that name stood in for the source's `d` in `sum(d)`.
+fn computed_column(projection: &mut Vec<(String, Syntax)>, schema: &Schema, spark_name: &str, e: &Syntax) -> String {
+    let n = e.normalized();
+    if let Some((name, _)) = projection.iter().find(|(_, x)| x.normalized() == n) {
+        return name.clone();
+    }
+    let taken = |c: &str| schema.resolve(c).is_some() || projection.iter().any(|(p, _)| same_column(p, c));
+    let mut name = spark_name.to_string();
+    let mut k = 2;
+    while taken(&name) {
+        name = format!("{spark_name}#{k}");
+        k += 1;
+    }
+    projection.push((name.clone(), e.clone()));
+    name
+}
+
+/// The projection's computed columns named otherwise than Spark names their expressions
+/// ([`computed_column`]): (the column's name, Spark's name), longest first.
+fn renamed_columns(projection: &[(String, Syntax)], schema: &Schema) -> Vec<(String, String)> {
+    let mut renamed: Vec<(String, String)> = projection
+        .iter()
+        .filter(|(_, e)| !matches!(e.kind, SyntaxKind::Column(_)))
+        .filter_map(|(name, e)| {
+            let spark = bind(e, schema).ok()?.name;
+            (spark != *name).then(|| (name.clone(), spark))
+        })
+        .collect();
+    renamed.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+    renamed
+}
+
+/// `name` (an output name written over the projection's columns) with each renamed column's
+/// name put back as Spark's name of its expression: `upper(s.a#2)` is `upper(s.a)` where
+/// `s.a#2` computes `s.a` beside a source column named `s.a`. A column name is replaced where
+/// it stands alone (not inside a longer name: `xs.a#2`, `s.a#23`).
+fn spark_named(name: &str, renamed: &[(String, String)]) -> String {
+    let mut out = name.to_string();
+    for (column, spark) in renamed {
+        let mut from = 0;
+        while let Some(i) = out[from..].find(column.as_str()).map(|i| i + from) {
+            let end = i + column.len();
+            let before = out[..i].chars().next_back();
+            let after = out[end..].chars().next();
+            let alone =
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && !after.is_some_and(|c| c.is_ascii_digit());
+            if alone {
+                out.replace_range(i..end, spark);
+                from = i + spark.len();
+            } else {
+                from = end;
+            }
+        }
+    }
+    out
 }
 
 /// The aggregation's projection laid out as the source's columns in their places, then the
@@ -457,6 +528,18 @@ impl Rewrite<'_> {
         (by_name || s.normalized() == call.normalized()).then(|| name.to_string())
     }
 
+    /// A GROUP BY key's name selected as `s` without `AS`, when `s` is the key: as the select
+    /// list writes it (a column as spelled there), or Spark's output name of the expression
+    /// (`d` for `CAST(d AS INT)`), as Spark.
+    fn key_name(&self, s: &Syntax) -> Option<String> {
+        let n = s.normalized();
+        let (name, _) = self.keys.iter().find(|(_, k)| k.normalized() == n)?;
+        Some(match &s.kind {
+            SyntaxKind::Column(parts) => parts[0].clone(),
+            _ => bind(s, self.schema).map(|t| t.output_name().to_string()).unwrap_or_else(|_| name.clone()),
+        })
+    }
+
     fn apply(&self, s: &Syntax) -> Result<Syntax, SpecError> {
         let n = s.normalized();
         if let Some((call, _)) = self.window
@@ -465,11 +548,7 @@ impl Rewrite<'_> {
             return Ok(column("window", s.pos));
         }
         if let Some((name, _)) = self.keys.iter().find(|(_, k)| k.normalized() == n) {
-            // a key is named as the select list writes it (a column as spelled there), as Spark
-            let written_name = match &s.kind {
-                SyntaxKind::Column(parts) => parts[0].clone(),
-                _ => bind(s, self.schema).map(|t| t.output_name().to_string()).unwrap_or_else(|_| name.clone()),
-            };
+            let written_name = self.key_name(s).unwrap_or_else(|| name.clone());
             return Ok(column_named(&written_name, name, s.pos));
         }
         // the GROUP BY window by Spark's name of it (`window`, `session_window`), or a field
@@ -902,22 +981,28 @@ fn collect_measures(
             pos: s.pos,
         };
         let typed = bind(&pair, schema).map_err(sql_error)?;
-        let name = typed.output_name().to_string();
         let spark_name = |a: &Syntax| bind(a, schema).map(|t| t.output_name().to_string()).map_err(sql_error);
         raw.alias = Some(format!("{agg}({}, {})", spark_name(value)?, spark_name(ordering)?));
-        if !projection.iter().any(|(n, _)| same_column(n, &name)) {
-            projection.push((name.clone(), pair));
-        }
-        raw.column = Some(name);
+        raw.column = Some(computed_column(projection, schema, &typed.name, &pair));
     } else if !counts_rows {
         let typed = bind(input, schema).map_err(sql_error)?;
         let name = match &input.kind {
-            SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
-            _ => typed.output_name().to_string(),
+            SyntaxKind::Column(parts) if parts.len() == 1 => {
+                let name = parts[0].clone();
+                if !projection.iter().any(|(n, _)| same_column(n, &name)) {
+                    projection.push((name.clone(), input.clone()));
+                }
+                name
+            }
+            _ => {
+                let name = computed_column(projection, schema, &typed.name, input);
+                // the measure is named by Spark's name of its input, whatever the column's
+                if name != typed.name {
+                    raw.named_as = Some(typed.name.clone());
+                }
+                name
+            }
         };
-        if !projection.iter().any(|(n, _)| same_column(n, &name)) {
-            projection.push((name.clone(), input.clone()));
-        }
         raw.column = Some(name);
     } else if !matches!(input.kind, SyntaxKind::Literal(Literal::Integer(1))) {
         raw.alias = Some(format!("count({})", written(input)));
@@ -1004,10 +1089,8 @@ fn count_if(
         },
         pos: s.pos,
     };
-    let name = bind(&input, schema).map_err(sql_error)?.output_name().to_string();
-    if !projection.iter().any(|(n, _)| same_column(n, &name)) {
-        projection.push((name.clone(), input));
-    }
+    let spark_name = bind(&input, schema).map_err(sql_error)?.name;
+    let name = computed_column(projection, schema, &spark_name, &input);
     let raw = RawMeasure {
         agg: Some("count".into()),
         column: Some(name),
@@ -1129,5 +1212,37 @@ pub(crate) fn validate_sql(
             let plan = plan_sql_query(&joined.query, source, &joined.schema, watermark, kept, output_mode, mode)?;
             Ok((plan, Some((joined.join, joined.pushed))))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_computed_column_takes_no_name_another_column_has() {
+        let schema = Schema::parse_ddl("d DOUBLE, `upper(k)` STRING, k STRING").unwrap_or_else(|e| panic!("{e}"));
+        let call = |name: &str, arg: &str| Syntax {
+            kind: SyntaxKind::Call { name: name.into(), args: vec![column(arg, Pos::default())] },
+            pos: Pos::default(),
+        };
+        let mut projection = vec![("d".to_string(), column("d", Pos::default()))];
+        // a name no column has is taken as it is, and found again for the same expression
+        assert_eq!(computed_column(&mut projection, &schema, "lower(k)", &call("lower", "k")), "lower(k)");
+        assert_eq!(computed_column(&mut projection, &schema, "lower(k)", &call("lower", "k")), "lower(k)");
+        // a source column's name, and then another expression's, are passed over
+        assert_eq!(computed_column(&mut projection, &schema, "upper(k)", &call("upper", "k")), "upper(k)#2");
+        assert_eq!(computed_column(&mut projection, &schema, "upper(k)", &call("initcap", "k")), "upper(k)#3");
+        assert_eq!(projection.len(), 4);
+        let renamed = renamed_columns(&projection, &schema);
+        // (the column's name, Spark's name of what it computes)
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(renamed, vec![pair("upper(k)#2", "upper(k)"), pair("upper(k)#3", "initcap(k)")]);
+        assert_eq!(spark_named("upper(k)#3 || upper(k)#2", &renamed), "initcap(k) || upper(k)");
+        // put back where the column name stands alone
+        assert_eq!(spark_named("concat(upper(k)#2, x)", &renamed), "concat(upper(k), x)");
+        assert_eq!(spark_named("upper(k)#2", &renamed), "upper(k)");
+        assert_eq!(spark_named("xupper(k)#2", &renamed), "xupper(k)#2");
+        assert_eq!(spark_named("upper(k)#23", &renamed), "upper(k)#23");
     }
 }
