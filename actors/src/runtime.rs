@@ -17,6 +17,7 @@ use eddy_connectors::{ConnectorError, Sink, Source};
 use eddy_engine::decode::{CsvDecoder, Decoder, JsonDecoder};
 use eddy_engine::plan::QueryPlan;
 use eddy_engine::spec::{self, ClockSpec, Format, Mode, Pipeline, QuerySpec, SinkSpec, SourceKind};
+use eddy_engine::value::{GroupKey, Record};
 
 use crate::checkpoint::{self, Checkpointer, SnapshotWriter};
 use crate::clock::{Clock, ReplayClock, SystemClock};
@@ -608,6 +609,10 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
             rows = rows.with_foreach(crate::foreach::ForeachTarget::new(factory(), name, partition));
         }
         let mut operator = operators.pop().unwrap_or_else(|| plan.new_operator());
+        // a query without GROUP BY keys: every record goes to the actor owning the empty key
+        if router.partition_of(router.hash_key(&GroupKey::of(&Record::new(Vec::new()), &[]))).0 == partition {
+            operator.own_global_group();
+        }
         let exchange = exchanges.pop();
         let real_time_exchange = real_time_exchanges.pop();
         if (exchange.is_some() || real_time_exchange.is_some())

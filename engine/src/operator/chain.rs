@@ -350,6 +350,15 @@ impl OperatorChain {
 }
 
 impl Operator for OperatorChain {
+    /// Every stage: a stage of no group key after the first is fed by an exchange on the empty
+    /// key, which sends every row to the same partition actor as the router does.
+    fn own_global_group(&mut self) {
+        self.first.own_global_group();
+        for l in &mut self.links {
+            l.operator.own_global_group();
+        }
+    }
+
     fn begin_batch(&mut self, ctx: &BatchContext) {
         self.first.begin_batch(ctx);
         let mut watermarks = ctx.watermarks;

@@ -237,6 +237,14 @@ pub trait Operator: Send + std::fmt::Debug {
     /// Starts a micro-batch.
     fn begin_batch(&mut self, ctx: &BatchContext);
 
+    /// Micro-batch: this instance holds the query's one group, when the query aggregates
+    /// without GROUP BY keys or window (the runtime calls it on the partition actor owning the
+    /// empty key). Such an aggregate then emits its row in every batch, update mode as complete
+    /// mode, with the aggregates of no rows (`count` 0, others null) before any record, as
+    /// Spark's global aggregation does (its aggregate of no grouping keys always gives one
+    /// row). Nothing for other operators.
+    fn own_global_group(&mut self) {}
+
     /// Takes one record, by reference: the operator copies only what it keeps (a late record,
     /// a deduplicated row, a rolling window's measure inputs), so the caller may reuse or drop
     /// its buffers without per-record work inside the operator. In real-time mode `watermark` is W as it stood when the record arrived

@@ -45,6 +45,8 @@ mod tests;
 #[cfg(test)]
 mod tests_end_of_time;
 #[cfg(test)]
+mod tests_global;
+#[cfg(test)]
 mod tests_overflow;
 
 use serde::{Deserialize, Serialize};
@@ -138,6 +140,8 @@ pub struct WindowAggregate {
     /// Indexes of the integer sums among the measures (sessions refuse a record that would
     /// take one out of BIGINT; the panes keep their own list).
     sums: Vec<usize>,
+    /// Micro-batch: the query's one group is held here ([`Operator::own_global_group`]).
+    global: bool,
 }
 
 impl WindowAggregate {
@@ -176,6 +180,7 @@ impl WindowAggregate {
             batch: None,
             watermark: Timestamp::MIN,
             evicted_to: Timestamp::MIN,
+            global: false,
             cfg,
         }
     }
@@ -327,8 +332,17 @@ impl Operator for WindowAggregate {
         }
     }
 
+    fn own_global_group(&mut self) {
+        self.global = self.cfg.mode == Mode::MicroBatch
+            && self.cfg.key_columns.is_empty()
+            && matches!(self.cfg.window, WindowKind::None);
+    }
+
     fn end_batch(&mut self, out: &mut Output) {
         let Some(b) = self.batch.take() else { return };
+        if self.global && self.cfg.output_mode != OutputMode::Append {
+            self.panes.touch_global(&self.cfg);
+        }
         match self.cfg.output_mode {
             OutputMode::Complete => {
                 if self.is_session() {

@@ -357,6 +357,18 @@ impl PaneState {
 
     /// The index of the pane at `start` in the group, created (empty) when absent. Windows with
     /// end <= `late` become final for the group (they are, by the module invariant).
+    /// A global aggregation's batch end ([`WindowAggregate::own_global_group`]): its one group,
+    /// opened with the aggregates of no rows when no record came yet, marked changed so that
+    /// update mode emits it in every batch (complete mode emits every group anyway).
+    pub(super) fn touch_global(&mut self, cfg: &WindowAggregateConfig) {
+        let (slot, new) = self.groups.find_or_insert_key(GroupKey::of(&Record::new(Vec::new()), &[]));
+        if new {
+            self.groups.get_mut(slot).reset();
+        }
+        let i = self.open_pane(slot, i64::MIN, i64::MAX, None, &cfg.measures);
+        self.mark_changed(slot, i);
+    }
+
     fn open_pane(
         &mut self,
         slot: u32,
