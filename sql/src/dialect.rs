@@ -2,7 +2,7 @@
 
 use std::any::TypeId;
 
-use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::ast::{BinaryOperator, Expr, Spanned};
 use sqlparser::dialect::{DatabricksDialect, Dialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -19,16 +19,78 @@ fn next_is_div(parser: &Parser) -> bool {
     matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::DIV)
 }
 
+/// Whether `token` names a unit of a day-time interval (`HOURS`, `minute`, `WEEK`, ...).
+fn is_interval_unit(token: &Token) -> bool {
+    let Token::Word(w) = token else { return false };
+    let unit = w.value.to_ascii_uppercase();
+    matches!(unit.trim_end_matches('S'), "WEEK" | "DAY" | "HOUR" | "MINUTE" | "SECOND" | "MILLISECOND" | "MICROSECOND")
+}
+
+/// After an interval's unit (`INTERVAL 2 HOURS`), a further `n UNIT` (or `-n UNIT`) of the same
+/// literal, as Spark reads `INTERVAL 2 HOURS 30 MINUTES`: how many tokens it takes (2 or 3).
+fn interval_continues(parser: &Parser) -> Option<usize> {
+    if !is_interval_unit(&parser.get_current_token().token) {
+        return None;
+    }
+    let signed = matches!(parser.peek_token_ref().token, Token::Minus | Token::Plus);
+    let n = usize::from(signed);
+    let number = matches!(parser.peek_nth_token_ref(n).token, Token::Number(_, false));
+    (number && is_interval_unit(&parser.peek_nth_token_ref(n + 1).token)).then_some(n + 2)
+}
+
+/// `interval` (`INTERVAL n UNIT`, or several such already joined) and the next `n UNIT` of the
+/// parser as one `INTERVAL 'n UNIT n UNIT'` literal: the form Spark also takes written so, which
+/// the lowering reads (`lower_node`).
+fn join_interval(parser: &mut Parser, interval: &sqlparser::ast::Interval, tokens: usize) -> Option<Expr> {
+    use sqlparser::ast::{Interval, Value};
+    let mut text = match (interval.value.as_ref(), &interval.leading_field, &interval.last_field) {
+        (Expr::Value(v), None, None) => match &v.value {
+            Value::SingleQuotedString(t) => t.clone(),
+            _ => return None,
+        },
+        (value, Some(unit), None) => format!("{value} {unit}"),
+        _ => return None,
+    };
+    let start = interval.value.span().start;
+    let mut end = start;
+    text.push(' ');
+    for _ in 0..tokens {
+        let t = parser.next_token();
+        end = t.span.end;
+        match &t.token {
+            Token::Minus => text.push('-'),
+            Token::Plus => {}
+            Token::Number(n, _) => text.push_str(n),
+            other => text.push_str(&format!(" {other}")),
+        }
+    }
+    let value = Value::SingleQuotedString(text).with_span(sqlparser::tokenizer::Span::new(start, end));
+    Some(Expr::Interval(Interval {
+        value: Box::new(Expr::Value(value)),
+        leading_field: None,
+        leading_precision: None,
+        last_field: None,
+        fractional_seconds_precision: None,
+    }))
+}
+
 impl Dialect for SparkDialect {
     fn dialect(&self) -> TypeId {
         TypeId::of::<DatabricksDialect>()
     }
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        if interval_continues(parser).is_some() {
+            // binds before any operator: `ts + INTERVAL 2 HOURS 30 MINUTES` adds both
+            return Some(Ok(self.prec_value(Precedence::Period)));
+        }
         next_is_div(parser).then(|| Ok(self.prec_value(Precedence::MulDivModOp)))
     }
 
     fn parse_infix(&self, parser: &mut Parser, expr: &Expr, precedence: u8) -> Option<Result<Expr, ParserError>> {
+        if let (Expr::Interval(interval), Some(tokens)) = (expr, interval_continues(parser)) {
+            return join_interval(parser, interval, tokens).map(Ok);
+        }
         if !next_is_div(parser) {
             return None;
         }
@@ -97,8 +159,10 @@ impl Dialect for SparkDialect {
         DatabricksDialect.supports_select_wildcard_except()
     }
 
+    /// `false`, unlike Databricks: Spark takes `INTERVAL '2 hours 30 minutes'` without a unit
+    /// after the string (and an interval's number is a literal, never an expression).
     fn require_interval_qualifier(&self) -> bool {
-        DatabricksDialect.require_interval_qualifier()
+        false
     }
 
     fn supports_struct_literal(&self) -> bool {

@@ -398,14 +398,71 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
 }
 
 /// µs per unit of an INTERVAL literal and Spark's singular unit name.
-fn interval_unit(field: &ast::DateTimeField) -> Option<(i64, &'static str)> {
-    Some(match field.to_string().to_ascii_uppercase().as_str() {
-        "DAY" | "DAYS" => (86_400_000_000, "DAY"),
-        "HOUR" | "HOURS" => (3_600_000_000, "HOUR"),
-        "MINUTE" | "MINUTES" => (60_000_000, "MINUTE"),
-        "SECOND" | "SECONDS" => (1_000_000, "SECOND"),
+/// The number of an `INTERVAL n UNIT` as written: `5`, `-5`, `1.5`, `'5'`, `'-5'`.
+fn interval_number(value: &Expr) -> Option<String> {
+    match value {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, false) => Some(n.clone()),
+            Value::SingleQuotedString(t) | Value::DoubleQuotedString(t) => Some(t.trim().to_string()),
+            _ => None,
+        },
+        Expr::UnaryOp { op: UnaryOperator::Minus, expr } => Some(format!("-{}", interval_number(expr)?)),
+        Expr::UnaryOp { op: UnaryOperator::Plus, expr } => interval_number(expr),
+        _ => None,
+    }
+}
+
+/// The fields of a day-time interval, from the largest: Spark's `DayTimeIntervalType` fields.
+const INTERVAL_FIELDS: [&str; 4] = ["DAY", "HOUR", "MINUTE", "SECOND"];
+
+/// A unit of an interval literal: its field (an index of [`INTERVAL_FIELDS`]), its length in
+/// µs, and whether its number may have a fraction (SECOND only, as Spark). YEAR and MONTH (a
+/// year-month interval) are not taken.
+fn interval_unit(unit: &str) -> Option<(usize, i128, bool)> {
+    Some(match unit.to_ascii_uppercase().trim_end_matches('S') {
+        "WEEK" => (0, 7 * 86_400_000_000, false),
+        "DAY" => (0, 86_400_000_000, false),
+        "HOUR" => (1, 3_600_000_000, false),
+        "MINUTE" => (2, 60_000_000, false),
+        "SECOND" => (3, 1_000_000, true),
+        "MILLISECOND" => (3, 1_000, false),
+        "MICROSECOND" => (3, 1, false),
         _ => return None,
     })
+}
+
+/// The day-time interval of `(number, unit)` pairs, as Spark reads `INTERVAL 2 HOURS 30 MINUTES`
+/// or `INTERVAL '1 week'`: the sum in µs (a fraction of a second cut to µs, as Spark) and its
+/// first and last fields (Spark names the literal by them: `INTERVAL '02:30' HOUR TO MINUTE`).
+/// `None`: not a number or unit taken here; `Some(Err)`: beyond BIGINT µs.
+fn day_time_interval(parts: &[(String, String)]) -> Option<Result<(i64, usize, usize), ()>> {
+    let (mut total, mut start, mut end) = (0i128, usize::MAX, 0);
+    for (number, unit) in parts {
+        let (field, per, fraction) = interval_unit(unit)?;
+        let (negative, digits) = match number.strip_prefix('-') {
+            Some(d) => (true, d),
+            None => (false, number.strip_prefix('+').unwrap_or(number)),
+        };
+        let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        let all_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() && frac.is_empty()
+            || !all_digits(whole)
+            || !all_digits(frac)
+            || !fraction && digits.contains('.')
+        {
+            return None;
+        }
+        let Ok(whole) = (if whole.is_empty() { Ok(0) } else { whole.parse::<i128>() }) else { return Some(Err(())) };
+        let micros_of_fraction: i128 = format!("{frac:0<6}")[..6].parse().ok()?;
+        let Some(micros) = whole.checked_mul(per).map(|m| m + micros_of_fraction) else { return Some(Err(())) };
+        total += if negative { -micros } else { micros };
+        if total.abs() > i128::from(i64::MAX) {
+            return Some(Err(()));
+        }
+        start = start.min(field);
+        end = end.max(field);
+    }
+    (start != usize::MAX).then_some(Ok((total as i64, start, end)))
 }
 
 /// The text of a string literal as Spark reads it (`unescapeSQLString`): a doubled quote is one
@@ -451,10 +508,40 @@ fn spark_unescape(raw: &str, quote: char) -> String {
     out
 }
 
-/// Spark's name of a one-unit day-time interval literal: `INTERVAL '2' DAY`, `INTERVAL '01' HOUR`
-/// (hours, minutes and seconds in two digits).
-fn interval_text(n: i64, unit: &str) -> String {
-    if unit == "DAY" { format!("INTERVAL '{n}' DAY") } else { format!("INTERVAL '{n:02}' {unit}") }
+/// Spark's name of a day-time interval literal of `micros` from field `start` to field `end`
+/// (`IntervalUtils.toDayTimeIntervalString`): `INTERVAL '1' DAY`, `INTERVAL '-02' HOUR`,
+/// `INTERVAL '01.5' SECOND`, `INTERVAL '02:30' HOUR TO MINUTE`, `INTERVAL '1 02' DAY TO HOUR`.
+/// The first field is the whole count of its unit (`'90' SECOND`, `'25' HOUR`), the others
+/// two digits; seconds keep their fraction without trailing zeros.
+fn interval_text(micros: i64, start: usize, end: usize) -> String {
+    const PER: [u128; 4] = [86_400_000_000, 3_600_000_000, 60_000_000, 1_000_000];
+    let sign = if micros < 0 { "-" } else { "" };
+    let mut rest = u128::from(micros.unsigned_abs());
+    let mut text = String::new();
+    for (field, per) in PER.iter().enumerate().take(end + 1).skip(start) {
+        let n = rest / per;
+        rest %= per;
+        let separator = match field {
+            _ if field == start => "",
+            1 => " ",
+            _ => ":",
+        };
+        text.push_str(separator);
+        match field {
+            0 => text.push_str(&n.to_string()),
+            3 if rest > 0 => {
+                text.push_str(format!("{n:02}.{rest:06}").trim_end_matches('0'));
+                rest = 0;
+            }
+            _ => text.push_str(&format!("{n:02}")),
+        }
+    }
+    let fields = if end > start {
+        format!("{} TO {}", INTERVAL_FIELDS[start], INTERVAL_FIELDS[end])
+    } else {
+        INTERVAL_FIELDS[start].to_string()
+    };
+    format!("INTERVAL '{sign}{text}' {fields}")
 }
 
 /// Lowers one sqlparser expression into the engine's syntax tree.
@@ -528,30 +615,35 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
             }
         }
         Expr::Interval(iv) => {
-            let n: Option<i64> = match iv.value.as_ref() {
-                Expr::Value(v) => match &v.value {
-                    Value::Number(n, _) => n.parse().ok(),
-                    Value::SingleQuotedString(s) => s.trim().parse().ok(),
-                    _ => None,
-                },
-                _ => None,
+            let refused = || {
+                unsupported(
+                    e,
+                    format!("`{e}`"),
+                    "INTERVAL n UNIT with UNIT one of DAY, HOUR, MINUTE, SECOND, WEEK, MILLISECOND, MICROSECOND \
+                     (plural too; a fraction of SECOND only), several at once (INTERVAL 2 HOURS 30 MINUTES), \
+                     INTERVAL 'n' UNIT, INTERVAL 'n UNIT ...'",
+                )
             };
-            let unit = iv.leading_field.as_ref().and_then(interval_unit);
-            match (n, unit, &iv.last_field) {
-                (Some(n), Some((per, name)), None) => {
-                    let micros = n
-                        .checked_mul(per)
-                        .ok_or_else(|| unsupported(e, format!("{e} (out of range)"), "a smaller interval"))?;
-                    node(SyntaxKind::Literal(Literal::Interval { micros, text: interval_text(n, name) }), e)
-                }
-                _ => {
-                    return Err(unsupported(
-                        e,
-                        format!("`{e}`"),
-                        "INTERVAL n DAYS / HOURS / MINUTES / SECONDS, INTERVAL 'n' HOUR",
-                    ));
-                }
-            }
+            let parts: Vec<(String, String)> = match (iv.value.as_ref(), &iv.leading_field, &iv.last_field) {
+                (value, Some(unit), None) => vec![(interval_number(value).ok_or_else(refused)?, unit.to_string())],
+                (Expr::Value(v), None, None) => match &v.value {
+                    Value::SingleQuotedString(text) | Value::DoubleQuotedString(text) => {
+                        let words: Vec<&str> = text.split_whitespace().collect();
+                        if words.is_empty() || !words.len().is_multiple_of(2) {
+                            return Err(refused());
+                        }
+                        words.chunks(2).map(|w| (w[0].to_string(), w[1].to_string())).collect()
+                    }
+                    _ => return Err(refused()),
+                },
+                _ => return Err(refused()),
+            };
+            let (micros, start, end) = match day_time_interval(&parts) {
+                Some(Ok(parsed)) => parsed,
+                Some(Err(())) => return Err(unsupported(e, format!("{e} (out of range)"), "a smaller interval")),
+                None => return Err(refused()),
+            };
+            node(SyntaxKind::Literal(Literal::Interval { micros, text: interval_text(micros, start, end) }), e)
         }
         Expr::UnaryOp { op, expr } => match op {
             UnaryOperator::Minus => match lower(expr)? {

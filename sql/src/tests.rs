@@ -248,3 +248,64 @@ fn date_trunc_before_the_first_timestamp_is_an_overflow_error() {
         Ok(Value::Timestamp(eddy_engine::Timestamp(3_600_000_000)))
     );
 }
+
+/// Interval literals as Spark 4.3 reads and names them: each name and instant below was given
+/// by Spark (`spark.sql("SELECT TIMESTAMP '2024-01-15 10:00:00' AS ts").selectExpr(e)`, ANSI on,
+/// session time zone UTC).
+#[test]
+fn interval_literals_are_read_and_named_as_spark() {
+    let schema = Schema::parse_ddl("ts TIMESTAMP").unwrap_or_else(|e| panic!("{e}"));
+    let ts = |text: &str| eddy_engine::time::parse_timestamp(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let ten = ts("2024-01-15T10:00:00Z");
+    for (expr, name, at) in [
+        ("ts + INTERVAL -1 DAY", "ts + INTERVAL '-1' DAY", "2024-01-14T10:00:00Z"),
+        ("ts - INTERVAL -2 HOURS", "ts - INTERVAL '-02' HOUR", "2024-01-15T12:00:00Z"),
+        ("ts + INTERVAL 1 WEEK", "ts + INTERVAL '7' DAY", "2024-01-22T10:00:00Z"),
+        ("ts + INTERVAL 2 WEEKS", "ts + INTERVAL '14' DAY", "2024-01-29T10:00:00Z"),
+        ("ts + INTERVAL 1.5 SECONDS", "ts + INTERVAL '01.5' SECOND", "2024-01-15T10:00:01.5Z"),
+        ("ts + INTERVAL 0.25 SECOND", "ts + INTERVAL '00.25' SECOND", "2024-01-15T10:00:00.25Z"),
+        ("ts + INTERVAL 2 HOURS 30 MINUTES", "ts + INTERVAL '02:30' HOUR TO MINUTE", "2024-01-15T12:30:00Z"),
+        ("ts + INTERVAL 1 DAY 2 HOURS", "ts + INTERVAL '1 02' DAY TO HOUR", "2024-01-16T12:00:00Z"),
+        ("ts + INTERVAL '-1' DAY", "ts + INTERVAL '-1' DAY", "2024-01-14T10:00:00Z"),
+        ("ts + INTERVAL 1 DAY", "ts + INTERVAL '1' DAY", "2024-01-16T10:00:00Z"),
+        ("ts + INTERVAL 3 MINUTES", "ts + INTERVAL '03' MINUTE", "2024-01-15T10:03:00Z"),
+        ("ts + INTERVAL 500 MILLISECONDS", "ts + INTERVAL '00.5' SECOND", "2024-01-15T10:00:00.5Z"),
+        ("ts + INTERVAL 7 MICROSECONDS", "ts + INTERVAL '00.000007' SECOND", "2024-01-15T10:00:00.000007Z"),
+        ("ts + INTERVAL 90 SECONDS", "ts + INTERVAL '90' SECOND", "2024-01-15T10:01:30Z"),
+        ("ts + INTERVAL 1 HOUR 30 SECONDS", "ts + INTERVAL '01:00:30' HOUR TO SECOND", "2024-01-15T11:00:30Z"),
+        ("ts + INTERVAL -1 HOUR 30 MINUTES", "ts + INTERVAL '-00:30' HOUR TO MINUTE", "2024-01-15T09:30:00Z"),
+        ("ts + INTERVAL 1.123456789 SECONDS", "ts + INTERVAL '01.123456' SECOND", "2024-01-15T10:00:01.123456Z"),
+        ("ts + INTERVAL '2 hours 30 minutes'", "ts + INTERVAL '02:30' HOUR TO MINUTE", "2024-01-15T12:30:00Z"),
+        ("ts + INTERVAL '1 week'", "ts + INTERVAL '7' DAY", "2024-01-22T10:00:00Z"),
+        ("ts + INTERVAL '-1 day'", "ts + INTERVAL '-1' DAY", "2024-01-14T10:00:00Z"),
+        ("ts + INTERVAL '1.5 seconds'", "ts + INTERVAL '01.5' SECOND", "2024-01-15T10:00:01.5Z"),
+        ("ts + INTERVAL 2 HOURS -30 MINUTES", "ts + INTERVAL '01:30' HOUR TO MINUTE", "2024-01-15T11:30:00Z"),
+        ("ts + INTERVAL 1 DAY 1 DAY", "ts + INTERVAL '2' DAY", "2024-01-17T10:00:00Z"),
+        ("ts + INTERVAL 30 MINUTES 2 HOURS", "ts + INTERVAL '02:30' HOUR TO MINUTE", "2024-01-15T12:30:00Z"),
+        ("ts + INTERVAL 1 SECOND 500 MILLISECONDS", "ts + INTERVAL '01.5' SECOND", "2024-01-15T10:00:01.5Z"),
+        ("ts + INTERVAL '  3  ' DAY", "ts + INTERVAL '3' DAY", "2024-01-18T10:00:00Z"),
+        ("ts + INTERVAL '+3' HOUR", "ts + INTERVAL '03' HOUR", "2024-01-15T13:00:00Z"),
+        ("ts + INTERVAL +3 HOURS", "ts + INTERVAL '03' HOUR", "2024-01-15T13:00:00Z"),
+        ("ts + interval 3 hours", "ts + INTERVAL '03' HOUR", "2024-01-15T13:00:00Z"),
+        ("ts + INTERVAL 25 HOURS", "ts + INTERVAL '25' HOUR", "2024-01-16T11:00:00Z"),
+        ("ts + INTERVAL 1 DAY 25 HOURS", "ts + INTERVAL '2 01' DAY TO HOUR", "2024-01-17T11:00:00Z"),
+        ("ts + INTERVAL '3 HOURS'", "ts + INTERVAL '03' HOUR", "2024-01-15T13:00:00Z"),
+        ("ts + INTERVAL -0.5 SECONDS", "ts + INTERVAL '-00.5' SECOND", "2024-01-15T09:59:59.5Z"),
+        ("ts + INTERVAL 2 MINUTE", "ts + INTERVAL '02' MINUTE", "2024-01-15T10:02:00Z"),
+    ] {
+        let b = bind_expression(expr, &schema).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        assert_eq!(b.name, name, "{expr}");
+        let got = Compiled::new(&b.typed).eval(&Record::new(vec![Value::Timestamp(ten)]));
+        assert_eq!(got.ok(), Some(Value::Timestamp(ts(at))), "{expr}");
+    }
+    // refused by Spark too (a fraction of a minute or a millisecond), or not a day-time
+    // interval (a year-month one)
+    for expr in [
+        "ts + INTERVAL 1.5 MINUTES",
+        "ts + INTERVAL 1.5 MILLISECONDS",
+        "ts + INTERVAL 1 MONTH",
+        "ts + INTERVAL '2 hours x'",
+    ] {
+        assert!(bind_expression(expr, &schema).is_err(), "{expr}");
+    }
+}
