@@ -105,6 +105,21 @@ fn wider_or_string(a: DataType, b: DataType) -> Option<DataType> {
     }
 }
 
+/// The type of a UNION ALL's column whose queries give types `a` and `b`: theirs when equal,
+/// else as values meeting in one result ([`wider_or_string`]), as Spark 4.3's union widens them
+/// (checked with pyspark: INT with BIGINT is BIGINT, INT with FLOAT DOUBLE, INT with DECIMAL(5, 2)
+/// DECIMAL(12, 2), a STRING with an INT BIGINT, a DATE with a TIMESTAMP TIMESTAMP; a BOOLEAN
+/// with an INT is refused). `None` when they do not meet.
+pub(crate) fn union_type(a: DataType, b: DataType) -> Option<DataType> {
+    if a == b { Some(a) } else { wider_or_string(a, b) }
+}
+
+/// `t` cast to `to` where a value of type `to` is expected without a `CAST` written (a union's
+/// column of a wider type): invisible in names, as Spark's implicit casts.
+pub(crate) fn implicit_cast(t: Typed, to: DataType) -> Typed {
+    coerce(t, to)
+}
+
 /// The operands of an arithmetic operator with a STRING one beside a number cast as Spark's
 /// ANSI coercion casts it ([`wider_or_string`]: `i + '5'` is BIGINT, `d * '2'` DOUBLE); other
 /// operands unchanged.

@@ -17,10 +17,11 @@
 
 use super::error::{SpecError, quote};
 use super::output::output_schema;
+use super::sql_query::first_aggregate;
 use super::sql_query::{FIELD, JoinedBy, SqlQueryPlan, at, plan_sql_query};
 use super::steps::{Step, schema_after};
 use super::{Mode, QuerySpec, WatermarkSpec};
-use crate::expr::QuerySyntax;
+use crate::expr::{QuerySyntax, SelectItemSyntax};
 use crate::schema::{DataType, Schema};
 
 /// A query chained after the pipeline's query ([`super::Pipeline::then`]): its operator reads
@@ -61,12 +62,17 @@ pub fn chained_output(query: &QuerySpec, input: &Schema, then: &[ChainedQuery]) 
 /// reads (the source's, or the joined record's).
 pub(crate) type InnerPlan = (SqlQueryPlan, Option<JoinedBy>, Schema);
 
+/// Plans the inner query in the output mode given ([`plan_chained`]).
+pub(crate) type ResolveInner<'a> = dyn Fn(&QuerySyntax, Option<&str>) -> Result<InnerPlan, SpecError> + 'a;
+
 /// What Spark says of several stateful operators outside append mode.
 const APPEND_ONLY: &str = "\"append\" for an aggregation over an aggregation (Spark runs several stateful operators in append mode only: Multiple streaming aggregations are not supported with streaming DataFrames/Datasets in update or complete output mode)";
 
 /// Plans `outer`, whose FROM is the aggregating query `inner`, over the source `source` of
 /// `schema` (as [`super::sql_query::validate_sql`] plans a single query; `resolve_inner` plans
-/// the inner one, with its stream-static join if any, in append mode).
+/// the inner one, with its stream-static join if any, in the output mode given). An outer query
+/// that neither groups nor aggregates is a projection of the inner's rows
+/// ([`projects_only`]), in any output mode.
 ///
 /// # Errors
 /// At `query.output_mode` for a mode other than append; at `query.sql`, with the place in the
@@ -78,8 +84,11 @@ pub(crate) fn plan_chained(
     output_mode: Option<&str>,
     mode: Mode,
     watermark: Option<&WatermarkSpec>,
-    resolve_inner: &dyn Fn(&QuerySyntax) -> Result<InnerPlan, SpecError>,
+    resolve_inner: &ResolveInner<'_>,
 ) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
+    if projects_only(outer) && inner.subquery.is_none() && !inner.group_by.is_empty() {
+        return project_aggregation(outer, inner, output_mode, mode, resolve_inner);
+    }
     // the parser takes a subquery without GROUP BY only where it joins: over one source, that
     // is a stream-static join, which belongs in the outer query
     if inner.group_by.is_empty() && inner.join.is_some() {
@@ -106,7 +115,7 @@ pub(crate) fn plan_chained(
             "an aggregation over one aggregating subquery",
         ));
     }
-    let (inner_plan, joined, input) = resolve_inner(inner)?;
+    let (inner_plan, joined, input) = resolve_inner(inner, Some("append"))?;
     if !matches!(&inner_plan.query, QuerySpec::WindowAggregate { .. }) {
         return Err(at(
             outer.from.pos,
@@ -153,6 +162,53 @@ pub(crate) fn plan_chained(
             query: inner_plan.query,
             output_steps: outer_plan.output_steps,
             then: vec![chained],
+        },
+        joined,
+    ))
+}
+
+/// Whether `outer` only filters and projects the rows of its FROM: no GROUP BY, HAVING,
+/// aggregate or join.
+fn projects_only(outer: &QuerySyntax) -> bool {
+    outer.group_by.is_empty()
+        && outer.having.is_none()
+        && outer.join.is_none()
+        && outer.items.iter().all(|item| match item {
+            SelectItemSyntax::Expr { syntax, .. } => first_aggregate(syntax).is_none(),
+            SelectItemSyntax::Wildcard { .. } => true,
+        })
+}
+
+/// `SELECT ... FROM (SELECT ... GROUP BY ...) [WHERE ...]` without aggregating again: one
+/// stateful operator, the inner's, in the query's output mode (Spark runs it so in update and
+/// complete mode too), its rows through the inner's HAVING and select list, then the outer's
+/// WHERE and select list.
+fn project_aggregation(
+    outer: &QuerySyntax,
+    inner: &QuerySyntax,
+    output_mode: Option<&str>,
+    mode: Mode,
+    resolve_inner: &ResolveInner<'_>,
+) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
+    let (inner_plan, joined, input) = resolve_inner(inner, output_mode)?;
+    let inner_rows =
+        Schema::new(output_schema(&inner_plan.query, &schema_after(&inner_plan.watermarked_steps, &input)));
+    let inner_out = schema_after(&inner_plan.output_steps, &inner_rows);
+    let outer_plan = plan_sql_query(outer, &outer.from.name, &inner_out, None, &[], None, mode)?;
+    let output_steps = inner_plan
+        .output_steps
+        .into_iter()
+        .chain(outer_plan.source_steps)
+        .chain(outer_plan.watermarked_steps)
+        .chain(outer_plan.output_steps)
+        .collect();
+    Ok((
+        SqlQueryPlan {
+            source_steps: inner_plan.source_steps,
+            watermarked_steps: inner_plan.watermarked_steps,
+            query: inner_plan.query,
+            output_steps,
+            then: Vec::new(),
         },
         joined,
     ))

@@ -1190,16 +1190,16 @@ pub(crate) fn validate_sql(
     let q = front.parse_query(&text).map_err(sql_error)?;
     let output_mode = raw.output_mode.as_deref();
     if let Some(inner) = &q.subquery {
-        let resolve_inner = |inner: &QuerySyntax| {
+        let resolve_inner = |inner: &QuerySyntax, output_mode: Option<&str>| {
             let wm = watermark.map(|w| w.column.as_str());
             match super::sql_join::resolve(inner, source, schema, tables, wm)? {
                 None => Ok((
-                    plan_sql_query(inner, source, schema, watermark, kept, Some("append"), mode)?,
+                    plan_sql_query(inner, source, schema, watermark, kept, output_mode, mode)?,
                     None,
                     schema.clone(),
                 )),
                 Some(j) => {
-                    let plan = plan_sql_query(&j.query, source, &j.schema, watermark, kept, Some("append"), mode)?;
+                    let plan = plan_sql_query(&j.query, source, &j.schema, watermark, kept, output_mode, mode)?;
                     Ok((plan, Some((j.join, j.pushed)), j.schema))
                 }
             }

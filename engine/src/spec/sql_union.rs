@@ -6,13 +6,14 @@
 //! the first branch's names (columns are matched by position, as SQL's UNION ALL). The outer
 //! query then reads the union as one source of the union's columns.
 //!
-//! Where this is stricter than Spark: matched columns must have one type (Spark widens, e.g. INT
-//! with BIGINT to BIGINT); a branch has no GROUP BY, HAVING, aggregate or join.
+//! Matched columns of other types meet in the wider one, as Spark's union widens them (INT with
+//! BIGINT is BIGINT: [`union_type`]), each branch's column cast to it. Where this is stricter
+//! than Spark: a branch has no GROUP BY, HAVING, aggregate or join.
 
 use super::error::{SpecError, quote};
 use super::sql_query::{at, expand_items, filter, first_aggregate, project, unqualified};
 use super::steps::{PipelineExpr, Step, schema_after};
-use crate::expr::{Node, QuerySyntax, SelectItemSyntax, Typed, UnionSyntax};
+use crate::expr::{Node, QuerySyntax, SelectItemSyntax, Typed, UnionSyntax, implicit_cast, union_type};
 use crate::schema::Schema;
 
 /// The field a union branch's steps are named by (`eddy explain`: `select (query.sql UNION)`).
@@ -27,7 +28,7 @@ pub(crate) struct ResolvedUnion {
     /// union: `positions[i][c]` is `Some(union column)` when the branch selects column `c` as it
     /// is (so a watermark on it carries over).
     pub positions: Vec<Vec<Option<usize>>>,
-    /// The union's columns: the first branch's names and the branches' types.
+    /// The union's columns: the first branch's names, the wider of the branches' types.
     pub schema: Schema,
     /// `UNION` (distinct) rather than `UNION ALL`.
     pub distinct: bool,
@@ -47,13 +48,14 @@ struct Branch {
 /// # Errors
 /// A [`SpecError`] at `query.sql` with the line:column of: a branch reading an unknown source, or
 /// a source a second time; a source no branch reads; a branch with a join, GROUP BY, HAVING or an
-/// aggregate; a branch with another number of columns than the first, or a column of another
-/// type; an expression that does not bind.
+/// aggregate; a branch with another number of columns than the first, or a column whose type
+/// meets no other branch's ([`union_type`]); an expression that does not bind.
 pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Result<ResolvedUnion, SpecError> {
     let names: Vec<&str> = sources.iter().map(|(n, _)| n.as_str()).collect();
     // each source's branch: its select list and its steps
     let mut by_source: Vec<Option<Branch>> = vec![None; sources.len()];
-    let mut first: Option<Schema> = None;
+    // the union's columns: the first query's names, the types widened over the queries
+    let mut schema: Option<Schema> = None;
     for (b, branch) in union.branches.iter().enumerate() {
         refuse_in_branch(branch)?;
         let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(&branch.from.name)) else {
@@ -70,24 +72,25 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
                 "each source once in a union (read it once, with one WHERE of both conditions)",
             ));
         }
-        let schema = &sources[i].1;
+        let source_schema = &sources[i].1;
         let qualifier = branch.from.alias.clone().unwrap_or_else(|| branch.from.name.clone());
         let mut steps = Vec::new();
         if let Some(w) = &branch.selection {
-            steps.push(filter(&unqualified(w, &qualifier), schema)?);
+            steps.push(filter(&unqualified(w, &qualifier), source_schema)?);
         }
-        let items = super::sql_lateral::resolve(expand_items(branch, schema, &qualifier)?, schema, &qualifier)?;
+        let items =
+            super::sql_lateral::resolve(expand_items(branch, source_schema, &qualifier)?, source_schema, &qualifier)?;
         let list = items
             .iter()
-            .map(|item| project(&unqualified(&item.syntax, &qualifier), item.alias.as_deref(), schema))
+            .map(|item| project(&unqualified(&item.syntax, &qualifier), item.alias.as_deref(), source_schema))
             .collect::<Result<Vec<_>, _>>()?;
         distinct_names(branch, &list)?;
         steps.push(Step::Project(list.clone()));
-        let out = schema_after(&steps, schema);
-        match &first {
-            None => first = Some(out),
-            Some(f) => matches_first(branch, b, f, &out)?,
-        }
+        let out = schema_after(&steps, source_schema);
+        schema = Some(match schema {
+            None => out,
+            Some(so_far) => widened(branch, b, &so_far, &out)?,
+        });
         by_source[i] = Some(Branch { list, steps });
     }
     if let Some(i) = by_source.iter().position(Option::is_none) {
@@ -97,30 +100,37 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
             "a query that reads every [[source]] (SQL.md: a source the query does not name is refused)",
         ));
     }
-    let schema = first.unwrap_or_else(|| Schema::new(Vec::new()));
+    let schema = schema.unwrap_or_else(|| Schema::new(Vec::new()));
     let mut steps = Vec::with_capacity(sources.len());
     let mut positions = Vec::with_capacity(sources.len());
     for (i, entry) in by_source.into_iter().enumerate() {
         let Some(Branch { list, steps: mut own }) = entry else { continue };
-        // where each of the source's columns lands, when selected as it is
+        // where each of the source's columns lands, when selected as it is (not widened)
         let mut at_union = vec![None; sources[i].1.len()];
         for (p, e) in list.iter().enumerate() {
             if let Node::Column(c) = e.typed.node
                 && at_union[c].is_none()
+                && e.typed.data_type == schema.fields()[p].data_type
             {
                 at_union[c] = Some(p);
             }
         }
-        if list.iter().zip(schema.fields()).any(|(e, f)| e.name != f.name) {
+        let renamed =
+            |(e, f): (&PipelineExpr, &crate::schema::Field)| e.name != f.name || e.typed.data_type != f.data_type;
+        if list.iter().zip(schema.fields()).any(renamed) {
+            // the union's names, and its wider types through an implicit cast, as Spark's
             own.push(Step::Project(
-                schema
-                    .fields()
-                    .iter()
+                list.iter()
+                    .zip(schema.fields())
                     .enumerate()
-                    .map(|(c, f)| PipelineExpr {
-                        field: UNION_FIELD.into(),
-                        typed: Typed { node: Node::Column(c), data_type: f.data_type, name: f.name.clone() },
-                        name: f.name.clone(),
+                    .map(|(c, (e, f))| {
+                        let column =
+                            Typed { node: Node::Column(c), data_type: e.typed.data_type, name: f.name.clone() };
+                        PipelineExpr {
+                            field: UNION_FIELD.into(),
+                            typed: implicit_cast(column, f.data_type),
+                            name: f.name.clone(),
+                        }
                     })
                     .collect(),
             ));
@@ -182,9 +192,11 @@ fn distinct_names(q: &QuerySyntax, list: &[PipelineExpr]) -> Result<(), SpecErro
     Ok(())
 }
 
-/// Branch `b`'s columns (`out`) match the first branch's (`first`) by position: as many, each of
-/// the same type.
-fn matches_first(q: &QuerySyntax, b: usize, first: &Schema, out: &Schema) -> Result<(), SpecError> {
+/// The union's columns after branch `b` (`out`), matched by position with those of the
+/// branches before it (`so_far`: the first branch's names): as many, each pair of types meeting
+/// in a wider one ([`union_type`]).
+fn widened(q: &QuerySyntax, b: usize, so_far: &Schema, out: &Schema) -> Result<Schema, SpecError> {
+    let first = so_far;
     let pos = q.items.first().map_or(q.from.pos, |i| match i {
         SelectItemSyntax::Wildcard { pos, .. } => *pos,
         SelectItemSyntax::Expr { syntax, .. } => syntax.pos,
@@ -200,19 +212,21 @@ fn matches_first(q: &QuerySyntax, b: usize, first: &Schema, out: &Schema) -> Res
             ),
         ));
     }
+    let mut fields = Vec::with_capacity(first.len());
     for (c, (o, f)) in out.fields().iter().zip(first.fields()).enumerate() {
-        if o.data_type != f.data_type {
+        let Some(data_type) = union_type(f.data_type, o.data_type) else {
             return Err(at(
                 pos,
                 format!("column {} ({}) of query {} of type {}", c + 1, quote(&o.name), b + 1, o.data_type),
                 format!(
-                    "{}, the type of the first query's column {} ({}): a union matches columns by position (CAST one of them)",
+                    "a type compatible with {}, the type of the union's column {} ({}) so far: numbers (widened), a string with a number, boolean, date or timestamp, a date with a timestamp, as Spark (or CAST one of them)",
                     f.data_type,
                     c + 1,
                     quote(&f.name)
                 ),
             ));
-        }
+        };
+        fields.push(crate::schema::Field { name: f.name.clone(), data_type });
     }
-    Ok(())
+    Ok(Schema::new(fields))
 }
