@@ -1174,19 +1174,75 @@ fn pad(s: &str, len: i64, pad: &str, left: bool) -> Result<String, EvalErrorKind
     Ok(out)
 }
 
-/// Spark's `initcap`: lower case, then the first character and each one after a space upper.
+/// Spark's `initcap`: each word (split on spaces only) as its first character's title case
+/// ([`title_case`]) and the rest in lower case (checked against Spark 4.3 on Unicode text:
+/// `İstanbul` keeps its `İ`, `ﬁsh` is `Fish`, `ǉubljana` `ǈubljana`).
 fn initcap(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut after_space = true;
-    for c in s.to_lowercase().chars() {
-        if after_space {
-            out.extend(c.to_uppercase());
-        } else {
-            out.push(c);
+    for (i, word) in s.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
         }
-        after_space = c == ' ';
+        let Some(first) = word.chars().next() else { continue };
+        title_case(first, &mut out);
+        // the rest lower-cased in the word's context (a final sigma: `ΑΣ` is `Ας`)
+        let lower = word.to_lowercase();
+        out.extend(lower.chars().skip(first.to_lowercase().count()));
     }
     out
+}
+
+/// The title case of `c` (Unicode's full mapping, SpecialCasing.txt's title column) appended to
+/// `out`, as Spark's `initcap` writes a word's first letter: the upper case, except for the
+/// letters whose title case differs from it: the digraphs (`ǆ` is `ǅ`), the ligatures (`ß` is
+/// `Ss`, `ﬁ` `Fi`, `և` `Եւ`), the Greek letters with a subscript iota (`ᾳ` is `ᾼ`) and the
+/// Georgian letters (their own title case).
+fn title_case(c: char, out: &mut String) {
+    let title = match c {
+        'Ǆ' | 'ǅ' | 'ǆ' => "ǅ",
+        'Ǉ' | 'ǈ' | 'ǉ' => "ǈ",
+        'Ǌ' | 'ǋ' | 'ǌ' => "ǋ",
+        'Ǳ' | 'ǲ' | 'ǳ' => "ǲ",
+        'ß' => "Ss",
+        'ﬀ' => "Ff",
+        'ﬁ' => "Fi",
+        'ﬂ' => "Fl",
+        'ﬃ' => "Ffi",
+        'ﬄ' => "Ffl",
+        'ﬅ' | 'ﬆ' => "St",
+        'և' => "Եւ",
+        'ﬓ' => "Մն",
+        'ﬔ' => "Մե",
+        'ﬕ' => "Մի",
+        'ﬖ' => "Վն",
+        'ﬗ' => "Մխ",
+        '\u{1FB3}' | '\u{1FBC}' => "\u{1FBC}",
+        '\u{1FC3}' | '\u{1FCC}' => "\u{1FCC}",
+        '\u{1FF3}' | '\u{1FFC}' => "\u{1FFC}",
+        '\u{1FB2}' => "\u{1FBA}\u{345}",
+        '\u{1FB4}' => "\u{386}\u{345}",
+        '\u{1FC2}' => "\u{1FCA}\u{345}",
+        '\u{1FC4}' => "\u{389}\u{345}",
+        '\u{1FF2}' => "\u{1FFA}\u{345}",
+        '\u{1FF4}' => "\u{38F}\u{345}",
+        '\u{1FB7}' => "\u{391}\u{342}\u{345}",
+        '\u{1FC7}' => "\u{397}\u{342}\u{345}",
+        '\u{1FF7}' => "\u{3A9}\u{342}\u{345}",
+        // with a subscript iota (`ᾀ`): the same letter with the iota adscript (`ᾈ`), 8 further
+        '\u{1F80}'..='\u{1FAF}' => {
+            out.push(char::from_u32(c as u32 | 8).unwrap_or(c));
+            return;
+        }
+        '\u{10D0}'..='\u{10FA}' | '\u{10FD}'..='\u{10FF}' => {
+            out.push(c);
+            return;
+        }
+        _ => {
+            out.extend(c.to_uppercase());
+            return;
+        }
+    };
+    out.push_str(title);
 }
 
 fn split_part(s: &str, delim: &str, n: i64) -> Result<String, EvalErrorKind> {
@@ -1720,6 +1776,46 @@ fn rlike_dynamic(pattern: &str) -> Result<Arc<Regex>, EvalErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn initcap_title_cases_each_words_first_letter_as_spark() {
+        // Expected values: Spark 4.3's initcap of each string (pyspark, one run).
+        for (s, spark) in [
+            ("ﬁsh", "Fish"),
+            ("İstanbul", "İstanbul"),
+            ("ǅemal", "ǅemal"),
+            ("Ǉ", "ǈ"),
+            ("ǉubljana", "ǈubljana"),
+            ("straße STRASSE", "Straße Strasse"),
+            ("ßa", "Ssa"),
+            ("ŉa", "ʼNa"),
+            ("ǰx", "J̌x"),
+            ("ΐa", "Ϊ́a"),
+            ("ﬀ ﬃ ﬂ ﬄ ﬅ ﬆ", "Ff Ffi Fl Ffl St St"),
+            ("hello wORLD", "Hello World"),
+            ("a\tb c", "A\tb C"),
+            ("ΣΑΣ σας", "Σας Σας"),
+            ("ᾳbc", "ᾼbc"),
+            ("aİb", "Ai̇b"),
+            ("x ǆ ǳ Ǌ", "X ǅ ǲ ǋ"),
+            ("éCOLE", "École"),
+            ("İ", "İ"),
+            ("ı i", "I I"),
+            ("ꭰa", "Ꭰa"),
+            ("ᾀ ᾈ ᾷ ῃ ῳ", "ᾈ ᾈ ᾼ͂ ῌ ῼ"),
+            ("ა ბ", "ა ბ"),
+            ("ΑΣ", "Ας"),
+            ("ΑΣ Β", "Ας Β"),
+            ("և ﬓ", "Եւ Մն"),
+            ("  two  spaces ", "  Two  Spaces "),
+            ("", ""),
+            ("ǲ", "ǲ"),
+            ("123abc ABC-def", "123abc Abc-def"),
+            ("o'neil mcDONALD", "O'neil Mcdonald"),
+        ] {
+            assert_eq!(initcap(s), spark, "{s:?}");
+        }
+    }
 
     #[test]
     fn round_is_half_up_on_the_shortest_decimal_form() {
