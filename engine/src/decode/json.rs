@@ -440,7 +440,12 @@ impl<'a> Parser<'a> {
                 self.skip_value()?;
                 Ok(Value::Str(Arc::from(&self.s[start..self.pos])))
             }
-            Some(b'{' | b'[') => Err(wrong(col, &self.s[self.pos..], "a nested object or array")),
+            Some(b'{' | b'[') => {
+                // quoted as written when it is well formed (else the rest of the line)
+                let start = self.pos;
+                let end = if self.skip_value().is_ok() { self.pos } else { self.s.len() };
+                Err(wrong(col, &self.s[start..end], "a nested object or array"))
+            }
             _ => Err(self.err("expected a value (a string, number, object, array, true, false or null)")),
         }
     }

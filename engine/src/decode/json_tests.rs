@@ -350,6 +350,18 @@ fn nested_values_for_needed_columns_are_wrong_type() {
             assert!(matches!(one(ty, v), Err(DecodeError::WrongType { .. })), "{ty} {v}");
         }
     }
+    // the error quotes the value as written, not the rest of the line after it
+    let d = all("ts TIMESTAMP, v INT");
+    for (line, given) in [
+        (r#"{"ts": {"a":1}, "v": 1}"#, r#"{"a":1}"#),
+        (r#"{"ts": [1, {"x": [2]}] , "v": 1}"#, r#"[1, {"x": [2]}]"#),
+        (r#"{"ts": {"a":1, "v": 1}"#, r#"{"a":1, "v": 1}"#),
+    ] {
+        match d.decode(line.as_bytes()) {
+            Err(DecodeError::WrongType { given: g, .. }) => assert_eq!(g, given, "{line}"),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
 }
 
 #[test]
