@@ -326,7 +326,7 @@ fn a_union_of_columns_whose_types_do_not_meet_is_refused_naming_the_column() {
     // (BIGINT with DOUBLE widens to DOUBLE, as Spark: `tests/cases-sql/sql-union-widened-*`)
     refused(
         &sql_pipeline("SELECT k, v, ts FROM a UNION ALL SELECT k, v > 2, ts FROM b"),
-        &["query.sql", "column 2", "of type BOOLEAN", "compatible with BIGINT"],
+        &["query.sql", "column 2", "of type BOOLEAN", "at 1:44", "compatible with BIGINT"],
     );
 }
 

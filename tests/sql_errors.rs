@@ -85,6 +85,13 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.sql", "BOOLEAN", "at 1:9", "BIGINT"],
         ),
         ("timestamp minus timestamp", sql("SELECT ts - ts AS d FROM source"), vec!["query.sql", "TIMESTAMP", "at 1:8"]),
+        // the operand of the wrong type is named where it is written, not where the sum begins
+        (
+            "a number plus a boolean",
+            sql("SELECT k,\n  v + true AS x FROM source"),
+            vec!["query.sql", "arithmetic of BOOLEAN (true) at 2:7"],
+        ),
+        ("OR of a number", sql("SELECT k FROM source WHERE v > 1 OR n"), vec!["query.sql", "AND / OR of BIGINT (n) at 1:37"]),
         (
             "a day name in a pattern that parses text",
             sql("SELECT date_format(ts, 'EEE') AS day,\n  to_timestamp(k, 'EEE yyyy-MM-dd') AS t FROM source"),

@@ -458,6 +458,16 @@ impl Binder<'_> {
         if l.data_type == DataType::Date && matches!(op, BinaryOp::Plus | BinaryOp::Minus) {
             return self.date_add(pos, op == BinaryOp::Minus, l, r);
         }
+        // an operand of a type the operator does not take is named where it is written
+        let not_numeric =
+            |t: &Typed| !(t.data_type.is_numeric() || t.data_type == DataType::String || is_null_literal(t));
+        let arith_pos = if not_numeric(&l) {
+            ls.pos
+        } else if not_numeric(&r) {
+            rs.pos
+        } else {
+            pos
+        };
         let sym = match op {
             BinaryOp::Plus => "+",
             BinaryOp::Minus => "-",
@@ -477,11 +487,11 @@ impl Binder<'_> {
                     _ => ArithOp::IntDiv,
                 };
                 let name = format!("({} {sym} {})", l.name, r.name);
-                self.arith(pos, aop, false, l, r, name)
+                self.arith(arith_pos, aop, false, l, r, name)
             }
             BinaryOp::Divide => {
                 let name = format!("({} / {})", l.name, r.name);
-                self.divide(pos, false, l, r, name)
+                self.divide(arith_pos, false, l, r, name)
             }
             BinaryOp::Eq => self.compare(pos, CmpOp::Eq, l, r),
             BinaryOp::NotEq => Ok(self.not(self.compare(pos, CmpOp::Eq, l, r)?)),
@@ -501,8 +511,8 @@ impl Binder<'_> {
                 Ok(call(Func::NullSafeEq, vec![l, r], DataType::Boolean, name))
             }
             BinaryOp::And | BinaryOp::Or => {
-                let l = self.boolean(pos, l, "AND / OR")?;
-                let r = self.boolean(pos, r, "AND / OR")?;
+                let l = self.boolean(ls.pos, l, "AND / OR")?;
+                let r = self.boolean(rs.pos, r, "AND / OR")?;
                 let (name, node) = if op == BinaryOp::And {
                     (format!("({} AND {})", l.name, r.name), Node::And(Box::new(l), Box::new(r)))
                 } else {

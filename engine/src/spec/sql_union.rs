@@ -215,8 +215,16 @@ fn widened(q: &QuerySyntax, b: usize, so_far: &Schema, out: &Schema) -> Result<S
     let mut fields = Vec::with_capacity(first.len());
     for (c, (o, f)) in out.fields().iter().zip(first.fields()).enumerate() {
         let Some(data_type) = union_type(f.data_type, o.data_type) else {
+            // at the column's own item where the select list has no `*` (items are columns)
+            let item = match q.items.iter().any(|i| matches!(i, SelectItemSyntax::Wildcard { .. })) {
+                false => q.items.get(c).map(|i| match i {
+                    SelectItemSyntax::Wildcard { pos, .. } => *pos,
+                    SelectItemSyntax::Expr { syntax, .. } => syntax.pos,
+                }),
+                true => None,
+            };
             return Err(at(
-                pos,
+                item.unwrap_or(pos),
                 format!("column {} ({}) of query {} of type {}", c + 1, quote(&o.name), b + 1, o.data_type),
                 format!(
                     "a type compatible with {}, the type of the union's column {} ({}) so far: numbers (widened), a string with a number, boolean, date or timestamp, a date with a timestamp, as Spark (or CAST one of them)",
