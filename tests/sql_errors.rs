@@ -91,7 +91,11 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             sql("SELECT k,\n  v + true AS x FROM source"),
             vec!["query.sql", "arithmetic of BOOLEAN (true) at 2:7"],
         ),
-        ("OR of a number", sql("SELECT k FROM source WHERE v > 1 OR n"), vec!["query.sql", "AND / OR of BIGINT (n) at 1:37"]),
+        (
+            "OR of a number",
+            sql("SELECT k FROM source WHERE v > 1 OR n"),
+            vec!["query.sql", "AND / OR of BIGINT (n) at 1:37"],
+        ),
         (
             "a day name in a pattern that parses text",
             sql("SELECT date_format(ts, 'EEE') AS day,\n  to_timestamp(k, 'EEE yyyy-MM-dd') AS t FROM source"),

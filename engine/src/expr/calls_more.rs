@@ -738,16 +738,7 @@ impl Binder<'_> {
             "string" | "int" | "bigint" | "double" | "float" | "boolean" | "date" | "timestamp" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
-                let to = match lower {
-                    "string" => DataType::String,
-                    "int" => DataType::Int,
-                    "bigint" => DataType::Long,
-                    "double" => DataType::Double,
-                    "float" => DataType::Float,
-                    "boolean" => DataType::Boolean,
-                    "date" => DataType::Date,
-                    _ => DataType::Timestamp,
-                };
+                let to = super::query::cast_function(lower).unwrap_or(DataType::Timestamp);
                 let name = x.name.clone();
                 Typed { name, ..self.cast(pos, x, to, false)? }
             }

@@ -240,11 +240,41 @@ impl Syntax {
             Err(never) => match never {},
         };
         s.pos = Pos::default();
-        match &mut s.kind {
-            SyntaxKind::Column(parts) => parts.iter_mut().for_each(|p| *p = p.to_ascii_lowercase()),
-            SyntaxKind::Call { name, .. } => *name = name.to_ascii_lowercase(),
-            _ => {}
+        let cast = match &mut s.kind {
+            SyntaxKind::Column(parts) => {
+                parts.iter_mut().for_each(|p| *p = p.to_ascii_lowercase());
+                None
+            }
+            SyntaxKind::Call { name, args } => {
+                *name = name.to_ascii_lowercase();
+                // a cast function is the CAST it stands for: `int(d)` is `CAST(d AS INT)` and
+                // `d::int`, as Spark's analyzer finds one GROUP BY key in each spelling
+                match (cast_function(name), args.as_slice()) {
+                    (Some(to), [arg]) => Some(SyntaxKind::Cast { expr: Box::new(arg.clone()), to, try_cast: false }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(kind) = cast {
+            s.kind = kind;
         }
         s
     }
+}
+
+/// The type a cast function casts to (`int(x)` is `CAST(x AS INT)`; lower-case name).
+pub(crate) fn cast_function(name: &str) -> Option<crate::schema::DataType> {
+    use crate::schema::DataType;
+    Some(match name {
+        "string" => DataType::String,
+        "int" => DataType::Int,
+        "bigint" => DataType::Long,
+        "double" => DataType::Double,
+        "float" => DataType::Float,
+        "boolean" => DataType::Boolean,
+        "date" => DataType::Date,
+        "timestamp" => DataType::Timestamp,
+        _ => return None,
+    })
 }

@@ -308,7 +308,8 @@ impl Aggregation<'_> {
                 Key::Expr(e) => {
                     let typed = bind(e, schema).map_err(sql_error)?;
                     let name = match &e.kind {
-                        SyntaxKind::Column(parts) => {
+                        // (a struct's field, `st.b`, is a computed key)
+                        SyntaxKind::Column(parts) if parts.len() == 1 => {
                             keep(&parts[0], &mut projection);
                             projection.iter().find(|(n, _)| same_column(n, &parts[0])).map(|(n, _)| n.clone())
                         }
@@ -376,6 +377,7 @@ impl Aggregation<'_> {
             window: window.as_ref().map(|(_, call, session)| (*call, *session)),
             measures: measures.iter().map(|m| (&m.call, "")).collect(),
             schema,
+            written: Default::default(),
         };
         for e in self.items.iter().map(|i| &i.syntax).chain(self.having.as_ref()) {
             check.apply(e)?;
@@ -400,6 +402,7 @@ impl Aggregation<'_> {
             window: window.as_ref().map(|(_, call, session)| (*call, *session)),
             measures: measures.iter().zip(specs).map(|(m, s)| (&m.call, s.output_name.as_str())).collect(),
             schema,
+            written: Default::default(),
         };
         let mut output_steps = Vec::new();
         if let Some(h) = &self.having {
@@ -409,6 +412,7 @@ impl Aggregation<'_> {
         let renamed = renamed_columns(&projection, schema);
         let mut list = Vec::with_capacity(self.items.len());
         for item in self.items {
+            rewrite.written.borrow_mut().clear();
             let e = rewrite.apply(&item.syntax)?;
             let alias = item
                 .alias
@@ -417,7 +421,9 @@ impl Aggregation<'_> {
                 .or_else(|| rewrite.key_name(&item.syntax));
             let mut projected = project(&e, alias.as_deref(), &out_schema)?;
             if alias.is_none() {
-                projected.name = spark_named(&projected.name, &renamed);
+                let mut written = rewrite.written.take();
+                written.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+                projected.name = spark_named(&spark_named(&projected.name, &written), &renamed);
             }
             list.push(projected);
         }
@@ -516,6 +522,10 @@ struct Rewrite<'a> {
     window: Option<(&'a Syntax, bool)>,
     measures: Vec<(&'a Syntax, &'a str)>,
     schema: &'a Schema,
+    /// The keys met inside expressions since the last take, written otherwise than their
+    /// columns are named: (the key's column, Spark's name of the key as written there: `d` for
+    /// `int(d)` where the key is `CAST(d AS INT)`).
+    written: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl Rewrite<'_> {
@@ -535,7 +545,7 @@ impl Rewrite<'_> {
         let n = s.normalized();
         let (name, _) = self.keys.iter().find(|(_, k)| k.normalized() == n)?;
         Some(match &s.kind {
-            SyntaxKind::Column(parts) => parts[0].clone(),
+            SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
             _ => bind(s, self.schema).map(|t| t.output_name().to_string()).unwrap_or_else(|_| name.clone()),
         })
     }
@@ -549,6 +559,13 @@ impl Rewrite<'_> {
         }
         if let Some((name, _)) = self.keys.iter().find(|(_, k)| k.normalized() == n) {
             let written_name = self.key_name(s).unwrap_or_else(|| name.clone());
+            // inside an expression the key is named as written there (`int(d) + 1` is `(d + 1)`)
+            if !matches!(s.kind, SyntaxKind::Column(_))
+                && let Ok(t) = bind(s, self.schema)
+                && t.name != *name
+            {
+                self.written.borrow_mut().push((name.clone(), t.name));
+            }
             return Ok(column_named(&written_name, name, s.pos));
         }
         // the GROUP BY window by Spark's name of it (`window`, `session_window`), or a field
