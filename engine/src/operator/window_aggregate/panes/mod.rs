@@ -355,8 +355,6 @@ impl PaneState {
         None
     }
 
-    /// The index of the pane at `start` in the group, created (empty) when absent. Windows with
-    /// end <= `late` become final for the group (they are, by the module invariant).
     /// A global aggregation's batch end ([`WindowAggregate::own_global_group`]): its one group,
     /// opened with the aggregates of no rows when no record came yet, marked changed so that
     /// update mode emits it in every batch (complete mode emits every group anyway).
@@ -369,6 +367,8 @@ impl PaneState {
         self.mark_changed(slot, i);
     }
 
+    /// The index of the pane at `start` in the group, created (empty) when absent. Windows with
+    /// end <= `late` become final for the group (they are, by the module invariant).
     fn open_pane(
         &mut self,
         slot: u32,
