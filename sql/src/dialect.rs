@@ -21,9 +21,7 @@ fn next_is_div(parser: &Parser) -> bool {
 
 /// Whether `token` names a unit of a day-time interval (`HOURS`, `minute`, `WEEK`, ...).
 fn is_interval_unit(token: &Token) -> bool {
-    let Token::Word(w) = token else { return false };
-    let unit = w.value.to_ascii_uppercase();
-    matches!(unit.trim_end_matches('S'), "WEEK" | "DAY" | "HOUR" | "MINUTE" | "SECOND" | "MILLISECOND" | "MICROSECOND")
+    matches!(token, Token::Word(w) if crate::interval_unit(&w.value).is_some())
 }
 
 /// After an interval's unit (`INTERVAL 2 HOURS`), a further `n UNIT` (or `-n UNIT`) of the same

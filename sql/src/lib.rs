@@ -418,7 +418,7 @@ const INTERVAL_FIELDS: [&str; 4] = ["DAY", "HOUR", "MINUTE", "SECOND"];
 /// A unit of an interval literal: its field (an index of [`INTERVAL_FIELDS`]), its length in
 /// µs, and whether its number may have a fraction (SECOND only, as Spark). YEAR and MONTH (a
 /// year-month interval) are not taken.
-fn interval_unit(unit: &str) -> Option<(usize, i128, bool)> {
+pub(crate) fn interval_unit(unit: &str) -> Option<(usize, i128, bool)> {
     Some(match unit.to_ascii_uppercase().trim_end_matches('S') {
         "WEEK" => (0, 7 * 86_400_000_000, false),
         "DAY" => (0, 86_400_000_000, false),

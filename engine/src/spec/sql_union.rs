@@ -193,10 +193,9 @@ fn distinct_names(q: &QuerySyntax, list: &[PipelineExpr]) -> Result<(), SpecErro
 }
 
 /// The union's columns after branch `b` (`out`), matched by position with those of the
-/// branches before it (`so_far`: the first branch's names): as many, each pair of types meeting
+/// branches before it (`first`: the first branch's names): as many, each pair of types meeting
 /// in a wider one ([`union_type`]).
-fn widened(q: &QuerySyntax, b: usize, so_far: &Schema, out: &Schema) -> Result<Schema, SpecError> {
-    let first = so_far;
+fn widened(q: &QuerySyntax, b: usize, first: &Schema, out: &Schema) -> Result<Schema, SpecError> {
     let pos = q.items.first().map_or(q.from.pos, |i| match i {
         SelectItemSyntax::Wildcard { pos, .. } => *pos,
         SelectItemSyntax::Expr { syntax, .. } => syntax.pos,
