@@ -294,6 +294,33 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.sql", "CAST to FOOTYPE", "INT, BIGINT", "DECIMAL(p, s)"],
         ),
         (
+            // the keyword, not the operand (sqlparser's span of a CAST starts at its operand),
+            // nor the inner CAST of a nested one
+            "a CAST to ARRAY, nested",
+            sql("SELECT k,\n  CAST(CAST(v AS STRING) AS ARRAY<STRING>) AS a FROM source"),
+            vec!["query.sql", "CAST to ARRAY<STRING> at 2:3"],
+        ),
+        (
+            "a TRY_CAST to MAP over a parenthesized operand",
+            sql("SELECT try_cast( (v + 1) AS MAP<STRING, INT>) FROM source"),
+            vec!["query.sql", "CAST to MAP<STRING, INT> at 1:8"],
+        ),
+        (
+            "substring with one argument, at the function",
+            sql("SELECT substring(k) FROM source"),
+            vec!["query.sql", "substring with 1 argument at 1:8", "2 to 3 arguments"],
+        ),
+        (
+            "a month beside days in one interval literal, at INTERVAL",
+            sql("SELECT ts + INTERVAL 1 DAY 1 MONTH AS t FROM source"),
+            vec!["query.sql", "`INTERVAL '1 DAY 1 MONTH'` at 1:13", "DAY, HOUR, MINUTE"],
+        ),
+        (
+            "a fraction of minutes, at INTERVAL",
+            sql("SELECT k FROM source WHERE ts > t2 +\n    INTERVAL '1.5' MINUTES"),
+            vec!["query.sql", "at 2:5", "a fraction of SECOND only"],
+        ),
+        (
             "a GROUP BY position past the select list",
             sql("SELECT k, count(*) FROM source GROUP BY 3"),
             vec!["query.sql", "position 3", "at 1:41", "from 1 to 2"],

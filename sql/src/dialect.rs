@@ -19,9 +19,13 @@ fn next_is_div(parser: &Parser) -> bool {
     matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::DIV)
 }
 
-/// Whether `token` names a unit of a day-time interval (`HOURS`, `minute`, `WEEK`, ...).
+/// Whether `token` names a unit of an interval: of a day-time one (`HOURS`, `minute`, `WEEK`,
+/// ...), or `YEAR` / `MONTH`, which the lowering refuses; joined all the same, so that
+/// `INTERVAL 1 DAY 1 MONTH` is refused as one literal at its `INTERVAL`, not as text after the
+/// query.
 fn is_interval_unit(token: &Token) -> bool {
-    matches!(token, Token::Word(w) if crate::interval_unit(&w.value).is_some())
+    matches!(token, Token::Word(w) if crate::interval_unit(&w.value).is_some()
+        || matches!(w.value.to_ascii_uppercase().trim_end_matches('S'), "YEAR" | "MONTH"))
 }
 
 /// After an interval's unit (`INTERVAL 2 HOURS`), a further `n UNIT` (or `-n UNIT`) of the same

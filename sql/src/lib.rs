@@ -286,6 +286,43 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The position of the keyword written right before `at` (one of `words`, in any case),
+    /// past whitespace, opening parentheses and a sign: `CAST` for the operand of `CAST((x) AS
+    /// INT)`, `INTERVAL` for the `-1` of `INTERVAL -1 HOUR`. sqlparser gives a CAST, SUBSTRING,
+    /// INTERVAL, ... the span of what it holds, so an error about the whole construct would
+    /// otherwise point at its operand. `None` when the text before `at` is no such keyword.
+    fn keyword_before(at: Pos, words: &[&str]) -> Option<Pos> {
+        SOURCE.with(|s| {
+            let s = s.borrow();
+            let start = byte_at(&s, sqlparser::tokenizer::Location { line: at.line, column: at.column })?;
+            let before = s.get(..start)?.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '(' | '-' | '+'));
+            let word_start = before
+                .char_indices()
+                .rev()
+                .take_while(|(_, c)| c.is_ascii_alphanumeric() || *c == '_')
+                .last()
+                .map(|(i, _)| i)?;
+            let word = &before[word_start..];
+            if !words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+                return None;
+            }
+            let line_start = before[..word_start].rfind('\n').map_or(0, |i| i + 1);
+            Some(Pos {
+                line: 1 + before[..word_start].matches('\n').count() as u64,
+                column: 1 + before[line_start..word_start].chars().count() as u64,
+            })
+        })
+    }
+}
+
+/// `kind` at the keyword that `words` lists, written right before `inner` (the position of the
+/// construct's first lowered operand); at `e`'s own start when the text has no such keyword
+/// there ([`Source::keyword_before`]).
+fn keyword_node(kind: SyntaxKind, e: &Expr, inner: Pos, words: &[&str]) -> Syntax {
+    Syntax { kind, pos: Source::keyword_before(inner, words).unwrap_or_else(|| pos(e.span().start)) }
+}
+
 impl Drop for Source {
     fn drop(&mut self) {
         let before = std::mem::take(&mut self.0);
@@ -362,7 +399,8 @@ fn number(text: &str, long: bool) -> Result<Literal, String> {
 }
 
 /// The engine type of a CAST target, by its SQL name.
-fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlError> {
+/// The engine's type of a `CAST(... AS t)` written at `at` (its keyword).
+fn cast_type(t: &ast::DataType, at: Pos) -> Result<eddy_engine::DataType, SqlError> {
     use eddy_engine::DataType as T;
     let name = t.to_string().to_ascii_uppercase();
     Ok(match name.as_str() {
@@ -378,21 +416,21 @@ fn cast_type(t: &ast::DataType, at: &Expr) -> Result<eddy_engine::DataType, SqlE
             match eddy_engine::Schema::parse_ddl(&format!("c {d}")).map(|s| s.fields()[0].data_type) {
                 Ok(t) => t,
                 Err(eddy_engine::schema::SchemaError::Ddl { why, .. }) => {
-                    return Err(unsupported(
-                        at,
-                        format!("CAST to {name} ({why})"),
-                        "DECIMAL(p, s) with p <= 38, s <= p",
-                    ));
+                    return Err(SqlError::Unsupported {
+                        pos: at,
+                        found: format!("CAST to {name} ({why})"),
+                        allowed: "DECIMAL(p, s) with p <= 38, s <= p".into(),
+                    });
                 }
             }
         }
         "DATE" => T::Date,
         _ => {
-            return Err(unsupported(
-                at,
-                format!("CAST to {name}"),
-                "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s)",
-            ));
+            return Err(SqlError::Unsupported {
+                pos: at,
+                found: format!("CAST to {name}"),
+                allowed: "INT, BIGINT, DOUBLE, FLOAT, STRING, BOOLEAN, TIMESTAMP, DATE, DECIMAL(p, s)".into(),
+            });
         }
     })
 }
@@ -615,14 +653,15 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
             }
         }
         Expr::Interval(iv) => {
-            let refused = || {
-                unsupported(
-                    e,
-                    format!("`{e}`"),
-                    "INTERVAL n UNIT with UNIT one of DAY, HOUR, MINUTE, SECOND, WEEK, MILLISECOND, MICROSECOND \
+            // at the keyword: the parser's span of an interval starts at its number
+            let at = Source::keyword_before(pos(iv.value.span().start), &["interval"]).unwrap_or(pos(e.span().start));
+            let refused = || SqlError::Unsupported {
+                pos: at,
+                found: format!("`{e}`"),
+                allowed: "INTERVAL n UNIT with UNIT one of DAY, HOUR, MINUTE, SECOND, WEEK, MILLISECOND, MICROSECOND \
                      (plural too; a fraction of SECOND only), several at once (INTERVAL 2 HOURS 30 MINUTES), \
-                     INTERVAL 'n' UNIT, INTERVAL 'n UNIT ...'",
-                )
+                     INTERVAL 'n' UNIT, INTERVAL 'n UNIT ...'"
+                    .into(),
             };
             let parts: Vec<(String, String)> = match (iv.value.as_ref(), &iv.leading_field, &iv.last_field) {
                 (value, Some(unit), None) => vec![(interval_number(value).ok_or_else(refused)?, unit.to_string())],
@@ -640,10 +679,19 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
             };
             let (micros, start, end) = match day_time_interval(&parts) {
                 Some(Ok(parsed)) => parsed,
-                Some(Err(())) => return Err(unsupported(e, format!("{e} (out of range)"), "a smaller interval")),
+                Some(Err(())) => {
+                    return Err(SqlError::Unsupported {
+                        pos: at,
+                        found: format!("{e} (out of range)"),
+                        allowed: "a smaller interval".into(),
+                    });
+                }
                 None => return Err(refused()),
             };
-            node(SyntaxKind::Literal(Literal::Interval { micros, text: interval_text(micros, start, end) }), e)
+            Syntax {
+                kind: SyntaxKind::Literal(Literal::Interval { micros, text: interval_text(micros, start, end) }),
+                pos: at,
+            }
         }
         Expr::UnaryOp { op, expr } => match op {
             UnaryOperator::Minus => match lower(expr)? {
@@ -775,7 +823,14 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                 CastKind::TryCast => true,
                 CastKind::SafeCast => return Err(unsupported(e, "SAFE_CAST", "CAST, ::, TRY_CAST")),
             };
-            node(SyntaxKind::Cast { expr: boxed(expr)?, to: cast_type(data_type, e)?, try_cast }, e)
+            let operand = boxed(expr)?;
+            // `x::INT` starts at `x`; `CAST(x AS INT)` at its keyword
+            let at = match kind {
+                CastKind::DoubleColon => pos(e.span().start),
+                _ => Source::keyword_before(operand.pos, &["cast", "try_cast"]).unwrap_or(pos(e.span().start)),
+            };
+            let to = cast_type(data_type, at)?;
+            Syntax { kind: SyntaxKind::Cast { expr: operand, to, try_cast }, pos: at }
         }
         Expr::Substring { expr, substring_from, substring_for, shorthand, .. } => {
             let mut args = vec![lower(expr)?];
@@ -786,10 +841,13 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                 args.push(lower(f)?);
             }
             let name = if *shorthand { "substr" } else { "substring" };
-            node(SyntaxKind::Call { name: name.into(), args }, e)
+            let inner = args[0].pos;
+            keyword_node(SyntaxKind::Call { name: name.into(), args }, e, inner, &["substring", "substr"])
         }
         Expr::Trim { trim_where: None, trim_what: None, expr, trim_characters: None } => {
-            node(SyntaxKind::Call { name: "trim".into(), args: vec![lower(expr)?] }, e)
+            let operand = lower(expr)?;
+            let inner = operand.pos;
+            keyword_node(SyntaxKind::Call { name: "trim".into(), args: vec![operand] }, e, inner, &["trim"])
         }
         Expr::Trim { trim_where, trim_what, expr, trim_characters: None } => {
             let side = match trim_where {
@@ -801,7 +859,9 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
         }
         // `POSITION(sub IN s)` is Spark's `locate(sub, s)` (and named so)
         Expr::Position { expr, r#in } => {
-            node(SyntaxKind::Call { name: "locate".into(), args: vec![lower(expr)?, lower(r#in)?] }, e)
+            let args = vec![lower(expr)?, lower(r#in)?];
+            let inner = args[0].pos;
+            keyword_node(SyntaxKind::Call { name: "locate".into(), args }, e, inner, &["position"])
         }
         // `EXTRACT(field FROM x)`: a call of `extract` with the field as written (the parser
         // upper-cases it; Spark's name keeps the text)
@@ -813,7 +873,14 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
         Expr::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }
         | Expr::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
             let name = if matches!(e, Expr::Ceil { .. }) { "ceil" } else { "floor" };
-            node(SyntaxKind::Call { name: name.into(), args: vec![lower(expr)?] }, e)
+            let operand = lower(expr)?;
+            let inner = operand.pos;
+            keyword_node(
+                SyntaxKind::Call { name: name.into(), args: vec![operand] },
+                e,
+                inner,
+                &["ceil", "ceiling", "floor"],
+            )
         }
         // `named_struct('k', v).k`: fields of a struct-valued expression
         Expr::CompoundFieldAccess { root, access_chain } => {
