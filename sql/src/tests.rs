@@ -309,3 +309,27 @@ fn interval_literals_are_read_and_named_as_spark() {
         assert!(bind_expression(expr, &schema).is_err(), "{expr}");
     }
 }
+
+/// A CAST, SUBSTRING or INTERVAL is placed at its keyword (sqlparser's span starts at what it
+/// holds): counted in characters after non-ASCII text, on the keyword's own line, and for a
+/// nested CAST at the outer one.
+#[test]
+fn constructs_written_with_a_keyword_are_placed_at_it() {
+    let at = |text: &str| match parse_expression(text) {
+        Ok(p) => (p.syntax.pos.line, p.syntax.pos.column),
+        Err(e) => panic!("{text}: {e}"),
+    };
+    assert_eq!(at("CAST(qty AS STRING)"), (1, 1));
+    assert_eq!(at("  try_cast(\n ( qty ) AS INT)"), (1, 3));
+    assert_eq!(at("CAST(CAST(qty AS STRING) AS INT)"), (1, 1));
+    assert_eq!(at("qty::STRING"), (1, 1));
+    assert_eq!(at("SUBSTRING(name, 2)"), (1, 1));
+    assert_eq!(at("INTERVAL -1 HOUR"), (1, 1));
+    let unsupported_at = |text: &str| match bind_expression(text, &schema()) {
+        Err(SqlError::Unsupported { pos, .. }) => (pos.line, pos.column),
+        other => panic!("{text}: {other:?}"),
+    };
+    assert_eq!(unsupported_at("concat('é€', CAST(qty AS ARRAY<INT>))"), (1, 14));
+    assert_eq!(unsupported_at("concat(name,\n  cast(CAST(qty AS STRING) AS MAP<STRING, INT>))"), (2, 3));
+    assert_eq!(unsupported_at("'été' || INTERVAL 2 MONTHS"), (1, 10));
+}
