@@ -330,6 +330,16 @@ impl QueryPlan {
                 };
                 let offset = usize::from(!matches!(window, WindowKind::None));
                 let pk = (0..key_columns.len()).map(|i| i + offset).collect();
+                // Spark judges lateness and evicts a window only through its time column's own
+                // watermark: a window over another column (a second timestamp, one computed from
+                // the watermarked column, a static table's) carries none, so nothing is late and
+                // nothing is evicted (append is refused there at validation)
+                let watermark = match &window {
+                    WindowKind::Fixed { column, .. } | WindowKind::Session { column, .. } => {
+                        watermark.filter(|(c, _)| c == column)
+                    }
+                    WindowKind::None => watermark,
+                };
                 (
                     OperatorPlan::Window(WindowAggregateConfig {
                         mode,
