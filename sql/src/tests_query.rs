@@ -143,6 +143,21 @@ fn a_subquery_that_joins_is_the_from_of_the_query_over_it() {
 }
 
 #[test]
+fn a_subquery_that_aggregates_without_group_by_is_the_from_of_the_query_over_it() {
+    // a global aggregate (Spark's aggregation without grouping keys), by an aggregate call or
+    // a HAVING alone
+    for text in [
+        "SELECT n * 2 AS m FROM (SELECT count(*) AS n FROM s) AS g",
+        "SELECT m FROM (SELECT 1 AS m FROM s HAVING count(*) > 1)",
+    ] {
+        let q = parse_query(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let inner = q.subquery.expect("the subquery");
+        assert_eq!(inner.from.name, "s", "{text}");
+        assert!(inner.group_by.is_empty(), "{text}");
+    }
+}
+
+#[test]
 fn a_construct_the_parser_gives_no_position_is_refused_where_its_expression_is() {
     // sqlparser gives a lambda and an empty tuple no span: the error is placed at the enclosing
     // expression (or GROUP), never at 0:0
