@@ -153,10 +153,11 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
 /// `output_mode` as written (default update), `watermark` the query's (the sources', on the
 /// union's columns), `schema` the union's columns.
 ///
-/// Append is Spark's rule for an aggregation in append mode (`UnsupportedOperationChecker`):
-/// it needs a watermark on one of the group keys, here the union's watermarked TIMESTAMP
-/// column; each distinct row is then emitted once, when the watermark passes its time, and
-/// evicted (a later duplicate at or below the previous batch's watermark is late and dropped).
+/// Append follows Spark's rule for an aggregation in append mode (`UnsupportedOperationChecker`,
+/// `STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION`): it needs a watermark on one of the group
+/// keys, here the union's watermarked TIMESTAMP column; each distinct row is then emitted once,
+/// when the watermark reaches its time, and evicted (a later duplicate at or below the previous
+/// batch's watermark is late and dropped).
 ///
 /// # Errors
 /// At `query.output_mode` for a mode other than update, complete and append, and for append
@@ -166,7 +167,7 @@ pub(crate) fn distinct_output_mode(
     watermark: Option<&super::WatermarkSpec>,
     schema: &Schema,
 ) -> Result<super::OutputMode, SpecError> {
-    const ALLOWED: &str = "\"update\" (the default), \"complete\", or \"append\" with a [watermark] on a TIMESTAMP column the union selects (Spark runs UNION as an aggregation over every column: Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark)";
+    const ALLOWED: &str = "\"update\" (the default), \"complete\", or \"append\" with a [watermark] on a TIMESTAMP column the union selects (Spark runs UNION as an aggregation over every column, and says of append without a watermark: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION, not supported for streaming aggregations without watermark)";
     match output_mode.map(str::to_ascii_lowercase).as_deref() {
         None | Some("update") => Ok(super::OutputMode::Update),
         Some("complete") => Ok(super::OutputMode::Complete),
