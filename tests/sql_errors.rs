@@ -728,6 +728,16 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
             vec!["query.sql", "a subquery in FROM that joins without aggregating, over one source at 2:"],
         ),
         (
+            // Spark runs it (a stream-static join after an aggregation); not implemented yet
+            "a table joined with an aggregating subquery's rows",
+            sql_with(
+                "SELECT a.k, a.n, p.price\nFROM (SELECT k, count(*) AS n FROM source GROUP BY k) a\nJOIN prices p ON a.k = p.k",
+                "output_mode = \"update\"",
+                &table(""),
+            ),
+            vec!["query.sql", "a JOIN of an aggregating subquery's rows", "not implemented yet", "at 3:6"],
+        ),
+        (
             "an unknown table",
             sql_with("SELECT s.k FROM source s JOIN fx f ON s.k = f.k", "", &table("")),
             vec!["query.sql", "the unknown relation fx at 1:31", "prices (a table)"],

@@ -270,6 +270,20 @@ fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySynt
     // something) is refused where it stands, by `from_item`
     let grouped = matches!(&inner.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
     let joins = matches!(inner.from.as_slice(), [one] if !one.joins.is_empty());
+    // an aggregation's rows joined with a table (or a source) by name: Spark runs a
+    // stream-static join there; Eddy's joins run on the sources' records only, before the
+    // operator (a join of two aggregated streams, a subquery beside a subquery, is refused
+    // where it stands, as Spark refuses it)
+    if let [join] = relation.joins.as_slice()
+        && matches!(join.relation, TableFactor::Table { .. })
+        && (grouped || aggregates_globally(text, inner))
+    {
+        return Err(unsupported(
+            &join.relation,
+            "a JOIN of an aggregating subquery's rows (a join after an aggregation: not implemented yet)",
+            "a JOIN of the records before the aggregation: SELECT ... FROM s JOIN t ON ... GROUP BY ... (which gives other rows where t has several rows of a key)",
+        ));
+    }
     if !relation.joins.is_empty() || !(grouped || joins || aggregates_globally(text, inner)) {
         return Ok(None);
     }

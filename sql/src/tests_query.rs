@@ -158,6 +158,25 @@ fn a_subquery_that_aggregates_without_group_by_is_the_from_of_the_query_over_it(
 }
 
 #[test]
+fn a_join_of_an_aggregating_subquerys_rows_with_a_table_is_refused_at_the_table() {
+    // Spark runs a stream-static join after an aggregation; Eddy joins before the operator only
+    let found = "a JOIN of an aggregating subquery's rows";
+    let cases: &[(&str, Pos, &str)] = &[
+        (
+            "SELECT a.k, t.label FROM (SELECT k, count(*) AS n FROM s GROUP BY k) a\nJOIN t ON a.k = t.k",
+            Pos { line: 2, column: 6 },
+            found,
+        ),
+        (
+            "SELECT a.n, t.label FROM (SELECT count(*) AS n FROM s) a\nLEFT JOIN t ON a.n = t.n",
+            Pos { line: 2, column: 11 },
+            found,
+        ),
+    ];
+    assert_refused_where_named(cases);
+}
+
+#[test]
 fn a_construct_the_parser_gives_no_position_is_refused_where_its_expression_is() {
     // sqlparser gives a lambda and an empty tuple no span: the error is placed at the enclosing
     // expression (or GROUP), never at 0:0
