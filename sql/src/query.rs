@@ -256,11 +256,17 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     Ok(QuerySyntax { items, from, join, selection, group_by, having, union, subquery })
 }
 
-/// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` (or a global aggregate: `( SELECT count(*) ...
-/// )`) without a join, where the inner SELECT is one query (not a union): the name the outer query reads it by (the alias; empty without one) and
-/// the inner query, for a chained aggregation (SQL.md "Chained aggregations"); also `FROM (
+/// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` (or a global aggregate: `( SELECT count(*)
+/// ... )`) without a join, where the inner SELECT is one query (not a union): the name the outer
+/// query reads it by (the alias; empty without one) and the inner query, for a chained
+/// aggregation (SQL.md "Chained aggregations") or a select over an aggregation; also `FROM (
 /// SELECT ... FROM a JOIN b ON ... ) [AS] alias`, a join the outer query aggregates (the engine
 /// refuses it where it reads no two sources). `None` for any other FROM.
+///
+/// # Errors
+/// An aggregating subquery joined with a relation named in FROM (`FROM ( SELECT ... GROUP BY
+/// ... ) a JOIN t ON ...`), at `t`; WITH, ORDER BY or LIMIT in the subquery; column aliases on
+/// it; an inner query that does not lower.
 fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySyntax)>, SqlError> {
     let [relation] = s.from.as_slice() else { return Ok(None) };
     let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
@@ -270,13 +276,14 @@ fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySynt
     // something) is refused where it stands, by `from_item`
     let grouped = matches!(&inner.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
     let joins = matches!(inner.from.as_slice(), [one] if !one.joins.is_empty());
+    let aggregating = grouped || aggregates_globally(text, inner);
     // an aggregation's rows joined with a table (or a source) by name: Spark runs a
     // stream-static join there; Eddy's joins run on the sources' records only, before the
     // operator (a join of two aggregated streams, a subquery beside a subquery, is refused
     // where it stands, as Spark refuses it)
     if let [join] = relation.joins.as_slice()
         && matches!(join.relation, TableFactor::Table { .. })
-        && (grouped || aggregates_globally(text, inner))
+        && aggregating
     {
         return Err(unsupported(
             &join.relation,
@@ -284,7 +291,7 @@ fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySynt
             "a JOIN of the records before the aggregation: SELECT ... FROM s JOIN t ON ... GROUP BY ... (which gives other rows where t has several rows of a key)",
         ));
     }
-    if !relation.joins.is_empty() || !(grouped || joins || aggregates_globally(text, inner)) {
+    if !relation.joins.is_empty() || !(aggregating || joins) {
         return Ok(None);
     }
     if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
