@@ -215,3 +215,49 @@ fn explain_shows_an_aggregation_after_a_stream_stream_join_its_edge_and_the_wate
         "{text}"
     );
 }
+
+/// The pipeline file of the golden case `name` (tests/cases-sql).
+fn sql_case(name: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases-sql").join(name).join("pipeline.toml"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn explain_shows_a_union_in_append_mode_as_an_aggregation_keyed_by_every_column() {
+    let out = explain(&sql_case("sql-union-distinct-append"));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tail: Vec<&str> = text.lines().skip_while(|l| !l.contains("routing")).collect();
+    let expected = [
+        "  8. routing by partition key (user, page, ts) to the partition actor owning its key range",
+        "    out: user STRING, page STRING, ts TIMESTAMP",
+        "chained on the partition actor's thread:",
+        "  9. window aggregate: key (user, page, ts), no window, measures none (the distinct keys), output mode append, the sources' combined watermark",
+        "    out: user STRING, page STRING, ts TIMESTAMP",
+        "  10. sink: files ./output",
+    ];
+    assert_eq!(tail.get(..expected.len()), Some(&expected[..]), "{text}");
+}
+
+#[test]
+fn explain_shows_a_select_over_a_global_aggregate_as_its_row_projected() {
+    let out = explain(&sql_case("sql-select-over-global-aggregate"));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tail: Vec<&str> = text.lines().skip_while(|l| !l.contains("routing")).collect();
+    let expected = [
+        "  5. routing: no partition key: every record to one partition actor (an aggregation without key columns)",
+        "    out: k STRING, v INT, ts TIMESTAMP",
+        "chained on the partition actor's thread:",
+        "  6. window aggregate: key (), no window, measures count(*) AS count(1), sum(v) AS sum(v), max(k) AS max(k), output mode update, no watermark",
+        "    out: count(1) BIGINT, sum(v) BIGINT, max(k) STRING",
+        "  7. select list (query.sql): count(1) AS n, sum(v) AS total, max(k) AS mk",
+        "    out: n BIGINT, total BIGINT, mk STRING",
+    ];
+    assert_eq!(tail.get(..expected.len()), Some(&expected[..]), "{text}");
+    // then the outer WHERE (n >= 0) and the outer select list on each row
+    let outer = "select list (query.sql): (n * 2) AS m, total, upper(mk) AS mk, (n > 2) AS many";
+    assert!(tail.iter().any(|l| l.ends_with(outer)), "{text}");
+}

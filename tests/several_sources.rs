@@ -351,6 +351,19 @@ fn a_distinct_union_under_an_aggregation_is_refused() {
 }
 
 #[test]
+fn a_distinct_union_in_append_mode_runs_with_a_watermark_and_is_refused_without_one() {
+    // Spark runs UNION as an aggregation over every column: append needs the watermark on one
+    // of them (`tests/cases-sql/sql-union-distinct-append`), else Spark refuses it
+    let append = |p: String| p.replace("\n\"\"\"\n", "\n\"\"\"\noutput_mode = \"append\"\n");
+    let p = append(sql_pipeline("SELECT k, v, ts FROM a UNION SELECT k, v, ts FROM b"));
+    let tmp = setup(&p);
+    let out = eddy(tmp.path(), &["validate", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let unwatermarked = p.replace("watermark = { column = \"ts\", delay = \"2 seconds\" }\n", "");
+    refused(&unwatermarked, &["query.output_mode", "a UNION without a watermark", "without watermark"]);
+}
+
+#[test]
 fn two_stdin_sources_are_refused() {
     let p = two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", "")
         .replace("type = \"files\"\npath = \"in_a\"", "type = \"stdin\"")

@@ -274,6 +274,20 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.output_mode", "without a window", "needs a window"],
         ),
         (
+            // Spark 4.3: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION, append "is not supported for
+            // streaming aggregations without watermark" (update and complete run:
+            // tests/cases-sql/sql-select-over-global-aggregate*)
+            "a select over a global aggregate in append mode",
+            sql_with("SELECT c * 2 AS d FROM (SELECT count(*) AS c FROM source)", "output_mode = \"append\"", ""),
+            vec!["query.output_mode", "without a window", "needs a window"],
+        ),
+        (
+            // (Spark refuses it too, there by its check of late rows between stateful operators)
+            "an aggregation over a global aggregate in update mode",
+            sql_with("SELECT sum(c) FROM (SELECT count(*) AS c FROM source)", "output_mode = \"update\"", ""),
+            vec!["query.output_mode", "an aggregation over an aggregation", "Multiple streaming aggregations"],
+        ),
+        (
             "a syntax error on line 3",
             sql("SELECT k,\n  count(*) AS c\nFROM source WHERE v > > 1 GROUP BY k"),
             vec!["query.sql", "given > at 3:23", "an expression"],
@@ -739,6 +753,16 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
                 &table(""),
             ),
             vec!["query.sql", "a subquery in FROM that joins without aggregating, over one source at 2:"],
+        ),
+        (
+            // Spark runs it (a stream-static join after an aggregation); not implemented yet
+            "a table joined with an aggregating subquery's rows",
+            sql_with(
+                "SELECT a.k, a.n, p.price\nFROM (SELECT k, count(*) AS n FROM source GROUP BY k) a\nJOIN prices p ON a.k = p.k",
+                "output_mode = \"update\"",
+                &table(""),
+            ),
+            vec!["query.sql", "a JOIN of an aggregating subquery's rows", "not implemented yet", "at 3:6"],
         ),
         (
             "an unknown table",

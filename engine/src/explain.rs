@@ -88,7 +88,12 @@ pub fn explain(p: &Pipeline) -> String {
         }
     }
     let key = partition_key(&p.query);
-    let routing = if key.is_empty() {
+    let routing = if key.is_empty() && matches!(p.query, QuerySpec::WindowAggregate { .. }) {
+        // the empty key hashes to one key range: every group (one without a window) lives on
+        // one partition actor
+        "routing: no partition key: every record to one partition actor (an aggregation without key columns)"
+            .to_string()
+    } else if key.is_empty() {
         "routing: no partition key (the operator keeps no keyed state)".to_string()
     } else {
         format!("routing by partition key ({}) to the partition actor owning its key range", key.join(", "))
@@ -406,6 +411,10 @@ fn window_text(w: &WindowSpec) -> String {
 }
 
 fn measures_text(measures: &[MeasureSpec]) -> String {
+    if measures.is_empty() {
+        // a UNION (distinct): its rows are the distinct keys
+        return "none (the distinct keys)".to_string();
+    }
     let texts: Vec<String> = measures
         .iter()
         .map(|m| {

@@ -256,20 +256,42 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
     Ok(QuerySyntax { items, from, join, selection, group_by, having, union, subquery })
 }
 
-/// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` without a join, where the inner SELECT is one
-/// query (not a union): the name the outer query reads it by (the alias; empty without one) and
-/// the inner query, for a chained aggregation (SQL.md "Chained aggregations"); also `FROM (
+/// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` (or a global aggregate: `( SELECT count(*)
+/// ... )`) without a join, where the inner SELECT is one query (not a union): the name the outer
+/// query reads it by (the alias; empty without one) and the inner query, for a chained
+/// aggregation (SQL.md "Chained aggregations") or a select over an aggregation; also `FROM (
 /// SELECT ... FROM a JOIN b ON ... ) [AS] alias`, a join the outer query aggregates (the engine
 /// refuses it where it reads no two sources). `None` for any other FROM.
+///
+/// # Errors
+/// An aggregating subquery joined with a relation named in FROM (`FROM ( SELECT ... GROUP BY
+/// ... ) a JOIN t ON ...`), at `t`; WITH, ORDER BY or LIMIT in the subquery; column aliases on
+/// it; an inner query that does not lower.
 fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySyntax)>, SqlError> {
     let [relation] = s.from.as_slice() else { return Ok(None) };
     let TableFactor::Derived { subquery, alias, .. } = &relation.relation else { return Ok(None) };
     let SetExpr::Select(inner) = subquery.body.as_ref() else { return Ok(None) };
-    // only an aggregating SELECT, alone in FROM, is a chained aggregation: any other subquery
-    // (or one joined with something) is refused where it stands, by `from_item`
+    // only an aggregating SELECT (grouped, or a global aggregate: an aggregate call without
+    // GROUP BY), alone in FROM, is a chained aggregation: any other subquery (or one joined with
+    // something) is refused where it stands, by `from_item`
     let grouped = matches!(&inner.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
     let joins = matches!(inner.from.as_slice(), [one] if !one.joins.is_empty());
-    if !relation.joins.is_empty() || !(grouped || joins) {
+    let aggregating = grouped || aggregates_globally(text, inner);
+    // an aggregation's rows joined with a table (or a source) by name: Spark runs a
+    // stream-static join there; Eddy's joins run on the sources' records only, before the
+    // operator (a join of two aggregated streams, a subquery beside a subquery, is refused
+    // where it stands, as Spark refuses it)
+    if let [join] = relation.joins.as_slice()
+        && matches!(join.relation, TableFactor::Table { .. })
+        && aggregating
+    {
+        return Err(unsupported(
+            &join.relation,
+            "a JOIN of an aggregating subquery's rows (a join after an aggregation: not implemented yet)",
+            "a JOIN of the records before the aggregation: SELECT ... FROM s JOIN t ON ... GROUP BY ... (which gives other rows where t has several rows of a key)",
+        ));
+    }
+    if !relation.joins.is_empty() || !(aggregating || joins) {
         return Ok(None);
     }
     if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
@@ -292,6 +314,19 @@ fn query_in_from(text: &str, s: &Select) -> Result<Option<(FromSyntax, QuerySynt
         None => FromSyntax { name: String::new(), alias: None, pos: pos(subquery.span().start) },
     };
     Ok(Some((from, inner)))
+}
+
+/// Whether `inner`, a SELECT without GROUP BY, aggregates all its rows into one (Spark's
+/// global aggregate): an aggregate call in its select list, or a HAVING. A SELECT that does not
+/// lower is none (it is refused as a subquery in FROM, where it stands).
+fn aggregates_globally(text: &str, inner: &Select) -> bool {
+    select_query(text, inner).is_ok_and(|q| {
+        q.having.is_some()
+            || q.items.iter().any(|item| match item {
+                SelectItemSyntax::Expr { syntax, .. } => eddy_engine::spec::contains_aggregate(syntax),
+                SelectItemSyntax::Wildcard { .. } => false,
+            })
+    })
 }
 
 /// `FROM ( SELECT ... UNION [ALL] SELECT ... ) [AS] alias` without a join: the union and the
@@ -476,7 +511,7 @@ fn named_relation(relation: &TableFactor) -> Result<FromSyntax, SqlError> {
         TableFactor::Derived { .. } => Err(unsupported(
             relation,
             "a subquery in FROM",
-            "a source's or table's name, ( SELECT ... UNION ALL SELECT ... ) [AS] alias, or ( SELECT ... GROUP BY ... ) [AS] alias (other subqueries are not implemented yet)",
+            "a source's or table's name, ( SELECT ... UNION ALL SELECT ... ) [AS] alias, or an aggregating ( SELECT ... [GROUP BY ...] ) [AS] alias (other subqueries are not implemented yet)",
         )),
         other => Err(unsupported(other, format!("`{other}` in FROM"), "a source's or table's name")),
     }

@@ -143,6 +143,40 @@ fn a_subquery_that_joins_is_the_from_of_the_query_over_it() {
 }
 
 #[test]
+fn a_subquery_that_aggregates_without_group_by_is_the_from_of_the_query_over_it() {
+    // a global aggregate (Spark's aggregation without grouping keys), by an aggregate call or
+    // a HAVING alone
+    for text in [
+        "SELECT n * 2 AS m FROM (SELECT count(*) AS n FROM s) AS g",
+        "SELECT m FROM (SELECT 1 AS m FROM s HAVING count(*) > 1)",
+    ] {
+        let q = parse_query(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let inner = q.subquery.expect("the subquery");
+        assert_eq!(inner.from.name, "s", "{text}");
+        assert!(inner.group_by.is_empty(), "{text}");
+    }
+}
+
+#[test]
+fn a_join_of_an_aggregating_subquerys_rows_with_a_table_is_refused_at_the_table() {
+    // Spark runs a stream-static join after an aggregation; Eddy joins before the operator only
+    let found = "a JOIN of an aggregating subquery's rows";
+    let cases: &[(&str, Pos, &str)] = &[
+        (
+            "SELECT a.k, t.label FROM (SELECT k, count(*) AS n FROM s GROUP BY k) a\nJOIN t ON a.k = t.k",
+            Pos { line: 2, column: 6 },
+            found,
+        ),
+        (
+            "SELECT a.n, t.label FROM (SELECT count(*) AS n FROM s) a\nLEFT JOIN t ON a.n = t.n",
+            Pos { line: 2, column: 11 },
+            found,
+        ),
+    ];
+    assert_refused_where_named(cases);
+}
+
+#[test]
 fn a_construct_the_parser_gives_no_position_is_refused_where_its_expression_is() {
     // sqlparser gives a lambda and an empty tuple no span: the error is placed at the enclosing
     // expression (or GROUP), never at 0:0

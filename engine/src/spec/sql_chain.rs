@@ -86,12 +86,13 @@ pub(crate) fn plan_chained(
     watermark: Option<&WatermarkSpec>,
     resolve_inner: &ResolveInner<'_>,
 ) -> Result<(SqlQueryPlan, Option<JoinedBy>), SpecError> {
-    if projects_only(outer) && inner.subquery.is_none() && !inner.group_by.is_empty() {
+    if projects_only(outer) && inner.subquery.is_none() && aggregates(inner) {
         return project_aggregation(outer, inner, output_mode, mode, resolve_inner);
     }
-    // the parser takes a subquery without GROUP BY only where it joins: over one source, that
-    // is a stream-static join, which belongs in the outer query
-    if inner.group_by.is_empty() && inner.join.is_some() {
+    // the parser takes a subquery without GROUP BY only where it joins or aggregates globally:
+    // over one source, one that joins without aggregating is a stream-static join, which belongs
+    // in the outer query
+    if !aggregates(inner) && inner.join.is_some() {
         return Err(at(
             outer.from.pos,
             "a subquery in FROM that joins without aggregating, over one source",
@@ -179,10 +180,22 @@ fn projects_only(outer: &QuerySyntax) -> bool {
         })
 }
 
-/// `SELECT ... FROM (SELECT ... GROUP BY ...) [WHERE ...]` without aggregating again: one
+/// Whether `q` aggregates: GROUP BY, HAVING, or an aggregate call in its select list (a global
+/// aggregate, Spark's aggregation without grouping keys).
+fn aggregates(q: &QuerySyntax) -> bool {
+    !q.group_by.is_empty()
+        || q.having.is_some()
+        || q.items.iter().any(|item| match item {
+            SelectItemSyntax::Expr { syntax, .. } => first_aggregate(syntax).is_some(),
+            SelectItemSyntax::Wildcard { .. } => false,
+        })
+}
+
+/// `SELECT ... FROM (SELECT ... [GROUP BY ...]) [WHERE ...]` without aggregating again: one
 /// stateful operator, the inner's, in the query's output mode (Spark runs it so in update and
 /// complete mode too), its rows through the inner's HAVING and select list, then the outer's
-/// WHERE and select list.
+/// WHERE and select list. A global aggregate (no GROUP BY) keeps its row in every micro-batch
+/// (as Spark's aggregation without grouping keys), each through the outer projection.
 fn project_aggregation(
     outer: &QuerySyntax,
     inner: &QuerySyntax,

@@ -148,6 +148,43 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
     Ok(ResolvedUnion { steps, positions, schema, distinct: union.distinct })
 }
 
+/// The output mode of a `UNION` (distinct) at the top of the query, which Spark runs as an
+/// aggregation keyed by every column without aggregates (`ReplaceDistinctWithAggregate`):
+/// `output_mode` as written (default update), `watermark` the query's (the sources', on the
+/// union's columns), `schema` the union's columns.
+///
+/// Append follows Spark's rule for an aggregation in append mode (`UnsupportedOperationChecker`,
+/// `STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION`): it needs a watermark on one of the group
+/// keys, here the union's watermarked TIMESTAMP column; each distinct row is then emitted once,
+/// when the watermark reaches its time, and evicted (a later duplicate at or below the previous
+/// batch's watermark is late and dropped).
+///
+/// # Errors
+/// At `query.output_mode` for a mode other than update, complete and append, and for append
+/// without a watermark on a TIMESTAMP column of the union.
+pub(crate) fn distinct_output_mode(
+    output_mode: Option<&str>,
+    watermark: Option<&super::WatermarkSpec>,
+    schema: &Schema,
+) -> Result<super::OutputMode, SpecError> {
+    const ALLOWED: &str = "\"update\" (the default), \"complete\", or \"append\" with a [watermark] on a TIMESTAMP column the union selects (Spark runs UNION as an aggregation over every column, and says of append without a watermark: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION, not supported for streaming aggregations without watermark)";
+    match output_mode.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("update") => Ok(super::OutputMode::Update),
+        Some("complete") => Ok(super::OutputMode::Complete),
+        Some("append") => {
+            let on_time = watermark
+                .and_then(|w| schema.resolve(&w.column))
+                .is_some_and(|i| matches!(schema.fields()[i].data_type, crate::schema::DataType::Timestamp));
+            if on_time {
+                Ok(super::OutputMode::Append)
+            } else {
+                Err(SpecError::new("query.output_mode", "\"append\" (a UNION without a watermark)", ALLOWED))
+            }
+        }
+        Some(other) => Err(SpecError::bad_str("query.output_mode", other, ALLOWED)),
+    }
+}
+
 /// A branch is a plain SELECT over one source.
 fn refuse_in_branch(q: &QuerySyntax) -> Result<(), SpecError> {
     const BRANCH: &str =

@@ -460,17 +460,11 @@ fn validate_sources(
                 // batch is emitted again, as its group is updated; the watermark on a key column
                 // evicts the groups below it)
                 let group_by: Vec<String> = schema.fields().iter().map(|f| f.name.clone()).collect();
-                let output_mode = match raw_query.output_mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
-                    None | Some("update") => super::OutputMode::Update,
-                    Some("complete") => super::OutputMode::Complete,
-                    Some(other) => {
-                        return Err(SpecError::bad_str(
-                            "query.output_mode",
-                            other,
-                            "\"update\" (the default) or \"complete\" for a UNION (distinct): an aggregation without a window",
-                        ));
-                    }
-                };
+                let output_mode = super::sql_union::distinct_output_mode(
+                    raw_query.output_mode.as_deref(),
+                    query_watermark.as_ref(),
+                    &schema,
+                )?;
                 QuerySpec::WindowAggregate { group_by, window: None, output_mode, measures: Vec::new() }
             } else {
                 let outer = crate::expr::QuerySyntax { union: None, ..q };
