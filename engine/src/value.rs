@@ -291,9 +291,31 @@ impl GroupKey {
         GroupKey(indexes.iter().map(|&i| KeyValue(record.values[i].clone())).collect())
     }
 
+    /// The key of `record` over the columns at `indexes` as an aggregation groups by it: a
+    /// floating-point part is written as Spark's `NormalizeFloatingNumbers` makes every grouping
+    /// key, -0.0 as 0.0 and any NaN as the one NaN (inside structs too), so a group first seen
+    /// with -0.0 is written with 0.0, as Spark writes it. (Grouping equality already takes the
+    /// two zeros as one key; only the value kept changes.)
+    pub fn of_grouping(record: &Record, indexes: &[usize]) -> GroupKey {
+        GroupKey(indexes.iter().map(|&i| KeyValue(normalized_float(&record.values[i]))).collect())
+    }
+
     /// The key parts as values.
     pub fn values(&self) -> impl Iterator<Item = &Value> {
         self.0.iter().map(|k| &k.0)
+    }
+}
+
+/// `v` with -0.0 as 0.0 and any NaN as [`f64::NAN`] / [`f32::NAN`], struct fields included
+/// (Spark's `NormalizeFloatingNumbers`); other values as they are.
+fn normalized_float(v: &Value) -> Value {
+    match v {
+        Value::Double(x) if x.is_nan() => Value::Double(f64::NAN),
+        Value::Double(x) if *x == 0.0 => Value::Double(0.0),
+        Value::Float(x) if x.is_nan() => Value::Float(f32::NAN),
+        Value::Float(x) if *x == 0.0 => Value::Float(0.0),
+        Value::Struct(names, fields) => Value::Struct(names.clone(), fields.iter().map(normalized_float).collect()),
+        other => other.clone(),
     }
 }
 

@@ -227,11 +227,10 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
                 if !x.is_finite() {
                     return Err(CastInvalidInput);
                 }
-                let text = match v {
-                    Value::Float(f) => super::text::java_float(*f),
-                    _ => super::text::java_double(x),
-                };
-                fit(Decimal::parse(&text, p, s))
+                // Spark widens a FLOAT to its exact DOUBLE value first (`Decimal(f.toDouble)`),
+                // then takes that DOUBLE's Java text: 0.145f is 0.14499999582767487, so
+                // CAST(0.145f AS DECIMAL(10, 2)) is 0.14, not the 0.15 of the float's own text
+                fit(Decimal::parse(&super::text::java_double(x), p, s))
             }),
             _ => return None,
         });

@@ -260,7 +260,7 @@ impl<T: Default> Groups<T> {
         if let Some(s) = self.find(hash, record, cols) {
             return (s, false);
         }
-        (self.insert(hash, GroupKey::of(record, cols)), true)
+        (self.insert(hash, GroupKey::of_grouping(record, cols)), true)
     }
 
     /// The slot of `key`'s group, created when absent; `true` when created.

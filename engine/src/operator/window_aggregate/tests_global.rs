@@ -1,7 +1,7 @@
 //! A global aggregation (no GROUP BY keys, no window) in micro-batch mode, held by the partition
 //! actor owning the empty key ([`Operator::own_global_group`]): one row in every batch, the
-//! aggregates of no rows before any record, as Spark's aggregate of no grouping keys. Expected
-//! rows written by hand.
+//! aggregates of no rows before any record, as Spark's aggregate of no grouping keys; and, at
+//! the other end, how a floating-point grouping key is written. Expected rows written by hand.
 
 use super::*;
 use crate::aggregate::AggParams;
@@ -57,4 +57,35 @@ fn without_the_global_group_only_a_change_is_written() {
     let mut op = WindowAggregate::new(config(OutputMode::Append));
     op.own_global_group();
     assert_eq!(batch(&mut op, 0, &[]), Vec::<Vec<Value>>::new());
+}
+
+/// A DOUBLE group key is written as Spark normalises grouping keys (`NormalizeFloatingNumbers`):
+/// the group first seen with -0.0 holds 0.0 too, and is written with 0.0 (the two zeros are one
+/// group either way).
+#[test]
+fn a_negative_zero_key_is_written_as_zero() {
+    let none = AggParams::default();
+    let mut op = WindowAggregate::new(WindowAggregateConfig {
+        key_columns: vec![0],
+        measures: vec![AggregateFn::from_name("count", None, &none).unwrap().named("count(1)")],
+        ..config(OutputMode::Update)
+    });
+    let wm = BatchWatermarks::INITIAL;
+    op.begin_batch(&BatchContext { batch_id: 0, watermarks: wm, processing_time: Timestamp(0) });
+    let mut out = Output::default();
+    for d in [-0.0, 0.0, f64::NAN, -f64::NAN] {
+        op.on_record(&Record::new(vec![Value::Double(d)]), wm.late, &mut out);
+    }
+    op.end_batch(&mut out);
+    let written: Vec<(u64, Value)> = out
+        .rows
+        .iter()
+        .map(|r| match r[0] {
+            Value::Double(d) => (d.to_bits(), r[1].clone()),
+            ref other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written.contains(&(0.0f64.to_bits(), Value::Long(2))), "{written:?}");
+    assert!(written.contains(&(f64::NAN.to_bits(), Value::Long(2))), "{written:?}");
 }
