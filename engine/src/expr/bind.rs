@@ -280,7 +280,7 @@ impl Binder<'_> {
             }
             SyntaxKind::LateralAlias { expr, name } => {
                 let t = self.bind(expr)?;
-                Ok(Typed { name: format!("lateralAliasReference({name})"), ..t })
+                Ok(Typed { name: format!("{LATERAL_REFERENCE}{name})"), ..t })
             }
             SyntaxKind::Alias { alias, .. } => Err(unsupported(
                 pos,
@@ -711,6 +711,10 @@ impl Binder<'_> {
     }
 }
 
+/// How Spark 4.3 names a lateral alias reference inside a larger expression:
+/// `lateralAliasReference(name)`.
+const LATERAL_REFERENCE: &str = "lateralAliasReference(";
+
 impl Typed {
     /// Whether the expression calls `current_timestamp()` / `now()` anywhere: its value then
     /// depends on when it is evaluated ([`super::processing_time`]), not on the record alone.
@@ -743,7 +747,16 @@ impl Typed {
         while let Node::Cast { input, implicit: false, .. } = &t.node {
             t = input;
         }
-        if matches!(t.node, Node::Column(_)) { &t.name } else { &self.name }
+        if matches!(t.node, Node::Column(_)) {
+            return &t.name;
+        }
+        // a cast of a lateral alias reference (`CAST(window.start AS DATE)` where `window` is an
+        // earlier item's alias): Spark's reference is a named expression, so the cast takes its
+        // name (`start`), as a cast of a column does
+        match t.name.strip_prefix(LATERAL_REFERENCE).and_then(|n| n.strip_suffix(')')) {
+            Some(reference) if !std::ptr::eq(t, self) => reference,
+            _ => &self.name,
+        }
     }
 
     /// The name of argument `i` of a call or comparison (for composite names such as

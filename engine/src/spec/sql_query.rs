@@ -421,6 +421,11 @@ impl Aggregation<'_> {
                 .or_else(|| rewrite.key_name(&item.syntax));
             let mut projected = project(&e, alias.as_deref(), &out_schema)?;
             if alias.is_none() {
+                if cast_of_aggregate(&item.syntax) {
+                    // the aggregate is a column of the rows here, but for Spark the cast's
+                    // operand is no named column: it keeps its own name (`ResolveAliases`)
+                    projected.name = projected.typed.name.clone();
+                }
                 let mut written = rewrite.written.take();
                 written.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
                 projected.name = spark_named(&spark_named(&projected.name, &written), &renamed);
@@ -671,6 +676,18 @@ pub(super) fn is_aggregate(s: &Syntax) -> bool {
     matches!(&s.kind, SyntaxKind::Call { name, .. }
         if super::AGGREGATES.contains(&name.to_ascii_lowercase().as_str()) || name.eq_ignore_ascii_case("count_if")
             || crate::expr::current_aggregate(name).is_some())
+}
+
+/// Whether `s` is a CAST (`::`, `try_cast`) of an aggregate call, through any further casts:
+/// Spark names it as written (`CAST(count(1) AS DOUBLE)`), where a cast of a column takes the
+/// column's name.
+fn cast_of_aggregate(s: &Syntax) -> bool {
+    let SyntaxKind::Cast { expr, .. } = &s.kind else { return false };
+    let mut inner = expr.as_ref();
+    while let SyntaxKind::Cast { expr, .. } = &inner.kind {
+        inner = expr;
+    }
+    is_aggregate(inner)
 }
 
 /// The first aggregate call in `s`, outermost first.
