@@ -202,7 +202,7 @@ pub fn compile_measure(m: &MeasureSpec, schema: &Schema, field: &str) -> Result<
         return Ok(AggregateFn::user(user.aggregator.clone(), i, t).named(&m.output_name));
     }
     let agg = m.agg.to_ascii_lowercase();
-    let mut params = AggParams::default();
+    let mut params = AggParams { ignore_nulls: m.ignore_nulls, ..AggParams::default() };
     match agg.as_str() {
         "approx_percentile" | "percentile_approx" => {
             params.percentage = Some(if m.percentage_is_list {

@@ -927,11 +927,21 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                     &format!("the condition inside the aggregate: {}", filter_rewrite(&name, &f.args, condition)),
                 ));
             }
-            if f.over.is_some() || f.null_treatment.is_some() || !f.within_group.is_empty() {
+            if f.over.is_some() || !f.within_group.is_empty() {
                 return Err(unsupported(
                     e,
                     format!("`{e}`"),
                     "a plain function call (window functions: use rolling_window)",
+                ));
+            }
+            // `first(x) IGNORE NULLS`: as Spark 4.3, only for first / last and their aliases
+            // (INVALID_SQL_SYNTAX.FUNCTION_WITH_UNSUPPORTED_SYNTAX for any other function)
+            let picks = ["first", "first_value", "last", "last_value", "any_value"];
+            if f.null_treatment.is_some() && !picks.iter().any(|p| name.eq_ignore_ascii_case(p)) {
+                return Err(unsupported(
+                    e,
+                    format!("`{e}` ({} does not take IGNORE / RESPECT NULLS)", name.to_ascii_lowercase()),
+                    "IGNORE NULLS or RESPECT NULLS after first, first_value, last, last_value or any_value, as Spark",
                 ));
             }
             let args = match &f.args {
@@ -962,6 +972,10 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                     .collect::<Result<_, _>>()?,
                 _ => return Err(unsupported(e, format!("`{e}`"), "name(expression, ...)")),
             };
+            let (name, args) = match f.null_treatment {
+                Some(treatment) => null_treatment(name, args, treatment, e),
+                None => (name, args),
+            };
             node(SyntaxKind::Call { name, args }, e)
         }
         Expr::Subquery(_) | Expr::Exists { .. } | Expr::In { target: ast::InTarget::Subquery(_), .. } => {
@@ -973,6 +987,36 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
         }
         other => return Err(unsupported(other, format!("`{other}`"), "the expressions of SQL.md")),
     })
+}
+
+/// `f(args) IGNORE NULLS` / `RESPECT NULLS` of first / last (and their aliases, checked by the
+/// caller) as the call Spark 4.3 makes of it: the clause sets `ignoreNulls` (the second
+/// argument), overriding one written (pyspark 4.3: `first(x, false) IGNORE NULLS` skips nulls,
+/// `first(x, true) RESPECT NULLS` does not); and either names `first_value` / `last_value` as
+/// `first` / `last` (`first_value(x) IGNORE NULLS` is named `first(x)`,
+/// `any_value(x) IGNORE NULLS` `any_value(x)`).
+fn null_treatment(
+    name: String,
+    mut args: Vec<Syntax>,
+    treatment: ast::NullTreatment,
+    e: &Expr,
+) -> (String, Vec<Syntax>) {
+    let name = if name.eq_ignore_ascii_case("first_value") {
+        "first".to_string()
+    } else if name.eq_ignore_ascii_case("last_value") {
+        "last".to_string()
+    } else {
+        name
+    };
+    let ignore = matches!(treatment, ast::NullTreatment::IgnoreNulls);
+    let ignore = node(SyntaxKind::Literal(Literal::Bool(ignore)), e);
+    match args.len() {
+        1 => args.push(ignore),
+        2 => args[1] = ignore,
+        // a wrong arity is refused by the planner as it is written
+        _ => {}
+    }
+    (name, args)
 }
 
 #[cfg(test)]

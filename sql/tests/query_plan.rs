@@ -225,6 +225,91 @@ fn max_by_min_by_first_and_last_plan_with_spark_names_and_types() {
 }
 
 #[test]
+fn first_and_last_ignoring_nulls_plan_with_spark_names() {
+    // pyspark 4.3: ignoreNulls is left out of the name; `first_value(x) IGNORE NULLS` is named
+    // `first(x)`, `any_value(x) IGNORE NULLS` `any_value(x)`
+    let p = plan(
+        "SELECT user_id, first(amount, true), last(ts) AS l, FIRST_VALUE(price, TRUE), any_value(user_id) IGNORE NULLS, \
+         last_value(price) IGNORE NULLS, first(amount) AS f, last(ts, true) RESPECT NULLS AS r FROM payments GROUP BY user_id",
+    );
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("user_id", DataType::String),
+            ("first(amount)", DataType::Long),
+            ("l", DataType::Timestamp),
+            ("first_value(price)", DataType::Double),
+            ("any_value(user_id)", DataType::String),
+            ("last(price)", DataType::Double),
+            ("f", DataType::Long),
+            ("r", DataType::Timestamp),
+        ])
+    );
+    let QuerySpec::WindowAggregate { measures, .. } = &p.query else { panic!("{p:?}") };
+    let ignoring: Vec<(&str, bool)> = measures.iter().map(|m| (m.agg.as_str(), m.ignore_nulls)).collect();
+    assert_eq!(
+        ignoring,
+        [
+            ("first", true),
+            ("last", false),
+            ("first_value", true),
+            ("any_value", true),
+            ("last", true),
+            ("first", false),
+            ("last", false)
+        ]
+    );
+    // the second argument is a boolean literal, as Spark's
+    for sql in ["SELECT first(amount, 'true') FROM payments", "SELECT last(amount, NULL) FROM payments"] {
+        let e = refusal(sql);
+        assert!(e.given.contains("as the second argument of") && e.allowed.contains("boolean literal"), "{sql}: {e}");
+    }
+}
+
+#[test]
+fn count_of_several_arguments_and_numeric_aggregates_of_a_string_plan_with_spark_names_and_types() {
+    let p = plan(
+        "SELECT count(amount, price), count(user_id, amount + 1, gap) AS c, count(NULL, ts), sum(gap), avg(gap), \
+         stddev_pop(upper(gap)), min(gap) FROM payments GROUP BY user_id",
+    );
+    assert_eq!(
+        output(&p),
+        names(&[
+            ("count(amount, price)", DataType::Long),
+            ("c", DataType::Long),
+            ("count(NULL, ts)", DataType::Long),
+            ("sum(gap)", DataType::Double),
+            ("avg(gap)", DataType::Double),
+            ("stddev_pop(upper(gap))", DataType::Double),
+            ("min(gap)", DataType::String),
+        ])
+    );
+}
+
+#[test]
+fn an_interval_literal_is_refused_as_a_window_duration_and_an_integer_is_microseconds() {
+    for sql in [
+        "SELECT count(*) FROM payments GROUP BY window(ts, INTERVAL 10 SECONDS)",
+        "SELECT count(*) FROM payments GROUP BY window(ts, '10 seconds', INTERVAL '5' SECOND)",
+        "SELECT count(*) FROM payments GROUP BY session_window(ts, INTERVAL 5 SECONDS)",
+    ] {
+        let e = plan_with(sql, Some("append")).expect_err(sql);
+        assert!(e.given.contains("as a duration") && e.allowed.contains("refuses an INTERVAL literal"), "{sql}: {e}");
+    }
+    let p = plan("SELECT count(*) FROM payments GROUP BY window(ts, 10000000, 5000000L)");
+    let QuerySpec::WindowAggregate { window, .. } = &p.query else { panic!("{p:?}") };
+    assert_eq!(
+        window,
+        &Some(WindowSpec::Sliding {
+            column: "ts".into(),
+            size: Duration(10_000_000),
+            slide: Duration(5_000_000),
+            start: Duration(0)
+        })
+    );
+}
+
+#[test]
 fn a_query_without_aggregation_forwards_records_through_filter_and_projection() {
     let p = plan("SELECT *, amount * 2 AS double_amount FROM payments WHERE price > 1");
     assert_eq!(p.query, QuerySpec::Forward);

@@ -16,13 +16,15 @@
 //! | `stddev_pop`, `var_pop` | numeric | DOUBLE | null; 0.0 for n = 1 | yes |
 //! | `approx_count_distinct` | any | BIGINT | 0 | no |
 //! | `approx_percentile` (`percentile_approx`) | numeric, TIMESTAMP | input type (array for a list) | null | no |
-//! | `first` (`first_value`), `last` (`last_value`) | any column type | input type | null | no |
+//! | `first` (`first_value`, `any_value`), `last` (`last_value`) | any column type | input type | null | no |
 //! | `max_by`, `min_by` | a pair STRUCT<value, ordering> | the value's type | null | no |
 //! | user-defined ([`Aggregator`]) | any | its own | `finish(zero)` | if it says so |
 //!
-//! `first` / `last` are Spark's without `ignoreNulls`: the value of the first / last record in
-//! the order the state sees them (arrival order for a window aggregate; Spark calls them
-//! non-deterministic for the same reason), a NULL value included. `max_by(x, ord)` /
+//! `first` / `last` are Spark's `First` / `Last`: the value of the first / last record in the
+//! order the state sees them (arrival order for a window aggregate; Spark calls them
+//! non-deterministic for the same reason), a NULL value included; with `ignoreNulls`
+//! ([`AggParams::ignore_nulls`], SQL's `first(x, true)` or `first(x) IGNORE NULLS`) the first /
+//! last non-null value, NULL only when every value is. `max_by(x, ord)` /
 //! `min_by(x, ord)` take `x` of a record with the largest / smallest non-null `ord`; the SQL
 //! planner gives them the pair `named_struct('value', x, 'ordering', ord)` as their one input;
 //! among tied orderings the first seen is kept (Spark: any tied row's value). None of the four
@@ -103,10 +105,18 @@ pub enum AggKind {
         /// Accuracy (rank error <= 1 / accuracy); Spark's default 10000.
         accuracy: u32,
     },
-    /// `first(col)` (alias `first_value`): the first value seen, NULL included.
-    First,
-    /// `last(col)` (alias `last_value`): the last value seen, NULL included.
-    Last,
+    /// `first(col[, ignoreNulls])` (aliases `first_value`, `any_value`): the first value seen,
+    /// NULL included unless `ignore_nulls` (Spark's `First`).
+    First {
+        /// Skip NULL values: the first non-null value (NULL when there is none).
+        ignore_nulls: bool,
+    },
+    /// `last(col[, ignoreNulls])` (alias `last_value`): the last value seen, NULL included
+    /// unless `ignore_nulls` (Spark's `Last`).
+    Last {
+        /// Skip NULL values: the last non-null value (NULL when there is none).
+        ignore_nulls: bool,
+    },
     /// `max_by(x, ord)` over the pair STRUCT<value, ordering>: the value of a largest ordering.
     MaxBy,
     /// `min_by(x, ord)` over the pair STRUCT<value, ordering>: the value of a smallest ordering.
@@ -177,6 +187,9 @@ pub struct AggParams {
     pub accuracy: Option<i64>,
     /// `approx_count_distinct`: default 0.05.
     pub rsd: Option<f64>,
+    /// `first` / `last` (and their aliases): Spark's `ignoreNulls` (SQL's `first(x, true)`),
+    /// default false; `true` is refused for any other function.
+    pub ignore_nulls: bool,
 }
 
 /// Errors building a measure ([`AggregateFn::from_name`]) or restoring a state
@@ -246,8 +259,8 @@ fn is_column_type(t: DataType) -> bool {
 impl AggregateFn {
     /// Builds a measure from the function name as the pipeline file writes it (case-insensitive,
     /// Spark's names and aliases: `mean` = `avg`, `std` / `stddev` = `stddev_samp`, `variance` =
-    /// `var_samp`, `percentile_approx` = `approx_percentile`, `first_value` = `first`,
-    /// `last_value` = `last`), its input column (`None` for
+    /// `var_samp`, `percentile_approx` = `approx_percentile`, `first_value` = `any_value` =
+    /// `first`, `last_value` = `last`), its input column (`None` for
     /// `count(*)`), and its parameters.
     ///
     /// # Errors
@@ -255,7 +268,8 @@ impl AggregateFn {
     /// - [`AggregateError::MissingColumn`] for `*` given to another function than count;
     /// - [`AggregateError::WrongInputType`] where Spark's analyser refuses the type (e.g.
     ///   `sum` over STRING, `avg` over TIMESTAMP, `approx_percentile` over STRING);
-    /// - [`AggregateError::BadParameter`] for a parameter of another function, a missing or
+    /// - [`AggregateError::BadParameter`] for a parameter of another function (`ignore_nulls`
+    ///   for another function than first / last), a missing or
     ///   out-of-range `percentage` (each in [0, 1]), `accuracy` outside `1..=20000` (KLL's `k`
     ///   cannot pass 65535; Spark accepts up to 2^31 - 1), or an `rsd` needing fewer than 4 or more
     ///   than 21 bits of register index (Spark also refuses below 4: rsd above ~0.39).
@@ -282,9 +296,9 @@ impl AggregateFn {
             "stddev_pop" => AggKind::StddevPop,
             "variance" | "var_samp" => AggKind::VarSamp,
             "var_pop" => AggKind::VarPop,
-            // Spark's any_value is first without ignoreNulls
-            "first" | "first_value" | "any_value" => AggKind::First,
-            "last" | "last_value" => AggKind::Last,
+            // Spark's any_value is first (with the same ignoreNulls argument)
+            "first" | "first_value" | "any_value" => AggKind::First { ignore_nulls: params.ignore_nulls },
+            "last" | "last_value" => AggKind::Last { ignore_nulls: params.ignore_nulls },
             "max_by" => AggKind::MaxBy,
             "min_by" => AggKind::MinBy,
             "approx_count_distinct" => {
@@ -307,6 +321,9 @@ impl AggregateFn {
             given,
             expected: format!("no `{parameter}`: it is not a parameter of {function}"),
         };
+        if params.ignore_nulls && !matches!(kind, AggKind::First { .. } | AggKind::Last { .. }) {
+            return Err(bad_param("ignore_nulls", "true".into()));
+        }
         if let (false, Some(rsd)) = (matches!(kind, AggKind::ApproxCountDistinct { .. }), params.rsd) {
             return Err(bad_param("rsd", rsd.to_string()));
         }
@@ -422,8 +439,8 @@ impl AggregateFn {
             AggKind::VarPop => "var_pop",
             AggKind::ApproxCountDistinct { .. } => "approx_count_distinct",
             AggKind::ApproxPercentile { .. } => "approx_percentile",
-            AggKind::First => "first",
-            AggKind::Last => "last",
+            AggKind::First { .. } => "first",
+            AggKind::Last { .. } => "last",
             AggKind::MaxBy => "max_by",
             AggKind::MinBy => "min_by",
             AggKind::User(u) => u.name(),
@@ -453,7 +470,7 @@ impl AggregateFn {
             AggKind::Avg | AggKind::StddevSamp | AggKind::StddevPop | AggKind::VarSamp | AggKind::VarPop => {
                 DataType::Double
             }
-            AggKind::Min | AggKind::Max | AggKind::First | AggKind::Last => self.input_type,
+            AggKind::Min | AggKind::Max | AggKind::First { .. } | AggKind::Last { .. } => self.input_type,
             AggKind::MaxBy | AggKind::MinBy => by_value_type(self.input_type).unwrap_or(self.input_type),
             AggKind::ApproxPercentile { list: true, .. } => self.input_type.array_of().unwrap_or(self.input_type),
             AggKind::ApproxPercentile { list: false, .. } => self.input_type,
@@ -476,8 +493,8 @@ impl AggregateFn {
             | AggKind::VarPop => true,
             AggKind::Min
             | AggKind::Max
-            | AggKind::First
-            | AggKind::Last
+            | AggKind::First { .. }
+            | AggKind::Last { .. }
             | AggKind::MaxBy
             | AggKind::MinBy
             | AggKind::ApproxCountDistinct { .. }

@@ -29,8 +29,8 @@ pub enum AggState {
     /// `min` / `max`: the extreme so far (`None`: no non-null input); `max_by` / `min_by`: the
     /// pair STRUCT<value, ordering> of the extreme ordering so far.
     Extreme(Option<Value>),
-    /// `first` / `last`: the value kept so far (`None`: no input yet; `Some(Value::Null)`: the
-    /// kept record's value is NULL).
+    /// `first` / `last`: the value kept so far (`None`: no input yet, or with ignoreNulls no
+    /// non-null input yet; `Some(Value::Null)`: the kept record's value is NULL).
     Pick(Option<Value>),
     /// `approx_count_distinct`.
     Distinct(Box<DistinctSketch>),
@@ -230,7 +230,7 @@ impl AggregateFn {
                 AggState::Moments(Moments::default())
             }
             AggKind::Min | AggKind::Max | AggKind::MaxBy | AggKind::MinBy => AggState::Extreme(None),
-            AggKind::First | AggKind::Last => AggState::Pick(None),
+            AggKind::First { .. } | AggKind::Last { .. } => AggState::Pick(None),
             AggKind::ApproxCountDistinct { rsd } => {
                 AggState::Distinct(Box::new(DistinctSketch::new(self.hll_lg_k(*rsd))))
             }
@@ -351,9 +351,15 @@ impl AggregateFn {
             *n = n.saturating_add(1);
             return;
         }
-        // first / last keep a NULL value too (Spark's, without ignoreNulls)
+        // first / last keep a NULL value too (Spark's, without ignoreNulls); with ignoreNulls a
+        // NULL changes nothing, so `Pick(None)` still means "no value kept yet"
         if let AggState::Pick(kept) = &mut *state {
-            if kept.is_none() || matches!(self.kind, AggKind::Last) {
+            let (last, ignore_nulls) = match self.kind {
+                AggKind::First { ignore_nulls } => (false, ignore_nulls),
+                AggKind::Last { ignore_nulls } => (true, ignore_nulls),
+                _ => (false, false),
+            };
+            if (kept.is_none() || last) && !(ignore_nulls && v.is_null()) {
                 *kept = Some(v.clone());
             }
             return;
@@ -460,7 +466,7 @@ impl AggregateFn {
                 }
             }
             // `state` holds what was seen first, `other` what came after it
-            (AggKind::First, AggState::Pick(a), AggState::Pick(b)) => {
+            (AggKind::First { .. }, AggState::Pick(a), AggState::Pick(b)) => {
                 if a.is_none() {
                     a.clone_from(b);
                 }

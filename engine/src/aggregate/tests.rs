@@ -530,6 +530,31 @@ fn first_and_last_keep_the_first_and_last_value_seen_nulls_included() {
 }
 
 #[test]
+fn first_and_last_ignoring_nulls_keep_the_first_and_last_non_null_value() {
+    let ignore = AggParams { ignore_nulls: true, ..AggParams::default() };
+    let first = with("first", DataType::String, ignore.clone());
+    let last = with("last", DataType::String, ignore.clone());
+    let any = with("any_value", DataType::String, ignore.clone());
+    let rows = [Value::Null, s("a"), Value::Null, s("b"), Value::Null];
+    assert_eq!(eval(&first, &rows), s("a"));
+    assert_eq!(eval(&any, &rows), s("a"));
+    assert_eq!(eval(&last, &rows), s("b"));
+    assert_eq!(eval(&first, &[Value::Null, Value::Null]), Value::Null);
+    assert_eq!(eval(&last, &[Value::Null]), Value::Null);
+    // states of nulls only are empty: merged with a later state, first takes its value, and a
+    // later state of nulls only leaves last's value
+    let mut st = run(&first, &rows[..1]);
+    first.merge(&mut st, &run(&first, &rows[1..]));
+    assert_eq!(first.finish(&st), s("a"));
+    let mut st = run(&last, &rows[..4]);
+    last.merge(&mut st, &run(&last, &rows[4..]));
+    assert_eq!(last.finish(&st), s("b"));
+    // ignoreNulls is a parameter of first and last only
+    assert!(AggregateFn::from_name("max", Some((0, DataType::String)), &ignore).is_err());
+    assert!(AggregateFn::from_name("count", None, &ignore).is_err());
+}
+
+#[test]
 fn first_last_and_max_by_states_read_back_from_their_bytes() {
     let t = pair_type(DataType::String, DataType::Timestamp);
     let max_by = agg("max_by", t);

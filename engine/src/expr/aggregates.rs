@@ -8,7 +8,8 @@ use super::{ExprError, Pos, Syntax, SyntaxKind};
 /// "Queries"), for messages; `count_if(c)` is planned as `count(if(c, 1, NULL))`.
 pub const SUPPORTED_AGGREGATES: &str = "count, count_if, sum, avg (mean), min, max, stddev (std, stddev_samp), stddev_pop, \
      variance (var_samp), var_pop, approx_count_distinct, approx_percentile (percentile_approx), max_by, min_by, \
-     first (first_value), last (last_value), any_value";
+     first (first_value), last (last_value), any_value (count of several expressions counts the rows where all are \
+     non-null; first, last and any_value take ignoreNulls: first(x, true) or first(x) IGNORE NULLS)";
 
 /// Spark 4.3's aggregate functions (its `FunctionRegistry`) that Eddy does not run, lower case,
 /// each with the supported way to write it where there is one.

@@ -206,6 +206,7 @@ fn measure(at: &str, raw: RawMeasure, schema: &Schema, rolling: bool) -> Result<
         output_name,
         output_type,
         user: None,
+        ignore_nulls: raw.ignore_nulls,
     })
 }
 
@@ -260,6 +261,7 @@ fn user_measure(
         output_name,
         output_type,
         user: Some(user),
+        ignore_nulls: false,
     })
 }
 

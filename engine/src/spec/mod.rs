@@ -882,7 +882,7 @@ pub enum SessionGap {
 }
 
 /// One measure: an aggregate function over a column, with its output name and type.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct MeasureSpec {
     /// The function, lower-case, as the user wrote it: count, sum, avg, mean, min, max, stddev,
     /// stddev_samp, stddev_pop, variance, var_samp, var_pop, approx_count_distinct,
@@ -914,6 +914,34 @@ pub struct MeasureSpec {
     /// The user aggregate `agg` names ([`crate::registry::Registry::register_udaf`]); `None`
     /// for Eddy's own functions.
     pub user: Option<UserAggregate>,
+    /// first / last (first_value, last_value, any_value): Spark's `ignoreNulls`, set by SQL's
+    /// `first(x, true)` or `first(x) IGNORE NULLS` (a structured measure has no such field):
+    /// the first / last non-null value.
+    pub ignore_nulls: bool,
+}
+
+/// As derived, but without `ignore_nulls` when it is false: a checkpoint's fingerprint is the
+/// query's debug text (`actors::checkpoint::manifest`), and a measure that does not ignore nulls
+/// keeps the text it had before the field existed.
+impl std::fmt::Debug for MeasureSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("MeasureSpec");
+        d.field("agg", &self.agg)
+            .field("column", &self.column)
+            .field("alias", &self.alias)
+            .field("percentages", &self.percentages)
+            .field("percentage_is_list", &self.percentage_is_list)
+            .field("accuracy", &self.accuracy)
+            .field("rsd", &self.rsd)
+            .field("over", &self.over)
+            .field("output_name", &self.output_name)
+            .field("output_type", &self.output_type)
+            .field("user", &self.user);
+        if self.ignore_nulls {
+            d.field("ignore_nulls", &self.ignore_nulls);
+        }
+        d.finish()
+    }
 }
 
 /// A registered user aggregate held by a [`MeasureSpec`]. Two are equal when their registered

@@ -177,6 +177,10 @@ pub(crate) struct RawMeasure {
     /// name (`sum(s.a)` for `sum(s.a)` read from column `s.a#2`).
     #[serde(skip)]
     pub named_as: Option<String>,
+    /// Written in a SQL query as `first(x, true)` (or `last`, `first_value`, `last_value`,
+    /// `any_value`; or `... IGNORE NULLS`): Spark's `ignoreNulls`.
+    #[serde(skip)]
+    pub ignore_nulls: bool,
 }
 
 /// `[sink]`, `[late_sink]`, `[dead_letter]`: the fields of every sink type.

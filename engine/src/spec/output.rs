@@ -95,8 +95,9 @@ pub fn spark_double_literal(x: f64) -> String {
 /// approx_percentile a numeric or TIMESTAMP one; min / max take every column type (BOOLEAN
 /// too, false < true, as Spark). Spark 4.3 also accepts a STRING column for sum / avg / the
 /// stddev family / approx_percentile (cast to DOUBLE, failing the query on a non-numeric value)
-/// and a TIMESTAMP one for sum / avg (as seconds); Eddy refuses those (SEMANTICS.md lists
-/// numeric input).
+/// and a TIMESTAMP one for sum / avg (as seconds); a structured measure refuses those
+/// (SEMANTICS.md lists numeric input), while the SQL planner casts a STRING input of these
+/// functions to DOUBLE before the measure, as Spark SQL does (`sql_query::numeric_of_string`).
 pub fn measure_output_type(agg: &str, input: DataType, percentage_is_list: bool) -> Option<DataType> {
     match agg {
         "count" | "approx_count_distinct" => Some(DataType::Long),

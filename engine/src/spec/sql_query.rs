@@ -38,7 +38,7 @@ use crate::expr::{
     BinaryOp, ExprError, GroupItemSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind, bind,
     first_unsupported_aggregate,
 };
-use crate::schema::{Field, Schema};
+use crate::schema::{DataType, Field, Schema};
 
 /// No processor: a SQL query plans onto Eddy's own operators (its user aggregates and UDFs are
 /// those validation installed, `expr::with_user_functions`).
@@ -260,6 +260,10 @@ struct Measure {
     call: Syntax,
     raw: RawMeasure,
     pos: Pos,
+    /// Spark's name of the measure where its column is named otherwise (`first(x)` for the
+    /// column `first(x)#2` of `first(x, true)` beside `first(x)`): an unaliased select item of
+    /// it is named so.
+    spark_name: Option<String>,
 }
 
 type Planned = (Vec<PipelineExpr>, Vec<Step>, QuerySpec, Vec<Step>);
@@ -351,6 +355,7 @@ impl Aggregation<'_> {
                 call: Syntax { kind: SyntaxKind::Literal(Literal::Null), pos: Pos::default() },
                 raw: RawMeasure { agg: Some("count".into()), alias: Some("__rows".into()), ..RawMeasure::default() },
                 pos: Pos::default(),
+                spark_name: None,
             });
         }
         let projection = in_source_order(projection, schema);
@@ -410,6 +415,12 @@ impl Aggregation<'_> {
             output_steps.push(filter(&h, &out_schema)?);
         }
         let renamed = renamed_columns(&projection, schema);
+        let mut renamed_measures: Vec<(String, String)> = measures
+            .iter()
+            .zip(specs)
+            .filter_map(|(m, s)| m.spark_name.clone().map(|spark| (s.output_name.clone(), spark)))
+            .collect();
+        renamed_measures.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
         let mut list = Vec::with_capacity(self.items.len());
         for item in self.items {
             rewrite.written.borrow_mut().clear();
@@ -429,6 +440,7 @@ impl Aggregation<'_> {
                 let mut written = rewrite.written.take();
                 written.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
                 projected.name = spark_named(&spark_named(&projected.name, &written), &renamed);
+                projected.name = spark_named(&projected.name, &renamed_measures);
             }
             list.push(projected);
         }
@@ -930,16 +942,25 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
             ));
         }
     };
+    // Spark 4.3's `TimeWindow` takes a string, INT or BIGINT literal (microseconds) and refuses
+    // an INTERVAL literal ("The duration and time inputs to window must be an integer, long or
+    // string literal"); its `SessionWindow` refuses one as a gap too (a day-time interval is not
+    // the CalendarIntervalType it wants)
     let duration = |a: &Syntax| -> Result<String, SpecError> {
         match &a.kind {
             SyntaxKind::Literal(Literal::String(t)) => Ok(t.clone()),
-            SyntaxKind::Literal(Literal::Interval { micros, .. }) => {
-                Ok(format!("{}.{:06} seconds", micros / 1_000_000, (micros % 1_000_000).abs()))
-            }
+            SyntaxKind::Literal(Literal::Integer(n) | Literal::Long(n)) if !session => Ok(format!("{n} us")),
             _ => Err(at(
                 a.pos,
-                format!("{} as a duration", written(a)),
-                "a duration string ('10 minutes') or an INTERVAL literal",
+                match &a.kind {
+                    SyntaxKind::Literal(Literal::Interval { text, .. }) => format!("{text} as a duration"),
+                    _ => format!("{} as a duration", written(a)),
+                },
+                if session {
+                    "a duration string ('10 minutes'), as Spark (which refuses an INTERVAL literal here)"
+                } else {
+                    "a duration string ('10 minutes') or an integer literal (microseconds), as Spark (which refuses an INTERVAL literal here)"
+                },
             )),
         }
     };
@@ -994,14 +1015,34 @@ fn collect_measures(
     if agg == "count_if" {
         return count_if(s, args, schema, measures, projection);
     }
+    if agg == "count" && args.len() > 1 {
+        return count_several(s, args, schema, measures, projection);
+    }
     let usage = |what: &str| at(s.pos, format!("{} ({what})", written(s)), aggregate_usage(&agg));
     let Some(input) = args.first() else { return Err(usage("no argument")) };
     let mut raw = RawMeasure { agg: Some(agg.clone()), sql: true, ..RawMeasure::default() };
+    let picks = matches!(agg.as_str(), "first" | "first_value" | "last" | "last_value" | "any_value");
+    let mut args = args.as_slice();
+    if let ([x, ignore_nulls], true) = (args, picks) {
+        // Spark's `First` / `Last`: the second argument is `ignoreNulls`, a BOOLEAN literal
+        // (`'true'`, `NULL` and `1 = 1` are refused), left out of the name: `first(x)`
+        match ignore_nulls.kind {
+            SyntaxKind::Literal(Literal::Bool(b)) => raw.ignore_nulls = b,
+            _ => {
+                return Err(at(
+                    ignore_nulls.pos,
+                    format!("{} as the second argument of {agg}", written(ignore_nulls)),
+                    format!("a boolean literal (true or false: ignoreNulls), as Spark: {}", aggregate_usage(&agg)),
+                ));
+            }
+        }
+        args = std::slice::from_ref(x);
+    }
     let counts_rows = agg == "count" && matches!(&input.kind, SyntaxKind::Literal(l) if *l != Literal::Null);
     let by = matches!(agg.as_str(), "max_by" | "min_by");
     if by {
         // one input: the pair (value, ordering), computed by the projection
-        let [value, ordering] = args.as_slice() else { return Err(usage("not two arguments")) };
+        let [value, ordering] = args else { return Err(usage("not two arguments")) };
         let pair = Syntax {
             kind: SyntaxKind::Call {
                 name: "named_struct".into(),
@@ -1020,16 +1061,30 @@ fn collect_measures(
         raw.column = Some(computed_column(projection, schema, &typed.name, &pair));
     } else if !counts_rows {
         let typed = bind(input, schema).map_err(sql_error)?;
-        let name = match &input.kind {
-            SyntaxKind::Column(parts) if parts.len() == 1 => {
+        // Spark 4.3 (ANSI) casts a STRING input of sum / avg / the stddev family /
+        // approx_percentile to DOUBLE (a DOUBLE result, failing on a value that is not a
+        // number: here the record goes to the dead letters), naming the measure by the input as
+        // written: `sum(s)`
+        let computed = if numeric_of_string(&agg) && typed.data_type == DataType::String {
+            let cast = Syntax {
+                kind: SyntaxKind::Cast { expr: Box::new(input.clone()), to: DataType::Double, try_cast: false },
+                pos: input.pos,
+            };
+            Some((bind(&cast, schema).map_err(sql_error)?.name, cast))
+        } else {
+            None
+        };
+        let name = match (&input.kind, computed) {
+            (SyntaxKind::Column(parts), None) if parts.len() == 1 => {
                 let name = parts[0].clone();
                 if !projection.iter().any(|(n, _)| same_column(n, &name)) {
                     projection.push((name.clone(), input.clone()));
                 }
                 name
             }
-            _ => {
-                let name = computed_column(projection, schema, &typed.name, input);
+            (_, computed) => {
+                let (spark_name, e) = computed.unwrap_or_else(|| (typed.name.clone(), input.clone()));
+                let name = computed_column(projection, schema, &spark_name, &e);
                 // the measure is named by Spark's name of its input, whatever the column's
                 if name != typed.name {
                     raw.named_as = Some(typed.name.clone());
@@ -1075,8 +1130,37 @@ fn collect_measures(
         }
         _ => return Err(usage("too many arguments")),
     }
-    measures.push(Measure { call: normalized, raw, pos: s.pos });
+    // `first(x, true)` beside `first(x)`: one Spark name (`first(x)`), two columns of the
+    // operator: the later one's column is `first(x)#2` (`#3`, ...)
+    let mut spark_name = None;
+    if picks {
+        let name = pick_name(&raw);
+        let mut k = 2;
+        let mut column_name = name.clone();
+        while measures.iter().any(|m| pick_name(&m.raw) == column_name) {
+            column_name = format!("{name}#{k}");
+            k += 1;
+        }
+        if column_name != name {
+            raw.alias = Some(column_name);
+            spark_name = Some(name);
+        }
+    }
+    measures.push(Measure { call: normalized, raw, pos: s.pos, spark_name });
     Ok(())
+}
+
+/// The output column of a first / last measure (any other: an empty string): its alias, else
+/// Spark's default name `agg(input)` (as `measure::name_from_literals` makes it).
+fn pick_name(raw: &RawMeasure) -> String {
+    let agg = raw.agg.as_deref().unwrap_or("");
+    if !matches!(agg, "first" | "first_value" | "last" | "last_value" | "any_value") {
+        return String::new();
+    }
+    if let Some(alias) = &raw.alias {
+        return alias.clone();
+    }
+    format!("{agg}({})", raw.named_as.as_deref().or(raw.column.as_deref()).unwrap_or("1"))
 }
 
 /// `count_if(c)` (the call `s`) as Spark's `CountIf`: `count(if(c, 1, NULL))`, BIGINT, 0 on no
@@ -1131,7 +1215,71 @@ fn count_if(
         alias: Some(format!("count_if({})", if null { "NULL" } else { typed.name.as_str() })),
         ..RawMeasure::default()
     };
-    measures.push(Measure { call: s.normalized(), raw, pos: s.pos });
+    measures.push(Measure { call: s.normalized(), raw, pos: s.pos, spark_name: None });
+    Ok(())
+}
+
+/// Whether Spark 4.3 takes a STRING input to `agg` as a DOUBLE (its ANSI implicit cast into a
+/// function that expects a number): sum, avg / mean, the stddev and variance family,
+/// approx_percentile (pyspark 4.3: `sum(s)` is DOUBLE and named `sum(s)`; min / max / first /
+/// last keep the STRING).
+fn numeric_of_string(agg: &str) -> bool {
+    matches!(
+        agg,
+        "sum"
+            | "avg"
+            | "mean"
+            | "stddev"
+            | "std"
+            | "stddev_samp"
+            | "stddev_pop"
+            | "variance"
+            | "var_samp"
+            | "var_pop"
+            | "approx_percentile"
+            | "percentile_approx"
+    )
+}
+
+/// `count(a, b, ...)` (the call `s`, two or more arguments) as Spark's `Count` of several
+/// children: the rows where every argument is non-null, as
+/// `count(if(a IS NOT NULL AND b IS NOT NULL ..., 1, NULL))`, BIGINT, 0 on no input, named
+/// `count(<Spark's names of the arguments, joined by ", ">)` (pyspark 4.3: `count(x, y)`,
+/// `count((y + 1), upper(x))`, `count(NULL, x)`).
+fn count_several(
+    s: &Syntax,
+    args: &[Syntax],
+    schema: &Schema,
+    measures: &mut Vec<Measure>,
+    projection: &mut Vec<(String, Syntax)>,
+) -> Result<(), SpecError> {
+    let mut names = Vec::with_capacity(args.len());
+    for a in args {
+        names.push(bind(a, schema).map_err(sql_error)?.name);
+    }
+    let not_null =
+        |a: &Syntax| Syntax { kind: SyntaxKind::IsNull { expr: Box::new(a.clone()), negated: true }, pos: a.pos };
+    let every = args.iter().skip(1).fold(not_null(&args[0]), |acc, a| Syntax {
+        kind: SyntaxKind::Binary { op: BinaryOp::And, left: Box::new(acc), right: Box::new(not_null(a)) },
+        pos: s.pos,
+    });
+    let literal = |l: Literal| Syntax { kind: SyntaxKind::Literal(l), pos: s.pos };
+    let input = Syntax {
+        kind: SyntaxKind::Call {
+            name: "if".into(),
+            args: vec![every, literal(Literal::Integer(1)), literal(Literal::Null)],
+        },
+        pos: s.pos,
+    };
+    let spark_name = bind(&input, schema).map_err(sql_error)?.name;
+    let name = computed_column(projection, schema, &spark_name, &input);
+    let raw = RawMeasure {
+        agg: Some("count".into()),
+        column: Some(name),
+        alias: Some(format!("count({})", names.join(", "))),
+        ..RawMeasure::default()
+    };
+    measures.push(Measure { call: s.normalized(), raw, pos: s.pos, spark_name: None });
     Ok(())
 }
 
@@ -1144,7 +1292,8 @@ fn aggregate_usage(agg: &str) -> String {
         "max_by" | "min_by" => format!("{agg}(expr, ordering)"),
         "approx_count_distinct" => "approx_count_distinct(expr[, rsd])".into(),
         "approx_percentile" | "percentile_approx" => format!("{agg}(expr[, percentage or array(...)[, accuracy]])"),
-        "count" => "count(*), count(expr)".into(),
+        "count" => "count(*), count(expr, ...)".into(),
+        "first" | "first_value" | "last" | "last_value" | "any_value" => format!("{agg}(expr[, ignoreNulls])"),
         "count_if" => "count_if(condition)".into(),
         other => format!("{other}(expr)"),
     }
