@@ -146,7 +146,7 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             sql("SELECT window(ts, INTERVAL 10 SECONDS), count(*) FROM source GROUP BY 1"),
             vec![
                 "query.sql",
-                "INTERVAL '10' SECOND as a duration at 1:28",
+                "INTERVAL '10' SECOND as a duration at 1:19",
                 "as Spark (which refuses an INTERVAL literal here)",
             ],
         ),
@@ -157,7 +157,7 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
                 "output_mode = \"append\"",
                 "",
             ),
-            vec!["query.sql", "INTERVAL '05' SECOND as a duration at 2:38", "refuses an INTERVAL literal"],
+            vec!["query.sql", "INTERVAL '05' SECOND as a duration at 2:29", "refuses an INTERVAL literal"],
         ),
         (
             "first's second argument not a boolean literal",

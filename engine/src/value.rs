@@ -314,7 +314,7 @@ fn normalized_float(v: &Value) -> Value {
         Value::Double(x) if *x == 0.0 => Value::Double(0.0),
         Value::Float(x) if x.is_nan() => Value::Float(f32::NAN),
         Value::Float(x) if *x == 0.0 => Value::Float(0.0),
-        Value::Struct(names, fields) => Value::Struct(names.clone(), fields.iter().map(normalized_float).collect()),
+        Value::Struct(names, fields) => Value::Struct(*names, fields.iter().map(normalized_float).collect()),
         other => other.clone(),
     }
 }
