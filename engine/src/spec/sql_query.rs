@@ -38,7 +38,7 @@ use crate::expr::{
     BinaryOp, ExprError, GroupItemSyntax, Literal, Pos, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind, bind,
     first_unsupported_aggregate,
 };
-use crate::schema::{Field, Schema};
+use crate::schema::{DataType, Field, Schema};
 
 /// No processor: a SQL query plans onto Eddy's own operators (its user aggregates and UDFs are
 /// those validation installed, `expr::with_user_functions`).
@@ -900,8 +900,22 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
             if session { "session_window(time_column, gap)" } else { "window(time_column, size[, slide[, start]])" };
         return Err(at(call.pos, format!("{} with {} arguments", name.to_ascii_lowercase(), args.len()), allowed));
     }
-    let time = match &args[0].kind {
-        SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
+    let time = match (&args[0].kind, window_time_of_window(&args[0], schema)) {
+        (SyntaxKind::Column(parts), _) if parts.len() == 1 => parts[0].clone(),
+        (_, Some(window)) => window,
+        // over an inner aggregation's rows (a chain, append only): Spark's `TimeWindowing`
+        // carries the watermark only from an attribute or `window_time(window)`, so any other
+        // time (`window.end`, `window.start + ...`) has none and Spark refuses append
+        _ if schema.fields().iter().any(|f| f.data_type == DataType::Window) => {
+            return Err(at(
+                args[0].pos,
+                format!(
+                    "the expression {} as the window's time over the subquery's window (STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION: Spark refuses append for a streaming aggregation without watermark, and it carries none to this time)",
+                    bind(&args[0], schema).map_or_else(|_| written(&args[0]), |t| t.name.clone())
+                ),
+                "window(window, size) or window(window_time(window), size): the inner window's event time, its end minus 1 µs, which carries the watermark (SQL.md \"Chained aggregations\")",
+            ));
+        }
         _ => {
             return Err(at(
                 args[0].pos,
@@ -948,6 +962,27 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
         raw.start = args.get(3).map(duration).transpose()?;
     }
     Ok((raw, session, computed_gap))
+}
+
+/// The window column `c` of `window_time(c)`, the time of a window over an inner aggregation's
+/// window (SQL.md "Chained aggregations"): a window aggregate reads a window column at its
+/// `window_time`, its end minus 1 µs ([`crate::value::Value::event_time`]), as Spark's
+/// `TimeWindowing` rule reads `window(window, size)`: it rewrites that form to
+/// `window(window_time(window), size)` (SPARK-40925), so both spellings are one window with the
+/// inner window's event time and watermark. `None` for any other expression.
+fn window_time_of_window(time: &Syntax, schema: &Schema) -> Option<String> {
+    let SyntaxKind::Call { name, args } = &time.kind else { return None };
+    let [arg] = args.as_slice() else { return None };
+    match &arg.kind {
+        SyntaxKind::Column(parts)
+            if name.eq_ignore_ascii_case("window_time")
+                && parts.len() == 1
+                && schema.resolve(&parts[0]).is_some_and(|i| schema.fields()[i].data_type == DataType::Window) =>
+        {
+            Some(parts[0].clone())
+        }
+        _ => None,
+    }
 }
 
 /// Adds the measures of the aggregate calls in `s`; computed inputs go into the projection,
