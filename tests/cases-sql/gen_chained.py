@@ -106,6 +106,20 @@ CASES = {
         key="user",
         ties=False,
     ),
+    # grouped by window_time(window) alone, no outer window: Spark gives that TIMESTAMP key the
+    # inner window's watermark, so append runs and a key is final once the watermark reaches it;
+    # grouped by the time alone: the inner rows cross the exchange
+    "sql-chain-group-by-window-time": dict(
+        source="events",
+        schema="user STRING, ts TIMESTAMP, amount BIGINT",
+        sql="SELECT window_time(window) AS t, count(*) AS users, sum(n) AS n, max(total) AS top\n"
+        "FROM (SELECT window(ts, '10 seconds') AS window, user, count(*) AS n, sum(amount) AS total\n"
+        "      FROM events GROUP BY 1, 2)\n"
+        "GROUP BY window_time(window)",
+        select='select = ["t", "users", "n", "top"]\n',
+        key="user",
+        ties=False,
+    ),
 }
 
 

@@ -63,6 +63,11 @@ pub struct SqlQueryPlan {
     /// Queries chained after [`SqlQueryPlan::query`] (an aggregation over an aggregating
     /// subquery: SQL.md, subqueries); empty otherwise.
     pub then: Vec<super::ChainedQuery>,
+    /// The operator's event-time column when it is not the watermark's column given to
+    /// [`plan_sql_query`]: a `GROUP BY window_time(window)` key over a chained aggregation's
+    /// window (its name in the operator's input), to which Spark's `ResolveWindowTime` carries
+    /// the window's watermark; `None` otherwise.
+    pub event_time: Option<String>,
 }
 
 impl SqlQueryPlan {
@@ -164,9 +169,10 @@ pub fn plan_sql_query(
             query: QuerySpec::Forward,
             output_steps: vec![Step::Project(project)],
             then: Vec::new(),
+            event_time: None,
         });
     }
-    let (projection, watermarked_steps, query, output_steps) = Aggregation::plan(Aggregation {
+    let (projection, watermarked_steps, query, output_steps, event_time) = Aggregation::plan(Aggregation {
         schema,
         items: &items,
         group,
@@ -181,7 +187,7 @@ pub fn plan_sql_query(
         distinct_output_names(&items, list)?;
     }
     source_steps.push(Step::Project(projection));
-    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new() })
+    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new(), event_time })
 }
 
 /// `[query] output_mode` of a query without aggregation, read ignoring case as for an
@@ -262,7 +268,9 @@ struct Measure {
     pos: Pos,
 }
 
-type Planned = (Vec<PipelineExpr>, Vec<Step>, QuerySpec, Vec<Step>);
+/// The operator's projection, the steps after the watermark, the operator, its output steps,
+/// and its event-time key if it is not the watermark's column ([`SqlQueryPlan::event_time`]).
+type Planned = (Vec<PipelineExpr>, Vec<Step>, QuerySpec, Vec<Step>, Option<String>);
 
 impl Aggregation<'_> {
     fn plan(self) -> Result<Planned, SpecError> {
@@ -328,6 +336,16 @@ impl Aggregation<'_> {
         if let Some(w) = self.watermark {
             keep(&w.column, &mut projection);
         }
+        // grouped by window_time(window) of a chained aggregation's window, without a window of
+        // its own: that key is the event time (Spark's ResolveWindowTime gives it the window's
+        // watermark), final once the watermark reaches it, as any TIMESTAMP event-time key
+        let event_time = match (&window, self.watermark) {
+            (None, Some(wm)) if !key_names.iter().any(|(n, _)| same_column(n, &wm.column)) => key_names
+                .iter()
+                .find(|(_, e)| window_time_of_window(e, schema).is_some_and(|c| same_column(&c, &wm.column)))
+                .map(|(n, _)| WatermarkSpec { column: n.clone(), ..wm.clone() }),
+            _ => None,
+        };
         for c in self.kept {
             keep(c, &mut projection);
         }
@@ -383,7 +401,8 @@ impl Aggregation<'_> {
             check.apply(e)?;
         }
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
-        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &NONE).map_err(|e| {
+        let watermark = event_time.as_ref().or(self.watermark);
+        let query = structured_query(Some(raw), &p_schema, self.mode, watermark, &NONE).map_err(|e| {
             if e.field == "query.output_mode" {
                 return e;
             }
@@ -428,7 +447,7 @@ impl Aggregation<'_> {
             list.push(projected);
         }
         output_steps.push(Step::Project(list));
-        Ok((projected, watermarked, query, output_steps))
+        Ok((projected, watermarked, query, output_steps, event_time.map(|w| w.column)))
     }
 }
 
