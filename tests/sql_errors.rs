@@ -278,6 +278,25 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.sql", "as the window's time at 1:15", "a TIMESTAMP column", "the source's select"],
         ),
         (
+            // Spark 4.3 refuses it: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION (append "is not
+            // supported for streaming aggregations without watermark": only the window itself or
+            // window_time(window) carries the inner's watermark); `window(window_time(window), ...)`
+            // runs (tests/cases-sql/sql-chain-window-time-*)
+            "a window over the end of a chained aggregation's window",
+            sql_with(
+                "SELECT window(window.end, '1 minute') AS w, sum(c) AS c \
+                 FROM (SELECT window(ts, '5 seconds') AS window, count(*) AS c FROM source GROUP BY 1) GROUP BY 1",
+                "output_mode = \"append\"",
+                "",
+            ),
+            vec![
+                "query.sql",
+                "window.end as the window's time over the subquery's window",
+                "at 1:15",
+                "window(window_time(window), size)",
+            ],
+        ),
+        (
             "a window over a string column",
             sql("SELECT window(k, '5 seconds'), count(*) FROM source GROUP BY 1"),
             vec!["query.sql", "\"k\" (a STRING column)", "at 1:8", "a TIMESTAMP column"],

@@ -370,7 +370,11 @@ fn chained_line(c: &crate::spec::ChainedQuery, edge: Edge) -> String {
     };
     match &c.query {
         QuerySpec::WindowAggregate { group_by, window, measures, output_mode } => {
-            let window = window.as_ref().map_or_else(|| "no window".to_string(), window_text);
+            let mut window = window.as_ref().map_or_else(|| "no window".to_string(), window_text);
+            // after an aggregation the event time is its window, read at its window_time
+            if c.watermark_delay.0 == 0 && window.ends_with(&format!(" on {}", c.watermark.column)) {
+                window.push_str(" (at its window_time, the end minus 1 µs)");
+            }
             format!(
                 "chained window aggregate, {edge}: key ({}), {window}, measures {}, output mode {}, {watermark}",
                 group_by.join(", "),

@@ -68,6 +68,56 @@ fn a_window_of_the_inner_window_windows_its_window_time() {
 }
 
 #[test]
+fn a_window_of_window_time_is_the_same_window_and_other_times_of_the_window_are_refused() {
+    // Spark's TimeWindowing rewrites window(window, size) to window(window_time(window), size)
+    let by_window_time = pipeline(
+        "SELECT window(window_time(w.window), '1 minute', '20 seconds') AS w2, auction, sum(n) AS n \
+         FROM (SELECT window(ts, '10 seconds') AS window, auction, count(*) AS n FROM bids GROUP BY 1, 2) AS w \
+         GROUP BY 1, 2",
+    );
+    let then = &by_window_time.then[0];
+    let QuerySpec::WindowAggregate { window, .. } = &then.query else { panic!("{by_window_time:?}") };
+    assert!(matches!(window, Some(WindowSpec::Sliding { column, .. }) if column == "window"), "{window:?}");
+    assert_eq!(then.watermark.column, "window");
+    let text = eddy_engine::explain::explain(&by_window_time);
+    assert!(text.contains("every 20 seconds on window (at its window_time, the end minus 1 µs)"), "{text}");
+    // window.end or window.start carry no watermark in Spark 4.3: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION
+    for (time, shown) in [
+        ("window.end", "window.end"),
+        ("window.start", "window.start"),
+        ("window.end - INTERVAL 1 SECOND", "window.end - INTERVAL '01' SECOND"),
+    ] {
+        let e = refusal(
+            &format!(
+                "SELECT window({time}, '1 minute') AS w2, sum(n) AS n \
+                 FROM (SELECT window(ts, '10 seconds') AS window, count(*) AS n FROM bids GROUP BY 1) GROUP BY 1"
+            ),
+            Some("append"),
+        );
+        assert!(e.given.contains(&format!("{shown} as the window's time over the subquery's window")), "{e}");
+        assert!(e.given.contains("STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION"), "{e}");
+        assert!(e.allowed.contains("window(window_time(window), size)"), "{e}");
+    }
+}
+
+#[test]
+fn grouped_by_window_time_the_key_is_the_event_time() {
+    // Spark's ResolveWindowTime gives window_time(window) the window's watermark: append runs
+    let p = pipeline(
+        "SELECT window_time(window) AS t, count(*) AS auctions \
+         FROM (SELECT window(ts, '10 seconds') AS window, auction, count(*) AS n FROM bids GROUP BY 1, 2) \
+         GROUP BY window_time(window)",
+    );
+    let then = &p.then[0];
+    let QuerySpec::WindowAggregate { group_by, window, .. } = &then.query else { panic!("{p:?}") };
+    assert_eq!(group_by, &["window_time(window)".to_string()]);
+    assert_eq!(window, &None);
+    assert_eq!(then.watermark.column, "window_time(window)");
+    let out: Vec<(String, DataType)> = p.output_schema().into_iter().map(|f| (f.name, f.data_type)).collect();
+    assert_eq!(out, [("t".to_string(), DataType::Timestamp), ("auctions".to_string(), DataType::Long)]);
+}
+
+#[test]
 fn a_chain_keyed_by_the_inner_key_is_forward_and_one_keyed_by_window_alone_is_exchanged() {
     let by_auction = pipeline(
         "SELECT window(window, '1 minute') AS window, auction, sum(n) AS n \

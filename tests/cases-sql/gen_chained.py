@@ -91,6 +91,35 @@ CASES = {
         key="user",
         ties=False,
     ),
+    # the documented spelling window(window_time(window), size) (SQL.md), here sliding and by
+    # ordinal over the qualified window: an inner window [20, 30) has window_time 29.999999 s,
+    # so it is in [0, 30) and [10, 40), not in [20, 50) or [30, 60)
+    "sql-chain-window-time-rewindowed": dict(
+        source="events",
+        schema="user STRING, ts TIMESTAMP, amount BIGINT",
+        sql="SELECT window(window_time(w.window), '30 seconds', '10 seconds') AS w2, user, sum(n) AS n,\n"
+        "       max(total) AS top, count(*) AS windows\n"
+        "FROM (SELECT window(ts, '10 seconds') AS window, user, count(*) AS n, sum(amount) AS total\n"
+        "      FROM events GROUP BY 1, 2) AS w\n"
+        "GROUP BY 1, 2",
+        select='select = ["w2.start AS start", "w2.end AS end", "user", "n", "top", "windows"]\n',
+        key="user",
+        ties=False,
+    ),
+    # grouped by window_time(window) alone, no outer window: Spark gives that TIMESTAMP key the
+    # inner window's watermark, so append runs and a key is final once the watermark reaches it;
+    # grouped by the time alone: the inner rows cross the exchange
+    "sql-chain-group-by-window-time": dict(
+        source="events",
+        schema="user STRING, ts TIMESTAMP, amount BIGINT",
+        sql="SELECT window_time(window) AS t, count(*) AS users, sum(n) AS n, max(total) AS top\n"
+        "FROM (SELECT window(ts, '10 seconds') AS window, user, count(*) AS n, sum(amount) AS total\n"
+        "      FROM events GROUP BY 1, 2)\n"
+        "GROUP BY window_time(window)",
+        select='select = ["t", "users", "n", "top"]\n',
+        key="user",
+        ties=False,
+    ),
 }
 
 

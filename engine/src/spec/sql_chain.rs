@@ -12,8 +12,11 @@
 //!
 //! Append mode only, as Spark (it refuses several stateful operators in update and complete
 //! mode). The outer query groups by the inner's `window` (finalised when the watermark passes
-//! its end) or windows it again (`window(window, '1 minute')`: on `window_time(window)`, the
-//! end minus 1 µs).
+//! its end), by `window_time(window)` (the end minus 1 µs, a TIMESTAMP key final once the
+//! watermark reaches it), or windows it again (`window(window, '1 minute')` or
+//! `window(window_time(window), '1 minute')`, one form for Spark's `TimeWindowing`: on
+//! `window_time(window)`). Another time taken from the window (`window.end`) carries no
+//! watermark in Spark, which refuses append for it; so does Eddy.
 
 use super::error::{SpecError, quote};
 use super::output::output_schema;
@@ -138,6 +141,10 @@ pub(crate) fn plan_chained(
     let delay = watermark.map(|w| w.delay).unwrap_or_default();
     let mut wm = WatermarkSpec { column: inner_out.fields()[wi].name.clone(), index: wi, delay };
     let outer_plan = plan_sql_query(outer, &outer.from.name, &inner_out, Some(&wm), &[], Some("append"), mode)?;
+    if let Some(key) = &outer_plan.event_time {
+        // GROUP BY window_time(window): the key computed from the window is the event time
+        wm.column.clone_from(key);
+    }
     let upstream_steps = inner_plan.output_steps.len();
     let steps: Vec<Step> = inner_plan
         .output_steps
@@ -163,6 +170,7 @@ pub(crate) fn plan_chained(
             query: inner_plan.query,
             output_steps: outer_plan.output_steps,
             then: vec![chained],
+            event_time: None,
         },
         joined,
     ))
@@ -222,6 +230,7 @@ fn project_aggregation(
             query: inner_plan.query,
             output_steps,
             then: Vec::new(),
+            event_time: None,
         },
         joined,
     ))

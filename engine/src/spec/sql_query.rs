@@ -63,6 +63,11 @@ pub struct SqlQueryPlan {
     /// Queries chained after [`SqlQueryPlan::query`] (an aggregation over an aggregating
     /// subquery: SQL.md, subqueries); empty otherwise.
     pub then: Vec<super::ChainedQuery>,
+    /// The operator's event-time column when it is not the watermark's column given to
+    /// [`plan_sql_query`]: a `GROUP BY window_time(window)` key over a chained aggregation's
+    /// window (its name in the operator's input), to which Spark's `ResolveWindowTime` carries
+    /// the window's watermark; `None` otherwise.
+    pub event_time: Option<String>,
 }
 
 impl SqlQueryPlan {
@@ -164,9 +169,10 @@ pub fn plan_sql_query(
             query: QuerySpec::Forward,
             output_steps: vec![Step::Project(project)],
             then: Vec::new(),
+            event_time: None,
         });
     }
-    let (projection, watermarked_steps, query, output_steps) = Aggregation::plan(Aggregation {
+    let (projection, watermarked_steps, query, output_steps, event_time) = Aggregation::plan(Aggregation {
         schema,
         items: &items,
         group,
@@ -181,7 +187,7 @@ pub fn plan_sql_query(
         distinct_output_names(&items, list)?;
     }
     source_steps.push(Step::Project(projection));
-    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new() })
+    Ok(SqlQueryPlan { source_steps, watermarked_steps, query, output_steps, then: Vec::new(), event_time })
 }
 
 /// `[query] output_mode` of a query without aggregation, read ignoring case as for an
@@ -266,7 +272,9 @@ struct Measure {
     spark_name: Option<String>,
 }
 
-type Planned = (Vec<PipelineExpr>, Vec<Step>, QuerySpec, Vec<Step>);
+/// The operator's projection, the steps after the watermark, the operator, its output steps,
+/// and its event-time key if it is not the watermark's column ([`SqlQueryPlan::event_time`]).
+type Planned = (Vec<PipelineExpr>, Vec<Step>, QuerySpec, Vec<Step>, Option<String>);
 
 impl Aggregation<'_> {
     fn plan(self) -> Result<Planned, SpecError> {
@@ -332,6 +340,16 @@ impl Aggregation<'_> {
         if let Some(w) = self.watermark {
             keep(&w.column, &mut projection);
         }
+        // grouped by window_time(window) of a chained aggregation's window, without a window of
+        // its own: that key is the event time (Spark's ResolveWindowTime gives it the window's
+        // watermark), final once the watermark reaches it, as any TIMESTAMP event-time key
+        let event_time = match (&window, self.watermark) {
+            (None, Some(wm)) if !key_names.iter().any(|(n, _)| same_column(n, &wm.column)) => key_names
+                .iter()
+                .find(|(_, e)| window_time_of_window(e, schema).is_some_and(|c| same_column(&c, &wm.column)))
+                .map(|(n, _)| WatermarkSpec { column: n.clone(), ..wm.clone() }),
+            _ => None,
+        };
         for c in self.kept {
             keep(c, &mut projection);
         }
@@ -388,7 +406,8 @@ impl Aggregation<'_> {
             check.apply(e)?;
         }
         let first_pos = measures.first().map_or(Pos::default(), |m| m.pos);
-        let query = structured_query(Some(raw), &p_schema, self.mode, self.watermark, &NONE).map_err(|e| {
+        let watermark = event_time.as_ref().or(self.watermark);
+        let query = structured_query(Some(raw), &p_schema, self.mode, watermark, &NONE).map_err(|e| {
             if e.field == "query.output_mode" {
                 return e;
             }
@@ -445,7 +464,7 @@ impl Aggregation<'_> {
             list.push(projected);
         }
         output_steps.push(Step::Project(list));
-        Ok((projected, watermarked, query, output_steps))
+        Ok((projected, watermarked, query, output_steps, event_time.map(|w| w.column)))
     }
 }
 
@@ -929,8 +948,22 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
             if session { "session_window(time_column, gap)" } else { "window(time_column, size[, slide[, start]])" };
         return Err(at(call.pos, format!("{} with {} arguments", name.to_ascii_lowercase(), args.len()), allowed));
     }
-    let time = match &args[0].kind {
-        SyntaxKind::Column(parts) if parts.len() == 1 => parts[0].clone(),
+    let time = match (&args[0].kind, window_time_of_window(&args[0], schema)) {
+        (SyntaxKind::Column(parts), _) if parts.len() == 1 => parts[0].clone(),
+        (_, Some(window)) => window,
+        // over an inner aggregation's rows (a chain, append only): Spark's `TimeWindowing`
+        // carries the watermark only from an attribute or `window_time(window)`, so any other
+        // time (`window.end`, `window.start + ...`) has none and Spark refuses append
+        _ if schema.fields().iter().any(|f| f.data_type == DataType::Window) => {
+            return Err(at(
+                args[0].pos,
+                format!(
+                    "the expression {} as the window's time over the subquery's window (STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION: Spark refuses append for a streaming aggregation without watermark, and it carries none to this time)",
+                    bind(&args[0], schema).map_or_else(|_| written(&args[0]), |t| t.name.clone())
+                ),
+                "window(window, size) or window(window_time(window), size): the inner window's event time, its end minus 1 µs, which carries the watermark (SQL.md \"Chained aggregations\")",
+            ));
+        }
         _ => {
             return Err(at(
                 args[0].pos,
@@ -986,6 +1019,27 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
         raw.start = args.get(3).map(duration).transpose()?;
     }
     Ok((raw, session, computed_gap))
+}
+
+/// The window column `c` of `window_time(c)`, the time of a window over an inner aggregation's
+/// window (SQL.md "Chained aggregations"): a window aggregate reads a window column at its
+/// `window_time`, its end minus 1 µs ([`crate::value::Value::event_time`]), as Spark's
+/// `TimeWindowing` rule reads `window(window, size)`: it rewrites that form to
+/// `window(window_time(window), size)` (SPARK-40925), so both spellings are one window with the
+/// inner window's event time and watermark. `None` for any other expression.
+fn window_time_of_window(time: &Syntax, schema: &Schema) -> Option<String> {
+    let SyntaxKind::Call { name, args } = &time.kind else { return None };
+    let [arg] = args.as_slice() else { return None };
+    match &arg.kind {
+        SyntaxKind::Column(parts)
+            if name.eq_ignore_ascii_case("window_time")
+                && parts.len() == 1
+                && schema.resolve(&parts[0]).is_some_and(|i| schema.fields()[i].data_type == DataType::Window) =>
+        {
+            Some(parts[0].clone())
+        }
+        _ => None,
+    }
 }
 
 /// Adds the measures of the aggregate calls in `s`; computed inputs go into the projection,
