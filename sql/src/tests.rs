@@ -388,6 +388,13 @@ fn timestamps_and_decimal_or_double_seconds_convert_as_spark() {
     assert_eq!(run("CAST(x AS TIMESTAMP)", r.clone()).2, at(-2_537_764_290_115_403_776));
     assert_eq!(run("timestamp_seconds(d)", r.clone()).2, at(i64::MAX));
     assert_eq!(run("timestamp_seconds(-d)", r).2, at(i64::MIN));
+    // BIGINT seconds or milliseconds beyond BIGINT microseconds: DATETIME_OVERFLOW from
+    // timestamp_seconds / timestamp_millis, saturation from CAST
+    let r = row(0, 0, 9_223_372_036_854_000_000.0, 0.0);
+    fails("timestamp_seconds(CAST(d AS BIGINT))", r.clone(), "DATETIME_OVERFLOW");
+    fails("timestamp_millis(CAST(d AS BIGINT))", r.clone(), "DATETIME_OVERFLOW");
+    assert_eq!(run("CAST(CAST(d AS BIGINT) AS TIMESTAMP)", r.clone()).2, at(i64::MAX));
+    assert_eq!(run("CAST(CAST(-d AS BIGINT) AS TIMESTAMP)", r).2, at(i64::MIN));
     // Spark refuses these: millis and micros take integers only, a DATE is no number
     for bad in [
         "timestamp_millis(1.5)",

@@ -56,9 +56,11 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
         (T::Double | T::Float, T::Long) => {
             |v| float_to_i64(v.as_f64().unwrap_or(0.0), i64::MIN as f64, i64::MAX as f64).map(Value::Long)
         }
-        (T::Int | T::Long, T::Timestamp) => |v| {
-            v.as_i64().unwrap_or(0).checked_mul(1_000_000).map(|us| Value::Timestamp(Timestamp(us))).ok_or(CastOverflow)
-        },
+        // Spark's `longToTimestamp` (`TimeUnit.SECONDS.toMicros`) saturates at BIGINT's ends: no
+        // error, under ANSI as under `try_cast`
+        (T::Int | T::Long, T::Timestamp) => {
+            |v| Ok(Value::Timestamp(Timestamp(v.as_i64().unwrap_or(0).saturating_mul(1_000_000))))
+        }
         // Spark's `doubleToTimestampAnsi`: NaN and infinities are CAST_INVALID_INPUT; the
         // microseconds truncate toward zero, CAST_OVERFLOW past BIGINT's range (exactly 2^63
         // is still BIGINT's maximum, as Spark's `DoubleExactNumeric.toLong`)
@@ -191,6 +193,15 @@ mod tests {
     use super::*;
 
     // Spark 4.3's answers, read with its pyspark from JSON files (generated code)
+    #[test]
+    fn integers_cast_to_timestamps_saturate_as_spark() {
+        let cast = |x: i64| cast_fn(DataType::Long, DataType::Timestamp).map(|f| f(&Value::Long(x)));
+        let ok = |us: i64| Some(Ok(Value::Timestamp(Timestamp(us))));
+        assert_eq!(cast(-60), ok(-60_000_000));
+        assert_eq!(cast(9_223_372_036_854_000_000), ok(i64::MAX));
+        assert_eq!(cast(-1_705_312_800_000_000), ok(i64::MIN));
+    }
+
     #[test]
     fn doubles_cast_to_timestamps_as_spark_ansi() {
         let cast = |x: f64| cast_fn(DataType::Double, DataType::Timestamp).map(|f| f(&Value::Double(x)));

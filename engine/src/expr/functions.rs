@@ -150,7 +150,8 @@ pub enum Func {
     /// `UnixTimestamp` divides as Java does: 1969-12-31 23:59:59.5 is 0, where `unix_seconds`
     /// floors to -1).
     UnixTimestamp,
-    /// `timestamp_seconds` / `timestamp_millis` / `timestamp_micros`: an integer times this.
+    /// `timestamp_seconds` / `timestamp_millis` / `timestamp_micros`: an integer times this;
+    /// DATETIME_OVERFLOW past BIGINT's range, as Spark.
     FromUnix(i64),
     /// `timestamp_seconds` of a DECIMAL: the exact microseconds
     /// ([`super::decimal::seconds_micros`]: DATETIME_OVERFLOW, or ROUNDING_NECESSARY for digits
@@ -933,7 +934,10 @@ impl Func {
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
             Func::CurrentTimestamp => Value::Timestamp(super::processing_time()),
             Func::UnixTimestamp => Value::Long(n(0) / 1_000_000),
-            Func::FromUnix(per) => Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(ArithmeticOverflow)?)),
+            // Spark's `SecondsToTimestamp` / `MillisToTimestamp`: DATETIME_OVERFLOW past BIGINT µs
+            Func::FromUnix(per) => {
+                Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(EvalErrorKind::DatetimeOverflow)?))
+            }
             Func::FromUnixDecimal => match a[0] {
                 Value::Decimal(d) => Value::Timestamp(Timestamp(super::decimal::seconds_micros(d)?)),
                 _ => Value::Null,
