@@ -333,3 +333,75 @@ fn constructs_written_with_a_keyword_are_placed_at_it() {
     assert_eq!(unsupported_at("concat(name,\n  cast(CAST(qty AS STRING) AS MAP<STRING, INT>))"), (2, 3));
     assert_eq!(unsupported_at("'été' || INTERVAL 2 MONTHS"), (1, 10));
 }
+
+/// Values, names and types checked with Spark 4.3's pyspark (ANSI, UTC), reading the inputs from
+/// JSON files so that Spark's generated code ran them.
+#[test]
+fn timestamps_and_decimal_or_double_seconds_convert_as_spark() {
+    use eddy_engine::Timestamp;
+    use eddy_engine::decimal::Decimal;
+    let schema =
+        Schema::parse_ddl("ts TIMESTAMP, x DECIMAL(38,7), d DOUBLE, f FLOAT").unwrap_or_else(|e| panic!("{e}"));
+    let run = |text: &str, values: Vec<Value>| {
+        let b = bind_expression(text, &schema).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let v = Compiled::new(&b.typed).eval(&Record::new(values)).map_err(|e| e.to_string());
+        (b.typed.name, b.typed.data_type.to_string(), v)
+    };
+    let row = |ts: i64, x: i128, d: f64, f: f32| {
+        vec![Value::Timestamp(Timestamp(ts)), Value::Decimal(Decimal::new(x, 7)), Value::Double(d), Value::Float(f)]
+    };
+    let at = |us: i64| Ok(Value::Timestamp(Timestamp(us)));
+    let fails = |text: &str, values: Vec<Value>, condition: &str| {
+        let v = run(text, values).2;
+        assert!(v.as_ref().is_err_and(|m| m.starts_with(condition)), "{text}: {v:?}");
+    };
+    let r = row(1_705_312_800_123_456, 15_000_000, 1_705_312_800.25, 123_456.79);
+    let (name, ty, v) = run("CAST(ts AS DECIMAL(20, 5))", r.clone());
+    assert_eq!((name.as_str(), ty.as_str()), ("CAST(ts AS DECIMAL(20,5))", "DECIMAL(20,5)"));
+    assert_eq!(v, Ok(Value::Decimal(Decimal::new(170_531_280_012_346, 5))));
+    assert_eq!(run("ts::decimal", r.clone()).2, Ok(Value::Decimal(Decimal::new(1_705_312_800, 0))));
+    fails("CAST(ts AS DECIMAL(5, 0))", r.clone(), "NUMERIC_VALUE_OUT_OF_RANGE");
+    assert_eq!(run("try_cast(ts AS DECIMAL(5, 0))", r.clone()).2, Ok(Value::Null));
+    let (name, ty, v) = run("CAST(x AS TIMESTAMP)", r.clone());
+    assert_eq!((name.as_str(), ty.as_str(), v), ("CAST(x AS TIMESTAMP)", "TIMESTAMP", at(1_500_000)));
+    let (name, ty, v) = run("timestamp_seconds(x)", r.clone());
+    assert_eq!((name.as_str(), ty.as_str(), v), ("timestamp_seconds(x)", "TIMESTAMP", at(1_500_000)));
+    assert_eq!(run("timestamp_seconds(d)", r.clone()).2, at(1_705_312_800_250_000));
+    // a FLOAT is widened to DOUBLE before the multiplication by 10^6
+    let (name, _, v) = run("timestamp_seconds(f)", r.clone());
+    assert_eq!((name.as_str(), v), ("timestamp_seconds(f)", at(123_456_789_062)));
+    assert_eq!(run("timestamp_seconds(1.5)", r.clone()).2, at(1_500_000));
+    // digits below the microsecond: a DECIMAL fails, a DOUBLE truncates toward zero
+    let r = row(0, -10_000_005, -1.0000005, f32::NAN);
+    fails("timestamp_seconds(x)", r.clone(), "ROUNDING_NECESSARY");
+    assert_eq!(run("CAST(x AS TIMESTAMP)", r.clone()).2, at(-1_000_000));
+    assert_eq!(run("timestamp_seconds(d)", r.clone()).2, at(-1_000_000));
+    assert_eq!(run("CAST(d AS TIMESTAMP)", r.clone()).2, at(-1_000_000));
+    // NaN: NULL from timestamp_seconds, an invalid cast from CAST
+    assert_eq!(run("timestamp_seconds(f)", r.clone()).2, Ok(Value::Null));
+    fails("CAST(f AS TIMESTAMP)", r.clone(), "CAST_INVALID_INPUT");
+    assert_eq!(run("try_cast(f AS TIMESTAMP)", r).2, Ok(Value::Null));
+    // beyond BIGINT microseconds: DATETIME_OVERFLOW from timestamp_seconds, the low 64 bits
+    // from CAST, saturation for a DOUBLE
+    let r = row(0, 1_000_000_000_000_000_000_000_000_000, 1e20, 0.0);
+    fails("timestamp_seconds(x)", r.clone(), "DATETIME_OVERFLOW");
+    assert_eq!(run("CAST(x AS TIMESTAMP)", r.clone()).2, at(-2_537_764_290_115_403_776));
+    assert_eq!(run("timestamp_seconds(d)", r.clone()).2, at(i64::MAX));
+    assert_eq!(run("timestamp_seconds(-d)", r).2, at(i64::MIN));
+    // BIGINT seconds or milliseconds beyond BIGINT microseconds: DATETIME_OVERFLOW from
+    // timestamp_seconds / timestamp_millis, saturation from CAST
+    let r = row(0, 0, 9_223_372_036_854_000_000.0, 0.0);
+    fails("timestamp_seconds(CAST(d AS BIGINT))", r.clone(), "DATETIME_OVERFLOW");
+    fails("timestamp_millis(CAST(d AS BIGINT))", r.clone(), "DATETIME_OVERFLOW");
+    assert_eq!(run("CAST(CAST(d AS BIGINT) AS TIMESTAMP)", r.clone()).2, at(i64::MAX));
+    assert_eq!(run("CAST(CAST(-d AS BIGINT) AS TIMESTAMP)", r).2, at(i64::MIN));
+    // Spark refuses these: millis and micros take integers only, a DATE is no number
+    for bad in [
+        "timestamp_millis(1.5)",
+        "timestamp_micros(d)",
+        "timestamp_seconds('1.5')",
+        "CAST(CAST(ts AS DATE) AS DECIMAL(20, 6))",
+    ] {
+        assert!(bind_expression(bad, &schema).is_err(), "{bad}");
+    }
+}

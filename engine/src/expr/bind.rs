@@ -702,7 +702,7 @@ impl Binder<'_> {
             return Err(ty_err(
                 pos,
                 format!("CAST from {} to {to} ({})", e.data_type, e.name),
-                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP and DECIMAL <-> TIMESTAMP; \
+                "casts among STRING, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, BOOLEAN, TIMESTAMP except BOOLEAN <-> TIMESTAMP; \
                  DATE <-> STRING, TIMESTAMP",
             ));
         }

@@ -348,16 +348,28 @@ impl Binder<'_> {
             "timestamp_seconds" | "timestamp_millis" | "timestamp_micros" => {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
-                if !matches!(x.data_type, DataType::Int | DataType::Long) && !is_null_literal(&x) {
-                    return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), "INT, BIGINT"));
-                }
                 let name = named(&lower, std::slice::from_ref(&x));
                 let per = match lower.as_str() {
                     "timestamp_seconds" => 1_000_000,
                     "timestamp_millis" => 1_000,
                     _ => 1,
                 };
-                Ok(call(Func::FromUnix(per), vec![coerce(x, DataType::Long)], DataType::Timestamp, name))
+                // Spark's `SecondsToTimestamp` takes any number; `MillisToTimestamp` and
+                // `MicrosToTimestamp` integers only
+                let seconds = per == 1_000_000;
+                let (func, x) = match x.data_type {
+                    _ if is_null_literal(&x) => (Func::FromUnix(per), coerce(x, DataType::Long)),
+                    DataType::Int | DataType::Long => (Func::FromUnix(per), coerce(x, DataType::Long)),
+                    DataType::Decimal { .. } if seconds => (Func::FromUnixDecimal, x),
+                    DataType::Float | DataType::Double if seconds => {
+                        (Func::FromUnixDouble, coerce(x, DataType::Double))
+                    }
+                    _ => {
+                        let allowed = if seconds { "INT, BIGINT, DECIMAL, FLOAT, DOUBLE" } else { "INT, BIGINT" };
+                        return Err(ty_err(pos, format!("{lower} of {} ({})", x.data_type, x.name), allowed));
+                    }
+                };
+                Ok(call(func, vec![x], DataType::Timestamp, name))
             }
             "date_trunc" => {
                 arity(2..=2)?;

@@ -15,7 +15,7 @@ pub(crate) type CastFn = fn(&Value) -> Result<Value, EvalErrorKind>;
 
 /// The cast from `from` to `to`, or `None` where Spark's ANSI mode has none (BOOLEAN and
 /// TIMESTAMP to each other, DATE to or from anything but STRING and TIMESTAMP, and the
-/// output-only types).
+/// output-only types). The casts into and out of DECIMAL are [`super::decimal::caster`]'s.
 pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
     use DataType as T;
     if from == to {
@@ -56,15 +56,20 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
         (T::Double | T::Float, T::Long) => {
             |v| float_to_i64(v.as_f64().unwrap_or(0.0), i64::MIN as f64, i64::MAX as f64).map(Value::Long)
         }
-        (T::Int | T::Long, T::Timestamp) => |v| {
-            v.as_i64().unwrap_or(0).checked_mul(1_000_000).map(|us| Value::Timestamp(Timestamp(us))).ok_or(CastOverflow)
-        },
+        // Spark's `longToTimestamp` (`TimeUnit.SECONDS.toMicros`) saturates at BIGINT's ends: no
+        // error, under ANSI as under `try_cast`
+        (T::Int | T::Long, T::Timestamp) => {
+            |v| Ok(Value::Timestamp(Timestamp(v.as_i64().unwrap_or(0).saturating_mul(1_000_000))))
+        }
+        // Spark's `doubleToTimestampAnsi`: NaN and infinities are CAST_INVALID_INPUT; the
+        // microseconds truncate toward zero, CAST_OVERFLOW past BIGINT's range (exactly 2^63
+        // is still BIGINT's maximum, as Spark's `DoubleExactNumeric.toLong`)
         (T::Double | T::Float, T::Timestamp) => |v| {
-            let x = v.as_f64().unwrap_or(0.0) * 1e6;
-            if !x.is_finite() || x.abs() >= 9.223372036854776e18 {
-                return Err(CastOverflow);
+            let x = v.as_f64().unwrap_or(0.0);
+            if !x.is_finite() {
+                return Err(CastInvalidInput);
             }
-            Ok(Value::Timestamp(Timestamp(x as i64)))
+            float_to_i64(x * 1e6, i64::MIN as f64, i64::MAX as f64).map(|us| Value::Timestamp(Timestamp(us)))
         },
         (T::String, T::Date) => |v| match v {
             Value::Str(s) => parse_cast_date(s).map(Value::Date).ok_or(CastInvalidInput),
@@ -180,5 +185,38 @@ fn str_to_bool(v: &Value) -> Result<Value, EvalErrorKind> {
         "t" | "true" | "y" | "yes" | "1" => Ok(Value::Bool(true)),
         "f" | "false" | "n" | "no" | "0" => Ok(Value::Bool(false)),
         _ => Err(CastInvalidInput),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Spark 4.3's answers, read with its pyspark from JSON files (generated code)
+    #[test]
+    fn integers_cast_to_timestamps_saturate_as_spark() {
+        let cast = |x: i64| cast_fn(DataType::Long, DataType::Timestamp).map(|f| f(&Value::Long(x)));
+        let ok = |us: i64| Some(Ok(Value::Timestamp(Timestamp(us))));
+        assert_eq!(cast(-60), ok(-60_000_000));
+        assert_eq!(cast(9_223_372_036_854_000_000), ok(i64::MAX));
+        assert_eq!(cast(-1_705_312_800_000_000), ok(i64::MIN));
+    }
+
+    #[test]
+    fn doubles_cast_to_timestamps_as_spark_ansi() {
+        let cast = |x: f64| cast_fn(DataType::Double, DataType::Timestamp).map(|f| f(&Value::Double(x)));
+        let ok = |us: i64| Some(Ok(Value::Timestamp(Timestamp(us))));
+        assert_eq!(cast(-0.75), ok(-750_000));
+        assert_eq!(cast(1.0000005), ok(1_000_000));
+        assert_eq!(cast(-1.0000005), ok(-1_000_000));
+        // 2^63 µs as a DOUBLE is still BIGINT's maximum; just below -2^63 is not
+        assert_eq!(cast(9_223_372_036_854.775), ok(i64::MAX));
+        assert_eq!(cast(-9_223_372_036_854.775), ok(i64::MIN));
+        assert_eq!(cast(-9.223372036854777e12), Some(Err(CastOverflow)));
+        assert_eq!(cast(1e20), Some(Err(CastOverflow)));
+        assert_eq!(cast(f64::MAX), Some(Err(CastOverflow)));
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(cast(x), Some(Err(CastInvalidInput)), "{x}");
+        }
     }
 }

@@ -18,6 +18,7 @@ use super::functions::{ArithOp, CmpOp, Func};
 use super::{Node, Typed};
 use crate::decimal::{self, Decimal, DecimalError, DecimalOp, Rounding};
 use crate::schema::DataType;
+use crate::time::Timestamp;
 use crate::value::Value;
 
 fn dec(p: u8, s: u8) -> DataType {
@@ -204,10 +205,11 @@ pub(crate) type Caster = Arc<dyn Fn(&Value) -> Result<Value, EvalErrorKind> + Se
 /// The casts into and out of DECIMAL (Spark's ANSI `Cast`): from STRING (trimmed, Java's
 /// `BigDecimal` syntax, CAST_INVALID_INPUT otherwise), integers, FLOAT / DOUBLE (their shortest
 /// decimal form, as Spark's `Decimal(double)`; NaN and infinities are CAST_INVALID_INPUT),
-/// BOOLEAN and other decimals, rounding HALF_UP and NUMERIC_VALUE_OUT_OF_RANGE when the value
-/// does not fit; to STRING (the plain form), integers (truncated; CAST_OVERFLOW out of range),
-/// FLOAT / DOUBLE (nearest) and BOOLEAN (non-zero). `None` when neither side is a DECIMAL or the
-/// cast does not exist (DECIMAL with TIMESTAMP).
+/// BOOLEAN, TIMESTAMP (its exact seconds, six digits after the point) and other decimals,
+/// rounding HALF_UP and NUMERIC_VALUE_OUT_OF_RANGE when the value does not fit; to STRING (the
+/// plain form), integers (truncated; CAST_OVERFLOW out of range), FLOAT / DOUBLE (nearest),
+/// BOOLEAN (non-zero) and TIMESTAMP (seconds: [`cast_micros`]). `None` when neither side is a
+/// DECIMAL or the cast does not exist (DECIMAL with DATE).
 pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
     use DataType as T;
     if let Some((p, s)) = to.decimal() {
@@ -222,6 +224,12 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
             T::String => {
                 Arc::new(move |v| fit(Decimal::parse(super::text::trim_spark(v.as_str().unwrap_or("")), p, s)))
             }
+            // Spark 4.3 casts the exact microseconds (checked with its pyspark: 9999-12-31
+            // 23:59:59.999999 is 253402300799.999999, which a DOUBLE cannot hold)
+            T::Timestamp => Arc::new(move |v| match v {
+                Value::Timestamp(t) => fit(Decimal::new(t.0 as i128, 6).rescale(p, s, Rounding::HalfUp)),
+                _ => Err(CastInvalidInput),
+            }),
             T::Double | T::Float => Arc::new(move |v| {
                 let x = v.as_f64().unwrap_or(0.0);
                 if !x.is_finite() {
@@ -259,8 +267,51 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
         T::Double => Arc::new(move |v| Ok(Value::Double(d(v)?.to_f64()))),
         T::Float => Arc::new(move |v| Ok(Value::Float(d(v)?.to_string().parse::<f32>().unwrap_or(f32::NAN)))),
         T::Boolean => Arc::new(move |v| Ok(Value::Bool(d(v)?.signum() != 0))),
+        T::Timestamp => Arc::new(move |v| Ok(Value::Timestamp(Timestamp(cast_micros(d(v)?))))),
         _ => return None,
     })
+}
+
+/// `CAST(d AS TIMESTAMP)` of a DECIMAL `d` of seconds, as Spark's `Cast.decimalToTimestamp`:
+/// `(d * 1000000).longValue` of Java's `BigDecimal`, that is the microseconds truncated toward
+/// zero and, beyond BIGINT, only their low 64 bits (no error, under ANSI as under `try_cast`:
+/// Spark 4.3 casts 1e20 to the timestamp of -2537764290115403776 µs, and 2^63 µs to BIGINT's
+/// minimum).
+pub(crate) fn cast_micros(d: Decimal) -> i64 {
+    let (unscaled, scale) = (d.unscaled, d.scale as u32);
+    if scale >= 6 {
+        (unscaled / decimal::pow10(scale - 6)) as i64
+    } else {
+        // the low 64 bits of a product depend only on the low bits of its factors
+        unscaled.wrapping_mul(decimal::pow10(6 - scale)) as i64
+    }
+}
+
+/// `timestamp_seconds(d)` of a DECIMAL `d`, as Spark's `SecondsToTimestamp`: the exact
+/// microseconds.
+///
+/// # Errors
+/// DATETIME_OVERFLOW when they are beyond BIGINT's range (checked first, so
+/// `timestamp_seconds(1e20 + 0.5)` is an overflow); then
+/// [`EvalErrorKind::RoundingNecessary`] when `d` has digits below the microsecond
+/// (`timestamp_seconds(1.0000005)`: Java's `longValueExact`).
+pub(crate) fn seconds_micros(d: Decimal) -> Result<i64, EvalErrorKind> {
+    let (unscaled, scale) = (d.unscaled, d.scale as u32);
+    let (whole, below) = if scale >= 6 {
+        let k = decimal::pow10(scale - 6);
+        (unscaled / k, unscaled % k)
+    } else {
+        (unscaled.checked_mul(decimal::pow10(6 - scale)).ok_or(EvalErrorKind::DatetimeOverflow)?, 0)
+    };
+    // `whole` truncates toward zero: a remainder pushes the exact value past it, away from zero
+    let us = i64::try_from(whole).map_err(|_| EvalErrorKind::DatetimeOverflow)?;
+    if (us == i64::MAX && below > 0) || (us == i64::MIN && below < 0) {
+        return Err(EvalErrorKind::DatetimeOverflow);
+    }
+    if below != 0 {
+        return Err(EvalErrorKind::RoundingNecessary);
+    }
+    Ok(us)
 }
 
 #[cfg(test)]
@@ -297,6 +348,61 @@ mod tests {
         assert_eq!(cast(dec(10, 2), DataType::String, v), Ok(Value::Str(Arc::from("-123.45"))));
         let big = Value::Decimal(Decimal::new(3_000_000_000, 0));
         assert_eq!(cast(dec(10, 0), DataType::Int, big), Err(CastOverflow));
+    }
+
+    // every value below is Spark 4.3's, read with its pyspark from JSON files (generated code)
+    #[test]
+    fn timestamps_cast_to_decimal_exactly_then_round_half_up() {
+        let ts = |us: i64| Value::Timestamp(Timestamp(us));
+        let to = |p: u8, s: u8, us: i64| cast(DataType::Timestamp, dec(p, s), ts(us));
+        let ok = |u: i128, s: u8| Ok(Value::Decimal(Decimal::new(u, s)));
+        // 9999-12-31 23:59:59.999999: more digits than a DOUBLE holds
+        assert_eq!(to(20, 6, 253_402_300_799_999_999), ok(253_402_300_799_999_999, 6));
+        assert_eq!(to(20, 5, 1_705_312_800_999_995), ok(170_531_280_100_000, 5));
+        assert_eq!(to(20, 5, -5), ok(-1, 5));
+        assert_eq!(to(20, 0, -500_000), ok(-1, 0));
+        assert_eq!(to(20, 1, -750_000), ok(-8, 1));
+        assert_eq!(to(38, 18, 1_705_312_800_123_456), ok(1_705_312_800_123_456_000_000_000_000, 18));
+        assert_eq!(to(12, 1, 253_402_300_799_999_999), Err(NumericValueOutOfRange));
+        assert_eq!(to(5, 0, 1_705_312_800_123_456), Err(NumericValueOutOfRange));
+    }
+
+    #[test]
+    fn decimals_cast_to_timestamps_truncate_and_wrap_as_spark() {
+        let us = |u: i128, s: u8| cast(dec(38, s), DataType::Timestamp, Value::Decimal(Decimal::new(u, s)));
+        let ok = |us: i64| Ok(Value::Timestamp(Timestamp(us)));
+        assert_eq!(us(15, 1), ok(1_500_000));
+        assert_eq!(us(-10_000_005, 7), ok(-1_000_000));
+        assert_eq!(us(5, 7), ok(0));
+        assert_eq!(us(-15, 7), ok(-1));
+        assert_eq!(us(253_402_300_800, 0), ok(253_402_300_800_000_000));
+        // beyond BIGINT microseconds: the low 64 bits, never an error
+        assert_eq!(us(100_000_000_000_000_000_000, 0), ok(-2_537_764_290_115_403_776));
+        assert_eq!(us(1_000_000_000_000_000_000_000_000_000, 7), ok(-2_537_764_290_115_403_776));
+        assert_eq!(us(92_233_720_368_547_758_070, 7), ok(i64::MAX));
+        assert_eq!(us(92_233_720_368_547_758_080, 7), ok(i64::MIN));
+        assert_eq!(us(184_467_440_737_095_516_160, 7), ok(0));
+        assert_eq!(us(-184_467_440_737_095_516_170, 7), ok(-1));
+        // (10^38 - 1) * 10^6 mod 2^64 (computed in Python): no i128 overflow on the way
+        assert_eq!(us(99_999_999_999_999_999_999_999_999_999_999_999_999, 0), ok(80_237_960_547_581_376));
+    }
+
+    #[test]
+    fn seconds_of_a_decimal_are_exact_or_fail_as_spark() {
+        let s = |u: i128, scale: u8| seconds_micros(Decimal::new(u, scale));
+        assert_eq!(s(15, 1), Ok(1_500_000));
+        assert_eq!(s(-5, 1), Ok(-500_000));
+        assert_eq!(s(9_223_372_036_854_775_807, 6), Ok(i64::MAX));
+        assert_eq!(s(-9_223_372_036_854_775_808, 6), Ok(i64::MIN));
+        assert_eq!(s(92_233_720_368_547_758_070, 7), Ok(i64::MAX));
+        assert_eq!(s(10_000_005, 7), Err(EvalErrorKind::RoundingNecessary));
+        assert_eq!(s(-15, 7), Err(EvalErrorKind::RoundingNecessary));
+        // the range is checked before the digits below the microsecond
+        assert_eq!(s(1_000_000_000_000_000_000_005, 1), Err(EvalErrorKind::DatetimeOverflow));
+        assert_eq!(s(92_233_720_368_547_758_075, 7), Err(EvalErrorKind::DatetimeOverflow));
+        assert_eq!(s(-92_233_720_368_547_758_085, 7), Err(EvalErrorKind::DatetimeOverflow));
+        assert_eq!(s(100_000_000_000_000_000_000, 0), Err(EvalErrorKind::DatetimeOverflow));
+        assert_eq!(s(10i128.pow(37), 0), Err(EvalErrorKind::DatetimeOverflow));
     }
 
     #[test]

@@ -150,8 +150,17 @@ pub enum Func {
     /// `UnixTimestamp` divides as Java does: 1969-12-31 23:59:59.5 is 0, where `unix_seconds`
     /// floors to -1).
     UnixTimestamp,
-    /// `timestamp_seconds` / `timestamp_millis` / `timestamp_micros`: an integer times this.
+    /// `timestamp_seconds` / `timestamp_millis` / `timestamp_micros`: an integer times this;
+    /// DATETIME_OVERFLOW past BIGINT's range, as Spark.
     FromUnix(i64),
+    /// `timestamp_seconds` of a DECIMAL: the exact microseconds
+    /// ([`super::decimal::seconds_micros`]: DATETIME_OVERFLOW, or ROUNDING_NECESSARY for digits
+    /// below the microsecond, as Spark's `SecondsToTimestamp`).
+    FromUnixDecimal,
+    /// `timestamp_seconds` of a DOUBLE (a FLOAT widened to it): as Spark's `SecondsToTimestamp`,
+    /// NULL for NaN and the infinities, else the seconds times 10^6 as a DOUBLE, truncated
+    /// toward zero and clamped to BIGINT's range (Java's `toLong`), never an error.
+    FromUnixDouble,
     /// `date_trunc(unit, ts)`.
     DateTrunc(TruncUnit),
     /// `date_format(ts, pattern)` (the pattern parsed at binding).
@@ -925,7 +934,19 @@ impl Func {
             Func::UnixTime(per) => Value::Long(n(0).div_euclid(*per)),
             Func::CurrentTimestamp => Value::Timestamp(super::processing_time()),
             Func::UnixTimestamp => Value::Long(n(0) / 1_000_000),
-            Func::FromUnix(per) => Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(ArithmeticOverflow)?)),
+            // Spark's `SecondsToTimestamp` / `MillisToTimestamp`: DATETIME_OVERFLOW past BIGINT µs
+            Func::FromUnix(per) => {
+                Value::Timestamp(Timestamp(n(0).checked_mul(*per).ok_or(EvalErrorKind::DatetimeOverflow)?))
+            }
+            Func::FromUnixDecimal => match a[0] {
+                Value::Decimal(d) => Value::Timestamp(Timestamp(super::decimal::seconds_micros(d)?)),
+                _ => Value::Null,
+            },
+            // `as` truncates toward zero and saturates, as Java's double-to-long conversion
+            Func::FromUnixDouble => match f(0) {
+                x if x.is_finite() => Value::Timestamp(Timestamp((x * 1e6) as i64)),
+                _ => Value::Null,
+            },
             Func::DateTrunc(unit) => Value::Timestamp(Timestamp(date_trunc(n(0), *unit).ok_or(ArithmeticOverflow)?)),
             Func::DateFormat(DateFormat(parts)) => return st(text::format_timestamp(n(0), parts)),
             Func::AddMicros(d) => Value::Timestamp(Timestamp(n(0).checked_add(*d).ok_or(ArithmeticOverflow)?)),

@@ -419,6 +419,14 @@ pub enum EvalErrorKind {
     /// A date field out of its range (`make_date(2024, 2, 30)`), Spark's
     /// DATETIME_FIELD_OUT_OF_BOUNDS under ANSI.
     DatetimeFieldOutOfBounds,
+    /// A TIMESTAMP made from seconds beyond the microseconds a BIGINT holds
+    /// (`timestamp_seconds(1e20BD)`), Spark's DATETIME_OVERFLOW.
+    DatetimeOverflow,
+    /// `timestamp_seconds` of a DECIMAL with digits below the microsecond
+    /// (`timestamp_seconds(1.0000005)`): Spark's `SecondsToTimestamp` calls Java's
+    /// `BigDecimal.longValueExact`, whose bare `java.lang.ArithmeticException: Rounding
+    /// necessary` fails the query without an error condition; Eddy names it so.
+    RoundingNecessary,
     /// A time zone argument that names no zone (`from_utc_timestamp(ts, 'Nowhere/City')`),
     /// Spark's INVALID_TIMEZONE.
     InvalidTimezone,
@@ -448,6 +456,10 @@ impl fmt::Display for EvalErrorKind {
             EvalErrorKind::NumericValueOutOfRange => "NUMERIC_VALUE_OUT_OF_RANGE",
             EvalErrorKind::CannotParseTimestamp => "CANNOT_PARSE_TIMESTAMP",
             EvalErrorKind::DatetimeFieldOutOfBounds => "DATETIME_FIELD_OUT_OF_BOUNDS",
+            EvalErrorKind::DatetimeOverflow => "DATETIME_OVERFLOW",
+            EvalErrorKind::RoundingNecessary => {
+                "ROUNDING_NECESSARY (java.lang.ArithmeticException: Rounding necessary)"
+            }
             EvalErrorKind::InvalidTimezone => "INVALID_TIMEZONE",
             EvalErrorKind::InvalidFormat => "INVALID_FORMAT",
             EvalErrorKind::StringTooLong => "STRING_TOO_LONG (a string result over 16 MiB)",
