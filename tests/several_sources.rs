@@ -364,6 +364,34 @@ fn a_distinct_union_in_append_mode_runs_with_a_watermark_and_is_refused_without_
 }
 
 #[test]
+fn append_over_a_union_needs_the_watermark_of_its_first_source() {
+    // Spark's union carries its first child's watermark only: with it on `b` alone, a window
+    // over the union has none (`tests/cases-sql/sql-union-first-branch-without-watermark`), and
+    // append is refused; a first branch reading `b` carries it
+    let on_b_only = |p: String| {
+        p.replacen("watermark = { column = \"ts\", delay = \"2 seconds\" }\n", "", 1).replace(
+            "schema = \"ts TIMESTAMP, v BIGINT, k STRING\"\n",
+            "schema = \"ts TIMESTAMP, v BIGINT, k STRING\"\nwatermark = { column = \"ts\", delay = \"2 seconds\" }\n",
+        )
+    };
+    let append = |sql: &str| on_b_only(sql_pipeline(sql)).replace("\n\"\"\"\n", "\n\"\"\"\noutput_mode = \"append\"\n");
+    let window = "SELECT window(ts, '10 seconds') AS w, k, count(*) AS n FROM";
+    let a_first =
+        append(&format!("{window} (SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts FROM b) u GROUP BY 1, 2"));
+    assert_eq!(a_first.matches("watermark = ").count(), 1, "{a_first}");
+    refused(&a_first, &["query.output_mode", "the union's first source, a, has no watermark", "UNSUPPORTED_OPERATION"]);
+    let b_first =
+        append(&format!("{window} (SELECT k, v, ts FROM b UNION ALL SELECT k, v, ts FROM a) u GROUP BY 1, 2"));
+    let tmp = setup(&b_first);
+    let out = eddy(tmp.path(), &["validate", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // the structured union by name: the first source in the file
+    let structured = on_b_only(two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", ""))
+        .replace("measures = [{ agg = \"count\" }]", "measures = [{ agg = \"count\" }]\noutput_mode = \"append\"");
+    refused(&structured, &["query.output_mode", "the union's first source, a, has no watermark"]);
+}
+
+#[test]
 fn two_stdin_sources_are_refused() {
     let p = two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", "")
         .replace("type = \"files\"\npath = \"in_a\"", "type = \"stdin\"")

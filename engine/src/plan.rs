@@ -334,11 +334,17 @@ impl QueryPlan {
                 // watermark: a window over another column (a second timestamp, one computed from
                 // the watermarked column, a static table's) carries none, so nothing is late and
                 // nothing is evicted (append is refused there at validation)
+                // over a union, that is the first source's watermark (Spark's union carries its
+                // first child's column metadata; `Pipeline::event_time_source`)
+                let carried = match p.event_time_source {
+                    0 => first_watermark,
+                    k => more_watermarks.get(k - 1).copied().flatten(),
+                };
                 let watermark = match &window {
                     WindowKind::Fixed { column, .. } | WindowKind::Session { column, .. } => {
-                        watermark.filter(|(c, _)| c == column)
+                        carried.filter(|(c, _)| c == column)
                     }
-                    WindowKind::None => watermark,
+                    WindowKind::None => carried,
                 };
                 (
                     OperatorPlan::Window(WindowAggregateConfig {

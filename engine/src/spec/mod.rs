@@ -255,6 +255,12 @@ pub struct Pipeline {
     pub more_sources: Vec<UnionSource>,
     /// `watermark_policy`: how the sources' watermarks combine; default min.
     pub watermark_policy: WatermarkPolicy,
+    /// The source whose watermark the query's columns carry: 0 ([`Pipeline::source`]), or for
+    /// a SQL `UNION ALL` the source its first branch reads. Spark's union takes its columns'
+    /// metadata, the event-time watermark included, from its first child (`unionByName` of the
+    /// sources in file order, or the first branch), so an aggregation over a union judges
+    /// lateness only through that source's watermark: without one, nothing is late.
+    pub event_time_source: usize,
     /// The source's `filter` then `select` ([`Step::Filter`], [`Step::Project`]), run on each
     /// decoded record before the clock and the watermark see it (SEMANTICS.md "Source filters
     /// and projections"); empty without them. Their output is [`Pipeline::query_schema`].

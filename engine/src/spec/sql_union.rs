@@ -32,6 +32,9 @@ pub(crate) struct ResolvedUnion {
     pub schema: Schema,
     /// `UNION` (distinct) rather than `UNION ALL`.
     pub distinct: bool,
+    /// The source the first branch reads: the union's columns carry its watermark, as Spark's
+    /// union carries its first child's column metadata ([`super::Pipeline::event_time_source`]).
+    pub first: usize,
 }
 
 /// One branch of a union as planned on its source.
@@ -54,6 +57,8 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
     let names: Vec<&str> = sources.iter().map(|(n, _)| n.as_str()).collect();
     // each source's branch: its select list and its steps
     let mut by_source: Vec<Option<Branch>> = vec![None; sources.len()];
+    // the source of the first branch
+    let mut first = 0;
     // the union's columns: the first query's names, the types widened over the queries
     let mut schema: Option<Schema> = None;
     for (b, branch) in union.branches.iter().enumerate() {
@@ -91,6 +96,9 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
             None => out,
             Some(so_far) => widened(branch, b, &so_far, &out)?,
         });
+        if b == 0 {
+            first = i;
+        }
         by_source[i] = Some(Branch { list, steps });
     }
     if let Some(i) = by_source.iter().position(Option::is_none) {
@@ -145,7 +153,7 @@ pub(crate) fn resolve(union: &UnionSyntax, sources: &[(String, Schema)]) -> Resu
         steps.push(own);
         positions.push(at_union);
     }
-    Ok(ResolvedUnion { steps, positions, schema, distinct: union.distinct })
+    Ok(ResolvedUnion { steps, positions, schema, distinct: union.distinct, first })
 }
 
 /// The output mode of a `UNION` (distinct) at the top of the query, which Spark runs as an

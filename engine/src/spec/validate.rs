@@ -359,6 +359,8 @@ fn validate_sources(
         stream_join = Some(resolved);
     }
     let mut union_query = None;
+    // the source whose watermark the query's columns carry (Spark: the union's first child)
+    let mut event_time_source = 0;
     if by_position
         && stream_join.is_none()
         && let Some(q) = &parsed
@@ -373,6 +375,7 @@ fn validate_sources(
         let mut srcs = vec![(source_name.clone(), schema.clone())];
         srcs.extend(more_sources.iter().map(|s| (s.name.clone(), schema_after(&s.steps, &s.source.schema))));
         let resolved = super::sql_union::resolve(union, &srcs)?;
+        event_time_source = resolved.first;
         // each source's watermark column, where the union selects it as it is
         let moved = |w: &mut WatermarkSpec, i: usize, positions: &[Option<usize>]| match positions
             .get(w.index)
@@ -539,6 +542,24 @@ fn validate_sources(
             super::query::query(q, &schema, mode, query_watermark.as_ref(), registry)?
         }
     };
+    // an aggregation over several sources in append mode: Spark's union carries only its first
+    // child's watermark, and refuses append when that child has none (even if a later one has)
+    let carried = match event_time_source {
+        0 => watermark.as_ref(),
+        k => more_sources.get(k - 1).and_then(|s| s.watermark.as_ref()),
+    };
+    if !more_sources.is_empty()
+        && carried.is_none()
+        && let QuerySpec::WindowAggregate { output_mode: super::OutputMode::Append, .. } = &query
+    {
+        let first =
+            if event_time_source == 0 { source_name.clone() } else { more_sources[event_time_source - 1].name.clone() };
+        return Err(SpecError::new(
+            "query.output_mode",
+            format!("\"append\" (the union's first source, {first}, has no watermark)"),
+            "a watermark on the first source of the union (a SQL UNION's first branch; Spark's union carries its first child's watermark only, and refuses append without it: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION), or \"update\", \"complete\"",
+        ));
+    }
     let clock = clock(raw.clock, &schema)?;
     if matches!(clock, ClockSpec::Replay { .. }) {
         let mut texts: Vec<(String, String)> = Vec::new();
@@ -616,6 +637,7 @@ fn validate_sources(
         idle_timeout,
         more_sources,
         watermark_policy,
+        event_time_source,
         source_steps,
         written_source_steps,
         tables,
