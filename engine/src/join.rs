@@ -4,13 +4,16 @@
 //! [`StaticTable`] is the table as a hash map from the join key to its rows; [`JoinStage`] looks
 //! each stream record up in it and runs the query's steps on each joined record: one record in,
 //! 0..n out. As Spark's equi-joins, a key with a NULL never matches (on either side), and keys
-//! compare as Spark's join keys do (NaN equals NaN, -0.0 equals 0.0: [`Value`]'s equality; an
-//! INT key equals a BIGINT key of the same number, as Spark widens INT to BIGINT).
+//! compare as Spark's join keys do (NaN equals NaN, -0.0 equals 0.0: [`Value`]'s equality), each
+//! side's value cast first to the type the key compares as ([`KeyTypes::compare_as`]: an INT key
+//! equals a BIGINT key of the same number, a BIGINT key a DOUBLE one, as Spark widens both
+//! sides of `=`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::spec::{JoinKind, StaticJoinSpec};
+use crate::expr::caster;
+use crate::spec::{JoinKind, KeyTypes, StaticJoinSpec};
 use crate::steps::{Applied, CompiledSteps};
 use crate::value::{Record, Value};
 
@@ -24,15 +27,16 @@ pub struct StaticTable {
 }
 
 impl StaticTable {
-    /// Indexes `records` (each of the table's schema) by the columns `keys`.
+    /// Indexes `records` (each of the table's schema) by the columns `keys`, each value cast as
+    /// `casts` says (one per key).
     ///
     /// # Panics
     /// When a key index is not below a record's width (the plan gives the table's schema's).
-    pub fn new(records: Vec<Record>, keys: &[usize]) -> StaticTable {
+    fn new(records: Vec<Record>, keys: &[usize], casts: &[KeyCast]) -> StaticTable {
         let mut rows: HashMap<Box<[Value]>, Vec<Box<[Value]>>> = HashMap::new();
         let mut len = 0;
         for r in records {
-            let key: Box<[Value]> = keys.iter().map(|&k| key_value(&r.values[k])).collect();
+            let key: Box<[Value]> = keys.iter().zip(casts).map(|(&k, cast)| cast.apply(&r.values[k])).collect();
             if key.iter().any(|v| matches!(v, Value::Null)) {
                 continue;
             }
@@ -61,12 +65,35 @@ impl StaticTable {
     }
 }
 
-/// A key value as the table is indexed by it: INT widened to BIGINT (the planner accepts INT
-/// and BIGINT keys on the two sides), any other value as it is.
-fn key_value(v: &Value) -> Value {
-    match v {
-        Value::Int(i) => Value::Long(i64::from(*i)),
-        other => other.clone(),
+/// How one side's value of a key becomes the value compared: cast to the key's
+/// [`KeyTypes::compare_as`], or as it is when the column has that type.
+#[derive(Clone)]
+struct KeyCast(Option<crate::expr::Caster>);
+
+impl KeyCast {
+    /// The cast of a value of type `from` to `to`.
+    ///
+    /// # Panics
+    /// When Spark's ANSI mode has no such cast: the planner only pairs types that widen to
+    /// `to` ([`crate::expr::join_key_type`]), each of which casts to it.
+    fn new(from: crate::schema::DataType, to: crate::schema::DataType) -> KeyCast {
+        KeyCast((from != to).then(|| caster(from, to).expect("a join key's type casts to the wider one")))
+    }
+
+    /// `v` as compared; NULL stays NULL, and so does a value whose cast fails (a DATE past
+    /// the range of TIMESTAMP): it matches nothing.
+    fn apply(&self, v: &Value) -> Value {
+        match (&self.0, v) {
+            (_, Value::Null) => Value::Null,
+            (None, v) => v.clone(),
+            (Some(cast), v) => cast(v).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl std::fmt::Debug for KeyCast {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "KeyCast(cast)" } else { "KeyCast(as is)" })
     }
 }
 
@@ -78,6 +105,9 @@ pub struct JoinStage {
     stream_keys: Vec<usize>,
     /// Table column of each key.
     table_keys: Vec<usize>,
+    /// The cast of each key's stream value and of its table value.
+    stream_casts: Vec<KeyCast>,
+    table_casts: Vec<KeyCast>,
     /// The table's width (NULLs of an unmatched left outer record).
     table_width: usize,
     table: Arc<StaticTable>,
@@ -90,14 +120,25 @@ impl JoinStage {
     pub fn new(spec: &StaticJoinSpec, records: Vec<Record>, steps: Arc<CompiledSteps>) -> JoinStage {
         let stream_keys = spec.keys.iter().map(|k| k.0).collect();
         let table_keys: Vec<usize> = spec.keys.iter().map(|k| k.1).collect();
-        let table = Arc::new(StaticTable::new(records, &table_keys));
-        JoinStage { kind: spec.kind, stream_keys, table_keys, table_width: spec.table_schema.len(), table, steps }
+        let stream_casts = spec.key_types.iter().map(|t: &KeyTypes| KeyCast::new(t.stream, t.compare_as)).collect();
+        let table_casts: Vec<KeyCast> = spec.key_types.iter().map(|t| KeyCast::new(t.table, t.compare_as)).collect();
+        let table = Arc::new(StaticTable::new(records, &table_keys, &table_casts));
+        JoinStage {
+            kind: spec.kind,
+            stream_keys,
+            table_keys,
+            stream_casts,
+            table_casts,
+            table_width: spec.table_schema.len(),
+            table,
+            steps,
+        }
     }
 
     /// Replaces the table by a new version read from `records` (a refresh): records joined
     /// after this see it.
     pub fn replace_table(&mut self, records: Vec<Record>) {
-        self.table = Arc::new(StaticTable::new(records, &self.table_keys));
+        self.table = Arc::new(StaticTable::new(records, &self.table_keys, &self.table_casts));
     }
 
     /// The table as it stands.
@@ -111,7 +152,8 @@ impl JoinStage {
     /// matches; left semi: the record once when a row matches; left anti: the record once when
     /// none does.
     pub fn apply(&self, record: Record, mut emit: impl FnMut(Applied)) {
-        let key: Vec<Value> = self.stream_keys.iter().map(|&k| key_value(&record.values[k])).collect();
+        let key: Vec<Value> =
+            self.stream_keys.iter().zip(&self.stream_casts).map(|(&k, cast)| cast.apply(&record.values[k])).collect();
         let rows = self.table.lookup(&key);
         match self.kind {
             JoinKind::LeftSemi | JoinKind::LeftAnti => {
@@ -140,7 +182,7 @@ impl JoinStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Schema;
+    use crate::schema::{DataType, Schema};
 
     fn rec(values: Vec<Value>) -> Record {
         Record { values: values.into() }
@@ -156,6 +198,11 @@ mod tests {
             table: 0,
             table_schema: Schema::parse_ddl("sku STRING, price INT").unwrap(),
             keys: vec![(1, 0)],
+            key_types: vec![KeyTypes {
+                stream: DataType::String,
+                table: DataType::String,
+                compare_as: DataType::String,
+            }],
             names: vec!["id".into(), "sku".into(), "p.sku".into(), "price".into()],
             steps: Vec::new(),
         };
@@ -237,6 +284,7 @@ mod tests {
             table: 0,
             table_schema: Schema::parse_ddl("id BIGINT, name STRING").unwrap(),
             keys: vec![(0, 0)],
+            key_types: vec![KeyTypes { stream: DataType::Int, table: DataType::Long, compare_as: DataType::Long }],
             names: vec!["id".into(), "t.id".into(), "name".into()],
             steps: Vec::new(),
         };
@@ -244,6 +292,29 @@ mod tests {
         let st = JoinStage::new(&spec, vec![rec(vec![Value::Long(7), s("seven")])], Arc::new(steps));
         assert_eq!(run(&st, rec(vec![Value::Int(7)])), vec![vec![Value::Int(7), Value::Long(7), s("seven")]]);
         assert!(run(&st, rec(vec![Value::Int(8)])).is_empty());
+    }
+
+    /// A BIGINT stream key against a DOUBLE table key compares as DOUBLE, as Spark widens both
+    /// sides of `=`: 3 equals 3.0, 0 equals -0.0, 2 does not equal 2.5, NULL matches nothing.
+    #[test]
+    fn a_bigint_key_matches_a_double_key_of_the_same_number() {
+        let spec = StaticJoinSpec {
+            kind: JoinKind::Inner,
+            table: 0,
+            table_schema: Schema::parse_ddl("w DOUBLE, name STRING").unwrap(),
+            keys: vec![(0, 0)],
+            key_types: vec![KeyTypes { stream: DataType::Long, table: DataType::Double, compare_as: DataType::Double }],
+            names: vec!["id".into(), "w".into(), "name".into()],
+            steps: Vec::new(),
+        };
+        let steps = CompiledSteps::new(&[], 3, &[], Vec::new()).0;
+        let table = [(3.0, "c"), (2.5, "b"), (-0.0, "z")].map(|(w, n)| rec(vec![Value::Double(w), s(n)]));
+        let st = JoinStage::new(&spec, table.to_vec(), Arc::new(steps));
+        let names = |id: Value| run(&st, rec(vec![id])).into_iter().map(|r| r[2].clone()).collect::<Vec<_>>();
+        assert_eq!(names(Value::Long(3)), vec![s("c")]);
+        assert_eq!(names(Value::Long(0)), vec![s("z")]);
+        assert!(names(Value::Long(2)).is_empty());
+        assert!(names(Value::Null).is_empty());
     }
 
     #[test]

@@ -105,6 +105,16 @@ fn wider_or_string(a: DataType, b: DataType) -> Option<DataType> {
     }
 }
 
+/// The type the two values of an equi-join key are compared as, where the two columns' types
+/// are `a` and `b`: theirs when equal, else the wider of two numeric types or of DATE and
+/// TIMESTAMP ([`wider`]), as Spark's ANSI coercion casts both sides of an `=` to their wider
+/// type (checked with the Spark oracle: a BIGINT key equals a DOUBLE key of the same number,
+/// 0 equals -0.0). `None` for types that do not widen to one (a STRING beside a number is
+/// left out: Spark casts the string and fails the query on a text that does not read).
+pub(crate) fn join_key_type(a: DataType, b: DataType) -> Option<DataType> {
+    if a == b { Some(a) } else { wider(a, b) }
+}
+
 /// The type of a UNION ALL's column whose queries give types `a` and `b`: theirs when equal,
 /// else as values meeting in one result ([`wider_or_string`]), as Spark 4.3's union widens them
 /// (checked with pyspark: INT with BIGINT is BIGINT, INT with FLOAT DOUBLE, INT with DECIMAL(5, 2)

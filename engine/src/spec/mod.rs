@@ -91,7 +91,7 @@ pub use crate::watermark_union::WatermarkPolicy;
 
 use crate::expr::SqlFrontEnd;
 use crate::registry::Registry;
-use crate::schema::{Field, Schema};
+use crate::schema::{DataType, Field, Schema};
 use crate::time::{Duration, TimeUnit, Timestamp};
 
 /// Parses and validates a pipeline file's text (PIPELINE.md). Relative paths stay relative (see
@@ -467,12 +467,28 @@ pub struct StaticJoinSpec {
     /// The equality keys: (stream column index, table column index), one pair per `=` of ON.
     /// NULL keys never match.
     pub keys: Vec<(usize, usize)>,
+    /// The types of each key of [`StaticJoinSpec::keys`], in their order.
+    pub key_types: Vec<KeyTypes>,
     /// Names of the joined columns, stream's then table's (semi and anti joins: the stream's
     /// only). A table column whose name a stream column has is named `qualifier.name`.
     pub names: Vec<String>,
     /// The query's steps on each joined record, before the watermark (as
     /// [`SqlQueryPlan::source_steps`] without a join).
     pub steps: Vec<Step>,
+}
+
+/// The types of one equi-join key: its stream column's, its table column's, and the type both
+/// values are cast to before they are compared: the wider of the two as Spark's coercion of `=`
+/// makes it (an INT and a BIGINT key compare as BIGINT, a BIGINT and a DOUBLE as DOUBLE), the
+/// columns' own type when they agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyTypes {
+    /// The stream column's type.
+    pub stream: DataType,
+    /// The table column's type.
+    pub table: DataType,
+    /// The type both values are compared as.
+    pub compare_as: DataType,
 }
 
 impl StaticJoinSpec {

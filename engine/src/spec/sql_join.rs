@@ -23,11 +23,11 @@
 use super::error::{SpecError, quote};
 use super::sql_query::{at, conjuncts};
 use super::validate::same_column;
-use super::{JoinKind, StaticJoinSpec, TableSpec};
+use super::{JoinKind, KeyTypes, StaticJoinSpec, TableSpec};
 use crate::expr::{
     BinaryOp, FromSyntax, GroupItemSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind,
 };
-use crate::schema::{DataType, Field, Schema};
+use crate::schema::{Field, Schema};
 
 /// A query with a stream-static join, resolved: the join (its `steps` still empty), the query
 /// over the joined columns as one relation named as the source, and the joined schema.
@@ -157,7 +157,7 @@ pub(crate) fn resolve(
         )
     })?;
     let whole = Rewriter { stream: &s_side, table: &t_side, full: &full, table_names: &table_names, table_out: true };
-    let keys = join_keys(&whole.apply(on)?, &full, stream.len(), on)?;
+    let (keys, key_types) = join_keys(&whole.apply(on)?, &full, stream.len(), on)?;
     let output = Rewriter { table_out: !semi, ..whole };
     let mut items = Vec::new();
     let (left, right) = if stream_left { (&s_side, &t_side) } else { (&t_side, &s_side) };
@@ -229,7 +229,8 @@ pub(crate) fn resolve(
     if !semi {
         names.extend(table_names.iter().cloned());
     }
-    let join = StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, names, steps: Vec::new() };
+    let join =
+        StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, key_types, names, steps: Vec::new() };
     let schema = join.output_schema(stream);
     Ok(Some(ResolvedJoin { pushed, join, query, schema }))
 }
@@ -335,16 +336,22 @@ fn join_kind(written: JoinTypeSyntax, stream_left: bool, pos: crate::expr::Pos) 
     })
 }
 
+/// (stream column index, table column index) of each join key.
+type JoinKeys = Vec<(usize, usize)>;
+
 /// The equality keys of the (rewritten) ON condition `on`: each conjunct `a = b` of a stream
-/// column and a table column, of one type. `written`: the condition as written, for messages.
+/// column and a table column, of one type or of two that widen to one
+/// ([`crate::expr::join_key_type`]), with their types. `written`: the condition as written,
+/// for messages.
 fn join_keys(
     on: &Syntax,
     full: &Schema,
     stream_len: usize,
     written: &Syntax,
-) -> Result<Vec<(usize, usize)>, SpecError> {
+) -> Result<(JoinKeys, Vec<KeyTypes>), SpecError> {
     let allowed = "ON stream_column = table_column [AND ...]: equalities of a source column and a table column (the join keys; filter other conditions in WHERE)";
     let mut keys = Vec::new();
+    let mut types = Vec::new();
     for c in conjuncts(on.clone()) {
         let pair = match &c.kind {
             SyntaxKind::Binary { op: BinaryOp::Eq, left, right } => match (&left.kind, &right.kind) {
@@ -367,8 +374,7 @@ fn join_keys(
             }
         };
         let (s, t) = (&full.fields()[key.0], &full.fields()[key.1]);
-        let integral = |d: DataType| matches!(d, DataType::Int | DataType::Long);
-        if s.data_type != t.data_type && !(integral(s.data_type) && integral(t.data_type)) {
+        let Some(compare_as) = crate::expr::join_key_type(s.data_type, t.data_type) else {
             return Err(at(
                 c.pos,
                 format!(
@@ -378,15 +384,16 @@ fn join_keys(
                     quote(&t.name),
                     t.data_type
                 ),
-                "keys of one type, or INT and BIGINT (CAST one of them in the source's select, or declare the table's column with the stream's type)",
+                "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them in the source's select, or declare the table's column with the stream's type)",
             ));
-        }
+        };
         keys.push((key.0, key.1 - stream_len));
+        types.push(KeyTypes { stream: s.data_type, table: t.data_type, compare_as });
     }
     if keys.is_empty() {
         return Err(at(written.pos, "a join without an equality key", allowed));
     }
-    Ok(keys)
+    Ok((keys, types))
 }
 
 /// Rewrites column references onto the joined record's column names. `stream` is the side

@@ -146,11 +146,13 @@ pub(crate) fn resolve(
     let times = [time_col(left_src, 0), time_col(right_src, l_len)];
     let all = conjuncts(on_rewritten);
     let mut keys: Vec<(usize, usize)> = Vec::new();
+    // the type each key's two values are compared as
+    let mut key_types: Vec<DataType> = Vec::new();
     let mut rest: Vec<&Syntax> = Vec::new();
     for c in &all {
         match key_pair(c, &full, l_len) {
             Some(k) => {
-                check_key_types(c, &full, k)?;
+                key_types.push(key_type(c, &full, k)?);
                 keys.push(k);
             }
             None => rest.push(c),
@@ -295,7 +297,7 @@ pub(crate) fn resolve(
     let mut wide: Vec<Field> = keys
         .iter()
         .enumerate()
-        .map(|(k, &(l, _))| Field { name: format!("__join_key{k}"), data_type: full.fields()[l].data_type })
+        .map(|(k, _)| Field { name: format!("__join_key{k}"), data_type: key_types[k] })
         .collect();
     wide.push(Field { name: "__join_side".into(), data_type: DataType::Int });
     wide.extend(full.fields().iter().cloned());
@@ -344,7 +346,14 @@ pub(crate) fn resolve(
         let mut list = Vec::with_capacity(wide.len());
         for (k, key) in keys.iter().enumerate() {
             let c = if side == 0 { key.0 } else { key.1 };
-            list.push(PipelineExpr { name: format!("__join_key{k}"), ..column(c, &format!("__join_key{k}")) });
+            let key = column(c, &format!("__join_key{k}"));
+            // the side whose column is narrower is cast to the type the key compares as
+            let typed = if key.typed.data_type == key_types[k] {
+                key.typed
+            } else {
+                crate::expr::implicit_cast(key.typed, key_types[k])
+            };
+            list.push(PipelineExpr { name: format!("__join_key{k}"), typed, ..key });
         }
         list.push(constant(Value::Int(side as i32), DataType::Int, "__join_side"));
         for (c, f) in full.fields().iter().enumerate() {
@@ -406,16 +415,18 @@ fn key_pair(c: &Syntax, full: &Schema, l_len: usize) -> Option<(usize, usize)> {
     }
 }
 
-fn check_key_types(c: &Syntax, full: &Schema, (l, r): (usize, usize)) -> Result<(), SpecError> {
+/// The type the key `c` (columns `l` and `r` of the joined row) compares its two values as:
+/// theirs, or the wider of two types as Spark's coercion of `=` makes it
+/// ([`crate::expr::join_key_type`]).
+fn key_type(c: &Syntax, full: &Schema, (l, r): (usize, usize)) -> Result<DataType, SpecError> {
     let (a, b) = (&full.fields()[l], &full.fields()[r]);
-    if a.data_type == b.data_type {
-        return Ok(());
-    }
-    Err(at(
-        c.pos,
-        format!("join keys of two types: {} {} and {} {}", quote(&a.name), a.data_type, quote(&b.name), b.data_type),
-        "keys of one type (CAST one of them in its source's select)",
-    ))
+    crate::expr::join_key_type(a.data_type, b.data_type).ok_or_else(|| {
+        at(
+            c.pos,
+            format!("join keys of two types: {} {} and {} {}", quote(&a.name), a.data_type, quote(&b.name), b.data_type),
+            "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them in its source's select)",
+        )
+    })
 }
 
 /// The join types Spark runs between two streams; left anti and cross are refused.
