@@ -765,8 +765,10 @@ pub struct StreamJoinSpec {
     /// source is the left relation.
     pub sides: [usize; 2],
     /// For each join key, in order, its left column and its right column in the joined row
-    /// (the right one counted after every left column).
-    pub key_columns: Vec<(usize, usize)>,
+    /// (the right one counted after every left column); `None` for a column of another type
+    /// than the one the key compares as (the narrower of two keys of two types): its values
+    /// are not those the rows were routed by.
+    pub key_columns: Vec<(Option<usize>, Option<usize>)>,
 }
 
 impl StreamJoinSpec {
@@ -790,11 +792,16 @@ impl StreamJoinSpec {
         use crate::operator::StreamJoinType as T;
         self.key_columns
             .iter()
-            .map(|&(l, r)| match self.join_type {
-                T::Inner => vec![l, r],
-                T::LeftOuter | T::LeftSemi => vec![l],
-                T::RightOuter => vec![r],
-                T::FullOuter => Vec::new(),
+            .map(|&(l, r)| {
+                match self.join_type {
+                    T::Inner => vec![l, r],
+                    T::LeftOuter | T::LeftSemi => vec![l],
+                    T::RightOuter => vec![r],
+                    T::FullOuter => Vec::new(),
+                }
+                .into_iter()
+                .flatten()
+                .collect()
             })
             .collect()
     }

@@ -373,7 +373,14 @@ pub(crate) fn resolve(
         watermarked: [times[0].is_some(), times[1].is_some()],
         range,
         sides: if order[0] == 0 { [0, 1] } else { [1, 0] },
-        key_columns: keys.clone(),
+        key_columns: keys
+            .iter()
+            .zip(&key_types)
+            .map(|(&(l, r), &t)| {
+                let as_compared = |c: usize| (full.fields()[c].data_type == t).then_some(c);
+                (as_compared(l), as_compared(r))
+            })
+            .collect(),
     };
     let joined = Schema::new(wide.fields()[spec.output_columns()].to_vec());
     let mut steps = [projection(0), projection(1)];
