@@ -792,7 +792,7 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
         (
             "a join without an equality key",
             sql_with("SELECT s.k FROM source s JOIN prices p ON s.v > p.price", "", &table("")),
-            vec!["query.sql", "not an equality of a source column and a table column at 1:43"],
+            vec!["query.sql", "not an equality of a source expression and a table expression at 1:43"],
         ),
         (
             "a subquery that joins a table, under an aggregation",

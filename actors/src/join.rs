@@ -44,7 +44,9 @@ impl TableJoin {
             .map_err(|e| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display())))?;
         tracing::info!(table = %table.name, path = %table.path.display(), rows = records.len(), "static table read");
         Ok(TableJoin {
-            stage: plan.stage(records),
+            stage: plan
+                .stage(records)
+                .map_err(|e| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display())))?,
             watch: TableWatch::new(table.clone(), version),
             positions: Vec::new(),
         })
@@ -57,8 +59,12 @@ impl TableJoin {
             None => {}
             Some(Ok(records)) => {
                 let rows = records.len();
-                self.stage.replace_table(records);
-                tracing::info!(table = %self.watch.spec().name, rows, "static table changed: read again");
+                match self.stage.replace_table(records) {
+                    Ok(()) => tracing::info!(table = %self.watch.spec().name, rows, "static table changed: read again"),
+                    Err(e) => {
+                        tracing::warn!(table = %self.watch.spec().name, error = %e, "static table changed but its new version cannot be joined: the previous version is kept");
+                    }
+                }
             }
             Some(Err(e)) => {
                 tracing::warn!(table = %self.watch.spec().name, error = %e, "static table changed but cannot be read again: the previous version is kept");

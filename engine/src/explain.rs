@@ -200,11 +200,16 @@ fn join_line(p: &Pipeline, j: &StaticJoinSpec) -> String {
         JoinKind::LeftSemi => "left semi",
         JoinKind::LeftAnti => "left anti",
     };
-    let stream = |i: usize| j.names.get(i).cloned().unwrap_or_default();
     let keys: Vec<String> = match p.tables.get(j.table) {
-        Some(t) => {
-            j.keys.iter().map(|&(s, k)| format!("{} = {}.{}", stream(s), t.name, t.schema.fields()[k].name)).collect()
-        }
+        Some(t) => j
+            .keys
+            .iter()
+            .map(|k| match t.schema.resolve(&k.table.name) {
+                // a column: `users.name`; an expression: `lower(code) of users`
+                Some(_) => format!("{} = {}.{}", k.stream.name, t.name, k.table.name),
+                None => format!("{} = {} of {}", k.stream.name, k.table.name, t.name),
+            })
+            .collect(),
         None => Vec::new(),
     };
     let table = match p.tables.get(j.table) {

@@ -5,15 +5,15 @@
 //! each stream record up in it and runs the query's steps on each joined record: one record in,
 //! 0..n out. As Spark's equi-joins, a key with a NULL never matches (on either side), and keys
 //! compare as Spark's join keys do (NaN equals NaN, -0.0 equals 0.0: [`Value`]'s equality), each
-//! side's value cast first to the type the key compares as ([`KeyTypes::compare_as`]: an INT key
-//! equals a BIGINT key of the same number, a BIGINT key a DOUBLE one, as Spark widens both
-//! sides of `=`).
+//! side's value computed by its key expression ([`StaticJoinKey`]: a column, or an expression
+//! over the side's columns, cast to the type the key compares as: an INT key equals a BIGINT
+//! key of the same number, a BIGINT key a DOUBLE one, as Spark widens both sides of `=`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::expr::caster;
-use crate::spec::{JoinKind, KeyTypes, StaticJoinSpec};
+use crate::expr::Compiled;
+use crate::spec::{JoinKind, StaticJoinSpec};
 use crate::steps::{Applied, CompiledSteps};
 use crate::value::{Record, Value};
 
@@ -27,23 +27,28 @@ pub struct StaticTable {
 }
 
 impl StaticTable {
-    /// Indexes `records` (each of the table's schema) by the columns `keys`, each value cast as
-    /// `casts` says (one per key).
+    /// Indexes `records` (each of the table's schema) by the values of the key expressions
+    /// `keys` (over the table's columns).
     ///
-    /// # Panics
-    /// When a key index is not below a record's width (the plan gives the table's schema's).
-    fn new(records: Vec<Record>, keys: &[usize], casts: &[KeyCast]) -> StaticTable {
+    /// # Errors
+    /// The row (counted from 1) and the error of a key expression that fails on a row (a cast
+    /// that does not hold, a division by zero): Spark fails the query there.
+    fn new(records: Vec<Record>, keys: &[Compiled]) -> Result<StaticTable, String> {
         let mut rows: HashMap<Box<[Value]>, Vec<Box<[Value]>>> = HashMap::new();
         let mut len = 0;
-        for r in records {
-            let key: Box<[Value]> = keys.iter().zip(casts).map(|(&k, cast)| cast.apply(&r.values[k])).collect();
+        for (n, r) in records.into_iter().enumerate() {
+            let key = keys
+                .iter()
+                .map(|k| k.eval(&r))
+                .collect::<Result<Box<[Value]>, _>>()
+                .map_err(|e| format!("row {}: its join key failed: {e}", n + 1))?;
             if key.iter().any(|v| matches!(v, Value::Null)) {
                 continue;
             }
             rows.entry(key).or_default().push(r.values);
             len += 1;
         }
-        StaticTable { rows, len }
+        Ok(StaticTable { rows, len })
     }
 
     /// The rows held (those with a NULL key left out).
@@ -65,49 +70,14 @@ impl StaticTable {
     }
 }
 
-/// How one side's value of a key becomes the value compared: cast to the key's
-/// [`KeyTypes::compare_as`], or as it is when the column has that type.
-#[derive(Clone)]
-struct KeyCast(Option<crate::expr::Caster>);
-
-impl KeyCast {
-    /// The cast of a value of type `from` to `to`.
-    ///
-    /// # Panics
-    /// When Spark's ANSI mode has no such cast: the planner only pairs types that widen to
-    /// `to` ([`crate::expr::join_key_type`]), each of which casts to it.
-    fn new(from: crate::schema::DataType, to: crate::schema::DataType) -> KeyCast {
-        KeyCast((from != to).then(|| caster(from, to).expect("a join key's type casts to the wider one")))
-    }
-
-    /// `v` as compared; NULL stays NULL, and so does a value whose cast fails (a DATE past
-    /// the range of TIMESTAMP): it matches nothing.
-    fn apply(&self, v: &Value) -> Value {
-        match (&self.0, v) {
-            (_, Value::Null) => Value::Null,
-            (None, v) => v.clone(),
-            (Some(cast), v) => cast(v).unwrap_or(Value::Null),
-        }
-    }
-}
-
-impl std::fmt::Debug for KeyCast {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "KeyCast(cast)" } else { "KeyCast(as is)" })
-    }
-}
-
 /// The join of a pipeline ([`StaticJoinSpec`]) with its table and its compiled steps.
 #[derive(Debug)]
 pub struct JoinStage {
     kind: JoinKind,
-    /// Stream column of each key.
-    stream_keys: Vec<usize>,
-    /// Table column of each key.
-    table_keys: Vec<usize>,
-    /// The cast of each key's stream value and of its table value.
-    stream_casts: Vec<KeyCast>,
-    table_casts: Vec<KeyCast>,
+    /// Each key's value on a stream record.
+    stream_keys: Vec<Compiled>,
+    /// Each key's value on a table row.
+    table_keys: Vec<Compiled>,
     /// The table's width (NULLs of an unmatched left outer record).
     table_width: usize,
     table: Arc<StaticTable>,
@@ -117,28 +87,25 @@ pub struct JoinStage {
 impl JoinStage {
     /// The join of `spec` with the table's `records`, then `steps` (compiled for the joined
     /// record: [`StaticJoinSpec::steps`]).
-    pub fn new(spec: &StaticJoinSpec, records: Vec<Record>, steps: Arc<CompiledSteps>) -> JoinStage {
-        let stream_keys = spec.keys.iter().map(|k| k.0).collect();
-        let table_keys: Vec<usize> = spec.keys.iter().map(|k| k.1).collect();
-        let stream_casts = spec.key_types.iter().map(|t: &KeyTypes| KeyCast::new(t.stream, t.compare_as)).collect();
-        let table_casts: Vec<KeyCast> = spec.key_types.iter().map(|t| KeyCast::new(t.table, t.compare_as)).collect();
-        let table = Arc::new(StaticTable::new(records, &table_keys, &table_casts));
-        JoinStage {
-            kind: spec.kind,
-            stream_keys,
-            table_keys,
-            stream_casts,
-            table_casts,
-            table_width: spec.table_schema.len(),
-            table,
-            steps,
-        }
+    ///
+    /// # Errors
+    /// As [`JoinStage::replace_table`].
+    pub fn new(spec: &StaticJoinSpec, records: Vec<Record>, steps: Arc<CompiledSteps>) -> Result<JoinStage, String> {
+        let stream_keys = spec.keys.iter().map(|k| Compiled::new(&k.stream.typed)).collect();
+        let table_keys: Vec<Compiled> = spec.keys.iter().map(|k| Compiled::new(&k.table.typed)).collect();
+        let table = Arc::new(StaticTable::new(records, &table_keys)?);
+        Ok(JoinStage { kind: spec.kind, stream_keys, table_keys, table_width: spec.table_schema.len(), table, steps })
     }
 
     /// Replaces the table by a new version read from `records` (a refresh): records joined
     /// after this see it.
-    pub fn replace_table(&mut self, records: Vec<Record>) {
-        self.table = Arc::new(StaticTable::new(records, &self.table_keys, &self.table_casts));
+    ///
+    /// # Errors
+    /// The row and the error of a key expression that fails on a row of the table (the table
+    /// is then unchanged).
+    pub fn replace_table(&mut self, records: Vec<Record>) -> Result<(), String> {
+        self.table = Arc::new(StaticTable::new(records, &self.table_keys)?);
+        Ok(())
     }
 
     /// The table as it stands.
@@ -152,8 +119,14 @@ impl JoinStage {
     /// matches; left semi: the record once when a row matches; left anti: the record once when
     /// none does.
     pub fn apply(&self, record: Record, mut emit: impl FnMut(Applied)) {
-        let key: Vec<Value> =
-            self.stream_keys.iter().zip(&self.stream_casts).map(|(&k, cast)| cast.apply(&record.values[k])).collect();
+        let key = match self.stream_keys.iter().map(|k| k.eval(&record)).collect::<Result<Vec<Value>, _>>() {
+            Ok(key) => key,
+            // a key expression that fails on the record (Spark fails the query): to the dead letters
+            Err(e) => {
+                emit(Applied::Failed { reason: format!("{e} (a join key)"), input: record });
+                return;
+            }
+        };
         let rows = self.table.lookup(&key);
         match self.kind {
             JoinKind::LeftSemi | JoinKind::LeftAnti => {
@@ -182,7 +155,20 @@ impl JoinStage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::expr::{Node, Typed};
     use crate::schema::{DataType, Schema};
+    use crate::spec::{PipelineExpr, StaticJoinKey};
+
+    /// A key of stream column `s` and table column `t` of the given types, compared as `to`
+    /// (the narrower side cast, as the planner casts it).
+    fn key((s, st): (usize, DataType), (t, tt): (usize, DataType), to: DataType) -> StaticJoinKey {
+        let side = |c: usize, ty: DataType, name: &str| {
+            let typed = Typed { node: Node::Column(c), data_type: ty, name: name.into() };
+            let typed = if ty == to { typed } else { crate::expr::implicit_cast(typed, to) };
+            PipelineExpr { field: "query.sql".into(), typed, name: name.into() }
+        };
+        StaticJoinKey { stream: side(s, st, "s"), table: side(t, tt, "t") }
+    }
 
     fn rec(values: Vec<Value>) -> Record {
         Record { values: values.into() }
@@ -197,17 +183,12 @@ mod tests {
             kind,
             table: 0,
             table_schema: Schema::parse_ddl("sku STRING, price INT").unwrap(),
-            keys: vec![(1, 0)],
-            key_types: vec![KeyTypes {
-                stream: DataType::String,
-                table: DataType::String,
-                compare_as: DataType::String,
-            }],
+            keys: vec![key((1, DataType::String), (0, DataType::String), DataType::String)],
             names: vec!["id".into(), "sku".into(), "p.sku".into(), "price".into()],
             steps: Vec::new(),
         };
         let steps = CompiledSteps::new(&[], 4, &[], Vec::new()).0;
-        JoinStage::new(&spec, table, Arc::new(steps))
+        JoinStage::new(&spec, table, Arc::new(steps)).unwrap()
     }
 
     fn run(stage: &JoinStage, record: Record) -> Vec<Vec<Value>> {
@@ -283,15 +264,48 @@ mod tests {
             kind: JoinKind::Inner,
             table: 0,
             table_schema: Schema::parse_ddl("id BIGINT, name STRING").unwrap(),
-            keys: vec![(0, 0)],
-            key_types: vec![KeyTypes { stream: DataType::Int, table: DataType::Long, compare_as: DataType::Long }],
+            keys: vec![key((0, DataType::Int), (0, DataType::Long), DataType::Long)],
             names: vec!["id".into(), "t.id".into(), "name".into()],
             steps: Vec::new(),
         };
         let steps = CompiledSteps::new(&[], 3, &[], Vec::new()).0;
-        let st = JoinStage::new(&spec, vec![rec(vec![Value::Long(7), s("seven")])], Arc::new(steps));
+        let st = JoinStage::new(&spec, vec![rec(vec![Value::Long(7), s("seven")])], Arc::new(steps)).unwrap();
         assert_eq!(run(&st, rec(vec![Value::Int(7)])), vec![vec![Value::Int(7), Value::Long(7), s("seven")]]);
         assert!(run(&st, rec(vec![Value::Int(8)])).is_empty());
+    }
+
+    /// A key expression that fails on a stream record fails that record (to the dead letters,
+    /// with the error); one that fails on a table row fails the table's read, naming the row.
+    #[test]
+    fn a_failing_key_expression_fails_its_record_or_the_table() {
+        let spec = StaticJoinSpec {
+            kind: JoinKind::LeftOuter,
+            table: 0,
+            table_schema: Schema::parse_ddl("code STRING, name STRING").unwrap(),
+            // both sides' text cast to INT: 'x' does not read as one
+            keys: vec![key((0, DataType::String), (0, DataType::String), DataType::Int)],
+            names: vec!["c".into(), "code".into(), "name".into()],
+            steps: Vec::new(),
+        };
+        let steps = Arc::new(CompiledSteps::new(&[], 3, &[], Vec::new()).0);
+        let table = vec![rec(vec![s("7"), s("seven")]), rec(vec![s(" 8 "), s("eight")])];
+        let st = JoinStage::new(&spec, table, steps.clone()).unwrap();
+        let mut failed = Vec::new();
+        st.apply(rec(vec![s("x")]), |a| match a {
+            Applied::Failed { reason, input } => failed.push((reason, input.values.into_vec())),
+            other => panic!("{other:?}"),
+        });
+        assert_eq!(failed.len(), 1);
+        assert!(failed[0].0.contains("CAST_INVALID_INPUT"), "{}", failed[0].0);
+        assert_eq!(failed[0].1, vec![s("x")]);
+        let seven = |a: Applied| match a {
+            Applied::Keep(r) => assert_eq!(r.values.into_vec(), vec![s("07"), s("7"), s("seven")]),
+            other => panic!("{other:?}"),
+        };
+        st.apply(rec(vec![s("07")]), seven);
+        let bad = vec![rec(vec![s("7"), s("seven")]), rec(vec![s("x"), s("ex")])];
+        let e = JoinStage::new(&spec, bad, steps).unwrap_err();
+        assert!(e.starts_with("row 2: its join key failed") && e.contains("CAST_INVALID_INPUT"), "{e}");
     }
 
     /// A BIGINT stream key against a DOUBLE table key compares as DOUBLE, as Spark widens both
@@ -302,14 +316,13 @@ mod tests {
             kind: JoinKind::Inner,
             table: 0,
             table_schema: Schema::parse_ddl("w DOUBLE, name STRING").unwrap(),
-            keys: vec![(0, 0)],
-            key_types: vec![KeyTypes { stream: DataType::Long, table: DataType::Double, compare_as: DataType::Double }],
+            keys: vec![key((0, DataType::Long), (0, DataType::Double), DataType::Double)],
             names: vec!["id".into(), "w".into(), "name".into()],
             steps: Vec::new(),
         };
         let steps = CompiledSteps::new(&[], 3, &[], Vec::new()).0;
         let table = [(3.0, "c"), (2.5, "b"), (-0.0, "z")].map(|(w, n)| rec(vec![Value::Double(w), s(n)]));
-        let st = JoinStage::new(&spec, table.to_vec(), Arc::new(steps));
+        let st = JoinStage::new(&spec, table.to_vec(), Arc::new(steps)).unwrap();
         let names = |id: Value| run(&st, rec(vec![id])).into_iter().map(|r| r[2].clone()).collect::<Vec<_>>();
         assert_eq!(names(Value::Long(3)), vec![s("c")]);
         assert_eq!(names(Value::Long(0)), vec![s("z")]);
@@ -320,7 +333,7 @@ mod tests {
     #[test]
     fn a_replaced_table_applies_to_the_next_record() {
         let mut st = stage(JoinKind::Inner, table());
-        st.replace_table(vec![rec(vec![s("Z"), Value::Int(9)])]);
+        st.replace_table(vec![rec(vec![s("Z"), Value::Int(9)])]).unwrap();
         assert_eq!(run(&st, rec(vec![Value::Int(8), s("Z")])).len(), 1);
         assert!(run(&st, rec(vec![Value::Int(7), s("A")])).is_empty());
     }

@@ -134,7 +134,10 @@ pub struct JoinPlan {
 
 impl JoinPlan {
     /// The join over the table's `records` (as read: the table's schema).
-    pub fn stage(&self, records: Vec<crate::value::Record>) -> crate::join::JoinStage {
+    ///
+    /// # Errors
+    /// As [`crate::join::JoinStage::new`]: a row whose join key fails.
+    pub fn stage(&self, records: Vec<crate::value::Record>) -> Result<crate::join::JoinStage, String> {
         crate::join::JoinStage::new(&self.spec, records, self.steps.clone())
     }
 }
@@ -464,8 +467,8 @@ impl QueryPlan {
                 let (steps, joined_needed) = CompiledSteps::new(&j.steps, joined.len(), &needed, named);
                 let mut stream_needed: Vec<bool> =
                     (0..stream.len()).map(|i| joined_needed.get(i) == Some(&true)).collect();
-                for &(k, _) in &j.keys {
-                    stream_needed[k] = true;
+                for k in &j.keys {
+                    crate::steps::columns_of(&k.stream.typed, &mut stream_needed);
                 }
                 // the clock reads the stream's records: its columns must be the stream's
                 let wm = p.watermark.as_ref().map(|w| col(&stream, &w.column, "watermark.column")).transpose()?;

@@ -934,7 +934,7 @@ fn width_after(steps: &[Step], input_width: usize) -> usize {
 }
 
 /// Marks every column `t` reads.
-fn columns_of(t: &Typed, out: &mut [bool]) {
+pub(crate) fn columns_of(t: &Typed, out: &mut [bool]) {
     match &t.node {
         Node::Literal(_) => {}
         Node::Column(i) => {

@@ -44,12 +44,10 @@ pub use aggregates::{
 };
 pub use bind::bind;
 pub(crate) use bind::{implicit_cast, join_key_type, union_type};
-pub(crate) use cast::caster;
 pub use compile::Compiled;
 pub(crate) use compile::{Dest, Fail};
 pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
-pub(crate) use decimal::Caster;
 pub use now::{processing_time, set_processing_time};
 pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, UnionSyntax};
 pub(crate) use text::parse_cast_timestamp;

@@ -91,7 +91,7 @@ pub use crate::watermark_union::WatermarkPolicy;
 
 use crate::expr::SqlFrontEnd;
 use crate::registry::Registry;
-use crate::schema::{DataType, Field, Schema};
+use crate::schema::{Field, Schema};
 use crate::time::{Duration, TimeUnit, Timestamp};
 
 /// Parses and validates a pipeline file's text (PIPELINE.md). Relative paths stay relative (see
@@ -464,11 +464,8 @@ pub struct StaticJoinSpec {
     pub table: usize,
     /// The table's schema (a copy of its [`TableSpec::schema`]).
     pub table_schema: Schema,
-    /// The equality keys: (stream column index, table column index), one pair per `=` of ON.
-    /// NULL keys never match.
-    pub keys: Vec<(usize, usize)>,
-    /// The types of each key of [`StaticJoinSpec::keys`], in their order.
-    pub key_types: Vec<KeyTypes>,
+    /// The equality keys, one per `=` of ON. NULL keys never match.
+    pub keys: Vec<StaticJoinKey>,
     /// Names of the joined columns, stream's then table's (semi and anti joins: the stream's
     /// only). A table column whose name a stream column has is named `qualifier.name`.
     pub names: Vec<String>,
@@ -477,18 +474,18 @@ pub struct StaticJoinSpec {
     pub steps: Vec<Step>,
 }
 
-/// The types of one equi-join key: its stream column's, its table column's, and the type both
-/// values are cast to before they are compared: the wider of the two as Spark's coercion of `=`
-/// makes it (an INT and a BIGINT key compare as BIGINT, a BIGINT and a DOUBLE as DOUBLE), the
-/// columns' own type when they agree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyTypes {
-    /// The stream column's type.
-    pub stream: DataType,
-    /// The table column's type.
-    pub table: DataType,
-    /// The type both values are compared as.
-    pub compare_as: DataType,
+/// One equality key of a stream-static join (`s.k = t.k`, `lower(s.user) = t.name`): the value
+/// of each side, an expression over that side's own columns (a bare column usually), both of
+/// the type the key compares as: the wider of the two sides' types as Spark's coercion of `=`
+/// makes it (an INT and a BIGINT compare as BIGINT, a BIGINT and a DOUBLE as DOUBLE), the
+/// narrower side cast to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticJoinKey {
+    /// The stream's value, over the stream's columns (after the source's steps); named as
+    /// written (`sku`, `lower(user)`).
+    pub stream: PipelineExpr,
+    /// The table's value, over the table's columns; named as written.
+    pub table: PipelineExpr,
 }
 
 impl StaticJoinSpec {

@@ -22,8 +22,9 @@
 
 use super::error::{SpecError, quote};
 use super::sql_query::{at, conjuncts};
+use super::steps::PipelineExpr;
 use super::validate::same_column;
-use super::{JoinKind, KeyTypes, StaticJoinSpec, TableSpec};
+use super::{JoinKind, StaticJoinKey, StaticJoinSpec, TableSpec};
 use crate::expr::{
     BinaryOp, FromSyntax, GroupItemSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind,
 };
@@ -157,7 +158,7 @@ pub(crate) fn resolve(
         )
     })?;
     let whole = Rewriter { stream: &s_side, table: &t_side, full: &full, table_names: &table_names, table_out: true };
-    let (keys, key_types) = join_keys(&whole.apply(on)?, &full, stream.len(), on)?;
+    let keys = join_keys(&whole.apply(on)?, &full, [stream, t_schema], on)?;
     let output = Rewriter { table_out: !semi, ..whole };
     let mut items = Vec::new();
     let (left, right) = if stream_left { (&s_side, &t_side) } else { (&t_side, &s_side) };
@@ -229,8 +230,7 @@ pub(crate) fn resolve(
     if !semi {
         names.extend(table_names.iter().cloned());
     }
-    let join =
-        StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, key_types, names, steps: Vec::new() };
+    let join = StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, names, steps: Vec::new() };
     let schema = join.output_schema(stream);
     Ok(Some(ResolvedJoin { pushed, join, query, schema }))
 }
@@ -336,64 +336,72 @@ fn join_kind(written: JoinTypeSyntax, stream_left: bool, pos: crate::expr::Pos) 
     })
 }
 
-/// (stream column index, table column index) of each join key.
-type JoinKeys = Vec<(usize, usize)>;
-
-/// The equality keys of the (rewritten) ON condition `on`: each conjunct `a = b` of a stream
-/// column and a table column, of one type or of two that widen to one
-/// ([`crate::expr::join_key_type`]), with their types. `written`: the condition as written,
-/// for messages.
+/// The equality keys of the (rewritten) ON condition `on`, over the joined row `full` (the
+/// stream's columns then the table's, of schemas `sides`): each conjunct `a = b` of an
+/// expression reading stream columns only and one reading table columns only (a column each,
+/// usually), of one type or of two that widen to one ([`crate::expr::join_key_type`]).
+/// `written`: the condition as written, for messages.
 fn join_keys(
     on: &Syntax,
     full: &Schema,
-    stream_len: usize,
+    sides: [&Schema; 2],
     written: &Syntax,
-) -> Result<(JoinKeys, Vec<KeyTypes>), SpecError> {
-    let allowed = "ON stream_column = table_column [AND ...]: equalities of a source column and a table column (the join keys; filter other conditions in WHERE)";
+) -> Result<Vec<StaticJoinKey>, SpecError> {
+    let allowed = "ON stream_expression = table_expression [AND ...]: equalities of an expression over source columns (a column, usually) and one over table columns (the join keys; filter other conditions in WHERE)";
+    let stream_len = sides[0].len();
     let mut keys = Vec::new();
-    let mut types = Vec::new();
     for c in conjuncts(on.clone()) {
+        // the one side whose columns `e` reads, if it reads any and all of one side
+        let side_of = |e: &Syntax| -> Option<usize> {
+            let cols: Vec<usize> =
+                super::sql_query::columns_of(e).iter().map(|n| full.resolve(n)).collect::<Option<_>>()?;
+            let first = usize::from(*cols.first()? >= stream_len);
+            cols.iter().all(|&i| usize::from(i >= stream_len) == first).then_some(first)
+        };
         let pair = match &c.kind {
-            SyntaxKind::Binary { op: BinaryOp::Eq, left, right } => match (&left.kind, &right.kind) {
-                (SyntaxKind::Column(a), SyntaxKind::Column(b)) if a.len() == 1 && b.len() == 1 => {
-                    full.resolve(&a[0]).zip(full.resolve(&b[0]))
-                }
+            SyntaxKind::Binary { op: BinaryOp::Eq, left, right } => match (side_of(left), side_of(right)) {
+                (Some(0), Some(1)) => Some((left, right)),
+                (Some(1), Some(0)) => Some((right, left)),
                 _ => None,
             },
             _ => None,
         };
-        let key = match pair {
-            Some((a, b)) if a < stream_len && b >= stream_len => (a, b),
-            Some((a, b)) if b < stream_len && a >= stream_len => (b, a),
-            _ => {
-                return Err(at(
-                    c.pos,
-                    "a join condition that is not an equality of a source column and a table column",
-                    allowed,
-                ));
-            }
-        };
-        let (s, t) = (&full.fields()[key.0], &full.fields()[key.1]);
-        let Some(compare_as) = crate::expr::join_key_type(s.data_type, t.data_type) else {
+        let Some((s, t)) = pair else {
             return Err(at(
                 c.pos,
-                format!(
-                    "join keys of two types: {} {} and {} {}",
-                    quote(&s.name),
-                    s.data_type,
-                    quote(&t.name),
-                    t.data_type
-                ),
-                "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them in the source's select, or declare the table's column with the stream's type)",
+                "a join condition that is not an equality of a source expression and a table expression",
+                allowed,
             ));
         };
-        keys.push((key.0, key.1 - stream_len));
-        types.push(KeyTypes { stream: s.data_type, table: t.data_type, compare_as });
+        // each side's expression over its own columns' names
+        let own = |e: &Syntax, side: usize| -> Result<PipelineExpr, SpecError> {
+            let offset = if side == 0 { 0 } else { stream_len };
+            let schema = sides[side];
+            let renamed = super::sql_stream_join::renamed(e, &|name| {
+                full.resolve(name).map(|i| schema.fields()[i - offset].name.clone())
+            });
+            super::sql_query::project(&renamed, None, schema)
+        };
+        let (mut s, mut t) = (own(s, 0)?, own(t, 1)?);
+        let (st, tt) = (s.typed.data_type, t.typed.data_type);
+        let Some(compare_as) = crate::expr::join_key_type(st, tt) else {
+            return Err(at(
+                c.pos,
+                format!("join keys of two types: {} {st} and {} {tt}", quote(&s.name), quote(&t.name)),
+                "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them)",
+            ));
+        };
+        for e in [&mut s, &mut t] {
+            if e.typed.data_type != compare_as {
+                e.typed = crate::expr::implicit_cast(e.typed.clone(), compare_as);
+            }
+        }
+        keys.push(StaticJoinKey { stream: s, table: t });
     }
     if keys.is_empty() {
         return Err(at(written.pos, "a join without an equality key", allowed));
     }
-    Ok((keys, types))
+    Ok(keys)
 }
 
 /// Rewrites column references onto the joined record's column names. `stream` is the side

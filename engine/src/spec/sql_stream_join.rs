@@ -10,8 +10,9 @@
 //! `qualifier.col`; `SELECT *` lists left then right, as Spark.
 //!
 //! The ON condition is split, as Spark's planner splits it:
-//! - equalities of a left column and a right column of one type: the join keys (at least one; a
-//!   join without one is refused, as Spark);
+//! - equalities of an expression over left columns and one over right columns (a column each,
+//!   usually): the join keys (at least one; a join without one is refused, as Spark); keys of two
+//!   types that widen to one compare as the wider, as Spark casts both sides of `=`;
 //! - comparisons of the two sides' watermarked (event-time) columns, each possibly shifted by an
 //!   interval, and `BETWEEN` of them: the time range ([`super::join_range`]) that lets the
 //!   watermark evict state and decides when an outer join's NULL row is due;
@@ -23,9 +24,9 @@
 //! bounds the preserved side's rows (an upper bound on `r - l` for left outer and left semi, a
 //! lower one for right outer, both for full outer). Stricter than Spark: Spark also accepts an
 //! outer join whose only bound is a watermark in the join keys, or one side's watermark with a
-//! range; keys that are expressions or `<=>`, keys of two types (Spark would cast one side), and
-//! other ON conditions of an outer or semi join (Spark runs them as part of the match) are
-//! refused.
+//! range; keys that are `<=>`, keys of two types that do not widen to one (a STRING and a
+//! number: Spark casts the string), and other ON conditions of an outer or semi join (Spark runs
+//! them as part of the match) are refused.
 
 use super::StreamJoinSpec;
 use super::error::{SpecError, quote};
@@ -145,16 +146,11 @@ pub(crate) fn resolve(
         |s: &JoinSource<'_>, offset: usize| s.watermark.and_then(|w| s.schema.resolve(w)).map(|c| c + offset);
     let times = [time_col(left_src, 0), time_col(right_src, l_len)];
     let all = conjuncts(on_rewritten);
-    let mut keys: Vec<(usize, usize)> = Vec::new();
-    // the type each key's two values are compared as
-    let mut key_types: Vec<DataType> = Vec::new();
+    let mut keys: Vec<JoinKey> = Vec::new();
     let mut rest: Vec<&Syntax> = Vec::new();
     for c in &all {
-        match key_pair(c, &full, l_len) {
-            Some(k) => {
-                key_types.push(key_type(c, &full, k)?);
-                keys.push(k);
-            }
+        match join_key(c, &full, [&left, &right], times)? {
+            Some(k) => keys.push(k),
             None => rest.push(c),
         }
     }
@@ -239,12 +235,11 @@ pub(crate) fn resolve(
     // Spark's optimizer infers `key IS NOT NULL` from the equality (InferFiltersFromConstraints)
     // and pushes it below the watermark too, so such rows move no watermark
     for s in (0..2).filter(|&s| !join_type.preserves(s)) {
-        let (own, offset) = if s == 0 { (left.schema, 0) } else { (right.schema, l_len) };
+        let own = if s == 0 { left.schema } else { right.schema };
         let idx = if order[0] == 0 { s } else { 1 - s };
         for key in &keys {
-            let c = if s == 0 { key.0 } else { key.1 } - offset;
-            let column = Syntax { kind: SyntaxKind::Column(vec![own.fields()[c].name.clone()]), pos: on.pos };
-            let not_null = Syntax { kind: SyntaxKind::IsNull { expr: Box::new(column), negated: true }, pos: on.pos };
+            let expr = Box::new(key.own[s].clone());
+            let not_null = Syntax { kind: SyntaxKind::IsNull { expr, negated: true }, pos: on.pos };
             pushed[idx].push(super::sql_query::filter(&not_null, own)?);
         }
     }
@@ -297,7 +292,7 @@ pub(crate) fn resolve(
     let mut wide: Vec<Field> = keys
         .iter()
         .enumerate()
-        .map(|(k, _)| Field { name: format!("__join_key{k}"), data_type: key_types[k] })
+        .map(|(k, key)| Field { name: format!("__join_key{k}"), data_type: key.compare_as })
         .collect();
     wide.push(Field { name: "__join_side".into(), data_type: DataType::Int });
     wide.extend(full.fields().iter().cloned());
@@ -345,15 +340,15 @@ pub(crate) fn resolve(
         };
         let mut list = Vec::with_capacity(wide.len());
         for (k, key) in keys.iter().enumerate() {
-            let c = if side == 0 { key.0 } else { key.1 };
-            let key = column(c, &format!("__join_key{k}"));
-            // the side whose column is narrower is cast to the type the key compares as
-            let typed = if key.typed.data_type == key_types[k] {
-                key.typed
+            let typed = key.typed[side].clone();
+            // the side whose value is narrower is cast to the type the key compares as
+            let typed = if typed.data_type == key.compare_as {
+                typed
             } else {
-                crate::expr::implicit_cast(key.typed, key_types[k])
+                crate::expr::implicit_cast(typed, key.compare_as)
             };
-            list.push(PipelineExpr { name: format!("__join_key{k}"), typed, ..key });
+            let name = format!("__join_key{k}");
+            list.push(PipelineExpr { field: JOIN_FIELD.into(), typed, name });
         }
         list.push(constant(Value::Int(side as i32), DataType::Int, "__join_side"));
         for (c, f) in full.fields().iter().enumerate() {
@@ -375,10 +370,10 @@ pub(crate) fn resolve(
         sides: if order[0] == 0 { [0, 1] } else { [1, 0] },
         key_columns: keys
             .iter()
-            .zip(&key_types)
-            .map(|(&(l, r), &t)| {
-                let as_compared = |c: usize| (full.fields()[c].data_type == t).then_some(c);
-                (as_compared(l), as_compared(r))
+            .map(|k| {
+                // a column holding the value compared (not an expression, nor a narrower type)
+                let as_compared = |c: Option<usize>| c.filter(|&c| full.fields()[c].data_type == k.compare_as);
+                (as_compared(k.columns[0]), as_compared(k.columns[1]))
             })
             .collect(),
     };
@@ -396,7 +391,7 @@ pub(crate) fn resolve(
 }
 
 /// `s` with each single-name column reference renamed by `to` (unchanged where it gives none).
-fn renamed(s: &Syntax, to: &dyn Fn(&str) -> Option<String>) -> Syntax {
+pub(super) fn renamed(s: &Syntax, to: &dyn Fn(&str) -> Option<String>) -> Syntax {
     match &s.kind {
         SyntaxKind::Column(parts) if parts.len() == 1 => {
             Syntax { kind: SyntaxKind::Column(vec![to(&parts[0]).unwrap_or_else(|| parts[0].clone())]), pos: s.pos }
@@ -408,32 +403,82 @@ fn renamed(s: &Syntax, to: &dyn Fn(&str) -> Option<String>) -> Syntax {
     }
 }
 
-/// `c` as a join key: an equality of a left column and a right column (indexes in the joined
-/// row, left first), either way round.
-fn key_pair(c: &Syntax, full: &Schema, l_len: usize) -> Option<(usize, usize)> {
-    let SyntaxKind::Binary { op: BinaryOp::Eq, left, right } = &c.kind else { return None };
-    let (SyntaxKind::Column(a), SyntaxKind::Column(b)) = (&left.kind, &right.kind) else { return None };
-    let ([a], [b]) = (a.as_slice(), b.as_slice()) else { return None };
-    let (a, b) = (full.resolve(a)?, full.resolve(b)?);
-    match (a < l_len, b < l_len) {
-        (true, false) => Some((a, b)),
-        (false, true) => Some((b, a)),
-        _ => None,
-    }
+/// One equality key of the join, `left = right` in ON.
+struct JoinKey {
+    /// Each side's expression (0 left, 1 right) over that side's own columns (named as in its
+    /// source).
+    own: [Syntax; 2],
+    /// The same, typed against the side's schema.
+    typed: [Typed; 2],
+    /// Where a side's expression is a bare column: its index in the joined row.
+    columns: [Option<usize>; 2],
+    /// The type both values are compared as: theirs, or the wider of two types as Spark's
+    /// coercion of `=` makes it ([`crate::expr::join_key_type`]).
+    compare_as: DataType,
 }
 
-/// The type the key `c` (columns `l` and `r` of the joined row) compares its two values as:
-/// theirs, or the wider of two types as Spark's coercion of `=` makes it
-/// ([`crate::expr::join_key_type`]).
-fn key_type(c: &Syntax, full: &Schema, (l, r): (usize, usize)) -> Result<DataType, SpecError> {
-    let (a, b) = (&full.fields()[l], &full.fields()[r]);
-    crate::expr::join_key_type(a.data_type, b.data_type).ok_or_else(|| {
+/// `c` (over the joined row's column names) as a join key: an equality of an expression that
+/// reads columns of one side only and one that reads columns of the other side only, either
+/// way round (`l.k = r.k`, `lower(l.user) = r.user`, `l.id = r.id + 1`); `None` for any other
+/// condition (a comparison, an equality within one side or with a constant), and for an
+/// expression over a side's watermarked column (`times`, in the joined row), such as `r.rt =
+/// l.lt + INTERVAL 5 SECONDS`: that is a time range, not a key ([`super::join_range`]).
+///
+/// # Errors
+/// A [`SpecError`] at `c`'s line:column for keys of two types that do not widen to one, or an
+/// expression that does not type.
+fn join_key(
+    c: &Syntax,
+    full: &Schema,
+    sides: [&Side<'_>; 2],
+    times: [Option<usize>; 2],
+) -> Result<Option<JoinKey>, SpecError> {
+    let SyntaxKind::Binary { op: BinaryOp::Eq, left, right } = &c.kind else { return Ok(None) };
+    let l_len = sides[0].schema.len();
+    // the one side whose columns `e` reads, if it reads any and all of one side
+    let side_of = |e: &Syntax| -> Option<usize> {
+        let cols: Vec<usize> =
+            super::sql_query::columns_of(e).iter().map(|n| full.resolve(n)).collect::<Option<_>>()?;
+        let first = usize::from(*cols.first()? >= l_len);
+        cols.iter().all(|&i| usize::from(i >= l_len) == first).then_some(first)
+    };
+    let (l, r) = match (side_of(left), side_of(right)) {
+        (Some(0), Some(1)) => (left.as_ref(), right.as_ref()),
+        (Some(1), Some(0)) => (right.as_ref(), left.as_ref()),
+        _ => return Ok(None),
+    };
+    let bare = |e: &Syntax| matches!(&e.kind, SyntaxKind::Column(parts) if parts.len() == 1);
+    let reads_time = |e: &Syntax| {
+        super::sql_query::columns_of(e).iter().any(|n| full.resolve(n).is_some_and(|i| times.contains(&Some(i))))
+    };
+    if [l, r].into_iter().any(|e| !bare(e) && reads_time(e)) {
+        return Ok(None);
+    }
+    let on_side = |e: &Syntax, s: usize| -> Result<(Syntax, Typed, Option<usize>), SpecError> {
+        let (own, offset) = (sides[s].schema, sides[s].offset);
+        let renamed = renamed(e, &|name| full.resolve(name).map(|i| own.fields()[i - offset].name.clone()));
+        let typed = crate::expr::bind(&renamed, own).map_err(super::sql_query::sql_error)?;
+        let column = match &e.kind {
+            SyntaxKind::Column(parts) if parts.len() == 1 => full.resolve(&parts[0]),
+            _ => None,
+        };
+        Ok((renamed, typed, column))
+    };
+    let ((lo, lt, lc), (ro, rt, rc)) = (on_side(l, 0)?, on_side(r, 1)?);
+    let compare_as = crate::expr::join_key_type(lt.data_type, rt.data_type).ok_or_else(|| {
         at(
             c.pos,
-            format!("join keys of two types: {} {} and {} {}", quote(&a.name), a.data_type, quote(&b.name), b.data_type),
-            "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them in its source's select)",
+            format!(
+                "join keys of two types: {} {} and {} {}",
+                quote(&lt.name),
+                lt.data_type,
+                quote(&rt.name),
+                rt.data_type
+            ),
+            "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them)",
         )
-    })
+    })?;
+    Ok(Some(JoinKey { own: [lo, ro], typed: [lt, rt], columns: [lc, rc], compare_as }))
 }
 
 /// The join types Spark runs between two streams; left anti and cross are refused.
