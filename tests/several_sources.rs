@@ -453,3 +453,23 @@ path = "out"
     // 100 events of each generator hold 92 bids (person : auction : bid = 1 : 3 : 46)
     assert_eq!(last, 2 * 92);
 }
+
+#[test]
+fn a_union_selecting_no_watermarked_column_runs_and_one_selecting_some_is_refused() {
+    // both sources watermarked on `ts`
+    let both = |sql: &str| {
+        sql_pipeline(sql).replace(
+            "schema = \"ts TIMESTAMP, v BIGINT, k STRING\"\n",
+            "schema = \"ts TIMESTAMP, v BIGINT, k STRING\"\nwatermark = { column = \"ts\", delay = \"2 seconds\" }\n",
+        )
+    };
+    // neither `ts` selected: no event time, as in Spark (tests/cases-sql/sql-union-all-without-time-column)
+    let neither = both("SELECT k, count(*) AS n FROM (SELECT k, v FROM a UNION ALL SELECT k, v FROM b) u GROUP BY k");
+    assert_eq!(neither.matches("watermark = ").count(), 2, "{neither}");
+    let tmp = setup(&neither);
+    let out = eddy(tmp.path(), &["validate", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // `a`'s selected, `b`'s not: Spark's watermark would still be the minimum of both
+    let some = both("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts + INTERVAL 1 SECOND FROM b");
+    refused(&some, &["source[1].watermark.column", "a column the query's union selects as it is"]);
+}

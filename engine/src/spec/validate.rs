@@ -395,6 +395,18 @@ fn validate_sources(
         };
         let mut steps = resolved.steps.into_iter();
         source_steps.extend(steps.next().unwrap_or_default());
+        // A union that selects no source's watermarked column carries no event time: Spark runs
+        // the query over it (without event time: update or complete mode), each watermark
+        // bounding nothing. So does Eddy, without the watermarks. One that selects some of them
+        // but not all is refused below (Spark's global watermark would still be the minimum of
+        // every source's, which the union's records cannot give here).
+        let selected = |w: &Option<WatermarkSpec>, i: usize| {
+            w.as_ref().is_some_and(|w| resolved.positions[i].get(w.index).copied().flatten().is_some())
+        };
+        if !selected(&watermark, 0) && !more_sources.iter().enumerate().any(|(i, s)| selected(&s.watermark, i + 1)) {
+            watermark = None;
+            more_sources.iter_mut().for_each(|s| s.watermark = None);
+        }
         if let Some(w) = watermark.as_mut() {
             moved(w, 0, &resolved.positions[0])?;
         }
