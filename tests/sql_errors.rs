@@ -273,9 +273,13 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.sql", "FROM other at 1:15", "FROM source"],
         ),
         (
-            "a window time that is an expression",
-            sql("SELECT window(ts + INTERVAL 1 SECOND, '5 seconds'), count(*) FROM source GROUP BY 1"),
-            vec!["query.sql", "as the window's time at 1:15", "a TIMESTAMP column", "the source's select"],
+            "a window time that is no TIMESTAMP",
+            sql("SELECT window(n + 1, '5 seconds'), count(*) FROM source GROUP BY 1"),
+            vec![
+                "query.sql",
+                "the expression (n + 1) of type BIGINT as the window's time at 1:15",
+                "a TIMESTAMP column or expression",
+            ],
         ),
         (
             // Spark 4.3 refuses it: STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION (append "is not

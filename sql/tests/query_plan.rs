@@ -338,8 +338,8 @@ fn spark_refusals_name_the_construct_and_its_position() {
         ),
         ("SELECT user_id, count(*) FROM payments GROUP BY 2", "(GROUP_BY_POS_AGGREGATE) at 1:49"),
         (
-            "SELECT count(*) FROM payments GROUP BY window(ts + INTERVAL 1 SECOND, '1 minute')",
-            "as the window's time at 1:47",
+            "SELECT count(*) FROM payments GROUP BY window(amount * 2, '1 minute')",
+            "the expression (amount * 2) of type BIGINT as the window's time at 1:47",
         ),
         ("SELECT count(*) FROM orders", "FROM orders at 1:22"),
         ("SELECT nope FROM payments", "the unknown column \"nope\" at 1:8"),

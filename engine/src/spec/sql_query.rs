@@ -302,8 +302,14 @@ impl Aggregation<'_> {
                             "one window(...) or session_window(...) in GROUP BY, as Spark",
                         ));
                     }
-                    let (raw, session, computed_gap) = window_of(call, schema)?;
-                    keep(raw.column.as_deref().unwrap_or(""), &mut projection);
+                    let (mut raw, session, computed_gap, computed_time) = window_of(call, schema)?;
+                    match computed_time {
+                        Some(time) => {
+                            let spark = bind(&time, schema).map_err(sql_error)?.name;
+                            raw.column = Some(computed_column(&mut projection, schema, &spark, &time));
+                        }
+                        None => keep(raw.column.as_deref().unwrap_or(""), &mut projection),
+                    }
                     match computed_gap {
                         Some((name, gap)) if !projection.iter().any(|(n, _)| same_column(n, &name)) => {
                             projection.push((name, gap));
@@ -931,14 +937,19 @@ fn lateral_in_group_by(pos: Pos, group: &str, item: &Item) -> Result<(), SpecErr
     }
 }
 
-/// A GROUP BY window: the structured window, whether it is a session window, and a computed
-/// session gap (its column name and expression).
-type PlannedWindow = (RawWindow, bool, Option<(String, Syntax)>);
+/// A GROUP BY window: the structured window, whether it is a session window, a computed
+/// session gap (its column name and expression), and a computed time (the expression, when the
+/// window's time is neither a column nor an inner window's time: `raw.column` is then left for
+/// the caller to name).
+type PlannedWindow = (RawWindow, bool, Option<(String, Syntax)>, Option<Syntax>);
 
 /// The structured window of `window(col, size[, slide[, start]])` or `session_window(col, gap)`,
-/// whether it is a session window, and a session gap given as an expression (neither a literal
+/// whether it is a session window, a session gap given as an expression (neither a literal
 /// nor a column: Spark reads it per record): its name (Spark's name of the expression) and the
-/// expression, which the projection computes for the window's `gap_column`.
+/// expression, which the projection computes for the window's `gap_column`; and a time given as
+/// a TIMESTAMP expression (`window(ts + INTERVAL 2 SECONDS, ...)`), which the projection
+/// computes too. Such a time carries no watermark (Spark's `TimeWindowing` copies the watermark
+/// only from an attribute): nothing is late for it, and append is refused.
 fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError> {
     let SyntaxKind::Call { name, args } = &call.kind else { unreachable!("window keys are calls") };
     let session = name.eq_ignore_ascii_case("session_window");
@@ -948,6 +959,7 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
             if session { "session_window(time_column, gap)" } else { "window(time_column, size[, slide[, start]])" };
         return Err(at(call.pos, format!("{} with {} arguments", name.to_ascii_lowercase(), args.len()), allowed));
     }
+    let mut computed_time = None;
     let time = match (&args[0].kind, window_time_of_window(&args[0], schema)) {
         (SyntaxKind::Column(parts), _) if parts.len() == 1 => parts[0].clone(),
         (_, Some(window)) => window,
@@ -965,14 +977,16 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
             ));
         }
         _ => {
-            return Err(at(
-                args[0].pos,
-                format!(
-                    "the expression {} as the window's time",
-                    bind(&args[0], schema).map_or_else(|_| written(&args[0]), |t| t.output_name().to_string())
-                ),
-                "a TIMESTAMP column of the source (the watermark and the window's lateness are defined on a column: compute the time in the source's select)",
-            ));
+            let typed = bind(&args[0], schema).map_err(sql_error)?;
+            if typed.data_type != DataType::Timestamp {
+                return Err(at(
+                    args[0].pos,
+                    format!("the expression {} of type {} as the window's time", typed.output_name(), typed.data_type),
+                    "a TIMESTAMP column or expression",
+                ));
+            }
+            computed_time = Some(args[0].clone());
+            String::new()
         }
     };
     // Spark 4.3's `TimeWindow` takes a string, INT or BIGINT literal (microseconds) and refuses
@@ -1018,7 +1032,7 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
         raw.slide = args.get(2).map(duration).transpose()?;
         raw.start = args.get(3).map(duration).transpose()?;
     }
-    Ok((raw, session, computed_gap))
+    Ok((raw, session, computed_gap, computed_time))
 }
 
 /// The window column `c` of `window_time(c)`, the time of a window over an inner aggregation's
