@@ -30,7 +30,7 @@ use crate::value::{Record, Value};
 
 use super::json_fast::{FastKeys, any_string_end, number_value, string_at, string_end, word, ws};
 use super::json_number::scan_number;
-use super::text::{leading_digits, timestamp_prefix};
+use super::text::{digit_count, leading_digits, timestamp_prefix};
 use super::time_form::TimeForm;
 use super::{Plan, clear, overwrite};
 
@@ -98,12 +98,21 @@ impl Literal {
         Some(Literal { len, head, tail, rest, bytes })
     }
 
-    /// Whether the literal is at `i` in `b` (`i <= b.len()`).
+    /// Whether the literal is at `i` in `b`.
     #[inline(always)]
     fn matches(&self, b: &[u8], i: usize) -> bool {
         match b.get(i..).and_then(|s| s.first_chunk::<16>()) {
-            Some(w) => self.head.matches(w) && (self.len <= 16 || self.matches_rest(b, i)),
-            None => self.matches_before(b, i + self.len),
+            Some(w) if self.len <= 16 => self.head.matches(w),
+            _ => self.matches_long_or_late(b, i),
+        }
+    }
+
+    /// [`Literal::matches`] for a literal of more than 16 bytes, or fewer than 16 bytes from `i`.
+    #[inline(never)]
+    fn matches_long_or_late(&self, b: &[u8], i: usize) -> bool {
+        match b.get(i..).and_then(|s| s.first_chunk::<16>()) {
+            Some(w) => self.head.matches(w) && self.matches_rest(b, i),
+            None => self.matches_before(b, i.saturating_add(self.len)),
         }
     }
 
@@ -123,7 +132,6 @@ impl Literal {
     }
 
     /// The bytes of a literal of more than 16 bytes after its first 16.
-    #[inline(never)]
     fn matches_rest(&self, b: &[u8], i: usize) -> bool {
         (self.len <= 24 || word(b, i + 16) == Some(self.rest[0])) && word(b, i + self.len - 8) == Some(self.rest[1])
     }
@@ -155,6 +163,8 @@ enum Kind {
     Null,
     /// A number of a key whose value is not decoded.
     SkipNumber,
+    /// An integer of a key whose value is not decoded (a number of another form is not read).
+    SkipInteger,
     /// `true`, `false` or `null` of a key whose value is not decoded.
     SkipLiteral,
     /// A string of a key whose value is not decoded (its escapes checked).
@@ -255,7 +265,10 @@ impl Layout {
                     }
                     match first {
                         b'"' => (Kind::SkipStr, i + 1, any_string_end(b, i + 1)?),
-                        _ if number => (Kind::SkipNumber, i, scan_number(b, i)?.end),
+                        _ if number => {
+                            let n = scan_number(b, i)?;
+                            (if n.integer { Kind::SkipInteger } else { Kind::SkipNumber }, i, n.end)
+                        }
                         b't' | b'f' | b'n' => (Kind::SkipLiteral, i, json_literal(b, i)?.1),
                         _ => return None,
                     }
@@ -288,7 +301,7 @@ impl Layout {
         let mut last = vec![None; plan.width()];
         for step in steps.iter() {
             match step.kind {
-                Kind::SkipNumber | Kind::SkipLiteral | Kind::SkipStr => {}
+                Kind::SkipNumber | Kind::SkipInteger | Kind::SkipLiteral | Kind::SkipStr => {}
                 Kind::Null => *last.get_mut(step.column)? = Some(false),
                 _ => *last.get_mut(step.column)? = Some(true),
             }
@@ -329,7 +342,7 @@ impl Layout {
                     overwrite(values.get_mut(step.column)?, Value::Timestamp(t));
                     end
                 }
-                Kind::SkipNumber => scan_number(b, i)?.end,
+                Kind::SkipInteger => integer_end(b, i)?,
                 kind => read_other(kind, plan, b, i, values.get_mut(step.column))?,
             };
         }
@@ -372,6 +385,7 @@ fn read_other(kind: &Kind, plan: &Plan, b: &[u8], i: usize, slot: Option<&mut Va
             _ => return None,
         },
         Kind::SkipNumber => return Some(scan_number(b, i)?.end),
+        Kind::SkipInteger => return integer_end(b, i),
         Kind::SkipStr => return any_string_end(b, i),
         Kind::SkipLiteral => return Some(json_literal(b, i)?.1),
         // Read inline by `Layout::read`; here as any of its values.
@@ -386,24 +400,46 @@ fn read_other(kind: &Kind, plan: &Plan, b: &[u8], i: usize, slot: Option<&mut Va
 
 /// The integer of a BIGINT column at `i` and the index after it, when the byte there does not
 /// continue a number (the caller checks the literal that follows it, which starts with
-/// whitespace, `,` or `}`): as [`scan_number`] and [`number_value`] give it then. Up to 7 digits
-/// with 8 bytes readable are read as one word ([`leading_digits`]), the rest by those two.
+/// whitespace, `,` or `}`): as [`scan_number`] and [`number_value`] give it then. A non-negative
+/// integer of up to 7 digits with 8 bytes readable is read as one word ([`leading_digits`]); the
+/// rest by those two.
 #[inline(always)]
 fn long_at(b: &[u8], i: usize, plan: &Plan) -> Option<(i64, usize)> {
-    let neg = b.get(i) == Some(&b'-');
-    let j = i + neg as usize;
-    if let Some(w) = word(b, j) {
+    if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(*w);
         let (k, v) = leading_digits(w);
         // A leading zero followed by a digit is no JSON number: the grammar decides it below.
         if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
-            let v = v as i64;
-            return Some((if neg { -v } else { v }, j + k));
+            return Some((v as i64, i + k));
         }
     }
     long_slow(b, i, plan)
 }
 
-/// [`long_at`] by the grammar: any number of digits (overflow refused), the last bytes of a line.
+/// The index after the integer at `i`, when the byte there does not continue a number (as for
+/// [`long_at`]): where [`scan_number`] ends it then. A non-negative integer of up to 7 digits
+/// with 8 bytes readable is counted in one word ([`digit_count`]).
+#[inline(always)]
+fn integer_end(b: &[u8], i: usize) -> Option<usize> {
+    if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(*w);
+        let k = digit_count(w);
+        if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
+            return Some(i + k);
+        }
+    }
+    integer_slow(b, i)
+}
+
+/// [`integer_end`] by the grammar.
+#[inline(never)]
+fn integer_slow(b: &[u8], i: usize) -> Option<usize> {
+    let n = scan_number(b, i)?;
+    n.integer.then_some(n.end)
+}
+
+/// [`long_at`] by the grammar: a sign, any number of digits (overflow refused), the last bytes
+/// of a line.
 #[inline(never)]
 fn long_slow(b: &[u8], i: usize, plan: &Plan) -> Option<(i64, usize)> {
     let n = scan_number(b, i)?;

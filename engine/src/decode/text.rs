@@ -349,25 +349,46 @@ fn word_from(b: &[u8], i: usize) -> u64 {
 /// integers with SIMD").
 #[inline(always)]
 pub(crate) fn leading_digits(w: u64) -> (usize, u64) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let x = w ^ (ONES * b'0' as u64);
-    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
-    let k = (not_digit.trailing_zeros() / 8) as usize;
+    let k = digit_count(w);
     if k == 0 {
         return (0, 0);
     }
     // The shift also drops the bytes after the digits.
-    (k, digits_value(x << (8 * (8 - k))))
+    (k, digits_value((w ^ (ONES * b'0' as u64)) << (8 * (8 - k))))
 }
+
+/// How many digits the 8 bytes `w` (little-endian: the first byte lowest) start with (0 to 8):
+/// [`leading_digits`] without their value.
+#[inline(always)]
+pub(crate) fn digit_count(w: u64) -> usize {
+    let x = w ^ (ONES * b'0' as u64);
+    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// A byte of 1 in each place of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// The number whose digit values (0-9) are the bytes of `d`, the first (most significant) digit
 /// lowest; bytes 0 below the digits are leading zeros. Three multiplications combine pairs,
 /// then quads, then the eight.
 #[inline(always)]
 pub(super) fn digits_value(d: u64) -> u64 {
-    let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff;
+    let d = quads(d);
     (d.wrapping_mul(10_000) + (d >> 32)) & 0xffff_ffff
+}
+
+/// [`digits_value`] of a word whose digits are all in its top 4 bytes (its low 4 bytes 0).
+#[inline(always)]
+pub(super) fn top_digits_value(d: u64) -> u64 {
+    quads(d) >> 32
+}
+
+/// The two 4-digit numbers of a word of digit values, in its low and high halves.
+#[inline(always)]
+fn quads(d: u64) -> u64 {
+    let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
+    (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff
 }
 
 /// `w` XOR `template` when every byte of `w` is a digit where the template has `0` and the

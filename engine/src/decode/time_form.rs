@@ -7,7 +7,7 @@
 //! `YYYY-MM-DDTHH:MM`, are compared as two words with those of the last timestamp it read, whose
 //! seconds since the epoch it keeps (the date and the minute checked and converted once per
 //! minute); the bytes from the seconds to the end, at most 8, are one word checked against the
-//! form's template and converted in-register ([`template_diff`], [`digits_value`]). Anything else
+//! form's template and converted in-register ([`template_diff`], [`top_digits_value`]). Anything else
 //! (another form, a field out of range) is declined, for [`timestamp_prefix`] to decide.
 //!
 //! Why the same value as [`timestamp_prefix`]: a text of the form holds a date, a separator, a
@@ -22,7 +22,7 @@ use crate::time::Timestamp;
 use super::json_fast::word;
 #[cfg(doc)]
 use super::text::timestamp_prefix;
-use super::text::{SEP_DATE, T_DATE, day_number, digit_pairs, digits_value, template_diff};
+use super::text::{SEP_DATE, T_DATE, day_number, digit_pairs, template_diff, top_digits_value};
 
 /// Longest form kept: the tail from the seconds on (`:SS.fffZ`) must fit one word.
 const MAX_LEN: usize = 24;
@@ -109,20 +109,24 @@ impl TimeForm {
     /// when the text there has another form or a field out of range.
     #[inline(always)]
     pub(super) fn read(&mut self, b: &[u8], i: usize) -> Option<(Timestamp, usize)> {
-        let text = b.get(i..i + self.len + 1)?;
-        let minute = (word(text, 0)?, word(text, 8)?);
+        let text = b.get(i..)?.get(..=self.len)?;
+        let head = text.first_chunk::<16>()?;
+        let minute = (word(head, 0)?, word(head, 8)?);
         if minute != self.minute {
             self.learn_minute(minute)?;
         }
-        let d = template_diff(word(text, self.len - 8)?, self.tail, self.tail_sep)?;
-        if text[self.len] != b'"' {
+        // The last 8 bytes of the text, then its closing quote.
+        let [tail @ .., quote] = *text.last_chunk::<9>()?;
+        let d = template_diff(u64::from_le_bytes(tail), self.tail, self.tail_sep)?;
+        if quote != b'"' {
             return None;
         }
         let sec = (digit_pairs(d) >> self.sec_shift) as u8;
         if sec > 59 {
             return None;
         }
-        let frac_us = digits_value(d >> self.frac_right << self.frac_left) * self.frac_scale;
+        // At most 4 digits ([`MAX_LEN`]): they fill the word's top half at most.
+        let frac_us = top_digits_value(d >> self.frac_right << self.frac_left) * self.frac_scale;
         Some((Timestamp((self.minute_s + sec as i64) * 1_000_000 + frac_us as i64), i + self.len))
     }
 
