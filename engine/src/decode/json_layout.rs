@@ -98,16 +98,18 @@ impl Literal {
         Some(Literal { len, head, tail, rest, bytes })
     }
 
-    /// Whether the literal is at `i` in `b`.
+    /// The bytes after the literal when `rest`, the end of the line `b`, starts with it.
     #[inline(always)]
-    fn matches(&self, b: &[u8], i: usize) -> bool {
-        match b.get(i..).and_then(|s| s.first_chunk::<16>()) {
+    fn skip<'a>(&self, b: &[u8], rest: &'a [u8]) -> Option<&'a [u8]> {
+        let found = match rest.first_chunk::<16>() {
             Some(w) if self.len <= 16 => self.head.matches(w),
-            _ => self.matches_long_or_late(b, i),
-        }
+            _ => self.matches_long_or_late(b, b.len() - rest.len()),
+        };
+        if found { rest.get(self.len..) } else { None }
     }
 
-    /// [`Literal::matches`] for a literal of more than 16 bytes, or fewer than 16 bytes from `i`.
+    /// Whether the literal is at `i` in `b`, for one of more than 16 bytes, or fewer than 16 bytes
+    /// from `i`.
     #[inline(never)]
     fn matches_long_or_late(&self, b: &[u8], i: usize) -> bool {
         match b.get(i..).and_then(|s| s.first_chunk::<16>()) {
@@ -116,10 +118,10 @@ impl Literal {
         }
     }
 
-    /// Whether the literal is at `i` in `b` and ends `b`.
+    /// Whether `rest`, the end of the line `b`, is the literal.
     #[inline(always)]
-    fn ends(&self, b: &[u8], i: usize) -> bool {
-        b.len() == i + self.len && self.matches_before(b, b.len())
+    fn ends(&self, b: &[u8], rest: &[u8]) -> bool {
+        rest.len() == self.len && self.matches_before(b, b.len())
     }
 
     /// Whether the literal ends at `end` in `b` (near the end of the line).
@@ -136,7 +138,7 @@ impl Literal {
         (self.len <= 24 || word(b, i + 16) == Some(self.rest[0])) && word(b, i + self.len - 8) == Some(self.rest[1])
     }
 
-    /// [`Literal::matches`] byte by byte.
+    /// Whether the literal is at `i` in `b`, byte by byte.
     #[cold]
     #[inline(never)]
     fn matches_bytes(&self, b: &[u8], i: usize) -> bool {
@@ -322,31 +324,30 @@ impl Layout {
     /// each is written non-null or the line declined ([`Layout::new`]).
     #[inline(always)]
     fn read(&mut self, plan: &Plan, b: &[u8], values: &mut [Value]) -> Option<()> {
-        let mut i = 0;
+        // The line from the next literal on: each bound checked against what is left.
+        let mut rest = b;
         for step in self.steps.iter_mut() {
-            if !step.before.matches(b, i) {
-                return None;
-            }
-            i += step.before.len;
-            i = match &mut step.kind {
+            let value = step.before.skip(b, rest)?;
+            let n = match &mut step.kind {
                 Kind::Long => {
-                    let (v, end) = long_at(b, i, plan)?;
+                    let (v, n) = long_at(value, plan)?;
                     overwrite(values.get_mut(step.column)?, Value::Long(v));
-                    end
+                    n
                 }
                 Kind::TimestampForm(form) => {
-                    let (t, end) = match form.read(b, i) {
+                    let (t, n) = match form.read(value) {
                         Some(read) => read,
-                        None => timestamp_at(b, i)?,
+                        None => timestamp_prefix_of(value)?,
                     };
                     overwrite(values.get_mut(step.column)?, Value::Timestamp(t));
-                    end
+                    n
                 }
-                Kind::SkipInteger => integer_end(b, i)?,
-                kind => read_other(kind, plan, b, i, values.get_mut(step.column))?,
+                Kind::SkipInteger => integer_len(value)?,
+                kind => read_other(kind, plan, value, values.get_mut(step.column))?,
             };
+            rest = value.get(n..)?;
         }
-        if !self.end.ends(b, i) {
+        if !self.end.ends(b, rest) {
             return None;
         }
         for &c in self.unwritten.iter() {
@@ -356,104 +357,103 @@ impl Layout {
     }
 }
 
-/// [`Layout::read`] of a value of the kinds not read inline: the index after it, written into
-/// `slot` (the step's column, `None` for a skipping kind). Out of line, so that the loop over
-/// the steps keeps its registers.
+/// [`Layout::read`] of a value of the kinds not read inline, at the start of `b`: its length,
+/// written into `slot` (the step's column, `None` for a skipping kind). Out of line, so that the
+/// loop over the steps keeps its registers.
 #[inline(never)]
-fn read_other(kind: &Kind, plan: &Plan, b: &[u8], i: usize, slot: Option<&mut Value>) -> Option<usize> {
-    let (value, end) = match kind {
+fn read_other(kind: &Kind, plan: &Plan, b: &[u8], slot: Option<&mut Value>) -> Option<usize> {
+    let (value, n) = match kind {
         Kind::Number(ty) => {
-            let n = scan_number(b, i)?;
-            (number_value(&n, &b[i..n.end], *ty, plan)?, n.end)
+            let n = scan_number(b, 0)?;
+            (number_value(&n, &b[..n.end], *ty, plan)?, n.end)
         }
         Kind::Timestamp | Kind::TimestampForm(_) => {
-            let (t, end) = timestamp_at(b, i)?;
-            (Value::Timestamp(t), end)
+            let (t, n) = timestamp_prefix_of(b)?;
+            (Value::Timestamp(t), n)
         }
         Kind::Str => {
-            let (content, z) = string_at(b, i)?;
+            let (content, z) = string_at(b, 0)?;
             (Value::Str(Arc::from(content)), z)
         }
         Kind::Bool => {
-            let (v, end) = json_literal(b, i)?;
-            (Value::Bool(v?), end)
+            let (v, n) = json_literal(b, 0)?;
+            (Value::Bool(v?), n)
         }
         // Written, not left: an earlier occurrence of the key may have set it (the last one
         // wins).
-        Kind::Null => match json_literal(b, i)? {
-            (None, end) => (Value::Null, end),
+        Kind::Null => match json_literal(b, 0)? {
+            (None, n) => (Value::Null, n),
             _ => return None,
         },
-        Kind::SkipNumber => return Some(scan_number(b, i)?.end),
-        Kind::SkipInteger => return integer_end(b, i),
-        Kind::SkipStr => return any_string_end(b, i),
-        Kind::SkipLiteral => return Some(json_literal(b, i)?.1),
+        Kind::SkipNumber => return Some(scan_number(b, 0)?.end),
+        Kind::SkipInteger => return integer_len(b),
+        Kind::SkipStr => return any_string_end(b, 0),
+        Kind::SkipLiteral => return Some(json_literal(b, 0)?.1),
         // Read inline by `Layout::read`; here as any of its values.
         Kind::Long => {
-            let (v, end) = long_at(b, i, plan)?;
-            (Value::Long(v), end)
+            let (v, n) = long_at(b, plan)?;
+            (Value::Long(v), n)
         }
     };
     overwrite(slot?, value);
-    Some(end)
+    Some(n)
 }
 
-/// The integer of a BIGINT column at `i` and the index after it, when the byte there does not
-/// continue a number (the caller checks the literal that follows it, which starts with
-/// whitespace, `,` or `}`): as [`scan_number`] and [`number_value`] give it then. A non-negative
-/// integer of up to 7 digits with 8 bytes readable is read as one word ([`leading_digits`]); the
-/// rest by those two.
+/// The integer of a BIGINT column that `b` starts with and its length, when the byte after it
+/// does not continue a number (the caller checks the literal that follows it, which starts
+/// with whitespace, `,` or `}`): as [`scan_number`] and [`number_value`] give it then. A
+/// non-negative integer of up to 7 digits with 8 bytes readable is read as one word
+/// ([`leading_digits`]); the rest by those two.
 #[inline(always)]
-fn long_at(b: &[u8], i: usize, plan: &Plan) -> Option<(i64, usize)> {
-    if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
+fn long_at(b: &[u8], plan: &Plan) -> Option<(i64, usize)> {
+    if let Some(w) = b.first_chunk::<8>() {
         let w = u64::from_le_bytes(*w);
         let (k, v) = leading_digits(w);
         // A leading zero followed by a digit is no JSON number: the grammar decides it below.
         if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
-            return Some((v as i64, i + k));
+            return Some((v as i64, k));
         }
     }
-    long_slow(b, i, plan)
+    long_slow(b, plan)
 }
 
-/// The index after the integer at `i`, when the byte there does not continue a number (as for
-/// [`long_at`]): where [`scan_number`] ends it then. A non-negative integer of up to 7 digits
-/// with 8 bytes readable is counted in one word ([`digit_count`]).
+/// The length of the integer that `b` starts with, when the byte after it does not continue a
+/// number (as for [`long_at`]): where [`scan_number`] ends it then. A non-negative integer of
+/// up to 7 digits with 8 bytes readable is counted in one word ([`digit_count`]).
 #[inline(always)]
-fn integer_end(b: &[u8], i: usize) -> Option<usize> {
-    if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
+fn integer_len(b: &[u8]) -> Option<usize> {
+    if let Some(w) = b.first_chunk::<8>() {
         let w = u64::from_le_bytes(*w);
         let k = digit_count(w);
         if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
-            return Some(i + k);
+            return Some(k);
         }
     }
-    integer_slow(b, i)
+    integer_slow(b)
 }
 
-/// [`integer_end`] by the grammar.
+/// [`integer_len`] by the grammar.
 #[inline(never)]
-fn integer_slow(b: &[u8], i: usize) -> Option<usize> {
-    let n = scan_number(b, i)?;
+fn integer_slow(b: &[u8]) -> Option<usize> {
+    let n = scan_number(b, 0)?;
     n.integer.then_some(n.end)
 }
 
 /// [`long_at`] by the grammar: a sign, any number of digits (overflow refused), the last bytes
 /// of a line.
 #[inline(never)]
-fn long_slow(b: &[u8], i: usize, plan: &Plan) -> Option<(i64, usize)> {
-    let n = scan_number(b, i)?;
-    match number_value(&n, &b[i..n.end], DataType::Long, plan)? {
+fn long_slow(b: &[u8], plan: &Plan) -> Option<(i64, usize)> {
+    let n = scan_number(b, 0)?;
+    match number_value(&n, &b[..n.end], DataType::Long, plan)? {
         Value::Long(v) => Some((v, n.end)),
         _ => None,
     }
 }
 
-/// The timestamp whose text starts at `i` ([`timestamp_prefix`]) and the index after it.
+/// The timestamp that `b` starts with ([`timestamp_prefix`]) and its length.
 #[inline(never)]
-fn timestamp_at(b: &[u8], i: usize) -> Option<(Timestamp, usize)> {
-    let (t, n) = timestamp_prefix(b.get(i..)?)?;
-    Some((t, i + n))
+fn timestamp_prefix_of(b: &[u8]) -> Option<(Timestamp, usize)> {
+    timestamp_prefix(b)
 }
 
 /// The layouts kept by a decoder (up to [`MAX_LAYOUTS`]: a stream whose lines come in a few

@@ -104,12 +104,12 @@ impl TimeForm {
         })
     }
 
-    /// The timestamp of this form whose text starts at `i` in `b` and is followed by a closing
-    /// quote: its value and the index of that quote, as [`timestamp_prefix`] gives them. `None`
-    /// when the text there has another form or a field out of range.
+    /// The timestamp of this form that `b` starts with, followed by a closing quote: its value
+    /// and length, as [`timestamp_prefix`] gives them. `None` when the text there has another
+    /// form or a field out of range.
     #[inline(always)]
-    pub(super) fn read(&mut self, b: &[u8], i: usize) -> Option<(Timestamp, usize)> {
-        let text = b.get(i..)?.get(..=self.len)?;
+    pub(super) fn read(&mut self, b: &[u8]) -> Option<(Timestamp, usize)> {
+        let text = b.get(..=self.len)?;
         let head = text.first_chunk::<16>()?;
         let minute = (word(head, 0)?, word(head, 8)?);
         if minute != self.minute {
@@ -127,7 +127,7 @@ impl TimeForm {
         }
         // At most 4 digits ([`MAX_LEN`]): they fill the word's top half at most.
         let frac_us = top_digits_value(d >> self.frac_right << self.frac_left) * self.frac_scale;
-        Some((Timestamp((self.minute_s + sec as i64) * 1_000_000 + frac_us as i64), i + self.len))
+        Some((Timestamp((self.minute_s + sec as i64) * 1_000_000 + frac_us as i64), self.len))
     }
 
     /// Checks the date and the minute `YYYY-MM-DD?HH:MM` (the separator `T`, `t` or a space)
@@ -196,7 +196,7 @@ mod tests {
             for round in 0..2 {
                 for text in texts {
                     let line = format!("{text}\"");
-                    let read = f.read(line.as_bytes(), 0);
+                    let read = f.read(line.as_bytes());
                     let want = timestamp_prefix(line.as_bytes()).filter(|&(_, n)| line.as_bytes()[n] == b'"');
                     if read.is_some() || (text.len() == form.len() && text.as_bytes()[19..] == form.as_bytes()[19..]) {
                         assert_eq!(read, want, "{form} {text} {round}");
