@@ -5,22 +5,31 @@
 //! it had: no key is looked up, no whitespace scanned, no value's first byte dispatched on.
 //!
 //! A line whose layout differs in any byte, or one of whose values has another form (a `null`
-//! where the learned line had a number, an escaped string, a fraction in a BIGINT column), is not decoded here: the caller resets the
-//! record and gives the line to the fast path ([`super::json_fast`]), which decides it as
-//! before, and may learn its layout for the next lines ([`Learning`], which keeps up to four).
+//! where the learned line had a number, an escaped string, a fraction in a BIGINT column), is
+//! not decoded here: the caller resets the record and gives the line to the fast path
+//! ([`super::json_fast`]), which decides it as before, and may learn its layout for the next
+//! lines ([`Learning`], which keeps up to four).
 //!
 //! Why the same record as the fast path: a line matches a layout only when every byte outside
 //! its values equals the learned line's, so it holds the same keys, in the same order, with the
 //! same structure; those keys name the same columns (the column chosen for each key, the column
 //! hint included, was the fast path's own choice on the learned line, and depends only on the
 //! keys before it); and each value is checked and converted by the functions the fast path uses
-//! for that form ([`scan_number`], [`number_value`], [`timestamp_prefix`], [`string_at`]). A
-//! string value ends at its closing quote, which the next literal starts with. Property tests
-//! (`json_props`) decode lines learned then damaged against the stateless decoder.
+//! for that form ([`scan_number`], [`number_value`], [`timestamp_prefix`], [`string_at`]), or
+//! by a shortcut that gives the same value whenever the next literal matches: a BIGINT's or a
+//! skipped integer's digits read as one word ([`long_at`], [`integer_len`]: the literal after a
+//! number starts with whitespace, `,` or `}`, so no fraction, exponent or digit follows them), a
+//! timestamp of the learned form ([`TimeForm`]). A string value ends at its closing quote, which
+//! the next literal starts with. The record is not reset before the line: every value is
+//! written over the slot's old one, and the slots no step writes are set to null at the end.
+//! Property tests (`json_props`) decode lines learned then damaged against the stateless
+//! decoder, and streams of values of every spelling into a recycled record.
 //!
 //! Cost on the Nexmark bids record (four columns, spaced JSON), `decode_into` inclusive under
 //! callgrind in the q7 file run: 1,075 instructions per record on the fast path, 720 on this
-//! one with the word-wide integer and fraction reads (bench/results/decode.md, 2026-12-03).
+//! one with the word-wide integer and fraction reads (bench/results/decode.md, 2026-12-03); 417
+//! with the integers, the timestamp's form and minute and the 16-byte literals (2026-12-05; the
+//! same with `2024-01-15 10:00:00.238` timestamps).
 
 use std::sync::Arc;
 
