@@ -104,17 +104,26 @@ impl JsonDecoder {
     ///
     /// # Errors
     /// As [`Self::decode`].
+    #[inline]
     pub fn decode_into(&mut self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
-        self.plan.reset(record);
-        if self.learning.has_layout() {
-            if self.learning.read(&self.plan, line, record).is_some() {
-                return Ok(());
-            }
-            // Some values of the line may be written: the fast path needs nulls.
+        if record.values.len() != self.plan.width() {
             self.plan.reset(record);
         }
+        // The layout path writes every value of the record: no reset before it.
+        if self.learning.read(&self.plan, line, record).is_some() {
+            return Ok(());
+        }
+        self.decode_into_unlearned(line, record)
+    }
+
+    /// [`Self::decode_into`] of a line no layout kept matches: the fast path (which may learn
+    /// the line's layout), else the full parser.
+    #[inline(never)]
+    fn decode_into_unlearned(&mut self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
+        // Some values may be those of an earlier line: the fast path needs nulls.
+        self.plan.reset(record);
         if json_fast::decode(&self.plan, &self.fast, line, &mut record.values).is_some() {
-            self.learning.missed(&self.fast, line);
+            self.learning.missed(&self.plan, &self.fast, line);
             return Ok(());
         }
         *record = self.decode_full(line)?;

@@ -5,32 +5,43 @@
 //! it had: no key is looked up, no whitespace scanned, no value's first byte dispatched on.
 //!
 //! A line whose layout differs in any byte, or one of whose values has another form (a `null`
-//! where the learned line had a number, an escaped string, a fraction in a BIGINT column), is not decoded here: the caller resets the
-//! record and gives the line to the fast path ([`super::json_fast`]), which decides it as
-//! before, and may learn its layout for the next lines ([`Learning`], which keeps up to four).
+//! where the learned line had a number, an escaped string, a fraction in a BIGINT column), is
+//! not decoded here: the caller resets the record and gives the line to the fast path
+//! ([`super::json_fast`]), which decides it as before, and may learn its layout for the next
+//! lines ([`Learning`], which keeps up to four).
 //!
 //! Why the same record as the fast path: a line matches a layout only when every byte outside
 //! its values equals the learned line's, so it holds the same keys, in the same order, with the
 //! same structure; those keys name the same columns (the column chosen for each key, the column
 //! hint included, was the fast path's own choice on the learned line, and depends only on the
 //! keys before it); and each value is checked and converted by the functions the fast path uses
-//! for that form ([`scan_number`], [`number_value`], [`timestamp_prefix`], [`string_at`]). A
-//! string value ends at its closing quote, which the next literal starts with. Property tests
-//! (`json_props`) decode lines learned then damaged against the stateless decoder.
+//! for that form ([`scan_number`], [`number_value`], [`timestamp_prefix`], [`string_at`]), or
+//! by a shortcut that gives the same value whenever the next literal matches: a BIGINT's or a
+//! skipped integer's digits read as one word ([`long_at`], [`integer_len`]: the literal after a
+//! number starts with whitespace, `,` or `}`, so no fraction, exponent or digit follows them), a
+//! timestamp of the learned form ([`TimeForm`]). A string value ends at its closing quote, which
+//! the next literal starts with. The record is not reset before the line: every value is
+//! written over the slot's old one, and the slots no step writes are set to null at the end.
+//! Property tests (`json_props`) decode lines learned then damaged against the stateless
+//! decoder, and streams of values of every spelling into a recycled record.
 //!
 //! Cost on the Nexmark bids record (four columns, spaced JSON), `decode_into` inclusive under
 //! callgrind in the q7 file run: 1,075 instructions per record on the fast path, 720 on this
-//! one with the word-wide integer and fraction reads (bench/results/decode.md, 2026-12-03).
+//! one with the word-wide integer and fraction reads (bench/results/decode.md, 2026-12-03); 417
+//! with the integers, the timestamp's form and minute and the 16-byte literals (2026-12-05; the
+//! same with `2024-01-15 10:00:00.238` timestamps).
 
 use std::sync::Arc;
 
 use crate::schema::DataType;
+use crate::time::Timestamp;
 use crate::value::{Record, Value};
 
-use super::Plan;
-use super::json_fast::{FastKeys, any_string_end, number_value, put, string_at, string_end, word, ws};
+use super::json_fast::{FastKeys, any_string_end, number_value, string_at, string_end, word, ws};
 use super::json_number::scan_number;
-use super::text::timestamp_prefix;
+use super::text::{digit_count, leading_digits, timestamp_prefix};
+use super::time_form::TimeForm;
+use super::{Plan, clear, overwrite};
 
 /// Longest run of bytes between two values kept (`, "a_long_column_name": "`); a line with a
 /// longer one has no layout.
@@ -42,18 +53,44 @@ const MAX_STEPS: usize = 64;
 /// Longest tail after the last value (`}` and trailing whitespace).
 const MAX_END: usize = 8;
 
-/// The bytes between two values (or before the first), compared as little-endian words: every
-/// whole word, then the last 8 bytes (overlapping), so nothing after the literal is read; a
-/// literal of fewer than 8 bytes is compared masked when 8 bytes can be read, else byte by byte.
+/// The bytes between two values (or before the first), compared as two little-endian words:
+/// the 16 bytes from where the literal starts, masked to its bytes (when 16 bytes of the line
+/// follow; a longer literal's rest as the words after them), else the 16 bytes that end where
+/// it ends (near the end of the line), so nothing after the literal decides. Byte by byte only
+/// when the line is shorter than that.
 #[derive(Debug, Clone)]
 struct Literal {
     len: usize,
-    /// The whole words, then (at index `len / 8`) the last 8 bytes, or for `len < 8` the bytes
-    /// zero-padded.
-    words: [u64; MAX_LITERAL / 8 + 1],
-    /// For `len < 8`: the mask of its bytes in a word.
-    mask: u64,
+    /// Its first 16 bytes, zero-padded, and the mask of its bytes among them.
+    head: Window,
+    /// Its last 16 bytes (fewer: after 16 - len zero bytes) and the mask of its bytes.
+    tail: Window,
+    /// For a literal of more than 16 bytes: the 8 bytes from 16 and the last 8.
+    rest: [u64; 2],
     bytes: [u8; MAX_LITERAL],
+}
+
+/// 16 bytes as one little-endian number (two words to the machine), and which of them count.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    bytes: u128,
+    mask: u128,
+}
+
+impl Window {
+    /// `text` (at most 16 bytes) placed at `at` among 16 bytes.
+    fn new(text: &[u8], at: usize) -> Window {
+        let (mut bytes, mut mask) = ([0u8; 16], [0u8; 16]);
+        bytes[at..at + text.len()].copy_from_slice(text);
+        mask[at..at + text.len()].fill(0xff);
+        Window { bytes: u128::from_le_bytes(bytes), mask: u128::from_le_bytes(mask) }
+    }
+
+    /// Whether the counted bytes of `w` are the window's.
+    #[inline(always)]
+    fn matches(&self, w: &[u8; 16]) -> bool {
+        (u128::from_le_bytes(*w) ^ self.bytes) & self.mask == 0
+    }
 }
 
 impl Literal {
@@ -64,51 +101,71 @@ impl Literal {
         }
         let mut bytes = [0u8; MAX_LITERAL];
         bytes[..len].copy_from_slice(text);
-        let mut words = [0u64; MAX_LITERAL / 8 + 1];
-        let mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
-        if len >= 8 {
-            for (k, w) in words.iter_mut().enumerate().take(len / 8) {
-                *w = word(text, 8 * k)?;
-            }
-            words[len / 8] = word(text, len - 8)?;
-        } else {
-            let mut padded = [0u8; 8];
-            padded[..len].copy_from_slice(text);
-            words[0] = u64::from_le_bytes(padded);
-        }
-        Some(Literal { len, words, mask, bytes })
+        let n = len.min(16);
+        let (head, tail) = (Window::new(&text[..n], 0), Window::new(&text[len - n..], 16 - n));
+        let rest = if len > 16 { [word(text, 16).unwrap_or(0), word(text, len - 8)?] } else { [0; 2] };
+        Some(Literal { len, head, tail, rest, bytes })
     }
 
-    /// Whether the literal is at `i` in `b`.
+    /// The bytes after the literal when `rest`, the end of the line `b`, starts with it.
     #[inline(always)]
-    fn matches(&self, b: &[u8], i: usize) -> bool {
-        let Some(s) = b.get(i..i.wrapping_add(self.len)) else {
-            return false;
+    fn skip<'a>(&self, b: &[u8], rest: &'a [u8]) -> Option<&'a [u8]> {
+        let found = match rest.first_chunk::<16>() {
+            Some(w) if self.len <= 16 => self.head.matches(w),
+            _ => self.matches_long_or_late(b, b.len() - rest.len()),
         };
-        if self.len >= 8 {
-            let whole = self.len / 8;
-            for k in 0..whole {
-                if word(s, 8 * k) != Some(self.words[k]) {
-                    return false;
-                }
-            }
-            word(s, self.len - 8) == Some(self.words[whole])
-        } else {
-            match word(b, i) {
-                Some(w) => w & self.mask == self.words[0],
-                None => s == &self.bytes[..self.len],
-            }
+        if found { rest.get(self.len..) } else { None }
+    }
+
+    /// Whether the literal is at `i` in `b`, for one of more than 16 bytes, or fewer than 16 bytes
+    /// from `i`.
+    #[inline(never)]
+    fn matches_long_or_late(&self, b: &[u8], i: usize) -> bool {
+        match b.get(i..).and_then(|s| s.first_chunk::<16>()) {
+            Some(w) => self.head.matches(w) && self.matches_rest(b, i),
+            None => self.matches_before(b, i.saturating_add(self.len)),
         }
+    }
+
+    /// Whether `rest`, the end of the line `b`, is the literal.
+    #[inline(always)]
+    fn ends(&self, b: &[u8], rest: &[u8]) -> bool {
+        rest.len() == self.len && self.matches_before(b, b.len())
+    }
+
+    /// Whether the literal ends at `end` in `b` (near the end of the line).
+    #[inline(always)]
+    fn matches_before(&self, b: &[u8], end: usize) -> bool {
+        match b.get(..end).and_then(|s| s.last_chunk::<16>()) {
+            Some(w) if self.len <= 16 => self.tail.matches(w),
+            _ => self.matches_bytes(b, end.wrapping_sub(self.len)),
+        }
+    }
+
+    /// The bytes of a literal of more than 16 bytes after its first 16.
+    fn matches_rest(&self, b: &[u8], i: usize) -> bool {
+        (self.len <= 24 || word(b, i + 16) == Some(self.rest[0])) && word(b, i + self.len - 8) == Some(self.rest[1])
+    }
+
+    /// Whether the literal is at `i` in `b`, byte by byte.
+    #[cold]
+    #[inline(never)]
+    fn matches_bytes(&self, b: &[u8], i: usize) -> bool {
+        b.get(i..i.wrapping_add(self.len)) == Some(&self.bytes[..self.len])
     }
 }
 
 /// How a value of the layout is read.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 enum Kind {
-    /// A JSON number into a column of this type.
+    /// A JSON integer into a BIGINT column.
+    Long,
+    /// A JSON number into a column of this type (but BIGINT).
     Number(DataType),
     /// A TIMESTAMP string, its opening quote in the literal before it.
     Timestamp,
+    /// A TIMESTAMP string as [`Kind::Timestamp`], read by its form first when it has that form.
+    TimestampForm(TimeForm),
     /// A STRING column's string without escapes, its opening quote in the literal before it.
     Str,
     /// `true` or `false` into a BOOLEAN column.
@@ -117,6 +174,8 @@ enum Kind {
     Null,
     /// A number of a key whose value is not decoded.
     SkipNumber,
+    /// An integer of a key whose value is not decoded (a number of another form is not read).
+    SkipInteger,
     /// `true`, `false` or `null` of a key whose value is not decoded.
     SkipLiteral,
     /// A string of a key whose value is not decoded (its escapes checked).
@@ -152,13 +211,19 @@ fn json_literal(b: &[u8], i: usize) -> Option<(Option<bool>, usize)> {
 pub(super) struct Layout {
     steps: Box<[Step]>,
     end: Literal,
+    /// The slots (columns and spare slots) no step writes: null in every record of the layout.
+    unwritten: Box<[usize]>,
 }
 
 impl Layout {
     /// The layout of `b`, a line the fast path accepted with `keys`; `None` when it has a value
     /// of another form than [`Kind`]'s (an object or array, an escaped string, a number for a
     /// STRING column, ...), an escaped key, or runs of bytes too long to keep.
-    fn learn(keys: &FastKeys, b: &[u8]) -> Option<Layout> {
+    ///
+    /// `None` as well when a required column is not written non-null by the last of its steps
+    /// (not for a line the fast path accepted): the layout's records then have every required
+    /// column non-null without a check.
+    fn learn(plan: &Plan, keys: &FastKeys, b: &[u8]) -> Option<Layout> {
         let mut steps = Vec::new();
         let mut i = ws(b, 0);
         if b.get(i) != Some(&b'{') {
@@ -189,9 +254,13 @@ impl Layout {
                         (b'"', DataType::Timestamp) => {
                             let (_, n) = timestamp_prefix(b.get(i + 1..)?)?;
                             (b.get(i + 1 + n) == Some(&b'"')).then_some(())?;
-                            (Kind::Timestamp, i + 1, i + 1 + n)
+                            let form = TimeForm::of(&b[i + 1..i + 1 + n]);
+                            (form.map_or(Kind::Timestamp, Kind::TimestampForm), i + 1, i + 1 + n)
                         }
                         (b'"', DataType::String) => (Kind::Str, i + 1, string_at(b, i + 1)?.1),
+                        // The byte after the number (whitespace, `,` or `}`) starts the next
+                        // literal: `long_at`'s integer ends where the literal must start.
+                        (_, DataType::Long) if number => (Kind::Long, i, scan_number(b, i)?.end),
                         (
                             _,
                             DataType::Long | DataType::Int | DataType::Double | DataType::Float | DataType::Timestamp,
@@ -207,20 +276,21 @@ impl Layout {
                     }
                     match first {
                         b'"' => (Kind::SkipStr, i + 1, any_string_end(b, i + 1)?),
-                        _ if number => (Kind::SkipNumber, i, scan_number(b, i)?.end),
+                        _ if number => {
+                            let n = scan_number(b, i)?;
+                            (if n.integer { Kind::SkipInteger } else { Kind::SkipNumber }, i, n.end)
+                        }
                         b't' | b'f' | b'n' => (Kind::SkipLiteral, i, json_literal(b, i)?.1),
                         _ => return None,
                     }
                 }
             };
             let column = column.map_or(0, |(c, _)| c);
+            // A string's closing quote is the first byte of the next literal.
+            let quoted = matches!(kind, Kind::Timestamp | Kind::TimestampForm(_) | Kind::Str | Kind::SkipStr);
             steps.push(Step { before: Literal::new(&b[literal_start..value_start])?, column, kind });
             literal_start = value_end;
-            // A string's closing quote is the first byte of the next literal.
-            i = ws(
-                b,
-                if matches!(kind, Kind::Timestamp | Kind::Str | Kind::SkipStr) { value_end + 1 } else { value_end },
-            );
+            i = ws(b, if quoted { value_end + 1 } else { value_end });
             match b.get(i) {
                 Some(b',') => i = ws(b, i + 1),
                 Some(b'}') => {
@@ -228,69 +298,171 @@ impl Layout {
                         return None;
                     }
                     let end = Literal::new(&b[literal_start..])?;
-                    return Some(Layout { steps: steps.into(), end });
+                    return Layout::new(plan, steps, end);
                 }
                 _ => return None,
             }
         }
     }
 
-    /// Decodes `b` into `values` (all null) when it has this layout: `Some(())` with the record
-    /// the fast path would give. `None` otherwise, `values` then holding some of the line's
-    /// values (the caller resets them).
-    #[inline(always)]
-    fn read(&self, plan: &Plan, b: &[u8], values: &mut [Value]) -> Option<()> {
-        let mut i = 0;
-        for step in self.steps.iter() {
-            if !step.before.matches(b, i) {
-                return None;
+    /// The layout of `steps` and `end`, with the slots its lines leave null; `None` when a
+    /// required column is not written non-null by its last step.
+    fn new(plan: &Plan, steps: Vec<Step>, end: Literal) -> Option<Layout> {
+        // Per slot: whether the last step writing it writes a value (`Some(true)`) or null.
+        let mut last = vec![None; plan.width()];
+        for step in steps.iter() {
+            match step.kind {
+                Kind::SkipNumber | Kind::SkipInteger | Kind::SkipLiteral | Kind::SkipStr => {}
+                Kind::Null => *last.get_mut(step.column)? = Some(false),
+                _ => *last.get_mut(step.column)? = Some(true),
             }
-            i += step.before.len;
-            i = match step.kind {
-                Kind::Number(ty) => {
-                    let n = scan_number(b, i)?;
-                    put(values.get_mut(step.column)?, number_value(&n, &b[i..n.end], ty, plan)?);
-                    n.end
-                }
-                Kind::Timestamp => {
-                    let (t, n) = timestamp_prefix(b.get(i..)?)?;
-                    put(values.get_mut(step.column)?, Value::Timestamp(t));
-                    i + n
-                }
-                Kind::Str => {
-                    let (content, z) = string_at(b, i)?;
-                    put(values.get_mut(step.column)?, Value::Str(Arc::from(content)));
-                    z
-                }
-                Kind::Bool => {
-                    let (v, end) = json_literal(b, i)?;
-                    put(values.get_mut(step.column)?, Value::Bool(v?));
-                    end
-                }
-                Kind::Null => match json_literal(b, i)? {
-                    // Written, not left: an earlier occurrence of the key may have set it (the
-                    // last one wins).
-                    (None, end) => {
-                        put(values.get_mut(step.column)?, Value::Null);
-                        end
-                    }
-                    _ => return None,
-                },
-                Kind::SkipNumber => scan_number(b, i)?.end,
-                Kind::SkipStr => any_string_end(b, i)?,
-                Kind::SkipLiteral => json_literal(b, i)?.1,
-            };
         }
-        if b.len() != i + self.end.len || !self.end.matches(b, i) {
+        if plan.required.iter().any(|&r| last.get(r) != Some(&Some(true))) {
             return None;
         }
-        for &r in plan.required.iter() {
-            if values[r].is_null() {
-                return None;
-            }
+        let unwritten = (0..plan.width()).filter(|&c| last[c].is_none()).collect();
+        Some(Layout { steps: steps.into(), end, unwritten })
+    }
+
+    /// Decodes `b` into `values` (of the plan's width, holding any values) when it has this
+    /// layout: `Some(())` with the record the fast path would give. `None` otherwise, `values`
+    /// then holding some of the line's values among others (the caller resets them).
+    ///
+    /// Each value is written over the slot's old one, and the slots no step writes are set to
+    /// null at the end, so the record needs no reset first; no required column is checked, as
+    /// each is written non-null or the line declined ([`Layout::new`]).
+    #[inline(always)]
+    fn read(&mut self, plan: &Plan, b: &[u8], values: &mut [Value]) -> Option<()> {
+        // The line from the next literal on: each bound checked against what is left.
+        let mut rest = b;
+        for step in self.steps.iter_mut() {
+            let value = step.before.skip(b, rest)?;
+            let n = match &mut step.kind {
+                Kind::Long => {
+                    let (v, n) = long_at(value, plan)?;
+                    overwrite(values.get_mut(step.column)?, Value::Long(v));
+                    n
+                }
+                Kind::TimestampForm(form) => {
+                    let (t, n) = match form.read(value) {
+                        Some(read) => read,
+                        None => timestamp_prefix_of(value)?,
+                    };
+                    overwrite(values.get_mut(step.column)?, Value::Timestamp(t));
+                    n
+                }
+                Kind::SkipInteger => integer_len(value)?,
+                kind => read_other(kind, plan, value, values.get_mut(step.column))?,
+            };
+            rest = value.get(n..)?;
+        }
+        if !self.end.ends(b, rest) {
+            return None;
+        }
+        for &c in self.unwritten.iter() {
+            clear(values.get_mut(c)?);
         }
         Some(())
     }
+}
+
+/// [`Layout::read`] of a value of the kinds not read inline, at the start of `b`: its length,
+/// written into `slot` (the step's column, `None` for a skipping kind). Out of line, so that the
+/// loop over the steps keeps its registers.
+#[inline(never)]
+fn read_other(kind: &Kind, plan: &Plan, b: &[u8], slot: Option<&mut Value>) -> Option<usize> {
+    let (value, n) = match kind {
+        Kind::Number(ty) => {
+            let n = scan_number(b, 0)?;
+            (number_value(&n, &b[..n.end], *ty, plan)?, n.end)
+        }
+        Kind::Timestamp | Kind::TimestampForm(_) => {
+            let (t, n) = timestamp_prefix_of(b)?;
+            (Value::Timestamp(t), n)
+        }
+        Kind::Str => {
+            let (content, z) = string_at(b, 0)?;
+            (Value::Str(Arc::from(content)), z)
+        }
+        Kind::Bool => {
+            let (v, n) = json_literal(b, 0)?;
+            (Value::Bool(v?), n)
+        }
+        // Written, not left: an earlier occurrence of the key may have set it (the last one
+        // wins).
+        Kind::Null => match json_literal(b, 0)? {
+            (None, n) => (Value::Null, n),
+            _ => return None,
+        },
+        Kind::SkipNumber => return Some(scan_number(b, 0)?.end),
+        Kind::SkipInteger => return integer_len(b),
+        Kind::SkipStr => return any_string_end(b, 0),
+        Kind::SkipLiteral => return Some(json_literal(b, 0)?.1),
+        // Read inline by `Layout::read`; here as any of its values.
+        Kind::Long => {
+            let (v, n) = long_at(b, plan)?;
+            (Value::Long(v), n)
+        }
+    };
+    overwrite(slot?, value);
+    Some(n)
+}
+
+/// The integer of a BIGINT column that `b` starts with and its length, when the byte after it
+/// does not continue a number (the caller checks the literal that follows it, which starts
+/// with whitespace, `,` or `}`): as [`scan_number`] and [`number_value`] give it then. A
+/// non-negative integer of up to 7 digits with 8 bytes readable is read as one word
+/// ([`leading_digits`]); the rest by those two.
+#[inline(always)]
+fn long_at(b: &[u8], plan: &Plan) -> Option<(i64, usize)> {
+    if let Some(w) = b.first_chunk::<8>() {
+        let w = u64::from_le_bytes(*w);
+        let (k, v) = leading_digits(w);
+        // A leading zero followed by a digit is no JSON number: the grammar decides it below.
+        if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
+            return Some((v as i64, k));
+        }
+    }
+    long_slow(b, plan)
+}
+
+/// The length of the integer that `b` starts with, when the byte after it does not continue a
+/// number (as for [`long_at`]): where [`scan_number`] ends it then. A non-negative integer of
+/// up to 7 digits with 8 bytes readable is counted in one word ([`digit_count`]).
+#[inline(always)]
+fn integer_len(b: &[u8]) -> Option<usize> {
+    if let Some(w) = b.first_chunk::<8>() {
+        let w = u64::from_le_bytes(*w);
+        let k = digit_count(w);
+        if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
+            return Some(k);
+        }
+    }
+    integer_slow(b)
+}
+
+/// [`integer_len`] by the grammar.
+#[inline(never)]
+fn integer_slow(b: &[u8]) -> Option<usize> {
+    let n = scan_number(b, 0)?;
+    n.integer.then_some(n.end)
+}
+
+/// [`long_at`] by the grammar: a sign, any number of digits (overflow refused), the last bytes
+/// of a line.
+#[inline(never)]
+fn long_slow(b: &[u8], plan: &Plan) -> Option<(i64, usize)> {
+    let n = scan_number(b, 0)?;
+    match number_value(&n, &b[..n.end], DataType::Long, plan)? {
+        Value::Long(v) => Some((v, n.end)),
+        _ => None,
+    }
+}
+
+/// The timestamp that `b` starts with ([`timestamp_prefix`]) and its length.
+#[inline(never)]
+fn timestamp_prefix_of(b: &[u8]) -> Option<(Timestamp, usize)> {
+    timestamp_prefix(b)
 }
 
 /// The layouts kept by a decoder (up to [`MAX_LAYOUTS`]: a stream whose lines come in a few
@@ -331,15 +503,9 @@ const MAX_WAIT: u32 = 1024;
 const WORTHWHILE: u64 = 16;
 
 impl Learning {
-    /// Whether a layout is kept ([`Learning::read`] can match).
-    #[inline(always)]
-    pub(super) fn has_layout(&self) -> bool {
-        !self.layouts.is_empty()
-    }
-
-    /// Decodes `b` into `record` (all null, of the plan's width) with a layout kept, the one
-    /// that matched last tried first: `Some(())` with the fast path's record. `None` when none
-    /// matches; `record` must then be reset.
+    /// Decodes `b` into `record` (of the plan's width, holding any values) with a layout kept,
+    /// the one that matched last tried first: `Some(())` with the fast path's record. `None`
+    /// when none matches; `record` must then be reset.
     #[inline(always)]
     pub(super) fn read(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
         let kept = self.layouts.get_mut(self.last)?;
@@ -356,10 +522,9 @@ impl Learning {
 
     /// [`Learning::read`] with the layouts other than the last one that matched.
     ///
-    /// The layout tried before may have written some values: those of the keys it matched
-    /// before failing. A layout that matches writes them again (it matches every byte of the
-    /// line outside the values, those keys included, which name the same columns after the same
-    /// keys), so no reset is needed between attempts.
+    /// The layout tried before may have written some values: a layout that matches writes every
+    /// slot of the record (each value, and null where it has none), so no reset is needed
+    /// between attempts.
     #[cold]
     #[inline(never)]
     fn read_others(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
@@ -379,13 +544,13 @@ impl Learning {
     /// down to the next learning.
     #[cold]
     #[inline(never)]
-    pub(super) fn missed(&mut self, keys: &FastKeys, b: &[u8]) {
+    pub(super) fn missed(&mut self, plan: &Plan, keys: &FastKeys, b: &[u8]) {
         if self.wait > 0 {
             self.wait -= 1;
             return;
         }
         let grow = |backoff: u32| (backoff * 2).clamp(1, MAX_WAIT);
-        let Some(layout) = Layout::learn(keys, b).map(Box::new) else {
+        let Some(layout) = Layout::learn(plan, keys, b).map(Box::new) else {
             self.backoff = grow(self.backoff);
             self.wait = self.backoff;
             return;

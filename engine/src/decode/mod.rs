@@ -35,6 +35,7 @@ mod json_fast;
 mod json_layout;
 mod json_number;
 mod text;
+mod time_form;
 
 #[cfg(test)]
 mod csv_tests;
@@ -342,13 +343,20 @@ impl Plan {
     }
 }
 
-/// Sets `v` to null, calling the drop glue only for a value that owns a shared allocation (a
-/// recycled record's values are mostly numbers and timestamps: a store each, no call). The
-/// match lists every variant, so a new one must be placed on one side or the other.
+/// Sets `v` to null ([`overwrite`]).
 #[inline(always)]
-fn clear(v: &mut Value) {
-    match v {
-        Value::Str(_) | Value::Struct(..) | Value::List(_) => *v = Value::Null,
+pub(crate) fn clear(v: &mut Value) {
+    overwrite(v, Value::Null);
+}
+
+/// Writes `new` into `slot`, calling the drop glue of the old value only when it owns a shared
+/// allocation (a recycled record's values are mostly numbers and timestamps: a store each, no
+/// call). The match lists every variant, so a new one must be placed on one side or the other.
+#[inline(always)]
+pub(crate) fn overwrite(slot: &mut Value, new: Value) {
+    // The variant is looked at before the write: the old value is then never copied out.
+    match slot {
+        Value::Str(_) | Value::Struct(..) | Value::List(_) => *slot = new,
         Value::Null
         | Value::Bool(_)
         | Value::Int(_)
@@ -358,7 +366,7 @@ fn clear(v: &mut Value) {
         | Value::Timestamp(_)
         | Value::Decimal(_)
         | Value::Date(_)
-        | Value::Window { .. } => std::mem::forget(std::mem::replace(v, Value::Null)),
+        | Value::Window { .. } => std::mem::forget(std::mem::replace(slot, new)),
     }
 }
 

@@ -205,12 +205,6 @@ pub(crate) fn fast_timestamp(b: &[u8]) -> Option<Timestamp> {
 /// calendar arithmetic.
 #[inline(always)]
 pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
-    // The templates, as words (byte 0 lowest); digit positions hold `0`.
-    const T_DATE: u64 = u64::from_le_bytes(*b"0000-00-");
-    const T_TIME: u64 = u64::from_le_bytes(*b"00:00:00");
-    // The separator bytes of each word, which must be exactly the template's (0 after XOR).
-    const SEP_DATE: u64 = 0xff00_00ff_0000_0000;
-    const SEP_TIME: u64 = 0x0000_ff00_00ff_0000;
     let head = b.first_chunk::<19>()?;
     let w = |i: usize| {
         let mut x = [0u8; 8];
@@ -275,6 +269,15 @@ pub(crate) fn timestamp_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
     Some((Timestamp(secs * 1_000_000 + frac_us as i64), n))
 }
 
+/// The template of a date's first word (byte 0 lowest; digit positions hold `0`).
+pub(super) const T_DATE: u64 = u64::from_le_bytes(*b"0000-00-");
+/// The template of a time's `HH:MM:SS`.
+const T_TIME: u64 = u64::from_le_bytes(*b"00:00:00");
+/// The separator bytes of [`T_DATE`], which must be exactly the template's (0 after XOR).
+pub(super) const SEP_DATE: u64 = 0xff00_00ff_0000_0000;
+/// The separator bytes of [`T_TIME`].
+const SEP_TIME: u64 = 0x0000_ff00_00ff_0000;
+
 /// The seconds of an offset's `HH:MM` (hours 00-23, minutes 00-59), else `None`.
 #[inline]
 fn offset(b: Option<&[u8]>) -> Option<i64> {
@@ -300,7 +303,7 @@ thread_local! {
 /// template ([`template_diff`]), is `a` and whose day of the month is `day`; `None` for a month
 /// or day out of range.
 #[inline]
-fn day_number(a: u64, day: u32) -> Option<i64> {
+pub(super) fn day_number(a: u64, day: u32) -> Option<i64> {
     let pa = digit_pairs(a);
     let at = |k: u32| (pa >> (8 * k)) as u32 & 0xff;
     let (y, mo) = (at(0) * 100 + at(2), at(5));
@@ -346,25 +349,53 @@ fn word_from(b: &[u8], i: usize) -> u64 {
 /// integers with SIMD").
 #[inline(always)]
 pub(crate) fn leading_digits(w: u64) -> (usize, u64) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let x = w ^ (ONES * b'0' as u64);
-    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
-    let k = (not_digit.trailing_zeros() / 8) as usize;
+    let k = digit_count(w);
     if k == 0 {
         return (0, 0);
     }
     // The shift also drops the bytes after the digits.
-    let d = x << (8 * (8 - k));
+    (k, digits_value((w ^ (ONES * b'0' as u64)) << (8 * (8 - k))))
+}
+
+/// How many digits the 8 bytes `w` (little-endian: the first byte lowest) start with (0 to 8):
+/// [`leading_digits`] without their value.
+#[inline(always)]
+pub(crate) fn digit_count(w: u64) -> usize {
+    let x = w ^ (ONES * b'0' as u64);
+    let not_digit = (x.wrapping_add(ONES * 0x76) | x) & (ONES * 0x80);
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// A byte of 1 in each place of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The number whose digit values (0-9) are the bytes of `d`, the first (most significant) digit
+/// lowest; bytes 0 below the digits are leading zeros. Three multiplications combine pairs,
+/// then quads, then the eight.
+#[inline(always)]
+pub(super) fn digits_value(d: u64) -> u64 {
+    let d = quads(d);
+    (d.wrapping_mul(10_000) + (d >> 32)) & 0xffff_ffff
+}
+
+/// [`digits_value`] of a word whose digits are all in its top 4 bytes (its low 4 bytes 0).
+#[inline(always)]
+pub(super) fn top_digits_value(d: u64) -> u64 {
+    quads(d) >> 32
+}
+
+/// The two 4-digit numbers of a word of digit values, in its low and high halves.
+#[inline(always)]
+fn quads(d: u64) -> u64 {
     let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff;
-    (k, (d.wrapping_mul(10_000) + (d >> 32)) & 0xffff_ffff)
+    (d.wrapping_mul(100) + (d >> 16)) & 0x0000_ffff_0000_ffff
 }
 
 /// `w` XOR `template` when every byte of `w` is a digit where the template has `0` and the
 /// template's byte where `sep` selects it (0xff per byte): then each byte of the result is a
 /// digit's value (0-9), or 0 at the separators. `None` otherwise.
 #[inline(always)]
-fn template_diff(w: u64, template: u64, sep: u64) -> Option<u64> {
+pub(super) fn template_diff(w: u64, template: u64, sep: u64) -> Option<u64> {
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let d = w ^ template;
     // A byte of `d` is <= 9 iff its high bit is clear and adding 0x76 leaves it clear. A byte
@@ -377,7 +408,7 @@ fn template_diff(w: u64, template: u64, sep: u64) -> Option<u64> {
 /// `10 × digit k + digit k+1` (the two-digit number starting at `k`). No byte ever exceeds 99,
 /// so nothing carries.
 #[inline(always)]
-fn digit_pairs(d: u64) -> u64 {
+pub(super) fn digit_pairs(d: u64) -> u64 {
     d * 10 + (d >> 8)
 }
 
