@@ -5,9 +5,10 @@
 //! each stream record up in it and runs the query's steps on each joined record: one record in,
 //! 0..n out. As Spark's equi-joins, a key with a NULL never matches (on either side), and keys
 //! compare as Spark's join keys do (NaN equals NaN, -0.0 equals 0.0: [`Value`]'s equality), each
-//! side's value computed by its key expression ([`StaticJoinKey`]: a column, or an expression
-//! over the side's columns, cast to the type the key compares as: an INT key equals a BIGINT
-//! key of the same number, a BIGINT key a DOUBLE one, as Spark widens both sides of `=`).
+//! side's value computed by its key expression ([`crate::spec::StaticJoinKey`]: a column, or an
+//! expression over the side's columns, cast to the type the key compares as: an INT key equals
+//! a BIGINT key of the same number, a BIGINT key a DOUBLE one, as Spark widens both sides of
+//! `=`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
