@@ -115,6 +115,33 @@ pub(crate) fn join_key_type(a: DataType, b: DataType) -> Option<DataType> {
     if a == b { Some(a) } else { wider(a, b) }
 }
 
+/// The two keys Spark's `ExtractEquiJoinKeys` makes of a null-safe equality `l <=> r` whose
+/// values compare as `to`: `l IS NULL` against `r IS NULL`, and `coalesce(l, d)` against
+/// `coalesce(r, d)` with `d` a value of type `to` (Spark's `Literal.default`: 0, `''`, false, the
+/// epoch), each side cast to `to` first. Neither key is ever NULL, so NULL matches NULL and a
+/// value matches only its equal. `None` for a type without such a value here (a STRUCT).
+pub(crate) fn null_safe_keys(l: Typed, r: Typed, to: DataType) -> Option<[(Typed, Typed); 2]> {
+    let default = match to {
+        DataType::String => literal(Value::Str("".into()), to, "''".into()),
+        DataType::Boolean => literal(Value::Bool(false), to, "false".into()),
+        DataType::Timestamp => {
+            literal(Value::Timestamp(crate::Timestamp(0)), to, "TIMESTAMP '1970-01-01 00:00:00'".into())
+        }
+        DataType::Date => literal(Value::Date(0), to, "DATE '1970-01-01'".into()),
+        t if t.is_numeric() => coerce(literal(Value::Int(0), DataType::Int, "0".into()), t),
+        _ => return None,
+    };
+    let is_null = |t: &Typed| {
+        call(Func::IsNull { negated: false }, vec![t.clone()], DataType::Boolean, format!("({} IS NULL)", t.name))
+    };
+    let or_default = |t: Typed| {
+        let t = coerce(t, to);
+        let name = format!("coalesce({}, {})", t.name, default.name);
+        Typed { node: Node::Coalesce(vec![t, default.clone()]), data_type: to, name }
+    };
+    Some([(is_null(&l), is_null(&r)), (or_default(l), or_default(r))])
+}
+
 /// The type of a UNION ALL's column whose queries give types `a` and `b`: theirs when equal,
 /// else as values meeting in one result ([`wider_or_string`]), as Spark 4.3's union widens them
 /// (checked with pyspark: INT with BIGINT is BIGINT, INT with FLOAT DOUBLE, INT with DECIMAL(5, 2)

@@ -43,7 +43,7 @@ pub use aggregates::{
     SUPPORTED_AGGREGATES, first_unsupported_aggregate, is_unsupported_aggregate, unsupported_aggregate_error,
 };
 pub use bind::bind;
-pub(crate) use bind::{implicit_cast, join_key_type, union_type};
+pub(crate) use bind::{implicit_cast, join_key_type, null_safe_keys, union_type};
 pub use compile::Compiled;
 pub(crate) use compile::{Dest, Fail};
 pub(crate) use dates::parse_cast_date as parse_date;

@@ -358,13 +358,16 @@ fn join_keys(
             let first = usize::from(*cols.first()? >= stream_len);
             cols.iter().all(|&i| usize::from(i >= stream_len) == first).then_some(first)
         };
-        let pair = match &c.kind {
-            SyntaxKind::Binary { op: BinaryOp::Eq, left, right } => match (side_of(left), side_of(right)) {
-                (Some(0), Some(1)) => Some((left, right)),
-                (Some(1), Some(0)) => Some((right, left)),
-                _ => None,
-            },
-            _ => None,
+        let (pair, null_safe) = match &c.kind {
+            SyntaxKind::Binary { op: op @ (BinaryOp::Eq | BinaryOp::NullSafeEq), left, right } => {
+                let pair = match (side_of(left), side_of(right)) {
+                    (Some(0), Some(1)) => Some((left, right)),
+                    (Some(1), Some(0)) => Some((right, left)),
+                    _ => None,
+                };
+                (pair, *op == BinaryOp::NullSafeEq)
+            }
+            _ => (None, false),
         };
         let Some((s, t)) = pair else {
             return Err(at(
@@ -391,6 +394,20 @@ fn join_keys(
                 "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them)",
             ));
         };
+        if null_safe {
+            // `s <=> t`: NULL matches NULL (Spark's two keys, `crate::expr::null_safe_keys`)
+            let halves = crate::expr::null_safe_keys(s.typed.clone(), t.typed.clone(), compare_as)
+                .ok_or_else(|| at(c.pos, format!("<=> of {} values", compare_as), "<=> of a scalar type, or = "))?;
+            for (a, b) in halves {
+                let named = |typed: crate::expr::Typed, like: &PipelineExpr| PipelineExpr {
+                    field: like.field.clone(),
+                    name: typed.name.clone(),
+                    typed,
+                };
+                keys.push(StaticJoinKey { stream: named(a, &s), table: named(b, &t) });
+            }
+            continue;
+        }
         for e in [&mut s, &mut t] {
             if e.typed.data_type != compare_as {
                 e.typed = crate::expr::implicit_cast(e.typed.clone(), compare_as);

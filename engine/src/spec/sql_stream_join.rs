@@ -24,9 +24,10 @@
 //! bounds the preserved side's rows (an upper bound on `r - l` for left outer and left semi, a
 //! lower one for right outer, both for full outer). Stricter than Spark: Spark also accepts an
 //! outer join whose only bound is a watermark in the join keys, or one side's watermark with a
-//! range; keys that are `<=>`, keys of two types that do not widen to one (a STRING and a
-//! number: Spark casts the string), and other ON conditions of an outer or semi join (Spark runs
-//! them as part of the match) are refused.
+//! range; keys of two types that do not widen to one (a STRING and a number: Spark casts the
+//! string), and other ON conditions of an outer or semi join (Spark runs them as part of the
+//! match) are refused. A null-safe key `l.k <=> r.k` is Spark's two keys: `isnull` of each side
+//! and each side's value or a default ([`crate::expr::null_safe_keys`]), so NULL matches NULL.
 
 use super::StreamJoinSpec;
 use super::error::{SpecError, quote};
@@ -150,7 +151,7 @@ pub(crate) fn resolve(
     let mut rest: Vec<&Syntax> = Vec::new();
     for c in &all {
         match join_key(c, &full, [&left, &right], times)? {
-            Some(k) => keys.push(k),
+            Some(k) => keys.extend(k),
             None => rest.push(c),
         }
     }
@@ -237,7 +238,8 @@ pub(crate) fn resolve(
     for s in (0..2).filter(|&s| !join_type.preserves(s)) {
         let own = if s == 0 { left.schema } else { right.schema };
         let idx = if order[0] == 0 { s } else { 1 - s };
-        for key in &keys {
+        // (a null-safe key's rows with a NULL match: nothing to infer)
+        for key in keys.iter().filter(|k| !k.null_safe) {
             let expr = Box::new(key.own[s].clone());
             let not_null = Syntax { kind: SyntaxKind::IsNull { expr, negated: true }, pos: on.pos };
             pushed[idx].push(super::sql_query::filter(&not_null, own)?);
@@ -415,6 +417,9 @@ struct JoinKey {
     /// The type both values are compared as: theirs, or the wider of two types as Spark's
     /// coercion of `=` makes it ([`crate::expr::join_key_type`]).
     compare_as: DataType,
+    /// One of the two keys of a null-safe equality `<=>` ([`crate::expr::null_safe_keys`]):
+    /// never NULL, so nothing is inferred from it.
+    null_safe: bool,
 }
 
 /// `c` (over the joined row's column names) as a join key: an equality of an expression that
@@ -432,8 +437,10 @@ fn join_key(
     full: &Schema,
     sides: [&Side<'_>; 2],
     times: [Option<usize>; 2],
-) -> Result<Option<JoinKey>, SpecError> {
-    let SyntaxKind::Binary { op: BinaryOp::Eq, left, right } = &c.kind else { return Ok(None) };
+) -> Result<Option<Vec<JoinKey>>, SpecError> {
+    let SyntaxKind::Binary { op: op @ (BinaryOp::Eq | BinaryOp::NullSafeEq), left, right } = &c.kind else {
+        return Ok(None);
+    };
     let l_len = sides[0].schema.len();
     // the one side whose columns `e` reads, if it reads any and all of one side
     let side_of = |e: &Syntax| -> Option<usize> {
@@ -478,7 +485,24 @@ fn join_key(
             "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them)",
         )
     })?;
-    Ok(Some(JoinKey { own: [lo, ro], typed: [lt, rt], columns: [lc, rc], compare_as }))
+    if *op == BinaryOp::NullSafeEq {
+        // `l <=> r`: NULL matches NULL (Spark's two keys)
+        let halves = crate::expr::null_safe_keys(lt, rt, compare_as)
+            .ok_or_else(|| at(c.pos, format!("<=> of {compare_as} values"), "<=> of a scalar type, or ="))?;
+        return Ok(Some(
+            halves
+                .into_iter()
+                .map(|(a, b)| JoinKey {
+                    own: [lo.clone(), ro.clone()],
+                    compare_as: a.data_type,
+                    typed: [a, b],
+                    columns: [None, None],
+                    null_safe: true,
+                })
+                .collect(),
+        ));
+    }
+    Ok(Some(vec![JoinKey { own: [lo, ro], typed: [lt, rt], columns: [lc, rc], compare_as, null_safe: false }]))
 }
 
 /// The join types Spark runs between two streams; left anti and cross are refused.
