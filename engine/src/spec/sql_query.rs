@@ -981,7 +981,7 @@ fn window_of(call: &Syntax, schema: &Schema) -> Result<PlannedWindow, SpecError>
             if typed.data_type != DataType::Timestamp {
                 return Err(at(
                     args[0].pos,
-                    format!("the expression {} of type {} as the window's time", typed.output_name(), typed.data_type),
+                    format!("the expression {} of type {} as the window's time", typed.name, typed.data_type),
                     "a TIMESTAMP column or expression",
                 ));
             }

@@ -159,7 +159,7 @@ pub(crate) fn resolve(
         return Err(at(
             on.pos,
             "a join without an equality key of a column of each side",
-            "ON left_column = right_column [AND ...] (Spark refuses a stream-stream join without any equi-join key; Eddy does not take expressions or <=> as join keys yet: compute the key in each source's select)",
+            "ON left_expression = right_expression [AND ...]: an equality (or <=>) of an expression over one side's columns and one over the other's, such as l.k = r.k (Spark refuses a stream-stream join without any equi-join key)",
         ));
     }
     let side_of = |parts: &[String]| -> Option<usize> {
