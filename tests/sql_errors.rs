@@ -987,6 +987,15 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             vec!["query.sql", "join keys of two types: \"id\" STRING and \"rv\" INT at 1:57"],
         ),
         (
+            "struct keys of two types, at the first struct",
+            two_sources(
+                &format!("SELECT * FROM lefts l JOIN rights r\nON struct(l.id) = struct(r.rv) AND {range}"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "join keys of two types: \"struct(id)\"", "at 2:4"],
+        ),
+        (
             "a query reading an unknown source",
             two_sources("SELECT * FROM lefts l JOIN clicks c ON l.id = c.rid", true, ""),
             vec!["query.sql", "the unknown relation clicks at 1:28", "lefts, rights"],

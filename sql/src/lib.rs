@@ -753,7 +753,13 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                     ));
                 }
             };
-            node(SyntaxKind::Binary { op, left: boxed(left)?, right: boxed(right)? }, e)
+            // sqlparser's span of the whole leaves out an operand without span (a struct
+            // literal): then at the left operand's start, when that is earlier
+            let left = boxed(left)?;
+            let whole = pos(e.span().start);
+            let earlier = |a: Pos, b: Pos| (a.line, a.column) < (b.line, b.column);
+            let at = if left.pos.line != 0 && (whole.line == 0 || earlier(left.pos, whole)) { left.pos } else { whole };
+            Syntax { kind: SyntaxKind::Binary { op, left, right: boxed(right)? }, pos: at }
         }
         Expr::IsNull(x) => node(SyntaxKind::IsNull { expr: boxed(x)?, negated: false }, e),
         Expr::IsNotNull(x) => node(SyntaxKind::IsNull { expr: boxed(x)?, negated: true }, e),
@@ -898,7 +904,7 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
         }
         // `struct(a, b AS c)`: the parser's struct literal, a call of `struct` here
         Expr::Struct { values, fields } if fields.is_empty() => {
-            let args = values
+            let args: Vec<Syntax> = values
                 .iter()
                 .map(|v| match v {
                     Expr::Named { expr, name } => {
@@ -907,7 +913,13 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                     other => lower(other),
                 })
                 .collect::<Result<_, SqlError>>()?;
-            node(SyntaxKind::Call { name: "struct".into(), args }, e)
+            // sqlparser gives a struct literal no span: the `struct` keyword before its first
+            // field, else that field
+            let first = args.first().map(|a| a.pos).filter(|p| p.line != 0);
+            let at = first
+                .map(|p| Source::keyword_before(p, &["struct"]).unwrap_or(p))
+                .unwrap_or_else(|| pos(e.span().start));
+            Syntax { kind: SyntaxKind::Call { name: "struct".into(), args }, pos: at }
         }
         Expr::Function(f) => {
             let name = match f.name.0.as_slice() {
