@@ -794,6 +794,11 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
             vec!["query.sql", "RightOuter join with a streaming DataFrame/Dataset on the left", "at 2:1"],
         ),
         (
+            "an aggregate in the ON",
+            sql_with("SELECT s.k FROM source s JOIN prices p ON s.k = p.k\nAND s.v = sum(p.price)", "", &table("")),
+            vec!["query.sql", "the aggregate sum(p.price) in a join's ON at 2:11"],
+        ),
+        (
             "a join without an equality key",
             sql_with("SELECT s.k FROM source s JOIN prices p ON s.v > p.price", "", &table("")),
             vec!["query.sql", "not an equality of a source expression and a table expression at 1:43"],
@@ -985,6 +990,15 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
                 "",
             ),
             vec!["query.sql", "join keys of two types: \"id\" STRING and \"rv\" INT at 1:57"],
+        ),
+        (
+            "an aggregate in a stream-stream ON",
+            two_sources(
+                &format!("SELECT * FROM lefts l JOIN rights r\nON l.id = r.rid AND max(r.rv) > 2 AND {range}"),
+                true,
+                "",
+            ),
+            vec!["query.sql", "the aggregate max(r.rv) in a join's ON at 2:21", "SELECT list or HAVING"],
         ),
         (
             "struct keys of two types, at the first struct",

@@ -531,7 +531,7 @@ impl Binder<'_> {
             _ if crate::spec::AGGREGATES.contains(&lower.as_str()) || lower == "count_if" => Err(unsupported(
                 pos,
                 format!("aggregate function {fname} in a row expression"),
-                "functions of one record's values (aggregates go in [query] measures)",
+                "functions of one record's values (aggregates go in a query's SELECT list or HAVING, or in [query] measures)",
             )),
             _ if super::is_unsupported_aggregate(&lower) => Err(super::unsupported_aggregate_error(pos, &lower)),
             _ => match super::udf::current_scalar(&lower) {
@@ -539,7 +539,7 @@ impl Binder<'_> {
                 None if super::udf::current_aggregate(&lower).is_some() => Err(unsupported(
                     pos,
                     format!("aggregate function {fname} in a row expression"),
-                    "functions of one record's values (aggregates go in [query] measures)",
+                    "functions of one record's values (aggregates go in a query's SELECT list or HAVING, or in [query] measures)",
                 )),
                 None => Err(unsupported(pos, format!("function {fname}"), &super::udf::functions_allowed())),
             },

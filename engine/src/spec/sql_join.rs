@@ -157,6 +157,7 @@ pub(crate) fn resolve(
             "a join ON equalities of a source column and a table column (an equi-join key)",
         )
     })?;
+    super::sql_query::no_aggregate_in_on(on)?;
     let whole = Rewriter { stream: &s_side, table: &t_side, full: &full, table_names: &table_names, table_out: true };
     let keys = join_keys(&whole.apply(on)?, &full, [stream, t_schema], on)?;
     let output = Rewriter { table_out: !semi, ..whole };

@@ -727,6 +727,20 @@ fn cast_of_aggregate(s: &Syntax) -> bool {
     is_aggregate(inner)
 }
 
+/// `Err` naming the first aggregate call in a join's ON condition `on` (as written), which
+/// Spark's analyzer refuses too; without this check, an inner stream-stream join's conditions
+/// moved to WHERE would report it as in WHERE.
+pub(super) fn no_aggregate_in_on(on: &Syntax) -> Result<(), SpecError> {
+    match first_aggregate(on) {
+        Some(agg) => Err(at(
+            agg.pos,
+            format!("the aggregate {} in a join's ON", written(agg)),
+            "ON conditions without aggregates (aggregate after the join, in the SELECT list or HAVING), as Spark",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The first aggregate call in `s`, outermost first.
 pub(crate) fn first_aggregate(s: &Syntax) -> Option<&Syntax> {
     if is_aggregate(s) {

@@ -140,6 +140,7 @@ pub(crate) fn resolve(
     let on = join.on.as_ref().ok_or_else(|| {
         at(join.pos, format!("{} without ON", join.kind), "a join ON equalities of a left column and a right column")
     })?;
+    super::sql_query::no_aggregate_in_on(on)?;
     let whole = Rewriter { stream: &left, table: &right, full: &full, table_names: &rnames, table_out: true };
     let on_rewritten = whole.apply(on)?;
     // each side's watermarked column in the joined row
