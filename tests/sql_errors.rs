@@ -315,6 +315,25 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.output_mode", "\"update\" (with a session window)", "\"append\", \"complete\""],
         ),
         (
+            // neither update (a session window) nor append (no watermark on its time) runs
+            "update or append with a session window over a computed time",
+            sql_with(
+                "SELECT session_window(ts + INTERVAL 2 SECONDS, '5 seconds'), count(*) FROM source GROUP BY 1",
+                "output_mode = \"update\"",
+                "",
+            ),
+            vec!["query.output_mode", "\"update\" (with a session window); allowed: \"complete\" ("],
+        ),
+        (
+            "append with a session window over a computed time",
+            sql_with(
+                "SELECT session_window(ts + INTERVAL 2 SECONDS, '5 seconds'), count(*) FROM source GROUP BY 1",
+                "output_mode = \"append\"",
+                "",
+            ),
+            vec!["query.output_mode", "allowed: \"complete\" (Spark rejects update mode for session windows)"],
+        ),
+        (
             "append without a watermark on the window's column",
             sql_with("SELECT window(t2, '5 seconds'), count(*) FROM source GROUP BY 1", "output_mode = \"append\"", ""),
             vec!["query.output_mode", "the watermark is on \"ts\", the window on \"t2\"", "\"update\", \"complete\""],

@@ -93,6 +93,9 @@ fn window_aggregate(
         },
     };
     let given = |m: &str| quote(m);
+    let session = matches!(window, Some(WindowSpec::Session { .. }));
+    // a window whose column the watermark is on: append can finish its windows
+    let append_possible = matches!((&window, watermark), (Some(w), Some(wm)) if same_column(&wm.column, w.column()));
     match output_mode {
         OutputMode::Complete if mode == Mode::RealTime => {
             return Err(SpecError::new(
@@ -101,15 +104,23 @@ fn window_aggregate(
                 "\"append\", \"update\" (complete is micro-batch only)",
             ));
         }
-        OutputMode::Update if matches!(window, Some(WindowSpec::Session { .. })) => {
+        OutputMode::Update if session => {
             return Err(SpecError::new(
                 "query.output_mode",
                 format!("{} (with a session window)", given("update")),
-                "\"append\", \"complete\" (Spark rejects update mode for session windows)",
+                if append_possible {
+                    "\"append\", \"complete\" (Spark rejects update mode for session windows)"
+                } else {
+                    "\"complete\" (Spark rejects update mode for session windows; append needs a [watermark] on the window's column)"
+                },
             ));
         }
         OutputMode::Append => {
-            let allowed = "\"update\", \"complete\"; \"append\" needs a window, or the watermark's column among the group_by columns, and a [watermark] on it (Spark refuses append for a streaming aggregation without watermark)";
+            let allowed = if session {
+                "\"complete\" (Spark rejects update mode for session windows); \"append\" needs a [watermark] on the window's column"
+            } else {
+                "\"update\", \"complete\"; \"append\" needs a window, or the watermark's column among the group_by columns, and a [watermark] on it (Spark refuses append for a streaming aggregation without watermark)"
+            };
             match (&window, watermark) {
                 // grouped by the watermark's column: a TIMESTAMP key is final once the watermark
                 // reaches it, as Spark evicts a key with `ts <= watermark`; the window of a
