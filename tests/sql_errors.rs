@@ -1004,11 +1004,11 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
         (
             "keys of two types",
             two_sources(
-                &format!("SELECT * FROM lefts l JOIN rights r ON l.id = r.rid AND l.id = r.rv AND {range}"),
+                &format!("SELECT * FROM lefts l JOIN rights r ON l.id = r.rid AND (l.lv > 0) = r.rv AND {range}"),
                 true,
                 "",
             ),
-            vec!["query.sql", "join keys of two types: \"id\" STRING and \"rv\" INT at 1:57"],
+            vec!["query.sql", "join keys of two types: \"(lv > 0)\" BOOLEAN and \"rv\" INT at 1:58"],
         ),
         (
             "an aggregate in a stream-stream ON",

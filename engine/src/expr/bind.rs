@@ -107,12 +107,14 @@ fn wider_or_string(a: DataType, b: DataType) -> Option<DataType> {
 
 /// The type the two values of an equi-join key are compared as, where the two columns' types
 /// are `a` and `b`: theirs when equal, else the wider of two numeric types or of DATE and
-/// TIMESTAMP ([`wider`]), as Spark's ANSI coercion casts both sides of an `=` to their wider
-/// type (checked with the Spark oracle: a BIGINT key equals a DOUBLE key of the same number,
-/// 0 equals -0.0). `None` for types that do not widen to one (a STRING beside a number is
-/// left out: Spark casts the string and fails the query on a text that does not read).
+/// TIMESTAMP, or a STRING promoted beside another type ([`wider_or_string`]), as Spark's ANSI
+/// coercion casts both sides of an `=` to their common type (checked with the Spark oracle: a
+/// BIGINT key equals a DOUBLE key of the same number, 0 equals -0.0; a STRING key `'007'` or
+/// `' 7 '` equals a BIGINT 7). A string that does not read as that type fails its record (to
+/// the dead letters) or its table row (the table's read fails), where Spark fails the query.
+/// `None` for types that do not meet.
 pub(crate) fn join_key_type(a: DataType, b: DataType) -> Option<DataType> {
-    if a == b { Some(a) } else { wider(a, b) }
+    if a == b { Some(a) } else { wider_or_string(a, b) }
 }
 
 /// The two keys Spark's `ExtractEquiJoinKeys` makes of a null-safe equality `l <=> r` whose

@@ -392,7 +392,7 @@ fn join_keys(
             return Err(at(
                 c.pos,
                 format!("join keys of two types: {} {st} and {} {tt}", quote(&s.name), quote(&t.name)),
-                "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them)",
+                "keys of one type, of two numeric types, of DATE and TIMESTAMP, or a STRING and a number, BOOLEAN, DATE or TIMESTAMP (CAST one of them)",
             ));
         };
         if null_safe {

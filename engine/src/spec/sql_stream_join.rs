@@ -483,7 +483,7 @@ fn join_key(
                 quote(&rt.name),
                 rt.data_type
             ),
-            "keys of one type, or of two numeric types, or DATE and TIMESTAMP (CAST one of them)",
+            "keys of one type, of two numeric types, of DATE and TIMESTAMP, or a STRING and a number, BOOLEAN, DATE or TIMESTAMP (CAST one of them)",
         )
     })?;
     if *op == BinaryOp::NullSafeEq {
