@@ -469,6 +469,11 @@ fn a_union_selecting_no_watermarked_column_runs_and_one_selecting_some_is_refuse
     let tmp = setup(&neither);
     let out = eddy(tmp.path(), &["validate", "p.toml"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // and the plan says so: no watermark at the union or at the aggregation
+    let out = eddy(tmp.path(), &["explain", "p.toml"]);
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("(polled in turn), no watermark\n"), "{plan}");
+    assert!(!plan.contains("combined watermark") && !plan.contains("pipeline watermark"), "{plan}");
     // `a`'s selected, `b`'s not: Spark's watermark would still be the minimum of both
     let some = both("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts + INTERVAL 1 SECOND FROM b");
     refused(&some, &["source[1].watermark.column", "a column the query's union selects as it is"]);

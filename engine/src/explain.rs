@@ -71,11 +71,13 @@ pub fn explain(p: &Pipeline) -> String {
             crate::watermark_union::WatermarkPolicy::Min => "min",
             crate::watermark_union::WatermarkPolicy::Max => "max",
         };
+        let watermark = if any_watermark(p) {
+            format!("pipeline watermark: the {policy} of the sources' watermarks (watermark_policy = \"{policy}\")")
+        } else {
+            "no watermark".to_string()
+        };
         text.step(
-            format!(
-                "union of the {} sources' records (polled in turn), pipeline watermark: the {policy} of the sources' watermarks (watermark_policy = \"{policy}\")",
-                p.more_sources.len() + 1
-            ),
+            format!("union of the {} sources' records (polled in turn), {watermark}", p.more_sources.len() + 1),
             &schema,
         );
     }
@@ -295,10 +297,15 @@ fn partition_key(q: &QuerySpec) -> Vec<String> {
     }
 }
 
+/// Whether some source of `p` has a watermark (a union selecting no watermarked column has none).
+fn any_watermark(p: &Pipeline) -> bool {
+    p.watermark.is_some() || p.more_sources.iter().any(|s| s.watermark.is_some())
+}
+
 fn operator_line(p: &Pipeline) -> String {
     let key = partition_key(&p.query).join(", ");
     let watermark = match &p.watermark {
-        _ if !p.more_sources.is_empty() => "the sources' combined watermark".to_string(),
+        _ if !p.more_sources.is_empty() && any_watermark(p) => "the sources' combined watermark".to_string(),
         Some(w) => format!("watermark max({}) - {}", w.column, duration(w.delay)),
         None => "no watermark".to_string(),
     };
