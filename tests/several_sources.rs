@@ -476,5 +476,5 @@ fn a_union_selecting_no_watermarked_column_runs_and_one_selecting_some_is_refuse
     assert!(!plan.contains("combined watermark") && !plan.contains("pipeline watermark"), "{plan}");
     // `a`'s selected, `b`'s not: Spark's watermark would still be the minimum of both
     let some = both("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts + INTERVAL 1 SECOND FROM b");
-    refused(&some, &["source[1].watermark.column", "a column the query's union selects as it is"]);
+    refused(&some, &["source[1].watermark.column", "a column the query's union (query.sql at 1:24) selects as it is"]);
 }

@@ -390,7 +390,10 @@ fn validate_sources(
             None => Err(SpecError::bad_str(
                 format!("source[{i}].watermark.column"),
                 &w.column,
-                "a column the query's union selects as it is (the watermark is on the union's column at its position)",
+                format!(
+                    "a column the query's union (query.sql at {}:{}) selects as it is (the watermark is on the union's column at its position)",
+                    union.pos.line, union.pos.column
+                ),
             )),
         };
         let mut steps = resolved.steps.into_iter();
