@@ -813,6 +813,11 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
             vec!["query.sql", "RightOuter join with a streaming DataFrame/Dataset on the left", "at 2:1"],
         ),
         (
+            "a join condition that is not BOOLEAN",
+            sql_with("SELECT s.k FROM source s JOIN prices p ON s.k = p.k\nAND s.v + 1", "", &table("")),
+            vec!["query.sql", "the join condition \"(v + 1)\" of type", "at 2:5", "a BOOLEAN condition"],
+        ),
+        (
             "an aggregate in the ON",
             sql_with("SELECT s.k FROM source s JOIN prices p ON s.k = p.k\nAND s.v = sum(p.price)", "", &table("")),
             vec!["query.sql", "the aggregate sum(p.price) in a join's ON at 2:11"],
@@ -820,7 +825,10 @@ fn wrong_stream_static_joins_exit_2_naming_the_field_and_spark_reason() {
         (
             "a join without an equality key",
             sql_with("SELECT s.k FROM source s JOIN prices p ON s.v > p.price", "", &table("")),
-            vec!["query.sql", "not an equality of a source expression and a table expression at 1:43"],
+            vec![
+                "query.sql",
+                "without an equality of a source expression and a table expression (an equi-join key) at 1:43",
+            ],
         ),
         (
             "a subquery that joins a table, under an aggregation",

@@ -231,8 +231,12 @@ fn join_line(p: &Pipeline, j: &StaticJoinSpec) -> String {
         }
         None => "a table".to_string(),
     };
+    let condition = match &j.condition {
+        Some(c) => format!(", each matching row joined where {}", c.typed.name),
+        None => String::new(),
+    };
     format!(
-        "stream-static {kind} join (broadcast hash join on the source actor) with {table} on {}",
+        "stream-static {kind} join (broadcast hash join on the source actor) with {table} on {}{condition}",
         keys.join(" AND ")
     )
 }

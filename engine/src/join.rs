@@ -79,6 +79,9 @@ pub struct JoinStage {
     stream_keys: Vec<Compiled>,
     /// Each key's value on a table row.
     table_keys: Vec<Compiled>,
+    /// ON's other conditions, over the stream's values then the table row's
+    /// ([`StaticJoinSpec::condition`]).
+    condition: Option<Compiled>,
     /// The table's width (NULLs of an unmatched left outer record).
     table_width: usize,
     table: Arc<StaticTable>,
@@ -95,7 +98,9 @@ impl JoinStage {
         let stream_keys = spec.keys.iter().map(|k| Compiled::new(&k.stream.typed)).collect();
         let table_keys: Vec<Compiled> = spec.keys.iter().map(|k| Compiled::new(&k.table.typed)).collect();
         let table = Arc::new(StaticTable::new(records, &table_keys)?);
-        Ok(JoinStage { kind: spec.kind, stream_keys, table_keys, table_width: spec.table_schema.len(), table, steps })
+        let condition = spec.condition.as_ref().map(|c| Compiled::new(&c.typed));
+        let table_width = spec.table_schema.len();
+        Ok(JoinStage { kind: spec.kind, stream_keys, table_keys, condition, table_width, table, steps })
     }
 
     /// Replaces the table by a new version read from `records` (a refresh): records joined
@@ -118,7 +123,9 @@ impl JoinStage {
     /// record, giving `emit` each result in the order of the table's rows: inner: one per
     /// matching row; left outer: the same, or one with the table's columns NULL when no row
     /// matches; left semi: the record once when a row matches; left anti: the record once when
-    /// none does.
+    /// none does. A row matches when its key equals the record's and ON's other conditions
+    /// hold on the two together. A key expression or a condition that fails on the record
+    /// (Spark fails the query) gives one [`Applied::Failed`] for it and nothing else.
     pub fn apply(&self, record: Record, mut emit: impl FnMut(Applied)) {
         let key = match self.stream_keys.iter().map(|k| k.eval(&record)).collect::<Result<Vec<Value>, _>>() {
             Ok(key) => key,
@@ -128,15 +135,41 @@ impl JoinStage {
                 return;
             }
         };
-        let rows = self.table.lookup(&key);
+        let found = self.table.lookup(&key);
+        let Some(condition) = &self.condition else {
+            return self.emit_rows(record, found.iter().map(|r| &**r), emit);
+        };
+        let mut kept: Vec<&[Value]> = Vec::with_capacity(found.len());
+        for row in found {
+            let joined = Record { values: record.values.iter().chain(row.iter()).cloned().collect() };
+            match condition.eval(&joined) {
+                Ok(Value::Bool(true)) => kept.push(row),
+                // false or NULL: this row does not match
+                Ok(_) => {}
+                Err(e) => {
+                    emit(Applied::Failed { reason: format!("{e} (a join condition)"), input: record });
+                    return;
+                }
+            }
+        }
+        self.emit_rows(record, kept.into_iter(), emit)
+    }
+
+    /// [`JoinStage::apply`]'s output for `record` given the table rows that match it.
+    fn emit_rows<'r>(
+        &self,
+        record: Record,
+        rows: impl ExactSizeIterator<Item = &'r [Value]>,
+        mut emit: impl FnMut(Applied),
+    ) {
         match self.kind {
             JoinKind::LeftSemi | JoinKind::LeftAnti => {
-                if rows.is_empty() == (self.kind == JoinKind::LeftAnti) {
+                if (rows.len() == 0) == (self.kind == JoinKind::LeftAnti) {
                     emit(self.steps.apply(record));
                 }
             }
             JoinKind::Inner | JoinKind::LeftOuter => {
-                if rows.is_empty() {
+                if rows.len() == 0 {
                     if self.kind == JoinKind::LeftOuter {
                         let nulls = std::iter::repeat_n(Value::Null, self.table_width);
                         let joined = record.values.into_vec().into_iter().chain(nulls).collect();
@@ -156,7 +189,7 @@ impl JoinStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::{Node, Typed};
+    use crate::expr::{BinaryOp, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
     use crate::schema::{DataType, Schema};
     use crate::spec::{PipelineExpr, StaticJoinKey};
 
@@ -185,6 +218,7 @@ mod tests {
             table: 0,
             table_schema: Schema::parse_ddl("sku STRING, price INT").unwrap(),
             keys: vec![key((1, DataType::String), (0, DataType::String), DataType::String)],
+            condition: None,
             names: vec!["id".into(), "sku".into(), "p.sku".into(), "price".into()],
             steps: Vec::new(),
         };
@@ -266,6 +300,7 @@ mod tests {
             table: 0,
             table_schema: Schema::parse_ddl("id BIGINT, name STRING").unwrap(),
             keys: vec![key((0, DataType::Int), (0, DataType::Long), DataType::Long)],
+            condition: None,
             names: vec!["id".into(), "t.id".into(), "name".into()],
             steps: Vec::new(),
         };
@@ -285,6 +320,7 @@ mod tests {
             table_schema: Schema::parse_ddl("code STRING, name STRING").unwrap(),
             // both sides' text cast to INT: 'x' does not read as one
             keys: vec![key((0, DataType::String), (0, DataType::String), DataType::Int)],
+            condition: None,
             names: vec!["c".into(), "code".into(), "name".into()],
             steps: Vec::new(),
         };
@@ -309,6 +345,77 @@ mod tests {
         assert!(e.starts_with("row 2: its join key failed") && e.contains("CAST_INVALID_INPUT"), "{e}");
     }
 
+    /// ON's other conditions over the joined row: a row whose key matches joins only where
+    /// they hold (false and NULL do not); a left outer join with no such row keeps the record
+    /// with NULLs; semi and anti joins count only such rows; a condition that fails on a row
+    /// fails the record, with nothing emitted for it.
+    #[test]
+    fn the_condition_beside_the_keys_decides_which_matching_rows_join() {
+        // stream (id INT, sku STRING), table (sku STRING, price INT); ON s.sku = t.sku AND
+        // 10 / (t.price - s.id) > 1, columns 0..4 of the joined row
+        let at = Pos::default();
+        let node = |kind| Syntax { kind, pos: at };
+        let binary = |op, l, r| node(SyntaxKind::Binary { op, left: Box::new(l), right: Box::new(r) });
+        let column = |n: &str| node(SyntaxKind::Column(vec![n.into()]));
+        let int = |i| node(SyntaxKind::Literal(Literal::Integer(i)));
+        let cond = binary(
+            BinaryOp::Gt,
+            binary(BinaryOp::Divide, int(10), binary(BinaryOp::Minus, column("price"), column("id"))),
+            int(1),
+        );
+        let schema = Schema::parse_ddl("id INT, sku STRING, t_sku STRING, price INT").unwrap();
+        let condition = crate::expr::bind(&cond, &schema).unwrap();
+        let spec = |kind| StaticJoinSpec {
+            kind,
+            table: 0,
+            table_schema: Schema::parse_ddl("sku STRING, price INT").unwrap(),
+            keys: vec![key((1, DataType::String), (0, DataType::String), DataType::String)],
+            condition: Some(PipelineExpr {
+                field: "query.sql".into(),
+                name: condition.name.clone(),
+                typed: condition.clone(),
+            }),
+            names: vec!["id".into(), "sku".into(), "t_sku".into(), "price".into()],
+            steps: Vec::new(),
+        };
+        let table = || {
+            vec![rec(vec![s("A"), Value::Int(3)]), rec(vec![s("A"), Value::Int(20)]), rec(vec![s("A"), Value::Null])]
+        };
+        let steps = Arc::new(CompiledSteps::new(&[], 4, &[], Vec::new()).0);
+        let stage = |kind| JoinStage::new(&spec(kind), table(), steps.clone()).unwrap();
+        // id 1: 10 / 2 = 5 holds for price 3, 10 / 19 does not for 20, NULL for the NULL price
+        let inner = stage(JoinKind::Inner);
+        assert_eq!(
+            run(&inner, rec(vec![Value::Int(1), s("A")])),
+            vec![vec![Value::Int(1), s("A"), s("A"), Value::Int(3)]]
+        );
+        // id 0: 10 / 3 holds for 3 (3.33), not for 20 (0.5)
+        assert_eq!(run(&inner, rec(vec![Value::Int(0), s("A")])).len(), 1);
+        // id 2: 10 / 1 holds for 3, 10 / 18 not for 20: one row
+        let outer = stage(JoinKind::LeftOuter);
+        assert_eq!(run(&outer, rec(vec![Value::Int(2), s("A")])).len(), 1);
+        // id -100: 10 / 103, 10 / 120 hold for neither: the record with NULLs
+        assert_eq!(
+            run(&outer, rec(vec![Value::Int(-100), s("A")])),
+            vec![vec![Value::Int(-100), s("A"), Value::Null, Value::Null]]
+        );
+        assert_eq!(run(&stage(JoinKind::LeftSemi), rec(vec![Value::Int(-100), s("A")])).len(), 0);
+        assert_eq!(run(&stage(JoinKind::LeftAnti), rec(vec![Value::Int(-100), s("A")])).len(), 1);
+        assert_eq!(run(&stage(JoinKind::LeftSemi), rec(vec![Value::Int(1), s("A")])).len(), 1);
+        assert_eq!(run(&stage(JoinKind::LeftAnti), rec(vec![Value::Int(1), s("A")])).len(), 0);
+        // id 3: 10 / 0 on the first row: the record fails, nothing else is emitted for it
+        let mut out = Vec::new();
+        outer.apply(rec(vec![Value::Int(3), s("A")]), |a| out.push(a));
+        assert_eq!(out.len(), 1, "{out:?}");
+        match &out[0] {
+            Applied::Failed { reason, input } => {
+                assert!(reason.contains("DIVIDE_BY_ZERO") && reason.ends_with("(a join condition)"), "{reason}");
+                assert_eq!(input.values.to_vec(), vec![Value::Int(3), s("A")]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// A BIGINT stream key against a DOUBLE table key compares as DOUBLE, as Spark widens both
     /// sides of `=`: 3 equals 3.0, 0 equals -0.0, 2 does not equal 2.5, NULL matches nothing.
     #[test]
@@ -318,6 +425,7 @@ mod tests {
             table: 0,
             table_schema: Schema::parse_ddl("w DOUBLE, name STRING").unwrap(),
             keys: vec![key((0, DataType::Long), (0, DataType::Double), DataType::Double)],
+            condition: None,
             names: vec!["id".into(), "w".into(), "name".into()],
             steps: Vec::new(),
         };

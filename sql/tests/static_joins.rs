@@ -167,11 +167,11 @@ fn spark_refusals_of_stream_static_joins_name_the_join_and_its_position() {
         ),
         (
             "SELECT o.sku FROM orders o JOIN prices p ON o.qty > 1\n",
-            "not an equality of a source expression and a table expression at 1:45",
+            "without an equality of a source expression and a table expression (an equi-join key) at 1:45",
         ),
         (
             "SELECT o.sku FROM orders o JOIN prices p ON o.sku = o.order_id\n",
-            "not an equality of a source expression and a table expression at 1:45",
+            "without an equality of a source expression and a table expression (an equi-join key) at 1:45",
         ),
         ("SELECT o.sku FROM orders o CROSS JOIN prices p\n", "a join without an equality key"),
         ("SELECT o.sku FROM orders o JOIN fx f ON o.sku = f.sku\n", "the unknown relation fx at 1:33"),

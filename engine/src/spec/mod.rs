@@ -466,6 +466,12 @@ pub struct StaticJoinSpec {
     pub table_schema: Schema,
     /// The equality keys, one per `=` of ON. NULL keys never match.
     pub keys: Vec<StaticJoinKey>,
+    /// The other conditions of ON (AND-ed), over the joined row: the stream's columns then all
+    /// the table's, named as in [`StaticJoinSpec::names`] (also for semi and anti joins). A
+    /// table row whose key matches joins only where it is true, as Spark's join condition
+    /// (`ON s.k = t.k AND t.active`: a left outer join keeps the record, with NULLs, when no
+    /// active row matches). `None` when ON holds keys only.
+    pub condition: Option<PipelineExpr>,
     /// Names of the joined columns, stream's then table's (semi and anti joins: the stream's
     /// only). A table column whose name a stream column has is named `qualifier.name`.
     pub names: Vec<String>,

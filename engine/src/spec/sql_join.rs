@@ -28,7 +28,7 @@ use super::{JoinKind, StaticJoinKey, StaticJoinSpec, TableSpec};
 use crate::expr::{
     BinaryOp, FromSyntax, GroupItemSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, Syntax, SyntaxKind,
 };
-use crate::schema::{Field, Schema};
+use crate::schema::{DataType, Field, Schema};
 
 /// A query with a stream-static join, resolved: the join (its `steps` still empty), the query
 /// over the joined columns as one relation named as the source, and the joined schema.
@@ -159,7 +159,8 @@ pub(crate) fn resolve(
     })?;
     super::sql_query::no_aggregate_in_on(on)?;
     let whole = Rewriter { stream: &s_side, table: &t_side, full: &full, table_names: &table_names, table_out: true };
-    let keys = join_keys(&whole.apply(on)?, &full, [stream, t_schema], on)?;
+    let (keys, others) = join_keys(&whole.apply(on)?, &full, [stream, t_schema], on)?;
+    let condition = join_condition(others, &full)?;
     let output = Rewriter { table_out: !semi, ..whole };
     let mut items = Vec::new();
     let (left, right) = if stream_left { (&s_side, &t_side) } else { (&t_side, &s_side) };
@@ -231,7 +232,8 @@ pub(crate) fn resolve(
     if !semi {
         names.extend(table_names.iter().cloned());
     }
-    let join = StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, names, steps: Vec::new() };
+    let join =
+        StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, condition, names, steps: Vec::new() };
     let schema = join.output_schema(stream);
     Ok(Some(ResolvedJoin { pushed, join, query, schema }))
 }
@@ -255,7 +257,7 @@ fn push_down(
         let filter = stream_only
             .then(|| crate::expr::bind(&c, stream).ok())
             .flatten()
-            .filter(|t| t.data_type == crate::schema::DataType::Boolean);
+            .filter(|t| t.data_type == DataType::Boolean);
         match filter {
             Some(typed) => pushed.push(super::Step::Filter(super::PipelineExpr {
                 field: "query.sql".into(),
@@ -340,17 +342,19 @@ fn join_kind(written: JoinTypeSyntax, stream_left: bool, pos: crate::expr::Pos) 
 /// The equality keys of the (rewritten) ON condition `on`, over the joined row `full` (the
 /// stream's columns then the table's, of schemas `sides`): each conjunct `a = b` of an
 /// expression reading stream columns only and one reading table columns only (a column each,
-/// usually), of one type or of two that widen to one ([`crate::expr::join_key_type`]).
-/// `written`: the condition as written, for messages.
+/// usually), of one type or of two that widen to one ([`crate::expr::join_key_type`]); and the
+/// other conjuncts, in order (the join's condition over the joined row, as Spark's
+/// `ExtractEquiJoinKeys` leaves them). `written`: the condition as written, for messages.
 fn join_keys(
     on: &Syntax,
     full: &Schema,
     sides: [&Schema; 2],
     written: &Syntax,
-) -> Result<Vec<StaticJoinKey>, SpecError> {
-    let allowed = "ON stream_expression = table_expression [AND ...]: equalities of an expression over source columns (a column, usually) and one over table columns (the join keys; filter other conditions in WHERE)";
+) -> Result<(Vec<StaticJoinKey>, Vec<Syntax>), SpecError> {
+    let allowed = "ON stream_expression = table_expression [AND ...]: at least one equality of an expression over source columns (a column, usually) and one over table columns (the join keys), and any other conditions";
     let stream_len = sides[0].len();
     let mut keys = Vec::new();
+    let mut others = Vec::new();
     for c in conjuncts(on.clone()) {
         // the one side whose columns `e` reads, if it reads any and all of one side
         let side_of = |e: &Syntax| -> Option<usize> {
@@ -371,11 +375,8 @@ fn join_keys(
             _ => (None, false),
         };
         let Some((s, t)) = pair else {
-            return Err(at(
-                c.pos,
-                "a join condition that is not an equality of a source expression and a table expression",
-                allowed,
-            ));
+            others.push(c);
+            continue;
         };
         // each side's expression over its own columns' names
         let own = |e: &Syntax, side: usize| -> Result<PipelineExpr, SpecError> {
@@ -417,9 +418,39 @@ fn join_keys(
         keys.push(StaticJoinKey { stream: s, table: t });
     }
     if keys.is_empty() {
-        return Err(at(written.pos, "a join without an equality key", allowed));
+        return Err(match others.first() {
+            Some(c) => at(
+                c.pos,
+                "a join without an equality of a source expression and a table expression (an equi-join key)",
+                allowed,
+            ),
+            None => at(written.pos, "a join without an equality key", allowed),
+        });
     }
-    Ok(keys)
+    Ok((keys, others))
+}
+
+/// The ON conjuncts other than the keys (rewritten onto the joined row `full`), AND-ed into
+/// one BOOLEAN condition over the joined row; `None` when there are none.
+///
+/// # Errors
+/// At `query.sql`: a conjunct that does not bind over the joined row, or is not BOOLEAN.
+fn join_condition(others: Vec<Syntax>, full: &Schema) -> Result<Option<PipelineExpr>, SpecError> {
+    let Some(all) = others.into_iter().reduce(|a, b| {
+        let pos = a.pos;
+        Syntax { kind: SyntaxKind::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b) }, pos }
+    }) else {
+        return Ok(None);
+    };
+    let e = super::sql_query::project(&all, None, full)?;
+    if e.typed.data_type != DataType::Boolean {
+        return Err(at(
+            all.pos,
+            format!("the join condition {} of type {}", quote(&e.name), e.typed.data_type),
+            "a BOOLEAN condition",
+        ));
+    }
+    Ok(Some(e))
 }
 
 /// Rewrites column references onto the joined record's column names. `stream` is the side
