@@ -261,3 +261,17 @@ fn explain_shows_a_select_over_a_global_aggregate_as_its_row_projected() {
     let outer = "select list (query.sql): (n * 2) AS m, total, upper(mk) AS mk, (n > 2) AS many";
     assert!(tail.iter().any(|l| l.ends_with(outer)), "{text}");
 }
+
+#[test]
+fn explain_shows_a_join_key_compared_as_the_wider_type_and_the_condition_beside_the_keys() {
+    let out = explain(&sql_case("sql-static-join-on-table-condition"));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("on sku = prices.sku, each matching row joined where (active AND (qty >= min_qty))\n"),
+        "{text}"
+    );
+    let out = explain(&sql_case("sql-static-join-string-number-key"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("on k = t.n (compared as BIGINT)\n"), "{text}");
+}

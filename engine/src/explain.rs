@@ -206,10 +206,18 @@ fn join_line(p: &Pipeline, j: &StaticJoinSpec) -> String {
         Some(t) => j
             .keys
             .iter()
-            .map(|k| match t.schema.resolve(&k.table.name) {
-                // a column: `users.name`; an expression: `lower(code) of users`
-                Some(_) => format!("{} = {}.{}", k.stream.name, t.name, k.table.name),
-                None => format!("{} = {} of {}", k.stream.name, k.table.name, t.name),
+            .map(|k| {
+                // keys of two types compare as the wider (an implicit cast, invisible in names)
+                let cast = |e: &crate::spec::PipelineExpr| matches!(e.typed.node, Node::Cast { implicit: true, .. });
+                let compared = match cast(&k.stream) || cast(&k.table) {
+                    true => format!(" (compared as {})", k.stream.typed.data_type),
+                    false => String::new(),
+                };
+                match t.schema.resolve(&k.table.name) {
+                    // a column: `users.name`; an expression: `lower(code) of users`
+                    Some(_) => format!("{} = {}.{}{compared}", k.stream.name, t.name, k.table.name),
+                    None => format!("{} = {} of {}{compared}", k.stream.name, k.table.name, t.name),
+                }
             })
             .collect(),
         None => Vec::new(),
