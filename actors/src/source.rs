@@ -59,7 +59,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
-use eddy_connectors::{Payload, Poll, Position, Rejection, Source, SourceItem, SourceOffset};
+use eddy_connectors::{Payload, Poll, Position, Rejection, SharedLines, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::{row_to_json_line, write_string};
@@ -341,12 +341,12 @@ impl SourceActor {
         Ok(())
     }
 
-    /// The partition actor of `record`, read at `position`: its input partition's in a shared
+    /// The partition actor of `record`, read `at` a position: its input partition's in a shared
     /// group's run, else its key range's.
     #[inline]
-    fn actor_of(&mut self, record: &Record, position: &Position) -> usize {
+    fn actor_of(&mut self, record: &Record, at: At<'_>) -> usize {
         match self.by_input.as_mut() {
-            Some(r) => r.actor_of(record, position, &self.metrics),
+            Some(r) => r.actor_of(record, &at.position(), &self.metrics),
             None => self.router.route(record).0,
         }
     }
@@ -423,10 +423,12 @@ impl SourceActor {
     /// item's index, in item order (so that a caller writes them where one at a time would: in
     /// the epoch of the item); a record the source generated is taken out of its item.
     /// `batch`: buffers kept from poll to poll.
+    /// Runs of lines ([`Payload::Lines`]) are first split into one item per line
+    /// ([`SourceItem::split_lines`]), so `i` counts records as a poll's `max` does.
     /// Without source steps, nothing is done (`false`): the items are decoded one at a time.
     fn decode_with_steps(
         &mut self,
-        items: &mut [SourceItem],
+        items: &mut Vec<SourceItem>,
         decoded: &mut Vec<Option<Record>>,
         batch: &mut StepsBatch,
         dead: &mut Vec<(usize, String)>,
@@ -435,6 +437,7 @@ impl SourceActor {
         if self.plan.source_steps.is_empty() {
             return false;
         }
+        SourceItem::split_lines(items, 0);
         decoded.clear();
         batch.records.clear();
         batch.at.clear();
@@ -443,8 +446,9 @@ impl SourceActor {
             decoded.push(None);
             let record = match &mut item.payload {
                 Payload::Record(r) => Some(std::mem::replace(r, Record::new(Vec::new()))),
-                Payload::Raw(bytes) => self.decode_raw(bytes, &item.position, &mut one, last_log),
-                Payload::Line(line) => self.decode_raw(line.bytes(), &item.position, &mut one, last_log),
+                Payload::Raw(bytes) => self.decode_raw(bytes, At::Item(&item.position), &mut one, last_log),
+                Payload::Line(line) => self.decode_raw(line.bytes(), At::Item(&item.position), &mut one, last_log),
+                Payload::Lines(_) => unreachable!("runs of lines were split above"),
                 Payload::Header(header) => {
                     self.set_header(header, &item.position);
                     None
@@ -626,7 +630,9 @@ impl SourceActor {
 
     /// Decodes a payload read at `position`: a record as it is, raw bytes by the decoder.
     /// Inlined into the loops that call it per item (the call and the payload's move cost as
-    /// much as its own work); the rare cases (steps, headers, rejections) are calls.
+    /// much as its own work); the rare cases (steps, headers, rejections) are calls. A run of
+    /// lines ([`Payload::Lines`]) is no payload of one record: callers read its lines
+    /// themselves, or split it first ([`SourceItem::split_lines`]).
     #[inline(always)]
     fn decode_at(
         &mut self,
@@ -638,23 +644,23 @@ impl SourceActor {
         match payload {
             Payload::Record(r) if self.plan.source_steps.is_empty() => Some(r),
             Payload::Line(line) if self.plan.source_steps.is_empty() => {
-                self.decode_raw(line.bytes(), position, dead, last_log)
+                self.decode_raw(line.bytes(), At::Item(position), dead, last_log)
             }
             Payload::Raw(bytes) if self.plan.source_steps.is_empty() => {
-                let r = self.decode_raw(&bytes, position, dead, last_log);
+                let r = self.decode_raw(&bytes, At::Item(position), dead, last_log);
                 self.spares.decoded_line(bytes);
                 r
             }
             Payload::Record(r) => self.apply_steps(r, None, position, dead, last_log),
             Payload::Raw(bytes) => {
-                let r = self.decode_raw(&bytes, position, dead, last_log);
+                let r = self.decode_raw(&bytes, At::Item(position), dead, last_log);
                 let r = r.and_then(|r| self.apply_steps(r, Some(&bytes), position, dead, last_log));
                 self.spares.decoded_line(bytes);
                 r
             }
             Payload::Line(line) => {
                 let bytes = line.bytes();
-                let r = self.decode_raw(bytes, position, dead, last_log);
+                let r = self.decode_raw(bytes, At::Item(position), dead, last_log);
                 r.and_then(|r| self.apply_steps(r, Some(bytes), position, dead, last_log))
             }
             Payload::Header(header) => {
@@ -665,6 +671,7 @@ impl SourceActor {
                 self.reject(&rejection, position, dead);
                 None
             }
+            Payload::Lines(_) => unreachable!("a run of lines is read line by line"),
         }
     }
 
@@ -730,14 +737,14 @@ impl SourceActor {
         }
     }
 
-    /// Decodes raw bytes read at `position` into a record handed back by the partition actors
+    /// Decodes raw bytes read `at` a position into a record handed back by the partition actors
     /// when one is at hand (`crate::recycle`), else a new one. Inlined (it runs per record); a
     /// failure is handled out of line ([`SourceActor::decode_failed`]).
     #[inline(always)]
     fn decode_raw(
         &mut self,
         bytes: &[u8],
-        position: &Position,
+        at: At<'_>,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) -> Option<Record> {
@@ -746,7 +753,7 @@ impl SourceActor {
         match decoder.decode_into(bytes, &mut record) {
             Ok(()) => Some(record),
             Err(e) => {
-                self.decode_failed(record, &e, bytes, position, dead, last_log);
+                self.decode_failed(record, &e, bytes, at, dead, last_log);
                 None
             }
         }
@@ -762,10 +769,11 @@ impl SourceActor {
         record: Record,
         error: &eddy_engine::decode::DecodeError,
         bytes: &[u8],
-        position: &Position,
+        at: At<'_>,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) {
+        let position = &*at.position();
         self.spares.unused_record(record);
         self.counters.malformed.fetch_add(1, Ordering::Relaxed);
         let reason = error.to_string();
@@ -854,9 +862,9 @@ impl SourceActor {
         let rest = usize::try_from(rest).unwrap_or(usize::MAX).min(POLL_MAX);
         loop {
             let before = items.len();
-            let counted = items.iter().filter(|it| !is_header(it)).count();
+            let counted = counted_records(items);
             let poll = self.source.poll(items, rest - counted, timeout)?;
-            let counted = items.iter().filter(|it| !is_header(it)).count();
+            let counted = counted_records(items);
             if poll != Poll::Data || counted >= rest || items.len() == before {
                 return Ok(poll);
             }
@@ -1062,7 +1070,8 @@ impl SourceActor {
             // With metrics or a latency recorder, records without a creation instant count their
             // latency from this poll.
             let poll_ns = if metrics_on || self.stamp_polls { eddy_connectors::monotonic_ns() } else { 0 };
-            let polled_items = items.len();
+            // Records of the poll as its `max` counts them (a run of lines: its lines).
+            let polled_items: usize = items.iter().map(SourceItem::units).sum();
             // A restored source's offset names the last file it gave records of at its last line
             // read (not as read whole), so its first poll may only reach that file's end: the
             // uninterrupted run reached it in the poll before.
@@ -1080,27 +1089,56 @@ impl SourceActor {
             let mut routed: u64 = 0;
             let pre = self.decode_with_steps(&mut items, &mut decoded, &mut steps_batch, &mut dead_at, &mut last_log);
             let mut dead_letters = dead_at.drain(..).peekable();
-            for (i, item) in items.drain(..).enumerate() {
-                let SourceItem { payload, position, created_ns } = item;
-                let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
-                // A CSV header is no record: it moves no offset (a resumed source gives it again).
-                let header = matches!(payload, Payload::Header(_));
-                headers_past += usize::from(header);
-                let record = if pre {
-                    // the dead letters of the items so far, in the epoch they belong to
-                    while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
-                        dead.push(d);
+            let mut drained = items.drain(..);
+            // The run of lines being read (a `Payload::Lines` item: its lines, position and
+            // creation instant), and its next line: read in place, one record per line.
+            let mut run: Option<(SharedLines, Position, u64)> = None;
+            let mut next_line = 0;
+            // The records of this poll before the current one (a run's lines each count; with
+            // source steps, runs were split and this is the item's index).
+            let mut i = 0;
+            loop {
+                let item_position;
+                let (record, at, created_ns, header) = match &run {
+                    Some((lines, position, created_ns)) if next_line < lines.len() => {
+                        let at = At::Line { run: position, k: next_line };
+                        let record = self.decode_raw(lines.line(next_line), at, &mut dead, &mut last_log);
+                        next_line += 1;
+                        (record, at, *created_ns, false)
                     }
-                    if let Payload::Raw(line) = payload {
-                        self.spares.decoded_line(line);
+                    _ => {
+                        let Some(SourceItem { payload, position, created_ns }) = drained.next() else { break };
+                        let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
+                        if let Payload::Lines(lines) = payload {
+                            run = Some((lines, position, created_ns));
+                            next_line = 0;
+                            continue;
+                        }
+                        // A CSV header is no record: it moves no offset (a resumed source gives
+                        // it again).
+                        let header = matches!(payload, Payload::Header(_));
+                        headers_past += usize::from(header);
+                        item_position = position;
+                        let record = if pre {
+                            // the dead letters of the items so far, in the epoch they belong to
+                            while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
+                                dead.push(d);
+                            }
+                            if let Payload::Raw(line) = payload {
+                                self.spares.decoded_line(line);
+                            }
+                            decoded[i].take()
+                        } else {
+                            self.decode_at(payload, &item_position, &mut dead, &mut last_log)
+                        };
+                        (record, At::Item(&item_position), created_ns, header)
                     }
-                    decoded[i].take()
-                } else {
-                    self.decode_at(payload, &position, &mut dead, &mut last_log)
                 };
+                let index = i;
+                i += 1;
                 let Some(record) = record else {
                     if track && !header {
-                        SourceOffset::advance(&mut offsets[self.active], &position);
+                        SourceOffset::advance(&mut offsets[self.active], &at.position());
                     }
                     continue;
                 };
@@ -1127,7 +1165,7 @@ impl SourceActor {
                         // that ended at its `max` again up to there (CSV headers not counted); one
                         // that ended at the source's own boundary (a file's end) to it again.
                         let rest = if poll == Poll::Data && n > 1 {
-                            ((polled_items - i) - (headers_in_poll - headers_past)) as u64
+                            ((polled_items - index) - (headers_in_poll - headers_past)) as u64
                         } else {
                             0
                         };
@@ -1149,19 +1187,19 @@ impl SourceActor {
                     }
                 }
                 if track {
-                    SourceOffset::advance(&mut offsets[self.active], &position);
+                    SourceOffset::advance(&mut offsets[self.active], &at.position());
                 }
                 routed += 1;
                 if self.join.is_some() {
                     // 0..n joined records, each stamped as the record they were made of
-                    self.join_record(record, &position, &mut joined, &mut dead, &mut last_log);
+                    self.join_record(record, &at.position(), &mut joined, &mut dead, &mut last_log);
                     for record in joined.drain(..) {
-                        let p = self.actor_of(&record, &position);
+                        let p = self.actor_of(&record, at);
                         let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                         self.route(&mut buffers, p, s)?;
                     }
                 } else {
-                    let p = self.actor_of(&record, &position);
+                    let p = self.actor_of(&record, at);
                     let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                     self.route(&mut buffers, p, s)?;
                 }
@@ -1308,7 +1346,11 @@ impl SourceActor {
                 .saturating_sub(batch_started.elapsed())
                 .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
             self.take_returned();
+            let before = pending.len();
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
+            // one item per record, so a batch is cut after as many records as before runs of
+            // lines (and decoded one at a time)
+            SourceItem::split_lines(&mut pending, before);
             let cut = match poll {
                 Poll::BatchBoundary => true,
                 Poll::Exhausted => {
@@ -1431,7 +1473,11 @@ impl SourceActor {
                         .saturating_sub(batch_started.elapsed())
                         .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 / n as u64 } else { 1 }));
                     self.take_returned();
-                    match self.source.poll(&mut items, POLL_MAX, wait)? {
+                    let before = items.len();
+                    let poll = self.source.poll(&mut items, POLL_MAX, wait)?;
+                    // one item per record, as in `run_micro_batch`
+                    SourceItem::split_lines(&mut items, before);
+                    match poll {
                         Poll::BatchBoundary => break,
                         Poll::Exhausted => {
                             *done = true;
@@ -1586,6 +1632,27 @@ impl SourceActor {
     }
 }
 
+/// Where a record being read came from: an item's position, or line `k` (from 0) of a run of
+/// lines ([`Payload::Lines`]) at `run`, whose own position is made only when it is needed (a
+/// dead letter, an offset, a join, a shared group's routing), not per record.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    /// The position of a one-record item.
+    Item(&'a Position),
+    /// Line `k` of the run of lines at `run`.
+    Line { run: &'a Position, k: usize },
+}
+
+impl<'a> At<'a> {
+    /// The record's position.
+    fn position(self) -> std::borrow::Cow<'a, Position> {
+        match self {
+            At::Item(position) => std::borrow::Cow::Borrowed(position),
+            At::Line { run, k } => std::borrow::Cow::Owned(run.line_of_run(k)),
+        }
+    }
+}
+
 /// Several sources in real-time mode: where the round-robin stands at a barrier (kept in the
 /// checkpoint as [`DriverState::RealTimeSources`]).
 #[derive(Clone, Copy, Debug)]
@@ -1601,6 +1668,12 @@ struct Turn {
 /// again).
 fn is_header(item: &SourceItem) -> bool {
     matches!(item.payload, Payload::Header(_))
+}
+
+/// The items of `items` as a poll's `max` counts them ([`SourceItem::units`]), CSV headers not
+/// counted.
+fn counted_records(items: &[SourceItem]) -> usize {
+    items.iter().filter(|it| !is_header(it)).map(SourceItem::units).sum()
 }
 
 /// A dead letter: `{"reason": ..., "source": <position>, "record": <raw text>}` (PIPELINE.md).
