@@ -61,6 +61,7 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
 use eddy_connectors::{Payload, Poll, Position, Rejection, SharedLines, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
+use eddy_engine::driver::RealTimeClock;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::{row_to_json_line, write_string};
 use eddy_engine::plan::QueryPlan;
@@ -940,6 +941,34 @@ impl SourceActor {
         self.end_unit(epoch, dead)
     }
 
+    /// Real-time, a run of lines read `at` (its position, creation instant and the poll's
+    /// system time) when no record of it can close an epoch or move an offset, and it needs
+    /// no join and no routing by input partition: decodes, stamps and routes each line as the
+    /// loop of [`SourceActor::run_real_time`] does in that case, without its per-record checks
+    /// of the others. Returns the records routed (a malformed line's dead letter is in `dead`).
+    #[inline(always)]
+    fn route_lines(
+        &mut self,
+        lines: &SharedLines,
+        (run, created_ns, system_now): (&Position, u64, Timestamp),
+        clock: &mut RealTimeClock,
+        buffers: &mut [Vec<Stamped>],
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) -> Result<u64, SourceError> {
+        let mut routed = 0;
+        for k in 0..lines.len() {
+            let Some(record) = self.decode_raw(lines.line(k), At::Line { run, k }, dead, last_log) else {
+                continue;
+            };
+            let stamp = clock.stamp_source(self.active, &record, system_now);
+            routed += 1;
+            let p = self.router.route(&record).0;
+            self.route(buffers, p, Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns })?;
+        }
+        Ok(routed)
+    }
+
     fn run_real_time(&mut self) -> Result<(), SourceError> {
         let mut clock = self.plan.realtime_clock();
         let replay = self.plan.replay.is_some();
@@ -1005,6 +1034,13 @@ impl SourceActor {
         // rows at the same instant as the actor that did (and as one actor alone would), so
         // `current_timestamp()` does not depend on the parallelism.
         let per_move = self.partitions.len() > 1 && self.plan.reads_processing_time_after_sources();
+        // Whether a record can close an epoch (a barrier cut in the middle of a poll): only
+        // under the replay clock, and only with checkpoints does it save the clock as it stood
+        // before the record.
+        let saves_clock_before = replay && track;
+        // Whether a run of lines is routed by `route_lines`, without the per-record work of the
+        // cases it excludes (all constant for the run).
+        let plain_runs = !replay && !track && !per_move && self.join.is_none() && self.by_input.is_none();
         let mut reported = Reported::new();
         let mut exhausted = false;
         let mut joined: Vec<Record> = Vec::new();
@@ -1110,6 +1146,14 @@ impl SourceActor {
                         let Some(SourceItem { payload, position, created_ns }) = drained.next() else { break };
                         let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
                         if let Payload::Lines(lines) = payload {
+                            if plain_runs {
+                                let records = lines.len();
+                                let at = (&position, created_ns, system_now);
+                                routed +=
+                                    self.route_lines(&lines, at, &mut clock, &mut buffers, &mut dead, &mut last_log)?;
+                                i += records;
+                                continue;
+                            }
                             run = Some((lines, position, created_ns));
                             next_line = 0;
                             continue;
@@ -1143,8 +1187,11 @@ impl SourceActor {
                     continue;
                 };
                 // Event times seen before this record: a barrier it triggers checkpoints these.
-                let seen_before = if track { clock.max_event_time() } else { None };
-                let active_before = if track && n > 1 { clock.sources().max_event_time(self.active) } else { None };
+                let (seen_before, active_before) = if saves_clock_before {
+                    (clock.max_event_time(), if n > 1 { clock.sources().max_event_time(self.active) } else { None })
+                } else {
+                    (None, None)
+                };
                 let stamp = clock.stamp_source(self.active, &record, system_now);
                 if replay {
                     let b = *next_boundary.get_or_insert_with(|| {
