@@ -957,8 +957,8 @@ impl SourceActor {
         last_log: &mut Option<Instant>,
     ) -> Result<u64, SourceError> {
         let mut routed = 0;
-        for k in 0..lines.len() {
-            let Some(record) = self.decode_raw(lines.line(k), At::Line { run, k }, dead, last_log) else {
+        for (k, line) in lines.iter().enumerate() {
+            let Some(record) = self.decode_raw(line, At::Line { run, k }, dead, last_log) else {
                 continue;
             };
             let stamp = clock.stamp_source(self.active, &record, system_now);

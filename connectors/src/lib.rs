@@ -33,13 +33,14 @@ pub use stdio::{StdinSource, StdoutSink};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Position {
     /// A record of a file: its first line (1-based) and its last (a CSV record whose quoted
-    /// field holds a newline spans several lines).
+    /// field holds a newline spans several lines); of a [`Payload::Lines`] item, the first line
+    /// of its run and the last.
     File {
         /// File name (without folder), shared by the file's records (no copy per record).
         file: Arc<str>,
-        /// The record's first line, from 1.
+        /// The record's (or run's) first line, from 1.
         line: u64,
-        /// The record's last line (`>= line`): a restart resumes after it.
+        /// The record's (or run's) last line (`>= line`): a restart resumes after it.
         through: u64,
         /// The file's identity (device and inode; `None` off Unix): a followed source's offset
         /// keeps it, so a restart reads a file replaced meanwhile from its start.
@@ -207,15 +208,20 @@ pub struct SharedLines {
 
 impl SharedLines {
     /// A run of no line yet over `block`.
+    ///
+    /// # Panics
+    /// When `block` is longer than `u32::MAX` bytes (blocks are read buffers, of 256 KiB for the
+    /// files source).
     #[inline]
     pub fn new(block: Arc<Vec<u8>>) -> SharedLines {
+        assert!(u32::try_from(block.len()).is_ok(), "a read block is smaller than 4 GiB");
         SharedLines { block, ranges: Vec::new() }
     }
 
     /// Appends the line `range` (bytes, half-open) of the block.
     ///
     /// # Panics
-    /// As [`SharedLine::new`]: when `range` is not within the block or ends past `u32::MAX`.
+    /// When `range` is not within the block.
     #[inline]
     pub fn push(&mut self, range: std::ops::Range<usize>) {
         assert!(
@@ -223,9 +229,8 @@ impl SharedLines {
             "line {range:?} out of a block of {}",
             self.block.len()
         );
-        let start = u32::try_from(range.start).expect("a read block is smaller than 4 GiB");
-        let end = u32::try_from(range.end).expect("a read block is smaller than 4 GiB");
-        self.ranges.push([start, end]);
+        // (within the block, whose length fits in a `u32`: `new`)
+        self.ranges.push([range.start as u32, range.end as u32]);
     }
 
     /// The number of lines.
@@ -250,6 +255,12 @@ impl SharedLines {
         &self.block[start as usize..end as usize]
     }
 
+    /// The lines' bytes, in order.
+    #[inline]
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.ranges.iter().map(|&[start, end]| &self.block[start as usize..end as usize])
+    }
+
     /// Line `k` (from 0) alone, sharing the block.
     ///
     /// # Panics
@@ -263,7 +274,7 @@ impl SharedLines {
 impl fmt::Debug for SharedLines {
     /// The lines' bytes, as a list (the block is not shown).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries((0..self.len()).map(|k| self.line(k))).finish()
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -316,7 +327,8 @@ impl Rejection {
     }
 }
 
-/// One input item.
+/// One input item: one record (or header, or rejected input), or a run of lines
+/// ([`Payload::Lines`]) of several.
 #[derive(Clone, Debug)]
 pub struct SourceItem {
     /// The content.
@@ -582,6 +594,8 @@ mod tests {
         lines.push(8..15);
         lines.push(17..24);
         assert_eq!((lines.len(), lines.line(1)), (3, b"{\"b\":2}".as_slice()));
+        let all: Vec<&[u8]> = lines.iter().collect();
+        assert_eq!(all, [b"{\"a\":1}".as_slice(), b"{\"b\":2}", b"{\"c\":3}"]);
         assert_eq!(format!("{lines:?}"), format!("{:?}", [b"{\"a\":1}", b"{\"b\":2}", b"{\"c\":3}"]));
         let file: Arc<str> = Arc::from("a.json");
         let identity = Some(FileIdentity { device: 1, inode: 2 });

@@ -651,28 +651,27 @@ fn split_buffered(
     let buffered = file.reader.buffer();
     // Where `buffered` starts in the block its lines share.
     let base = file.reader.position();
+    // The bytes and lines taken (kept here, not in `file`, while the loop runs: it runs per line).
     let mut used = 0;
-    let mut lines = 0;
-    // The run being gathered: lines `run_first..=file.line` of the file, once not empty.
+    let mut line = file.line;
+    // The run being gathered: lines `run_first..=line` of the file, once not empty.
     let mut run = SharedLines::new(Arc::clone(file.reader.block()));
     let mut run_first = 0;
     while !out.is_full() {
         let rest = &buffered[used..];
         let Some(nl) = newlines.find(rest) else { break };
-        let line = &rest[..nl];
-        let text = line.strip_suffix(b"\r").unwrap_or(line);
-        if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', line).is_some()) {
+        let with_cr = &rest[..nl];
+        let text = with_cr.strip_suffix(b"\r").unwrap_or(with_cr);
+        if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', with_cr).is_some()) {
             break;
         }
-        // `text` in `buffered`: from `start`, without the line terminator.
-        let mut start = used;
+        // `text` in `buffered`: `[start, end)`, without the line terminator (nor, on a file's
+        // first line, a byte order mark).
         let end = used + text.len();
         used += nl + 1;
-        lines += 1;
-        file.line += 1;
-        file.bytes += nl as u64 + 1;
-        let text = if file.line == 1 { strip_bom(text) } else { text };
-        start += (end - start) - text.len();
+        line += 1;
+        let text = if line == 1 { strip_bom(text) } else { text };
+        let start = end - text.len();
         if is_blank(text) || file.header_pending {
             // The run ends before this line.
             end_run(file, &mut run, run_first, out);
@@ -681,19 +680,22 @@ fn split_buffered(
                 file.header = Some(text.to_vec());
                 out.push(SourceItem {
                     payload: Payload::Header(text.to_vec()),
-                    position: file.at(file.line),
+                    position: file.at(line),
                     created_ns: 0,
                 });
             }
             continue;
         }
         if run.is_empty() {
-            run_first = file.line;
+            run_first = line;
         }
         run.push(base + start..base + end);
         out.room -= 1;
     }
     end_run(file, &mut run, run_first, out);
+    let lines = (line - file.line) as usize;
+    file.line = line;
+    file.bytes += used as u64;
     file.reader.consume(used);
     lines
 }
