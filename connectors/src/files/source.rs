@@ -996,6 +996,49 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_lines_give_the_records_and_positions_of_a_reading_line_by_line() {
+        // A file of ~750 KiB (lines across read blocks, read alone) with a byte order mark,
+        // blank lines and both line terminators, polled with random `max`es, against the
+        // obviously-correct reading: each non-blank line, at its number, without terminator.
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        let mut text = String::from("\u{feff}");
+        let mut expected = Vec::new();
+        for n in 1..=12_000 {
+            let line = match random(20) {
+                0 => String::new(),
+                1 => " \t".to_string(),
+                _ => format!("{{\"n\":{n},\"pad\":\"{}\"}}", "x".repeat(random(90) as usize)),
+            };
+            text.push_str(&line);
+            text.push_str(if random(7) == 0 { "\r\n" } else { "\n" });
+            if !line.trim().is_empty() {
+                expected.push((format!("a.json:{n}"), line));
+            }
+        }
+        write(dir.path(), "a.json", &text);
+        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut got = Vec::new();
+        loop {
+            let mut out = Vec::new();
+            let max = 1 + random(5000) as usize;
+            let poll = poll_lines(&mut s, &mut out, max, LONG).unwrap();
+            got.extend(out.iter().map(|i| (i.position.to_string(), raw(i))));
+            if poll != Poll::Data {
+                break;
+            }
+        }
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "first difference: {:?}", got.iter().zip(&expected).find(|(g, e)| g != e));
+    }
+
+    #[test]
     fn a_resumed_source_reads_on_from_its_offset_with_the_same_groups() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.json", "1\n2\n");
