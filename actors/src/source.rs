@@ -526,11 +526,6 @@ impl SourceActor {
         true
     }
 
-    /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
-    fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
-        self.decode_at(item.payload, &item.position, dead, last_log)
-    }
-
     /// Micro-batch: decodes a batch's items; with a join, keeps each record's position for its
     /// dead letters ([`TableJoin::positions`]).
     fn decode_batch(
@@ -543,7 +538,7 @@ impl SourceActor {
         // the source steps' `current_timestamp()`: the batch's processing time (system clock;
         // validation refuses it there under the replay clock)
         eddy_engine::expr::set_processing_time(now);
-        let mut records = Vec::with_capacity(items.len());
+        let mut records = Vec::with_capacity(items.iter().map(SourceItem::units).sum());
         let mut decoded = Vec::new();
         let mut dead_at = Vec::new();
         let pre = self.decode_with_steps(&mut items, &mut decoded, &mut StepsBatch::default(), &mut dead_at, last_log);
@@ -551,29 +546,45 @@ impl SourceActor {
         if let Some(r) = self.by_input.as_mut() {
             r.batch.clear();
         }
-        for (i, item) in items.into_iter().enumerate() {
-            let position = self.join.is_some().then(|| item.position.clone());
-            let input = self.by_input.is_some().then(|| item.position.clone());
-            let record = if pre {
-                if let Payload::Raw(line) = item.payload {
-                    self.spares.decoded_line(line);
+        for (i, SourceItem { payload, position, .. }) in items.into_iter().enumerate() {
+            let record = match payload {
+                // (with source steps, runs of lines were split: `decode_with_steps`)
+                Payload::Lines(lines) => {
+                    for (k, line) in lines.iter().enumerate() {
+                        let at = At::Line { run: &position, k };
+                        if let Some(r) = self.decode_raw(line, at, dead, last_log) {
+                            self.keep_decoded(r, at, &mut records);
+                        }
+                    }
+                    continue;
                 }
-                decoded[i].take()
-            } else {
-                self.decode(item, dead, last_log)
+                Payload::Raw(line) if pre => {
+                    self.spares.decoded_line(line);
+                    decoded[i].take()
+                }
+                _ if pre => decoded[i].take(),
+                payload => self.decode_at(payload, &position, dead, last_log),
             };
             if let Some(r) = record {
-                if let (Some(routing), Some(at)) = (self.by_input.as_mut(), input) {
-                    let actor = routing.actor_of(&r, &at, &self.metrics);
-                    routing.batch.push(actor);
-                }
-                records.push(r);
-                if let (Some(j), Some(p)) = (self.join.as_mut(), position) {
-                    j.positions.push(p);
-                }
+                self.keep_decoded(r, At::Item(&position), &mut records);
             }
         }
         records
+    }
+
+    /// Micro-batch: a record decoded from what was read `at` a position, added to `records`;
+    /// in a shared group's run its partition actor is noted, with a join its position
+    /// ([`TableJoin::positions`]).
+    #[inline(always)]
+    fn keep_decoded(&mut self, record: Record, at: At<'_>, records: &mut Vec<Record>) {
+        if let Some(routing) = self.by_input.as_mut() {
+            let actor = routing.actor_of(&record, &at.position(), &self.metrics);
+            routing.batch.push(actor);
+        }
+        records.push(record);
+        if let Some(j) = self.join.as_mut() {
+            j.positions.push(at.position().into_owned());
+        }
     }
 
     /// Joins a record with the table and runs the query's steps on each joined record
@@ -1366,6 +1377,8 @@ impl SourceActor {
         let mut seq = self.plan.sequencer();
         let trigger = std::time::Duration::from_micros(self.trigger.0.max(0) as u64);
         let mut pending: Vec<SourceItem> = Vec::new();
+        // The records of `pending` (a run of lines counts its lines).
+        let mut pending_records = 0;
         let mut dead = Vec::new();
         let mut last_log = None;
         let mut last_moved: Option<(Timestamp, Timestamp)> = None;
@@ -1395,16 +1408,14 @@ impl SourceActor {
             self.take_returned();
             let before = pending.len();
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
-            // one item per record, so a batch is cut after as many records as before runs of
-            // lines (and decoded one at a time)
-            SourceItem::split_lines(&mut pending, before);
+            pending_records += pending[before..].iter().map(SourceItem::units).sum::<usize>();
             let cut = match poll {
                 Poll::BatchBoundary => true,
                 Poll::Exhausted => {
                     exhausted = true;
                     !pending.is_empty()
                 }
-                Poll::Data => pending.len() >= 1_000_000,
+                Poll::Data => pending_records >= 1_000_000,
                 Poll::Idle => !pending.is_empty() && (stopping || batch_started.elapsed() >= trigger),
             };
             if cut {
@@ -1413,6 +1424,7 @@ impl SourceActor {
                     j.refresh(cut_at);
                 }
                 let items = std::mem::take(&mut pending);
+                pending_records = 0;
                 let now = self.clock.now();
                 let records = self.decode_batch(items, now, &mut dead, &mut last_log);
                 last_moved = Some(self.run_batch(&mut seq, records, now, &mut dead, Some(cut_at))?);
@@ -1514,6 +1526,8 @@ impl SourceActor {
                 }
                 self.switch_to(k);
                 let mut items: Vec<SourceItem> = Vec::new();
+                // The records of `items` (a run of lines counts its lines).
+                let mut polled_records = 0;
                 loop {
                     // an endless source gives what is at hand within the trigger interval
                     let wait = trigger
@@ -1522,15 +1536,14 @@ impl SourceActor {
                     self.take_returned();
                     let before = items.len();
                     let poll = self.source.poll(&mut items, POLL_MAX, wait)?;
-                    // one item per record, as in `run_micro_batch`
-                    SourceItem::split_lines(&mut items, before);
+                    polled_records += items[before..].iter().map(SourceItem::units).sum::<usize>();
                     match poll {
                         Poll::BatchBoundary => break,
                         Poll::Exhausted => {
                             *done = true;
                             break;
                         }
-                        Poll::Data if items.len() < 1_000_000 => {}
+                        Poll::Data if polled_records < 1_000_000 => {}
                         Poll::Data | Poll::Idle => break,
                     }
                 }
