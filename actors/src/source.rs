@@ -417,19 +417,18 @@ impl SourceActor {
 
     /// With source steps: decodes `items` (what one poll gave, or a micro-batch) and runs the
     /// steps on their records as one batch ([`CompiledSteps::apply_batch`]: one pass per
-    /// expression over the batch instead of every expression per record). `decoded[i]` is item
-    /// `i`'s record after the steps, or `None` for an item that makes none: a header, input the
-    /// source rejected, a malformed record, one filtered out or whose steps failed, each counted
-    /// as [`SourceActor::decode_at`] does one at a time, its dead letters in `dead` with the
-    /// item's index, in item order (so that a caller writes them where one at a time would: in
-    /// the epoch of the item); a record the source generated is taken out of its item.
-    /// `batch`: buffers kept from poll to poll.
-    /// Runs of lines ([`Payload::Lines`]) are first split into one item per line
-    /// ([`SourceItem::split_lines`]), so `i` counts records as a poll's `max` does.
+    /// expression over the batch instead of every expression per record). Items are counted
+    /// as a poll's `max` counts them: a run of lines ([`Payload::Lines`]) as its lines, each
+    /// read in place. `decoded[i]` is item `i`'s record after the steps, or `None` for an item
+    /// that makes none: a header, input the source rejected, a malformed record, one filtered
+    /// out or whose steps failed, each counted as [`SourceActor::decode_at`] does one at a time,
+    /// its dead letters in `dead` with the item's index, in item order (so that a caller writes
+    /// them where one at a time would: in the epoch of the item); a record the source generated
+    /// is taken out of its item. `batch`: buffers kept from poll to poll.
     /// Without source steps, nothing is done (`false`): the items are decoded one at a time.
     fn decode_with_steps(
         &mut self,
-        items: &mut Vec<SourceItem>,
+        items: &mut [SourceItem],
         decoded: &mut Vec<Option<Record>>,
         batch: &mut StepsBatch,
         dead: &mut Vec<(usize, String)>,
@@ -438,18 +437,27 @@ impl SourceActor {
         if self.plan.source_steps.is_empty() {
             return false;
         }
-        SourceItem::split_lines(items, 0);
         decoded.clear();
         batch.records.clear();
         batch.at.clear();
         let mut one = Vec::new();
-        for (i, item) in items.iter_mut().enumerate() {
+        let mut i = 0;
+        for item in items.iter_mut() {
+            if let Payload::Lines(lines) = &item.payload {
+                for (k, line) in lines.iter().enumerate() {
+                    decoded.push(None);
+                    let record = self.decode_raw(line, At::Line { run: &item.position, k }, &mut one, last_log);
+                    batch.add(i, record, &mut one, dead);
+                    i += 1;
+                }
+                continue;
+            }
             decoded.push(None);
             let record = match &mut item.payload {
                 Payload::Record(r) => Some(std::mem::replace(r, Record::new(Vec::new()))),
                 Payload::Raw(bytes) => self.decode_raw(bytes, At::Item(&item.position), &mut one, last_log),
                 Payload::Line(line) => self.decode_raw(line.bytes(), At::Item(&item.position), &mut one, last_log),
-                Payload::Lines(_) => unreachable!("runs of lines were split above"),
+                Payload::Lines(_) => unreachable!("read above"),
                 Payload::Header(header) => {
                     self.set_header(header, &item.position);
                     None
@@ -459,14 +467,8 @@ impl SourceActor {
                     None
                 }
             };
-            if !one.is_empty() {
-                // (an extend from an empty drain costs about 130 instructions: once per item)
-                dead.extend(one.drain(..).map(|d| (i, d)));
-            }
-            if let Some(r) = record {
-                batch.records.push(r);
-                batch.at.push(i);
-            }
+            batch.add(i, record, &mut one, dead);
+            i += 1;
         }
         let steps = self.plan.source_steps.clone();
         // A `select` narrower than the decoder's records moves their values into the narrower
@@ -489,8 +491,20 @@ impl SourceActor {
                 self.source.recycle(&mut back);
             }
         }
+        // Where each item's records start among them (for the rare records the steps reject).
+        let starts: Vec<usize> = if rejected.is_empty() {
+            Vec::new()
+        } else {
+            items.iter().scan(0, |next, item| Some(std::mem::replace(next, *next + item.units()))).collect()
+        };
         for (k, applied) in rejected {
-            let item = &items[batch.at[k]];
+            let at = batch.at[k];
+            let j = starts.partition_point(|&start| start <= at) - 1;
+            let item = &items[j];
+            let (raw, position) = match &item.payload {
+                Payload::Lines(lines) => (Some(lines.line(at - starts[j])), item.position.line_of_run(at - starts[j])),
+                payload => (payload.raw_bytes(), item.position.clone()),
+            };
             match applied {
                 // read and decoded, then filtered out: counted in, as Spark counts numInputRows
                 Applied::Drop => {
@@ -498,7 +512,7 @@ impl SourceActor {
                 }
                 Applied::Failed { reason, input } => {
                     let json;
-                    let text = match item.payload.raw_bytes() {
+                    let text = match raw {
                         Some(raw) => raw,
                         None => {
                             json = row_to_json_line(&self.plan.decoded_names(), &input.values);
@@ -509,11 +523,11 @@ impl SourceActor {
                         "record whose filter or computed column failed (the source's filter / select, or a SQL query's WHERE, keys or aggregate inputs)",
                         &reason,
                         text,
-                        &item.position,
+                        &position,
                         &mut one,
                         last_log,
                     );
-                    dead.extend(one.drain(..).map(|d| (batch.at[k], d)));
+                    dead.extend(one.drain(..).map(|d| (at, d)));
                 }
                 Applied::Keep(_) => {}
             }
@@ -546,15 +560,18 @@ impl SourceActor {
         if let Some(r) = self.by_input.as_mut() {
             r.batch.clear();
         }
-        for (i, SourceItem { payload, position, .. }) in items.into_iter().enumerate() {
+        // (`decoded` counts a run's lines, as `i` does)
+        let mut i = 0;
+        for SourceItem { payload, position, .. } in items {
             let record = match payload {
-                // (with source steps, runs of lines were split: `decode_with_steps`)
                 Payload::Lines(lines) => {
                     for (k, line) in lines.iter().enumerate() {
                         let at = At::Line { run: &position, k };
-                        if let Some(r) = self.decode_raw(line, at, dead, last_log) {
+                        let record = if pre { decoded[i].take() } else { self.decode_raw(line, at, dead, last_log) };
+                        if let Some(r) = record {
                             self.keep_decoded(r, at, &mut records);
                         }
+                        i += 1;
                     }
                     continue;
                 }
@@ -568,6 +585,7 @@ impl SourceActor {
             if let Some(r) = record {
                 self.keep_decoded(r, At::Item(&position), &mut records);
             }
+            i += 1;
         }
         records
     }
@@ -1050,7 +1068,8 @@ impl SourceActor {
         // before the record.
         let saves_clock_before = replay && track;
         // Whether a run of lines is routed by `route_lines`, without the per-record work of the
-        // cases it excludes (all constant for the run).
+        // cases it excludes (all constant for the run; and without source steps, checked per
+        // poll).
         let plain_runs = !replay && !track && !per_move && self.join.is_none() && self.by_input.is_none();
         let mut reported = Reported::new();
         let mut exhausted = false;
@@ -1141,15 +1160,23 @@ impl SourceActor {
             // creation instant), and its next line: read in place, one record per line.
             let mut run: Option<(SharedLines, Position, u64)> = None;
             let mut next_line = 0;
-            // The records of this poll before the current one (a run's lines each count; with
-            // source steps, runs were split and this is the item's index).
+            // The records of this poll before the current one (a run's lines each count, as in
+            // `decode_with_steps`).
             let mut i = 0;
             loop {
                 let item_position;
                 let (record, at, created_ns, header) = match &run {
                     Some((lines, position, created_ns)) if next_line < lines.len() => {
                         let at = At::Line { run: position, k: next_line };
-                        let record = self.decode_raw(lines.line(next_line), at, &mut dead, &mut last_log);
+                        let record = if pre {
+                            // the dead letters of the records so far, in the epoch they belong to
+                            while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
+                                dead.push(d);
+                            }
+                            decoded[i].take()
+                        } else {
+                            self.decode_raw(lines.line(next_line), at, &mut dead, &mut last_log)
+                        };
                         next_line += 1;
                         (record, at, *created_ns, false)
                     }
@@ -1157,7 +1184,7 @@ impl SourceActor {
                         let Some(SourceItem { payload, position, created_ns }) = drained.next() else { break };
                         let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
                         if let Payload::Lines(lines) = payload {
-                            if plain_runs {
+                            if plain_runs && !pre {
                                 let records = lines.len();
                                 let at = (&position, created_ns, system_now);
                                 routed +=
@@ -1744,6 +1771,22 @@ struct StepsBatch {
     records: Vec<Record>,
     at: Vec<usize>,
     scratch: BatchScratch,
+}
+
+impl StepsBatch {
+    /// Item `i` decoded: its record (if any) joins the batch; the dead letters in `one` are
+    /// moved to `dead` with its index.
+    #[inline]
+    fn add(&mut self, i: usize, record: Option<Record>, one: &mut Vec<String>, dead: &mut Vec<(usize, String)>) {
+        if !one.is_empty() {
+            // (an extend from an empty drain costs about 130 instructions: once per item)
+            dead.extend(one.drain(..).map(|d| (i, d)));
+        }
+        if let Some(r) = record {
+            self.records.push(r);
+            self.at.push(i);
+        }
+    }
 }
 
 fn dead_letter(reason: &str, position: &Position, record: &[u8]) -> String {
