@@ -308,6 +308,39 @@ fn a_record_longer_than_max_record_bytes_is_a_dead_letter_of_its_size_and_first_
 }
 
 #[test]
+fn a_malformed_line_among_the_lines_of_a_read_block_is_a_dead_letter_at_its_own_line() {
+    // The first line is read alone, the others whole in the read block, in runs of lines (a
+    // blank line ends one): each dead letter names its own line, in real-time mode without
+    // checkpoints (a run routed whole) and with them (a record at a time, its offset moved), and
+    // a restart from the checkpoint reads no line again.
+    let line = |n: usize| match n {
+        5 | 11 => format!("{{\"k\": \"a\", \"n\": oops{n}}}\n"),
+        8 => "\n".to_string(),
+        _ => format!("{{\"k\": \"a\", \"n\": {n}}}\n"),
+    };
+    let text: String = (1..=12).map(line).collect();
+    let sum: i64 = [1, 2, 3, 4, 6, 7, 9, 10, 12].iter().sum();
+    for extra in ["", "[checkpoint]\npath = \"ck\"\n"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir(dir.join("in")).unwrap();
+        std::fs::write(dir.join("in/000.json"), &text).unwrap();
+        std::fs::write(dir.join("p.toml"), pipeline("real-time", JSON_SOURCE, extra)).unwrap();
+        assert_ok(&eddy(dir, &["run", "p.toml"]));
+        assert_eq!(last_per_key(&rows(dir, "out")), BTreeMap::from([("a".to_string(), (9, Some(sum)))]), "{extra}");
+        let dead = rows(dir, "dead");
+        let at: Vec<&str> = dead.iter().map(|d| d["source"].as_str().unwrap()).collect();
+        assert_eq!(at, ["000.json:5", "000.json:11"], "{extra}");
+        assert_eq!(dead[1]["record"], "{\"k\": \"a\", \"n\": oops11}");
+        if !extra.is_empty() {
+            let (out_before, dead_before) = (rows(dir, "out").len(), rows(dir, "dead").len());
+            assert_ok(&eddy(dir, &["run", "p.toml"]));
+            assert_eq!((rows(dir, "out").len(), rows(dir, "dead").len()), (out_before, dead_before));
+        }
+    }
+}
+
+#[test]
 fn a_csv_record_with_a_newline_in_a_quoted_field_is_one_record() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

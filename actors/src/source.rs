@@ -59,8 +59,9 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
-use eddy_connectors::{Payload, Poll, Position, Rejection, Source, SourceItem, SourceOffset};
+use eddy_connectors::{Payload, Poll, Position, Rejection, SharedLines, Source, SourceItem, SourceOffset};
 use eddy_engine::decode::Decoder;
+use eddy_engine::driver::RealTimeClock;
 use eddy_engine::operator::Mode;
 use eddy_engine::output::{row_to_json_line, write_string};
 use eddy_engine::plan::QueryPlan;
@@ -341,12 +342,12 @@ impl SourceActor {
         Ok(())
     }
 
-    /// The partition actor of `record`, read at `position`: its input partition's in a shared
+    /// The partition actor of `record`, read `at` a position: its input partition's in a shared
     /// group's run, else its key range's.
     #[inline]
-    fn actor_of(&mut self, record: &Record, position: &Position) -> usize {
+    fn actor_of(&mut self, record: &Record, at: At<'_>) -> usize {
         match self.by_input.as_mut() {
-            Some(r) => r.actor_of(record, position, &self.metrics),
+            Some(r) => r.actor_of(record, &at.position(), &self.metrics),
             None => self.router.route(record).0,
         }
     }
@@ -416,13 +417,14 @@ impl SourceActor {
 
     /// With source steps: decodes `items` (what one poll gave, or a micro-batch) and runs the
     /// steps on their records as one batch ([`CompiledSteps::apply_batch`]: one pass per
-    /// expression over the batch instead of every expression per record). `decoded[i]` is item
-    /// `i`'s record after the steps, or `None` for an item that makes none: a header, input the
-    /// source rejected, a malformed record, one filtered out or whose steps failed, each counted
-    /// as [`SourceActor::decode_at`] does one at a time, its dead letters in `dead` with the
-    /// item's index, in item order (so that a caller writes them where one at a time would: in
-    /// the epoch of the item); a record the source generated is taken out of its item.
-    /// `batch`: buffers kept from poll to poll.
+    /// expression over the batch instead of every expression per record). Items are counted
+    /// as a poll's `max` counts them: a run of lines ([`Payload::Lines`]) as its lines, each
+    /// read in place. `decoded[i]` is item `i`'s record after the steps, or `None` for an item
+    /// that makes none: a header, input the source rejected, a malformed record, one filtered
+    /// out or whose steps failed, each counted as [`SourceActor::decode_at`] does one at a time,
+    /// its dead letters in `dead` with the item's index, in item order (so that a caller writes
+    /// them where one at a time would: in the epoch of the item); a record the source generated
+    /// is taken out of its item. `batch`: buffers kept from poll to poll.
     /// Without source steps, nothing is done (`false`): the items are decoded one at a time.
     fn decode_with_steps(
         &mut self,
@@ -439,12 +441,23 @@ impl SourceActor {
         batch.records.clear();
         batch.at.clear();
         let mut one = Vec::new();
-        for (i, item) in items.iter_mut().enumerate() {
+        let mut i = 0;
+        for item in items.iter_mut() {
+            if let Payload::Lines(lines) = &item.payload {
+                for (k, line) in lines.iter().enumerate() {
+                    decoded.push(None);
+                    let record = self.decode_raw(line, At::Line { run: &item.position, k }, &mut one, last_log);
+                    batch.add(i, record, &mut one, dead);
+                    i += 1;
+                }
+                continue;
+            }
             decoded.push(None);
             let record = match &mut item.payload {
                 Payload::Record(r) => Some(std::mem::replace(r, Record::new(Vec::new()))),
-                Payload::Raw(bytes) => self.decode_raw(bytes, &item.position, &mut one, last_log),
-                Payload::Line(line) => self.decode_raw(line.bytes(), &item.position, &mut one, last_log),
+                Payload::Raw(bytes) => self.decode_raw(bytes, At::Item(&item.position), &mut one, last_log),
+                Payload::Line(line) => self.decode_raw(line.bytes(), At::Item(&item.position), &mut one, last_log),
+                Payload::Lines(_) => unreachable!("read above"),
                 Payload::Header(header) => {
                     self.set_header(header, &item.position);
                     None
@@ -454,14 +467,8 @@ impl SourceActor {
                     None
                 }
             };
-            if !one.is_empty() {
-                // (an extend from an empty drain costs about 130 instructions: once per item)
-                dead.extend(one.drain(..).map(|d| (i, d)));
-            }
-            if let Some(r) = record {
-                batch.records.push(r);
-                batch.at.push(i);
-            }
+            batch.add(i, record, &mut one, dead);
+            i += 1;
         }
         let steps = self.plan.source_steps.clone();
         // A `select` narrower than the decoder's records moves their values into the narrower
@@ -484,8 +491,20 @@ impl SourceActor {
                 self.source.recycle(&mut back);
             }
         }
+        // Where each item's records start among them (for the rare records the steps reject).
+        let starts: Vec<usize> = if rejected.is_empty() {
+            Vec::new()
+        } else {
+            items.iter().scan(0, |next, item| Some(std::mem::replace(next, *next + item.units()))).collect()
+        };
         for (k, applied) in rejected {
-            let item = &items[batch.at[k]];
+            let at = batch.at[k];
+            let j = starts.partition_point(|&start| start <= at) - 1;
+            let item = &items[j];
+            let (raw, position) = match &item.payload {
+                Payload::Lines(lines) => (Some(lines.line(at - starts[j])), item.position.line_of_run(at - starts[j])),
+                payload => (payload.raw_bytes(), item.position.clone()),
+            };
             match applied {
                 // read and decoded, then filtered out: counted in, as Spark counts numInputRows
                 Applied::Drop => {
@@ -493,7 +512,7 @@ impl SourceActor {
                 }
                 Applied::Failed { reason, input } => {
                     let json;
-                    let text = match item.payload.raw_bytes() {
+                    let text = match raw {
                         Some(raw) => raw,
                         None => {
                             json = row_to_json_line(&self.plan.decoded_names(), &input.values);
@@ -504,11 +523,11 @@ impl SourceActor {
                         "record whose filter or computed column failed (the source's filter / select, or a SQL query's WHERE, keys or aggregate inputs)",
                         &reason,
                         text,
-                        &item.position,
+                        &position,
                         &mut one,
                         last_log,
                     );
-                    dead.extend(one.drain(..).map(|d| (batch.at[k], d)));
+                    dead.extend(one.drain(..).map(|d| (at, d)));
                 }
                 Applied::Keep(_) => {}
             }
@@ -519,11 +538,6 @@ impl SourceActor {
             decoded[batch.at[k as usize]] = Some(r);
         }
         true
-    }
-
-    /// Decodes one item; a failure becomes a dead letter (counted, logged at most once a second).
-    fn decode(&mut self, item: SourceItem, dead: &mut Vec<String>, last_log: &mut Option<Instant>) -> Option<Record> {
-        self.decode_at(item.payload, &item.position, dead, last_log)
     }
 
     /// Micro-batch: decodes a batch's items; with a join, keeps each record's position for its
@@ -538,7 +552,7 @@ impl SourceActor {
         // the source steps' `current_timestamp()`: the batch's processing time (system clock;
         // validation refuses it there under the replay clock)
         eddy_engine::expr::set_processing_time(now);
-        let mut records = Vec::with_capacity(items.len());
+        let mut records = Vec::with_capacity(items.iter().map(SourceItem::units).sum());
         let mut decoded = Vec::new();
         let mut dead_at = Vec::new();
         let pre = self.decode_with_steps(&mut items, &mut decoded, &mut StepsBatch::default(), &mut dead_at, last_log);
@@ -546,29 +560,49 @@ impl SourceActor {
         if let Some(r) = self.by_input.as_mut() {
             r.batch.clear();
         }
-        for (i, item) in items.into_iter().enumerate() {
-            let position = self.join.is_some().then(|| item.position.clone());
-            let input = self.by_input.is_some().then(|| item.position.clone());
-            let record = if pre {
-                if let Payload::Raw(line) = item.payload {
-                    self.spares.decoded_line(line);
+        // (`decoded` counts a run's lines, as `i` does)
+        let mut i = 0;
+        for SourceItem { payload, position, .. } in items {
+            let record = match payload {
+                Payload::Lines(lines) => {
+                    for (k, line) in lines.iter().enumerate() {
+                        let at = At::Line { run: &position, k };
+                        let record = if pre { decoded[i].take() } else { self.decode_raw(line, at, dead, last_log) };
+                        if let Some(r) = record {
+                            self.keep_decoded(r, at, &mut records);
+                        }
+                        i += 1;
+                    }
+                    continue;
                 }
-                decoded[i].take()
-            } else {
-                self.decode(item, dead, last_log)
+                Payload::Raw(line) if pre => {
+                    self.spares.decoded_line(line);
+                    decoded[i].take()
+                }
+                _ if pre => decoded[i].take(),
+                payload => self.decode_at(payload, &position, dead, last_log),
             };
             if let Some(r) = record {
-                if let (Some(routing), Some(at)) = (self.by_input.as_mut(), input) {
-                    let actor = routing.actor_of(&r, &at, &self.metrics);
-                    routing.batch.push(actor);
-                }
-                records.push(r);
-                if let (Some(j), Some(p)) = (self.join.as_mut(), position) {
-                    j.positions.push(p);
-                }
+                self.keep_decoded(r, At::Item(&position), &mut records);
             }
+            i += 1;
         }
         records
+    }
+
+    /// Micro-batch: a record decoded from what was read `at` a position, added to `records`;
+    /// in a shared group's run its partition actor is noted, with a join its position
+    /// ([`TableJoin::positions`]).
+    #[inline(always)]
+    fn keep_decoded(&mut self, record: Record, at: At<'_>, records: &mut Vec<Record>) {
+        if let Some(routing) = self.by_input.as_mut() {
+            let actor = routing.actor_of(&record, &at.position(), &self.metrics);
+            routing.batch.push(actor);
+        }
+        records.push(record);
+        if let Some(j) = self.join.as_mut() {
+            j.positions.push(at.position().into_owned());
+        }
     }
 
     /// Joins a record with the table and runs the query's steps on each joined record
@@ -626,7 +660,9 @@ impl SourceActor {
 
     /// Decodes a payload read at `position`: a record as it is, raw bytes by the decoder.
     /// Inlined into the loops that call it per item (the call and the payload's move cost as
-    /// much as its own work); the rare cases (steps, headers, rejections) are calls.
+    /// much as its own work); the rare cases (steps, headers, rejections) are calls. A run of
+    /// lines ([`Payload::Lines`]) is no payload of one record: callers read its lines
+    /// themselves, or split it first ([`SourceItem::split_lines`]).
     #[inline(always)]
     fn decode_at(
         &mut self,
@@ -638,23 +674,23 @@ impl SourceActor {
         match payload {
             Payload::Record(r) if self.plan.source_steps.is_empty() => Some(r),
             Payload::Line(line) if self.plan.source_steps.is_empty() => {
-                self.decode_raw(line.bytes(), position, dead, last_log)
+                self.decode_raw(line.bytes(), At::Item(position), dead, last_log)
             }
             Payload::Raw(bytes) if self.plan.source_steps.is_empty() => {
-                let r = self.decode_raw(&bytes, position, dead, last_log);
+                let r = self.decode_raw(&bytes, At::Item(position), dead, last_log);
                 self.spares.decoded_line(bytes);
                 r
             }
             Payload::Record(r) => self.apply_steps(r, None, position, dead, last_log),
             Payload::Raw(bytes) => {
-                let r = self.decode_raw(&bytes, position, dead, last_log);
+                let r = self.decode_raw(&bytes, At::Item(position), dead, last_log);
                 let r = r.and_then(|r| self.apply_steps(r, Some(&bytes), position, dead, last_log));
                 self.spares.decoded_line(bytes);
                 r
             }
             Payload::Line(line) => {
                 let bytes = line.bytes();
-                let r = self.decode_raw(bytes, position, dead, last_log);
+                let r = self.decode_raw(bytes, At::Item(position), dead, last_log);
                 r.and_then(|r| self.apply_steps(r, Some(bytes), position, dead, last_log))
             }
             Payload::Header(header) => {
@@ -665,6 +701,7 @@ impl SourceActor {
                 self.reject(&rejection, position, dead);
                 None
             }
+            Payload::Lines(_) => unreachable!("a run of lines is read line by line"),
         }
     }
 
@@ -730,14 +767,14 @@ impl SourceActor {
         }
     }
 
-    /// Decodes raw bytes read at `position` into a record handed back by the partition actors
+    /// Decodes raw bytes read `at` a position into a record handed back by the partition actors
     /// when one is at hand (`crate::recycle`), else a new one. Inlined (it runs per record); a
     /// failure is handled out of line ([`SourceActor::decode_failed`]).
     #[inline(always)]
     fn decode_raw(
         &mut self,
         bytes: &[u8],
-        position: &Position,
+        at: At<'_>,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) -> Option<Record> {
@@ -746,7 +783,7 @@ impl SourceActor {
         match decoder.decode_into(bytes, &mut record) {
             Ok(()) => Some(record),
             Err(e) => {
-                self.decode_failed(record, &e, bytes, position, dead, last_log);
+                self.decode_failed(record, &e, bytes, at, dead, last_log);
                 None
             }
         }
@@ -762,10 +799,11 @@ impl SourceActor {
         record: Record,
         error: &eddy_engine::decode::DecodeError,
         bytes: &[u8],
-        position: &Position,
+        at: At<'_>,
         dead: &mut Vec<String>,
         last_log: &mut Option<Instant>,
     ) {
+        let position = &*at.position();
         self.spares.unused_record(record);
         self.counters.malformed.fetch_add(1, Ordering::Relaxed);
         let reason = error.to_string();
@@ -854,9 +892,9 @@ impl SourceActor {
         let rest = usize::try_from(rest).unwrap_or(usize::MAX).min(POLL_MAX);
         loop {
             let before = items.len();
-            let counted = items.iter().filter(|it| !is_header(it)).count();
+            let counted = counted_records(items);
             let poll = self.source.poll(items, rest - counted, timeout)?;
-            let counted = items.iter().filter(|it| !is_header(it)).count();
+            let counted = counted_records(items);
             if poll != Poll::Data || counted >= rest || items.len() == before {
                 return Ok(poll);
             }
@@ -932,6 +970,34 @@ impl SourceActor {
         self.end_unit(epoch, dead)
     }
 
+    /// Real-time, a run of lines read `at` (its position, creation instant and the poll's
+    /// system time) when no record of it can close an epoch or move an offset, and it needs
+    /// no join and no routing by input partition: decodes, stamps and routes each line as the
+    /// loop of [`SourceActor::run_real_time`] does in that case, without its per-record checks
+    /// of the others. Returns the records routed (a malformed line's dead letter is in `dead`).
+    #[inline(always)]
+    fn route_lines(
+        &mut self,
+        lines: &SharedLines,
+        (run, created_ns, system_now): (&Position, u64, Timestamp),
+        clock: &mut RealTimeClock,
+        buffers: &mut [Vec<Stamped>],
+        dead: &mut Vec<String>,
+        last_log: &mut Option<Instant>,
+    ) -> Result<u64, SourceError> {
+        let mut routed = 0;
+        for (k, line) in lines.iter().enumerate() {
+            let Some(record) = self.decode_raw(line, At::Line { run, k }, dead, last_log) else {
+                continue;
+            };
+            let stamp = clock.stamp_source(self.active, &record, system_now);
+            routed += 1;
+            let p = self.router.route(&record).0;
+            self.route(buffers, p, Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns })?;
+        }
+        Ok(routed)
+    }
+
     fn run_real_time(&mut self) -> Result<(), SourceError> {
         let mut clock = self.plan.realtime_clock();
         let replay = self.plan.replay.is_some();
@@ -997,6 +1063,14 @@ impl SourceActor {
         // rows at the same instant as the actor that did (and as one actor alone would), so
         // `current_timestamp()` does not depend on the parallelism.
         let per_move = self.partitions.len() > 1 && self.plan.reads_processing_time_after_sources();
+        // Whether a record can close an epoch (a barrier cut in the middle of a poll): only
+        // under the replay clock, and only with checkpoints does it save the clock as it stood
+        // before the record.
+        let saves_clock_before = replay && track;
+        // Whether a run of lines is routed by `route_lines`, without the per-record work of the
+        // cases it excludes (all constant for the run; and without source steps, checked per
+        // poll).
+        let plain_runs = !replay && !track && !per_move && self.join.is_none() && self.by_input.is_none();
         let mut reported = Reported::new();
         let mut exhausted = false;
         let mut joined: Vec<Record> = Vec::new();
@@ -1062,7 +1136,8 @@ impl SourceActor {
             // With metrics or a latency recorder, records without a creation instant count their
             // latency from this poll.
             let poll_ns = if metrics_on || self.stamp_polls { eddy_connectors::monotonic_ns() } else { 0 };
-            let polled_items = items.len();
+            // Records of the poll as its `max` counts them (a run of lines: its lines).
+            let polled_items: usize = items.iter().map(SourceItem::units).sum();
             // A restored source's offset names the last file it gave records of at its last line
             // read (not as read whole), so its first poll may only reach that file's end: the
             // uninterrupted run reached it in the poll before.
@@ -1080,33 +1155,81 @@ impl SourceActor {
             let mut routed: u64 = 0;
             let pre = self.decode_with_steps(&mut items, &mut decoded, &mut steps_batch, &mut dead_at, &mut last_log);
             let mut dead_letters = dead_at.drain(..).peekable();
-            for (i, item) in items.drain(..).enumerate() {
-                let SourceItem { payload, position, created_ns } = item;
-                let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
-                // A CSV header is no record: it moves no offset (a resumed source gives it again).
-                let header = matches!(payload, Payload::Header(_));
-                headers_past += usize::from(header);
-                let record = if pre {
-                    // the dead letters of the items so far, in the epoch they belong to
-                    while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
-                        dead.push(d);
+            let mut drained = items.drain(..);
+            // The run of lines being read (a `Payload::Lines` item: its lines, position and
+            // creation instant), and its next line: read in place, one record per line.
+            let mut run: Option<(SharedLines, Position, u64)> = None;
+            let mut next_line = 0;
+            // The records of this poll before the current one (a run's lines each count, as in
+            // `decode_with_steps`).
+            let mut i = 0;
+            loop {
+                let item_position;
+                let (record, at, created_ns, header) = match &run {
+                    Some((lines, position, created_ns)) if next_line < lines.len() => {
+                        let at = At::Line { run: position, k: next_line };
+                        let record = if pre {
+                            // the dead letters of the records so far, in the epoch they belong to
+                            while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
+                                dead.push(d);
+                            }
+                            decoded[i].take()
+                        } else {
+                            self.decode_raw(lines.line(next_line), at, &mut dead, &mut last_log)
+                        };
+                        next_line += 1;
+                        (record, at, *created_ns, false)
                     }
-                    if let Payload::Raw(line) = payload {
-                        self.spares.decoded_line(line);
+                    _ => {
+                        let Some(SourceItem { payload, position, created_ns }) = drained.next() else { break };
+                        let created_ns = if created_ns != 0 { created_ns } else { poll_ns };
+                        if let Payload::Lines(lines) = payload {
+                            if plain_runs && !pre {
+                                let records = lines.len();
+                                let at = (&position, created_ns, system_now);
+                                routed +=
+                                    self.route_lines(&lines, at, &mut clock, &mut buffers, &mut dead, &mut last_log)?;
+                                i += records;
+                                continue;
+                            }
+                            run = Some((lines, position, created_ns));
+                            next_line = 0;
+                            continue;
+                        }
+                        // A CSV header is no record: it moves no offset (a resumed source gives
+                        // it again).
+                        let header = matches!(payload, Payload::Header(_));
+                        headers_past += usize::from(header);
+                        item_position = position;
+                        let record = if pre {
+                            // the dead letters of the items so far, in the epoch they belong to
+                            while let Some((_, d)) = dead_letters.next_if(|(at, _)| *at <= i) {
+                                dead.push(d);
+                            }
+                            if let Payload::Raw(line) = payload {
+                                self.spares.decoded_line(line);
+                            }
+                            decoded[i].take()
+                        } else {
+                            self.decode_at(payload, &item_position, &mut dead, &mut last_log)
+                        };
+                        (record, At::Item(&item_position), created_ns, header)
                     }
-                    decoded[i].take()
-                } else {
-                    self.decode_at(payload, &position, &mut dead, &mut last_log)
                 };
+                let index = i;
+                i += 1;
                 let Some(record) = record else {
                     if track && !header {
-                        SourceOffset::advance(&mut offsets[self.active], &position);
+                        SourceOffset::advance(&mut offsets[self.active], &at.position());
                     }
                     continue;
                 };
                 // Event times seen before this record: a barrier it triggers checkpoints these.
-                let seen_before = if track { clock.max_event_time() } else { None };
-                let active_before = if track && n > 1 { clock.sources().max_event_time(self.active) } else { None };
+                let (seen_before, active_before) = if saves_clock_before {
+                    (clock.max_event_time(), if n > 1 { clock.sources().max_event_time(self.active) } else { None })
+                } else {
+                    (None, None)
+                };
                 let stamp = clock.stamp_source(self.active, &record, system_now);
                 if replay {
                     let b = *next_boundary.get_or_insert_with(|| {
@@ -1127,7 +1250,7 @@ impl SourceActor {
                         // that ended at its `max` again up to there (CSV headers not counted); one
                         // that ended at the source's own boundary (a file's end) to it again.
                         let rest = if poll == Poll::Data && n > 1 {
-                            ((polled_items - i) - (headers_in_poll - headers_past)) as u64
+                            ((polled_items - index) - (headers_in_poll - headers_past)) as u64
                         } else {
                             0
                         };
@@ -1149,19 +1272,19 @@ impl SourceActor {
                     }
                 }
                 if track {
-                    SourceOffset::advance(&mut offsets[self.active], &position);
+                    SourceOffset::advance(&mut offsets[self.active], &at.position());
                 }
                 routed += 1;
                 if self.join.is_some() {
                     // 0..n joined records, each stamped as the record they were made of
-                    self.join_record(record, &position, &mut joined, &mut dead, &mut last_log);
+                    self.join_record(record, &at.position(), &mut joined, &mut dead, &mut last_log);
                     for record in joined.drain(..) {
-                        let p = self.actor_of(&record, &position);
+                        let p = self.actor_of(&record, at);
                         let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                         self.route(&mut buffers, p, s)?;
                     }
                 } else {
-                    let p = self.actor_of(&record, &position);
+                    let p = self.actor_of(&record, at);
                     let s = Stamped { record, now: stamp.now, watermark: stamp.watermark, created_ns };
                     self.route(&mut buffers, p, s)?;
                 }
@@ -1281,6 +1404,8 @@ impl SourceActor {
         let mut seq = self.plan.sequencer();
         let trigger = std::time::Duration::from_micros(self.trigger.0.max(0) as u64);
         let mut pending: Vec<SourceItem> = Vec::new();
+        // The records of `pending` (a run of lines counts its lines).
+        let mut pending_records = 0;
         let mut dead = Vec::new();
         let mut last_log = None;
         let mut last_moved: Option<(Timestamp, Timestamp)> = None;
@@ -1308,14 +1433,16 @@ impl SourceActor {
                 .saturating_sub(batch_started.elapsed())
                 .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 } else { 1 }));
             self.take_returned();
+            let before = pending.len();
             let poll = self.source.poll(&mut pending, POLL_MAX, wait)?;
+            pending_records += pending[before..].iter().map(SourceItem::units).sum::<usize>();
             let cut = match poll {
                 Poll::BatchBoundary => true,
                 Poll::Exhausted => {
                     exhausted = true;
                     !pending.is_empty()
                 }
-                Poll::Data => pending.len() >= 1_000_000,
+                Poll::Data => pending_records >= 1_000_000,
                 Poll::Idle => !pending.is_empty() && (stopping || batch_started.elapsed() >= trigger),
             };
             if cut {
@@ -1324,6 +1451,7 @@ impl SourceActor {
                     j.refresh(cut_at);
                 }
                 let items = std::mem::take(&mut pending);
+                pending_records = 0;
                 let now = self.clock.now();
                 let records = self.decode_batch(items, now, &mut dead, &mut last_log);
                 last_moved = Some(self.run_batch(&mut seq, records, now, &mut dead, Some(cut_at))?);
@@ -1425,19 +1553,24 @@ impl SourceActor {
                 }
                 self.switch_to(k);
                 let mut items: Vec<SourceItem> = Vec::new();
+                // The records of `items` (a run of lines counts its lines).
+                let mut polled_records = 0;
                 loop {
                     // an endless source gives what is at hand within the trigger interval
                     let wait = trigger
                         .saturating_sub(batch_started.elapsed())
                         .max(std::time::Duration::from_millis(if trigger.is_zero() { 100 / n as u64 } else { 1 }));
                     self.take_returned();
-                    match self.source.poll(&mut items, POLL_MAX, wait)? {
+                    let before = items.len();
+                    let poll = self.source.poll(&mut items, POLL_MAX, wait)?;
+                    polled_records += items[before..].iter().map(SourceItem::units).sum::<usize>();
+                    match poll {
                         Poll::BatchBoundary => break,
                         Poll::Exhausted => {
                             *done = true;
                             break;
                         }
-                        Poll::Data if items.len() < 1_000_000 => {}
+                        Poll::Data if polled_records < 1_000_000 => {}
                         Poll::Data | Poll::Idle => break,
                     }
                 }
@@ -1586,6 +1719,27 @@ impl SourceActor {
     }
 }
 
+/// Where a record being read came from: an item's position, or line `k` (from 0) of a run of
+/// lines ([`Payload::Lines`]) at `run`, whose own position is made only when it is needed (a
+/// dead letter, an offset, a join, a shared group's routing), not per record.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    /// The position of a one-record item.
+    Item(&'a Position),
+    /// Line `k` of the run of lines at `run`.
+    Line { run: &'a Position, k: usize },
+}
+
+impl<'a> At<'a> {
+    /// The record's position.
+    fn position(self) -> std::borrow::Cow<'a, Position> {
+        match self {
+            At::Item(position) => std::borrow::Cow::Borrowed(position),
+            At::Line { run, k } => std::borrow::Cow::Owned(run.line_of_run(k)),
+        }
+    }
+}
+
 /// Several sources in real-time mode: where the round-robin stands at a barrier (kept in the
 /// checkpoint as [`DriverState::RealTimeSources`]).
 #[derive(Clone, Copy, Debug)]
@@ -1603,6 +1757,12 @@ fn is_header(item: &SourceItem) -> bool {
     matches!(item.payload, Payload::Header(_))
 }
 
+/// The items of `items` as a poll's `max` counts them ([`SourceItem::units`]), CSV headers not
+/// counted.
+fn counted_records(items: &[SourceItem]) -> usize {
+    items.iter().filter(|it| !is_header(it)).map(SourceItem::units).sum()
+}
+
 /// A dead letter: `{"reason": ..., "source": <position>, "record": <raw text>}` (PIPELINE.md).
 /// The buffers [`SourceActor::decode_with_steps`] keeps from poll to poll: the records of a
 /// poll, the item each came from, and the steps' scratch.
@@ -1611,6 +1771,22 @@ struct StepsBatch {
     records: Vec<Record>,
     at: Vec<usize>,
     scratch: BatchScratch,
+}
+
+impl StepsBatch {
+    /// Item `i` decoded: its record (if any) joins the batch; the dead letters in `one` are
+    /// moved to `dead` with its index.
+    #[inline]
+    fn add(&mut self, i: usize, record: Option<Record>, one: &mut Vec<String>, dead: &mut Vec<(usize, String)>) {
+        if !one.is_empty() {
+            // (an extend from an empty drain costs about 130 instructions: once per item)
+            dead.extend(one.drain(..).map(|d| (i, d)));
+        }
+        if let Some(r) = record {
+            self.records.push(r);
+            self.at.push(i);
+        }
+    }
 }
 
 fn dead_letter(reason: &str, position: &Position, record: &[u8]) -> String {

@@ -33,13 +33,14 @@ pub use stdio::{StdinSource, StdoutSink};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Position {
     /// A record of a file: its first line (1-based) and its last (a CSV record whose quoted
-    /// field holds a newline spans several lines).
+    /// field holds a newline spans several lines); of a [`Payload::Lines`] item, the first line
+    /// of its run and the last.
     File {
         /// File name (without folder), shared by the file's records (no copy per record).
         file: Arc<str>,
-        /// The record's first line, from 1.
+        /// The record's (or run's) first line, from 1.
         line: u64,
-        /// The record's last line (`>= line`): a restart resumes after it.
+        /// The record's (or run's) last line (`>= line`): a restart resumes after it.
         through: u64,
         /// The file's identity (device and inode; `None` off Unix): a followed source's offset
         /// keeps it, so a restart reads a file replaced meanwhile from its start.
@@ -78,6 +79,22 @@ pub enum Position {
     },
 }
 
+impl Position {
+    /// The position of line `k` (from 0) of a [`Payload::Lines`] item at this position: of a
+    /// [`Position::File`] from `line` on, line `line + k` alone (`through` the same); any other
+    /// position as it is.
+    #[inline]
+    pub fn line_of_run(&self, k: usize) -> Position {
+        match self {
+            Position::File { file, line, identity, .. } => {
+                let line = line + k as u64;
+                Position::File { file: Arc::clone(file), line, through: line, identity: *identity }
+            }
+            other => other.clone(),
+        }
+    }
+}
+
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -98,9 +115,17 @@ pub enum Payload {
     /// Undecoded bytes: one JSON object or one CSV line (no trailing newline).
     Raw(Vec<u8>),
     /// Undecoded bytes as [`Payload::Raw`], held in a read block shared with the other lines of
-    /// that block (the files source: no copy and no buffer per line). Decoded exactly as
-    /// [`Payload::Raw`].
+    /// that block (no copy and no buffer per line). Decoded exactly as [`Payload::Raw`].
     Line(SharedLine),
+    /// Several records: consecutive lines of one file, whole in one read block, each decoded
+    /// exactly as a [`Payload::Raw`] (the files source: one item for a run of lines, so its
+    /// poll does no work per line beyond finding it). Line `k` (from 0) of the run is line
+    /// `line + k` of the file, `line` being the item's [`Position::File`] first line (and
+    /// `through` the run's last line; [`Position::line_of_run`] gives each line's own position).
+    /// A run counts as many items as it has lines toward a poll's `max`
+    /// ([`SourceItem::units`]); [`SourceItem::split_lines`] makes it one [`Payload::Line`] item
+    /// per line.
+    Lines(SharedLines),
     /// A record already in the source's schema (generators).
     Record(Record),
     /// A CSV header line (without its newline; a leading UTF-8 byte order mark removed): the
@@ -117,13 +142,14 @@ pub enum Payload {
 }
 
 impl Payload {
-    /// The undecoded bytes of a [`Payload::Raw`] or [`Payload::Line`]; `None` for the others.
+    /// The undecoded bytes of a [`Payload::Raw`] or [`Payload::Line`]; `None` for the others
+    /// (a [`Payload::Lines`] holds several: [`SharedLines::line`]).
     #[inline]
     pub fn raw_bytes(&self) -> Option<&[u8]> {
         match self {
             Payload::Raw(bytes) => Some(bytes),
             Payload::Line(line) => Some(line.bytes()),
-            Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => None,
+            Payload::Lines(_) | Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => None,
         }
     }
 }
@@ -167,6 +193,88 @@ impl fmt::Debug for SharedLine {
     /// As the bytes of a [`Payload::Raw`] (the block is not shown).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.bytes().fmt(f)
+    }
+}
+
+/// A run of lines of one read block ([`Payload::Lines`]): the block and each line's byte range
+/// in it, half-open `[start, end)`, without its line terminator, in file order. Cloning it
+/// clones the block's `Arc` and the ranges, not the bytes; the block is freed with the last
+/// line or run that holds it.
+#[derive(Clone)]
+pub struct SharedLines {
+    block: Arc<Vec<u8>>,
+    ranges: Vec<[u32; 2]>,
+}
+
+impl SharedLines {
+    /// A run of no line yet over `block`.
+    ///
+    /// # Panics
+    /// When `block` is longer than `u32::MAX` bytes (blocks are read buffers, of 256 KiB for the
+    /// files source).
+    #[inline]
+    pub fn new(block: Arc<Vec<u8>>) -> SharedLines {
+        assert!(u32::try_from(block.len()).is_ok(), "a read block is smaller than 4 GiB");
+        SharedLines { block, ranges: Vec::new() }
+    }
+
+    /// Appends the line `range` (bytes, half-open) of the block.
+    ///
+    /// # Panics
+    /// When `range` is not within the block.
+    #[inline]
+    pub fn push(&mut self, range: std::ops::Range<usize>) {
+        assert!(
+            range.start <= range.end && range.end <= self.block.len(),
+            "line {range:?} out of a block of {}",
+            self.block.len()
+        );
+        // (within the block, whose length fits in a `u32`: `new`)
+        self.ranges.push([range.start as u32, range.end as u32]);
+    }
+
+    /// The number of lines.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether the run has no line.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// The bytes of line `k` (from 0).
+    ///
+    /// # Panics
+    /// When `k >= self.len()`.
+    #[inline]
+    pub fn line(&self, k: usize) -> &[u8] {
+        let [start, end] = self.ranges[k];
+        &self.block[start as usize..end as usize]
+    }
+
+    /// The lines' bytes, in order.
+    #[inline]
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.ranges.iter().map(|&[start, end]| &self.block[start as usize..end as usize])
+    }
+
+    /// Line `k` (from 0) alone, sharing the block.
+    ///
+    /// # Panics
+    /// When `k >= self.len()`.
+    pub fn shared_line(&self, k: usize) -> SharedLine {
+        let [start, end] = self.ranges[k];
+        SharedLine { block: Arc::clone(&self.block), start, end }
+    }
+}
+
+impl fmt::Debug for SharedLines {
+    /// The lines' bytes, as a list (the block is not shown).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -219,7 +327,8 @@ impl Rejection {
     }
 }
 
-/// One input item.
+/// One input item: one record (or header, or rejected input), or a run of lines
+/// ([`Payload::Lines`]) of several.
 #[derive(Clone, Debug)]
 pub struct SourceItem {
     /// The content.
@@ -229,6 +338,42 @@ pub struct SourceItem {
     /// When the item was created, as nanoseconds of the process's monotonic clock
     /// ([`monotonic_ns`]), when the source knows it (Nexmark, for latency measurement); else 0.
     pub created_ns: u64,
+}
+
+impl SourceItem {
+    /// How many items this one counts as toward a poll's `max`: a [`Payload::Lines`] its lines,
+    /// any other item 1.
+    #[inline]
+    pub fn units(&self) -> usize {
+        match &self.payload {
+            Payload::Lines(lines) => lines.len(),
+            _ => 1,
+        }
+    }
+
+    /// Replaces each [`Payload::Lines`] item of `items[from..]` by one [`Payload::Line`] item per
+    /// line, at the line's own position ([`Position::line_of_run`]); the other items stay, in
+    /// order. For a reader that takes one record per item.
+    ///
+    /// # Panics
+    /// When `from > items.len()`.
+    pub fn split_lines(items: &mut Vec<SourceItem>, from: usize) {
+        if !items[from..].iter().any(|item| matches!(item.payload, Payload::Lines(_))) {
+            return;
+        }
+        let tail = items.split_off(from);
+        items.reserve(tail.iter().map(SourceItem::units).sum());
+        for item in tail {
+            match item.payload {
+                Payload::Lines(lines) => items.extend((0..lines.len()).map(|k| SourceItem {
+                    payload: Payload::Line(lines.shared_line(k)),
+                    position: item.position.line_of_run(k),
+                    created_ns: item.created_ns,
+                })),
+                payload => items.push(SourceItem { payload, ..item }),
+            }
+        }
+    }
 }
 
 /// What a poll found.
@@ -267,7 +412,8 @@ pub enum ConnectorError {
 
 /// A source of input.
 pub trait Source: Send {
-    /// Appends up to `max` items to `out`, waiting at most `timeout` for the first one.
+    /// Appends up to `max` items to `out` (a [`Payload::Lines`] counting as its lines:
+    /// [`SourceItem::units`]), waiting at most `timeout` for the first one.
     ///
     /// # Errors
     /// A [`ConnectorError`] when the input cannot be read (the runtime stops with exit 1).
@@ -437,6 +583,69 @@ mod tests {
         assert_eq!(Payload::Line(line).raw_bytes(), Some(b"{\"b\":2}".as_slice()));
         assert_eq!(Payload::Raw(b"x".to_vec()).raw_bytes(), Some(b"x".as_slice()));
         assert_eq!(Payload::Header(b"a,b".to_vec()).raw_bytes(), None);
+    }
+
+    #[test]
+    fn a_run_of_lines_is_split_into_one_item_per_line_at_its_own_line() {
+        let block = Arc::new(b"{\"a\":1}\n{\"b\":2}\r\n{\"c\":3}\n".to_vec());
+        let mut lines = SharedLines::new(Arc::clone(&block));
+        assert!(lines.is_empty());
+        lines.push(0..7);
+        lines.push(8..15);
+        lines.push(17..24);
+        assert_eq!((lines.len(), lines.line(1)), (3, b"{\"b\":2}".as_slice()));
+        let all: Vec<&[u8]> = lines.iter().collect();
+        assert_eq!(all, [b"{\"a\":1}".as_slice(), b"{\"b\":2}", b"{\"c\":3}"]);
+        assert_eq!(format!("{lines:?}"), format!("{:?}", [b"{\"a\":1}", b"{\"b\":2}", b"{\"c\":3}"]));
+        let file: Arc<str> = Arc::from("a.json");
+        let identity = Some(FileIdentity { device: 1, inode: 2 });
+        let run = SourceItem {
+            payload: Payload::Lines(lines),
+            position: Position::File { file: Arc::clone(&file), line: 41, through: 43, identity },
+            created_ns: 7,
+        };
+        assert_eq!(run.units(), 3);
+        assert_eq!(run.payload.raw_bytes(), None);
+        let header = SourceItem {
+            payload: Payload::Header(b"h".to_vec()),
+            position: Position::File { file: Arc::clone(&file), line: 1, through: 1, identity },
+            created_ns: 0,
+        };
+        assert_eq!(header.units(), 1);
+        let mut items = vec![header.clone(), run.clone(), header, run];
+        // From the third item on: the first run stays whole.
+        SourceItem::split_lines(&mut items, 2);
+        assert_eq!(items.len(), 6);
+        assert!(matches!(items[1].payload, Payload::Lines(_)));
+        let split: Vec<(String, Option<&[u8]>, u64)> =
+            items[3..].iter().map(|i| (i.position.to_string(), i.payload.raw_bytes(), i.created_ns)).collect();
+        assert_eq!(
+            split,
+            vec![
+                ("a.json:41".to_string(), Some(b"{\"a\":1}".as_slice()), 7),
+                ("a.json:42".to_string(), Some(b"{\"b\":2}".as_slice()), 7),
+                ("a.json:43".to_string(), Some(b"{\"c\":3}".as_slice()), 7),
+            ]
+        );
+        assert_eq!(items[4].position, Position::File { file, line: 42, through: 42, identity });
+        let Payload::Line(line) = &items[5].payload else { panic!("{:?}", items[5].payload) };
+        assert_eq!(line.bytes().as_ptr(), block[17..].as_ptr(), "a split line shares the block");
+        // Nothing to split: the items stay as they are.
+        let before = format!("{items:?}");
+        SourceItem::split_lines(&mut items, 2);
+        assert_eq!(format!("{items:?}"), before);
+    }
+
+    #[test]
+    fn a_line_of_a_run_elsewhere_than_in_a_file_keeps_its_position() {
+        let at = Position::Stdin { line: 3, through: 3 };
+        assert_eq!(at.line_of_run(2), at);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of a block")]
+    fn a_line_of_a_run_past_its_block_is_refused() {
+        SharedLines::new(Arc::new(vec![0; 4])).push(3..5);
     }
 
     #[test]

@@ -322,7 +322,9 @@ mod tests {
                 Payload::Raw(b) => (i.position.to_string(), String::from_utf8(b.clone()).unwrap()),
                 Payload::Header(b) => (i.position.to_string(), format!("header: {}", String::from_utf8_lossy(b))),
                 Payload::Rejected(r) => (i.position.to_string(), format!("rejected: {}", r.reason())),
-                Payload::Line(_) | Payload::Record(_) => panic!("expected a raw line, got {:?}", i.payload),
+                Payload::Line(_) | Payload::Lines(_) | Payload::Record(_) => {
+                    panic!("expected a raw line, got {:?}", i.payload)
+                }
             })
             .collect()
     }

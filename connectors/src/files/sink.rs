@@ -406,12 +406,13 @@ mod tests {
         let mut source = crate::FilesSource::new(dir.path(), 10, false, false).unwrap();
         let mut out = Vec::new();
         assert_eq!(source.poll(&mut out, 10, std::time::Duration::ZERO).unwrap(), Poll::BatchBoundary);
+        crate::SourceItem::split_lines(&mut out, 0);
         let lines: Vec<&[u8]> = out
             .iter()
             .map(|i| match &i.payload {
                 Payload::Raw(b) => b.as_slice(),
                 Payload::Line(l) => l.bytes(),
-                Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => &[],
+                Payload::Lines(_) | Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => &[],
             })
             .collect();
         assert_eq!(lines, vec![b"{\"n\":0}".as_slice()]);

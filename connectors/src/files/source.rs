@@ -18,7 +18,7 @@ use super::lines::{RecordRules, read_record};
 use super::{NewlineFinder, is_blank, is_hidden, strip_bom, strip_newline};
 use crate::spare::SpareLines;
 use crate::{
-    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, SharedLine,
+    ConnectorError, FileIdentity, FollowedFile, Payload, Poll, Position, REJECTED_HEAD_BYTES, Rejection, SharedLines,
     Source, SourceItem, SourceOffset,
 };
 
@@ -27,12 +27,14 @@ use crate::{
 const RESCAN_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Read block per open file (bytes): its whole lines are split in place and share it
-/// ([`Payload::Line`]).
+/// ([`Payload::Lines`]).
 const READ_BUFFER: usize = 256 * 1024;
 
-/// Reads the files of one folder as records: one [`SourceItem`] (a line without its `\n` /
-/// `\r\n`: a [`Payload::Line`] sharing its read block, or a [`Payload::Raw`] for a line read
-/// alone) per non-blank line, at [`Position::File`] (file name, 1-based line numbers).
+/// Reads the files of one folder as records: a record per non-blank line (without its `\n` /
+/// `\r\n`), at [`Position::File`] (file name, 1-based line numbers): consecutive lines whole in
+/// a read block make one [`Payload::Lines`] item that shares the block (its position: the
+/// run's first and last lines), a line read alone (a file's first line, one across two read
+/// blocks, ...) a [`Payload::Raw`] item.
 ///
 /// - Files are read in name order (byte order of the names); names starting with `.` or `_`,
 ///   and sub-folders, are ignored (Spark's file source hides them too). A name ending in `.gz`
@@ -140,6 +142,28 @@ struct Followed {
     /// The size last seen, and since when it is so.
     size: u64,
     size_since: Instant,
+}
+
+/// What a poll appends to: its items, and how many more it may take (its `max`, a
+/// [`Payload::Lines`] item counting its lines).
+struct Appended<'a> {
+    items: &'a mut Vec<SourceItem>,
+    room: usize,
+}
+
+impl Appended<'_> {
+    /// Appends an item of one record or header (a run of lines is appended by [`split_buffered`],
+    /// which counts its lines).
+    fn push(&mut self, item: SourceItem) {
+        self.room = self.room.saturating_sub(1);
+        self.items.push(item);
+    }
+
+    /// Whether the poll has taken its `max`.
+    #[inline]
+    fn is_full(&self) -> bool {
+        self.room == 0
+    }
 }
 
 /// The file being read.
@@ -355,7 +379,7 @@ impl FilesSource {
         (line, byte): (u64, u64),
         error: std::io::Error,
         head: &[u8],
-        out: &mut Vec<SourceItem>,
+        out: &mut Appended<'_>,
     ) -> Result<(), ConnectorError> {
         if self.on_unreadable == OnUnreadableFile::Fail {
             return Err(ConnectorError::Io {
@@ -418,7 +442,7 @@ impl FilesSource {
         &mut self,
         name: String,
         path: PathBuf,
-        out: &mut Vec<SourceItem>,
+        out: &mut Appended<'_>,
     ) -> Result<Option<OpenFile>, ConnectorError> {
         let followed = self.followed.remove(&name);
         // A followed file goes on where it stopped, unless another file took its name or it
@@ -515,24 +539,23 @@ impl FilesSource {
         Ok(Some(open))
     }
 
-    /// Reads records of the current file into `out` until `out` holds `limit` items or the
-    /// file ends (with `follow`: or reaches a partial last line it holds); returns whether it
-    /// ended.
-    fn read_current(&mut self, out: &mut Vec<SourceItem>, limit: usize) -> Result<bool, ConnectorError> {
+    /// Reads records of the current file into `out` until `out` is full or the file ends (with
+    /// `follow`: or reaches a partial last line it holds); returns whether it ended.
+    fn read_current(&mut self, out: &mut Appended<'_>) -> Result<bool, ConnectorError> {
         let Some(file) = self.current.as_mut() else {
             return Ok(true);
         };
-        if out.len() >= limit {
+        if out.is_full() {
             return Ok(false);
         }
         if let Some(header) = file.give_header.take() {
             out.push(SourceItem { payload: Payload::Header(header), position: file.at(file.line), created_ns: 0 });
         }
-        while out.len() < limit {
+        while !out.is_full() {
             // Whole lines already in the read buffer are split there, in place (no copy: their
             // items share the block); anything else (a line across reads, one too long, a CSV
             // line with a quote, the end of the input, an error) takes `read_record`, one record.
-            if split_buffered(file, (self.rules, self.newlines), out, limit) > 0 {
+            if split_buffered(file, (self.rules, self.newlines), out) > 0 {
                 continue;
             }
             let chunk = match read_record(&mut file.reader, &mut self.line, self.rules) {
@@ -583,7 +606,9 @@ impl FilesSource {
                 let raw = self.spare_lines.filled(text);
                 Some(SourceItem { payload: Payload::Raw(raw), position, created_ns: 0 })
             };
-            out.extend(item);
+            if let Some(item) = item {
+                out.push(item);
+            }
         }
         Ok(false)
     }
@@ -609,56 +634,83 @@ impl FilesSource {
     }
 }
 
-/// Splits the whole lines at the start of `file`'s read buffer into `out` (until `out` holds
-/// `limit` items), in place: each line's item refers to the read block ([`Payload::Line`]: no
-/// copy and no buffer per line; a header gets a buffer of its own); the bytes are consumed from
-/// the buffer once, after the last. Stops at the first line that is not whole in the buffer,
-/// longer than `rules.max_record_bytes`, or (CSV) holding a quote: `read_record` reads those.
-/// Returns the lines taken (blank ones included, which make no item); 0 when the buffer does
-/// not start with such a line. The same records, positions and counts as `read_record` gives
-/// for these lines: the fast path of [`FilesSource::poll`], run per record.
+/// Splits the whole lines at the start of `file`'s read buffer into `out` (until `out` is full),
+/// in place: consecutive non-blank lines make one [`Payload::Lines`] item that refers to the read
+/// block (no copy, no buffer and no item per line; a blank line, which makes no record, ends a
+/// run, and a header gets an item and a buffer of its own); the bytes are consumed from the
+/// buffer once, after the last. Stops at the first line that is not whole in the buffer, longer
+/// than `rules.max_record_bytes`, or (CSV) holding a quote: `read_record` reads those. Returns
+/// the lines taken (blank ones included); 0 when the buffer does not start with such a line.
+/// The same records, positions and counts as `read_record` gives for these lines: the fast path
+/// of [`FilesSource::poll`], run per record.
 fn split_buffered(
     file: &mut OpenFile,
     (rules, newlines): (RecordRules, NewlineFinder),
-    out: &mut Vec<SourceItem>,
-    limit: usize,
+    out: &mut Appended<'_>,
 ) -> usize {
     let buffered = file.reader.buffer();
     // Where `buffered` starts in the block its lines share.
     let base = file.reader.position();
+    // The bytes and lines taken (kept here, not in `file`, while the loop runs: it runs per line).
     let mut used = 0;
-    let mut lines = 0;
-    while out.len() < limit {
+    let mut line = file.line;
+    // The run being gathered: lines `run_first..=line` of the file, once not empty.
+    let mut run = SharedLines::new(Arc::clone(file.reader.block()));
+    let mut run_first = 0;
+    while !out.is_full() {
         let rest = &buffered[used..];
         let Some(nl) = newlines.find(rest) else { break };
-        let line = &rest[..nl];
-        let text = line.strip_suffix(b"\r").unwrap_or(line);
-        if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', line).is_some()) {
+        let with_cr = &rest[..nl];
+        let text = with_cr.strip_suffix(b"\r").unwrap_or(with_cr);
+        if text.len() as u64 > rules.max_record_bytes || (rules.csv && memchr::memchr(b'"', with_cr).is_some()) {
             break;
         }
-        // `text` in `buffered`: from `start`, without the line terminator.
-        let mut start = used;
+        // `text` in `buffered`: `[start, end)`, without the line terminator (nor, on a file's
+        // first line, a byte order mark).
         let end = used + text.len();
         used += nl + 1;
-        lines += 1;
-        file.line += 1;
-        file.bytes += nl as u64 + 1;
-        let text = if file.line == 1 { strip_bom(text) } else { text };
-        start += (end - start) - text.len();
-        if is_blank(text) {
+        line += 1;
+        let text = if line == 1 { strip_bom(text) } else { text };
+        let start = end - text.len();
+        if is_blank(text) || file.header_pending {
+            // The run ends before this line.
+            end_run(file, &mut run, run_first, out);
+            if !is_blank(text) {
+                file.header_pending = false;
+                file.header = Some(text.to_vec());
+                out.push(SourceItem {
+                    payload: Payload::Header(text.to_vec()),
+                    position: file.at(line),
+                    created_ns: 0,
+                });
+            }
             continue;
         }
-        let payload = if file.header_pending {
-            file.header_pending = false;
-            file.header = Some(text.to_vec());
-            Payload::Header(text.to_vec())
-        } else {
-            Payload::Line(SharedLine::new(Arc::clone(file.reader.block()), base + start..base + end))
-        };
-        out.push(SourceItem { payload, position: file.at(file.line), created_ns: 0 });
+        if run.is_empty() {
+            run_first = line;
+        }
+        run.push(base + start..base + end);
+        out.room -= 1;
     }
+    end_run(file, &mut run, run_first, out);
+    let lines = (line - file.line) as usize;
+    file.line = line;
+    file.bytes += used as u64;
     file.reader.consume(used);
     lines
+}
+
+/// Appends the run of lines `run` of `file` (its first line: `first`), when it has any, as one
+/// [`Payload::Lines`] item (its lines are counted in `out` already); `run` is left empty, over
+/// the same block.
+fn end_run(file: &OpenFile, run: &mut SharedLines, first: u64, out: &mut Appended<'_>) {
+    if run.is_empty() {
+        return;
+    }
+    let through = first + run.len() as u64 - 1;
+    let lines = std::mem::replace(run, SharedLines::new(Arc::clone(file.reader.block())));
+    let position = Position::File { file: Arc::clone(&file.shared_name), line: first, through, identity: file.id };
+    out.items.push(SourceItem { payload: Payload::Lines(lines), position, created_ns: 0 });
 }
 
 impl Source for FilesSource {
@@ -677,10 +729,10 @@ impl Source for FilesSource {
             return Ok(Poll::Exhausted);
         }
         let deadline = Instant::now().checked_add(timeout);
-        let limit = out.len().saturating_add(max);
+        let out = &mut Appended { items: out, room: max };
         loop {
             if self.current.is_some() {
-                if !self.read_current(out, limit)? {
+                if !self.read_current(out)? {
                     return Ok(Poll::Data);
                 }
                 self.finish_current();
@@ -697,7 +749,7 @@ impl Source for FilesSource {
                     self.check_followed();
                 }
             }
-            if out.len() >= limit {
+            if out.is_full() {
                 return Ok(Poll::Data);
             }
             // The file a restart resumes in comes first, as the run before read it first.
@@ -737,7 +789,7 @@ impl Source for FilesSource {
 
     /// Keeps buffers of at most 4 KiB, up to 4,096 in all; the next lines read one at a time
     /// (a file's first line, one across two read blocks, ...: [`Payload::Raw`]) are copied into
-    /// them. Lines whole in a read block share the block instead ([`Payload::Line`]).
+    /// them. Lines whole in a read block share the block instead ([`Payload::Lines`]).
     fn recycle_lines(&mut self, lines: &mut Vec<Vec<u8>>) {
         self.spare_lines.keep(lines);
     }
@@ -844,7 +896,25 @@ mod tests {
             Payload::Header(b) => format!("header: {}", String::from_utf8(b.clone()).unwrap()),
             Payload::Rejected(r) => format!("rejected: {}", r.reason()),
             Payload::Record(r) => panic!("expected a raw line, got {r:?}"),
+            Payload::Lines(l) => panic!("expected runs of lines split, got {l:?}"),
         }
+    }
+
+    /// Polls `source`, checks that the items count at most `max` ([`SourceItem::units`]), and
+    /// splits the runs of lines among them into one item per line
+    /// ([`SourceItem::split_lines`]).
+    fn poll_lines(
+        source: &mut FilesSource,
+        out: &mut Vec<SourceItem>,
+        max: usize,
+        timeout: Duration,
+    ) -> Result<Poll, ConnectorError> {
+        let before = out.len();
+        let poll = source.poll(out, max, timeout)?;
+        let taken: usize = out[before..].iter().map(SourceItem::units).sum();
+        assert!(taken <= max, "a poll returned {taken} items, more than max {max}");
+        SourceItem::split_lines(out, before);
+        Ok(poll)
     }
 
     /// The offset of a followed source over `files` (name, lines consumed), with the identities
@@ -871,8 +941,7 @@ mod tests {
         let mut batches = vec![Vec::new()];
         loop {
             let mut out = Vec::new();
-            let poll = source.poll(&mut out, max, timeout).unwrap();
-            assert!(out.len() <= max, "a poll returned {} items, more than max {max}", out.len());
+            let poll = poll_lines(source, &mut out, max, timeout).unwrap();
             batches.last_mut().unwrap().extend(out.iter().map(raw));
             match poll {
                 Poll::Data => {}
@@ -887,6 +956,89 @@ mod tests {
     }
 
     #[test]
+    fn whole_lines_of_a_block_come_as_runs_of_consecutive_lines_counted_per_line() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.json", "{\"i\":0}\n{\"i\":1}\r\n{\"i\":2}\n \n{\"i\":3}\n{\"i\":4}\n{\"i\":5}\n");
+        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let runs = |out: &[SourceItem]| -> Vec<(String, Vec<String>)> {
+            out.iter()
+                .map(|item| {
+                    let lines = match &item.payload {
+                        Payload::Lines(lines) => {
+                            (0..lines.len()).map(|k| String::from_utf8(lines.line(k).to_vec()).unwrap()).collect()
+                        }
+                        _ => vec![raw(item)],
+                    };
+                    (item.position.to_string(), lines)
+                })
+                .collect()
+        };
+        // The first line is read alone (the read buffer is empty); a blank line ends a run; the
+        // poll stops after `max` lines, in the middle of a run.
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 4, LONG).unwrap(), Poll::Data);
+        let line = |i: u8| format!("{{\"i\":{i}}}");
+        assert_eq!(
+            runs(&out),
+            vec![
+                ("a.json:1".to_string(), vec![line(0)]),
+                ("a.json:2-3".to_string(), vec![line(1), line(2)]),
+                ("a.json:5".to_string(), vec![line(3)]),
+            ]
+        );
+        assert_eq!(out.iter().map(SourceItem::units).sum::<usize>(), 4);
+        assert_eq!(s.offset(), Some(files(&[], Some(("a.json", 5)))));
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(runs(&out), vec![("a.json:6-7".to_string(), vec![line(4), line(5)])]);
+        let Payload::Lines(lines) = &out[0].payload else { panic!("{:?}", out[0].payload) };
+        assert_eq!(out[0].position.line_of_run(lines.len() - 1).to_string(), "a.json:7");
+    }
+
+    #[test]
+    fn runs_of_lines_give_the_records_and_positions_of_a_reading_line_by_line() {
+        // A file of ~750 KiB (lines across read blocks, read alone) with a byte order mark,
+        // blank lines and both line terminators, polled with random `max`es, against the
+        // obviously-correct reading: each non-blank line, at its number, without terminator.
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        let mut text = String::from("\u{feff}");
+        let mut expected = Vec::new();
+        for n in 1..=12_000 {
+            let line = match random(20) {
+                0 => String::new(),
+                1 => " \t".to_string(),
+                _ => format!("{{\"n\":{n},\"pad\":\"{}\"}}", "x".repeat(random(90) as usize)),
+            };
+            text.push_str(&line);
+            text.push_str(if random(7) == 0 { "\r\n" } else { "\n" });
+            if !line.trim().is_empty() {
+                expected.push((format!("a.json:{n}"), line));
+            }
+        }
+        write(dir.path(), "a.json", &text);
+        let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
+        let mut got = Vec::new();
+        loop {
+            let mut out = Vec::new();
+            let max = 1 + random(5000) as usize;
+            let poll = poll_lines(&mut s, &mut out, max, LONG).unwrap();
+            got.extend(out.iter().map(|i| (i.position.to_string(), raw(i))));
+            if poll != Poll::Data {
+                break;
+            }
+        }
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "first difference: {:?}", got.iter().zip(&expected).find(|(g, e)| g != e));
+    }
+
+    #[test]
     fn a_resumed_source_reads_on_from_its_offset_with_the_same_groups() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.json", "1\n2\n");
@@ -896,7 +1048,7 @@ mod tests {
         let mut first = FilesSource::new(dir.path(), 1, false, false).unwrap();
         assert_eq!(first.offset(), None);
         let mut out = Vec::new();
-        assert_eq!(first.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(poll_lines(&mut first, &mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         let offset = first.offset().unwrap();
         assert_eq!(offset, files(&["a.json"], None));
         let mut resumed = FilesSource::new(dir.path(), 1, false, false).unwrap();
@@ -1004,7 +1156,7 @@ mod tests {
         write(dir.path(), "a.json", "one\n\n   \ntwo\r\n");
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
         let mut out = Vec::new();
-        s.poll(&mut out, 10, LONG).unwrap();
+        poll_lines(&mut s, &mut out, 10, LONG).unwrap();
         let positions: Vec<String> = out.iter().map(|i| i.position.to_string()).collect();
         assert_eq!(positions, vec!["a.json:1", "a.json:4"]);
         assert!(out.iter().all(|i| i.created_ns == 0));
@@ -1054,7 +1206,7 @@ mod tests {
         let mut items = Vec::new();
         loop {
             let mut out = Vec::new();
-            let poll = s.poll(&mut out, 100, LONG).unwrap();
+            let poll = poll_lines(&mut s, &mut out, 100, LONG).unwrap();
             items.extend(out);
             if poll == Poll::Exhausted {
                 break;
@@ -1108,7 +1260,7 @@ mod tests {
         write(dir.path(), "a.json", &format!("{{\"a\":1}}\n{long}\n{{\"a\":2}}\n"));
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap().with_max_record_bytes(1000);
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(poll_lines(&mut s, &mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.len(), 3);
         let Payload::Rejected(rejection) = &out[1].payload else { panic!("{:?}", out[1].payload) };
         let Rejection::TooLarge { bytes, max, head } = &**rejection else { panic!("{rejection:?}") };
@@ -1123,7 +1275,7 @@ mod tests {
         write(dir.path(), "a.csv", "id,s,n\n1,\"multi\nline\",3\n2,plain,4\n");
         let mut s = FilesSource::new(dir.path(), 1, false, true).unwrap();
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(poll_lines(&mut s, &mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         let got: Vec<(String, String)> = out.iter().map(|i| (i.position.to_string(), raw(i))).collect();
         let expected = [("a.csv:1", "header: id,s,n"), ("a.csv:2-3", "1,\"multi\nline\",3"), ("a.csv:4", "2,plain,4")];
         assert_eq!(got, expected.map(|(p, l)| (p.to_string(), l.to_string())));
@@ -1144,7 +1296,7 @@ mod tests {
         let mut lines = Vec::new();
         loop {
             let mut out = Vec::new();
-            let poll = s.poll(&mut out, 100, Duration::from_millis(120)).unwrap();
+            let poll = poll_lines(s, &mut out, 100, Duration::from_millis(120)).unwrap();
             lines.extend(out.iter().map(raw));
             if poll == Poll::Idle {
                 return lines;
@@ -1237,7 +1389,7 @@ mod tests {
         write(dir.path(), "a.json", &text);
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::Data);
+        assert_eq!(poll_lines(&mut s, &mut out, 3, LONG).unwrap(), Poll::Data);
         assert_eq!(out.len(), 3);
         let (batches, end) = drain(&mut s, 3, LONG);
         assert_eq!(end, Poll::Exhausted);
@@ -1253,7 +1405,7 @@ mod tests {
         write(dir.path(), "b.json", "xxxx\n{\"i\":1}\n{\"i\":2}\n");
         let mut s = FilesSource::new(dir.path(), 1, false, false).unwrap();
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 3, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(poll_lines(&mut s, &mut out, 3, LONG).unwrap(), Poll::BatchBoundary);
         let mut lines: Vec<Vec<u8>> = out
             .drain(..)
             .map(|item| match item.payload {
@@ -1267,7 +1419,7 @@ mod tests {
         let kept = lines[0].as_ptr();
         s.recycle_lines(&mut lines);
         assert_eq!(s.spare_lines.len(), 1);
-        assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(poll_lines(&mut s, &mut out, 10, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["xxxx", "{\"i\":1}", "{\"i\":2}"]);
         // The buffer handed back, refilled; the lines after it in one block, without copies.
         let Payload::Raw(first) = &out[0].payload else { panic!("{:?}", out[0].payload) };
@@ -1348,7 +1500,7 @@ mod tests {
         });
         let mut out = Vec::new();
         let started = Instant::now();
-        let poll = s.poll(&mut out, 10, LONG).unwrap();
+        let poll = poll_lines(&mut s, &mut out, 10, LONG).unwrap();
         writer.join().unwrap();
         assert_eq!(poll, Poll::BatchBoundary);
         assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["late"]);
@@ -1383,7 +1535,7 @@ mod tests {
         let mut s = FilesSource::new(dir.path(), 1, false, true).unwrap();
         s.seek(&files(&[], Some(("a.csv", 2)))).unwrap();
         let mut out = Vec::new();
-        assert_eq!(s.poll(&mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
+        assert_eq!(poll_lines(&mut s, &mut out, 100, LONG).unwrap(), Poll::BatchBoundary);
         assert_eq!(out.iter().map(raw).collect::<Vec<_>>(), vec!["header: id,name", "2,y"]);
         let identity = file_id(&std::fs::metadata(dir.path().join("a.csv")).unwrap());
         assert_eq!(out[1].position, Position::File { file: "a.csv".into(), line: 3, through: 3, identity });

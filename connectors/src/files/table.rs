@@ -96,6 +96,12 @@ pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), Conne
                 Payload::Line(line) => {
                     records.push(decoder.decode(line.bytes()).map_err(|e| bad(&item.position, e.to_string()))?)
                 }
+                Payload::Lines(lines) => {
+                    for k in 0..lines.len() {
+                        let record = decoder.decode(lines.line(k));
+                        records.push(record.map_err(|e| bad(&item.position.line_of_run(k), e.to_string()))?);
+                    }
+                }
                 Payload::Record(r) => records.push(r),
                 Payload::Header(h) => {
                     if let Decoder::Csv(d) = &mut decoder {

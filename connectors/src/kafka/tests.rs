@@ -79,7 +79,7 @@ fn rows_written_by_the_sink_are_read_back_in_order_with_their_positions() {
         .iter()
         .map(|i| match &i.payload {
             Payload::Raw(b) => String::from_utf8(b.clone()).unwrap(),
-            Payload::Line(_) | Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => {
+            Payload::Line(_) | Payload::Lines(_) | Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => {
                 panic!("a Kafka source hands raw payloads")
             }
         })
@@ -108,7 +108,9 @@ fn a_tombstone_is_an_empty_payload_with_its_offset() {
         .iter()
         .map(|i| match &i.payload {
             Payload::Raw(b) => b.clone(),
-            Payload::Line(_) | Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => panic!("raw expected"),
+            Payload::Line(_) | Payload::Lines(_) | Payload::Record(_) | Payload::Header(_) | Payload::Rejected(_) => {
+                panic!("raw expected")
+            }
         })
         .collect();
     assert_eq!(payloads, vec![b"{\"a\": 1}".to_vec(), Vec::new(), Vec::new()]);
