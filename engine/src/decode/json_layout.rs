@@ -378,7 +378,6 @@ impl Layout {
                     overwrite(values.get_mut(step.column)?, Value::Timestamp(t));
                     n
                 }
-                Kind::SkipInteger => integer_len(value)?,
                 Kind::NullInteger => {
                     clear(values.get_mut(step.column)?);
                     integer_len(value)?
@@ -541,7 +540,10 @@ impl Learning {
     /// Decodes `b` into `record` (of the plan's width, holding any values) with a layout kept,
     /// the one that matched last tried first: `Some(())` with the fast path's record. `None`
     /// when none matches; `record` must then be reset.
-    #[inline(always)]
+    ///
+    /// Not inlined: [`super::JsonDecoder::decode_into`], which calls it, is inlined into the
+    /// caller's loop, which then holds only the call.
+    #[inline(never)]
     pub(super) fn read(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
         let kept = self.layouts.get_mut(self.last)?;
         if kept.layout.read(plan, b, &mut record.values).is_some() {

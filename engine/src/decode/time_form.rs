@@ -104,19 +104,23 @@ impl TimeForm {
         })
     }
 
-    /// The timestamp of this form that `b` starts with: its value and length, as
-    /// [`timestamp_prefix`] gives them when the byte after it is a closing quote, which the
-    /// caller checks (the layout path: the next literal starts with it). `None` when the text
-    /// there has another form or a field out of range.
+    /// The timestamp of this form that `b` starts with, followed by a closing quote: its value
+    /// and length, as [`timestamp_prefix`] gives them. `None` when the text there has another
+    /// form or a field out of range.
     #[inline(always)]
     pub(super) fn read(&mut self, b: &[u8]) -> Option<(Timestamp, usize)> {
-        let head = b.first_chunk::<16>()?;
+        let text = b.get(..=self.len)?;
+        let head = text.first_chunk::<16>()?;
         let minute = (word(head, 0)?, word(head, 8)?);
         if minute != self.minute {
             self.learn_minute(minute)?;
         }
-        // The last 8 bytes of the text.
-        let d = template_diff(word(b, self.len - 8)?, self.tail, self.tail_sep)?;
+        // The last 8 bytes of the text, then its closing quote.
+        let [tail @ .., quote] = *text.last_chunk::<9>()?;
+        let d = template_diff(u64::from_le_bytes(tail), self.tail, self.tail_sep)?;
+        if quote != b'"' {
+            return None;
+        }
         let sec = (digit_pairs(d) >> self.sec_shift) as u8;
         if sec > 59 {
             return None;
@@ -192,8 +196,7 @@ mod tests {
             for round in 0..2 {
                 for text in texts {
                     let line = format!("{text}\"");
-                    // Taken only when the closing quote follows, as the layout path takes it.
-                    let read = f.read(line.as_bytes()).filter(|&(_, n)| line.as_bytes()[n] == b'"');
+                    let read = f.read(line.as_bytes());
                     let want = timestamp_prefix(line.as_bytes()).filter(|&(_, n)| line.as_bytes()[n] == b'"');
                     if read.is_some() || (text.len() == form.len() && text.as_bytes()[19..] == form.as_bytes()[19..]) {
                         assert_eq!(read, want, "{form} {text} {round}");
