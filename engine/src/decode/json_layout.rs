@@ -29,7 +29,9 @@
 //! callgrind in the q7 file run: 1,075 instructions per record on the fast path, 720 on this
 //! one with the word-wide integer and fraction reads (bench/results/decode.md, 2026-12-03); 417
 //! with the integers, the timestamp's form and minute and the 16-byte literals (2026-12-05; the
-//! same with `2024-01-15 10:00:00.238` timestamps).
+//! same with `2024-01-15 10:00:00.238` timestamps); 366 with literals of at most 16 bytes, the
+//! skipped column nulled in its step, the minute compared as one number and one call from the
+//! caller's loop ([`Learning::read`] 357 of them; the same day).
 
 use std::sync::Arc;
 
@@ -37,9 +39,9 @@ use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::{Record, Value};
 
-use super::json_fast::{FastKeys, any_string_end, number_value, string_at, string_end, word, ws};
+use super::json_fast::{FastKeys, any_string_end, number_value, string_at, string_end, ws};
 use super::json_number::scan_number;
-use super::text::{digit_count, leading_digits, timestamp_prefix};
+use super::text::{short_integer, short_integer_len, timestamp_prefix};
 use super::time_form::TimeForm;
 use super::{Plan, clear, overwrite};
 
@@ -53,22 +55,25 @@ const MAX_STEPS: usize = 64;
 /// Longest tail after the last value (`}` and trailing whitespace).
 const MAX_END: usize = 8;
 
-/// The bytes between two values (or before the first), compared as two little-endian words:
-/// the 16 bytes from where the literal starts, masked to its bytes (when 16 bytes of the line
-/// follow; a longer literal's rest as the words after them), else the 16 bytes that end where
-/// it ends (near the end of the line), so nothing after the literal decides. Byte by byte only
-/// when the line is shorter than that.
+/// The bytes between two values (or before the first), or a piece of them: at most 16 bytes,
+/// compared as one 16-byte window, the 16 bytes from where the literal starts masked to its
+/// bytes (when 16 bytes of the line follow), else the 16 bytes that end where it ends (near the
+/// end of the line), so nothing after the literal decides. Byte by byte only when the line is
+/// shorter than that. A longer run of bytes is cut into pieces of 16, each the literal of a
+/// step that reads no value ([`Kind::Gap`]), so that no literal needs a test of its length.
 #[derive(Debug, Clone)]
 struct Literal {
+    /// 1 to [`PIECE`] bytes.
     len: usize,
-    /// Its first 16 bytes, zero-padded, and the mask of its bytes among them.
+    /// Its bytes, zero-padded, and the mask of its bytes among them.
     head: Window,
-    /// Its last 16 bytes (fewer: after 16 - len zero bytes) and the mask of its bytes.
+    /// Its bytes at the end of 16 (after 16 - len zero bytes) and the mask of its bytes.
     tail: Window,
-    /// For a literal of more than 16 bytes: the 8 bytes from 16 and the last 8.
-    rest: [u64; 2],
-    bytes: [u8; MAX_LITERAL],
+    bytes: [u8; PIECE],
 }
+
+/// Most bytes of one [`Literal`]: one 16-byte window.
+const PIECE: usize = 16;
 
 /// 16 bytes as one little-endian number (two words to the machine), and which of them count.
 #[derive(Debug, Clone, Copy)]
@@ -94,37 +99,31 @@ impl Window {
 }
 
 impl Literal {
+    /// The literal of `text`, 1 to [`PIECE`] bytes.
     fn new(text: &[u8]) -> Option<Literal> {
         let len = text.len();
-        if len > MAX_LITERAL {
+        if !(1..=PIECE).contains(&len) {
             return None;
         }
-        let mut bytes = [0u8; MAX_LITERAL];
+        let mut bytes = [0u8; PIECE];
         bytes[..len].copy_from_slice(text);
-        let n = len.min(16);
-        let (head, tail) = (Window::new(&text[..n], 0), Window::new(&text[len - n..], 16 - n));
-        let rest = if len > 16 { [word(text, 16).unwrap_or(0), word(text, len - 8)?] } else { [0; 2] };
-        Some(Literal { len, head, tail, rest, bytes })
+        Some(Literal { len, head: Window::new(text, 0), tail: Window::new(text, 16 - len), bytes })
     }
 
     /// The bytes after the literal when `rest`, the end of the line `b`, starts with it.
     #[inline(always)]
     fn skip<'a>(&self, b: &[u8], rest: &'a [u8]) -> Option<&'a [u8]> {
         let found = match rest.first_chunk::<16>() {
-            Some(w) if self.len <= 16 => self.head.matches(w),
-            _ => self.matches_long_or_late(b, b.len() - rest.len()),
+            Some(w) => self.head.matches(w),
+            None => self.matches_late(b, b.len() - rest.len()),
         };
         if found { rest.get(self.len..) } else { None }
     }
 
-    /// Whether the literal is at `i` in `b`, for one of more than 16 bytes, or fewer than 16 bytes
-    /// from `i`.
+    /// Whether the literal is at `i` in `b`, fewer than 16 bytes from the end.
     #[inline(never)]
-    fn matches_long_or_late(&self, b: &[u8], i: usize) -> bool {
-        match b.get(i..).and_then(|s| s.first_chunk::<16>()) {
-            Some(w) => self.head.matches(w) && self.matches_rest(b, i),
-            None => self.matches_before(b, i.saturating_add(self.len)),
-        }
+    fn matches_late(&self, b: &[u8], i: usize) -> bool {
+        self.matches_before(b, i.saturating_add(self.len))
     }
 
     /// Whether `rest`, the end of the line `b`, is the literal.
@@ -137,14 +136,9 @@ impl Literal {
     #[inline(always)]
     fn matches_before(&self, b: &[u8], end: usize) -> bool {
         match b.get(..end).and_then(|s| s.last_chunk::<16>()) {
-            Some(w) if self.len <= 16 => self.tail.matches(w),
-            _ => self.matches_bytes(b, end.wrapping_sub(self.len)),
+            Some(w) => self.tail.matches(w),
+            None => self.matches_bytes(b, end.wrapping_sub(self.len)),
         }
-    }
-
-    /// The bytes of a literal of more than 16 bytes after its first 16.
-    fn matches_rest(&self, b: &[u8], i: usize) -> bool {
-        (self.len <= 24 || word(b, i + 16) == Some(self.rest[0])) && word(b, i + self.len - 8) == Some(self.rest[1])
     }
 
     /// Whether the literal is at `i` in `b`, byte by byte.
@@ -176,10 +170,16 @@ enum Kind {
     SkipNumber,
     /// An integer of a key whose value is not decoded (a number of another form is not read).
     SkipInteger,
+    /// An integer of a column that is not decoded: read as [`Kind::SkipInteger`], the column's
+    /// slot set to null (in the step, not after the line: see [`Layout::unwritten`]).
+    NullInteger,
     /// `true`, `false` or `null` of a key whose value is not decoded.
     SkipLiteral,
     /// A string of a key whose value is not decoded (its escapes checked).
     SkipStr,
+    /// No value: the literal before it is the first piece of a longer run of bytes
+    /// ([`Literal`]), the next step's literal the rest.
+    Gap,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +188,28 @@ struct Step {
     /// The column written (unused for the skipping kinds).
     column: usize,
     kind: Kind,
+}
+
+/// Pushes the step of a value of `kind` for `column` after the bytes `literal`: after a step
+/// of no value ([`Kind::Gap`]) for each 16 bytes of it but the last 1 to 16. `None` when it is
+/// empty or longer than [`MAX_LITERAL`].
+fn push_step(steps: &mut Vec<Step>, literal: &[u8], column: usize, kind: Kind) -> Option<()> {
+    if literal.len() > MAX_LITERAL {
+        return None;
+    }
+    let mut pieces = literal.chunks(PIECE).peekable();
+    while let Some(piece) = pieces.next() {
+        let before = Literal::new(piece)?;
+        match pieces.peek() {
+            Some(_) => steps.push(Step { before, column: 0, kind: Kind::Gap }),
+            None => {
+                steps.push(Step { before, column, kind });
+                return Some(());
+            }
+        }
+    }
+    // No piece: an empty literal.
+    None
 }
 
 /// `true`, `false` (`Some`) or `null` (`None`) at `i`, and the index after it.
@@ -212,6 +234,8 @@ pub(super) struct Layout {
     steps: Box<[Step]>,
     end: Literal,
     /// The slots (columns and spare slots) no step writes: null in every record of the layout.
+    /// (A column that is not decoded but present in the line as an integer is set to null by
+    /// its step, [`Kind::NullInteger`]: one store where the value is read, not a loop after.)
     unwritten: Box<[usize]>,
 }
 
@@ -235,7 +259,7 @@ impl Layout {
         let mut hint = 0;
         i = ws(b, i + 1);
         loop {
-            if b.get(i) != Some(&b'"') || steps.len() == MAX_STEPS {
+            if b.get(i) != Some(&b'"') || steps.len() >= MAX_STEPS {
                 return None;
             }
             let key_end = string_end(b, i + 1)?;
@@ -278,7 +302,12 @@ impl Layout {
                         b'"' => (Kind::SkipStr, i + 1, any_string_end(b, i + 1)?),
                         _ if number => {
                             let n = scan_number(b, i)?;
-                            (if n.integer { Kind::SkipInteger } else { Kind::SkipNumber }, i, n.end)
+                            let kind = match skipped {
+                                _ if !n.integer => Kind::SkipNumber,
+                                Some(_) => Kind::NullInteger,
+                                None => Kind::SkipInteger,
+                            };
+                            (kind, i, n.end)
                         }
                         b't' | b'f' | b'n' => (Kind::SkipLiteral, i, json_literal(b, i)?.1),
                         _ => return None,
@@ -288,7 +317,7 @@ impl Layout {
             let column = column.map_or(0, |(c, _)| c);
             // A string's closing quote is the first byte of the next literal.
             let quoted = matches!(kind, Kind::Timestamp | Kind::TimestampForm(_) | Kind::Str | Kind::SkipStr);
-            steps.push(Step { before: Literal::new(&b[literal_start..value_start])?, column, kind });
+            push_step(&mut steps, &b[literal_start..value_start], column, kind)?;
             literal_start = value_end;
             i = ws(b, if quoted { value_end + 1 } else { value_end });
             match b.get(i) {
@@ -312,8 +341,8 @@ impl Layout {
         let mut last = vec![None; plan.width()];
         for step in steps.iter() {
             match step.kind {
-                Kind::SkipNumber | Kind::SkipInteger | Kind::SkipLiteral | Kind::SkipStr => {}
-                Kind::Null => *last.get_mut(step.column)? = Some(false),
+                Kind::SkipNumber | Kind::SkipInteger | Kind::SkipLiteral | Kind::SkipStr | Kind::Gap => {}
+                Kind::Null | Kind::NullInteger => *last.get_mut(step.column)? = Some(false),
                 _ => *last.get_mut(step.column)? = Some(true),
             }
         }
@@ -351,7 +380,13 @@ impl Layout {
                     overwrite(values.get_mut(step.column)?, Value::Timestamp(t));
                     n
                 }
-                Kind::SkipInteger => integer_len(value)?,
+                Kind::NullInteger => {
+                    clear(values.get_mut(step.column)?);
+                    match value.first_chunk::<8>().and_then(|w| short_integer_len(u64::from_le_bytes(*w))) {
+                        Some(k) => k,
+                        None => integer_slow(value)?,
+                    }
+                }
                 kind => read_other(kind, plan, value, values.get_mut(step.column))?,
             };
             rest = value.get(n..)?;
@@ -396,8 +431,13 @@ fn read_other(kind: &Kind, plan: &Plan, b: &[u8], slot: Option<&mut Value>) -> O
         },
         Kind::SkipNumber => return Some(scan_number(b, 0)?.end),
         Kind::SkipInteger => return integer_len(b),
+        Kind::NullInteger => {
+            clear(slot?);
+            return integer_len(b);
+        }
         Kind::SkipStr => return any_string_end(b, 0),
         Kind::SkipLiteral => return Some(json_literal(b, 0)?.1),
+        Kind::Gap => return Some(0),
         // Read inline by `Layout::read`; here as any of its values.
         Kind::Long => {
             let (v, n) = long_at(b, plan)?;
@@ -412,31 +452,27 @@ fn read_other(kind: &Kind, plan: &Plan, b: &[u8], slot: Option<&mut Value>) -> O
 /// does not continue a number (the caller checks the literal that follows it, which starts
 /// with whitespace, `,` or `}`): as [`scan_number`] and [`number_value`] give it then. A
 /// non-negative integer of up to 7 digits with 8 bytes readable is read as one word
-/// ([`leading_digits`]); the rest by those two.
+/// ([`short_integer`]); the rest by those two.
 #[inline(always)]
 fn long_at(b: &[u8], plan: &Plan) -> Option<(i64, usize)> {
-    if let Some(w) = b.first_chunk::<8>() {
-        let w = u64::from_le_bytes(*w);
-        let (k, v) = leading_digits(w);
-        // A leading zero followed by a digit is no JSON number: the grammar decides it below.
-        if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
-            return Some((v as i64, k));
-        }
+    // A leading zero followed by a digit is no JSON number: the grammar decides it below.
+    if let Some(w) = b.first_chunk::<8>()
+        && let Some((k, v)) = short_integer(u64::from_le_bytes(*w))
+    {
+        return Some((v as i64, k));
     }
     long_slow(b, plan)
 }
 
 /// The length of the integer that `b` starts with, when the byte after it does not continue a
 /// number (as for [`long_at`]): where [`scan_number`] ends it then. A non-negative integer of
-/// up to 7 digits with 8 bytes readable is counted in one word ([`digit_count`]).
+/// up to 7 digits with 8 bytes readable is counted in one word ([`short_integer_len`]).
 #[inline(always)]
 fn integer_len(b: &[u8]) -> Option<usize> {
-    if let Some(w) = b.first_chunk::<8>() {
-        let w = u64::from_le_bytes(*w);
-        let k = digit_count(w);
-        if (1..8).contains(&k) && (k == 1 || w as u8 != b'0') {
-            return Some(k);
-        }
+    if let Some(w) = b.first_chunk::<8>()
+        && let Some(k) = short_integer_len(u64::from_le_bytes(*w))
+    {
+        return Some(k);
     }
     integer_slow(b)
 }
@@ -477,6 +513,9 @@ pub(super) struct Learning {
     last: usize,
     /// Lines read by the layout path, in all (for tests and benchmarks).
     read: u64,
+    /// `read` when the layout tried first last changed: the lines it matched since are added to
+    /// its `hits` only when they are looked at ([`Learning::count`]), not one by one.
+    since: u64,
     /// Lines to let pass before learning again.
     wait: u32,
     /// The wait after the next learning when the layout learned replaces one that matched few
@@ -506,11 +545,13 @@ impl Learning {
     /// Decodes `b` into `record` (of the plan's width, holding any values) with a layout kept,
     /// the one that matched last tried first: `Some(())` with the fast path's record. `None`
     /// when none matches; `record` must then be reset.
-    #[inline(always)]
+    ///
+    /// Not inlined: [`super::JsonDecoder::decode_into`], which calls it, is inlined into the
+    /// caller's loop, which then holds only the call.
+    #[inline(never)]
     pub(super) fn read(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
         let kept = self.layouts.get_mut(self.last)?;
         if kept.layout.read(plan, b, &mut record.values).is_some() {
-            kept.hits += 1;
             self.read += 1;
             return Some(());
         }
@@ -530,7 +571,7 @@ impl Learning {
     fn read_others(&mut self, plan: &Plan, b: &[u8], record: &mut Record) -> Option<()> {
         for (at, kept) in self.layouts.iter_mut().enumerate() {
             if at != self.last && kept.layout.read(plan, b, &mut record.values).is_some() {
-                kept.hits += 1;
+                self.count();
                 self.last = at;
                 self.read += 1;
                 return Some(());
@@ -539,12 +580,21 @@ impl Learning {
         None
     }
 
+    /// Adds the lines the layout tried first matched since it became so to its `hits`.
+    fn count(&mut self) {
+        if let Some(kept) = self.layouts.get_mut(self.last) {
+            kept.hits += self.read - self.since;
+        }
+        self.since = self.read;
+    }
+
     /// After the fast path accepted `b`, which no layout kept matched: learns its layout (kept
     /// beside the others, or in place of the one that matched fewest lines lately), or counts
     /// down to the next learning.
     #[cold]
     #[inline(never)]
     pub(super) fn missed(&mut self, plan: &Plan, keys: &FastKeys, b: &[u8]) {
+        self.count();
         if self.wait > 0 {
             self.wait -= 1;
             return;

@@ -637,6 +637,54 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// Keys long enough that the bytes between two values pass 16 (the layout compares them in
+    /// pieces of 16, steps of no value) or the longest run kept (no layout): lines of one
+    /// layout, each read twice, then damaged in a byte (in a piece, across two, in a value), to
+    /// what the stateless decoder gives; with a BIGINT, a BIGINT not decoded (its slot nulled by
+    /// its step), a key of no column, a required TIMESTAMP and a spare slot, in a recycled
+    /// record.
+    #[test]
+    fn long_keys_are_compared_in_pieces_as_decode_reads_them(
+        keys in prop::collection::vec("[a-z_]{1,30}", 4),
+        values in prop::collection::vec((bigint_text(), bigint_text(), form_timestamp_text()), 1..6),
+        ws in spaces(3),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(b"{}\",: 0123456789-_az".to_vec()), 0u8..3), 1..6),
+    ) {
+        // Distinct names: each ends with its index.
+        let k: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("{k}{i}")).collect();
+        let schema = Schema::parse_ddl(&format!("{} BIGINT, {} BIGINT, {} TIMESTAMP", k[0], k[1], k[2])).unwrap();
+        let cfg = DecoderConfig { schema, needed: vec![true, false, true], required: vec![2], timestamp_unit: TimeUnit::Ms };
+        let mut d = JsonDecoder::new(cfg).with_spare_columns(1);
+        let mut lines = Vec::new();
+        for ((a, b, t), (at, byte, op)) in values.iter().zip(edits.iter().cycle()) {
+            let line = format!(
+                "{{\"{}\":{}{a},{}\"{}\": {b}, \"{}\": 7, \"{}\": \"{t}\"}}{}",
+                k[0], ws[0], ws[1], k[1], k[3], k[2], ws[2]
+            ).into_bytes();
+            let mut damaged = line.clone();
+            let i = at.index(damaged.len());
+            match op {
+                0 => damaged[i] = *byte,
+                1 => { damaged.remove(i); }
+                _ => damaged.insert(i, *byte),
+            }
+            lines.extend([line.clone(), line, damaged]);
+        }
+        let mut record = Record::default();
+        for line in &lines {
+            let fresh = d.decode(line);
+            record.values.iter_mut().for_each(|v| *v = Value::Str(Arc::from("before")));
+            match d.decode_into(line, &mut record) {
+                Ok(()) => prop_assert_eq!(Ok(&record), fresh.as_ref(), "{}", String::from_utf8_lossy(line)),
+                Err(e) => prop_assert_eq!(Err(e), fresh, "{}", String::from_utf8_lossy(line)),
+            }
+        }
+    }
+}
+
 /// The reference must read doubles exactly (serde_json's `float_roundtrip` feature, on in the
 /// workspace): without it serde_json is off by a few ULP on some inputs, such as this one found
 /// by `json_decoder_matches_the_serde_json_reference`, and the property test failed on a

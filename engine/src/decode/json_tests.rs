@@ -484,3 +484,28 @@ fn the_layout_path_reads_lines_as_decode_does() {
     }
     assert_eq!(d.layout_hits(), 8);
 }
+
+/// Keys whose runs of bytes between two values pass 16 bytes are compared in pieces of 16 (the
+/// layout path's steps of no value): the line is read by the layout path the second time, a
+/// line that differs in any piece is not, and each gives what `decode` gives.
+#[test]
+fn long_keys_take_the_layout_path_in_pieces() {
+    let mut d = all("a_rather_long_column_name BIGINT, another_long_col_ts TIMESTAMP");
+    let mut record = Record::default();
+    let line = br#"{"a_rather_long_column_name": 12, "another_long_col_ts": "2024-01-15T10:01:00Z"}"#;
+    let changed: [&[u8]; 3] = [
+        br#"{"a_rather_long_column_namE": 12, "another_long_col_ts": "2024-01-15T10:01:00Z"}"#,
+        br#"{"a_rather_long_column_name": 12, "another_long_col_tS": "2024-01-15T10:01:00Z"}"#,
+        br#"{"a_rather_long_column_name": 12, "another_lonG_col_ts": "2024-01-15T10:01:00Z"}"#,
+    ];
+    for (k, l) in [&line[..], line].into_iter().enumerate() {
+        d.decode_into(l, &mut record).unwrap();
+        assert_eq!(Ok(&record), d.decode(l).as_ref());
+        assert_eq!(d.layout_hits(), k as u64);
+    }
+    for l in changed {
+        d.decode_into(l, &mut record).unwrap();
+        assert_eq!(Ok(&record), d.decode(l).as_ref(), "{}", String::from_utf8_lossy(l));
+        assert_eq!(d.layout_hits(), 1, "{}", String::from_utf8_lossy(l));
+    }
+}

@@ -222,6 +222,10 @@ impl Decoder {
     ///
     /// # Errors
     /// As [`Decoder::decode`].
+    ///
+    /// Inlined into the caller's loop: a line on the JSON layout path then costs one call, whose
+    /// answer is a flag, not a `Result` written to memory.
+    #[inline]
     pub fn decode_into(&mut self, line: &[u8], record: &mut Record) -> Result<(), DecodeError> {
         match self {
             Decoder::Json(d) => d.decode_into(line, record),

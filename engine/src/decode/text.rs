@@ -357,6 +357,27 @@ pub(crate) fn leading_digits(w: u64) -> (usize, u64) {
     (k, digits_value((w ^ (ONES * b'0' as u64)) << (8 * (8 - k))))
 }
 
+/// The integer that the 8 bytes `w` (little-endian: the first byte lowest) start with when it
+/// has 1 to 7 digits and no leading zero (a `0` alone), so that a byte that is no digit follows
+/// it among the 8: its length and value. `None` otherwise.
+#[inline(always)]
+pub(crate) fn short_integer(w: u64) -> Option<(usize, u64)> {
+    let k = short_integer_len(w)?;
+    // The shift also drops the bytes after the digits.
+    Some((k, digits_value((w ^ (ONES * b'0' as u64)) << (8 * (8 - k)))))
+}
+
+/// The length of [`short_integer`]'s integer.
+#[inline(always)]
+pub(crate) fn short_integer_len(w: u64) -> Option<usize> {
+    let k = digit_count(w);
+    // One comparison for 1 to 7 (`k - 1` wraps for 0).
+    if k.wrapping_sub(1) >= 7 || (w as u8 == b'0' && k != 1) {
+        return None;
+    }
+    Some(k)
+}
+
 /// How many digits the 8 bytes `w` (little-endian: the first byte lowest) start with (0 to 8):
 /// [`leading_digits`] without their value.
 #[inline(always)]

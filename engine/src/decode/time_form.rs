@@ -46,9 +46,9 @@ pub(super) struct TimeForm {
     frac_left: u32,
     /// Microseconds per unit of the fraction's last digit (0 without a fraction).
     frac_scale: u64,
-    /// The first 16 bytes (`YYYY-MM-DDTHH:MM`) of the last timestamp read, as two words, once
-    /// checked: (0, 0), which is no date, until then.
-    minute: (u64, u64),
+    /// The first 16 bytes (`YYYY-MM-DDTHH:MM`) of the last timestamp read, little-endian, once
+    /// checked: 0, which is no date, until then.
+    minute: u128,
     /// Seconds since the epoch at the start of that minute.
     minute_s: i64,
 }
@@ -99,7 +99,7 @@ impl TimeForm {
             frac_right,
             frac_left,
             frac_scale,
-            minute: (0, 0),
+            minute: 0,
             minute_s: 0,
         })
     }
@@ -110,8 +110,7 @@ impl TimeForm {
     #[inline(always)]
     pub(super) fn read(&mut self, b: &[u8]) -> Option<(Timestamp, usize)> {
         let text = b.get(..=self.len)?;
-        let head = text.first_chunk::<16>()?;
-        let minute = (word(head, 0)?, word(head, 8)?);
+        let minute = u128::from_le_bytes(*text.first_chunk::<16>()?);
         if minute != self.minute {
             self.learn_minute(minute)?;
         }
@@ -134,7 +133,8 @@ impl TimeForm {
     /// and keeps it with its seconds since the epoch; `None` when it is none.
     #[cold]
     #[inline(never)]
-    fn learn_minute(&mut self, (date, rest): (u64, u64)) -> Option<()> {
+    fn learn_minute(&mut self, minute: u128) -> Option<()> {
+        let (date, rest) = (minute as u64, (minute >> 64) as u64);
         let [d1, d0, sep, h1, h0, colon, m1, m0] = rest.to_le_bytes();
         if ![d1, d0, h1, h0, m1, m0].iter().all(u8::is_ascii_digit)
             || colon != b':'
@@ -148,7 +148,7 @@ impl TimeForm {
             return None;
         }
         let days = day_number(template_diff(date, T_DATE, SEP_DATE)?, two(d1, d0) as u32)?;
-        self.minute = (date, rest);
+        self.minute = minute;
         self.minute_s = days * 86_400 + h * 3_600 + mi * 60;
         Some(())
     }
