@@ -554,7 +554,7 @@ impl<'a> Parser<'a> {
 /// Jackson's `ALLOW_NON_NUMERIC_NUMBERS`) at the start of `b`: `NaN`, `Infinity`, `+Infinity`,
 /// `-Infinity`, `+INF`, `-INF`, spelt so (checked with Spark 4.3: `INF`, `nan`, `-NaN` are
 /// malformed); their value and length.
-fn non_numeric(b: &[u8]) -> Option<(f64, usize)> {
+pub(super) fn non_numeric(b: &[u8]) -> Option<(f64, usize)> {
     const TOKENS: [(&[u8], f64); 6] = [
         (b"NaN", f64::NAN),
         (b"Infinity", f64::INFINITY),

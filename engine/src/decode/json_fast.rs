@@ -380,6 +380,8 @@ fn literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {
 #[inline(never)]
 fn skip(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
+        // `NaN`, `-INF`, ...: read as Spark's allowNonNumericNumbers (the full parser's rule)
+        b'N' | b'I' | b'+' | b'-' if let Some((_, n)) = super::json::non_numeric(&b[i..]) => Some(i + n),
         b'-' | b'0'..=b'9' => scan_number(b, i).map(|n| n.end),
         b't' => literal(b, i, b"true"),
         b'f' => literal(b, i, b"false"),
@@ -434,6 +436,7 @@ fn skip_nested(b: &[u8], mut i: usize) -> Option<usize> {
                 }
             }
             b'"' => i = any_string_end(b, i + 1)? + 1,
+            b'N' | b'I' | b'+' | b'-' if let Some((_, n)) = super::json::non_numeric(&b[i..]) => i += n,
             b'-' | b'0'..=b'9' => i = scan_number(b, i)?.end,
             b't' => i = literal(b, i, b"true")?,
             b'f' => i = literal(b, i, b"false")?,
@@ -530,7 +533,8 @@ fn value(b: &[u8], i: usize, c: usize, ty: DataType, plan: &Plan, slot: &mut Val
             _ => general(b, i, c, plan, slot),
         },
         b'-' | b'0'..=b'9' => {
-            let n = scan_number(b, i)?;
+            // `-INF`, `-Infinity`: not a number here, a token the full parser's rule reads
+            let Some(n) = scan_number(b, i) else { return general(b, i, c, plan, slot) };
             match number_value(&n, &b[i..n.end], ty, plan) {
                 Some(v) => {
                     put(slot, v);
