@@ -12,7 +12,8 @@
 pub(crate) fn lines<T>(p: *const T, bytes: usize) {
     let p = p.cast::<u8>();
     let skew = p as usize % LINE;
-    let n = (skew + bytes).div_ceil(LINE).min(MAX_LINES);
+    // (a shift, not `div_ceil`: this runs once or twice per record)
+    let n = ((skew + bytes + (LINE - 1)) / LINE).min(MAX_LINES);
     for i in 0..n {
         line(p.wrapping_add(i * LINE));
     }

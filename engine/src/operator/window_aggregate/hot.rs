@@ -6,13 +6,109 @@
 //! unparked (structural changes, or an input the compact form cannot take: never per record in
 //! the steady state).
 
-use crate::aggregate::{AggState, AggregateFn, SmallState};
-use crate::value::Record;
+use crate::aggregate::{AggKind, AggState, AggregateFn, SmallExtreme, SmallState};
+use crate::value::{Record, Value};
 
 use super::measure_input;
 
 /// Most measures whose states are kept inline.
 pub(crate) const HOT: usize = 2;
+
+/// How [`Hot::update_ops`] updates one measure's inline state, decided once per operator from
+/// the measure's [`AggregateFn`] (so that the per-record path does not decode the function):
+/// every function with a compact state has its op, done in place as
+/// [`AggregateFn::update_small`] would; another state or input (a NULL for min / max, a value
+/// the compact state declines) goes to [`AggregateFn::update_small`], out of line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HotOp {
+    /// `count(*)`.
+    CountStar,
+    /// `count(col)`, `col` the input column.
+    Count(usize),
+    /// `sum(col)` / `avg(col)` of DOUBLE (a compact state only then).
+    DoubleSum(usize),
+    /// `max(col)` (`max`) or `min(col)` of BIGINT, INT or TIMESTAMP.
+    Extreme {
+        /// The input column.
+        col: usize,
+        /// `max` (else `min`).
+        max: bool,
+    },
+    /// Through [`AggregateFn::update_small`].
+    Other,
+    /// No measure: the ops of fewer than [`HOT`] measures end here.
+    End,
+}
+
+impl HotOp {
+    /// The ops of `measures` (only the first [`HOT`]: more are never inline), [`HotOp::End`]
+    /// after the last.
+    pub(crate) fn of_all(measures: &[AggregateFn]) -> [HotOp; HOT] {
+        let mut ops = [HotOp::End; HOT];
+        for (op, f) in ops.iter_mut().zip(measures) {
+            *op = HotOp::of(f);
+        }
+        ops
+    }
+
+    /// The op of measure `f`.
+    fn of(f: &AggregateFn) -> HotOp {
+        match (&f.kind, f.input) {
+            (AggKind::CountStar, _) => HotOp::CountStar,
+            (AggKind::Count, Some(col)) => HotOp::Count(col),
+            (AggKind::Sum | AggKind::Avg, Some(col)) => HotOp::DoubleSum(col),
+            (AggKind::Max, Some(col)) => HotOp::Extreme { col, max: true },
+            (AggKind::Min, Some(col)) => HotOp::Extreme { col, max: false },
+            _ => HotOp::Other,
+        }
+    }
+
+    /// Applies the op in place, as [`AggregateFn::update_small`] would; `false` (the state
+    /// unchanged) when it is not one the op does in place.
+    #[inline(always)]
+    fn apply(self, st: &mut SmallState, record: &Record) -> bool {
+        // a value strictly beyond the kept one replaces it
+        let beyond = |max: bool, x: i64, cur: i64| if max { x > cur } else { x < cur };
+        match (self, st) {
+            (HotOp::CountStar, SmallState::Count(n)) => {
+                *n = n.saturating_add(1);
+                true
+            }
+            (HotOp::Count(col), SmallState::Count(n)) => match record.values.get(col) {
+                Some(v) => {
+                    if !v.is_null() {
+                        *n = n.saturating_add(1);
+                    }
+                    true
+                }
+                None => false,
+            },
+            (HotOp::DoubleSum(col), st) => record.values.get(col).is_some_and(|v| st.add_double(v)),
+            (HotOp::Extreme { col, max }, SmallState::Extreme(e)) => match (&mut *e, record.values.get(col)) {
+                (SmallExtreme::Long(cur), Some(&Value::Long(x))) => {
+                    if beyond(max, x, *cur) {
+                        *cur = x;
+                    }
+                    true
+                }
+                (SmallExtreme::Int(cur), Some(&Value::Int(x))) => {
+                    if beyond(max, i64::from(x), i64::from(*cur)) {
+                        *cur = x;
+                    }
+                    true
+                }
+                (SmallExtreme::Timestamp(cur), Some(&Value::Timestamp(x))) => {
+                    if beyond(max, x.0, cur.0) {
+                        *cur = x;
+                    }
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
 
 /// Inline states of the parked last pane / session (see the module documentation).
 #[derive(Debug, Default)]
@@ -36,6 +132,38 @@ impl Hot {
     #[inline(always)]
     pub(crate) fn update(&mut self, measures: &[AggregateFn], record: &Record) -> Result<(), usize> {
         for (k, (f, st)) in measures.iter().zip(self.states.iter_mut()).enumerate() {
+            if !f.update_small(st, measure_input(f, record)) {
+                return Err(k);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Hot::update`] with the measures' [`HotOp`]s ([`HotOp::of_all`] of `measures`).
+    #[inline(always)]
+    pub(crate) fn update_ops(
+        &mut self,
+        ops: &[HotOp; HOT],
+        measures: &[AggregateFn],
+        record: &Record,
+    ) -> Result<(), usize> {
+        for (k, &op) in ops.iter().enumerate() {
+            if op == HotOp::End {
+                break;
+            }
+            if !op.apply(&mut self.states[k], record) {
+                return self.update_from(k, measures, record);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Hot::update`] of the measures from `from` on (out of line: the per-record path keeps
+    /// its registers for the ops).
+    #[cold]
+    #[inline(never)]
+    fn update_from(&mut self, from: usize, measures: &[AggregateFn], record: &Record) -> Result<(), usize> {
+        for (k, (f, st)) in measures.iter().zip(self.states.iter_mut()).enumerate().skip(from) {
             if !f.update_small(st, measure_input(f, record)) {
                 return Err(k);
             }
