@@ -323,7 +323,7 @@ impl WindowAggregate {
         // (no event time: in no window, see `process`)
         if let Some(t) = values[fast.column].event_time() {
             let late = self.watermark.0.min(END_OF_TIME_WATERMARK);
-            self.panes.add_hot(record, t.0, late, fast.grid, &fast.ops, &self.cfg, out);
+            self.panes.add_hot(record, t.0, late, fast, &self.cfg, out);
         }
         if let Some(tr) = self.tracker.as_mut()
             && let Some(t) = values[fast.watermark_column].as_timestamp()

@@ -33,9 +33,11 @@ use serde::{Deserialize, Serialize};
 
 use super::due::DueQueue;
 use super::groups::{Groups, HOT_BYTES};
-use super::hot::{HOT, Hot, HotOp};
-use super::{OutputMode, WindowAggregateConfig, measure_input};
-use crate::aggregate::{AggState, AggregateFn};
+#[cfg(doc)]
+use super::hot::HotOp;
+use super::hot::{HOT, Hot};
+use super::{Fast, OutputMode, WindowAggregateConfig, measure_input};
+use crate::aggregate::{AggState, AggregateFn, SmallState};
 use crate::operator::{Output, Rejected};
 use crate::value::{GroupKey, Record, Row, Value};
 use crate::window::PaneGrid;
@@ -135,6 +137,8 @@ pub(super) struct PaneState {
     /// Indexes of the integer sums among the measures ([`AggregateFn::is_integer_sum`]): a
     /// record that would take one out of BIGINT in a window is refused whole.
     sums: Vec<usize>,
+    /// The inline states of a new pane ([`Hot::fresh`]).
+    fresh: Option<[SmallState; HOT]>,
 }
 
 #[inline]
@@ -165,6 +169,7 @@ impl PaneState {
             scratch: Vec::new(),
             ends: Vec::new(),
             panes: 0,
+            fresh: Hot::fresh(measures),
         }
     }
 
@@ -259,11 +264,11 @@ impl PaneState {
         self.add_slow(record, t, late, None, cfg, out);
     }
 
-    /// [`PaneState::add`] for fixed windows on `grid` (this state's layout) in append mode
-    /// without an integer sum, `late` the watermark (at most [`END_OF_TIME_WATERMARK`]; every
-    /// query with a watermark): the record of the parked last pane takes the ops of the inline
-    /// states (`ops`, [`HotOp::of_all`] of the measures) and nothing else; any other goes to
-    /// [`PaneState::add_slow`] with the slot found. The same effect as [`PaneState::add`] (a test
+    /// [`PaneState::add`] in the case of [`Fast`] (fixed windows on `fast.grid`, this state's
+    /// layout, append mode, no integer sum), `late` the watermark (at most
+    /// [`END_OF_TIME_WATERMARK`]): the record of the parked last pane takes the ops of the
+    /// inline states (`fast.ops`, [`HotOp::of_all`] of the measures) and nothing else; any other
+    /// goes to [`PaneState::add_slow`] with the slot found. The same effect as [`PaneState::add`] (a test
     /// runs both on the same input).
     #[inline(always)]
     pub(super) fn add_hot(
@@ -271,8 +276,7 @@ impl PaneState {
         record: &Record,
         t: i64,
         late: i64,
-        grid: PaneGrid,
-        ops: &[HotOp; HOT],
+        fast: &Fast,
         cfg: &WindowAggregateConfig,
         out: &mut Output,
     ) {
@@ -281,15 +285,15 @@ impl PaneState {
         if let Some(slot) = found {
             let g = self.groups.get_mut(slot);
             if let Some(last) = &g.last
-                && pane_holds(grid, last.start, t)
+                && pane_holds(fast.grid, last.start, t)
                 && last.last_end > late
             {
                 if g.hot.used() {
-                    if let Err(k) = g.hot.update_ops(ops, &cfg.measures, record) {
+                    if let Err(k) = g.hot.update_ops(&fast.ops, &cfg.measures, record) {
                         g.update_last_from(k, &cfg.measures, record);
                     }
                 } else {
-                    g.update_last(&cfg.measures, record);
+                    g.update_last_from(0, &cfg.measures, record);
                 }
                 return;
             }
@@ -309,6 +313,29 @@ impl PaneState {
         cfg: &WindowAggregateConfig,
         out: &mut Output,
     ) {
+        // A pane before the parked last one, open already (input out of order), found by its
+        // bounds (as `pane_start(t)` would find it, without a division): updated where it
+        // lies, with no structural change (as `open_pane` would find it: `closed` stays).
+        if let (Layout::Fixed(grid), Some(slot)) = (self.layout, found)
+            && let Some(i) = self.groups.get(slot).panes.iter().rposition(|p| pane_holds(grid, p.start, t))
+        {
+            let Pane { start, last_end, .. } = self.groups.get(slot).panes[i];
+            if late.is_some_and(|l| last_end <= l) {
+                out.late.push(record.clone());
+                return;
+            }
+            if !self.sums.is_empty()
+                && let Some(j) = self.overflow(slot, start, record, &cfg.measures)
+            {
+                out.rejected.push(Rejected::overflow(record, &cfg.measures[j]));
+                return;
+            }
+            self.groups.get_mut(slot).update_pane(i, &cfg.measures, record);
+            if cfg.output_mode == OutputMode::Update {
+                self.mark_changed(slot, i);
+            }
+            return;
+        }
         let (start, last_end) = match self.layout {
             Layout::Plain { time_key } => {
                 let kt = time_key.and_then(|i| record.values[cfg.key_columns[i]].key_time());
@@ -329,23 +356,6 @@ impl PaneState {
         };
         if late.is_some_and(|l| last_end <= l) {
             out.late.push(record.clone());
-            return;
-        }
-        if let Some(slot) = found
-            && let Some(i) = self.groups.get(slot).older_pane(start)
-        {
-            // A pane before the parked last one, open already: updated where it lies, with no
-            // structural change (as `open_pane` would find it: `closed` stays).
-            if !self.sums.is_empty()
-                && let Some(j) = self.overflow(slot, start, record, &cfg.measures)
-            {
-                out.rejected.push(Rejected::overflow(record, &cfg.measures[j]));
-                return;
-            }
-            self.groups.get_mut(slot).update_pane(i, &cfg.measures, record);
-            if cfg.output_mode == OutputMode::Update {
-                self.mark_changed(slot, i);
-            }
             return;
         }
         let (slot, new) = match found {
@@ -460,7 +470,7 @@ impl PaneState {
             }
             g.panes.extend(g.last.take());
             g.last = Some(Pane { start, last_end, dirty: false });
-            g.hot.start(&mut g.states, measures);
+            g.hot.start_fresh(self.fresh, &mut g.states, measures);
             let i = g.panes.len();
             self.panes += 1;
             if let Some(due) = self.group_due(self.groups.get(slot)) {
@@ -747,16 +757,9 @@ impl Group {
         self.hot.update_last(&mut self.states, || panes.len(), measures, record);
     }
 
-    /// The index (in start order) of the pane at `start` when it is open and not the parked
-    /// last one (the group at rest).
-    #[inline]
-    fn older_pane(&self, start: i64) -> Option<usize> {
-        let i = self.panes.partition_point(|p| p.start < start);
-        self.panes.get(i).is_some_and(|p| p.start == start).then_some(i)
-    }
-
     /// Adds `record` to the parked last pane from measure `k` on, whose inline state declined
-    /// it ([`Hot::update_ops`]): the states go back to the vector and take it there.
+    /// it ([`Hot::update_ops`]; 0: the states are not inline): the states go back to the vector
+    /// (when inline) and take it there.
     #[cold]
     #[inline(never)]
     fn update_last_from(&mut self, k: usize, measures: &[AggregateFn], record: &Record) {
