@@ -437,12 +437,8 @@ mod tests {
         let mut applied = 0;
         for kind in &kinds {
             for input_type in &types {
-                let f = AggregateFn {
-                    kind: kind.clone(),
-                    input: Some(0),
-                    input_type: *input_type,
-                    name: String::new(),
-                };
+                let f =
+                    AggregateFn { kind: kind.clone(), input: Some(0), input_type: *input_type, name: String::new() };
                 let op = HotOp::of(&f);
                 let Some(start) = f.new_state().to_small() else { continue };
                 // every sequence of three values

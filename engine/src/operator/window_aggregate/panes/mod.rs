@@ -212,8 +212,10 @@ impl PaneState {
         }
     }
 
-    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
-    #[inline]
+    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]). Out of line: the
+    /// operator's prefetch would hold the sessions' and the panes' inlined together, each
+    /// saving the registers of both.
+    #[inline(never)]
     pub(super) fn prefetch(&self, record: &Record, cols: &[usize]) {
         self.groups.prefetch_record(record, cols);
     }
