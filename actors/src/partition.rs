@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender, TryRecvError};
 
 use eddy_engine::Timestamp;
-use eddy_engine::operator::{Mode, Operator, OperatorChain, Output, Rejected, prefetch_ahead};
+use eddy_engine::operator::{Mode, Operator, OperatorChain, Output, Rejected, prefetch_ahead_keyed};
 use eddy_engine::steps::{Applied, CompiledSteps, RowApplied};
 use eddy_engine::{Record, Row};
 
@@ -293,6 +293,9 @@ pub struct PartitionTask {
     /// Where `current_timestamp()` is read: the processing time now and of the rows not yet
     /// written; `None` when no expression of the actor reads it.
     row_clock: Option<RowClock>,
+    /// The operator's key columns that hold strings in the batch being handled (its first
+    /// record's), whose bytes the prefetch loads ([`prefetch_ahead_keyed`]).
+    string_keys: Vec<usize>,
 }
 
 /// The processing time of output rows, for `current_timestamp()` in the query's select list,
@@ -385,6 +388,7 @@ impl PartitionTask {
             written: BTreeMap::new(),
             ended: false,
             evict: Timestamp::MIN,
+            string_keys: Vec::new(),
         }
     }
 
@@ -543,7 +547,9 @@ impl PartitionTask {
     }
 
     fn dispatch(&mut self, msg: ToPartition) -> bool {
-        let PartitionTask { actor, out, created, current, evict, stalls, written, scratch, row_clock, .. } = self;
+        let PartitionTask {
+            actor, out, created, current, evict, stalls, written, scratch, row_clock, string_keys, ..
+        } = self;
         match msg {
             ToPartition::Data(batch) => {
                 let started = actor.metrics.enabled().then(Instant::now);
@@ -556,9 +562,26 @@ impl PartitionTask {
                     // have set another since its BeginBatch)
                     eddy_engine::expr::set_processing_time(c.now);
                 }
+                // Decided once per batch: whether the clock moves before each record (real-time,
+                // unless neither the operator nor an expression reads it), whether the query's
+                // steps run, which key columns hold strings to prefetch.
+                let moves_clock =
+                    actor.mode == Mode::RealTime && (row_clock.is_some() || !actor.operator.ignores_clock());
+                let plain = actor.query_steps.is_empty();
+                string_keys.clear();
+                if let Some(first) = batch.first() {
+                    let values = &first.record.values;
+                    string_keys.extend(
+                        actor
+                            .operator
+                            .key_columns()
+                            .iter()
+                            .filter(|&&c| matches!(values.get(c), Some(eddy_engine::Value::Str(_)))),
+                    );
+                }
                 for (i, s) in batch.iter().enumerate() {
-                    prefetch_ahead(actor.operator.as_ref(), |j| batch.get(j).map(|s| &s.record), i);
-                    if actor.mode == Mode::RealTime {
+                    prefetch_ahead_keyed(actor.operator.as_ref(), string_keys, |j| batch.get(j).map(|s| &s.record), i);
+                    if moves_clock {
                         let before = out.rows.len();
                         advance_clock(actor.operator.as_mut(), row_clock.as_mut(), out, s.now);
                         if out.rows.len() - before >= TIMER_BURST_ROWS {
@@ -566,7 +589,7 @@ impl PartitionTask {
                         }
                     }
                     let before = out.rows.len();
-                    if actor.query_steps.is_empty() {
+                    if plain {
                         actor.operator.on_record(&s.record, s.watermark, out);
                     } else {
                         match actor.query_steps.apply(s.record.clone()) {

@@ -10,9 +10,12 @@
 /// the middle of a line span 5 lines, not 4.
 #[inline(always)]
 pub(crate) fn lines<T>(p: *const T, bytes: usize) {
+    // (a type aligned to lines starts one: the count is then known when compiling)
+    let skew = if std::mem::align_of::<T>() >= LINE { 0 } else { p as usize % LINE };
     let p = p.cast::<u8>();
-    let skew = p as usize % LINE;
-    let n = (skew + bytes).div_ceil(LINE).min(MAX_LINES);
+    // (an add and a shift, not `div_ceil`'s remainder test: this runs once or twice per record)
+    #[allow(clippy::manual_div_ceil)]
+    let n = ((skew + bytes + (LINE - 1)) / LINE).min(MAX_LINES);
     for i in 0..n {
         line(p.wrapping_add(i * LINE));
     }

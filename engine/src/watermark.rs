@@ -30,6 +30,17 @@ impl WatermarkTracker {
         }
     }
 
+    /// [`WatermarkTracker::observe`], telling whether the largest event time rose (only
+    /// then can [`WatermarkTracker::current`] have moved).
+    #[inline]
+    pub fn observe_rises(&mut self, t: Timestamp) -> bool {
+        let rises = self.max_event_time.is_none_or(|m| t > m);
+        if rises {
+            self.max_event_time = Some(t);
+        }
+        rises
+    }
+
     /// The current watermark; [`Timestamp::MIN`] before the first record.
     #[inline]
     pub fn current(&self) -> Timestamp {

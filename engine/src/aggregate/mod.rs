@@ -66,7 +66,7 @@ use crate::schema::DataType;
 use crate::value::Value;
 
 pub use self::state::AggState;
-pub(crate) use self::state::SmallState;
+pub(crate) use self::state::{SmallExtreme, SmallState};
 
 /// Which function a measure computes (SEMANTICS.md "Aggregate functions").
 #[derive(Clone, Debug)]

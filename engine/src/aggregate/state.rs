@@ -133,6 +133,26 @@ impl Default for SmallState {
 }
 
 impl SmallState {
+    /// [`AggregateFn::update_small`] of a `sum` / `avg` of DOUBLE (which does not depend on the
+    /// function): `false` (unchanged) for another state, or an input that needs the full state.
+    #[inline(always)]
+    pub(crate) fn add_double(&mut self, v: &Value) -> bool {
+        let SmallState::DoubleSum { n, sum } = self else { return false };
+        match *v {
+            // as `DoubleSum::add(x, 1)` on a sum without non-finite values
+            Value::Double(x) if x.is_finite() => {
+                *n = n.saturating_add(1);
+                sum.add_f64(x);
+                if *n == 0 {
+                    *sum = DoubleDouble::default();
+                }
+                true
+            }
+            Value::Null => true,
+            _ => false,
+        }
+    }
+
     /// The full state (exactly the one [`AggState::to_small`] was given).
     #[inline]
     pub(crate) fn to_state(self) -> AggState {
@@ -277,6 +297,17 @@ impl AggregateFn {
                     s.add(x, 1);
                 }
             }
+            // min / max of BIGINT with a value kept: as `update_other`, a value strictly beyond
+            // the kept one replaces it
+            AggState::Extreme(Some(Value::Long(cur)))
+                if matches!(v, Value::Long(_)) && matches!(self.kind, AggKind::Max | AggKind::Min) =>
+            {
+                if let Value::Long(x) = *v
+                    && (if matches!(self.kind, AggKind::Max) { x > *cur } else { x < *cur })
+                {
+                    *cur = x;
+                }
+            }
             _ => self.update_other(state, v),
         }
     }
@@ -293,19 +324,7 @@ impl AggregateFn {
                 }
                 true
             }
-            SmallState::DoubleSum { n, sum } => match *v {
-                // as `DoubleSum::add(x, 1)` on a sum without non-finite values
-                Value::Double(x) if x.is_finite() => {
-                    *n = n.saturating_add(1);
-                    sum.add_f64(x);
-                    if *n == 0 {
-                        *sum = DoubleDouble::default();
-                    }
-                    true
-                }
-                Value::Null => true,
-                _ => false,
-            },
+            SmallState::DoubleSum { .. } => state.add_double(v),
             // as `update_other`: a null changes nothing; the first value is kept; then a value
             // replaces the extreme when strictly beyond it (the same order as `total_cmp` within
             // one kind). Another kind of input than the one kept: the full state decides.

@@ -222,3 +222,35 @@ proptest! {
         prop_assert!(same(&ours, &direct), "{:?} vs {:?}", ours, direct);
     }
 }
+
+proptest! {
+    /// `min` / `max` updated through [`AggregateFn::update`] (with its inline path for a BIGINT
+    /// kept and given) keep what a brute-force fold keeps: the first non-null value, replaced
+    /// by a value strictly beyond it in [`Value::total_cmp`] order, whatever the mix of kinds.
+    #[test]
+    fn a_full_extreme_keeps_the_strictly_beyond_value(
+        max in any::<bool>(),
+        values in prop::collection::vec(extreme_input(), 0..60),
+    ) {
+        let kind = if max { AggKind::Max } else { AggKind::Min };
+        let f = AggregateFn { kind, input: Some(0), input_type: DataType::Long, name: String::new() };
+        let mut s = f.new_state();
+        let mut kept: Option<Value> = None;
+        for v in &values {
+            f.update(&mut s, v);
+            if v.is_null() {
+                continue;
+            }
+            let beyond = kept.as_ref().is_none_or(|k| {
+                let c = v.total_cmp(k);
+                if max { c.is_gt() } else { c.is_lt() }
+            });
+            if beyond {
+                kept = Some(v.clone());
+            }
+            let AggState::Extreme(got) = &s else { panic!("{s:?}") };
+            prop_assert_eq!(got, &kept);
+        }
+        prop_assert_eq!(f.finish(&s), kept.unwrap_or(Value::Null));
+    }
+}

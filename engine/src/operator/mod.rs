@@ -58,11 +58,26 @@ pub const PREFETCH_DISTANCE: usize = 8;
 /// waiting for the record itself. Changes nothing observable.
 #[inline]
 pub fn prefetch_ahead<'a, O: Operator + ?Sized>(op: &O, ahead: impl Fn(usize) -> Option<&'a Record>, i: usize) {
+    prefetch_ahead_keyed(op, op.key_columns(), ahead, i);
+}
+
+/// [`prefetch_ahead`] with the columns whose strings it loads given (`string_keys`: those of
+/// [`Operator::key_columns`] that hold strings, which a caller looks up once per batch rather
+/// than once per record; fewer or none only load less).
+#[inline]
+pub fn prefetch_ahead_keyed<'a, O: Operator + ?Sized>(
+    op: &O,
+    string_keys: &[usize],
+    ahead: impl Fn(usize) -> Option<&'a Record>,
+    i: usize,
+) {
     if let Some(r) = ahead(i + 3 * PREFETCH_DISTANCE) {
         crate::prefetch::lines(r.values.as_ptr(), std::mem::size_of_val(&*r.values));
     }
-    if let Some(r) = ahead(i + 2 * PREFETCH_DISTANCE) {
-        for &c in op.key_columns() {
+    if !string_keys.is_empty()
+        && let Some(r) = ahead(i + 2 * PREFETCH_DISTANCE)
+    {
+        for &c in string_keys {
             if let Some(crate::value::Value::Str(s)) = r.values.get(c) {
                 // The reference counts sit just before the bytes.
                 crate::prefetch::line(s.as_ptr().wrapping_sub(16));
@@ -276,6 +291,13 @@ pub trait Operator: Send + std::fmt::Debug {
     /// Real-time: moves processing time to `now` (never back), firing every timer due up to
     /// `now` in instant order. Only rolling windows have timers.
     fn advance_clock(&mut self, now: Timestamp, out: &mut Output);
+
+    /// Whether [`Operator::advance_clock`] does nothing, whatever the instant, and
+    /// [`Operator::next_timer`] is always `None` (no processing-time timer ever): a driver may
+    /// then leave the clock alone. The default: `false`.
+    fn ignores_clock(&self) -> bool {
+        false
+    }
 
     /// The next processing-time instant at which [`Operator::advance_clock`] has work, if any.
     fn next_timer(&self) -> Option<Timestamp>;

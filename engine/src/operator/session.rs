@@ -188,8 +188,10 @@ impl SessionState {
         self.count
     }
 
-    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
-    #[inline]
+    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]). Out of line: the
+    /// operator's prefetch would hold the sessions' and the panes' inlined together, each
+    /// saving the registers of both.
+    #[inline(never)]
     pub(crate) fn prefetch(&self, record: &Record, cols: &[usize]) {
         self.groups.prefetch_record(record, cols);
     }

@@ -51,7 +51,8 @@ mod tests_overflow;
 
 use serde::{Deserialize, Serialize};
 
-use self::panes::{GroupSnapshot, Layout, PaneState};
+use self::hot::{HOT, HotOp};
+use self::panes::{END_OF_TIME_WATERMARK, GroupSnapshot, Layout, PaneState};
 use super::session::{SessionGap, SessionGroupSnapshot, SessionState};
 use super::{BatchContext, Mode, Operator, Output, StateError, merge_trackers};
 use crate::aggregate::AggregateFn;
@@ -142,6 +143,40 @@ pub struct WindowAggregate {
     sums: Vec<usize>,
     /// Micro-batch: the query's one group is held here ([`Operator::own_global_group`]).
     global: bool,
+    /// The per-record path of the common case, when it applies ([`Fast::of`]).
+    fast: Option<Fast>,
+}
+
+/// What the per-record path of the common case reads, decided once per operator: real-time
+/// mode, tumbling or sliding windows, a watermark, append mode, at most [`HOT`] measures and no
+/// integer sum (no overflow check). Records then go through [`WindowAggregate::on_record_fast`]
+/// and [`PaneState::add_hot`], which skip the checks of the other cases and update the inline
+/// states through [`HotOp`]s; the effect is that of the general path (a test runs both).
+#[derive(Clone, Copy, Debug)]
+struct Fast {
+    /// Event-time column of the windows.
+    column: usize,
+    /// The watermark column.
+    watermark_column: usize,
+    grid: PaneGrid,
+    ops: [HotOp; HOT],
+}
+
+impl Fast {
+    fn of(cfg: &WindowAggregateConfig) -> Option<Fast> {
+        let WindowKind::Fixed { column, windows } = &cfg.window else { return None };
+        let (watermark_column, _) = cfg.watermark?;
+        (cfg.mode == Mode::RealTime
+            && cfg.output_mode == OutputMode::Append
+            && cfg.measures.len() <= HOT
+            && !cfg.measures.iter().any(AggregateFn::is_integer_sum))
+        .then(|| Fast {
+            column: *column,
+            watermark_column,
+            grid: PaneGrid::new(windows),
+            ops: HotOp::of_all(&cfg.measures),
+        })
+    }
 }
 
 impl WindowAggregate {
@@ -181,8 +216,16 @@ impl WindowAggregate {
             watermark: Timestamp::MIN,
             evicted_to: Timestamp::MIN,
             global: false,
+            fast: Fast::of(&cfg),
             cfg,
         }
+    }
+
+    /// The operator without its per-record path of the common case (tests compare the two).
+    #[cfg(test)]
+    pub(crate) fn without_fast_path(mut self) -> Self {
+        self.fast = None;
+        self
     }
 
     /// The configuration.
@@ -224,6 +267,75 @@ impl WindowAggregate {
             self.evict(w, out);
         } else {
             self.evicted_to = w;
+        }
+    }
+
+    /// [`Operator::on_record`] in every case but that of [`Fast`].
+    #[inline(never)]
+    fn on_record_general(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
+        let late_w = match self.cfg.mode {
+            Mode::MicroBatch => self.late_watermark(),
+            Mode::RealTime => {
+                if watermark > self.watermark || self.evicted_to < self.watermark {
+                    // (the second: after a restore, finalise what the restored watermark passed)
+                    self.raise_watermark(watermark, out);
+                }
+                self.cfg.watermark.map(|_| self.watermark)
+            }
+        };
+        self.process(record, late_w, out);
+        match self.cfg.mode {
+            Mode::MicroBatch => {}
+            Mode::RealTime => {
+                if self.cfg.output_mode == OutputMode::Update && !self.is_session() {
+                    self.panes.emit_changed(late_w.map(|w| w.0), &self.cfg, out);
+                }
+                if let (Some(tr), Some((c, _))) = (self.tracker.as_mut(), self.cfg.watermark)
+                    && let Some(t) = record.values[c].as_timestamp()
+                {
+                    tr.observe(t);
+                    let w = tr.current();
+                    if w > self.watermark {
+                        self.raise_watermark(w, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`WindowAggregate::raise_watermark`] out of the per-record path of [`Fast`] (called
+    /// when the watermark moves: at most once per record, usually much less often).
+    #[inline(never)]
+    fn raise_watermark_cold(&mut self, w: Timestamp, out: &mut Output) {
+        self.raise_watermark(w, out);
+    }
+
+    /// [`Operator::on_record`] in the case of [`Fast`] (`self.fast` is `Some`), as the general
+    /// path does it there.
+    #[inline(never)]
+    fn on_record_fast(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
+        if watermark > self.watermark || self.evicted_to < self.watermark {
+            // (the second: after a restore, finalise what the restored watermark passed)
+            self.raise_watermark_cold(watermark, out);
+        }
+        let Some(fast) = &self.fast else { return };
+        let values = &record.values[..];
+        // (no event time: in no window, see `process`)
+        if let Some(t) = values[fast.column].event_time() {
+            let late = self.watermark.0.min(END_OF_TIME_WATERMARK);
+            self.panes.add_hot(record, t.0, late, fast, &self.cfg, out);
+        }
+        if let Some(tr) = self.tracker.as_mut()
+            && let Some(t) = values[fast.watermark_column].as_timestamp()
+            // The tracker's watermark moves only when the largest event time does; otherwise
+            // it is at most `self.watermark` already (raised to it after every record, and
+            // a restore keeps the larger of the two).
+            && tr.observe_rises(t)
+        {
+            let w = tr.current();
+            if w > self.watermark {
+                self.raise_watermark_cold(w, out);
+            }
         }
     }
 
@@ -288,36 +400,13 @@ impl Operator for WindowAggregate {
 
     #[inline]
     fn on_record(&mut self, record: &Record, watermark: Timestamp, out: &mut Output) {
-        let late_w = match self.cfg.mode {
-            Mode::MicroBatch => self.late_watermark(),
-            Mode::RealTime => {
-                if watermark > self.watermark || self.evicted_to < self.watermark {
-                    // (the second: after a restore, finalise what the restored watermark passed)
-                    self.raise_watermark(watermark, out);
-                }
-                self.cfg.watermark.map(|_| self.watermark)
-            }
-        };
-        self.process(record, late_w, out);
-        match self.cfg.mode {
-            Mode::MicroBatch => {}
-            Mode::RealTime => {
-                if self.cfg.output_mode == OutputMode::Update && !self.is_session() {
-                    self.panes.emit_changed(late_w.map(|w| w.0), &self.cfg, out);
-                }
-                if let (Some(tr), Some((c, _))) = (self.tracker.as_mut(), self.cfg.watermark)
-                    && let Some(t) = record.values[c].as_timestamp()
-                {
-                    tr.observe(t);
-                    let w = tr.current();
-                    if w > self.watermark {
-                        self.raise_watermark(w, out);
-                    }
-                }
-            }
+        // (two calls out of line, so that neither path saves the registers of the other)
+        if self.fast.is_some() {
+            self.on_record_fast(record, watermark, out);
+        } else {
+            self.on_record_general(record, watermark, out);
         }
     }
-
     #[inline]
     fn prefetch(&self, record: &Record) {
         let cols = &self.cfg.key_columns[..];
@@ -374,6 +463,10 @@ impl Operator for WindowAggregate {
     }
 
     fn advance_clock(&mut self, _now: Timestamp, _out: &mut Output) {}
+
+    fn ignores_clock(&self) -> bool {
+        true
+    }
 
     fn next_timer(&self) -> Option<Timestamp> {
         None

@@ -33,9 +33,11 @@ use serde::{Deserialize, Serialize};
 
 use super::due::DueQueue;
 use super::groups::{Groups, HOT_BYTES};
-use super::hot::Hot;
-use super::{OutputMode, WindowAggregateConfig, measure_input};
-use crate::aggregate::{AggState, AggregateFn};
+#[cfg(doc)]
+use super::hot::HotOp;
+use super::hot::{HOT, Hot};
+use super::{Fast, OutputMode, WindowAggregateConfig, measure_input};
+use crate::aggregate::{AggState, AggregateFn, SmallState};
 use crate::operator::{Output, Rejected};
 use crate::value::{GroupKey, Record, Row, Value};
 use crate::window::PaneGrid;
@@ -135,6 +137,8 @@ pub(super) struct PaneState {
     /// Indexes of the integer sums among the measures ([`AggregateFn::is_integer_sum`]): a
     /// record that would take one out of BIGINT in a window is refused whole.
     sums: Vec<usize>,
+    /// The inline states of a new pane ([`Hot::fresh`]).
+    fresh: Option<[SmallState; HOT]>,
 }
 
 #[inline]
@@ -165,6 +169,7 @@ impl PaneState {
             scratch: Vec::new(),
             ends: Vec::new(),
             panes: 0,
+            fresh: Hot::fresh(measures),
         }
     }
 
@@ -207,8 +212,10 @@ impl PaneState {
         }
     }
 
-    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]).
-    #[inline]
+    /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]). Out of line: the
+    /// operator's prefetch would hold the sessions' and the panes' inlined together, each
+    /// saving the registers of both.
+    #[inline(never)]
     pub(super) fn prefetch(&self, record: &Record, cols: &[usize]) {
         self.groups.prefetch_record(record, cols);
     }
@@ -233,12 +240,7 @@ impl PaneState {
             };
             let g = self.groups.get_mut(slot);
             if let Some(last) = &g.last
-                && grid.is_none_or(|grid| {
-                    t >= last.start
-                        && (t.wrapping_sub(last.start) as u64) < grid.pane() as u64
-                        // the pane saturated at the start of time is shorter than the others
-                        && (last.start != i64::MIN || grid.pane_start(t) == i64::MIN)
-                })
+                && grid.is_none_or(|grid| pane_holds(grid, last.start, t))
             {
                 if late.is_some_and(|l| last.last_end <= l) {
                     out.late.push(record.clone());
@@ -259,13 +261,83 @@ impl PaneState {
                 }
                 return;
             }
+            return self.add_slow(record, t, late, Some(slot), cfg, out);
         }
-        self.add_slow(record, t, late, cfg, out);
+        self.add_slow(record, t, late, None, cfg, out);
     }
 
-    /// A record that opens a pane (or lands in an older one).
+    /// [`PaneState::add`] in the case of [`Fast`] (fixed windows on `fast.grid`, this state's
+    /// layout, append mode, no integer sum), `late` the watermark (at most
+    /// [`END_OF_TIME_WATERMARK`]): the record of the parked last pane takes the ops of the
+    /// inline states (`fast.ops`, [`HotOp::of_all`] of the measures) and nothing else; any other
+    /// goes to [`PaneState::add_slow`] with the slot found. The same effect as [`PaneState::add`] (a test
+    /// runs both on the same input).
+    #[inline(always)]
+    pub(super) fn add_hot(
+        &mut self,
+        record: &Record,
+        t: i64,
+        late: i64,
+        fast: &Fast,
+        cfg: &WindowAggregateConfig,
+        out: &mut Output,
+    ) {
+        debug_assert!(self.sums.is_empty() && cfg.output_mode == OutputMode::Append && late <= END_OF_TIME_WATERMARK);
+        let found = self.groups.find_prefetched(record, &cfg.key_columns);
+        if let Some(slot) = found {
+            let g = self.groups.get_mut(slot);
+            if let Some(last) = &g.last
+                && pane_holds(fast.grid, last.start, t)
+                && last.last_end > late
+            {
+                if g.hot.used() {
+                    if let Err(k) = g.hot.update_ops(&fast.ops, &cfg.measures, record) {
+                        g.update_last_from(k, &cfg.measures, record);
+                    }
+                } else {
+                    g.update_last_from(0, &cfg.measures, record);
+                }
+                return;
+            }
+        }
+        self.add_slow(record, t, Some(late), found, cfg, out);
+    }
+
+    /// A record that opens a pane, or lands in an older one (input out of order); `found`: the
+    /// slot of its group, when [`PaneState::add`] found it.
     #[cold]
-    fn add_slow(&mut self, record: &Record, t: i64, late: Option<i64>, cfg: &WindowAggregateConfig, out: &mut Output) {
+    fn add_slow(
+        &mut self,
+        record: &Record,
+        t: i64,
+        late: Option<i64>,
+        found: Option<u32>,
+        cfg: &WindowAggregateConfig,
+        out: &mut Output,
+    ) {
+        // A pane before the parked last one, open already (input out of order), found by its
+        // bounds (as `pane_start(t)` would find it, without a division): updated where it
+        // lies, with no structural change (as `open_pane` would find it: `closed` stays).
+        if let (Layout::Fixed(grid), Some(slot)) = (self.layout, found)
+            && let Some(i) = self.groups.get(slot).panes.iter().rposition(|p| pane_holds(grid, p.start, t))
+        {
+            let Pane { start, last_end, .. } = self.groups.get(slot).panes[i];
+            if late.is_some_and(|l| last_end <= l) {
+                out.late.push(record.clone());
+                return;
+            }
+            if !self.sums.is_empty()
+                && let Some(j) = self.overflow(slot, start, record, &cfg.measures)
+            {
+                out.rejected.push(Rejected::overflow(record, &cfg.measures[j]));
+                return;
+            }
+            self.groups.get_mut(slot).update_pane(i, &cfg.measures, record);
+            if cfg.output_mode == OutputMode::Update {
+                self.mark_changed(slot, i);
+            }
+            return;
+        }
         let (start, last_end) = match self.layout {
             Layout::Plain { time_key } => {
                 let kt = time_key.and_then(|i| record.values[cfg.key_columns[i]].key_time());
@@ -288,8 +360,13 @@ impl PaneState {
             out.late.push(record.clone());
             return;
         }
-        let hash = self.groups.hash_record(record, &cfg.key_columns);
-        let (slot, new) = self.groups.find_or_insert(hash, record, &cfg.key_columns);
+        let (slot, new) = match found {
+            Some(slot) => (slot, false),
+            None => {
+                let hash = self.groups.hash_record(record, &cfg.key_columns);
+                self.groups.find_or_insert(hash, record, &cfg.key_columns)
+            }
+        };
         if new {
             // (a new group holds no sum a single value could take out of BIGINT)
             self.groups.get_mut(slot).reset();
@@ -379,6 +456,30 @@ impl PaneState {
     ) -> usize {
         let m = measures.len();
         let g = self.groups.get_mut(slot);
+        if g.last.is_none_or(|l| l.start < start) {
+            // After every open pane (a new window, or a new group): the last pane's states go
+            // to the vector and the new pane is parked at once, as unpark, insert and park
+            // would leave them.
+            if let Some(l) = late {
+                g.closed = g.closed.max(l);
+            }
+            g.hot.unpark(&mut g.states, m);
+            if g.last.is_none() {
+                // (the buffers the group's next panes take, allocated now as insert and park
+                // do: a group's first pane, not its second, pays for them)
+                g.panes.reserve(1);
+                g.states.reserve(m);
+            }
+            g.panes.extend(g.last.take());
+            g.last = Some(Pane { start, last_end, dirty: false });
+            g.hot.start_fresh(self.fresh, &mut g.states, measures);
+            let i = g.panes.len();
+            self.panes += 1;
+            if let Some(due) = self.group_due(self.groups.get(slot)) {
+                self.register(slot, due);
+            }
+            return i;
+        }
         g.unpark(m);
         let i = g.panes.partition_point(|p| p.start < start);
         if g.panes.get(i).is_some_and(|p| p.start == start) {
@@ -616,6 +717,15 @@ impl PaneState {
     }
 }
 
+/// Whether the pane at `start` holds `t` (`grid.pane_start(t) == start`, without a division).
+#[inline(always)]
+fn pane_holds(grid: PaneGrid, start: i64, t: i64) -> bool {
+    t >= start
+        && (t.wrapping_sub(start) as u64) < grid.pane() as u64
+        // the pane saturated at the start of time is shorter than the others
+        && (start != i64::MIN || grid.pane_start(t) == i64::MIN)
+}
+
 /// Pushes the window ends from `first` to `last` (inclusive) onto `ends`; returns the end after
 /// the last pushed (`first` when none was; `None` past the end of time).
 fn push_ends(grid: PaneGrid, first: i64, last: i64, ends: &mut Vec<i64>) -> Option<i64> {
@@ -647,6 +757,18 @@ impl Group {
     fn update_last(&mut self, measures: &[AggregateFn], record: &Record) {
         let panes = &self.panes;
         self.hot.update_last(&mut self.states, || panes.len(), measures, record);
+    }
+
+    /// Adds `record` to the parked last pane from measure `k` on, whose inline state declined
+    /// it ([`Hot::update_ops`]; 0: the states are not inline): the states go back to the vector
+    /// (when inline) and take it there.
+    #[cold]
+    #[inline(never)]
+    fn update_last_from(&mut self, k: usize, measures: &[AggregateFn], record: &Record) {
+        let m = measures.len();
+        self.hot.unpark(&mut self.states, m);
+        let i = self.panes.len();
+        update_states(&measures[k..], &mut self.states[i * m + k..(i + 1) * m], record);
     }
 
     /// Adds `record` to pane `i` (in start order) of the group at rest.
