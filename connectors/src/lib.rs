@@ -218,6 +218,17 @@ impl SharedLines {
         SharedLines { block, ranges: Vec::new() }
     }
 
+    /// A run of no line yet over `block`, with room for `lines` lines before it grows.
+    ///
+    /// # Panics
+    /// As [`SharedLines::new`].
+    #[inline]
+    pub fn with_capacity(block: Arc<Vec<u8>>, lines: usize) -> SharedLines {
+        let mut run = SharedLines::new(block);
+        run.ranges.reserve(lines);
+        run
+    }
+
     /// Appends the line `range` (bytes, half-open) of the block.
     ///
     /// # Panics

@@ -654,8 +654,10 @@ fn split_buffered(
     // The bytes and lines taken (kept here, not in `file`, while the loop runs: it runs per line).
     let mut used = 0;
     let mut line = file.line;
-    // The run being gathered: lines `run_first..=line` of the file, once not empty.
-    let mut run = SharedLines::new(Arc::clone(file.reader.block()));
+    // The run being gathered: lines `run_first..=line` of the file, once not empty. Room for
+    // the lines the buffer holds at 64 bytes a line (it grows only for shorter lines).
+    let room = out.room.min(buffered.len() / 64 + 1);
+    let mut run = SharedLines::with_capacity(Arc::clone(file.reader.block()), room);
     let mut run_first = 0;
     while !out.is_full() {
         let rest = &buffered[used..];
