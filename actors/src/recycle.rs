@@ -93,8 +93,16 @@ pub struct Spares {
     buffers: Vec<Vec<Stamped>>,
     /// The records of one returned batch, on their way to the source.
     scratch: Vec<Record>,
-    /// Records for the decoder to overwrite (at most [`FREE_RECORDS`], all of the decoder's
-    /// width when they were kept).
+    /// Batches handed back whose records the decoder overwrites next, as they came (no record
+    /// is moved when a batch is taken): [`Spares::record`] takes them from the last batch's
+    /// end, passing over any not of `width` values, and keeps the emptied buffer as a spare.
+    /// At most [`FREE_RECORDS`] records when taken.
+    pooled: Vec<Vec<Stamped>>,
+    /// The decoder's width: the records [`Spares::record`] gives have this many values.
+    width: usize,
+    /// Records for the decoder to overwrite, given one by one (at most [`FREE_RECORDS`], all
+    /// of the decoder's width when they were kept): those of the returned batches when a source
+    /// `select` narrows records (sorted out on arrival), and unused ones.
     records: Vec<Record>,
     /// Records of the narrow width handed back (at most [`FREE_RECORDS`]): those a source
     /// `select` with fewer items than the decoder's columns moved its values into.
@@ -127,6 +135,8 @@ impl Spares {
             self.lines.clear();
         }
         let to_source = source.recycles_records();
+        // the records kept for the decoder so far
+        let mut held = self.held();
         // At most a channel's worth: the partition actors may keep handing batches back.
         for mut batch in rx.try_iter().take(self.max_buffers) {
             if !batch.is_empty() {
@@ -135,19 +145,21 @@ impl Spares {
                     source.recycle(&mut self.scratch);
                     self.scratch.clear();
                 } else if let Some(width) = width {
-                    let room = FREE_RECORDS.saturating_sub(self.records.len());
-                    if batch.len() <= room && batch.iter().all(|s| s.record.values.len() == width) {
-                        // The usual case: the whole batch fits, moved over at once (the loop
-                        // below would take exactly these, one by one).
-                        self.records.extend(batch.drain(..).map(|s| s.record));
-                    } else {
-                        for Stamped { record, .. } in batch.drain(..) {
-                            let len = record.values.len();
-                            if len == width && self.records.len() < FREE_RECORDS {
-                                self.records.push(record);
-                            } else if Some(len) == narrow && self.narrow.len() < FREE_RECORDS {
-                                self.narrow.push(record);
-                            }
+                    self.width = width;
+                    if narrow.is_none() && batch.len() <= FREE_RECORDS.saturating_sub(held) {
+                        // The usual case: the batch is kept whole, its records where they are
+                        // (`record` passes over any of another width).
+                        held += batch.len();
+                        self.pooled.push(batch);
+                        continue;
+                    }
+                    for Stamped { record, .. } in batch.drain(..) {
+                        let len = record.values.len();
+                        if len == width && held < FREE_RECORDS {
+                            self.records.push(record);
+                            held += 1;
+                        } else if Some(len) == narrow && self.narrow.len() < FREE_RECORDS {
+                            self.narrow.push(record);
                         }
                     }
                 }
@@ -160,10 +172,36 @@ impl Spares {
         }
     }
 
-    /// A record for the decoder to overwrite ([`Decoder::decode_into`]): one handed back, or
-    /// an empty one (which the decoder replaces by a new record).
+    /// A record for the decoder to overwrite ([`Decoder::decode_into`]): one handed back of the
+    /// decoder's width (those of another width met on the way are dropped), or an empty one
+    /// (which the decoder replaces by a new record).
     #[inline]
     pub fn record(&mut self) -> Record {
+        if let Some(batch) = self.pooled.last_mut()
+            && let Some(s) = batch.pop()
+            && s.record.values.len() == self.width
+        {
+            return s.record;
+        }
+        self.next_record()
+    }
+
+    /// [`Spares::record`] past the last pooled batch's end: the batches before it, emptied
+    /// buffers kept as spares (up to the bound), then the records given one by one.
+    #[inline(never)]
+    fn next_record(&mut self) -> Record {
+        while let Some(batch) = self.pooled.last_mut() {
+            match batch.pop() {
+                Some(s) if s.record.values.len() == self.width => return s.record,
+                Some(_) => {}
+                None => {
+                    let batch = self.pooled.pop().unwrap_or_default();
+                    if self.buffers.len() < self.max_buffers {
+                        self.buffers.push(batch);
+                    }
+                }
+            }
+        }
         self.records.pop().unwrap_or_default()
     }
 
@@ -177,9 +215,14 @@ impl Spares {
     /// or one of the decoder's width whose values moved to a narrower record.
     #[inline]
     pub fn unused_record(&mut self, record: Record) {
-        if self.rx.is_some() && self.records.len() < FREE_RECORDS {
+        if self.rx.is_some() && self.held() < FREE_RECORDS {
             self.records.push(record);
         }
+    }
+
+    /// The records kept for the decoder: those of the pooled batches and those given one by one.
+    fn held(&self) -> usize {
+        self.pooled.iter().map(Vec::len).sum::<usize>() + self.records.len()
     }
 
     /// A raw line the decoder is done with: held until the next [`Spares::take_returned`]
@@ -324,9 +367,9 @@ mod tests {
             back.give_back(batch(0, 256));
         }
         spares.take_returned(&mut source, Some(1), None);
-        assert_eq!(spares.records.len(), FREE_RECORDS);
+        assert_eq!(spares.held(), FREE_RECORDS);
         spares.unused_record(Record::new(vec![Value::Null]));
-        assert_eq!(spares.records.len(), FREE_RECORDS);
+        assert_eq!(spares.held(), FREE_RECORDS);
     }
 
     #[test]
