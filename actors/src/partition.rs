@@ -564,12 +564,14 @@ impl PartitionTask {
                 }
                 // Decided once per batch: whether the clock moves before each record (real-time,
                 // unless neither the operator nor an expression reads it), whether the query's
-                // steps run, which key columns hold strings to prefetch.
+                // steps run, whether the prefetch schedule runs and which key columns hold
+                // strings to prefetch.
                 let moves_clock =
                     actor.mode == Mode::RealTime && (row_clock.is_some() || !actor.operator.ignores_clock());
                 let plain = actor.query_steps.is_empty();
+                let prefetching = actor.operator.prefetch_pays();
                 string_keys.clear();
-                if let Some(first) = batch.first() {
+                if prefetching && let Some(first) = batch.first() {
                     let values = &first.record.values;
                     string_keys.extend(
                         actor
@@ -580,7 +582,10 @@ impl PartitionTask {
                     );
                 }
                 for (i, s) in batch.iter().enumerate() {
-                    prefetch_ahead_keyed(actor.operator.as_ref(), string_keys, |j| batch.get(j).map(|s| &s.record), i);
+                    let ahead = |j: usize| batch.get(j).map(|s| &s.record);
+                    if prefetching {
+                        prefetch_ahead_keyed(actor.operator.as_ref(), string_keys, ahead, i);
+                    }
                     if moves_clock {
                         let before = out.rows.len();
                         advance_clock(actor.operator.as_mut(), row_clock.as_mut(), out, s.now);

@@ -122,8 +122,11 @@ fn window_agg(window: WindowKind, measures: Vec<AggregateFn>, output_mode: Outpu
 #[inline(never)]
 fn feed(op: &mut dyn Operator, batches: Vec<Vec<Record>>, out: &mut Output) {
     for recs in batches {
+        let prefetching = op.prefetch_pays();
         for i in 0..recs.len() {
-            prefetch_ahead(op, |j| recs.get(j), i);
+            if prefetching {
+                prefetch_ahead(op, |j| recs.get(j), i);
+            }
             let r = &recs[i];
             op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
             op.on_record(r, Timestamp::MIN, out);
@@ -143,8 +146,11 @@ fn feed_steps(op: &mut dyn Operator, steps: &CompiledSteps, batches: Vec<Vec<Rec
         steps.apply_batch(&mut kept, &mut scratch, |_, rejected| {
             black_box(rejected);
         });
+        let prefetching = op.prefetch_pays();
         for i in 0..kept.len() {
-            prefetch_ahead(op, |j| kept.get(j), i);
+            if prefetching {
+                prefetch_ahead(op, |j| kept.get(j), i);
+            }
             let r = &kept[i];
             op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
             op.on_record(r, Timestamp::MIN, out);

@@ -399,6 +399,10 @@ impl Operator for OperatorChain {
         self.first.prefetch(record);
     }
 
+    fn prefetch_pays(&self) -> bool {
+        self.first.prefetch_pays()
+    }
+
     fn key_columns(&self) -> &[usize] {
         self.first.key_columns()
     }

@@ -39,7 +39,7 @@ pub use rolling::ordered::OrderedMultiset;
 pub use rolling::{RollingMeasure, RollingWindow, RollingWindowConfig};
 pub use session::SessionGap;
 pub use stream_join::{StreamJoin, StreamJoinConfig, StreamJoinType, TimeRange};
-pub use window_aggregate::{OutputMode, WindowAggregate, WindowAggregateConfig, WindowKind};
+pub use window_aggregate::{OutputMode, PREFETCH_MIN_BYTES, WindowAggregate, WindowAggregateConfig, WindowKind};
 
 use crate::time::Timestamp;
 use crate::value::{GroupKey, Record, Row};
@@ -274,6 +274,15 @@ pub trait Operator: Send + std::fmt::Debug {
     /// whatever record is given. The default does nothing.
     fn prefetch(&self, record: &Record) {
         let _ = record;
+    }
+
+    /// Whether [`prefetch_ahead`]'s schedule pays now: `false` while the state that
+    /// [`Operator::prefetch`] would load stays in the caches anyway (a window aggregate's group
+    /// table under [`PREFETCH_MIN_BYTES`]), where the schedule only adds work. A caller asks once
+    /// per batch and skips the schedule for the batch when `false`; results are the same either
+    /// way. The default: `true`.
+    fn prefetch_pays(&self) -> bool {
+        true
     }
 
     /// The columns whose values key the operator's state (hashed and compared per record):

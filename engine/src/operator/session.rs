@@ -188,6 +188,11 @@ impl SessionState {
         self.count
     }
 
+    /// Whether prefetching the groups pays ([`Groups::prefetch_pays`]).
+    pub(crate) fn prefetch_pays(&self) -> bool {
+        self.groups.prefetch_pays()
+    }
+
     /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]). Out of line: the
     /// operator's prefetch would hold the sessions' and the panes' inlined together, each
     /// saving the registers of both.

@@ -18,6 +18,14 @@ use crate::value::{GroupKey, Record, Value};
 /// states there: tests check the offsets), loaded by [`Groups::prefetch`].
 pub(crate) const HOT_BYTES: usize = 128;
 
+/// The bytes of a group table (its index and slots, as allocated) from which prefetching its
+/// groups pays ([`Groups::prefetch_pays`]): below, the table stays in the caches and a record's
+/// lookup rarely misses, so a prefetch only adds its own work (hashing a record twice, the
+/// bookkeeping of [`Groups::find_prefetched`]). ClickHouse's aggregator draws the same line at
+/// 4x the L2 cache's size, 1 MiB with its default L2 of 256 KiB (`getMinBytesForPrefetch`);
+/// this is that default, fixed so that a run does the same work on every machine.
+pub const PREFETCH_MIN_BYTES: usize = 1 << 20;
+
 /// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the
 /// slot). A power of two.
 const PREFETCH_STAGES: usize = 4;
@@ -154,6 +162,13 @@ impl<T: Default> Groups<T> {
     #[inline(never)]
     fn hash_other(&self, v: &Value) -> u64 {
         self.hasher.hash_one(v)
+    }
+
+    /// Whether prefetching groups pays: the table's index and slots take at least
+    /// [`PREFETCH_MIN_BYTES`]. Only ever turns from `false` to `true` (neither shrinks).
+    #[inline]
+    pub(crate) fn prefetch_pays(&self) -> bool {
+        self.slots.capacity() * std::mem::size_of::<Slot<T>>() + self.table.bytes() >= PREFETCH_MIN_BYTES
     }
 
     /// [`Groups::prefetch`] for `record`: hashes it, remembering the hash for
@@ -510,6 +525,33 @@ mod tests {
         assert_ne!(sa2, sb);
         g.prefetch_record(&a, &cols);
         assert_eq!(g.find_prefetched(&a, &cols), Some(sa2));
+    }
+
+    #[test]
+    fn prefetching_pays_from_a_table_of_a_mebibyte_on() {
+        let mut g: Groups<[u64; 8]> = Groups::default();
+        let cols = [0usize];
+        let key = |k: usize| rec(&format!("k{k}"), 0.0);
+        assert!(!g.prefetch_pays(), "an empty table");
+        // 1,000 groups of at most 256 bytes a slot: a quarter of a mebibyte at most
+        assert!(std::mem::size_of::<Slot<[u64; 8]>>() <= 256);
+        for k in 0..1_000 {
+            g.find_or_insert(g.hash_record(&key(k), &cols), &key(k), &cols);
+        }
+        assert!(!g.prefetch_pays(), "1,000 groups");
+        // 20,000 groups of at least 64 bytes a slot and 8 bytes an index entry: more than 1 MiB
+        for k in 1_000..20_000 {
+            g.find_or_insert(g.hash_record(&key(k), &cols), &key(k), &cols);
+        }
+        assert!(g.prefetch_pays(), "20,000 groups");
+        // the table keeps its size when groups go: prefetching still pays for the next ones
+        for k in 0..20_000 {
+            if let Some(s) = g.find(g.hash_record(&key(k), &cols), &key(k), &cols) {
+                g.remove(s);
+            }
+        }
+        assert_eq!(g.live_slots().count(), 0);
+        assert!(g.prefetch_pays());
     }
 
     #[test]

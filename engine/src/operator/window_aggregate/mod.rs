@@ -36,6 +36,7 @@
 
 mod due;
 pub(crate) mod groups;
+pub use groups::PREFETCH_MIN_BYTES;
 pub(crate) mod hot;
 pub(crate) mod key;
 mod panes;
@@ -419,6 +420,12 @@ impl Operator for WindowAggregate {
         } else {
             self.panes.prefetch(record, cols);
         }
+    }
+
+    #[inline]
+    fn prefetch_pays(&self) -> bool {
+        !self.cfg.key_columns.is_empty()
+            && if self.is_session() { self.sessions.prefetch_pays() } else { self.panes.prefetch_pays() }
     }
 
     fn own_global_group(&mut self) {

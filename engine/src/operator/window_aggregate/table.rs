@@ -46,6 +46,12 @@ impl SlotTable {
     }
 
     /// Starts loading the home bucket of `hash` (a hint: reads nothing).
+    /// The bytes of the buckets.
+    #[inline]
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of_val(&self.buckets[..])
+    }
+
     #[inline]
     pub(crate) fn prefetch(&self, hash: u64) {
         if !self.buckets.is_empty() {

@@ -212,6 +212,11 @@ impl PaneState {
         }
     }
 
+    /// Whether prefetching the groups pays ([`Groups::prefetch_pays`]).
+    pub(super) fn prefetch_pays(&self) -> bool {
+        self.groups.prefetch_pays()
+    }
+
     /// Starts loading the slot of `record`'s group ([`Groups::prefetch`]). Out of line: the
     /// operator's prefetch would hold the sessions' and the panes' inlined together, each
     /// saving the registers of both.
