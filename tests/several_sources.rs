@@ -478,3 +478,32 @@ fn a_union_selecting_no_watermarked_column_runs_and_one_selecting_some_is_refuse
     let some = both("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts + INTERVAL 1 SECOND FROM b");
     refused(&some, &["source[1].watermark.column", "a column the query's union (query.sql at 1:24) selects as it is"]);
 }
+
+#[test]
+fn a_dead_letter_names_the_source_its_record_came_from() {
+    // the same file name in both folders: only the source's name tells the lines apart
+    let p = two_sources("", "ts TIMESTAMP, v BIGINT, k STRING", "")
+        + "\n[dead_letter]\ntype = \"files\"\npath = \"dead\"\n";
+    let tmp = setup(&p);
+    let good = |k: &str| format!("{{\"k\": \"{k}\", \"v\": 1, \"ts\": \"2024-01-15T10:00:01Z\"}}\n");
+    std::fs::write(tmp.path().join("in_a/000.json"), good("x") + "not json a\n").unwrap();
+    std::fs::write(tmp.path().join("in_b/000.json"), good("y") + &good("z") + "{\"k\": \"q\", \"v\": \"no\"}\n")
+        .unwrap();
+    let out = eddy(tmp.path(), &["run", "p.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut dead = Vec::new();
+    for f in std::fs::read_dir(tmp.path().join("dead")).unwrap() {
+        for line in std::fs::read_to_string(f.unwrap().path()).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            dead.push((v["source"].as_str().unwrap().to_string(), v["record"].as_str().unwrap().to_string()));
+        }
+    }
+    dead.sort();
+    assert_eq!(
+        dead,
+        [
+            ("a: 000.json:2".to_string(), "not json a".to_string()),
+            ("b: 000.json:3".to_string(), "{\"k\": \"q\", \"v\": \"no\"}".to_string())
+        ]
+    );
+}

@@ -714,6 +714,14 @@ pub fn run_pipeline(pipeline: &Pipeline, opts: RunOptions) -> Result<RunSummary,
         resume,
         stop_after: opts.stop_after,
         inputs,
+        source_names: if pipeline.more_sources.is_empty() {
+            Vec::new()
+        } else {
+            std::iter::once(&pipeline.source_name)
+                .chain(pipeline.more_sources.iter().map(|s| &s.name))
+                .cloned()
+                .collect()
+        },
         active: 0,
         resume_sources,
         join,
