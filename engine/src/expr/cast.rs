@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::EvalErrorKind::{self, ArithmeticOverflow, CastInvalidInput, CastOverflow};
 use super::dates::{date_of_micros, date_string, micros_of_day, parse_cast_date};
-use super::text::{java_double, java_float, parse_cast_timestamp, timestamp_string, trim_spark};
+use super::text::{java_double, java_float, parse_cast_timestamp, timestamp_string, trim_java, trim_spark};
 use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::Value;
@@ -146,7 +146,7 @@ pub(crate) fn to_string(v: &Value) -> Result<Value, EvalErrorKind> {
     }))
 }
 
-/// Spark's `UTF8String.toLongExact`: trimmed, an optional sign, digits only.
+/// Spark's `UTF8String.toLongExact`: trimmed ([`trim_spark`]), an optional sign, digits only.
 fn str_to_i64(v: &Value) -> Result<i64, EvalErrorKind> {
     let s = trim_spark(v.as_str().unwrap_or(""));
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
@@ -156,10 +156,10 @@ fn str_to_i64(v: &Value) -> Result<i64, EvalErrorKind> {
     s.parse::<i64>().map_err(|_| CastInvalidInput)
 }
 
-/// Spark's string-to-double: trimmed; Java's number syntax (a trailing `d` / `f` allowed) and
+/// Spark's string-to-double: trimmed ([`trim_java`]); Java's number syntax (a trailing `d` / `f` allowed) and
 /// `NaN`, `Infinity`, `inf` ignoring case. Hexadecimal floats are not accepted.
 fn str_to_f64(v: &Value) -> Result<f64, EvalErrorKind> {
-    let s = trim_spark(v.as_str().unwrap_or(""));
+    let s = trim_java(v.as_str().unwrap_or(""));
     let lower = s.to_ascii_lowercase();
     match lower.as_str() {
         "nan" => return Ok(f64::NAN),
@@ -200,6 +200,34 @@ mod tests {
         assert_eq!(cast(-60), ok(-60_000_000));
         assert_eq!(cast(9_223_372_036_854_000_000), ok(i64::MAX));
         assert_eq!(cast(-1_705_312_800_000_000), ok(i64::MIN));
+    }
+
+    /// What Spark 4.3 strips around a number or a boolean before reading it (pyspark of the
+    /// oracle's venv, `try_cast(s AS ...)`): U+007F as the whitespace below U+0020 for BIGINT and
+    /// BOOLEAN (`UTF8String.trimAll`), but only the latter for DOUBLE (`String.trim`); no other
+    /// character (U+0085, U+00A0).
+    #[test]
+    fn strings_are_trimmed_before_a_cast_as_spark_trims_them() {
+        let long = |s: &str| cast_fn(DataType::String, DataType::Long).and_then(|f| f(&Value::Str(s.into())).ok());
+        let double = |s: &str| cast_fn(DataType::String, DataType::Double).and_then(|f| f(&Value::Str(s.into())).ok());
+        let boolean =
+            |s: &str| cast_fn(DataType::String, DataType::Boolean).and_then(|f| f(&Value::Str(s.into())).ok());
+        let spark: [(&str, Option<i64>, Option<f64>); 8] = [
+            ("7\x7f", Some(7), None),
+            ("\x7f7", Some(7), None),
+            ("7\x01", Some(7), Some(7.0)),
+            ("\x7f 7 \x7f", Some(7), None),
+            ("7\u{85}", None, None),
+            ("7\u{a0}", None, None),
+            ("\x1f7\x1f", Some(7), Some(7.0)),
+            ("\x7f", None, None),
+        ];
+        for (s, l, d) in spark {
+            assert_eq!(long(s), l.map(Value::Long), "{s:?} AS BIGINT");
+            assert_eq!(double(s), d.map(Value::Double), "{s:?} AS DOUBLE");
+        }
+        assert_eq!(boolean("true\x7f"), Some(Value::Bool(true)));
+        assert_eq!(boolean("\x7ffalse"), Some(Value::Bool(false)));
     }
 
     #[test]

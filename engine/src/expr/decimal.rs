@@ -221,9 +221,7 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
             }),
             T::Int | T::Long => Arc::new(move |v| fit(Decimal::from_i128(v.as_i64().unwrap_or(0) as i128, p, s))),
             T::Boolean => Arc::new(move |v| fit(Decimal::from_i128(matches!(v, Value::Bool(true)) as i128, p, s))),
-            T::String => {
-                Arc::new(move |v| fit(Decimal::parse(super::text::trim_spark(v.as_str().unwrap_or("")), p, s)))
-            }
+            T::String => Arc::new(move |v| fit(Decimal::parse(super::text::trim_java(v.as_str().unwrap_or("")), p, s))),
             // Spark 4.3 casts the exact microseconds (checked with its pyspark: 9999-12-31
             // 23:59:59.999999 is 253402300799.999999, which a DOUBLE cannot hold)
             T::Timestamp => Arc::new(move |v| match v {

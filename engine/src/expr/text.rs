@@ -330,9 +330,19 @@ pub(crate) fn parse_format(pattern: &str) -> Option<Vec<FormatPart>> {
     Some(parts)
 }
 
-/// Whitespace as Spark's `UTF8String.trimAll` strips it before parsing a cast's input: every
-/// character up to U+0020.
+/// Whitespace and control characters as Spark's `UTF8String.trimAll` strips them before
+/// parsing a cast to an integer, BOOLEAN, DATE or TIMESTAMP: every character up to U+0020, and
+/// U+007F (its test, `isWhitespaceOrISOControl`, reads a byte at a time, so no other character:
+/// the bytes of U+0080 to U+009F are not ASCII). Checked against Spark 4.3: `'7\x7f'` casts to
+/// the BIGINT 7, `'7\u0085'` to none.
 pub(crate) fn trim_spark(s: &str) -> &str {
+    s.trim_matches(|c: char| c <= ' ' || c == '\x7f')
+}
+
+/// What Spark strips before parsing a cast to a DOUBLE, FLOAT or DECIMAL (Java's `String.trim`):
+/// every character up to U+0020, U+007F kept. Checked against Spark 4.3: `'7\x01'` casts to the
+/// DOUBLE 7.0, `'7\x7f'` to none.
+pub(crate) fn trim_java(s: &str) -> &str {
     s.trim_matches(|c: char| c <= ' ')
 }
 
@@ -340,13 +350,16 @@ pub(crate) fn trim_spark(s: &str) -> &str {
 /// JSON and CSV readers also fall back to, [`crate::time::parse_timestamp`]): after trimming,
 /// a year of 4 to 6 digits with an optional sign, then optionally `-[m]m` and `-[d]d`; then
 /// optionally `T` or a space and `[h]h`, `[h]h:[m]m` or `[h]h:[m]m:[s]s`; after the seconds an
-/// optional fraction (`.` and up to 9 digits, cut to µs; `.` alone is none) and a zone
-/// ([`zone_offset`]: `Z`, `UTC` / `GMT` / `UT` with or without an offset, or an offset), with or
-/// without a space before it. Checked against Spark 4.3 (`2024`, `2024-1-5 1:2:3`,
-/// `2024-01-15 10`, `2024-01-15T10:00:00+0100` and `GMT+01:00` are read; `2024-01-15T`,
-/// `2024-01-15T10:01Z` are not). `None` when the text is not of these forms or a field is out
-/// of range (Spark's CAST_INVALID_INPUT). Not taken, where Spark takes them: a time without a
-/// date (`10:00:00`, today's date in Spark) and region zones (`Europe/Paris`).
+/// optional fraction (`.` and up to 9 digits, cut to µs; `.` alone is none) and a zone, with or
+/// without a space before it: `Z`, `UTC` / `GMT` / `UT` with or without an offset, an offset, a
+/// region of the tz database (`Europe/Paris`, `CET`) or one of Java's three-letter ids (`PST`),
+/// as [`super::zones::Zone::parse`] reads them; a region's wall-clock time is resolved as
+/// Java's `ZonedDateTime.of` resolves it (an overlap's earlier instant; in a gap, the offset from
+/// before it). Checked against Spark 4.3 (`2024`, `2024-1-5 1:2:3`, `2024-01-15 10`,
+/// `2024-01-15T10:00:00+0100`, `GMT+01:00` and `Europe/Paris` are read; `2024-01-15T`,
+/// `2024-01-15T10:01Z` are not). `None` when the text is not of these forms or a field is out of
+/// range (Spark's CAST_INVALID_INPUT). Not taken, where Spark takes it: a time without a date
+/// (`10:00:00`, today's date in Spark).
 pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
     let s = trim_spark(s);
     let b = s.as_bytes();
@@ -387,7 +400,7 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
         return None;
     }
     let (mut h, mut mi, mut sec, mut frac) = (0, 0, 0, 0);
-    let mut offset_s = 0i64;
+    let mut zone = None;
     if i < b.len() {
         if b[i] != b'T' && b[i] != b' ' {
             return None;
@@ -417,7 +430,10 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
                     frac = us;
                 }
                 // a zone only after the seconds, as Spark
-                offset_s = zone_offset(s[i..].trim_start())?;
+                let z = s[i..].trim_start();
+                if !z.is_empty() {
+                    zone = Some(super::zones::Zone::parse(z)?);
+                }
                 i = b.len();
             }
         }
@@ -429,14 +445,19 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
         return None;
     }
     let days = days_from_civil(y, mo as u32, d as u32);
-    let secs = days.checked_mul(86_400)? + h * 3600 + mi * 60 + sec - offset_s;
-    secs.checked_mul(US_PER_SEC)?.checked_add(frac)
+    let secs = days.checked_mul(86_400)? + h * 3600 + mi * 60 + sec;
+    let local = secs.checked_mul(US_PER_SEC)?.checked_add(frac)?;
+    match zone {
+        None => Some(local),
+        Some(zone) => zone.instant_at_wall_clock(local),
+    }
 }
 
 /// The offset from UTC, in seconds, of zone `z` as Spark reads it after a timestamp's time
 /// (Java's `ZoneId.of` for these forms): nothing, `Z`, `UTC`, `GMT` or `UT` alone or followed by
-/// an offset, or an offset: a sign and `h`, `hh`, `hhmm`, `hh:mm`, `hhmmss` or `hh:mm:ss`, at
-/// most 18 hours. `None` for anything else (region ids such as `Europe/Paris` included).
+/// an offset, or an offset: a sign and `h`, `hh`, `hhmm`, `hh:mm`, `hhmmss` or `hh:mm:ss`
+/// (`h:mm` and `h:mm:ss` too: Spark's `getZoneId` pads them before Java reads them), at most 18
+/// hours. `None` for anything else (region ids such as `Europe/Paris`: [`super::zones::Zone`]).
 pub(super) fn zone_offset(z: &str) -> Option<i64> {
     if z.is_empty() || z == "Z" {
         return Some(0);
@@ -454,12 +475,16 @@ pub(super) fn zone_offset(z: &str) -> Option<i64> {
     let parts: Vec<&str> = body.split(':').collect();
     let two =
         |t: &str| -> Option<i64> { (t.len() == 2 && t.bytes().all(|c| c.is_ascii_digit())).then(|| t.parse().ok())? };
+    let hour = |t: &str| -> Option<i64> {
+        ((1..=2).contains(&t.len()) && t.bytes().all(|c| c.is_ascii_digit())).then(|| t.parse().ok())?
+    };
     let (h, m, sec) = match parts.as_slice() {
         [h] if (1..=2).contains(&h.len()) && h.bytes().all(|c| c.is_ascii_digit()) => (h.parse().ok()?, 0, 0),
         [hm] if hm.len() == 4 => (two(&hm[..2])?, two(&hm[2..])?, 0),
         [hms] if hms.len() == 6 => (two(&hms[..2])?, two(&hms[2..4])?, two(&hms[4..])?),
-        [h, m] => (two(h)?, two(m)?, 0),
-        [h, m, sec] => (two(h)?, two(m)?, two(sec)?),
+        // one digit of hours before a colon: Spark's `getZoneId` pads it (`+1:00` is `+01:00`)
+        [h, m] => (hour(h)?, two(m)?, 0),
+        [h, m, sec] => (hour(h)?, two(m)?, two(sec)?),
         _ => return None,
     };
     let total = h * 3600 + m * 60 + sec;
@@ -548,6 +573,43 @@ mod tests {
         ];
         for (text, want) in spark {
             assert_eq!(parse_cast_timestamp(text), want, "{text:?}");
+        }
+    }
+
+    /// Zones named after the time, as Spark 4.3 read them (`unix_micros(try_cast(s AS
+    /// TIMESTAMP))`, and its JSON reader of a TIMESTAMP column gave the same for every text;
+    /// pyspark of the oracle's venv, session zone UTC): regions of the tz database (case
+    /// matters), Java's three-letter ids, Paris's gap (02:30 read with the offset from before
+    /// it) and overlap (the earlier instant), the control character U+007F trimmed.
+    #[test]
+    fn cast_to_timestamp_reads_named_zones_as_spark() {
+        let spark: [(&str, Option<i64>); 22] = [
+            ("2024-01-15 10:00:00\x7f", Some(1_705_312_800_000_000)),
+            ("2024-01-15 10:00:00 Europe/Paris", Some(1_705_309_200_000_000)),
+            ("2024-01-15T10:00:00Europe/Paris", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 CET", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 PST", Some(1_705_341_600_000_000)),
+            ("2024-01-15 10:00:00 EST", Some(1_705_330_800_000_000)),
+            ("2024-03-31 02:30:00 Europe/Paris", Some(1_711_848_600_000_000)),
+            ("2024-10-27 02:30:00 Europe/Paris", Some(1_729_989_000_000_000)),
+            ("2024-01-15 10:00:00 europe/paris", None),
+            ("2024-01-15 10:00:00 Mars/Base", None),
+            ("2024-01-15 10:00 Europe/Paris", None),
+            ("2024-01-15 10:00:00.123 America/New_York", Some(1_705_330_800_123_000)),
+            ("2024-01-15 10:00:00 Etc/GMT+1", Some(1_705_316_400_000_000)),
+            ("2024-01-15 10:00:00 UTC+01:00", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 +1:00", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 Europe/Paris ", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00  Europe/Paris", Some(1_705_309_200_000_000)),
+            ("2024-07-01 00:00:00 US/Pacific", Some(1_719_817_200_000_000)),
+            ("2024-01-15 10:00:00 GMT", Some(1_705_312_800_000_000)),
+            ("2024-01-15 10:00:00 Asia/Kolkata", Some(1_705_293_000_000_000)),
+            ("2024-01-15 10 Europe/Paris", None),
+            ("2024-01-15 Europe/Paris", None),
+        ];
+        for (text, want) in spark {
+            assert_eq!(parse_cast_timestamp(text), want, "{text:?}");
+            assert_eq!(crate::time::parse_timestamp(text).ok().map(|t| t.0), want, "decoded {text:?}");
         }
     }
 }
