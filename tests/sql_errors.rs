@@ -1037,6 +1037,20 @@ fn wrong_stream_stream_joins_exit_2_naming_the_field_the_position_and_spark_reas
             vec!["query.sql", "join keys of two types: \"struct(id)\"", "at 2:4"],
         ),
         (
+            "struct keys whose field names differ, which Spark's stream-stream join fails on",
+            two_sources(
+                &format!("SELECT * FROM lefts l JOIN rights r\nON struct(l.id) = struct(r.rid) AND {range}"),
+                true,
+                "",
+            ),
+            vec![
+                "query.sql",
+                "join keys of structs whose field names differ: \"struct(id)\" STRUCT<id: STRING>",
+                "at 2:4",
+                "Join keys from two sides should have same length and types",
+            ],
+        ),
+        (
             "a query reading an unknown source",
             two_sources("SELECT * FROM lefts l JOIN clicks c ON l.id = c.rid", true, ""),
             vec!["query.sql", "the unknown relation clicks at 1:28", "lefts, rights"],

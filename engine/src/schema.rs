@@ -66,6 +66,21 @@ pub enum ArrayOf {
 }
 
 impl DataType {
+    /// Whether the two types are the same but for the names of STRUCT fields (at any depth): two
+    /// structs of as many fields, field by field of such types. Spark 4.3 compares such structs
+    /// with `=` and joins on them, field by field (checked with pyspark: `struct(1 AS a) =
+    /// struct(1 AS b)` is true, `struct(e.k) = struct(t.b)` joins), and refuses structs whose
+    /// field types differ (`STRUCT<a: INT>` beside `STRUCT<b: BIGINT>`).
+    pub fn same_ignoring_names(self, other: DataType) -> bool {
+        match (self, other) {
+            (DataType::Struct(a), DataType::Struct(b)) => {
+                let (a, b) = (a.fields(), b.fields());
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.data_type.same_ignoring_names(y.data_type))
+            }
+            (a, b) => a == b,
+        }
+    }
+
     /// Whether the type is numeric (INT, BIGINT, FLOAT, DOUBLE, DECIMAL).
     pub fn is_numeric(self) -> bool {
         matches!(self, DataType::Long | DataType::Int | DataType::Double | DataType::Float | DataType::Decimal { .. })

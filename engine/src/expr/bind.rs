@@ -106,7 +106,7 @@ fn wider_or_string(a: DataType, b: DataType) -> Option<DataType> {
 }
 
 /// The type the two values of an equi-join key are compared as, where the two columns' types
-/// are `a` and `b`: theirs when equal, else the wider of two numeric types or of DATE and
+/// are `a` and `b`: theirs when equal (STRUCT field names aside, [`DataType::same_ignoring_names`]), else the wider of two numeric types or of DATE and
 /// TIMESTAMP, or a STRING promoted beside another type ([`wider_or_string`]), as Spark's ANSI
 /// coercion casts both sides of an `=` to their common type (checked with the Spark oracle: a
 /// BIGINT key equals a DOUBLE key of the same number, 0 equals -0.0; a STRING key `'007'` or
@@ -114,7 +114,7 @@ fn wider_or_string(a: DataType, b: DataType) -> Option<DataType> {
 /// the dead letters) or its table row (the table's read fails), where Spark fails the query.
 /// `None` for types that do not meet.
 pub(crate) fn join_key_type(a: DataType, b: DataType) -> Option<DataType> {
-    if a == b { Some(a) } else { wider_or_string(a, b) }
+    if a.same_ignoring_names(b) { Some(a) } else { wider_or_string(a, b) }
 }
 
 /// The two keys Spark's `ExtractEquiJoinKeys` makes of a null-safe equality `l <=> r` whose
@@ -622,7 +622,7 @@ impl Binder<'_> {
         let (a, b) = (l.data_type, r.data_type);
         let ty = if is_null_literal(&l) {
             b
-        } else if is_null_literal(&r) || a == b {
+        } else if is_null_literal(&r) || a.same_ignoring_names(b) {
             a
         } else if let Some(w) = wider(a, b) {
             w

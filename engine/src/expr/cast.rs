@@ -92,12 +92,28 @@ pub(crate) fn cast_fn(from: DataType, to: DataType) -> Option<CastFn> {
 /// DECIMAL (which needs the target's precision and scale: `expr/decimal.rs`). `None` where
 /// Spark's ANSI mode has no such cast.
 pub(crate) fn caster(from: DataType, to: DataType) -> Option<super::decimal::Caster> {
+    if from != to && matches!(from, DataType::Struct(_)) && from.same_ignoring_names(to) {
+        // the same fields under the other names (equality and hashing see the names)
+        return Some(Arc::new(move |v| Ok(renamed(v, to))));
+    }
     if from != to
         && let Some(c) = super::decimal::caster(from, to)
     {
         return Some(c);
     }
     cast_fn(from, to).map(|f| Arc::new(f) as super::decimal::Caster)
+}
+
+/// `v` as a value of `to`, a type the same as its own but for the names of STRUCT fields
+/// ([`DataType::same_ignoring_names`]): its fields, at every depth, under `to`'s names.
+fn renamed(v: &Value, to: DataType) -> Value {
+    match (v, to) {
+        (Value::Struct(_, fields), DataType::Struct(t)) => Value::Struct(
+            t,
+            fields.iter().zip(t.fields()).map(|(v, f)| renamed(v, f.data_type)).collect::<Vec<_>>().into(),
+        ),
+        _ => v.clone(),
+    }
 }
 
 fn scalar(t: DataType) -> bool {

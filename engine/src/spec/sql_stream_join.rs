@@ -473,6 +473,20 @@ fn join_key(
         Ok((renamed, typed, column))
     };
     let ((lo, lt, lc), (ro, rt, rc)) = (on_side(l, 0)?, on_side(r, 1)?);
+    if lt.data_type != rt.data_type && lt.data_type.same_ignoring_names(rt.data_type) {
+        // (a stream-static join runs them, as Spark's batch join does)
+        return Err(at(
+            c.pos,
+            format!(
+                "join keys of structs whose field names differ: {} {} and {} {}",
+                quote(&lt.name),
+                lt.data_type,
+                quote(&rt.name),
+                rt.data_type
+            ),
+            "structs of the same field names on both sides (named_struct('x', ...) on each), as Spark's              stream-stream join fails on others (\"Join keys from two sides should have same length and types\")",
+        ));
+    }
     let compare_as = crate::expr::join_key_type(lt.data_type, rt.data_type).ok_or_else(|| {
         at(
             c.pos,
