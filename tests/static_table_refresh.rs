@@ -123,3 +123,28 @@ fn a_changed_table_applies_from_the_next_micro_batch_and_a_broken_one_keeps_the_
 fn a_changed_table_applies_from_the_next_record_in_real_time_and_a_broken_one_keeps_the_old() {
     check("real-time");
 }
+
+#[test]
+fn a_table_row_whose_join_key_fails_is_named_by_its_file_and_line() {
+    // a folder table: the key `CAST(code AS BIGINT)` fails on the second row of b.json
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::create_dir_all(dir.join("prices")).unwrap();
+    std::fs::write(dir.join("in/000.json"), "{\"order_id\": \"o1\", \"sku\": \"1\"}\n").unwrap();
+    std::fs::write(dir.join("prices/a.json"), "{\"code\": \"1\", \"price\": 2}\n").unwrap();
+    std::fs::write(dir.join("prices/b.json"), "{\"code\": \"2\", \"price\": 3}\n\n{\"code\": \"x\", \"price\": 4}\n")
+        .unwrap();
+    let p = pipeline("micro-batch")
+        .replace("follow = true\n", "")
+        .replace(
+            "path = \"prices.json\"\nschema = \"sku STRING, price DOUBLE\"",
+            "path = \"prices\"\nschema = \"code STRING, price DOUBLE\"",
+        )
+        .replace("ON o.sku = p.sku", "ON CAST(o.sku AS BIGINT) = CAST(p.code AS BIGINT)");
+    std::fs::write(dir.join("p.toml"), p).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_eddy")).args(["run", "p.toml"]).current_dir(dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("table prices") && err.contains("b.json:3: its join key failed"), "{err}");
+}

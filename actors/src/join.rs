@@ -15,8 +15,8 @@
 
 use std::time::Instant;
 
-use eddy_connectors::files::{TableWatch, read_table};
-use eddy_engine::join::JoinStage;
+use eddy_connectors::files::{RowPositions, TableRows, TableWatch, read_table};
+use eddy_engine::join::{JoinStage, KeyFailed};
 use eddy_engine::plan::JoinPlan;
 use eddy_engine::spec::TableSpec;
 use eddy_engine::steps::Applied;
@@ -40,13 +40,12 @@ impl TableJoin {
     /// [`RuntimeError::Failed`] naming the table and its path when it cannot be read, holds a
     /// line that cannot be decoded, or is larger than its `max_bytes` (exit 1).
     pub fn open(plan: &JoinPlan, table: &TableSpec) -> Result<TableJoin, RuntimeError> {
-        let (records, version) = read_table(table)
-            .map_err(|e| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display())))?;
-        tracing::info!(table = %table.name, path = %table.path.display(), rows = records.len(), "static table read");
+        let failed = |e: String| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display()));
+        let (read, version) = read_table(table).map_err(|e| failed(e.to_string()))?;
+        tracing::info!(table = %table.name, path = %table.path.display(), rows = read.records.len(), "static table read");
+        let TableRows { records, positions } = read;
         Ok(TableJoin {
-            stage: plan
-                .stage(records)
-                .map_err(|e| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display())))?,
+            stage: plan.stage(records).map_err(|e| failed(failed_at(&e, &positions)))?,
             watch: TableWatch::new(table.clone(), version),
             positions: Vec::new(),
         })
@@ -57,12 +56,13 @@ impl TableJoin {
     pub fn refresh(&mut self, now: Instant) {
         match self.watch.poll(now) {
             None => {}
-            Some(Ok(records)) => {
+            Some(Ok(TableRows { records, positions })) => {
                 let rows = records.len();
                 match self.stage.replace_table(records) {
                     Ok(()) => tracing::info!(table = %self.watch.spec().name, rows, "static table changed: read again"),
                     Err(e) => {
-                        tracing::warn!(table = %self.watch.spec().name, error = %e, "static table changed but its new version cannot be joined: the previous version is kept");
+                        let error = failed_at(&e, &positions);
+                        tracing::warn!(table = %self.watch.spec().name, %error, "static table changed but its new version cannot be joined: the previous version is kept");
                     }
                 }
             }
@@ -75,5 +75,13 @@ impl TableJoin {
     /// Joins one record (see [`JoinStage::apply`]).
     pub fn apply(&self, record: eddy_engine::Record, emit: impl FnMut(Applied)) {
         self.stage.apply(record, emit);
+    }
+}
+
+/// A row's failed join key, named by the file and line the row was read from.
+fn failed_at(e: &KeyFailed, positions: &RowPositions) -> String {
+    match positions.position_of(e.row) {
+        Some(position) => e.at(&position),
+        None => e.to_string(),
     }
 }

@@ -32,9 +32,9 @@ impl StaticTable {
     /// `keys` (over the table's columns).
     ///
     /// # Errors
-    /// The row (counted from 1) and the error of a key expression that fails on a row (a cast
-    /// that does not hold, a division by zero): Spark fails the query there.
-    fn new(records: Vec<Record>, keys: &[Compiled]) -> Result<StaticTable, String> {
+    /// The row and the error of a key expression that fails on a row (a cast that does not
+    /// hold, a division by zero): Spark fails the query there.
+    fn new(records: Vec<Record>, keys: &[Compiled]) -> Result<StaticTable, KeyFailed> {
         let mut rows: HashMap<Box<[Value]>, Vec<Box<[Value]>>> = HashMap::new();
         let mut len = 0;
         for (n, r) in records.into_iter().enumerate() {
@@ -42,7 +42,7 @@ impl StaticTable {
                 .iter()
                 .map(|k| k.eval(&r))
                 .collect::<Result<Box<[Value]>, _>>()
-                .map_err(|e| format!("row {}: its join key failed: {e}", n + 1))?;
+                .map_err(|e| KeyFailed { row: n, error: e.to_string() })?;
             if key.iter().any(|v| matches!(v, Value::Null)) {
                 continue;
             }
@@ -71,6 +71,32 @@ impl StaticTable {
     }
 }
 
+/// A table row whose join key expression failed: its index among the table's records (from 0)
+/// and the error. Shown as `row N: its join key failed: ...` (N from 1); a reader that knows
+/// where the row was read names its file and line instead ([`KeyFailed::at`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFailed {
+    /// The row, from 0.
+    pub row: usize,
+    /// The key expression's error.
+    pub error: String,
+}
+
+impl KeyFailed {
+    /// The error with the row's position (`prices.json:6`) in place of its number.
+    pub fn at(&self, position: &dyn std::fmt::Display) -> String {
+        format!("{position}: its join key failed: {}", self.error)
+    }
+}
+
+impl std::fmt::Display for KeyFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "row {}: its join key failed: {}", self.row + 1, self.error)
+    }
+}
+
+impl std::error::Error for KeyFailed {}
+
 /// The join of a pipeline ([`StaticJoinSpec`]) with its table and its compiled steps.
 #[derive(Debug)]
 pub struct JoinStage {
@@ -94,7 +120,7 @@ impl JoinStage {
     ///
     /// # Errors
     /// As [`JoinStage::replace_table`].
-    pub fn new(spec: &StaticJoinSpec, records: Vec<Record>, steps: Arc<CompiledSteps>) -> Result<JoinStage, String> {
+    pub fn new(spec: &StaticJoinSpec, records: Vec<Record>, steps: Arc<CompiledSteps>) -> Result<JoinStage, KeyFailed> {
         let stream_keys = spec.keys.iter().map(|k| Compiled::new(&k.stream.typed)).collect();
         let table_keys: Vec<Compiled> = spec.keys.iter().map(|k| Compiled::new(&k.table.typed)).collect();
         let table = Arc::new(StaticTable::new(records, &table_keys)?);
@@ -109,7 +135,7 @@ impl JoinStage {
     /// # Errors
     /// The row and the error of a key expression that fails on a row of the table (the table
     /// is then unchanged).
-    pub fn replace_table(&mut self, records: Vec<Record>) -> Result<(), String> {
+    pub fn replace_table(&mut self, records: Vec<Record>) -> Result<(), KeyFailed> {
         self.table = Arc::new(StaticTable::new(records, &self.table_keys)?);
         Ok(())
     }
@@ -341,7 +367,7 @@ mod tests {
         };
         st.apply(rec(vec![s("07")]), seven);
         let bad = vec![rec(vec![s("7"), s("seven")]), rec(vec![s("x"), s("ex")])];
-        let e = JoinStage::new(&spec, bad, steps).unwrap_err();
+        let e = JoinStage::new(&spec, bad, steps).unwrap_err().to_string();
         assert!(e.starts_with("row 2: its join key failed") && e.contains("CAST_INVALID_INPUT"), "{e}");
     }
 

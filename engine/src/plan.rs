@@ -137,7 +137,7 @@ impl JoinPlan {
     ///
     /// # Errors
     /// As [`crate::join::JoinStage::new`]: a row whose join key fails.
-    pub fn stage(&self, records: Vec<crate::value::Record>) -> Result<crate::join::JoinStage, String> {
+    pub fn stage(&self, records: Vec<crate::value::Record>) -> Result<crate::join::JoinStage, crate::join::KeyFailed> {
         crate::join::JoinStage::new(&self.spec, records, self.steps.clone())
     }
 }

@@ -13,7 +13,7 @@ mod table;
 
 pub use sink::FilesSink;
 pub use source::FilesSource;
-pub use table::{TableVersion, TableWatch, read_table, table_version};
+pub use table::{RowPositions, TableRows, TableVersion, TableWatch, read_table, table_version};
 
 /// Whether a file name is hidden from the files source and from sink clean-up scans: names
 /// starting with `.` or `_`, as Spark's `InMemoryFileIndex` hides them (temporary files,

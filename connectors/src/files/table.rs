@@ -11,7 +11,7 @@ use eddy_engine::decode::{CsvDecoder, Decoder, DecoderConfig, JsonDecoder};
 use eddy_engine::spec::{Format, OnUnreadableFile, TableSpec};
 
 use super::{FilesSource, is_hidden};
-use crate::{ConnectorError, Payload, Poll, Source};
+use crate::{ConnectorError, Payload, Poll, Position, Source};
 
 /// What the table's files are: each visible file's name, length and modification time, in name
 /// order. Two equal versions are taken as the same content.
@@ -22,6 +22,37 @@ impl TableVersion {
     /// The table's total size in bytes (as stored: a `.gz` file by its compressed length).
     pub fn bytes(&self) -> u64 {
         self.0.iter().map(|(_, len, _)| len).sum()
+    }
+}
+
+/// A table as read: its records in file and line order, and where they were read.
+#[derive(Debug, Default)]
+pub struct TableRows {
+    /// The records, in file and line order.
+    pub records: Vec<Record>,
+    /// Where each record was read.
+    pub positions: RowPositions,
+}
+
+/// Where the rows of a table were read, kept compactly: one entry for each item of the files
+/// source (a run of lines, or one line), not one for each row.
+#[derive(Debug, Default)]
+pub struct RowPositions {
+    /// `(row, position)` in row order: the rows from `row` on were read from `position` on.
+    starts: Vec<(usize, Position)>,
+    /// The rows.
+    rows: usize,
+}
+
+impl RowPositions {
+    /// Where row `row` (from 0) was read: its file and line; `None` past the rows.
+    pub fn position_of(&self, row: usize) -> Option<Position> {
+        if row >= self.rows {
+            return None;
+        }
+        let i = self.starts.partition_point(|(start, _)| *start <= row).checked_sub(1)?;
+        let (start, position) = &self.starts[i];
+        Some(if row == *start { position.clone() } else { position.line_of_run(row - start) })
     }
 }
 
@@ -60,7 +91,7 @@ pub fn table_version(path: &Path) -> Result<TableVersion, ConnectorError> {
 /// reading), or a line that cannot be decoded (the file and line, and why), or a record longer
 /// than `max_bytes`. Spark's reader (PERMISSIVE mode) would read a line that cannot be decoded
 /// as nulls; a table refuses it instead, so that a typo does not silently stop rows matching.
-pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), ConnectorError> {
+pub fn read_table(spec: &TableSpec) -> Result<(TableRows, TableVersion), ConnectorError> {
     let version = table_version(&spec.path)?;
     if version.bytes() > spec.max_bytes {
         return Err(ConnectorError::Config(format!(
@@ -82,6 +113,7 @@ pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), Conne
     };
     let mut items = Vec::new();
     let mut records = Vec::new();
+    let mut starts = Vec::new();
     let bad = |position: &dyn std::fmt::Display, why: String| {
         ConnectorError::Config(format!("table {} at {}: {position}: {why}", spec.name, spec.path.display()))
     };
@@ -89,6 +121,9 @@ pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), Conne
         items.clear();
         let poll = files.poll(&mut items, 4096, std::time::Duration::ZERO)?;
         for item in items.drain(..) {
+            if !matches!(item.payload, Payload::Header(_)) {
+                starts.push((records.len(), item.position.clone()));
+            }
             match item.payload {
                 Payload::Raw(line) => {
                     records.push(decoder.decode(&line).map_err(|e| bad(&item.position, e.to_string()))?)
@@ -115,7 +150,8 @@ pub fn read_table(spec: &TableSpec) -> Result<(Vec<Record>, TableVersion), Conne
             break;
         }
     }
-    Ok((records, version))
+    let positions = RowPositions { starts, rows: records.len() };
+    Ok((TableRows { records, positions }, version))
 }
 
 /// A table's files watched for a change, checked every `refresh`.
@@ -145,7 +181,7 @@ impl TableWatch {
     ///
     /// # Errors
     /// As [`read_table`].
-    pub fn poll(&mut self, now: Instant) -> Option<Result<Vec<Record>, ConnectorError>> {
+    pub fn poll(&mut self, now: Instant) -> Option<Result<TableRows, ConnectorError>> {
         if now < self.next_check {
             return None;
         }
@@ -158,9 +194,9 @@ impl TableWatch {
             return None;
         }
         self.version = listed;
-        Some(read_table(&self.spec).map(|(records, version)| {
+        Some(read_table(&self.spec).map(|(rows, version)| {
             self.version = version;
-            records
+            rows
         }))
     }
 }
@@ -192,8 +228,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("prices.csv");
         std::fs::write(&path, "price,sku\n2.5,A\n10,B\n").unwrap();
-        let (records, _) = read_table(&spec(&path, Format::Csv, 1 << 20)).unwrap();
-        let rows: Vec<Vec<Value>> = records.into_iter().map(|r| r.values.into_vec()).collect();
+        let (read, _) = read_table(&spec(&path, Format::Csv, 1 << 20)).unwrap();
+        // the header is line 1
+        assert_eq!(read.positions.position_of(1).map(|p| p.to_string()).as_deref(), Some("prices.csv:3"));
+        let rows: Vec<Vec<Value>> = read.records.into_iter().map(|r| r.values.into_vec()).collect();
         assert_eq!(
             rows,
             vec![vec![Value::Str("A".into()), Value::Double(2.5)], vec![Value::Str("B".into()), Value::Double(10.0)]]
@@ -206,9 +244,15 @@ mod tests {
         std::fs::write(dir.path().join("b.json"), "{\"sku\": \"B\", \"price\": 1}\n").unwrap();
         std::fs::write(dir.path().join("a.json"), "{\"sku\": \"A\", \"price\": 2}\n").unwrap();
         std::fs::write(dir.path().join("_hidden.json"), "{\"sku\": \"H\", \"price\": 3}\n").unwrap();
-        let (records, _) = read_table(&spec(dir.path(), Format::Json, 1 << 20)).unwrap();
-        let skus: Vec<Value> = records.into_iter().map(|r| r.values[0].clone()).collect();
-        assert_eq!(skus, vec![Value::Str("A".into()), Value::Str("B".into())]);
+        std::fs::write(dir.path().join("c.json"), "{\"sku\": \"C\", \"price\": 1}\n\n{\"sku\": \"D\", \"price\": 1}\n")
+            .unwrap();
+        let (read, _) = read_table(&spec(dir.path(), Format::Json, 1 << 20)).unwrap();
+        // each row's own file and line (a blank line is no row)
+        let at: Vec<String> = (0..4).filter_map(|i| read.positions.position_of(i)).map(|p| p.to_string()).collect();
+        assert_eq!(at, ["a.json:1", "b.json:1", "c.json:1", "c.json:3"]);
+        assert!(read.positions.position_of(4).is_none());
+        let skus: Vec<Value> = read.records.into_iter().map(|r| r.values[0].clone()).collect();
+        assert_eq!(skus, ["A", "B", "C", "D"].map(|s| Value::Str(s.into())));
     }
 
     #[test]
@@ -243,8 +287,8 @@ mod tests {
         let later = Instant::now() + std::time::Duration::from_secs(1);
         assert!(watch.poll(later).is_none(), "unchanged files are not read again");
         std::fs::write(&path, "{\"sku\": \"A\", \"price\": 2}\n{\"sku\": \"B\", \"price\": 3}\n").unwrap();
-        let records = watch.poll(later + std::time::Duration::from_secs(1)).expect("a change").unwrap();
-        assert_eq!(records.len(), 2);
+        let read = watch.poll(later + std::time::Duration::from_secs(1)).expect("a change").unwrap();
+        assert_eq!(read.records.len(), 2);
         std::fs::write(&path, "{\"sku\": \"A\", \"price\": \"x\"}\n").unwrap();
         let failed = watch.poll(later + std::time::Duration::from_secs(2)).expect("a change");
         assert!(failed.is_err());
