@@ -476,7 +476,22 @@ fn a_union_selecting_no_watermarked_column_runs_and_one_selecting_some_is_refuse
     assert!(!plan.contains("combined watermark") && !plan.contains("pipeline watermark"), "{plan}");
     // `a`'s selected, `b`'s not: Spark's watermark would still be the minimum of both
     let some = both("SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts + INTERVAL 1 SECOND FROM b");
-    refused(&some, &["source[1].watermark.column", "a column the query's union (query.sql at 1:24) selects as it is"]);
+    refused(
+        &some,
+        &["source[1].watermark.column", "a column the union's branch FROM b (query.sql at 1:75) selects as it is"],
+    );
+    // with three branches, the one at fault: here the third (`c` reads b's folder)
+    let three = both(
+        "SELECT k, v, ts FROM a UNION ALL SELECT k, v, ts FROM b\nUNION ALL SELECT k, v, ts + INTERVAL 1 SECOND FROM c",
+    )
+    .replace(
+        "[query]",
+        "[[source]]\nname = \"c\"\ntype = \"files\"\npath = \"in_b\"\nformat = \"json\"\nschema = \"k STRING, v BIGINT, ts TIMESTAMP\"\nwatermark = { column = \"ts\", delay = \"2 seconds\" }\n\n[query]",
+    );
+    refused(
+        &three,
+        &["source[2].watermark.column", "a column the union's branch FROM c (query.sql at 2:52) selects as it is"],
+    );
 }
 
 #[test]

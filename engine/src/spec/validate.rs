@@ -387,14 +387,23 @@ fn validate_sources(
                 w.index = p;
                 Ok(())
             }
-            None => Err(SpecError::bad_str(
-                format!("source[{i}].watermark.column"),
-                &w.column,
-                format!(
-                    "a column the query's union (query.sql at {}:{}) selects as it is (the watermark is on the union's column at its position)",
-                    union.pos.line, union.pos.column
-                ),
-            )),
+            None => {
+                // the branch reading source `i` (a union reads each source once), else the union
+                let name = &srcs[i].0;
+                let at = union.branches.iter().find(|b| b.from.name.eq_ignore_ascii_case(name)).map(|b| b.from.pos);
+                let (what, pos) = match at {
+                    Some(pos) => (format!("the union's branch FROM {name}"), pos),
+                    None => ("the query's union".to_string(), union.pos),
+                };
+                Err(SpecError::bad_str(
+                    format!("source[{i}].watermark.column"),
+                    &w.column,
+                    format!(
+                        "a column {what} (query.sql at {}:{}) selects as it is (the watermark is on the union's column at its position)",
+                        pos.line, pos.column
+                    ),
+                ))
+            }
         };
         let mut steps = resolved.steps.into_iter();
         source_steps.extend(steps.next().unwrap_or_default());
