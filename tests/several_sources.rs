@@ -522,3 +522,22 @@ fn a_dead_letter_names_the_source_its_record_came_from() {
         ]
     );
 }
+
+#[test]
+fn append_over_a_union_that_carries_no_watermark_says_why() {
+    // both sources watermarked on `ts`, but each branch selects `ts + INTERVAL ...`: the union's
+    // `t` carries no watermark, so a session window over it cannot run in append mode
+    let p = sql_pipeline(
+        "SELECT k, session_window(t, '5 seconds') AS w, count(*) AS n\nFROM (SELECT k, ts + INTERVAL 1 SECOND AS t FROM a UNION ALL SELECT k, ts + INTERVAL 1 SECOND AS t FROM b) u\nGROUP BY k, session_window(t, '5 seconds')",
+    )
+    .replace("schema = \"ts TIMESTAMP, v BIGINT, k STRING\"\n", "schema = \"ts TIMESTAMP, v BIGINT, k STRING\"\nwatermark = { column = \"ts\", delay = \"2 seconds\" }\n")
+    .replace("\n\"\"\"\n", "\n\"\"\"\noutput_mode = \"append\"\n");
+    refused(
+        &p,
+        &[
+            "query.output_mode",
+            "the union carries no watermark: no branch selects its source's watermark column as it is",
+            "each branch selects its source's watermark column as it is",
+        ],
+    );
+}

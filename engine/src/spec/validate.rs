@@ -359,6 +359,9 @@ fn validate_sources(
         stream_join = Some(resolved);
     }
     let mut union_query = None;
+    // the sources have watermarks that the union's columns do not carry (no branch selects its
+    // source's watermark column as it is): a refusal for want of a watermark says so
+    let mut union_drops_watermarks = false;
     // the source whose watermark the query's columns carry (Spark: the union's first child)
     let mut event_time_source = 0;
     if by_position
@@ -416,6 +419,7 @@ fn validate_sources(
             w.as_ref().is_some_and(|w| resolved.positions[i].get(w.index).copied().flatten().is_some())
         };
         if !selected(&watermark, 0) && !more_sources.iter().enumerate().any(|(i, s)| selected(&s.watermark, i + 1)) {
+            union_drops_watermarks = watermark.is_some() || more_sources.iter().any(|s| s.watermark.is_some());
             watermark = None;
             more_sources.iter_mut().for_each(|s| s.watermark = None);
         }
@@ -504,7 +508,8 @@ fn validate_sources(
                     &clock_column,
                     raw_query.output_mode.as_deref(),
                     mode,
-                )?;
+                )
+                .map_err(|e| if union_drops_watermarks { union_without_watermark(e) } else { e })?;
                 // the outer query's steps before the watermark run on every source's records
                 for s in &mut more_sources {
                     s.steps.extend(plan.source_steps.iter().cloned());
@@ -751,4 +756,25 @@ fn metrics(raw: RawMetrics) -> Result<MetricsSpec, SpecError> {
         })?,
     };
     Ok(MetricsSpec { listen })
+}
+
+/// A refusal for want of a watermark ([`SpecError::given`] ending `(without a [watermark])`) of
+/// a query over a union whose sources have watermarks that no branch selects as it is: said so,
+/// with what would carry one (any other error as it is).
+fn union_without_watermark(e: SpecError) -> SpecError {
+    const WITHOUT: &str = "(without a [watermark])";
+    if e.field != "query.output_mode" || !e.given.ends_with(WITHOUT) {
+        return e;
+    }
+    SpecError {
+        given: e.given.replace(
+            WITHOUT,
+            "(the union carries no watermark: no branch selects its source's watermark column as it is)",
+        ),
+        allowed: format!(
+            "{}; over several sources the watermark reaches the union's column where each branch selects its source's watermark column as it is (SELECT k, ts FROM a UNION ALL SELECT k, ts FROM b), as Spark's union carries its children's event-time column",
+            e.allowed
+        ),
+        ..e
+    }
 }
