@@ -473,30 +473,21 @@ fn join_key(
         Ok((renamed, typed, column))
     };
     let ((lo, lt, lc), (ro, rt, rc)) = (on_side(l, 0)?, on_side(r, 1)?);
+    // "join keys of {what}: "k" INT and "n" BIGINT", at the equality
+    let keys_of = |what: &str, allowed: &str| {
+        let (l, r) = (quote(&lt.name), quote(&rt.name));
+        at(c.pos, format!("join keys of {what}: {l} {} and {r} {}", lt.data_type, rt.data_type), allowed)
+    };
     if lt.data_type != rt.data_type && lt.data_type.same_ignoring_names(rt.data_type) {
         // (a stream-static join runs them, as Spark's batch join does)
-        return Err(at(
-            c.pos,
-            format!(
-                "join keys of structs whose field names differ: {} {} and {} {}",
-                quote(&lt.name),
-                lt.data_type,
-                quote(&rt.name),
-                rt.data_type
-            ),
-            "structs of the same field names on both sides (named_struct('x', ...) on each), as Spark's              stream-stream join fails on others (\"Join keys from two sides should have same length and types\")",
+        return Err(keys_of(
+            "structs whose field names differ",
+            "structs of the same field names on both sides (named_struct('x', ...) on each), as Spark's stream-stream join fails on others (\"Join keys from two sides should have same length and types\")",
         ));
     }
     let compare_as = crate::expr::join_key_type(lt.data_type, rt.data_type).ok_or_else(|| {
-        at(
-            c.pos,
-            format!(
-                "join keys of two types: {} {} and {} {}",
-                quote(&lt.name),
-                lt.data_type,
-                quote(&rt.name),
-                rt.data_type
-            ),
+        keys_of(
+            "two types",
             "keys of one type, of two numeric types, of DATE and TIMESTAMP, or a STRING and a number, BOOLEAN, DATE or TIMESTAMP (CAST one of them)",
         )
     })?;
