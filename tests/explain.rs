@@ -275,3 +275,13 @@ fn explain_shows_a_join_key_compared_as_the_wider_type_and_the_condition_beside_
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("on k = t.n (compared as BIGINT)\n"), "{text}");
 }
+
+#[test]
+fn explain_shows_a_stream_stream_join_key_cast_to_the_type_it_compares_as() {
+    // lv INT against rv DOUBLE: the left key is cast, the right one is not
+    let out = explain(&sql_case("sql-stream-join-int-double-key"));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lefts: select (query.sql JOIN): CAST(lv AS DOUBLE) AS __join_key0, __join_side,"), "{text}");
+    assert!(text.contains("rights: select (query.sql JOIN): rv AS __join_key0, __join_side,"), "{text}");
+}

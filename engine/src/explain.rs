@@ -292,7 +292,14 @@ fn step_line(step: &Step, place: Place) -> String {
 fn items_text(items: &[PipelineExpr]) -> String {
     let texts: Vec<String> = items
         .iter()
-        .map(|e| if e.typed.name == e.name { e.name.clone() } else { format!("{} AS {}", e.typed.name, e.name) })
+        .map(|e| {
+            // an implicit cast keeps its operand's name (as in Spark); the plan shows it
+            let shown = match &e.typed.node {
+                Node::Cast { implicit: true, .. } => format!("CAST({} AS {})", e.typed.name, e.typed.data_type),
+                _ => e.typed.name.clone(),
+            };
+            if shown == e.name { shown } else { format!("{shown} AS {}", e.name) }
+        })
         .collect();
     texts.join(", ")
 }
