@@ -11,6 +11,18 @@ use crate::watermark::BatchWatermarks;
 
 const SEC: i64 = 1_000_000;
 
+/// Fixed windows of `size` seconds sliding by `slide`, shifted by `offset`, over column 1.
+fn fixed(size: i64, slide: i64, offset: i64) -> WindowKind {
+    WindowKind::Fixed {
+        column: 1,
+        windows: SlidingWindows {
+            size: Duration(size * SEC),
+            slide: Duration(slide * SEC),
+            offset: Duration(offset * SEC),
+        },
+    }
+}
+
 /// Records `key, ts, amount (nullable BIGINT), price`, event times drifting forward with
 /// disorder, from a fixed LCG.
 fn records(seed: u64, n: usize) -> Vec<Record> {
@@ -125,14 +137,6 @@ fn run_op(cfg: &WindowAggregateConfig, input: &[Record], restart_at: usize, gene
 
 #[test]
 fn inline_and_vector_states_give_the_same_rows_in_every_kind_and_mode() {
-    let fixed = |size: i64, slide: i64, offset: i64| WindowKind::Fixed {
-        column: 1,
-        windows: SlidingWindows {
-            size: Duration(size * SEC),
-            slide: Duration(slide * SEC),
-            offset: Duration(offset * SEC),
-        },
-    };
     let session = WindowKind::Session { column: 1, gap: SessionGap::Fixed(Duration(2 * SEC)) };
     let cases = [
         (fixed(5, 5, 0), vec![OutputMode::Append, OutputMode::Update, OutputMode::Complete]),
@@ -173,14 +177,6 @@ fn inline_and_vector_states_give_the_same_rows_in_every_kind_and_mode() {
 /// form), BIGINT and string keys, restarts through snapshot and restore.
 #[test]
 fn the_fast_path_gives_what_the_general_path_gives() {
-    let fixed = |size: i64, slide: i64, offset: i64| WindowKind::Fixed {
-        column: 1,
-        windows: SlidingWindows {
-            size: Duration(size * SEC),
-            slide: Duration(slide * SEC),
-            offset: Duration(offset * SEC),
-        },
-    };
     let f = |kind: AggKind, input: Option<usize>, input_type: DataType| AggregateFn {
         kind,
         input,
