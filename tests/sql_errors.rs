@@ -191,7 +191,11 @@ fn wrong_sql_queries_exit_2_naming_the_field_the_position_and_what_is_allowed() 
             vec!["query.sql", "ORDER BY at 1:22", "Spark sorts a stream only after an aggregation in complete mode"],
         ),
         ("LIMIT", sql("SELECT k FROM source LIMIT 3"), vec!["query.sql", "LIMIT at 1:22", "one SELECT"]),
-        ("DISTINCT", sql("SELECT DISTINCT k FROM source"), vec!["query.sql", "DISTINCT at 1:8", "without DISTINCT"]),
+        (
+            "DISTINCT over an aggregation",
+            sql("SELECT DISTINCT k, count(*) FROM source GROUP BY k"),
+            vec!["query.sql", "SELECT DISTINCT over an aggregation (GROUP BY, HAVING or an aggregate function) at 1:8"],
+        ),
         (
             "count(DISTINCT)",
             sql("SELECT k, count(DISTINCT v) FROM source GROUP BY k"),

@@ -1,7 +1,7 @@
 //! Queries (SQL.md "Queries"): one `SELECT` statement over one source, or a union of SELECTs
 //! (`UNION ALL` / `UNION`, at the top or in `FROM ( ... ) [AS] alias`), lowered into the
 //! engine's [`QuerySyntax`]. What Eddy does not run yet is refused here, naming it, at its
-//! position: ORDER BY, LIMIT, DISTINCT, WITH, window functions (OVER), `count(DISTINCT ...)`,
+//! position: ORDER BY, LIMIT, DISTINCT ON, WITH, window functions (OVER), `count(DISTINCT ...)`,
 //! other subqueries, more than one join, joins with USING or NATURAL, EXCEPT, INTERSECT, a mix of
 //! UNION and UNION ALL, several statements. One join of two names is lowered as written; which join types
 //! run is decided by the planner (SEMANTICS.md "Joins").
@@ -11,7 +11,7 @@ use eddy_engine::expr::{
     SyntaxKind, UnionSyntax,
 };
 use sqlparser::ast::{
-    Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, ObjectNamePart, Select, SelectItem,
+    Distinct, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, ObjectNamePart, Select, SelectItem,
     SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, Spanned, TableFactor, Value,
 };
 use sqlparser::keywords::Keyword;
@@ -27,9 +27,9 @@ const ONE_SELECT: &str = "one SELECT ... FROM source [WHERE ...] [GROUP BY ...] 
 ///
 /// # Errors
 /// [`SqlError::Syntax`] when the text is not a SELECT statement; [`SqlError::Unsupported`]
-/// naming ORDER BY, LIMIT, DISTINCT, WITH, a window function, `count(DISTINCT ...)`, a
-/// subquery other than a union, a second join, EXCEPT, INTERSECT or a second statement, at its
-/// position.
+/// naming ORDER BY, LIMIT, DISTINCT ON, DISTINCT over an aggregation, WITH, a window function,
+/// `count(DISTINCT ...)`, a subquery other than a union, a second join, EXCEPT, INTERSECT or a
+/// second statement, at its position.
 pub fn parse_query(text: &str) -> Result<QuerySyntax, SqlError> {
     let _source = super::Source::set(text);
     let dialect = dialect::SparkDialect;
@@ -174,13 +174,18 @@ fn keyword_before(text: &str, keyword: Keyword, at: Location) -> Pos {
 }
 
 fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
-    if let Some(d) = &s.distinct {
-        return Err(SqlError::Unsupported {
-            pos: keyword_after(text, &[Keyword::DISTINCT], s.select_token.0.span.end),
-            found: format!("{d}"),
-            allowed: "SELECT without DISTINCT (a deduplicate query)".into(),
-        });
-    }
+    let distinct_at = || keyword_after(text, &[Keyword::DISTINCT], s.select_token.0.span.end);
+    let distinct = match &s.distinct {
+        None | Some(Distinct::All) => false,
+        Some(Distinct::Distinct) => true,
+        Some(d) => {
+            return Err(SqlError::Unsupported {
+                pos: distinct_at(),
+                found: format!("{d}"),
+                allowed: "SELECT DISTINCT over the selected columns (DISTINCT ON is not Spark SQL)".into(),
+            });
+        }
+    };
     let refused: [(bool, &str); 9] = [
         (s.top.is_some(), "TOP"),
         (s.into.is_some(), "SELECT INTO"),
@@ -253,7 +258,47 @@ fn select_query(text: &str, s: &Select) -> Result<QuerySyntax, SqlError> {
         }
     };
     let having = s.having.as_ref().map(lower).transpose()?;
+    let group_by = if distinct { distinct_keys(&items, &group_by, having.is_some(), distinct_at())? } else { group_by };
     Ok(QuerySyntax { items, from, join, selection, group_by, having, union, subquery })
+}
+
+/// `SELECT DISTINCT items ...` as Spark plans it (`ReplaceDistinctWithAggregate`): an aggregation
+/// keyed by every selected column, without measures, as if written `GROUP BY 1, 2, ...`; each
+/// distinct row is then a group, in the query's output mode (SEMANTICS.md "Deduplication").
+///
+/// # Errors
+/// At `DISTINCT`: over GROUP BY, HAVING or an aggregate (a distinct of aggregated rows), and with
+/// `*` (the columns to key by are named one by one).
+fn distinct_keys(
+    items: &[SelectItemSyntax],
+    group_by: &[GroupItemSyntax],
+    having: bool,
+    at: Pos,
+) -> Result<Vec<GroupItemSyntax>, SqlError> {
+    let aggregates = items
+        .iter()
+        .any(|i| matches!(i, SelectItemSyntax::Expr { syntax, .. } if eddy_engine::spec::contains_aggregate(syntax)));
+    if !group_by.is_empty() || having || aggregates {
+        return Err(SqlError::Unsupported {
+            pos: at,
+            found: "SELECT DISTINCT over an aggregation (GROUP BY, HAVING or an aggregate function)".into(),
+            allowed: "SELECT DISTINCT over rows without aggregation (a deduplication by the selected columns), or GROUP BY without DISTINCT".into(),
+        });
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            SelectItemSyntax::Wildcard { .. } => Err(SqlError::Unsupported {
+                pos: at,
+                found: "SELECT DISTINCT *".into(),
+                allowed: "SELECT DISTINCT with the columns named one by one".into(),
+            }),
+            SelectItemSyntax::Expr { syntax, .. } => {
+                Ok(GroupItemSyntax::Ordinal { position: i as i64 + 1, pos: syntax.pos })
+            }
+        })
+        .collect()
 }
 
 /// `FROM ( SELECT ... GROUP BY ... ) [AS] alias` (or a global aggregate: `( SELECT count(*)

@@ -64,7 +64,12 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
     let cases: &[(&str, Pos, &str)] = &[
         ("SELECT a FROM s ORDER BY a", Pos { line: 1, column: 17 }, "ORDER BY"),
         ("SELECT a FROM s LIMIT 3", Pos { line: 1, column: 17 }, "LIMIT"),
-        ("SELECT DISTINCT a FROM s", Pos { line: 1, column: 8 }, "DISTINCT"),
+        (
+            "SELECT DISTINCT a, count(*) FROM s GROUP BY a",
+            Pos { line: 1, column: 8 },
+            "SELECT DISTINCT over an aggregation",
+        ),
+        ("SELECT DISTINCT * FROM s", Pos { line: 1, column: 8 }, "SELECT DISTINCT *"),
         ("WITH t AS (SELECT a FROM s) SELECT a FROM t", Pos { line: 1, column: 1 }, "WITH"),
         ("SELECT a, sum(b) OVER (PARTITION BY a) FROM s", Pos { line: 1, column: 11 }, "OVER"),
         ("SELECT count(DISTINCT b) FROM s", Pos { line: 1, column: 8 }, "count(DISTINCT ...)"),
@@ -81,11 +86,27 @@ fn constructs_outside_a_single_source_select_are_refused_by_name() {
 }
 
 #[test]
+fn select_distinct_is_an_aggregation_keyed_by_every_selected_column() {
+    // as Spark's ReplaceDistinctWithAggregate: GROUP BY 1, 2 (ordinals at each item)
+    let q = parse_query("SELECT DISTINCT k, v + 1 AS w FROM s WHERE v > 0").unwrap();
+    assert_eq!(
+        q.group_by,
+        vec![
+            GroupItemSyntax::Ordinal { position: 1, pos: Pos { line: 1, column: 17 } },
+            GroupItemSyntax::Ordinal { position: 2, pos: Pos { line: 1, column: 20 } },
+        ]
+    );
+    assert!(q.selection.is_some());
+    // SELECT ALL is a plain SELECT
+    assert!(parse_query("SELECT ALL k FROM s").unwrap().group_by.is_empty());
+}
+
+#[test]
 fn distinct_joins_and_set_operations_are_refused_at_their_keyword() {
     // The clause spans start at the SELECT (DISTINCT) and at the first query (UNION): the
     // position must be the keyword's, on whichever line it stands.
     let cases: &[(&str, Pos, &str)] = &[
-        ("SELECT\n  DISTINCT a FROM s", Pos { line: 2, column: 3 }, "DISTINCT"),
+        ("SELECT\n  DISTINCT a, max(b) FROM s", Pos { line: 2, column: 3 }, "DISTINCT"),
         ("SELECT a FROM s\nUNION\nSELECT a FROM t\nUNION ALL SELECT a FROM u", Pos { line: 4, column: 1 }, "UNION ALL"),
         ("SELECT a FROM s WHERE a > 1 EXCEPT SELECT a FROM t", Pos { line: 1, column: 29 }, "EXCEPT"),
         (
