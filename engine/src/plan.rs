@@ -262,14 +262,14 @@ impl QueryPlan {
             ClockSpec::Replay { column, until, .. } => Some((col(&schema, column, "clock.column")?, *until)),
         };
         let mut needed = vec![false; schema.len()];
+        // the columns every source's records must hold (the operator's event time, the replay
+        // clock's); each source's own watermark column is added for that source alone: a source
+        // without a watermark takes a record whose column another source's watermark is on
+        // NULL, as Spark's union does (each EventTimeWatermark is on its own source)
         let mut required = Vec::new();
-        // a stream-stream join's sources each fill their own side's columns of the wide record:
-        // each requires its own watermark column only
         let joins = matches!(p.query, QuerySpec::StreamJoin(_));
-        let others_required = if joins { &[][..] } else { &more_watermarks[..] };
-        for (c, _) in first_watermark.iter().chain(others_required.iter().flatten()) {
+        for (c, _) in first_watermark.iter().chain(more_watermarks.iter().flatten()) {
             needed[*c] = true;
-            required.push(*c);
         }
         if let Some((c, _)) = replay {
             needed[c] = true;
@@ -451,8 +451,15 @@ impl QueryPlan {
         if p.late_sink.is_some() || (refuses && p.dead_letter.is_some()) {
             needed.iter_mut().for_each(|n| *n = true);
         }
-        required.sort_unstable();
-        required.dedup();
+        // `required` and a source's watermark column
+        let with_watermark = |w: Option<(usize, Duration)>| {
+            let mut r: Vec<usize> = required.iter().copied().chain(w.map(|w| w.0)).collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        };
+        let others_required: Vec<Vec<usize>> = more_watermarks.iter().map(|w| with_watermark(*w)).collect();
+        let required = with_watermark(first_watermark);
         // the query's own filters read their columns too
         let (query_steps, needed) = CompiledSteps::new(&p.query_steps, schema.len(), &needed, Vec::new());
         let decoded = p.input_schema().clone();
@@ -489,10 +496,13 @@ impl QueryPlan {
             .more_sources
             .iter()
             .zip(&more_watermarks)
-            .map(|(s, w)| {
+            .zip(&others_required)
+            .map(|((s, w), union_required)| {
                 let decoded = &s.source.schema;
+                // a stream-stream join's sources each fill their own side's columns of the wide
+                // record: each requires its own watermark column only
                 let own: Vec<usize> = w.map(|w| w.0).into_iter().chain(replay.map(|r| r.0)).collect();
-                let required = if joins { &own } else { &required };
+                let required = if joins { &own } else { union_required };
                 let named = required.iter().map(|&c| (c, schema.fields()[c].name.clone())).collect();
                 let (steps, needed) = CompiledSteps::new(&s.steps, decoded.len(), &needed, named);
                 let (steps, required) = if s.steps.is_empty() || steps.has_no_steps() {
