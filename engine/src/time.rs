@@ -303,7 +303,9 @@ pub fn parse_timestamp(s: &str) -> Result<Timestamp, TimeError> {
 /// [`TimeError::BadTimestamp`] when the text is not one of these forms or a field is out of range.
 pub fn parse_timestamp_strict(s: &str) -> Result<Timestamp, TimeError> {
     let bad = |why: &'static str| TimeError::BadTimestamp { given: truncate(s), why };
-    let b = s.trim().as_bytes();
+    // whitespace as Spark trims it (`UTF8String.trimAll`: up to U+0020 and U+007F; a non-ASCII
+    // space such as U+00A0 is no whitespace to Spark's readers)
+    let b = crate::expr::trim_spark(s).as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let part = b.get(r)?;
         if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {

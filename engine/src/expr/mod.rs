@@ -50,7 +50,7 @@ pub(crate) use dates::parse_cast_date as parse_date;
 pub use dates::write_date;
 pub use now::{processing_time, set_processing_time};
 pub use query::{FromSyntax, GroupItemSyntax, JoinSyntax, JoinTypeSyntax, QuerySyntax, SelectItemSyntax, UnionSyntax};
-pub(crate) use text::parse_cast_timestamp;
+pub(crate) use text::{parse_cast_timestamp, trim_spark};
 pub use udf::{ScalarFn, ScalarUdf, UdfFailure, UserFunctions, builtin_name, with_user_functions};
 pub(crate) use udf::{current_aggregate, current_aggregate_names, functions_allowed, known_function};
 

@@ -430,7 +430,9 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
                     frac = us;
                 }
                 // a zone only after the seconds, as Spark
-                let z = s[i..].trim_start();
+                // (Spark trims the zone as Java's `String.trim`: a tab or U+0001 before it is
+                // passed over, U+007F and non-ASCII spaces are not)
+                let z = trim_java(&s[i..]);
                 if !z.is_empty() {
                     zone = Some(super::zones::Zone::parse(z)?);
                 }
@@ -456,8 +458,8 @@ pub(crate) fn parse_cast_timestamp(s: &str) -> Option<i64> {
 /// The offset from UTC, in seconds, of zone `z` as Spark reads it after a timestamp's time
 /// (Java's `ZoneId.of` for these forms): nothing, `Z`, `UTC`, `GMT` or `UT` alone or followed by
 /// an offset, or an offset: a sign and `h`, `hh`, `hhmm`, `hh:mm`, `hhmmss` or `hh:mm:ss`
-/// (`h:mm` and `h:mm:ss` too: Spark's `getZoneId` pads them before Java reads them), at most 18
-/// hours. `None` for anything else (region ids such as `Europe/Paris`: [`super::zones::Zone`]).
+/// (`h:mm`, `h:m`, `hh:m` and `h:mm:ss` too: Spark's `getZoneId` pads them before Java reads
+/// them), at most 18 hours. `None` for anything else (region ids such as `Europe/Paris`: [`super::zones::Zone`]).
 pub(super) fn zone_offset(z: &str) -> Option<i64> {
     if z.is_empty() || z == "Z" {
         return Some(0);
@@ -482,8 +484,9 @@ pub(super) fn zone_offset(z: &str) -> Option<i64> {
         [h] if (1..=2).contains(&h.len()) && h.bytes().all(|c| c.is_ascii_digit()) => (h.parse().ok()?, 0, 0),
         [hm] if hm.len() == 4 => (two(&hm[..2])?, two(&hm[2..])?, 0),
         [hms] if hms.len() == 6 => (two(&hms[..2])?, two(&hms[2..4])?, two(&hms[4..])?),
-        // one digit of hours before a colon: Spark's `getZoneId` pads it (`+1:00` is `+01:00`)
-        [h, m] => (hour(h)?, two(m)?, 0),
+        // one digit of hours before a colon, or of minutes after it at the end: Spark's
+        // `getZoneId` pads them (`+1:00` is `+01:00`, `+10:5` is `+10:05`)
+        [h, m] => (hour(h)?, hour(m)?, 0),
         [h, m, sec] => (hour(h)?, two(m)?, two(sec)?),
         _ => return None,
     };
@@ -583,7 +586,7 @@ mod tests {
     /// it) and overlap (the earlier instant), the control character U+007F trimmed.
     #[test]
     fn cast_to_timestamp_reads_named_zones_as_spark() {
-        let spark: [(&str, Option<i64>); 22] = [
+        let spark: [(&str, Option<i64>); 35] = [
             ("2024-01-15 10:00:00\x7f", Some(1_705_312_800_000_000)),
             ("2024-01-15 10:00:00 Europe/Paris", Some(1_705_309_200_000_000)),
             ("2024-01-15T10:00:00Europe/Paris", Some(1_705_309_200_000_000)),
@@ -599,6 +602,19 @@ mod tests {
             ("2024-01-15 10:00:00 Etc/GMT+1", Some(1_705_316_400_000_000)),
             ("2024-01-15 10:00:00 UTC+01:00", Some(1_705_309_200_000_000)),
             ("2024-01-15 10:00:00 +1:00", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 +1:0", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00+1:5", Some(1_705_308_900_000_000)),
+            ("2024-01-15 10:00:00 GMT+1:0", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 +1:0:30", None),
+            ("2024-01-15 10:00:00 +01:5:00", None),
+            ("2024-01-15 10:00:00\tEurope/Paris", Some(1_705_309_200_000_000)),
+            ("2024-01-15 10:00:00 \tZ", Some(1_705_312_800_000_000)),
+            ("2024-01-15 10:00:00\x01Z", Some(1_705_312_800_000_000)),
+            ("2024-01-15 10:00:00\x7fZ", None),
+            ("2024-01-15 10:00:00\u{85}Z", None),
+            ("2024-01-15 10:00:00\u{a0}", None),
+            ("\u{a0}2024-01-15 10:00:00", None),
+            ("\t2024-01-15 10:00:00\t", Some(1_705_312_800_000_000)),
             ("2024-01-15 10:00:00 Europe/Paris ", Some(1_705_309_200_000_000)),
             ("2024-01-15 10:00:00  Europe/Paris", Some(1_705_309_200_000_000)),
             ("2024-07-01 00:00:00 US/Pacific", Some(1_719_817_200_000_000)),
