@@ -41,7 +41,11 @@ impl TableJoin {
     /// line that cannot be decoded, or is larger than its `max_bytes` (exit 1).
     pub fn open(plan: &JoinPlan, table: &TableSpec) -> Result<TableJoin, RuntimeError> {
         let failed = |e: String| RuntimeError::Failed(format!("table {} ({}): {e}", table.name, table.path.display()));
-        let (read, version) = read_table(table).map_err(|e| failed(e.to_string()))?;
+        let (read, version) = read_table(table).map_err(|e| match e {
+            // (it names the table and its path already)
+            eddy_connectors::ConnectorError::Config(why) => RuntimeError::Failed(why),
+            other => failed(other.to_string()),
+        })?;
         tracing::info!(table = %table.name, path = %table.path.display(), rows = read.records.len(), "static table read");
         let TableRows { records, positions } = read;
         Ok(TableJoin {
