@@ -276,8 +276,17 @@ impl Binder<'_> {
             SyntaxKind::InList { expr, list, negated } => {
                 let value = self.bind(expr)?;
                 let list = list.iter().map(|x| self.bind(x)).collect::<Result<Vec<_>, _>>()?;
+                // structs of other field names compare field by field, as `=` (Spark runs
+                // `named_struct('x', 1) IN (named_struct('a', 1))`): as the value's type
+                let renamed = |t: &Typed| {
+                    if t.data_type.same_ignoring_names(value.data_type) {
+                        Typed { data_type: value.data_type, ..t.clone() }
+                    } else {
+                        t.clone()
+                    }
+                };
                 let mut all = vec![value.clone()];
-                all.extend(list.iter().cloned());
+                all.extend(list.iter().map(renamed));
                 let ty = common_type(pos, &all, "IN (...)")?;
                 let name = format!("({} IN ({}))", value.name, names(&list));
                 let list = list.into_iter().map(|x| coerce(x, ty)).collect();
