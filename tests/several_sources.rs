@@ -541,3 +541,11 @@ fn append_over_a_union_that_carries_no_watermark_says_why() {
         ],
     );
 }
+
+#[test]
+fn a_distinct_union_branch_is_refused_naming_distinct() {
+    refused(
+        &sql_pipeline("SELECT DISTINCT k, v, ts FROM a UNION ALL SELECT k, v, ts FROM b"),
+        &["query.sql", "GROUP BY or SELECT DISTINCT in a query of a union at 1:17"],
+    );
+}

@@ -208,7 +208,8 @@ fn refuse_in_branch(q: &QuerySyntax) -> Result<(), SpecError> {
             crate::expr::GroupItemSyntax::Expr(e) => e.pos,
             crate::expr::GroupItemSyntax::Ordinal { pos, .. } => *pos,
         };
-        return Err(at(pos, "GROUP BY in a query of a union", BRANCH));
+        // (a branch's SELECT DISTINCT is an aggregation keyed by its columns: refused alike)
+        return Err(at(pos, "GROUP BY or SELECT DISTINCT in a query of a union", BRANCH));
     }
     if let Some(h) = &q.having {
         return Err(at(h.pos, "HAVING in a query of a union", BRANCH));
