@@ -19,11 +19,12 @@ use crate::value::{GroupKey, Record, Value};
 pub(crate) const HOT_BYTES: usize = 128;
 
 /// The bytes of a group table (its index and slots, as allocated) from which prefetching its
-/// groups pays ([`Groups::prefetch_pays`]): below, the table stays in the caches and a record's
-/// lookup rarely misses, so a prefetch only adds its own work (hashing a record twice, the
-/// bookkeeping of [`Groups::find_prefetched`]). ClickHouse's aggregator draws the same line at
-/// 4x the L2 cache's size, 1 MiB with its default L2 of 256 KiB (`getMinBytesForPrefetch`);
-/// this is that default, fixed so that a run does the same work on every machine.
+/// groups pays (a window aggregate's [`crate::operator::Operator::prefetch_pays`]): below, the
+/// table stays in the caches and a record's lookup rarely misses, so a prefetch only adds its
+/// own work (hashing a record twice, the bookkeeping that matches a lookup to its prefetch).
+/// ClickHouse's aggregator draws the same line at 4x the L2 cache's size, 1 MiB with its default
+/// L2 of 256 KiB (`getMinBytesForPrefetch`); this is that default, fixed so that a run does the
+/// same work on every machine.
 pub const PREFETCH_MIN_BYTES: usize = 1 << 20;
 
 /// Records between the two stages of [`Groups::prefetch`] (the table bucket, then the
