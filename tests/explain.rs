@@ -263,12 +263,14 @@ fn explain_shows_a_select_over_a_global_aggregate_as_its_row_projected() {
 }
 
 #[test]
-fn explain_shows_a_join_key_compared_as_the_wider_type_and_the_condition_beside_the_keys() {
+fn explain_shows_a_join_key_compared_as_the_wider_type_the_table_filter_and_the_condition_beside_the_keys() {
     let out = explain(&sql_case("sql-static-join-on-table-condition"));
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("on sku = prices.sku, each matching row joined where (active AND (qty >= min_qty))\n"),
+        text.contains(
+            " (its rows where active) on sku = prices.sku, each matching row joined where (qty >= min_qty)\n"
+        ),
         "{text}"
     );
     let out = explain(&sql_case("sql-static-join-string-number-key"));

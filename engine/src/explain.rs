@@ -243,8 +243,12 @@ fn join_line(p: &Pipeline, j: &StaticJoinSpec) -> String {
         Some(c) => format!(", each matching row joined where {}", c.typed.name),
         None => String::new(),
     };
+    let filter = match &j.table_filter {
+        Some(f) => format!(" (its rows where {})", f.typed.name),
+        None => String::new(),
+    };
     format!(
-        "stream-static {kind} join (broadcast hash join on the source actor) with {table} on {}{condition}",
+        "stream-static {kind} join (broadcast hash join on the source actor) with {table}{filter} on {}{condition}",
         keys.join(" AND ")
     )
 }

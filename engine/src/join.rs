@@ -29,20 +29,28 @@ pub struct StaticTable {
 
 impl StaticTable {
     /// Indexes `records` (each of the table's schema) by the values of the key expressions
-    /// `keys` (over the table's columns).
+    /// `keys` (over the table's columns), leaving out the rows where `filter` (the join's
+    /// conditions on the table alone, [`StaticJoinSpec::table_filter`]) is not true.
     ///
     /// # Errors
-    /// The row and the error of a key expression that fails on a row (a cast that does not
-    /// hold, a division by zero): Spark fails the query there.
-    fn new(records: Vec<Record>, keys: &[Compiled]) -> Result<StaticTable, KeyFailed> {
+    /// The row and the error of the filter or a key expression that fails on a row (a cast
+    /// that does not hold, a division by zero): Spark fails the query there.
+    fn new(records: Vec<Record>, keys: &[Compiled], filter: Option<&Compiled>) -> Result<StaticTable, KeyFailed> {
         let mut rows: HashMap<Box<[Value]>, Vec<Box<[Value]>>> = HashMap::new();
         let mut len = 0;
         for (n, r) in records.into_iter().enumerate() {
-            let key = keys
-                .iter()
-                .map(|k| k.eval(&r))
-                .collect::<Result<Box<[Value]>, _>>()
-                .map_err(|e| KeyFailed { row: n, error: e.to_string() })?;
+            if let Some(f) = filter {
+                match f.eval(&r) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(_) => continue,
+                    Err(e) => return Err(KeyFailed { row: n, what: "join condition", error: e.to_string() }),
+                }
+            }
+            let key = keys.iter().map(|k| k.eval(&r)).collect::<Result<Box<[Value]>, _>>().map_err(|e| KeyFailed {
+                row: n,
+                what: "join key",
+                error: e.to_string(),
+            })?;
             if key.iter().any(|v| matches!(v, Value::Null)) {
                 continue;
             }
@@ -71,27 +79,30 @@ impl StaticTable {
     }
 }
 
-/// A table row whose join key expression failed: its index among the table's records (from 0)
-/// and the error. Shown as `row N: its join key failed: ...` (N from 1); a reader that knows
-/// where the row was read names its file and line instead ([`KeyFailed::at`]).
+/// A table row on which a join key expression, or the join's condition on the table alone,
+/// failed: its index among the table's records (from 0), which of the two, and the error. Shown
+/// as `row N: its join key failed: ...` (N from 1); a reader that knows where the row was read
+/// names its file and line instead ([`KeyFailed::at`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyFailed {
     /// The row, from 0.
     pub row: usize,
-    /// The key expression's error.
+    /// `join key` or `join condition`.
+    pub what: &'static str,
+    /// The expression's error.
     pub error: String,
 }
 
 impl KeyFailed {
     /// The error with the row's position (`prices.json:6`) in place of its number.
     pub fn at(&self, position: &dyn std::fmt::Display) -> String {
-        format!("{position}: its join key failed: {}", self.error)
+        format!("{position}: its {} failed: {}", self.what, self.error)
     }
 }
 
 impl std::fmt::Display for KeyFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "row {}: its join key failed: {}", self.row + 1, self.error)
+        write!(f, "row {}: its {} failed: {}", self.row + 1, self.what, self.error)
     }
 }
 
@@ -105,6 +116,8 @@ pub struct JoinStage {
     stream_keys: Vec<Compiled>,
     /// Each key's value on a table row.
     table_keys: Vec<Compiled>,
+    /// ON's conditions on the table alone ([`StaticJoinSpec::table_filter`]).
+    table_filter: Option<Compiled>,
     /// ON's other conditions, over the stream's values then the table row's
     /// ([`StaticJoinSpec::condition`]).
     condition: Option<Compiled>,
@@ -123,10 +136,11 @@ impl JoinStage {
     pub fn new(spec: &StaticJoinSpec, records: Vec<Record>, steps: Arc<CompiledSteps>) -> Result<JoinStage, KeyFailed> {
         let stream_keys = spec.keys.iter().map(|k| Compiled::new(&k.stream.typed)).collect();
         let table_keys: Vec<Compiled> = spec.keys.iter().map(|k| Compiled::new(&k.table.typed)).collect();
-        let table = Arc::new(StaticTable::new(records, &table_keys)?);
+        let table_filter = spec.table_filter.as_ref().map(|f| Compiled::new(&f.typed));
+        let table = Arc::new(StaticTable::new(records, &table_keys, table_filter.as_ref())?);
         let condition = spec.condition.as_ref().map(|c| Compiled::new(&c.typed));
         let table_width = spec.table_schema.len();
-        Ok(JoinStage { kind: spec.kind, stream_keys, table_keys, condition, table_width, table, steps })
+        Ok(JoinStage { kind: spec.kind, stream_keys, table_keys, table_filter, condition, table_width, table, steps })
     }
 
     /// Replaces the table by a new version read from `records` (a refresh): records joined
@@ -136,7 +150,7 @@ impl JoinStage {
     /// The row and the error of a key expression that fails on a row of the table (the table
     /// is then unchanged).
     pub fn replace_table(&mut self, records: Vec<Record>) -> Result<(), KeyFailed> {
-        self.table = Arc::new(StaticTable::new(records, &self.table_keys)?);
+        self.table = Arc::new(StaticTable::new(records, &self.table_keys, self.table_filter.as_ref())?);
         Ok(())
     }
 
@@ -245,6 +259,7 @@ mod tests {
             table_schema: Schema::parse_ddl("sku STRING, price INT").unwrap(),
             keys: vec![key((1, DataType::String), (0, DataType::String), DataType::String)],
             condition: None,
+            table_filter: None,
             names: vec!["id".into(), "sku".into(), "p.sku".into(), "price".into()],
             steps: Vec::new(),
         };
@@ -327,6 +342,7 @@ mod tests {
             table_schema: Schema::parse_ddl("id BIGINT, name STRING").unwrap(),
             keys: vec![key((0, DataType::Int), (0, DataType::Long), DataType::Long)],
             condition: None,
+            table_filter: None,
             names: vec!["id".into(), "t.id".into(), "name".into()],
             steps: Vec::new(),
         };
@@ -347,6 +363,7 @@ mod tests {
             // both sides' text cast to INT: 'x' does not read as one
             keys: vec![key((0, DataType::String), (0, DataType::String), DataType::Int)],
             condition: None,
+            table_filter: None,
             names: vec!["c".into(), "code".into(), "name".into()],
             steps: Vec::new(),
         };
@@ -367,8 +384,41 @@ mod tests {
         };
         st.apply(rec(vec![s("07")]), seven);
         let bad = vec![rec(vec![s("7"), s("seven")]), rec(vec![s("x"), s("ex")])];
-        let e = JoinStage::new(&spec, bad, steps).unwrap_err().to_string();
+        let e = JoinStage::new(&spec, bad.clone(), steps.clone()).unwrap_err().to_string();
         assert!(e.starts_with("row 2: its join key failed") && e.contains("CAST_INVALID_INPUT"), "{e}");
+        // ON's condition on the table alone (`name <> 'ex'`) leaves the row out before its key
+        // is computed, as Spark pushes it below the join: no failure, and the row joins nothing
+        let at = Pos::default();
+        let node = |kind| Syntax { kind, pos: at };
+        let not_ex = node(SyntaxKind::Binary {
+            op: BinaryOp::NotEq,
+            left: Box::new(node(SyntaxKind::Column(vec!["name".into()]))),
+            right: Box::new(node(SyntaxKind::Literal(Literal::String("ex".into())))),
+        });
+        let filter = crate::expr::bind(&not_ex, &spec.table_schema).unwrap();
+        let filtered = StaticJoinSpec {
+            table_filter: Some(PipelineExpr { field: "query.sql".into(), name: filter.name.clone(), typed: filter }),
+            ..spec.clone()
+        };
+        let st = JoinStage::new(&filtered, bad.clone(), steps.clone()).unwrap();
+        assert_eq!(st.table().len(), 1);
+        // a filter that fails on a row fails the table's read, naming the condition
+        let fails = node(SyntaxKind::Binary {
+            op: BinaryOp::Gt,
+            left: Box::new(node(SyntaxKind::Cast {
+                expr: Box::new(node(SyntaxKind::Column(vec!["code".into()]))),
+                to: DataType::Int,
+                try_cast: false,
+            })),
+            right: Box::new(node(SyntaxKind::Literal(Literal::Integer(0)))),
+        });
+        let filter = crate::expr::bind(&fails, &spec.table_schema).unwrap();
+        let failing = StaticJoinSpec {
+            table_filter: Some(PipelineExpr { field: "query.sql".into(), name: filter.name.clone(), typed: filter }),
+            ..spec
+        };
+        let e = JoinStage::new(&failing, bad, steps).unwrap_err().to_string();
+        assert!(e.starts_with("row 2: its join condition failed"), "{e}");
     }
 
     /// ON's other conditions over the joined row: a row whose key matches joins only where
@@ -401,6 +451,7 @@ mod tests {
                 name: condition.name.clone(),
                 typed: condition.clone(),
             }),
+            table_filter: None,
             names: vec!["id".into(), "sku".into(), "t_sku".into(), "price".into()],
             steps: Vec::new(),
         };
@@ -452,6 +503,7 @@ mod tests {
             table_schema: Schema::parse_ddl("w DOUBLE, name STRING").unwrap(),
             keys: vec![key((0, DataType::Long), (0, DataType::Double), DataType::Double)],
             condition: None,
+            table_filter: None,
             names: vec!["id".into(), "w".into(), "name".into()],
             steps: Vec::new(),
         };

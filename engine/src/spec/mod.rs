@@ -472,6 +472,12 @@ pub struct StaticJoinSpec {
     /// (`ON s.k = t.k AND t.active`: a left outer join keeps the record, with NULLs, when no
     /// active row matches). `None` when ON holds keys only.
     pub condition: Option<PipelineExpr>,
+    /// The conditions of ON that read the table's columns only (AND-ed), over the table's
+    /// columns: a table row where it is not true joins nothing, so it is left out when the table
+    /// is read, before its join keys are computed, as Spark's optimizer pushes such a filter
+    /// below the join (a key that would fail on a row the filter drops does not fail). `None`
+    /// when there are none.
+    pub table_filter: Option<PipelineExpr>,
     /// Names of the joined columns, stream's then table's (semi and anti joins: the stream's
     /// only). A table column whose name a stream column has is named `qualifier.name`.
     pub names: Vec<String>,

@@ -160,6 +160,14 @@ pub(crate) fn resolve(
     super::sql_query::no_aggregate_in_on(on)?;
     let whole = Rewriter { stream: &s_side, table: &t_side, full: &full, table_names: &table_names, table_out: true };
     let (keys, others) = join_keys(&whole.apply(on)?, &full, [stream, t_schema], on)?;
+    // the conjuncts over the table's columns only filter the table's rows (Spark pushes them
+    // below the join); the others join a record with a row
+    let table_only = |e: &Syntax| {
+        let cols = super::sql_query::columns_of(e);
+        !cols.is_empty() && cols.iter().all(|n| full.resolve(n).is_some_and(|i| i >= stream.len()))
+    };
+    let (on_table, others): (Vec<Syntax>, Vec<Syntax>) = others.into_iter().partition(|e| table_only(e));
+    let table_filter = table_filter(on_table, &full, stream.len(), t_schema)?;
     let condition = join_condition(others, &full)?;
     let output = Rewriter { table_out: !semi, ..whole };
     let mut items = Vec::new();
@@ -232,8 +240,16 @@ pub(crate) fn resolve(
     if !semi {
         names.extend(table_names.iter().cloned());
     }
-    let join =
-        StaticJoinSpec { kind, table, table_schema: t_schema.clone(), keys, condition, names, steps: Vec::new() };
+    let join = StaticJoinSpec {
+        kind,
+        table,
+        table_schema: t_schema.clone(),
+        keys,
+        condition,
+        table_filter,
+        names,
+        steps: Vec::new(),
+    };
     let schema = join.output_schema(stream);
     Ok(Some(ResolvedJoin { pushed, join, query, schema }))
 }
@@ -451,6 +467,29 @@ fn join_condition(others: Vec<Syntax>, full: &Schema) -> Result<Option<PipelineE
         ));
     }
     Ok(Some(e))
+}
+
+/// The ON conjuncts over the table's columns only (written over the joined row `full`, whose
+/// table columns start at `offset`), AND-ed into one BOOLEAN condition over the table's own
+/// columns (`table`); `None` when there are none.
+///
+/// # Errors
+/// As [`join_condition`].
+fn table_filter(
+    conjuncts: Vec<Syntax>,
+    full: &Schema,
+    offset: usize,
+    table: &Schema,
+) -> Result<Option<PipelineExpr>, SpecError> {
+    let own: Vec<Syntax> = conjuncts
+        .iter()
+        .map(|e| {
+            super::sql_stream_join::renamed(e, &|name| {
+                full.resolve(name).map(|i| table.fields()[i - offset].name.clone())
+            })
+        })
+        .collect();
+    join_condition(own, table)
 }
 
 /// Rewrites column references onto the joined record's column names. `stream` is the side
