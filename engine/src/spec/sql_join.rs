@@ -166,8 +166,7 @@ pub(crate) fn resolve(
         let cols = super::sql_query::columns_of(e);
         !cols.is_empty() && cols.iter().all(|n| full.resolve(n).is_some_and(|i| i >= stream.len()))
     };
-    let (on_table, others): (Vec<Syntax>, Vec<Syntax>) = others.into_iter().partition(|e| table_only(e));
-    let table_filter = table_filter(on_table, &full, stream.len(), t_schema)?;
+    let (mut on_table, others): (Vec<Syntax>, Vec<Syntax>) = others.into_iter().partition(|e| table_only(e));
     let condition = join_condition(others, &full)?;
     let output = Rewriter { table_out: !semi, ..whole };
     let mut items = Vec::new();
@@ -224,7 +223,20 @@ pub(crate) fn resolve(
             other => Ok(other.clone()),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let selection = q.selection.as_ref().map(|s| output.apply(s)).transpose()?;
+    let mut selection = q.selection.as_ref().map(|s| output.apply(s)).transpose()?;
+    if kind == JoinKind::Inner
+        && let Some(where_) = selection.take()
+    {
+        // an inner join's WHERE conjuncts on the table alone filter the table too (Spark pushes
+        // them below the join; after an outer join they would keep or drop the NULL rows)
+        let (table, rest): (Vec<Syntax>, Vec<Syntax>) = conjuncts(where_).into_iter().partition(|e| table_only(e));
+        on_table.extend(table);
+        selection = rest.into_iter().reduce(|l, r| {
+            let pos = l.pos;
+            Syntax { kind: SyntaxKind::Binary { op: BinaryOp::And, left: Box::new(l), right: Box::new(r) }, pos }
+        });
+    }
+    let table_filter = table_filter(on_table, &full, stream.len(), t_schema)?;
     let (pushed, selection) = push_down(selection, stream, watermark);
     let query = QuerySyntax {
         items,
