@@ -287,3 +287,20 @@ fn explain_shows_a_stream_stream_join_key_cast_to_the_type_it_compares_as() {
     assert!(text.contains("lefts: select (query.sql JOIN): CAST(lv AS DOUBLE) AS __join_key0, __join_side,"), "{text}");
     assert!(text.contains("rights: select (query.sql JOIN): rv AS __join_key0, __join_side,"), "{text}");
 }
+
+#[test]
+fn a_table_condition_reading_the_processing_time_stays_beside_the_keys() {
+    // evaluated once per table version it would be fixed at the read: it joins row by row
+    let p = sql_case("sql-static-join-on-table-condition")
+        .replace("AND p.active", "AND coalesce(p.active, current_date() > DATE '2000-01-01')");
+    assert!(p.contains("current_date()"), "{p}");
+    let out = explain(&p);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let join = text.lines().find(|l| l.contains("stream-static")).unwrap_or_default();
+    assert!(!join.contains("its rows where"), "{join}");
+    assert!(
+        join.contains("each matching row joined where (coalesce(active, (current_date() > DATE '2000-01-01')) AND"),
+        "{join}"
+    );
+}

@@ -161,10 +161,14 @@ pub(crate) fn resolve(
     let whole = Rewriter { stream: &s_side, table: &t_side, full: &full, table_names: &table_names, table_out: true };
     let (keys, others) = join_keys(&whole.apply(on)?, &full, [stream, t_schema], on)?;
     // the conjuncts over the table's columns only filter the table's rows (Spark pushes them
-    // below the join); the others join a record with a row
+    // below the join), but for those reading the processing time, which the table's read would
+    // fix once; the others join a record with a row
     let table_only = |e: &Syntax| {
         let cols = super::sql_query::columns_of(e);
-        !cols.is_empty() && cols.iter().all(|n| full.resolve(n).is_some_and(|i| i >= stream.len()))
+        !cols.is_empty()
+            && cols.iter().all(|n| full.resolve(n).is_some_and(|i| i >= stream.len()))
+            && crate::expr::bind(&on_table_columns(e, &full, stream.len(), t_schema), t_schema)
+                .is_ok_and(|t| !t.reads_processing_time())
     };
     let (mut on_table, others): (Vec<Syntax>, Vec<Syntax>) = others.into_iter().partition(|e| table_only(e));
     let condition = join_condition(others, &full)?;
@@ -493,15 +497,16 @@ fn table_filter(
     offset: usize,
     table: &Schema,
 ) -> Result<Option<PipelineExpr>, SpecError> {
-    let own: Vec<Syntax> = conjuncts
-        .iter()
-        .map(|e| {
-            super::sql_stream_join::renamed(e, &|name| {
-                full.resolve(name).map(|i| table.fields()[i - offset].name.clone())
-            })
-        })
-        .collect();
+    let own: Vec<Syntax> = conjuncts.iter().map(|e| on_table_columns(e, full, offset, table)).collect();
     join_condition(own, table)
+}
+
+/// `e`, written over the joined row `full` and reading the table's columns only (from `offset`
+/// on), written over the table's own columns (`table`).
+fn on_table_columns(e: &Syntax, full: &Schema, offset: usize, table: &Schema) -> Syntax {
+    super::sql_stream_join::renamed(e, &|name| {
+        full.resolve(name).and_then(|i| i.checked_sub(offset)).map(|i| table.fields()[i].name.clone())
+    })
 }
 
 /// Rewrites column references onto the joined record's column names. `stream` is the side
