@@ -22,6 +22,10 @@
 //! columns but replaces `v` by `v * 1.2 AS v` and keeps the raw `v` last: a `select` whose
 //! input columns are not in their places, which rearranges each record.
 //!
+//! `tumbling_sum_count_filter` and `tumbling_sum_count_filter_{gross,lower,shift}` take
+//! `select3` apart: the filter alone, then the filter with one of its three columns (`v * 1.2`,
+//! `lower(key)`, `ts + INTERVAL 1 HOUR`).
+//!
 //! `forward` and `processor_pass_through` run the same records through the stateless operator
 //! of a query without aggregation ([`Forward`]: each record one row) and through a custom
 //! stateful processor keyed by `key` that emits each record it is handed as a row, unchanged
@@ -313,6 +317,17 @@ fn benches(c: &mut Criterion) {
     run(c, &plain);
     run(c, &Workload { name: "tumbling_sum_count_filter_select3", steps: Some(&three), ..plain });
     run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", steps: Some(&heavy), ..plain });
+    // `select3` one part at a time, each in the same run as the others: the filter alone, then
+    // the filter and one of the three columns
+    let parts = [
+        ("tumbling_sum_count_filter", source_steps("v >= 0", &[])),
+        ("tumbling_sum_count_filter_gross", source_steps("v >= 0", &["v * 1.2 AS gross"])),
+        ("tumbling_sum_count_filter_lower", source_steps("v >= 0", &["lower(key) AS key_lc"])),
+        ("tumbling_sum_count_filter_shift", source_steps("v >= 0", &["ts + INTERVAL 1 HOUR AS ts_local"])),
+    ];
+    for (name, steps) in &parts {
+        run(c, &Workload { name, steps: Some(steps), ..plain });
+    }
     // the same three computed columns, with `v` replaced by a computed one of the same name:
     // the input's columns are no longer in place, so the projection rearranges each record
     let replace = source_steps_of(

@@ -28,16 +28,12 @@ pub enum Value {
     Float(f32),
     /// DOUBLE.
     Double(f64),
-    /// STRING.
-    Str(Arc<str>),
     /// TIMESTAMP (µs since the epoch).
     Timestamp(Timestamp),
     /// DECIMAL(p, s): at the column's scale (the precision is the column's type).
     Decimal(Decimal),
     /// DATE: days since 1970-01-01.
     Date(i32),
-    /// A STRUCT: its type (the field names) and one value per field, in order.
-    Struct(StructType, Arc<[Value]>),
     /// A window `[start, end)` (output only).
     Window {
         /// Inclusive start.
@@ -45,6 +41,12 @@ pub enum Value {
         /// Exclusive end.
         end: Timestamp,
     },
+    // The variants that own shared memory come last, so that dropping a value tests one range
+    // of tags (a record's drop, per value).
+    /// STRING.
+    Str(Arc<str>),
+    /// A STRUCT: its type (the field names) and one value per field, in order.
+    Struct(StructType, Arc<[Value]>),
     /// An array (output only: approx_percentile with a list of percentages).
     List(Arc<[Value]>),
 }

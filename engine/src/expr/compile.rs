@@ -83,26 +83,34 @@ where
 fn node_fast<F, G>(f: F, fast: G) -> Eval
 where
     F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
+    G: Fn(&[Value]) -> Option<Value> + Copy + Send + Sync + 'static,
+{
+    node_fast_holds(f, fast, move |r| fast(r).map(|v| matches!(v, Value::Bool(true))))
+}
+
+/// [`node_fast`] with the filter's case of its own: `holds` gives whether a record's value is
+/// TRUE (FALSE and NULL: `false`) when `fast` would give a value, without building it.
+fn node_fast_holds<F, G, H>(f: F, fast: G, holds: H) -> Eval
+where
+    F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
     G: Fn(&[Value]) -> Option<Value> + Send + Sync + 'static,
+    H: Fn(&[Value]) -> Option<bool> + Send + Sync + 'static,
 {
     let one: One = Arc::new(f);
     let slow = one.clone();
+    // The general closure is called out of line (`slow_*`), so that the loop keeps the fast
+    // case's value in registers and writes it straight where it goes.
     let batch: Batch = Box::new(move |records, dest, fails| match dest {
         Dest::Column(k) => {
             for (i, r) in records.iter_mut().enumerate() {
-                let v = match fast(&r.values) {
-                    Some(v) => v,
-                    None => match slow(&r.values) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            fails.push((i as u32, e));
-                            continue;
-                        }
-                    },
-                };
-                if let Some(slot) = r.values.get_mut(k) {
-                    *slot = v;
+                let values = &mut *r.values;
+                if k < values.len()
+                    && let Some(v) = fast(values)
+                {
+                    values[k] = v;
+                    continue;
                 }
+                slow_into(&*slow, values, k, i, fails);
             }
         }
         Dest::Values(out) => {
@@ -110,29 +118,57 @@ where
             for (i, r) in records.iter().enumerate() {
                 let v = match fast(&r.values) {
                     Some(v) => v,
-                    None => slow(&r.values).unwrap_or_else(|e| {
-                        fails.push((i as u32, e));
-                        Value::Null
-                    }),
+                    None => slow_value(&*slow, &r.values, i, fails),
                 };
                 out.push(v);
             }
         }
         Dest::Holds(out) => {
-            let holds = records.iter().enumerate().map(|(i, r)| match fast(&r.values) {
-                Some(v) => matches!(v, Value::Bool(true)),
-                None => match slow(&r.values) {
-                    Ok(v) => matches!(v, Value::Bool(true)),
-                    Err(e) => {
-                        fails.push((i as u32, e));
-                        false
-                    }
-                },
+            let holds = records.iter().enumerate().map(|(i, r)| match holds(&r.values) {
+                Some(h) => h,
+                None => matches!(slow_value(&*slow, &r.values, i, fails), Value::Bool(true)),
             });
             out.extend(holds);
         }
     });
     Eval { one, batch }
+}
+
+/// [`node_fast`]'s general case for record `i` of a batch: `slow`'s value into `values[k]` (when
+/// the record has that column), its failure to `fails`.
+#[cold]
+#[inline(never)]
+fn slow_into(
+    slow: &(dyn Fn(&[Value]) -> Result<Value, Fail> + Send + Sync),
+    values: &mut [Value],
+    k: usize,
+    i: usize,
+    fails: &mut Vec<(u32, Fail)>,
+) {
+    match slow(values) {
+        Ok(v) => {
+            if let Some(slot) = values.get_mut(k) {
+                *slot = v;
+            }
+        }
+        Err(e) => fails.push((i as u32, e)),
+    }
+}
+
+/// [`node_fast`]'s general case for record `i` of a batch: `slow`'s value, NULL when it failed
+/// (its failure to `fails`).
+#[cold]
+#[inline(never)]
+fn slow_value(
+    slow: &(dyn Fn(&[Value]) -> Result<Value, Fail> + Send + Sync),
+    values: &[Value],
+    i: usize,
+    fails: &mut Vec<(u32, Fail)>,
+) -> Value {
+    slow(values).unwrap_or_else(|e| {
+        fails.push((i as u32, e));
+        Value::Null
+    })
 }
 
 /// `f` on every record of `records`, its values to `dest`, its failures (record index, error) to
@@ -441,29 +477,21 @@ impl Build2 for CompareNode {
         };
         let Some((c, q)) = fast else { return node(general) };
         match q {
-            Bound::Double(q) => node_fast(general, move |r| {
-                compare_in_place(op, negated, at(r, c), q, |x| match x {
-                    Value::Double(p) if !p.is_nan() => Some(*p),
-                    _ => None,
-                })
+            Bound::Double(q) => compare_node(general, op, negated, c, q, |x| match x {
+                Value::Double(p) if !p.is_nan() => Some(*p),
+                _ => None,
             }),
-            Bound::Long(q) => node_fast(general, move |r| {
-                compare_in_place(op, negated, at(r, c), q, |x| match x {
-                    Value::Long(p) => Some(*p),
-                    _ => None,
-                })
+            Bound::Long(q) => compare_node(general, op, negated, c, q, |x| match x {
+                Value::Long(p) => Some(*p),
+                _ => None,
             }),
-            Bound::Int(q) => node_fast(general, move |r| {
-                compare_in_place(op, negated, at(r, c), q, |x| match x {
-                    Value::Int(p) => Some(*p),
-                    _ => None,
-                })
+            Bound::Int(q) => compare_node(general, op, negated, c, q, |x| match x {
+                Value::Int(p) => Some(*p),
+                _ => None,
             }),
-            Bound::Timestamp(q) => node_fast(general, move |r| {
-                compare_in_place(op, negated, at(r, c), q, |x| match x {
-                    Value::Timestamp(p) => Some(p.0),
-                    _ => None,
-                })
+            Bound::Timestamp(q) => compare_node(general, op, negated, c, q, |x| match x {
+                Value::Timestamp(p) => Some(p.0),
+                _ => None,
             }),
         }
     }
@@ -497,28 +525,36 @@ impl Bound {
     }
 }
 
-/// `x op q` (`negated`: its negation) when `x` is `get`'s type: NULL for NULL, `None` for any
-/// other value (the general closure's case).
-#[inline(always)]
-fn compare_in_place<T: PartialOrd>(
-    op: CmpOp,
-    negated: bool,
-    x: &Value,
-    q: T,
-    get: impl FnOnce(&Value) -> Option<T>,
-) -> Option<Value> {
-    if x.is_null() {
-        return Some(Value::Null);
+/// The node of `column op q` (`negated`: its negation) with its batch kernels
+/// ([`node_fast_holds`]): where `get` reads the column's value as the constant's type, they
+/// compare in place; a NULL gives NULL (a filter: `false`); any other value goes to `general`.
+fn compare_node<F, T, G>(general: F, op: CmpOp, negated: bool, c: usize, q: T, get: G) -> Eval
+where
+    F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
+    T: PartialOrd + Copy + Send + Sync + 'static,
+    G: Fn(&Value) -> Option<T> + Copy + Send + Sync + 'static,
+{
+    #[inline(always)]
+    fn holds<T: PartialOrd>(op: CmpOp, p: T, q: T) -> bool {
+        match op {
+            CmpOp::Eq => p == q,
+            CmpOp::Lt => p < q,
+            CmpOp::LtEq => p <= q,
+            CmpOp::Gt => p > q,
+            CmpOp::GtEq => p >= q,
+        }
     }
-    let p = get(x)?;
-    let holds = match op {
-        CmpOp::Eq => p == q,
-        CmpOp::Lt => p < q,
-        CmpOp::LtEq => p <= q,
-        CmpOp::Gt => p > q,
-        CmpOp::GtEq => p >= q,
-    };
-    Some(Value::Bool(holds != negated))
+    node_fast_holds(
+        general,
+        move |r| match at(r, c) {
+            Value::Null => Some(Value::Null),
+            x => get(x).map(|p| Value::Bool(holds(op, p, q) != negated)),
+        },
+        move |r| match at(r, c) {
+            Value::Null => Some(false),
+            x => get(x).map(|p| holds(op, p, q) != negated),
+        },
+    )
 }
 
 #[inline(always)]
