@@ -528,31 +528,59 @@ impl Bound {
 /// The node of `column op q` (`negated`: its negation) with its batch kernels
 /// ([`node_fast_holds`]): where `get` reads the column's value as the constant's type, they
 /// compare in place; a NULL gives NULL (a filter: `false`); any other value goes to `general`.
+/// Each comparison gets kernels of its own, so that the loop does not choose it per record.
+/// `get` never gives NaN (nor is `q` NaN), so a negated order is the opposite order.
 fn compare_node<F, T, G>(general: F, op: CmpOp, negated: bool, c: usize, q: T, get: G) -> Eval
 where
     F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
     T: PartialOrd + Copy + Send + Sync + 'static,
     G: Fn(&Value) -> Option<T> + Copy + Send + Sync + 'static,
 {
+    match (op, negated) {
+        (CmpOp::Eq, false) => compare_kernels::<EQ, _, _, _>(general, c, q, get),
+        (CmpOp::Eq, true) => compare_kernels::<NE, _, _, _>(general, c, q, get),
+        (CmpOp::Lt, false) | (CmpOp::GtEq, true) => compare_kernels::<LT, _, _, _>(general, c, q, get),
+        (CmpOp::LtEq, false) | (CmpOp::Gt, true) => compare_kernels::<LE, _, _, _>(general, c, q, get),
+        (CmpOp::Gt, false) | (CmpOp::LtEq, true) => compare_kernels::<GT, _, _, _>(general, c, q, get),
+        (CmpOp::GtEq, false) | (CmpOp::Lt, true) => compare_kernels::<GE, _, _, _>(general, c, q, get),
+    }
+}
+
+/// The comparisons of [`compare_kernels`].
+const EQ: u8 = 0;
+const NE: u8 = 1;
+const LT: u8 = 2;
+const LE: u8 = 3;
+const GT: u8 = 4;
+const GE: u8 = 5;
+
+/// [`compare_node`]'s kernels for comparison `OP` (one of [`EQ`] .. [`GE`]).
+fn compare_kernels<const OP: u8, F, T, G>(general: F, c: usize, q: T, get: G) -> Eval
+where
+    F: Fn(&[Value]) -> Result<Value, Fail> + Send + Sync + 'static,
+    T: PartialOrd + Copy + Send + Sync + 'static,
+    G: Fn(&Value) -> Option<T> + Copy + Send + Sync + 'static,
+{
     #[inline(always)]
-    fn holds<T: PartialOrd>(op: CmpOp, p: T, q: T) -> bool {
-        match op {
-            CmpOp::Eq => p == q,
-            CmpOp::Lt => p < q,
-            CmpOp::LtEq => p <= q,
-            CmpOp::Gt => p > q,
-            CmpOp::GtEq => p >= q,
+    fn holds<const OP: u8, T: PartialOrd>(p: T, q: T) -> bool {
+        match OP {
+            EQ => p == q,
+            NE => p != q,
+            LT => p < q,
+            LE => p <= q,
+            GT => p > q,
+            _ => p >= q,
         }
     }
     node_fast_holds(
         general,
         move |r| match at(r, c) {
             Value::Null => Some(Value::Null),
-            x => get(x).map(|p| Value::Bool(holds(op, p, q) != negated)),
+            x => get(x).map(|p| Value::Bool(holds::<OP, T>(p, q))),
         },
         move |r| match at(r, c) {
             Value::Null => Some(false),
-            x => get(x).map(|p| holds(op, p, q) != negated),
+            x => get(x).map(|p| holds::<OP, T>(p, q)),
         },
     )
 }
