@@ -703,6 +703,8 @@ fn lower_node(e: &Expr) -> Result<Syntax, SqlError> {
                         Literal::Integer(v) => Literal::Integer(-v),
                         Literal::Long(v) => Literal::Long(-v),
                         Literal::Double(v) => Literal::Double(-v),
+                        // a DECIMAL zero has no sign: Spark names `-0.0` as `0.0`
+                        Literal::Decimal(t) if t.bytes().all(|b| matches!(b, b'0' | b'.')) => Literal::Decimal(t),
                         Literal::Decimal(t) => Literal::Decimal(format!("-{t}")),
                         other => {
                             return Ok(node(

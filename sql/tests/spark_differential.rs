@@ -1,15 +1,23 @@
 //! Differential test against Apache Spark: every expression of each `tests/sql_diff/golden*.jsonl`
 //! (random well-typed expressions over a random schema, evaluated once by Spark 4.3 with ANSI
 //! on and the session time zone UTC, by `tests/sql_diff/gen.py`, or `gen_unixtime.py` for
-//! `golden-unixtime.jsonl`) is bound and evaluated by
+//! `golden-unixtime.jsonl`, `gen_kernels.py` for `golden-kernels.jsonl`) is bound and evaluated by
 //! Eddy on the same rows; output names, types and values must match Spark's (numbers within
 //! 1e-9 relative). An expression Spark refused must be refused; one whose evaluation failed in
 //! Spark must fail on some row with the same error condition.
+//!
+//! Each expression is evaluated two ways, a record at a time ([`Compiled::eval`]) and over the
+//! whole batch of rows as a source's steps run it ([`CompiledSteps::apply_batch`], whose batch
+//! kernels are separate code): in a `select` that writes it into each record's spare slot, in
+//! one that puts it first (the records rearranged, the values computed apart), and, for a
+//! BOOLEAN, as a `filter`, which must keep exactly the rows where Spark's value is TRUE.
 
 use std::path::PathBuf;
 
 use eddy_engine::decimal::Decimal;
-use eddy_engine::expr::{Compiled, ExprError};
+use eddy_engine::expr::{Compiled, ExprError, Typed};
+use eddy_engine::spec::{PipelineExpr, Step};
+use eddy_engine::steps::{Applied, BatchScratch, CompiledSteps};
 use eddy_engine::{DataType, Record, Schema, Timestamp, Value};
 use serde_json::Value as Json;
 
@@ -89,7 +97,11 @@ fn same(expected: &Value, got: &Value) -> bool {
     }
 }
 
+/// Within 1e-9 relative; a zero only equals a zero of its sign (a sink writes `-0.0`).
 fn close(a: f64, b: f64) -> bool {
+    if a == 0.0 && b == 0.0 {
+        return a.is_sign_negative() == b.is_sign_negative();
+    }
     (a.is_nan() && b.is_nan()) || a == b || ((a - b).abs() <= 1e-9 * a.abs().max(b.abs()))
 }
 
@@ -116,6 +128,85 @@ fn same_json_text(expected: &Value, got: &Value) -> bool {
     };
     let (na, nb) = (numbers(a), numbers(b));
     shape(a) == shape(b) && na.len() == nb.len() && na.iter().zip(&nb).all(|(x, y)| close(*x, *y))
+}
+
+/// Where a `select` puts the expression among the input's columns.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    /// After every column: written into each record's spare slot.
+    Last,
+    /// Before every column: each record rearranged, the values computed apart.
+    First,
+}
+
+/// Each row's value of `typed` through the source steps' batch path, a `select` of the
+/// expression and every column (`columns`) with the expression at `place`, or the reason the
+/// row failed.
+fn through_select(
+    typed: &Typed,
+    columns: &[PipelineExpr],
+    rows: &[Record],
+    place: Place,
+) -> Vec<Result<Value, String>> {
+    let expr = PipelineExpr { field: "source.select[0]".into(), typed: typed.clone(), name: "x".into() };
+    let items: Vec<PipelineExpr> = match place {
+        Place::Last => columns.iter().cloned().chain([expr]).collect(),
+        Place::First => [expr].into_iter().chain(columns.iter().cloned()).collect(),
+    };
+    let at = match place {
+        Place::Last => columns.len(),
+        Place::First => 0,
+    };
+    let width = items.len();
+    let steps = CompiledSteps::new(&[Step::Project(items)], columns.len(), &vec![true; width], Vec::new()).0;
+    let (kept, rejected) = through_batch(&steps, rows);
+    let mut out: Vec<Result<Value, String>> = vec![Err("neither kept nor rejected".into()); rows.len()];
+    for (i, r) in kept {
+        out[i] = Ok(r.values[at].clone());
+    }
+    for (i, reason) in rejected {
+        out[i] = Err(reason);
+    }
+    out
+}
+
+/// Whether each row is kept by a `filter` of `typed` through the source steps' batch path
+/// (`Ok(false)`: dropped), or the reason it failed.
+fn through_filter(typed: &Typed, width: usize, rows: &[Record]) -> Vec<Result<bool, String>> {
+    let expr = PipelineExpr { field: "source.filter".into(), typed: typed.clone(), name: "x".into() };
+    let steps = CompiledSteps::new(&[Step::Filter(expr)], width, &vec![true; width], Vec::new()).0;
+    let (kept, rejected) = through_batch(&steps, rows);
+    let mut out: Vec<Result<bool, String>> = vec![Ok(false); rows.len()];
+    for (i, _) in kept {
+        out[i] = Ok(true);
+    }
+    for (i, reason) in rejected {
+        out[i] = Err(reason);
+    }
+    out
+}
+
+/// The records kept (index in the rows given, record) and the rows that failed (index, reason).
+type Outcome = (Vec<(usize, Record)>, Vec<(usize, String)>);
+
+/// `rows` as one batch through `steps`, each with the spare slots a decoder leaves: the records
+/// kept (index in `rows`, record) and the rows that failed (index, reason); a row dropped is in
+/// neither.
+fn through_batch(steps: &CompiledSteps, rows: &[Record]) -> Outcome {
+    let spare = steps.spare_columns();
+    let mut batch: Vec<Record> = rows
+        .iter()
+        .map(|r| Record::new(r.values.iter().cloned().chain(std::iter::repeat_n(Value::Null, spare)).collect()))
+        .collect();
+    let mut scratch = BatchScratch::default();
+    let mut rejected = Vec::new();
+    steps.apply_batch(&mut batch, &mut scratch, |i, a| {
+        if let Applied::Failed { reason, .. } = a {
+            rejected.push((i, reason));
+        }
+    });
+    let kept = scratch.kept().iter().map(|&i| i as usize).zip(batch).collect();
+    (kept, rejected)
 }
 
 #[test]
@@ -151,6 +242,15 @@ fn check_corpus(file: &str, text: &str) {
         })
         .unwrap_or_default();
     assert!(rows.len() >= 10 && !cols.is_empty(), "golden header: {} rows, {} columns", rows.len(), cols.len());
+    // every column, as a `select` names it
+    let columns: Vec<PipelineExpr> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| {
+            let b = eddy_sql::bind_expression(&format!("`{n}`"), &schema).unwrap_or_else(|e| panic!("{n}: {e}"));
+            PipelineExpr { field: format!("source.select[{}]", i + 1), typed: b.typed, name: b.name }
+        })
+        .collect();
 
     let (mut checked, mut values_checked, mut skipped) = (0usize, 0usize, 0usize);
     let mut failures: Vec<String> = Vec::new();
@@ -200,6 +300,13 @@ fn check_corpus(file: &str, text: &str) {
                 if !errs.iter().any(|k| k == condition) {
                     failures.push(format!("{expr}: Spark fails with {class}, Eddy's errors: {errs:?}"));
                 }
+                for place in [Place::Last, Place::First] {
+                    let got = through_select(&b.typed, &columns, &rows, place);
+                    if !got.iter().any(|v| v.as_ref().is_err_and(|reason| reason.starts_with(&format!("{condition} "))))
+                    {
+                        failures.push(format!("{expr}: Spark fails with {class}, Eddy's batch ({place:?}): {got:?}"));
+                    }
+                }
                 continue;
             }
             None => {}
@@ -232,6 +339,29 @@ fn check_corpus(file: &str, text: &str) {
                 }
                 Err(e) => {
                     failures.push(format!("{expr}: row {i}: {e}, Spark {want:?}"));
+                    break;
+                }
+            }
+        }
+        for place in [Place::Last, Place::First] {
+            let got = through_select(&b.typed, &columns, &rows, place);
+            for (i, (got, want)) in got.iter().zip(&expected).enumerate() {
+                let want = decode(want, ty);
+                match got {
+                    Ok(got) if same(&want, got) => values_checked += 1,
+                    _ => {
+                        failures.push(format!("{expr}: batch ({place:?}), row {i}: {got:?}, Spark {want:?}"));
+                        break;
+                    }
+                }
+            }
+        }
+        if b.typed.data_type == DataType::Boolean {
+            let kept = through_filter(&b.typed, cols.len(), &rows);
+            for (i, (got, want)) in kept.iter().zip(&expected).enumerate() {
+                let want = matches!(decode(want, ty), Value::Bool(true));
+                if got != &Ok(want) {
+                    failures.push(format!("{expr}: filter, row {i}: {got:?}, Spark keeps it: {want}"));
                     break;
                 }
             }

@@ -52,6 +52,20 @@ pub(super) fn call(func: Func, args: Vec<Typed>, data_type: DataType, name: Stri
     Typed { node: Node::Call { func, args }, data_type, name }
 }
 
+/// `lower` or `upper` (`func`) of `x`, named `name`. Where `x` is itself `lower` or `upper` of
+/// something, the call takes that thing instead, as Spark's optimizer rewrites such a chain
+/// (`SimplifyCaseConversionExpressions`): `lower(upper(s))` is `lower(s)`, which differs where a
+/// case mapping does not go back (`upper('Straße')` is `STRASSE`; Spark gives `straße`). The
+/// name stays the one written.
+pub(super) fn case_conversion(func: Func, mut args: Vec<Typed>, name: String) -> Typed {
+    while let [Typed { node: Node::Call { func: Func::Lower | Func::Upper, args: inner }, .. }] = args.as_slice()
+        && inner.len() == 1
+    {
+        args = inner.clone();
+    }
+    call(func, args, DataType::String, name)
+}
+
 pub(super) fn names(args: &[Typed]) -> String {
     args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
 }

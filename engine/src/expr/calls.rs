@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use regex::Regex;
 
-use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
+use super::bind::{
+    Binder, call, case_conversion, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported,
+};
 use super::functions::{ArithOp, CmpOp, DateFormat, Func, Math1, TimeField, TruncUnit};
 use super::text::{FormatPart, PATTERN_LETTERS, parse_format};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, Typed};
@@ -176,6 +178,9 @@ impl Binder<'_> {
                     _ => (Func::Md5, DataType::String),
                 };
                 let name = named(&lower, &a);
+                if let Func::Lower | Func::Upper = func {
+                    return Ok(case_conversion(func, a, name));
+                }
                 Ok(call(func, a, ty, name))
             }
             "substring" | "substr" | "left" => {

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use super::bind::{Binder, call, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported};
+use super::bind::{
+    Binder, call, case_conversion, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported,
+};
 use super::calls::{check_arity, java_regex, string_literal_arg};
 use super::functions::{BitOp, Func, Math1, Math2, TimeField, TimeStep, TruncUnit};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, TrimSide, Typed};
@@ -86,12 +88,14 @@ impl Binder<'_> {
             "ucase" | "lcase" | "len" => {
                 arity(1..=1)?;
                 let a = vec![self.string(pos, self.bind(&args[0])?, lower)?];
-                let (func, ty) = match lower {
-                    "ucase" => (Func::Upper, DataType::String),
-                    "lcase" => (Func::Lower, DataType::String),
-                    _ => (Func::Length, DataType::Int),
-                };
-                call(func, a.clone(), ty, named(&a))
+                match lower {
+                    "ucase" | "lcase" => {
+                        let func = if lower == "ucase" { Func::Upper } else { Func::Lower };
+                        let name = named(&a);
+                        case_conversion(func, a, name)
+                    }
+                    _ => call(Func::Length, a.clone(), DataType::Int, named(&a)),
+                }
             }
             "octet_length" | "bit_length" | "ascii" | "sha1" | "sha" | "crc32" | "base64" => {
                 arity(1..=1)?;

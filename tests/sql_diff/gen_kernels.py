@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Corpus of the shapes that have batch kernels of their own in Eddy's compiled expressions
+(engine/src/expr/compile.rs, `node_fast`): a DOUBLE, BIGINT, INT or TIMESTAMP column compared with
+a constant by each comparison, a DOUBLE column plus, minus or times a constant, `ts +/- INTERVAL`,
+`lower` / `upper` of a STRING column, with their neighbours that take the general path (the
+constant first, `NOT`, `<=>`). The rows are hand-picked where a kernel could go wrong: NULL, NaN,
+both infinities, -0.0 and 0.0, the ends of BIGINT and INT, instants before 1970, strings of 7, 8,
+9, 16 and 17 bytes (the kernels read text 8 bytes at a time), the characters on either side of
+the letters (`@ [ ` {`), and text that is not ASCII. Evaluated once by Apache Spark (ANSI on,
+session time zone UTC) into the golden-file format of gen.py, which
+`sql/tests/spark_differential.rs` replays against Eddy a record at a time and through the source
+steps' batch path:
+
+    python tests/sql_diff/gen_kernels.py --out tests/sql_diff/golden-kernels.jsonl
+
+(the python of the Spark oracle's venv: ../shared/tools/spark-oracle/setup.sh prints it).
+"""
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import time
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen import to_json  # noqa: E402
+
+SCHEMA = [["d", "double"], ["l", "bigint"], ["i", "int"], ["t", "timestamp"], ["s", "string"]]
+
+
+def us(text):
+    """Microseconds since the epoch of an ISO text (UTC)."""
+    v = dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
+    delta = v - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+NAN, INF = float("nan"), float("inf")
+ROWS = [
+    [0.5, 7, -3, us("2024-01-15T10:00:00"), "key-1234"],
+    [-0.0, -9223372036854775808, -2147483648, us("1969-12-31T23:59:59.999999"), "KEY-1234"],
+    [0.0, 9223372036854775807, 2147483647, us("1970-01-01T00:00:00"), "abcdefg"],
+    [NAN, 0, 0, us("2024-01-15T10:00:00.000001"), "abcdefghi"],
+    [INF, 5, 5, us("0001-01-03T00:00:00"), "abcdefghABCDEFGH"],
+    [-INF, -7, -4, us("9999-12-29T23:00:00"), "abcdefghijklmnopq"],
+    [None, None, None, None, None],
+    [1e308, 8, -2, us("2024-02-29T23:30:00"), "@[`{ az AZ"],
+    [-1e-300, 6, 1, us("1900-03-01T12:00:00"), "Straße"],
+    [1.2, 1, 2, us("2024-01-15T09:59:59.999999"), "İstanbul"],
+    [7.0, -1, -1, us("2000-02-29T00:00:00"), ""],
+    [-2.5, 9223372036854775806, 2147483646, us("1970-01-01T01:00:00"), "ǅ mixed Case é"],
+    [2.0 ** 53 + 1, 4, 3, us("2024-01-15T10:00:00"), "k"],
+    [NAN, None, 7, us("2024-12-31T23:59:59"), "0123456789-_~"],
+]
+
+COMPARISONS = ["=", "<>", "!=", "<", "<=", ">", ">="]
+OPERANDS = ["d", "l", "i", "t", "s"]
+CONSTANTS = {
+    "d": ["0.5", "0", "-0.0", "1e308", "-1e0", "CAST('NaN' AS DOUBLE)", "7"],
+    "l": ["7", "-9223372036854775808", "9223372036854775807", "0", "5"],
+    "i": ["-3", "2147483647", "-2147483648", "0", "7"],
+    "t": ["TIMESTAMP '2024-01-15 10:00:00'", "TIMESTAMP '1970-01-01 00:00:00'", "TIMESTAMP '0001-01-01 00:00:00'"],
+    "s": ["'k'", "'key-1234'", "''"],
+}
+
+EXPRS = (
+    [f"{c} {op} {k}" for c in OPERANDS for op in COMPARISONS for k in CONSTANTS[c]]
+    # the general path beside them
+    + [f"{k} {op} {c}" for c in OPERANDS for op in ("<", ">=") for k in CONSTANTS[c][:2]]
+    + [f"NOT ({c} {op} {CONSTANTS[c][0]})" for c in OPERANDS for op in ("<", ">=", "=")]
+    + [f"{c} <=> {CONSTANTS[c][0]}" for c in OPERANDS]
+    + [f"d {op} {k}" for op in ("+", "-", "*") for k in ("1.2", "0.5", "-0.0", "1e300", "-1e308", "0")]
+    + ["l * 2", "l + 1", "i - 1", "d / 2", "1.2 * d"]
+    + [f"t {op} INTERVAL {k}" for op in ("+", "-") for k in ("1 HOUR", "'1' DAY", "90 MINUTES", "1 MICROSECOND")]
+    + ["lower(s)", "upper(s)", "LOWER(s)", "lower(upper(s))", "upper(lower(s))", "lower(s) = s", "upper(s) = s"]
+)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+    spark = (SparkSession.builder.master("local[1]").appName("sql-diff-kernels")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.ansi.enabled", "true")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    types = {"bigint": LongType(), "int": IntegerType(), "timestamp": TimestampType(), "double": DoubleType(),
+             "string": StringType()}
+    st = StructType([StructField(n, types[t], True) for n, t in SCHEMA])
+    py_rows = []
+    for r in ROWS:
+        pr = list(r)
+        for i, (_, t) in enumerate(SCHEMA):
+            if t == "timestamp" and r[i] is not None:
+                pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
+        py_rows.append(pr)
+    df = spark.createDataFrame(py_rows, st).cache()
+    df.count()
+
+    def cls(ex):
+        for m in ("getCondition", "getErrorClass"):
+            f = getattr(ex, m, None)
+            if f:
+                c = f()
+                if c:
+                    return c
+        return type(ex).__name__
+
+    out = []
+    for x in EXPRS:
+        try:
+            q = df.selectExpr(x)
+        except Exception as ex:
+            out.append({"expr": x, "error": "analysis", "class": cls(ex)})
+            continue
+        try:
+            got = q.collect()
+        except Exception as ex:
+            kind = "runtime" if "pyspark" in type(ex).__module__ else "python"
+            out.append({"expr": x, "error": kind, "class": cls(ex)})
+            continue
+        f = q.schema.fields[0]
+        t = f.dataType.simpleString()
+        out.append({"expr": x, "name": f.name, "type": t, "values": [to_json(r[0], t) for r in got]})
+    spark.stop()
+    header_rows = [[to_json(v, t) for v, (_, t) in zip(r, SCHEMA)] for r in ROWS]
+    with open(a.out, "w") as fh:
+        fh.write(json.dumps({"schema": SCHEMA, "rows": header_rows}, ensure_ascii=False) + "\n")
+        for o in out:
+            fh.write(json.dumps(o, ensure_ascii=False) + "\n")
+    print(f"wrote {len(out)} expressions x {len(ROWS)} rows to {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
