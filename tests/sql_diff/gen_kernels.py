@@ -3,7 +3,8 @@
 (engine/src/expr/compile.rs, `node_fast`): a DOUBLE, BIGINT, INT or TIMESTAMP column compared with
 a constant by each comparison, a DOUBLE column plus, minus or times a constant, `ts +/- INTERVAL`,
 `lower` / `upper` of a STRING column, with their neighbours that take the general path (the
-constant first, `NOT`, `<=>`). The rows are hand-picked where a kernel could go wrong: NULL, NaN,
+constant first, `NOT`, `<=>`), and the forms where Spark's optimizer or its order of evaluation
+decides the result. The rows are hand-picked where a kernel could go wrong: NULL, NaN,
 both infinities, -0.0 and 0.0, the ends of BIGINT and INT, instants before 1970, strings of 7, 8,
 9, 16 and 17 bytes (the kernels read text 8 bytes at a time), the characters on either side of
 the letters (`@ [ ` {`), and text that is not ASCII. Evaluated once by Apache Spark (ANSI on,
@@ -75,6 +76,17 @@ EXPRS = (
     + ["l * 2", "l + 1", "i - 1", "d / 2", "1.2 * d"]
     + [f"t {op} INTERVAL {k}" for op in ("+", "-") for k in ("1 HOUR", "'1' DAY", "90 MINUTES", "1 MICROSECOND")]
     + ["lower(s)", "upper(s)", "LOWER(s)", "lower(upper(s))", "upper(lower(s))", "lower(s) = s", "upper(s) = s"]
+    # where Spark's optimizer or its order of evaluation decides: case conversions of case
+    # conversions, a NULL operand beside one that fails, sums and products that overflow on the
+    # way (not reordered under ANSI), the branches not taken
+    + ["upper(upper(s))", "lower(lower(upper(s)))", "lcase(ucase(s))", "ucase(lower(s))",
+       "NULL + (l * 2)", "(l * 2) + NULL", "NULL - (l * 2)", "(l * 2) <=> NULL", "(l * 2) IS NULL",
+       "(l * 2) = NULL", "-1 + l + 1", "l + 1 + -1", "l + (1 + -1)", "i * 2 * 0", "2 * i * 0",
+       "coalesce(l, l * 2)", "if(i > 0, i, i - 1)", "CASE WHEN l > 0 THEN l ELSE l * 2 END",
+       "CASE WHEN i = 0 THEN 0 ELSE 10 div i END", "if(d > 0, d, 1 / d)",
+       "(l * 2) < NULL", "NOT ((l * 2) = NULL)", "abs(l * 2) + NULL", "-(l * 2) + NULL", "(l * 2) IN (NULL)",
+       "(l * 2) * CAST(NULL AS BIGINT)", "concat(CAST(s AS INT), NULL)", "(l * 2) + 1 + NULL", "l + 9223372036854775807 + 1",
+       "try_add(l * 2, 1)", "try_multiply(l * 2, 1)", "try_divide(l * 2, 1)", "try_add(l, NULL)", "l * 2 * 3 * 0"]
 )
 
 

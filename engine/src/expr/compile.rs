@@ -242,9 +242,12 @@ impl std::fmt::Debug for Compiled {
 }
 
 impl Compiled {
-    /// Compiles a bound expression.
+    /// Compiles a bound expression, after the rewrites of Spark's optimizer that change what it
+    /// gives (NULL propagation, sums and products of integers with their constants taken
+    /// together, `IN` a list of NULLs: `engine/src/expr/optimize.rs`).
     pub fn new(t: &Typed) -> Compiled {
-        Compiled { eval: compile(t), data_type: t.data_type, name: Arc::from(t.name.as_str()) }
+        let optimized = super::optimize::optimize(t);
+        Compiled { eval: compile(&optimized), data_type: t.data_type, name: Arc::from(t.name.as_str()) }
     }
 
     /// The value of the expression on `record` (whose values are in the bound schema's order).
@@ -394,11 +397,16 @@ fn compile_folding(t: &Typed) -> Result<Value, Eval> {
     Err(eval)
 }
 
+/// The value of `t`, a constant ([`is_constant`]), or its failure.
+pub(super) fn evaluate_constant(t: &Typed) -> Result<Value, Fail> {
+    compile_node(t).call(&[])
+}
+
 /// Whether `t` reads no column, calls no user function and does not read the clock
 /// (`current_timestamp()` changes from batch to batch; a function added later that is not
 /// deterministic, such as a random number, must make this false too, or it would be evaluated
 /// once for the whole run).
-fn is_constant(t: &Typed) -> bool {
+pub(super) fn is_constant(t: &Typed) -> bool {
     match &t.node {
         Node::Literal(_) => true,
         Node::Column(_) | Node::Udf { .. } => false,

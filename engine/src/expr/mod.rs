@@ -28,6 +28,7 @@ mod functions;
 mod hash;
 mod json;
 mod now;
+mod optimize;
 mod query;
 mod structs;
 mod text;
