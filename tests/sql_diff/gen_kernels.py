@@ -18,7 +18,6 @@ steps' batch path:
 """
 import argparse
 import datetime as dt
-import json
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ import time
 os.environ["TZ"] = "UTC"
 time.tzset()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen import to_json  # noqa: E402
+from spark_corpus import evaluate_and_write  # noqa: E402
 
 SCHEMA = [["d", "double"], ["l", "bigint"], ["i", "int"], ["t", "timestamp"], ["s", "string"]]
 
@@ -94,58 +93,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    from pyspark.sql import SparkSession
-    from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
-    spark = (SparkSession.builder.master("local[1]").appName("sql-diff-kernels")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.ansi.enabled", "true")
-             .config("spark.ui.enabled", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    types = {"bigint": LongType(), "int": IntegerType(), "timestamp": TimestampType(), "double": DoubleType(),
-             "string": StringType()}
-    st = StructType([StructField(n, types[t], True) for n, t in SCHEMA])
-    py_rows = []
-    for r in ROWS:
-        pr = list(r)
-        for i, (_, t) in enumerate(SCHEMA):
-            if t == "timestamp" and r[i] is not None:
-                pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
-        py_rows.append(pr)
-    df = spark.createDataFrame(py_rows, st).cache()
-    df.count()
-
-    def cls(ex):
-        for m in ("getCondition", "getErrorClass"):
-            f = getattr(ex, m, None)
-            if f:
-                c = f()
-                if c:
-                    return c
-        return type(ex).__name__
-
-    out = []
-    for x in EXPRS:
-        try:
-            q = df.selectExpr(x)
-        except Exception as ex:
-            out.append({"expr": x, "error": "analysis", "class": cls(ex)})
-            continue
-        try:
-            got = q.collect()
-        except Exception as ex:
-            kind = "runtime" if "pyspark" in type(ex).__module__ else "python"
-            out.append({"expr": x, "error": kind, "class": cls(ex)})
-            continue
-        f = q.schema.fields[0]
-        t = f.dataType.simpleString()
-        out.append({"expr": x, "name": f.name, "type": t, "values": [to_json(r[0], t) for r in got]})
-    spark.stop()
-    header_rows = [[to_json(v, t) for v, (_, t) in zip(r, SCHEMA)] for r in ROWS]
-    with open(a.out, "w") as fh:
-        fh.write(json.dumps({"schema": SCHEMA, "rows": header_rows}, ensure_ascii=False) + "\n")
-        for o in out:
-            fh.write(json.dumps(o, ensure_ascii=False) + "\n")
-    print(f"wrote {len(out)} expressions x {len(ROWS)} rows to {a.out}", file=sys.stderr)
+    evaluate_and_write(SCHEMA, ROWS, EXPRS, a.out, "sql-diff-kernels")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ seconds beyond year 9999, where Spark's formatter writes what PySpark cannot han
 """
 import argparse
 import datetime as dt
-import json
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ import time
 os.environ["TZ"] = "UTC"
 time.tzset()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen import to_json  # noqa: E402
+from spark_corpus import evaluate_and_write  # noqa: E402
 
 SCHEMA = [["secs", "bigint"], ["small", "int"], ["t", "timestamp"], ["d", "date"], ["s", "string"],
           ["bad", "string"], ["x", "double"], ["n", "string"]]
@@ -107,60 +106,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    from pyspark.sql import SparkSession
-    from pyspark.sql.types import DateType, DoubleType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
-    spark = (SparkSession.builder.master("local[1]").appName("sql-diff-unixtime")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.ansi.enabled", "true")
-             .config("spark.ui.enabled", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    types = {"bigint": LongType(), "int": IntegerType(), "timestamp": TimestampType(), "date": DateType(),
-             "double": DoubleType(),
-             "string": StringType()}
-    st = StructType([StructField(n, types[t], True) for n, t in SCHEMA])
-    py_rows = []
-    for r in ROWS:
-        pr = list(r)
-        for i, (_, t) in enumerate(SCHEMA):
-            if t == "timestamp" and r[i] is not None:
-                pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
-            if t == "date" and r[i] is not None:
-                pr[i] = dt.date(1970, 1, 1) + dt.timedelta(days=r[i])
-        py_rows.append(pr)
-    df = spark.createDataFrame(py_rows, st).cache()
-    df.count()
-
-    def cls(ex):
-        for m in ("getCondition", "getErrorClass"):
-            f = getattr(ex, m, None)
-            if f:
-                c = f()
-                if c:
-                    return c
-        return type(ex).__name__
-
-    out = []
-    for x in EXPRS:
-        try:
-            q = df.selectExpr(x)
-        except Exception as ex:
-            out.append({"expr": x, "error": "analysis", "class": cls(ex)})
-            continue
-        try:
-            got = q.collect()
-        except Exception as ex:
-            kind = "runtime" if "pyspark" in type(ex).__module__ else "python"
-            out.append({"expr": x, "error": kind, "class": cls(ex)})
-            continue
-        f = q.schema.fields[0]
-        t = f.dataType.simpleString()
-        out.append({"expr": x, "name": f.name, "type": t, "values": [to_json(r[0], t) for r in got]})
-    spark.stop()
-    with open(a.out, "w") as fh:
-        fh.write(json.dumps({"schema": SCHEMA, "rows": ROWS}) + "\n")
-        for o in out:
-            fh.write(json.dumps(o, ensure_ascii=False) + "\n")
-    print(f"wrote {len(out)} expressions x {len(ROWS)} rows to {a.out}", file=sys.stderr)
+    evaluate_and_write(SCHEMA, ROWS, EXPRS, a.out, "sql-diff-unixtime")
 
 
 if __name__ == "__main__":
