@@ -18,7 +18,8 @@
 //!   constant part that fails (overflows) is left as written.
 //! - **`IN` a list of NULLs only** (Spark's `OptimizeIn` makes a one-value list `=`): NULL.
 //!
-//! Spark's forms of the two rules: `sql/catalyst/.../optimizer/expressions.scala`.
+//! Spark's rules: `sql/catalyst/.../optimizer/expressions.scala` (`NullPropagation`,
+//! `ReorderAssociativeOperator`, `OptimizeIn`).
 
 use super::compile::{evaluate_constant, is_constant};
 use super::functions::{ArithOp, Func};
