@@ -76,8 +76,8 @@ EXPRS = (
     + [f"t {op} INTERVAL {k}" for op in ("+", "-") for k in ("1 HOUR", "'1' DAY", "90 MINUTES", "1 MICROSECOND")]
     + ["lower(s)", "upper(s)", "LOWER(s)", "lower(upper(s))", "upper(lower(s))", "lower(s) = s", "upper(s) = s"]
     # where Spark's optimizer or its order of evaluation decides: case conversions of case
-    # conversions, a NULL operand beside one that fails, sums and products that overflow on the
-    # way (not reordered under ANSI), the branches not taken
+    # conversions, a NULL operand beside one that fails, sums and products of integers, the
+    # branches not taken, AND with FALSE and OR with TRUE
     + ["upper(upper(s))", "lower(lower(upper(s)))", "lcase(ucase(s))", "ucase(lower(s))",
        "NULL + (l * 2)", "(l * 2) + NULL", "NULL - (l * 2)", "(l * 2) <=> NULL", "(l * 2) IS NULL",
        "(l * 2) = NULL", "-1 + l + 1", "l + 1 + -1", "l + (1 + -1)", "i * 2 * 0", "2 * i * 0",
@@ -85,7 +85,11 @@ EXPRS = (
        "CASE WHEN i = 0 THEN 0 ELSE 10 div i END", "if(d > 0, d, 1 / d)",
        "(l * 2) < NULL", "NOT ((l * 2) = NULL)", "abs(l * 2) + NULL", "-(l * 2) + NULL", "(l * 2) IN (NULL)",
        "(l * 2) * CAST(NULL AS BIGINT)", "concat(CAST(s AS INT), NULL)", "(l * 2) + 1 + NULL", "l + 9223372036854775807 + 1",
-       "try_add(l * 2, 1)", "try_multiply(l * 2, 1)", "try_divide(l * 2, 1)", "try_add(l, NULL)", "l * 2 * 3 * 0"]
+       "try_add(l * 2, 1)", "try_multiply(l * 2, 1)", "try_divide(l * 2, 1)", "try_add(l, NULL)", "l * 2 * 3 * 0",
+       "(l * 2 > 0) AND false", "false AND (l * 2 > 0)", "(l * 2 > 0) OR true", "(l * 2 > 0) AND (1 = 2)",
+       "(l * 2 > 0) OR (1 < 2)", "(l * 2 > 0) AND NULL", "(l * 2 > 0) AND true", "abs(l) IS NULL",
+       "CAST(s AS INT) IS NULL", "coalesce(NULL, l, l * 2)", "CASE WHEN false THEN l * 2 ELSE 1 END",
+       "nullif(l, l * 2)", "length(s) IS NULL"]
 )
 
 

@@ -17,9 +17,12 @@
 //!   form: `try_multiply(l * 2, 1)` is `try_multiply(l, 2)`, NULL where `l * 2` overflows. A
 //!   constant part that fails (overflows) is left as written.
 //! - **`IN` a list of NULLs only** (Spark's `OptimizeIn` makes a one-value list `=`): NULL.
+//! - **`AND` with a FALSE constant, `OR` with a TRUE one** (Spark's `BooleanSimplification`, after
+//!   its constant folding): FALSE, TRUE, whichever side the constant is on, the other side not
+//!   evaluated: `(l * 2 > 0) AND (1 = 2)` is FALSE where `l * 2` overflows.
 //!
 //! Spark's rules: `sql/catalyst/.../optimizer/expressions.scala` (`NullPropagation`,
-//! `ReorderAssociativeOperator`, `OptimizeIn`).
+//! `ReorderAssociativeOperator`, `OptimizeIn`, `BooleanSimplification`).
 
 use super::compile::{evaluate_constant, is_constant};
 use super::functions::{ArithOp, Func};
@@ -38,8 +41,15 @@ pub(crate) fn optimize(t: &Typed) -> Typed {
             }
             Node::Cast { input: Box::new(input), try_cast: *try_cast, implicit: *implicit }
         }
-        Node::And(a, b) => Node::And(Box::new(optimize(a)), Box::new(optimize(b))),
-        Node::Or(a, b) => Node::Or(Box::new(optimize(a)), Box::new(optimize(b))),
+        Node::And(a, b) | Node::Or(a, b) => {
+            let (a, b) = (optimize(a), optimize(b));
+            // `x AND FALSE` is FALSE, `x OR TRUE` is TRUE, whichever side
+            let and = matches!(t.node, Node::And(..));
+            if decides(&a, !and) || decides(&b, !and) {
+                return Typed { node: Node::Literal(Value::Bool(!and)), data_type: t.data_type, name: t.name.clone() };
+            }
+            if and { Node::And(Box::new(a), Box::new(b)) } else { Node::Or(Box::new(a), Box::new(b)) }
+        }
         Node::Case { branches, otherwise } => Node::Case {
             branches: branches.iter().map(|(c, v)| (optimize(c), optimize(v))).collect(),
             otherwise: otherwise.as_ref().map(|o| Box::new(optimize(o))),
@@ -67,6 +77,11 @@ pub(crate) fn optimize(t: &Typed) -> Typed {
         }
     };
     Typed { node, data_type: t.data_type, name: t.name.clone() }
+}
+
+/// Whether `t` is a constant (folded as Spark's `ConstantFolding` would) that is `value`.
+fn decides(t: &Typed, value: bool) -> bool {
+    is_constant(t) && matches!(evaluate_constant(t), Ok(Value::Bool(v)) if v == value)
 }
 
 /// Whether `t` is the NULL constant.
