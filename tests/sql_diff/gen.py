@@ -527,6 +527,21 @@ DECIMAL_PRODUCTIONS = {
 }
 
 
+def python_rows(schema, rows):
+    """`rows` as PySpark takes them: a timestamp (microseconds since the epoch) as a naive UTC
+    datetime, a date (days since 1970-01-01) as a date, built from the integers exactly."""
+    out = []
+    for r in rows:
+        pr = list(r)
+        for i, (_, t) in enumerate(schema):
+            if t == "timestamp" and r[i] is not None:
+                pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
+            if t == "date" and r[i] is not None:
+                pr[i] = dt.date(1970, 1, 1) + dt.timedelta(days=r[i])
+        out.append(pr)
+    return out
+
+
 def to_json(v, t):
     if v is None:
         return None
@@ -723,16 +738,7 @@ def main():
     for t in DEC_TYPES:
         types[t] = DecimalType(*dec_ps(t))
     st = StructType([StructField(n, types[t], True) for n, t in g.schema])
-    py_rows = [[dt.datetime.fromtimestamp(v / 1e6, dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(microseconds=0)
-                if (t == "timestamp" and v is not None) else v for v, (_, t) in zip(r, g.schema)] for r in rows]
-    # exact microseconds (fromtimestamp on a float can round): rebuild from integers
-    for r, pr in zip(rows, py_rows):
-        for i, (_, t) in enumerate(g.schema):
-            if t == "timestamp" and r[i] is not None:
-                pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
-            if t == "date" and r[i] is not None:
-                pr[i] = dt.date(1970, 1, 1) + dt.timedelta(days=r[i])
-    df = spark.createDataFrame(py_rows, st).cache()
+    df = spark.createDataFrame(python_rows(g.schema, rows), st).cache()
     df.count()
 
     def cls(ex):

@@ -16,7 +16,6 @@ steps' batch path:
 
 (the python of the Spark oracle's venv: ../shared/tools/spark-oracle/setup.sh prints it).
 """
-import argparse
 import datetime as dt
 import os
 import sys
@@ -25,7 +24,7 @@ import time
 os.environ["TZ"] = "UTC"
 time.tzset()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_corpus import evaluate_and_write  # noqa: E402
+from spark_corpus import cli  # noqa: E402
 
 SCHEMA = [["d", "double"], ["l", "bigint"], ["i", "int"], ["t", "timestamp"], ["s", "string"]]
 
@@ -94,10 +93,7 @@ EXPRS = (
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    evaluate_and_write(SCHEMA, ROWS, EXPRS, a.out, "sql-diff-kernels")
+    cli(SCHEMA, ROWS, EXPRS, "sql-diff-kernels")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ session time zone UTC) into the golden-file format of gen.py, which
 expressions are listed here rather than generated: the random grammar of gen.py would compute
 seconds beyond year 9999, where Spark's formatter writes what PySpark cannot hand over.
 """
-import argparse
 import datetime as dt
 import os
 import sys
@@ -21,7 +20,7 @@ import time
 os.environ["TZ"] = "UTC"
 time.tzset()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_corpus import evaluate_and_write  # noqa: E402
+from spark_corpus import cli  # noqa: E402
 
 SCHEMA = [["secs", "bigint"], ["small", "int"], ["t", "timestamp"], ["d", "date"], ["s", "string"],
           ["bad", "string"], ["x", "double"], ["n", "string"]]
@@ -103,10 +102,7 @@ EXPRS = (
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    evaluate_and_write(SCHEMA, ROWS, EXPRS, a.out, "sql-diff-unixtime")
+    cli(SCHEMA, ROWS, EXPRS, "sql-diff-unixtime")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 Spark (ANSI on, session time zone UTC) over hand-picked rows, written in gen.py's golden-file
 format (a header with the schema and the rows, then one line per expression: its name, type and
 values, or the error Spark raised), which `sql/tests/spark_differential.rs` replays."""
-import datetime as dt
+import argparse
 import json
 import os
 import sys
@@ -11,7 +11,15 @@ import time
 os.environ["TZ"] = "UTC"
 time.tzset()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen import to_json  # noqa: E402
+from gen import python_rows, to_json  # noqa: E402
+
+
+def cli(schema, rows, exprs, app):
+    """A generator's command line: `--out PATH`, the corpus of `exprs` over `rows` written there."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    evaluate_and_write(schema, rows, exprs, a.out, app)
 
 
 def evaluate_and_write(schema, rows, exprs, out_path, app):
@@ -31,16 +39,7 @@ def evaluate_and_write(schema, rows, exprs, out_path, app):
     types = {"bigint": LongType(), "int": IntegerType(), "timestamp": TimestampType(), "date": DateType(),
              "double": DoubleType(), "string": StringType()}
     st = StructType([StructField(n, types[t], True) for n, t in schema])
-    py_rows = []
-    for r in rows:
-        pr = list(r)
-        for i, (_, t) in enumerate(schema):
-            if t == "timestamp" and r[i] is not None:
-                pr[i] = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=r[i])
-            if t == "date" and r[i] is not None:
-                pr[i] = dt.date(1970, 1, 1) + dt.timedelta(days=r[i])
-        py_rows.append(pr)
-    df = spark.createDataFrame(py_rows, st).cache()
+    df = spark.createDataFrame(python_rows(schema, rows), st).cache()
     df.count()
 
     def cls(ex):
