@@ -10,7 +10,11 @@ use crate::decimal::Decimal;
 use crate::schema::StructType;
 use crate::time::Timestamp;
 
-/// One cell. Strings are shared (`Arc<str>`), so cloning a record or a key never copies text.
+mod text;
+pub use text::{INLINE, Text};
+
+/// One cell. A string's text is held in place when short and shared otherwise ([`Text`]), so
+/// cloning a record or a key never copies more than a value's 24 bytes.
 /// 24 bytes: the tag, then the payload of 16 bytes at most, or a [`Decimal`]'s 20 (it is aligned
 /// to 4 bytes for it).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -43,12 +47,12 @@ pub enum Value {
     },
     // The variants that own shared memory come last, so that dropping a value tests one range
     // of tags (a record's drop, per value).
-    /// STRING.
-    Str(Arc<str>),
     /// A STRUCT: its type (the field names) and one value per field, in order.
-    Struct(StructType, Arc<[Value]>),
+    Struct(StructType, Fields),
     /// An array (output only: approx_percentile with a list of percentages).
     List(Arc<[Value]>),
+    /// STRING.
+    Str(Text),
 }
 
 impl Value {
@@ -318,6 +322,39 @@ fn normalized_float(v: &Value) -> Value {
         Value::Float(x) if *x == 0.0 => Value::Float(0.0),
         Value::Struct(names, fields) => Value::Struct(*names, fields.iter().map(normalized_float).collect()),
         other => other.clone(),
+    }
+}
+
+/// The values of a STRUCT, one per field in order, shared (cloning a STRUCT copies no value).
+/// Behind one thin pointer, so that the variant [`Value::Struct`] (its type beside the pointer)
+/// takes 16 bytes, and fits beside the byte where a `Value` keeps its tag ([`Text`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Fields(Arc<Box<[Value]>>);
+
+impl std::ops::Deref for Fields {
+    type Target = [Value];
+
+    fn deref(&self) -> &[Value] {
+        &self.0
+    }
+}
+
+impl From<Vec<Value>> for Fields {
+    fn from(values: Vec<Value>) -> Fields {
+        Fields(Arc::new(values.into_boxed_slice()))
+    }
+}
+
+impl From<&[Value]> for Fields {
+    fn from(values: &[Value]) -> Fields {
+        Fields(Arc::new(values.into()))
+    }
+}
+
+impl FromIterator<Value> for Fields {
+    fn from_iter<I: IntoIterator<Item = Value>>(values: I) -> Fields {
+        Fields(Arc::new(values.into_iter().collect()))
     }
 }
 

@@ -3,7 +3,7 @@
 //! and, where nothing read depends on them, not computed at all (their random draws are skipped,
 //! not made, so the kept columns hold the same values as without pruning).
 
-use std::sync::Arc;
+use eddy_engine::value::Text;
 
 use eddy_engine::{Record, Timestamp, Value};
 
@@ -24,13 +24,13 @@ const MAX_COLUMNS: usize = 10;
 #[derive(Debug)]
 struct ExtraPool {
     seed: u64,
-    by_len: Vec<Vec<Option<Arc<str>>>>,
-    empty: Arc<str>,
+    by_len: Vec<Vec<Option<Text>>>,
+    empty: Text,
 }
 
 impl ExtraPool {
     fn new(seed: u64) -> ExtraPool {
-        ExtraPool { seed: seed ^ 0xE87A, by_len: Vec::new(), empty: Arc::from("") }
+        ExtraPool { seed: seed ^ 0xE87A, by_len: Vec::new(), empty: Text::default() }
     }
 
     /// An extra string such that `current_size + len` averages `average_size`, as the reference's
@@ -57,14 +57,14 @@ impl ExtraPool {
             let mut rng = SplitMix64::for_item(seed, (len as u64) * EXTRA_VARIANTS + variant as u64);
             let mut buf = String::with_capacity(len);
             push_exact_string(&mut rng, len, &mut buf);
-            Arc::from(buf)
+            Text::from(buf)
         });
         Value::Str(s.clone())
     }
 }
 
 /// Generates the records of the Nexmark event stream, one event number at a time. Shared values
-/// (channels, urls, names, cities, states, extra strings) are `Arc<str>` built once.
+/// (channels, urls, names, cities, states, extra strings) are built once (`Text`: a clone copies short text, shares longer).
 #[derive(Debug)]
 pub struct NexmarkGenerator {
     seed: u64,
@@ -105,7 +105,7 @@ fn as_array<const N: usize>(values: &mut [Value]) -> &mut [Value; N] {
 }
 
 fn text(s: &str) -> Value {
-    Value::Str(Arc::from(s))
+    Value::Str(Text::from(s))
 }
 
 /// `value` when `kept`, else null (the value is then dropped unbuilt when it is lazy).

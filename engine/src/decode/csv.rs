@@ -1,8 +1,8 @@
 //! The CSV decoder: RFC 4180 lines after a header line that names the columns (rules on
 //! [`CsvDecoder`]).
 
+use crate::value::Text;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use crate::schema::DataType;
 use crate::time::Timestamp;
@@ -266,13 +266,13 @@ fn not_csv(line: &str, offset: usize, why: &'static str) -> DecodeError {
 /// The value of one field for a decoded column.
 fn field_value(col: &Column, f: &Field<'_>, plan: &Plan) -> Result<Value, DecodeError> {
     if f.text.is_empty() {
-        return Ok(if f.quoted && col.ty == DataType::String { Value::Str(Arc::from("")) } else { Value::Null });
+        return Ok(if f.quoted && col.ty == DataType::String { Value::Str(Text::from("")) } else { Value::Null });
     }
     let text = f.unescaped();
     let text: &str = &text;
     let unsigned = text.strip_prefix('+').filter(|t| t.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(text);
     match col.ty {
-        DataType::String => Ok(Value::Str(Arc::from(text))),
+        DataType::String => Ok(Value::Str(Text::from(text))),
         DataType::Date => super::text::date_value(col, text),
         DataType::Boolean if text.eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
         DataType::Boolean if text.eq_ignore_ascii_case("false") => Ok(Value::Bool(false)),

@@ -1,7 +1,6 @@
 //! Unit tests of the CSV rules (module docs of `decode::csv`).
 
-use std::sync::Arc;
-
+use crate::value::Text;
 use proptest::prelude::*;
 
 use super::*;
@@ -12,7 +11,7 @@ fn dec(ddl: &str, header: &str) -> CsvDecoder {
 }
 
 fn s(v: &str) -> Value {
-    Value::Str(Arc::from(v))
+    Value::Str(Text::from(v))
 }
 
 fn row(d: &CsvDecoder, line: &str) -> Vec<Value> {
@@ -242,7 +241,7 @@ fn write_field(v: &Value) -> String {
 
 fn typed_value(ty: DataType) -> BoxedStrategy<Value> {
     let v = match ty {
-        DataType::String => "[^\r\n]{0,12}".prop_map(|s| Value::Str(Arc::from(s.as_str()))).boxed(),
+        DataType::String => "[^\r\n]{0,12}".prop_map(|s| Value::Str(Text::from(s.as_str()))).boxed(),
         DataType::Long => any::<i64>().prop_map(Value::Long).boxed(),
         DataType::Int => any::<i32>().prop_map(Value::Int).boxed(),
         DataType::Double => any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::Double).boxed(),

@@ -9,8 +9,8 @@
 //! only when they hold a backslash. The whole line is checked to be UTF-8 first, so every slice
 //! taken below is valid text.
 
+use crate::value::Text;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use ahash::AHashMap;
 
@@ -402,7 +402,7 @@ impl<'a> Parser<'a> {
                 let (a, z, escaped) = self.string()?;
                 let raw = &self.s[a - 1..z + 1];
                 if col.ty == DataType::String && !escaped {
-                    return Ok(Value::Str(Arc::from(&self.s[a..z])));
+                    return Ok(Value::Str(Text::from(&self.s[a..z])));
                 }
                 let text: Cow<str> =
                     if escaped { Cow::Owned(unescape(&self.s[a..z])) } else { Cow::Borrowed(&self.s[a..z]) };
@@ -415,7 +415,7 @@ impl<'a> Parser<'a> {
                     DataType::Double => Ok(Value::Double(x)),
                     DataType::Float => Ok(Value::Float(x as f32)),
                     // the token's text, as Spark 4.3 gives a STRING column
-                    DataType::String => Ok(Value::Str(Arc::from(text))),
+                    DataType::String => Ok(Value::Str(Text::from(text))),
                     _ => Err(wrong(col, text, "NaN or an infinity, which only a DOUBLE, FLOAT or STRING column takes")),
                 }
             }
@@ -424,7 +424,7 @@ impl<'a> Parser<'a> {
                 let text = &self.s[start..self.pos];
                 match col.ty {
                     // its text as written (`-0`, `1.50`, `1e2`), as Spark 4.3 gives it
-                    DataType::String => Ok(Value::Str(Arc::from(text))),
+                    DataType::String => Ok(Value::Str(Text::from(text))),
                     DataType::Boolean => Err(wrong(col, text, "a number, not true or false")),
                     _ if integer => integer_value(col, text, plan.unit),
                     _ => fraction_value(col, text, plan.unit),
@@ -447,7 +447,7 @@ impl<'a> Parser<'a> {
                 // bytes from the bracket to the matching one, whitespace and escapes kept
                 let start = self.pos;
                 self.skip_value()?;
-                Ok(Value::Str(Arc::from(&self.s[start..self.pos])))
+                Ok(Value::Str(Text::from(&self.s[start..self.pos])))
             }
             Some(b'{' | b'[') => {
                 // quoted as written when it is well formed (else the rest of the line)
@@ -615,7 +615,7 @@ pub(super) fn token_value(text: &str, col: &Column, plan: &Plan) -> Result<Value
 fn literal_value(col: &Column, b: bool) -> Result<Value, DecodeError> {
     match col.ty {
         DataType::Boolean => Ok(Value::Bool(b)),
-        DataType::String => Ok(Value::Str(Arc::from(if b { "true" } else { "false" }))),
+        DataType::String => Ok(Value::Str(Text::from(if b { "true" } else { "false" }))),
         _ => Err(wrong(col, if b { "true" } else { "false" }, "a boolean")),
     }
 }

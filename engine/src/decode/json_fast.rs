@@ -32,8 +32,7 @@
 //!   column, `"NaN"` for a DOUBLE, DATE and DECIMAL columns, a timestamp with whitespace around
 //!   it) hand the value's token to the full parser's own conversion ([`general`]).
 
-use std::sync::Arc;
-
+use crate::value::Text;
 use ahash::AHashMap;
 
 use crate::schema::DataType;
@@ -513,7 +512,7 @@ fn value(b: &[u8], i: usize, c: usize, ty: DataType, plan: &Plan, slot: &mut Val
         b'"' => match ty {
             DataType::String => match string_at(b, i + 1) {
                 Some((content, z)) => {
-                    put(slot, Value::Str(Arc::from(content)));
+                    put(slot, Value::Str(Text::from(content)));
                     Some(z + 1)
                 }
                 None => general(b, i, c, plan, slot),
@@ -596,7 +595,7 @@ fn general(b: &[u8], i: usize, c: usize, plan: &Plan, slot: &mut Value) -> Optio
         b'"' => any_string_end(b, i + 1)? + 1,
         b'{' | b'[' if plan.columns.get(c)?.ty == DataType::String => {
             let end = skip_nested(b, i)?;
-            put(slot, Value::Str(Arc::from(std::str::from_utf8(&b[i..end]).ok()?)));
+            put(slot, Value::Str(Text::from(std::str::from_utf8(&b[i..end]).ok()?)));
             return Some(end);
         }
         b'{' | b'[' => return None,

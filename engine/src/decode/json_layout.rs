@@ -33,10 +33,9 @@
 //! skipped column nulled in its step, the minute compared as one number and one call from the
 //! caller's loop ([`Learning::read`] 357 of them; the same day).
 
-use std::sync::Arc;
-
 use crate::schema::DataType;
 use crate::time::Timestamp;
+use crate::value::Text;
 use crate::value::{Record, Value};
 
 use super::json_fast::{FastKeys, any_string_end, number_value, string_at, string_end, ws};
@@ -417,7 +416,7 @@ fn read_other(kind: &Kind, plan: &Plan, b: &[u8], slot: Option<&mut Value>) -> O
         }
         Kind::Str => {
             let (content, z) = string_at(b, 0)?;
-            (Value::Str(Arc::from(content)), z)
+            (Value::Str(Text::from(content)), z)
         }
         Kind::Bool => {
             let (v, n) = json_literal(b, 0)?;

@@ -1,8 +1,7 @@
 //! Property tests: the JSON decoder against a straightforward serde_json-based reference, and
 //! arbitrary bytes through both decoders.
 
-use std::sync::Arc;
-
+use crate::value::Text;
 use proptest::prelude::*;
 use serde_json::Value as J;
 
@@ -66,12 +65,12 @@ fn convert(ty: DataType, j: &J, unit: TimeUnit) -> Result<Value, ()> {
         _ => Err(()),
     };
     Ok(match (ty, j) {
-        (DataType::String, J::String(s)) => Value::Str(Arc::from(s.as_str())),
-        (DataType::String, J::Number(n)) => Value::Str(Arc::from(n.to_string())),
-        (DataType::String, J::Bool(b)) => Value::Str(Arc::from(b.to_string())),
+        (DataType::String, J::String(s)) => Value::Str(Text::from(s.as_str())),
+        (DataType::String, J::Number(n)) => Value::Str(Text::from(n.to_string())),
+        (DataType::String, J::Bool(b)) => Value::Str(Text::from(b.to_string())),
         // the value's text as written: the cases write a nested value as serde_json prints it
         // (no fractions in it, whose text serde_json could change)
-        (DataType::String, j @ (J::Array(_) | J::Object(_))) => Value::Str(Arc::from(j.to_string())),
+        (DataType::String, j @ (J::Array(_) | J::Object(_))) => Value::Str(Text::from(j.to_string())),
         (DataType::Long, J::Number(n)) if n.is_i64() => Value::Long(n.as_i64().ok_or(())?),
         (DataType::Int, J::Number(n)) if n.is_i64() => {
             Value::Int(i32::try_from(n.as_i64().ok_or(())?).map_err(|_| ())?)
@@ -467,7 +466,7 @@ fn stream_agrees(d: &mut JsonDecoder, lines: &[Vec<u8>]) -> Result<(), TestCaseE
     let mut record = Record::default();
     for line in lines {
         let fresh = d.decode(line);
-        record.values.iter_mut().for_each(|v| *v = Value::Str(Arc::from("before")));
+        record.values.iter_mut().for_each(|v| *v = Value::Str(Text::from("before")));
         match d.decode_into(line, &mut record) {
             // Debug texts: bit-exact doubles, NaN included.
             Ok(()) => prop_assert_eq!(

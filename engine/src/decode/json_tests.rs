@@ -1,9 +1,8 @@
 //! Unit tests of the JSON rules (module docs of `decode`), one behaviour per test.
 
-use std::sync::Arc;
-
 use super::*;
 use crate::time::Timestamp;
+use crate::value::Text;
 
 /// 2024-01-15T10:01:00Z in seconds since the epoch (computed independently).
 const T_2024_01_15_10_01: i64 = 1_705_312_860;
@@ -25,7 +24,7 @@ fn one(ty: &str, json_value: &str) -> Result<Value, DecodeError> {
 }
 
 fn s(v: &str) -> Value {
-    Value::Str(Arc::from(v))
+    Value::Str(Text::from(v))
 }
 
 #[test]

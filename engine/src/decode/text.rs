@@ -1,7 +1,7 @@
 //! Scalar conversions shared by the JSON and CSV decoders.
 
+use crate::value::Text;
 use std::cell::Cell;
-use std::sync::Arc;
 
 use crate::schema::DataType;
 use crate::time::{TimeUnit, Timestamp};
@@ -93,7 +93,7 @@ pub(crate) fn fraction_value(col: &Column, text: &str, unit: TimeUnit) -> Result
 /// forms: `2024-01-15`, `2024-1-5`, `2024-01-15T10:00`).
 pub(crate) fn string_value(col: &Column, text: &str, raw: &str) -> Result<Value, DecodeError> {
     match col.ty {
-        DataType::String => Ok(Value::Str(Arc::from(text))),
+        DataType::String => Ok(Value::Str(Text::from(text))),
         DataType::Date => date_value(col, text),
         DataType::Timestamp => timestamp_value(col, text),
         DataType::Double => non_finite(text)

@@ -2,6 +2,7 @@
 //! type coercion (`AnsiTypeCoercion`), and Spark's names (`toPrettySQL`: literals bare, implicit
 //! casts invisible, a cast of a column named as the column).
 
+use crate::value::Text;
 use std::sync::Arc;
 
 use regex::Regex;
@@ -327,7 +328,7 @@ impl Binder<'_> {
                     let v = match to {
                         DataType::Float => text.parse::<f32>().map(Value::Float),
                         DataType::Double => text.parse::<f64>().map(Value::Double),
-                        _ => Ok(Value::Str(Arc::from(text.as_str()))),
+                        _ => Ok(Value::Str(Text::from(text.as_str()))),
                     };
                     let v = v.map_err(|_| ty_err(pos, format!("number {text}"), "a number"))?;
                     return Ok(literal(v, *to, format!("CAST({text} AS {to})")));
@@ -448,7 +449,7 @@ impl Binder<'_> {
                 };
                 literal(Value::Decimal(d), DataType::Decimal { precision, scale }, d.to_json_string())
             }
-            Literal::String(s) => literal(Value::Str(Arc::from(s.as_str())), DataType::String, s.clone()),
+            Literal::String(s) => literal(Value::Str(Text::from(s.as_str())), DataType::String, s.clone()),
             Literal::Timestamp(s) => {
                 let us = super::text::parse_cast_timestamp(s).ok_or_else(|| {
                     ty_err(pos, format!("TIMESTAMP '{s}'"), "a timestamp such as TIMESTAMP '2024-01-15 10:00:00'")

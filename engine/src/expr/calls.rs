@@ -1,5 +1,6 @@
 //! Function calls of [`bind`](super::bind): arity, argument types, Spark's names.
 
+use crate::value::Text;
 use std::sync::Arc;
 
 use regex::Regex;
@@ -221,7 +222,7 @@ impl Binder<'_> {
                 let n = self.count_arg(pos, self.bind(&args[1])?, &lower)?;
                 let p = match args.get(2) {
                     Some(p) => self.string(pos, self.bind(p)?, &lower)?,
-                    None => literal(Value::Str(Arc::from(" ")), DataType::String, " ".into()),
+                    None => literal(Value::Str(Text::from(" ")), DataType::String, " ".into()),
                 };
                 let a = vec![s, n, p];
                 let name = named(&lower, &a);
@@ -232,7 +233,7 @@ impl Binder<'_> {
                 let mut a =
                     bound(self)?.into_iter().map(|x| self.string(pos, x, "replace")).collect::<Result<Vec<_>, _>>()?;
                 if a.len() == 2 {
-                    a.push(literal(Value::Str(Arc::from("")), DataType::String, String::new()));
+                    a.push(literal(Value::Str(Text::from("")), DataType::String, String::new()));
                 }
                 let name = named("replace", &a);
                 Ok(call(Func::Replace, a, DataType::String, name))

@@ -7,8 +7,6 @@
 //! null handling are Spark 4.3's (pyspark batch `selectExpr`, checked by the oracle case
 //! `tests/cases-sql/sql-more-builtins`).
 
-use std::sync::Arc;
-
 use super::bind::{
     Binder, call, case_conversion, coerce, common_type, is_null_literal, literal, names, ty_err, unsupported,
 };
@@ -16,6 +14,7 @@ use super::calls::{check_arity, java_regex, string_literal_arg};
 use super::functions::{BitOp, Func, Math1, Math2, TimeField, TimeStep, TruncUnit};
 use super::{ExprError, Literal, Node, Pos, Syntax, SyntaxKind, TrimSide, Typed};
 use crate::schema::DataType;
+use crate::value::Text;
 use crate::value::Value;
 
 /// The date part a field name of `extract` / `date_part` reads (Spark's aliases), and its
@@ -269,7 +268,7 @@ impl Binder<'_> {
                 arity(1..=1)?;
                 let x = self.bind(&args[0])?;
                 let text = if is_null_literal(&x) { "void".to_string() } else { simple_string(x.data_type) };
-                literal(Value::Str(Arc::from(text.as_str())), DataType::String, named(std::slice::from_ref(&x)))
+                literal(Value::Str(Text::from(text.as_str())), DataType::String, named(std::slice::from_ref(&x)))
             }
             "conv" => {
                 arity(3..=3)?;
@@ -322,7 +321,7 @@ impl Binder<'_> {
                 let name = named(&a);
                 let mut a = a;
                 if a.len() == 1 {
-                    a.push(literal(Value::Str(Arc::from(" ")), DataType::String, " ".into()));
+                    a.push(literal(Value::Str(Text::from(" ")), DataType::String, " ".into()));
                 }
                 call(Func::TrimChars { leading: true, trailing: true }, a, DataType::String, name)
             }

@@ -1,6 +1,7 @@
 //! `CAST` under Spark's ANSI rules (Spark's `Cast.canAnsiCast` and `Cast` evaluation): which
 //! casts exist and what each does to a non-null value.
 
+use crate::value::Text;
 use std::sync::Arc;
 
 use super::EvalErrorKind::{self, ArithmeticOverflow, CastInvalidInput, CastOverflow};
@@ -151,13 +152,13 @@ fn float_to_i64(x: f64, min: f64, max: f64) -> Result<i64, EvalErrorKind> {
 pub(crate) fn to_string(v: &Value) -> Result<Value, EvalErrorKind> {
     Ok(Value::Str(match v {
         Value::Str(s) => s.clone(),
-        Value::Bool(b) => Arc::from(if *b { "true" } else { "false" }),
-        Value::Int(x) => Arc::from(x.to_string()),
-        Value::Long(x) => Arc::from(x.to_string()),
-        Value::Double(x) => Arc::from(java_double(*x)),
-        Value::Float(x) => Arc::from(java_float(*x)),
-        Value::Timestamp(t) => Arc::from(timestamp_string(t.0)),
-        Value::Date(d) => Arc::from(date_string(*d)),
+        Value::Bool(b) => Text::from(if *b { "true" } else { "false" }),
+        Value::Int(x) => Text::from(x.to_string()),
+        Value::Long(x) => Text::from(x.to_string()),
+        Value::Double(x) => Text::from(java_double(*x)),
+        Value::Float(x) => Text::from(java_float(*x)),
+        Value::Timestamp(t) => Text::from(timestamp_string(t.0)),
+        Value::Date(d) => Text::from(date_string(*d)),
         _ => return Err(CastInvalidInput),
     }))
 }

@@ -10,6 +10,7 @@
 //! - Overflow of a result or of a cast is NUMERIC_VALUE_OUT_OF_RANGE, as Spark under ANSI; a
 //!   DECIMAL cast to an integer type out of its range is CAST_OVERFLOW.
 
+use crate::value::Text;
 use std::sync::Arc;
 
 use super::EvalErrorKind::{self, CastInvalidInput, CastOverflow, DivideByZero, NumericValueOutOfRange};
@@ -249,7 +250,7 @@ pub(crate) fn caster(from: DataType, to: DataType) -> Option<Caster> {
         _ => Err(CastInvalidInput),
     };
     Some(match to {
-        T::String => Arc::new(move |v| Ok(Value::Str(Arc::from(d(v)?.to_string())))),
+        T::String => Arc::new(move |v| Ok(Value::Str(Text::from(d(v)?.to_string())))),
         T::Long => Arc::new(move |v| i64::try_from(d(v)?.trunc()).map(Value::Long).map_err(|_| CastOverflow)),
         // Spark's Decimal.roundToInt: a DECIMAL of more than 18 digits (held as a BigDecimal)
         // goes through its DOUBLE (0.999999999999999999 is 1), a shorter one truncates exactly
@@ -324,7 +325,7 @@ mod tests {
     #[test]
     fn casts_into_decimal_round_half_up_and_fail_as_spark_ansi() {
         let to = dec(4, 1);
-        let s = |t: &str| Value::Str(Arc::from(t));
+        let s = |t: &str| Value::Str(Text::from(t));
         assert_eq!(cast(DataType::String, to, s(" 12.35 ")), Ok(Value::Decimal(Decimal::new(124, 1))));
         assert_eq!(cast(DataType::String, to, s("abc")), Err(CastInvalidInput));
         assert_eq!(cast(DataType::String, to, s("12345.678")), Err(NumericValueOutOfRange));
@@ -343,7 +344,7 @@ mod tests {
         let v = Value::Decimal(Decimal::new(-12345, 2));
         assert_eq!(cast(dec(10, 2), DataType::Long, v.clone()), Ok(Value::Long(-123)));
         assert_eq!(cast(dec(10, 2), DataType::Double, v.clone()), Ok(Value::Double(-123.45)));
-        assert_eq!(cast(dec(10, 2), DataType::String, v), Ok(Value::Str(Arc::from("-123.45"))));
+        assert_eq!(cast(dec(10, 2), DataType::String, v), Ok(Value::Str(Text::from("-123.45"))));
         let big = Value::Decimal(Decimal::new(3_000_000_000, 0));
         assert_eq!(cast(dec(10, 0), DataType::Int, big), Err(CastOverflow));
     }

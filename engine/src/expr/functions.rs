@@ -2,6 +2,7 @@
 //! non-null (or, for the few null-aware ones, any) argument values, as Spark 4.3 computes it
 //! under ANSI mode.
 
+use crate::value::{Fields, Text};
 use std::sync::Arc;
 
 use md5::Digest as _;
@@ -580,7 +581,7 @@ impl Func {
         let s = |i: usize| a[i].as_str().unwrap_or("");
         let n = |i: usize| a[i].as_i64().unwrap_or(0);
         let f = |i: usize| a[i].as_f64().unwrap_or(0.0);
-        let st = |x: String| Ok(Value::Str(Arc::from(x)));
+        let st = |x: String| Ok(Value::Str(Text::from(x)));
         Ok(match self {
             Func::Arith { op, try_ } => match arith(*op, &a[0], &a[1]) {
                 Err(_) if *try_ => Value::Null,
@@ -701,7 +702,7 @@ impl Func {
             }
             Func::Initcap => return st(initcap(s(0))),
             Func::Reverse => return st(s(0).chars().rev().collect()),
-            Func::SplitPart => return split_part(s(0), s(1), n(2)).map(|x| Value::Str(Arc::from(x))),
+            Func::SplitPart => return split_part(s(0), s(1), n(2)).map(|x| Value::Str(Text::from(x))),
             Func::Md5 => return st(hex(&md5::Md5::digest(s(0).as_bytes()))),
             Func::Sha2(bits) => {
                 let b = s(0).as_bytes();
@@ -963,7 +964,7 @@ impl Func {
             Func::DecimalRound { places, mode, precision, scale } => {
                 super::decimal::round(&a[0], *places, *mode, *precision, *scale)?
             }
-            Func::MakeStruct(ty) => Value::Struct(*ty, Arc::from(a)),
+            Func::MakeStruct(ty) => Value::Struct(*ty, Fields::from(a)),
             Func::GetField(i) => match &a[0] {
                 Value::Struct(_, fields) => fields.get(*i).cloned().unwrap_or(Value::Null),
                 _ => Value::Null,
@@ -1008,7 +1009,7 @@ impl Func {
             },
             Func::Conv => {
                 return Ok(match conv(s(0), n(1), n(2))? {
-                    Some(x) => Value::Str(Arc::from(x)),
+                    Some(x) => Value::Str(Text::from(x)),
                     None => Value::Null,
                 });
             }
@@ -1872,10 +1873,12 @@ mod tests {
             Ok(Value::Str(s)) => s,
             other => panic!("not a string: {other:?}"),
         };
-        let lower: Arc<str> = Arc::from("key-42_x");
-        assert!(Arc::ptr_eq(&str_of(Func::Lower.apply(&[Value::Str(lower.clone())])), &lower));
-        let upper: Arc<str> = Arc::from("EUR/42");
-        assert!(Arc::ptr_eq(&str_of(Func::Upper.apply(&[Value::Str(upper.clone())])), &upper));
+        // (text longer than `INLINE` is shared; shorter text is held in place, so a copy)
+        let lower = Text::from("key-42_x of a long identifier");
+        assert!(str_of(Func::Lower.apply(&[Value::Str(lower.clone())])).shares_with(&lower));
+        let upper = Text::from("EUR/42 OF A LONG CURRENCY CODE");
+        assert!(str_of(Func::Upper.apply(&[Value::Str(upper.clone())])).shares_with(&upper));
+        assert_eq!(&*str_of(Func::Lower.apply(&[Value::Str("key-42_x".into())])), "key-42_x");
         // a letter to change, or a non-ASCII one, gives the converted copy (expected values by
         // hand, Java's toLowerCase / toUpperCase as Spark applies them)
         assert_eq!(&*str_of(Func::Lower.apply(&[Value::Str("Key-42".into())])), "key-42");

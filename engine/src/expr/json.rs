@@ -3,7 +3,6 @@
 //! part of a JSON text as Spark's `GetJsonObject` does.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use super::dates::write_date;
 use super::text::{civil, java_double, java_float};
@@ -64,7 +63,7 @@ fn write_json(out: &mut String, v: &Value) {
                 out,
                 &Value::Struct(
                     super::structs::window_type(),
-                    Arc::from([Value::Timestamp(*start), Value::Timestamp(*end)]),
+                    vec![Value::Timestamp(*start), Value::Timestamp(*end)].into(),
                 ),
             );
         }

@@ -3,8 +3,6 @@
 //! grouping equality ([`hash_value`], folded multiplies as foldhash mixes), and that equality
 //! itself, inline for the usual key types.
 
-use std::sync::Arc;
-
 use crate::value::{GroupKey, Record, Value};
 
 /// A single-column key held in the slot itself, so that probing compares it without touching
@@ -147,7 +145,7 @@ pub(crate) fn combine(h: u64, v: u64) -> u64 {
 #[inline]
 pub(super) fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Str(x), Value::Str(y)) => Arc::ptr_eq(x, y) || bytes_eq(x.as_bytes(), y.as_bytes()),
+        (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Long(x), Value::Long(y)) => x == y,
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
