@@ -785,11 +785,11 @@ impl Build1 for CallNode1 {
                 })?
             };
             let Some(c) = column else { return node(general) };
-            return node_fast(general, move |r| match at(r, c) {
-                Value::Null => Some(Value::Null),
-                x @ Value::Str(s) if ascii_in_case(s, upper) => Some(x.clone()),
-                _ => None,
-            });
+            return if upper {
+                node_fast(general, move |r| case_fast::<true>(at(r, c)))
+            } else {
+                node_fast(general, move |r| case_fast::<false>(at(r, c)))
+            };
         }
         let strict = func.null_intolerant();
         node(move |r| {
@@ -800,6 +800,17 @@ impl Build1 for CallNode1 {
                 func.apply(std::slice::from_ref(x)).map_err(|k| fail(k, &name))
             })?
         })
+    }
+}
+
+/// `lower` (`upper`: `UPPER`) of `x` when it is NULL or already in that case (the same text);
+/// `None` otherwise ([`node_fast`]).
+#[inline(always)]
+fn case_fast<const UPPER: bool>(x: &Value) -> Option<Value> {
+    match x {
+        Value::Null => Some(Value::Null),
+        Value::Str(s) if ascii_in_case(s, UPPER) => Some(Value::Str(s.clone())),
+        _ => None,
     }
 }
 
