@@ -15,8 +15,10 @@ pub use text::{INLINE, Text};
 
 /// One cell. A string's text is held in place when short and shared otherwise ([`Text`]), so
 /// cloning a record or a key never copies more than a value's 24 bytes.
-/// 24 bytes: the tag, then the payload of 16 bytes at most, or a [`Decimal`]'s 20 (it is aligned
-/// to 4 bytes for it).
+/// 24 bytes with no tag byte of its own: the tag is kept in the last byte, the length byte of a
+/// `Text` held in place (values 0..=23; the other values name the other variants). Every other
+/// variant's payload fits before it: 16 bytes at most, or a [`Decimal`]'s 20 (aligned to 4
+/// bytes for it).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub enum Value {
     /// SQL NULL (also: a column missing from the input record).
@@ -45,8 +47,6 @@ pub enum Value {
         /// Exclusive end.
         end: Timestamp,
     },
-    // The variants that own shared memory come last, so that dropping a value tests one range
-    // of tags (a record's drop, per value).
     /// A STRUCT: its type (the field names) and one value per field, in order.
     Struct(StructType, Fields),
     /// An array (output only: approx_percentile with a list of percentages).
@@ -366,8 +366,9 @@ mod tests {
     use super::*;
 
     /// Every record holds its values inline: a larger `Value` (48 bytes with a 16-byte aligned
-    /// `i128` in [`Decimal`], 32 with an 8-byte aligned one) makes every record, batch and state
-    /// entry larger by as much.
+    /// `i128` in [`Decimal`], 32 with an 8-byte aligned one, 32 too when a variant does not fit
+    /// before [`Text`]'s length byte, as `Struct` with its fields behind a fat pointer) makes
+    /// every record, batch and state entry larger by as much.
     #[test]
     fn a_value_is_24_bytes() {
         assert_eq!(std::mem::size_of::<Value>(), 24);

@@ -1097,8 +1097,7 @@ mod tests {
     use crate::Timestamp;
     use crate::expr::{BinaryOp, Literal, Pos, Syntax, SyntaxKind, bind};
     use crate::schema::Schema;
-    use crate::value::Text;
-    use crate::value::{Record, Value};
+    use crate::value::{Record, Text, Value};
     use proptest::prelude::*;
 
     fn syn(kind: SyntaxKind) -> Syntax {

@@ -86,7 +86,7 @@ impl Text {
             Repr::Inline(Inline { bytes, len }) => {
                 let b = &bytes[..len.get()];
                 // SAFETY: `Inline` is made only by `Text::new`, from the bytes of a `str` cut
-                // at its end; those bytes are never changed after.
+                // at its end, and by `Default`, empty; those bytes are never changed after.
                 #[allow(unsafe_code)]
                 unsafe {
                     std::str::from_utf8_unchecked(b)
