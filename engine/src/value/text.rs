@@ -330,6 +330,26 @@ mod tests {
         assert!(Text::from(short_arc).is_inline());
     }
 
+    proptest::proptest! {
+        /// Any text, either side of `INLINE` (ASCII and not, with NUL bytes): reads back as
+        /// given, and compares, orders and hashes as its `str` does against any other.
+        #[test]
+        fn reads_compares_orders_and_hashes_as_its_str(
+            a in "[a-zA-Z0-9\\x00é€🦀 ]{0,40}",
+            b in "[a-zA-Z0-9\\x00é€🦀 ]{0,40}",
+        ) {
+            let (x, y) = (Text::new(&a), Text::new(&b));
+            proptest::prop_assert_eq!(&*x, a.as_str());
+            proptest::prop_assert_eq!(x.is_inline(), a.len() <= INLINE);
+            proptest::prop_assert_eq!(x == y, a == b);
+            proptest::prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+            proptest::prop_assert_eq!(hash_of(&x), hash_of(a.as_str()));
+            let shared: Arc<str> = Arc::from(a.as_str());
+            proptest::prop_assert!(Text::from(shared) == x);
+            proptest::prop_assert!(x.clone() == x);
+        }
+    }
+
     #[test]
     fn round_trips_through_serde_as_a_string() {
         for s in ["", "key-7", &"z".repeat(30) as &str] {
