@@ -102,18 +102,15 @@ impl Text {
         matches!((&self.0, &other.0), (Repr::Shared(a), Repr::Shared(b)) if Arc::ptr_eq(a, b))
     }
 
-    /// Text held in place as three words, little-endian: its bytes, zero past its end, and its
-    /// length (0..=[`INLINE`]) in the last word's top byte. `None` for shared text. For checks
-    /// over every byte at once (the length byte and the zeros are ASCII, and neither a letter
-    /// nor a digit).
+    /// The bytes of text held in place as three words, little-endian, that together cover all
+    /// [`INLINE`] of them: bytes 0..8, 8..16 and 15..23 (the last two share byte 15). The bytes
+    /// past the text's end are zero. `None` for shared text. For checks that every byte passes
+    /// at once (zero is ASCII, and neither a letter nor a digit).
     #[inline(always)]
     pub(crate) fn inline_words(&self) -> Option<[u64; 3]> {
         let Repr::Inline(i) = &self.0 else { return None };
-        let mut b = [0u8; INLINE + 1];
-        b[..INLINE].copy_from_slice(&i.bytes);
-        b[INLINE] = i.len as u8;
-        let word = |k: usize| u64::from_le_bytes(b[k * 8..k * 8 + 8].try_into().unwrap_or_default());
-        Some([word(0), word(1), word(2)])
+        let word = |k: usize| u64::from_le_bytes(i.bytes[k..k + 8].try_into().unwrap_or_default());
+        Some([word(0), word(8), word(INLINE - 8)])
     }
 
     /// Whether the text is held in place (not shared).
