@@ -34,6 +34,14 @@
 //! `select3` apart: the filter alone, then the filter with one of its three columns (`v * 1.2`,
 //! `lower(key)`, `ts + INTERVAL 1 HOUR`).
 //!
+//! `source_decode` and `source_decode_filter_select3` are the source actor's side of the same
+//! steps, where the runtime runs them: JSON lines (`{"key": .., "ts": .., "v": ..}`, 100,000
+//! different ones) decoded [`BATCH`] at a time into recycled records (`decode_into`, as the
+//! source decodes into the records the partitions hand back), then, in the second, `select3`'s
+//! steps on the batch the decoder has just written (`CompiledSteps::apply_batch`). The
+//! difference is what the steps add to a record with the real decoder before them, the spare
+//! slots' writing and the computed values' drops (by the next decode) included.
+//!
 //! `forward` and `processor_pass_through` run the same records through the stateless operator
 //! of a query without aggregation ([`Forward`]: each record one row) and through a custom
 //! stateful processor keyed by `key` that emits each record it is handed as a row, unchanged
@@ -54,6 +62,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
 use eddy_engine::aggregate::{AggKind, AggregateFn};
+use eddy_engine::decode::{DecoderConfig, JsonDecoder};
 use eddy_engine::operator::{
     Forward, KeyContext, Mode, Operator, Output, OutputMode, Processor, ProcessorConfig, RollingMeasure, RollingWindow,
     RollingWindowConfig, SessionGap, StatefulProcessor, TimeDomain, WindowAggregate, WindowAggregateConfig, WindowKind,
@@ -311,6 +320,70 @@ fn run(c: &mut Criterion, w: &Workload) {
     g.finish();
 }
 
+/// [`BLOCK`] JSON lines of the benchmark's records (keys and values as [`records`] draws them,
+/// event time 10 µs apart from 2024-01-15 10:00).
+fn json_lines() -> Vec<Vec<u8>> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..BLOCK)
+        .map(|i| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let (k, v) = ((x >> 33) % KEYS, (x >> 40) as f64 / 1000.0);
+            let us = i * 10;
+            let (m, s, f) = (us / 60_000_000 % 60, us / 1_000_000 % 60, us % 1_000_000);
+            format!(r#"{{"key":"key-{k}","ts":"2024-01-15 10:{m:02}:{s:02}.{f:06}","v":{v}}}"#).into_bytes()
+        })
+        .collect()
+}
+
+/// The source actor's side of `steps` (`source_decode*`, see the module doc): every line of
+/// `lines` decoded into a batch of recycled records, [`BATCH`] at a time, then `steps` on the
+/// batch; criterion times a pass over all of `lines`.
+fn run_source(c: &mut Criterion, name: &str, steps: Option<&CompiledSteps>, lines: &[Vec<u8>]) {
+    let profile = profile_request();
+    if profile.as_ref().is_some_and(|(n, _)| n != name) {
+        return;
+    }
+    let cfg = DecoderConfig {
+        schema: Schema::parse_ddl("key STRING, ts TIMESTAMP, v DOUBLE").unwrap_or_else(|e| panic!("{e}")),
+        needed: vec![true; 3],
+        required: vec![1],
+        timestamp_unit: eddy_engine::time::TimeUnit::Ms,
+    };
+    let mut decoder = JsonDecoder::new(cfg).with_spare_columns(steps.map_or(0, CompiledSteps::spare_columns));
+    let mut batch: Vec<Record> =
+        (0..BATCH).map(|_| decoder.decode(&lines[0]).unwrap_or_else(|e| panic!("{e:?}"))).collect();
+    let mut scratch = BatchScratch::default();
+    let pass = |decoder: &mut JsonDecoder, batch: &mut Vec<Record>, scratch: &mut BatchScratch| {
+        for chunk in lines.chunks(BATCH) {
+            for (line, record) in chunk.iter().zip(batch.iter_mut()) {
+                decoder.decode_into(line, record).unwrap_or_else(|e| panic!("{e:?}"));
+            }
+            if let Some(steps) = steps {
+                steps.apply_batch(batch, scratch, |_, rejected| panic!("a bench record rejected: {rejected:?}"));
+            }
+            black_box(&*batch);
+        }
+    };
+    if let Some((_, blocks)) = profile {
+        for _ in 0..blocks {
+            source_feed(&mut || pass(&mut decoder, &mut batch, &mut scratch));
+        }
+        return;
+    }
+    let mut g = c.benchmark_group("operators");
+    g.throughput(Throughput::Elements(lines.len() as u64));
+    g.sample_size(20);
+    g.bench_function(name, |b| b.iter(|| pass(&mut decoder, &mut batch, &mut scratch)));
+    g.finish();
+}
+
+/// One pass of [`run_source`]; not inlined, so that a profiler can count exactly it
+/// (`--toggle-collect='*feed*'`).
+#[inline(never)]
+fn source_feed(pass: &mut dyn FnMut()) {
+    pass();
+}
+
 /// Source steps over the benchmark's records (`key STRING, ts TIMESTAMP, v DOUBLE`): `filter`
 /// then a `select` of the three input columns (first, so the operator reads the same columns)
 /// and `computed`, every output column read afterwards (as when the query or the sink reads
@@ -387,6 +460,10 @@ fn benches(c: &mut Criterion) {
     run(c, &Workload { name: "tumbling_sum_count_hot", hot: true, ..plain });
     run(c, &Workload { name: "tumbling_sum_count_filter_select3_hot", steps: Some(&three), hot: true, ..plain });
     run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", steps: Some(&heavy), ..plain });
+    // the same steps where the runtime runs them: after the source's decoder
+    let lines = json_lines();
+    run_source(c, "source_decode", None, &lines);
+    run_source(c, "source_decode_filter_select3", Some(&three), &lines);
     // `select3` one part at a time, each in the same run as the others: the filter alone, then
     // the filter and one of the three columns
     let parts = [

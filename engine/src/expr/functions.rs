@@ -631,7 +631,7 @@ impl Func {
             Func::Substring => return st(substring(s(0), n(1), n(2)).to_string()),
             Func::Concat => {
                 within_string_limit(a.iter().map(|v| v.as_str().map_or(0, |x| x.len() as u64)).sum())?;
-                return st(a.iter().map(|v| v.as_str().unwrap_or("")).collect());
+                return Ok(Value::Str(Text::concat(a.iter().map(|v| v.as_str().unwrap_or("")))));
             }
             Func::ConcatWs => {
                 if a[0].is_null() {

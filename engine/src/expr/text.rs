@@ -23,7 +23,7 @@ fn even_tie(x: f64, sci: String) -> String {
     let Some((mant, exp)) = sci.split_once('e') else { return sci };
     let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
     let n = digits.len();
-    if n < 2 || (digits.as_bytes()[n - 1] - b'0').is_multiple_of(2) {
+    if n < 2 || (digits.as_bytes()[n - 1] - b'0').is_multiple_of(2) || !may_tie(x, exp, n) {
         return sci;
     }
     // the exact decimal expansion of the double, 40 digits past the shortest form
@@ -41,6 +41,25 @@ fn even_tie(x: f64, sci: String) -> String {
     let sign = if x < 0.0 { "-" } else { "" };
     let candidate = format!("{sign}{}.{}e{exp}", &even[..1], &even[1..]);
     if candidate.parse::<f64>() == Ok(x) { candidate } else { sci }
+}
+
+/// Whether the exact value of `x` (non-zero, finite; its decimal exponent `exp10` as `sci`
+/// writes it) can lie halfway between two `n`-digit decimals: its exact expansion must then have
+/// `n + 1` significant digits, the last a 5. `x` is `m * 2^e` with `m` odd; for `e < 0` the
+/// expansion ends `-e` digits after the point, so it has `exp10 + 1 - e` significant digits.
+/// A number of 40 digits is computed only when that is `n + 1` (or when `e >= 0`, an integer:
+/// not ruled out here), which almost no double needs (most have 30 or more).
+fn may_tie(x: f64, exp10: &str, n: usize) -> bool {
+    let Ok(exp10) = exp10.parse::<i64>() else { return true };
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let fraction = bits & ((1 << 52) - 1);
+    let (m, e) = if biased == 0 { (fraction, -1074) } else { (fraction | (1 << 52), biased - 1075) };
+    if m == 0 {
+        return false;
+    }
+    let e = e + i64::from(m.trailing_zeros());
+    e >= 0 || exp10 + 1 - e == n as i64 + 1
 }
 
 /// Java's `Float.toString` (as [`java_double`], with the float's own shortest digits).
@@ -522,6 +541,44 @@ mod tests {
         assert_eq!(java_double(0.25 - f64::from(-65.22f32)), "65.47000122070312");
         assert_eq!(java_float(0.1), "0.1");
         assert_eq!(java_float(-2.25), "-2.25");
+    }
+
+    /// The exact test of a tie, as [`even_tie`] makes it: the expansion 40 digits past the
+    /// shortest form's `n` is `5` then zeros.
+    fn exact_tie(x: f64, n: usize) -> bool {
+        let exact = format!("{:.*e}", n + 40, x.abs());
+        let digits: String =
+            exact.split_once('e').map_or("", |(m, _)| m).chars().filter(char::is_ascii_digit).collect();
+        digits[n..].strip_prefix('5').is_some_and(|r| r.bytes().all(|b| b == b'0'))
+    }
+
+    /// [`may_tie`] rules out only doubles that are not ties: never one that is (any double,
+    /// floats widened, small multiples of a power of two, which are ties often, and
+    /// subnormals).
+    #[test]
+    fn may_tie_never_rules_out_a_tie() {
+        use proptest::prelude::*;
+        let doubles = prop_oneof![
+            any::<f64>(),
+            any::<f32>().prop_map(f64::from),
+            (1u64..1 << 24, -60i32..60).prop_map(|(m, e)| m as f64 * 2f64.powi(e)),
+            // subnormals
+            (1u64..1 << 52).prop_map(f64::from_bits),
+        ]
+        .prop_filter("finite, not zero", |x| x.is_finite() && *x != 0.0);
+        let ties = std::cell::Cell::new(0);
+        proptest!(ProptestConfig::with_cases(20_000), |(x in doubles)| {
+            let sci = format!("{x:e}");
+            let (mant, exp) = sci.split_once('e').expect("an exponent");
+            let n = mant.chars().filter(char::is_ascii_digit).count();
+            if exact_tie(x, n) {
+                ties.set(ties.get() + 1);
+                prop_assert!(may_tie(x, exp, n), "{x:e} is a tie at {n} digits");
+            }
+        });
+        // the known tie, and that the cases held some
+        assert!(may_tie(0.25 - f64::from(-65.22f32), "1", 16));
+        assert!(ties.get() > 20, "{} ties among the cases", ties.get());
     }
 
     #[test]

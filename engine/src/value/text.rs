@@ -79,6 +79,28 @@ impl Text {
         }
     }
 
+    /// The texts of `parts`, one after the other: held in place when the whole is [`INLINE`]
+    /// bytes or fewer (no allocation), shared otherwise (SQL's `concat`).
+    pub fn concat<'a, I>(parts: I) -> Text
+    where
+        I: Iterator<Item = &'a str> + Clone,
+    {
+        let len: usize = parts.clone().map(str::len).sum();
+        if len <= INLINE {
+            let mut bytes = [0u8; INLINE];
+            let mut at = 0;
+            for p in parts {
+                bytes[at..at + p.len()].copy_from_slice(p.as_bytes());
+                at += p.len();
+            }
+            // (texts one after the other: a `str`, cut at its end)
+            return Text(Repr::Inline(Inline { bytes, len: Len::ALL[at] }));
+        }
+        let mut s = String::with_capacity(len);
+        parts.for_each(|p| s.push_str(p));
+        Text(Repr::Shared(Arc::from(s)))
+    }
+
     /// The text.
     #[inline]
     pub fn as_str(&self) -> &str {
@@ -86,7 +108,9 @@ impl Text {
             Repr::Inline(Inline { bytes, len }) => {
                 let b = &bytes[..len.get()];
                 // SAFETY: `Inline` is made only by `Text::new`, from the bytes of a `str` cut
-                // at its end, and by `Default`, empty; those bytes are never changed after.
+                // at its end, by `Text::concat`, from the bytes of `str`s one after the other
+                // (a `str`), cut at their end, and by `Default`, empty; those bytes are never
+                // changed after.
                 #[allow(unsafe_code)]
                 unsafe {
                     std::str::from_utf8_unchecked(b)
@@ -344,6 +368,17 @@ mod tests {
             let shared: Arc<str> = Arc::from(a.as_str());
             proptest::prop_assert!(Text::from(shared) == x);
             proptest::prop_assert!(x.clone() == x);
+        }
+
+        /// `concat` is the text of its parts one after the other, held in place exactly when
+        /// it is short enough, whatever the parts' lengths and characters.
+        #[test]
+        fn concat_is_its_parts_one_after_the_other(parts in proptest::collection::vec("[a-z\x00é🦀]{0,9}", 0..6)) {
+            let joined: String = parts.concat();
+            let t = Text::concat(parts.iter().map(String::as_str));
+            proptest::prop_assert_eq!(&*t, joined.as_str());
+            proptest::prop_assert_eq!(t.is_inline(), joined.len() <= INLINE);
+            proptest::prop_assert!(t == Text::new(&joined));
         }
     }
 
