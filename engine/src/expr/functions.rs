@@ -1285,7 +1285,7 @@ fn hex(bytes: &[u8]) -> String {
 ///
 /// A zero result is +0.0 (a BigDecimal has no negative zero: `round(-0.0D, -1)` is 0.0).
 pub(crate) fn round_f64(x: f64, scale: i32, half_even: bool) -> f64 {
-    round_f64_scaled(x, scale).unwrap_or_else(|| round_f64_digits(x, scale, half_even))
+    round_f64_scaled(x, scale, half_even).unwrap_or_else(|| round_f64_digits(x, scale, half_even))
 }
 
 /// Powers of ten that a double holds exactly (10^0 ..= 10^22).
@@ -1294,14 +1294,18 @@ const EXACT_POW10: [f64; 23] = [
     1e21, 1e22,
 ];
 
-/// [`round_f64`] in floating point, when that gives its exact answer: `scale` in 0..=22,
-/// `|x| * 10^scale` below 2^52, and not within a relative 1e-14 of a half (where the shortest
-/// decimal form decides, and HALF_UP and HALF_EVEN differ). Then rounding `|x| * 10^scale` to
-/// the nearest integer `k` rounds the shortest decimal form of `x` the same way (the product is
-/// within about 2^-52 relative of that form times 10^scale), and `k / 10^scale`, a correctly
-/// rounded division of exact operands, is the double nearest `k × 10^-scale`, which is what
-/// parsing the rounded digits gives. `None`: not such a case.
-fn round_f64_scaled(x: f64, scale: i32) -> Option<f64> {
+/// [`round_f64`] in floating point, when that gives its exact answer: `scale` in 0..=22 and
+/// `|x| * 10^scale` below 2^52. Away from a half, rounding `|x| * 10^scale` to the nearest
+/// integer `k` rounds the shortest decimal form of `x` the same way (the product is within about
+/// 2^-52 relative of that form times 10^scale), and `k / 10^scale`, a correctly rounded division
+/// of exact operands, is the double nearest `k × 10^-scale`, which is what parsing the rounded
+/// digits gives. Within a relative 1e-14 of a half `h = (2k + 1) / (2 × 10^scale)` (exact
+/// operands, so one division gives the double nearest `h`), with `|x| * 10^scale` below 2^47:
+/// the shortest form of `|x|` is `h` itself when that double is `|x|` (the decimals that read
+/// back as `|x|` span less than 1/32 of a unit of `10^-scale`, so no shorter one and no other
+/// of as many digits does), a tie that HALF_UP rounds up and HALF_EVEN to the even neighbour;
+/// otherwise it lies on the side of `h` that `|x|` does. `None`: not such a case.
+fn round_f64_scaled(x: f64, scale: i32, half_even: bool) -> Option<f64> {
     let p = *EXACT_POW10.get(usize::try_from(scale).ok()?)?;
     let y = x.abs() * p;
     if y.is_nan() || y >= 4_503_599_627_370_496.0 {
@@ -1310,10 +1314,27 @@ fn round_f64_scaled(x: f64, scale: i32) -> Option<f64> {
     }
     let floor = y.floor();
     let frac = y - floor;
-    if (frac - 0.5).abs() <= 1e-14 * y.max(1.0) {
-        return None;
-    }
-    let k = if frac > 0.5 { floor + 1.0 } else { floor };
+    let k = if (frac - 0.5).abs() <= 1e-14 * y.max(1.0) {
+        if y >= 140_737_488_355_328.0 {
+            // 2^47 and above: the doubles near `|x|` lie 1/32 of a unit of the last place or
+            // more apart, so a shorter decimal, or another of as many digits, may read back as
+            // `|x|` too
+            return None;
+        }
+        let half = (2.0 * floor + 1.0) / (2.0 * p);
+        let a = x.abs();
+        if a == half {
+            if half_even && floor % 2.0 == 0.0 { floor } else { floor + 1.0 }
+        } else if a > half {
+            floor + 1.0
+        } else {
+            floor
+        }
+    } else if frac > 0.5 {
+        floor + 1.0
+    } else {
+        floor
+    };
     // a zero result is +0.0, as the exact path gives
     Some(if k == 0.0 { 0.0 } else { (k / p).copysign(x) })
 }
@@ -1924,7 +1945,7 @@ mod tests {
                 v = -v;
             }
             for half_even in [false, true] {
-                if let Some(fast) = round_f64_scaled(v, scale) {
+                if let Some(fast) = round_f64_scaled(v, scale, half_even) {
                     answered += 1;
                     let exact = round_f64_digits(v, scale, half_even);
                     assert_eq!(fast.to_bits(), exact.to_bits(), "round({v:e}, {scale}) half_even={half_even}");
