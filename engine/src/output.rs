@@ -94,8 +94,16 @@ fn write_number<T: std::fmt::Display + std::fmt::LowerExp>(out: &mut String, f: 
         out.push_str("\"-Infinity\"");
     } else if f != 0.0 && (f.abs() >= 1e16 || f.abs() < 1e-7) {
         let _ = write!(out, "{x:e}");
-    } else if f == f.trunc() {
-        let _ = write!(out, "{x:.1}"); // keeps a double recognisable as one
+    } else if (f as i64) as f64 == f {
+        // a whole number below 1e16 (here): an exact `i64` (two conversions, no call to
+        // `trunc`), written with `.0` to keep a double recognisable as one (`12.0`): the digits
+        // `{x:.1}` writes, without formatting the double exactly (most of the time a sink spent
+        // on a row of whole numbers)
+        if f == 0.0 && f.is_sign_negative() {
+            out.push('-');
+        }
+        write_integer(out, f as i64);
+        out.push_str(".0");
     } else {
         let _ = write!(out, "{x}");
     }
@@ -363,6 +371,31 @@ mod tests {
         for v in [1e300, 1e-10, 0.1, 2.0f64.powi(60), 1.0e16, 9.999e15, 1e-7, 3.3e-8] {
             let back: f64 = show(Value::Double(v)).parse().unwrap();
             assert_eq!(back, v, "{v} reads back");
+        }
+    }
+
+    proptest::proptest! {
+        /// A whole number below 1e16 (either sign, DOUBLE or FLOAT, up to the last whole double
+        /// before 1e16) is written as `{:.1}` writes it: its digits, then `.0`.
+        #[test]
+        fn whole_numbers_are_written_as_exact_formatting_writes_them(
+            m in 0u64..10_000_000_000_000_000,
+            shift in 0u32..54,
+            negative in proptest::bool::ANY,
+        ) {
+            let x = (m >> shift) as f64;
+            let x = if negative { -x } else { x };
+            let mut s = String::new();
+            write_value(&mut s, &Value::Double(x));
+            if x.abs() < 1e16 {
+                proptest::prop_assert_eq!(&s, &format!("{x:.1}"));
+            }
+            let f = x as f32;
+            let mut s = String::new();
+            write_value(&mut s, &Value::Float(f));
+            if f64::from(f).abs() < 1e16 {
+                proptest::prop_assert_eq!(s, format!("{f:.1}"));
+            }
         }
     }
 }

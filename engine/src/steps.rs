@@ -738,11 +738,12 @@ impl CompiledSteps {
                 }
             }
         }
-        // the projection, or the null check after the filters: the last step's
-        let last = self.field(usize::MAX);
+        // the projection, or the null check after the filters: the last step's (its name
+        // shared only when a row fails)
+        let last = || self.field(usize::MAX);
         let Some((p, _)) = projection else {
             return match self.null_required(|i| row.get(i)) {
-                Some(name) => RowApplied::Failed(format!("null event time column {name}"), last),
+                Some(name) => RowApplied::Failed(format!("null event time column {name}"), last()),
                 None => RowApplied::Keep,
             };
         };
@@ -757,7 +758,7 @@ impl CompiledSteps {
                         Ok(v) => scratch.push(v),
                         Err(e) => {
                             scratch.clear();
-                            return RowApplied::Failed(reason(&e.into()), last);
+                            return RowApplied::Failed(reason(&e.into()), last());
                         }
                     }
                 }
@@ -774,12 +775,12 @@ impl CompiledSteps {
         scratch.clear();
         if let Err(reason) = p.compute(row, scratch, true) {
             scratch.clear();
-            return RowApplied::Failed(reason, last);
+            return RowApplied::Failed(reason, last());
         }
         if let Some(name) = self.null_required(|i| p.output_value(i, row, scratch)) {
             let reason = format!("null event time column {name}");
             scratch.clear();
-            return RowApplied::Failed(reason, last);
+            return RowApplied::Failed(reason, last());
         }
         p.take_moved(row, scratch);
         std::mem::swap(row, scratch);

@@ -992,6 +992,69 @@ thread_local! {
 }
 
 /// [`compile`] without folding `t` itself (its operands are folded).
+/// A predicate on one column that cannot fail, evaluated in place (no closure call): a side of
+/// an `AND` ([`compile_node`]).
+enum Simple {
+    /// `column IS NULL` (`negated`: `IS NOT NULL`).
+    IsNull { column: usize, negated: bool },
+    /// `column op constant` (`negated`: `NOT (...)`, `<>`), as [`CompareNode`] compares.
+    Compare { column: usize, op: CmpOp, negated: bool, constant: Value },
+}
+
+impl Simple {
+    fn of(t: &Typed) -> Option<Simple> {
+        let Node::Call { func, args } = &t.node else { return None };
+        match (func, args.as_slice()) {
+            (Func::IsNull { negated }, [Typed { node: Node::Column(c), .. }]) => {
+                Some(Simple::IsNull { column: *c, negated: *negated })
+            }
+            (Func::Compare(op), [Typed { node: Node::Column(c), .. }, Typed { node: Node::Literal(q), .. }]) => {
+                Some(Simple::Compare { column: *c, op: *op, negated: false, constant: q.clone() })
+            }
+            (Func::Not, [inner]) => match Simple::of(inner)? {
+                Simple::Compare { column, op, negated, constant } => {
+                    Some(Simple::Compare { column, op, negated: !negated, constant })
+                }
+                Simple::IsNull { .. } => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// TRUE, FALSE or NULL.
+    #[inline(always)]
+    fn eval(&self, r: &[Value]) -> Value {
+        match self {
+            Simple::IsNull { column, negated } => Value::Bool(at(r, *column).is_null() != *negated),
+            Simple::Compare { column, op, negated, constant } => match at(r, *column) {
+                Value::Null => Value::Null,
+                x => match compare(*op, x, constant) {
+                    Value::Bool(v) => Value::Bool(v != *negated),
+                    v => v,
+                },
+            },
+        }
+    }
+}
+
+/// The column and the constant of `nullif(column, constant)` as bound (`CASE WHEN column =
+/// constant THEN NULL ELSE column END`, the column of the constant's type as it is); `None` for
+/// any other `CASE`.
+fn nullif_of_column(branches: &[(Typed, Typed)], otherwise: Option<&Typed>) -> Option<(usize, Value)> {
+    let [(when, then)] = branches else { return None };
+    let (Node::Call { func: Func::Compare(CmpOp::Eq), args }, Node::Literal(Value::Null), Some(else_)) =
+        (&when.node, &then.node, otherwise)
+    else {
+        return None;
+    };
+    match (args.as_slice(), &else_.node) {
+        ([Typed { node: Node::Column(c), .. }, Typed { node: Node::Literal(q), .. }], Node::Column(e)) if c == e => {
+            Some((*c, q.clone()))
+        }
+        _ => None,
+    }
+}
+
 fn compile_node(t: &Typed) -> Eval {
     #[cfg(test)]
     NODES_COMPILED.with(|n| n.set(n.get() + 1));
@@ -1011,6 +1074,19 @@ fn compile_node(t: &Typed) -> Eval {
                 return node(|_| Ok(Value::Null));
             };
             build1(input, CastNode { cast, try_cast: *try_cast, name })
+        }
+        Node::And(a, b) if let (Some(x), Some(y)) = (Simple::of(a), Simple::of(b)) => {
+            // `v IS NOT NULL AND k <> 'none'`: both sides in place, neither can fail
+            node(move |r| {
+                Ok(match x.eval(r) {
+                    Value::Bool(false) => Value::Bool(false),
+                    p => match (p, y.eval(r)) {
+                        (_, Value::Bool(false)) => Value::Bool(false),
+                        (Value::Bool(true), q) => q,
+                        _ => Value::Null,
+                    },
+                })
+            })
         }
         Node::And(a, b) => {
             let (a, b) = (compile(a), compile(b));
@@ -1039,6 +1115,16 @@ fn compile_node(t: &Typed) -> Eval {
                     (_, Value::Bool(true)) => Value::Bool(true),
                     (Value::Bool(false), y) => y,
                     _ => Value::Null,
+                })
+            })
+        }
+        Node::Case { branches, otherwise } if let Some((c, q)) = nullif_of_column(branches, otherwise.as_deref()) => {
+            // `nullif(column, constant)` (`x / nullif(n, 0)`): one comparison, in place
+            node(move |r| {
+                let x = at(r, c);
+                Ok(match compare(CmpOp::Eq, x, &q) {
+                    Value::Bool(true) => Value::Null,
+                    _ => x.clone(),
                 })
             })
         }
@@ -1340,6 +1426,63 @@ mod tests {
                     let want = r.as_ref().unwrap_or(&Value::Null);
                     prop_assert!(apart[i].total_cmp(want).is_eq() && std::mem::discriminant(&apart[i]) == std::mem::discriminant(want),
                         "{}: record {}: apart {:?}, alone {:?}", typed.name, i, apart[i], r);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        /// `a AND b` of two predicates on one column each (`IS [NOT] NULL`, a comparison with a
+        /// constant, its negation: evaluated in place, [`super::Simple`]) is Spark's
+        /// three-valued AND of the two sides, each compiled and evaluated alone.
+        #[test]
+        fn an_and_of_simple_predicates_is_the_and_of_its_sides(
+            rows in proptest::collection::vec((any::<u8>(), any::<i64>(), "[a-c]{0,2}"), 1..30),
+        ) {
+            use crate::expr::BinaryOp::{And, Eq, Gt, LtEq, NotEq};
+            let schema = schema();
+            let is_null = |c: &str, negated| syn(SyntaxKind::IsNull { expr: Box::new(col(c)), negated });
+            let sides = [
+                is_null("d", true),
+                is_null("s", false),
+                bin(NotEq, col("s"), lit(Literal::String("b".into()))),
+                bin(Eq, col("s"), lit(Literal::String("a".into()))),
+                bin(Gt, col("l"), lit(Literal::Integer(3))),
+                bin(LtEq, col("d"), lit(Literal::Decimal("0.5".into()))),
+                syn(SyntaxKind::Not(Box::new(bin(Gt, col("l"), lit(Literal::Integer(0)))))),
+            ];
+            let records: Vec<Vec<Value>> = rows
+                .iter()
+                .map(|(k, x, text)| {
+                    let null = |bit: u8| k & bit != 0;
+                    vec![
+                        if null(1) { Value::Null } else { Value::Double(*x as f64 / 1e18) },
+                        if null(2) { Value::Null } else { Value::Long(x % 7) },
+                        Value::Int(0),
+                        Value::Timestamp(Timestamp(0)),
+                        if null(4) { Value::Null } else { Value::Str(text.as_str().into()) },
+                    ]
+                })
+                .collect();
+            for a in &sides {
+                for b in &sides {
+                    let both = Compiled::new(&bind(&bin(And, a.clone(), b.clone()), &schema).unwrap_or_else(|e| panic!("{e}")));
+                    let (x, y) = (
+                        Compiled::new(&bind(a, &schema).unwrap_or_else(|e| panic!("{e}"))),
+                        Compiled::new(&bind(b, &schema).unwrap_or_else(|e| panic!("{e}"))),
+                    );
+                    for r in &records {
+                        let (p, q) = (x.eval_raw(r).ok(), y.eval_raw(r).ok());
+                        let want = match (p.clone(), q.clone()) {
+                            (Some(Value::Bool(false)), _) | (_, Some(Value::Bool(false))) => Value::Bool(false),
+                            (Some(Value::Bool(true)), Some(Value::Bool(true))) => Value::Bool(true),
+                            _ => Value::Null,
+                        };
+                        let got = both.eval_raw(r).ok();
+                        prop_assert!(got.as_ref().is_some_and(|g| g.total_cmp(&want).is_eq()
+                            && std::mem::discriminant(g) == std::mem::discriminant(&want)),
+                            "{a:?} AND {b:?} on {r:?}: {got:?}, sides {p:?} {q:?}");
+                    }
                 }
             }
         }
