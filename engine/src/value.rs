@@ -56,6 +56,28 @@ pub enum Value {
 }
 
 impl Value {
+    /// Whether dropping this value frees memory or counts down a shared count: shared text, a
+    /// STRUCT, a list. Every other value is plain data (numbers, a `Copy` struct, text held in
+    /// place), whose drop does nothing. The match lists every variant, so a new one must be
+    /// placed on one side or the other.
+    #[inline(always)]
+    pub(crate) fn owns_memory(&self) -> bool {
+        match self {
+            Value::Str(t) => !t.is_inline(),
+            Value::Struct(..) | Value::List(_) => true,
+            Value::Null
+            | Value::Bool(_)
+            | Value::Int(_)
+            | Value::Long(_)
+            | Value::Float(_)
+            | Value::Double(_)
+            | Value::Timestamp(_)
+            | Value::Decimal(_)
+            | Value::Date(_)
+            | Value::Window { .. } => false,
+        }
+    }
+
     /// Writes a copy of `self` over `slot`, which must be NULL, when `self` owns no memory
     /// (every variant but shared text, a STRUCT and a list); `false` (nothing written) otherwise.
     ///
@@ -66,22 +88,7 @@ impl Value {
     #[inline(always)]
     pub(crate) fn copy_plain_over_null(&self, slot: &mut Value) -> bool {
         type Words = [std::mem::MaybeUninit<u64>; 3];
-        let plain = match self {
-            Value::Str(t) => t.is_inline(),
-            Value::Struct(..) | Value::List(_) => false,
-            // (listed one by one, so that a new variant must be placed on one side or the other)
-            Value::Null
-            | Value::Bool(_)
-            | Value::Int(_)
-            | Value::Long(_)
-            | Value::Float(_)
-            | Value::Double(_)
-            | Value::Timestamp(_)
-            | Value::Decimal(_)
-            | Value::Date(_)
-            | Value::Window { .. } => true,
-        };
-        if !plain || !slot.is_null() {
+        if self.owns_memory() || !slot.is_null() {
             return false;
         }
         // SAFETY: `self` holds only plain data (numbers, a `Copy` struct, text held in place: its
@@ -397,6 +404,20 @@ impl From<&[Value]> for Fields {
 impl FromIterator<Value> for Fields {
     fn from_iter<I: IntoIterator<Item = Value>>(values: I) -> Fields {
         Fields(Arc::new(values.into_iter().collect()))
+    }
+}
+
+/// Writes `new` into `slot`, calling the drop glue of the old value only when it owns memory
+/// ([`Value::owns_memory`]): a recycled record's values and the spare slots computed columns go
+/// to are mostly numbers, timestamps, short text or NULL: a store each, no call.
+#[inline(always)]
+pub(crate) fn overwrite(slot: &mut Value, new: Value) {
+    // The variant is looked at before the write: the old value is then never copied out. NULL
+    // (a spare slot) is tested first: one compare of the tag byte.
+    if slot.is_null() || !slot.owns_memory() {
+        std::mem::forget(std::mem::replace(slot, new));
+    } else {
+        *slot = new;
     }
 }
 

@@ -36,13 +36,13 @@
 use crate::schema::DataType;
 use crate::time::Timestamp;
 use crate::value::Text;
-use crate::value::{Record, Value};
+use crate::value::{Record, Value, overwrite};
 
 use super::json_fast::{FastKeys, any_string_end, number_value, string_at, string_end, ws};
 use super::json_number::scan_number;
 use super::text::{short_integer, short_integer_len, timestamp_prefix};
 use super::time_form::TimeForm;
-use super::{Plan, clear, overwrite};
+use super::{Plan, clear};
 
 /// Longest run of bytes between two values kept (`, "a_long_column_name": "`); a line with a
 /// longer one has no layout.

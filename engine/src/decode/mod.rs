@@ -347,31 +347,10 @@ impl Plan {
     }
 }
 
-/// Sets `v` to null ([`overwrite`]).
+/// Sets `v` to null ([`overwrite`](crate::value::overwrite)).
 #[inline(always)]
 pub(crate) fn clear(v: &mut Value) {
-    overwrite(v, Value::Null);
-}
-
-/// Writes `new` into `slot`, calling the drop glue of the old value only when it owns a shared
-/// allocation (a recycled record's values are mostly numbers and timestamps: a store each, no
-/// call). The match lists every variant, so a new one must be placed on one side or the other.
-#[inline(always)]
-pub(crate) fn overwrite(slot: &mut Value, new: Value) {
-    // The variant is looked at before the write: the old value is then never copied out.
-    match slot {
-        Value::Str(_) | Value::Struct(..) | Value::List(_) => *slot = new,
-        Value::Null
-        | Value::Bool(_)
-        | Value::Int(_)
-        | Value::Long(_)
-        | Value::Float(_)
-        | Value::Double(_)
-        | Value::Timestamp(_)
-        | Value::Decimal(_)
-        | Value::Date(_)
-        | Value::Window { .. } => std::mem::forget(std::mem::replace(slot, new)),
-    }
+    crate::value::overwrite(v, Value::Null);
 }
 
 /// `s` cut to at most [`MAX_QUOTED`] bytes on a char boundary, with `...` when cut.

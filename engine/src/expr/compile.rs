@@ -113,7 +113,7 @@ where
                 if k < values.len()
                     && let Some(v) = fast(values)
                 {
-                    put(&mut values[k], v);
+                    crate::value::overwrite(&mut values[k], v);
                     continue;
                 }
                 slow_into(&*slow, values, k, i, fails);
@@ -193,18 +193,6 @@ where
         }
     });
     Eval { one, batch }
-}
-
-/// `v` into `slot`. The slot a computed column goes to is mostly NULL (the decoder's spare
-/// slot), which has nothing to drop: one compare, where the drop of any value decodes its tag.
-#[inline(always)]
-fn put(slot: &mut Value, v: Value) {
-    if slot.is_null() {
-        // NULL owns nothing: forgetting it frees nothing
-        std::mem::forget(std::mem::replace(slot, v));
-    } else {
-        *slot = v;
-    }
 }
 
 /// [`node_fast`]'s general case for record `i` of a batch: `slow`'s value into `values[k]` (when
