@@ -88,14 +88,15 @@ impl Value {
     #[inline(always)]
     pub(crate) fn copy_plain_over_null(&self, slot: &mut Value) -> bool {
         type Words = [std::mem::MaybeUninit<u64>; 3];
+        const _: () = assert!(size_of::<Value>() == size_of::<Words>() && align_of::<Value>() == align_of::<Words>());
         if self.owns_memory() || !slot.is_null() {
             return false;
         }
         // SAFETY: `self` holds only plain data (numbers, a `Copy` struct, text held in place: its
         // bytes and its length) and owns no memory, so its bits copied are a second, independent
         // value, as `clone` would make; `slot` is NULL, which owns nothing, so overwriting it
-        // leaks nothing. A `Value` is 24 bytes aligned to 8 (`a_value_is_24_bytes`), so both are
-        // three aligned words; they are read as `MaybeUninit`, since a variant's padding is not
+        // leaks nothing. A `Value` is 24 bytes aligned to 8 (asserted above, when compiling), so
+        // both are three aligned words; they are read as `MaybeUninit`, since a variant's padding is not
         // initialized.
         #[allow(unsafe_code)]
         unsafe {

@@ -979,7 +979,6 @@ thread_local! {
     static NODES_COMPILED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// [`compile`] without folding `t` itself (its operands are folded).
 /// A predicate on one column that cannot fail, evaluated in place (no closure call): a side of
 /// an `AND` ([`compile_node`]).
 enum Simple {
@@ -1043,6 +1042,7 @@ fn nullif_of_column(branches: &[(Typed, Typed)], otherwise: Option<&Typed>) -> O
     }
 }
 
+/// [`compile`] without folding `t` itself (its operands are folded).
 fn compile_node(t: &Typed) -> Eval {
     #[cfg(test)]
     NODES_COMPILED.with(|n| n.set(n.get() + 1));

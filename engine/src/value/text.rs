@@ -89,12 +89,17 @@ impl Text {
         if len <= INLINE {
             let mut bytes = [0u8; INLINE];
             let mut at = 0;
-            for p in parts {
-                bytes[at..at + p.len()].copy_from_slice(p.as_bytes());
+            // (a second pass that gives more bytes than the first falls to the shared form)
+            let fits = parts.clone().all(|p| {
+                let Some(slot) = bytes.get_mut(at..at + p.len()) else { return false };
+                slot.copy_from_slice(p.as_bytes());
                 at += p.len();
+                true
+            });
+            if fits {
+                // (texts one after the other: a `str`, cut at its end)
+                return Text(Repr::Inline(Inline { bytes, len: Len::ALL[at] }));
             }
-            // (texts one after the other: a `str`, cut at its end)
-            return Text(Repr::Inline(Inline { bytes, len: Len::ALL[at] }));
         }
         let mut s = String::with_capacity(len);
         parts.for_each(|p| s.push_str(p));
