@@ -103,7 +103,8 @@ impl Text {
         }
         let mut s = String::with_capacity(len);
         parts.for_each(|p| s.push_str(p));
-        Text(Repr::Shared(Arc::from(s)))
+        // (short text is always in place, whatever the passes gave)
+        Text::new(&s)
     }
 
     /// The text.
