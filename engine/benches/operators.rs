@@ -5,10 +5,15 @@
 //! Records are built before the measurement; each iteration feeds a block of records through
 //! `on_record` in real-time mode, in batches of 256 records as the partition actor receives
 //! them, with the prefetch schedule of `prefetch_ahead` as the partition actor runs it (within
-//! a batch), each batch dropped once processed, as the partition actor releases it (per-record
-//! emission work is included, append mode: every window is emitted once when the watermark
-//! passes it). Event time advances `spacing` per
-//! record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per key per 10 s
+//! a batch), each batch handed back once processed, as the partition actor hands it back to
+//! the source actor for reuse (`eddy-actors`' `recycle`: the source's decoder then overwrites
+//! its records' values in place, a cost of the source that `source_decode*` measure) and
+//! dropped after the measurement. Per-record emission work is included (append mode: every
+//! window is emitted once when the watermark passes it). `tumbling_sum_count_dropped` and
+//! `tumbling_sum_count_filter_select3_dropped` drop each batch inside the measurement instead,
+//! as a partition actor does only when the return channel is full (and as this benchmark did
+//! before 2026-12-05): each record's values dropped and its memory freed. Event time advances
+//! `spacing` per record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per key per 10 s
 //! window, the steady state of a busy stream), 1 ms for the rolling window (3.6 million records
 //! in a 1-hour range at most, so its state stays within memory; measured once the range is full).
 //!
@@ -30,6 +35,9 @@
 //! first pass over a batch pays its misses: the operator alone hides them behind its prefetch,
 //! a step's pass does not. The difference in the hot pair is the steps' own cost.
 //!
+//! `tumbling_sum_count_write3` and `tumbling_sum_count_write3_hot` are the memory floor under
+//! `select3` ([`write3`]): its three spare slots written with constants, nothing evaluated.
+//!
 //! `tumbling_sum_count_filter` and `tumbling_sum_count_filter_{gross,lower,shift}` take
 //! `select3` apart: the filter alone, then the filter with one of its three columns (`v * 1.2`,
 //! `lower(key)`, `ts + INTERVAL 1 HOUR`).
@@ -50,7 +58,7 @@
 //! library"; bench/results/processor.md).
 //!
 //! `EDDY_BENCH_PROFILE=<name>:<blocks>` runs only workload `<name>` outside criterion: its
-//! warm-up, then `<blocks>` blocks through `feed` / `feed_steps`, for an instruction count
+//! warm-up, then `<blocks>` blocks through `feed`, for an instruction count
 //! (`valgrind --tool=callgrind --toggle-collect='*feed*'`; per record: the inclusive count of
 //! the `feed` functions over `<blocks>` x 100,000).
 
@@ -135,14 +143,40 @@ fn window_agg(window: WindowKind, measures: Vec<AggregateFn>, output_mode: Outpu
     })
 }
 
-/// The timed work: every record through the operator (clock first, as the runtime's timer
-/// would), batch by batch with the prefetch schedule of [`prefetch_ahead`] within each batch,
-/// its rows produced, each batch dropped once processed (the partition actor's loop). Not
-/// inlined, so that a profiler (`valgrind --tool=callgrind --toggle-collect='*feed*'`) can
-/// count exactly this.
+/// What runs on each batch before the operator.
+#[derive(Clone, Copy)]
+enum Before<'a> {
+    Nothing,
+    /// Source steps, as the source actor applies them to what one poll gave
+    /// ([`CompiledSteps::apply_batch`]: a record kept stays in the batch, one dropped or failed
+    /// does not).
+    Steps(&'a CompiledSteps),
+    /// [`write3`]: the memory floor under `select3`.
+    Write3,
+}
+
+/// The timed work: each batch through `before`, then every record of it through the operator
+/// (clock first, as the runtime's timer would) with the prefetch schedule of [`prefetch_ahead`]
+/// within the batch, its rows produced; the batch then pushed to `returned` (handed back, as the
+/// partition actor does), or dropped at once when `returned` is `None`. Not inlined, so that a
+/// profiler (`valgrind --tool=callgrind --toggle-collect='*feed*'`) can count exactly this.
 #[inline(never)]
-fn feed(op: &mut dyn Operator, batches: Vec<Vec<Record>>, out: &mut Output) {
-    for recs in batches {
+fn feed(
+    op: &mut dyn Operator,
+    before: Before,
+    batches: Vec<Vec<Record>>,
+    scratch: &mut BatchScratch,
+    out: &mut Output,
+    mut returned: Option<&mut Vec<Vec<Record>>>,
+) {
+    for mut recs in batches {
+        match before {
+            Before::Nothing => {}
+            Before::Steps(steps) => steps.apply_batch(&mut recs, scratch, |_, rejected| {
+                black_box(rejected);
+            }),
+            Before::Write3 => write3(&mut recs),
+        }
         let prefetching = op.prefetch_pays();
         for i in 0..recs.len() {
             if prefetching {
@@ -153,34 +187,32 @@ fn feed(op: &mut dyn Operator, batches: Vec<Vec<Record>>, out: &mut Output) {
             op.on_record(r, Timestamp::MIN, out);
             out.clear();
         }
+        if let Some(returned) = returned.as_deref_mut() {
+            returned.push(recs);
+        }
     }
 }
 
-/// [`feed`] with the source steps first: each batch through `steps` at once, as the source
-/// actor applies them to what one poll gave ([`CompiledSteps::apply_batch`]: a record kept
-/// stays in the batch, one dropped or failed does not), then the batch through the operator as
-/// [`feed`] does.
+/// The memory floor under `select3`'s steps: each record's three spare slots written with a
+/// constant (24 bytes each, as any value), one pass over the batch per slot as the steps' batch
+/// passes run, nothing read or evaluated. What any steps that write three computed columns into
+/// the records pay for the records' memory alone: on records built before the measurement, the
+/// spare slots' cache lines brought in and written back (bench/results/sql-expressions.md).
 #[inline(never)]
-fn feed_steps(
-    op: &mut dyn Operator,
-    steps: &CompiledSteps,
-    batches: Vec<Vec<Record>>,
-    scratch: &mut BatchScratch,
-    out: &mut Output,
-) {
-    for mut kept in batches {
-        steps.apply_batch(&mut kept, scratch, |_, rejected| {
-            black_box(rejected);
-        });
-        let prefetching = op.prefetch_pays();
-        for i in 0..kept.len() {
-            if prefetching {
-                prefetch_ahead(op, |j| kept.get(j), i);
-            }
-            let r = &kept[i];
-            op.advance_clock(r.values[1].as_timestamp().unwrap_or_default(), out);
-            op.on_record(r, Timestamp::MIN, out);
-            out.clear();
+fn write3(batch: &mut [Record]) {
+    for r in batch.iter_mut() {
+        if let Some(slot) = r.values.get_mut(3) {
+            *slot = Value::Double(1.5);
+        }
+    }
+    for r in batch.iter_mut() {
+        if let Some(slot) = r.values.get_mut(4) {
+            *slot = Value::Long(7);
+        }
+    }
+    for r in batch.iter_mut() {
+        if let Some(slot) = r.values.get_mut(5) {
+            *slot = Value::Timestamp(Timestamp(0));
         }
     }
 }
@@ -193,11 +225,13 @@ struct Workload<'a> {
     /// only so that the keys exist).
     steady_blocks: usize,
     make: &'a dyn Fn() -> Box<dyn Operator>,
-    /// Source steps run on each record before the operator.
-    steps: Option<&'a CompiledSteps>,
+    /// What runs on each batch before the operator.
+    before: Before<'a>,
     /// Each batch in the cache when it is fed, as the decoder leaves it ([`decoded`]), not as
     /// built before the measurement (a block of records far larger than the caches).
     hot: bool,
+    /// Each batch dropped inside the measurement once processed, not handed back.
+    dropped: bool,
 }
 
 /// What the source's decoder leaves in the cache of the batch it has just written, before the
@@ -233,6 +267,7 @@ impl Workload<'_> {
                 batches(BLOCK, start, self.spacing_us, self.spare()),
                 &mut BatchScratch::default(),
                 out,
+                &mut Vec::new(),
             );
         }
         (op, start)
@@ -240,18 +275,29 @@ impl Workload<'_> {
 
     /// The NULL slots the source's decoder would leave in each record for the steps.
     fn spare(&self) -> usize {
-        self.steps.map_or(0, CompiledSteps::spare_columns)
-    }
-
-    fn feed(&self, op: &mut dyn Operator, recs: Vec<Vec<Record>>, scratch: &mut BatchScratch, out: &mut Output) {
-        match self.steps {
-            None => feed(op, recs, out),
-            Some(steps) => feed_steps(op, steps, recs, scratch, out),
+        match self.before {
+            Before::Nothing => 0,
+            Before::Steps(steps) => steps.spare_columns(),
+            Before::Write3 => 3,
         }
     }
 
+    /// [`feed`] with this workload's `before`; the batches handed back go to `returned`, unless
+    /// the workload drops them.
+    fn feed(
+        &self,
+        op: &mut dyn Operator,
+        recs: Vec<Vec<Record>>,
+        scratch: &mut BatchScratch,
+        out: &mut Output,
+        returned: &mut Vec<Vec<Record>>,
+    ) {
+        feed(op, self.before, recs, scratch, out, (!self.dropped).then_some(returned));
+    }
+
     /// A block through [`Workload::feed`]; the time it took (a hot workload: the time of its
-    /// batches, each made [`decoded`] first, untimed).
+    /// batches, each made [`decoded`] first, untimed). The batches handed back are dropped
+    /// untimed.
     fn timed(
         &self,
         op: &mut dyn Operator,
@@ -259,17 +305,19 @@ impl Workload<'_> {
         scratch: &mut BatchScratch,
         out: &mut Output,
     ) -> std::time::Duration {
+        let mut returned = Vec::with_capacity(recs.len());
         if !self.hot {
             let t0 = std::time::Instant::now();
-            self.feed(op, recs, scratch, out);
+            self.feed(op, recs, scratch, out, &mut returned);
             return t0.elapsed();
         }
         let mut total = std::time::Duration::ZERO;
         for mut batch in recs {
             decoded(&mut batch);
             let t0 = std::time::Instant::now();
-            self.feed(op, vec![batch], scratch, out);
+            self.feed(op, vec![batch], scratch, out, &mut returned);
             total += t0.elapsed();
+            returned.clear();
         }
         total
     }
@@ -437,8 +485,9 @@ fn benches(c: &mut Criterion) {
         spacing_us: 10,
         steady_blocks: 0,
         make: &tumbling,
-        steps: None,
+        before: Before::Nothing,
         hot: false,
+        dropped: false,
     };
     // the three columns as a user computes them: arithmetic on a column, a string function,
     // a shifted timestamp
@@ -455,11 +504,28 @@ fn benches(c: &mut Criterion) {
         ],
     );
     run(c, &plain);
-    run(c, &Workload { name: "tumbling_sum_count_filter_select3", steps: Some(&three), ..plain });
+    run(c, &Workload { name: "tumbling_sum_count_filter_select3", before: Before::Steps(&three), ..plain });
     // the same two with each batch in the cache as the decoder leaves it
     run(c, &Workload { name: "tumbling_sum_count_hot", hot: true, ..plain });
-    run(c, &Workload { name: "tumbling_sum_count_filter_select3_hot", steps: Some(&three), hot: true, ..plain });
-    run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", steps: Some(&heavy), ..plain });
+    run(
+        c,
+        &Workload { name: "tumbling_sum_count_filter_select3_hot", before: Before::Steps(&three), hot: true, ..plain },
+    );
+    // the memory floor under `select3`: its three slots written, nothing evaluated
+    run(c, &Workload { name: "tumbling_sum_count_write3", before: Before::Write3, ..plain });
+    run(c, &Workload { name: "tumbling_sum_count_write3_hot", before: Before::Write3, hot: true, ..plain });
+    // plain and `select3` with each batch dropped inside the measurement, not handed back
+    run(c, &Workload { name: "tumbling_sum_count_dropped", dropped: true, ..plain });
+    run(
+        c,
+        &Workload {
+            name: "tumbling_sum_count_filter_select3_dropped",
+            before: Before::Steps(&three),
+            dropped: true,
+            ..plain
+        },
+    );
+    run(c, &Workload { name: "tumbling_sum_count_filter_select_heavy", before: Before::Steps(&heavy), ..plain });
     // the same steps where the runtime runs them: after the source's decoder
     let lines = json_lines();
     run_source(c, "source_decode", None, &lines);
@@ -473,7 +539,7 @@ fn benches(c: &mut Criterion) {
         ("tumbling_sum_count_filter_shift", source_steps("v >= 0", &["ts + INTERVAL 1 HOUR AS ts_local"])),
     ];
     for (name, steps) in &parts {
-        run(c, &Workload { name, steps: Some(steps), ..plain });
+        run(c, &Workload { name, before: Before::Steps(steps), ..plain });
     }
     // the same three computed columns, with `v` replaced by a computed one of the same name:
     // the input's columns are no longer in place, so the projection rearranges each record
@@ -481,7 +547,7 @@ fn benches(c: &mut Criterion) {
         "v >= 0",
         &["key", "ts", "v * 1.2 AS v", "lower(key) AS key_lc", "ts + INTERVAL 1 HOUR AS ts_local", "v AS v_raw"],
     );
-    run(c, &Workload { name: "tumbling_sum_count_filter_select_replace", steps: Some(&replace), ..plain });
+    run(c, &Workload { name: "tumbling_sum_count_filter_select_replace", before: Before::Steps(&replace), ..plain });
     run(c, &Workload { name: "forward", make: &|| Box::new(Forward), ..plain });
     run(
         c,
@@ -514,8 +580,9 @@ fn benches(c: &mut Criterion) {
                     OutputMode::Append,
                 ))
             },
-            steps: None,
+            before: Before::Nothing,
             hot: false,
+            dropped: false,
         },
     );
     run(
@@ -531,8 +598,9 @@ fn benches(c: &mut Criterion) {
                     OutputMode::Append,
                 ))
             },
-            steps: None,
+            before: Before::Nothing,
             hot: false,
+            dropped: false,
         },
     );
     run(
@@ -556,8 +624,9 @@ fn benches(c: &mut Criterion) {
                     compact: true,
                 }))
             },
-            steps: None,
+            before: Before::Nothing,
             hot: false,
+            dropped: false,
         },
     );
 }
