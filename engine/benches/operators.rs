@@ -5,17 +5,19 @@
 //! Records are built before the measurement; each iteration feeds a block of records through
 //! `on_record` in real-time mode, in batches of 256 records as the partition actor receives
 //! them, with the prefetch schedule of `prefetch_ahead` as the partition actor runs it (within
-//! a batch), each batch handed back once processed, as the partition actor hands it back to
-//! the source actor for reuse (`eddy-actors`' `recycle`: the source's decoder then overwrites
-//! its records' values in place, a cost of the source that `source_decode*` measure) and
-//! dropped after the measurement. Per-record emission work is included (append mode: every
-//! window is emitted once when the watermark passes it). `tumbling_sum_count_dropped` and
-//! `tumbling_sum_count_filter_select3_dropped` drop each batch inside the measurement instead,
-//! as a partition actor does only when the return channel is full (and as this benchmark did
-//! before 2026-12-05): each record's values dropped and its memory freed. Event time advances
-//! `spacing` per record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per key per 10 s
-//! window, the steady state of a busy stream), 1 ms for the rolling window (3.6 million records
-//! in a 1-hour range at most, so its state stays within memory; measured once the range is full).
+//! a batch). Each batch is handed back once processed and dropped after the measurement: in
+//! real-time mode without a join the partition actor hands it back to the source actor
+//! (`eddy-actors`' `recycle`), whose decoder overwrites the records' values in place (since
+//! 2026-12-02, a cost of the source that `source_decode*` measure). Per-record emission work is
+//! included (append mode: every window is emitted once when the watermark passes it).
+//! `tumbling_sum_count_dropped` and `tumbling_sum_count_filter_select3_dropped` drop each batch
+//! inside the measurement instead (each record's values dropped, its memory freed), as this
+//! benchmark did before 2026-12-05 and as a partition actor does with a join, in micro-batch
+//! mode past what the return channel holds, or when the channel is full. Event time advances
+//! `spacing` per record: 10 µs for window aggregates (a 100k records/s stream: ~100 records per
+//! key per 10 s window, the steady state of a busy stream), 1 ms for the rolling window (3.6
+//! million records in a 1-hour range at most, so its state stays within memory; measured once
+//! the range is full).
 //!
 //! `tumbling_sum_count_filter_select3` and `tumbling_sum_count_filter_select_heavy` run the same
 //! records through a pipeline's source steps first (`filter` plus a `select` of the three input
@@ -194,10 +196,12 @@ fn feed(
 }
 
 /// The memory floor under `select3`'s steps: each record's three spare slots written with a
-/// constant (24 bytes each, as any value), one pass over the batch per slot as the steps' batch
-/// passes run, nothing read or evaluated. What any steps that write three computed columns into
-/// the records pay for the records' memory alone: on records built before the measurement, the
-/// spare slots' cache lines brought in and written back (bench/results/sql-expressions.md).
+/// constant, one pass over the batch per slot as the steps' batch passes run, nothing evaluated
+/// (each slot's old value is only tested for a drop, as the kernels' writes test it). What any
+/// steps that write three computed columns into the records pay for the spare slots' memory: on
+/// records built before the measurement, their cache lines brought in and written back
+/// (bench/results/sql-expressions.md). `select3` also reads its input columns in its own passes,
+/// which this floor does not.
 #[inline(never)]
 fn write3(batch: &mut [Record]) {
     for r in batch.iter_mut() {
