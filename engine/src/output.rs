@@ -79,12 +79,13 @@ fn write_integer(out: &mut String, i: i64) {
 /// plain notation as `Display` and with as many digits, which read back as the same double
 /// (`fractions_are_written_shortest_as_display_writes_them`), for a fraction of the instructions
 /// (`Display` was 30 % of the NAB main job's): below 1e9 with at most six decimals (a price, a
-/// rounded value) by [`write_short_fraction`], otherwise by the `ryu` crate. The digits are `Display`'s except
-/// when the double lies exactly halfway between two shortest forms (`1868613577682297.25`, 17
-/// digits): `ryu` then writes the one whose last digit is even (`…297.2`), as Java's
-/// `Double.toString` does since JDK 19, where `Display` writes the other. Below 1e-5 `ryu`
-/// writes an exponent where `Display` does not (`1.5e-6` / `0.0000015`), so those go through
-/// [`write_number`].
+/// rounded value) by [`write_short_fraction`], otherwise by the `ryu` crate. The digits are
+/// `Display`'s except when the double lies exactly halfway between two shortest forms, which
+/// have 16 or 17 digits (`65.470001220703125`, a FLOAT widened; `1868613577682297.25`): `ryu`
+/// then writes the one whose last digit is even (`65.47000122070312`), as Java's
+/// `Double.toString` does since JDK 19 and as `to_json` and `CAST` already write a DOUBLE here
+/// (`expr::text`), where `Display` writes the other. Below 1e-5 `ryu` writes an exponent where
+/// `Display` does not (`1.5e-6` / `0.0000015`), so those go through [`write_number`].
 fn write_double(out: &mut String, f: f64) {
     let a = f.abs();
     if (1e-5..1e16).contains(&a) && (f as i64) as f64 != f {
@@ -110,10 +111,12 @@ const SHORT_SCALE: f64 = 1e6;
 /// Why these are `Display`'s digits: below 1e9 the gap between two doubles is at most 2^-23,
 /// which is under 0.12 once multiplied by 1e6, so at most one number of six decimals reads back
 /// as `f`, and it is `|f| * 1e6` rounded to an integer `n` (the product's own rounding moves it by
-/// 0.06 at most). `n / 1e6`, computed exactly rounded from two exact operands, is what reading
+/// 0.0625 at most). `n / 1e6`, computed exactly rounded from two exact operands, is what reading
 /// `n`'s digits back gives, so the test below is exact. A form with fewer decimals would also be
-/// one of six decimals (its zeros appended), so it is `n` without its trailing zeros: the
-/// shortest form, and the only one of its length.
+/// one of six decimals (its zeros appended), so it is `n` without its trailing zeros. That form
+/// has at most 15 significant digits, and two decimals of at most 15 significant digits never
+/// read back as the same double: no other form as short or shorter reads back as `f`, so it is
+/// the shortest, with no tie for `Display` to break.
 fn write_short_fraction(out: &mut String, f: f64) -> bool {
     let scaled = (f.abs() * SHORT_SCALE).round();
     if scaled / SHORT_SCALE != f.abs() {
@@ -122,7 +125,7 @@ fn write_short_fraction(out: &mut String, f: f64) -> bool {
     // below 1e15: exact as an integer
     let mut digits = scaled as u64;
     let mut decimals = SHORT_DECIMALS;
-    while decimals > 0 && digits % 10 == 0 {
+    while decimals > 0 && digits.is_multiple_of(10) {
         digits /= 10;
         decimals -= 1;
     }
@@ -468,12 +471,15 @@ mod tests {
         assert_eq!(show(9.999999999999999e-6), "0.000009999999999999999");
         assert_eq!(show(1.5e-6), "0.0000015");
         // halfway between two 17-digit forms: the even last digit (`Display` writes `…297.3`)
-        assert_eq!(show(1868613577682297.25), "1868613577682297.2");
+        assert_eq!(show(7_474_454_310_729_189.0 / 4.0), "1868613577682297.2"); // …297.25 exactly
+        // a FLOAT widened, halfway between two 16-digit forms (`Display`: `…313`)
+        assert_eq!(show(f64::from(65.47f32)), "65.47000122070312"); // 65.470001220703125
     }
 
     /// `s`, written for the double `x` that is not whole, is in `Display`'s notation with as
-    /// many digits and reads back as `x`; its digits are `Display`'s but for the last one of a
-    /// halfway case, where it is the even one of the two.
+    /// many digits and reads back as `x`; its digits are `Display`'s but for the last one when
+    /// the exact value of `x` lies halfway between two shortest forms, where it is the even one
+    /// of the two.
     fn shortest_as_display_writes(s: &str, x: f64) -> Result<(), proptest::test_runner::TestCaseError> {
         let display = format!("{x}");
         proptest::prop_assert_eq!(s.parse::<f64>().ok(), Some(x));
@@ -484,6 +490,15 @@ mod tests {
             proptest::prop_assert_eq!(&ours[..last], &theirs[..last]);
             proptest::prop_assert_eq!(ours[last].abs_diff(theirs[last]), 1);
             proptest::prop_assert_eq!((ours[last] - b'0') % 2, 0);
+            // a tie: the exact expansion of `x` is the shortest form's digits, then 5 and zeros
+            let n = display.trim_start_matches(['-', '0', '.']).bytes().filter(u8::is_ascii_digit).count();
+            let exact = format!("{:.*e}", n + 40, x.abs());
+            let exact: Vec<u8> =
+                exact.split_once('e').map_or("", |(m, _)| m).bytes().filter(u8::is_ascii_digit).collect();
+            proptest::prop_assert!(
+                exact[n] == b'5' && exact[n + 1..].iter().all(|&b| b == b'0'),
+                "{x:e} is not halfway between two {n}-digit forms"
+            );
         }
         Ok(())
     }
@@ -509,15 +524,17 @@ mod tests {
             }
         }
 
-        /// A number of a few decimals (`n / 10^k`, the values [`write_short_fraction`] is for, and
-        /// past its six decimals), either sign, is written as the number that is not whole above.
+        /// A number of a few decimals (`n / 10^k`, `n` of any number of digits up to 18: the
+        /// values [`write_short_fraction`] is for, and past its six decimals or 1e9), either
+        /// sign, is written as the number that is not whole above.
         #[test]
         fn decimal_numbers_are_written_shortest_as_display_writes_them(
-            n in 0u64..1_000_000_000_000_000,
+            m in 0u64..1_000_000_000_000_000_000,
+            shift in 0u32..60,
             k in 1u32..10,
             negative in proptest::bool::ANY,
         ) {
-            let x = n as f64 / 10f64.powi(k as i32);
+            let x = (m >> shift) as f64 / 10f64.powi(k as i32);
             let x = if negative { -x } else { x };
             let mut s = String::new();
             write_value(&mut s, &Value::Double(x));
